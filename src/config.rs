@@ -1,0 +1,681 @@
+//! The YAML config: shapes, gate thresholds, parity tolerances and measurement settings.
+//!
+//! Every key is validated while it is parsed: values that can be wrong (sizes, head_dim,
+//! fractions) are newtypes whose `Deserialize` checks them, so serde_yaml reports the
+//! offending key's path and line (`shapes[3].head_dim: ... at line 12 column 15`).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+pub use crate::stats::Magnitude;
+
+/// A config that could not be loaded; the message names the file and, where known, the key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config {path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+/// Element type of the attention inputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dtype {
+    #[serde(alias = "fp16", alias = "f16", alias = "half")]
+    Float16,
+    #[serde(alias = "bf16")]
+    Bfloat16,
+}
+
+impl Dtype {
+    /// Short name used in shape names and kernel names.
+    pub fn short(self) -> &'static str {
+        match self {
+            Dtype::Float16 => "f16",
+            Dtype::Bfloat16 => "bf16",
+        }
+    }
+}
+
+impl fmt::Display for Dtype {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Dtype::Float16 => "float16",
+            Dtype::Bfloat16 => "bfloat16",
+        })
+    }
+}
+
+/// The head dimensions the kernel supports.
+pub const SUPPORTED_HEAD_DIMS: [u32; 2] = [64, 128];
+
+fn positive(key: &str, v: i64) -> Result<u32, String> {
+    if v < 1 {
+        return Err(format!("{key} must be a positive integer, got {v}"));
+    }
+    u32::try_from(v).map_err(|_| format!("{key} = {v} is too large"))
+}
+
+fn fraction(key: &str, v: f64) -> Result<f64, String> {
+    if v.is_finite() && v > 0.0 && v < 1.0 {
+        Ok(v)
+    } else {
+        Err(format!(
+            "{key} must be a number between 0 and 1 (exclusive), got {v}"
+        ))
+    }
+}
+
+fn positive_f64(key: &str, v: f64) -> Result<f64, String> {
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("{key} must be a positive number, got {v}"))
+    }
+}
+
+/// One attention problem: layout [batch, heads, seq_len, head_dim], scale 1/sqrt(head_dim).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "RawShape")]
+pub struct ShapeParams {
+    pub batch: u32,
+    pub heads: u32,
+    pub seq_len: u32,
+    pub head_dim: u32,
+    pub causal: bool,
+    pub dtype: Dtype,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawShape {
+    batch: i64,
+    heads: i64,
+    seq_len: i64,
+    head_dim: i64,
+    #[serde(default)]
+    causal: bool,
+    dtype: Dtype,
+}
+
+impl TryFrom<RawShape> for ShapeParams {
+    type Error = String;
+    fn try_from(r: RawShape) -> Result<Self, String> {
+        let head_dim = positive("head_dim", r.head_dim)?;
+        if !SUPPORTED_HEAD_DIMS.contains(&head_dim) {
+            return Err(format!("head_dim {head_dim} is not supported (64 or 128)"));
+        }
+        let shape = ShapeParams {
+            batch: positive("batch", r.batch)?,
+            heads: positive("heads", r.heads)?,
+            seq_len: positive("seq_len", r.seq_len)?,
+            head_dim,
+            causal: r.causal,
+            dtype: r.dtype,
+        };
+        if shape.elements() > MAX_ELEMENTS {
+            return Err(format!(
+                "shape {} has {} elements per tensor; at most 2^31 are supported",
+                shape.name(),
+                shape.elements()
+            ));
+        }
+        Ok(shape)
+    }
+}
+
+/// Largest tensor the kernels index with 32-bit offsets.
+const MAX_ELEMENTS: usize = 1 << 31;
+
+impl ShapeParams {
+    pub fn new(
+        batch: u32,
+        heads: u32,
+        seq_len: u32,
+        head_dim: u32,
+        causal: bool,
+        dtype: Dtype,
+    ) -> Self {
+        ShapeParams {
+            batch,
+            heads,
+            seq_len,
+            head_dim,
+            causal,
+            dtype,
+        }
+    }
+
+    /// The canonical name, e.g. `b2h8s512d64_causal_f16` (the golden files use the same scheme).
+    pub fn name(&self) -> String {
+        format!(
+            "b{}h{}s{}d{}{}_{}",
+            self.batch,
+            self.heads,
+            self.seq_len,
+            self.head_dim,
+            if self.causal { "_causal" } else { "" },
+            self.dtype.short()
+        )
+    }
+
+    /// Elements in each of Q, K, V and the output.
+    pub fn elements(&self) -> usize {
+        self.batch as usize * self.heads as usize * self.seq_len as usize * self.head_dim as usize
+    }
+
+    /// Floating-point operations of one forward pass: two matrix products of
+    /// 2·S·S·D each per (batch, head); causal masking does only the S·(S+1)/2 visible pairs.
+    pub fn flops(&self) -> f64 {
+        let (b, h, s, d) = (
+            self.batch as f64,
+            self.heads as f64,
+            self.seq_len as f64,
+            self.head_dim as f64,
+        );
+        let pairs = if self.causal {
+            s * (s + 1.0) / 2.0
+        } else {
+            s * s
+        };
+        4.0 * b * h * pairs * d
+    }
+
+    /// The softmax scale the kernel and the references use.
+    pub fn scale(&self) -> f32 {
+        1.0 / (self.head_dim as f32).sqrt()
+    }
+}
+
+impl fmt::Display for ShapeParams {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+/// The gate's thresholds and statistics settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RawGate")]
+pub struct GateSettings {
+    /// Largest tolerated p50 slowdown, as a fraction (0.02 = 2%).
+    pub max_p50_regression: f64,
+    /// Significance level for the Holm-adjusted Mann-Whitney p.
+    pub alpha: f64,
+    /// Confidence of the bootstrap interval.
+    pub confidence: f64,
+    /// Bootstrap resamples.
+    pub bootstrap_resamples: u32,
+    /// Smallest Cliff's delta magnitude that counts as a real change.
+    pub min_effect: Magnitude,
+    /// Seed of the bootstrap RNG; recorded in every results file.
+    pub seed: u64,
+}
+
+impl Default for GateSettings {
+    fn default() -> Self {
+        GateSettings {
+            max_p50_regression: 0.02,
+            alpha: 0.05,
+            confidence: 0.95,
+            bootstrap_resamples: 10_000,
+            min_effect: Magnitude::Small,
+            seed: 0xC1_6A7E,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawGate {
+    max_p50_regression: f64,
+    alpha: f64,
+    confidence: f64,
+    bootstrap_resamples: i64,
+    min_effect: Magnitude,
+    seed: u64,
+}
+
+impl Default for RawGate {
+    fn default() -> Self {
+        let d = GateSettings::default();
+        RawGate {
+            max_p50_regression: d.max_p50_regression,
+            alpha: d.alpha,
+            confidence: d.confidence,
+            bootstrap_resamples: d.bootstrap_resamples.into(),
+            min_effect: d.min_effect,
+            seed: d.seed,
+        }
+    }
+}
+
+impl TryFrom<RawGate> for GateSettings {
+    type Error = String;
+    fn try_from(r: RawGate) -> Result<Self, String> {
+        let bootstrap_resamples = positive("gate.bootstrap_resamples", r.bootstrap_resamples)?;
+        if bootstrap_resamples < 100 {
+            return Err(format!(
+                "gate.bootstrap_resamples {bootstrap_resamples} is too few for a percentile interval; use at least 100"
+            ));
+        }
+        Ok(GateSettings {
+            max_p50_regression: fraction("gate.max_p50_regression", r.max_p50_regression)?,
+            alpha: fraction("gate.alpha", r.alpha)?,
+            confidence: fraction("gate.confidence", r.confidence)?,
+            bootstrap_resamples,
+            min_effect: r.min_effect,
+            seed: r.seed,
+        })
+    }
+}
+
+/// Allowed error of the kernel against the fp32 reference kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RawTolerance")]
+pub struct Tolerance {
+    pub max_abs: f64,
+    pub rel_l2: f64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTolerance {
+    max_abs: f64,
+    rel_l2: f64,
+}
+
+impl TryFrom<RawTolerance> for Tolerance {
+    type Error = String;
+    fn try_from(r: RawTolerance) -> Result<Self, String> {
+        Ok(Tolerance {
+            max_abs: positive_f64("max_abs", r.max_abs)?,
+            rel_l2: positive_f64("rel_l2", r.rel_l2)?,
+        })
+    }
+}
+
+/// Parity settings: input seed and per-dtype tolerances.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ParitySettings {
+    /// Seed of the random inputs; recorded in every results file.
+    pub seed: u64,
+    pub float16: Tolerance,
+    pub bfloat16: Tolerance,
+}
+
+impl ParitySettings {
+    pub fn tolerance(&self, dtype: Dtype) -> Tolerance {
+        match dtype {
+            Dtype::Float16 => self.float16,
+            Dtype::Bfloat16 => self.bfloat16,
+        }
+    }
+}
+
+impl Default for ParitySettings {
+    fn default() -> Self {
+        // PyTorch's own GPU kernels land at ~2.7e-4 (fp16) and ~2e-3 (bf16) relative L2
+        // from float64 (../shared/golden/cases.json); the bars leave ~4x headroom.
+        ParitySettings {
+            seed: 20_261_121,
+            float16: Tolerance {
+                max_abs: 1e-2,
+                rel_l2: 1e-3,
+            },
+            bfloat16: Tolerance {
+                max_abs: 6e-2,
+                rel_l2: 8e-3,
+            },
+        }
+    }
+}
+
+/// Hot cache replays one buffer set; cold cache rotates through sets whose total exceeds L2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheMode {
+    Hot,
+    Cold,
+}
+
+impl fmt::Display for CacheMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CacheMode::Hot => "hot",
+            CacheMode::Cold => "cold",
+        })
+    }
+}
+
+/// How samples are taken.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RawMeasure")]
+pub struct MeasureSettings {
+    pub cache: CacheMode,
+    /// Warm-up time per round before any sample is kept, in milliseconds.
+    pub warmup_ms: f64,
+    /// Target GPU time of one sample (one CUDA-graph replay of many launches), in milliseconds.
+    pub sample_ms: f64,
+    /// Samples taken in each round.
+    pub samples_per_round: u32,
+    /// Rounds always taken; each round uses freshly allocated buffers.
+    pub min_rounds: u32,
+    /// Rounds at most.
+    pub max_rounds: u32,
+    /// Stop adding rounds once the CI of the median is this narrow (half-width / median).
+    pub target_ci_half_width: f64,
+    /// Time budget per shape, in seconds, for the adaptive rounds.
+    pub budget_s: f64,
+}
+
+impl Default for MeasureSettings {
+    fn default() -> Self {
+        MeasureSettings {
+            cache: CacheMode::Hot,
+            warmup_ms: 20.0,
+            sample_ms: 2.0,
+            samples_per_round: 10,
+            min_rounds: 5,
+            max_rounds: 20,
+            target_ci_half_width: 0.002,
+            budget_s: 10.0,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawMeasure {
+    cache: CacheMode,
+    warmup_ms: f64,
+    sample_ms: f64,
+    samples_per_round: i64,
+    min_rounds: i64,
+    max_rounds: i64,
+    target_ci_half_width: f64,
+    budget_s: f64,
+}
+
+impl Default for RawMeasure {
+    fn default() -> Self {
+        let d = MeasureSettings::default();
+        RawMeasure {
+            cache: d.cache,
+            warmup_ms: d.warmup_ms,
+            sample_ms: d.sample_ms,
+            samples_per_round: d.samples_per_round.into(),
+            min_rounds: d.min_rounds.into(),
+            max_rounds: d.max_rounds.into(),
+            target_ci_half_width: d.target_ci_half_width,
+            budget_s: d.budget_s,
+        }
+    }
+}
+
+impl TryFrom<RawMeasure> for MeasureSettings {
+    type Error = String;
+    fn try_from(r: RawMeasure) -> Result<Self, String> {
+        let min_rounds = positive("measure.min_rounds", r.min_rounds)?;
+        let max_rounds = positive("measure.max_rounds", r.max_rounds)?;
+        if min_rounds < 2 {
+            return Err(
+                "measure.min_rounds must be at least 2, so that run-to-run spread is measured"
+                    .into(),
+            );
+        }
+        if max_rounds < min_rounds {
+            return Err(format!(
+                "measure.max_rounds {max_rounds} is below measure.min_rounds {min_rounds}"
+            ));
+        }
+        Ok(MeasureSettings {
+            cache: r.cache,
+            warmup_ms: positive_f64("measure.warmup_ms", r.warmup_ms)?,
+            sample_ms: positive_f64("measure.sample_ms", r.sample_ms)?,
+            samples_per_round: positive("measure.samples_per_round", r.samples_per_round)?,
+            min_rounds,
+            max_rounds,
+            target_ci_half_width: fraction("measure.target_ci_half_width", r.target_ci_half_width)?,
+            budget_s: positive_f64("measure.budget_s", r.budget_s)?,
+        })
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    name: Option<String>,
+    #[serde(default)]
+    gate: GateSettings,
+    #[serde(default)]
+    parity: ParitySettings,
+    #[serde(default)]
+    measure: MeasureSettings,
+    shapes: Vec<ShapeParams>,
+}
+
+/// A loaded, validated config.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub name: String,
+    pub path: PathBuf,
+    /// SHA-256 of the file's bytes.
+    pub hash: String,
+    pub gate: GateSettings,
+    pub parity: ParitySettings,
+    pub measure: MeasureSettings,
+    pub shapes: Vec<ShapeParams>,
+}
+
+impl Config {
+    /// Reads and validates a config file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let bytes = std::fs::read(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let text = String::from_utf8(bytes).map_err(|_| ConfigError::Invalid {
+            path: path.to_owned(),
+            message: "not UTF-8 text".into(),
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses config text; `path` names it in errors and gives the default name.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let invalid = |message: String| ConfigError::Invalid {
+            path: path.to_owned(),
+            message,
+        };
+        if text.trim().is_empty() {
+            return Err(invalid(
+                "the file is empty; it needs at least `shapes:`".into(),
+            ));
+        }
+        let raw: RawConfig = serde_yaml::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        let name = match raw.name {
+            Some(n) => n,
+            None => path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("config")
+                .to_owned(),
+        };
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+            || name.starts_with('.')
+        {
+            return Err(invalid(format!(
+                "name: {name:?} must be letters, digits, '-', '_' or '.', not starting with '.' (it names the baseline file)"
+            )));
+        }
+        if raw.shapes.is_empty() {
+            return Err(invalid("shapes: the list is empty".into()));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (i, s) in raw.shapes.iter().enumerate() {
+            if !seen.insert(*s) {
+                return Err(invalid(format!(
+                    "shapes[{i}]: duplicate shape {}",
+                    s.name()
+                )));
+            }
+        }
+        Ok(Config {
+            name,
+            path: path.to_owned(),
+            hash: hex::encode(Sha256::digest(text.as_bytes())),
+            gate: raw.gate,
+            parity: raw.parity,
+            measure: raw.measure,
+            shapes: raw.shapes,
+        })
+    }
+
+    /// The shapes whose names are in `names` (all when empty); an unknown name is an error.
+    pub fn select_shapes(&self, names: &[String]) -> Result<Vec<ShapeParams>, ConfigError> {
+        if names.is_empty() {
+            return Ok(self.shapes.clone());
+        }
+        let mut out = Vec::new();
+        for n in names {
+            match self.shapes.iter().find(|s| &s.name() == n) {
+                Some(s) => out.push(*s),
+                None => {
+                    return Err(ConfigError::Invalid {
+                        path: self.path.clone(),
+                        message: format!(
+                            "no shape named {n:?}; the config has: {}",
+                            self.shapes
+                                .iter()
+                                .map(|s| s.name())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, String> {
+        Config::parse(text, Path::new("configs/t.yaml")).map_err(|e| e.to_string())
+    }
+
+    const OK: &str = "shapes:\n  - {batch: 1, heads: 8, seq_len: 512, head_dim: 64, causal: true, dtype: float16}\n";
+
+    #[test]
+    fn minimal_config_gets_defaults_and_name_from_file() {
+        let c = parse(OK).unwrap();
+        assert_eq!(c.name, "t");
+        assert_eq!(c.gate.max_p50_regression, 0.02);
+        assert_eq!(c.shapes[0].name(), "b1h8s512d64_causal_f16");
+        assert_eq!(c.hash.len(), 64);
+    }
+
+    #[test]
+    fn unknown_key_names_key_and_line() {
+        let e = parse("shapes:\n  - {batch: 1, heads: 8, seq_len: 512, head_dim: 64, dtype: float16, extra: 3}\n").unwrap_err();
+        assert!(e.contains("configs/t.yaml"), "{e}");
+        assert!(e.contains("extra"), "{e}");
+        assert!(e.contains("line 2"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        for (text, key) in [
+            (
+                "shapes:\n  - batch: 0\n    heads: 8\n    seq_len: 512\n    head_dim: 64\n    dtype: float16\n",
+                "batch must be a positive integer, got 0 at line 2",
+            ),
+            (
+                "parity:\n  float16: {max_abs: 0, rel_l2: 1}\nshapes: []\n",
+                "max_abs",
+            ),
+            ("measure:\n  cache: lukewarm\nshapes: []\n", "lukewarm"),
+            (
+                "gate:\n  max_p50_regression: 2\nshapes: []\n",
+                "max_p50_regression",
+            ),
+            (
+                "shapes:\n  - {batch: 1, heads: -2, seq_len: 512, head_dim: 64, dtype: float16}\n",
+                "heads",
+            ),
+            (
+                "shapes:\n  - {batch: 1, heads: 8, seq_len: 512, head_dim: 96, dtype: float16}\n",
+                "head_dim",
+            ),
+            (
+                "shapes:\n  - {batch: 1, heads: 8, seq_len: 512, head_dim: 64, dtype: float32}\n",
+                "dtype",
+            ),
+            (
+                "shapes:\n  - {batch: one, heads: 8, seq_len: 512, head_dim: 64, dtype: float16}\n",
+                "batch",
+            ),
+            (
+                "gate:\n  max_p50_regression: 2\nshapes: []\n",
+                "max_p50_regression",
+            ),
+            ("gate:\n  typo: 1\nshapes: []\n", "typo"),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert!(e.contains(key), "{key}: {e}");
+            assert!(e.contains("configs/t.yaml"), "{e}");
+        }
+    }
+
+    #[test]
+    fn empty_and_duplicate_shapes_are_errors() {
+        assert!(parse("").unwrap_err().contains("empty"));
+        assert!(parse("shapes: []\n").unwrap_err().contains("empty"));
+        let dup = format!(
+            "{OK}  - {{batch: 1, heads: 8, seq_len: 512, head_dim: 64, causal: true, dtype: fp16}}\n"
+        );
+        assert!(
+            parse(&dup)
+                .unwrap_err()
+                .contains("duplicate shape b1h8s512d64_causal_f16")
+        );
+    }
+
+    #[test]
+    fn rounds_must_be_consistent() {
+        let e = parse(&format!("measure:\n  min_rounds: 5\n  max_rounds: 3\n{OK}")).unwrap_err();
+        assert!(
+            e.contains("measure.max_rounds 3 is below measure.min_rounds 5"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn flops_count_visible_pairs() {
+        let s = ShapeParams::new(1, 1, 4, 64, false, Dtype::Float16);
+        assert_eq!(s.flops(), 4.0 * 16.0 * 64.0);
+        let c = ShapeParams::new(1, 1, 4, 64, true, Dtype::Float16);
+        assert_eq!(c.flops(), 4.0 * 10.0 * 64.0);
+    }
+
+    #[test]
+    fn select_unknown_shape_lists_the_known_ones() {
+        let c = parse(OK).unwrap();
+        let e = c.select_shapes(&["nope".into()]).unwrap_err().to_string();
+        assert!(e.contains("b1h8s512d64_causal_f16"), "{e}");
+    }
+}

@@ -1,0 +1,7 @@
+//! ci-gate: a performance regression gate for CUDA kernels.
+//!
+//! Dependencies point one way: `stats`, `verdict`, `baseline`, `results` and `report` know
+//! nothing of `gpu`, `cli` or `github`.
+
+pub mod config;
+pub mod stats;
