@@ -15,10 +15,10 @@ pub use crate::stats::Magnitude;
 /// A config that could not be loaded; the message names the file and, where known, the key.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read config {path}: {source}")]
+    #[error("cannot read config {path}: {cause}")]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("config {path}: {message}")]
     Invalid { path: PathBuf, message: String },
@@ -478,9 +478,9 @@ pub struct Config {
 impl Config {
     /// Reads and validates a config file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let bytes = std::fs::read(path).map_err(|source| ConfigError::Read {
+        let bytes = std::fs::read(path).map_err(|cause| ConfigError::Read {
             path: path.to_owned(),
-            source,
+            cause,
         })?;
         let text = String::from_utf8(bytes).map_err(|_| ConfigError::Invalid {
             path: path.to_owned(),

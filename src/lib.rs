@@ -1,7 +1,19 @@
 //! ci-gate: a performance regression gate for CUDA kernels.
 //!
-//! Dependencies point one way: `stats`, `verdict`, `baseline`, `results` and `report` know
-//! nothing of `gpu`, `cli` or `github`.
+//! Dependencies point one way: `stats`, `verdict`, `comparison`, `evaluate`, `baseline`,
+//! `results` and `report` know nothing of `gpu`, `cli`, `commands` or `github`.
 
+pub mod baseline;
+pub mod cli;
+pub mod commands;
+pub mod comparison;
 pub mod config;
+pub mod evaluate;
+pub mod files;
+pub mod gpu;
+pub mod reference;
+pub mod report;
+pub mod results;
+pub mod samples;
 pub mod stats;
+pub mod verdict;

@@ -1,0 +1,171 @@
+//! Stored baselines: `baselines/<gpu-slug>/<config-name>.json`, one file per GPU model and
+//! config, with provenance. Written atomically; a corrupt file is an error that names it and
+//! is never silently replaced.
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::config::{CacheMode, ShapeParams};
+use crate::files::{self, FileError};
+use crate::results::{ConfigInfo, Environment, Parity, SCHEMA_VERSION};
+use crate::stats::Summary;
+
+/// Why a baseline was recorded, and what it replaced.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    pub commit: Option<String>,
+    pub recorded_at: DateTime<Utc>,
+    pub reason: String,
+    /// Commit of the baseline this one replaced, if any.
+    pub previous_commit: Option<String>,
+    pub previous_recorded_at: Option<DateTime<Utc>>,
+    pub tool_version: String,
+    /// Recorded with `--force` over the refusal checks.
+    pub forced: bool,
+}
+
+/// One shape's stored timings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BaselineShape {
+    pub name: String,
+    pub params: ShapeParams,
+    pub cache: CacheMode,
+    /// Per-launch times in µs, by round (rounds from fresh state, so run-to-run spread is in them).
+    pub samples_us: Vec<Vec<f64>>,
+    pub summary: Summary,
+    pub tflops: Option<f64>,
+    pub parity: Option<Parity>,
+}
+
+/// A baseline file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BaselineFile {
+    pub schema_version: u32,
+    pub gpu_slug: String,
+    pub config: ConfigInfo,
+    pub provenance: Provenance,
+    pub environment: Environment,
+    pub kernel_source_hash: Option<String>,
+    pub shapes: Vec<BaselineShape>,
+}
+
+impl BaselineFile {
+    /// The stored shape with exactly these parameters and cache mode. A shape whose
+    /// parameters changed is a different shape: it is never compared with the old numbers.
+    pub fn shape(&self, params: &ShapeParams, cache: CacheMode) -> Option<&BaselineShape> {
+        self.shapes
+            .iter()
+            .find(|s| &s.params == params && s.cache == cache)
+    }
+}
+
+/// A baseline that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum BaselineError {
+    #[error(transparent)]
+    File(#[from] FileError),
+    #[error(
+        "{path} records GPU {found:?}, not {expected:?}: a run is never compared with another GPU's baseline"
+    )]
+    OtherGpu {
+        path: PathBuf,
+        found: String,
+        expected: String,
+    },
+    #[error("{path} is for config {found:?}, not {expected:?}")]
+    OtherConfig {
+        path: PathBuf,
+        found: String,
+        expected: String,
+    },
+}
+
+/// The `baselines/` directory.
+#[derive(Clone, Debug)]
+pub struct BaselineStore {
+    root: PathBuf,
+}
+
+impl BaselineStore {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        BaselineStore { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where the baseline of this GPU model and config lives.
+    pub fn path(&self, gpu_slug: &str, config_name: &str) -> PathBuf {
+        self.root.join(gpu_slug).join(format!("{config_name}.json"))
+    }
+
+    /// Loads the baseline for this GPU and config; `Ok(None)` when none is stored.
+    /// A file that exists but cannot be read, parsed, or belongs to another GPU or config is
+    /// an error naming it.
+    pub fn load(
+        &self,
+        gpu_slug: &str,
+        gpu_name: &str,
+        config_name: &str,
+    ) -> Result<Option<BaselineFile>, BaselineError> {
+        let path = self.path(gpu_slug, config_name);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let file: BaselineFile = files::read_versioned_json(&path, SCHEMA_VERSION)?;
+        if file.gpu_slug != gpu_slug || file.environment.gpu_name != gpu_name {
+            return Err(BaselineError::OtherGpu {
+                path,
+                found: file.environment.gpu_name,
+                expected: gpu_name.to_owned(),
+            });
+        }
+        if file.config.name != config_name {
+            return Err(BaselineError::OtherConfig {
+                path,
+                found: file.config.name,
+                expected: config_name.to_owned(),
+            });
+        }
+        Ok(Some(file))
+    }
+
+    /// Writes a baseline atomically into its GPU's directory.
+    pub fn save(&self, file: &BaselineFile) -> Result<PathBuf, BaselineError> {
+        let path = self.path(&file.gpu_slug, &file.config.name);
+        files::write_json(&path, file)?;
+        Ok(path)
+    }
+
+    /// Every stored baseline file (optionally of one GPU), each loaded or with its error.
+    pub fn list(
+        &self,
+        gpu_slug: Option<&str>,
+    ) -> std::io::Result<Vec<(PathBuf, Result<BaselineFile, FileError>)>> {
+        let mut out = Vec::new();
+        if !self.root.exists() {
+            return Ok(out);
+        }
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(&self.root)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .filter(|p| gpu_slug.is_none_or(|s| p.file_name().is_some_and(|n| n == s)))
+            .collect();
+        dirs.sort();
+        for dir in dirs {
+            let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                .collect();
+            paths.sort();
+            for p in paths {
+                let loaded = files::read_versioned_json(&p, SCHEMA_VERSION);
+                out.push((p, loaded));
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,40 @@
+//! One module per subcommand; [`run`] dispatches.
+
+mod baseline;
+mod compare;
+mod env;
+mod local;
+pub mod pipeline;
+mod selftest;
+
+use anyhow::Result;
+
+use crate::cli::{BaselineCommand, Cli, Command};
+
+/// How a command that ran to the end came out. Errors (exit 2) travel as `Err`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Exit 0.
+    Pass,
+    /// Exit 1: a regression, a parity loss, or a refused baseline update.
+    Fail,
+}
+
+impl Outcome {
+    pub fn from_passed(passed: bool) -> Outcome {
+        if passed { Outcome::Pass } else { Outcome::Fail }
+    }
+}
+
+/// Runs one parsed command line.
+pub fn run(cli: Cli) -> Result<Outcome> {
+    match cli.command {
+        Command::Compare(args) => compare::run(&args),
+        Command::Baseline(BaselineCommand::Show(args)) => baseline::show(&args),
+        Command::Baseline(BaselineCommand::Update(args)) => baseline::update(&args),
+        Command::Local(args) => local::run_local(&args),
+        Command::Selftest(args) => selftest::run_selftest(&args),
+        Command::Env(args) => env::run_env(&args),
+        Command::Ci(_) | Command::Comment(_) => anyhow::bail!("not built yet"),
+    }
+}

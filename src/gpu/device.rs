@@ -1,0 +1,243 @@
+//! The GPU: context, stream, the compiled kernels (module cache) and device facts.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig};
+use cudarc::nvrtc::Ptx;
+
+use super::compile::{Arch, KernelSource, compile};
+use super::error::{DriverContext, GpuError};
+use super::raw;
+use crate::config::{Dtype, ShapeParams};
+
+/// Facts about the device that measurement and reports need.
+#[derive(Clone, Debug)]
+pub struct DeviceInfo {
+    pub name: String,
+    /// NVML-style UUID, `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
+    pub uuid: String,
+    pub arch: Arch,
+    pub sm_count: u32,
+    pub l2_bytes: u64,
+    pub max_smem_optin: u32,
+    /// e.g. 13000 for CUDA 13.0.
+    pub driver_cuda_version: i32,
+    pub nvrtc_version: (i32, i32),
+}
+
+/// A kernel function with its launch contract (`NAME_launch` in the source).
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    pub name: String,
+    pub func: CudaFunction,
+    pub rows_per_block: u32,
+    pub threads: u32,
+    pub smem_bytes: u32,
+}
+
+impl Kernel {
+    /// grid = (⌈seq_len / rows_per_block⌉, batch·heads), per kernels/README.md.
+    pub fn config(&self, shape: &ShapeParams) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: (
+                shape.seq_len.div_ceil(self.rows_per_block),
+                shape.batch * shape.heads,
+                1,
+            ),
+            block_dim: (self.threads, 1, 1),
+            shared_mem_bytes: self.smem_bytes,
+        }
+    }
+}
+
+/// Everything compiled from `kernels/`.
+pub struct Kernels {
+    attention: HashMap<(Dtype, u32), Kernel>,
+    reference: HashMap<Dtype, Kernel>,
+    fill_normal: HashMap<Dtype, CudaFunction>,
+    pub fill_u32: CudaFunction,
+    pub spin: CudaFunction,
+    _modules: Vec<Arc<CudaModule>>,
+}
+
+impl Kernels {
+    pub fn attention(&self, shape: &ShapeParams) -> Result<&Kernel, GpuError> {
+        self.attention
+            .get(&(shape.dtype, shape.head_dim))
+            .ok_or_else(|| {
+                GpuError::Invalid(format!(
+                    "no attention kernel for {} head_dim {}",
+                    shape.dtype, shape.head_dim
+                ))
+            })
+    }
+
+    pub fn reference(&self, dtype: Dtype) -> Result<&Kernel, GpuError> {
+        self.reference
+            .get(&dtype)
+            .ok_or_else(|| GpuError::Invalid(format!("no reference kernel for {dtype}")))
+    }
+
+    pub fn fill_normal(&self, dtype: Dtype) -> &CudaFunction {
+        &self.fill_normal[&dtype]
+    }
+}
+
+/// An open GPU with its kernels loaded.
+pub struct Gpu {
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+    pub info: DeviceInfo,
+    pub kernels: Kernels,
+    /// SHA-256 of kernels/attention.cu, the kernel under the gate.
+    pub kernel_source_hash: String,
+}
+
+fn uuid_string(bytes: &[std::ffi::c_char; 16]) -> String {
+    let b: Vec<u8> = bytes.iter().map(|&c| c as u8).collect();
+    let h = hex::encode(b);
+    format!(
+        "GPU-{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+/// Opens device 0: context, stream and device facts, without compiling anything.
+pub fn open_device() -> Result<(Arc<CudaContext>, Arc<CudaStream>, DeviceInfo), GpuError> {
+    if !raw::driver_present() {
+        return Err(GpuError::NoDriver);
+    }
+    let count = CudaContext::device_count().map_err(|e| GpuError::NoDevice(e.to_string()))?;
+    if count < 1 {
+        return Err(GpuError::NoDevice("the driver reports no devices".into()));
+    }
+    let ctx = CudaContext::new(0).map_err(|e| GpuError::NoDevice(e.to_string()))?;
+    raw::disable_event_tracking(&ctx);
+    let stream = ctx.new_stream().during(|| "creating a stream".into())?;
+    let attr = |a: CUdevice_attribute| {
+        ctx.attribute(a)
+            .during(|| format!("reading device attribute {a:?}"))
+    };
+    let (major, minor) = ctx
+        .compute_capability()
+        .during(|| "reading the compute capability".into())?;
+    let info = DeviceInfo {
+        name: ctx.name().during(|| "reading the device name".into())?,
+        uuid: uuid_string(
+            &ctx.uuid()
+                .during(|| "reading the device UUID".into())?
+                .bytes,
+        ),
+        arch: Arch {
+            major: major as u32,
+            minor: minor as u32,
+        },
+        sm_count: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+        l2_bytes: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as u64,
+        max_smem_optin: attr(
+            CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+        )? as u32,
+        driver_cuda_version: raw::driver_cuda_version()
+            .during(|| "reading the driver version".into())?,
+        nvrtc_version: if raw::nvrtc_present() {
+            raw::nvrtc_version().unwrap_or((0, 0))
+        } else {
+            (0, 0)
+        },
+    };
+    Ok((ctx, stream, info))
+}
+
+impl Gpu {
+    /// Opens device 0 and compiles the kernels in `kernels_dir` for it.
+    pub fn open(kernels_dir: &Path) -> Result<Gpu, GpuError> {
+        let (ctx, stream, info) = open_device()?;
+        if !raw::nvrtc_present() {
+            return Err(GpuError::NoNvrtc);
+        }
+        let attention_src = KernelSource::read(&kernels_dir.join("attention.cu"))?;
+        let reference_src = KernelSource::read(&kernels_dir.join("reference.cu"))?;
+        let util_src = KernelSource::read(&kernels_dir.join("util.cu"))?;
+        let load = |src: &KernelSource| -> Result<Arc<CudaModule>, GpuError> {
+            let cubin = compile(src, info.arch)?;
+            ctx.load_module(Ptx::from_binary(cubin.as_ref().clone()))
+                .during(|| format!("loading {} for {}", src.path.display(), info.arch.sm()))
+        };
+        let attention_mod = load(&attention_src)?;
+        let reference_mod = load(&reference_src)?;
+        let util_mod = load(&util_src)?;
+        let function = |m: &Arc<CudaModule>, src: &KernelSource, name: &str| {
+            m.load_function(name)
+                .during(|| format!("kernel {name} in {}", src.path.display()))
+        };
+        let kernel = |m: &Arc<CudaModule>,
+                      src: &KernelSource,
+                      name: &str|
+         -> Result<Kernel, GpuError> {
+            let func = function(m, src, name)?;
+            let [rows, threads, smem] =
+                raw::read_launch_constant(m, &stream, &format!("{name}_launch"))
+                    .during(|| format!("reading {name}_launch in {}", src.path.display()))?;
+            if rows < 1
+                || !(1..=1024).contains(&threads)
+                || smem < 0
+                || smem as u32 > info.max_smem_optin
+            {
+                return Err(GpuError::Invalid(format!(
+                    "{name}_launch in {} is {{{rows}, {threads}, {smem}}}: rows and threads must be positive (threads ≤ 1024) and shared memory within the device's {} bytes",
+                    src.path.display(),
+                    info.max_smem_optin
+                )));
+            }
+            if smem > 48 * 1024 {
+                func.set_attribute(
+                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    smem,
+                )
+                .during(|| format!("allowing {smem} bytes of shared memory for {name}"))?;
+            }
+            Ok(Kernel {
+                name: name.to_owned(),
+                func,
+                rows_per_block: rows as u32,
+                threads: threads as u32,
+                smem_bytes: smem as u32,
+            })
+        };
+        let mut attention = HashMap::new();
+        let mut reference = HashMap::new();
+        let mut fill_normal = HashMap::new();
+        for dtype in [Dtype::Float16, Dtype::Bfloat16] {
+            for d in crate::config::SUPPORTED_HEAD_DIMS {
+                let name = format!("attention_fwd_{}_d{d}", dtype.short());
+                attention.insert((dtype, d), kernel(&attention_mod, &attention_src, &name)?);
+            }
+            let name = format!("attention_ref_{}", dtype.short());
+            reference.insert(dtype, kernel(&reference_mod, &reference_src, &name)?);
+            let name = format!("fill_normal_{}", dtype.short());
+            fill_normal.insert(dtype, function(&util_mod, &util_src, &name)?);
+        }
+        let kernels = Kernels {
+            attention,
+            reference,
+            fill_normal,
+            fill_u32: function(&util_mod, &util_src, "fill_u32")?,
+            spin: function(&util_mod, &util_src, "spin_cycles")?,
+            _modules: vec![attention_mod, reference_mod, util_mod],
+        };
+        Ok(Gpu {
+            ctx,
+            stream,
+            info,
+            kernels,
+            kernel_source_hash: attention_src.hash,
+        })
+    }
+}

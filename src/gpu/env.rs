@@ -1,0 +1,89 @@
+//! The environment fingerprint: the device facts from CUDA, clocks and state from NVML
+//! (nvml-wrapper). NVML being unavailable is not fatal: the fields stay empty.
+
+use nvml_wrapper::Nvml;
+use nvml_wrapper::bitmasks::device::ThrottleReasons;
+use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
+
+use super::device::DeviceInfo;
+use crate::results::{Environment, GpuState, gpu_slug};
+
+/// Throttle reasons that mean the clocks were held down (idle and application-clock
+/// settings are not slowdowns of a running kernel).
+pub const SLOWDOWN_REASONS: &[&str] = &[
+    "SW_POWER_CAP",
+    "HW_SLOWDOWN",
+    "SW_THERMAL_SLOWDOWN",
+    "HW_THERMAL_SLOWDOWN",
+    "HW_POWER_BRAKE_SLOWDOWN",
+    "SYNC_BOOST",
+];
+
+/// An NVML handle for the device with this UUID.
+pub struct Monitor {
+    nvml: Option<Nvml>,
+    uuid: String,
+}
+
+impl Monitor {
+    pub fn new(uuid: &str) -> Monitor {
+        Monitor {
+            nvml: Nvml::init().ok(),
+            uuid: uuid.to_owned(),
+        }
+    }
+
+    /// The driver version string NVML reports, e.g. "580.159.04".
+    pub fn driver_version(&self) -> Option<String> {
+        self.nvml.as_ref()?.sys_driver_version().ok()
+    }
+
+    /// Reads clocks, temperature, power and throttle reasons now.
+    pub fn state(&self) -> Option<GpuState> {
+        let nvml = self.nvml.as_ref()?;
+        let dev = nvml.device_by_uuid(self.uuid.as_str()).ok()?;
+        let reasons = dev
+            .current_throttle_reasons()
+            .map(|r| {
+                (r - ThrottleReasons::GPU_IDLE)
+                    .iter_names()
+                    .map(|(name, _)| name.to_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(GpuState {
+            sm_clock_mhz: dev.clock_info(Clock::SM).ok(),
+            mem_clock_mhz: dev.clock_info(Clock::Memory).ok(),
+            temperature_c: dev.temperature(TemperatureSensor::Gpu).ok(),
+            power_w: dev.power_usage().ok().map(|mw| f64::from(mw) / 1000.0),
+            throttle_reasons: reasons,
+        })
+    }
+}
+
+/// The environment record of a run on this device, with the state read now as "before".
+pub fn environment(info: &DeviceInfo, monitor: &Monitor) -> Environment {
+    let cuda = info.driver_cuda_version;
+    Environment {
+        gpu_name: info.name.clone(),
+        gpu_slug: gpu_slug(&info.name),
+        gpu_uuid: Some(info.uuid.clone()),
+        compute_capability: format!("{}.{}", info.arch.major, info.arch.minor),
+        sm_count: Some(info.sm_count),
+        l2_bytes: Some(info.l2_bytes),
+        driver_version: monitor.driver_version(),
+        cuda_driver_version: Some(format!("{}.{}", cuda / 1000, (cuda % 1000) / 10)),
+        nvrtc_version: Some(format!("{}.{}", info.nvrtc_version.0, info.nvrtc_version.1)),
+        state_before: monitor.state(),
+        state_after: None,
+    }
+}
+
+/// Whether any of these reasons is a real slowdown.
+pub fn throttled(reasons: &[String]) -> Vec<String> {
+    reasons
+        .iter()
+        .filter(|r| SLOWDOWN_REASONS.contains(&r.as_str()))
+        .cloned()
+        .collect()
+}

@@ -1,0 +1,48 @@
+//! Errors of the GPU side, each one sentence that names the kernel, shape or file involved.
+
+use std::path::PathBuf;
+
+use cudarc::driver::DriverError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    #[error(
+        "no NVIDIA driver found (libcuda.so could not be loaded): this command needs a CUDA GPU; `ci-gate compare` works without one"
+    )]
+    NoDriver,
+    #[error("no CUDA GPU is usable: {0}")]
+    NoDevice(String),
+    #[error(
+        "NVRTC could not be loaded (libnvrtc.so): install the CUDA toolkit, or `pip install nvidia-cuda-nvrtc` and add its lib directory to LD_LIBRARY_PATH"
+    )]
+    NoNvrtc,
+    #[error("cannot read kernel source {path}: {cause}")]
+    Source {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("{file} does not compile for {arch} with NVRTC:\n{log}")]
+    Compile {
+        file: String,
+        arch: String,
+        log: String,
+    },
+    #[error("{what}: {cause}")]
+    Driver { what: String, cause: DriverError },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Attaches a description (kernel, shape, step) to a CUDA driver error.
+pub(crate) trait DriverContext<T> {
+    fn during(self, what: impl FnOnce() -> String) -> Result<T, GpuError>;
+}
+
+impl<T> DriverContext<T> for Result<T, DriverError> {
+    fn during(self, what: impl FnOnce() -> String) -> Result<T, GpuError> {
+        self.map_err(|cause| GpuError::Driver {
+            what: what(),
+            cause,
+        })
+    }
+}

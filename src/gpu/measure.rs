@@ -1,0 +1,400 @@
+//! Timing, as the design's measurements on an H200 shaped it:
+//! - warm-up before any sample is kept;
+//! - launches batched in a CUDA graph so one sample (one replay) is long enough to swamp
+//!   launch jitter; a sample is the replay's time divided by its launches;
+//! - several rounds, each with freshly allocated buffers behind a random-sized spacer, so
+//!   placement and run-to-run drift show up in the samples instead of hiding between runs;
+//! - hot cache (one buffer set) or cold cache (sets rotated so the working set exceeds L2);
+//! - rounds added until the interval of the median is narrow enough or the budget is spent.
+
+use std::time::Instant;
+
+use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
+use cudarc::driver::{CudaEvent, CudaSlice};
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::device::{Gpu, Kernel};
+use super::error::{DriverContext, GpuError};
+use super::parity::{Inputs, check_shape, random_inputs};
+use super::raw::{self, AttentionArgs};
+use crate::config::{CacheMode, MeasureSettings, ShapeParams};
+
+/// How many rounds to take.
+#[derive(Clone, Copy, Debug)]
+pub enum RoundsPolicy {
+    /// From `min_rounds` up to `max_rounds`, until the interval is narrow or the budget spent.
+    Adaptive,
+    /// Exactly this many.
+    Exactly(u32),
+}
+
+/// The spin kernel's cost model: one launch inside a graph takes `overhead_us + cycles · us_per_cycle`.
+#[derive(Clone, Copy, Debug)]
+pub struct SpinCalibration {
+    pub overhead_us: f64,
+    pub us_per_cycle: f64,
+}
+
+/// A slowdown added on purpose (selftest): spin kernels spread through each sample's graph
+/// adding `us_per_launch` per attention launch on average.
+#[derive(Clone, Copy, Debug)]
+pub struct Injection {
+    pub us_per_launch: f64,
+    pub calibration: SpinCalibration,
+}
+
+/// One shape's timings.
+#[derive(Clone, Debug)]
+pub struct Measurement {
+    /// Per-launch µs, by round.
+    pub rounds: Vec<Vec<f64>>,
+    pub launches_per_sample: u32,
+    pub working_set_bytes: u64,
+    /// Device address of Q in each round (shows that rounds used fresh buffers).
+    pub round_addresses: Vec<u64>,
+    pub wall_s: f64,
+}
+
+struct BufferSet {
+    inputs: Inputs,
+    out: CudaSlice<f32>,
+}
+
+/// Bytes one launch reads and writes: Q, K, V in 16 bits, the output in 32.
+fn bytes_per_set(shape: &ShapeParams) -> u64 {
+    shape.elements() as u64 * (3 * 2 + 4)
+}
+
+/// Buffer sets to rotate through: 1 for hot cache; for cold cache enough that the working
+/// set is at least 3× L2, so each launch finds its inputs evicted.
+fn sets_for(gpu: &Gpu, shape: &ShapeParams, cache: CacheMode) -> Result<usize, GpuError> {
+    match cache {
+        CacheMode::Hot => Ok(1),
+        CacheMode::Cold => {
+            let per = bytes_per_set(shape);
+            let sets = (3 * gpu.info.l2_bytes).div_ceil(per).max(2);
+            let total = sets * per;
+            let (free, _) = gpu
+                .ctx
+                .mem_get_info()
+                .during(|| "reading free device memory".into())?;
+            if total > free as u64 / 2 {
+                return Err(GpuError::Invalid(format!(
+                    "shape {shape}: a cold-cache working set of {total} bytes does not fit in half the free device memory"
+                )));
+            }
+            if total <= gpu.info.l2_bytes {
+                return Err(GpuError::Invalid(format!(
+                    "shape {shape}: cold-cache working set {total} bytes does not exceed L2 ({} bytes)",
+                    gpu.info.l2_bytes
+                )));
+            }
+            Ok(sets as usize)
+        }
+    }
+}
+
+fn timing_event(gpu: &Gpu) -> Result<CudaEvent, GpuError> {
+    gpu.ctx
+        .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+        .during(|| "creating a timing event".into())
+}
+
+fn launch(
+    gpu: &Gpu,
+    kernel: &Kernel,
+    shape: &ShapeParams,
+    set: &mut BufferSet,
+) -> Result<(), GpuError> {
+    raw::launch_attention(
+        &gpu.stream,
+        &kernel.func,
+        kernel.config(shape),
+        AttentionArgs {
+            q: &set.inputs.q,
+            k: &set.inputs.k,
+            v: &set.inputs.v,
+            out: &mut set.out,
+            seq_len: shape.seq_len as i32,
+            head_dim: shape.head_dim as i32,
+            scale: shape.scale(),
+            causal: i32::from(shape.causal),
+        },
+    )
+    .during(|| format!("launching {} on shape {shape}", kernel.name))
+}
+
+/// Measures one shape.
+pub fn measure(
+    gpu: &Gpu,
+    shape: &ShapeParams,
+    settings: &MeasureSettings,
+    policy: RoundsPolicy,
+    injection: Option<Injection>,
+    seed: u64,
+) -> Result<Measurement, GpuError> {
+    check_shape(shape)?;
+    let mut m = Measurement {
+        rounds: Vec::new(),
+        launches_per_sample: 0,
+        working_set_bytes: 0,
+        round_addresses: Vec::new(),
+        wall_s: 0.0,
+    };
+    let (min, max) = match policy {
+        RoundsPolicy::Adaptive => (settings.min_rounds, settings.max_rounds),
+        RoundsPolicy::Exactly(n) => (n.max(1), n.max(1)),
+    };
+    let start = Instant::now();
+    while (m.rounds.len() as u32) < max {
+        let done = m.rounds.len() as u32;
+        if done >= min
+            && (round_spread_ok(&m.rounds, settings.target_ci_half_width)
+                || start.elapsed().as_secs_f64() > settings.budget_s)
+        {
+            break;
+        }
+        run_round(gpu, shape, settings, injection, seed, &mut m)?;
+    }
+    m.wall_s = start.elapsed().as_secs_f64();
+    Ok(m)
+}
+
+/// Adds `rounds` more rounds to `m` with the same launches per sample.
+pub fn extend(
+    gpu: &Gpu,
+    shape: &ShapeParams,
+    settings: &MeasureSettings,
+    injection: Option<Injection>,
+    seed: u64,
+    m: &mut Measurement,
+    rounds: u32,
+) -> Result<(), GpuError> {
+    let start = Instant::now();
+    for _ in 0..rounds {
+        run_round(gpu, shape, settings, injection, seed, m)?;
+    }
+    m.wall_s += start.elapsed().as_secs_f64();
+    Ok(())
+}
+
+/// Whether the 95% half-width of the median, estimated from the spread of round medians
+/// (standard error of their mean), is within `target` of the median. Cost: O(total samples).
+fn round_spread_ok(rounds: &[Vec<f64>], target: f64) -> bool {
+    if rounds.len() < 2 {
+        return false;
+    }
+    let medians: Vec<f64> = rounds
+        .iter()
+        .filter_map(|r| {
+            crate::stats::Sample::new(r.clone())
+                .ok()
+                .map(|s| s.median())
+        })
+        .collect();
+    if medians.len() < 2 {
+        return false;
+    }
+    let n = medians.len() as f64;
+    let mean = medians.iter().sum::<f64>() / n;
+    let var = medians.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    1.96 * (var / n).sqrt() / mean <= target
+}
+
+fn run_round(
+    gpu: &Gpu,
+    shape: &ShapeParams,
+    settings: &MeasureSettings,
+    injection: Option<Injection>,
+    seed: u64,
+    m: &mut Measurement,
+) -> Result<(), GpuError> {
+    let round = m.rounds.len() as u64;
+    let kernel = gpu.kernels.attention(shape)?;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ round.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    // A random-sized spacer, allocated first, moves this round's buffers to new addresses.
+    let spacer_bytes = 256 * rng.random_range(1..=65_536usize);
+    let _spacer = raw::alloc::<u8>(&gpu.stream, spacer_bytes)
+        .during(|| "allocating the address spacer".into())?;
+    let n_sets = sets_for(gpu, shape, settings.cache)?;
+    let mut sets = Vec::with_capacity(n_sets);
+    for i in 0..n_sets as u64 {
+        let inputs = random_inputs(gpu, shape, seed.wrapping_add(round * 1_000 + i))?;
+        let out = super::parity::poisoned_output(gpu, shape)?;
+        sets.push(BufferSet { inputs, out });
+    }
+    m.working_set_bytes = n_sets as u64 * bytes_per_set(shape);
+    {
+        use cudarc::driver::DevicePtr;
+        let (ptr, _sync) = sets[0].inputs.q.device_ptr(&gpu.stream);
+        m.round_addresses.push(ptr);
+    }
+
+    // Warm-up: direct launches in growing batches until `warmup_ms` has passed on the GPU;
+    // the last batch gives the per-launch estimate that sizes the graph.
+    let (e0, e1) = (timing_event(gpu)?, timing_event(gpu)?);
+    let mut spent_ms = 0.0f64;
+    let mut batch = 1u32;
+    let mut per_launch_ms = f64::MAX;
+    let mut next = 0usize;
+    while spent_ms < settings.warmup_ms {
+        e0.record(&gpu.stream)
+            .during(|| "recording a timing event".into())?;
+        for _ in 0..batch {
+            launch(gpu, kernel, shape, &mut sets[next % n_sets])?;
+            next += 1;
+        }
+        e1.record(&gpu.stream)
+            .during(|| "recording a timing event".into())?;
+        gpu.stream
+            .synchronize()
+            .during(|| format!("kernel {} on shape {shape} (warm-up)", kernel.name))?;
+        let ms = f64::from(
+            e0.elapsed_ms(&e1)
+                .during(|| "reading a timing event".into())?,
+        );
+        spent_ms += ms;
+        per_launch_ms = ms / f64::from(batch);
+        batch = (batch * 2).min(256);
+    }
+    if m.launches_per_sample == 0 {
+        let l = (settings.sample_ms / per_launch_ms.max(1e-6)).round();
+        m.launches_per_sample = l.clamp(1.0, 20_000.0) as u32;
+    }
+    let launches = m.launches_per_sample;
+
+    // Spin kernels for an injected slowdown: about one per 5 µs of added time, spread evenly.
+    let spins = injection.map(|inj| {
+        let total_us = inj.us_per_launch * f64::from(launches);
+        let count = ((total_us / 5.0).floor() as u32).clamp(1, launches);
+        let every = launches.div_ceil(count);
+        let count = launches / every;
+        let each_us = total_us / f64::from(count.max(1));
+        let cycles =
+            ((each_us - inj.calibration.overhead_us) / inj.calibration.us_per_cycle).max(0.0);
+        (every, cycles as i64)
+    });
+
+    gpu.stream
+        .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .during(|| "starting a CUDA graph capture".into())?;
+    let captured = (|| -> Result<(), GpuError> {
+        for i in 0..launches {
+            launch(gpu, kernel, shape, &mut sets[i as usize % n_sets])?;
+            if let Some((every, cycles)) = spins
+                && (i + 1) % every == 0
+            {
+                raw::launch_spin(&gpu.stream, &gpu.kernels.spin, cycles)
+                    .during(|| "capturing the injected spin".into())?;
+            }
+        }
+        Ok(())
+    })();
+    let graph = gpu
+        .stream
+        .end_capture(CUgraphInstantiate_flags(0))
+        .during(|| {
+            format!(
+                "capturing {launches} launches of {} on shape {shape}",
+                kernel.name
+            )
+        });
+    captured?;
+    let graph = graph?.ok_or_else(|| {
+        GpuError::Invalid(format!("the CUDA graph for shape {shape} came back empty"))
+    })?;
+    graph
+        .upload()
+        .during(|| "uploading the CUDA graph".into())?;
+    graph
+        .launch()
+        .during(|| format!("replaying the graph of shape {shape}"))?;
+
+    // Samples back to back: one event between consecutive replays, so the GPU never idles
+    // between samples and the host is out of the measured interval.
+    let samples = settings.samples_per_round as usize;
+    let events: Vec<CudaEvent> = (0..=samples)
+        .map(|_| timing_event(gpu))
+        .collect::<Result<_, _>>()?;
+    events[0]
+        .record(&gpu.stream)
+        .during(|| "recording a timing event".into())?;
+    for e in &events[1..] {
+        graph
+            .launch()
+            .during(|| format!("replaying the graph of shape {shape}"))?;
+        e.record(&gpu.stream)
+            .during(|| "recording a timing event".into())?;
+    }
+    gpu.stream
+        .synchronize()
+        .during(|| format!("kernel {} on shape {shape}", kernel.name))?;
+    let mut values = Vec::with_capacity(samples);
+    for w in events.windows(2) {
+        let ms = f64::from(
+            w[0].elapsed_ms(&w[1])
+                .during(|| "reading a timing event".into())?,
+        );
+        values.push(ms * 1000.0 / f64::from(launches));
+    }
+    m.rounds.push(values);
+    Ok(())
+}
+
+/// Measures the spin kernel alone at two lengths and fits its per-launch cost.
+pub fn calibrate_spin(gpu: &Gpu) -> Result<SpinCalibration, GpuError> {
+    let time = |cycles: i64| -> Result<f64, GpuError> {
+        const LAUNCHES: u32 = 20;
+        gpu.stream
+            .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .during(|| "starting a CUDA graph capture".into())?;
+        let captured = (0..LAUNCHES)
+            .try_for_each(|_| raw::launch_spin(&gpu.stream, &gpu.kernels.spin, cycles));
+        let graph = gpu
+            .stream
+            .end_capture(CUgraphInstantiate_flags(0))
+            .during(|| "capturing spin kernels".into());
+        captured.during(|| "capturing spin kernels".into())?;
+        let graph =
+            graph?.ok_or_else(|| GpuError::Invalid("the spin graph came back empty".into()))?;
+        graph
+            .launch()
+            .during(|| "replaying the spin graph".into())?;
+        let (a, b) = (timing_event(gpu)?, timing_event(gpu)?);
+        let mut best = Vec::new();
+        for _ in 0..7 {
+            a.record(&gpu.stream)
+                .during(|| "recording a timing event".into())?;
+            graph
+                .launch()
+                .during(|| "replaying the spin graph".into())?;
+            b.record(&gpu.stream)
+                .during(|| "recording a timing event".into())?;
+            gpu.stream
+                .synchronize()
+                .during(|| "kernel spin_cycles".into())?;
+            best.push(
+                f64::from(
+                    a.elapsed_ms(&b)
+                        .during(|| "reading a timing event".into())?,
+                ) * 1000.0
+                    / f64::from(LAUNCHES),
+            );
+        }
+        best.sort_by(f64::total_cmp);
+        Ok(best[best.len() / 2])
+    };
+    let (c1, c2) = (1_000i64, 200_000i64);
+    let (t1, t2) = (time(c1)?, time(c2)?);
+    let us_per_cycle = (t2 - t1) / (c2 - c1) as f64;
+    if !(us_per_cycle > 0.0) {
+        return Err(GpuError::Invalid(format!(
+            "spin calibration failed: {c1} cycles took {t1:.3} µs and {c2} took {t2:.3} µs"
+        )));
+    }
+    Ok(SpinCalibration {
+        overhead_us: (t1 - c1 as f64 * us_per_cycle).max(0.0),
+        us_per_cycle,
+    })
+}

@@ -1,0 +1,185 @@
+//! Parity: the kernel's output on fresh random inputs against the fp32 reference kernel,
+//! with the output poisoned first so that unwritten elements are caught.
+
+use cudarc::driver::CudaSlice;
+
+use super::device::Gpu;
+use super::error::{DriverContext, GpuError};
+use super::raw::{self, AttentionArgs};
+use crate::config::{ShapeParams, Tolerance};
+use crate::results::Parity;
+
+/// A quiet NaN with a payload no arithmetic produces: an element that still holds it was
+/// never written.
+pub const POISON: u32 = 0xFFC0_1DEA;
+
+/// Q, K, V of one shape on the device.
+pub(crate) struct Inputs {
+    pub q: CudaSlice<u16>,
+    pub k: CudaSlice<u16>,
+    pub v: CudaSlice<u16>,
+}
+
+/// Checks that the launch grid of `shape` fits the device's limits.
+pub(crate) fn check_shape(shape: &ShapeParams) -> Result<(), GpuError> {
+    if shape.batch as u64 * shape.heads as u64 > 65_535 {
+        return Err(GpuError::Invalid(format!(
+            "shape {shape}: batch × heads = {} exceeds the 65535 blocks a grid's y dimension holds",
+            shape.batch as u64 * shape.heads as u64
+        )));
+    }
+    Ok(())
+}
+
+/// Standard-normal Q, K, V from `seed` (one stream of values per tensor).
+pub(crate) fn random_inputs(gpu: &Gpu, shape: &ShapeParams, seed: u64) -> Result<Inputs, GpuError> {
+    let n = shape.elements();
+    let fill = gpu.kernels.fill_normal(shape.dtype);
+    let make = |salt: u64| -> Result<CudaSlice<u16>, GpuError> {
+        let mut buf =
+            raw::alloc::<u16>(&gpu.stream, n).during(|| format!("allocating inputs of {shape}"))?;
+        raw::launch_fill_normal(
+            &gpu.stream,
+            fill,
+            &mut buf,
+            seed.wrapping_mul(3).wrapping_add(salt),
+        )
+        .during(|| format!("filling inputs of {shape}"))?;
+        Ok(buf)
+    };
+    Ok(Inputs {
+        q: make(0)?,
+        k: make(1)?,
+        v: make(2)?,
+    })
+}
+
+/// A poisoned output buffer.
+pub(crate) fn poisoned_output(gpu: &Gpu, shape: &ShapeParams) -> Result<CudaSlice<f32>, GpuError> {
+    let mut out = raw::alloc::<f32>(&gpu.stream, shape.elements())
+        .during(|| format!("allocating the output of {shape}"))?;
+    raw::launch_fill_u32(&gpu.stream, &gpu.kernels.fill_u32, &mut out, POISON)
+        .during(|| format!("poisoning the output of {shape}"))?;
+    Ok(out)
+}
+
+/// Runs one attention kernel into `out` and waits for it, naming kernel and shape on failure.
+pub(crate) fn run_kernel(
+    gpu: &Gpu,
+    kernel: &super::device::Kernel,
+    shape: &ShapeParams,
+    inputs: &Inputs,
+    out: &mut CudaSlice<f32>,
+) -> Result<(), GpuError> {
+    raw::launch_attention(
+        &gpu.stream,
+        &kernel.func,
+        kernel.config(shape),
+        AttentionArgs {
+            q: &inputs.q,
+            k: &inputs.k,
+            v: &inputs.v,
+            out,
+            seq_len: shape.seq_len as i32,
+            head_dim: shape.head_dim as i32,
+            scale: shape.scale(),
+            causal: i32::from(shape.causal),
+        },
+    )
+    .during(|| format!("launching {} on shape {shape}", kernel.name))?;
+    gpu.stream
+        .synchronize()
+        .during(|| format!("kernel {} on shape {shape}", kernel.name))
+}
+
+/// Compares the kernel with the reference on fresh inputs from `seed`.
+pub fn check_parity(
+    gpu: &Gpu,
+    shape: &ShapeParams,
+    tolerance: Tolerance,
+    seed: u64,
+) -> Result<Parity, GpuError> {
+    check_shape(shape)?;
+    let inputs = random_inputs(gpu, shape, seed)?;
+    let mut out = poisoned_output(gpu, shape)?;
+    let mut reference = poisoned_output(gpu, shape)?;
+    run_kernel(gpu, gpu.kernels.attention(shape)?, shape, &inputs, &mut out)?;
+    run_kernel(
+        gpu,
+        gpu.kernels.reference(shape.dtype)?,
+        shape,
+        &inputs,
+        &mut reference,
+    )?;
+    let got = gpu
+        .stream
+        .clone_dtoh(&out)
+        .during(|| format!("copying the output of {shape}"))?;
+    let want = gpu
+        .stream
+        .clone_dtoh(&reference)
+        .during(|| format!("copying the reference output of {shape}"))?;
+    let bad_reference = want.iter().filter(|x| !x.is_finite()).count();
+    if bad_reference > 0 {
+        return Err(GpuError::Invalid(format!(
+            "the reference kernel left {bad_reference} of {} elements unwritten or non-finite on shape {shape}",
+            want.len()
+        )));
+    }
+    Ok(compare_outputs(&got, &want, tolerance, seed))
+}
+
+/// Error metrics of `got` against `want` (host side, float64 accumulation). Non-finite and
+/// unwritten elements are counted, and left out of the error norms so those stay numbers.
+pub fn compare_outputs(got: &[f32], want: &[f32], tolerance: Tolerance, seed: u64) -> Parity {
+    let (mut unwritten, mut nan_or_inf) = (0u64, 0u64);
+    let (mut max_abs, mut diff2, mut ref2) = (0f64, 0f64, 0f64);
+    for (&g, &w) in got.iter().zip(want) {
+        if g.to_bits() == POISON {
+            unwritten += 1;
+            continue;
+        }
+        if !g.is_finite() {
+            nan_or_inf += 1;
+            continue;
+        }
+        let d = f64::from(g) - f64::from(w);
+        max_abs = max_abs.max(d.abs());
+        diff2 += d * d;
+        ref2 += f64::from(w) * f64::from(w);
+    }
+    Parity {
+        max_abs,
+        rel_l2: if ref2 > 0.0 {
+            (diff2 / ref2).sqrt()
+        } else {
+            diff2.sqrt()
+        },
+        nan_or_inf,
+        unwritten,
+        tolerance,
+        seed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn poison_is_counted_apart_from_nan() {
+        let tol = Tolerance {
+            max_abs: 1e-2,
+            rel_l2: 1e-3,
+        };
+        let want = [1.0f32, 2.0, 3.0, 4.0];
+        let got = [1.0f32, f32::from_bits(POISON), f32::NAN, 4.5];
+        let p = compare_outputs(&got, &want, tol, 7);
+        assert_eq!((p.unwritten, p.nan_or_inf), (1, 1));
+        assert_eq!(p.max_abs, 0.5);
+        assert!(!p.passed());
+        assert!(f32::from_bits(POISON).is_nan());
+        let p = compare_outputs(&want, &want, tol, 7);
+        assert!(p.passed() && p.rel_l2 == 0.0);
+    }
+}

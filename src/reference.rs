@@ -1,0 +1,149 @@
+//! A CPU attention reference in float64, written to be obviously correct: it is what the
+//! GPU kernels are checked against in tests, and it is itself checked against PyTorch's
+//! float64 outputs in `../shared/golden`.
+
+use crate::config::Dtype;
+
+/// Decodes an IEEE binary16 bit pattern.
+pub fn f16_to_f32(bits: u16) -> f32 {
+    let sign = if bits & 0x8000 != 0 { -1.0f32 } else { 1.0 };
+    let exp = i32::from((bits >> 10) & 0x1f);
+    let frac = f32::from(bits & 0x3ff);
+    match exp {
+        0 => sign * frac * 2f32.powi(-24),
+        31 if frac == 0.0 => sign * f32::INFINITY,
+        31 => f32::NAN,
+        e => sign * (1.0 + frac / 1024.0) * 2f32.powi(e - 15),
+    }
+}
+
+/// Decodes a bfloat16 bit pattern (the top half of an f32).
+pub fn bf16_to_f32(bits: u16) -> f32 {
+    f32::from_bits(u32::from(bits) << 16)
+}
+
+/// Decodes 16-bit values of `dtype`.
+pub fn decode(dtype: Dtype, bits: &[u16]) -> Vec<f64> {
+    bits.iter()
+        .map(|&b| {
+            f64::from(match dtype {
+                Dtype::Float16 => f16_to_f32(b),
+                Dtype::Bfloat16 => bf16_to_f32(b),
+            })
+        })
+        .collect()
+}
+
+/// Attention over [batch·heads, seq_len, head_dim] row-major inputs:
+/// out[i] = Σ_j softmax_j(scale · q_i·k_j) v_j, with query i seeing keys 0..=i when causal.
+/// Plain two-pass softmax in float64. Cost: O(batch·heads·seq_len²·head_dim).
+pub fn attention(
+    q: &[f64],
+    k: &[f64],
+    v: &[f64],
+    batch_heads: usize,
+    seq_len: usize,
+    head_dim: usize,
+    scale: f64,
+    causal: bool,
+) -> Vec<f64> {
+    let n = batch_heads * seq_len * head_dim;
+    assert!(
+        q.len() == n && k.len() == n && v.len() == n,
+        "inputs must hold {n} values"
+    );
+    let mut out = vec![0.0; n];
+    let mut scores = vec![0.0; seq_len];
+    for bh in 0..batch_heads {
+        let base = bh * seq_len * head_dim;
+        fn row(t: &[f64], start: usize, len: usize) -> &[f64] {
+            &t[start..start + len]
+        }
+        for i in 0..seq_len {
+            let visible = if causal { i + 1 } else { seq_len };
+            let qi = row(q, base + i * head_dim, head_dim);
+            for (j, s) in scores.iter_mut().enumerate().take(visible) {
+                *s = scale
+                    * qi.iter()
+                        .zip(row(k, base + j * head_dim, head_dim))
+                        .map(|(a, b)| a * b)
+                        .sum::<f64>();
+            }
+            let max = scores[..visible]
+                .iter()
+                .copied()
+                .fold(f64::NEG_INFINITY, f64::max);
+            let mut denom = 0.0;
+            for s in &mut scores[..visible] {
+                *s = (*s - max).exp();
+                denom += *s;
+            }
+            let o = &mut out[base + i * head_dim..base + (i + 1) * head_dim];
+            for (j, p) in scores[..visible].iter().enumerate() {
+                for (od, vd) in o.iter_mut().zip(row(v, base + j * head_dim, head_dim)) {
+                    *od += p * vd;
+                }
+            }
+            for od in o.iter_mut() {
+                *od /= denom;
+            }
+        }
+    }
+    out
+}
+
+/// Errors of `got` against `want`: (max |got − want|, ‖got − want‖₂ / ‖want‖₂).
+/// NaN in `got` makes both NaN.
+pub fn errors(got: &[f64], want: &[f64]) -> (f64, f64) {
+    let mut max_abs: f64 = 0.0;
+    let mut diff2 = 0.0;
+    let mut ref2 = 0.0;
+    for (g, w) in got.iter().zip(want) {
+        let d = g - w;
+        if d.is_nan() {
+            return (f64::NAN, f64::NAN);
+        }
+        max_abs = max_abs.max(d.abs());
+        diff2 += d * d;
+        ref2 += w * w;
+    }
+    (max_abs, (diff2 / ref2).sqrt())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_and_bfloat_decode() {
+        assert_eq!(f16_to_f32(0x3c00), 1.0);
+        assert_eq!(f16_to_f32(0xc000), -2.0);
+        assert_eq!(f16_to_f32(0x0001), 2f32.powi(-24));
+        assert_eq!(f16_to_f32(0x7bff), 65504.0);
+        assert!(f16_to_f32(0x7c00).is_infinite());
+        assert!(f16_to_f32(0x7e00).is_nan());
+        assert_eq!(bf16_to_f32(0x3f80), 1.0);
+        assert_eq!(bf16_to_f32(0xc040), -3.0);
+    }
+
+    #[test]
+    fn one_key_returns_its_value_and_uniform_scores_average() {
+        // seq_len 2, causal: row 0 sees only key 0 → v0; identical keys → mean of values.
+        let q = vec![1.0, 0.0, 1.0, 0.0];
+        let k = vec![0.5, 0.5, 0.5, 0.5];
+        let v = vec![1.0, 2.0, 3.0, 4.0];
+        let out = attention(&q, &k, &v, 1, 2, 2, 1.0, true);
+        assert_eq!(&out[..2], &[1.0, 2.0]);
+        assert!((out[2] - 2.0).abs() < 1e-15 && (out[3] - 3.0).abs() < 1e-15);
+        let out = attention(&q, &k, &v, 1, 2, 2, 1.0, false);
+        assert!((out[0] - 2.0).abs() < 1e-15);
+    }
+
+    #[test]
+    fn errors_measure_max_and_relative_l2() {
+        let (m, r) = errors(&[1.0, 2.0, 2.0], &[1.0, 2.0, 3.0]);
+        assert_eq!(m, 1.0);
+        assert!((r - (1.0f64 / 14.0).sqrt()).abs() < 1e-15);
+        assert!(errors(&[f64::NAN], &[1.0]).0.is_nan());
+    }
+}

@@ -1,0 +1,254 @@
+//! The results file (`--out`): everything one run measured and concluded.
+
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::comparison::Comparison;
+use crate::config::{CacheMode, GateSettings, ShapeParams, Tolerance};
+use crate::files::{self, FileError};
+use crate::stats::Summary;
+use crate::verdict::Verdict;
+
+/// Schema of results and baseline files this build writes and reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One reading of the GPU's state (NVML).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GpuState {
+    pub sm_clock_mhz: Option<u32>,
+    pub mem_clock_mhz: Option<u32>,
+    pub temperature_c: Option<u32>,
+    pub power_w: Option<f64>,
+    /// Active clock throttle reasons, by name; empty when none (idle is not counted).
+    pub throttle_reasons: Vec<String>,
+}
+
+/// The machine a run measured on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    pub gpu_name: String,
+    /// Directory name of this GPU model's baselines, e.g. `nvidia-h200`.
+    pub gpu_slug: String,
+    pub gpu_uuid: Option<String>,
+    /// e.g. "9.0".
+    pub compute_capability: String,
+    pub sm_count: Option<u32>,
+    pub l2_bytes: Option<u64>,
+    pub driver_version: Option<String>,
+    /// CUDA version the driver supports, e.g. "13.0".
+    pub cuda_driver_version: Option<String>,
+    pub nvrtc_version: Option<String>,
+    pub state_before: Option<GpuState>,
+    pub state_after: Option<GpuState>,
+}
+
+impl Environment {
+    /// Throttle reasons seen before or after the run (deduplicated).
+    pub fn throttle_reasons(&self) -> Vec<String> {
+        let mut all: Vec<String> = [&self.state_before, &self.state_after]
+            .into_iter()
+            .flatten()
+            .flat_map(|s| s.throttle_reasons.iter().cloned())
+            .collect();
+        all.sort();
+        all.dedup();
+        all
+    }
+}
+
+/// The directory-safe slug of a GPU name: `NVIDIA H200` → `nvidia-h200`.
+pub fn gpu_slug(gpu_name: &str) -> String {
+    let mut slug = String::new();
+    for c in gpu_name.trim().chars() {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c.to_ascii_lowercase());
+        } else if !slug.ends_with('-') && !slug.is_empty() {
+            slug.push('-');
+        }
+    }
+    while slug.ends_with('-') {
+        slug.pop();
+    }
+    if slug.is_empty() {
+        "unknown-gpu".into()
+    } else {
+        slug
+    }
+}
+
+/// Output error against the reference.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Parity {
+    pub max_abs: f64,
+    pub rel_l2: f64,
+    /// Elements that were NaN or ±Inf (other than the poison pattern).
+    pub nan_or_inf: u64,
+    /// Elements still holding the poison pattern: never written by the kernel.
+    pub unwritten: u64,
+    pub tolerance: Tolerance,
+    pub seed: u64,
+}
+
+impl Parity {
+    pub fn passed(&self) -> bool {
+        self.nan_or_inf == 0
+            && self.unwritten == 0
+            && self.max_abs <= self.tolerance.max_abs
+            && self.rel_l2 <= self.tolerance.rel_l2
+    }
+}
+
+/// How a shape was measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MeasurementInfo {
+    pub cache: CacheMode,
+    /// Kernel launches in one CUDA-graph replay; one sample is the replay's time / this.
+    pub launches_per_sample: u32,
+    pub rounds: u32,
+    /// Rounds added because the first verdict was inconclusive.
+    pub extra_rounds: u32,
+    /// Bytes the launches of one sample touch (cold cache: checked to exceed L2).
+    pub working_set_bytes: u64,
+    pub wall_s: f64,
+}
+
+/// Everything known about one shape.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ShapeResult {
+    pub name: String,
+    pub params: ShapeParams,
+    pub verdict: Verdict,
+    /// Why it could not be measured, when `verdict` is `error`.
+    pub error: Option<String>,
+    /// Per-launch times in µs, by round.
+    pub samples_us: Vec<Vec<f64>>,
+    pub summary: Option<Summary>,
+    /// Achieved TFLOP/s at the p50.
+    pub tflops: Option<f64>,
+    pub parity: Option<Parity>,
+    pub comparison: Option<Comparison>,
+    pub measurement: Option<MeasurementInfo>,
+}
+
+/// Config identity recorded in results and baselines.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConfigInfo {
+    pub name: String,
+    pub path: String,
+    pub hash: String,
+}
+
+/// The baseline a run was compared with.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BaselineRef {
+    pub path: String,
+    pub commit: Option<String>,
+    pub recorded_at: DateTime<Utc>,
+}
+
+/// A results file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResultsFile {
+    pub schema_version: u32,
+    pub tool_version: String,
+    pub git_commit: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub environment: Option<Environment>,
+    pub config: ConfigInfo,
+    pub kernel_source_hash: Option<String>,
+    pub gate: GateSettings,
+    pub baseline: Option<BaselineRef>,
+    pub shapes: Vec<ShapeResult>,
+    /// True when no shape fails the gate and nothing prevented a verdict.
+    pub passed: bool,
+    pub warnings: Vec<String>,
+    /// What prevented a verdict for the whole run (no GPU, a config error...), if anything.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+impl ResultsFile {
+    pub fn load(path: &Path) -> Result<ResultsFile, FileError> {
+        files::read_versioned_json(path, SCHEMA_VERSION)
+    }
+
+    pub fn save(&self, path: &Path) -> Result<(), FileError> {
+        files::write_json(path, self)
+    }
+
+    /// Counts of each verdict, in the rule's order, leaving out zeros.
+    pub fn verdict_counts(&self) -> Vec<(Verdict, usize)> {
+        use Verdict::*;
+        [
+            Error,
+            ParityFail,
+            Regression,
+            Inconclusive,
+            NoBaseline,
+            Improvement,
+            Pass,
+        ]
+        .into_iter()
+        .map(|v| (v, self.shapes.iter().filter(|s| s.verdict == v).count()))
+        .filter(|(_, n)| *n > 0)
+        .collect()
+    }
+}
+
+/// The commit of the working tree: $GITHUB_SHA in Actions, else `git rev-parse HEAD`.
+pub fn current_git_commit() -> Option<String> {
+    if let Ok(sha) = std::env::var("GITHUB_SHA")
+        && !sha.trim().is_empty()
+    {
+        return Some(sha.trim().to_owned());
+    }
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        .filter(|s| !s.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs() {
+        assert_eq!(gpu_slug("NVIDIA H200"), "nvidia-h200");
+        assert_eq!(gpu_slug("NVIDIA L4"), "nvidia-l4");
+        assert_eq!(gpu_slug(" NVIDIA H100 80GB HBM3 "), "nvidia-h100-80gb-hbm3");
+        assert_eq!(gpu_slug("../../etc"), "etc");
+        assert_eq!(gpu_slug("///"), "unknown-gpu");
+    }
+
+    #[test]
+    fn parity_passes_only_clean_and_within_tolerance() {
+        let mut p = Parity {
+            max_abs: 1e-3,
+            rel_l2: 1e-4,
+            nan_or_inf: 0,
+            unwritten: 0,
+            tolerance: Tolerance {
+                max_abs: 1e-2,
+                rel_l2: 1e-3,
+            },
+            seed: 1,
+        };
+        assert!(p.passed());
+        p.unwritten = 1;
+        assert!(!p.passed());
+        p.unwritten = 0;
+        p.nan_or_inf = 3;
+        assert!(!p.passed());
+        p.nan_or_inf = 0;
+        p.rel_l2 = 2e-3;
+        assert!(!p.passed());
+    }
+}

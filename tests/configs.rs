@@ -1,0 +1,54 @@
+//! The shipped configs load, and hold what the PR gate promises.
+
+use std::path::Path;
+
+use ci_gate::config::{Config, Dtype};
+
+fn load(name: &str) -> Config {
+    Config::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("configs")
+            .join(name),
+    )
+    .unwrap()
+}
+
+#[test]
+fn pr_config_has_the_promised_shapes() {
+    let c = load("pr.yaml");
+    assert_eq!(c.name, "pr");
+    let has = |b, h, s, d, causal, dtype| {
+        c.shapes.iter().any(|x| {
+            (x.batch, x.heads, x.seq_len, x.head_dim, x.causal, x.dtype)
+                == (b, h, s, d, causal, dtype)
+        })
+    };
+    for causal in [false, true] {
+        for (b, h) in [(1, 8), (2, 8), (4, 16), (8, 16)] {
+            assert!(
+                has(b, h, 512, 64, causal, Dtype::Float16),
+                "b{b}h{h} causal={causal}"
+            );
+        }
+        assert!(has(4, 16, 2048, 64, causal, Dtype::Float16));
+        assert!(has(2, 16, 4096, 128, causal, Dtype::Float16));
+    }
+    assert!(c.shapes.iter().any(|s| s.dtype == Dtype::Bfloat16));
+    assert_eq!(c.gate.max_p50_regression, 0.02);
+}
+
+#[test]
+fn nightly_config_is_wider() {
+    let pr = load("pr.yaml");
+    let n = load("nightly.yaml");
+    assert!(n.shapes.len() > 3 * pr.shapes.len());
+    for d in [64, 128] {
+        for dtype in [Dtype::Float16, Dtype::Bfloat16] {
+            assert!(n.shapes.iter().any(|s| s.head_dim == d && s.dtype == dtype));
+        }
+    }
+    assert!(
+        n.shapes.iter().any(|s| s.seq_len % 64 != 0),
+        "odd lengths test the tails"
+    );
+}

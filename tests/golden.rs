@@ -1,0 +1,70 @@
+//! The CPU float64 reference against PyTorch's float64 outputs in ../shared/golden.
+//! Where that directory is absent the test says that it was skipped.
+
+use std::path::PathBuf;
+
+use ci_gate::config::Dtype;
+use ci_gate::reference::{attention, decode, errors};
+
+pub fn golden_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("CI_GATE_GOLDEN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/golden"));
+    dir.join("cases.json").exists().then_some(dir)
+}
+
+fn read_u16(path: &std::path::Path) -> Vec<u16> {
+    let b = std::fs::read(path).unwrap();
+    b.chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect()
+}
+
+fn read_f32(path: &std::path::Path) -> Vec<f64> {
+    let b = std::fs::read(path).unwrap();
+    b.chunks_exact(4)
+        .map(|c| f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+        .collect()
+}
+
+#[test]
+fn cpu_reference_matches_pytorch_float64() {
+    let Some(dir) = golden_dir() else {
+        eprintln!("SKIPPED: no golden data at ../shared/golden (set CI_GATE_GOLDEN_DIR)");
+        return;
+    };
+    let cases: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).unwrap()).unwrap();
+    let cases = cases.as_object().unwrap();
+    assert!(cases.len() >= 5, "expected the 5 golden cases");
+    for (name, c) in cases {
+        let get = |k: &str| c[k].as_u64().unwrap() as usize;
+        let dtype = match c["dtype"].as_str().unwrap() {
+            "float16" => Dtype::Float16,
+            "bfloat16" => Dtype::Bfloat16,
+            other => panic!("{name}: unknown dtype {other}"),
+        };
+        let (b, h, s, d) = (get("batch"), get("heads"), get("seq_len"), get("head_dim"));
+        let load = |t: &str| decode(dtype, &read_u16(&dir.join(format!("{name}.{t}.bin"))));
+        let (q, k, v) = (load("q"), load("k"), load("v"));
+        let want = read_f32(&dir.join(format!("{name}.out_f32.bin")));
+        assert_eq!(want.len(), b * h * s * d, "{name}");
+        let scale = c["scale"].as_f64().unwrap();
+        let got = attention(
+            &q,
+            &k,
+            &v,
+            b * h,
+            s,
+            d,
+            scale,
+            c["causal"].as_bool().unwrap(),
+        );
+        let (max_abs, rel_l2) = errors(&got, &want);
+        // The expected output was rounded to fp32: float64 vs that is ~1e-8 relative.
+        assert!(
+            rel_l2 < 1e-6 && max_abs < 1e-6,
+            "{name}: max_abs {max_abs:e}, rel_l2 {rel_l2:e}"
+        );
+    }
+}
