@@ -123,6 +123,7 @@ impl BaselineStore {
                 expected: gpu_name.to_owned(),
             });
         }
+        Self::check_slug(&path, &file)?;
         if file.config.name != config_name {
             return Err(BaselineError::OtherConfig {
                 path,
@@ -140,11 +141,28 @@ impl BaselineStore {
         Ok(path)
     }
 
+    /// A file must record the GPU its directory is named after.
+    fn check_slug(path: &Path, file: &BaselineFile) -> Result<(), BaselineError> {
+        let dir = path
+            .parent()
+            .and_then(|d| d.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if file.gpu_slug != dir || crate::results::gpu_slug(&file.environment.gpu_name) != dir {
+            return Err(BaselineError::OtherGpu {
+                path: path.to_owned(),
+                found: file.environment.gpu_name.clone(),
+                expected: format!("the GPU of directory {dir}"),
+            });
+        }
+        Ok(())
+    }
+
     /// Every stored baseline file (optionally of one GPU), each loaded or with its error.
     pub fn list(
         &self,
         gpu_slug: Option<&str>,
-    ) -> std::io::Result<Vec<(PathBuf, Result<BaselineFile, FileError>)>> {
+    ) -> std::io::Result<Vec<(PathBuf, Result<BaselineFile, BaselineError>)>> {
         let mut out = Vec::new();
         if !self.root.exists() {
             return Ok(out);
@@ -162,7 +180,9 @@ impl BaselineStore {
                 .collect();
             paths.sort();
             for p in paths {
-                let loaded = files::read_versioned_json(&p, SCHEMA_VERSION);
+                let loaded = files::read_versioned_json(&p, SCHEMA_VERSION)
+                    .map_err(BaselineError::from)
+                    .and_then(|f: BaselineFile| Self::check_slug(&p, &f).map(|()| f));
                 out.push((p, loaded));
             }
         }

@@ -12,3 +12,13 @@ mod raw;
 pub use compile::{Arch, KernelSource};
 pub use device::Gpu;
 pub use error::GpuError;
+
+/// Whether a CUDA driver library can be loaded on this machine.
+pub fn driver_present() -> bool {
+    raw::driver_present()
+}
+
+/// Whether NVRTC can be loaded on this machine.
+pub fn nvrtc_present() -> bool {
+    raw::nvrtc_present()
+}

@@ -129,6 +129,56 @@ pub fn check_parity(
     Ok(compare_outputs(&got, &want, tolerance, seed))
 }
 
+/// Which attention kernel to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Which {
+    /// The kernel under the gate (kernels/attention.cu).
+    Fast,
+    /// The fp32 reference (kernels/reference.cu).
+    Reference,
+}
+
+/// Runs one attention kernel on inputs given as 16-bit patterns on the host and returns its
+/// fp32 output, poisoned first (tests use this with the golden files and random inputs).
+pub fn attention_on_host(
+    gpu: &Gpu,
+    which: Which,
+    shape: &ShapeParams,
+    q: &[u16],
+    k: &[u16],
+    v: &[u16],
+) -> Result<Vec<f32>, GpuError> {
+    check_shape(shape)?;
+    let n = shape.elements();
+    if q.len() != n || k.len() != n || v.len() != n {
+        return Err(GpuError::Invalid(format!(
+            "shape {shape} needs {n} elements per input, got {}, {} and {}",
+            q.len(),
+            k.len(),
+            v.len()
+        )));
+    }
+    let upload = |x: &[u16]| {
+        gpu.stream
+            .clone_htod(x)
+            .during(|| format!("copying inputs of {shape}"))
+    };
+    let inputs = Inputs {
+        q: upload(q)?,
+        k: upload(k)?,
+        v: upload(v)?,
+    };
+    let mut out = poisoned_output(gpu, shape)?;
+    let kernel = match which {
+        Which::Fast => gpu.kernels.attention(shape)?,
+        Which::Reference => gpu.kernels.reference(shape.dtype)?,
+    };
+    run_kernel(gpu, kernel, shape, &inputs, &mut out)?;
+    gpu.stream
+        .clone_dtoh(&out)
+        .during(|| format!("copying the output of {shape}"))
+}
+
 /// Error metrics of `got` against `want` (host side, float64 accumulation). Non-finite and
 /// unwritten elements are counted, and left out of the error norms so those stay numbers.
 pub fn compare_outputs(got: &[f32], want: &[f32], tolerance: Tolerance, seed: u64) -> Parity {

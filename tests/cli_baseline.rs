@@ -1,0 +1,214 @@
+//! `ci-gate baseline update --from` and `baseline show`, and bad baseline files: no GPU needed.
+
+mod common;
+
+use std::path::Path;
+
+use common::{bin, results, write};
+use predicates::prelude::*;
+
+fn update(baselines: &Path, from: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
+    bin()
+        .args([
+            "baseline",
+            "update",
+            "--reason",
+            "approved win in #42",
+            "--baselines",
+        ])
+        .arg(baselines)
+        .arg("--from")
+        .arg(from)
+        .args(extra)
+        .assert()
+}
+
+#[test]
+fn records_then_refuses_a_slower_baseline_unless_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("baselines");
+    let first = dir.path().join("first.json");
+    write(&first, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    update(&store, &first, &[])
+        .code(0)
+        .stdout(predicate::str::contains(
+            "recorded 3 shapes for NVIDIA H200",
+        ));
+    let file = store.join("nvidia-h200/pr.json");
+    let stored: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(stored["provenance"]["reason"], "approved win in #42");
+    assert_eq!(
+        stored["shapes"][0]["samples_us"].as_array().unwrap().len(),
+        8,
+        "all rounds are stored"
+    );
+
+    // 6% slower on one shape: refused, exit 1, the shape named, the file untouched.
+    let slower = dir.path().join("slower.json");
+    let mut r = results("NVIDIA H200", &[1.0, 1.06, 1.0], 2);
+    r.git_commit = Some("fedcba9876543210fedcba9876543210fedcba98".into());
+    write(&slower, &r);
+    let before = std::fs::read(&file).unwrap();
+    update(&store, &slower, &[])
+        .code(1)
+        .stderr(predicate::str::contains("b2h8s512d64_causal_f16 (+5.9"))
+        .stderr(predicate::str::contains("--force"));
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+
+    update(&store, &slower, &["--force"]).code(0);
+    let stored: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(stored["provenance"]["forced"], true);
+    assert_eq!(
+        stored["provenance"]["previous_commit"],
+        "0123456789abcdef0123456789abcdef01234567"
+    );
+    assert_eq!(
+        stored["provenance"]["commit"],
+        "fedcba9876543210fedcba9876543210fedcba98"
+    );
+
+    bin()
+        .args(["baseline", "show", "--baselines"])
+        .arg(&store)
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("NVIDIA H200"))
+        .stdout(predicate::str::contains("fedcba987654"))
+        .stdout(predicate::str::contains("(forced)"));
+}
+
+#[test]
+fn refuses_parity_failures_naming_the_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let from = dir.path().join("r.json");
+    let mut r = results("NVIDIA H200", &[1.0, 1.0, 1.0], 1);
+    r.shapes[2].parity.as_mut().unwrap().unwritten = 12;
+    write(&from, &r);
+    update(&dir.path().join("b"), &from, &[])
+        .code(1)
+        .stderr(predicate::str::contains(
+            "b2h16s2048d128_causal_bf16 fail parity",
+        ));
+    assert!(!dir.path().join("b/nvidia-h200/pr.json").exists());
+}
+
+#[test]
+fn bad_baseline_files_are_errors_naming_the_file_and_are_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("baselines");
+    let from = dir.path().join("r.json");
+    write(&from, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    update(&store, &from, &[]).code(0);
+    let file = store.join("nvidia-h200/pr.json");
+    let good = std::fs::read_to_string(&file).unwrap();
+    let other_gpu = good.replace("\"NVIDIA H200\"", "\"NVIDIA L4\"");
+    let cases: Vec<(String, &str)> = vec![
+        (
+            good[..good.len() / 2].to_owned(),
+            "is not valid ci-gate JSON",
+        ),
+        (
+            good.replace("\"shapes\"", "\"shapes\" oops"),
+            "is not valid ci-gate JSON",
+        ),
+        (
+            good.replacen("\"schema_version\": 1", "\"schema_version\": 2", 1),
+            "has schema_version 2, newer",
+        ),
+        (other_gpu, "records GPU \"NVIDIA L4\""),
+        (String::new(), "the file is empty"),
+    ];
+    for (content, want) in cases {
+        std::fs::write(&file, &content).unwrap();
+        update(&store, &from, &[])
+            .code(2)
+            .stderr(predicate::str::contains("nvidia-h200/pr.json"))
+            .stderr(predicate::str::contains(want));
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            content,
+            "{want}: the file was overwritten"
+        );
+        bin()
+            .args(["baseline", "show", "--baselines"])
+            .arg(&store)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("nvidia-h200/pr.json"));
+    }
+}
+
+#[test]
+fn never_touches_another_gpus_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("baselines");
+    let l4 = dir.path().join("l4.json");
+    write(&l4, &results("NVIDIA L4", &[1.0, 1.0, 1.0], 1));
+    update(&store, &l4, &[]).code(0);
+    let l4_file = store.join("nvidia-l4/pr.json");
+    let l4_bytes = std::fs::read(&l4_file).unwrap();
+    let h200 = dir.path().join("h200.json");
+    write(&h200, &results("NVIDIA H200", &[3.0, 3.0, 3.0], 2));
+    update(&store, &h200, &[]).code(0);
+    assert_eq!(std::fs::read(&l4_file).unwrap(), l4_bytes);
+    assert!(store.join("nvidia-h200/pr.json").exists());
+    bin()
+        .args(["baseline", "show", "--gpu", "nvidia-l4", "--baselines"])
+        .arg(&store)
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("NVIDIA L4"))
+        .stdout(predicate::str::contains("NVIDIA H200").not());
+}
+
+#[test]
+fn update_input_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let from = dir.path().join("r.json");
+    let mut r = results("NVIDIA H200", &[1.0, 1.0, 1.0], 1);
+    write(&from, &r);
+    bin()
+        .args(["baseline", "update", "--reason", "  ", "--from"])
+        .arg(&from)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--reason is empty"));
+    r.environment = None;
+    write(&from, &r);
+    update(&dir.path().join("b"), &from, &[])
+        .code(2)
+        .stderr(predicate::str::contains("cannot tell which GPU"));
+}
+
+#[test]
+fn show_with_nothing_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    bin()
+        .args(["baseline", "show", "--baselines"])
+        .arg(dir.path().join("none"))
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("no baselines stored"));
+}
+
+#[test]
+fn gpu_commands_without_a_gpu_say_so_in_one_sentence() {
+    if ci_gate::gpu::driver_present() {
+        eprintln!("SKIPPED: a CUDA driver is present here; this checks the no-GPU message");
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for cmd in [vec!["local"], vec!["env"], vec!["ci", "--out"]] {
+        let mut c = bin();
+        c.current_dir(root).args(&cmd);
+        if cmd[0] == "ci" {
+            c.arg(tempfile::tempdir().unwrap().path().join("r.json"));
+        }
+        c.assert()
+            .code(2)
+            .stderr(predicate::str::contains("no NVIDIA driver found"))
+            .stderr(predicate::str::contains("panicked").not());
+    }
+}

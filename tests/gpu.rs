@@ -1,0 +1,265 @@
+//! Tests on a real GPU: `cargo test --test gpu -- --ignored` on a CUDA machine.
+//! Both kernels against PyTorch's float64 golden outputs and against the CPU float64
+//! reference on random shapes (odd seq_len included), parity and measurement.
+
+use std::path::{Path, PathBuf};
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use ci_gate::config::{CacheMode, Dtype, MeasureSettings, ShapeParams, Tolerance};
+use ci_gate::gpu::Gpu;
+use ci_gate::gpu::measure::{RoundsPolicy, measure};
+use ci_gate::gpu::parity::{POISON, Which, attention_on_host, check_parity};
+use ci_gate::reference::{attention, decode, errors};
+
+fn gpu() -> Gpu {
+    Gpu::open(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels"))
+        .expect("open the GPU and compile the kernels")
+}
+
+fn golden_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("CI_GATE_GOLDEN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/golden"));
+    dir.join("cases.json").exists().then_some(dir)
+}
+
+fn read_u16(path: &Path) -> Vec<u16> {
+    std::fs::read(path)
+        .unwrap()
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect()
+}
+
+/// Rounds an f32 to the nearest fp16 / bf16 bit pattern (ties to even), for random inputs.
+fn to_bits(dtype: Dtype, x: f32) -> u16 {
+    match dtype {
+        Dtype::Bfloat16 => {
+            let b = x.to_bits();
+            ((b + 0x7fff + ((b >> 16) & 1)) >> 16) as u16
+        }
+        Dtype::Float16 => {
+            // Inputs here are |x| < 8 and normal in fp16 or zero: round the mantissa to 10 bits.
+            if x == 0.0 {
+                return 0;
+            }
+            let b = x.to_bits();
+            let sign = ((b >> 16) & 0x8000) as u16;
+            let exp = ((b >> 23) & 0xff) as i32 - 127 + 15;
+            if exp <= 0 {
+                return sign;
+            }
+            let mant = b & 0x7f_ffff;
+            let mut h = ((exp as u32) << 10) | (mant >> 13);
+            let rest = mant & 0x1fff;
+            if rest > 0x1000 || (rest == 0x1000 && (h & 1) == 1) {
+                h += 1;
+            }
+            sign | h as u16
+        }
+    }
+}
+
+fn random_bits(rng: &mut ChaCha8Rng, dtype: Dtype, n: usize) -> Vec<u16> {
+    (0..n)
+        .map(|_| {
+            // Sum of uniforms: roughly normal, bounded.
+            let x: f32 = (0..4).map(|_| rng.random::<f32>() - 0.5).sum::<f32>() * 1.7;
+            to_bits(dtype, x)
+        })
+        .collect()
+}
+
+fn check(name: &str, got: &[f32], want: &[f64], rel_bound: f64) {
+    let unwritten = got.iter().filter(|x| x.to_bits() == POISON).count();
+    let nonfinite = got.iter().filter(|x| !x.is_finite()).count();
+    assert_eq!(unwritten, 0, "{name}: {unwritten} elements unwritten");
+    assert_eq!(nonfinite, 0, "{name}: {nonfinite} elements NaN/Inf");
+    let got: Vec<f64> = got.iter().map(|&x| f64::from(x)).collect();
+    let (max_abs, rel_l2) = errors(&got, want);
+    eprintln!("{name:<40} max_abs {max_abs:.3e}  rel_l2 {rel_l2:.3e}");
+    assert!(
+        rel_l2 < rel_bound,
+        "{name}: rel_l2 {rel_l2:e} ≥ {rel_bound:e} (max_abs {max_abs:e})"
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn kernels_match_pytorch_golden_outputs() {
+    let Some(dir) = golden_dir() else {
+        eprintln!("SKIPPED: no golden data (set CI_GATE_GOLDEN_DIR)");
+        return;
+    };
+    let gpu = gpu();
+    let cases: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).unwrap()).unwrap();
+    for (name, c) in cases.as_object().unwrap() {
+        let get = |k: &str| c[k].as_u64().unwrap() as u32;
+        let dtype = if c["dtype"] == "bfloat16" {
+            Dtype::Bfloat16
+        } else {
+            Dtype::Float16
+        };
+        let shape = ShapeParams::new(
+            get("batch"),
+            get("heads"),
+            get("seq_len"),
+            get("head_dim"),
+            c["causal"].as_bool().unwrap(),
+            dtype,
+        );
+        let (q, k, v) = (
+            read_u16(&dir.join(format!("{name}.q.bin"))),
+            read_u16(&dir.join(format!("{name}.k.bin"))),
+            read_u16(&dir.join(format!("{name}.v.bin"))),
+        );
+        let want: Vec<f64> = std::fs::read(dir.join(format!("{name}.out_f32.bin")))
+            .unwrap()
+            .chunks_exact(4)
+            .map(|b| f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+            .collect();
+        // PyTorch's own GPU kernel error is the bar for the fast kernel.
+        let torch = c["sdpa_gpu_rel_l2_vs_fp64"].as_f64().unwrap();
+        let fast = attention_on_host(&gpu, Which::Fast, &shape, &q, &k, &v).unwrap();
+        check(
+            &format!("{name} fast"),
+            &fast,
+            &want,
+            torch.max(1e-6) * 1.0001,
+        );
+        let reference = attention_on_host(&gpu, Which::Reference, &shape, &q, &k, &v).unwrap();
+        check(&format!("{name} reference"), &reference, &want, 1e-5);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn kernels_match_the_cpu_reference_on_random_shapes() {
+    let gpu = gpu();
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let lens = [1u32, 7, 63, 64, 65, 100, 129, 257, 1000];
+    let mut cases = Vec::new();
+    for (i, &s) in lens.iter().enumerate() {
+        for dtype in [Dtype::Float16, Dtype::Bfloat16] {
+            let d = if i % 2 == 0 { 64 } else { 128 };
+            cases.push(ShapeParams::new(
+                1 + (i as u32 % 2),
+                1 + (i as u32 % 3),
+                s,
+                d,
+                i % 3 != 1,
+                dtype,
+            ));
+        }
+    }
+    for shape in cases {
+        let n = shape.elements();
+        let (q, k, v) = (
+            random_bits(&mut rng, shape.dtype, n),
+            random_bits(&mut rng, shape.dtype, n),
+            random_bits(&mut rng, shape.dtype, n),
+        );
+        let want = attention(
+            &decode(shape.dtype, &q),
+            &decode(shape.dtype, &k),
+            &decode(shape.dtype, &v),
+            (shape.batch * shape.heads) as usize,
+            shape.seq_len as usize,
+            shape.head_dim as usize,
+            f64::from(shape.scale()),
+            shape.causal,
+        );
+        let bound = match shape.dtype {
+            Dtype::Float16 => 1e-3,
+            Dtype::Bfloat16 => 8e-3,
+        };
+        let fast = attention_on_host(&gpu, Which::Fast, &shape, &q, &k, &v).unwrap();
+        check(&format!("{shape} fast"), &fast, &want, bound);
+        let again = attention_on_host(&gpu, Which::Fast, &shape, &q, &k, &v).unwrap();
+        assert!(
+            fast.iter()
+                .zip(&again)
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
+            "{shape}: two runs on the same inputs differ (a race?)"
+        );
+        let reference = attention_on_host(&gpu, Which::Reference, &shape, &q, &k, &v).unwrap();
+        check(&format!("{shape} reference"), &reference, &want, 1e-5);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn parity_and_measurement_of_a_pr_shape() {
+    let gpu = gpu();
+    let tol = Tolerance {
+        max_abs: 1e-2,
+        rel_l2: 1e-3,
+    };
+    for causal in [false, true] {
+        let shape = ShapeParams::new(2, 8, 512, 64, causal, Dtype::Float16);
+        let p = check_parity(&gpu, &shape, tol, 11).unwrap();
+        assert!(p.passed(), "{shape}: {p:?}");
+    }
+    let shape = ShapeParams::new(2, 8, 512, 64, false, Dtype::Float16);
+    let settings = MeasureSettings {
+        cache: CacheMode::Hot,
+        ..MeasureSettings::default()
+    };
+    let m = measure(&gpu, &shape, &settings, RoundsPolicy::Exactly(4), None, 3).unwrap();
+    assert_eq!(m.rounds.len(), 4);
+    assert!(
+        m.rounds
+            .iter()
+            .all(|r| r.len() == settings.samples_per_round as usize)
+    );
+    assert!(
+        m.rounds.iter().flatten().all(|&x| x > 0.5 && x < 10_000.0),
+        "{:?}",
+        m.rounds
+    );
+    assert!(m.launches_per_sample > 1);
+    let mut addrs = m.round_addresses.clone();
+    addrs.sort();
+    addrs.dedup();
+    assert!(
+        addrs.len() > 1,
+        "rounds reused one address: {:?}",
+        m.round_addresses
+    );
+    let cold = MeasureSettings {
+        cache: CacheMode::Cold,
+        ..settings
+    };
+    let c = measure(&gpu, &shape, &cold, RoundsPolicy::Exactly(2), None, 3).unwrap();
+    assert!(
+        c.working_set_bytes > 2 * gpu.info.l2_bytes,
+        "cold working set {} vs L2 {}",
+        c.working_set_bytes,
+        gpu.info.l2_bytes
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_shape_too_large_for_the_grid_is_a_clear_error() {
+    let gpu = gpu();
+    let shape = ShapeParams::new(65_536, 2, 1, 64, false, Dtype::Float16);
+    let e = check_parity(
+        &gpu,
+        &shape,
+        Tolerance {
+            max_abs: 1.0,
+            rel_l2: 1.0,
+        },
+        1,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("b65536h2s1d64_f16") && e.contains("65535"),
+        "{e}"
+    );
+}
