@@ -4,4 +4,5 @@
 //! nothing of `gpu`, `cli` or `github`.
 
 pub mod config;
+pub mod github;
 pub mod stats;
