@@ -136,11 +136,18 @@ fn first_run_creates_one_comment_and_second_run_updates_it() {
             url: url.clone()
         }
     );
-    assert_eq!(count(&server, "POST", &create_path()), 0, "no second create");
+    assert_eq!(
+        count(&server, "POST", &create_path()),
+        0,
+        "no second create"
+    );
     assert_eq!(count(&server, "PATCH", &patch_path(id)), 1);
     assert_eq!(server.comments(PR).len(), 3);
     assert_eq!(ours(&server, BOT_LOGIN).len(), 1);
-    assert_eq!(server.comment(id).unwrap().body, report("run 2: regression"));
+    assert_eq!(
+        server.comment(id).unwrap().body,
+        report("run 2: regression")
+    );
     assert!(!scratch.fallback().exists());
 }
 
@@ -235,7 +242,10 @@ fn without_a_marker_comment_every_page_is_read_before_creating() {
     }
     let env = env_for(&server, Some(ACTIONS_TOKEN));
     let outcome = post(&env, &report("x"), &Scratch::new().fallback()).unwrap();
-    assert!(matches!(outcome, CommentOutcome::Created { .. }), "{outcome:?}");
+    assert!(
+        matches!(outcome, CommentOutcome::Created { .. }),
+        "{outcome:?}"
+    );
     let list_requests = server
         .requests()
         .iter()
@@ -257,7 +267,10 @@ fn a_429_is_retried_after_its_retry_after() {
     let started = Instant::now();
     let outcome = post(&env, &report("x"), &Scratch::new().fallback()).unwrap();
     let took = started.elapsed();
-    assert!(matches!(outcome, CommentOutcome::Created { .. }), "{outcome:?}");
+    assert!(
+        matches!(outcome, CommentOutcome::Created { .. }),
+        "{outcome:?}"
+    );
     assert_eq!(count(&server, "GET", &list_path()), 2);
     assert!(
         took >= Duration::from_millis(950),
@@ -277,7 +290,10 @@ fn a_rate_limit_403_is_retried_but_not_taken_for_a_read_only_token() {
     );
     let env = env_for(&server, Some(ACTIONS_TOKEN));
     let outcome = post(&env, &report("x"), &Scratch::new().fallback()).unwrap();
-    assert!(matches!(outcome, CommentOutcome::Created { .. }), "{outcome:?}");
+    assert!(
+        matches!(outcome, CommentOutcome::Created { .. }),
+        "{outcome:?}"
+    );
     assert_eq!(count(&server, "POST", &create_path()), 2);
     assert_eq!(ours(&server, BOT_LOGIN).len(), 1);
 }
@@ -299,7 +315,10 @@ fn a_502_is_retried_then_succeeds() {
     server.inject(Fault::new("POST", &create_path(), 502));
     let env = env_for(&server, Some(ACTIONS_TOKEN));
     let outcome = post(&env, &report("x"), &Scratch::new().fallback()).unwrap();
-    assert!(matches!(outcome, CommentOutcome::Created { .. }), "{outcome:?}");
+    assert!(
+        matches!(outcome, CommentOutcome::Created { .. }),
+        "{outcome:?}"
+    );
     assert_eq!(count(&server, "POST", &create_path()), 2);
     assert_eq!(ours(&server, BOT_LOGIN).len(), 1);
 }
@@ -334,7 +353,10 @@ fn a_persistent_5xx_gives_a_clear_error_after_the_bounded_attempts() {
         text.contains(&format!("GET {}?per_page=100", list_path())),
         "{text}"
     );
-    assert!(text.contains("4 attempts") && text.contains("503"), "{text}");
+    assert!(
+        text.contains("4 attempts") && text.contains("503"),
+        "{text}"
+    );
     assert!(text.contains("Service Unavailable"), "{text}");
     assert_eq!(count(&server, "GET", &list_path()), 4);
     assert!(server.comments(PR).is_empty());
@@ -345,8 +367,10 @@ fn a_persistent_5xx_gives_a_clear_error_after_the_bounded_attempts() {
     let env = env_for(&server, Some(ACTIONS_TOKEN));
     let err = post(&env, &report("x"), &Scratch::new().fallback()).unwrap_err();
     assert!(
-        err.to_string()
-            .starts_with(&format!("POST {} still failed after 4 attempts", create_path())),
+        err.to_string().starts_with(&format!(
+            "POST {} still failed after 4 attempts",
+            create_path()
+        )),
         "{err}"
     );
     assert_eq!(count(&server, "POST", &create_path()), 4);
@@ -361,7 +385,10 @@ fn an_unreachable_api_gives_a_clear_error() {
     let env = env_at(&format!("http://127.0.0.1:{port}"), Some(ACTIONS_TOKEN));
     let err = post(&env, &report("x"), &Scratch::new().fallback()).unwrap_err();
     let text = err.to_string();
-    assert!(matches!(err, GithubError::GaveUp { attempts: 4, .. }), "{err:?}");
+    assert!(
+        matches!(err, GithubError::GaveUp { attempts: 4, .. }),
+        "{err:?}"
+    );
     assert!(
         text.starts_with("GET /user still failed") && text.contains("connection error"),
         "{text}"
@@ -403,7 +430,11 @@ fn a_read_only_token_writes_the_fallback_file_and_says_why() {
     );
     assert!(reason.contains("read-only"), "{reason}");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), body);
-    assert_eq!(count(&server, "POST", &create_path()), 1, "a refusal is not retried");
+    assert_eq!(
+        count(&server, "POST", &create_path()),
+        1,
+        "a refusal is not retried"
+    );
     assert!(server.comments(PR).is_empty());
 
     // Updating.
@@ -533,14 +564,10 @@ fn an_oversized_body_is_truncated_before_posting() {
 #[test]
 fn a_next_link_to_another_host_is_not_followed() {
     let server = FakeGithub::start();
-    server.inject(
-        Fault::new("GET", &list_path(), 200)
-            .raw_body("[]")
-            .header(
-                "link",
-                "<https://evil.example.com/steal?page=2>; rel=\"next\"",
-            ),
-    );
+    server.inject(Fault::new("GET", &list_path(), 200).raw_body("[]").header(
+        "link",
+        "<https://evil.example.com/steal?page=2>; rel=\"next\"",
+    ));
     let env = env_for(&server, Some(ACTIONS_TOKEN));
     let err = post(&env, &report("x"), &Scratch::new().fallback()).unwrap_err();
     assert!(matches!(err, GithubError::ForeignLink { .. }), "{err:?}");
@@ -583,5 +610,8 @@ async fn it_can_be_called_from_inside_an_async_runtime() {
     let server = FakeGithub::start();
     let env = env_for(&server, Some(ACTIONS_TOKEN));
     let outcome = post(&env, &report("x"), &Scratch::new().fallback()).unwrap();
-    assert!(matches!(outcome, CommentOutcome::Created { .. }), "{outcome:?}");
+    assert!(
+        matches!(outcome, CommentOutcome::Created { .. }),
+        "{outcome:?}"
+    );
 }

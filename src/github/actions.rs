@@ -148,7 +148,10 @@ mod tests {
             annotation(Level::Error, "Regression", "attn_b1 is 3.1% slower"),
             "::error title=Regression::attn_b1 is 3.1%25 slower"
         );
-        assert_eq!(annotation(Level::Warning, "", "no baseline"), "::warning::no baseline");
+        assert_eq!(
+            annotation(Level::Warning, "", "no baseline"),
+            "::warning::no baseline"
+        );
         assert_eq!(annotation(Level::Notice, "n", "m"), "::notice title=n::m");
     }
 
@@ -179,7 +182,10 @@ mod tests {
         let path = dir.path().join("summary.md");
         append_step_summary(&path, "# Perf").unwrap();
         append_step_summary(&path, "| a | b |\n").unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "# Perf\n| a | b |\n");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "# Perf\n| a | b |\n"
+        );
     }
 
     /// Parse a GITHUB_OUTPUT file the way the runner does (both forms).
@@ -263,8 +269,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("output");
         for bad in ["", "a b", "x\ny", "a<<b", "a=b"] {
-            let err = write_outputs(&path, &[("ok", "1".to_owned()), (bad, "v".to_owned())])
-                .unwrap_err();
+            let err =
+                write_outputs(&path, &[("ok", "1".to_owned()), (bad, "v".to_owned())]).unwrap_err();
             assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{bad:?}");
         }
         assert!(!path.exists());

@@ -416,7 +416,11 @@ mod tests {
     #[test]
     fn final_answers_are_not_retried() {
         for status in [200, 201, 204, 301, 400, 401, 404, 422] {
-            assert_eq!(retry_delay(&reply(status), 1, &policy(), 0), None, "{status}");
+            assert_eq!(
+                retry_delay(&reply(status), 1, &policy(), 0),
+                None,
+                "{status}"
+            );
         }
         // A 403 that is a refusal (read-only token), not a rate limit.
         let mut refusal = reply(403);
@@ -439,13 +443,22 @@ mod tests {
     fn retry_after_is_honoured_and_capped() {
         let mut r = reply(429);
         r.retry_after = Some("1".into());
-        assert_eq!(retry_delay(&r, 3, &policy(), 0), Some(Duration::from_secs(1)));
+        assert_eq!(
+            retry_delay(&r, 3, &policy(), 0),
+            Some(Duration::from_secs(1))
+        );
         r.retry_after = Some("3600".into());
-        assert_eq!(retry_delay(&r, 1, &policy(), 0), Some(Duration::from_secs(60)));
+        assert_eq!(
+            retry_delay(&r, 1, &policy(), 0),
+            Some(Duration::from_secs(60))
+        );
         // A secondary rate limit: 403 with Retry-After.
         let mut r = reply(403);
         r.retry_after = Some("5".into());
-        assert_eq!(retry_delay(&r, 1, &policy(), 0), Some(Duration::from_secs(5)));
+        assert_eq!(
+            retry_delay(&r, 1, &policy(), 0),
+            Some(Duration::from_secs(5))
+        );
     }
 
     #[test]
@@ -453,12 +466,21 @@ mod tests {
         let mut r = reply(403);
         r.ratelimit_remaining = Some("0".into());
         r.ratelimit_reset = Some("1010".into());
-        assert_eq!(retry_delay(&r, 1, &policy(), 1000), Some(Duration::from_secs(10)));
+        assert_eq!(
+            retry_delay(&r, 1, &policy(), 1000),
+            Some(Duration::from_secs(10))
+        );
         // Reset already passed: the base delay, not zero.
-        assert_eq!(retry_delay(&r, 1, &policy(), 2000), Some(Duration::from_secs(1)));
+        assert_eq!(
+            retry_delay(&r, 1, &policy(), 2000),
+            Some(Duration::from_secs(1))
+        );
         // No reset header: backoff.
         r.ratelimit_reset = None;
-        assert_eq!(retry_delay(&r, 2, &policy(), 0), Some(Duration::from_secs(2)));
+        assert_eq!(
+            retry_delay(&r, 2, &policy(), 0),
+            Some(Duration::from_secs(2))
+        );
     }
 
     #[test]
@@ -472,7 +494,10 @@ mod tests {
         assert_eq!(next_link(last_page), None);
         assert_eq!(next_link(""), None);
         assert_eq!(next_link("garbage; rel=next"), None);
-        assert_eq!(next_link("<https://x/b>; rel=next").as_deref(), Some("https://x/b"));
+        assert_eq!(
+            next_link("<https://x/b>; rel=next").as_deref(),
+            Some("https://x/b")
+        );
     }
 
     #[test]

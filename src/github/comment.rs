@@ -249,7 +249,9 @@ impl Job<'_> {
             let comments: Vec<ApiComment> = serde_json::from_str(&reply.body)
                 .map_err(|e| self.bad_response(Method::Get, &target, e))?;
             let ours = comments.into_iter().find(|c| {
-                c.body.as_deref().is_some_and(|b| b.contains(COMMENT_MARKER))
+                c.body
+                    .as_deref()
+                    .is_some_and(|b| b.contains(COMMENT_MARKER))
                     && c.user
                         .as_ref()
                         .is_some_and(|u| u.login.eq_ignore_ascii_case(identity))
@@ -284,7 +286,10 @@ impl Job<'_> {
             self.owner, self.name, found.id
         );
         let payload = json!({ "body": self.body });
-        let reply = self.rest.send(Method::Patch, &target, Some(&payload)).await?;
+        let reply = self
+            .rest
+            .send(Method::Patch, &target, Some(&payload))
+            .await?;
         if reply.is_success() {
             let mut updated = self.found_in(Method::Patch, &target, &reply)?;
             if updated.url.is_empty() {
@@ -384,11 +389,7 @@ pub fn post_or_update_comment(
     if !body.contains(COMMENT_MARKER) {
         return Err(GithubError::MissingMarker);
     }
-    let Some(token) = env
-        .token
-        .as_ref()
-        .filter(|t| !t.expose_secret().is_empty())
-    else {
+    let Some(token) = env.token.as_ref().filter(|t| !t.expose_secret().is_empty()) else {
         return write_fallback(fallback, body, "GITHUB_TOKEN is not set");
     };
     let (owner, name) = repository(env)?;
@@ -459,7 +460,11 @@ mod tests {
         assert!(cut.starts_with(COMMENT_MARKER));
         assert!(cut.ends_with(&format!("\n\n{TRUNCATION_NOTE}\n")));
         let kept = cut.strip_suffix(&format!("\n{TRUNCATION_NOTE}\n")).unwrap();
-        assert!(kept.ends_with(" µs |\n"), "cut mid-line: {:?}", &kept[kept.len() - 40..]);
+        assert!(
+            kept.ends_with(" µs |\n"),
+            "cut mid-line: {:?}",
+            &kept[kept.len() - 40..]
+        );
         assert!(body.starts_with(kept));
     }
 
@@ -532,9 +537,14 @@ mod tests {
             repository(&env(None)),
             Err(GithubError::NoRepository)
         ));
-        for bad in ["octo", "a/b/c", "/b", "a/", "../x", "a/..", "a/b?x=1", "a b/c", "a/b#"] {
+        for bad in [
+            "octo", "a/b/c", "/b", "a/", "../x", "a/..", "a/b?x=1", "a b/c", "a/b#",
+        ] {
             assert!(
-                matches!(repository(&env(Some(bad))), Err(GithubError::BadRepository(_))),
+                matches!(
+                    repository(&env(Some(bad))),
+                    Err(GithubError::BadRepository(_))
+                ),
                 "{bad}"
             );
         }

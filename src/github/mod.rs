@@ -221,7 +221,9 @@ pub enum GithubError {
     BadRepository(String),
     #[error("GITHUB_API_URL is {0:?}, which is not an http(s) URL without credentials")]
     BadApiUrl(String),
-    #[error("GITHUB_TOKEN contains characters that cannot be sent in an HTTP header (a stray space or newline?)")]
+    #[error(
+        "GITHUB_TOKEN contains characters that cannot be sent in an HTTP header (a stray space or newline?)"
+    )]
     BadToken,
     #[error(
         "the comment body does not contain the marker {COMMENT_MARKER}, so the comment could not be found again to update it"
@@ -255,7 +257,9 @@ pub enum GithubError {
         "{request} answered with a next-page link to {url}, which is not under GITHUB_API_URL, so it was not followed"
     )]
     ForeignLink { request: String, url: String },
-    #[error("{request} kept answering with next-page links after {pages} pages, so listing stopped")]
+    #[error(
+        "{request} kept answering with next-page links after {pages} pages, so listing stopped"
+    )]
     TooManyPages { request: String, pages: usize },
 }
 
@@ -287,7 +291,10 @@ mod tests {
     #[test]
     fn token_scrub_and_header_safety() {
         let token = Token::new("abc123");
-        assert_eq!(token.scrub("Bearer abc123 and abc123"), "Bearer *** and ***");
+        assert_eq!(
+            token.scrub("Bearer abc123 and abc123"),
+            "Bearer *** and ***"
+        );
         assert!(token.is_header_safe());
         assert!(!Token::new("abc 123").is_header_safe());
         assert!(!Token::new("abc\n123").is_header_safe());
@@ -311,7 +318,10 @@ mod tests {
         assert_eq!(env.api_url, DEFAULT_API_URL);
         assert_eq!(env.run_url(), None);
 
-        let env = env_of(&[("GITHUB_HEAD_REF", "feature/x"), ("GITHUB_REF_NAME", "1/merge")]);
+        let env = env_of(&[
+            ("GITHUB_HEAD_REF", "feature/x"),
+            ("GITHUB_REF_NAME", "1/merge"),
+        ]);
         assert_eq!(env.head_ref.as_deref(), Some("feature/x"));
     }
 
@@ -338,7 +348,10 @@ mod tests {
         };
         let with_event = |p: &Path| env_of(&[("GITHUB_EVENT_PATH", p.to_str().unwrap())]);
 
-        let pr = write("pr.json", r#"{"action":"opened","pull_request":{"number":42}}"#);
+        let pr = write(
+            "pr.json",
+            r#"{"action":"opened","pull_request":{"number":42}}"#,
+        );
         assert_eq!(with_event(&pr).pr_number().unwrap(), Some(42));
 
         let issue = write("issue.json", r#"{"issue":{"number":7,"pull_request":{}}}"#);
@@ -351,7 +364,10 @@ mod tests {
 
         let bad = write("bad.json", "{not json");
         let err = with_event(&bad).pr_number().unwrap_err().to_string();
-        assert!(err.contains("bad.json") && err.contains("invalid JSON"), "{err}");
+        assert!(
+            err.contains("bad.json") && err.contains("invalid JSON"),
+            "{err}"
+        );
 
         let neg = write("neg.json", r#"{"pull_request":{"number":-1}}"#);
         let err = with_event(&neg).pr_number().unwrap_err().to_string();

@@ -413,7 +413,11 @@ fn serve(mut stream: TcpStream, state: &Mutex<State>) {
         let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
         answer(&mut state, request)
     };
-    let mut out = format!("HTTP/1.1 {} {}\r\n", response.status, reason(response.status));
+    let mut out = format!(
+        "HTTP/1.1 {} {}\r\n",
+        response.status,
+        reason(response.status)
+    );
     out.push_str("content-type: application/json; charset=utf-8\r\n");
     out.push_str(&format!("content-length: {}\r\n", response.body.len()));
     out.push_str("connection: close\r\n");
@@ -485,7 +489,10 @@ fn answer(state: &mut State, request: Request) -> Response {
 fn route(state: &mut State, request: &Recorded, body: &[u8]) -> Response {
     let who = request
         .header("authorization")
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("token ")))
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("token "))
+        })
         .and_then(|t| state.tokens.get(t))
         .cloned();
     let Some(who) = who else {
