@@ -491,6 +491,12 @@ fn the_token_goes_only_into_authorization_headers() {
 
     assert!(requests.len() > 10);
     for (token, r) in &requests {
+        let auth_headers = r
+            .headers
+            .iter()
+            .filter(|(n, _)| n == "authorization")
+            .count();
+        assert_eq!(auth_headers, 1, "{} {}", r.method, r.target);
         assert_eq!(
             r.header("authorization"),
             Some(format!("Bearer {token}").as_str()),

@@ -91,10 +91,15 @@ fn valid_output_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-/// A delimiter for the `name<<DELIM` form that does not occur in `value`.
+/// A random delimiter for the `name<<DELIM` form that does not occur in `value`.
 fn delimiter_for(value: &str) -> String {
+    pick_delimiter(value, rand::random::<u128>)
+}
+
+/// The first delimiter built from `next()` that does not occur in `value`.
+fn pick_delimiter(value: &str, mut next: impl FnMut() -> u128) -> String {
     loop {
-        let delimiter = format!("ghadelimiter_{:032x}", rand::random::<u128>());
+        let delimiter = format!("ghadelimiter_{:032x}", next());
         if !value.contains(&delimiter) {
             return delimiter;
         }
@@ -256,12 +261,13 @@ mod tests {
     }
 
     #[test]
-    fn delimiter_never_occurs_in_value() {
-        for _ in 0..100 {
-            let value = format!("x\n{}\ny", delimiter_for(""));
-            let d = delimiter_for(&value);
-            assert!(!value.contains(&d));
-        }
+    fn a_delimiter_found_in_the_value_is_replaced() {
+        let taken = format!("ghadelimiter_{:032x}", 1u128);
+        let value = format!("x\n{taken}\ny");
+        let mut candidates = [1u128, 1, 2].into_iter();
+        let d = pick_delimiter(&value, || candidates.next().unwrap());
+        assert_eq!(d, format!("ghadelimiter_{:032x}", 2u128));
+        assert!(!value.contains(&d));
     }
 
     #[test]

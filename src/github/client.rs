@@ -48,12 +48,14 @@ impl Reply {
         (200..300).contains(&self.status)
     }
 
-    /// 429, or a 403 that is a (primary or secondary) rate limit rather than a refusal.
+    /// 429, or a 403 that is a (primary or secondary) rate limit rather than a refusal:
+    /// `x-ratelimit-remaining: 0`, a `Retry-After`, or GitHub's "... rate limit ..." message.
     pub fn is_rate_limited(&self) -> bool {
         self.status == 429
             || (self.status == 403
                 && (self.ratelimit_remaining.as_deref().map(str::trim) == Some("0")
-                    || self.retry_after.is_some()))
+                    || self.retry_after.is_some()
+                    || self.message().to_ascii_lowercase().contains("rate limit")))
     }
 
     pub fn is_server_error(&self) -> bool {
@@ -426,6 +428,14 @@ mod tests {
         let mut refusal = reply(403);
         refusal.ratelimit_remaining = Some("4999".into());
         assert_eq!(retry_delay(&refusal, 1, &policy(), 0), None);
+        refusal.body = r#"{"message":"Resource not accessible by integration"}"#.into();
+        assert_eq!(retry_delay(&refusal, 1, &policy(), 0), None);
+        // A secondary rate limit that only says so in its message.
+        refusal.body = r#"{"message":"You have exceeded a secondary rate limit."}"#.into();
+        assert_eq!(
+            retry_delay(&refusal, 2, &policy(), 0),
+            Some(Duration::from_secs(2))
+        );
     }
 
     #[test]
