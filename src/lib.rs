@@ -10,6 +10,7 @@ pub mod comparison;
 pub mod config;
 pub mod evaluate;
 pub mod files;
+pub mod github;
 pub mod gpu;
 pub mod reference;
 pub mod report;
