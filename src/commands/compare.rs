@@ -108,6 +108,7 @@ fn compare_samples(
         commit: None,
         run_url: None,
         warnings: Vec::new(),
+        error: None,
     })
 }
 

@@ -1,6 +1,8 @@
 //! One module per subcommand; [`run`] dispatches.
 
 mod baseline;
+mod ci;
+mod comment;
 mod compare;
 mod env;
 mod local;
@@ -35,6 +37,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Local(args) => local::run_local(&args),
         Command::Selftest(args) => selftest::run_selftest(&args),
         Command::Env(args) => env::run_env(&args),
-        Command::Ci(_) | Command::Comment(_) => anyhow::bail!("not built yet"),
+        Command::Ci(args) => ci::run_ci(&args),
+        Command::Comment(args) => comment::run_comment(&args),
     }
 }

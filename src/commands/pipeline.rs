@@ -14,7 +14,9 @@ use crate::config::{Config, ShapeParams};
 use crate::evaluate::evaluate;
 use crate::gpu::Gpu;
 use crate::gpu::env::{Monitor, environment, throttled};
-use crate::gpu::measure::{Injection, Measurement, RoundsPolicy, calibrate_spin, extend, measure};
+use crate::gpu::measure::{
+    Injection, Measurement, RoundsPolicy, calibrate_spin, extend, measure, spin_up,
+};
 use crate::gpu::parity::check_parity;
 use crate::results::{
     BaselineRef, ConfigInfo, MeasurementInfo, ResultsFile, SCHEMA_VERSION, ShapeResult,
@@ -45,6 +47,9 @@ pub struct RunPlan {
     pub inject: Option<f64>,
     pub progress: bool,
 }
+
+/// GPU time spent at the start of a process to bring the clocks up before measuring.
+const SPIN_UP_MS: f64 = 300.0;
 
 /// Passes of extra rounds for shapes whose first verdict is inconclusive.
 const INCONCLUSIVE_PASSES: u32 = 2;
@@ -93,6 +98,9 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
     let policy = plan
         .rounds
         .map_or(RoundsPolicy::Adaptive, RoundsPolicy::Exactly);
+    if let Some(first) = plan.shapes.first() {
+        spin_up(&gpu, first, SPIN_UP_MS)?;
+    }
     let bar = progress_bar(plan.progress, plan.shapes.len());
     let mut shapes = Vec::with_capacity(plan.shapes.len());
     let mut measurements: Vec<Option<(Measurement, Option<Injection>)>> = Vec::new();

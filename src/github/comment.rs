@@ -108,9 +108,9 @@ fn repository(env: &GithubEnv) -> Result<(&str, &str), GithubError> {
 }
 
 fn write_fallback(path: &Path, body: &str, why: &str) -> Result<CommentOutcome, GithubError> {
-    let fail = |source| GithubError::Fallback {
+    let fail = |cause| GithubError::Fallback {
         path: path.to_owned(),
-        source,
+        cause,
     };
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(fail)?;

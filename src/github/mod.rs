@@ -17,7 +17,7 @@ mod comment;
 pub use comment::{post_or_update_comment, truncate_body};
 
 /// The hidden marker that identifies ci-gate's comment on a pull request.
-pub const COMMENT_MARKER: &str = "<!-- ci-gate:perf-report -->";
+pub const COMMENT_MARKER: &str = crate::report::MARKER;
 
 /// GitHub's limit on a comment body (65,536 characters). [`truncate_body`] measures in bytes,
 /// which are never fewer than characters, so a body that fits in bytes always fits.
@@ -231,11 +231,10 @@ pub enum GithubError {
     MissingMarker,
     #[error("cannot read the event file {path}: {message}")]
     Event { path: PathBuf, message: String },
-    #[error("cannot write the comment body to {path}: {source}")]
+    #[error("cannot write the comment body to {path}: {cause}")]
     Fallback {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("cannot set up the GitHub client: {0}")]
     Client(String),

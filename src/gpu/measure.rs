@@ -398,3 +398,24 @@ pub fn calibrate_spin(gpu: &Gpu) -> Result<SpinCalibration, GpuError> {
         us_per_cycle,
     })
 }
+
+/// Runs `shape`'s kernel for about `ms` milliseconds so the GPU leaves its idle clocks
+/// before the first sample of a process is taken (an idle H200 sits at a few hundred MHz).
+pub fn spin_up(gpu: &Gpu, shape: &ShapeParams, ms: f64) -> Result<(), GpuError> {
+    check_shape(shape)?;
+    let kernel = gpu.kernels.attention(shape)?;
+    let mut set = BufferSet {
+        inputs: random_inputs(gpu, shape, 1)?,
+        out: super::parity::poisoned_output(gpu, shape)?,
+    };
+    let start = Instant::now();
+    while start.elapsed().as_secs_f64() * 1000.0 < ms {
+        for _ in 0..8 {
+            launch(gpu, kernel, shape, &mut set)?;
+        }
+        gpu.stream
+            .synchronize()
+            .during(|| format!("kernel {} on shape {shape} (spin-up)", kernel.name))?;
+    }
+    Ok(())
+}

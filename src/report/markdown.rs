@@ -167,7 +167,17 @@ impl Exporter for MarkdownExporter {
         for w in &report.warnings {
             let _ = writeln!(md, "> ⚠️ {}", escape_markdown(w));
         }
-        if report.rows.iter().any(|r| r.error.is_some()) || !report.warnings.is_empty() {
+        if let Some(e) = &report.error {
+            let _ = writeln!(
+                md,
+                "> ❌ **The gate could not reach a verdict:** {}",
+                escape_markdown(e)
+            );
+        }
+        if report.rows.iter().any(|r| r.error.is_some())
+            || !report.warnings.is_empty()
+            || report.error.is_some()
+        {
             md.push('\n');
         }
 

@@ -52,6 +52,8 @@ pub struct Report {
     pub commit: Option<String>,
     pub run_url: Option<String>,
     pub warnings: Vec<String>,
+    /// What kept the whole run from a verdict, if anything.
+    pub error: Option<String>,
 }
 
 impl Report {
@@ -78,6 +80,7 @@ impl Report {
             commit: results.git_commit.clone(),
             run_url: None,
             warnings: results.warnings.clone(),
+            error: results.error.clone(),
         }
     }
 
@@ -101,6 +104,9 @@ impl Report {
 
     /// The one-line verdict, e.g. `FAIL: 1 regression, 13 pass (14 shapes)`.
     pub fn headline(&self) -> String {
+        if self.error.is_some() {
+            return "ERROR: no verdict could be reached".into();
+        }
         let status = if !self.passed {
             "FAIL"
         } else if self.rows.iter().any(|r| r.verdict.warns()) || !self.warnings.is_empty() {
@@ -123,7 +129,7 @@ impl Report {
 }
 
 /// Δ of a ratio as a signed percentage: 1.0312 → "+3.12%".
-pub(crate) fn pct(ratio: f64) -> String {
+pub fn pct(ratio: f64) -> String {
     format!("{:+.2}%", (ratio - 1.0) * 100.0)
 }
 

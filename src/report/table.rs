@@ -75,6 +75,9 @@ impl Exporter for TableExporter {
         for w in &report.warnings {
             out.push_str(&format!("warning: {w}\n"));
         }
+        if let Some(e) = &report.error {
+            out.push_str(&format!("error: {e}\n"));
+        }
         out.push_str(&format!("ci-gate: {}\n", report.headline()));
         out
     }

@@ -1,0 +1,129 @@
+//! `ci-gate ci`: the pipeline for GitHub Actions. Writes the results file (also when no
+//! verdict could be reached), the job summary, one annotation per failing shape, and step
+//! outputs. Exit codes as everywhere: 0 pass, 1 fail, 2 no verdict.
+
+use anyhow::{Context, Result};
+
+use super::Outcome;
+use super::pipeline::{Against, RunPlan, failed_run, load_config, run};
+use crate::baseline::BaselineStore;
+use crate::cli::CiArgs;
+use crate::config::Config;
+use crate::github::GithubEnv;
+use crate::github::actions::{Level, annotation, append_step_summary, write_outputs};
+use crate::report::{Exporter, MarkdownExporter, Report, TableExporter, pct};
+use crate::results::ResultsFile;
+use crate::verdict::Verdict;
+
+pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
+    let gh = GithubEnv::from_env();
+    let mut config: Option<Config> = None;
+    let measured = (|| -> Result<ResultsFile> {
+        let (c, shapes) = load_config(&args.config.config, &[])?;
+        config = Some(c.clone());
+        run(RunPlan {
+            config: c,
+            shapes,
+            kernels: args.config.kernels.clone(),
+            against: Against::Store(BaselineStore::new(&args.config.baselines)),
+            parity: true,
+            rounds: None,
+            inject: None,
+            progress: false,
+        })
+    })();
+    let (results, failure) = match measured {
+        Ok(r) => (r, None),
+        Err(e) => (failed_run(config.as_ref(), &e), Some(e)),
+    };
+    // The results file is written even without a verdict, so the comment job can say why.
+    results
+        .save(&args.out)
+        .with_context(|| format!("cannot save the results to {}", args.out.display()))?;
+
+    let mut report = Report::from_results(&results);
+    report.run_url = gh.run_url();
+    print!("{}", TableExporter::plain().render(&report));
+    if let Some(path) = &gh.step_summary {
+        append_step_summary(path, &MarkdownExporter.render(&report))
+            .with_context(|| format!("cannot write the job summary {}", path.display()))?;
+    }
+    for shape in &results.shapes {
+        if !shape.verdict.fails_gate() {
+            continue;
+        }
+        let message = match (&shape.error, &shape.comparison, &shape.parity) {
+            (Some(e), _, _) => e.clone(),
+            (None, _, Some(p)) if shape.verdict == Verdict::ParityFail => format!(
+                "parity lost: rel L2 {:.2e} (tolerance {:.1e}), max abs {:.2e} (tolerance {:.1e}), {} unwritten, {} NaN/Inf",
+                p.rel_l2,
+                p.tolerance.rel_l2,
+                p.max_abs,
+                p.tolerance.max_abs,
+                p.unwritten,
+                p.nan_or_inf
+            ),
+            (None, Some(c), _) => format!(
+                "p50 {} ({:.3} → {:.3} µs), {:.0}% CI [{}, {}], Cliff's δ {:+.2}, Holm-adjusted p {:.1e}",
+                pct(c.ratio),
+                c.p50_base,
+                c.p50_cand,
+                c.confidence * 100.0,
+                pct(c.ci_low),
+                pct(c.ci_high),
+                c.cliffs_delta,
+                c.mwu_p_holm
+            ),
+            _ => shape.verdict.to_string(),
+        };
+        println!(
+            "{}",
+            annotation(
+                Level::Error,
+                &format!("ci-gate: {} in {}", shape.verdict, shape.name),
+                &message
+            )
+        );
+    }
+    for w in &results.warnings {
+        println!("{}", annotation(Level::Warning, "ci-gate", w));
+    }
+    if let Some(e) = &results.error {
+        println!("{}", annotation(Level::Error, "ci-gate: no verdict", e));
+    }
+    if let Some(path) = &gh.output {
+        let count = |v: Verdict| {
+            results
+                .shapes
+                .iter()
+                .filter(|s| s.verdict == v)
+                .count()
+                .to_string()
+        };
+        let verdict = if failure.is_some() {
+            "error"
+        } else if results.passed {
+            "pass"
+        } else {
+            "fail"
+        };
+        write_outputs(
+            path,
+            &[
+                ("verdict", verdict.to_owned()),
+                ("regressions", count(Verdict::Regression)),
+                ("improvements", count(Verdict::Improvement)),
+                ("parity_failures", count(Verdict::ParityFail)),
+                ("errors", count(Verdict::Error)),
+                ("inconclusive", count(Verdict::Inconclusive)),
+                ("no_baseline", count(Verdict::NoBaseline)),
+                ("results", args.out.display().to_string()),
+            ],
+        )
+        .with_context(|| format!("cannot write the step outputs {}", path.display()))?;
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(Outcome::from_passed(results.passed)),
+    }
+}

@@ -1,0 +1,51 @@
+//! `ci-gate comment --from RESULTS.json`: posts the PR comment or updates the one posted
+//! before. The verdict is printed whatever happens to the post.
+
+use anyhow::{Context, Result, anyhow};
+
+use super::Outcome;
+use crate::cli::CommentArgs;
+use crate::github::actions::append_step_summary;
+use crate::github::{CommentOutcome, GithubEnv, post_or_update_comment};
+use crate::report::{Exporter, MarkdownExporter, Report};
+use crate::results::ResultsFile;
+
+pub fn run_comment(args: &CommentArgs) -> Result<Outcome> {
+    let results = ResultsFile::load(&args.from)?;
+    let gh = GithubEnv::from_env();
+    let mut report = Report::from_results(&results);
+    report.run_url = gh.run_url();
+    let body = MarkdownExporter.render(&report);
+    println!("ci-gate: {}", report.headline());
+
+    let pr = match args.pr {
+        Some(n) => Some(n),
+        None => gh.pr_number()?,
+    };
+    let outcome = match (pr, gh.token.is_some()) {
+        (Some(pr), _) => post_or_update_comment(&gh, pr, &body, &args.fallback),
+        // Without a token nothing is posted anyway: write the body, no PR number needed.
+        (None, false) => post_or_update_comment(&gh, 0, &body, &args.fallback),
+        (None, true) => {
+            return Err(anyhow!(
+                "no pull request number: pass --pr N, or run on a pull_request event ($GITHUB_EVENT_PATH)"
+            ));
+        }
+    }
+    .context("posting the PR comment failed (the verdict above stands)")?;
+    match outcome {
+        CommentOutcome::Created { url, .. } => println!("posted the PR comment: {url}"),
+        CommentOutcome::Updated { url, .. } => println!("updated the PR comment: {url}"),
+        CommentOutcome::WrittenToFile { reason, .. } => {
+            println!("did not post the comment: {reason}");
+            // On a fork's pull request the job summary is where a reader finds the report.
+            if let Some(summary) = &gh.step_summary {
+                append_step_summary(summary, &body).with_context(|| {
+                    format!("cannot write the job summary {}", summary.display())
+                })?;
+                println!("the report is in the job summary");
+            }
+        }
+    }
+    Ok(Outcome::Pass)
+}

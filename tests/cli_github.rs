@@ -1,0 +1,183 @@
+//! `ci-gate comment` and `ci-gate ci` as GitHub Actions runs them: the binary against a fake
+//! GitHub REST API on 127.0.0.1.
+
+mod common;
+mod github_common;
+
+use common::{bin, results, write};
+use github_common::*;
+use predicates::prelude::*;
+
+fn comment_cmd(
+    server: &FakeGithub,
+    token: Option<&str>,
+    from: &std::path::Path,
+    dir: &std::path::Path,
+) -> assert_cmd::Command {
+    let mut c = bin();
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("NO_COLOR", "1")
+        .env("GITHUB_API_URL", server.url())
+        .env("GITHUB_REPOSITORY", format!("{OWNER}/{REPO}"))
+        .env("GITHUB_SERVER_URL", "https://github.com")
+        .env("GITHUB_RUN_ID", "4242")
+        .env("GITHUB_STEP_SUMMARY", dir.join("summary.md"))
+        .args(["comment", "--pr", "17", "--fallback"])
+        .arg(dir.join("fallback.md"))
+        .arg("--from")
+        .arg(from);
+    if let Some(t) = token {
+        c.env("GITHUB_TOKEN", t);
+    }
+    c
+}
+
+#[test]
+fn comment_is_created_then_updated_and_the_token_never_leaks() {
+    let server = FakeGithub::start();
+    let dir = tempfile::tempdir().unwrap();
+    let from = dir.path().join("results.json");
+    write(&from, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    // Someone else's comment carrying the marker is never edited.
+    let foreign = server.seed_comment(17, "mallory", "<!-- ci-gate:perf-report --> fake report");
+
+    let first = comment_cmd(&server, Some(ACTIONS_TOKEN), &from, dir.path())
+        .assert()
+        .code(0);
+    let out = String::from_utf8(first.get_output().stdout.clone()).unwrap();
+    assert!(out.contains("ci-gate: PASS with warnings"), "{out}");
+    assert!(out.contains("posted the PR comment"), "{out}");
+    let mine: Vec<_> = server
+        .comments(17)
+        .into_iter()
+        .filter(|c| c.login == BOT_LOGIN)
+        .collect();
+    assert_eq!(mine.len(), 1);
+    assert!(mine[0].body.starts_with("<!-- ci-gate:perf-report -->"));
+    assert!(
+        mine[0]
+            .body
+            .contains("https://github.com/octo/gpu-kernels/actions/runs/4242"),
+        "{}",
+        mine[0].body
+    );
+
+    write(&from, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 2));
+    comment_cmd(&server, Some(ACTIONS_TOKEN), &from, dir.path())
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("updated the PR comment"));
+    let mine: Vec<_> = server
+        .comments(17)
+        .into_iter()
+        .filter(|c| c.login == BOT_LOGIN)
+        .collect();
+    assert_eq!(mine.len(), 1, "updated in place, not posted twice");
+    assert_eq!(
+        server.comment(foreign).unwrap().body,
+        "<!-- ci-gate:perf-report --> fake report"
+    );
+
+    for r in server.requests() {
+        for (name, value) in &r.headers {
+            if name != "authorization" {
+                assert!(!value.contains(ACTIONS_TOKEN), "token in header {name}");
+            }
+        }
+        assert!(!r.target.contains(ACTIONS_TOKEN) && !r.body.contains(ACTIONS_TOKEN));
+    }
+    assert!(!out.contains(ACTIONS_TOKEN));
+}
+
+#[test]
+fn without_a_token_the_body_goes_to_a_file_and_the_summary() {
+    let server = FakeGithub::start();
+    let dir = tempfile::tempdir().unwrap();
+    let from = dir.path().join("results.json");
+    let mut r = results("NVIDIA H200", &[1.0, 1.0, 1.0], 1);
+    r.shapes[0].name = "evil|<script>@team".into();
+    write(&from, &r);
+    comment_cmd(&server, None, &from, dir.path())
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "did not post the comment: GITHUB_TOKEN is not set",
+        ));
+    let body = std::fs::read_to_string(dir.path().join("fallback.md")).unwrap();
+    assert!(body.starts_with("<!-- ci-gate:perf-report -->"));
+    assert!(
+        !body.contains("<script>")
+            && !body.contains("@team")
+            && body.contains("evil\\|&lt;script&gt;&#64;team")
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("summary.md"))
+            .unwrap()
+            .trim(),
+        body.trim()
+    );
+    assert!(server.requests().is_empty());
+}
+
+#[test]
+fn a_read_only_token_writes_the_file_and_still_exits_0() {
+    let server = FakeGithub::start();
+    let dir = tempfile::tempdir().unwrap();
+    let from = dir.path().join("results.json");
+    write(&from, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    comment_cmd(&server, Some(READONLY_TOKEN), &from, dir.path())
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("did not post the comment"))
+        .stdout(predicate::str::contains(READONLY_TOKEN).not());
+    assert!(dir.path().join("fallback.md").exists());
+}
+
+#[test]
+fn an_unreadable_results_file_is_exit_2() {
+    let server = FakeGithub::start();
+    let dir = tempfile::tempdir().unwrap();
+    let from = dir.path().join("results.json");
+    std::fs::write(&from, "{ not json").unwrap();
+    comment_cmd(&server, Some(ACTIONS_TOKEN), &from, dir.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "results.json is not valid ci-gate JSON",
+        ));
+}
+
+#[test]
+fn ci_without_a_gpu_fails_closed_with_results_outputs_and_annotation() {
+    if ci_gate::gpu::driver_present() {
+        eprintln!("SKIPPED: a CUDA driver is present here; this checks the no-GPU path");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results.json");
+    let assert = bin()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("GITHUB_OUTPUT", dir.path().join("output"))
+        .env("GITHUB_STEP_SUMMARY", dir.path().join("summary.md"))
+        .args(["ci", "--out"])
+        .arg(&out)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no NVIDIA driver found"));
+    let stdout = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
+    assert!(
+        stdout.contains("::error title=ci-gate%3A no verdict::"),
+        "{stdout}"
+    );
+    let saved = ci_gate::results::ResultsFile::load(&out).unwrap();
+    assert!(!saved.passed);
+    assert!(saved.error.unwrap().contains("no NVIDIA driver found"));
+    let outputs = std::fs::read_to_string(dir.path().join("output")).unwrap();
+    assert!(
+        outputs.contains("verdict<<") && outputs.contains("\nerror\n"),
+        "{outputs}"
+    );
+    let summary = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
+    assert!(summary.contains("could not reach a verdict"), "{summary}");
+}
