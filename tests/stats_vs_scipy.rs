@@ -261,3 +261,59 @@ fn bootstrap_interval_matches_numpy() {
     eprintln!("bootstrap: {checked} cases, largest relative difference of an end {worst:e}");
     assert!(checked >= 10, "only {checked} bootstrap cases checked");
 }
+
+/// Timing of the 10k × 10k workload (no assertion on time). Run with
+/// `cargo test --release --test stats_vs_scipy -- --ignored --nocapture timing`.
+#[test]
+#[ignore = "timing print only; run in release"]
+fn timing_10k_by_10k() {
+    let v = vectors();
+    let c = v
+        .cases
+        .iter()
+        .find(|c| c.name == "timing_10k_slower_0p5pct")
+        .expect("10k case present");
+    let base = rounds(&c.base);
+    let cand = rounds(&c.cand);
+    assert_eq!(base.pooled().len(), 10_000);
+    assert_eq!(cand.pooled().len(), 10_000);
+    let mut best = [f64::INFINITY; 4];
+    for _ in 0..5 {
+        let t0 = std::time::Instant::now();
+        let ci = ratio_of_medians_ci(&base, &cand, 10_000, 0.95, 1).unwrap();
+        let t1 = std::time::Instant::now();
+        let mw = mann_whitney_u(cand.pooled(), base.pooled(), Alternative::Greater);
+        let t2 = std::time::Instant::now();
+        let d = cliffs_delta(cand.pooled(), base.pooled());
+        let t3 = std::time::Instant::now();
+        std::hint::black_box((ci, mw, d));
+        let ms = |a: std::time::Instant, b: std::time::Instant| (b - a).as_secs_f64() * 1e3;
+        for (b, t) in best
+            .iter_mut()
+            .zip([ms(t0, t1), ms(t1, t2), ms(t2, t3), ms(t0, t3)])
+        {
+            *b = b.min(t);
+        }
+    }
+    // The hierarchical path on the largest multi-round case (50 rounds x 50 values a side).
+    let r = v
+        .cases
+        .iter()
+        .find(|c| c.name == "rounds_50x50_vs_50x50")
+        .expect("50x50 case present");
+    let (rb, rc) = (rounds(&r.base), rounds(&r.cand));
+    let t = std::time::Instant::now();
+    std::hint::black_box(ratio_of_medians_ci(&rb, &rc, 10_000, 0.95, 1).unwrap());
+    let hier = t.elapsed().as_secs_f64() * 1e3;
+    // Also the cost of building the samples (validation + sort), which callers pay once.
+    let t = std::time::Instant::now();
+    let s = Sample::new(c.cand[0].clone()).unwrap();
+    let build = t.elapsed().as_secs_f64() * 1e3;
+    std::hint::black_box(s);
+    eprintln!(
+        "10k x 10k, best of 5: bootstrap (10k resamples) {:.2} ms, mann-whitney {:.3} ms, \
+         cliff's delta {:.3} ms, total {:.2} ms; Sample::new(10k) {:.3} ms; \
+         hierarchical bootstrap 50x50 vs 50x50 rounds (10k resamples) {:.1} ms",
+        best[0], best[1], best[2], best[3], build, hier
+    );
+}

@@ -1,8 +1,8 @@
 //! Percentile-bootstrap confidence interval of a ratio of medians.
 
-use rand::{RngExt, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use rand_distr::{Beta, Distribution};
+use rand_distr::{Beta, Distribution, Uniform};
 
 use super::quantile::quantile_sorted;
 use super::{Rounds, StatsError};
@@ -54,8 +54,10 @@ pub fn ratio_of_medians(base: &Rounds, cand: &Rounds) -> f64 {
 ///   Cost: O(1) per resample (2 or 4 Beta draws per pair of sides).
 /// * **Several rounds** — hierarchical: draw as many rounds as there are, with replacement;
 ///   from each drawn round draw as many values as it has, with replacement; pool them and
-///   take the numpy median (`select_nth_unstable`). This keeps the round-to-round variance
-///   in the interval. Cost: O(N) per resample for N values in total.
+///   take the numpy median (mean of the two middle values for an even count). This keeps
+///   the round-to-round variance in the interval. The values are ranked once up front, so
+///   a resample is a histogram over the N sorted positions and its median one cumulative
+///   scan. Cost: O(N) per resample for N values in total (O(N log N) once to rank).
 ///
 /// Total cost: O(B · (N_base + N_cand)) for multi-round sides or O(B) for single-round
 /// sides, plus O(B log B) to sort the B ratios; O(B + N) memory.
@@ -107,7 +109,7 @@ impl<'a> MedianSampler<'a> {
         if side.round_count() == 1 {
             MedianSampler::Single(OrderStatistic::new(side.pooled().sorted()))
         } else {
-            MedianSampler::Multi(Hierarchical::new(side.rounds()))
+            MedianSampler::Multi(Hierarchical::new(side))
         }
     }
 
@@ -176,50 +178,107 @@ impl<'a> OrderStatistic<'a> {
 }
 
 /// Median of a two-level (rounds, then values) bootstrap resample.
+///
+/// Every value is replaced by its position in the sorted pooled values, so a resample is
+/// just a histogram over those N positions and its median is found by one cumulative scan
+/// — O(N) with no float comparisons, instead of a selection over the drawn values.
 struct Hierarchical<'a> {
-    rounds: &'a [Vec<f64>],
-    pooled: Vec<f64>,
+    /// The pooled values of all rounds, ascending.
+    sorted: &'a [f64],
+    /// Per round, the position in `sorted` of each of its values.
+    ranks: Vec<Vec<usize>>,
+    /// Uniform over round indices.
+    pick_round: Uniform<usize>,
+    /// Per round, uniform over its value indices.
+    pick_value: Vec<Uniform<usize>>,
+    /// How often each sorted position was drawn in the current resample.
+    counts: Vec<u32>,
+}
+
+/// Uniform over `0..n`; `n ≥ 1` here (rounds and their values are never empty).
+fn uniform_below(n: usize) -> Uniform<usize> {
+    Uniform::new(0, n).expect("non-empty range")
 }
 
 impl<'a> Hierarchical<'a> {
-    fn new(rounds: &'a [Vec<f64>]) -> Hierarchical<'a> {
-        let total = rounds.iter().map(Vec::len).sum::<usize>();
+    fn new(side: &'a Rounds) -> Hierarchical<'a> {
+        let rounds = side.rounds();
+        let pooled = side.pooled().values(); // rounds concatenated in order
+        let mut order: Vec<usize> = (0..pooled.len()).collect();
+        order.sort_unstable_by(|&a, &b| pooled[a].total_cmp(&pooled[b]));
+        let mut position = vec![0usize; pooled.len()];
+        for (pos, &i) in order.iter().enumerate() {
+            position[i] = pos;
+        }
+        let mut start = 0;
+        let ranks = rounds
+            .iter()
+            .map(|r| {
+                let ranks = position[start..start + r.len()].to_vec();
+                start += r.len();
+                ranks
+            })
+            .collect();
         Hierarchical {
-            rounds,
-            pooled: Vec::with_capacity(total * 2),
+            sorted: side.pooled().sorted(),
+            ranks,
+            pick_round: uniform_below(rounds.len()),
+            pick_value: rounds.iter().map(|r| uniform_below(r.len())).collect(),
+            counts: vec![0; pooled.len()],
         }
     }
 
     fn draw(&mut self, rng: &mut ChaCha8Rng) -> f64 {
-        self.pooled.clear();
-        let r = self.rounds.len();
-        for _ in 0..r {
-            let round = &self.rounds[rng.random_range(0..r)];
-            let m = round.len();
-            for _ in 0..m {
-                self.pooled.push(round[rng.random_range(0..m)]);
+        self.counts.fill(0);
+        let mut total = 0usize;
+        for _ in 0..self.ranks.len() {
+            let j = self.pick_round.sample(rng);
+            let (ranks, pick) = (&self.ranks[j], &self.pick_value[j]);
+            for _ in 0..ranks.len() {
+                self.counts[ranks[pick.sample(rng)]] += 1;
+            }
+            total += ranks.len();
+        }
+        // 0-based order statistics of the resample that numpy.median averages.
+        let (lo, hi) = ((total - 1) / 2, total / 2);
+        let mut lo_value = None;
+        let mut seen = 0usize;
+        for (pos, &c) in self.counts.iter().enumerate() {
+            seen += c as usize;
+            if lo_value.is_none() && seen > lo {
+                lo_value = Some(self.sorted[pos]);
+            }
+            if seen > hi {
+                let hi_value = self.sorted[pos];
+                return match lo_value {
+                    Some(l) if lo != hi => (l + hi_value) / 2.0,
+                    _ => hi_value,
+                };
             }
         }
-        median_in_place(&mut self.pooled)
-    }
-}
-
-/// numpy median of an unsorted, non-empty slice by selection, reordering it. O(n).
-fn median_in_place(v: &mut [f64]) -> f64 {
-    let n = v.len();
-    let (left, &mut upper, _) = v.select_nth_unstable_by(n / 2, f64::total_cmp);
-    if n % 2 == 1 {
-        upper
-    } else {
-        let lower = left.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        (lower + upper) / 2.0
+        // Unreachable: the counts sum to `total > hi`.
+        f64::NAN
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use rand::RngExt;
+
     use super::*;
     use crate::stats::Sample;
+
+    /// numpy median of an unsorted, non-empty slice by selection (reference for the tests).
+    fn median_in_place(v: &mut [f64]) -> f64 {
+        let n = v.len();
+        let (left, &mut upper, _) = v.select_nth_unstable_by(n / 2, f64::total_cmp);
+        if n % 2 == 1 {
+            upper
+        } else {
+            let lower = left.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            (lower + upper) / 2.0
+        }
+    }
 
     fn single(v: Vec<f64>) -> Rounds {
         Rounds::single(Sample::new(v).unwrap())
@@ -335,6 +394,56 @@ mod tests {
                     f64::from_bits(k)
                 );
             }
+        }
+    }
+
+    #[test]
+    fn hierarchical_draw_matches_naive_two_level_resampling_in_distribution() {
+        // Uneven rounds, ties across rounds, odd and even resample totals.
+        let rounds = vec![
+            vec![1.0, 2.0, 2.0],
+            vec![4.0],
+            vec![2.0, 8.0, 16.0, 3.0],
+            vec![5.0, 1.0],
+        ];
+        let side = Rounds::new(rounds.clone()).unwrap();
+        let mut fast_sampler = Hierarchical::new(&side);
+        let draws = 200_000;
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let mut fast = std::collections::BTreeMap::<u64, usize>::new();
+        for _ in 0..draws {
+            *fast
+                .entry(fast_sampler.draw(&mut rng).to_bits())
+                .or_default() += 1;
+        }
+        let mut slow = std::collections::BTreeMap::<u64, usize>::new();
+        let mut pooled = Vec::new();
+        for _ in 0..draws {
+            pooled.clear();
+            for _ in 0..rounds.len() {
+                let round = &rounds[rng.random_range(0..rounds.len())];
+                for _ in 0..round.len() {
+                    pooled.push(round[rng.random_range(0..round.len())]);
+                }
+            }
+            *slow
+                .entry(median_in_place(&mut pooled).to_bits())
+                .or_default() += 1;
+        }
+        let keys: std::collections::BTreeSet<u64> =
+            fast.keys().chain(slow.keys()).copied().collect();
+        assert!(
+            keys.len() > 10,
+            "too few distinct medians to be a useful check"
+        );
+        for k in keys {
+            let pf = *fast.get(&k).unwrap_or(&0) as f64 / draws as f64;
+            let ps = *slow.get(&k).unwrap_or(&0) as f64 / draws as f64;
+            assert!(
+                (pf - ps).abs() < 0.008,
+                "value={} fast={pf} slow={ps}",
+                f64::from_bits(k)
+            );
         }
     }
 
