@@ -448,6 +448,40 @@ mod tests {
     }
 
     #[test]
+    fn single_round_interval_matches_exact_bootstrap_distribution() {
+        use statrs::distribution::{Binomial, DiscreteCDF};
+        // cand = 1, 2, …, n (odd n), base constant: the ratio is the candidate's bootstrap
+        // median, whose exact law is P(median ≤ j) = P(Bin(n, j/n) ≥ (n + 1)/2). The
+        // interval ends must sit at that law's 2.5 % and 97.5 % quantiles, up to the
+        // Monte-Carlo noise of 20,000 resamples (≈ 0.3 of a unit here).
+        let n = 1001usize;
+        let cand = single((1..=n).map(|j| j as f64).collect());
+        let base = single(vec![1.0, 1.0]);
+        let k = (n + 1) / 2;
+        let cdf = |j: usize| {
+            Binomial::new(j as f64 / n as f64, n as u64)
+                .unwrap()
+                .sf(k as u64 - 1)
+        };
+        let quantile = |q: f64| (1..=n).find(|&j| cdf(j) >= q).unwrap() as f64;
+        let (want_low, want_high) = (quantile(0.025), quantile(0.975));
+        // About ±2 sd of the median's position (sd ≈ √n / 2 ≈ 16) around 501.
+        assert!((465.0..480.0).contains(&want_low), "{want_low}");
+        assert!((522.0..537.0).contains(&want_high), "{want_high}");
+        for seed in [1, 2, 3] {
+            let ci = ratio_of_medians_ci(&base, &cand, 20_000, 0.95, seed).unwrap();
+            assert!(
+                (ci.low - want_low).abs() <= 1.5,
+                "seed {seed}: {ci:?} vs {want_low}"
+            );
+            assert!(
+                (ci.high - want_high).abs() <= 1.5,
+                "seed {seed}: {ci:?} vs {want_high}"
+            );
+        }
+    }
+
+    #[test]
     fn hierarchical_interval_is_wider_than_pooled_when_rounds_drift() {
         // Rounds with strong round-to-round drift: treating the pooled values as one round
         // ignores that drift and gives a much narrower interval.
