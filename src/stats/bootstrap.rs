@@ -41,7 +41,7 @@ pub fn ratio_of_medians(base: &Rounds, cand: &Rounds) -> f64 {
 /// one of the candidate, and keep their ratio; the interval ends are the `(1 − confidence)/2`
 /// and `(1 + confidence)/2` quantiles of those ratios (numpy's `"linear"` quantile). All
 /// randomness comes from one `ChaCha8Rng` seeded with `seed`, so the same inputs and seed
-/// always give the same interval (on every platform).
+/// always give the same interval.
 ///
 /// A bootstrap median of one side is drawn in one of two ways:
 /// * **One round** — an ordinary bootstrap of its values, done exactly but in O(1): with the
@@ -457,7 +457,7 @@ mod tests {
         let n = 1001usize;
         let cand = single((1..=n).map(|j| j as f64).collect());
         let base = single(vec![1.0, 1.0]);
-        let k = (n + 1) / 2;
+        let k = n.div_ceil(2);
         let cdf = |j: usize| {
             Binomial::new(j as f64 / n as f64, n as u64)
                 .unwrap()

@@ -56,7 +56,9 @@ pub struct MannWhitney {
 ///   `p = Φ(−z)` (statrs' normal CDF). When every value is equal, σ = 0, z = −∞ and
 ///   p = 1, as in scipy.
 ///
-/// `p` is clipped to `[0, 1]`.
+/// `p` is clipped to `[0, 1]`. Exact p-values agree with scipy to a few ulps; asymptotic
+/// ones to about 1e-10 relative, the accuracy of statrs 0.19's `erfc` (its per-interval
+/// constants are truncated to 10 digits; statrs-dev/statrs#412).
 ///
 /// Cost: O(n₁ + n₂) for ranks (the samples are pre-sorted); the exact path adds
 /// O(m² · M) time and O(m · M) memory with m ≤ 8.
