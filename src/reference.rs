@@ -34,19 +34,27 @@ pub fn decode(dtype: Dtype, bits: &[u16]) -> Vec<f64> {
         .collect()
 }
 
+/// The layout and options of one attention problem: [batch·heads, seq_len, head_dim].
+#[derive(Clone, Copy, Debug)]
+pub struct Problem {
+    pub batch_heads: usize,
+    pub seq_len: usize,
+    pub head_dim: usize,
+    pub scale: f64,
+    pub causal: bool,
+}
+
 /// Attention over [batch·heads, seq_len, head_dim] row-major inputs:
 /// out[i] = Σ_j softmax_j(scale · q_i·k_j) v_j, with query i seeing keys 0..=i when causal.
 /// Plain two-pass softmax in float64. Cost: O(batch·heads·seq_len²·head_dim).
-pub fn attention(
-    q: &[f64],
-    k: &[f64],
-    v: &[f64],
-    batch_heads: usize,
-    seq_len: usize,
-    head_dim: usize,
-    scale: f64,
-    causal: bool,
-) -> Vec<f64> {
+pub fn attention(q: &[f64], k: &[f64], v: &[f64], p: Problem) -> Vec<f64> {
+    let Problem {
+        batch_heads,
+        seq_len,
+        head_dim,
+        scale,
+        causal,
+    } = p;
     let n = batch_heads * seq_len * head_dim;
     assert!(
         q.len() == n && k.len() == n && v.len() == n,
@@ -132,10 +140,17 @@ mod tests {
         let q = vec![1.0, 0.0, 1.0, 0.0];
         let k = vec![0.5, 0.5, 0.5, 0.5];
         let v = vec![1.0, 2.0, 3.0, 4.0];
-        let out = attention(&q, &k, &v, 1, 2, 2, 1.0, true);
+        let p = |causal| Problem {
+            batch_heads: 1,
+            seq_len: 2,
+            head_dim: 2,
+            scale: 1.0,
+            causal,
+        };
+        let out = attention(&q, &k, &v, p(true));
         assert_eq!(&out[..2], &[1.0, 2.0]);
         assert!((out[2] - 2.0).abs() < 1e-15 && (out[3] - 3.0).abs() < 1e-15);
-        let out = attention(&q, &k, &v, 1, 2, 2, 1.0, false);
+        let out = attention(&q, &k, &v, p(false));
         assert!((out[0] - 2.0).abs() < 1e-15);
     }
 

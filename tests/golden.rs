@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use ci_gate::config::Dtype;
-use ci_gate::reference::{attention, decode, errors};
+use ci_gate::reference::{Problem, attention, decode, errors};
 
 pub fn golden_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("CI_GATE_GOLDEN_DIR")
@@ -50,16 +50,14 @@ fn cpu_reference_matches_pytorch_float64() {
         let want = read_f32(&dir.join(format!("{name}.out_f32.bin")));
         assert_eq!(want.len(), b * h * s * d, "{name}");
         let scale = c["scale"].as_f64().unwrap();
-        let got = attention(
-            &q,
-            &k,
-            &v,
-            b * h,
-            s,
-            d,
+        let problem = Problem {
+            batch_heads: b * h,
+            seq_len: s,
+            head_dim: d,
             scale,
-            c["causal"].as_bool().unwrap(),
-        );
+            causal: c["causal"].as_bool().unwrap(),
+        };
+        let got = attention(&q, &k, &v, problem);
         let (max_abs, rel_l2) = errors(&got, &want);
         // The expected output was rounded to fp32: float64 vs that is ~1e-8 relative.
         assert!(

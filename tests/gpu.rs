@@ -11,7 +11,7 @@ use ci_gate::config::{CacheMode, Dtype, MeasureSettings, ShapeParams, Tolerance}
 use ci_gate::gpu::Gpu;
 use ci_gate::gpu::measure::{RoundsPolicy, measure};
 use ci_gate::gpu::parity::{POISON, Which, attention_on_host, check_parity};
-use ci_gate::reference::{attention, decode, errors};
+use ci_gate::reference::{Problem, attention, decode, errors};
 
 fn gpu() -> Gpu {
     Gpu::open(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels"))
@@ -166,11 +166,13 @@ fn kernels_match_the_cpu_reference_on_random_shapes() {
             &decode(shape.dtype, &q),
             &decode(shape.dtype, &k),
             &decode(shape.dtype, &v),
-            (shape.batch * shape.heads) as usize,
-            shape.seq_len as usize,
-            shape.head_dim as usize,
-            f64::from(shape.scale()),
-            shape.causal,
+            Problem {
+                batch_heads: (shape.batch * shape.heads) as usize,
+                seq_len: shape.seq_len as usize,
+                head_dim: shape.head_dim as usize,
+                scale: f64::from(shape.scale()),
+                causal: shape.causal,
+            },
         );
         let bound = match shape.dtype {
             Dtype::Float16 => 1e-3,

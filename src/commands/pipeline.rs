@@ -84,7 +84,7 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
                         commit: b.provenance.commit.clone(),
                         recorded_at: b.provenance.recorded_at,
                     };
-                    (Some(BaselineLike::Stored(b)), Some(r))
+                    (Some(BaselineLike::Stored(Box::new(b))), Some(r))
                 }
             }
         }
@@ -260,7 +260,7 @@ fn fill_from_measurement(
 
 /// A stored baseline or a results file used as one.
 enum BaselineLike {
-    Stored(BaselineFile),
+    Stored(Box<BaselineFile>),
     Results(Box<ResultsFile>),
 }
 

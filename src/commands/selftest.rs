@@ -18,6 +18,9 @@ use crate::results::ResultsFile;
 use crate::stats::Sample;
 use crate::verdict::Verdict;
 
+/// One trial of one shape: its verdict and p50 ratio.
+type Trial = (Verdict, Option<f64>);
+
 #[derive(Debug, Serialize)]
 struct Detection {
     fraction: f64,
@@ -105,9 +108,8 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
     let start = Instant::now();
     let n_shapes = shapes.len();
     // [shape][trial] verdicts and ratios.
-    let mut aa: Vec<Vec<(Verdict, Option<f64>)>> = vec![Vec::new(); n_shapes];
-    let mut inj: Vec<Vec<Vec<(Verdict, Option<f64>)>>> =
-        vec![vec![Vec::new(); args.inject.len()]; n_shapes];
+    let mut aa: Vec<Vec<Trial>> = vec![Vec::new(); n_shapes];
+    let mut inj: Vec<Vec<Vec<Trial>>> = vec![vec![Vec::new(); args.inject.len()]; n_shapes];
     let mut gpu = None;
     for trial in 1..=args.trials {
         let t0 = Instant::now();
@@ -127,7 +129,7 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
             let mut extra = against.clone();
             extra.extend(["--inject".to_owned(), f.to_string()]);
             let r = child(&exe, args, &path(&format!("inject{k}")), &extra)?;
-            let mut per_shape: Vec<Vec<(Verdict, Option<f64>)>> = vec![Vec::new(); n_shapes];
+            let mut per_shape: Vec<Vec<Trial>> = vec![Vec::new(); n_shapes];
             collect(&r, &shapes, &mut per_shape)?;
             for (s, v) in per_shape.into_iter().enumerate() {
                 inj[s][k].extend(v);
@@ -222,7 +224,7 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
 fn collect(
     r: &ResultsFile,
     shapes: &[crate::config::ShapeParams],
-    into: &mut [Vec<(Verdict, Option<f64>)>],
+    into: &mut [Vec<Trial>],
 ) -> Result<()> {
     for (i, params) in shapes.iter().enumerate() {
         let s = r

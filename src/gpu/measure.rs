@@ -388,7 +388,7 @@ pub fn calibrate_spin(gpu: &Gpu) -> Result<SpinCalibration, GpuError> {
     let (c1, c2) = (1_000i64, 200_000i64);
     let (t1, t2) = (time(c1)?, time(c2)?);
     let us_per_cycle = (t2 - t1) / (c2 - c1) as f64;
-    if !(us_per_cycle > 0.0) {
+    if us_per_cycle.is_nan() || us_per_cycle <= 0.0 {
         return Err(GpuError::Invalid(format!(
             "spin calibration failed: {c1} cycles took {t1:.3} µs and {c2} took {t2:.3} µs"
         )));
