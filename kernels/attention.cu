@@ -111,25 +111,25 @@ struct Dt<true> {  // bfloat16
 
 // ---------------------------------------------------------------- tile geometry
 
-// Shared memory: two stages, each [K tile (BN x D) | V tile (BN x D)], 16-bit elements,
-// rows of D*2 bytes. Within a row the 16-byte chunk c of row r is stored at chunk
+// Shared memory: a ring of ST stages, each [K tile (BN x D) | V tile (BN x D)], 16-bit
+// elements, rows of D*2 bytes. Within a row the 16-byte chunk c of row r is stored at chunk
 // c ^ (r & 7): the 8 row addresses of every ldmatrix phase then hit 8 distinct 16-byte
 // bank groups (conflict-free), and cp.async writes stay 16-byte aligned.
 // Q (BM x D, same swizzle):
 //   QREG  : staged once, read into registers with ldmatrix, then its space is K/V space:
-//           it sits in stage 1 when it fits (BM <= 2*BN), else at offset 0 and the first
-//           K/V tile is only requested after the Q fragments are in registers;
-//   !QREG : kept in its own region after the two stages and re-read (ldmatrix) per tile.
-template <int D, int BM, int BN, bool QREG>
+//           it sits in the last stage when it fits (BM <= 2*BN), else at offset 0 and the
+//           first K/V tiles are only requested after the Q fragments are in registers;
+//   !QREG : kept in its own region after the stages and re-read (ldmatrix) per tile.
+template <int D, int BM, int BN, bool QREG, int ST>
 struct Geo {
     static constexpr int ROWB = D * 2;
     static constexpr int KV_TILE_B = BN * ROWB;
     static constexpr int STAGE_B = 2 * KV_TILE_B;
     static constexpr int Q_B = BM * ROWB;
-    static constexpr bool Q_IN_STAGE1 = QREG && Q_B <= STAGE_B;
-    static constexpr int Q_OFF = QREG ? (Q_IN_STAGE1 ? STAGE_B : 0) : 2 * STAGE_B;
+    static constexpr bool Q_IN_STAGE = QREG && Q_B <= STAGE_B;
+    static constexpr int Q_OFF = QREG ? (Q_IN_STAGE ? (ST - 1) * STAGE_B : 0) : ST * STAGE_B;
     static constexpr int SMEM_B =
-        QREG ? ((2 * STAGE_B > Q_B) ? 2 * STAGE_B : Q_B) : 2 * STAGE_B + Q_B;
+        QREG ? ((ST * STAGE_B > Q_B) ? ST * STAGE_B : Q_B) : ST * STAGE_B + Q_B;
 };
 
 // Issue cp.async for ROWS rows (starting at global row r0) of a [seq_len, D] matrix into a
@@ -158,12 +158,15 @@ CG_DEV void load_tile(unsigned sdst, const unsigned short* __restrict__ g, int r
 
 // D: head_dim; BM: query rows per CTA; BN: keys per K/V tile; NW: warps; MI: 16-row
 // blocks per warp (a warp owns rows [16*MI*warp, 16*MI*(warp+1)) of the tile, and every
-// K/V fragment it reads from smem feeds MI mma's); QREG: Q fragments live in registers.
-template <int D, int BM, int BN, int NW, int MI, bool QREG, bool BF16>
+// K/V fragment it reads from smem feeds MI mma's); QREG: Q fragments live in registers;
+// ST: K/V pipeline stages (2: prefetch 1 tile ahead, 2 barriers per tile; 3: prefetch 2
+// tiles ahead, 1 barrier per tile).
+template <int D, int BM, int BN, int NW, int MI, bool QREG, int ST, bool BF16>
 CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k,
                      const unsigned short* __restrict__ v, float* __restrict__ out, int seq_len,
                      int head_dim, float scale, int causal_i) {
-    typedef Geo<D, BM, BN, QREG> G;
+    typedef Geo<D, BM, BN, QREG, ST> G;
+    static_assert(ST == 2 || ST == 3, "pipeline depth");
     constexpr int NT = NW * 32;
     constexpr int ROWB = G::ROWB;
     constexpr int KD = D / 16;   // k-steps of S = Q K^T
@@ -197,7 +200,6 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
     const unsigned short* __restrict__ vg = v + bh;
 
     const unsigned st0 = smem_u32(smem);
-    const unsigned st1 = st0 + G::STAGE_B;
     const unsigned qs = st0 + G::Q_OFF;
 
     // Keys this CTA needs: all of them, or (causal) up to its last query row.
@@ -218,17 +220,24 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
                            ((((lane >> 3) & 1) ^ (lane & 7)) << 4);
     const unsigned v_off = (lane & 15) * ROWB + (((lane >> 4) ^ (lane & 7)) << 4);
 
-    // ---- prologue: Q tile (+ first K/V tile) in flight
+    // ---- prologue: Q tile (+ the first ST-1 K/V tiles) in flight. One commit group per
+    // K/V tile (possibly empty), so "tile j landed" is always cp.async.wait_group 1 below.
     unsigned qf[QR][QK][4];
     load_tile<BM, D, NT>(qs, qg, m0, seq_len, tid);
     cp_async_commit();
-    if (!QREG || G::Q_IN_STAGE1) {
-        load_tile<BN, D, NT>(st0, kg, 0, seq_len, tid);
-        load_tile<BN, D, NT>(st0 + G::KV_TILE_B, vg, 0, seq_len, tid);
-        cp_async_commit();
+    const bool kv_now = !QREG || G::Q_IN_STAGE;
+    if (kv_now) {
+#pragma unroll
+        for (int t = 0; t < ST - 1; ++t) {
+            if (t < n_tiles) {
+                load_tile<BN, D, NT>(st0 + t * G::STAGE_B, kg, t * BN, seq_len, tid);
+                load_tile<BN, D, NT>(st0 + t * G::STAGE_B + G::KV_TILE_B, vg, t * BN, seq_len, tid);
+            }
+            cp_async_commit();
+        }
     }
     if (QREG) {
-        if (G::Q_IN_STAGE1) cp_async_wait<1>(); else cp_async_wait<0>();
+        if (kv_now) cp_async_wait<ST - 1>(); else cp_async_wait<0>();  // Q landed
         __syncthreads();
 #pragma unroll
         for (int mi = 0; mi < QR; ++mi)
@@ -237,10 +246,15 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
                 ldsm_x4(qs + ((q_off + mi * 16 * ROWB) ^ (kk << 5)), qf[mi][kk][0],
                         qf[mi][kk][1], qf[mi][kk][2], qf[mi][kk][3]);
         __syncthreads();  // the Q staging area is K/V space from here on
-        if (!G::Q_IN_STAGE1) {
-            load_tile<BN, D, NT>(st0, kg, 0, seq_len, tid);
-            load_tile<BN, D, NT>(st0 + G::KV_TILE_B, vg, 0, seq_len, tid);
-            cp_async_commit();
+        if (!kv_now) {
+#pragma unroll
+            for (int t = 0; t < ST - 1; ++t) {
+                if (t < n_tiles) {
+                    load_tile<BN, D, NT>(st0 + t * G::STAGE_B, kg, t * BN, seq_len, tid);
+                    load_tile<BN, D, NT>(st0 + t * G::STAGE_B + G::KV_TILE_B, vg, t * BN, seq_len, tid);
+                }
+                cp_async_commit();
+            }
         }
     }
 
@@ -274,16 +288,31 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
     const int warp_lim_min = causal ? min(warp_first, seq_len - 1) : seq_len - 1;
     const float sl2 = scale * 1.4426950408889634f;  // scale * log2(e)
 
+    int slot = 0;  // stage of tile j
     for (int j = 0; j < n_tiles; ++j) {
-        const unsigned cur = (j & 1) ? st1 : st0;
-        if (j + 1 < n_tiles) {
-            const unsigned nxt = (j & 1) ? st0 : st1;
-            load_tile<BN, D, NT>(nxt, kg, (j + 1) * BN, seq_len, tid);
-            load_tile<BN, D, NT>(nxt + G::KV_TILE_B, vg, (j + 1) * BN, seq_len, tid);
+        const unsigned cur = st0 + slot * G::STAGE_B;
+        // stage of tile j + ST - 1 == stage of tile j - 1 (ring of ST)
+        const unsigned nxt = st0 + (slot == 0 ? ST - 1 : slot - 1) * G::STAGE_B;
+        slot = (slot == ST - 1) ? 0 : slot + 1;
+        if (ST == 2) {
+            // 2 stages: the prefetch goes into the stage everyone finished with at the
+            // barrier that closed the previous iteration.
+            if (j + 1 < n_tiles) {
+                load_tile<BN, D, NT>(nxt, kg, (j + 1) * BN, seq_len, tid);
+                load_tile<BN, D, NT>(nxt + G::KV_TILE_B, vg, (j + 1) * BN, seq_len, tid);
+            }
+            cp_async_commit();  // (possibly empty) group for tile j+1
         }
-        cp_async_commit();   // (possibly empty) group for tile j+1
         cp_async_wait<1>();  // tile j (and Q) landed for this thread's copies ...
-        __syncthreads();     // ... and for everyone's
+        __syncthreads();     // ... and for everyone's; also: every warp is done with tile j-1
+        if (ST == 3) {
+            // 3 stages: tile j+2 goes into tile j-1's stage, free since the barrier above.
+            if (j + 2 < n_tiles) {
+                load_tile<BN, D, NT>(nxt, kg, (j + 2) * BN, seq_len, tid);
+                load_tile<BN, D, NT>(nxt + G::KV_TILE_B, vg, (j + 2) * BN, seq_len, tid);
+            }
+            cp_async_commit();  // (possibly empty) group for tile j+2
+        }
 
         const int n0 = j * BN;
         if (n0 < warp_kv_end) {
@@ -333,6 +362,8 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
 
             // ---- online softmax (fp32), then P -> A fragments of the input dtype
             unsigned pf[MI][KB][4];
+            float alpha[MI][2];  // rescale of the old state, per row
+            bool moved = false;  // did any row maximum of this lane change?
 #pragma unroll
             for (int mi = 0; mi < MI; ++mi) {
 #pragma unroll
@@ -345,7 +376,8 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
                     mx = fmaxf(mx, shfl_xor(mx, 2));
                     // exp2 base; a row with no visible key so far keeps base 0 (p = 0, no NaN)
                     const float base = (mx == NEG_INF) ? 0.f : mx * sl2;
-                    const float alpha = ex2(fmaf(m_r[mi][h], sl2, -base));  // old-state rescale
+                    alpha[mi][h] = ex2(fmaf(m_r[mi][h], sl2, -base));  // exactly 1 if mx unchanged
+                    moved |= alpha[mi][h] != 1.f;
                     m_r[mi][h] = mx;
                     float rs = 0.f;
 #pragma unroll
@@ -354,12 +386,7 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
                         s[mi][nb][2 * h + 1] = ex2(fmaf(s[mi][nb][2 * h + 1], sl2, -base));
                         rs += s[mi][nb][2 * h] + s[mi][nb][2 * h + 1];
                     }
-                    l_r[mi][h] = fmaf(l_r[mi][h], alpha, rs);
-#pragma unroll
-                    for (int db = 0; db < DB; ++db) {
-                        o[mi][db][2 * h] *= alpha;
-                        o[mi][db][2 * h + 1] *= alpha;
-                    }
+                    l_r[mi][h] = fmaf(l_r[mi][h], alpha[mi][h], rs);
                 }
 #pragma unroll
                 for (int kb = 0; kb < KB; ++kb) {
@@ -368,6 +395,20 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
                     pf[mi][kb][2] = Dt<BF16>::pack(s[mi][2 * kb + 1][0], s[mi][2 * kb + 1][1]);
                     pf[mi][kb][3] = Dt<BF16>::pack(s[mi][2 * kb + 1][2], s[mi][2 * kb + 1][3]);
                 }
+            }
+
+            // ---- O *= alpha, skipped (exactly: x * 1.0f == x) when no row maximum of the
+            // warp moved, which is most tiles once the running maxima have settled.
+            if (__any_sync(0xffffffffu, moved)) {
+#pragma unroll
+                for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                    for (int db = 0; db < DB; ++db) {
+                        o[mi][db][0] *= alpha[mi][0];
+                        o[mi][db][1] *= alpha[mi][0];
+                        o[mi][db][2] *= alpha[mi][1];
+                        o[mi][db][3] *= alpha[mi][1];
+                    }
             }
 
             // ---- O += P V
@@ -386,7 +427,7 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
                 }
             }
         }
-        __syncthreads();  // stage `cur` is overwritten by the prefetch of the next iteration
+        if (ST == 2) __syncthreads();  // stage `cur` is refilled by the next prefetch
     }
 
     // ---- epilogue: normalise and store fp32 (rows >= seq_len are never written)
@@ -415,42 +456,45 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
 
 // ---------------------------------------------------------------- extern "C" entry points
 
-#define CG_ATTN_KERNEL(NAME, D, BM, BN, NW, MI, QREG, BF16, MINB)                              \
+#define CG_ATTN_KERNEL(NAME, D, BM, BN, NW, MI, QREG, ST, BF16, MINB)                          \
     extern "C" {                                                                              \
-    __constant__ int NAME##_launch[3] = {BM, NW * 32, cg_attn::Geo<D, BM, BN, QREG>::SMEM_B};  \
+    __constant__ int NAME##_launch[3] = {BM, NW * 32,                                         \
+                                         cg_attn::Geo<D, BM, BN, QREG, ST>::SMEM_B};           \
     }                                                                                         \
     extern "C" __global__ void __launch_bounds__(NW * 32, MINB)                               \
         NAME(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k,       \
              const unsigned short* __restrict__ v, float* __restrict__ out, int seq_len,       \
              int head_dim, float scale, int causal) {                                         \
-        cg_attn::attn_fwd<D, BM, BN, NW, MI, QREG, BF16>(q, k, v, out, seq_len, head_dim,     \
-                                                         scale, causal);                      \
+        cg_attn::attn_fwd<D, BM, BN, NW, MI, QREG, ST, BF16>(q, k, v, out, seq_len, head_dim, \
+                                                             scale, causal);                  \
     }
 
-// Shipped configurations:
-//   (name, D, BM rows/CTA, BN keys/tile, NW warps, MI 16-row blocks/warp, Q in regs, bf16,
-//    min CTAs/SM for __launch_bounds__)
-CG_ATTN_KERNEL(attention_fwd_f16_d64, 64, 128, 64, 8, 1, true, false, 1)
-CG_ATTN_KERNEL(attention_fwd_bf16_d64, 64, 128, 64, 8, 1, true, true, 1)
-CG_ATTN_KERNEL(attention_fwd_f16_d128, 128, 128, 64, 8, 1, true, false, 1)
-CG_ATTN_KERNEL(attention_fwd_bf16_d128, 128, 128, 64, 8, 1, true, true, 1)
+// Shipped configurations (chosen by timing variants on an H200, docs/KERNEL_NOTES.md):
+//   (name, D, BM rows/CTA, BN keys/tile, NW warps, MI 16-row blocks/warp, Q in registers,
+//    ST pipeline stages, bf16, min CTAs/SM for __launch_bounds__)
+// d64 : 128 rows x 64 keys, 4 warps x 32 rows, Q in registers, 2 stages, 32 KiB smem
+// d128: 128 rows x 32 keys, 4 warps x 32 rows, Q re-read from smem, 2 stages, 64 KiB smem
+CG_ATTN_KERNEL(attention_fwd_f16_d64, 64, 128, 64, 4, 2, true, 2, false, 2)
+CG_ATTN_KERNEL(attention_fwd_bf16_d64, 64, 128, 64, 4, 2, true, 2, true, 2)
+CG_ATTN_KERNEL(attention_fwd_f16_d128, 128, 128, 32, 4, 2, false, 2, false, 2)
+CG_ATTN_KERNEL(attention_fwd_bf16_d128, 128, 128, 32, 4, 2, false, 2, true, 2)
 
 // Tuning variants, compiled only by bench/kernel_check.py (-DCI_GATE_VARIANTS) so one
 // device call can time several tile shapes; the Rust side never sees them.
-// Name: attnv_<dtype>_d<D>_m<BM>n<BN>w<NW>i<MI><r|s><MINB>  (r: Q in registers, s: in smem)
+// Name: attnv_f16_d<D>_m<BM>n<BN>w<NW>i<MI><r|s>t<ST>b<MINB>  (r: Q in registers, s: smem)
 #ifdef CI_GATE_VARIANTS
-#define CG_V(D, BM, BN, NW, MI, QR, QREG, MINB)                                               \
-    CG_ATTN_KERNEL(attnv_f16_d##D##_m##BM##n##BN##w##NW##i##MI##QR##MINB, D, BM, BN, NW, MI,   \
-                   QREG, false, MINB)
-CG_V(64, 128, 64, 8, 1, r, true, 2)
-CG_V(64, 128, 64, 8, 1, s, false, 2)
-CG_V(64, 128, 32, 8, 1, r, true, 2)
-CG_V(64, 128, 128, 8, 1, r, true, 1)
-CG_V(64, 64, 64, 4, 1, r, true, 3)
-CG_V(64, 128, 64, 4, 2, r, true, 2)
-CG_V(64, 128, 128, 4, 2, s, false, 1)
-CG_V(128, 128, 32, 8, 1, r, true, 1)
-CG_V(128, 64, 64, 4, 1, r, true, 2)
-CG_V(128, 128, 64, 4, 2, s, false, 1)
-CG_V(128, 128, 32, 4, 2, s, false, 2)
+#define CG_V(D, BM, BN, NW, MI, QR, QREG, ST, MINB)                                           \
+    CG_ATTN_KERNEL(attnv_f16_d##D##_m##BM##n##BN##w##NW##i##MI##QR##t##ST##b##MINB, D, BM, BN, \
+                   NW, MI, QREG, ST, false, MINB)
+CG_V(64, 128, 64, 4, 2, r, true, 3, 2)
+CG_V(64, 128, 32, 4, 2, r, true, 3, 2)
+CG_V(64, 64, 64, 4, 1, r, true, 2, 3)
+CG_V(64, 64, 64, 4, 1, r, true, 3, 3)
+CG_V(64, 128, 64, 8, 1, r, true, 2, 1)
+CG_V(128, 128, 32, 4, 2, s, false, 3, 2)
+CG_V(128, 64, 64, 4, 1, r, true, 2, 2)
+CG_V(128, 64, 64, 4, 1, r, true, 3, 2)
+CG_V(128, 128, 64, 8, 1, r, true, 2, 1)
+CG_V(128, 128, 48, 4, 2, s, false, 2, 2)
+CG_V(64, 128, 48, 4, 2, r, true, 2, 2)
 #endif
