@@ -281,7 +281,7 @@ def random_cases():
     return cases
 
 
-def check_random(fast, ref, results, seed=1234, ref_kernel_too=True):
+def check_random(fast, ref, results, seed=1234, ref_kernel_too=True, section="random"):
     gen = torch.Generator(device="cuda").manual_seed(seed)
     for (B, H, S, D, causal, dt) in random_cases():
         q, k, v = (torch.randn(B, H, S, D, device="cuda", generator=gen, dtype=torch.float32)
@@ -297,12 +297,12 @@ def check_random(fast, ref, results, seed=1234, ref_kernel_too=True):
             e = rel_l2(out, r64)
             bar = BAR_REF if kind == "ref" else BAR_FAST[dt]
             name = f"b{B}h{H}s{S}d{D}{'_causal' if causal else ''}_{dt}"
-            r = {"section": "random", "case": name, "kernel": kern.name, "rel_l2": e,
+            r = {"section": section, "case": name, "kernel": kern.name, "rel_l2": e,
                  "max_abs": max_abs(out, r64), "torch_rel_l2": t_err, "problems": probs,
                  "ok": (not probs) and e <= bar and math.isfinite(e)}
             results.append(r)
             if not r["ok"]:
-                fail(f"random {name} {kern.name}: rel_l2 {e:.3e} {probs}")
+                fail(f"{section} {name} {kern.name}: rel_l2 {e:.3e} {probs}")
 
 
 def check_ref_extra(ref, results):
@@ -438,6 +438,8 @@ def main():
     ap.add_argument("--golden", default=None)
     ap.add_argument("--variants", action="store_true")
     ap.add_argument("--no-timing", action="store_true")
+    ap.add_argument("--ada", action="store_true",
+                    help="also check attention.cu built with -DCG_ADA_TILES (the sm_86/89 tiles)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
 
@@ -463,6 +465,13 @@ def main():
             variants[vn] = Attn(vmod, vn)
             info["kernels"][vn] = {"launch": [variants[vn].rows, variants[vn].threads,
                                               variants[vn].smem], "ptxas": variants[vn].ptxas}
+    fast_ada = None
+    if args.ada:
+        adamod = Module("attention.cu", arch, ["-DCG_ADA_TILES"])
+        fast_ada = {key: Attn(adamod, name) for key, name in FAST.items()}
+        for a in fast_ada.values():
+            info["kernels"]["ada:" + a.name] = {"launch": [a.rows, a.threads, a.smem],
+                                                "ptxas": a.ptxas}
     for kn, kv in info["kernels"].items():
         log(f"  {kn:36} launch {kv['launch']}  ptxas {kv['ptxas']}")
 
@@ -474,6 +483,9 @@ def main():
                 ("random", lambda: check_random(fast, ref, results)),
                 ("ref-any-d", lambda: check_ref_extra(ref, results)),
                 ("util", lambda: check_util(umod, info))]
+    if fast_ada:
+        sections.append(("random-ada", lambda: check_random(
+            fast_ada, ref, results, seed=4321, ref_kernel_too=False, section="rand-ada")))
     if variants:
         def vcheck():
             for vn, vk in variants.items():

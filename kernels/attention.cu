@@ -473,11 +473,25 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
 //   (name, D, BM rows/CTA, BN keys/tile, NW warps, MI 16-row blocks/warp, Q in registers,
 //    ST pipeline stages, bf16, min CTAs/SM for __launch_bounds__)
 // d64 : 128 rows x 64 keys, 4 warps x 32 rows, Q in registers, 2 stages, 32 KiB smem
-// d128: 128 rows x 32 keys, 4 warps x 32 rows, Q re-read from smem, 2 stages, 64 KiB smem
+//       (2 CTAs = 8 warps per SM on both H200 and L4)
 CG_ATTN_KERNEL(attention_fwd_f16_d64, 64, 128, 64, 4, 2, true, 2, false, 2)
 CG_ATTN_KERNEL(attention_fwd_bf16_d64, 64, 128, 64, 4, 2, true, 2, true, 2)
+// d128 depends on the shared memory per SM of the target (the source is the same; the
+// Rust side reads whichever NAME_launch the module it compiled carries):
+//  * parts with ~100 KB of shared memory per SM (sm_86, sm_89 = L4, sm_120): the 4-warp
+//    Hopper tile below (64 KiB) would leave one CTA = 4 warps per SM, so use
+//    128 rows x 64 keys, 8 warps x 16 rows, Q in registers, 64 KiB -> 8 warps per SM;
+//  * everything else (sm_80, sm_90 = H200, ...): 128 rows x 32 keys, 4 warps x 32 rows,
+//    Q re-read from smem, 64 KiB -> 2 CTAs = 8 warps per SM on an H200.
+// -DCG_ADA_TILES forces the first set on any GPU (bench/kernel_check.py tests it on H200).
+#if defined(CG_ADA_TILES) || \
+    (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ >= 1200))
+CG_ATTN_KERNEL(attention_fwd_f16_d128, 128, 128, 64, 8, 1, true, 2, false, 1)
+CG_ATTN_KERNEL(attention_fwd_bf16_d128, 128, 128, 64, 8, 1, true, 2, true, 1)
+#else
 CG_ATTN_KERNEL(attention_fwd_f16_d128, 128, 128, 32, 4, 2, false, 2, false, 2)
 CG_ATTN_KERNEL(attention_fwd_bf16_d128, 128, 128, 32, 4, 2, false, 2, true, 2)
+#endif
 
 // Tuning variants, compiled only by bench/kernel_check.py (-DCI_GATE_VARIANTS) so one
 // device call can time several tile shapes; the Rust side never sees them.
