@@ -73,7 +73,13 @@ def fail(msg):
 # ------------------------------------------------------------------ build / launch
 
 class Module:
-    def __init__(self, fn, arch, extra=()):
+    def __init__(self, fn, arch, extra=(), cubin_dir=None):
+        self.fn = fn
+        if cubin_dir:  # prebuilt elsewhere (e.g. by another NVRTC version): load as is
+            path = os.path.join(cubin_dir, f"{fn}.{arch}.cubin")
+            self.mod = cp.RawModule(path=path)
+            self.ptxas, self.compile_s = {}, 0.0
+            return
         src = open(os.path.join(KDIR, fn)).read()
         t0 = time.time()
         ok, cubin, clog = nv.compile_cu(src, arch, list(extra), fn)
@@ -438,6 +444,11 @@ def main():
     ap.add_argument("--golden", default=None)
     ap.add_argument("--variants", action="store_true")
     ap.add_argument("--no-timing", action="store_true")
+    ap.add_argument("--cubin-dir", default=None,
+                    help="load FILE.cu.<arch>.cubin from here instead of compiling (from "
+                         "bench/nvrtc_check.py --emit, e.g. built with another NVRTC)")
+    ap.add_argument("--ptx-probe", default=None, metavar="PTX",
+                    help="try to load this PTX file with the driver and report the result")
     ap.add_argument("--ada", action="store_true",
                     help="also check attention.cu built with -DCG_ADA_TILES (the sm_86/89 tiles)")
     ap.add_argument("--out", default=None)
@@ -451,9 +462,19 @@ def main():
     info["arch"] = arch
     log(json.dumps(info))
 
-    amod = Module("attention.cu", arch)
-    rmod = Module("reference.cu", arch)
-    umod = Module("util.cu", arch)
+    if args.ptx_probe:
+        try:
+            m = cp.RawModule(path=args.ptx_probe)
+            m.get_function("attention_fwd_f16_d64")
+            info["ptx_probe"] = "loaded OK"
+        except Exception as ex:  # noqa: BLE001
+            info["ptx_probe"] = f"{type(ex).__name__}: {str(ex)[:200]}"
+        log(f"PTX probe {args.ptx_probe}: {info['ptx_probe']}")
+    cd = args.cubin_dir
+    info["cubin_dir"] = cd
+    amod = Module("attention.cu", arch, cubin_dir=cd)
+    rmod = Module("reference.cu", arch, cubin_dir=cd)
+    umod = Module("util.cu", arch, cubin_dir=cd)
     fast = {key: Attn(amod, name) for key, name in FAST.items()}
     ref = {dt: Attn(rmod, name) for dt, name in REF.items()}
     info["kernels"] = {a.name: {"launch": [a.rows, a.threads, a.smem], "ptxas": a.ptxas}

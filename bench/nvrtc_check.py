@@ -103,6 +103,32 @@ def compile_cu(src, arch="sm_90", extra_opts=(), name="kernel.cu"):
     return rc == 0, cubin, log
 
 
+def compile_ptx(src, arch="compute_90", extra_opts=(), name="kernel.cu"):
+    """Compile CUDA source text to PTX (virtual arch). Returns (ok, ptx_text_or_None, log)."""
+    L = lib()
+    prog = ctypes.c_void_p()
+    r = L.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), name.encode(), 0, None, None)
+    if r != 0:
+        return False, None, "nvrtcCreateProgram: " + L.nvrtcGetErrorString(r).decode()
+    opts = [f"--gpu-architecture={arch}"] + list(extra_opts)
+    arr = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
+    rc = L.nvrtcCompileProgram(prog, len(opts), arr)
+    n = ctypes.c_size_t()
+    L.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
+    buf = ctypes.create_string_buffer(n.value + 1)
+    L.nvrtcGetProgramLog(prog, buf)
+    log = buf.value.decode(errors="replace")
+    ptx = None
+    if rc == 0:
+        sz = ctypes.c_size_t()
+        L.nvrtcGetPTXSize(prog, ctypes.byref(sz))
+        b = ctypes.create_string_buffer(sz.value)
+        L.nvrtcGetPTX(prog, b)
+        ptx = b.value.decode()
+    L.nvrtcDestroyProgram(ctypes.byref(prog))
+    return rc == 0, ptx, log
+
+
 _FN = re.compile(r"Compiling entry function '([^']+)'")
 _STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _USED = re.compile(r"Used (\d+) registers(.*)")
@@ -176,6 +202,8 @@ def main():
     ap.add_argument("--std", default=None, help="extra -std=... (e.g. c++11) to test dialects")
     ap.add_argument("--lib", default=None, help="path to libnvrtc.so")
     ap.add_argument("--kdir", default=KDIR)
+    ap.add_argument("--emit", default=None, metavar="DIR",
+                    help="write FILE.cu.<arch>.cubin per arch and FILE.cu.compute_90.ptx to DIR")
     args = ap.parse_args()
     archs = args.arch or ["sm_89", "sm_90"]
     lib(args.lib)
@@ -205,6 +233,10 @@ def main():
                     print(f"WARNING {tag}: {w}")
                 info = parse_ptxas(log)
                 consts = launch_constants(cubin)
+                if args.emit and not opts:
+                    os.makedirs(args.emit, exist_ok=True)
+                    with open(os.path.join(args.emit, f"{fn}.{arch}.cubin"), "wb") as f:
+                        f.write(cubin)
                 for kname in sorted(info):
                     if extra and not kname.startswith("attnv_"):
                         continue  # variants build: only report the variants
@@ -232,6 +264,16 @@ def main():
                         print(f"ERROR {arch}: {kname}_launch = {{{rows_}, {thr}, {smem}}} out of range "
                               f"(threads <= 1024, dyn smem <= 99 KiB for an L4)")
                         errors += 1
+    if args.emit:
+        for fn in SOURCES:
+            ok, ptx, log = compile_ptx(open(os.path.join(args.kdir, fn)).read(), "compute_90")
+            if ok:
+                with open(os.path.join(args.emit, f"{fn}.compute_90.ptx"), "w") as f:
+                    f.write(ptx)
+            else:
+                print(f"ERROR compiling {fn} to PTX:\n{log}")
+                errors += 1
+        print(f"wrote cubins/PTX to {args.emit}")
     print()
     print(f"{'arch':6} {'kernel':34} {'regs':>4} {'smem(static)':>12} {'stack':>5} "
           f"{'spill st/ld':>11}  launch{{rows,threads,dyn_smem}}")

@@ -362,8 +362,6 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
 
             // ---- online softmax (fp32), then P -> A fragments of the input dtype
             unsigned pf[MI][KB][4];
-            float alpha[MI][2];  // rescale of the old state, per row
-            bool moved = false;  // did any row maximum of this lane change?
 #pragma unroll
             for (int mi = 0; mi < MI; ++mi) {
 #pragma unroll
@@ -376,8 +374,7 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
                     mx = fmaxf(mx, shfl_xor(mx, 2));
                     // exp2 base; a row with no visible key so far keeps base 0 (p = 0, no NaN)
                     const float base = (mx == NEG_INF) ? 0.f : mx * sl2;
-                    alpha[mi][h] = ex2(fmaf(m_r[mi][h], sl2, -base));  // exactly 1 if mx unchanged
-                    moved |= alpha[mi][h] != 1.f;
+                    const float alpha = ex2(fmaf(m_r[mi][h], sl2, -base));  // old-state rescale
                     m_r[mi][h] = mx;
                     float rs = 0.f;
 #pragma unroll
@@ -386,7 +383,12 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
                         s[mi][nb][2 * h + 1] = ex2(fmaf(s[mi][nb][2 * h + 1], sl2, -base));
                         rs += s[mi][nb][2 * h] + s[mi][nb][2 * h + 1];
                     }
-                    l_r[mi][h] = fmaf(l_r[mi][h], alpha[mi][h], rs);
+                    l_r[mi][h] = fmaf(l_r[mi][h], alpha, rs);
+#pragma unroll
+                    for (int db = 0; db < DB; ++db) {
+                        o[mi][db][2 * h] *= alpha;
+                        o[mi][db][2 * h + 1] *= alpha;
+                    }
                 }
 #pragma unroll
                 for (int kb = 0; kb < KB; ++kb) {
@@ -395,20 +397,6 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
                     pf[mi][kb][2] = Dt<BF16>::pack(s[mi][2 * kb + 1][0], s[mi][2 * kb + 1][1]);
                     pf[mi][kb][3] = Dt<BF16>::pack(s[mi][2 * kb + 1][2], s[mi][2 * kb + 1][3]);
                 }
-            }
-
-            // ---- O *= alpha, skipped (exactly: x * 1.0f == x) when no row maximum of the
-            // warp moved, which is most tiles once the running maxima have settled.
-            if (__any_sync(0xffffffffu, moved)) {
-#pragma unroll
-                for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-                    for (int db = 0; db < DB; ++db) {
-                        o[mi][db][0] *= alpha[mi][0];
-                        o[mi][db][1] *= alpha[mi][0];
-                        o[mi][db][2] *= alpha[mi][1];
-                        o[mi][db][3] *= alpha[mi][1];
-                    }
             }
 
             // ---- O += P V
@@ -501,14 +489,8 @@ CG_ATTN_KERNEL(attention_fwd_bf16_d128, 128, 128, 32, 4, 2, false, 2, true, 2)
     CG_ATTN_KERNEL(attnv_f16_d##D##_m##BM##n##BN##w##NW##i##MI##QR##t##ST##b##MINB, D, BM, BN, \
                    NW, MI, QREG, ST, false, MINB)
 CG_V(64, 128, 64, 4, 2, r, true, 3, 2)
-CG_V(64, 128, 32, 4, 2, r, true, 3, 2)
 CG_V(64, 64, 64, 4, 1, r, true, 2, 3)
-CG_V(64, 64, 64, 4, 1, r, true, 3, 3)
 CG_V(64, 128, 64, 8, 1, r, true, 2, 1)
-CG_V(128, 128, 32, 4, 2, s, false, 3, 2)
-CG_V(128, 64, 64, 4, 1, r, true, 2, 2)
-CG_V(128, 64, 64, 4, 1, r, true, 3, 2)
 CG_V(128, 128, 64, 8, 1, r, true, 2, 1)
 CG_V(128, 128, 48, 4, 2, s, false, 2, 2)
-CG_V(64, 128, 48, 4, 2, r, true, 2, 2)
 #endif
