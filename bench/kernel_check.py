@@ -16,12 +16,14 @@ What it does, in one process:
   4. util kernels: fill_normal determinism / moments / launch-shape independence,
      fill_u32, spin_cycles;
   5. timing of the fast kernels vs torch SDPA (default backend, FLASH_ATTENTION, and
-     CUDNN_ATTENTION where available) on the target shapes: CUDA graphs of enough launches
-     for >= 1 ms per replay, warm-up, median over repeats, microseconds and TFLOP/s
-     (FLOPs = 4*B*H*S^2*D, halved for causal); optional tile variants (--variants).
+     CUDNN_ATTENTION where available) on the target shapes: a CUDA graph of N launches
+     (N = 1 ms / single-launch estimate, clamped to 20..400), warm-up, median of 25 replays,
+     microseconds per launch and TFLOP/s (FLOPs = 4*B*H*S^2*D, halved for causal); ours is
+     timed twice to show the spread; optional tile variants (--variants, fp16).
 Prints a compact table at the end; --out writes everything as JSON.
 
-  python3 bench/kernel_check.py [--golden DIR] [--variants] [--no-timing] [--out FILE]
+  python3 bench/kernel_check.py [--golden DIR] [--variants] [--ada] [--no-timing]
+                                [--cubin-dir DIR] [--ptx-probe FILE.ptx] [--out FILE]
 """
 import argparse
 import hashlib

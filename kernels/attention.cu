@@ -1,8 +1,8 @@
 // attention.cu -- FlashAttention-2-style forward kernel under the ci-gate perf gate.
 //
-// Compiled at run time by NVRTC for the GPU's own architecture (sm_80 and newer; shipped
-// for sm_89 and sm_90). No #include anywhere: fp16/bf16 are raw `unsigned short` bit
-// patterns and every conversion / matrix instruction is inline PTX (mma.sync m16n8k16,
+// Compiled at run time by NVRTC for the GPU's own architecture (sm_80 and newer; checked
+// for sm_89 and sm_90). No include directives at all: fp16/bf16 are raw `unsigned short`
+// bit patterns and every conversion / matrix instruction is inline PTX (mma.sync m16n8k16,
 // ldmatrix, cp.async). No wgmma/TMA, so the same source runs on Ampere, Ada and Hopper.
 //
 // ABI (see kernels/README.md):
@@ -14,10 +14,13 @@
 //   NAME_launch[3] = {rows_per_block, threads_per_block, dynamic_smem_bytes}.
 //
 // Design (docs/KERNEL_NOTES.md has the long version):
-//   * one CTA = BM query rows of one (batch, head); NW warps, each warp owns 16 query rows;
-//   * Q tile: cp.async -> smem (swizzled) -> ldmatrix once -> registers for the whole CTA life;
+//   * one CTA = BM query rows of one (batch, head); NW warps, each warp owns 16*MI
+//     consecutive query rows (shipped: 4 warps x 32 rows), so each K/V fragment read from
+//     shared memory feeds MI mma's;
+//   * Q tile: cp.async -> smem (swizzled) -> ldmatrix once -> registers (d64), or kept in
+//     smem and re-read per tile (d128, where registers hold the 32x128 fp32 O accumulators);
 //   * K/V tiles of BN keys: cp.async into a 2-stage (double-buffered) smem ring, the
-//     load of tile j+1 overlaps the math on tile j;
+//     load of tile j+1 overlaps the math on tile j (a 3-stage ring is a tested option);
 //   * S = Q K^T and O += P V with mma.sync.m16n8k16 (fp16 or bf16 in, fp32 accumulate);
 //     P is re-packed from the S accumulators straight into A fragments (no smem round trip);
 //   * online softmax in fp32 with exp2 and log2(e)*scale folded into one FFMA;

@@ -13,7 +13,7 @@
 // Pass 3 goes through a fixed shared buffer of REF_CHUNK weights. Everything is fp32,
 // exp is the accurate expf, no tensor cores, no online softmax.
 // Limits: 1 <= head_dim <= REF_MAX_D (256); other head_dim values return without writing.
-// No #include: fp16/bf16 arrive as raw 16-bit patterns.
+// No include directives: fp16/bf16 arrive as raw 16-bit patterns.
 
 #define REF_THREADS 256
 #define REF_WARPS (REF_THREADS / 32)

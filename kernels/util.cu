@@ -1,4 +1,4 @@
-// util.cu -- helper kernels for ci-gate. No #include; launch with any grid/block
+// util.cu -- helper kernels for ci-gate. No include directives; launch with any grid/block
 // (every kernel uses a grid-stride loop or picks its one thread itself).
 //
 //   fill_normal_f16 (unsigned short* dst, unsigned long long n, unsigned long long seed)
