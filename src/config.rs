@@ -374,6 +374,9 @@ pub struct MeasureSettings {
     pub target_ci_half_width: f64,
     /// Time budget per shape, in seconds, for the adaptive rounds.
     pub budget_s: f64,
+    /// Fraction of the sampling time the GPU is busy: after each sample it idles so that
+    /// its power controller never pulls the clocks down (1 = samples back to back).
+    pub duty_cycle: f64,
 }
 
 impl Default for MeasureSettings {
@@ -387,6 +390,7 @@ impl Default for MeasureSettings {
             max_rounds: 20,
             target_ci_half_width: 0.002,
             budget_s: 10.0,
+            duty_cycle: 0.25,
         }
     }
 }
@@ -402,6 +406,7 @@ struct RawMeasure {
     max_rounds: i64,
     target_ci_half_width: f64,
     budget_s: f64,
+    duty_cycle: f64,
 }
 
 impl Default for RawMeasure {
@@ -416,6 +421,7 @@ impl Default for RawMeasure {
             max_rounds: d.max_rounds.into(),
             target_ci_half_width: d.target_ci_half_width,
             budget_s: d.budget_s,
+            duty_cycle: d.duty_cycle,
         }
     }
 }
@@ -445,6 +451,14 @@ impl TryFrom<RawMeasure> for MeasureSettings {
             max_rounds,
             target_ci_half_width: fraction("measure.target_ci_half_width", r.target_ci_half_width)?,
             budget_s: positive_f64("measure.budget_s", r.budget_s)?,
+            duty_cycle: if r.duty_cycle > 0.0 && r.duty_cycle <= 1.0 {
+                r.duty_cycle
+            } else {
+                return Err(format!(
+                    "measure.duty_cycle must be in (0, 1], got {}",
+                    r.duty_cycle
+                ));
+            },
         })
     }
 }

@@ -125,6 +125,10 @@ fn launch(
     .during(|| format!("launching {} on shape {shape}", kernel.name))
 }
 
+/// SM cycles of the spin that precedes each sample (~50 µs at 2 GHz): long enough for the
+/// host to enqueue the replay behind it.
+const LEAD_CYCLES: i64 = 100_000;
+
 /// Measures one shape.
 pub fn measure(
     gpu: &Gpu,
@@ -311,32 +315,41 @@ fn run_round(
         .launch()
         .during(|| format!("replaying the graph of shape {shape}"))?;
 
-    // Samples back to back: one event between consecutive replays, so the GPU never idles
-    // between samples and the host is out of the measured interval.
+    // Samples. Each replay is bracketed by its own events; a short spin launched first keeps
+    // the stream busy while the host enqueues the replay, so no submission latency is timed.
+    // Between samples the GPU idles long enough that it is busy only `duty_cycle` of the
+    // time: on an H200, back-to-back replays of a heavy kernel reached the power cap after
+    // ~1 s and its clocks then swung by several percent (docs/PERF.md), while short bursts
+    // with idle gaps stayed at full clock and repeated to within 0.1% across processes.
     let samples = settings.samples_per_round as usize;
-    let events: Vec<CudaEvent> = (0..=samples)
-        .map(|_| timing_event(gpu))
-        .collect::<Result<_, _>>()?;
-    events[0]
-        .record(&gpu.stream)
-        .during(|| "recording a timing event".into())?;
-    for e in &events[1..] {
+    let events: Vec<(CudaEvent, CudaEvent)> = (0..samples)
+        .map(|_| Ok((timing_event(gpu)?, timing_event(gpu)?)))
+        .collect::<Result<_, GpuError>>()?;
+    let mut values = Vec::with_capacity(samples);
+    for (start, end) in &events {
+        raw::launch_spin(&gpu.stream, &gpu.kernels.spin, LEAD_CYCLES)
+            .during(|| "launching the lead-in spin".into())?;
+        start
+            .record(&gpu.stream)
+            .during(|| "recording a timing event".into())?;
         graph
             .launch()
             .during(|| format!("replaying the graph of shape {shape}"))?;
-        e.record(&gpu.stream)
+        end.record(&gpu.stream)
             .during(|| "recording a timing event".into())?;
-    }
-    gpu.stream
-        .synchronize()
-        .during(|| format!("kernel {} on shape {shape}", kernel.name))?;
-    let mut values = Vec::with_capacity(samples);
-    for w in events.windows(2) {
+        gpu.stream
+            .synchronize()
+            .during(|| format!("kernel {} on shape {shape}", kernel.name))?;
         let ms = f64::from(
-            w[0].elapsed_ms(&w[1])
+            start
+                .elapsed_ms(end)
                 .during(|| "reading a timing event".into())?,
         );
         values.push(ms * 1000.0 / f64::from(launches));
+        if settings.duty_cycle < 1.0 {
+            let idle_ms = ms * (1.0 / settings.duty_cycle - 1.0);
+            std::thread::sleep(std::time::Duration::from_secs_f64(idle_ms / 1000.0));
+        }
     }
     m.rounds.push(values);
     Ok(())
