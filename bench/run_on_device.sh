@@ -4,6 +4,9 @@
 #   bench/run_on_device.sh main      GPU tests, env, 5 x `ci-gate local`, PyTorch SDPA timings,
 #                                    and the first baseline of the PR config
 #   bench/run_on_device.sh selftest  `ci-gate selftest` over the PR config
+#   bench/run_on_device.sh selftest-bg   the same, started in its own session (setsid) so it
+#                                        outlives this command; then:
+#   bench/run_on_device.sh collect       wait for it (up to $WAIT_S s) and copy its results
 #
 # Binaries are built elsewhere and carried in .carry/bin: ci-gate (cargo build --release) and
 # gpu-tests (the test binary of tests/gpu.rs from cargo test --release --no-run).
@@ -48,6 +51,23 @@ main)
   ;;
 selftest)
   "$bin/ci-gate" selftest --config configs/pr.yaml --trials "${TRIALS:-10}" --inject 0.05 --inject 0.03 --out "$out/selftest.json"
+  ;;
+selftest-bg)
+  rm -f /tmp/selftest.done
+  setsid nohup bash -c "'$bin/ci-gate' selftest --config configs/pr.yaml --trials '${TRIALS:-10}' --inject 0.05 --inject 0.03 --out /tmp/selftest.json > /tmp/selftest.txt 2> /tmp/selftest.log; echo \$? > /tmp/selftest.done" > /dev/null 2>&1 < /dev/null &
+  sleep "${WAIT_S:-0}"
+  cat /tmp/selftest.log
+  ;;
+collect)
+  for _ in $(seq "${WAIT_S:-570}"); do [ -f /tmp/selftest.done ] && break; sleep 1; done
+  cat /tmp/selftest.log
+  if [ -f /tmp/selftest.done ]; then
+    echo "selftest exit $(cat /tmp/selftest.done)"
+    cat /tmp/selftest.txt
+    cp /tmp/selftest.json /tmp/selftest.txt /tmp/selftest.log "$out/"
+  else
+    echo "selftest still running"
+  fi
   ;;
 *)
   echo "unknown phase $phase" >&2
