@@ -3,6 +3,7 @@
 #
 #   bench/run_on_device.sh main      GPU tests, env, 5 x `ci-gate local`, PyTorch SDPA timings,
 #                                    and the first baseline of the PR config
+#   bench/run_on_device.sh stability 5 x `ci-gate local` and the baseline only
 #   bench/run_on_device.sh selftest  `ci-gate selftest` over the PR config
 #   bench/run_on_device.sh selftest-bg   the same, started in its own session (setsid) so it
 #                                        outlives this command; then:
@@ -31,6 +32,8 @@ main)
   "$bin/ci-gate" env
   echo "== GPU tests"
   "$bin/gpu-tests" --ignored --test-threads=1 --nocapture 2>&1 | tee "$out/gpu-tests.log" | grep -E "^test |test result|max_abs|panicked|SKIPPED"
+  ;;&
+main|stability)
   echo "== ci-gate local x5 (the first with an empty compile cache)"
   export CI_GATE_CACHE_DIR=/tmp/ci-gate-cache-$$
   for i in 1 2 3 4 5; do
@@ -41,8 +44,12 @@ main)
     echo "local run $i: exit $rc, wall $(awk "BEGIN{print $t1 - $t0}") s"
   done
   cat /tmp/local1.txt
+  ;;&
+main)
   echo "== PyTorch SDPA on the same shapes"
   python3 bench/sdpa_bench.py configs/pr.yaml --out "$out/sdpa.json"
+  ;;&
+main|stability)
   echo "== first baseline"
   "$bin/ci-gate" baseline update --config configs/pr.yaml --reason "first H200 baseline of the PR config" \
     && cp baselines/nvidia-h200/pr.json "$out/baseline-pr.json"
