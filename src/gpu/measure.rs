@@ -13,6 +13,7 @@ use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptu
 use cudarc::driver::{CudaEvent, CudaSlice};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use super::device::{Gpu, Kernel};
 use super::error::{DriverContext, GpuError};
@@ -186,7 +187,9 @@ pub fn extend(
 }
 
 /// Whether the 95% half-width of the median, estimated from the spread of round medians
-/// (standard error of their mean), is within `target` of the median. Cost: O(total samples).
+/// (standard error of their mean, times Student's t with rounds − 1 degrees of freedom, so
+/// a few lucky rounds do not stop sampling early), is within `target` of the median.
+/// Cost: O(total samples).
 fn round_spread_ok(rounds: &[Vec<f64>], target: f64) -> bool {
     if rounds.len() < 2 {
         return false;
@@ -205,7 +208,8 @@ fn round_spread_ok(rounds: &[Vec<f64>], target: f64) -> bool {
     let n = medians.len() as f64;
     let mean = medians.iter().sum::<f64>() / n;
     let var = medians.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    1.96 * (var / n).sqrt() / mean <= target
+    let t = StudentsT::new(0.0, 1.0, n - 1.0).map_or(f64::INFINITY, |d| d.inverse_cdf(0.975));
+    t * (var / n).sqrt() / mean <= target
 }
 
 /// Buffers of earlier rounds, kept allocated so that each new round lands on memory the
@@ -465,4 +469,28 @@ pub fn spin_up(gpu: &Gpu, shape: &ShapeParams, ms: f64) -> Result<(), GpuError> 
             .during(|| format!("kernel {} on shape {shape} (spin-up)", kernel.name))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::round_spread_ok;
+
+    #[test]
+    fn stopping_rule_uses_students_t() {
+        // Round medians 100 ± 0.1: SE = 0.1/sqrt(3)·... the same spread passes with many
+        // rounds and fails with few, because t(2) ≫ t(19).
+        let few: Vec<Vec<f64>> = [99.9, 100.1, 100.0].iter().map(|&m| vec![m, m]).collect();
+        let many: Vec<Vec<f64>> = (0..20)
+            .map(|i| {
+                let m = if i % 2 == 0 { 99.9 } else { 100.1 };
+                vec![m, m]
+            })
+            .collect();
+        assert!(!round_spread_ok(&few, 0.002));
+        assert!(round_spread_ok(&many, 0.002));
+        assert!(
+            !round_spread_ok(&many[..1], 1.0),
+            "one round never suffices"
+        );
+    }
 }
