@@ -112,6 +112,9 @@ pub struct MeasurementInfo {
     /// Bytes the launches of one sample touch (cold cache: checked to exceed L2).
     pub working_set_bytes: u64,
     pub wall_s: f64,
+    /// Lowest and highest SM clock (MHz) read around the rounds' samples, when NVML works.
+    #[serde(default)]
+    pub sm_clock_mhz: Option<(u32, u32)>,
 }
 
 /// Everything known about one shape.

@@ -13,7 +13,7 @@ use crate::baseline::{BaselineFile, BaselineStore};
 use crate::config::{Config, ShapeParams};
 use crate::evaluate::evaluate;
 use crate::gpu::Gpu;
-use crate::gpu::env::{Monitor, environment, throttled};
+use crate::gpu::env::{environment, throttled};
 use crate::gpu::measure::{
     Injection, Measurement, RoundsPolicy, calibrate_spin, extend, measure, spin_up,
 };
@@ -58,8 +58,8 @@ const INCONCLUSIVE_PASSES: u32 = 2;
 /// not compile, an unreadable baseline); a shape that fails is recorded in its result.
 pub fn run(plan: RunPlan) -> Result<ResultsFile> {
     let gpu = Gpu::open(&plan.kernels)?;
-    let monitor = Monitor::new(&gpu.info.uuid);
-    let mut env = environment(&gpu.info, &monitor);
+    let monitor = &gpu.monitor;
+    let mut env = environment(&gpu.info, monitor);
     let mut warnings = Vec::new();
 
     let (baseline, baseline_ref): (Option<BaselineLike>, Option<BaselineRef>) = match &plan.against
@@ -199,6 +199,19 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
     if let Some(after) = &env.state_after {
         throttle_seen.extend(throttled(&after.throttle_reasons));
     }
+    let moved: Vec<String> = shapes
+        .iter()
+        .filter_map(|s| {
+            let (lo, hi) = s.measurement.as_ref()?.sm_clock_mhz?;
+            (lo != hi).then(|| format!("{} ({lo}-{hi} MHz)", s.name))
+        })
+        .collect();
+    if !moved.is_empty() {
+        warnings.push(format!(
+            "the SM clock changed while measuring {}: those timings carry the change",
+            moved.join(", ")
+        ));
+    }
     throttle_seen.sort();
     throttle_seen.dedup();
     if !throttle_seen.is_empty() {
@@ -255,6 +268,12 @@ fn fill_from_measurement(
         extra_rounds,
         working_set_bytes: m.working_set_bytes,
         wall_s: m.wall_s,
+        sm_clock_mhz: m
+            .sm_clock_mhz
+            .iter()
+            .min()
+            .zip(m.sm_clock_mhz.iter().max())
+            .map(|(lo, hi)| (*lo, *hi)),
     });
 }
 

@@ -94,6 +94,8 @@ pub struct Gpu {
     pub kernels: Kernels,
     /// SHA-256 of kernels/attention.cu, the kernel under the gate.
     pub kernel_source_hash: String,
+    /// NVML, for clock readings while measuring.
+    pub monitor: super::env::Monitor,
 }
 
 fn uuid_string(bytes: &[std::ffi::c_char; 16]) -> String {
@@ -232,7 +234,9 @@ impl Gpu {
             spin: function(&util_mod, &util_src, "spin_cycles")?,
             _modules: vec![attention_mod, reference_mod, util_mod],
         };
+        let monitor = super::env::Monitor::new(&info.uuid);
         Ok(Gpu {
+            monitor,
             ctx,
             stream,
             info,

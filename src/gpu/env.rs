@@ -38,6 +38,15 @@ impl Monitor {
         self.nvml.as_ref()?.sys_driver_version().ok()
     }
 
+    /// The SM clock now, in MHz.
+    pub fn sm_clock_mhz(&self) -> Option<u32> {
+        let nvml = self.nvml.as_ref()?;
+        nvml.device_by_uuid(self.uuid.as_str())
+            .ok()?
+            .clock_info(Clock::SM)
+            .ok()
+    }
+
     /// Reads clocks, temperature, power and throttle reasons now.
     pub fn state(&self) -> Option<GpuState> {
         let nvml = self.nvml.as_ref()?;

@@ -55,6 +55,8 @@ pub struct Measurement {
     /// Device address of Q in each round (shows that rounds used fresh buffers).
     pub round_addresses: Vec<u64>,
     pub wall_s: f64,
+    /// SM clock (MHz, NVML) read before and after each round's samples.
+    pub sm_clock_mhz: Vec<u32>,
 }
 
 struct BufferSet {
@@ -146,6 +148,7 @@ pub fn measure(
         working_set_bytes: 0,
         round_addresses: Vec::new(),
         wall_s: 0.0,
+        sm_clock_mhz: Vec::new(),
     };
     let (min, max) = match policy {
         RoundsPolicy::Adaptive => (settings.min_rounds, settings.max_rounds),
@@ -356,6 +359,7 @@ fn run_round(
         .map(|_| Ok((timing_event(gpu)?, timing_event(gpu)?)))
         .collect::<Result<_, GpuError>>()?;
     let mut values = Vec::with_capacity(samples);
+    m.sm_clock_mhz.extend(gpu.monitor.sm_clock_mhz());
     for (start, end) in &events {
         raw::launch_spin(&gpu.stream, &gpu.kernels.spin, LEAD_CYCLES)
             .during(|| "launching the lead-in spin".into())?;
@@ -381,6 +385,7 @@ fn run_round(
             std::thread::sleep(std::time::Duration::from_secs_f64(idle_ms / 1000.0));
         }
     }
+    m.sm_clock_mhz.extend(gpu.monitor.sm_clock_mhz());
     m.rounds.push(values);
     // Hold at most a quarter of the free memory (and 8 GiB) across rounds.
     let (free, _) = gpu

@@ -101,6 +101,7 @@ pub fn results(gpu: &str, factors: &[f64], seed: u64) -> ResultsFile {
                     extra_rounds: 0,
                     working_set_bytes: 1 << 20,
                     wall_s: 0.5,
+                    sm_clock_mhz: Some((1980, 1980)),
                 }),
             }
         })
