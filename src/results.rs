@@ -180,24 +180,6 @@ impl ResultsFile {
     pub fn save(&self, path: &Path) -> Result<(), FileError> {
         files::write_json(path, self)
     }
-
-    /// Counts of each verdict, in the rule's order, leaving out zeros.
-    pub fn verdict_counts(&self) -> Vec<(Verdict, usize)> {
-        use Verdict::*;
-        [
-            Error,
-            ParityFail,
-            Regression,
-            Inconclusive,
-            NoBaseline,
-            Improvement,
-            Pass,
-        ]
-        .into_iter()
-        .map(|v| (v, self.shapes.iter().filter(|s| s.verdict == v).count()))
-        .filter(|(_, n)| *n > 0)
-        .collect()
-    }
 }
 
 /// The commit of the working tree: $GITHUB_SHA in Actions, else `git rev-parse HEAD`.

@@ -19,8 +19,8 @@ use crate::gpu::measure::{
 };
 use crate::gpu::parity::check_parity;
 use crate::results::{
-    BaselineRef, ConfigInfo, MeasurementInfo, ResultsFile, SCHEMA_VERSION, ShapeResult,
-    current_git_commit,
+    BaselineRef, ConfigInfo, Environment, MeasurementInfo, ResultsFile, SCHEMA_VERSION,
+    ShapeResult, current_git_commit,
 };
 use crate::stats::Sample;
 use crate::verdict::Verdict;
@@ -78,7 +78,7 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
                     (None, None)
                 }
                 Some(b) => {
-                    warnings.extend(version_warnings(&b, &env));
+                    warnings.extend(version_warnings(&b.environment, &env));
                     let r = BaselineRef {
                         path: path.display().to_string(),
                         commit: b.provenance.commit.clone(),
@@ -311,9 +311,10 @@ impl BaselineLike {
     }
 }
 
-fn version_warnings(b: &BaselineFile, env: &crate::results::Environment) -> Vec<String> {
+/// Warnings for a baseline recorded under another driver or CUDA version: still the same GPU
+/// model, so still compared, but a reader should know.
+fn version_warnings(old: &Environment, env: &Environment) -> Vec<String> {
     let mut w = Vec::new();
-    let old = &b.environment;
     if old.driver_version != env.driver_version {
         w.push(format!(
             "the baseline was recorded with driver {}, this run uses {}",
@@ -376,5 +377,35 @@ pub fn failed_run(config: Option<&Config>, error: &anyhow::Error) -> ResultsFile
         passed: false,
         warnings: Vec::new(),
         error: Some(format!("{error:#}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(driver: &str, cuda: &str) -> Environment {
+        Environment {
+            gpu_name: "NVIDIA H200".into(),
+            gpu_slug: "nvidia-h200".into(),
+            gpu_uuid: None,
+            compute_capability: "9.0".into(),
+            sm_count: None,
+            l2_bytes: None,
+            driver_version: Some(driver.into()),
+            cuda_driver_version: Some(cuda.into()),
+            nvrtc_version: None,
+            state_before: None,
+            state_after: None,
+        }
+    }
+
+    #[test]
+    fn driver_and_cuda_changes_are_warnings() {
+        assert!(version_warnings(&env("580.1", "13.0"), &env("580.1", "13.0")).is_empty());
+        let w = version_warnings(&env("570.9", "12.8"), &env("580.1", "13.0"));
+        assert_eq!(w.len(), 2);
+        assert!(w[0].contains("driver 570.9, this run uses 580.1"), "{w:?}");
+        assert!(w[1].contains("CUDA 12.8, this run uses 13.0"), "{w:?}");
     }
 }

@@ -17,8 +17,8 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use super::device::{Gpu, Kernel};
 use super::error::{DriverContext, GpuError};
-use super::parity::{Inputs, check_shape, random_inputs};
-use super::raw::{self, AttentionArgs};
+use super::parity::{Inputs, check_shape, launch_on, random_inputs};
+use super::raw;
 use crate::config::{CacheMode, MeasureSettings, ShapeParams};
 
 /// How many rounds to take.
@@ -110,22 +110,7 @@ fn launch(
     shape: &ShapeParams,
     set: &mut BufferSet,
 ) -> Result<(), GpuError> {
-    raw::launch_attention(
-        &gpu.stream,
-        &kernel.func,
-        kernel.config(shape),
-        AttentionArgs {
-            q: &set.inputs.q,
-            k: &set.inputs.k,
-            v: &set.inputs.v,
-            out: &mut set.out,
-            seq_len: shape.seq_len as i32,
-            head_dim: shape.head_dim as i32,
-            scale: shape.scale(),
-            causal: i32::from(shape.causal),
-        },
-    )
-    .during(|| format!("launching {} on shape {shape}", kernel.name))
+    launch_on(gpu, kernel, shape, &set.inputs, &mut set.out)
 }
 
 /// SM cycles of the spin that precedes each sample (~50 µs at 2 GHz): long enough for the

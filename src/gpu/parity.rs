@@ -63,8 +63,9 @@ pub(crate) fn poisoned_output(gpu: &Gpu, shape: &ShapeParams) -> Result<CudaSlic
     Ok(out)
 }
 
-/// Runs one attention kernel into `out` and waits for it, naming kernel and shape on failure.
-pub(crate) fn run_kernel(
+/// Queues one attention kernel on `inputs` into `out` (the launch contract of
+/// kernels/README.md), naming kernel and shape on failure.
+pub(crate) fn launch_on(
     gpu: &Gpu,
     kernel: &super::device::Kernel,
     shape: &ShapeParams,
@@ -86,7 +87,18 @@ pub(crate) fn run_kernel(
             causal: i32::from(shape.causal),
         },
     )
-    .during(|| format!("launching {} on shape {shape}", kernel.name))?;
+    .during(|| format!("launching {} on shape {shape}", kernel.name))
+}
+
+/// Runs one attention kernel into `out` and waits for it, naming kernel and shape on failure.
+pub(crate) fn run_kernel(
+    gpu: &Gpu,
+    kernel: &super::device::Kernel,
+    shape: &ShapeParams,
+    inputs: &Inputs,
+    out: &mut CudaSlice<f32>,
+) -> Result<(), GpuError> {
+    launch_on(gpu, kernel, shape, inputs, out)?;
     gpu.stream
         .synchronize()
         .during(|| format!("kernel {} on shape {shape}", kernel.name))
