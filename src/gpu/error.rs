@@ -7,7 +7,7 @@ use cudarc::driver::DriverError;
 #[derive(Debug, thiserror::Error)]
 pub enum GpuError {
     #[error(
-        "no NVIDIA driver found (libcuda.so could not be loaded): this command needs a CUDA GPU; `ci-gate compare` works without one"
+        "no NVIDIA driver found (libcuda.so could not be loaded): this command needs a CUDA GPU (ci-gate compare works without one)"
     )]
     NoDriver,
     #[error("no CUDA GPU is usable: {0}")]
