@@ -6,11 +6,6 @@ use std::path::{Path, PathBuf};
 /// A sample file that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum SampleFileError {
-    #[error("cannot read {path}: {cause}")]
-    Read {
-        path: PathBuf,
-        cause: std::io::Error,
-    },
     #[error("{path}:{line}: {message}")]
     Line {
         path: PathBuf,
@@ -19,19 +14,6 @@ pub enum SampleFileError {
     },
     #[error("{path}: {message}")]
     File { path: PathBuf, message: String },
-}
-
-/// Reads a plain sample file.
-pub fn read_sample_file(path: &Path) -> Result<Vec<f64>, SampleFileError> {
-    let bytes = std::fs::read(path).map_err(|cause| SampleFileError::Read {
-        path: path.to_owned(),
-        cause,
-    })?;
-    let text = String::from_utf8(bytes).map_err(|_| SampleFileError::File {
-        path: path.to_owned(),
-        message: "not UTF-8 text".into(),
-    })?;
-    parse_samples(&text, path)
 }
 
 /// Parses sample text; `path` names it in errors. At least two values are required.

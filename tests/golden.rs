@@ -1,31 +1,11 @@
 //! The CPU float64 reference against PyTorch's float64 outputs in ../shared/golden.
 //! Where that directory is absent the test says that it was skipped.
 
-use std::path::PathBuf;
+mod common;
 
 use ci_gate::config::Dtype;
 use ci_gate::reference::{Problem, attention, decode, errors};
-
-pub fn golden_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("CI_GATE_GOLDEN_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/golden"));
-    dir.join("cases.json").exists().then_some(dir)
-}
-
-fn read_u16(path: &std::path::Path) -> Vec<u16> {
-    let b = std::fs::read(path).unwrap();
-    b.chunks_exact(2)
-        .map(|c| u16::from_le_bytes([c[0], c[1]]))
-        .collect()
-}
-
-fn read_f32(path: &std::path::Path) -> Vec<f64> {
-    let b = std::fs::read(path).unwrap();
-    b.chunks_exact(4)
-        .map(|c| f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))
-        .collect()
-}
+use common::{golden_dir, read_f32, read_u16};
 
 #[test]
 fn cpu_reference_matches_pytorch_float64() {

@@ -2,7 +2,9 @@
 //! Both kernels against PyTorch's float64 golden outputs and against the CPU float64
 //! reference on random shapes (odd seq_len included), parity and measurement.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -12,25 +14,11 @@ use ci_gate::gpu::Gpu;
 use ci_gate::gpu::measure::{RoundsPolicy, measure};
 use ci_gate::gpu::parity::{POISON, Which, attention_on_host, check_parity};
 use ci_gate::reference::{Problem, attention, decode, errors};
+use common::{golden_dir, read_f32, read_u16};
 
 fn gpu() -> Gpu {
     Gpu::open(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels"))
         .expect("open the GPU and compile the kernels")
-}
-
-fn golden_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("CI_GATE_GOLDEN_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/golden"));
-    dir.join("cases.json").exists().then_some(dir)
-}
-
-fn read_u16(path: &Path) -> Vec<u16> {
-    std::fs::read(path)
-        .unwrap()
-        .chunks_exact(2)
-        .map(|c| u16::from_le_bytes([c[0], c[1]]))
-        .collect()
 }
 
 /// Rounds an f32 to the nearest fp16 / bf16 bit pattern (ties to even), for random inputs.
@@ -116,11 +104,7 @@ fn kernels_match_pytorch_golden_outputs() {
             read_u16(&dir.join(format!("{name}.k.bin"))),
             read_u16(&dir.join(format!("{name}.v.bin"))),
         );
-        let want: Vec<f64> = std::fs::read(dir.join(format!("{name}.out_f32.bin")))
-            .unwrap()
-            .chunks_exact(4)
-            .map(|b| f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
-            .collect();
+        let want = read_f32(&dir.join(format!("{name}.out_f32.bin")));
         // PyTorch's own GPU kernel error is the bar for the fast kernel.
         let torch = c["sdpa_gpu_rel_l2_vs_fp64"].as_f64().unwrap();
         let fast = attention_on_host(&gpu, Which::Fast, &shape, &q, &k, &v).unwrap();

@@ -1,7 +1,7 @@
 //! Shared helpers of the integration tests: synthetic results files and the binary.
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 use chrono::{TimeZone, Utc};
@@ -129,4 +129,30 @@ pub fn results(gpu: &str, factors: &[f64], seed: u64) -> ResultsFile {
 
 pub fn write(path: &Path, r: &ResultsFile) {
     r.save(path).unwrap();
+}
+
+/// ../shared/golden (or $CI_GATE_GOLDEN_DIR) when it holds the golden cases.
+pub fn golden_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("CI_GATE_GOLDEN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/golden"));
+    dir.join("cases.json").exists().then_some(dir)
+}
+
+/// A little-endian file of 16-bit values.
+pub fn read_u16(path: &Path) -> Vec<u16> {
+    std::fs::read(path)
+        .unwrap()
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect()
+}
+
+/// A little-endian file of f32 values, widened.
+pub fn read_f32(path: &Path) -> Vec<f64> {
+    std::fs::read(path)
+        .unwrap()
+        .chunks_exact(4)
+        .map(|c| f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+        .collect()
 }
