@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::comparison::StoredSide;
 use crate::config::{CacheMode, ShapeParams};
 use crate::files::{self, FileError};
 use crate::results::{ConfigInfo, Environment, Parity, SCHEMA_VERSION};
-use crate::stats::Summary;
+use crate::stats::{ProcessSpread, Summary};
 
 /// Why a baseline was recorded, and what it replaced.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -37,6 +38,25 @@ pub struct BaselineShape {
     pub summary: Summary,
     pub tflops: Option<f64>,
     pub parity: Option<Parity>,
+    /// How many consecutive rounds of `samples_us` each measuring process contributed; empty
+    /// in files of earlier versions (one process).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub process_rounds: Vec<usize>,
+    /// The between-process spread of the log p50 estimated from those processes
+    /// (`stats::process_spread`); `None` when fewer than 2 processes were recorded.
+    #[serde(default)]
+    pub process_spread: Option<ProcessSpread>,
+}
+
+impl BaselineShape {
+    /// This shape as a reference for the unpaired comparison.
+    pub fn stored_side(&self) -> StoredSide {
+        StoredSide {
+            rounds: self.samples_us.clone(),
+            process_rounds: self.process_rounds.clone(),
+            spread: self.process_spread,
+        }
+    }
 }
 
 /// A baseline file.

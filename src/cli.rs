@@ -57,10 +57,30 @@ pub struct ConfigArgs {
     pub kernels: PathBuf,
 }
 
+/// Where the base kernels of an A/B run come from.
+#[derive(Debug, Clone, Args)]
+pub struct BaseArgs {
+    /// Base kernels from this git revision (read with git; the working tree is untouched).
+    /// Default for `local`: the merge-base of HEAD with the default branch.
+    #[arg(long, value_name = "REF", conflicts_with_all = ["base_kernels", "no_base"])]
+    pub base: Option<String>,
+    /// Base kernels from this directory (its attention.cu, reference.cu and util.cu).
+    #[arg(long, value_name = "DIR", conflicts_with = "no_base")]
+    pub base_kernels: Option<PathBuf>,
+    /// No A/B: measure the candidate alone; the stored baseline decides.
+    #[arg(long)]
+    pub no_base: bool,
+    /// A `drift` fails the run (pushes to the default branch; on pull requests it warns).
+    #[arg(long)]
+    pub fail_on_drift: bool,
+}
+
 #[derive(Debug, Args)]
 pub struct LocalArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
+    #[command(flatten)]
+    pub base: BaseArgs,
     /// Measure only this shape (repeatable), by its name as in the report, e.g. b2h8s512d64_f16.
     #[arg(long = "shape", value_name = "NAME")]
     pub shapes: Vec<String>,
@@ -70,19 +90,20 @@ pub struct LocalArgs {
     /// Also write the results file here (JSON).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// Rounds for every shape, overriding the config's adaptive count (min = max = N).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..))]
+    /// Exactly N rounds (pairs, in A/B) for every shape, in one stage, instead of the
+    /// config's planned two-stage design.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=200))]
     pub rounds: Option<u32>,
-    /// Compare with this results file instead of the stored baseline (used by selftest).
-    #[arg(long, value_name = "RESULTS.json", hide = true)]
-    pub against: Option<PathBuf>,
-    /// Compare with nothing: every shape reads no-baseline (used by selftest).
-    #[arg(long, hide = true, conflicts_with = "against")]
+    /// Measure A/B even when the two timed kernels are byte-identical (selftest's A/A).
+    #[arg(long, hide = true)]
+    pub ab_always: bool,
+    /// Compare with no stored baseline (selftest, baseline recording).
+    #[arg(long, hide = true)]
     pub no_compare: bool,
-    /// Skip the parity check (used by selftest, which only measures timing).
+    /// Skip the parity check (selftest, which only measures timing).
     #[arg(long, hide = true)]
     pub no_parity: bool,
-    /// Inject a slowdown of this fraction of the --against p50 (used by selftest).
+    /// Slow the candidate down by this fraction of the reference's p50 (selftest).
     #[arg(long, value_name = "FRACTION", hide = true)]
     pub inject: Option<f64>,
 }
@@ -91,6 +112,8 @@ pub struct LocalArgs {
 pub struct CiArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
+    #[command(flatten)]
+    pub base: BaseArgs,
     /// Where to write the results file.
     #[arg(long, default_value = "ci-gate-results.json", value_name = "FILE")]
     pub out: PathBuf,
@@ -121,9 +144,14 @@ pub enum BaselineCommand {
 pub struct BaselineUpdateArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
-    /// Record from this results file instead of measuring now (no GPU needed).
+    /// Record from these results files (repeatable: each a separate measuring process, so
+    /// their spread is recorded) instead of measuring now. No GPU needed.
     #[arg(long, value_name = "RESULTS.json")]
-    pub from: Option<PathBuf>,
+    pub from: Vec<PathBuf>,
+    /// Measure in this many fresh processes (without --from); at least 3 record the spread
+    /// between processes that later comparisons with this baseline need.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub processes: u32,
     /// Why the baseline changes (recorded in its provenance).
     #[arg(long)]
     pub reason: String,
@@ -150,8 +178,18 @@ pub struct CompareArgs {
     /// Candidate: a results file, or a plain sample file.
     #[arg(value_name = "CAND")]
     pub cand: PathBuf,
+    /// Report format: a terminal table, the JSON numbers, or the Markdown of the PR comment.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Round i of BASE and round i of CAND were measured as one interleaved pair (same
+    /// process): a paired test on the log ratios of their medians.
+    #[arg(long)]
+    pub paired: bool,
+    /// Unpaired only: the spread (sd of the log p50, e.g. 0.004) between the processes that
+    /// measured BASE and CAND, added to the interval. Default: 0 for sample files (their
+    /// rounds are taken as exchangeable), 0.005 for results files (separate processes).
+    #[arg(long, value_name = "FRACTION", conflicts_with = "paired")]
+    pub process_sd: Option<f64>,
     /// Take the gate thresholds from this config (default: the candidate results file's, or
     /// the built-in defaults for sample files).
     #[arg(long, value_name = "FILE")]
@@ -162,15 +200,20 @@ pub struct CompareArgs {
 pub struct SelftestArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
-    /// Trials: each records a baseline, then measures A/A and with the injected slowdown.
-    #[arg(long, default_value_t = 10)]
+    /// Trials: each measures, in fresh processes, A/A and every injected slowdown.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub trials: u32,
-    /// Injected slowdown as a fraction of the kernel's p50 (repeatable: 0.05 = 5%).
-    #[arg(long = "inject", default_values_t = [0.05], value_name = "FRACTION")]
+    /// Slowdown injected into the candidate, as a fraction of the base's p50 (repeatable:
+    /// 0.02 = 2%). The default checks the margin (+2%: at most 5% flagged) and detection.
+    #[arg(long = "inject", default_values_t = [0.02, 0.025, 0.03], value_name = "FRACTION")]
     pub inject: Vec<f64>,
+    /// Fresh processes compared with a stored baseline alone (recorded from 3 processes).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=1000))]
+    pub stored_trials: u32,
     /// Only this shape (repeatable).
     #[arg(long = "shape", value_name = "NAME")]
     pub shapes: Vec<String>,
+    /// Report format: a terminal table, JSON, or Markdown.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// Also write the selftest report here (JSON).

@@ -1,11 +1,12 @@
-//! Turns measured shapes into verdicts: compare each with its baseline, Holm-correct the
-//! run's p-values, then apply the one rule in [`crate::verdict::decide`].
+//! Turns measured shapes into verdicts: compare each with its references (A/B rounds in the
+//! shape itself, the stored baseline through `stored_of`), Holm-correct each family of
+//! p-values across the run, then apply the one rule in [`crate::verdict::decide`].
 
-use crate::comparison::{Comparison, apply_holm, shape_seed};
+use crate::comparison::{Comparison, StoredSide, apply_holm};
 use crate::config::GateSettings;
 use crate::results::ShapeResult;
 use crate::stats::{Rounds, StatsError};
-use crate::verdict::{Evidence, decide, gate_passes};
+use crate::verdict::{Evidence, Policy, Verdict, decide, gate_passes};
 
 /// A baseline sample that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -15,46 +16,83 @@ pub struct BadBaseline {
     pub cause: StatsError,
 }
 
-/// Fills `comparison` and `verdict` of every shape; returns whether the gate passes.
-/// `baseline_of` gives the stored rounds for a shape, or `None` when there is none.
+/// Fills `ab`, `stored`, `verdict` and `decided_by` of every shape; returns whether the gate
+/// passes under `policy`. `stored_of` gives the stored baseline of a shape, or `None`.
 pub fn evaluate(
     shapes: &mut [ShapeResult],
-    mut baseline_of: impl FnMut(&ShapeResult) -> Option<Vec<Vec<f64>>>,
+    mut stored_of: impl FnMut(&ShapeResult) -> Option<StoredSide>,
     gate: &GateSettings,
+    policy: Policy,
 ) -> Result<bool, BadBaseline> {
     for shape in shapes.iter_mut() {
-        shape.comparison = None;
+        shape.ab = None;
+        shape.stored = None;
+        shape.decided_by = None;
         if shape.error.is_some() {
             continue;
         }
-        let Some(base) = baseline_of(shape) else {
-            continue;
+        let stored = stored_of(shape);
+        let cand = match Rounds::new(shape.samples_us.clone()) {
+            Ok(c) => c,
+            Err(e) => {
+                shape.error = Some(format!("its samples cannot be compared: {e}"));
+                continue;
+            }
         };
-        let base = Rounds::new(base).map_err(|cause| BadBaseline {
-            shape: shape.name.clone(),
-            cause,
-        })?;
-        match Rounds::new(shape.samples_us.clone()) {
-            Ok(cand) => {
-                let seed = shape_seed(gate.seed, &shape.name);
-                match Comparison::of(&base, &cand, gate, seed) {
-                    Ok(c) => shape.comparison = Some(c),
-                    Err(e) => shape.error = Some(format!("it could not be compared: {e}")),
+        let design = shape.measurement.as_ref().and_then(|m| m.design);
+        if !shape.base_samples_us.is_empty() {
+            let paired = Rounds::new(shape.base_samples_us.clone())
+                .and_then(|base| Comparison::paired(&base, &cand, design, gate));
+            match paired {
+                Ok(c) => shape.ab = Some(c),
+                Err(e) => {
+                    shape.error = Some(format!("its A/B rounds cannot be compared: {e}"));
+                    continue;
                 }
             }
-            Err(e) => shape.error = Some(format!("its samples cannot be compared: {e}")),
+        }
+        if let Some(side) = stored {
+            match Comparison::unpaired(&side, &cand, design, gate) {
+                Ok(c) => shape.stored = Some(c),
+                // The candidate's own rounds were fine above, so the stored side is at fault.
+                Err(cause) => {
+                    return Err(BadBaseline {
+                        shape: shape.name.clone(),
+                        cause,
+                    });
+                }
+            }
         }
     }
-    apply_holm(shapes.iter_mut().filter_map(|s| s.comparison.as_mut()));
+    apply_holm(shapes.iter_mut().filter_map(|s| s.ab.as_mut()));
+    apply_holm(shapes.iter_mut().filter_map(|s| s.stored.as_mut()));
     for shape in shapes.iter_mut() {
-        shape.verdict = decide(
+        let d = decide(
             gate,
             &Evidence {
                 measured: shape.error.is_none(),
                 parity_passed: shape.parity.as_ref().map(|p| p.passed()),
-                comparison: shape.comparison.as_ref(),
+                ab: shape.ab.as_ref(),
+                stored: shape.stored.as_ref(),
             },
         );
+        shape.verdict = d.verdict;
+        shape.decided_by = d.decided_by;
     }
-    Ok(gate_passes(shapes.iter().map(|s| s.verdict)))
+    Ok(gate_passes(shapes.iter().map(|s| s.verdict), policy))
+}
+
+/// Whether the planned second look should measure this shape more: its first look neither
+/// settled a regression or an improvement nor excluded one (a one-sided bound of the
+/// deciding comparison still reaches past ±m). Shapes clearly inside the margin, and those
+/// already decided, stop; the second look's alpha was set aside in advance either way.
+pub fn needs_second_look(shape: &ShapeResult, gate: &GateSettings) -> bool {
+    if shape.error.is_some() || matches!(shape.verdict, Verdict::Regression | Verdict::Improvement)
+    {
+        return false;
+    }
+    let m = gate.max_p50_regression;
+    shape
+        .primary()
+        .is_some_and(|c| c.upper_bound >= 1.0 + m || c.lower_bound <= 1.0 - m)
 }

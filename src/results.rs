@@ -5,14 +5,15 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::comparison::Comparison;
+use crate::comparison::{Comparison, Reference};
 use crate::config::{CacheMode, GateSettings, ShapeParams, Tolerance};
 use crate::files::{self, FileError};
 use crate::stats::Summary;
 use crate::verdict::Verdict;
 
-/// Schema of results and baseline files this build writes and reads.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Schema of results and baseline files this build writes. Version 1 files (before A/B and
+/// between-process spreads) still load: every field added since has a default.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One reading of the GPU's state (NVML).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -115,6 +116,77 @@ pub struct MeasurementInfo {
     /// Lowest and highest SM clock (MHz) read around the rounds' samples, when NVML works.
     #[serde(default)]
     pub sm_clock_mhz: Option<(u32, u32)>,
+    /// The planned design: rounds (or pairs) of the first stage and at most in all. `None`
+    /// (files of earlier versions, plain sample files) is one stage of all the rounds.
+    #[serde(default)]
+    pub design: Option<StageDesign>,
+}
+
+/// A planned two-stage design: `stage1` rounds (pairs, in A/B) first; shapes the first look
+/// does not settle get more, up to `max` in all. Alpha is split between the looks in advance
+/// (`stats::two_stage_p`), so looking twice costs no false alarms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StageDesign {
+    pub stage1: u32,
+    pub max: u32,
+}
+
+impl StageDesign {
+    /// Whether a second look was planned (and so alpha was split).
+    pub fn two_stage(&self) -> bool {
+        self.max > self.stage1
+    }
+}
+
+/// The order of one A/B pair of rounds, drawn by a seeded coin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PairOrder {
+    /// Base round first, then the candidate's.
+    #[serde(rename = "AB")]
+    BaseFirst,
+    /// Candidate round first.
+    #[serde(rename = "BA")]
+    CandFirst,
+}
+
+/// What a drift was traced to, by measuring the stored baseline's own commit's kernels as a
+/// third side in the same run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DriftCause {
+    /// The baseline commit's kernels are as slow as the candidate now: the runner moved
+    /// (driver, card, cooling); re-record the baseline.
+    Runner,
+    /// The candidate is slower than the baseline commit's kernels measured alongside it: the
+    /// default branch crept since the baseline was recorded.
+    Code,
+    /// Neither reading is clear.
+    Unclear,
+}
+
+impl std::fmt::Display for DriftCause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DriftCause::Runner => "runner moved",
+            DriftCause::Code => "code crept",
+            DriftCause::Unclear => "cause unclear",
+        })
+    }
+}
+
+/// The third side of a drift: the stored baseline's commit's kernels, measured now.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DriftCheck {
+    pub commit: String,
+    /// Per-launch µs of the baseline commit's kernels, by round (paired with the candidate's
+    /// rounds `cand_samples_us`).
+    pub samples_us: Vec<Vec<f64>>,
+    pub cand_samples_us: Vec<Vec<f64>>,
+    /// Candidate / baseline-commit kernels, paired in this run.
+    pub cand_vs_commit: Option<crate::comparison::Comparison>,
+    /// Baseline-commit kernels now / their stored numbers.
+    pub commit_vs_stored: Option<crate::comparison::Comparison>,
+    pub cause: DriftCause,
 }
 
 /// Everything known about one shape.
@@ -125,14 +197,69 @@ pub struct ShapeResult {
     pub verdict: Verdict,
     /// Why it could not be measured, when `verdict` is `error`.
     pub error: Option<String>,
-    /// Per-launch times in µs, by round.
+    /// The candidate's per-launch times in µs, by round.
     pub samples_us: Vec<Vec<f64>>,
+    /// A/B: the base kernels' per-launch times in µs, by round; round i of each side is pair
+    /// i. Empty when no A/B ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub base_samples_us: Vec<Vec<f64>>,
+    /// A/B: the order each pair was measured in.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pair_order: Vec<PairOrder>,
+    /// The candidate's summary (pooled values).
     pub summary: Option<Summary>,
+    /// A/B: the base side's summary.
+    #[serde(default)]
+    pub base_summary: Option<Summary>,
     /// Achieved TFLOP/s at the p50.
     pub tflops: Option<f64>,
     pub parity: Option<Parity>,
-    pub comparison: Option<Comparison>,
+    /// A/B: the base kernels' parity (a base that fails parity is an error).
+    #[serde(default)]
+    pub base_parity: Option<Parity>,
+    /// A/B: candidate against the base kernels, same process, paired rounds.
+    #[serde(default)]
+    pub ab: Option<Comparison>,
+    /// Candidate against the stored baseline (`comparison` in files of earlier versions).
+    #[serde(default, alias = "comparison")]
+    pub stored: Option<Comparison>,
+    /// Which reference decided the verdict, when one did.
+    #[serde(default)]
+    pub decided_by: Option<Reference>,
+    /// A drift traced with the baseline commit's kernels.
+    #[serde(default)]
+    pub drift: Option<DriftCheck>,
     pub measurement: Option<MeasurementInfo>,
+}
+
+impl ShapeResult {
+    /// A shape with nothing measured yet (verdict `error` until evaluated).
+    pub fn new(params: ShapeParams) -> ShapeResult {
+        ShapeResult {
+            name: params.name(),
+            params,
+            verdict: Verdict::Error,
+            error: None,
+            samples_us: Vec::new(),
+            base_samples_us: Vec::new(),
+            pair_order: Vec::new(),
+            summary: None,
+            base_summary: None,
+            tflops: None,
+            parity: None,
+            base_parity: None,
+            ab: None,
+            stored: None,
+            decided_by: None,
+            drift: None,
+            measurement: None,
+        }
+    }
+
+    /// The comparison that decides: A/B when it ran, else the stored baseline.
+    pub fn primary(&self) -> Option<&Comparison> {
+        self.ab.as_ref().or(self.stored.as_ref())
+    }
 }
 
 /// Config identity recorded in results and baselines.
@@ -167,9 +294,29 @@ pub struct ResultsFile {
     /// True when no shape fails the gate and nothing prevented a verdict.
     pub passed: bool,
     pub warnings: Vec<String>,
+    /// Information that is not a warning (how the base was chosen, an A/B skipped).
+    #[serde(default)]
+    pub notes: Vec<String>,
     /// What prevented a verdict for the whole run (no GPU, a config error...), if anything.
     #[serde(default)]
     pub error: Option<String>,
+    /// The base the candidate was measured against (A/B), when one was.
+    #[serde(default)]
+    pub base: Option<BaseInfo>,
+    /// Whether a `drift` fails this run (pushes to the default branch).
+    #[serde(default)]
+    pub fail_on_drift: bool,
+}
+
+/// The base side of an A/B run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BaseInfo {
+    /// A git commit, or the directory the base kernels came from.
+    pub source: String,
+    pub commit: Option<String>,
+    pub kernel_source_hash: String,
+    /// False when the timed kernel was byte-identical to the candidate's, so no A/B ran.
+    pub measured: bool,
 }
 
 impl ResultsFile {

@@ -1,5 +1,7 @@
-//! Plain sample files: one time per line, in microseconds. Blank lines and lines starting
-//! with `#` are skipped. Every rejected value is an error naming the file and line.
+//! Plain sample files: one time per line, in microseconds; lines starting with `#` are
+//! comments. Blank lines separate rounds (values measured together, e.g. on one set of
+//! buffers); a file without blank lines between values holds one value per round, each an
+//! independent unit. Every rejected value is an error naming the file and line.
 
 use std::path::{Path, PathBuf};
 
@@ -16,7 +18,67 @@ pub enum SampleFileError {
     File { path: PathBuf, message: String },
 }
 
-/// Parses sample text; `path` names it in errors. At least two values are required.
+/// Parses sample text into rounds (see the module docs); `path` names it in errors. At
+/// least two rounds are required, since rounds are the units the statistics work on.
+pub fn parse_sample_rounds(text: &str, path: &Path) -> Result<Vec<Vec<f64>>, SampleFileError> {
+    let mut rounds: Vec<Vec<f64>> = vec![Vec::new()];
+    let mut values = 0usize;
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.starts_with('#') {
+            continue;
+        }
+        if line.is_empty() {
+            if rounds.last().is_some_and(|r| !r.is_empty()) {
+                rounds.push(Vec::new());
+            }
+            continue;
+        }
+        let v = parse_value(line, path, i + 1)?;
+        values += 1;
+        if let Some(r) = rounds.last_mut() {
+            r.push(v);
+        }
+    }
+    rounds.retain(|r| !r.is_empty());
+    match (values, rounds.len()) {
+        (0, _) => Err(SampleFileError::File {
+            path: path.to_owned(),
+            message: "no samples (the file is empty)".into(),
+        }),
+        (1, _) => Err(SampleFileError::File {
+            path: path.to_owned(),
+            message: "only one sample; at least 2 are needed to compare".into(),
+        }),
+        // One block: every value is its own unit.
+        (_, 1) => Ok(rounds.concat().into_iter().map(|v| vec![v]).collect()),
+        _ => Ok(rounds),
+    }
+}
+
+fn parse_value(line: &str, path: &Path, line_no: usize) -> Result<f64, SampleFileError> {
+    let at = |message: String| SampleFileError::Line {
+        path: path.to_owned(),
+        line: line_no,
+        message,
+    };
+    let shown: String = line.chars().filter(|c| !c.is_control()).take(40).collect();
+    let v: f64 = line.parse().map_err(|_| {
+        at(format!(
+            "{shown:?} is not a number (one time in µs per line)"
+        ))
+    })?;
+    if !v.is_finite() {
+        return Err(at(format!("{shown} is not a finite time")));
+    }
+    if v <= 0.0 {
+        return Err(at(format!("{shown} is not a positive time")));
+    }
+    Ok(v)
+}
+
+/// Parses sample text as one flat list of values; `path` names it in errors. At least two
+/// values are required.
 pub fn parse_samples(text: &str, path: &Path) -> Result<Vec<f64>, SampleFileError> {
     let mut values = Vec::new();
     for (i, raw) in text.lines().enumerate() {
@@ -24,24 +86,7 @@ pub fn parse_samples(text: &str, path: &Path) -> Result<Vec<f64>, SampleFileErro
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let at = |message: String| SampleFileError::Line {
-            path: path.to_owned(),
-            line: i + 1,
-            message,
-        };
-        let shown: String = line.chars().take(40).collect();
-        let v: f64 = line.parse().map_err(|_| {
-            at(format!(
-                "{shown:?} is not a number (one time in µs per line)"
-            ))
-        })?;
-        if !v.is_finite() {
-            return Err(at(format!("{shown} is not a finite time")));
-        }
-        if v <= 0.0 {
-            return Err(at(format!("{shown} is not a positive time")));
-        }
-        values.push(v);
+        values.push(parse_value(line, path, i + 1)?);
     }
     match values.len() {
         0 => Err(SampleFileError::File {
@@ -70,6 +115,25 @@ mod tests {
             parse("# µs\n9.1\n\n 9.3 \n1e1\n").unwrap(),
             vec![9.1, 9.3, 10.0]
         );
+    }
+
+    #[test]
+    fn blank_lines_separate_rounds() {
+        let p = Path::new("s.txt");
+        assert_eq!(
+            parse_sample_rounds("1\n2\n\n\n3\n# c\n4\n\n5\n\n", p).unwrap(),
+            vec![vec![1.0, 2.0], vec![3.0, 4.0], vec![5.0]]
+        );
+        // One block: one value per round.
+        assert_eq!(
+            parse_sample_rounds("\n1\n2\n3\n\n", p).unwrap(),
+            vec![vec![1.0], vec![2.0], vec![3.0]]
+        );
+        assert!(parse_sample_rounds("\n\n7\n\n", p).is_err());
+        let e = parse_sample_rounds("1\n\n2\nx\n", p)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("s.txt:4:"), "{e}");
     }
 
     #[test]

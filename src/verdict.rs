@@ -1,55 +1,73 @@
 //! The gate's rule: one function, [`decide`], in one place.
 //!
-//! The question is "is it more than m slower, with confidence?", not "is it different?".
+//! The question is "is it more than m slower, with confidence?", not "is it different?", and
+//! it is asked of two references: the base kernels measured alongside (A/B, the verdict) and
+//! the stored baseline (the long view).
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::comparison::Comparison;
+use crate::comparison::{Comparison, Reference};
 use crate::config::GateSettings;
 
 /// What the gate concluded about one shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
-    /// It could not be measured (compile failure, CUDA error, timeout).
+    /// It could not be measured (compile failure, CUDA error, timeout, a base that fails
+    /// parity).
     Error,
     /// NaN/Inf in the output, an element left unwritten, or error above tolerance.
     ParityFail,
-    /// Nothing stored for this GPU and shape: a warning, not a failure.
-    NoBaseline,
-    /// Slower than the threshold, with confidence.
+    /// More than m slower than the deciding reference, with confidence.
     Regression,
-    /// Faster than the threshold, with confidence.
+    /// More than m faster than the deciding reference, with confidence.
     Improvement,
-    /// The point estimate is past the threshold but the evidence is not conclusive.
+    /// A/B shows no change, but the candidate is more than m slower than the stored
+    /// baseline with confidence: the runner or the default branch moved.
+    Drift,
+    /// The point estimate is past ±m but the evidence is not conclusive.
     Inconclusive,
+    /// Neither reference exists: a warning, not a failure.
+    NoBaseline,
     Pass,
 }
 
+/// Whether a `drift` fails the run: on pushes to the default branch (creep must not hide),
+/// not on pull requests (the pull request did not cause it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Policy {
+    pub fail_on_drift: bool,
+}
+
 impl Verdict {
-    /// Whether this verdict fails the check.
-    pub fn fails_gate(self) -> bool {
-        matches!(
-            self,
-            Verdict::Error | Verdict::ParityFail | Verdict::Regression
-        )
+    /// Whether this verdict fails the check under `policy`.
+    pub fn fails(self, policy: Policy) -> bool {
+        match self {
+            Verdict::Error | Verdict::ParityFail | Verdict::Regression => true,
+            Verdict::Drift => policy.fail_on_drift,
+            _ => false,
+        }
     }
 
     /// Whether this verdict is worth a warning (it passes, but a reader should look).
     pub fn warns(self) -> bool {
-        matches!(self, Verdict::NoBaseline | Verdict::Inconclusive)
+        matches!(
+            self,
+            Verdict::NoBaseline | Verdict::Inconclusive | Verdict::Drift
+        )
     }
 
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Error => "error",
             Verdict::ParityFail => "parity-fail",
-            Verdict::NoBaseline => "no-baseline",
             Verdict::Regression => "regression",
             Verdict::Improvement => "improvement",
+            Verdict::Drift => "drift",
             Verdict::Inconclusive => "inconclusive",
+            Verdict::NoBaseline => "no-baseline",
             Verdict::Pass => "pass",
         }
     }
@@ -64,46 +82,91 @@ impl fmt::Display for Verdict {
 /// What is known about one shape when the verdict is taken.
 #[derive(Clone, Copy, Debug)]
 pub struct Evidence<'a> {
-    /// False when the shape could not be measured.
+    /// False when the shape could not be measured (either side).
     pub measured: bool,
-    /// `Some(false)` when parity failed; `None` when parity was not checked (offline compare).
+    /// `Some(false)` when the candidate failed parity; `None` when parity was not checked
+    /// (offline compare).
     pub parity_passed: Option<bool>,
-    /// `None` when there is no baseline for this GPU and shape.
-    pub comparison: Option<&'a Comparison>,
+    /// Candidate against the base kernels in the same process.
+    pub ab: Option<&'a Comparison>,
+    /// Candidate against the stored baseline.
+    pub stored: Option<&'a Comparison>,
+}
+
+/// A verdict and the reference that decided it (`None` where no comparison did).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decision {
+    pub verdict: Verdict,
+    pub decided_by: Option<Reference>,
+}
+
+/// "More than m slower, with confidence": the one-sided lower bound above 1 + m, the
+/// Holm-adjusted margin p below alpha, and Cliff's delta of the round medians positive and
+/// at least `min_effect`.
+fn slower_with_confidence(gate: &GateSettings, c: &Comparison) -> bool {
+    c.lower_bound > 1.0 + gate.max_p50_regression
+        && c.margin_p_holm < gate.alpha
+        && c.cliffs_delta > 0.0
+        && c.cliffs_magnitude >= gate.min_effect
+}
+
+/// The mirror image of [`slower_with_confidence`].
+fn faster_with_confidence(gate: &GateSettings, c: &Comparison) -> bool {
+    c.upper_bound < 1.0 - gate.max_p50_regression
+        && c.margin_p_faster_holm < gate.alpha
+        && c.cliffs_delta < 0.0
+        && c.cliffs_magnitude >= gate.min_effect
+}
+
+fn past_margin(gate: &GateSettings, c: &Comparison) -> bool {
+    let m = gate.max_p50_regression;
+    c.ratio > 1.0 + m || c.ratio < 1.0 - m
 }
 
 /// The design's rule, in its order (m = `gate.max_p50_regression`):
-/// error, parity-fail, no-baseline, regression (ci_low > 1+m, Holm-adjusted p < alpha,
-/// Cliff's delta at least `gate.min_effect` and positive), improvement (the mirror image),
-/// inconclusive (point estimate past ±m without the evidence above), pass.
-pub fn decide(gate: &GateSettings, e: &Evidence) -> Verdict {
+/// 1. `error`; 2. `parity-fail`;
+/// 3. `regression` — the deciding reference (A/B when it ran, else the stored baseline)
+///    says more than m slower with confidence; 4. `improvement` — the mirror image;
+/// 5. `drift` — A/B ran and shows no change past ±m, but the stored baseline says more than
+///    m slower with confidence;
+/// 6. `inconclusive` — the deciding reference's estimate is past ±m without that evidence;
+/// 7. `no-baseline` — neither reference exists; 8. `pass`.
+pub fn decide(gate: &GateSettings, e: &Evidence) -> Decision {
+    let by = |verdict, reference| Decision {
+        verdict,
+        decided_by: reference,
+    };
     if !e.measured {
-        return Verdict::Error;
+        return by(Verdict::Error, None);
     }
     if e.parity_passed == Some(false) {
-        return Verdict::ParityFail;
+        return by(Verdict::ParityFail, None);
     }
-    let Some(c) = e.comparison else {
-        return Verdict::NoBaseline;
+    let Some(primary) = e.ab.or(e.stored) else {
+        return by(Verdict::NoBaseline, None);
     };
-    let m = gate.max_p50_regression;
-    let big_enough = c.cliffs_magnitude >= gate.min_effect;
-    if c.ci_low > 1.0 + m && c.mwu_p_holm < gate.alpha && c.cliffs_delta > 0.0 && big_enough {
-        return Verdict::Regression;
+    let who = Some(primary.reference);
+    if slower_with_confidence(gate, primary) {
+        return by(Verdict::Regression, who);
     }
-    if c.ci_high < 1.0 - m && c.mwu_p_faster_holm < gate.alpha && c.cliffs_delta < 0.0 && big_enough
+    if faster_with_confidence(gate, primary) {
+        return by(Verdict::Improvement, who);
+    }
+    if let (Some(ab), Some(stored)) = (e.ab, e.stored)
+        && !past_margin(gate, ab)
+        && slower_with_confidence(gate, stored)
     {
-        return Verdict::Improvement;
+        return by(Verdict::Drift, Some(Reference::Stored));
     }
-    if c.ratio > 1.0 + m || c.ratio < 1.0 - m {
-        return Verdict::Inconclusive;
+    if past_margin(gate, primary) {
+        return by(Verdict::Inconclusive, who);
     }
-    Verdict::Pass
+    by(Verdict::Pass, who)
 }
 
 /// Whether a run with these verdicts passes the check.
-pub fn gate_passes(verdicts: impl IntoIterator<Item = Verdict>) -> bool {
-    !verdicts.into_iter().any(Verdict::fails_gate)
+pub fn gate_passes(verdicts: impl IntoIterator<Item = Verdict>, policy: Policy) -> bool {
+    !verdicts.into_iter().any(|v| v.fails(policy))
 }
 
 #[cfg(test)]
@@ -111,34 +174,66 @@ mod tests {
     use super::*;
     use crate::stats::Magnitude;
 
-    fn comparison(ratio: f64, ci: (f64, f64), p_slow: f64, p_fast: f64, delta: f64) -> Comparison {
+    /// A comparison whose interval is `ci` (also the one-sided bounds) and margin p-values
+    /// are as given.
+    fn cmp(
+        reference: Reference,
+        ratio: f64,
+        ci: (f64, f64),
+        p_slow: f64,
+        p_fast: f64,
+        delta: f64,
+    ) -> Comparison {
         Comparison {
-            n_base: 50,
-            n_cand: 50,
+            reference,
+            n_base: 10,
+            n_cand: 10,
             p50_base: 100.0,
             p50_cand: 100.0 * ratio,
             ratio,
             ci_low: ci.0,
             ci_high: ci.1,
             confidence: 0.95,
+            lower_bound: ci.0,
+            upper_bound: ci.1,
+            se: 0.001,
+            df: 9.0,
+            margin_p: p_slow,
+            margin_p_faster: p_fast,
+            margin_p_holm: p_slow,
+            margin_p_faster_holm: p_fast,
+            stage: 1,
             cliffs_delta: delta,
             cliffs_magnitude: Magnitude::of(delta),
             mwu_u: 0.0,
-            mwu_p: p_slow,
-            mwu_p_faster: p_fast,
-            mwu_p_holm: p_slow,
-            mwu_p_faster_holm: p_fast,
+            mwu_p: 0.5,
+            mwu_p_faster: 0.5,
+            mwu_p_holm: 0.5,
+            mwu_p_faster_holm: 0.5,
             min_detectable: 0.03,
-            resamples: 1000,
-            seed: 1,
+            process_sd: None,
+            process_sd_assumed: false,
         }
     }
 
-    fn with(c: &Comparison) -> Evidence<'_> {
+    fn ab(ratio: f64, ci: (f64, f64), p_slow: f64, p_fast: f64, delta: f64) -> Comparison {
+        cmp(Reference::Ab, ratio, ci, p_slow, p_fast, delta)
+    }
+
+    fn stored(ratio: f64, ci: (f64, f64), p_slow: f64, p_fast: f64, delta: f64) -> Comparison {
+        cmp(Reference::Stored, ratio, ci, p_slow, p_fast, delta)
+    }
+
+    fn same() -> Comparison {
+        ab(1.0, (0.99, 1.01), 1.0, 1.0, 0.0)
+    }
+
+    fn ev<'a>(ab: Option<&'a Comparison>, stored: Option<&'a Comparison>) -> Evidence<'a> {
         Evidence {
             measured: true,
             parity_passed: Some(true),
-            comparison: Some(c),
+            ab,
+            stored,
         }
     }
 
@@ -146,100 +241,186 @@ mod tests {
         GateSettings::default()
     }
 
+    fn v(e: &Evidence) -> Verdict {
+        decide(&gate(), e).verdict
+    }
+
     #[test]
     fn error_comes_first() {
-        let c = comparison(1.5, (1.4, 1.6), 1e-9, 1.0, 1.0);
+        let c = ab(1.5, (1.4, 1.6), 1e-9, 1.0, 1.0);
         let e = Evidence {
             measured: false,
             parity_passed: Some(false),
-            comparison: Some(&c),
+            ..ev(Some(&c), None)
         };
-        assert_eq!(decide(&gate(), &e), Verdict::Error);
+        assert_eq!(
+            decide(&gate(), &e),
+            Decision {
+                verdict: Verdict::Error,
+                decided_by: None
+            }
+        );
     }
 
     #[test]
     fn parity_fail_beats_timing() {
-        let c = comparison(0.5, (0.4, 0.6), 1.0, 1e-9, -1.0);
+        let c = ab(0.5, (0.4, 0.6), 1.0, 1e-9, -1.0);
         let e = Evidence {
             parity_passed: Some(false),
-            ..with(&c)
+            ..ev(Some(&c), None)
         };
-        assert_eq!(decide(&gate(), &e), Verdict::ParityFail);
+        assert_eq!(v(&e), Verdict::ParityFail);
     }
 
     #[test]
-    fn no_comparison_is_no_baseline() {
-        let e = Evidence {
-            measured: true,
-            parity_passed: Some(true),
-            comparison: None,
-        };
-        assert_eq!(decide(&gate(), &e), Verdict::NoBaseline);
+    fn neither_reference_is_no_baseline() {
+        assert_eq!(
+            decide(&gate(), &ev(None, None)),
+            Decision {
+                verdict: Verdict::NoBaseline,
+                decided_by: None
+            }
+        );
         // Offline compare has no parity: still decided on timing.
-        let c = comparison(1.0, (0.99, 1.01), 0.5, 0.5, 0.0);
+        let c = same();
         let e = Evidence {
             parity_passed: None,
-            ..with(&c)
+            ..ev(Some(&c), None)
         };
-        assert_eq!(decide(&gate(), &e), Verdict::Pass);
+        assert_eq!(v(&e), Verdict::Pass);
     }
 
     #[test]
     fn regression_needs_all_three_tests() {
-        let g = gate();
-        let c = comparison(1.05, (1.03, 1.07), 0.001, 0.999, 0.6);
-        assert_eq!(decide(&g, &with(&c)), Verdict::Regression);
-        // Interval reaches below 1 + m: not confident it is past the threshold.
-        let c = comparison(1.05, (1.01, 1.07), 0.001, 0.999, 0.6);
-        assert_eq!(decide(&g, &with(&c)), Verdict::Inconclusive);
-        // p not significant after Holm.
-        let c = comparison(1.05, (1.03, 1.07), 0.2, 0.8, 0.6);
-        assert_eq!(decide(&g, &with(&c)), Verdict::Inconclusive);
+        let c = ab(1.05, (1.03, 1.07), 0.001, 0.999, 0.6);
+        assert_eq!(
+            decide(&gate(), &ev(Some(&c), None)),
+            Decision {
+                verdict: Verdict::Regression,
+                decided_by: Some(Reference::Ab)
+            }
+        );
+        // The bound reaches below 1 + m: not confident it is past the margin.
+        let c = ab(1.05, (1.01, 1.07), 0.001, 0.999, 0.6);
+        assert_eq!(v(&ev(Some(&c), None)), Verdict::Inconclusive);
+        // Margin p not significant after Holm.
+        let c = ab(1.05, (1.03, 1.07), 0.2, 0.8, 0.6);
+        assert_eq!(v(&ev(Some(&c), None)), Verdict::Inconclusive);
         // Effect negligible.
-        let c = comparison(1.05, (1.03, 1.07), 0.001, 0.999, 0.1);
-        assert_eq!(decide(&g, &with(&c)), Verdict::Inconclusive);
+        let c = ab(1.05, (1.03, 1.07), 0.001, 0.999, 0.1);
+        assert_eq!(v(&ev(Some(&c), None)), Verdict::Inconclusive);
     }
 
     #[test]
     fn improvement_is_the_mirror_image() {
-        let g = gate();
-        let c = comparison(0.95, (0.93, 0.97), 0.999, 0.001, -0.6);
-        assert_eq!(decide(&g, &with(&c)), Verdict::Improvement);
-        let c = comparison(0.95, (0.93, 0.99), 0.999, 0.001, -0.6);
-        assert_eq!(decide(&g, &with(&c)), Verdict::Inconclusive);
-        let c = comparison(0.95, (0.93, 0.97), 0.999, 0.3, -0.6);
-        assert_eq!(decide(&g, &with(&c)), Verdict::Inconclusive);
+        let c = ab(0.95, (0.93, 0.97), 0.999, 0.001, -0.6);
+        assert_eq!(v(&ev(Some(&c), None)), Verdict::Improvement);
+        let c = ab(0.95, (0.93, 0.99), 0.999, 0.001, -0.6);
+        assert_eq!(v(&ev(Some(&c), None)), Verdict::Inconclusive);
+        let c = ab(0.95, (0.93, 0.97), 0.999, 0.3, -0.6);
+        assert_eq!(v(&ev(Some(&c), None)), Verdict::Inconclusive);
+        let c = ab(0.95, (0.93, 0.97), 0.999, 0.001, 0.0);
+        assert_eq!(v(&ev(Some(&c), None)), Verdict::Inconclusive);
     }
 
     #[test]
-    fn inside_threshold_passes_even_if_significant() {
+    fn ab_decides_over_the_stored_baseline() {
+        // A/B says 5% slower; the stored baseline says nothing: a regression by A/B.
+        let a = ab(1.05, (1.03, 1.07), 0.001, 0.999, 0.6);
+        let s = stored(1.0, (0.98, 1.02), 1.0, 1.0, 0.0);
+        assert_eq!(
+            decide(&gate(), &ev(Some(&a), Some(&s))),
+            Decision {
+                verdict: Verdict::Regression,
+                decided_by: Some(Reference::Ab)
+            }
+        );
+        // A/B clean, stored says a regression: drift, decided by the stored baseline.
+        let a = same();
+        let s = stored(1.05, (1.03, 1.07), 0.001, 0.999, 0.6);
+        assert_eq!(
+            decide(&gate(), &ev(Some(&a), Some(&s))),
+            Decision {
+                verdict: Verdict::Drift,
+                decided_by: Some(Reference::Stored)
+            }
+        );
+        // A/B inconclusive (past the margin without evidence): not a drift.
+        let a = ab(1.03, (1.01, 1.05), 0.2, 1.0, 0.6);
+        assert_eq!(v(&ev(Some(&a), Some(&s))), Verdict::Inconclusive);
+        // The stored baseline only hints: pass.
+        let s = stored(1.03, (1.01, 1.05), 0.2, 1.0, 0.6);
+        assert_eq!(v(&ev(Some(&same()), Some(&s))), Verdict::Pass);
+        // A stored baseline that says faster is no drift either.
+        let s = stored(0.95, (0.93, 0.97), 1.0, 0.001, -0.6);
+        assert_eq!(v(&ev(Some(&same()), Some(&s))), Verdict::Pass);
+    }
+
+    #[test]
+    fn without_a_base_the_stored_baseline_decides() {
+        let s = stored(1.05, (1.03, 1.07), 0.001, 0.999, 0.6);
+        assert_eq!(
+            decide(&gate(), &ev(None, Some(&s))),
+            Decision {
+                verdict: Verdict::Regression,
+                decided_by: Some(Reference::Stored)
+            }
+        );
+        let s = stored(1.03, (0.99, 1.07), 0.3, 1.0, 0.6);
+        assert_eq!(v(&ev(None, Some(&s))), Verdict::Inconclusive);
+        let s = stored(0.95, (0.93, 0.97), 1.0, 0.001, -0.6);
+        assert_eq!(v(&ev(None, Some(&s))), Verdict::Improvement);
+    }
+
+    #[test]
+    fn inside_margin_passes_even_if_significant() {
         // 1% slower with a tight interval and tiny p: real, but under the 2% gate.
-        let c = comparison(1.01, (1.005, 1.015), 1e-12, 1.0, 0.9);
-        assert_eq!(decide(&gate(), &with(&c)), Verdict::Pass);
+        let c = ab(1.01, (1.005, 1.015), 1.0, 1.0, 0.9);
+        assert_eq!(
+            decide(&gate(), &ev(Some(&c), None)),
+            Decision {
+                verdict: Verdict::Pass,
+                decided_by: Some(Reference::Ab)
+            }
+        );
     }
 
     #[test]
     fn threshold_and_effect_come_from_settings() {
-        let c = comparison(1.05, (1.03, 1.07), 0.001, 0.999, 0.2);
+        let c = ab(1.05, (1.03, 1.07), 0.001, 0.999, 0.2);
         let mut g = gate();
-        assert_eq!(decide(&g, &with(&c)), Verdict::Regression);
+        assert_eq!(decide(&g, &ev(Some(&c), None)).verdict, Verdict::Regression);
         g.min_effect = Magnitude::Large;
-        assert_eq!(decide(&g, &with(&c)), Verdict::Inconclusive);
+        assert_eq!(
+            decide(&g, &ev(Some(&c), None)).verdict,
+            Verdict::Inconclusive
+        );
         g.min_effect = Magnitude::Small;
         g.max_p50_regression = 0.1;
-        assert_eq!(decide(&g, &with(&c)), Verdict::Pass);
+        assert_eq!(decide(&g, &ev(Some(&c), None)).verdict, Verdict::Pass);
     }
 
     #[test]
     fn which_verdicts_fail_the_gate() {
-        assert!(gate_passes([
-            Verdict::Pass,
-            Verdict::NoBaseline,
-            Verdict::Improvement,
-            Verdict::Inconclusive
-        ]));
+        let pr = Policy::default();
+        let push = Policy {
+            fail_on_drift: true,
+        };
+        assert!(gate_passes(
+            [
+                Verdict::Pass,
+                Verdict::NoBaseline,
+                Verdict::Improvement,
+                Verdict::Inconclusive,
+                Verdict::Drift
+            ],
+            pr
+        ));
         for v in [Verdict::Error, Verdict::ParityFail, Verdict::Regression] {
-            assert!(!gate_passes([Verdict::Pass, v]), "{v}");
+            assert!(!gate_passes([Verdict::Pass, v], pr), "{v}");
+            assert!(!gate_passes([Verdict::Pass, v], push), "{v}");
         }
+        assert!(!gate_passes([Verdict::Drift], push));
+        assert!(Verdict::Drift.warns());
     }
 }

@@ -114,8 +114,8 @@ fn bad_baseline_files_are_errors_naming_the_file_and_are_kept() {
             "is not valid ci-gate JSON",
         ),
         (
-            good.replacen("\"schema_version\": 1", "\"schema_version\": 2", 1),
-            "has schema_version 2, newer",
+            good.replacen("\"schema_version\": 2", "\"schema_version\": 3", 1),
+            "has schema_version 3, newer",
         ),
         (other_gpu, "records GPU \"NVIDIA L4\""),
         (String::new(), "the file is empty"),
@@ -179,7 +179,7 @@ fn update_input_errors() {
     write(&from, &r);
     update(&dir.path().join("b"), &from, &[])
         .code(2)
-        .stderr(predicate::str::contains("cannot tell which GPU"));
+        .stderr(predicate::str::contains("the GPU it was measured on is unknown"));
 }
 
 #[test]

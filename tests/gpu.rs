@@ -11,9 +11,11 @@ use rand_chacha::ChaCha8Rng;
 
 use ci_gate::config::{CacheMode, Dtype, MeasureSettings, ShapeParams, Tolerance};
 use ci_gate::gpu::Gpu;
-use ci_gate::gpu::measure::{RoundsPolicy, measure};
+use ci_gate::gpu::measure::{AbSide, Held, measure, measure_pairs};
 use ci_gate::gpu::parity::{POISON, Which, attention_on_host, check_parity};
 use ci_gate::reference::{Problem, attention, decode, errors};
+use ci_gate::results::PairOrder;
+use ci_gate::stats::{Rounds, paired_margin_test};
 use common::{golden_dir, read_f32, read_u16};
 
 fn gpu() -> Gpu {
@@ -186,7 +188,8 @@ fn parity_and_measurement_of_a_pr_shape() {
     };
     for causal in [false, true] {
         let shape = ShapeParams::new(2, 8, 512, 64, causal, Dtype::Float16);
-        let p = check_parity(&gpu, &shape, tol, 11).unwrap();
+        let kernel = gpu.kernels.attention(&shape).unwrap();
+        let p = check_parity(&gpu, kernel, &shape, tol, 11).unwrap();
         assert!(p.passed(), "{shape}: {p:?}");
     }
     let shape = ShapeParams::new(2, 8, 512, 64, false, Dtype::Float16);
@@ -194,7 +197,7 @@ fn parity_and_measurement_of_a_pr_shape() {
         cache: CacheMode::Hot,
         ..MeasureSettings::default()
     };
-    let m = measure(&gpu, &shape, &settings, RoundsPolicy::Exactly(4), None, 3).unwrap();
+    let m = measure(&gpu, &shape, &settings, 4, None, 3).unwrap();
     assert_eq!(m.rounds.len(), 4);
     assert!(
         m.rounds
@@ -219,7 +222,7 @@ fn parity_and_measurement_of_a_pr_shape() {
         cache: CacheMode::Cold,
         ..settings
     };
-    let c = measure(&gpu, &shape, &cold, RoundsPolicy::Exactly(2), None, 3).unwrap();
+    let c = measure(&gpu, &shape, &cold, 2, None, 3).unwrap();
     assert!(
         c.working_set_bytes > 2 * gpu.info.l2_bytes,
         "cold working set {} vs L2 {}",
@@ -233,8 +236,10 @@ fn parity_and_measurement_of_a_pr_shape() {
 fn a_shape_too_large_for_the_grid_is_a_clear_error() {
     let gpu = gpu();
     let shape = ShapeParams::new(65_536, 2, 1, 64, false, Dtype::Float16);
+    let kernel = gpu.kernels.attention(&shape).unwrap();
     let e = check_parity(
         &gpu,
+        kernel,
         &shape,
         Tolerance {
             max_abs: 1.0,
@@ -248,4 +253,47 @@ fn a_shape_too_large_for_the_grid_is_a_clear_error() {
         e.contains("b65536h2s1d64_f16") && e.contains("65535"),
         "{e}"
     );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn ab_pairs_of_one_kernel_agree() {
+    // The same kernel loaded twice, as base and candidate: A/A pairs in random order.
+    let gpu = gpu();
+    let other = gpu
+        .load_attention(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels"))
+        .unwrap();
+    assert_eq!(other.source_hash, gpu.kernel_source_hash);
+    let shape = ShapeParams::new(2, 8, 512, 64, false, Dtype::Float16);
+    let settings = MeasureSettings::default();
+    let mut sides = [
+        AbSide::new(gpu.kernels.attention(&shape).unwrap(), None),
+        AbSide::new(other.get(&shape).unwrap(), None),
+    ];
+    let mut coin = ChaCha8Rng::seed_from_u64(5);
+    let (mut held, mut orders) = (Held::default(), Vec::new());
+    measure_pairs(
+        &gpu,
+        &shape,
+        &settings,
+        &mut sides,
+        &mut coin,
+        9,
+        &mut held,
+        &mut orders,
+        10,
+    )
+    .unwrap();
+    assert_eq!(orders.len(), 10);
+    assert!(orders.contains(&PairOrder::BaseFirst) && orders.contains(&PairOrder::CandFirst));
+    assert_eq!(sides[0].m.rounds.len(), 10);
+    assert_eq!(
+        sides[0].m.launches_per_sample,
+        sides[1].m.launches_per_sample
+    );
+    let base = Rounds::new(sides[0].m.rounds.clone()).unwrap();
+    let cand = Rounds::new(sides[1].m.rounds.clone()).unwrap();
+    let t = paired_margin_test(&base, &cand, 0.02).unwrap();
+    assert!((t.ratio() - 1.0).abs() < 0.01, "{t:?}");
+    assert!(t.p_slower > 0.05 && t.p_faster > 0.05, "{t:?}");
 }

@@ -1,15 +1,19 @@
 //! `ci-gate baseline show|update`.
 
-use anyhow::{Result, bail};
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
 use chrono::Utc;
 
 use super::Outcome;
-use super::pipeline::{self, Against, RunPlan, load_config};
+use super::child;
+use super::pipeline::load_config;
 use crate::baseline::{BaselineFile, BaselineShape, BaselineStore, Provenance};
 use crate::cli::{BaselineShowArgs, BaselineUpdateArgs};
-use crate::evaluate::evaluate;
+use crate::comparison::Comparison;
+use crate::config::{CacheMode, ShapeParams};
 use crate::results::{ResultsFile, SCHEMA_VERSION};
-use crate::verdict::Verdict;
+use crate::stats::{ProcessSpread, Rounds, Sample, process_spread};
 
 pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
     let store = BaselineStore::new(&args.baselines);
@@ -28,7 +32,14 @@ pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
     let mut table = comfy_table::Table::new();
     table.load_style(comfy_table::presets::UTF8_FULL_CONDENSED);
     table.set_header([
-        "File", "GPU", "Config", "Shapes", "Commit", "Recorded", "Reason",
+        "File",
+        "GPU",
+        "Config",
+        "Shapes",
+        "Commit",
+        "Recorded",
+        "Reason",
+        "Process spread",
     ]);
     let mut bad = Vec::new();
     for (path, loaded) in files {
@@ -52,6 +63,7 @@ pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
                         b.provenance.reason,
                         if b.provenance.forced { " (forced)" } else { "" }
                     ),
+                    spread_range(&b),
                 ]);
             }
             Err(e) => bad.push(e),
@@ -68,11 +80,68 @@ pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
     Err(first.into())
 }
 
-/// Records new baselines for this GPU (from a fresh run, or from a results file).
+/// The range of the between-process spreads a baseline records, or why there is none.
+fn spread_range(b: &BaselineFile) -> String {
+    let sds: Vec<f64> = b
+        .shapes
+        .iter()
+        .filter_map(|s| s.process_spread.map(|p| p.sd))
+        .collect();
+    if sds.is_empty() {
+        return "not recorded".into();
+    }
+    let lo = sds.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = sds.iter().copied().fold(0.0, f64::max);
+    let k = b
+        .shapes
+        .iter()
+        .map(|s| s.process_rounds.len())
+        .max()
+        .unwrap_or(0);
+    format!("{:.2}–{:.2}% ({k} processes)", lo * 100.0, hi * 100.0)
+}
+
+/// Records a baseline into `store` from results files without printing (selftest).
+pub fn record_quietly(
+    config: &std::path::Path,
+    store: &std::path::Path,
+    from: &[PathBuf],
+) -> Result<()> {
+    let exe = std::env::current_exe().context("cannot find the ci-gate executable")?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args([
+        "baseline", "update", "--reason", "selftest", "--force", "--config",
+    ])
+    .arg(config)
+    .arg("--baselines")
+    .arg(store);
+    for f in from {
+        cmd.arg("--from").arg(f);
+    }
+    let out = cmd
+        .stdin(std::process::Stdio::null())
+        .output()
+        .context("cannot start ci-gate baseline update")?;
+    if !out.status.success() {
+        bail!(
+            "recording the selftest baseline failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// Processes `baseline update` measures in when it measures (not `--from`).
+pub const DEFAULT_PROCESSES: u32 = 3;
+
+/// Records new baselines for this GPU, from fresh measuring processes or results files.
 ///
-/// Refuses, exit 1, naming the shapes, when a shape fails parity or would be recorded more
-/// than the gate's threshold slower than the stored baseline; `--force` records anyway.
-/// Shapes that could not be measured have nothing to record and always refuse.
+/// Each shape's rounds from every process are kept with their process boundaries, and the
+/// between-process spread of its p50 is estimated from them (`stats::process_spread`), so
+/// later comparisons with this baseline carry that spread. Refuses, exit 1, naming the
+/// shapes, when a shape fails parity, would be recorded more than the gate's margin slower
+/// than the stored baseline, or when the update would drop stored shapes; `--force` records
+/// anyway. Shapes that could not be measured have nothing to record and always refuse.
 pub fn update(args: &BaselineUpdateArgs) -> Result<Outcome> {
     let reason = args.reason.trim();
     if reason.is_empty() {
@@ -80,89 +149,104 @@ pub fn update(args: &BaselineUpdateArgs) -> Result<Outcome> {
             "--reason is empty: say why the baseline changes (it is kept in the file's provenance)"
         );
     }
-    let store = BaselineStore::new(&args.config.baselines);
-    let mut results = match &args.from {
-        Some(path) => ResultsFile::load(path)?,
-        None => {
-            let (config, shapes) = load_config(&args.config.config, &[])?;
-            pipeline::run(RunPlan {
-                config,
-                shapes,
-                kernels: args.config.kernels.clone(),
-                against: Against::Nothing,
-                parity: true,
-                rounds: None,
-                inject: None,
-                progress: true,
-            })?
-        }
-    };
-    let source = args
-        .from
-        .as_ref()
-        .map_or_else(|| "this run".to_owned(), |p| p.display().to_string());
-    if let Some(e) = &results.error {
-        bail!("{source} did not reach a verdict ({e}); nothing to record");
+    if args.processes < 1 {
+        bail!("--processes must be at least 1");
     }
-    let Some(env) = results.environment.clone() else {
-        bail!("{source} has no environment: cannot tell which GPU it was measured on");
+    let store = BaselineStore::new(&args.config.baselines);
+    let (runs, source): (Vec<ResultsFile>, String) = if args.from.is_empty() {
+        let (_, shapes) = load_config(&args.config.config, &[])?;
+        let names: Vec<String> = shapes.iter().map(|s| s.name()).collect();
+        let dir = child::scratch("ci-gate-baseline-")?;
+        let mut runs = Vec::new();
+        for p in 1..=args.processes {
+            eprintln!("measuring process {p}/{}", args.processes);
+            let child = child::LocalChild {
+                config: &args.config.config,
+                kernels: &args.config.kernels,
+                baselines: &args.config.baselines,
+                shapes: &names,
+                extra: vec!["--no-base".into(), "--no-compare".into()],
+            };
+            runs.push(child.run(&child::file_in(&dir, &format!("process{p}.json")))?);
+        }
+        (runs, format!("{} measuring processes", args.processes))
+    } else {
+        let runs = args
+            .from
+            .iter()
+            .map(|p| ResultsFile::load(p).map_err(anyhow::Error::from))
+            .collect::<Result<Vec<_>>>()?;
+        let names: Vec<String> = args.from.iter().map(|p| p.display().to_string()).collect();
+        (runs, names.join(", "))
+    };
+    let merged = merge_processes(&runs, &args.from)?;
+    let first = &runs[0];
+    let Some(env) = first.environment.clone() else {
+        bail!("{source}: no environment recorded, so the GPU it was measured on is unknown");
     };
     // A corrupt or foreign baseline stops here, before anything is written.
-    let previous = store.load(&env.gpu_slug, &env.gpu_name, &results.config.name)?;
+    let previous = store.load(&env.gpu_slug, &env.gpu_name, &first.config.name)?;
 
-    let errors: Vec<String> = results
-        .shapes
+    let unmeasured: Vec<String> = merged
         .iter()
-        .filter(|s| s.error.is_some() || s.samples_us.is_empty())
-        .map(|s| s.name.clone())
+        .filter(|m| m.error.is_some())
+        .map(|m| m.name.clone())
         .collect();
-    if !errors.is_empty() {
+    if !unmeasured.is_empty() {
         eprintln!(
             "refusing to record: {} could not be measured in {source}, so there is nothing to record for {}",
-            errors.join(", "),
-            if errors.len() == 1 { "it" } else { "them" }
+            unmeasured.join(", "),
+            if unmeasured.len() == 1 { "it" } else { "them" }
         );
         return Ok(Outcome::Fail);
     }
-    let parity_failures: Vec<String> = results
-        .shapes
-        .iter()
-        .filter(|s| s.parity.as_ref().is_some_and(|p| !p.passed()))
-        .map(|s| s.name.clone())
-        .collect();
-    let gate = results.gate.clone();
-    let slower: Vec<String> = match &previous {
-        None => Vec::new(),
-        Some(prev) => {
-            evaluate(
-                &mut results.shapes,
-                |s| {
-                    let cache = s.measurement.as_ref().map(|m| m.cache)?;
-                    prev.shape(&s.params, cache).map(|b| b.samples_us.clone())
-                },
-                &gate,
-            )?;
-            results
-                .shapes
-                .iter()
-                .filter_map(|s| {
-                    let c = s.comparison.as_ref()?;
-                    (s.verdict == Verdict::Regression || c.ratio > 1.0 + gate.max_p50_regression)
-                        .then(|| format!("{} ({:+.2}%)", s.name, (c.ratio - 1.0) * 100.0))
-                })
-                .collect()
-        }
-    };
+    let gate = first.gate.clone();
     let mut refusals = Vec::new();
+    let parity_failures: Vec<String> = merged
+        .iter()
+        .filter(|m| m.parity.as_ref().is_some_and(|p| !p.passed()))
+        .map(|m| m.name.clone())
+        .collect();
     if !parity_failures.is_empty() {
         refusals.push(format!("{} fail parity", parity_failures.join(", ")));
     }
-    if !slower.is_empty() {
-        refusals.push(format!(
-            "{} would be recorded more than {:.1}% slower than the stored baseline",
-            slower.join(", "),
-            gate.max_p50_regression * 100.0
-        ));
+    if let Some(prev) = &previous {
+        let mut slower = Vec::new();
+        for m in &merged {
+            let Some(old) = prev.shape(&m.params, m.cache) else {
+                continue;
+            };
+            let cand = Rounds::new(m.rounds.clone())?;
+            let c = Comparison::unpaired(&old.stored_side(), &cand, None, &gate)?;
+            if c.ratio > 1.0 + gate.max_p50_regression {
+                slower.push(format!("{} ({})", m.name, crate::report::pct(c.ratio)));
+            }
+        }
+        if !slower.is_empty() {
+            refusals.push(format!(
+                "{} would be recorded more than {:.1}% slower than the stored baseline",
+                slower.join(", "),
+                gate.max_p50_regression * 100.0
+            ));
+        }
+        let dropped: Vec<String> = prev
+            .shapes
+            .iter()
+            .filter(|old| {
+                !merged
+                    .iter()
+                    .any(|m| m.params == old.params && m.cache == old.cache)
+            })
+            .map(|old| old.name.clone())
+            .collect();
+        if !dropped.is_empty() {
+            refusals.push(format!(
+                "the update would drop {} stored shape{} ({}) that {source} did not measure",
+                dropped.len(),
+                if dropped.len() == 1 { "" } else { "s" },
+                dropped.join(", ")
+            ));
+        }
     }
     if !refusals.is_empty() && !args.force {
         eprintln!(
@@ -174,31 +258,40 @@ pub fn update(args: &BaselineUpdateArgs) -> Result<Outcome> {
     for r in &refusals {
         eprintln!("warning: recording with --force although {r}");
     }
+    let single: Vec<String> = merged
+        .iter()
+        .filter(|m| m.spread.is_none())
+        .map(|m| m.name.clone())
+        .collect();
+    if !single.is_empty() {
+        eprintln!(
+            "warning: {} {} measured in one process only: no spread between processes is recorded, and comparisons will assume 0.5%; record from at least {DEFAULT_PROCESSES} processes",
+            single.join(", "),
+            if single.len() == 1 { "was" } else { "were" }
+        );
+    }
 
-    let mut shapes = Vec::with_capacity(results.shapes.len());
-    for s in &results.shapes {
-        let (Some(summary), Some(m)) = (&s.summary, &s.measurement) else {
-            bail!(
-                "{source}: shape {} has samples but no summary or measurement record",
-                s.name
-            );
-        };
+    let mut shapes = Vec::with_capacity(merged.len());
+    for m in merged {
+        let summary = Sample::new(m.rounds.iter().flatten().copied().collect())?.summary();
         shapes.push(BaselineShape {
-            name: s.name.clone(),
-            params: s.params,
+            tflops: Some(m.params.flops() / (summary.p50 * 1e-6) / 1e12),
+            name: m.name,
+            params: m.params,
             cache: m.cache,
-            samples_us: s.samples_us.clone(),
-            summary: summary.clone(),
-            tflops: s.tflops,
-            parity: s.parity.clone(),
+            samples_us: m.rounds,
+            summary,
+            parity: m.parity,
+            process_rounds: m.process_rounds,
+            process_spread: m.spread,
         });
     }
     let file = BaselineFile {
         schema_version: SCHEMA_VERSION,
         gpu_slug: env.gpu_slug.clone(),
-        config: results.config.clone(),
+        config: first.config.clone(),
         provenance: Provenance {
-            commit: results.git_commit.clone(),
+            commit: first.git_commit.clone(),
             recorded_at: Utc::now(),
             reason: reason.to_owned(),
             previous_commit: previous.as_ref().and_then(|p| p.provenance.commit.clone()),
@@ -207,16 +300,135 @@ pub fn update(args: &BaselineUpdateArgs) -> Result<Outcome> {
             forced: args.force && !refusals.is_empty(),
         },
         environment: env,
-        kernel_source_hash: results.kernel_source_hash.clone(),
+        kernel_source_hash: first.kernel_source_hash.clone(),
         shapes,
     };
     let path = store.save(&file)?;
+    let spreads: Vec<f64> = file
+        .shapes
+        .iter()
+        .filter_map(|s| s.process_spread.map(|p| p.sd))
+        .collect();
     println!(
-        "recorded {} shape{} for {} in {}",
+        "recorded {} shape{} for {} in {} from {source}{}",
         file.shapes.len(),
         if file.shapes.len() == 1 { "" } else { "s" },
         file.environment.gpu_name,
-        path.display()
+        path.display(),
+        if spreads.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; spread between processes {:.2}%–{:.2}%",
+                spreads.iter().copied().fold(f64::INFINITY, f64::min) * 100.0,
+                spreads.iter().copied().fold(0.0, f64::max) * 100.0
+            )
+        }
     );
     Ok(Outcome::Pass)
+}
+
+/// One shape's rounds from every process, with their boundaries.
+struct MergedShape {
+    name: String,
+    params: ShapeParams,
+    cache: CacheMode,
+    rounds: Vec<Vec<f64>>,
+    process_rounds: Vec<usize>,
+    spread: Option<ProcessSpread>,
+    parity: Option<crate::results::Parity>,
+    /// Why it cannot be recorded.
+    error: Option<String>,
+}
+
+/// Joins the runs shape by shape. The runs must be of one config, one GPU model and one
+/// kernel, each must have reached a verdict and hold shapes; a shape missing from a run, or
+/// with an error or empty rounds in any, cannot be recorded.
+fn merge_processes(runs: &[ResultsFile], from: &[PathBuf]) -> Result<Vec<MergedShape>> {
+    let name = |i: usize| {
+        from.get(i).map_or_else(
+            || format!("measuring process {}", i + 1),
+            |p| p.display().to_string(),
+        )
+    };
+    let Some(first) = runs.first() else {
+        bail!("nothing to record");
+    };
+    for (i, r) in runs.iter().enumerate() {
+        if let Some(e) = &r.error {
+            bail!(
+                "{} did not reach a verdict ({e}); nothing to record",
+                name(i)
+            );
+        }
+        if r.shapes.is_empty() {
+            bail!("{} holds no shapes; nothing to record", name(i));
+        }
+        if r.config.name != first.config.name {
+            bail!(
+                "{} is of config {:?} and {} of {:?}: one baseline is one config",
+                name(0),
+                first.config.name,
+                name(i),
+                r.config.name
+            );
+        }
+        let slug = |r: &ResultsFile| r.environment.as_ref().map(|e| e.gpu_slug.clone());
+        if slug(r) != slug(first) {
+            bail!(
+                "{} and {} were measured on different GPU models",
+                name(0),
+                name(i)
+            );
+        }
+        if r.kernel_source_hash != first.kernel_source_hash {
+            bail!(
+                "{} and {} measured different kernels (attention.cu hashes differ)",
+                name(0),
+                name(i)
+            );
+        }
+    }
+    let mut merged = Vec::new();
+    for s in &first.shapes {
+        let cache = s.measurement.as_ref().map_or(CacheMode::Hot, |m| m.cache);
+        let mut m = MergedShape {
+            name: s.name.clone(),
+            params: s.params,
+            cache,
+            rounds: Vec::new(),
+            process_rounds: Vec::new(),
+            spread: None,
+            parity: s.parity.clone(),
+            error: None,
+        };
+        for (i, r) in runs.iter().enumerate() {
+            let found = r.shapes.iter().find(|x| {
+                x.params == s.params && x.measurement.as_ref().map(|mm| mm.cache) == Some(cache)
+            });
+            match found {
+                None => m.error = Some(format!("missing from {}", name(i))),
+                Some(x) if x.error.is_some() || x.samples_us.is_empty() => {
+                    m.error = Some(format!("not measured in {}", name(i)))
+                }
+                Some(x) if x.samples_us.iter().any(|r| r.is_empty()) => {
+                    m.error = Some(format!("an empty round in {}", name(i)))
+                }
+                Some(x) => {
+                    if x.parity.as_ref().is_some_and(|p| !p.passed()) {
+                        m.parity = x.parity.clone();
+                    }
+                    m.process_rounds.push(x.samples_us.len());
+                    m.rounds.extend(x.samples_us.iter().cloned());
+                }
+            }
+        }
+        if m.error.is_none() {
+            let rounds =
+                Rounds::new(m.rounds.clone()).with_context(|| format!("shape {}", m.name))?;
+            m.spread = process_spread(&rounds, &m.process_rounds);
+        }
+        merged.push(m);
+    }
+    Ok(merged)
 }

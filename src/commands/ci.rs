@@ -5,7 +5,8 @@
 use anyhow::{Context, Result};
 
 use super::Outcome;
-use super::pipeline::{Against, RunPlan, failed_run, load_config, run};
+use super::local::resolve_base;
+use super::pipeline::{AbMode, Against, RunPlan, failed_run, load_config, run};
 use crate::baseline::BaselineStore;
 use crate::cli::CiArgs;
 use crate::config::Config;
@@ -13,7 +14,7 @@ use crate::github::GithubEnv;
 use crate::github::actions::{Level, annotation, append_step_summary, write_outputs};
 use crate::report::{Exporter, MarkdownExporter, Report, TableExporter, pct};
 use crate::results::ResultsFile;
-use crate::verdict::Verdict;
+use crate::verdict::{Policy, Verdict};
 
 pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
     let gh = GithubEnv::from_env();
@@ -21,16 +22,25 @@ pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
     let measured = (|| -> Result<ResultsFile> {
         let (c, shapes) = load_config(&args.config.config, &[])?;
         config = Some(c.clone());
-        run(RunPlan {
+        let base = resolve_base(&args.base, &args.config.kernels, false)?;
+        let mut r = run(RunPlan {
             config: c,
             shapes,
             kernels: args.config.kernels.clone(),
+            base: base.kernels.clone(),
+            ab: AbMode::WhenDifferent,
             against: Against::Store(BaselineStore::new(&args.config.baselines)),
             parity: true,
             rounds: None,
             inject: None,
+            policy: Policy {
+                fail_on_drift: args.base.fail_on_drift,
+            },
+            trace_drift: true,
             progress: false,
-        })
+        })?;
+        r.notes.extend(base.note.clone());
+        Ok(r)
     })();
     let (results, failure) = match measured {
         Ok(r) => (r, None),
@@ -48,11 +58,14 @@ pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
         append_step_summary(path, &MarkdownExporter.render(&report))
             .with_context(|| format!("cannot write the job summary {}", path.display()))?;
     }
+    let policy = Policy {
+        fail_on_drift: results.fail_on_drift,
+    };
     for shape in &results.shapes {
-        if !shape.verdict.fails_gate() {
+        if !shape.verdict.fails(policy) {
             continue;
         }
-        let message = match (&shape.error, &shape.comparison, &shape.parity) {
+        let message = match (&shape.error, shape.primary(), &shape.parity) {
             (Some(e), _, _) => e.clone(),
             (None, _, Some(p)) if shape.verdict == Verdict::ParityFail => format!(
                 "parity lost: rel L2 {:.2e} (tolerance {:.1e}), max abs {:.2e} (tolerance {:.1e}), {} unwritten, {} NaN/Inf",
@@ -63,17 +76,24 @@ pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
                 p.unwritten,
                 p.nan_or_inf
             ),
-            (None, Some(c), _) => format!(
-                "p50 {} ({:.3} → {:.3} µs), {:.0}% CI [{}, {}], Cliff's δ {:+.2}, Holm-adjusted p {:.1e}",
-                pct(c.ratio),
-                c.p50_base,
-                c.p50_cand,
-                c.confidence * 100.0,
-                pct(c.ci_low),
-                pct(c.ci_high),
-                c.cliffs_delta,
-                c.mwu_p_holm
-            ),
+            (None, Some(c), _) => {
+                let c = match (shape.verdict, &shape.stored) {
+                    (Verdict::Drift, Some(s)) => s,
+                    _ => c,
+                };
+                format!(
+                    "p50 {} against the {} ({:.3} → {:.3} µs), {:.0}% CI [{}, {}], Cliff's δ {:+.2}, Holm-adjusted margin p {:.1e}",
+                    pct(c.ratio),
+                    c.reference,
+                    c.p50_base,
+                    c.p50_cand,
+                    c.confidence * 100.0,
+                    pct(c.ci_low),
+                    pct(c.ci_high),
+                    c.cliffs_delta,
+                    c.margin_p_holm
+                )
+            }
             _ => shape.verdict.to_string(),
         };
         println!(
@@ -116,6 +136,7 @@ pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
                 ("parity_failures", count(Verdict::ParityFail)),
                 ("errors", count(Verdict::Error)),
                 ("inconclusive", count(Verdict::Inconclusive)),
+                ("drift", count(Verdict::Drift)),
                 ("no_baseline", count(Verdict::NoBaseline)),
                 ("results", args.out.display().to_string()),
             ],

@@ -6,18 +6,18 @@ use anyhow::{Context, Result, bail};
 
 use super::Outcome;
 use crate::cli::CompareArgs;
-use crate::comparison::{Comparison, shape_seed};
-use crate::config::{Config, GateSettings};
+use crate::comparison::StoredSide;
+use crate::config::{Config, Dtype, GateSettings, ShapeParams};
 use crate::evaluate::evaluate;
-use crate::report::{Exporter, Format, JsonExporter, MarkdownExporter, Report, Row, TableExporter};
-use crate::results::ResultsFile;
-use crate::samples::parse_samples;
-use crate::stats::{Rounds, Sample};
-use crate::verdict::{Evidence, decide, gate_passes};
+use crate::report::{Exporter, Format, JsonExporter, MarkdownExporter, Report, TableExporter};
+use crate::results::{ResultsFile, ShapeResult};
+use crate::samples::parse_sample_rounds;
+use crate::stats::{ProcessSpread, Rounds, StatsError};
+use crate::verdict::Policy;
 
 enum Input {
     Results(Box<ResultsFile>),
-    Samples(Vec<f64>),
+    Samples(Vec<Vec<f64>>),
 }
 
 fn read_input(path: &Path) -> Result<Input> {
@@ -27,9 +27,22 @@ fn read_input(path: &Path) -> Result<Input> {
     if text.trim_start().starts_with('{') {
         let results: ResultsFile =
             crate::files::parse_versioned_json(&text, path, crate::results::SCHEMA_VERSION)?;
+        if let Some(e) = &results.error {
+            bail!(
+                "{} records a run that reached no verdict ({}); there is nothing to compare",
+                path.display(),
+                e.lines().next().unwrap_or_default()
+            );
+        }
+        if results.shapes.is_empty() {
+            bail!(
+                "{} holds no shapes; there is nothing to compare",
+                path.display()
+            );
+        }
         Ok(Input::Results(Box::new(results)))
     } else {
-        Ok(Input::Samples(parse_samples(&text, path)?))
+        Ok(Input::Samples(parse_sample_rounds(&text, path)?))
     }
 }
 
@@ -42,12 +55,17 @@ fn gate_for(args: &CompareArgs, from_results: Option<&GateSettings>) -> Result<G
 }
 
 pub fn run(args: &CompareArgs) -> Result<Outcome> {
+    if let Some(sd) = args.process_sd
+        && !(sd.is_finite() && (0.0..0.5).contains(&sd))
+    {
+        bail!("--process-sd {sd}: a spread between processes must be a fraction in [0, 0.5)");
+    }
     let base = read_input(&args.base)?;
     let cand = read_input(&args.cand)?;
     let report = match (base, cand) {
         (Input::Samples(b), Input::Samples(c)) => {
             let gate = gate_for(args, None)?;
-            compare_samples(b, c, &args.cand, gate)?
+            compare_samples(b, c, args, gate)?
         }
         (Input::Results(b), Input::Results(c)) => {
             let gate = gate_for(args, Some(&c.gate))?;
@@ -69,47 +87,67 @@ pub fn run(args: &CompareArgs) -> Result<Outcome> {
     Ok(Outcome::from_passed(report.passed))
 }
 
+/// The stored-style reference for an unpaired comparison of two files: what `--process-sd`
+/// says, else `default`.
+fn reference(
+    rounds: Vec<Vec<f64>>,
+    args: &CompareArgs,
+    default: Option<ProcessSpread>,
+) -> StoredSide {
+    StoredSide {
+        rounds,
+        process_rounds: Vec::new(),
+        spread: args
+            .process_sd
+            .map(|sd| ProcessSpread {
+                sd,
+                df: f64::INFINITY,
+            })
+            .or(default),
+    }
+}
+
 fn compare_samples(
-    base: Vec<f64>,
-    cand: Vec<f64>,
-    cand_path: &Path,
+    base: Vec<Vec<f64>>,
+    cand: Vec<Vec<f64>>,
+    args: &CompareArgs,
     gate: GateSettings,
 ) -> Result<Report> {
-    let b = Rounds::single(Sample::new(base)?);
-    let c = Rounds::single(Sample::new(cand)?);
-    let shape = cand_path
+    let shape = args
+        .cand
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "samples".into());
-    let comparison = Comparison::of(&b, &c, &gate, shape_seed(gate.seed, &shape))?;
-    let verdict = decide(
-        &gate,
-        &Evidence {
-            measured: true,
-            parity_passed: None,
-            comparison: Some(&comparison),
-        },
-    );
-    Ok(Report {
-        config_name: None,
-        rows: vec![Row {
-            shape,
-            p50_cand: Some(comparison.p50_cand),
-            tflops: None,
-            comparison: Some(comparison),
-            parity: None,
-            verdict,
-            error: None,
-        }],
-        passed: gate_passes([verdict]),
-        gate,
-        environment: None,
-        baseline: None,
-        commit: None,
-        run_url: None,
-        warnings: Vec::new(),
-        error: None,
-    })
+    let mut result = ShapeResult::new(ShapeParams::new(1, 1, 1, 64, false, Dtype::Float16));
+    result.name = shape;
+    let named = |e: StatsError, path: &Path| anyhow::anyhow!("{}: {e}", path.display());
+    Rounds::new(base.clone()).map_err(|e| named(e, &args.base))?;
+    let c = Rounds::new(cand.clone()).map_err(|e| named(e, &args.cand))?;
+    result.summary = Some(c.pooled().summary());
+    result.samples_us = cand;
+    if args.paired {
+        if base.len() != result.samples_us.len() {
+            bail!(
+                "--paired: {} has {} rounds and {} has {}; pairs need as many of each",
+                args.base.display(),
+                base.len(),
+                args.cand.display(),
+                result.samples_us.len()
+            );
+        }
+        result.base_samples_us = base.clone();
+    }
+    let stored = (!args.paired).then(|| reference(base, args, Some(ProcessSpread::NONE)));
+    let mut shapes = vec![result];
+    let passed = evaluate(&mut shapes, |_| stored.clone(), &gate, Policy::default())
+        .with_context(|| format!("in {}", args.base.display()))?;
+    let mut report = Report::from_shapes(&shapes, gate, passed);
+    if !args.paired && args.process_sd.is_none() {
+        report.notes.push(
+            "the rounds of BASE and CAND are taken as exchangeable units; if the two files come from separate processes, --process-sd adds the spread between them".into(),
+        );
+    }
+    Ok(report)
 }
 
 fn compare_results(
@@ -129,22 +167,58 @@ fn compare_results(
             c.gpu_name
         );
     }
+    let matching = |shape: &ShapeResult| {
+        let cache = shape.measurement.as_ref().map(|m| m.cache);
+        base.shapes.iter().find(|b| {
+            b.params == shape.params
+                && b.error.is_none()
+                && b.measurement.as_ref().map(|m| m.cache) == cache
+        })
+    };
+    if !cand.shapes.iter().any(|s| matching(s).is_some()) {
+        bail!(
+            "{} and {} share no measured shape (same parameters and cache mode): nothing can be compared",
+            args.base.display(),
+            args.cand.display()
+        );
+    }
     let mut warnings = Vec::new();
+    if args.paired {
+        for shape in cand.shapes.iter_mut() {
+            let Some(b) = matching(shape) else {
+                warnings.push(format!("{}: not in {}", shape.name, args.base.display()));
+                continue;
+            };
+            if b.samples_us.len() != shape.samples_us.len() {
+                bail!(
+                    "--paired: shape {} has {} rounds in {} and {} in {}; pairs need as many of each",
+                    shape.name,
+                    b.samples_us.len(),
+                    args.base.display(),
+                    shape.samples_us.len(),
+                    args.cand.display()
+                );
+            }
+            shape.base_samples_us = b.samples_us.clone();
+            shape.pair_order.clear();
+        }
+    }
     let passed = evaluate(
         &mut cand.shapes,
         |shape| {
-            let cache = shape.measurement.as_ref().map(|m| m.cache);
-            let found = base.shapes.iter().find(|b| {
-                b.params == shape.params
-                    && b.error.is_none()
-                    && b.measurement.as_ref().map(|m| m.cache) == cache
-            });
+            if args.paired {
+                return None;
+            }
+            let found = matching(shape);
             if found.is_none() {
                 warnings.push(format!("{}: not in {}", shape.name, args.base.display()));
             }
-            found.map(|b| b.samples_us.clone())
+            // Two results files are two processes: without --process-sd the spread between
+            // them is assumed (conservatively), as for a baseline that records none.
+            found.map(|b| reference(b.samples_us.clone(), args, None))
         },
         &gate,
+        Policy::default(),
     )
     .with_context(|| format!("in {}", args.base.display()))?;
     cand.gate = gate;

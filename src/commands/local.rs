@@ -1,39 +1,124 @@
 //! `ci-gate local`: the whole pipeline on this machine's GPU, a report on stdout.
 
-use anyhow::{Context, Result};
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
 
 use super::Outcome;
-use super::pipeline::{Against, RunPlan, load_config, run};
+use super::git;
+use super::pipeline::{AbMode, Against, BaseKernels, RunPlan, load_config, run};
 use crate::baseline::BaselineStore;
-use crate::cli::LocalArgs;
+use crate::cli::{BaseArgs, LocalArgs};
 use crate::report::{Exporter, Format, JsonExporter, MarkdownExporter, Report, TableExporter};
-use crate::results::ResultsFile;
+use crate::verdict::Policy;
+
+/// The base kernels a run measures against, with the temporary directory that holds them
+/// when they were read from git (removed when this is dropped).
+pub struct ResolvedBase {
+    pub kernels: Option<BaseKernels>,
+    pub note: Option<String>,
+    _tmp: Option<tempfile::TempDir>,
+}
+
+/// Resolves `--base`, `--base-kernels` and `--no-base`. Without any of them, `local` takes
+/// the merge-base with the default branch (`merge_base_by_default`) and `ci` none.
+pub fn resolve_base(
+    args: &BaseArgs,
+    kernels: &Path,
+    merge_base_by_default: bool,
+) -> Result<ResolvedBase> {
+    let none = |note: Option<String>| ResolvedBase {
+        kernels: None,
+        note,
+        _tmp: None,
+    };
+    if args.no_base {
+        return Ok(none(Some(
+            "--no-base: no A/B, the stored baseline decides".into(),
+        )));
+    }
+    if let Some(dir) = &args.base_kernels {
+        if !dir.join("attention.cu").is_file() {
+            bail!(
+                "--base-kernels {}: no attention.cu in that directory",
+                dir.display()
+            );
+        }
+        return Ok(ResolvedBase {
+            kernels: Some(BaseKernels {
+                dir: dir.clone(),
+                source: dir.display().to_string(),
+                commit: None,
+            }),
+            note: None,
+            _tmp: None,
+        });
+    }
+    let (commit, label) = match &args.base {
+        Some(rev) => {
+            let commit = git::resolve(rev)
+                .with_context(|| format!("--base {rev:?}: no such commit in this repository"))?;
+            (commit, rev.clone())
+        }
+        None if merge_base_by_default => match git::default_base() {
+            Some(c) => {
+                let label = format!("merge-base {}", c.chars().take(12).collect::<String>());
+                (c, label)
+            }
+            None => {
+                return Ok(none(Some(
+                    "no merge-base with a default branch (main, master or origin's HEAD) was found: no A/B, the stored baseline decides; pass --base REF or --base-kernels DIR".into(),
+                )));
+            }
+        },
+        None => return Ok(none(None)),
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix("ci-gate-base-")
+        .tempdir()
+        .context("cannot create a temporary directory for the base kernels")?;
+    let k = git::export_kernels(&commit, &label, kernels, tmp.path())?;
+    Ok(ResolvedBase {
+        kernels: Some(k),
+        note: None,
+        _tmp: Some(tmp),
+    })
+}
 
 pub fn run_local(args: &LocalArgs) -> Result<Outcome> {
     let (config, shapes) = load_config(&args.config.config, &args.shapes)?;
-    if args.inject.is_some() && args.against.is_none() {
-        anyhow::bail!("--inject needs --against: the slowdown is a fraction of that run's p50");
-    }
     if let Some(f) = args.inject
         && !(f > 0.0 && f < 1.0)
     {
-        anyhow::bail!("--inject {f}: the slowdown must be a fraction between 0 and 1");
+        bail!("--inject {f}: the slowdown must be a fraction between 0 and 1");
     }
-    let against = match (&args.against, args.no_compare) {
-        (Some(path), _) => Against::Results(Box::new(ResultsFile::load(path)?)),
-        (None, true) => Against::Nothing,
-        (None, false) => Against::Store(BaselineStore::new(&args.config.baselines)),
+    let base = resolve_base(&args.base, &args.config.kernels, true)?;
+    let against = if args.no_compare {
+        Against::Nothing
+    } else {
+        Against::Store(BaselineStore::new(&args.config.baselines))
     };
-    let results = run(RunPlan {
+    let mut results = run(RunPlan {
         config,
         shapes,
         kernels: args.config.kernels.clone(),
+        base: base.kernels.clone(),
+        ab: if args.ab_always {
+            AbMode::Always
+        } else {
+            AbMode::WhenDifferent
+        },
         against,
         parity: !args.no_parity,
         rounds: args.rounds,
         inject: args.inject,
+        policy: Policy {
+            fail_on_drift: args.base.fail_on_drift,
+        },
+        trace_drift: true,
         progress: args.format == Format::Table,
     })?;
+    results.notes.extend(base.note.clone());
     if let Some(out) = &args.out {
         results
             .save(out)

@@ -1,10 +1,12 @@
 //! One module per subcommand; [`run`] dispatches.
 
 mod baseline;
+mod child;
 mod ci;
 mod comment;
 mod compare;
 mod env;
+mod git;
 mod local;
 pub mod pipeline;
 mod selftest;

@@ -1,204 +1,578 @@
 //! The measuring pipeline shared by `local`, `ci`, `baseline update` and `selftest`:
-//! compile, check parity, measure, compare with the baseline, measure more where the first
-//! verdict is inconclusive, and assemble the results file.
+//! compile both kernel sets, check parity of both, measure base and candidate in pairs of
+//! rounds (or the candidate alone), compare with the references in a planned two-stage
+//! design, trace a drift with the baseline commit's kernels, and assemble the results file.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use chrono::Utc;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
 
 use crate::baseline::{BaselineFile, BaselineStore};
-use crate::config::{Config, ShapeParams};
-use crate::evaluate::evaluate;
+use crate::comparison::{Comparison, StoredSide, shape_seed};
+use crate::config::{CacheMode, Config, ShapeParams};
+use crate::evaluate::{evaluate, needs_second_look};
 use crate::gpu::Gpu;
+use crate::gpu::device::AttentionSet;
 use crate::gpu::env::{environment, throttled};
 use crate::gpu::measure::{
-    Injection, Measurement, RoundsPolicy, calibrate_spin, extend, measure, spin_up,
+    AbSide, Held, Injection, Measurement, SpinCalibration, calibrate_spin, extend, measure_pairs,
+    spin_up,
 };
 use crate::gpu::parity::check_parity;
 use crate::results::{
-    BaselineRef, ConfigInfo, Environment, MeasurementInfo, ResultsFile, SCHEMA_VERSION,
-    ShapeResult, current_git_commit,
+    BaseInfo, BaselineRef, ConfigInfo, DriftCause, DriftCheck, Environment, MeasurementInfo,
+    PairOrder, ResultsFile, SCHEMA_VERSION, ShapeResult, StageDesign, current_git_commit,
 };
-use crate::stats::Sample;
-use crate::verdict::Verdict;
+use crate::stats::{Rounds, Sample};
+use crate::verdict::{Policy, Verdict};
 
-/// What to compare a run with.
+/// What to compare a run with besides its base.
 pub enum Against {
     /// The stored baseline of this GPU and config.
     Store(BaselineStore),
-    /// A results file standing in for the baseline (selftest).
-    Results(Box<ResultsFile>),
-    /// Nothing: every shape reads `no-baseline`.
+    /// Nothing stored (selftest, baseline recording).
     Nothing,
+}
+
+/// The base side of an A/B run: a directory holding its `kernels/` files.
+#[derive(Clone, Debug)]
+pub struct BaseKernels {
+    pub dir: PathBuf,
+    /// What it is, for the report: a git revision or the directory.
+    pub source: String,
+    pub commit: Option<String>,
+}
+
+/// Whether A/B runs when the two timed kernels are byte-identical.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AbMode {
+    /// Skip it (the stored baseline decides).
+    WhenDifferent,
+    /// Run it anyway (selftest's A/A).
+    Always,
 }
 
 /// Everything a run needs.
 pub struct RunPlan {
     pub config: Config,
     pub shapes: Vec<ShapeParams>,
+    /// The candidate's kernels.
     pub kernels: PathBuf,
+    pub base: Option<BaseKernels>,
+    pub ab: AbMode,
     pub against: Against,
     pub parity: bool,
+    /// Exactly this many rounds (pairs) for every shape: one stage, no second look.
     pub rounds: Option<u32>,
-    /// Injected slowdown as a fraction of the baseline p50 (selftest only; needs a baseline).
+    /// Injected slowdown of the candidate as a fraction of the reference's p50 (selftest).
     pub inject: Option<f64>,
+    pub policy: Policy,
+    /// Trace a drift by reading the stored baseline's commit's kernels with git (third side).
+    pub trace_drift: bool,
     pub progress: bool,
 }
 
 /// GPU time spent at the start of a process to bring the clocks up before measuring.
 const SPIN_UP_MS: f64 = 300.0;
 
-/// Passes of extra rounds for shapes whose first verdict is inconclusive.
-const INCONCLUSIVE_PASSES: u32 = 2;
+/// One shape's measurement in progress.
+struct ShapeRun<'k> {
+    /// `[base, candidate]` in A/B; `[candidate]` alone otherwise.
+    sides: Vec<AbSide<'k>>,
+    orders: Vec<PairOrder>,
+    coin: ChaCha8Rng,
+    seed: u64,
+}
+
+impl<'k> ShapeRun<'k> {
+    fn ab(&self) -> bool {
+        self.sides.len() == 2
+    }
+
+    /// Measures `n` more rounds (pairs, in A/B), on fresh buffers.
+    fn more(
+        &mut self,
+        gpu: &Gpu,
+        params: &ShapeParams,
+        config: &Config,
+        n: u32,
+    ) -> Result<(), crate::gpu::GpuError> {
+        let mut held = Held::default();
+        if let [base, cand] = self.sides.as_mut_slice() {
+            let mut pair = [
+                AbSide {
+                    kernel: base.kernel,
+                    injection: base.injection,
+                    m: std::mem::replace(&mut base.m, Measurement::empty()),
+                },
+                AbSide {
+                    kernel: cand.kernel,
+                    injection: cand.injection,
+                    m: std::mem::replace(&mut cand.m, Measurement::empty()),
+                },
+            ];
+            let r = measure_pairs(
+                gpu,
+                params,
+                &config.measure,
+                &mut pair,
+                &mut self.coin,
+                self.seed,
+                &mut held,
+                &mut self.orders,
+                n,
+            );
+            let [b, c] = pair;
+            base.m = b.m;
+            cand.m = c.m;
+            r
+        } else {
+            let side = &mut self.sides[0];
+            extend(
+                gpu,
+                side.kernel,
+                params,
+                &config.measure,
+                side.injection,
+                self.seed,
+                &mut side.m,
+                &mut held,
+                n,
+            )
+        }
+    }
+
+    fn cand(&self) -> &Measurement {
+        &self.sides[self.sides.len() - 1].m
+    }
+}
 
 /// Runs the pipeline. Errors are things that prevent any verdict (no GPU, kernels that do
 /// not compile, an unreadable baseline); a shape that fails is recorded in its result.
 pub fn run(plan: RunPlan) -> Result<ResultsFile> {
-    let gpu = Gpu::open(&plan.kernels)?;
+    // With a base, the harness (reference and utility kernels) is the base's: trusted code
+    // checks the candidate, never the candidate's own reference.
+    let harness = plan.base.as_ref().map_or(&plan.kernels, |b| &b.dir);
+    let gpu = Gpu::open(harness)?;
+    let cand_own: Option<AttentionSet> = match &plan.base {
+        Some(_) => Some(gpu.load_attention(&plan.kernels)?),
+        None => None,
+    };
+    let cand_set = cand_own.as_ref().unwrap_or(&gpu.kernels.attention);
+    let base_set = plan.base.as_ref().map(|_| &gpu.kernels.attention);
     let monitor = &gpu.monitor;
     let mut env = environment(&gpu.info, monitor);
     let mut warnings = Vec::new();
+    let mut notes = Vec::new();
+    let config = &plan.config;
+    let cache = config.measure.cache;
 
-    let (baseline, baseline_ref): (Option<BaselineLike>, Option<BaselineRef>) = match &plan.against
+    let identical = base_set.is_some_and(|b| b.source_hash == cand_set.source_hash);
+    let ab_on = base_set.is_some() && (!identical || plan.ab == AbMode::Always);
+    let base_info = plan.base.as_ref().map(|b| BaseInfo {
+        source: b.source.clone(),
+        commit: b.commit.clone(),
+        kernel_source_hash: gpu.kernels.attention.source_hash.clone(),
+        measured: ab_on,
+    });
+    if let Some(b) = &plan.base
+        && !ab_on
     {
-        Against::Nothing => (None, None),
-        Against::Store(store) => {
-            let path = store.path(&env.gpu_slug, &plan.config.name);
-            match store.load(&env.gpu_slug, &env.gpu_name, &plan.config.name)? {
-                None => {
-                    warnings.push(format!(
-                        "no baseline for {} and config {} at {}: every shape reads no-baseline",
-                        env.gpu_name,
-                        plan.config.name,
-                        path.display()
-                    ));
-                    (None, None)
-                }
-                Some(b) => {
-                    warnings.extend(version_warnings(&b.environment, &env));
-                    let r = BaselineRef {
-                        path: path.display().to_string(),
-                        commit: b.provenance.commit.clone(),
-                        recorded_at: b.provenance.recorded_at,
-                    };
-                    (Some(BaselineLike::Stored(Box::new(b))), Some(r))
-                }
-            }
-        }
-        Against::Results(r) => (Some(BaselineLike::Results(r.clone())), None),
-    };
+        notes.push(format!(
+            "the timed kernel (attention.cu) is byte-identical in the base ({}) and the candidate: no A/B was measured, the stored baseline decides",
+            b.source
+        ));
+    }
 
-    let injection = match plan.inject {
-        Some(f) => Some((f, calibrate_spin(&gpu)?)),
+    let (stored, baseline_ref) = load_stored(&plan, &env, ab_on, &mut warnings)?;
+
+    let design = match plan.rounds {
+        Some(n) => StageDesign { stage1: n, max: n },
+        None => StageDesign {
+            stage1: config.measure.min_rounds,
+            max: config.measure.max_rounds,
+        },
+    };
+    let calibration: Option<SpinCalibration> = match plan.inject {
+        Some(_) => Some(calibrate_spin(&gpu)?),
         None => None,
     };
-    let policy = plan
-        .rounds
-        .map_or(RoundsPolicy::Adaptive, RoundsPolicy::Exactly);
     if let Some(first) = plan.shapes.first() {
         spin_up(&gpu, first, SPIN_UP_MS)?;
     }
     let bar = progress_bar(plan.progress, plan.shapes.len());
-    let mut shapes = Vec::with_capacity(plan.shapes.len());
-    let mut measurements: Vec<Option<(Measurement, Option<Injection>)>> = Vec::new();
-    let mut throttle_seen: Vec<String> = Vec::new();
+    let mut shapes: Vec<ShapeResult> = Vec::with_capacity(plan.shapes.len());
+    let mut runs: Vec<Option<ShapeRun>> = Vec::with_capacity(plan.shapes.len());
     for (i, params) in plan.shapes.iter().enumerate() {
-        let name = params.name();
-        bar.set_message(name.clone());
-        let seed = plan.config.parity.seed.wrapping_add(i as u64);
-        let mut result = ShapeResult {
-            name: name.clone(),
-            params: *params,
-            verdict: Verdict::Error,
-            error: None,
-            samples_us: Vec::new(),
-            summary: None,
-            tflops: None,
-            parity: None,
-            comparison: None,
-            measurement: None,
-        };
-        if plan.parity {
-            match check_parity(
-                &gpu,
-                params,
-                plan.config.parity.tolerance(params.dtype),
-                seed,
-            ) {
-                Ok(p) => result.parity = Some(p),
-                Err(e) => result.error = Some(e.to_string()),
-            }
-        }
-        let inj = match (injection, &baseline) {
-            (Some((fraction, calibration)), Some(b)) => b
-                .p50(params, plan.config.measure.cache)
-                .map(|p50| Injection {
-                    us_per_launch: fraction * p50,
-                    calibration,
-                }),
-            _ => None,
-        };
-        let mut kept = None;
-        if result.error.is_none() {
-            match measure(&gpu, params, &plan.config.measure, policy, inj, seed) {
-                Ok(m) => {
-                    fill_from_measurement(&mut result, &m, plan.config.measure.cache, 0);
-                    kept = Some((m, inj));
+        bar.set_message(params.name());
+        let mut result = ShapeResult::new(*params);
+        let seed = config.parity.seed.wrapping_add(i as u64);
+        let run = (|| -> Result<ShapeRun, String> {
+            let cand_kernel = cand_set.get(params).map_err(|e| e.to_string())?;
+            let base_kernel = match (ab_on, base_set) {
+                (true, Some(b)) => Some(b.get(params).map_err(|e| e.to_string())?),
+                _ => None,
+            };
+            if plan.parity {
+                let tol = config.parity.tolerance(params.dtype);
+                let p = check_parity(&gpu, cand_kernel, params, tol, seed)
+                    .map_err(|e| e.to_string())?;
+                result.parity = Some(p);
+                if let Some(k) = base_kernel {
+                    let p = check_parity(&gpu, k, params, tol, seed).map_err(|e| e.to_string())?;
+                    let failed = !p.passed();
+                    let summary = format!("rel L2 {:.2e}, max abs {:.2e}", p.rel_l2, p.max_abs);
+                    result.base_parity = Some(p);
+                    if failed {
+                        return Err(format!(
+                            "the base kernels ({}) fail parity on this shape ({summary}), so the A/B comparison has no valid reference",
+                            plan.base.as_ref().map_or("?", |b| b.source.as_str())
+                        ));
+                    }
                 }
-                Err(e) => result.error = Some(e.to_string()),
+            }
+            let injection = match (plan.inject, calibration) {
+                (Some(fraction), Some(calibration)) => {
+                    let reference_p50 = match base_kernel {
+                        Some(k) => {
+                            // One round of the base, not kept, sizes the slowdown.
+                            let mut m = Measurement::empty();
+                            extend(
+                                &gpu,
+                                k,
+                                params,
+                                &config.measure,
+                                None,
+                                seed,
+                                &mut m,
+                                &mut Held::default(),
+                                1,
+                            )
+                            .map_err(|e| e.to_string())?;
+                            median_of(&m.rounds)
+                        }
+                        None => stored_p50(stored.as_ref(), params, cache),
+                    };
+                    reference_p50.map(|p50| Injection {
+                        us_per_launch: fraction * p50,
+                        calibration,
+                    })
+                }
+                _ => None,
+            };
+            let mut sides = Vec::new();
+            if let Some(k) = base_kernel {
+                sides.push(AbSide::new(k, None));
+            }
+            sides.push(AbSide::new(cand_kernel, injection));
+            let shape_rng_seed = shape_seed(config.gate.seed, &params.name());
+            let mut run = ShapeRun {
+                sides,
+                orders: Vec::new(),
+                coin: ChaCha8Rng::seed_from_u64(shape_rng_seed),
+                seed,
+            };
+            run.more(&gpu, params, config, design.stage1)
+                .map_err(|e| e.to_string())?;
+            Ok(run)
+        })();
+        match run {
+            Ok(run) => {
+                fill(&mut result, &run, cache, design);
+                runs.push(Some(run));
+            }
+            Err(e) => {
+                result.error = Some(e);
+                runs.push(None);
             }
         }
-        if let Some(state) = monitor.state() {
-            throttle_seen.extend(throttled(&state.throttle_reasons));
-        }
-        measurements.push(kept);
         shapes.push(result);
         bar.inc(1);
     }
 
-    let cache = plan.config.measure.cache;
-    let baseline_of = |s: &ShapeResult| baseline.as_ref().and_then(|b| b.samples(&s.params, cache));
-    let mut passed = evaluate(&mut shapes, baseline_of, &plan.config.gate)?;
-    // Inconclusive: the point estimate is past the threshold but the evidence is not
-    // conclusive; measure more before settling on a warning.
-    if plan.rounds.is_none() {
-        for _ in 0..INCONCLUSIVE_PASSES {
-            let pending: Vec<usize> = (0..shapes.len())
-                .filter(|&i| {
-                    shapes[i].verdict == Verdict::Inconclusive && measurements[i].is_some()
-                })
-                .collect();
-            if pending.is_empty() {
-                break;
-            }
-            for i in pending {
-                bar.set_message(format!("{} (inconclusive: measuring more)", shapes[i].name));
-                let params = shapes[i].params;
-                let seed = plan.config.parity.seed.wrapping_add(1000 + i as u64);
-                let Some((m, inj)) = measurements[i].as_mut() else {
-                    continue;
-                };
-                let extra = plan.config.measure.min_rounds;
-                match extend(&gpu, &params, &plan.config.measure, *inj, seed, m, extra) {
-                    Ok(()) => {
-                        let before = shapes[i].measurement.as_ref().map_or(0, |x| x.extra_rounds);
-                        fill_from_measurement(&mut shapes[i], m, cache, before + extra);
-                    }
+    let stored_of = |s: &ShapeResult| -> Option<StoredSide> {
+        stored
+            .as_ref()
+            .and_then(|b| b.shape(&s.params, cache).map(|x| x.stored_side()))
+    };
+    let gate = &config.gate;
+    evaluate(&mut shapes, stored_of, gate, plan.policy)?;
+    // The planned second look: more pairs where the first could not settle it.
+    if design.two_stage() {
+        let pending: Vec<usize> = (0..shapes.len())
+            .filter(|&i| runs[i].is_some() && needs_second_look(&shapes[i], gate))
+            .collect();
+        for i in pending {
+            bar.set_message(format!("{} (second stage)", shapes[i].name));
+            let params = shapes[i].params;
+            if let Some(run) = runs[i].as_mut() {
+                match run.more(&gpu, &params, config, design.max - design.stage1) {
+                    Ok(()) => fill(&mut shapes[i], run, cache, design),
                     Err(e) => shapes[i].error = Some(e.to_string()),
                 }
             }
-            passed = evaluate(&mut shapes, baseline_of, &plan.config.gate)?;
+        }
+    }
+    let mut passed = evaluate(&mut shapes, stored_of, gate, plan.policy)?;
+
+    // A drift, traced with the baseline commit's kernels measured alongside the candidate.
+    let drifting: Vec<usize> = (0..shapes.len())
+        .filter(|&i| shapes[i].verdict == Verdict::Drift)
+        .collect();
+    if !drifting.is_empty() {
+        let commit = stored.as_ref().and_then(|b| b.provenance.commit.clone());
+        let old = match (&commit, plan.trace_drift) {
+            (Some(c), true) => drift_kernels(c, &plan.kernels),
+            _ => Err(anyhow::anyhow!("tracing was not asked for")),
+        };
+        match old {
+            Err(e) => notes.push(format!(
+                "the drift was not traced to the runner or the code: {e:#}"
+            )),
+            Ok((old, _tmp)) => {
+                let old = &old;
+                let old_set = gpu.load_attention(&old.dir)?;
+                for i in drifting {
+                    bar.set_message(format!("{} (tracing the drift)", shapes[i].name));
+                    let check = trace_drift(
+                        &gpu,
+                        config,
+                        [&old_set, cand_set],
+                        old,
+                        stored.as_ref(),
+                        &shapes[i],
+                        design,
+                    );
+                    match check {
+                        Ok(c) => shapes[i].drift = Some(c),
+                        Err(e) => warnings.push(format!(
+                            "{}: the drift could not be traced: {e}",
+                            shapes[i].name
+                        )),
+                    }
+                }
+                passed = evaluate(&mut shapes, stored_of, gate, plan.policy)?;
+            }
         }
     }
     bar.finish_and_clear();
 
     env.state_after = monitor.state();
-    if let Some(after) = &env.state_after {
-        throttle_seen.extend(throttled(&after.throttle_reasons));
+    warnings.extend(clock_warnings(&shapes, &env));
+    Ok(ResultsFile {
+        schema_version: SCHEMA_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        git_commit: current_git_commit(),
+        created_at: Utc::now(),
+        environment: Some(env),
+        config: config_info(config),
+        kernel_source_hash: Some(cand_set.source_hash.clone()),
+        gate: config.gate.clone(),
+        baseline: baseline_ref,
+        shapes,
+        passed,
+        warnings,
+        notes,
+        error: None,
+        base: base_info,
+        fail_on_drift: plan.policy.fail_on_drift,
+    })
+}
+
+/// The kernels of the stored baseline's commit, read with git into a temporary directory.
+fn drift_kernels(
+    commit: &str,
+    kernels: &std::path::Path,
+) -> Result<(BaseKernels, tempfile::TempDir)> {
+    let Some(full) = super::git::resolve(commit) else {
+        bail!("the stored baseline's commit {commit} is not in this repository");
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix("ci-gate-drift-")
+        .tempdir()?;
+    let label = format!(
+        "the baseline's commit {}",
+        full.chars().take(12).collect::<String>()
+    );
+    let k = super::git::export_kernels(&full, &label, kernels, tmp.path())?;
+    Ok((k, tmp))
+}
+
+/// Loads the stored baseline (if asked) and says what a reader needs to know about it.
+fn load_stored(
+    plan: &RunPlan,
+    env: &Environment,
+    ab_on: bool,
+    warnings: &mut Vec<String>,
+) -> Result<(Option<BaselineFile>, Option<BaselineRef>)> {
+    let Against::Store(store) = &plan.against else {
+        return Ok((None, None));
+    };
+    let config = &plan.config;
+    let path = store.path(&env.gpu_slug, &config.name);
+    let Some(b) = store.load(&env.gpu_slug, &env.gpu_name, &config.name)? else {
+        warnings.push(format!(
+            "no stored baseline for {} and config {} at {}{}",
+            env.gpu_name,
+            config.name,
+            path.display(),
+            if ab_on {
+                ": A/B alone decides"
+            } else {
+                ": every shape reads no-baseline"
+            }
+        ));
+        return Ok((None, None));
+    };
+    let cache = config.measure.cache;
+    if !plan.shapes.iter().any(|s| b.shape(s, cache).is_some()) {
+        let what = format!(
+            "the stored baseline {} matches none of the shapes measured (parameters and {cache} cache)",
+            path.display()
+        );
+        if !ab_on {
+            bail!("{what}, and no A/B ran: nothing can decide");
+        }
+        warnings.push(format!("{what}: A/B alone decides"));
     }
+    warnings.extend(version_warnings(&b.environment, env));
+    let r = BaselineRef {
+        path: path.display().to_string(),
+        commit: b.provenance.commit.clone(),
+        recorded_at: b.provenance.recorded_at,
+    };
+    Ok((Some(b), Some(r)))
+}
+
+fn median_of(rounds: &[Vec<f64>]) -> Option<f64> {
+    Sample::new(rounds.iter().flatten().copied().collect())
+        .ok()
+        .map(|s| s.median())
+}
+
+fn stored_p50(
+    stored: Option<&BaselineFile>,
+    params: &ShapeParams,
+    cache: CacheMode,
+) -> Option<f64> {
+    median_of(&stored?.shape(params, cache)?.samples_us)
+}
+
+/// Measures the baseline commit's kernels against the candidate (paired, this process) and
+/// against their stored numbers, and says which moved: the code (the candidate is slower
+/// than the old kernels measured alongside it) or the runner (the old kernels are now
+/// slower than their stored numbers).
+fn trace_drift(
+    gpu: &Gpu,
+    config: &Config,
+    [old_set, cand_set]: [&AttentionSet; 2],
+    old: &BaseKernels,
+    stored: Option<&BaselineFile>,
+    shape: &ShapeResult,
+    design: StageDesign,
+) -> Result<DriftCheck> {
+    let params = &shape.params;
+    let mut run = ShapeRun {
+        sides: vec![
+            AbSide::new(old_set.get(params)?, None),
+            AbSide::new(cand_set.get(params)?, None),
+        ],
+        orders: Vec::new(),
+        coin: ChaCha8Rng::seed_from_u64(shape_seed(config.gate.seed ^ 0xd41f7, &shape.name)),
+        seed: config.parity.seed ^ 0xd41f7,
+    };
+    run.more(gpu, params, config, design.stage1)?;
+    let old_rounds = Rounds::new(run.sides[0].m.rounds.clone())?;
+    let cand_rounds = Rounds::new(run.sides[1].m.rounds.clone())?;
+    let gate = &config.gate;
+    let cand_vs_commit = Comparison::paired(&old_rounds, &cand_rounds, None, gate)?;
+    let commit_vs_stored = match stored.and_then(|b| b.shape(params, config.measure.cache)) {
+        Some(s) => Some(Comparison::unpaired(
+            &s.stored_side(),
+            &old_rounds,
+            None,
+            gate,
+        )?),
+        None => None,
+    };
+    let m = gate.max_p50_regression;
+    let cause = if cand_vs_commit.lower_bound > 1.0 + m && cand_vs_commit.margin_p < gate.alpha {
+        DriftCause::Code
+    } else if commit_vs_stored.as_ref().is_some_and(|c| c.ratio > 1.0 + m) {
+        DriftCause::Runner
+    } else {
+        DriftCause::Unclear
+    };
+    Ok(DriftCheck {
+        commit: old.commit.clone().unwrap_or_else(|| old.source.clone()),
+        samples_us: run.sides[0].m.rounds.clone(),
+        cand_samples_us: run.sides[1].m.rounds.clone(),
+        cand_vs_commit: Some(cand_vs_commit),
+        commit_vs_stored,
+        cause,
+    })
+}
+
+pub fn config_info(config: &Config) -> ConfigInfo {
+    ConfigInfo {
+        name: config.name.clone(),
+        path: config.path.display().to_string(),
+        hash: config.hash.clone(),
+    }
+}
+
+/// Copies what a shape's sides measured into its result.
+fn fill(result: &mut ShapeResult, run: &ShapeRun, cache: CacheMode, design: StageDesign) {
+    let cand = run.cand();
+    result.samples_us = cand.rounds.clone();
+    match median_of(&cand.rounds)
+        .and(Sample::new(cand.rounds.iter().flatten().copied().collect()).ok())
+    {
+        Some(s) => {
+            let summary = s.summary();
+            result.tflops = Some(result.params.flops() / (summary.p50 * 1e-6) / 1e12);
+            result.summary = Some(summary);
+        }
+        None => result.error = Some("its timings are unusable: fewer than 2 values".into()),
+    }
+    if run.ab() {
+        let base = &run.sides[0].m;
+        result.base_samples_us = base.rounds.clone();
+        result.pair_order = run.orders.clone();
+        result.base_summary = Sample::new(base.rounds.iter().flatten().copied().collect())
+            .ok()
+            .map(|s| s.summary());
+    }
+    let clocks: Vec<u32> = run
+        .sides
+        .iter()
+        .flat_map(|s| s.m.sm_clock_mhz.iter().copied())
+        .collect();
+    let rounds = cand.rounds.len() as u32;
+    result.measurement = Some(MeasurementInfo {
+        cache,
+        launches_per_sample: cand.launches_per_sample,
+        rounds,
+        extra_rounds: rounds.saturating_sub(design.stage1),
+        working_set_bytes: cand.working_set_bytes,
+        wall_s: run.sides.iter().map(|s| s.m.wall_s).sum(),
+        sm_clock_mhz: clocks
+            .iter()
+            .min()
+            .zip(clocks.iter().max())
+            .map(|(lo, hi)| (*lo, *hi)),
+        design: Some(design),
+    });
+}
+
+/// Warnings for clocks that moved while a shape was measured, and for throttling.
+fn clock_warnings(shapes: &[ShapeResult], env: &Environment) -> Vec<String> {
+    let mut warnings = Vec::new();
     let moved: Vec<String> = shapes
         .iter()
         .filter_map(|s| {
@@ -212,103 +586,20 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
             moved.join(", ")
         ));
     }
-    throttle_seen.sort();
-    throttle_seen.dedup();
-    if !throttle_seen.is_empty() {
+    let throttle: Vec<String> = [&env.state_before, &env.state_after]
+        .into_iter()
+        .flatten()
+        .flat_map(|s| throttled(&s.throttle_reasons))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if !throttle.is_empty() {
         warnings.push(format!(
             "the GPU's clocks were throttled during the run ({}): timings may be slower than usual",
-            throttle_seen.join(", ")
+            throttle.join(", ")
         ));
     }
-    Ok(ResultsFile {
-        schema_version: SCHEMA_VERSION,
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        git_commit: current_git_commit(),
-        created_at: Utc::now(),
-        environment: Some(env),
-        config: config_info(&plan.config),
-        kernel_source_hash: Some(gpu.kernel_source_hash.clone()),
-        gate: plan.config.gate.clone(),
-        baseline: baseline_ref,
-        shapes,
-        passed,
-        warnings,
-        error: None,
-    })
-}
-
-pub fn config_info(config: &Config) -> ConfigInfo {
-    ConfigInfo {
-        name: config.name.clone(),
-        path: config.path.display().to_string(),
-        hash: config.hash.clone(),
-    }
-}
-
-fn fill_from_measurement(
-    result: &mut ShapeResult,
-    m: &Measurement,
-    cache: crate::config::CacheMode,
-    extra_rounds: u32,
-) {
-    result.samples_us = m.rounds.clone();
-    let pooled: Vec<f64> = m.rounds.iter().flatten().copied().collect();
-    match Sample::new(pooled) {
-        Ok(s) => {
-            let summary = s.summary();
-            result.tflops = Some(result.params.flops() / (summary.p50 * 1e-6) / 1e12);
-            result.summary = Some(summary);
-        }
-        Err(e) => result.error = Some(format!("its timings are unusable: {e}")),
-    }
-    result.measurement = Some(MeasurementInfo {
-        cache,
-        launches_per_sample: m.launches_per_sample,
-        rounds: m.rounds.len() as u32,
-        extra_rounds,
-        working_set_bytes: m.working_set_bytes,
-        wall_s: m.wall_s,
-        sm_clock_mhz: m
-            .sm_clock_mhz
-            .iter()
-            .min()
-            .zip(m.sm_clock_mhz.iter().max())
-            .map(|(lo, hi)| (*lo, *hi)),
-    });
-}
-
-/// A stored baseline or a results file used as one.
-enum BaselineLike {
-    Stored(Box<BaselineFile>),
-    Results(Box<ResultsFile>),
-}
-
-impl BaselineLike {
-    fn samples(
-        &self,
-        params: &ShapeParams,
-        cache: crate::config::CacheMode,
-    ) -> Option<Vec<Vec<f64>>> {
-        match self {
-            BaselineLike::Stored(b) => b.shape(params, cache).map(|s| s.samples_us.clone()),
-            BaselineLike::Results(r) => r
-                .shapes
-                .iter()
-                .find(|s| {
-                    &s.params == params
-                        && s.error.is_none()
-                        && s.measurement.as_ref().is_some_and(|m| m.cache == cache)
-                })
-                .map(|s| s.samples_us.clone()),
-        }
-    }
-
-    fn p50(&self, params: &ShapeParams, cache: crate::config::CacheMode) -> Option<f64> {
-        let samples = self.samples(params, cache)?;
-        Sample::new(samples.into_iter().flatten().collect())
-            .ok()
-            .map(|s| s.median())
-    }
+    warnings
 }
 
 /// Warnings for a baseline recorded under another driver or CUDA version: still the same GPU
@@ -376,7 +667,10 @@ pub fn failed_run(config: Option<&Config>, error: &anyhow::Error) -> ResultsFile
         shapes: Vec::new(),
         passed: false,
         warnings: Vec::new(),
+        notes: Vec::new(),
         error: Some(format!("{error:#}")),
+        base: None,
+        fail_on_drift: false,
     }
 }
 

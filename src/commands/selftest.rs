@@ -1,24 +1,26 @@
-//! `ci-gate selftest`: measures the gate itself on this runner. Each trial records a
-//! baseline, measures again (A/A) and again with a calibrated slowdown injected, each in a
-//! fresh process, exactly as CI compares a pull request with a stored baseline. A shape
-//! that fails an A/A comparison is a false alarm; one that fails with the slowdown is caught.
+//! `ci-gate selftest`: measures the gate itself on this runner, as the pull-request gate
+//! runs: each trial is one fresh process per condition, measuring A/B with the same kernels
+//! on both sides — A/A, and the candidate slowed down on purpose by +m (the margin: at most
+//! 5% may be flagged), +2.5% and +3% (at least 95% must be) — then the stored-baseline path:
+//! a baseline recorded from separate processes, and fresh processes compared with it alone.
+//! A shape that fails an A/A or stored comparison is a false alarm; a regression with the
+//! slowdown is a catch.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::Outcome;
+use super::child::{self, LocalChild};
 use super::pipeline::load_config;
 use crate::cli::SelftestArgs;
 use crate::report::{Format, escape_markdown};
 use crate::results::ResultsFile;
 use crate::stats::Sample;
-use crate::verdict::Verdict;
+use crate::verdict::{Policy, Verdict};
 
-/// One trial of one shape: its verdict and p50 ratio.
+/// One trial of one shape: its verdict and ratio against the deciding reference.
 type Trial = (Verdict, Option<f64>);
 
 #[derive(Debug, Serialize)]
@@ -40,6 +42,10 @@ struct ShapeReport {
     /// Largest |A/A p50 ratio − 1| over trials.
     aa_max_abs_delta: Option<f64>,
     detections: Vec<Detection>,
+    stored_trials: u32,
+    stored_false_alarms: u32,
+    /// Largest |ratio − 1| against the stored baseline over the fresh processes.
+    stored_max_abs_delta: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -47,39 +53,14 @@ struct SelftestReport {
     config: String,
     gpu: Option<String>,
     trials: u32,
+    /// Comparisons per condition (trials × shapes).
+    comparisons: u32,
     false_alarm_rate: f64,
     detection_rates: Vec<(f64, f64)>,
+    stored_trials: u32,
+    stored_false_alarm_rate: Option<f64>,
     shapes: Vec<ShapeReport>,
     wall_s: f64,
-}
-
-fn child(exe: &Path, args: &SelftestArgs, out: &Path, extra: &[String]) -> Result<ResultsFile> {
-    let mut cmd = Command::new(exe);
-    cmd.arg("local")
-        .arg("--config")
-        .arg(&args.config.config)
-        .arg("--kernels")
-        .arg(&args.config.kernels)
-        .args(["--format", "json", "--no-parity", "--out"])
-        .arg(out)
-        .args(extra);
-    for s in &args.shapes {
-        cmd.args(["--shape", s]);
-    }
-    let output = cmd
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .with_context(|| format!("cannot start {}", exe.display()))?;
-    if output.status.code() == Some(2) || output.status.code().is_none() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        bail!(
-            "a measuring run failed ({}): {}",
-            output.status,
-            stderr.trim()
-        );
-    }
-    ResultsFile::load(out).map_err(Into::into)
 }
 
 fn median(v: &[f64]) -> Option<f64> {
@@ -88,6 +69,13 @@ fn median(v: &[f64]) -> Option<f64> {
         1 => Some(v[0]),
         _ => Sample::new(v.to_vec()).ok().map(|s| s.median()),
     }
+}
+
+fn deltas(trials: &[Trial]) -> Vec<f64> {
+    trials
+        .iter()
+        .filter_map(|(_, r)| r.map(|x| x - 1.0))
+        .collect()
 }
 
 pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
@@ -100,37 +88,48 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
         }
     }
     let (config, shapes) = load_config(&args.config.config, &args.shapes)?;
-    let exe = std::env::current_exe().context("cannot find the ci-gate executable")?;
-    let dir = tempfile::Builder::new()
-        .prefix("ci-gate-selftest-")
-        .tempdir()
-        .context("cannot create a temporary directory")?;
+    let names: Vec<String> = shapes.iter().map(|s| s.name()).collect();
+    let dir = child::scratch("ci-gate-selftest-")?;
+    let empty_store = dir.path().join("no-baselines");
+    let kernels = args.config.kernels.display().to_string();
     let start = Instant::now();
     let n_shapes = shapes.len();
-    // [shape][trial] verdicts and ratios.
+    // [shape][trial] for A/A; [shape][injection][trial] with a slowdown.
     let mut aa: Vec<Vec<Trial>> = vec![Vec::new(); n_shapes];
     let mut inj: Vec<Vec<Vec<Trial>>> = vec![vec![Vec::new(); args.inject.len()]; n_shapes];
     let mut gpu = None;
+    let ab = |extra: &[String]| {
+        let mut e = vec![
+            "--base-kernels".to_owned(),
+            kernels.clone(),
+            "--ab-always".into(),
+            "--no-compare".into(),
+            "--no-parity".into(),
+        ];
+        e.extend_from_slice(extra);
+        LocalChild {
+            config: &args.config.config,
+            kernels: &args.config.kernels,
+            baselines: &empty_store,
+            shapes: &names,
+            extra: e,
+        }
+    };
     for trial in 1..=args.trials {
         let t0 = Instant::now();
-        let path = |tag: &str| -> PathBuf { dir.path().join(format!("trial{trial}-{tag}.json")) };
-        let base_path = path("base");
-        let base = child(&exe, args, &base_path, &["--no-compare".into()])?;
-        gpu = base.environment.as_ref().map(|e| e.gpu_name.clone());
-        let against = vec!["--against".to_owned(), base_path.display().to_string()];
-        let a = child(&exe, args, &path("aa"), &against)?;
-        collect(&a, &shapes, &mut aa)?;
+        let a = ab(&[]).run(&child::file_in(&dir, &format!("trial{trial}-aa.json")))?;
+        gpu = a.environment.as_ref().map(|e| e.gpu_name.clone());
+        collect(&a, &names, &mut aa)?;
         let mut line = format!(
             "trial {trial}/{}: A/A {} false alarm(s)",
             args.trials,
-            a.shapes.iter().filter(|s| s.verdict.fails_gate()).count()
+            count_failing(&a)
         );
         for (k, &f) in args.inject.iter().enumerate() {
-            let mut extra = against.clone();
-            extra.extend(["--inject".to_owned(), f.to_string()]);
-            let r = child(&exe, args, &path(&format!("inject{k}")), &extra)?;
+            let out = child::file_in(&dir, &format!("trial{trial}-inject{k}.json"));
+            let r = ab(&["--inject".into(), f.to_string()]).run(&out)?;
             let mut per_shape: Vec<Vec<Trial>> = vec![Vec::new(); n_shapes];
-            collect(&r, &shapes, &mut per_shape)?;
+            collect(&r, &names, &mut per_shape)?;
             for (s, v) in per_shape.into_iter().enumerate() {
                 inj[s][k].extend(v);
             }
@@ -139,27 +138,67 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
                 .iter()
                 .filter(|s| s.verdict == Verdict::Regression)
                 .count();
-            line.push_str(&format!(", +{:.0}%: {caught}/{n_shapes} caught", f * 100.0));
+            line.push_str(&format!(", +{}%: {caught}/{n_shapes} caught", f * 100.0));
         }
         eprintln!("{line} ({:.0} s)", t0.elapsed().as_secs_f64());
     }
 
+    // The stored-baseline path: record from separate processes, compare fresh ones with it.
+    let mut stored: Vec<Vec<Trial>> = vec![Vec::new(); n_shapes];
+    if args.stored_trials > 0 {
+        let t0 = Instant::now();
+        let store = dir.path().join("baselines");
+        let alone = |out: &str, store: &std::path::Path, compare: bool| -> Result<ResultsFile> {
+            let mut extra = vec!["--no-base".to_owned(), "--no-parity".into()];
+            if !compare {
+                extra.push("--no-compare".into());
+            }
+            LocalChild {
+                config: &args.config.config,
+                kernels: &args.config.kernels,
+                baselines: store,
+                shapes: &names,
+                extra,
+            }
+            .run(&child::file_in(&dir, out))
+        };
+        let mut from = Vec::new();
+        for p in 1..=super::baseline::DEFAULT_PROCESSES {
+            let name = format!("record{p}.json");
+            alone(&name, &store, false)?;
+            from.push(child::file_in(&dir, &name));
+        }
+        super::baseline::record_quietly(&args.config.config, &store, &from)?;
+        for t in 1..=args.stored_trials {
+            let r = alone(&format!("stored{t}.json"), &store, true)?;
+            let mut per_shape: Vec<Vec<Trial>> = vec![Vec::new(); n_shapes];
+            collect(&r, &names, &mut per_shape)?;
+            for (s, v) in per_shape.into_iter().enumerate() {
+                stored[s].extend(v);
+            }
+        }
+        eprintln!(
+            "stored baseline: {} fresh processes against a baseline of {} ({:.0} s)",
+            args.stored_trials,
+            super::baseline::DEFAULT_PROCESSES,
+            t0.elapsed().as_secs_f64()
+        );
+    }
+
+    let policy = Policy::default();
     let mut reports = Vec::new();
-    for (s, params) in shapes.iter().enumerate() {
-        let ratios: Vec<f64> = aa[s]
-            .iter()
-            .filter_map(|(_, r)| r.map(|x| x - 1.0))
-            .collect();
+    for (s, name) in names.iter().enumerate() {
+        let aa_deltas = deltas(&aa[s]);
         reports.push(ShapeReport {
-            shape: params.name(),
+            shape: name.clone(),
             trials: args.trials,
-            false_alarms: aa[s].iter().filter(|(v, _)| v.fails_gate()).count() as u32,
+            false_alarms: aa[s].iter().filter(|(v, _)| v.fails(policy)).count() as u32,
             aa_inconclusive: aa[s]
                 .iter()
                 .filter(|(v, _)| *v == Verdict::Inconclusive)
                 .count() as u32,
-            aa_median_delta: median(&ratios),
-            aa_max_abs_delta: ratios.iter().map(|x| x.abs()).reduce(f64::max),
+            aa_median_delta: median(&aa_deltas),
+            aa_max_abs_delta: aa_deltas.iter().map(|x| x.abs()).reduce(f64::max),
             detections: args
                 .inject
                 .iter()
@@ -170,14 +209,12 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
                         .iter()
                         .filter(|(v, _)| *v == Verdict::Regression)
                         .count() as u32,
-                    measured_slowdown: median(
-                        &inj[s][k]
-                            .iter()
-                            .filter_map(|(_, r)| r.map(|x| x - 1.0))
-                            .collect::<Vec<_>>(),
-                    ),
+                    measured_slowdown: median(&deltas(&inj[s][k])),
                 })
                 .collect(),
+            stored_trials: args.stored_trials,
+            stored_false_alarms: stored[s].iter().filter(|(v, _)| v.fails(policy)).count() as u32,
+            stored_max_abs_delta: deltas(&stored[s]).iter().map(|x| x.abs()).reduce(f64::max),
         });
     }
     let total = f64::from(args.trials) * n_shapes as f64;
@@ -185,6 +222,7 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
         config: config.name.clone(),
         gpu,
         trials: args.trials,
+        comparisons: total as u32,
         false_alarm_rate: reports
             .iter()
             .map(|r| f64::from(r.false_alarms))
@@ -205,6 +243,14 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
                 )
             })
             .collect(),
+        stored_trials: args.stored_trials,
+        stored_false_alarm_rate: (args.stored_trials > 0).then(|| {
+            reports
+                .iter()
+                .map(|r| f64::from(r.stored_false_alarms))
+                .sum::<f64>()
+                / (f64::from(args.stored_trials) * n_shapes as f64)
+        }),
         shapes: reports,
         wall_s: start.elapsed().as_secs_f64(),
     };
@@ -216,23 +262,24 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
         Format::Table => print!("{}", render(&report, false)),
         Format::Markdown => print!("{}", render(&report, true)),
     }
-    Ok(Outcome::from_passed(
-        report.shapes.iter().all(|s| s.false_alarms == 0),
-    ))
+    Ok(Outcome::from_passed(report.shapes.iter().all(|s| {
+        s.false_alarms == 0 && s.stored_false_alarms == 0
+    })))
 }
 
-fn collect(
-    r: &ResultsFile,
-    shapes: &[crate::config::ShapeParams],
-    into: &mut [Vec<Trial>],
-) -> Result<()> {
-    for (i, params) in shapes.iter().enumerate() {
-        let s = r
-            .shapes
-            .iter()
-            .find(|s| &s.params == params)
-            .with_context(|| format!("shape {params} is missing from a measuring run"))?;
-        into[i].push((s.verdict, s.comparison.as_ref().map(|c| c.ratio)));
+fn count_failing(r: &ResultsFile) -> usize {
+    r.shapes
+        .iter()
+        .filter(|s| s.verdict.fails(Policy::default()))
+        .count()
+}
+
+fn collect(r: &ResultsFile, names: &[String], into: &mut [Vec<Trial>]) -> Result<()> {
+    for (i, name) in names.iter().enumerate() {
+        let Some(s) = r.shapes.iter().find(|s| &s.name == name) else {
+            bail!("shape {name} is missing from a measuring run");
+        };
+        into[i].push((s.verdict, s.primary().map(|c| c.ratio)));
     }
     Ok(())
 }
@@ -247,8 +294,12 @@ fn render(r: &SelftestReport, markdown: bool) -> String {
         "A/A max |Δ|".into(),
     ];
     for (f, _) in &r.detection_rates {
-        header.push(format!("caught at +{:.0}%", f * 100.0));
-        header.push(format!("measured Δ at +{:.0}%", f * 100.0));
+        header.push(format!("caught at +{}%", f * 100.0));
+        header.push(format!("measured Δ at +{}%", f * 100.0));
+    }
+    if r.stored_trials > 0 {
+        header.push("stored false alarms".into());
+        header.push("stored max |Δ|".into());
     }
     let rows: Vec<Vec<String>> = r
         .shapes
@@ -268,6 +319,10 @@ fn render(r: &SelftestReport, markdown: bool) -> String {
             for d in &s.detections {
                 row.push(format!("{}/{}", d.caught, s.trials));
                 row.push(pct(d.measured_slowdown));
+            }
+            if r.stored_trials > 0 {
+                row.push(format!("{}/{}", s.stored_false_alarms, s.stored_trials));
+                row.push(pct(s.stored_max_abs_delta));
             }
             row
         })
@@ -292,16 +347,23 @@ fn render(r: &SelftestReport, markdown: bool) -> String {
         out.push_str(&format!("{t}\n"));
     }
     out.push_str(&format!(
-        "selftest on {} ({} trials, config {}): false alarms {:.1}%",
+        "selftest on {} ({} trials × {} shapes, config {}): A/A false alarms {:.1}%",
         r.gpu.as_deref().unwrap_or("unknown GPU"),
         r.trials,
+        r.shapes.len(),
         r.config,
         r.false_alarm_rate * 100.0
     ));
     for (f, rate) in &r.detection_rates {
         out.push_str(&format!(
-            ", caught at +{:.0}%: {:.1}%",
+            ", flagged at +{}%: {:.1}%",
             f * 100.0,
+            rate * 100.0
+        ));
+    }
+    if let Some(rate) = r.stored_false_alarm_rate {
+        out.push_str(&format!(
+            ", stored-baseline false alarms {:.1}%",
             rate * 100.0
         ));
     }

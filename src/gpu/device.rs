@@ -53,9 +53,31 @@ impl Kernel {
     }
 }
 
-/// Everything compiled from `kernels/`.
+/// The attention kernels of one `attention.cu` (one side of an A/B run).
+pub struct AttentionSet {
+    kernels: HashMap<(Dtype, u32), Kernel>,
+    /// SHA-256 of the `attention.cu` they came from.
+    pub source_hash: String,
+    _module: Arc<CudaModule>,
+}
+
+impl AttentionSet {
+    pub fn get(&self, shape: &ShapeParams) -> Result<&Kernel, GpuError> {
+        self.kernels
+            .get(&(shape.dtype, shape.head_dim))
+            .ok_or_else(|| {
+                GpuError::Invalid(format!(
+                    "no attention kernel for {} head_dim {}",
+                    shape.dtype, shape.head_dim
+                ))
+            })
+    }
+}
+
+/// Everything compiled from one `kernels/` directory: the timed attention kernels and the
+/// harness (reference and utility kernels).
 pub struct Kernels {
-    attention: HashMap<(Dtype, u32), Kernel>,
+    pub attention: AttentionSet,
     reference: HashMap<Dtype, Kernel>,
     fill_normal: HashMap<Dtype, CudaFunction>,
     pub fill_u32: CudaFunction,
@@ -65,14 +87,7 @@ pub struct Kernels {
 
 impl Kernels {
     pub fn attention(&self, shape: &ShapeParams) -> Result<&Kernel, GpuError> {
-        self.attention
-            .get(&(shape.dtype, shape.head_dim))
-            .ok_or_else(|| {
-                GpuError::Invalid(format!(
-                    "no attention kernel for {} head_dim {}",
-                    shape.dtype, shape.head_dim
-                ))
-            })
+        self.attention.get(shape)
     }
 
     pub fn reference(&self, dtype: Dtype) -> Result<&Kernel, GpuError> {
@@ -157,72 +172,67 @@ pub fn open_device() -> Result<(Arc<CudaContext>, Arc<CudaStream>, DeviceInfo), 
     Ok((ctx, stream, info))
 }
 
+/// Reads a kernel's launch contract (`NAME_launch`) and checks it against the device.
+fn load_kernel(
+    m: &Arc<CudaModule>,
+    stream: &Arc<CudaStream>,
+    info: &DeviceInfo,
+    src: &KernelSource,
+    name: &str,
+) -> Result<Kernel, GpuError> {
+    let func = m
+        .load_function(name)
+        .during(|| format!("kernel {name} in {}", src.path.display()))?;
+    let [rows, threads, smem] = raw::read_launch_constant(m, stream, &format!("{name}_launch"))
+        .during(|| format!("reading {name}_launch in {}", src.path.display()))?;
+    if rows < 1 || !(1..=1024).contains(&threads) || smem < 0 || smem as u32 > info.max_smem_optin {
+        return Err(GpuError::Invalid(format!(
+            "{name}_launch in {} is {{{rows}, {threads}, {smem}}}: rows and threads must be positive (threads ≤ 1024) and shared memory within the device's {} bytes",
+            src.path.display(),
+            info.max_smem_optin
+        )));
+    }
+    if smem > 48 * 1024 {
+        func.set_attribute(
+            CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            smem,
+        )
+        .during(|| format!("allowing {smem} bytes of shared memory for {name}"))?;
+    }
+    Ok(Kernel {
+        name: name.to_owned(),
+        func,
+        rows_per_block: rows as u32,
+        threads: threads as u32,
+        smem_bytes: smem as u32,
+    })
+}
+
 impl Gpu {
-    /// Opens device 0 and compiles the kernels in `kernels_dir` for it.
+    /// Opens device 0 and compiles the kernels in `kernels_dir` for it: the harness
+    /// (reference, utilities) and its attention kernels.
     pub fn open(kernels_dir: &Path) -> Result<Gpu, GpuError> {
         let (ctx, stream, info) = open_device()?;
         if !raw::nvrtc_present() {
             return Err(GpuError::NoNvrtc);
         }
-        let attention_src = KernelSource::read(&kernels_dir.join("attention.cu"))?;
         let reference_src = KernelSource::read(&kernels_dir.join("reference.cu"))?;
         let util_src = KernelSource::read(&kernels_dir.join("util.cu"))?;
-        let load = |src: &KernelSource| -> Result<Arc<CudaModule>, GpuError> {
-            let cubin = compile(src, info.arch)?;
-            ctx.load_module(Ptx::from_binary(cubin.as_ref().clone()))
-                .during(|| format!("loading {} for {}", src.path.display(), info.arch.sm()))
-        };
-        let attention_mod = load(&attention_src)?;
-        let reference_mod = load(&reference_src)?;
-        let util_mod = load(&util_src)?;
+        let reference_mod = load_module(&ctx, &info, &reference_src)?;
+        let util_mod = load_module(&ctx, &info, &util_src)?;
         let function = |m: &Arc<CudaModule>, src: &KernelSource, name: &str| {
             m.load_function(name)
                 .during(|| format!("kernel {name} in {}", src.path.display()))
         };
-        let kernel = |m: &Arc<CudaModule>,
-                      src: &KernelSource,
-                      name: &str|
-         -> Result<Kernel, GpuError> {
-            let func = function(m, src, name)?;
-            let [rows, threads, smem] =
-                raw::read_launch_constant(m, &stream, &format!("{name}_launch"))
-                    .during(|| format!("reading {name}_launch in {}", src.path.display()))?;
-            if rows < 1
-                || !(1..=1024).contains(&threads)
-                || smem < 0
-                || smem as u32 > info.max_smem_optin
-            {
-                return Err(GpuError::Invalid(format!(
-                    "{name}_launch in {} is {{{rows}, {threads}, {smem}}}: rows and threads must be positive (threads ≤ 1024) and shared memory within the device's {} bytes",
-                    src.path.display(),
-                    info.max_smem_optin
-                )));
-            }
-            if smem > 48 * 1024 {
-                func.set_attribute(
-                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    smem,
-                )
-                .during(|| format!("allowing {smem} bytes of shared memory for {name}"))?;
-            }
-            Ok(Kernel {
-                name: name.to_owned(),
-                func,
-                rows_per_block: rows as u32,
-                threads: threads as u32,
-                smem_bytes: smem as u32,
-            })
-        };
-        let mut attention = HashMap::new();
+        let attention = load_attention(&ctx, &stream, &info, kernels_dir)?;
         let mut reference = HashMap::new();
         let mut fill_normal = HashMap::new();
         for dtype in [Dtype::Float16, Dtype::Bfloat16] {
-            for d in crate::config::SUPPORTED_HEAD_DIMS {
-                let name = format!("attention_fwd_{}_d{d}", dtype.short());
-                attention.insert((dtype, d), kernel(&attention_mod, &attention_src, &name)?);
-            }
             let name = format!("attention_ref_{}", dtype.short());
-            reference.insert(dtype, kernel(&reference_mod, &reference_src, &name)?);
+            reference.insert(
+                dtype,
+                load_kernel(&reference_mod, &stream, &info, &reference_src, &name)?,
+            );
             let name = format!("fill_normal_{}", dtype.short());
             fill_normal.insert(dtype, function(&util_mod, &util_src, &name)?);
         }
@@ -232,16 +242,54 @@ impl Gpu {
             fill_normal,
             fill_u32: function(&util_mod, &util_src, "fill_u32")?,
             spin: function(&util_mod, &util_src, "spin_cycles")?,
-            _modules: vec![attention_mod, reference_mod, util_mod],
+            _modules: vec![reference_mod, util_mod],
         };
         let monitor = super::env::Monitor::new(&info.uuid);
         Ok(Gpu {
             monitor,
+            kernel_source_hash: kernels.attention.source_hash.clone(),
             ctx,
             stream,
             info,
             kernels,
-            kernel_source_hash: attention_src.hash,
         })
     }
+
+    /// Compiles and loads another `attention.cu` (the other side of an A/B run) on this
+    /// device, next to the kernels already loaded.
+    pub fn load_attention(&self, kernels_dir: &Path) -> Result<AttentionSet, GpuError> {
+        load_attention(&self.ctx, &self.stream, &self.info, kernels_dir)
+    }
+}
+
+fn load_module(
+    ctx: &Arc<CudaContext>,
+    info: &DeviceInfo,
+    src: &KernelSource,
+) -> Result<Arc<CudaModule>, GpuError> {
+    let cubin = compile(src, info.arch)?;
+    ctx.load_module(Ptx::from_binary(cubin.as_ref().clone()))
+        .during(|| format!("loading {} for {}", src.path.display(), info.arch.sm()))
+}
+
+fn load_attention(
+    ctx: &Arc<CudaContext>,
+    stream: &Arc<CudaStream>,
+    info: &DeviceInfo,
+    kernels_dir: &Path,
+) -> Result<AttentionSet, GpuError> {
+    let src = KernelSource::read(&kernels_dir.join("attention.cu"))?;
+    let module = load_module(ctx, info, &src)?;
+    let mut kernels = HashMap::new();
+    for dtype in [Dtype::Float16, Dtype::Bfloat16] {
+        for d in crate::config::SUPPORTED_HEAD_DIMS {
+            let name = format!("attention_fwd_{}_d{d}", dtype.short());
+            kernels.insert((dtype, d), load_kernel(&module, stream, info, &src, &name)?);
+        }
+    }
+    Ok(AttentionSet {
+        kernels,
+        source_hash: src.hash,
+        _module: module,
+    })
 }

@@ -5,7 +5,8 @@
 //! - several rounds, each with freshly allocated buffers behind a random-sized spacer, so
 //!   placement and run-to-run drift show up in the samples instead of hiding between runs;
 //! - hot cache (one buffer set) or cold cache (sets rotated so the working set exceeds L2);
-//! - rounds added until the interval of the median is narrow enough or the budget is spent.
+//! - A/B: the base and the candidate measured in pairs of rounds whose order a seeded coin
+//!   draws, so drift hits both sides alike; how many pairs is the pipeline's planned design.
 
 use std::time::Instant;
 
@@ -13,22 +14,13 @@ use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptu
 use cudarc::driver::{CudaEvent, CudaSlice};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use super::device::{Gpu, Kernel};
 use super::error::{DriverContext, GpuError};
 use super::parity::{Inputs, check_shape, launch_on, random_inputs};
 use super::raw;
 use crate::config::{CacheMode, MeasureSettings, ShapeParams};
-
-/// How many rounds to take.
-#[derive(Clone, Copy, Debug)]
-pub enum RoundsPolicy {
-    /// From `min_rounds` up to `max_rounds`, until the interval is narrow or the budget spent.
-    Adaptive,
-    /// Exactly this many.
-    Exactly(u32),
-}
+use crate::results::PairOrder;
 
 /// The spin kernel's cost model: one launch inside a graph takes `overhead_us + cycles · us_per_cycle`.
 #[derive(Clone, Copy, Debug)]
@@ -117,87 +109,138 @@ fn launch(
 /// host to enqueue the replay behind it.
 const LEAD_CYCLES: i64 = 100_000;
 
-/// Measures one shape.
+impl Measurement {
+    /// No rounds yet.
+    pub fn empty() -> Measurement {
+        Measurement {
+            rounds: Vec::new(),
+            launches_per_sample: 0,
+            working_set_bytes: 0,
+            round_addresses: Vec::new(),
+            wall_s: 0.0,
+            sm_clock_mhz: Vec::new(),
+        }
+    }
+}
+
+/// Measures `rounds` rounds of one shape with the device's own attention kernel (each round
+/// on fresh buffers).
 pub fn measure(
     gpu: &Gpu,
     shape: &ShapeParams,
     settings: &MeasureSettings,
-    policy: RoundsPolicy,
+    rounds: u32,
     injection: Option<Injection>,
     seed: u64,
 ) -> Result<Measurement, GpuError> {
-    check_shape(shape)?;
-    let mut m = Measurement {
-        rounds: Vec::new(),
-        launches_per_sample: 0,
-        working_set_bytes: 0,
-        round_addresses: Vec::new(),
-        wall_s: 0.0,
-        sm_clock_mhz: Vec::new(),
-    };
-    let (min, max) = match policy {
-        RoundsPolicy::Adaptive => (settings.min_rounds, settings.max_rounds),
-        RoundsPolicy::Exactly(n) => (n.max(1), n.max(1)),
-    };
-    let start = Instant::now();
+    let mut m = Measurement::empty();
     let mut held = Held::default();
-    while (m.rounds.len() as u32) < max {
-        let done = m.rounds.len() as u32;
-        if done >= min
-            && (round_spread_ok(&m.rounds, settings.target_ci_half_width)
-                || start.elapsed().as_secs_f64() > settings.budget_s)
-        {
-            break;
-        }
-        run_round(gpu, shape, settings, injection, seed, &mut m, &mut held)?;
-    }
-    m.wall_s = start.elapsed().as_secs_f64();
+    extend(
+        gpu,
+        gpu.kernels.attention(shape)?,
+        shape,
+        settings,
+        injection,
+        seed,
+        &mut m,
+        &mut held,
+        rounds,
+    )?;
     Ok(m)
 }
 
-/// Adds `rounds` more rounds to `m` with the same launches per sample.
+/// Adds `rounds` more rounds of `kernel` to `m` (with the same launches per sample).
+#[allow(clippy::too_many_arguments)]
 pub fn extend(
     gpu: &Gpu,
+    kernel: &Kernel,
     shape: &ShapeParams,
     settings: &MeasureSettings,
     injection: Option<Injection>,
     seed: u64,
     m: &mut Measurement,
+    held: &mut Held,
     rounds: u32,
 ) -> Result<(), GpuError> {
+    check_shape(shape)?;
     let start = Instant::now();
-    let mut held = Held::default();
     for _ in 0..rounds {
-        run_round(gpu, shape, settings, injection, seed, m, &mut held)?;
+        run_round(gpu, kernel, shape, settings, injection, seed, m, held)?;
     }
     m.wall_s += start.elapsed().as_secs_f64();
     Ok(())
 }
 
-/// Whether the 95% half-width of the median, estimated from the spread of round medians
-/// (standard error of their mean, times Student's t with rounds − 1 degrees of freedom, so
-/// a few lucky rounds do not stop sampling early), is within `target` of the median.
-/// Cost: O(total samples).
-fn round_spread_ok(rounds: &[Vec<f64>], target: f64) -> bool {
-    if rounds.len() < 2 {
-        return false;
+/// One side of an A/B run: its kernel, its injected slowdown (selftest) and its rounds.
+pub struct AbSide<'a> {
+    pub kernel: &'a Kernel,
+    pub injection: Option<Injection>,
+    pub m: Measurement,
+}
+
+impl<'a> AbSide<'a> {
+    pub fn new(kernel: &'a Kernel, injection: Option<Injection>) -> AbSide<'a> {
+        AbSide {
+            kernel,
+            injection,
+            m: Measurement::empty(),
+        }
     }
-    let medians: Vec<f64> = rounds
-        .iter()
-        .filter_map(|r| {
-            crate::stats::Sample::new(r.clone())
-                .ok()
-                .map(|s| s.median())
-        })
-        .collect();
-    if medians.len() < 2 {
-        return false;
+}
+
+/// Measures `pairs` more pairs of rounds of two sides: per pair a coin from `coin` decides
+/// whether the base (`sides[0]`) or the candidate (`sides[1]`) goes first, so that drift
+/// within a pair falls on either side equally often. Both sides use the same launches per
+/// sample (set by the first round measured) and the same duty cycle; each round, extra
+/// ones too, runs on freshly allocated buffers. Appends each pair's order to `orders`.
+#[allow(clippy::too_many_arguments)]
+pub fn measure_pairs(
+    gpu: &Gpu,
+    shape: &ShapeParams,
+    settings: &MeasureSettings,
+    sides: &mut [AbSide<'_>; 2],
+    coin: &mut ChaCha8Rng,
+    seed: u64,
+    held: &mut Held,
+    orders: &mut Vec<PairOrder>,
+    pairs: u32,
+) -> Result<(), GpuError> {
+    check_shape(shape)?;
+    for _ in 0..pairs {
+        let order = if coin.random::<bool>() {
+            PairOrder::BaseFirst
+        } else {
+            PairOrder::CandFirst
+        };
+        let sequence = match order {
+            PairOrder::BaseFirst => [0, 1],
+            PairOrder::CandFirst => [1, 0],
+        };
+        for i in sequence {
+            let launches = sides[0]
+                .m
+                .launches_per_sample
+                .max(sides[1].m.launches_per_sample);
+            let side = &mut sides[i];
+            side.m.launches_per_sample = launches;
+            let start = Instant::now();
+            // Each side draws its own inputs' seed stream; the buffers are new either way.
+            let side_seed = seed ^ (i as u64).wrapping_mul(0xd6e8_feb8_6659_fd93);
+            run_round(
+                gpu,
+                side.kernel,
+                shape,
+                settings,
+                side.injection,
+                side_seed,
+                &mut side.m,
+                held,
+            )?;
+            side.m.wall_s += start.elapsed().as_secs_f64();
+        }
+        orders.push(order);
     }
-    let n = medians.len() as f64;
-    let mean = medians.iter().sum::<f64>() / n;
-    let var = medians.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    let t = StudentsT::new(0.0, 1.0, n - 1.0).map_or(f64::INFINITY, |d| d.inverse_cdf(0.975));
-    t * (var / n).sqrt() / mean <= target
+    Ok(())
 }
 
 /// Buffers of earlier rounds, kept allocated so that each new round lands on memory the
@@ -205,7 +248,7 @@ fn round_spread_ok(rounds: &[Vec<f64>], target: f64) -> bool {
 /// handed out again, which made every round of a process share one physical placement and
 /// left the placement effect (~0.5% on an H200) between processes instead of in the samples.
 #[derive(Default)]
-pub(crate) struct Held {
+pub struct Held {
     rounds: std::collections::VecDeque<(CudaSlice<u8>, Vec<BufferSet>, u64)>,
     bytes: u64,
 }
@@ -223,8 +266,10 @@ impl Held {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_round(
     gpu: &Gpu,
+    kernel: &Kernel,
     shape: &ShapeParams,
     settings: &MeasureSettings,
     injection: Option<Injection>,
@@ -233,7 +278,6 @@ fn run_round(
     held: &mut Held,
 ) -> Result<(), GpuError> {
     let round = m.rounds.len() as u64;
-    let kernel = gpu.kernels.attention(shape)?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ round.wrapping_mul(0x9e37_79b9_7f4a_7c15));
     // A random-sized spacer, allocated first, moves this round's buffers to new addresses.
     let spacer_bytes = 256 * rng.random_range(1..=65_536usize);
@@ -459,28 +503,4 @@ pub fn spin_up(gpu: &Gpu, shape: &ShapeParams, ms: f64) -> Result<(), GpuError> 
             .during(|| format!("kernel {} on shape {shape} (spin-up)", kernel.name))?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::round_spread_ok;
-
-    #[test]
-    fn stopping_rule_uses_students_t() {
-        // Round medians 100 ± 0.1: SE = 0.1/sqrt(3)·... the same spread passes with many
-        // rounds and fails with few, because t(2) ≫ t(19).
-        let few: Vec<Vec<f64>> = [99.9, 100.1, 100.0].iter().map(|&m| vec![m, m]).collect();
-        let many: Vec<Vec<f64>> = (0..20)
-            .map(|i| {
-                let m = if i % 2 == 0 { 99.9 } else { 100.1 };
-                vec![m, m]
-            })
-            .collect();
-        assert!(!round_spread_ok(&few, 0.002));
-        assert!(round_spread_ok(&many, 0.002));
-        assert!(
-            !round_spread_ok(&many[..1], 1.0),
-            "one round never suffices"
-        );
-    }
 }

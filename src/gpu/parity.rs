@@ -104,9 +104,11 @@ pub(crate) fn run_kernel(
         .during(|| format!("kernel {} on shape {shape}", kernel.name))
 }
 
-/// Compares the kernel with the reference on fresh inputs from `seed`.
+/// Compares `kernel` (one side's attention kernel for this shape) with the harness's
+/// reference kernel on fresh inputs from `seed`.
 pub fn check_parity(
     gpu: &Gpu,
+    kernel: &super::device::Kernel,
     shape: &ShapeParams,
     tolerance: Tolerance,
     seed: u64,
@@ -115,7 +117,7 @@ pub fn check_parity(
     let inputs = random_inputs(gpu, shape, seed)?;
     let mut out = poisoned_output(gpu, shape)?;
     let mut reference = poisoned_output(gpu, shape)?;
-    run_kernel(gpu, gpu.kernels.attention(shape)?, shape, &inputs, &mut out)?;
+    run_kernel(gpu, kernel, shape, &inputs, &mut out)?;
     run_kernel(
         gpu,
         gpu.kernels.reference(shape.dtype)?,

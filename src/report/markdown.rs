@@ -77,12 +77,18 @@ impl Exporter for MarkdownExporter {
         let flagged: Vec<String> = report
             .rows
             .iter()
-            .filter(|r| r.verdict.fails_gate())
+            .filter(|r| r.verdict.fails(report.policy))
             .map(|r| {
-                let why = match (&r.error, &r.comparison) {
-                    (Some(e), _) => escape_markdown(e),
-                    (None, Some(c)) if r.verdict == Verdict::Regression => {
-                        format!("p50 {} slower", super::pct(c.ratio))
+                let why = match (&r.error, r.primary(), &r.stored) {
+                    (Some(e), _, _) => escape_markdown(e),
+                    (None, Some(c), _) if r.verdict == Verdict::Regression => {
+                        format!("p50 {} slower ({})", super::pct(c.ratio), c.reference)
+                    }
+                    (None, _, Some(c)) if r.verdict == Verdict::Drift => {
+                        format!(
+                            "{} slower than the stored baseline while A/B shows no change",
+                            super::pct(c.ratio)
+                        )
                     }
                     _ => r.verdict.to_string(),
                 };
@@ -95,22 +101,23 @@ impl Exporter for MarkdownExporter {
 
         let h = headers(&report.gate);
         let _ = writeln!(md, "| {} |", h.join(" | "));
-        let _ = writeln!(md, "|---|--:|--:|--:|---|---|--:|---|---|--:|");
+        let _ = writeln!(md, "|---|--:|--:|--:|---|--:|---|--:|---|---|--:|");
         for row in &report.rows {
             let c = Cells::of(row);
-            let verdict = if row.verdict.fails_gate() {
-                format!("**{}**", row.verdict)
+            let verdict = if row.verdict.fails(report.policy) {
+                format!("**{}**", c.verdict)
             } else {
-                row.verdict.to_string()
+                c.verdict.clone()
             };
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 escape_markdown(&row.shape),
                 c.base,
                 c.cand,
-                c.delta,
+                c.ab,
                 c.ci,
+                c.stored,
                 c.cliff,
                 c.p,
                 c.parity,
@@ -123,7 +130,7 @@ impl Exporter for MarkdownExporter {
         let compared: Vec<_> = report
             .rows
             .iter()
-            .filter_map(|r| r.comparison.as_ref().map(|c| (r, c)))
+            .filter_map(|r| r.primary().map(|c| (r, c)))
             .collect();
         if !compared.is_empty() {
             let labels: Vec<String> = compared
@@ -167,6 +174,16 @@ impl Exporter for MarkdownExporter {
         for w in &report.warnings {
             let _ = writeln!(md, "> ⚠️ {}", escape_markdown(w));
         }
+        for n in &report.notes {
+            let _ = writeln!(md, "> ℹ️ {}", escape_markdown(n));
+        }
+        if report
+            .rows
+            .iter()
+            .any(|r| r.stored.as_ref().is_some_and(|c| c.process_sd_assumed))
+        {
+            let _ = writeln!(md, "> {}", escape_markdown(super::ASSUMED_SPREAD_NOTE));
+        }
         if let Some(e) = &report.error {
             let _ = writeln!(
                 md,
@@ -176,6 +193,7 @@ impl Exporter for MarkdownExporter {
         }
         if report.rows.iter().any(|r| r.error.is_some())
             || !report.warnings.is_empty()
+            || !report.notes.is_empty()
             || report.error.is_some()
         {
             md.push('\n');
@@ -183,7 +201,7 @@ impl Exporter for MarkdownExporter {
 
         let _ = writeln!(
             md,
-            "<sub>Δp50 = candidate/baseline − 1; fails on a p50 regression above {:.1}% (interval above it, Holm-adjusted Mann-Whitney p < {}, Cliff's δ at least {}) or any parity loss. \"Detectable\" is the smallest slowdown this run could have flagged.</sub>\n",
+            "<sub>A/B Δp50 = candidate/base − 1, both measured in this run in pairs of rounds; \"vs stored\" = candidate/stored baseline − 1. Fails on a p50 regression above {:.1}% (one-sided bound above it, Holm-adjusted margin p < {}, Cliff's δ of round medians at least {}) or any parity loss. \"Detectable\" is the slowdown this run catches with 80% power.</sub>\n",
             report.gate.max_p50_regression * 100.0,
             report.gate.alpha,
             report.gate.min_effect

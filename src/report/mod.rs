@@ -9,10 +9,12 @@ pub use json::JsonExporter;
 pub use markdown::{MARKER, MarkdownExporter, escape_markdown};
 pub use table::TableExporter;
 
-use crate::comparison::Comparison;
+use crate::comparison::{Comparison, Reference};
 use crate::config::GateSettings;
-use crate::results::{BaselineRef, Environment, Parity, ResultsFile};
-use crate::verdict::Verdict;
+use crate::results::{
+    BaseInfo, BaselineRef, DriftCause, Environment, Parity, ResultsFile, ShapeResult,
+};
+use crate::verdict::{Policy, Verdict};
 
 /// Output formats of `local`, `compare` and friends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -31,13 +33,40 @@ pub trait Exporter {
 #[derive(Clone, Debug)]
 pub struct Row {
     pub shape: String,
-    /// Candidate p50 in µs, also when there is no baseline.
+    /// Candidate p50 in µs, also when there is no reference.
     pub p50_cand: Option<f64>,
     pub tflops: Option<f64>,
-    pub comparison: Option<Comparison>,
+    /// Against the base kernels, same process.
+    pub ab: Option<Comparison>,
+    /// Against the stored baseline.
+    pub stored: Option<Comparison>,
+    pub decided_by: Option<Reference>,
+    pub drift_cause: Option<DriftCause>,
     pub parity: Option<Parity>,
     pub verdict: Verdict,
     pub error: Option<String>,
+}
+
+impl Row {
+    pub fn of(s: &ShapeResult) -> Row {
+        Row {
+            shape: s.name.clone(),
+            p50_cand: s.summary.as_ref().map(|x| x.p50),
+            tflops: s.tflops,
+            ab: s.ab.clone(),
+            stored: s.stored.clone(),
+            decided_by: s.decided_by,
+            drift_cause: s.drift.as_ref().map(|d| d.cause),
+            parity: s.parity.clone(),
+            verdict: s.verdict,
+            error: s.error.clone(),
+        }
+    }
+
+    /// The comparison that decides: A/B when it ran, else the stored baseline.
+    pub fn primary(&self) -> Option<&Comparison> {
+        self.ab.as_ref().or(self.stored.as_ref())
+    }
 }
 
 /// What a report shows.
@@ -52,27 +81,20 @@ pub struct Report {
     pub commit: Option<String>,
     pub run_url: Option<String>,
     pub warnings: Vec<String>,
+    /// Information that is not a warning (how a reference was chosen, what was skipped).
+    pub notes: Vec<String>,
     /// What kept the whole run from a verdict, if anything.
     pub error: Option<String>,
+    /// The base of an A/B run.
+    pub base: Option<BaseInfo>,
+    pub policy: Policy,
 }
 
 impl Report {
     pub fn from_results(results: &ResultsFile) -> Report {
         Report {
             config_name: Some(results.config.name.clone()),
-            rows: results
-                .shapes
-                .iter()
-                .map(|s| Row {
-                    shape: s.name.clone(),
-                    p50_cand: s.summary.as_ref().map(|x| x.p50),
-                    tflops: s.tflops,
-                    comparison: s.comparison.clone(),
-                    parity: s.parity.clone(),
-                    verdict: s.verdict,
-                    error: s.error.clone(),
-                })
-                .collect(),
+            rows: results.shapes.iter().map(Row::of).collect(),
             passed: results.passed,
             gate: results.gate.clone(),
             environment: results.environment.clone(),
@@ -80,8 +102,49 @@ impl Report {
             commit: results.git_commit.clone(),
             run_url: None,
             warnings: results.warnings.clone(),
+            notes: results.notes.clone(),
             error: results.error.clone(),
+            base: results.base.clone(),
+            policy: Policy {
+                fail_on_drift: results.fail_on_drift,
+            },
         }
+    }
+
+    /// A report of shapes that are not part of a results file (offline compare of samples).
+    pub fn from_shapes(shapes: &[ShapeResult], gate: GateSettings, passed: bool) -> Report {
+        Report {
+            config_name: None,
+            rows: shapes.iter().map(Row::of).collect(),
+            passed,
+            gate,
+            environment: None,
+            baseline: None,
+            commit: None,
+            run_url: None,
+            warnings: Vec::new(),
+            notes: Vec::new(),
+            error: None,
+            base: None,
+            policy: Policy::default(),
+        }
+    }
+
+    /// Which references decided, for the one-line verdict: "A/B", "stored baseline" or both.
+    pub fn deciders(&self) -> String {
+        let mut seen: Vec<Reference> = Vec::new();
+        for r in &self.rows {
+            if let Some(d) = r.decided_by
+                && !seen.contains(&d)
+            {
+                seen.push(d);
+            }
+        }
+        seen.sort_by_key(|r| *r != Reference::Ab);
+        seen.iter()
+            .map(|r| r.to_string())
+            .collect::<Vec<_>>()
+            .join(" and ")
     }
 
     /// Counts of each verdict, worst first, leaving out zeros.
@@ -91,6 +154,7 @@ impl Report {
             Error,
             ParityFail,
             Regression,
+            Drift,
             Inconclusive,
             NoBaseline,
             Improvement,
@@ -119,14 +183,23 @@ impl Report {
             .iter()
             .map(|(v, n)| format!("{n} {v}"))
             .collect();
+        let deciders = self.deciders();
         format!(
-            "{status}: {} ({} shape{})",
+            "{status}: {} ({} shape{}){}",
             counts.join(", "),
             self.rows.len(),
-            if self.rows.len() == 1 { "" } else { "s" }
+            if self.rows.len() == 1 { "" } else { "s" },
+            if deciders.is_empty() {
+                String::new()
+            } else {
+                format!("; decided by {deciders}")
+            }
         )
     }
 }
+
+/// Shown under a report where a stored comparison had to assume the between-process spread.
+pub(crate) const ASSUMED_SPREAD_NOTE: &str = "* the stored baseline records no spread between processes (recorded before ci-gate measured it, or from one process): 0.5% was assumed; re-record it with `ci-gate baseline update` (three processes)";
 
 /// Δ of a ratio as a signed percentage: 1.0312 → "+3.12%".
 pub fn pct(ratio: f64) -> String {
@@ -157,18 +230,20 @@ pub(crate) fn pvalue(p: f64) -> String {
 pub(crate) struct Cells {
     pub base: String,
     pub cand: String,
-    pub delta: String,
+    pub ab: String,
     pub ci: String,
+    pub stored: String,
     pub cliff: String,
     pub p: String,
     pub parity: String,
+    pub verdict: String,
     pub detectable: String,
 }
 
 impl Cells {
     pub fn of(row: &Row) -> Cells {
         let dash = || "—".to_owned();
-        let c = row.comparison.as_ref();
+        let c = row.primary();
         Cells {
             base: c.map(|c| micros(c.p50_base)).unwrap_or_else(dash),
             cand: c
@@ -176,19 +251,30 @@ impl Cells {
                 .or(row.p50_cand)
                 .map(micros)
                 .unwrap_or_else(dash),
-            delta: c.map(|c| pct(c.ratio)).unwrap_or_else(dash),
+            ab: row.ab.as_ref().map(|c| pct(c.ratio)).unwrap_or_else(dash),
             ci: c
                 .map(|c| format!("[{}, {}]", pct(c.ci_low), pct(c.ci_high)))
+                .unwrap_or_else(dash),
+            stored: row
+                .stored
+                .as_ref()
+                .map(|c| {
+                    format!(
+                        "{}{}",
+                        pct(c.ratio),
+                        if c.process_sd_assumed { "*" } else { "" }
+                    )
+                })
                 .unwrap_or_else(dash),
             cliff: c
                 .map(|c| format!("{:+.2} {}", c.cliffs_delta, c.cliffs_magnitude))
                 .unwrap_or_else(dash),
-            // The p of the direction the estimate points to.
+            // The margin p of the direction the estimate points to.
             p: c.map(|c| {
                 pvalue(if c.ratio >= 1.0 {
-                    c.mwu_p_holm
+                    c.margin_p_holm
                 } else {
-                    c.mwu_p_faster_holm
+                    c.margin_p_faster_holm
                 })
             })
             .unwrap_or_else(dash),
@@ -203,6 +289,10 @@ impl Cells {
                     p.max_abs
                 ),
             },
+            verdict: match row.drift_cause {
+                Some(cause) if row.verdict == Verdict::Drift => format!("drift ({cause})"),
+                _ => row.verdict.to_string(),
+            },
             detectable: c
                 .map(|c| format!("{:.1}%", c.min_detectable * 100.0))
                 .unwrap_or_else(dash),
@@ -211,15 +301,16 @@ impl Cells {
 }
 
 /// The column titles, shared by the table and Markdown.
-pub(crate) fn headers(gate: &GateSettings) -> [String; 10] {
+pub(crate) fn headers(gate: &GateSettings) -> [String; 11] {
     [
         "Shape".into(),
         "Base p50 µs".into(),
         "Cand p50 µs".into(),
-        "Δp50".into(),
+        "A/B Δp50".into(),
         format!("{:.0}% CI", gate.confidence * 100.0),
+        "vs stored".into(),
         "Cliff's δ".into(),
-        "MWU p (Holm)".into(),
+        "Margin p (Holm)".into(),
         "Parity rel L2 / max abs".into(),
         "Verdict".into(),
         "Detectable".into(),

@@ -25,8 +25,8 @@ impl TableExporter {
     }
 }
 
-fn verdict_color(v: Verdict) -> Color {
-    if v.fails_gate() {
+fn verdict_color(v: Verdict, policy: crate::verdict::Policy) -> Color {
+    if v.fails(policy) {
         Color::Red
     } else if v.warns() {
         Color::Yellow
@@ -47,17 +47,18 @@ impl Exporter for TableExporter {
         table.set_header(headers(&report.gate));
         for row in &report.rows {
             let c = Cells::of(row);
-            let mut verdict = Cell::new(row.verdict);
+            let mut verdict = Cell::new(c.verdict);
             if self.color {
-                verdict = verdict.fg(verdict_color(row.verdict));
+                verdict = verdict.fg(verdict_color(row.verdict, report.policy));
             }
             let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
             table.add_row(vec![
                 Cell::new(&row.shape),
                 right(c.base),
                 right(c.cand),
-                right(c.delta),
+                right(c.ab),
                 Cell::new(c.ci),
+                right(c.stored),
                 Cell::new(c.cliff),
                 right(c.p),
                 Cell::new(c.parity),
@@ -74,6 +75,17 @@ impl Exporter for TableExporter {
         }
         for w in &report.warnings {
             out.push_str(&format!("warning: {w}\n"));
+        }
+        for n in &report.notes {
+            out.push_str(&format!("note: {n}\n"));
+        }
+        if report
+            .rows
+            .iter()
+            .any(|r| r.stored.as_ref().is_some_and(|c| c.process_sd_assumed))
+        {
+            out.push_str(super::ASSUMED_SPREAD_NOTE);
+            out.push('\n');
         }
         if let Some(e) = &report.error {
             out.push_str(&format!("error: {e}\n"));

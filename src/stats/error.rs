@@ -46,4 +46,28 @@ pub enum StatsError {
     /// A bootstrap asked for zero resamples.
     #[error("the bootstrap needs at least 1 resample")]
     NoResamples,
+    /// A paired comparison of sides with different numbers of rounds.
+    #[error(
+        "a paired comparison needs as many base rounds as candidate rounds, got {base} and {cand}"
+    )]
+    Unpaired {
+        /// Rounds of the base.
+        base: usize,
+        /// Rounds of the candidate.
+        cand: usize,
+    },
+    /// Fewer than two rounds (or pairs): no spread between independent units.
+    #[error("need at least 2 rounds, got {n}")]
+    TooFewRounds {
+        /// How many rounds there were.
+        n: usize,
+    },
+    /// A round's median is zero or negative, so it has no logarithm.
+    #[error("round {round} has median {value}; times must be positive")]
+    NotPositive {
+        /// Position of the round.
+        round: usize,
+        /// Its median.
+        value: f64,
+    },
 }

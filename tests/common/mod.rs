@@ -75,10 +75,7 @@ pub fn results(gpu: &str, factors: &[f64], seed: u64) -> ResultsFile {
                 .unwrap()
                 .summary();
             ShapeResult {
-                name: params.name(),
-                params,
                 verdict: Verdict::NoBaseline,
-                error: None,
                 samples_us: samples,
                 tflops: Some(params.flops() / (summary.p50 * 1e-6) / 1e12),
                 summary: Some(summary),
@@ -93,7 +90,6 @@ pub fn results(gpu: &str, factors: &[f64], seed: u64) -> ResultsFile {
                     },
                     seed: 1,
                 }),
-                comparison: None,
                 measurement: Some(MeasurementInfo {
                     cache: CacheMode::Hot,
                     launches_per_sample: 20,
@@ -102,7 +98,9 @@ pub fn results(gpu: &str, factors: &[f64], seed: u64) -> ResultsFile {
                     working_set_bytes: 1 << 20,
                     wall_s: 0.5,
                     sm_clock_mhz: Some((1980, 1980)),
+                    design: None,
                 }),
+                ..ShapeResult::new(params)
             }
         })
         .collect();
@@ -123,7 +121,10 @@ pub fn results(gpu: &str, factors: &[f64], seed: u64) -> ResultsFile {
         shapes,
         passed: true,
         warnings: vec![],
+        notes: vec![],
         error: None,
+        base: None,
+        fail_on_drift: false,
     }
 }
 

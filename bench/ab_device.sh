@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# ci-gate's A/B checks on a lent GPU (commands and results are in docs/PERF.md).
+#
+#   bench/ab_device.sh smoke      env, GPU tests, the PR gate in A/B mode (A/A, wall time),
+#                                 the 3-stage-ring kernel as candidate and as base, the stored
+#                                 baseline alone, and --base REF read with git
+#   bench/ab_device.sh selftest N selftest over the PR config, N trials (A/B conditions)
+#                                 plus 3 fresh processes against a stored baseline
+#   bench/ab_device.sh record     baseline update from 3 processes into $OUT/baselines
+#   bench/ab_device.sh first      a first run on a GPU with no stored baseline, then record one
+#
+# Binaries are built elsewhere and carried in .carry: ci-gate (cargo build --release) and
+# gpu-tests (tests/gpu.rs from cargo test --no-run), stripped; .carry/golden is
+# ../shared/golden; .carry/repo.bundle is `git bundle create .carry/repo.bundle main`.
+set -uo pipefail
+phase=${1:?usage: bench/ab_device.sh smoke|selftest N|record|first}
+out=${OUT:-/tmp/ci-gate-out}
+mkdir -p "$out"
+bin=$PWD/.carry/ci-gate
+export NO_COLOR=1 CI_GATE_GOLDEN_DIR=$PWD/.carry/golden CI_GATE_CACHE_DIR=/tmp/ci-gate-cache
+nvrtc=$(ls /usr/local/cuda/lib64/libnvrtc.so.1* 2>/dev/null | head -1)
+[ -n "$nvrtc" ] || nvrtc=$(find / -xdev -name 'libnvrtc.so.1*' 2>/dev/null | grep -v builtins | head -1)
+export LD_LIBRARY_PATH="$(dirname "$nvrtc")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+# The shipped kernel with the 3-stage K/V ring (ST = 3) in the four shipped configurations:
+# a real code change, measured in docs/KERNEL_NOTES.md as 1-7% apart depending on the shape.
+st3=/tmp/kernels-st3
+mkdir -p $st3 && cp kernels/*.cu $st3/
+sed -i -E 's/^(CG_ATTN_KERNEL\(attention_fwd_b?f16_d64, 64, 128, 64, 4, 2, true, )2,/\13,/; s/^(CG_ATTN_KERNEL\(attention_fwd_b?f16_d128, 128, 128, 32, 4, 2, false, )2,/\13,/' $st3/attention.cu
+timed() { local t0=$EPOCHREALTIME; "$@"; local rc=$?; echo "rc=$rc wall=$(python3 -c "print(round($EPOCHREALTIME - $t0, 1))") s"; }
+
+case "$phase" in
+smoke)
+  "$bin" env | tee "$out/env.txt"
+  echo "== GPU tests"
+  .carry/gpu-tests --ignored --test-threads=1 2>&1 | grep -E "^test |test result|panicked" | tee "$out/gpu-tests.log"
+  echo "== A/A in A/B mode, PR config (cold compile cache, then warm)"
+  rm -rf $CI_GATE_CACHE_DIR
+  timed "$bin" local --base-kernels kernels --ab-always --out "$out/aa1.json"
+  timed "$bin" local --base-kernels kernels --ab-always --out "$out/aa2.json" >/dev/null
+  echo "== candidate ST=3 against the shipped kernel"
+  timed "$bin" local --base-kernels kernels --kernels $st3 --out "$out/st3-cand.json"
+  echo "== swapped: shipped kernel against ST=3 as base"
+  timed "$bin" local --base-kernels $st3 --kernels kernels --out "$out/st3-base.json"
+  echo "== identical kernels: no A/B, the stored H200 baseline (schema 1) decides"
+  timed "$bin" local --base-kernels kernels --out "$out/stored-only.json"
+  echo "== --base REF with git: a commit that changes the kernel to ST=3"
+  rm -rf /tmp/repo && git clone -q .carry/repo.bundle /tmp/repo && cp $st3/attention.cu /tmp/repo/kernels/ \
+    && git -C /tmp/repo -c user.name=t -c user.email=t@t commit -qam "ST=3" \
+    && (cd /tmp/repo && timed "$bin" local --base HEAD~1 --shape b2h8s512d64_f16 --shape b2h16s4096d128_f16 --out "$out/git-base.json")
+  ;;
+selftest)
+  "$bin" selftest --trials "${2:-5}" --out "$out/selftest.json" 2>&1 | tee "$out/selftest.txt"
+  ;;
+record)
+  mkdir -p "$out/baselines" && cp -r baselines/* "$out/baselines/"
+  timed "$bin" baseline update --baselines "$out/baselines" --reason "${REASON:-A/B landing: spread from 3 processes}" --force
+  "$bin" baseline show --baselines "$out/baselines"
+  ;;
+first)
+  "$bin" env | tee "$out/env.txt"
+  echo "== first run on this GPU model: no stored baseline, A/B decides"
+  timed "$bin" local --base-kernels $st3 --out "$out/first-run.json"
+  echo "== record its first baseline (3 processes)"
+  mkdir -p "$out/baselines"
+  timed "$bin" baseline update --baselines "$out/baselines" --reason "first baseline of this GPU model"
+  "$bin" baseline show --baselines "$out/baselines"
+  echo "== and the next run compares with it"
+  timed "$bin" local --base-kernels kernels --baselines "$out/baselines" --out "$out/second-run.json"
+  ;;
+esac

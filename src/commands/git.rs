@@ -1,0 +1,124 @@
+//! The base side of an A/B run from git: the merge-base with the default branch, or any
+//! revision, read with `git show` into a temporary directory. The working tree is never
+//! touched, and revisions are passed to git as arguments (never through a shell).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+
+use super::pipeline::BaseKernels;
+
+/// The kernel files a base needs.
+const KERNEL_FILES: [&str; 3] = ["attention.cu", "reference.cu", "util.cu"];
+
+fn git(args: &[&str]) -> Option<String> {
+    let out = Command::new("git")
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// A revision as the user wrote it, refused where git could read it as an option.
+fn check_rev(rev: &str) -> Result<()> {
+    if rev.is_empty() || rev.starts_with('-') || rev.chars().any(|c| c.is_control()) {
+        bail!("--base {rev:?} is not a git revision");
+    }
+    Ok(())
+}
+
+/// The full commit a revision names, if this is a repository that has it.
+pub fn resolve(rev: &str) -> Option<String> {
+    check_rev(rev).ok()?;
+    git(&[
+        "rev-parse",
+        "--verify",
+        "--quiet",
+        &format!("{rev}^{{commit}}"),
+    ])
+}
+
+/// The merge-base of HEAD with the default branch (origin's HEAD, else `main`, else
+/// `master`); `None` outside a repository or where none of those exists.
+pub fn default_base() -> Option<String> {
+    let branch = git(&["symbolic-ref", "--quiet", "refs/remotes/origin/HEAD"]).or_else(|| {
+        ["origin/main", "main", "origin/master", "master"]
+            .into_iter()
+            .find(|b| resolve(b).is_some())
+            .map(str::to_owned)
+    })?;
+    git(&["merge-base", "HEAD", &branch])
+}
+
+/// `dir` relative to the repository's top level (for `git show REV:path`).
+fn path_in_repo(dir: &Path) -> Result<String> {
+    let top = git(&["rev-parse", "--show-toplevel"]).context("not inside a git repository")?;
+    let top = Path::new(&top)
+        .canonicalize()
+        .with_context(|| format!("cannot resolve the repository root {top}"))?;
+    let dir = dir
+        .canonicalize()
+        .with_context(|| format!("cannot resolve the kernels directory {}", dir.display()))?;
+    let rel = dir.strip_prefix(&top).with_context(|| {
+        format!(
+            "the kernels directory {} is outside the repository {}",
+            dir.display(),
+            top.display()
+        )
+    })?;
+    let rel = rel.to_string_lossy().replace('\\', "/");
+    Ok(if rel.is_empty() {
+        String::new()
+    } else {
+        format!("{rel}/")
+    })
+}
+
+/// Writes the kernel files of `commit` (under the path `kernels_dir` has in this repository)
+/// into `into`, and describes them as a base named `label`.
+pub fn export_kernels(
+    commit: &str,
+    label: &str,
+    kernels_dir: &Path,
+    into: &Path,
+) -> Result<BaseKernels> {
+    let prefix = path_in_repo(kernels_dir)?;
+    for file in KERNEL_FILES {
+        let spec = format!("{commit}:{prefix}{file}");
+        let out = Command::new("git")
+            .args(["show", &spec])
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .context("cannot run git")?;
+        if !out.status.success() {
+            bail!("{label} has no {prefix}{file}: cannot build the base kernels from it");
+        }
+        std::fs::write(into.join(file), &out.stdout)
+            .with_context(|| format!("cannot write {}", into.join(file).display()))?;
+    }
+    Ok(BaseKernels {
+        dir: PathBuf::from(into),
+        source: label.to_owned(),
+        commit: Some(commit.to_owned()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_are_not_revisions() {
+        assert!(check_rev("--output=/tmp/x").is_err());
+        assert!(check_rev("").is_err());
+        assert!(check_rev("main\n").is_err());
+        assert!(check_rev("HEAD~1").is_ok());
+        assert!(resolve("-x").is_none());
+    }
+}
