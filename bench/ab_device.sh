@@ -6,6 +6,8 @@
 #                                 baseline alone, and --base REF read with git
 #   bench/ab_device.sh selftest N selftest over the PR config, N trials (A/B conditions)
 #                                 plus 3 fresh processes against a stored baseline
+#   bench/ab_device.sh selftest-bg N   the same in the background (setsid), then
+#   bench/ab_device.sh collect         wait for it (up to $WAIT_S s) and fetch its report
 #   bench/ab_device.sh record     baseline update from 3 processes into $OUT/baselines
 #   bench/ab_device.sh first      a first run on a GPU with no stored baseline, then record one
 #
@@ -45,12 +47,24 @@ smoke)
   echo "== identical kernels: no A/B, the stored H200 baseline (schema 1) decides"
   timed "$bin" local --base-kernels kernels --out "$out/stored-only.json"
   echo "== --base REF with git: a commit that changes the kernel to ST=3"
-  rm -rf /tmp/repo && git clone -q .carry/repo.bundle /tmp/repo && cp $st3/attention.cu /tmp/repo/kernels/ \
+  rm -rf /tmp/repo && git clone -q -b main .carry/repo.bundle /tmp/repo && cp $st3/attention.cu /tmp/repo/kernels/ \
     && git -C /tmp/repo -c user.name=t -c user.email=t@t commit -qam "ST=3" \
     && (cd /tmp/repo && timed "$bin" local --base HEAD~1 --shape b2h8s512d64_f16 --shape b2h16s4096d128_f16 --out "$out/git-base.json")
   ;;
 selftest)
   "$bin" selftest --trials "${2:-5}" --out "$out/selftest.json" 2>&1 | tee "$out/selftest.txt"
+  ;;
+selftest-bg)
+  # Started in its own session so it outlives this command (the machine stays held while it
+  # runs); `collect` waits for it and fetches its report.
+  mkdir -p /tmp/st
+  setsid nohup bash -c "'$bin' selftest --trials '${2:-5}' --out /tmp/st/selftest.json > /tmp/st/selftest.txt 2>&1; touch /tmp/st/done" </dev/null >/dev/null 2>&1 &
+  sleep 5; cat /tmp/st/selftest.txt
+  ;;
+collect)
+  end=$((SECONDS + ${WAIT_S:-540}))
+  while [ ! -f /tmp/st/done ] && [ $SECONDS -lt $end ]; do sleep 10; done
+  cp /tmp/st/selftest.* "$out/" 2>/dev/null; cat /tmp/st/selftest.txt
   ;;
 record)
   mkdir -p "$out/baselines" && cp -r baselines/* "$out/baselines/"

@@ -119,6 +119,25 @@ fn pooled_median(rounds: &Rounds) -> f64 {
     rounds.pooled().median()
 }
 
+/// The slowdown the planned A/B design catches with 80% power at this run's pair spread:
+/// a shape near the margin always gets the second look, so the power is that of its last
+/// look — all `max` units, at that look's level — with the standard error scaled from the
+/// units measured to `max` (`se·√(n/max)`). One-stage designs: the last look as measured.
+fn design_detectable(last: &MarginTest, design: Option<StageDesign>, alpha: f64) -> f64 {
+    match design {
+        Some(d) if d.two_stage() => {
+            let n = last.n_cand.max(1) as f64;
+            let projected = MarginTest {
+                se: last.se * (n / f64::from(d.max)).sqrt(),
+                df: last.df.max(f64::from(d.max) - 1.0),
+                ..*last
+            };
+            projected.detectable(look_level(alpha, design, 2), DETECTABLE_POWER)
+        }
+        _ => last.detectable(alpha, DETECTABLE_POWER),
+    }
+}
+
 /// The first `n` rounds.
 fn first(rounds: &Rounds, n: usize) -> Result<Rounds, StatsError> {
     Rounds::new(rounds.rounds()[..n.min(rounds.round_count())].to_vec())
@@ -193,7 +212,12 @@ impl Comparison {
             mwu_p_faster: faster.map_or(1.0, |m| m.p),
             mwu_p_holm: slower.map_or(1.0, |m| m.p),
             mwu_p_faster_holm: faster.map_or(1.0, |m| m.p),
-            min_detectable: last.detectable(level, DETECTABLE_POWER),
+            min_detectable: if reference == Reference::Ab {
+                design_detectable(&last, design, gate.alpha)
+            } else {
+                // The spread between processes does not shrink with more rounds.
+                last.detectable(level, DETECTABLE_POWER)
+            },
             process_sd: None,
             process_sd_assumed: false,
         }
