@@ -16,7 +16,11 @@ pub enum SampleFileError {
     File { path: PathBuf, message: String },
 }
 
-/// Parses sample text; `path` names it in errors. At least two values are required.
+/// Most values a sample file may hold (the statistics' cost grows with it).
+pub const MAX_SAMPLE_VALUES: usize = 100_000;
+
+/// Parses sample text; `path` names it in errors. At least two values are required, at most
+/// [`MAX_SAMPLE_VALUES`].
 pub fn parse_samples(text: &str, path: &Path) -> Result<Vec<f64>, SampleFileError> {
     let mut values = Vec::new();
     for (i, raw) in text.lines().enumerate() {
@@ -29,6 +33,11 @@ pub fn parse_samples(text: &str, path: &Path) -> Result<Vec<f64>, SampleFileErro
             line: i + 1,
             message,
         };
+        if values.len() == MAX_SAMPLE_VALUES {
+            return Err(at(format!(
+                "more than {MAX_SAMPLE_VALUES} samples; a sample file holds at most that many"
+            )));
+        }
         let shown: String = line.chars().take(40).collect();
         let v: f64 = line.parse().map_err(|_| {
             at(format!(
@@ -65,6 +74,17 @@ mod tests {
     }
 
     #[test]
+    fn the_number_of_values_is_bounded() {
+        let ok = "1.5\n".repeat(MAX_SAMPLE_VALUES);
+        assert_eq!(parse(&ok).unwrap().len(), MAX_SAMPLE_VALUES);
+        let e = parse(&format!("{ok}# a comment\n\n2.5\n")).unwrap_err();
+        assert!(
+            e.starts_with(&format!("base.txt:{}: more than", MAX_SAMPLE_VALUES + 3)),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn reads_values_skipping_comments_and_blanks() {
         assert_eq!(
             parse("# µs\n9.1\n\n 9.3 \n1e1\n").unwrap(),
@@ -84,6 +104,10 @@ mod tests {
             ("9.1\n\n-3\n", "base.txt:3: -3 is not a positive time"),
             ("9.1\n0\n", "base.txt:2: 0 is not a positive time"),
             ("9.1 9.2\n1\n", "base.txt:1:"),
+            (
+                "1\n1\n\u{1b}[2J\n",
+                "base.txt:3: \"\\u{1b}[2J\" is not a number",
+            ),
         ] {
             let e = parse(text).unwrap_err();
             assert!(e.starts_with(want), "{text:?}: {e}");

@@ -169,10 +169,10 @@ impl Checker<'_> {
             return Err(self.fail(
                 &slug_key,
                 format!(
-                    "{} is not the slug of the GPU name {} (that is {})",
-                    quote(&env.gpu_slug),
+                    "the file records GPU {}, whose slug is {}, not {}",
                     quote(&env.gpu_name),
-                    quote(&expected)
+                    quote(&expected),
+                    quote(&env.gpu_slug)
                 ),
             ));
         }

@@ -9,6 +9,7 @@ use crate::baseline::{BaselineFile, BaselineShape, BaselineStore, Provenance};
 use crate::cli::{BaselineShowArgs, BaselineUpdateArgs};
 use crate::evaluate::evaluate;
 use crate::results::{ResultsFile, SCHEMA_VERSION};
+use crate::validate::{error_line, short_commit, terminal_text};
 use crate::verdict::Verdict;
 
 pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
@@ -34,25 +35,30 @@ pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
     for (path, loaded) in files {
         match loaded {
             Ok(b) => {
-                table.add_row(vec![
-                    path.display().to_string(),
-                    b.environment.gpu_name.clone(),
-                    b.config.name.clone(),
-                    b.shapes.len().to_string(),
-                    b.provenance
-                        .commit
-                        .as_deref()
-                        .map_or("—".into(), |c| c[..c.len().min(12)].to_owned()),
-                    b.provenance
-                        .recorded_at
-                        .format("%Y-%m-%d %H:%M UTC")
-                        .to_string(),
-                    format!(
-                        "{}{}",
-                        b.provenance.reason,
-                        if b.provenance.forced { " (forced)" } else { "" }
-                    ),
-                ]);
+                // Everything from the file goes through terminal_text: no escape sequence,
+                // control or bidirectional character reaches the terminal.
+                table.add_row(
+                    [
+                        path.display().to_string(),
+                        b.environment.gpu_name.clone(),
+                        b.config.name.clone(),
+                        b.shapes.len().to_string(),
+                        b.provenance
+                            .commit
+                            .as_deref()
+                            .map_or("—".into(), short_commit),
+                        b.provenance
+                            .recorded_at
+                            .format("%Y-%m-%d %H:%M UTC")
+                            .to_string(),
+                        format!(
+                            "{}{}",
+                            b.provenance.reason,
+                            if b.provenance.forced { " (forced)" } else { "" }
+                        ),
+                    ]
+                    .map(|cell| terminal_text(&cell)),
+                );
             }
             Err(e) => bad.push(e),
         }
@@ -63,7 +69,7 @@ pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
     }
     let first = bad.remove(0);
     for e in &bad {
-        eprintln!("error: {e}");
+        eprintln!("error: {}", error_line(&e.to_string()));
     }
     Err(first.into())
 }
