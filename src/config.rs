@@ -718,18 +718,18 @@ fn key_line(text: &str, dotted: &str) -> Option<usize> {
 /// a bounded amount of work. Text libyaml cannot parse is left for serde_yaml to report.
 pub fn yaml_too_deep(text: &str, limit: usize) -> Option<u64> {
     use std::mem::MaybeUninit;
-    use unsafe_libyaml as sys;
+    use unsafe_libyaml as unsafe_sys;
 
     /// A heap-allocated libyaml parser, deleted on drop once initialised.
     struct Parser {
-        sys: Box<MaybeUninit<sys::yaml_parser_t>>,
+        sys: Box<MaybeUninit<unsafe_sys::yaml_parser_t>>,
         initialised: bool,
     }
     impl Drop for Parser {
         fn drop(&mut self) {
             if self.initialised {
                 // SAFETY: initialised by yaml_parser_initialize and not yet deleted.
-                unsafe { sys::yaml_parser_delete(self.sys.as_mut_ptr()) }
+                unsafe { unsafe_sys::yaml_parser_delete(self.sys.as_mut_ptr()) }
             }
         }
     }
@@ -739,42 +739,42 @@ pub fn yaml_too_deep(text: &str, limit: usize) -> Option<u64> {
         initialised: false,
     };
     let p = parser.sys.as_mut_ptr();
-    // SAFETY: `p` points to memory for a parser that yaml_parser_initialize fills in; the
-    // input string outlives the parser (both live until the end of this function, the
-    // parser is dropped first as it was declared after `text`'s borrow began).
+    // SAFETY: `p` points to heap memory for a parser, which yaml_parser_initialize fills in;
+    // the parser keeps a pointer to `text`, which is borrowed for the whole call and so
+    // outlives the parser (deleted when `parser` drops, before this function returns).
     unsafe {
-        if sys::yaml_parser_initialize(p).fail {
+        if unsafe_sys::yaml_parser_initialize(p).fail {
             return None;
         }
         parser.initialised = true;
-        sys::yaml_parser_set_encoding(p, sys::YAML_UTF8_ENCODING);
-        sys::yaml_parser_set_input_string(p, text.as_ptr(), text.len() as u64);
+        unsafe_sys::yaml_parser_set_encoding(p, unsafe_sys::YAML_UTF8_ENCODING);
+        unsafe_sys::yaml_parser_set_input_string(p, text.as_ptr(), text.len() as u64);
     }
     let mut depth = 0usize;
     loop {
-        let mut event = MaybeUninit::<sys::yaml_event_t>::uninit();
+        let mut event = MaybeUninit::<unsafe_sys::yaml_event_t>::uninit();
         // SAFETY: the parser is initialised; an event that yaml_parser_parse filled in is
         // read, then deleted exactly once.
         let (kind, line) = unsafe {
-            if sys::yaml_parser_parse(p, event.as_mut_ptr()).fail {
+            if unsafe_sys::yaml_parser_parse(p, event.as_mut_ptr()).fail {
                 return None;
             }
             let e = event.as_mut_ptr();
             let seen = ((*e).type_, (*e).start_mark.line);
-            sys::yaml_event_delete(e);
+            unsafe_sys::yaml_event_delete(e);
             seen
         };
         match kind {
-            sys::YAML_SEQUENCE_START_EVENT | sys::YAML_MAPPING_START_EVENT => {
+            unsafe_sys::YAML_SEQUENCE_START_EVENT | unsafe_sys::YAML_MAPPING_START_EVENT => {
                 depth += 1;
                 if depth > limit {
                     return Some(line + 1);
                 }
             }
-            sys::YAML_SEQUENCE_END_EVENT | sys::YAML_MAPPING_END_EVENT => {
+            unsafe_sys::YAML_SEQUENCE_END_EVENT | unsafe_sys::YAML_MAPPING_END_EVENT => {
                 depth = depth.saturating_sub(1);
             }
-            sys::YAML_STREAM_END_EVENT | sys::YAML_NO_EVENT => return None,
+            unsafe_sys::YAML_STREAM_END_EVENT | unsafe_sys::YAML_NO_EVENT => return None,
             _ => {}
         }
     }
