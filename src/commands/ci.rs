@@ -13,6 +13,7 @@ use crate::github::GithubEnv;
 use crate::github::actions::{Level, annotation, append_step_summary, write_outputs};
 use crate::report::{Exporter, MarkdownExporter, Report, TableExporter, pct};
 use crate::results::ResultsFile;
+use crate::validate::Untrusted;
 use crate::verdict::Verdict;
 
 pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
@@ -40,6 +41,10 @@ pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
     results
         .save(&args.out)
         .with_context(|| format!("cannot save the results to {}", args.out.display()))?;
+    // Error texts can quote the pull request's kernels (a compiler log): on one line, without
+    // control characters, before anything is printed to the log.
+    let mut results = results;
+    results.neutralise();
 
     let mut report = Report::from_results(&results);
     report.run_url = gh.run_url();
