@@ -647,6 +647,21 @@ fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
     }
 }
 
+/// `text` cut to at most `max` bytes (at a character boundary; just the note when `max` is
+/// smaller than it), saying how much was cut: for a writer to keep free text within the
+/// bounds a reader checks (e.g. [`MAX_ERROR_LEN`] for a compiler log).
+pub fn clip_text(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let note = format!(" … ({} bytes cut)", text.len());
+    let mut cut = max.saturating_sub(note.len());
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}{note}", &text[..cut])
+}
+
 /// An error for one line of a terminal or CI log: [`terminal_text`], without a leading
 /// `error:` of its own (the caller prints one), cut to a bounded length.
 pub fn error_line(message: &str) -> String {
@@ -791,6 +806,18 @@ mod tests {
         let long = "é".repeat(100_000);
         let line = error_line(&long);
         assert!(line.len() < 70 * 1024 && line.ends_with("bytes cut)"));
+    }
+
+    #[test]
+    fn clip_text_stays_within_the_bound() {
+        assert_eq!(clip_text("short", 10), "short");
+        let long = "é".repeat(1000);
+        for max in [30, 31, 100, 1999] {
+            let c = clip_text(&long, max);
+            assert!(c.len() <= max, "{max}: {}", c.len());
+            assert!(c.ends_with(" … (2000 bytes cut)"), "{c}");
+        }
+        assert!(clip_text(&long, 3).len() <= 3 + " … (2000 bytes cut)".len());
     }
 
     #[test]
