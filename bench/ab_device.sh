@@ -55,11 +55,11 @@ selftest)
   "$bin" selftest --trials "${2:-5}" --out "$out/selftest.json" 2>&1 | tee "$out/selftest.txt"
   ;;
 selftest-bg)
-  # Started in its own session so it outlives this command (the machine stays held while it
-  # runs); `collect` waits for it and fetches its report.
-  mkdir -p /tmp/st
-  setsid nohup bash -c "'$bin' selftest --trials '${2:-5}' --out /tmp/st/selftest.json > /tmp/st/selftest.txt 2>&1; touch /tmp/st/done" </dev/null >/dev/null 2>&1 &
-  sleep 5; cat /tmp/st/selftest.txt
+  # Started in its own session so it outlives this command, from a copy of what it needs
+  # (each call re-sends the working tree); `collect` waits for it and fetches its report.
+  rm -rf /tmp/st && mkdir -p /tmp/st/repo && cp -r kernels configs "$bin" /tmp/st/repo/
+  (cd /tmp/st/repo && setsid nohup bash -c "./ci-gate selftest --trials '${2:-5}' --out /tmp/st/selftest.json > /tmp/st/selftest.txt 2>&1; touch /tmp/st/done" </dev/null >/dev/null 2>&1 &)
+  sleep 20; cat /tmp/st/selftest.txt
   ;;
 collect)
   end=$((SECONDS + ${WAIT_S:-540}))

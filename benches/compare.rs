@@ -1,41 +1,50 @@
-//! `cargo bench --bench compare`: the statistics of one `ci-gate compare` of two plain sample
-//! files of 10,000 values each with 10,000 bootstrap resamples (the budget: < 1 s).
+//! `cargo bench --bench compare`: the statistics of `ci-gate compare` on a million values:
+//! 10 rounds × 50,000 values a side, unpaired (stored-baseline test) and paired (A/B). The
+//! design's budget for the whole command is under 1 s (docs/PERF.md has the process's time).
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use ci_gate::comparison::Comparison;
+use ci_gate::comparison::{Comparison, StoredSide};
 use ci_gate::config::GateSettings;
-use ci_gate::stats::{Rounds, Sample};
+use ci_gate::results::StageDesign;
+use ci_gate::stats::{ProcessSpread, Rounds};
 
-fn timings(seed: u64, center: f64, n: usize) -> Vec<f64> {
+fn rounds(seed: u64, center: f64, rounds: usize, per: usize) -> Vec<Vec<f64>> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    (0..n)
-        .map(|_| center * (1.0 + 0.01 * (rng.random::<f64>() + rng.random::<f64>() - 1.0)))
+    (0..rounds)
+        .map(|_| {
+            let shift = 1.0 + 0.004 * (rng.random::<f64>() - 0.5);
+            (0..per)
+                .map(|_| center * shift * (1.0 + 0.01 * (rng.random::<f64>() - 0.5)))
+                .collect()
+        })
         .collect()
 }
 
 fn bench(c: &mut Criterion) {
     let gate = GateSettings::default();
-    assert_eq!(gate.bootstrap_resamples, 10_000);
-    let base = Rounds::single(Sample::new(timings(1, 9.0, 10_000)).unwrap());
-    let cand = Rounds::single(Sample::new(timings(2, 9.1, 10_000)).unwrap());
-    c.bench_function("compare 10k vs 10k, 10k resamples", |b| {
-        b.iter(|| Comparison::of(&base, &cand, &gate, 42).unwrap())
+    let base = rounds(1, 9.0, 10, 50_000);
+    let cand = Rounds::new(rounds(2, 9.1, 10, 50_000)).unwrap();
+    let stored = StoredSide {
+        rounds: base.clone(),
+        process_rounds: Vec::new(),
+        spread: Some(ProcessSpread::ASSUMED),
+    };
+    c.bench_function("unpaired, 10 x 50k values a side", |b| {
+        b.iter(|| Comparison::unpaired(&stored, &cand, None, &gate).unwrap())
     });
-    // Rounds-aware bootstrap: 20 rounds × 50 samples per side, as a results file holds.
-    let split = |v: Vec<f64>| Rounds::new(v.chunks(50).map(<[f64]>::to_vec).collect()).unwrap();
-    let base = split(timings(3, 9.0, 1_000));
-    let cand = split(timings(4, 9.1, 1_000));
-    c.bench_function("compare 20x50 rounds, 10k resamples", |b| {
-        b.iter(|| Comparison::of(&base, &cand, &gate, 42).unwrap())
+    let base = Rounds::new(base).unwrap();
+    let design = Some(StageDesign { stage1: 4, max: 10 });
+    c.bench_function("paired two-stage, 10 x 50k values a side", |b| {
+        b.iter(|| Comparison::paired(&base, &cand, design, &gate).unwrap())
     });
 }
 
 criterion_group! {
     name = benches;
-    config = Criterion::default().sample_size(20);
+    config = Criterion::default().sample_size(10);
     targets = bench
 }
 criterion_main!(benches);

@@ -2,7 +2,7 @@
 //! config, with provenance. Written atomically; a corrupt file is an error that names it and
 //! is never silently replaced.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -12,6 +12,29 @@ use crate::config::{CacheMode, ShapeParams};
 use crate::files::{self, FileError};
 use crate::results::{ConfigInfo, Environment, Parity, SCHEMA_VERSION};
 use crate::stats::{ProcessSpread, Summary};
+use crate::validate::{self, Untrusted};
+
+/// A name shown in a message: characters that could not be in a file name become `_`.
+fn display_component(name: &str) -> String {
+    if validate::path_component(name).is_ok() {
+        return name.to_owned();
+    }
+    let mut shown: String = name
+        .chars()
+        .take(validate::MAX_NAME_LEN)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if shown.is_empty() || shown.starts_with('.') {
+        shown.insert(0, '_');
+    }
+    shown
+}
 
 /// Why a baseline was recorded, and what it replaced.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -100,6 +123,16 @@ pub enum BaselineError {
         found: String,
         expected: String,
     },
+    #[error("{key} {message}, so no baseline path under {root} is built from it")]
+    UnsafeName {
+        root: PathBuf,
+        key: &'static str,
+        message: String,
+    },
+    #[error(
+        "{path} would not be inside the baselines directory {root}; nothing was read or written"
+    )]
+    OutsideRoot { root: PathBuf, path: PathBuf },
 }
 
 /// The `baselines/` directory.
@@ -117,9 +150,51 @@ impl BaselineStore {
         &self.root
     }
 
-    /// Where the baseline of this GPU model and config lives.
+    /// Where the baseline of this GPU model and config lives (for messages: a name that
+    /// could leave the directory is shown with its unsafe characters replaced; reading and
+    /// writing go through [`BaselineStore::checked_path`], which refuses it).
     pub fn path(&self, gpu_slug: &str, config_name: &str) -> PathBuf {
-        self.root.join(gpu_slug).join(format!("{config_name}.json"))
+        self.root
+            .join(display_component(gpu_slug))
+            .join(format!("{}.json", display_component(config_name)))
+    }
+
+    /// [`BaselineStore::path`], after checking that the slug and config name are plain names
+    /// (no separators, no `..`, not absolute) and that the result stays inside the root,
+    /// also through a symbolic link of the GPU directory.
+    pub fn checked_path(
+        &self,
+        gpu_slug: &str,
+        config_name: &str,
+    ) -> Result<PathBuf, BaselineError> {
+        let unsafe_name = |key, message| BaselineError::UnsafeName {
+            root: self.root.clone(),
+            key,
+            message,
+        };
+        validate::path_component(gpu_slug).map_err(|m| unsafe_name("gpu_slug", m))?;
+        validate::path_component(config_name).map_err(|m| unsafe_name("config.name", m))?;
+        let path = self.root.join(gpu_slug).join(format!("{config_name}.json"));
+        let outside = || BaselineError::OutsideRoot {
+            root: self.root.clone(),
+            path: path.clone(),
+        };
+        let relative = path.strip_prefix(&self.root).map_err(|_| outside())?;
+        if relative.components().count() != 2
+            || !relative
+                .components()
+                .all(|c| matches!(c, Component::Normal(_)))
+        {
+            return Err(outside());
+        }
+        // A GPU directory that is a link to elsewhere is not inside the root.
+        let dir = self.root.join(gpu_slug);
+        if let (Ok(root), Ok(real_dir)) = (self.root.canonicalize(), dir.canonicalize())
+            && !real_dir.starts_with(&root)
+        {
+            return Err(outside());
+        }
+        Ok(path)
     }
 
     /// Loads the baseline for this GPU and config; `Ok(None)` when none is stored.
@@ -131,7 +206,7 @@ impl BaselineStore {
         gpu_name: &str,
         config_name: &str,
     ) -> Result<Option<BaselineFile>, BaselineError> {
-        let path = self.path(gpu_slug, config_name);
+        let path = self.checked_path(gpu_slug, config_name)?;
         if !path.exists() {
             return Ok(None);
         }
@@ -154,9 +229,12 @@ impl BaselineStore {
         Ok(Some(file))
     }
 
-    /// Writes a baseline atomically into its GPU's directory.
+    /// Writes a baseline atomically into its GPU's directory, after checking it as a read
+    /// would (a file ci-gate would refuse to load is never written) and that its path stays
+    /// inside the root.
     pub fn save(&self, file: &BaselineFile) -> Result<PathBuf, BaselineError> {
-        let path = self.path(&file.gpu_slug, &file.config.name);
+        let path = self.checked_path(&file.gpu_slug, &file.config.name)?;
+        file.check(&path).map_err(FileError::from)?;
         files::write_json(&path, file)?;
         Ok(path)
     }

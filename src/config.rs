@@ -63,6 +63,46 @@ fn positive(key: &str, v: i64) -> Result<u32, String> {
     u32::try_from(v).map_err(|_| format!("{key} = {v} is too large"))
 }
 
+/// A positive integer of at most `max`.
+fn positive_at_most(key: &str, v: i64, max: u32) -> Result<u32, String> {
+    let n = positive(key, v)?;
+    if n > max {
+        return Err(format!("{key} = {n} is too large: at most {max}"));
+    }
+    Ok(n)
+}
+
+/// A positive number of at most `max`.
+fn positive_f64_at_most(key: &str, v: f64, max: f64) -> Result<f64, String> {
+    let v = positive_f64(key, v)?;
+    if v > max {
+        return Err(format!("{key} = {v} is too large: at most {max}"));
+    }
+    Ok(v)
+}
+
+/// Largest config file read, in bytes.
+pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// Deepest nesting of lists and mappings a config may have (real configs are 4 deep).
+pub const MAX_YAML_DEPTH: usize = 32;
+
+/// Upper limits of the numeric settings, so that no config can ask for unbounded work.
+pub mod limits {
+    pub const MAX_BATCH: u32 = 1024;
+    pub const MAX_HEADS: u32 = 1024;
+    pub const MAX_SEQ_LEN: u32 = 131_072;
+    pub const MIN_BOOTSTRAP_RESAMPLES: u32 = 100;
+    pub const MAX_BOOTSTRAP_RESAMPLES: u32 = 200_000;
+    pub const MAX_ROUNDS: u32 = 200;
+    pub const MAX_SAMPLES_PER_ROUND: u32 = 1000;
+    pub const MAX_WARMUP_MS: f64 = 10_000.0;
+    pub const MAX_SAMPLE_MS: f64 = 1000.0;
+    pub const MAX_BUDGET_S: f64 = 3600.0;
+    pub const MAX_TOLERANCE: f64 = 1.0;
+    pub const MAX_SHAPES: usize = crate::validate::MAX_SHAPES;
+}
+
 fn fraction(key: &str, v: f64) -> Result<f64, String> {
     if v.is_finite() && v > 0.0 && v < 1.0 {
         Ok(v)
@@ -113,9 +153,9 @@ impl TryFrom<RawShape> for ShapeParams {
             return Err(format!("head_dim {head_dim} is not supported (64 or 128)"));
         }
         let shape = ShapeParams {
-            batch: positive("batch", r.batch)?,
-            heads: positive("heads", r.heads)?,
-            seq_len: positive("seq_len", r.seq_len)?,
+            batch: positive_at_most("batch", r.batch, limits::MAX_BATCH)?,
+            heads: positive_at_most("heads", r.heads, limits::MAX_HEADS)?,
+            seq_len: positive_at_most("seq_len", r.seq_len, limits::MAX_SEQ_LEN)?,
             head_dim,
             causal: r.causal,
             dtype: r.dtype,
@@ -259,10 +299,15 @@ impl Default for RawGate {
 impl TryFrom<RawGate> for GateSettings {
     type Error = String;
     fn try_from(r: RawGate) -> Result<Self, String> {
-        let bootstrap_resamples = positive("gate.bootstrap_resamples", r.bootstrap_resamples)?;
-        if bootstrap_resamples < 100 {
+        let bootstrap_resamples = positive_at_most(
+            "gate.bootstrap_resamples",
+            r.bootstrap_resamples,
+            limits::MAX_BOOTSTRAP_RESAMPLES,
+        )?;
+        if bootstrap_resamples < limits::MIN_BOOTSTRAP_RESAMPLES {
             return Err(format!(
-                "gate.bootstrap_resamples {bootstrap_resamples} is too few for a percentile interval; use at least 100"
+                "gate.bootstrap_resamples {bootstrap_resamples} is too few for a percentile interval; use at least {}",
+                limits::MIN_BOOTSTRAP_RESAMPLES
             ));
         }
         Ok(GateSettings {
@@ -295,8 +340,8 @@ impl TryFrom<RawTolerance> for Tolerance {
     type Error = String;
     fn try_from(r: RawTolerance) -> Result<Self, String> {
         Ok(Tolerance {
-            max_abs: positive_f64("max_abs", r.max_abs)?,
-            rel_l2: positive_f64("rel_l2", r.rel_l2)?,
+            max_abs: positive_f64_at_most("max_abs", r.max_abs, limits::MAX_TOLERANCE)?,
+            rel_l2: positive_f64_at_most("rel_l2", r.rel_l2, limits::MAX_TOLERANCE)?,
         })
     }
 }
@@ -339,7 +384,7 @@ impl Default for ParitySettings {
 }
 
 /// Hot cache replays one buffer set; cold cache rotates through sets whose total exceeds L2.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CacheMode {
     Hot,
@@ -429,8 +474,8 @@ impl Default for RawMeasure {
 impl TryFrom<RawMeasure> for MeasureSettings {
     type Error = String;
     fn try_from(r: RawMeasure) -> Result<Self, String> {
-        let min_rounds = positive("measure.min_rounds", r.min_rounds)?;
-        let max_rounds = positive("measure.max_rounds", r.max_rounds)?;
+        let min_rounds = positive_at_most("measure.min_rounds", r.min_rounds, limits::MAX_ROUNDS)?;
+        let max_rounds = positive_at_most("measure.max_rounds", r.max_rounds, limits::MAX_ROUNDS)?;
         if min_rounds < 2 {
             return Err(
                 "measure.min_rounds must be at least 2, so that run-to-run spread is measured"
@@ -444,13 +489,25 @@ impl TryFrom<RawMeasure> for MeasureSettings {
         }
         Ok(MeasureSettings {
             cache: r.cache,
-            warmup_ms: positive_f64("measure.warmup_ms", r.warmup_ms)?,
-            sample_ms: positive_f64("measure.sample_ms", r.sample_ms)?,
-            samples_per_round: positive("measure.samples_per_round", r.samples_per_round)?,
+            warmup_ms: positive_f64_at_most(
+                "measure.warmup_ms",
+                r.warmup_ms,
+                limits::MAX_WARMUP_MS,
+            )?,
+            sample_ms: positive_f64_at_most(
+                "measure.sample_ms",
+                r.sample_ms,
+                limits::MAX_SAMPLE_MS,
+            )?,
+            samples_per_round: positive_at_most(
+                "measure.samples_per_round",
+                r.samples_per_round,
+                limits::MAX_SAMPLES_PER_ROUND,
+            )?,
             min_rounds,
             max_rounds,
             target_ci_half_width: fraction("measure.target_ci_half_width", r.target_ci_half_width)?,
-            budget_s: positive_f64("measure.budget_s", r.budget_s)?,
+            budget_s: positive_f64_at_most("measure.budget_s", r.budget_s, limits::MAX_BUDGET_S)?,
             duty_cycle: if r.duty_cycle > 0.0 && r.duty_cycle <= 1.0 {
                 r.duty_cycle
             } else {
@@ -492,9 +549,14 @@ pub struct Config {
 impl Config {
     /// Reads and validates a config file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let bytes = std::fs::read(path).map_err(|cause| ConfigError::Read {
-            path: path.to_owned(),
-            cause,
+        let bytes = crate::files::read_bounded(path, MAX_CONFIG_BYTES).map_err(|e| match e {
+            crate::files::FileError::Read { path, cause } => ConfigError::Read { path, cause },
+            _ => ConfigError::Invalid {
+                path: path.to_owned(),
+                message: format!(
+                    "the file is larger than the {MAX_CONFIG_BYTES} bytes a config may have"
+                ),
+            },
         })?;
         let text = String::from_utf8(bytes).map_err(|_| ConfigError::Invalid {
             path: path.to_owned(),
@@ -514,7 +576,33 @@ impl Config {
                 "the file is empty; it needs at least `shapes:`".into(),
             ));
         }
-        let raw: RawConfig = serde_yaml::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        if text.len() as u64 > MAX_CONFIG_BYTES {
+            return Err(invalid(format!(
+                "the file is larger than the {MAX_CONFIG_BYTES} bytes a config may have"
+            )));
+        }
+        // Checked before parsing: deep nesting costs the YAML parser time out of proportion.
+        if let Some(line) = yaml_too_deep(text, MAX_YAML_DEPTH) {
+            return Err(invalid(format!(
+                "lists and mappings nest more than {MAX_YAML_DEPTH} levels deep at line {line}; a config is 4 levels deep"
+            )));
+        }
+        let raw: RawConfig = serde_yaml::from_str(text).map_err(|e| {
+            let mut message = crate::validate::terminal_text(&e.to_string());
+            // A whole section's check (gate, measure) is placed at the section (or nowhere):
+            // name the line of the key itself.
+            if let Some(line) = message
+                .split([' ', ':'])
+                .next()
+                .and_then(|key| key_line(text, key))
+            {
+                if let Some(at) = message.rfind(" at line ") {
+                    message.truncate(at);
+                }
+                message.push_str(&format!(" at line {line}"));
+            }
+            invalid(message)
+        })?;
         let name = match raw.name {
             Some(n) => n,
             None => path
@@ -523,18 +611,23 @@ impl Config {
                 .unwrap_or("config")
                 .to_owned(),
         };
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
-            || name.starts_with('.')
-        {
-            return Err(invalid(format!(
-                "name: {name:?} must be letters, digits, '-', '_' or '.', not starting with '.' (it names the baseline file)"
-            )));
+        if let Err(message) = crate::validate::config_name(&name) {
+            return Err(invalid(format!("name: {message}")));
         }
         if raw.shapes.is_empty() {
             return Err(invalid("shapes: the list is empty".into()));
+        }
+        if raw.shapes.len() > limits::MAX_SHAPES {
+            let line = text
+                .lines()
+                .position(|l| l.starts_with("shapes:"))
+                .map(|i| format!(" at line {}", i + 1))
+                .unwrap_or_default();
+            return Err(invalid(format!(
+                "shapes: {} shapes{line}, more than the {} allowed",
+                raw.shapes.len(),
+                limits::MAX_SHAPES
+            )));
         }
         let mut seen = std::collections::HashSet::new();
         for (i, s) in raw.shapes.iter().enumerate() {
@@ -581,6 +674,109 @@ impl Config {
             }
         }
         Ok(out)
+    }
+}
+
+/// The line (1-based) of a `section.key` in config text: the first line naming `key` after
+/// the line that starts `section:` and before the next top-level key. A best effort for
+/// messages; `None` when the key is not of that form or not found.
+fn key_line(text: &str, dotted: &str) -> Option<usize> {
+    let (section, key) = dotted.split_once('.')?;
+    if section.is_empty() || key.is_empty() || key.contains('.') {
+        return None;
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| l.strip_prefix(section).is_some_and(|r| r.starts_with(':')))?;
+    let names_key = |l: &str| {
+        l.match_indices(key).any(|(i, _)| {
+            let before = l[..i].chars().next_back();
+            let after = l[i + key.len()..].trim_start();
+            before.is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_'))
+                && after.starts_with(':')
+        })
+    };
+    if names_key(lines[start].get(section.len() + 1..).unwrap_or("")) {
+        return Some(start + 1);
+    }
+    for (i, l) in lines.iter().enumerate().skip(start + 1) {
+        if l.starts_with(|c: char| !c.is_whitespace() && c != '#') {
+            break;
+        }
+        if names_key(l) {
+            return Some(i + 1);
+        }
+    }
+    Some(start + 1)
+}
+
+/// Whether YAML text nests sequences and mappings deeper than `limit`, and if so the line
+/// where it first does. It reads libyaml's own event stream (the parser serde_yaml uses, so
+/// the two cannot disagree about what nests) and stops at the first level too deep: deep
+/// flow nesting, which costs libyaml's scanner time quadratic in the depth, is refused after
+/// a bounded amount of work. Text libyaml cannot parse is left for serde_yaml to report.
+pub fn yaml_too_deep(text: &str, limit: usize) -> Option<u64> {
+    use std::mem::MaybeUninit;
+    use unsafe_libyaml as unsafe_sys;
+
+    /// A heap-allocated libyaml parser, deleted on drop once initialised.
+    struct Parser {
+        sys: Box<MaybeUninit<unsafe_sys::yaml_parser_t>>,
+        initialised: bool,
+    }
+    impl Drop for Parser {
+        fn drop(&mut self) {
+            if self.initialised {
+                // SAFETY: initialised by yaml_parser_initialize and not yet deleted.
+                unsafe { unsafe_sys::yaml_parser_delete(self.sys.as_mut_ptr()) }
+            }
+        }
+    }
+
+    let mut parser = Parser {
+        sys: Box::new(MaybeUninit::uninit()),
+        initialised: false,
+    };
+    let p = parser.sys.as_mut_ptr();
+    // SAFETY: `p` points to heap memory for a parser, which yaml_parser_initialize fills in;
+    // the parser keeps a pointer to `text`, which is borrowed for the whole call and so
+    // outlives the parser (deleted when `parser` drops, before this function returns).
+    unsafe {
+        if unsafe_sys::yaml_parser_initialize(p).fail {
+            return None;
+        }
+        parser.initialised = true;
+        unsafe_sys::yaml_parser_set_encoding(p, unsafe_sys::YAML_UTF8_ENCODING);
+        unsafe_sys::yaml_parser_set_input_string(p, text.as_ptr(), text.len() as u64);
+    }
+    let mut depth = 0usize;
+    loop {
+        let mut event = MaybeUninit::<unsafe_sys::yaml_event_t>::uninit();
+        // SAFETY: the parser is initialised; an event that yaml_parser_parse filled in is
+        // read, then deleted exactly once.
+        let (kind, line) = unsafe {
+            if unsafe_sys::yaml_parser_parse(p, event.as_mut_ptr()).fail {
+                return None;
+            }
+            let e = event.as_mut_ptr();
+            let seen = ((*e).type_, (*e).start_mark.line);
+            unsafe_sys::yaml_event_delete(e);
+            seen
+        };
+        match kind {
+            unsafe_sys::YAML_SEQUENCE_START_EVENT | unsafe_sys::YAML_MAPPING_START_EVENT => {
+                depth += 1;
+                if depth > limit {
+                    return Some(line + 1);
+                }
+            }
+            unsafe_sys::YAML_SEQUENCE_END_EVENT | unsafe_sys::YAML_MAPPING_END_EVENT => {
+                depth = depth.saturating_sub(1);
+            }
+            unsafe_sys::YAML_STREAM_END_EVENT | unsafe_sys::YAML_NO_EVENT => return None,
+            _ => {}
+        }
     }
 }
 
@@ -673,7 +869,7 @@ mod tests {
     fn rounds_must_be_consistent() {
         let e = parse(&format!("measure:\n  min_rounds: 5\n  max_rounds: 3\n{OK}")).unwrap_err();
         assert!(
-            e.contains("measure.max_rounds 3 is below measure.min_rounds 5"),
+            e.contains("measure.max_rounds 3 is below measure.min_rounds 5 at line 3"),
             "{e}"
         );
     }
@@ -684,6 +880,140 @@ mod tests {
         assert_eq!(s.flops(), 4.0 * 16.0 * 64.0);
         let c = ShapeParams::new(1, 1, 4, 64, true, Dtype::Float16);
         assert_eq!(c.flops(), 4.0 * 10.0 * 64.0);
+    }
+
+    #[test]
+    fn every_numeric_setting_has_an_upper_limit_naming_key_and_line() {
+        for (section, want) in [
+            (
+                "gate:\n  bootstrap_resamples: 4294967295\n",
+                "gate.bootstrap_resamples = 4294967295 is too large: at most 200000 at line 2",
+            ),
+            (
+                "gate: {alpha: 0.05, bootstrap_resamples: 50000000}\n",
+                "gate.bootstrap_resamples = 50000000 is too large: at most 200000 at line 1",
+            ),
+            (
+                "# c\ngate:\n  alpha: 0.05\n\n  # x\n  bootstrap_resamples: 50000000\n",
+                "gate.bootstrap_resamples = 50000000 is too large: at most 200000 at line 6",
+            ),
+            (
+                "measure:\n  min_rounds: 201\n  max_rounds: 300\n",
+                "measure.min_rounds = 201 is too large: at most 200 at line 2",
+            ),
+            (
+                "measure:\n  max_rounds: 1000\n",
+                "measure.max_rounds = 1000 is too large: at most 200 at line 2",
+            ),
+            (
+                "measure:\n  cache: hot\n  samples_per_round: 1001\n",
+                "measure.samples_per_round = 1001 is too large: at most 1000 at line 3",
+            ),
+            (
+                "measure:\n  warmup_ms: 1e9\n",
+                "measure.warmup_ms = 1000000000 is too large",
+            ),
+            (
+                "measure:\n  sample_ms: 5000\n",
+                "measure.sample_ms = 5000 is too large",
+            ),
+            (
+                "measure:\n  budget_s: 86400\n",
+                "measure.budget_s = 86400 is too large",
+            ),
+            (
+                "parity:\n  float16: {max_abs: 5, rel_l2: 0.1}\n",
+                "max_abs = 5 is too large",
+            ),
+        ] {
+            let e = parse(&format!("{section}{OK}")).unwrap_err();
+            assert!(e.contains(want), "{want}: {e}");
+            assert!(e.contains("configs/t.yaml") && e.contains("line "), "{e}");
+        }
+        for (shape, want) in [
+            (
+                "batch: 5000, heads: 8, seq_len: 512",
+                "batch = 5000 is too large: at most 1024",
+            ),
+            (
+                "batch: 1, heads: 2000, seq_len: 512",
+                "heads = 2000 is too large",
+            ),
+            (
+                "batch: 1, heads: 1, seq_len: 1000000",
+                "seq_len = 1000000 is too large",
+            ),
+        ] {
+            let e = parse(&format!(
+                "shapes:\n  - {{{shape}, head_dim: 64, dtype: float16}}\n"
+            ))
+            .unwrap_err();
+            assert!(e.contains(want) && e.contains("line 2"), "{want}: {e}");
+        }
+    }
+
+    #[test]
+    fn too_many_shapes_names_the_line() {
+        let mut text = String::from("# many\nshapes:\n");
+        for i in 1..=1001 {
+            text.push_str(&format!(
+                "  - {{batch: 1, heads: 1, seq_len: {i}, head_dim: 64, dtype: float16}}\n"
+            ));
+        }
+        let e = parse(&text).unwrap_err();
+        assert!(
+            e.contains("shapes: 1001 shapes at line 2, more than the 1000 allowed"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn deep_or_large_yaml_is_refused_fast() {
+        let n = 100_000;
+        let deep = [
+            format!("shapes: {}{}\n", "[".repeat(n), "]".repeat(n)),
+            format!("shapes: {}{}\n", "{a: ".repeat(n), "}".repeat(n)),
+            format!("shapes:\n{}x\n", "- ".repeat(n)),
+            format!("name: \"a\"\nshapes:\n  - {}\n", "[".repeat(n)),
+        ];
+        for text in deep {
+            let start = std::time::Instant::now();
+            let e = parse(&text).unwrap_err();
+            assert!(e.contains("nest more than 32 levels deep at line"), "{e}");
+            assert!(start.elapsed().as_secs_f64() < 1.0, "{:?}", start.elapsed());
+        }
+        // 32 levels are fine as far as depth goes (the shape itself is then wrong).
+        let e = parse(&format!("shapes: {}{}\n", "[".repeat(31), "]".repeat(31))).unwrap_err();
+        assert!(!e.contains("levels deep"), "{e}");
+        let big = format!("{OK}{}", "# padding\n".repeat(120_000));
+        let e = parse(&big).unwrap_err();
+        assert!(e.contains("larger than the 1048576 bytes"), "{e}");
+    }
+
+    #[test]
+    fn oversized_config_files_are_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("big.yaml");
+        std::fs::write(&p, vec![b'#'; 2 << 20]).unwrap();
+        let e = Config::load(&p).unwrap_err().to_string();
+        assert!(e.contains("big.yaml") && e.contains("larger than"), "{e}");
+    }
+
+    #[test]
+    fn name_uses_the_shared_character_set() {
+        for bad in ["../x", "a/b", ".hidden", "a b", "x`y", "@team"] {
+            let e = parse(&format!("name: \"{bad}\"\n{OK}")).unwrap_err();
+            assert!(
+                e.contains("name: ") && e.contains("letters, digits"),
+                "{bad}: {e}"
+            );
+        }
+        let long = "a".repeat(200);
+        assert!(parse(&format!("name: {long}\n{OK}")).is_err());
+        assert_eq!(
+            parse(&format!("name: nightly-2.x\n{OK}")).unwrap().name,
+            "nightly-2.x"
+        );
     }
 
     #[test]

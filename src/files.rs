@@ -1,11 +1,21 @@
 //! Reading and writing the JSON files ci-gate keeps: atomic writes, and reads that name the
-//! file and refuse schema versions this build does not know.
+//! file and refuse schema versions this build does not know. Every file read is untrusted:
+//! its size and nesting depth are bounded before it is parsed, and its content is checked
+//! ([`crate::validate::Untrusted`]) before anyone sees it.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+
+use crate::validate::{Rejected, Untrusted};
+
+/// Largest JSON file (results, baseline) ci-gate reads.
+pub const MAX_JSON_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Deepest nesting of arrays and objects in a JSON file (ci-gate's own files nest 6 deep).
+pub const MAX_JSON_DEPTH: usize = 32;
 
 /// A JSON file that could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +40,74 @@ pub enum FileError {
         found: u64,
         supported: u32,
     },
+    #[error("{path} is larger than the {limit} bytes ci-gate reads")]
+    TooLarge { path: PathBuf, limit: u64 },
+    #[error("{path} nests arrays and objects more than {limit} deep")]
+    TooDeep { path: PathBuf, limit: usize },
+    #[error(transparent)]
+    Rejected(#[from] Rejected),
+}
+
+/// Reads at most `limit` bytes of `path`; a longer file (or an endless one, such as a
+/// device) is an error rather than a huge allocation.
+pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, FileError> {
+    let read_err = |cause| FileError::Read {
+        path: path.to_owned(),
+        cause,
+    };
+    let file = std::fs::File::open(path).map_err(read_err)?;
+    if let Ok(meta) = file.metadata()
+        && meta.is_file()
+        && meta.len() > limit
+    {
+        return Err(FileError::TooLarge {
+            path: path.to_owned(),
+            limit,
+        });
+    }
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(read_err)?;
+    if bytes.len() as u64 > limit {
+        return Err(FileError::TooLarge {
+            path: path.to_owned(),
+            limit,
+        });
+    }
+    Ok(bytes)
+}
+
+/// Whether JSON text nests arrays and objects deeper than `limit` (strings are skipped, so
+/// brackets inside them do not count). Linear, and safe on any input.
+pub fn json_too_deep(text: &str, limit: usize) -> bool {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for b in text.bytes() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, flushed to
@@ -72,20 +150,24 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), FileError>
 }
 
 /// Reads a versioned JSON file: the `schema_version` is checked before the rest is parsed, so
-/// a newer file is reported as such rather than as a confusing missing field.
-pub fn read_versioned_json<T: DeserializeOwned>(
+/// a newer file is reported as such rather than as a confusing missing field. At most
+/// [`MAX_JSON_BYTES`] are read; the content is checked as [`parse_versioned_json`] does.
+pub fn read_versioned_json<T: DeserializeOwned + Untrusted>(
     path: &Path,
     supported: u32,
 ) -> Result<T, FileError> {
-    let text = std::fs::read_to_string(path).map_err(|cause| FileError::Read {
+    let bytes = read_bounded(path, MAX_JSON_BYTES)?;
+    let text = String::from_utf8(bytes).map_err(|_| FileError::Invalid {
         path: path.to_owned(),
-        cause,
+        message: "not UTF-8 text".into(),
     })?;
     parse_versioned_json(&text, path, supported)
 }
 
-/// Parses versioned JSON text; `path` names it in errors.
-pub fn parse_versioned_json<T: DeserializeOwned>(
+/// Parses versioned JSON text; `path` names it in errors. The text's size and nesting depth
+/// are bounded before parsing; after parsing, every value is checked
+/// ([`Untrusted::check`]) and free text neutralised ([`Untrusted::neutralise`]).
+pub fn parse_versioned_json<T: DeserializeOwned + Untrusted>(
     text: &str,
     path: &Path,
     supported: u32,
@@ -96,6 +178,18 @@ pub fn parse_versioned_json<T: DeserializeOwned>(
     };
     if text.trim().is_empty() {
         return Err(invalid("the file is empty".into()));
+    }
+    if text.len() as u64 > MAX_JSON_BYTES {
+        return Err(FileError::TooLarge {
+            path: path.to_owned(),
+            limit: MAX_JSON_BYTES,
+        });
+    }
+    if json_too_deep(text, MAX_JSON_DEPTH) {
+        return Err(FileError::TooDeep {
+            path: path.to_owned(),
+            limit: MAX_JSON_DEPTH,
+        });
     }
     let value: serde_json::Value =
         serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?;
@@ -111,7 +205,10 @@ pub fn parse_versioned_json<T: DeserializeOwned>(
         Some(_) => {}
     }
     // Parse from the text, not the Value, so errors carry line and column.
-    serde_json::from_str(text).map_err(|e| invalid(e.to_string()))
+    let mut parsed: T = serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?;
+    parsed.check(path)?;
+    parsed.neutralise();
+    Ok(parsed)
 }
 
 #[cfg(test)]
@@ -122,6 +219,23 @@ mod tests {
     struct Doc {
         schema_version: u32,
         x: f64,
+    }
+
+    impl Untrusted for Doc {
+        fn check(&self, path: &Path) -> Result<(), Rejected> {
+            if self.x < 0.0 {
+                return Err(Rejected {
+                    path: path.to_owned(),
+                    key: "x".into(),
+                    shape: None,
+                    message: "is negative".into(),
+                });
+            }
+            Ok(())
+        }
+        fn neutralise(&mut self) {
+            self.x = self.x.min(1e6);
+        }
     }
 
     #[test]
@@ -158,5 +272,48 @@ mod tests {
         }
         let e = parse_versioned_json::<Doc>("{\"schema_version\": 7}", p, 1).unwrap_err();
         assert!(matches!(e, FileError::NewerSchema { found: 7, .. }), "{e}");
+    }
+
+    #[test]
+    fn content_is_checked_and_neutralised() {
+        let p = Path::new("d.json");
+        let e = parse_versioned_json::<Doc>("{\"schema_version\": 1, \"x\": -1}", p, 1)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "d.json: x: is negative");
+        let d: Doc = parse_versioned_json("{\"schema_version\": 1, \"x\": 1e9}", p, 1).unwrap();
+        assert_eq!(d.x, 1e6);
+    }
+
+    #[test]
+    fn depth_is_bounded_before_parsing() {
+        assert!(!json_too_deep("{\"a\": [[1], {\"b\": [2]}]}", 4));
+        assert!(json_too_deep("{\"a\": [[1], {\"b\": [2]}]}", 3));
+        assert!(json_too_deep("[[[[1]]]]", 3));
+        // Brackets inside strings, escaped quotes included, do not count.
+        assert!(!json_too_deep(r#"{"s": "[[[[\"[[[[ \\\\ "}"#, 1));
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let start = std::time::Instant::now();
+        let e = parse_versioned_json::<Doc>(&deep, Path::new("deep.json"), 1).unwrap_err();
+        assert!(matches!(e, FileError::TooDeep { .. }), "{e}");
+        assert!(e.to_string().contains("deep.json"), "{e}");
+        assert!(start.elapsed().as_secs_f64() < 1.0);
+    }
+
+    #[test]
+    fn reads_are_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("big.json");
+        std::fs::write(&p, vec![b' '; 100]).unwrap();
+        assert!(matches!(
+            read_bounded(&p, 99),
+            Err(FileError::TooLarge { limit: 99, .. })
+        ));
+        assert_eq!(read_bounded(&p, 100).unwrap().len(), 100);
+        // An endless file is cut at the limit, not read forever.
+        if Path::new("/dev/zero").exists() {
+            let e = read_bounded(Path::new("/dev/zero"), 1 << 20).unwrap_err();
+            assert!(e.to_string().contains("/dev/zero"), "{e}");
+        }
     }
 }

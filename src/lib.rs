@@ -1,7 +1,7 @@
 //! ci-gate: a performance regression gate for CUDA kernels.
 //!
 //! Dependencies point one way: `stats`, `verdict`, `comparison`, `evaluate`, `baseline`,
-//! `results` and `report` know nothing of `gpu`, `cli`, `commands` or `github`.
+//! `results`, `report` and `validate` know nothing of `gpu`, `cli`, `commands` or `github`.
 
 pub mod baseline;
 pub mod cli;
@@ -17,4 +17,5 @@ pub mod report;
 pub mod results;
 pub mod samples;
 pub mod stats;
+pub mod validate;
 pub mod verdict;

@@ -4,6 +4,7 @@ use clap::Parser;
 
 use ci_gate::cli::Cli;
 use ci_gate::commands::{self, Outcome};
+use ci_gate::validate::error_line;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -11,8 +12,10 @@ fn main() -> ExitCode {
         Ok(Outcome::Pass) => ExitCode::SUCCESS,
         Ok(Outcome::Fail) => ExitCode::from(1),
         Err(err) => {
-            // One sentence per cause, outermost first; never a panic or a bare code.
-            eprintln!("error: {err:#}");
+            // One sentence per cause, outermost first; never a panic or a bare code. On one
+            // line, without control characters: attacker text in a message cannot start a
+            // line of its own (a `::workflow-command`) or drive the terminal.
+            eprintln!("error: {}", error_line(&format!("{err:#}")));
             ExitCode::from(2)
         }
     }

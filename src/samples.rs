@@ -18,6 +18,20 @@ pub enum SampleFileError {
     File { path: PathBuf, message: String },
 }
 
+/// Most values a sample file may hold: a million values compare in well under a second
+/// (docs/PERF.md), and the limit keeps a hostile file from costing more.
+pub const MAX_SAMPLE_VALUES: usize = 1_000_000;
+
+fn too_many(path: &Path, line: usize) -> SampleFileError {
+    SampleFileError::Line {
+        path: path.to_owned(),
+        line,
+        message: format!(
+            "more than {MAX_SAMPLE_VALUES} samples; a sample file holds at most that many"
+        ),
+    }
+}
+
 /// Parses sample text into rounds (see the module docs); `path` names it in errors. At
 /// least two rounds are required, since rounds are the units the statistics work on.
 pub fn parse_sample_rounds(text: &str, path: &Path) -> Result<Vec<Vec<f64>>, SampleFileError> {
@@ -33,6 +47,9 @@ pub fn parse_sample_rounds(text: &str, path: &Path) -> Result<Vec<Vec<f64>>, Sam
                 rounds.push(Vec::new());
             }
             continue;
+        }
+        if values == MAX_SAMPLE_VALUES {
+            return Err(too_many(path, i + 1));
         }
         let v = parse_value(line, path, i + 1)?;
         values += 1;
@@ -86,6 +103,9 @@ pub fn parse_samples(text: &str, path: &Path) -> Result<Vec<f64>, SampleFileErro
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
+        if values.len() == MAX_SAMPLE_VALUES {
+            return Err(too_many(path, i + 1));
+        }
         values.push(parse_value(line, path, i + 1)?);
     }
     match values.len() {
@@ -114,6 +134,25 @@ mod tests {
         assert_eq!(
             parse("# µs\n9.1\n\n 9.3 \n1e1\n").unwrap(),
             vec![9.1, 9.3, 10.0]
+        );
+    }
+
+    #[test]
+    fn the_number_of_values_is_bounded() {
+        let ok = "1.5\n".repeat(MAX_SAMPLE_VALUES);
+        assert_eq!(parse(&ok).unwrap().len(), MAX_SAMPLE_VALUES);
+        let e = parse(&format!("{ok}# a comment\n\n2.5\n")).unwrap_err();
+        assert!(
+            e.starts_with(&format!("base.txt:{}: more than", MAX_SAMPLE_VALUES + 3)),
+            "{e}"
+        );
+        let p = Path::new("r.txt");
+        let e = parse_sample_rounds(&format!("{ok}\n2.5\n"), p)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!("r.txt:{}: more than", MAX_SAMPLE_VALUES + 2)),
+            "{e}"
         );
     }
 

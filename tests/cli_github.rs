@@ -96,7 +96,9 @@ fn without_a_token_the_body_goes_to_a_file_and_the_summary() {
     let dir = tempfile::tempdir().unwrap();
     let from = dir.path().join("results.json");
     let mut r = results("NVIDIA H200", &[1.0, 1.0, 1.0], 1);
-    r.shapes[0].name = "evil|<script>@team".into();
+    // Free text from the file (a shape name must equal its parameters' name, see
+    // tests/cli_hostile.rs) is escaped.
+    r.warnings.push("evil|<script>@team".into());
     write(&from, &r);
     comment_cmd(&server, None, &from, dir.path())
         .assert()
@@ -109,7 +111,7 @@ fn without_a_token_the_body_goes_to_a_file_and_the_summary() {
     assert!(
         !body.contains("<script>")
             && !body.contains("@team")
-            && body.contains("evil\\|&lt;script&gt;&#64;team")
+            && body.contains("evil&#124;&#60;script&#62;&#64;&#8203;team")
     );
     assert_eq!(
         std::fs::read_to_string(dir.path().join("summary.md"))

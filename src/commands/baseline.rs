@@ -14,6 +14,7 @@ use crate::comparison::Comparison;
 use crate::config::{CacheMode, ShapeParams};
 use crate::results::{ResultsFile, SCHEMA_VERSION};
 use crate::stats::{ProcessSpread, Rounds, Sample, process_spread};
+use crate::validate::{error_line, short_commit, terminal_text};
 
 pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
     let store = BaselineStore::new(&args.baselines);
@@ -45,26 +46,31 @@ pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
     for (path, loaded) in files {
         match loaded {
             Ok(b) => {
-                table.add_row(vec![
-                    path.display().to_string(),
-                    b.environment.gpu_name.clone(),
-                    b.config.name.clone(),
-                    b.shapes.len().to_string(),
-                    b.provenance
-                        .commit
-                        .as_deref()
-                        .map_or("—".into(), |c| c[..c.len().min(12)].to_owned()),
-                    b.provenance
-                        .recorded_at
-                        .format("%Y-%m-%d %H:%M UTC")
-                        .to_string(),
-                    format!(
-                        "{}{}",
-                        b.provenance.reason,
-                        if b.provenance.forced { " (forced)" } else { "" }
-                    ),
-                    spread_range(&b),
-                ]);
+                // Everything from the file goes through terminal_text: no escape sequence,
+                // control or bidirectional character reaches the terminal.
+                table.add_row(
+                    [
+                        path.display().to_string(),
+                        b.environment.gpu_name.clone(),
+                        b.config.name.clone(),
+                        b.shapes.len().to_string(),
+                        b.provenance
+                            .commit
+                            .as_deref()
+                            .map_or("—".into(), short_commit),
+                        b.provenance
+                            .recorded_at
+                            .format("%Y-%m-%d %H:%M UTC")
+                            .to_string(),
+                        format!(
+                            "{}{}",
+                            b.provenance.reason,
+                            if b.provenance.forced { " (forced)" } else { "" }
+                        ),
+                        spread_range(&b),
+                    ]
+                    .map(|cell| terminal_text(&cell)),
+                );
             }
             Err(e) => bad.push(e),
         }
@@ -75,7 +81,7 @@ pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
     }
     let first = bad.remove(0);
     for e in &bad {
-        eprintln!("error: {e}");
+        eprintln!("error: {}", error_line(&e.to_string()));
     }
     Err(first.into())
 }

@@ -14,6 +14,7 @@ use crate::github::GithubEnv;
 use crate::github::actions::{Level, annotation, append_step_summary, write_outputs};
 use crate::report::{Exporter, MarkdownExporter, Report, TableExporter, pct};
 use crate::results::ResultsFile;
+use crate::validate::{MAX_ERROR_LEN, Untrusted, clip_text};
 use crate::verdict::{Policy, Verdict};
 
 pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
@@ -42,14 +43,27 @@ pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
         r.notes.extend(base.note.clone());
         Ok(r)
     })();
-    let (results, failure) = match measured {
+    let (mut results, failure) = match measured {
         Ok(r) => (r, None),
         Err(e) => (failed_run(config.as_ref(), &e), Some(e)),
     };
+    // Error texts can be a compiler's log of the pull request's kernels: bounded as a reader
+    // checks them, so that the comment job can always load the file.
+    for e in results
+        .shapes
+        .iter_mut()
+        .filter_map(|s| s.error.as_mut())
+        .chain(results.error.as_mut())
+    {
+        *e = clip_text(e, MAX_ERROR_LEN);
+    }
     // The results file is written even without a verdict, so the comment job can say why.
     results
         .save(&args.out)
         .with_context(|| format!("cannot save the results to {}", args.out.display()))?;
+    // Error texts can quote the pull request's kernels (a compiler log): on one line, without
+    // control characters, before anything is printed to the log.
+    results.neutralise();
 
     let mut report = Report::from_results(&results);
     report.run_url = gh.run_url();

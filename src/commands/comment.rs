@@ -9,6 +9,7 @@ use crate::github::actions::append_step_summary;
 use crate::github::{CommentOutcome, GithubEnv, post_or_update_comment};
 use crate::report::{Exporter, MarkdownExporter, Report};
 use crate::results::ResultsFile;
+use crate::validate::terminal_text;
 
 pub fn run_comment(args: &CommentArgs) -> Result<Outcome> {
     let results = ResultsFile::load(&args.from)?;
@@ -33,11 +34,16 @@ pub fn run_comment(args: &CommentArgs) -> Result<Outcome> {
         }
     }
     .context("posting the PR comment failed (the verdict above stands)")?;
+    // The link and the reason carry text from GitHub's answers: one line, no controls.
     match outcome {
-        CommentOutcome::Created { url, .. } => println!("posted the PR comment: {url}"),
-        CommentOutcome::Updated { url, .. } => println!("updated the PR comment: {url}"),
+        CommentOutcome::Created { url, .. } => {
+            println!("posted the PR comment: {}", terminal_text(&url))
+        }
+        CommentOutcome::Updated { url, .. } => {
+            println!("updated the PR comment: {}", terminal_text(&url))
+        }
         CommentOutcome::WrittenToFile { reason, .. } => {
-            println!("did not post the comment: {reason}");
+            println!("did not post the comment: {}", terminal_text(&reason));
             // On a fork's pull request the job summary is where a reader finds the report.
             if let Some(summary) = &gh.step_summary {
                 append_step_summary(summary, &body).with_context(|| {

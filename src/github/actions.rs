@@ -72,10 +72,30 @@ pub fn annotation(level: Level, title: &str, message: &str) -> String {
     }
 }
 
+/// GitHub's limit on one step's job summary: 1 MiB (a larger summary is not shown at all).
+pub const STEP_SUMMARY_LIMIT: usize = 1024 * 1024;
+
+/// The note that ends a truncated job summary.
+pub const SUMMARY_TRUNCATION_NOTE: &str = "… truncated: GitHub shows at most 1 MiB of job summary per step; the full report is in the results artifact.";
+
 /// Append Markdown to the job summary file (`GITHUB_STEP_SUMMARY`), ending it with a newline.
+/// The file stays within [`STEP_SUMMARY_LIMIT`], what it held before included: a longer
+/// report is cut on a line boundary and ends with [`SUMMARY_TRUNCATION_NOTE`].
 pub fn append_step_summary(path: &Path, markdown: &str) -> io::Result<()> {
-    let mut text = String::with_capacity(markdown.len() + 1);
-    text.push_str(markdown);
+    let existing = match std::fs::metadata(path) {
+        Ok(m) => usize::try_from(m.len()).unwrap_or(usize::MAX),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
+        Err(e) => return Err(e),
+    };
+    // One byte for the final newline.
+    let budget = STEP_SUMMARY_LIMIT
+        .saturating_sub(existing)
+        .saturating_sub(1);
+    let mut text = super::truncate_with_note(markdown, budget, SUMMARY_TRUNCATION_NOTE);
+    if text.is_empty() && !markdown.is_empty() {
+        // No room at all: write nothing rather than go over the limit.
+        return Ok(());
+    }
     if !text.ends_with('\n') {
         text.push('\n');
     }
@@ -190,6 +210,41 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
             "# Perf\n| a | b |\n"
+        );
+    }
+
+    #[test]
+    fn step_summary_stays_under_the_limit_with_a_note() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("summary.md");
+        let row = "| b1h8s512d64_f16 | 9.1 | 9.2 | +1.0% |\n";
+        let big = format!("# Perf\n{}", row.repeat(2 * STEP_SUMMARY_LIMIT / row.len()));
+        append_step_summary(&path, &big).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.len() <= STEP_SUMMARY_LIMIT, "{}", text.len());
+        assert!(text.len() > STEP_SUMMARY_LIMIT - 1000, "too much cut");
+        assert!(text.ends_with(&format!("{SUMMARY_TRUNCATION_NOTE}\n")));
+        assert!(text.starts_with("# Perf\n"));
+
+        // What the file held before counts: the second report gets only what is left.
+        let path = dir.path().join("summary2.md");
+        std::fs::write(&path, "x".repeat(STEP_SUMMARY_LIMIT - 500)).unwrap();
+        append_step_summary(&path, &big).unwrap();
+        let len = std::fs::metadata(&path).unwrap().len() as usize;
+        assert!(len <= STEP_SUMMARY_LIMIT, "{len}");
+        assert!(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .contains("truncated")
+        );
+
+        // A full file gets nothing more.
+        let path = dir.path().join("summary3.md");
+        std::fs::write(&path, "x".repeat(STEP_SUMMARY_LIMIT)).unwrap();
+        append_step_summary(&path, "# more").unwrap();
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len() as usize,
+            STEP_SUMMARY_LIMIT
         );
     }
 

@@ -173,6 +173,11 @@ pub(crate) struct ApiBase {
     prefix: String,
 }
 
+/// A port number: 1 to 5 digits.
+fn is_port(port: &str) -> bool {
+    !port.is_empty() && port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit())
+}
+
 /// Split `scheme://authority/rest` into (`scheme://authority` lower-cased, `/rest`).
 fn split_origin(url: &str) -> Option<(String, &str)> {
     let lower = url.get(..8).unwrap_or(url).to_ascii_lowercase();
@@ -201,6 +206,40 @@ impl ApiBase {
             origin,
             prefix: path.trim_end_matches('/').to_owned(),
         })
+    }
+
+    /// Whether the token may be sent here: https, or plain http to a loopback address only
+    /// (127.0.0.0/8, `localhost`, `[::1]`: a local test server or proxy).
+    pub fn is_secure(&self) -> bool {
+        if self.origin.starts_with("https://") {
+            return true;
+        }
+        let Some(authority) = self.origin.strip_prefix("http://") else {
+            return false;
+        };
+        let host = if let Some(v6) = authority.strip_prefix('[') {
+            match v6.split_once(']') {
+                Some((addr, port))
+                    if port.is_empty() || port.strip_prefix(':').is_some_and(is_port) =>
+                {
+                    return addr
+                        .parse::<std::net::Ipv6Addr>()
+                        .is_ok_and(|a| a.is_loopback());
+                }
+                _ => return false,
+            }
+        } else {
+            match authority.rsplit_once(':') {
+                Some((host, port)) if is_port(port) => host,
+                Some(_) => return false,
+                None => authority,
+            }
+        };
+        host == "localhost"
+            || host == "localhost."
+            || host
+                .parse::<std::net::Ipv4Addr>()
+                .is_ok_and(|a| a.is_loopback())
     }
 
     /// The path and query of `url` when it points at this API (same scheme and host),
@@ -253,6 +292,9 @@ impl Rest {
         }
         let shown_url = token.scrub(&env.api_url);
         let base = ApiBase::parse(&env.api_url).ok_or(GithubError::BadApiUrl(shown_url.clone()))?;
+        if !base.is_secure() {
+            return Err(GithubError::InsecureApiUrl(shown_url));
+        }
         let builder = Octocrab::builder()
             .base_uri(env.api_url.as_str())
             .map_err(|_| GithubError::BadApiUrl(shown_url))?
@@ -535,6 +577,40 @@ mod tests {
         assert!(ApiBase::parse("ftp://x").is_none());
         assert!(ApiBase::parse("https://tok@api.github.com").is_none());
         assert!(ApiBase::parse("api.github.com").is_none());
+    }
+
+    #[test]
+    fn the_token_goes_only_over_https_or_to_loopback() {
+        let secure = |u: &str| ApiBase::parse(u).is_some_and(|b| b.is_secure());
+        for ok in [
+            "https://api.github.com",
+            "HTTPS://ghe.example.com/api/v3",
+            "http://127.0.0.1:8080",
+            "http://127.0.0.1",
+            "http://127.255.1.2:1",
+            "http://localhost:3000/api",
+            "http://LOCALHOST",
+            "http://[::1]:9000",
+            "http://[::1]",
+        ] {
+            assert!(secure(ok), "{ok}");
+        }
+        for bad in [
+            "http://api.github.com",
+            "http://example.com:80",
+            "http://127.0.0.1.evil.example",
+            "http://127.0.0.1:80:80",
+            "http://localhost.evil.example",
+            "http://10.0.0.1",
+            "http://0.0.0.0",
+            "http://[::2]:80",
+            "http://[::1]x",
+            "http://127.1",
+            "http://127.0.0.1:",
+            "http://127.0.0.1:123456",
+        ] {
+            assert!(!secure(bad), "{bad}");
+        }
     }
 
     #[test]

@@ -20,7 +20,7 @@ pub const TRUNCATION_NOTE: &str =
 const MAX_PAGES: usize = 1000;
 
 /// Largest char boundary of `s` at or below `index`.
-fn floor_char_boundary(s: &str, index: usize) -> usize {
+pub(crate) fn floor_char_boundary(s: &str, index: usize) -> usize {
     if index >= s.len() {
         return s.len();
     }
@@ -49,14 +49,19 @@ fn leaves_fence_open(text: &str) -> bool {
 /// more than half of what fits), an open code fence is closed, and [`TRUNCATION_NOTE`]
 /// follows after a blank line. Never splits a UTF-8 character.
 pub fn truncate_body(body: &str, limit: usize) -> String {
+    truncate_with_note(body, limit, TRUNCATION_NOTE)
+}
+
+/// [`truncate_body`] with another note (the job summary's).
+pub fn truncate_with_note(body: &str, limit: usize, note: &str) -> String {
     if body.len() <= limit {
         return body.to_owned();
     }
     const FENCE_CLOSE: &str = "```\n";
     // kept text + optional '\n' + optional fence + "\n" + note + "\n"
-    let reserve = 1 + FENCE_CLOSE.len() + 1 + TRUNCATION_NOTE.len() + 1;
+    let reserve = 1 + FENCE_CLOSE.len() + 1 + note.len() + 1;
     if limit < reserve {
-        return TRUNCATION_NOTE[..floor_char_boundary(TRUNCATION_NOTE, limit)].to_owned();
+        return note[..floor_char_boundary(note, limit)].to_owned();
     }
     let budget = limit - reserve;
     let hard = floor_char_boundary(body, budget);
@@ -74,7 +79,7 @@ pub fn truncate_body(body: &str, limit: usize) -> String {
         out.push_str(FENCE_CLOSE);
     }
     out.push('\n');
-    out.push_str(TRUNCATION_NOTE);
+    out.push_str(note);
     out.push('\n');
     debug_assert!(out.len() <= limit);
     out
@@ -174,10 +179,20 @@ impl Job<'_> {
         }
     }
 
+    /// An answer that could not be read. serde's message quotes the body (which may echo
+    /// the token): scrubbed, on one line, bounded.
     fn bad_response(&self, method: Method, target: &str, e: serde_json::Error) -> GithubError {
+        let mut message = self
+            .rest
+            .scrub(&crate::validate::terminal_text(&e.to_string()));
+        if message.len() > 300 {
+            let cut = floor_char_boundary(&message, 300);
+            message.truncate(cut);
+            message.push('…');
+        }
         GithubError::BadResponse {
             request: self.rest.request_name(method, target),
-            message: e.to_string(),
+            message,
         }
     }
 
@@ -193,7 +208,7 @@ impl Job<'_> {
         });
         Ok(Found {
             id: comment.id,
-            url,
+            url: self.rest.scrub(&url),
         })
     }
 
@@ -257,7 +272,7 @@ impl Job<'_> {
                         .is_some_and(|u| u.login.eq_ignore_ascii_case(identity))
             });
             if let Some(c) = ours {
-                let url = c.html_url.unwrap_or_default();
+                let url = self.rest.scrub(&c.html_url.unwrap_or_default());
                 return Ok(Some(Found { id: c.id, url }));
             }
             match reply.link.as_deref().and_then(next_link) {

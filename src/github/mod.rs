@@ -14,7 +14,7 @@ pub mod actions;
 mod client;
 mod comment;
 
-pub use comment::{post_or_update_comment, truncate_body};
+pub use comment::{post_or_update_comment, truncate_body, truncate_with_note};
 
 /// The hidden marker that identifies ci-gate's comment on a pull request.
 pub const COMMENT_MARKER: &str = crate::report::MARKER;
@@ -179,20 +179,43 @@ impl GithubEnv {
     }
 }
 
+/// Largest event payload read (GitHub's webhook payloads are at most 25 MB).
+pub const MAX_EVENT_BYTES: u64 = 64 * 1024 * 1024;
+
 fn pr_number_from_event(path: &Path) -> Result<Option<u64>, GithubError> {
     let event_error = |message: String| GithubError::Event {
         path: path.to_owned(),
         message,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| event_error(e.to_string()))?;
-    let event: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| event_error(format!("invalid JSON ({e})")))?;
+    let bytes = crate::files::read_bounded(path, MAX_EVENT_BYTES).map_err(|e| match e {
+        crate::files::FileError::Read { cause, .. } => event_error(cause.to_string()),
+        _ => event_error(format!("larger than {MAX_EVENT_BYTES} bytes")),
+    })?;
+    let text = String::from_utf8(bytes).map_err(|_| event_error("not UTF-8 text".into()))?;
+    pr_number_from_event_text(&text, path)
+}
+
+/// The pull request number of an event payload's text: `pull_request.number`, else
+/// `issue.number`; `Ok(None)` when there is neither. `path` names the file in errors, which
+/// never quote more than a bounded, escaped part of the payload.
+pub fn pr_number_from_event_text(text: &str, path: &Path) -> Result<Option<u64>, GithubError> {
+    let event_error = |message: String| GithubError::Event {
+        path: path.to_owned(),
+        message,
+    };
+    let event: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        event_error(format!(
+            "invalid JSON ({})",
+            crate::validate::terminal_text(&e.to_string())
+        ))
+    })?;
     for key in ["pull_request", "issue"] {
         if let Some(number) = event.get(key).and_then(|v| v.get("number")) {
-            return match number.as_u64() {
+            return match number.as_u64().filter(|&n| n > 0) {
                 Some(n) => Ok(Some(n)),
                 None => Err(event_error(format!(
-                    "{key}.number is {number}, not a positive integer"
+                    "{key}.number is {}, not a positive integer",
+                    crate::validate::quote(&number.to_string())
                 ))),
             };
         }
@@ -221,6 +244,10 @@ pub enum GithubError {
     BadRepository(String),
     #[error("GITHUB_API_URL is {0:?}, which is not an http(s) URL without credentials")]
     BadApiUrl(String),
+    #[error(
+        "GITHUB_API_URL is {0:?}: the token is only sent over https (plain http only to a loopback address: 127.0.0.0/8, localhost, [::1])"
+    )]
+    InsecureApiUrl(String),
     #[error(
         "GITHUB_TOKEN contains characters that cannot be sent in an HTTP header (a stray space or newline?)"
     )]
@@ -371,6 +398,14 @@ mod tests {
         let neg = write("neg.json", r#"{"pull_request":{"number":-1}}"#);
         let err = with_event(&neg).pr_number().unwrap_err().to_string();
         assert!(err.contains("pull_request.number"), "{err}");
+
+        let zero = write("zero.json", r#"{"pull_request":{"number":0}}"#);
+        let err = with_event(&zero).pr_number().unwrap_err().to_string();
+        assert!(err.contains("pull_request.number is \"0\""), "{err}");
+
+        let text = write("text.json", "{\"issue\":{\"number\":\"1\\n::error::x\"}}");
+        let err = with_event(&text).pr_number().unwrap_err().to_string();
+        assert!(!err.contains('\n') && err.contains("issue.number"), "{err}");
 
         let missing = dir.path().join("missing.json");
         let err = with_event(&missing).pr_number().unwrap_err().to_string();

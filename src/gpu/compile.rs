@@ -1,6 +1,7 @@
 //! NVRTC compilation of `kernels/*.cu` for one architecture, with a cache keyed by the
 //! source's hash, the architecture, the options and the NVRTC version: in memory for the
-//! process, and on disk (`$CI_GATE_CACHE_DIR`, else `$XDG_CACHE_HOME/ci-gate`, else
+//! process, and on disk (`$CI_GATE_CACHE_DIR`; in GitHub Actions `$RUNNER_TEMP/ci-gate-nvrtc`,
+//! which lives only as long as the job; else `$XDG_CACHE_HOME/ci-gate`, else
 //! `~/.cache/ci-gate`) across processes.
 
 use std::collections::HashMap;
@@ -65,13 +66,25 @@ fn options(arch: Arch) -> Vec<String> {
 }
 
 fn disk_dir() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("CI_GATE_CACHE_DIR") {
+    disk_dir_from(|name| std::env::var_os(name).filter(|v| !v.is_empty()))
+}
+
+/// Where compiled kernels are cached, from these environment variables:
+/// `$CI_GATE_CACHE_DIR`; else, in GitHub Actions (`GITHUB_ACTIONS=true`), the job's own
+/// `$RUNNER_TEMP/ci-gate-nvrtc` (emptied after every job, so a CUBIN planted by one pull
+/// request's job is never loaded by a later job), or no disk cache without `RUNNER_TEMP`;
+/// else `$XDG_CACHE_HOME/ci-gate`, else `~/.cache/ci-gate`.
+fn disk_dir_from(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
+    if let Some(d) = var("CI_GATE_CACHE_DIR") {
         return Some(PathBuf::from(d));
     }
-    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+    if var("GITHUB_ACTIONS").is_some_and(|v| v == "true") {
+        return var("RUNNER_TEMP").map(|t| PathBuf::from(t).join("ci-gate-nvrtc"));
+    }
+    if let Some(d) = var("XDG_CACHE_HOME") {
         return Some(PathBuf::from(d).join("ci-gate"));
     }
-    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/ci-gate"))
+    var("HOME").map(|h| PathBuf::from(h).join(".cache/ci-gate"))
 }
 
 fn memory() -> &'static Mutex<HashMap<String, Arc<Vec<u8>>>> {
@@ -138,5 +151,55 @@ pub fn compile_uncached(source: &KernelSource, arch: Arch) -> Result<Vec<u8>, Gp
             log,
         }),
         Err(e) => Err(GpuError::Invalid(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+    use std::ffi::OsString;
+
+    fn dir(vars: &[(&str, &str)]) -> Option<PathBuf> {
+        let map: HashMap<&str, OsString> = vars.iter().map(|(k, v)| (*k, (*v).into())).collect();
+        disk_dir_from(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn in_actions_the_cache_lives_in_the_jobs_temporary_directory() {
+        let home = ("HOME", "/home/runner");
+        assert_eq!(
+            dir(&[home, ("GITHUB_ACTIONS", "true"), ("RUNNER_TEMP", "/tmp/rt")]),
+            Some(PathBuf::from("/tmp/rt/ci-gate-nvrtc"))
+        );
+        // Never the persistent home cache in Actions, even without RUNNER_TEMP.
+        assert_eq!(dir(&[home, ("GITHUB_ACTIONS", "true")]), None);
+        assert_eq!(
+            dir(&[home, ("GITHUB_ACTIONS", "true"), ("XDG_CACHE_HOME", "/x")]),
+            None
+        );
+        // An explicit directory wins everywhere.
+        assert_eq!(
+            dir(&[
+                home,
+                ("GITHUB_ACTIONS", "true"),
+                ("RUNNER_TEMP", "/tmp/rt"),
+                ("CI_GATE_CACHE_DIR", "/c")
+            ]),
+            Some(PathBuf::from("/c"))
+        );
+        // Outside Actions: XDG, then HOME.
+        assert_eq!(
+            dir(&[home, ("XDG_CACHE_HOME", "/x")]),
+            Some(PathBuf::from("/x/ci-gate"))
+        );
+        assert_eq!(
+            dir(&[home]),
+            Some(PathBuf::from("/home/runner/.cache/ci-gate"))
+        );
+        assert_eq!(
+            dir(&[home, ("GITHUB_ACTIONS", "false")]),
+            Some(PathBuf::from("/home/runner/.cache/ci-gate"))
+        );
     }
 }

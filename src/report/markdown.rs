@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use super::{Cells, Exporter, Report, headers};
+use crate::validate::short_commit;
 use crate::verdict::Verdict;
 
 /// Hidden marker that identifies ci-gate's PR comment.
@@ -11,24 +12,56 @@ pub const MARKER: &str = "<!-- ci-gate:perf-report -->";
 
 pub struct MarkdownExporter;
 
-/// Escapes text for a Markdown table cell or paragraph: HTML-significant characters become
-/// entities, Markdown punctuation is backslash-escaped, `@` cannot mention anyone, and line
-/// breaks become spaces.
+/// Zero-width space, as an entity: put after `@` and `#` so that the text GitHub renders
+/// can never read as a mention (`@team`) or a reference (`#12`).
+const BREAK: &str = "&#8203;";
+
+/// Escapes untrusted text for a Markdown table cell, list item or paragraph, so that nothing
+/// in it can mention, link, embed HTML, format, or change the direction of text:
+///
+/// - every ASCII punctuation character becomes a numeric entity (`&#60;` for `<`, `&#58;` for
+///   `:`, ...), so Markdown and HTML see no markup at all: no tags (`<details>`, `<img>`), no
+///   emphasis, code, tables, links or images, and no autolink (`https://`, `www.`, e-mail
+///   addresses: GitHub's autolinker matches the raw `:`, `.` and `@`, which are gone);
+/// - `@` (also fullwidth `＠` and small `﹫`) and `#` (also `＃`, `﹟`) are followed by a
+///   zero-width space, so that even the rendered text holds no `@name` mention or `#12`
+///   reference; `://` and `www.` get one inside, so no URL survives in the rendered text;
+/// - entities in the input stay text (`&#64;` in, `&#38;#64;` out: it shows `&#64;`);
+/// - line breaks and tabs become spaces, and control, bidirectional (U+202A–U+202E,
+///   U+2066–U+2069, U+200E/F, ...) and zero-width characters are dropped.
 pub fn escape_markdown(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for ch in text.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '@' => out.push_str("&#64;"),
-            '\r' | '\n' => out.push(' '),
-            '\\' | '`' | '*' | '_' | '[' | ']' | '(' | ')' | '#' | '!' | '|' | '~' | '{' | '}' => {
-                out.push('\\');
-                out.push(ch);
+    let chars: Vec<char> = text
+        .chars()
+        .filter_map(|c| {
+            if c == '\t' || c == '\n' || c == '\r' || c == '\u{2028}' || c == '\u{2029}' {
+                Some(' ')
+            } else if crate::validate::is_hidden(c) {
+                None
+            } else {
+                Some(c)
             }
-            c if c.is_control() => {}
+        })
+        .collect();
+    let mut out = String::with_capacity(text.len() * 2);
+    for (i, &ch) in chars.iter().enumerate() {
+        match ch {
+            '@' | '#' | '\u{FF20}' | '\u{FE6B}' | '\u{FF03}' | '\u{FE5F}' => {
+                let _ = write!(out, "&#{};{BREAK}", ch as u32);
+            }
+            c if c.is_ascii_punctuation() => {
+                let www = c == '.'
+                    && i >= 3
+                    && chars
+                        .get(i - 3..i)
+                        .is_some_and(|w| w.iter().all(|c| c.eq_ignore_ascii_case(&'w')));
+                if www {
+                    out.push_str(BREAK);
+                }
+                let _ = write!(out, "&#{};", c as u32);
+                if c == ':' && chars.get(i + 1..i + 3) == Some(&['/', '/']) {
+                    out.push_str(BREAK);
+                }
+            }
             c => out.push(c),
         }
     }
@@ -66,7 +99,7 @@ impl Exporter for MarkdownExporter {
         let config = report
             .config_name
             .as_deref()
-            .map(|c| format!(" · config `{}`", c.replace('`', "'")))
+            .map(|c| format!(" · config <code>{}</code>", escape_markdown(c)))
             .unwrap_or_default();
         let _ = writeln!(
             md,
@@ -261,7 +294,7 @@ impl Exporter for MarkdownExporter {
                         b.path,
                         b.commit
                             .as_deref()
-                            .map_or("no commit", |c| &c[..c.len().min(12)]),
+                            .map_or_else(|| "no commit".to_owned(), short_commit),
                         b.recorded_at.format("%Y-%m-%d")
                     ),
                 );
@@ -278,8 +311,8 @@ impl Exporter for MarkdownExporter {
         }
         if let Some(c) = &report.commit {
             footer.push(format!(
-                "commit `{}`",
-                escape_markdown(&c[..c.len().min(12)]).replace('`', "")
+                "commit <code>{}</code>",
+                escape_markdown(&short_commit(c))
             ));
         }
         footer.push(format!("ci-gate {}", env!("CARGO_PKG_VERSION")));
@@ -292,17 +325,235 @@ impl Exporter for MarkdownExporter {
 mod tests {
     use super::*;
 
+    /// What GitHub's renderer would make of escaped text: entities decoded, as in the HTML
+    /// text nodes that its mention, reference and autolink filters read.
+    fn rendered_text(escaped: &str) -> String {
+        let mut out = String::new();
+        let mut rest = escaped;
+        while let Some(i) = rest.find("&#") {
+            out.push_str(&rest[..i]);
+            let after = &rest[i + 2..];
+            match after
+                .find(';')
+                .and_then(|j| Some((after[..j].parse::<u32>().ok()?, j)))
+            {
+                Some((code, j)) => {
+                    out.push(char::from_u32(code).unwrap());
+                    rest = &after[j + 1..];
+                }
+                None => {
+                    out.push_str("&#");
+                    rest = after;
+                }
+            }
+        }
+        out.push_str(rest);
+        out
+    }
+
+    /// No raw character that Markdown or HTML could read as markup.
+    fn assert_inert(e: &str) {
+        for c in e.chars() {
+            assert!(
+                !c.is_ascii_punctuation() || c == '&' || c == '#' || c == ';',
+                "raw {c:?} in {e}"
+            );
+        }
+        assert!(!e.contains('\n') && !e.contains('\r'), "{e}");
+        // Every '&' starts one of our numeric entities.
+        for (i, _) in e.match_indices('&') {
+            let tail = &e[i..];
+            let end = tail.find(';').unwrap();
+            assert!(
+                tail.starts_with("&#") && tail[2..end].parse::<u32>().is_ok(),
+                "{tail}"
+            );
+        }
+    }
+
     #[test]
     fn escaping_neutralises_markup() {
         let e = escape_markdown("a|b <script>@alice [x](http://e) `c`\n# h");
         assert!(!e.contains("<script>"));
         assert!(!e.contains('\n'));
-        assert!(e.contains("\\|"));
-        assert!(e.contains("&#64;alice"));
-        assert!(e.contains("\\[x\\]\\(http://e\\)"));
+        assert!(!e.contains('|'), "a pipe cannot end the table cell: {e}");
+        assert!(e.contains("&#64;&#8203;alice"));
+        assert!(!e.contains("http://") && !e.contains("](") && !e.contains('['));
+        assert_inert(&e);
+        assert_eq!(
+            rendered_text(&e).replace('\u{200B}', ""),
+            "a|b <script>@alice [x](http://e) `c` # h"
+        );
         assert_eq!(escape_markdown("plain text 12"), "plain text 12");
     }
 
+    #[test]
+    fn nothing_can_mention() {
+        for attack in [
+            "@alice",
+            "cc @octo-org/security please",
+            "&#64;alice",
+            "&#x40;alice",
+            "&commat;alice",
+            "\u{FF20}alice",
+            "\u{FE6B}alice",
+            "a@\u{200B}alice",
+            "@\u{202E}alice",
+        ] {
+            let e = escape_markdown(attack);
+            assert_inert(&e);
+            let text = rendered_text(&e);
+            // After every '@' (any form) comes the zero-width space, never a login.
+            for (i, c) in text.char_indices() {
+                if matches!(c, '@' | '\u{FF20}' | '\u{FE6B}') {
+                    assert!(
+                        text[i + c.len_utf8()..].starts_with('\u{200B}'),
+                        "{attack:?}: {text:?}"
+                    );
+                }
+            }
+            // Entities in the input are shown as text, never decoded into an '@'.
+            if attack.starts_with('&') {
+                assert!(!text.contains('@'), "{attack:?}: {text:?}");
+                assert!(text.starts_with('&'), "{attack:?}: {text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn nothing_can_link_or_reference() {
+        for attack in [
+            "https://evil.example/x",
+            "see http://evil.example",
+            "HTTPS://EVIL.EXAMPLE",
+            "www.evil.example",
+            "WWW.evil.example",
+            "mail me: bob@evil.example",
+            "[click](https://evil.example)",
+            "![img](https://evil.example/p.png)",
+            "<https://evil.example>",
+            "fixes #12 and GH-3",
+            "ftp://evil.example",
+        ] {
+            let e = escape_markdown(attack);
+            assert_inert(&e);
+            let lower = e.to_ascii_lowercase();
+            for raw in ["://", "www.", "](", "<", "@", "#1"] {
+                assert!(!lower.contains(raw), "{attack:?}: {e}");
+            }
+            let text = rendered_text(&e).to_ascii_lowercase();
+            for pattern in ["://", "www.", "#1", "@evil"] {
+                assert!(!text.contains(pattern), "{attack:?}: rendered {text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn nothing_can_embed_html_or_hide_the_table() {
+        for attack in [
+            "<details><summary>PASS</summary>",
+            "<img src=x onerror=alert(1)>",
+            "</table><h1>PASS</h1>",
+            "<!-- ci-gate:perf-report -->",
+            "&lt;details&gt;",
+            "\n### ✅ ci-gate: PASS\n",
+            "| fake | row |",
+            "```\nfenced",
+        ] {
+            let e = escape_markdown(attack);
+            assert_inert(&e);
+            assert!(
+                !e.contains('<') && !e.contains('>') && !e.contains('`'),
+                "{e}"
+            );
+            // Input entities stay visible text: "&lt;" is shown, not turned into "<".
+            assert!(
+                !rendered_text(&e).contains("<d") || attack.starts_with('<'),
+                "{e}"
+            );
+        }
+        assert_eq!(
+            rendered_text(&escape_markdown("&lt;details&gt;")),
+            "&lt;details&gt;"
+        );
+    }
+
+    #[test]
+    fn nothing_can_change_direction_or_hide() {
+        let bidi = [
+            '\u{202A}',
+            '\u{202B}',
+            '\u{202C}',
+            '\u{202D}',
+            '\u{202E}',
+            '\u{2066}',
+            '\u{2067}',
+            '\u{2068}',
+            '\u{2069}',
+            '\u{200E}',
+            '\u{200F}',
+            '\u{061C}',
+            '\u{200B}',
+            '\u{200C}',
+            '\u{200D}',
+            '\u{2060}',
+            '\u{FEFF}',
+            '\u{E0041}',
+            '\u{1B}',
+            '\u{7}',
+            '\u{85}',
+            '\u{9B}',
+        ];
+        for c in bidi {
+            let e = escape_markdown(&format!("ab{c}cd"));
+            assert_eq!(e, "abcd", "U+{:04X}", c as u32);
+        }
+        assert_eq!(escape_markdown("a\u{2028}b\tc"), "a b c");
+    }
+
+    fn report_named(config: &str) -> Report {
+        Report {
+            config_name: Some(config.to_owned()),
+            rows: Vec::new(),
+            passed: true,
+            gate: crate::config::GateSettings::default(),
+            environment: None,
+            baseline: None,
+            commit: Some("é€😀".repeat(10)),
+            run_url: None,
+            warnings: vec!["@alice see https://evil.example <img src=x>".into()],
+            notes: Vec::new(),
+            error: None,
+            base: None,
+            policy: crate::verdict::Policy::default(),
+        }
+    }
+
+    #[test]
+    fn the_heading_escapes_the_config_name_and_commits_never_panic() {
+        let attack = "pr` ![x](https://evil.example/i.png) <details> @alice \u{202E}";
+        let md = MarkdownExporter.render(&report_named(attack));
+        let heading = md.lines().nth(1).unwrap();
+        assert!(heading.starts_with("### "), "{heading}");
+        assert!(
+            heading.contains(" · config <code>pr&#96; &#33;&#91;x&#93;"),
+            "{heading}"
+        );
+        assert!(
+            !heading.contains("https://") && !heading.contains("<details>"),
+            "{heading}"
+        );
+        assert!(
+            !heading.contains('@') && !heading.contains('\u{202E}'),
+            "{heading}"
+        );
+        // The commit is cut by characters (a byte cut would panic on this input).
+        assert!(
+            md.contains(&format!("commit <code>{}</code>", "é€😀".repeat(4))),
+            "{md}"
+        );
+        assert!(!md.contains("https://evil") && !md.contains("<img"), "{md}");
+    }
     #[test]
     fn mermaid_labels_are_restricted() {
         assert_eq!(mermaid_label("b1\"]; evil"), "b1____evil");
