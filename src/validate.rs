@@ -303,8 +303,41 @@ fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
         c.text(&format!("{key}.error"), e, MAX_ERROR_LEN)?;
     }
     c.samples(&format!("{key}.samples_us"), &s.samples_us)?;
+    if !s.base_samples_us.is_empty() {
+        let bk = format!("{key}.base_samples_us");
+        c.samples(&bk, &s.base_samples_us)?;
+        if s.base_samples_us.len() != s.samples_us.len() {
+            return Err(c.fail(
+                &bk,
+                format!(
+                    "{} base rounds for {} candidate rounds: A/B rounds come in pairs",
+                    s.base_samples_us.len(),
+                    s.samples_us.len()
+                ),
+            ));
+        }
+    }
+    if !s.pair_order.is_empty() && s.pair_order.len() != s.base_samples_us.len() {
+        return Err(c.fail(
+            &format!("{key}.pair_order"),
+            "one order per A/B pair is expected",
+        ));
+    }
+    if let Some(d) = &s.drift {
+        c.label(
+            &format!("{key}.drift.commit"),
+            &d.commit,
+            MAX_LABEL_LEN,
+            false,
+        )?;
+        c.samples(&format!("{key}.drift.samples_us"), &d.samples_us)?;
+        c.samples(&format!("{key}.drift.cand_samples_us"), &d.cand_samples_us)?;
+    }
     if let Some(sum) = &s.summary {
         c.summary(&format!("{key}.summary"), sum)?;
+    }
+    if let Some(sum) = &s.base_summary {
+        c.summary(&format!("{key}.base_summary"), sum)?;
     }
     if let Some(t) = s.tflops {
         c.finite(&format!("{key}.tflops"), t)?;
@@ -351,6 +384,17 @@ impl Untrusted for ResultsFile {
         if let Some(b) = &self.baseline {
             check_baseline_ref(&c, b)?;
         }
+        if let Some(b) = &self.base {
+            c.label("base.source", &b.source, MAX_LABEL_LEN, false)?;
+            if let Some(commit) = &b.commit {
+                c.commit("base.commit", commit)?;
+            }
+            c.hash("base.kernel_source_hash", &b.kernel_source_hash, false)?;
+        }
+        c.count("notes", self.notes.len(), MAX_WARNINGS, "notes")?;
+        for (i, n) in self.notes.iter().enumerate() {
+            c.text(&format!("notes[{i}]"), n, MAX_WARNING_LEN)?;
+        }
         c.count("shapes", self.shapes.len(), MAX_SHAPES, "shapes")?;
         let mut seen = HashSet::new();
         for (i, s) in self.shapes.iter().enumerate() {
@@ -378,7 +422,7 @@ impl Untrusted for ResultsFile {
                 *e = clean_text(e);
             }
         }
-        for w in &mut self.warnings {
+        for w in self.warnings.iter_mut().chain(self.notes.iter_mut()) {
             *w = clean_text(w);
         }
         if let Some(e) = &mut self.error {
@@ -402,6 +446,23 @@ fn check_baseline_shape(path: &Path, i: usize, s: &BaselineShape) -> Check {
     c.summary(&format!("{key}.summary"), &s.summary)?;
     if let Some(t) = s.tflops {
         c.finite(&format!("{key}.tflops"), t)?;
+    }
+    if !s.process_rounds.is_empty()
+        && (s.process_rounds.contains(&0)
+            || s.process_rounds.iter().sum::<usize>() != s.samples_us.len())
+    {
+        return Err(c.fail(
+            &format!("{key}.process_rounds"),
+            "the rounds per process must be positive and add up to the rounds of samples_us",
+        ));
+    }
+    if let Some(p) = s.process_spread
+        && !(p.sd.is_finite() && (0.0..0.5).contains(&p.sd) && p.df >= 1.0)
+    {
+        return Err(c.fail(
+            &format!("{key}.process_spread"),
+            "a spread between processes is a fraction in [0, 0.5) with at least 1 degree of freedom",
+        ));
     }
     Ok(())
 }

@@ -179,7 +179,9 @@ fn update_input_errors() {
     write(&from, &r);
     update(&dir.path().join("b"), &from, &[])
         .code(2)
-        .stderr(predicate::str::contains("the GPU it was measured on is unknown"));
+        .stderr(predicate::str::contains(
+            "the GPU it was measured on is unknown",
+        ));
 }
 
 #[test]

@@ -21,7 +21,7 @@ enum Input {
 }
 
 fn read_input(path: &Path) -> Result<Input> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes = crate::files::read_bounded(path, crate::files::MAX_JSON_BYTES)?;
     let text = String::from_utf8(bytes)
         .map_err(|_| anyhow::anyhow!("{}: not UTF-8 text", path.display()))?;
     if text.trim_start().starts_with('{') {
