@@ -10,6 +10,8 @@
 #   bench/ab_device.sh collect         wait for it (up to $WAIT_S s) and fetch its report
 #   bench/ab_device.sh record     baseline update from 3 processes into $OUT/baselines
 #   bench/ab_device.sh first      a first run on a GPU with no stored baseline, then record one
+#   bench/ab_device.sh final      the PR gate's wall time from a cold compile cache, --base REF
+#                                 with git, and a drift traced to the runner (as `drift`)
 #
 # Binaries are built elsewhere and carried in .carry: ci-gate (cargo build --release) and
 # gpu-tests (tests/gpu.rs from cargo test --no-run), stripped; .carry/golden is
@@ -71,6 +73,42 @@ record)
   timed "$bin" baseline update --baselines "$out/baselines" --reason "${REASON:-A/B landing: spread from 3 processes}" --force
   "$bin" baseline show --baselines "$out/baselines"
   ;;
+final)
+  # The PR gate as CI runs it, cold compile cache: the 3-stage-ring kernel as candidate.
+  rm -rf $CI_GATE_CACHE_DIR
+  timed "$bin" local --base-kernels kernels --kernels $st3 --out "$out/pr-gate-cold.json" | tail -3
+  echo "== --base REF with git: a commit that changes the kernel to ST=3"
+  rm -rf /tmp/repo && git clone -q -b main .carry/repo.bundle /tmp/repo && cp $st3/attention.cu /tmp/repo/kernels/ \
+    && git -C /tmp/repo -c user.name=t -c user.email=t@t commit -qam "ST=3" \
+    && (cd /tmp/repo && timed "$bin" local --base HEAD~1 --shape b2h8s512d64_causal_f16 --shape b2h16s4096d128_f16 --out "$out/git-base.json")
+  ;;&
+final|drift)
+  # A runner that got 5% slower since its baseline was recorded: the stored numbers scaled
+  # by 0.95, the baseline's commit set to a commit of this clone (so its kernels can be
+  # measured as a third side); the candidate is the shipped kernel plus one comment line
+  # (byte-different, so A/B runs, and shows no change).
+  rm -rf /tmp/repo && git clone -q -b main .carry/repo.bundle /tmp/repo
+  head=$(git -C /tmp/repo rev-parse HEAD)
+  mkdir -p /tmp/kc && cp kernels/*.cu /tmp/kc/ && echo "// one more line" >> /tmp/kc/attention.cu
+  python3 - "${BASELINES:-baselines}" /tmp/drift-baselines "$head" <<'PY'
+import json, pathlib, sys
+src, dst, head = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3]
+for f in src.glob("*/pr.json"):
+    b = json.loads(f.read_text())
+    b["provenance"]["commit"] = head
+    for s in b["shapes"]:
+        s["samples_us"] = [[x * 0.95 for x in r] for r in s["samples_us"]]
+        for k in ("p50", "p90", "mean", "min", "max", "stdev"):
+            s["summary"][k] *= 0.95
+        if s.get("tflops"):
+            s["tflops"] /= 0.95
+    out = dst / f.parent.name / "pr.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(b))
+PY
+  (cd /tmp/repo && timed "$bin" local --base-kernels kernels --kernels /tmp/kc --baselines /tmp/drift-baselines \
+     --shape b2h8s512d64_f16 --shape b4h16s2048d64_causal_f16 --out "$out/drift.json")
+  ;;
 first)
   "$bin" env | tee "$out/env.txt"
   echo "== first run on this GPU model: no stored baseline, A/B decides"
@@ -80,6 +118,6 @@ first)
   timed "$bin" baseline update --baselines "$out/baselines" --reason "first baseline of this GPU model"
   "$bin" baseline show --baselines "$out/baselines"
   echo "== and the next run compares with it"
-  timed "$bin" local --base-kernels kernels --baselines "$out/baselines" --out "$out/second-run.json"
+  timed "$bin" local --base-kernels kernels --kernels $st3 --baselines "$out/baselines" --out "$out/second-run.json"
   ;;
 esac

@@ -214,3 +214,85 @@ fn gpu_commands_without_a_gpu_say_so_in_one_sentence() {
             .stderr(predicate::str::contains("panicked").not());
     }
 }
+
+#[test]
+fn baselines_of_schema_1_load_and_say_their_spread_is_assumed() {
+    // The H200 baseline as recorded before spreads were (one process, schema 1).
+    let v1 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/baselines-v1");
+    bin()
+        .args(["baseline", "show", "--baselines"])
+        .arg(&v1)
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("nvidia-h200"))
+        .stdout(predicate::str::contains("not recorded"));
+    let store = ci_gate::baseline::BaselineStore::new(&v1);
+    let file = store
+        .load("nvidia-h200", "NVIDIA H200", "pr")
+        .unwrap()
+        .unwrap();
+    assert_eq!(file.schema_version, 1);
+    let shape = &file.shapes[0];
+    let side = shape.stored_side();
+    assert!(side.spread.is_none() && side.process_rounds.is_empty());
+    let cand = ci_gate::stats::Rounds::new(shape.samples_us.clone()).unwrap();
+    let gate = ci_gate::config::GateSettings::default();
+    let c = ci_gate::comparison::Comparison::unpaired(&side, &cand, None, &gate).unwrap();
+    assert!(c.process_sd_assumed);
+    assert_eq!(
+        c.process_sd,
+        Some(ci_gate::stats::ProcessSpread::ASSUMED.sd)
+    );
+    assert!((c.ratio - 1.0).abs() < 1e-12);
+}
+
+#[test]
+fn several_from_files_record_the_spread_between_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("b");
+    let mut froms = Vec::new();
+    for (i, f) in [1.0, 1.004, 0.997].iter().enumerate() {
+        let p = dir.path().join(format!("p{i}.json"));
+        write(&p, &results("NVIDIA H200", &[*f, *f, *f], 10 + i as u64));
+        froms.push(p);
+    }
+    let mut cmd = bin();
+    cmd.args([
+        "baseline",
+        "update",
+        "--reason",
+        "three processes",
+        "--baselines",
+    ])
+    .arg(&store);
+    for f in &froms {
+        cmd.arg("--from").arg(f);
+    }
+    cmd.assert()
+        .code(0)
+        .stdout(
+            predicate::str::contains("from 3 measuring processes")
+                .or(predicate::str::contains("p0.json, ")),
+        )
+        .stdout(predicate::str::contains("spread between processes"));
+    let file = ci_gate::baseline::BaselineStore::new(&store)
+        .load("nvidia-h200", "NVIDIA H200", "pr")
+        .unwrap()
+        .unwrap();
+    for s in &file.shapes {
+        assert_eq!(s.process_rounds, vec![8, 8, 8]);
+        let spread = s.process_spread.unwrap();
+        assert_eq!(spread.df, 2.0);
+        // Process means 1.0, 1.004, 0.997: an sd of about 0.35%.
+        assert!((0.002..0.006).contains(&spread.sd), "{spread:?}");
+    }
+    // A later update that would drop a stored shape is refused, naming it.
+    let mut fewer = results("NVIDIA H200", &[1.0, 1.0, 1.0], 20);
+    fewer.shapes.pop();
+    let p = dir.path().join("fewer.json");
+    write(&p, &fewer);
+    update(&store, &p, &[])
+        .code(1)
+        .stderr(predicate::str::contains("would drop 1 stored shape"))
+        .stderr(predicate::str::contains("b2h16s2048d128_causal_bf16"));
+}

@@ -227,3 +227,156 @@ fn mixed_kinds_and_bad_json_are_errors() {
         .code(2)
         .stderr(predicate::str::contains("newer.json has schema_version 99"));
 }
+
+/// A sample file of rounds separated by blank lines.
+fn write_rounds(dir: &Path, name: &str, rounds: &[Vec<f64>]) -> std::path::PathBuf {
+    let p = dir.join(name);
+    let text: Vec<String> = rounds
+        .iter()
+        .map(|r| r.iter().map(|v| format!("{v}\n")).collect::<String>())
+        .collect();
+    std::fs::write(&p, text.join("\n")).unwrap();
+    p
+}
+
+/// Rounds whose medians drift together on both sides (a shared slow drift), the candidate
+/// `factor` slower: the case pairing exists for.
+fn drifting_rounds(factor: f64, phase: f64) -> Vec<Vec<f64>> {
+    (0..12)
+        .map(|i| {
+            let drift = 1.0 + 0.05 * ((i as f64) * 0.9).sin();
+            spread(9.0 * factor * drift, 7, 0.001, phase + i as f64)
+        })
+        .collect()
+}
+
+#[test]
+fn paired_rounds_cancel_a_shared_drift() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = write_rounds(dir.path(), "base.txt", &drifting_rounds(1.0, 0.0));
+    let c = write_rounds(dir.path(), "cand.txt", &drifting_rounds(1.03, 0.3));
+    // Unpaired, the ±5% drift swamps a 3% change: not a confident regression.
+    let out = bin()
+        .args(["compare", "--format", "json"])
+        .arg(&b)
+        .arg(&c)
+        .assert()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_ne!(v["verdict"], "regression", "{v}");
+    assert_eq!(v["n_base"], 12, "rounds are the units: {v}");
+    // Paired, round i with round i: the drift cancels and the 3% shows.
+    let out = bin()
+        .args(["compare", "--paired", "--format", "json"])
+        .arg(&b)
+        .arg(&c)
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["verdict"], "regression", "{v}");
+    assert_eq!(v["decided_by"], "ab");
+    assert!((v["ratio"].as_f64().unwrap() - 1.03).abs() < 0.002, "{v}");
+    assert!(v["ab"]["lower_bound"].as_f64().unwrap() > 1.02, "{v}");
+    assert!(v["stored"].is_null());
+}
+
+#[test]
+fn paired_needs_as_many_rounds_on_each_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = write_rounds(dir.path(), "base.txt", &drifting_rounds(1.0, 0.0)[..5]);
+    let c = write_rounds(dir.path(), "cand.txt", &drifting_rounds(1.0, 0.0)[..4]);
+    bin()
+        .args(["compare", "--paired"])
+        .arg(&b)
+        .arg(&c)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("base.txt has 5 rounds"))
+        .stderr(predicate::str::contains("cand.txt has 4"));
+}
+
+#[test]
+fn json_keeps_the_old_fields_and_adds_both_references() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = write_samples(dir.path(), "base.txt", spread(9.0, 40, 0.004, 0.0));
+    let c = write_samples(dir.path(), "cand.txt", spread(9.01, 40, 0.004, 0.5));
+    let out = bin()
+        .args(["compare", "--format", "json", "--process-sd", "0.004"])
+        .arg(&b)
+        .arg(&c)
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    for k in [
+        "mwu_p_holm",
+        "mwu_p_faster",
+        "mwu_p_faster_holm",
+        "min_detectable",
+        "margin_p_holm",
+        "lower_bound",
+    ] {
+        assert!(v[k].is_number(), "{k}: {v}");
+    }
+    let s = &v["stored"];
+    assert_eq!(s["process_sd"], 0.004);
+    assert_eq!(s["process_sd_assumed"], false);
+    for k in ["se_log", "df", "margin_p", "upper_bound", "stage"] {
+        assert!(s[k].is_number(), "{k}: {s}");
+    }
+    // The spread widens the interval: Detectable grows past the margin plus it.
+    assert!(v["min_detectable"].as_f64().unwrap() > 0.02 + 0.004);
+}
+
+#[test]
+fn results_files_that_cannot_decide_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.json");
+    let cand = dir.path().join("cand.json");
+    write(&base, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    // No shape in common.
+    let mut other = results("NVIDIA H200", &[1.0, 1.0, 1.0], 2);
+    for s in other.shapes.iter_mut() {
+        s.params.batch += 10;
+        s.name = s.params.name();
+    }
+    write(&cand, &other);
+    bin()
+        .args(["compare"])
+        .arg(&base)
+        .arg(&cand)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("share no measured shape"))
+        .stderr(predicate::str::contains("base.json"))
+        .stderr(predicate::str::contains("cand.json"));
+    // A run that reached no verdict.
+    let mut failed = results("NVIDIA H200", &[1.0, 1.0, 1.0], 2);
+    failed.error = Some("no NVIDIA driver found".into());
+    write(&cand, &failed);
+    bin()
+        .args(["compare"])
+        .arg(&base)
+        .arg(&cand)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("reached no verdict"));
+    // A candidate shape that could not be measured fails the check, never passes.
+    let mut broken = results("NVIDIA H200", &[1.0, 1.0, 1.0], 2);
+    broken.shapes[1].error = Some("CUDA error".into());
+    write(&cand, &broken);
+    bin()
+        .args(["compare"])
+        .arg(&base)
+        .arg(&cand)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("error"));
+}

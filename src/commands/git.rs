@@ -79,15 +79,16 @@ fn path_in_repo(dir: &Path) -> Result<String> {
     })
 }
 
-/// Writes the kernel files of `commit` (under the path `kernels_dir` has in this repository)
-/// into `into`, and describes them as a base named `label`.
+/// Writes the kernel files of `commit` (under the path `kernels_dir` has in this repository,
+/// or `kernels/` where it lies outside, as a pull request's checkout does) into `into`, and
+/// describes them as a base named `label`.
 pub fn export_kernels(
     commit: &str,
     label: &str,
     kernels_dir: &Path,
     into: &Path,
 ) -> Result<BaseKernels> {
-    let prefix = path_in_repo(kernels_dir)?;
+    let prefix = path_in_repo(kernels_dir).unwrap_or_else(|_| "kernels/".into());
     for file in KERNEL_FILES {
         let spec = format!("{commit}:{prefix}{file}");
         let out = Command::new("git")
