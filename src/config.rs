@@ -250,7 +250,8 @@ pub struct GateSettings {
     pub alpha: f64,
     /// Confidence of the bootstrap interval.
     pub confidence: f64,
-    /// Bootstrap resamples.
+    /// Bootstrap resamples: used by nothing since the gate tests rounds with Student-t
+    /// margin tests; still accepted (and bounded) so that older configs load.
     pub bootstrap_resamples: u32,
     /// Smallest Cliff's delta magnitude that counts as a real change.
     pub min_effect: Magnitude,
@@ -411,13 +412,15 @@ pub struct MeasureSettings {
     pub sample_ms: f64,
     /// Samples taken in each round.
     pub samples_per_round: u32,
-    /// Rounds always taken; each round uses freshly allocated buffers.
+    /// Rounds (pairs, in A/B) of the first stage of the planned design; each round uses
+    /// freshly allocated buffers.
     pub min_rounds: u32,
-    /// Rounds at most.
+    /// Rounds (pairs) at most: shapes the first look does not settle get the rest.
     pub max_rounds: u32,
-    /// Stop adding rounds once the CI of the median is this narrow (half-width / median).
+    /// Unused since the planned two-stage design replaced adaptive rounds; still accepted
+    /// (and bounded) so that older configs load.
     pub target_ci_half_width: f64,
-    /// Time budget per shape, in seconds, for the adaptive rounds.
+    /// Unused, as `target_ci_half_width`.
     pub budget_s: f64,
     /// Fraction of the sampling time the GPU is busy: after each sample it idles so that
     /// its power controller never pulls the clocks down (1 = samples back to back).

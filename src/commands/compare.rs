@@ -77,6 +77,8 @@ pub fn run(args: &CompareArgs) -> Result<Outcome> {
             args.cand.display()
         ),
     };
+    let mut report = report;
+    report.stored_label = "BASE";
     let single = report.rows.len() == 1 && report.config_name.is_none();
     let out = match args.format {
         Format::Table => TableExporter::for_stdout().render(&report),

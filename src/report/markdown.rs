@@ -132,7 +132,7 @@ impl Exporter for MarkdownExporter {
             let _ = writeln!(md, "{}\n", flagged.join("\n"));
         }
 
-        let h = headers(&report.gate);
+        let h = headers(report);
         let _ = writeln!(md, "| {} |", h.join(" | "));
         let _ = writeln!(md, "|---|--:|--:|--:|---|--:|---|--:|---|---|--:|");
         for row in &report.rows {
@@ -296,6 +296,22 @@ impl Exporter for MarkdownExporter {
                             .as_deref()
                             .map_or_else(|| "no commit".to_owned(), short_commit),
                         b.recorded_at.format("%Y-%m-%d")
+                    ),
+                );
+            }
+            if let Some(b) = &report.base {
+                kv(
+                    "A/B base",
+                    format!(
+                        "{}{}",
+                        b.commit
+                            .as_deref()
+                            .map_or_else(|| b.source.clone(), short_commit),
+                        if b.measured {
+                            ""
+                        } else {
+                            " (timed kernel identical: not measured)"
+                        }
                     ),
                 );
             }
@@ -526,6 +542,7 @@ mod tests {
             error: None,
             base: None,
             policy: crate::verdict::Policy::default(),
+            stored_label: "stored baseline",
         }
     }
 

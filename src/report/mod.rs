@@ -88,6 +88,9 @@ pub struct Report {
     /// The base of an A/B run.
     pub base: Option<BaseInfo>,
     pub policy: Policy,
+    /// What the unpaired reference is called: "stored baseline" in a run, "BASE" in an
+    /// offline `compare` of two files.
+    pub stored_label: &'static str,
 }
 
 impl Report {
@@ -108,6 +111,7 @@ impl Report {
             policy: Policy {
                 fail_on_drift: results.fail_on_drift,
             },
+            stored_label: "stored baseline",
         }
     }
 
@@ -127,6 +131,7 @@ impl Report {
             error: None,
             base: None,
             policy: Policy::default(),
+            stored_label: "stored baseline",
         }
     }
 
@@ -142,7 +147,10 @@ impl Report {
         }
         seen.sort_by_key(|r| *r != Reference::Ab);
         seen.iter()
-            .map(|r| r.to_string())
+            .map(|r| match r {
+                Reference::Ab => r.to_string(),
+                Reference::Stored => self.stored_label.to_owned(),
+            })
             .collect::<Vec<_>>()
             .join(" and ")
     }
@@ -301,14 +309,19 @@ impl Cells {
 }
 
 /// The column titles, shared by the table and Markdown.
-pub(crate) fn headers(gate: &GateSettings) -> [String; 11] {
+pub(crate) fn headers(report: &Report) -> [String; 11] {
+    let gate = &report.gate;
     [
         "Shape".into(),
         "Base p50 µs".into(),
         "Cand p50 µs".into(),
         "A/B Δp50".into(),
         format!("{:.0}% CI", gate.confidence * 100.0),
-        "vs stored".into(),
+        if report.stored_label == "stored baseline" {
+            "vs stored".into()
+        } else {
+            format!("vs {}", report.stored_label)
+        },
         "Cliff's δ".into(),
         "Margin p (Holm)".into(),
         "Parity rel L2 / max abs".into(),

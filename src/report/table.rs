@@ -44,7 +44,7 @@ impl Exporter for TableExporter {
         } else {
             table.force_no_tty();
         }
-        table.set_header(headers(&report.gate));
+        table.set_header(headers(report));
         for row in &report.rows {
             let c = Cells::of(row);
             let mut verdict = Cell::new(c.verdict);
