@@ -380,3 +380,33 @@ fn results_files_that_cannot_decide_exit_2() {
         .code(1)
         .stdout(predicate::str::contains("error"));
 }
+
+#[test]
+fn a_comment_from_a_file_without_a_verdict_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    let fallback = dir.path().join("comment.md");
+    let mut empty = results("NVIDIA H200", &[1.0, 1.0, 1.0], 1);
+    empty.shapes.clear();
+    // The file even claims to pass: the claim is never trusted.
+    empty.passed = true;
+    write(&path, &empty);
+    bin()
+        .env_remove("GITHUB_TOKEN")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .args(["comment", "--from"])
+        .arg(&path)
+        .arg("--fallback")
+        .arg(&fallback)
+        .assert()
+        .code(2)
+        .stdout(predicate::str::contains(
+            "ERROR: no verdict could be reached",
+        ))
+        .stderr(predicate::str::contains("holds no shapes"));
+    assert!(
+        std::fs::read_to_string(&fallback)
+            .unwrap()
+            .contains("no verdict could be reached")
+    );
+}

@@ -53,5 +53,19 @@ pub fn run_comment(args: &CommentArgs) -> Result<Outcome> {
             }
         }
     }
+    // Fail closed: a results file that holds no verdict is never a pass.
+    if let Some(e) = &results.error {
+        return Err(anyhow!(
+            "{} records a run that reached no verdict: {}",
+            args.from.display(),
+            terminal_text(e.lines().next().unwrap_or_default())
+        ));
+    }
+    if results.shapes.is_empty() {
+        return Err(anyhow!(
+            "{} holds no shapes, so there is no verdict",
+            args.from.display()
+        ));
+    }
     Ok(Outcome::Pass)
 }

@@ -14,7 +14,7 @@ use crate::config::GateSettings;
 use crate::results::{
     BaseInfo, BaselineRef, DriftCause, Environment, Parity, ResultsFile, ShapeResult,
 };
-use crate::verdict::{Policy, Verdict};
+use crate::verdict::{Policy, Verdict, gate_passes};
 
 /// Output formats of `local`, `compare` and friends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -98,7 +98,15 @@ impl Report {
         Report {
             config_name: Some(results.config.name.clone()),
             rows: results.shapes.iter().map(Row::of).collect(),
-            passed: results.passed,
+            // Never the file's own `passed`: recomputed from what it holds (fail closed).
+            passed: results.error.is_none()
+                && !results.shapes.is_empty()
+                && gate_passes(
+                    results.shapes.iter().map(|s| s.verdict),
+                    Policy {
+                        fail_on_drift: results.fail_on_drift,
+                    },
+                ),
             gate: results.gate.clone(),
             environment: results.environment.clone(),
             baseline: results.baseline.clone(),
@@ -176,7 +184,7 @@ impl Report {
 
     /// The one-line verdict, e.g. `FAIL: 1 regression, 13 pass (14 shapes)`.
     pub fn headline(&self) -> String {
-        if self.error.is_some() {
+        if self.error.is_some() || self.rows.is_empty() {
             return "ERROR: no verdict could be reached".into();
         }
         let status = if !self.passed {
