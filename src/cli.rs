@@ -1,6 +1,6 @@
 //! The command line (clap derive).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
@@ -46,14 +46,15 @@ pub enum Command {
 /// Where the config and baselines are.
 #[derive(Debug, Clone, Args)]
 pub struct ConfigArgs {
-    /// Config file with shapes, thresholds and measurement settings.
-    #[arg(long, short, default_value = "configs/pr.yaml", value_name = "FILE")]
+    /// Config file with shapes, thresholds and measurement settings (default: configs/pr.yaml
+    /// of the repository this is run in, from any of its subdirectories).
+    #[arg(long, short, default_value = DEFAULT_CONFIG, value_name = "FILE")]
     pub config: PathBuf,
-    /// Directory of stored baselines.
-    #[arg(long, default_value = "baselines", value_name = "DIR")]
+    /// Directory of stored baselines (default: baselines/ of the repository).
+    #[arg(long, default_value = DEFAULT_BASELINES, value_name = "DIR")]
     pub baselines: PathBuf,
-    /// Directory of the kernel sources.
-    #[arg(long, default_value = "kernels", value_name = "DIR")]
+    /// Directory of the candidate's kernel sources (default: kernels/ of the repository).
+    #[arg(long, default_value = DEFAULT_KERNELS, value_name = "DIR")]
     pub kernels: PathBuf,
 }
 
@@ -75,6 +76,39 @@ pub struct BaseArgs {
     pub fail_on_drift: bool,
 }
 
+/// The defaults of [`ConfigArgs`], relative to the repository root.
+pub const DEFAULT_CONFIG: &str = "configs/pr.yaml";
+pub const DEFAULT_BASELINES: &str = "baselines";
+pub const DEFAULT_KERNELS: &str = "kernels";
+
+impl ConfigArgs {
+    /// Finds the defaults from the repository root, so that the commands work from any
+    /// subdirectory: where the config was not given and `configs/pr.yaml` is not here, the
+    /// nearest parent directory that has it becomes the root of every default path. Paths
+    /// the user gave are kept as they are. Outside a repository the defaults stay, and the
+    /// error that follows names what to pass.
+    pub fn find_defaults(&mut self, start: &Path) {
+        let is_default = |p: &Path, d: &str| p == Path::new(d);
+        if !is_default(&self.config, DEFAULT_CONFIG) || start.join(DEFAULT_CONFIG).is_file() {
+            return;
+        }
+        let Some(root) = start
+            .ancestors()
+            .skip(1)
+            .find(|dir| dir.join(DEFAULT_CONFIG).is_file())
+        else {
+            return;
+        };
+        self.config = root.join(DEFAULT_CONFIG);
+        if is_default(&self.baselines, DEFAULT_BASELINES) {
+            self.baselines = root.join(DEFAULT_BASELINES);
+        }
+        if is_default(&self.kernels, DEFAULT_KERNELS) {
+            self.kernels = root.join(DEFAULT_KERNELS);
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct LocalArgs {
     #[command(flatten)]
@@ -84,9 +118,13 @@ pub struct LocalArgs {
     /// Measure only this shape (repeatable), by its name as in the report, e.g. b2h8s512d64_f16.
     #[arg(long = "shape", value_name = "NAME")]
     pub shapes: Vec<String>,
-    /// Report format on stdout.
+    /// Report format on stdout: a terminal table, the JSON numbers, or the Markdown of the
+    /// PR comment.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Show every column of the table (by default it fits the terminal, 80 columns at least).
+    #[arg(long)]
+    pub wide: bool,
     /// Also write the results file here (JSON).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -160,6 +198,23 @@ pub struct BaselineUpdateArgs {
     pub force: bool,
 }
 
+impl BaselineShowArgs {
+    /// As [`ConfigArgs::find_defaults`], for `--baselines` alone.
+    pub fn find_defaults(&mut self, start: &Path) {
+        if self.baselines != Path::new(DEFAULT_BASELINES) || start.join(DEFAULT_BASELINES).is_dir()
+        {
+            return;
+        }
+        if let Some(root) = start
+            .ancestors()
+            .skip(1)
+            .find(|dir| dir.join(DEFAULT_CONFIG).is_file())
+        {
+            self.baselines = root.join(DEFAULT_BASELINES);
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct BaselineShowArgs {
     /// Only this GPU's baselines (its slug, e.g. nvidia-h200).
@@ -181,6 +236,9 @@ pub struct CompareArgs {
     /// Report format: a terminal table, the JSON numbers, or the Markdown of the PR comment.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Show every column of the table (by default it fits the terminal, 80 columns at least).
+    #[arg(long)]
+    pub wide: bool,
     /// Round i of BASE and round i of CAND were measured as one interleaved pair (same
     /// process): a paired test on the log ratios of their medians.
     #[arg(long)]

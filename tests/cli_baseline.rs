@@ -296,3 +296,33 @@ fn several_from_files_record_the_spread_between_processes() {
         .stderr(predicate::str::contains("would drop 1 stored shape"))
         .stderr(predicate::str::contains("b2h16s2048d128_causal_bf16"));
 }
+
+#[test]
+fn from_checks_the_config_and_show_prints_nothing_before_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("b");
+    let from = dir.path().join("r.json");
+    write(&from, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    let other = dir.path().join("nightly.yaml");
+    std::fs::write(
+        &other,
+        "name: nightly\nshapes:\n  - {batch: 2, heads: 8, seq_len: 512, head_dim: 64, dtype: float16}\n",
+    )
+    .unwrap();
+    update(&store, &from, &["--config", other.to_str().unwrap()])
+        .code(2)
+        .stderr(predicate::str::contains("is config \"nightly\""))
+        .stderr(predicate::str::contains("results are of config \"pr\""));
+    update(&store, &from, &["--config", "/nonexistent/pr.yaml"])
+        .code(2)
+        .stderr(predicate::str::contains("no such file"));
+    assert!(!store.exists(), "nothing may be written");
+    update(&store, &from, &[]).code(0);
+    std::fs::write(store.join("nvidia-h200/pr.json"), "{").unwrap();
+    bin()
+        .args(["baseline", "show", "--baselines"])
+        .arg(&store)
+        .assert()
+        .code(2)
+        .stdout(predicate::str::is_empty());
+}

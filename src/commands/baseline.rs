@@ -75,8 +75,9 @@ pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
             Err(e) => bad.push(e),
         }
     }
-    println!("{table}");
+    // Nothing is printed before an error: a reader sees the errors, or the whole table.
     if bad.is_empty() {
+        println!("{table}");
         return Ok(Outcome::Pass);
     }
     let first = bad.remove(0);
@@ -185,6 +186,26 @@ pub fn update(args: &BaselineUpdateArgs) -> Result<Outcome> {
         let names: Vec<String> = args.from.iter().map(|p| p.display().to_string()).collect();
         (runs, names.join(", "))
     };
+    if !args.from.is_empty() {
+        // The config is not measured with here; where one is found it must be the one the
+        // results were measured with, so a mismatched pair is caught before anything is written.
+        if args.config.config.is_file() {
+            let config = crate::config::Config::load(&args.config.config)?;
+            if let Some(r) = runs.iter().find(|r| r.config.name != config.name) {
+                bail!(
+                    "--config {} is config {:?}, but the results are of config {:?}: pass the config they were measured with",
+                    args.config.config.display(),
+                    config.name,
+                    r.config.name
+                );
+            }
+        } else if args.config.config != std::path::Path::new(crate::cli::DEFAULT_CONFIG) {
+            bail!(
+                "--config {}: no such file (with --from the config only checks that the results match it)",
+                args.config.config.display()
+            );
+        }
+    }
     let merged = merge_processes(&runs, &args.from)?;
     let first = &runs[0];
     let Some(env) = first.environment.clone() else {

@@ -67,7 +67,10 @@ pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
 
     let mut report = Report::from_results(&results);
     report.run_url = gh.run_url();
-    print!("{}", TableExporter::plain().render(&report));
+    // Without a verdict the error says it all (once, from main); with one, the table.
+    if failure.is_none() {
+        print!("{}", TableExporter::plain().render(&report));
+    }
     if let Some(path) = &gh.step_summary {
         append_step_summary(path, &MarkdownExporter.render(&report))
             .with_context(|| format!("cannot write the job summary {}", path.display()))?;

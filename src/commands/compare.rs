@@ -81,7 +81,7 @@ pub fn run(args: &CompareArgs) -> Result<Outcome> {
     report.stored_label = "BASE";
     let single = report.rows.len() == 1 && report.config_name.is_none();
     let out = match args.format {
-        Format::Table => TableExporter::for_stdout().render(&report),
+        Format::Table => TableExporter::for_stdout(args.wide).render(&report),
         Format::Markdown => MarkdownExporter.render(&report),
         Format::Json => JsonExporter { single }.render(&report),
     };

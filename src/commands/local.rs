@@ -126,7 +126,7 @@ pub fn run_local(args: &LocalArgs) -> Result<Outcome> {
     }
     let report = Report::from_results(&results);
     let text = match args.format {
-        Format::Table => TableExporter::for_stdout().render(&report),
+        Format::Table => TableExporter::for_stdout(args.wide).render(&report),
         Format::Markdown => MarkdownExporter.render(&report),
         Format::Json => JsonExporter { single: false }.render(&report),
     };

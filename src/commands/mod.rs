@@ -32,6 +32,17 @@ impl Outcome {
 
 /// Runs one parsed command line.
 pub fn run(cli: Cli) -> Result<Outcome> {
+    let mut cli = cli;
+    if let Ok(here) = std::env::current_dir() {
+        match &mut cli.command {
+            Command::Local(a) => a.config.find_defaults(&here),
+            Command::Ci(a) => a.config.find_defaults(&here),
+            Command::Selftest(a) => a.config.find_defaults(&here),
+            Command::Baseline(BaselineCommand::Update(a)) => a.config.find_defaults(&here),
+            Command::Baseline(BaselineCommand::Show(a)) => a.find_defaults(&here),
+            _ => {}
+        }
+    }
     match cli.command {
         Command::Compare(args) => compare::run(&args),
         Command::Baseline(BaselineCommand::Show(args)) => baseline::show(&args),

@@ -643,7 +643,18 @@ pub fn load_config(
     path: &std::path::Path,
     shapes: &[String],
 ) -> Result<(Config, Vec<ShapeParams>)> {
-    let config = Config::load(path)?;
+    let config = match Config::load(path) {
+        Err(crate::config::ConfigError::Read { cause, .. })
+            if cause.kind() == std::io::ErrorKind::NotFound
+                && path == std::path::Path::new(crate::cli::DEFAULT_CONFIG) =>
+        {
+            bail!(
+                "no {} here or in any parent directory: run ci-gate inside your repository, or pass --config FILE (with --baselines DIR and --kernels DIR)",
+                crate::cli::DEFAULT_CONFIG
+            )
+        }
+        other => other?,
+    };
     let selected = config.select_shapes(shapes)?;
     Ok((config, selected))
 }

@@ -234,7 +234,7 @@ impl Exporter for MarkdownExporter {
 
         let _ = writeln!(
             md,
-            "<sub>A/B Δp50 = candidate/base − 1, both measured in this run in pairs of rounds; \"vs stored\" = candidate/stored baseline − 1. Fails on a p50 regression above {:.1}% (one-sided bound above it, Holm-adjusted margin p < {}, Cliff's δ of round medians at least {}) or any parity loss. \"Detectable\" is the slowdown this run catches with 80% power.</sub>\n",
+            "<sub>Δp50 = candidate/base − 1 of the deciding reference: the base kernels measured in this run in pairs of rounds (A/B) when they differ, else the stored baseline; \"vs stored\" = candidate/stored baseline − 1. Fails on a p50 regression above {:.1}% (one-sided bound above it, Holm-adjusted margin p < {}, Cliff's δ of round medians at least {}) or any parity loss. \"Detectable\" is the slowdown this run catches with 80% power.</sub>\n",
             report.gate.max_p50_regression * 100.0,
             report.gate.alpha,
             report.gate.min_effect

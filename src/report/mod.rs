@@ -246,6 +246,7 @@ pub(crate) fn pvalue(p: f64) -> String {
 pub(crate) struct Cells {
     pub base: String,
     pub cand: String,
+    /// Δp50 of the deciding comparison (A/B when it ran).
     pub ab: String,
     pub ci: String,
     pub stored: String,
@@ -267,7 +268,7 @@ impl Cells {
                 .or(row.p50_cand)
                 .map(micros)
                 .unwrap_or_else(dash),
-            ab: row.ab.as_ref().map(|c| pct(c.ratio)).unwrap_or_else(dash),
+            ab: c.map(|c| pct(c.ratio)).unwrap_or_else(dash),
             ci: c
                 .map(|c| format!("[{}, {}]", pct(c.ci_low), pct(c.ci_high)))
                 .unwrap_or_else(dash),
@@ -323,7 +324,7 @@ pub(crate) fn headers(report: &Report) -> [String; 11] {
         "Shape".into(),
         "Base p50 µs".into(),
         "Cand p50 µs".into(),
-        "A/B Δp50".into(),
+        "Δp50".into(),
         format!("{:.0}% CI", gate.confidence * 100.0),
         if report.stored_label == "stored baseline" {
             "vs stored".into()

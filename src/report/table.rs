@@ -2,27 +2,75 @@
 
 use std::io::IsTerminal;
 
-use comfy_table::{Cell, CellAlignment, Color, ContentArrangement, Table, presets};
+use comfy_table::{Cell, CellAlignment, Color, Table, presets};
 
 use super::{Cells, Exporter, Report, headers};
 use crate::verdict::Verdict;
 
 pub struct TableExporter {
     color: bool,
+    /// Columns fit this many characters (those that do not fit are left out, least useful
+    /// first); `None` shows every column.
+    width: Option<usize>,
 }
 
+/// The width a table fits when stdout is no terminal, and the least it fits in any case.
+pub const DEFAULT_WIDTH: usize = 80;
+
 impl TableExporter {
-    /// Colour when stdout is a terminal and NO_COLOR is unset or empty (no-color.org).
-    pub fn for_stdout() -> TableExporter {
+    /// For stdout: colour when it is a terminal and NO_COLOR is unset or empty
+    /// (no-color.org); the terminal's width (or `$COLUMNS`, else 80) unless `wide`.
+    pub fn for_stdout(wide: bool) -> TableExporter {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let tty = std::io::stdout().is_terminal();
+        let width = std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.trim().parse::<usize>().ok())
+            .or_else(|| tty.then(|| Table::new().width().map(usize::from)).flatten())
+            .unwrap_or(DEFAULT_WIDTH)
+            .max(DEFAULT_WIDTH);
         TableExporter {
-            color: std::io::stdout().is_terminal() && !no_color,
+            color: tty && !no_color,
+            width: (!wide).then_some(width),
         }
     }
 
+    /// No colour, every column (CI logs, which have no width).
     pub fn plain() -> TableExporter {
-        TableExporter { color: false }
+        TableExporter {
+            color: false,
+            width: None,
+        }
     }
+
+    /// No colour, fitted to `width` characters.
+    pub fn fitted(width: usize) -> TableExporter {
+        TableExporter {
+            color: false,
+            width: Some(width),
+        }
+    }
+}
+
+/// Which columns to show, in the order of `headers`: the most useful first until the
+/// width is spent (`UTF8_FULL_CONDENSED`: 3 characters around each column, 1 more at the
+/// end). Shape, verdict and the deciding Δ always show.
+fn fit_columns(widths: &[usize], budget: Option<usize>) -> Vec<bool> {
+    // Column indices (see `headers`) from most to least useful.
+    const PRIORITY: [usize; 11] = [0, 9, 3, 4, 5, 2, 10, 1, 6, 7, 8];
+    let mut keep = vec![budget.is_none(); widths.len()];
+    let Some(budget) = budget else {
+        return keep;
+    };
+    let mut used = 1;
+    for (rank, &i) in PRIORITY.iter().enumerate() {
+        let cost = widths[i] + 3;
+        if rank < 3 || used + cost <= budget {
+            keep[i] = true;
+            used += cost;
+        }
+    }
+    keep
 }
 
 fn verdict_color(v: Verdict, policy: crate::verdict::Policy) -> Color {
@@ -39,58 +87,140 @@ impl Exporter for TableExporter {
     fn render(&self, report: &Report) -> String {
         let mut table = Table::new();
         table.load_style(presets::UTF8_FULL_CONDENSED);
-        if self.color {
-            table.set_content_arrangement(ContentArrangement::Dynamic);
-        } else {
-            table.force_no_tty();
-        }
-        table.set_header(headers(report));
-        for row in &report.rows {
-            let c = Cells::of(row);
-            let mut verdict = Cell::new(c.verdict);
-            if self.color {
-                verdict = verdict.fg(verdict_color(row.verdict, report.policy));
-            }
-            let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
-            table.add_row(vec![
-                Cell::new(&row.shape),
-                right(c.base),
-                right(c.cand),
-                right(c.ab),
-                Cell::new(c.ci),
-                right(c.stored),
-                Cell::new(c.cliff),
-                right(c.p),
-                Cell::new(c.parity),
-                verdict,
-                right(c.detectable),
-            ]);
+        table.force_no_tty();
+        let header = headers(report);
+        let rows: Vec<(Vec<String>, Verdict)> = report
+            .rows
+            .iter()
+            .map(|row| {
+                let c = Cells::of(row);
+                (
+                    vec![
+                        row.shape.clone(),
+                        c.base,
+                        c.cand,
+                        c.ab,
+                        c.ci,
+                        c.stored,
+                        c.cliff,
+                        c.p,
+                        c.parity,
+                        c.verdict,
+                        c.detectable,
+                    ],
+                    row.verdict,
+                )
+            })
+            .collect();
+        let widths: Vec<usize> = (0..header.len())
+            .map(|i| {
+                rows.iter()
+                    .map(|(r, _)| r[i].chars().count())
+                    .chain([header[i].chars().count()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let keep = fit_columns(&widths, self.width);
+        let pick = |v: Vec<String>| -> Vec<String> {
+            v.into_iter()
+                .zip(&keep)
+                .filter_map(|(x, k)| k.then_some(x))
+                .collect()
+        };
+        table.set_header(pick(header.to_vec()));
+        // Left-aligned: shape, CI, Cliff's δ, parity, verdict; numbers to the right.
+        const LEFT: [usize; 5] = [0, 4, 6, 8, 9];
+        for (cells, verdict) in rows {
+            let row: Vec<Cell> = cells
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| keep[*i])
+                .map(|(i, text)| {
+                    let mut cell = Cell::new(text);
+                    if !LEFT.contains(&i) {
+                        cell = cell.set_alignment(CellAlignment::Right);
+                    }
+                    if i == 9 && self.color {
+                        cell = cell.fg(verdict_color(verdict, report.policy));
+                    }
+                    cell
+                })
+                .collect();
+            table.add_row(row);
         }
         let mut out = table.to_string();
         out.push('\n');
+        let hidden = keep.iter().filter(|k| !**k).count();
+        if hidden > 0 {
+            out.push_str(&format!(
+                "({hidden} more column{} with --wide or --format json)\n",
+                if hidden == 1 { "" } else { "s" }
+            ));
+        }
+        let mut lines: Vec<String> = Vec::new();
         for row in &report.rows {
             if let Some(e) = &row.error {
-                out.push_str(&format!("error: {}: {e}\n", row.shape));
+                lines.push(format!("error: {}: {e}", row.shape));
             }
         }
-        for w in &report.warnings {
-            out.push_str(&format!("warning: {w}\n"));
-        }
-        for n in &report.notes {
-            out.push_str(&format!("note: {n}\n"));
-        }
+        lines.extend(report.warnings.iter().map(|w| format!("warning: {w}")));
+        lines.extend(report.notes.iter().map(|n| format!("note: {n}")));
         if report
             .rows
             .iter()
             .any(|r| r.stored.as_ref().is_some_and(|c| c.process_sd_assumed))
         {
-            out.push_str(super::ASSUMED_SPREAD_NOTE);
-            out.push('\n');
+            lines.push(super::ASSUMED_SPREAD_NOTE.to_owned());
         }
         if let Some(e) = &report.error {
-            out.push_str(&format!("error: {e}\n"));
+            lines.push(format!("error: {e}"));
         }
-        out.push_str(&format!("ci-gate: {}\n", report.headline()));
+        lines.push(format!("ci-gate: {}", report.headline()));
+        for line in lines {
+            match self.width {
+                // Prose wraps between words, continuation lines indented.
+                Some(w) => {
+                    let options = textwrap::Options::new(w).subsequent_indent("  ");
+                    for part in textwrap::wrap(&line, options) {
+                        out.push_str(&part);
+                        out.push('\n');
+                    }
+                }
+                None => {
+                    out.push_str(&line);
+                    out.push('\n');
+                }
+            }
+        }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fit_columns;
+
+    #[test]
+    fn columns_fit_the_width_most_useful_first() {
+        let widths = [26, 11, 11, 8, 18, 9, 16, 15, 23, 12, 10];
+        assert!(fit_columns(&widths, None).iter().all(|k| *k));
+        let keep = fit_columns(&widths, Some(80));
+        let total: usize = 1 + widths
+            .iter()
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|(w, _)| w + 3)
+            .sum::<usize>();
+        assert!(total <= 80, "{total}");
+        // Shape, verdict, Δ and its interval come first; then the stored reference.
+        for i in [0, 9, 3, 4] {
+            assert!(keep[i], "{i}: {keep:?}");
+        }
+        assert!(!keep[5] && fit_columns(&widths, Some(100))[5], "{keep:?}");
+        assert!(!fit_columns(&widths, Some(160))[8], "parity is the first to go");
+        // Too narrow for anything: shape, verdict and Δ still show.
+        let keep = fit_columns(&widths, Some(10));
+        assert_eq!(keep.iter().filter(|k| **k).count(), 3);
     }
 }

@@ -17,7 +17,7 @@ use ci_gate::verdict::Verdict;
 
 pub fn bin() -> Command {
     let mut c = Command::cargo_bin("ci-gate").unwrap();
-    c.env("NO_COLOR", "1");
+    c.env("NO_COLOR", "1").env_remove("COLUMNS");
     c
 }
 
