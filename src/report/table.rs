@@ -218,7 +218,10 @@ mod tests {
             assert!(keep[i], "{i}: {keep:?}");
         }
         assert!(!keep[5] && fit_columns(&widths, Some(100))[5], "{keep:?}");
-        assert!(!fit_columns(&widths, Some(160))[8], "parity is the first to go");
+        assert!(
+            !fit_columns(&widths, Some(160))[8],
+            "parity is the first to go"
+        );
         // Too narrow for anything: shape, verdict and Δ still show.
         let keep = fit_columns(&widths, Some(10));
         assert_eq!(keep.iter().filter(|k| **k).count(), 3);
