@@ -217,6 +217,9 @@ impl BaselineShowArgs {
 
 #[derive(Debug, Args)]
 pub struct BaselineShowArgs {
+    /// Show every column of the table (by default it fits the terminal, 80 columns at least).
+    #[arg(long)]
+    pub wide: bool,
     /// Only this GPU's baselines (its slug, e.g. nvidia-h200).
     #[arg(long, value_name = "SLUG")]
     pub gpu: Option<String>,
@@ -274,6 +277,9 @@ pub struct SelftestArgs {
     /// Report format: a terminal table, JSON, or Markdown.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Show every column of the table (by default it fits the terminal, 80 columns at least).
+    #[arg(long)]
+    pub wide: bool,
     /// Also write the selftest report here (JSON).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,

@@ -30,9 +30,7 @@ pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
         );
         return Ok(Outcome::Pass);
     }
-    let mut table = comfy_table::Table::new();
-    table.load_style(comfy_table::presets::UTF8_FULL_CONDENSED);
-    table.set_header([
+    let header: Vec<String> = [
         "File",
         "GPU",
         "Config",
@@ -40,15 +38,18 @@ pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
         "Commit",
         "Recorded",
         "Reason",
-        "Process spread",
-    ]);
+        "Spread (processes)",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut rows: Vec<Vec<String>> = Vec::new();
     let mut bad = Vec::new();
     for (path, loaded) in files {
         match loaded {
             Ok(b) => {
                 // Everything from the file goes through terminal_text: no escape sequence,
                 // control or bidirectional character reaches the terminal.
-                table.add_row(
+                rows.push(
                     [
                         path.display().to_string(),
                         b.environment.gpu_name.clone(),
@@ -58,10 +59,7 @@ pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
                             .commit
                             .as_deref()
                             .map_or("—".into(), short_commit),
-                        b.provenance
-                            .recorded_at
-                            .format("%Y-%m-%d %H:%M UTC")
-                            .to_string(),
+                        b.provenance.recorded_at.format("%Y-%m-%d").to_string(),
                         format!(
                             "{}{}",
                             b.provenance.reason,
@@ -69,7 +67,8 @@ pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
                         ),
                         spread_range(&b),
                     ]
-                    .map(|cell| terminal_text(&cell)),
+                    .map(|cell| terminal_text(&cell))
+                    .to_vec(),
                 );
             }
             Err(e) => bad.push(e),
@@ -77,7 +76,20 @@ pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
     }
     // Nothing is printed before an error: a reader sees the errors, or the whole table.
     if bad.is_empty() {
-        println!("{table}");
+        // The file, when it was recorded and its spread first; then the rest as the width
+        // allows.
+        print!(
+            "{}",
+            crate::report::fitted_table(
+                &header,
+                &rows,
+                &[0, 5, 7, 1, 3, 6, 4, 2],
+                1,
+                &[3],
+                (!args.wide).then(crate::report::stdout_width),
+                "with --wide",
+            )
+        );
         return Ok(Outcome::Pass);
     }
     let first = bad.remove(0);
@@ -105,7 +117,7 @@ fn spread_range(b: &BaselineFile) -> String {
         .map(|s| s.process_rounds.len())
         .max()
         .unwrap_or(0);
-    format!("{:.2}–{:.2}% ({k} processes)", lo * 100.0, hi * 100.0)
+    format!("{:.2}–{:.2}% ({k})", lo * 100.0, hi * 100.0)
 }
 
 /// Records a baseline into `store` from results files without printing (selftest).

@@ -15,7 +15,7 @@ use super::Outcome;
 use super::child::{self, LocalChild};
 use super::pipeline::load_config;
 use crate::cli::SelftestArgs;
-use crate::report::{Format, escape_markdown};
+use crate::report::{Format, escape_markdown, fitted_table, stdout_width};
 use crate::results::ResultsFile;
 use crate::stats::Sample;
 use crate::verdict::{Policy, Verdict};
@@ -259,8 +259,8 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
     }
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        Format::Table => print!("{}", render(&report, false)),
-        Format::Markdown => print!("{}", render(&report, true)),
+        Format::Table => print!("{}", render(&report, false, args.wide)),
+        Format::Markdown => print!("{}", render(&report, true, true)),
     }
     Ok(Outcome::from_passed(report.shapes.iter().all(|s| {
         s.false_alarms == 0 && s.stored_false_alarms == 0
@@ -284,7 +284,7 @@ fn collect(r: &ResultsFile, names: &[String], into: &mut [Vec<Trial>]) -> Result
     Ok(())
 }
 
-fn render(r: &SelftestReport, markdown: bool) -> String {
+fn render(r: &SelftestReport, markdown: bool, wide: bool) -> String {
     let pct = |x: Option<f64>| x.map_or("—".into(), |v| format!("{:+.2}%", v * 100.0));
     let mut header = vec![
         "Shape".to_owned(),
@@ -338,13 +338,28 @@ fn render(r: &SelftestReport, markdown: bool) -> String {
             out.push_str(&format!("| {} |\n", row.join(" | ")));
         }
     } else {
-        let mut t = comfy_table::Table::new();
-        t.load_style(comfy_table::presets::UTF8_FULL_CONDENSED);
-        t.set_header(header);
-        for row in rows {
-            t.add_row(row);
+        // Shape, then the false alarms and catches, then the measured Δs.
+        let n = header.len();
+        let mut priority = vec![0, 1];
+        priority.extend((0..r.detection_rates.len()).map(|k| 5 + 2 * k));
+        if r.stored_trials > 0 {
+            priority.push(n - 2);
         }
-        out.push_str(&format!("{t}\n"));
+        priority.extend([3, 4, 2]);
+        priority.extend((0..r.detection_rates.len()).map(|k| 6 + 2 * k));
+        if r.stored_trials > 0 {
+            priority.push(n - 1);
+        }
+        let right: Vec<usize> = (1..n).collect();
+        out.push_str(&fitted_table(
+            &header,
+            &rows,
+            &priority,
+            2,
+            &right,
+            (!wide).then(stdout_width),
+            "with --wide or --format json",
+        ));
     }
     out.push_str(&format!(
         "selftest on {} ({} trials × {} shapes, config {}): A/A false alarms {:.1}%",

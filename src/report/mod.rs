@@ -7,7 +7,7 @@ mod table;
 
 pub use json::JsonExporter;
 pub use markdown::{MARKER, MarkdownExporter, escape_markdown};
-pub use table::TableExporter;
+pub use table::{TableExporter, fitted_table, stdout_width};
 
 use crate::comparison::{Comparison, Reference};
 use crate::config::GateSettings;

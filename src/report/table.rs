@@ -52,25 +52,100 @@ impl TableExporter {
     }
 }
 
-/// Which columns to show, in the order of `headers`: the most useful first until the
-/// width is spent (`UTF8_FULL_CONDENSED`: 3 characters around each column, 1 more at the
-/// end). Shape, verdict and the deciding Δ always show.
-fn fit_columns(widths: &[usize], budget: Option<usize>) -> Vec<bool> {
-    // Column indices (see `headers`) from most to least useful.
-    const PRIORITY: [usize; 11] = [0, 9, 3, 4, 5, 2, 10, 1, 6, 7, 8];
+/// Which columns to show: the most useful first (`priority`, column indices from most to
+/// least useful) until the width is spent (`UTF8_FULL_CONDENSED`: 3 characters around each
+/// column, 1 more at the end); the first `always` of them show whatever the width. `None`
+/// shows every column.
+fn fit_columns(
+    widths: &[usize],
+    priority: &[usize],
+    always: usize,
+    budget: Option<usize>,
+) -> Vec<bool> {
     let mut keep = vec![budget.is_none(); widths.len()];
     let Some(budget) = budget else {
         return keep;
     };
     let mut used = 1;
-    for (rank, &i) in PRIORITY.iter().enumerate() {
-        let cost = widths[i] + 3;
-        if rank < 3 || used + cost <= budget {
+    for (rank, &i) in priority.iter().enumerate() {
+        let Some(&w) = widths.get(i) else { continue };
+        if rank < always || used + w + 3 <= budget {
             keep[i] = true;
-            used += cost;
+            used += w + 3;
         }
     }
     keep
+}
+
+/// A plain text table of `rows` under `header` that fits `width` (see [`fit_columns`]),
+/// with the columns in `right` right-aligned, and a line saying how many were left out and
+/// how to see them (`more`). Used by every terminal table of ci-gate.
+pub fn fitted_table(
+    header: &[String],
+    rows: &[Vec<String>],
+    priority: &[usize],
+    always: usize,
+    right: &[usize],
+    width: Option<usize>,
+    more: &str,
+) -> String {
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.chars().count())
+                .chain([header[i].chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let keep = fit_columns(&widths, priority, always, width);
+    let mut table = Table::new();
+    table.load_style(presets::UTF8_FULL_CONDENSED);
+    table.force_no_tty();
+    table.set_header(
+        header
+            .iter()
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|(h, _)| h.clone()),
+    );
+    for row in rows {
+        table.add_row(
+            row.iter()
+                .enumerate()
+                .filter(|(i, _)| keep[*i])
+                .map(|(i, text)| {
+                    let cell = Cell::new(text);
+                    if right.contains(&i) {
+                        cell.set_alignment(CellAlignment::Right)
+                    } else {
+                        cell
+                    }
+                }),
+        );
+    }
+    let mut out = table.to_string();
+    out.push('\n');
+    let hidden = keep.iter().filter(|k| !**k).count();
+    if hidden > 0 {
+        out.push_str(&format!(
+            "({hidden} more column{} {more})\n",
+            if hidden == 1 { "" } else { "s" }
+        ));
+    }
+    out
+}
+
+/// The width tables fit on stdout: `$COLUMNS`, else the terminal's, else 80, at least 80.
+pub fn stdout_width() -> usize {
+    let tty = std::io::stdout().is_terminal();
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .or_else(|| tty.then(|| Table::new().width().map(usize::from)).flatten())
+        .unwrap_or(DEFAULT_WIDTH)
+        .max(DEFAULT_WIDTH)
 }
 
 fn verdict_color(v: Verdict, policy: crate::verdict::Policy) -> Color {
@@ -121,7 +196,10 @@ impl Exporter for TableExporter {
                     .unwrap_or(0)
             })
             .collect();
-        let keep = fit_columns(&widths, self.width);
+        // Column indices (see `headers`) from most to least useful; shape, verdict and Δ
+        // always show.
+        const PRIORITY: [usize; 11] = [0, 9, 3, 4, 5, 2, 10, 1, 6, 7, 8];
+        let keep = fit_columns(&widths, &PRIORITY, 3, self.width);
         let pick = |v: Vec<String>| -> Vec<String> {
             v.into_iter()
                 .zip(&keep)
@@ -199,13 +277,19 @@ impl Exporter for TableExporter {
 
 #[cfg(test)]
 mod tests {
-    use super::fit_columns;
+    use super::{fit_columns, fitted_table};
+
+    const PRIORITY: [usize; 11] = [0, 9, 3, 4, 5, 2, 10, 1, 6, 7, 8];
+
+    fn fit(widths: &[usize], budget: Option<usize>) -> Vec<bool> {
+        fit_columns(widths, &PRIORITY, 3, budget)
+    }
 
     #[test]
     fn columns_fit_the_width_most_useful_first() {
         let widths = [26, 11, 11, 8, 18, 9, 16, 15, 23, 12, 10];
-        assert!(fit_columns(&widths, None).iter().all(|k| *k));
-        let keep = fit_columns(&widths, Some(80));
+        assert!(fit(&widths, None).iter().all(|k| *k));
+        let keep = fit(&widths, Some(80));
         let total: usize = 1 + widths
             .iter()
             .zip(&keep)
@@ -217,13 +301,36 @@ mod tests {
         for i in [0, 9, 3, 4] {
             assert!(keep[i], "{i}: {keep:?}");
         }
-        assert!(!keep[5] && fit_columns(&widths, Some(100))[5], "{keep:?}");
-        assert!(
-            !fit_columns(&widths, Some(160))[8],
-            "parity is the first to go"
-        );
+        assert!(!keep[5] && fit(&widths, Some(100))[5], "{keep:?}");
+        assert!(!fit(&widths, Some(160))[8], "parity is the first to go");
         // Too narrow for anything: shape, verdict and Δ still show.
-        let keep = fit_columns(&widths, Some(10));
+        let keep = fit(&widths, Some(10));
         assert_eq!(keep.iter().filter(|k| **k).count(), 3);
+    }
+
+    #[test]
+    fn fitted_tables_stay_inside_the_width_and_say_what_they_left_out() {
+        let header: Vec<String> = (0..8).map(|i| format!("column {i}")).collect();
+        let rows: Vec<Vec<String>> = (0..3)
+            .map(|r| (0..8).map(|c| format!("value {r}.{c} ····")).collect())
+            .collect();
+        let priority: Vec<usize> = (0..8).collect();
+        let out = fitted_table(&header, &rows, &priority, 1, &[1], Some(80), "with --wide");
+        for line in out.lines() {
+            assert!(line.chars().count() <= 80, "{line}");
+        }
+        assert!(
+            out.contains("column 0") && !out.contains("column 7"),
+            "{out}"
+        );
+        assert!(
+            out.trim_end().ends_with("more columns with --wide)"),
+            "{out}"
+        );
+        let all = fitted_table(&header, &rows, &priority, 1, &[1], None, "with --wide");
+        assert!(
+            all.contains("column 7") && !all.contains("more column"),
+            "{all}"
+        );
     }
 }
