@@ -70,7 +70,7 @@ fn records_then_refuses_a_slower_baseline_unless_forced() {
     );
 
     bin()
-        .args(["baseline", "show", "--baselines"])
+        .args(["baseline", "show", "--wide", "--baselines"])
         .arg(&store)
         .assert()
         .code(0)
@@ -220,7 +220,7 @@ fn baselines_of_schema_1_load_and_say_their_spread_is_assumed() {
     // The H200 baseline as recorded before spreads were (one process, schema 1).
     let v1 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/baselines-v1");
     bin()
-        .args(["baseline", "show", "--baselines"])
+        .args(["baseline", "show", "--wide", "--baselines"])
         .arg(&v1)
         .assert()
         .code(0)
