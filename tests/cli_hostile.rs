@@ -335,7 +335,7 @@ fn a_markdown_attack_in_the_config_name_is_refused_before_anything_is_posted() {
 #[test]
 fn escape_sequences_in_a_reason_are_stripped_in_baseline_show() {
     let a = bin()
-        .args(["baseline", "show", "--baselines"])
+        .args(["baseline", "show", "--wide", "--baselines"])
         .arg(hostile("baselines-reason-escapes"))
         .assert()
         .code(0);
