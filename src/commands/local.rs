@@ -93,6 +93,12 @@ pub fn run_local(args: &LocalArgs) -> Result<Outcome> {
         bail!("--inject {f}: the slowdown must be a fraction between 0 and 1");
     }
     let base = resolve_base(&args.base, &args.config.kernels, true)?;
+    // Said first, on stderr (stdout stays the report): what the candidate is measured against.
+    match (&base.kernels, &base.note) {
+        (Some(k), _) => eprintln!("ci-gate: base kernels from {}", k.source),
+        (None, Some(note)) => eprintln!("ci-gate: {note}"),
+        (None, None) => {}
+    }
     let against = if args.no_compare {
         Against::Nothing
     } else {
