@@ -137,26 +137,11 @@ impl Exporter for MarkdownExporter {
         let _ = writeln!(md, "|---|--:|--:|--:|---|--:|---|--:|---|---|--:|");
         for row in &report.rows {
             let c = Cells::of(row);
-            let verdict = if row.verdict.fails(report.policy) {
-                format!("**{}**", c.verdict)
-            } else {
-                c.verdict.clone()
-            };
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                escape_markdown(&row.shape),
-                c.base,
-                c.cand,
-                c.ab,
-                c.ci,
-                c.stored,
-                c.cliff,
-                c.p,
-                c.parity,
-                verdict,
-                c.detectable
-            );
+            let mut cells = c.columns(escape_markdown(&row.shape));
+            if row.verdict.fails(report.policy) {
+                cells[9] = format!("**{}**", cells[9]);
+            }
+            let _ = writeln!(md, "| {} |", cells.join(" | "));
         }
         md.push('\n');
 

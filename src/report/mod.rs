@@ -317,6 +317,25 @@ impl Cells {
     }
 }
 
+impl Cells {
+    /// The cells in the order of [`headers`], `shape` first.
+    pub fn columns(self, shape: String) -> [String; 11] {
+        [
+            shape,
+            self.base,
+            self.cand,
+            self.ab,
+            self.ci,
+            self.stored,
+            self.cliff,
+            self.p,
+            self.parity,
+            self.verdict,
+            self.detectable,
+        ]
+    }
+}
+
 /// The column titles, shared by the table and Markdown.
 pub(crate) fn headers(report: &Report) -> [String; 11] {
     let gate = &report.gate;

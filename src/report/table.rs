@@ -168,21 +168,8 @@ impl Exporter for TableExporter {
             .rows
             .iter()
             .map(|row| {
-                let c = Cells::of(row);
                 (
-                    vec![
-                        row.shape.clone(),
-                        c.base,
-                        c.cand,
-                        c.ab,
-                        c.ci,
-                        c.stored,
-                        c.cliff,
-                        c.p,
-                        c.parity,
-                        c.verdict,
-                        c.detectable,
-                    ],
+                    Cells::of(row).columns(row.shape.clone()).to_vec(),
                     row.verdict,
                 )
             })
