@@ -6,8 +6,9 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::report::Format;
 
-/// A performance regression gate for CUDA kernels: builds the kernel, checks its output
-/// against a reference, times it on this GPU and compares with the stored baseline.
+/// A performance regression gate for CUDA kernels: builds the candidate kernel and the one it
+/// replaces, checks both against a reference, times them interleaved on this GPU, and
+/// compares the candidate with that base and with the stored baseline of this GPU model.
 ///
 /// Exit codes: 0 the gate passes; 1 it fails (a regression or a parity loss);
 /// 2 it could not decide (bad input, no GPU, CUDA error, unreadable baseline).
@@ -25,7 +26,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Build, check parity, measure and compare with the stored baseline, on this machine's GPU.
+    /// Build both kernel sets, check parity, measure them interleaved and compare (A/B and the
+    /// stored baseline), on this machine's GPU.
     Local(LocalArgs),
     /// The same pipeline for CI: results file, job summary, annotations and step outputs.
     Ci(CiArgs),
