@@ -10,6 +10,7 @@
 #   bench/ab_device.sh collect         wait for it (up to $WAIT_S s) and fetch its report
 #   bench/ab_device.sh record     baseline update from 3 processes into $OUT/baselines
 #   bench/ab_device.sh first      a first run on a GPU with no stored baseline, then record one
+#   bench/ab_device.sh creep      a drift traced to code that crept on the default branch
 #   bench/ab_device.sh final      the PR gate's wall time from a cold compile cache, --base REF
 #                                 with git, and a drift traced to the runner (as `drift`)
 #
@@ -108,6 +109,19 @@ for f in src.glob("*/pr.json"):
 PY
   (cd /tmp/repo && timed "$bin" local --base-kernels kernels --kernels /tmp/kc --baselines /tmp/drift-baselines \
      --shape b2h8s512d64_f16 --shape b4h16s2048d64_causal_f16 --out "$out/drift.json")
+  ;;
+creep)
+  # Code that crept on the default branch: a baseline recorded (3 processes) at a commit whose
+  # kernels have the faster 3-stage ring, then a commit that goes back to the 2-stage kernels.
+  # A pull request on top changes nothing (one comment line): A/B shows no change, the stored
+  # baseline says slower, and the baseline commit's kernels measured alongside say the code.
+  rm -rf /tmp/repo /tmp/creep-baselines /tmp/kc2 && git clone -q -b main .carry/repo.bundle /tmp/repo
+  cd /tmp/repo && cp $st3/attention.cu kernels/ && git -c user.name=t -c user.email=t@t commit -qam "ST=3: the baseline's code"
+  timed "$bin" baseline update --baselines /tmp/creep-baselines --reason "baseline of the ST=3 commit" | tail -2
+  git checkout -q HEAD~1 -- kernels/attention.cu && git -c user.name=t -c user.email=t@t commit -qam "ST=2 again: the creep"
+  mkdir -p /tmp/kc2 && cp kernels/*.cu /tmp/kc2/ && echo "// one more line" >> /tmp/kc2/attention.cu
+  timed "$bin" local --base-kernels kernels --kernels /tmp/kc2 --baselines /tmp/creep-baselines \
+    --shape b1h8s512d64_causal_f16 --shape b2h8s512d64_causal_f16 --shape b4h16s512d64_f16 --out "$out/creep.json"
   ;;
 first)
   "$bin" env | tee "$out/env.txt"
