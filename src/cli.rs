@@ -120,8 +120,8 @@ pub struct LocalArgs {
     /// Measure only this shape (repeatable), by its name as in the report, e.g. b2h8s512d64_f16.
     #[arg(long = "shape", value_name = "NAME")]
     pub shapes: Vec<String>,
-    /// Report format on stdout: a terminal table, the JSON numbers, or the Markdown of the
-    /// PR comment.
+    /// Report format on stdout: a terminal table, the JSON numbers, the Markdown of the PR
+    /// comment, or an export for Bencher (bmf) or github-action-benchmark.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// Show every column of the table (by default it fits the terminal, 80 columns at least).
@@ -238,7 +238,8 @@ pub struct CompareArgs {
     /// Candidate: a results file, or a plain sample file.
     #[arg(value_name = "CAND")]
     pub cand: PathBuf,
-    /// Report format: a terminal table, the JSON numbers, or the Markdown of the PR comment.
+    /// Report format: a terminal table, the JSON numbers, the Markdown of the PR comment, or an
+    /// export for Bencher (bmf) or github-action-benchmark.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// Show every column of the table (by default it fits the terminal, 80 columns at least).

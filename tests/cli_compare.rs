@@ -410,3 +410,56 @@ fn a_comment_from_a_file_without_a_verdict_exits_2() {
             .contains("no verdict could be reached")
     );
 }
+
+#[test]
+fn exports_for_bencher_and_github_action_benchmark() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.json");
+    let cand = dir.path().join("cand.json");
+    write(&base, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    let mut c = results("NVIDIA H200", &[1.0, 1.06, 1.0], 2);
+    c.shapes[2].error = Some("CUDA error".into());
+    write(&cand, &c);
+    let out = bin()
+        .args(["compare", "--format", "bmf"])
+        .arg(&base)
+        .arg(&cand)
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let m = v.as_object().unwrap();
+    // The shape that could not be measured is left out.
+    assert_eq!(m.len(), 2, "{v}");
+    let lat = &v["b2h8s512d64_causal_f16"]["latency"];
+    let p50 = c.shapes[1].summary.as_ref().unwrap().p50;
+    assert!(
+        (lat["value"].as_f64().unwrap() - p50 * 1e3).abs() < 1e-6,
+        "{lat}"
+    );
+    assert!(lat["lower_value"].as_f64().unwrap() <= lat["value"].as_f64().unwrap());
+    assert!(lat["upper_value"].as_f64().unwrap() >= lat["value"].as_f64().unwrap());
+    assert!(v["b2h8s512d64_causal_f16"]["tflops"]["value"].is_number());
+
+    let out = bin()
+        .args(["compare", "--format", "benchmark-action"])
+        .arg(&base)
+        .arg(&cand)
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let entries = v.as_array().unwrap();
+    assert_eq!(entries.len(), 2, "{v}");
+    assert_eq!(entries[1]["name"], "b2h8s512d64_causal_f16");
+    assert_eq!(entries[1]["unit"], "us");
+    assert!((entries[1]["value"].as_f64().unwrap() - p50).abs() < 1e-9);
+    let extra = entries[1]["extra"].as_str().unwrap();
+    assert!(extra.starts_with("verdict: regression; Δp50 +"), "{extra}");
+    assert!(extra.ends_with("(BASE)"), "{extra}");
+    assert!(entries[1]["range"].as_str().unwrap().starts_with("± "));
+}

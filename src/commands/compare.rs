@@ -9,7 +9,7 @@ use crate::cli::CompareArgs;
 use crate::comparison::StoredSide;
 use crate::config::{Config, Dtype, GateSettings, ShapeParams};
 use crate::evaluate::evaluate;
-use crate::report::{Exporter, Format, JsonExporter, MarkdownExporter, Report, TableExporter};
+use crate::report::{Exporter, Format, JsonExporter, Report, TableExporter};
 use crate::results::{ResultsFile, ShapeResult};
 use crate::samples::parse_sample_rounds;
 use crate::stats::{ProcessSpread, Rounds, StatsError};
@@ -82,8 +82,11 @@ pub fn run(args: &CompareArgs) -> Result<Outcome> {
     let single = report.rows.len() == 1 && report.config_name.is_none();
     let out = match args.format {
         Format::Table => TableExporter::for_stdout(args.wide).render(&report),
-        Format::Markdown => MarkdownExporter.render(&report),
         Format::Json => JsonExporter { single }.render(&report),
+        other => other
+            .exporter()
+            .map(|e| e.render(&report))
+            .unwrap_or_default(),
     };
     print!("{out}");
     Ok(Outcome::from_passed(report.passed))

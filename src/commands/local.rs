@@ -9,7 +9,7 @@ use super::git;
 use super::pipeline::{AbMode, Against, BaseKernels, RunPlan, load_config, run};
 use crate::baseline::BaselineStore;
 use crate::cli::{BaseArgs, LocalArgs};
-use crate::report::{Exporter, Format, JsonExporter, MarkdownExporter, Report, TableExporter};
+use crate::report::{Exporter, Format, JsonExporter, Report, TableExporter};
 use crate::verdict::Policy;
 
 /// The base kernels a run measures against, with the temporary directory that holds them
@@ -133,8 +133,11 @@ pub fn run_local(args: &LocalArgs) -> Result<Outcome> {
     let report = Report::from_results(&results);
     let text = match args.format {
         Format::Table => TableExporter::for_stdout(args.wide).render(&report),
-        Format::Markdown => MarkdownExporter.render(&report),
         Format::Json => JsonExporter { single: false }.render(&report),
+        other => other
+            .exporter()
+            .map(|e| e.render(&report))
+            .unwrap_or_default(),
     };
     print!("{text}");
     Ok(Outcome::from_passed(results.passed))

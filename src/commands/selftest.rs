@@ -82,6 +82,11 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
     if args.trials == 0 {
         bail!("--trials must be at least 1");
     }
+    if matches!(args.format, Format::Bmf | Format::BenchmarkAction) {
+        bail!(
+            "--format bmf and benchmark-action export runs of the gate, not selftest reports: use table, json or markdown"
+        );
+    }
     for &f in &args.inject {
         if !(f > 0.0 && f < 1.0) {
             bail!("--inject {f}: the slowdown must be a fraction between 0 and 1");
@@ -261,6 +266,8 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
         Format::Table => print!("{}", render(&report, false, args.wide)),
         Format::Markdown => print!("{}", render(&report, true, true)),
+        // Refused before anything was measured (see the top of this function).
+        Format::Bmf | Format::BenchmarkAction => {}
     }
     Ok(Outcome::from_passed(report.shapes.iter().all(|s| {
         s.false_alarms == 0 && s.stored_false_alarms == 0

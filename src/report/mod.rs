@@ -1,10 +1,12 @@
 //! Reports of a run: the terminal table, the Markdown PR comment body and JSON, all rendered
 //! from one [`Report`] view by an [`Exporter`].
 
+mod export;
 mod json;
 mod markdown;
 mod table;
 
+pub use export::{BenchmarkActionExporter, BmfExporter};
 pub use json::JsonExporter;
 pub use markdown::{MARKER, MarkdownExporter, escape_markdown};
 pub use table::{TableExporter, fitted_table, stdout_width};
@@ -22,6 +24,23 @@ pub enum Format {
     Table,
     Json,
     Markdown,
+    /// Bencher Metric Format (`bencher run --adapter json`).
+    Bmf,
+    /// github-action-benchmark's `customSmallerIsBetter` JSON.
+    BenchmarkAction,
+}
+
+impl Format {
+    /// The exporter of a format that renders a [`Report`] (all but the table).
+    pub fn exporter(self) -> Option<Box<dyn Exporter>> {
+        match self {
+            Format::Table => None,
+            Format::Json => Some(Box::new(JsonExporter { single: false })),
+            Format::Markdown => Some(Box::new(MarkdownExporter)),
+            Format::Bmf => Some(Box::new(BmfExporter)),
+            Format::BenchmarkAction => Some(Box::new(BenchmarkActionExporter)),
+        }
+    }
 }
 
 /// Renders a report in one format.
@@ -45,6 +64,8 @@ pub struct Row {
     pub parity: Option<Parity>,
     pub verdict: Verdict,
     pub error: Option<String>,
+    /// Lowest and highest round median of the candidate, µs.
+    pub p50_range: Option<(f64, f64)>,
 }
 
 impl Row {
@@ -60,6 +81,14 @@ impl Row {
             parity: s.parity.clone(),
             verdict: s.verdict,
             error: s.error.clone(),
+            p50_range: crate::stats::Rounds::new(s.samples_us.clone())
+                .ok()
+                .map(|r| crate::stats::round_medians(&r))
+                .and_then(|m| {
+                    let lo = m.iter().copied().fold(f64::INFINITY, f64::min);
+                    let hi = m.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    (lo.is_finite() && hi.is_finite()).then_some((lo, hi))
+                }),
         }
     }
 
