@@ -18,6 +18,19 @@ fn write_samples(
     p
 }
 
+/// Runs `ci-gate compare ARGS... BASE CAND`, checks the exit code (when given) and parses
+/// stdout as JSON.
+fn compare_json(args: &[&str], base: &Path, cand: &Path, code: Option<i32>) -> serde_json::Value {
+    let mut cmd = bin();
+    cmd.arg("compare").args(args).arg(base).arg(cand);
+    let assert = cmd.assert();
+    let assert = match code {
+        Some(c) => assert.code(c),
+        None => assert,
+    };
+    serde_json::from_slice(&assert.get_output().stdout).unwrap()
+}
+
 /// Deterministic "timings": a smooth spread of values around `center`.
 fn spread(center: f64, n: usize, rel: f64, phase: f64) -> Vec<f64> {
     (0..n)
@@ -47,16 +60,7 @@ fn sample_files_json_has_the_design_fields() {
     let dir = tempfile::tempdir().unwrap();
     let b = write_samples(dir.path(), "base.txt", spread(9.0, 40, 0.004, 0.0));
     let c = write_samples(dir.path(), "cand.txt", spread(9.01, 40, 0.004, 0.5));
-    let out = bin()
-        .args(["compare", "--format", "json"])
-        .arg(&b)
-        .arg(&c)
-        .assert()
-        .code(0)
-        .get_output()
-        .stdout
-        .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let v = compare_json(&["--format", "json"], &b, &c, Some(0));
     for k in [
         "n_base",
         "n_cand",
@@ -156,16 +160,7 @@ fn results_files_compare_by_shape() {
     write(&base, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
     // Shape 2 is 6% slower; the others are unchanged.
     write(&cand, &results("NVIDIA H200", &[1.0, 1.06, 1.0], 2));
-    let out = bin()
-        .args(["compare", "--format", "json"])
-        .arg(&base)
-        .arg(&cand)
-        .assert()
-        .code(1)
-        .get_output()
-        .stdout
-        .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let v = compare_json(&["--format", "json"], &base, &cand, Some(1));
     let rows = v.as_array().unwrap();
     assert_eq!(rows.len(), 3);
     let verdicts: Vec<&str> = rows
@@ -256,28 +251,11 @@ fn paired_rounds_cancel_a_shared_drift() {
     let b = write_rounds(dir.path(), "base.txt", &drifting_rounds(1.0, 0.0));
     let c = write_rounds(dir.path(), "cand.txt", &drifting_rounds(1.03, 0.3));
     // Unpaired, the ±5% drift swamps a 3% change: not a confident regression.
-    let out = bin()
-        .args(["compare", "--format", "json"])
-        .arg(&b)
-        .arg(&c)
-        .assert()
-        .get_output()
-        .stdout
-        .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let v = compare_json(&["--format", "json"], &b, &c, None);
     assert_ne!(v["verdict"], "regression", "{v}");
     assert_eq!(v["n_base"], 12, "rounds are the units: {v}");
     // Paired, round i with round i: the drift cancels and the 3% shows.
-    let out = bin()
-        .args(["compare", "--paired", "--format", "json"])
-        .arg(&b)
-        .arg(&c)
-        .assert()
-        .code(1)
-        .get_output()
-        .stdout
-        .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let v = compare_json(&["--paired", "--format", "json"], &b, &c, Some(1));
     assert_eq!(v["verdict"], "regression", "{v}");
     assert_eq!(v["decided_by"], "ab");
     assert!((v["ratio"].as_f64().unwrap() - 1.03).abs() < 0.002, "{v}");
@@ -305,16 +283,12 @@ fn json_keeps_the_old_fields_and_adds_both_references() {
     let dir = tempfile::tempdir().unwrap();
     let b = write_samples(dir.path(), "base.txt", spread(9.0, 40, 0.004, 0.0));
     let c = write_samples(dir.path(), "cand.txt", spread(9.01, 40, 0.004, 0.5));
-    let out = bin()
-        .args(["compare", "--format", "json", "--process-sd", "0.004"])
-        .arg(&b)
-        .arg(&c)
-        .assert()
-        .code(0)
-        .get_output()
-        .stdout
-        .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let v = compare_json(
+        &["--format", "json", "--process-sd", "0.004"],
+        &b,
+        &c,
+        Some(0),
+    );
     for k in [
         "mwu_p_holm",
         "mwu_p_faster",
@@ -420,16 +394,7 @@ fn exports_for_bencher_and_github_action_benchmark() {
     let mut c = results("NVIDIA H200", &[1.0, 1.06, 1.0], 2);
     c.shapes[2].error = Some("CUDA error".into());
     write(&cand, &c);
-    let out = bin()
-        .args(["compare", "--format", "bmf"])
-        .arg(&base)
-        .arg(&cand)
-        .assert()
-        .code(1)
-        .get_output()
-        .stdout
-        .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let v = compare_json(&["--format", "bmf"], &base, &cand, Some(1));
     let m = v.as_object().unwrap();
     // The shape that could not be measured is left out.
     assert_eq!(m.len(), 2, "{v}");
@@ -443,16 +408,7 @@ fn exports_for_bencher_and_github_action_benchmark() {
     assert!(lat["upper_value"].as_f64().unwrap() >= lat["value"].as_f64().unwrap());
     assert!(v["b2h8s512d64_causal_f16"]["tflops"]["value"].is_number());
 
-    let out = bin()
-        .args(["compare", "--format", "benchmark-action"])
-        .arg(&base)
-        .arg(&cand)
-        .assert()
-        .code(1)
-        .get_output()
-        .stdout
-        .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let v = compare_json(&["--format", "benchmark-action"], &base, &cand, Some(1));
     let entries = v.as_array().unwrap();
     assert_eq!(entries.len(), 2, "{v}");
     assert_eq!(entries[1]["name"], "b2h8s512d64_causal_f16");
