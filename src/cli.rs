@@ -43,6 +43,14 @@ pub enum Command {
     Selftest(SelftestArgs),
     /// Print the GPU, driver, CUDA and clock fingerprint.
     Env(EnvArgs),
+    /// Run the kernels under compute-sanitizer (memcheck, racecheck, initcheck, synccheck)
+    /// over shapes that reach every code path; exit 1 on any finding, 2 if a tool could not
+    /// run.
+    Sanitize(SanitizeArgs),
+    /// Internal: compile a kernel set and launch it once per shape (what `sanitize` runs under
+    /// compute-sanitizer and `--profile` under ncu).
+    #[command(hide = true)]
+    KernelRun(KernelRunArgs),
 }
 
 /// Where the config and baselines are.
@@ -58,6 +66,32 @@ pub struct ConfigArgs {
     /// Directory of the candidate's kernel sources (default: kernels/ of the repository).
     #[arg(long, default_value = DEFAULT_KERNELS, value_name = "DIR")]
     pub kernels: PathBuf,
+}
+
+/// Nsight Compute profiles of `local` and `ci`.
+#[derive(Debug, Clone, Args)]
+pub struct ProfileArgs {
+    /// Also profile this shape (repeatable); every shape with a `regression` verdict is
+    /// profiled anyway. One launch of the base and of the candidate kernel, with ncu.
+    #[arg(long = "profile", value_name = "SHAPE")]
+    pub profile: Vec<String>,
+    /// Also profile the N shapes with the largest candidate p50.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub profile_slowest: u32,
+    /// Never profile, not even regressions.
+    #[arg(long, conflicts_with_all = ["profile", "profile_slowest"])]
+    pub no_profile: bool,
+    /// Where the .ncu-rep files go.
+    #[arg(long, default_value = "ci-gate-profiles", value_name = "DIR")]
+    pub profile_dir: PathBuf,
+    /// Wall-time limit of all profiling in one run, seconds; shapes past it are noted, not
+    /// profiled.
+    #[arg(long, default_value_t = 300, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=36_000))]
+    pub profile_budget_s: u64,
+    /// The ncu executable (default: ncu on the PATH, else in $CUDA_HOME/bin or
+    /// /usr/local/cuda/bin).
+    #[arg(long, value_name = "PATH")]
+    pub ncu: Option<PathBuf>,
 }
 
 /// Where the base kernels of an A/B run come from.
@@ -120,6 +154,8 @@ pub struct LocalArgs {
     /// Measure only this shape (repeatable), by its name as in the report, e.g. b2h8s512d64_f16.
     #[arg(long = "shape", value_name = "NAME")]
     pub shapes: Vec<String>,
+    #[command(flatten)]
+    pub profile: ProfileArgs,
     /// Report format on stdout: a terminal table, the JSON numbers, the Markdown of the PR
     /// comment, or an export for Bencher (bmf) or github-action-benchmark.
     #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -154,6 +190,8 @@ pub struct CiArgs {
     pub config: ConfigArgs,
     #[command(flatten)]
     pub base: BaseArgs,
+    #[command(flatten)]
+    pub profile: ProfileArgs,
     /// Where to write the results file.
     #[arg(long, default_value = "ci-gate-results.json", value_name = "FILE")]
     pub out: PathBuf,
@@ -286,6 +324,90 @@ pub struct SelftestArgs {
     /// Also write the selftest report here (JSON).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+}
+
+/// The default config of `sanitize`, relative to the repository root.
+pub const DEFAULT_SANITIZE_CONFIG: &str = "configs/sanitize.yaml";
+
+#[derive(Debug, Args)]
+pub struct SanitizeArgs {
+    /// Config whose shapes are run (default: configs/sanitize.yaml of the repository, shapes
+    /// chosen to reach every code path; timing settings are not used).
+    #[arg(long, short, default_value = DEFAULT_SANITIZE_CONFIG, value_name = "FILE")]
+    pub config: PathBuf,
+    /// Directory whose attention.cu is checked (default: kernels/ of the repository).
+    #[arg(long, default_value = DEFAULT_KERNELS, value_name = "DIR")]
+    pub kernels: PathBuf,
+    /// Directory of the reference.cu and util.cu that run with it, also checked (default:
+    /// the --kernels directory).
+    #[arg(long, value_name = "DIR")]
+    pub harness: Option<PathBuf>,
+    /// Only this shape of the config (repeatable).
+    #[arg(long = "shape", value_name = "NAME")]
+    pub shapes: Vec<String>,
+    /// Only this tool (repeatable; default: all four).
+    #[arg(long = "tool", value_enum, value_name = "TOOL")]
+    pub tools: Vec<crate::sanitize::Tool>,
+    /// Runs at once (each a process on the GPU).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub jobs: u32,
+    /// Wall-time limit of one tool on one shape, seconds (past it: no answer, exit 2).
+    #[arg(long, default_value_t = 600, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=36_000))]
+    pub timeout_s: u64,
+    /// Report format on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Also write the report here (JSON).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Keep compute-sanitizer's logs in this directory (`TOOL-SHAPE.log`).
+    #[arg(long, value_name = "DIR")]
+    pub logs: Option<PathBuf>,
+    /// The compute-sanitizer executable (default: on the PATH, else in $CUDA_HOME/bin or
+    /// /usr/local/cuda/bin).
+    #[arg(long, value_name = "PATH")]
+    pub sanitizer: Option<PathBuf>,
+}
+
+impl SanitizeArgs {
+    /// As [`ConfigArgs::find_defaults`], from the directory that has configs/sanitize.yaml.
+    pub fn find_defaults(&mut self, start: &Path) {
+        if self.config != Path::new(DEFAULT_SANITIZE_CONFIG)
+            || start.join(DEFAULT_SANITIZE_CONFIG).is_file()
+        {
+            return;
+        }
+        if let Some(root) = start
+            .ancestors()
+            .skip(1)
+            .find(|dir| dir.join(DEFAULT_SANITIZE_CONFIG).is_file())
+        {
+            self.config = root.join(DEFAULT_SANITIZE_CONFIG);
+            if self.kernels == Path::new(DEFAULT_KERNELS) {
+                self.kernels = root.join(DEFAULT_KERNELS);
+            }
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct KernelRunArgs {
+    #[arg(long, value_name = "FILE")]
+    pub config: PathBuf,
+    /// The attention.cu launched.
+    #[arg(long, value_name = "DIR")]
+    pub kernels: PathBuf,
+    /// reference.cu and util.cu.
+    #[arg(long, value_name = "DIR")]
+    pub harness: PathBuf,
+    #[arg(long = "shape", value_name = "NAME")]
+    pub shapes: Vec<String>,
+    /// Launch only the attention kernel (no reference after it).
+    #[arg(long)]
+    pub no_reference: bool,
+    /// Compile only (fills the NVRTC cache), launch nothing.
+    #[arg(long)]
+    pub compile_only: bool,
 }
 
 #[derive(Debug, Args)]

@@ -1,7 +1,7 @@
 //! ci-gate: a performance regression gate for CUDA kernels.
 //!
 //! Dependencies point one way: `stats`, `verdict`, `comparison`, `evaluate`, `baseline`,
-//! `results`, `report` and `validate` know nothing of `gpu`, `cli`, `commands` or `github`.
+//! `results`, `report`, `profile`, `sanitize` and `validate` know nothing of `gpu`, `cli`, `commands` or `github`.
 
 pub mod baseline;
 pub mod cli;
@@ -12,10 +12,12 @@ pub mod evaluate;
 pub mod files;
 pub mod github;
 pub mod gpu;
+pub mod profile;
 pub mod reference;
 pub mod report;
 pub mod results;
 pub mod samples;
+pub mod sanitize;
 pub mod stats;
 pub mod validate;
 pub mod verdict;

@@ -230,6 +230,9 @@ pub struct ShapeResult {
     #[serde(default)]
     pub drift: Option<DriftCheck>,
     pub measurement: Option<MeasurementInfo>,
+    /// Nsight Compute figures, base against candidate, when this shape was profiled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::profile::ShapeProfile>,
 }
 
 impl ShapeResult {
@@ -253,6 +256,7 @@ impl ShapeResult {
             decided_by: None,
             drift: None,
             measurement: None,
+            profile: None,
         }
     }
 
@@ -306,6 +310,9 @@ pub struct ResultsFile {
     /// Whether a `drift` fails this run (pushes to the default branch).
     #[serde(default)]
     pub fail_on_drift: bool,
+    /// How profiling went, when any shape was to be profiled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profiling: Option<crate::profile::ProfilingInfo>,
 }
 
 /// The base side of an A/B run.

@@ -303,6 +303,10 @@ fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
         c.text(&format!("{key}.error"), e, MAX_ERROR_LEN)?;
     }
     c.samples(&format!("{key}.samples_us"), &s.samples_us)?;
+    if let Some(p) = &s.profile {
+        p.check()
+            .map_err(|m| c.fail(&format!("{key}.profile"), m))?;
+    }
     if !s.base_samples_us.is_empty() {
         let bk = format!("{key}.base_samples_us");
         c.samples(&bk, &s.base_samples_us)?;
@@ -412,6 +416,17 @@ impl Untrusted for ResultsFile {
         }
         if let Some(e) = &self.error {
             c.text("error", e, MAX_ERROR_LEN)?;
+        }
+        if let Some(p) = &self.profiling {
+            if let Some(v) = &p.ncu_version {
+                c.label("profiling.ncu_version", v, MAX_SHORT_LABEL_LEN, true)?;
+            }
+            if let Some(d) = &p.dir {
+                c.label("profiling.dir", d, MAX_LABEL_LEN, false)?;
+            }
+            if !(p.seconds.is_finite() && p.seconds >= 0.0 && p.budget_s.is_finite()) {
+                return Err(c.fail("profiling.seconds", "must be a finite, non-negative time"));
+            }
         }
         Ok(())
     }

@@ -91,6 +91,36 @@ fn kernels_compile_for_sm89_and_sm90() {
     }
 }
 
+/// The kernels with planted bugs that `ci-gate sanitize` must catch (tests/sanitize/) are
+/// valid code for both architectures: what catches them is the sanitizer, not the compiler.
+#[test]
+#[cfg_attr(
+    ci_gate_no_nvrtc,
+    ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
+)]
+fn planted_bug_kernels_compile_for_sm89_and_sm90() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sanitize");
+    for plant in ["oob", "race", "misaligned"] {
+        let src = KernelSource::read(&root.join(plant).join("attention.cu")).unwrap();
+        for (major, minor) in [(8, 9), (9, 0)] {
+            let arch = Arch { major, minor };
+            let cubin = compile_uncached(&src, arch)
+                .unwrap_or_else(|e| panic!("{plant} for {}: {e}", arch.sm()));
+            for s in [
+                "attention_fwd_f16_d64_launch",
+                "attention_fwd_f16_d128",
+                "attention_fwd_bf16_d64",
+                "attention_fwd_bf16_d128",
+            ] {
+                assert!(contains(&cubin, s), "{plant} for {}: {s} missing", arch.sm());
+            }
+        }
+    }
+}
+
 #[test]
 #[cfg_attr(
     ci_gate_no_nvrtc,

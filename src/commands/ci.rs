@@ -23,6 +23,8 @@ pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
     let measured = (|| -> Result<ResultsFile> {
         let (c, shapes) = load_config(&args.config.config, &[])?;
         config = Some(c.clone());
+        super::profile::check_args(&args.profile)?;
+        super::profile::check_request(&args.profile, &c)?;
         let base = resolve_base(&args.base, &args.config.kernels, false)?;
         let mut r = run(RunPlan {
             config: c,
@@ -41,6 +43,18 @@ pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
             progress: false,
         })?;
         r.notes.extend(base.note.clone());
+        let measured_base = base
+            .kernels
+            .as_ref()
+            .filter(|_| r.base.as_ref().is_some_and(|b| b.measured));
+        let sides = super::profile::Sides {
+            config: &args.config.config,
+            candidate: &args.config.kernels,
+            base: measured_base.map(|k| k.dir.as_path()),
+        };
+        if let Err(e) = super::profile::profile_run(&mut r, &args.profile, &sides) {
+            r.notes.push(format!("profiling failed: {e:#}"));
+        }
         Ok(r)
     })();
     let (mut results, failure) = match measured {

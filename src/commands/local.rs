@@ -92,6 +92,8 @@ pub fn run_local(args: &LocalArgs) -> Result<Outcome> {
     {
         bail!("--inject {f}: the slowdown must be a fraction between 0 and 1");
     }
+    super::profile::check_args(&args.profile)?;
+    super::profile::check_request(&args.profile, &config)?;
     let base = resolve_base(&args.base, &args.config.kernels, true)?;
     // Said first, on stderr (stdout stays the report): what the candidate is measured against.
     match (&base.kernels, &base.note) {
@@ -125,6 +127,18 @@ pub fn run_local(args: &LocalArgs) -> Result<Outcome> {
         progress: args.format == Format::Table,
     })?;
     results.notes.extend(base.note.clone());
+    let measured_base = base
+        .kernels
+        .as_ref()
+        .filter(|_| results.base.as_ref().is_some_and(|b| b.measured));
+    let sides = super::profile::Sides {
+        config: &args.config.config,
+        candidate: &args.config.kernels,
+        base: measured_base.map(|k| k.dir.as_path()),
+    };
+    if let Err(e) = super::profile::profile_run(&mut results, &args.profile, &sides) {
+        results.notes.push(format!("profiling failed: {e:#}"));
+    }
     if let Some(out) = &args.out {
         results
             .save(out)

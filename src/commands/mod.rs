@@ -8,8 +8,12 @@ mod compare;
 mod env;
 mod git;
 mod local;
+mod profile;
 pub mod pipeline;
+mod sanitize;
 mod selftest;
+mod tool;
+mod worker;
 
 use anyhow::Result;
 
@@ -40,6 +44,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             Command::Selftest(a) => a.config.find_defaults(&here),
             Command::Baseline(BaselineCommand::Update(a)) => a.config.find_defaults(&here),
             Command::Baseline(BaselineCommand::Show(a)) => a.find_defaults(&here),
+            Command::Sanitize(a) => a.find_defaults(&here),
             _ => {}
         }
     }
@@ -52,5 +57,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Env(args) => env::run_env(&args),
         Command::Ci(args) => ci::run_ci(&args),
         Command::Comment(args) => comment::run_comment(&args),
+        Command::Sanitize(args) => sanitize::run_sanitize(&args),
+        Command::KernelRun(args) => worker::run_kernels(&args),
     }
 }

@@ -381,6 +381,7 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
         error: None,
         base: base_info,
         fail_on_drift: plan.policy.fail_on_drift,
+        profiling: None,
     })
 }
 
@@ -682,6 +683,7 @@ pub fn failed_run(config: Option<&Config>, error: &anyhow::Error) -> ResultsFile
         error: Some(format!("{error:#}")),
         base: None,
         fail_on_drift: false,
+        profiling: None,
     }
 }
 

@@ -59,9 +59,17 @@ impl Arch {
 /// The NVRTC options every kernel is compiled with, besides the architecture.
 const OPTIONS: &[&str] = &["--std=c++17"];
 
+/// Set (to anything) by `ci-gate sanitize` for its workers: kernels are compiled with line
+/// information, so that compute-sanitizer's findings name the source line. It is part of the
+/// cache key like every option.
+pub const LINEINFO_ENV: &str = "CI_GATE_NVRTC_LINEINFO";
+
 fn options(arch: Arch) -> Vec<String> {
     let mut o = vec![format!("--gpu-architecture={}", arch.sm())];
     o.extend(OPTIONS.iter().map(|s| s.to_string()));
+    if std::env::var_os(LINEINFO_ENV).is_some_and(|v| !v.is_empty()) {
+        o.push("--generate-line-info".into());
+    }
     o
 }
 

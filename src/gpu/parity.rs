@@ -143,6 +143,33 @@ pub fn check_parity(
     Ok(compare_outputs(&got, &want, tolerance, seed))
 }
 
+/// Runs `kernel` once on fresh inputs from `seed` and, with `with_reference`, the harness's
+/// reference kernel after it, waiting for each: what `ci-gate sanitize` runs under
+/// compute-sanitizer and `--profile` under ncu. Nothing is compared.
+pub fn run_once(
+    gpu: &Gpu,
+    kernel: &super::device::Kernel,
+    shape: &ShapeParams,
+    seed: u64,
+    with_reference: bool,
+) -> Result<(), GpuError> {
+    check_shape(shape)?;
+    let inputs = random_inputs(gpu, shape, seed)?;
+    let mut out = poisoned_output(gpu, shape)?;
+    run_kernel(gpu, kernel, shape, &inputs, &mut out)?;
+    if with_reference {
+        let mut reference = poisoned_output(gpu, shape)?;
+        run_kernel(
+            gpu,
+            gpu.kernels.reference(shape.dtype)?,
+            shape,
+            &inputs,
+            &mut reference,
+        )?;
+    }
+    Ok(())
+}
+
 /// Which attention kernel to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Which {

@@ -76,6 +76,7 @@ fn row_json(row: &Row) -> Value {
         "parity": row.parity,
         "verdict": row.verdict,
         "error": row.error,
+        "profile": row.profile,
     })
 }
 

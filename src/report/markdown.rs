@@ -16,6 +16,44 @@ pub struct MarkdownExporter;
 /// can never read as a mention (`@team`) or a reference (`#12`).
 const BREAK: &str = "&#8203;";
 
+/// One profiled shape, collapsed: the summary names the shape, why, and the change in
+/// duration; inside, every figure base against candidate.
+fn profile_details(shape: &str, p: &crate::profile::ShapeProfile) -> String {
+    let rows = p.rows();
+    let change = rows
+        .first()
+        .map(|r| r[3].clone())
+        .filter(|c| c != "—")
+        .map(|c| format!(", duration {c}"))
+        .unwrap_or_default();
+    let mut md = format!(
+        "<details><summary>Nsight Compute: {} ({}){}</summary>\n\n",
+        escape_markdown(shape),
+        p.reason,
+        escape_markdown(&change)
+    );
+    let kernel = p.candidate.as_ref().or(p.base.as_ref()).map(|k| k.kernel.as_str());
+    if let Some(k) = kernel {
+        let _ = writeln!(md, "Kernel {}, one launch each, clocks as measured.\n", escape_markdown(k));
+    }
+    md.push_str("| figure | base | candidate | change |\n|---|--:|--:|--:|\n");
+    for r in rows {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} |",
+            escape_markdown(&r[0]),
+            escape_markdown(&r[1]),
+            escape_markdown(&r[2]),
+            escape_markdown(&r[3])
+        );
+    }
+    if let Some(e) = &p.error {
+        let _ = writeln!(md, "\n{}", escape_markdown(e));
+    }
+    md.push_str("\n</details>\n\n");
+    md
+}
+
 /// Escapes untrusted text for a Markdown table cell, list item or paragraph, so that nothing
 /// in it can mention, link, embed HTML, format, or change the direction of text:
 ///
@@ -215,6 +253,13 @@ impl Exporter for MarkdownExporter {
             || report.error.is_some()
         {
             md.push('\n');
+        }
+
+        for (shape, p) in report.profiled() {
+            md.push_str(&profile_details(shape, p));
+        }
+        if let Some(line) = report.profiling_line() {
+            let _ = writeln!(md, "<sub>{}</sub>\n", escape_markdown(&line));
         }
 
         let _ = writeln!(
@@ -528,6 +573,7 @@ mod tests {
             base: None,
             policy: crate::verdict::Policy::default(),
             stored_label: "stored baseline",
+            profiling: None,
         }
     }
 

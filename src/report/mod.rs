@@ -66,6 +66,8 @@ pub struct Row {
     pub error: Option<String>,
     /// Lowest and highest round median of the candidate, µs.
     pub p50_range: Option<(f64, f64)>,
+    /// Nsight Compute figures, base against candidate, when the shape was profiled.
+    pub profile: Option<crate::profile::ShapeProfile>,
 }
 
 impl Row {
@@ -89,6 +91,7 @@ impl Row {
                     let hi = m.iter().copied().fold(f64::NEG_INFINITY, f64::max);
                     (lo.is_finite() && hi.is_finite()).then_some((lo, hi))
                 }),
+            profile: s.profile.clone(),
         }
     }
 
@@ -120,6 +123,8 @@ pub struct Report {
     /// What the unpaired reference is called: "stored baseline" in a run, "BASE" in an
     /// offline `compare` of two files.
     pub stored_label: &'static str,
+    /// How profiling went, when any shape was to be profiled.
+    pub profiling: Option<crate::profile::ProfilingInfo>,
 }
 
 impl Report {
@@ -149,6 +154,7 @@ impl Report {
                 fail_on_drift: results.fail_on_drift,
             },
             stored_label: "stored baseline",
+            profiling: results.profiling.clone(),
         }
     }
 
@@ -169,7 +175,35 @@ impl Report {
             base: None,
             policy: Policy::default(),
             stored_label: "stored baseline",
+            profiling: None,
         }
+    }
+
+    /// The profiled rows, in report order.
+    pub fn profiled(&self) -> impl Iterator<Item = (&str, &crate::profile::ShapeProfile)> {
+        self.rows
+            .iter()
+            .filter_map(|r| Some((r.shape.as_str(), r.profile.as_ref()?)))
+    }
+
+    /// "Profiled 2 shapes with ncu 2025.3 in 14 s (budget 300 s); reports in DIR".
+    pub fn profiling_line(&self) -> Option<String> {
+        let p = self.profiling.as_ref()?;
+        let n = self.profiled().count();
+        Some(format!(
+            "profiled {n} shape{} with ncu{} in {:.0} s (budget {:.0} s){}",
+            if n == 1 { "" } else { "s" },
+            p.ncu_version
+                .as_deref()
+                .map(|v| format!(" ({v})"))
+                .unwrap_or_default(),
+            p.seconds,
+            p.budget_s,
+            p.dir
+                .as_deref()
+                .map(|d| format!("; .ncu-rep files in {d}"))
+                .unwrap_or_default()
+        ))
     }
 
     /// Which references decided, for the one-line verdict: "A/B", "stored baseline" or both.

@@ -137,6 +137,34 @@ pub fn fitted_table(
     out
 }
 
+/// One profiled shape: its figures, base against candidate.
+fn profile_table(shape: &str, p: &crate::profile::ShapeProfile, width: Option<usize>) -> String {
+    let kernel = p
+        .candidate
+        .as_ref()
+        .or(p.base.as_ref())
+        .map(|k| format!(" {}", k.kernel))
+        .unwrap_or_default();
+    let mut out = format!("\nNsight Compute, {shape} ({}){kernel}:\n", p.reason);
+    let header: Vec<String> = ["figure", "base", "candidate", "change"]
+        .map(String::from)
+        .to_vec();
+    let rows: Vec<Vec<String>> = p.rows().into_iter().map(|r| r.to_vec()).collect();
+    out.push_str(&fitted_table(
+        &header,
+        &rows,
+        &[0, 2, 1, 3],
+        2,
+        &[1, 2, 3],
+        width,
+        "with --wide",
+    ));
+    if let Some(e) = &p.error {
+        out.push_str(&format!("profile: {e}\n"));
+    }
+    out
+}
+
 /// The width tables fit on stdout: `$COLUMNS`, else the terminal's, else 80, at least 80.
 pub fn stdout_width() -> usize {
     let tty = std::io::stdout().is_terminal();
@@ -241,6 +269,10 @@ impl Exporter for TableExporter {
         if let Some(e) = &report.error {
             lines.push(format!("error: {e}"));
         }
+        for (shape, p) in report.profiled() {
+            out.push_str(&profile_table(shape, p, self.width));
+        }
+        lines.extend(report.profiling_line());
         lines.push(format!("ci-gate: {}", report.headline()));
         for line in lines {
             match self.width {

@@ -125,6 +125,7 @@ pub fn results(gpu: &str, factors: &[f64], seed: u64) -> ResultsFile {
         error: None,
         base: None,
         fail_on_drift: false,
+        profiling: None,
     }
 }
 

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# compute-sanitizer and Nsight Compute on a lent GPU (results in docs/PERF.md).
+#
+#   bench/tools_device.sh plants    the planted-bug kernels, each under its tool (logs kept)
+#   bench/tools_device.sh profile   --profile and a real regression profiled, raw CSV kept
+#   bench/tools_device.sh shipped   ci-gate sanitize over configs/sanitize.yaml (all tools)
+#   bench/tools_device.sh tests     tests/gpu_tools.rs (planted bugs and --profile)
+#
+# Binaries are built elsewhere and carried in .carry: ci-gate (cargo build --release) and
+# gpu-tools (tests/gpu_tools.rs from cargo test --no-run), stripped.
+set -uo pipefail
+out=${OUT:-/tmp/ci-gate-out}
+mkdir -p "$out"
+bin=$PWD/.carry/ci-gate
+export NO_COLOR=1 CI_GATE_CACHE_DIR=/tmp/ci-gate-cache CI_GATE_BIN=$bin
+nvrtc=$(ls /usr/local/cuda/lib64/libnvrtc.so.1* 2>/dev/null | head -1)
+[ -n "$nvrtc" ] || nvrtc=$(find / -xdev -name 'libnvrtc.so.1*' 2>/dev/null | grep -v builtins | head -1)
+export LD_LIBRARY_PATH="$(dirname "$nvrtc")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PATH="$PATH:/usr/local/cuda/bin"
+timed() { local t0=$EPOCHREALTIME; "$@"; local rc=$?; echo "rc=$rc wall=$(python3 -c "print(round($EPOCHREALTIME - $t0, 1))") s"; }
+st3=/tmp/kernels-st3
+mkdir -p $st3 && cp kernels/*.cu $st3/
+sed -i -E 's/^(CG_ATTN_KERNEL\(attention_fwd_b?f16_d64, 64, 128, 64, 4, 2, true, )2,/\13,/; s/^(CG_ATTN_KERNEL\(attention_fwd_b?f16_d128, 128, 128, 32, 4, 2, false, )2,/\13,/' $st3/attention.cu
+
+for phase in "$@"; do
+case "$phase" in
+plants)
+  which compute-sanitizer ncu; compute-sanitizer --version | tail -1; ncu --version | tail -1
+  for c in "oob memcheck b1h2s77d64_causal_f16" "race racecheck b1h2s300d64_causal_bf16" "misaligned memcheck b1h1s129d128_causal_f16"; do
+    set -- $c
+    echo "== planted $1 under $2 on $3"
+    mkdir -p "$out/logs-$1"
+    timed "$bin" sanitize --kernels tests/sanitize/$1 --harness kernels --tool $2 --shape $3 --logs "$out/logs-$1" --out "$out/plant-$1.json"
+  done
+  echo "== planted oob, all tools, all shapes"
+  timed "$bin" sanitize --kernels tests/sanitize/oob --harness kernels --out "$out/plant-oob-all.json" | tail -45
+  ;;
+profile)
+  echo "== --profile on an A/A run"
+  timed "$bin" local --base-kernels kernels --ab-always --no-compare --rounds 3 --shape b2h8s512d64_f16 --profile b2h8s512d64_f16 --profile-dir "$out/prof-aa" --out "$out/prof-aa.json"
+  ncu --import "$out/prof-aa/b2h8s512d64_f16-candidate.ncu-rep" --csv --page raw --print-units base > "$out/raw-page.csv"
+  echo "== a real regression: shipped kernel as candidate, ST=3 as base (profiled by itself)"
+  timed "$bin" local --base-kernels $st3 --kernels kernels --no-compare --shape b1h8s512d64_causal_f16 --shape b8h16s512d64_causal_f16 --shape b2h16s4096d128_causal_f16 --profile-dir "$out/prof-reg" --out "$out/prof-reg.json"
+  "$bin" comment --from "$out/prof-reg.json" --fallback "$out/prof-reg-comment.md" >/dev/null 2>&1
+  echo "== the other way round"
+  timed "$bin" local --base-kernels kernels --kernels $st3 --no-compare --shape b1h8s512d64_causal_f16 --shape b8h16s512d64_causal_f16 --shape b2h16s4096d128_causal_f16 --profile-dir "$out/prof-reg2" --out "$out/prof-reg2.json"
+  ;;
+shipped)
+  echo "== sanitize, shipped kernels, configs/sanitize.yaml"
+  mkdir -p "$out/logs-shipped"
+  timed "$bin" sanitize --logs "$out/logs-shipped" --out "$out/sanitize-shipped.json" --timeout-s 300
+  ;;
+tests)
+  timed .carry/gpu-tools --ignored --test-threads=1 --skip shipped_kernels 2>&1 | grep -E "^test |test result|panicked|assert" | tee "$out/gpu-tools.log"
+  ;;
+esac
+done

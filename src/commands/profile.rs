@@ -1,0 +1,345 @@
+//! Nsight Compute profiles for `local` and `ci`: after the verdicts, every shape with a
+//! `regression` (and those asked for) is profiled with ncu, one launch of the base and one of
+//! the candidate attention kernel, each in a `ci-gate kernel-run` process of its own. The
+//! figures go into the results file and the report; the `.ncu-rep` files into
+//! `--profile-dir`. Without ncu, or without access to the GPU's counters, the run gets one
+//! note and the gate is unaffected. All profiling shares one time budget.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use super::tool::{self, KernelRun};
+use crate::cli::ProfileArgs;
+use crate::config::Config;
+use crate::profile::{
+    EXTRA_METRICS, KernelProfile, ProfileReason, ProfilingInfo, SECTIONS, ShapeProfile,
+    parse_raw_csv,
+};
+use crate::results::ResultsFile;
+use crate::verdict::Verdict;
+
+/// The kernels each side of a run used, for profiling it again.
+pub struct Sides<'a> {
+    pub config: &'a Path,
+    pub candidate: &'a Path,
+    /// The base's kernels when A/B was measured; also the harness then.
+    pub base: Option<&'a Path>,
+}
+
+/// Checks `--profile` names against the config before anything is measured.
+pub fn check_request(args: &ProfileArgs, config: &Config) -> Result<()> {
+    config
+        .select_shapes(&args.profile)
+        .map(|_| ())
+        .context("--profile")
+}
+
+/// Which shapes to profile, and why: regressions, then `--profile`, then the slowest.
+fn targets(results: &ResultsFile, args: &ProfileArgs) -> Vec<(String, ProfileReason)> {
+    if args.no_profile {
+        return Vec::new();
+    }
+    let mut out: Vec<(String, ProfileReason)> = Vec::new();
+    let mut add = |name: &str, why| {
+        if !out.iter().any(|(n, _)| n == name) {
+            out.push((name.to_owned(), why));
+        }
+    };
+    for s in &results.shapes {
+        if s.verdict == Verdict::Regression {
+            add(&s.name, ProfileReason::Regression);
+        }
+    }
+    for name in &args.profile {
+        if results.shapes.iter().any(|s| &s.name == name) {
+            add(name, ProfileReason::Requested);
+        }
+    }
+    let mut by_time: Vec<(&str, f64)> = results
+        .shapes
+        .iter()
+        .filter_map(|s| Some((s.name.as_str(), s.summary.as_ref()?.p50)))
+        .collect();
+    by_time.sort_by(|a, b| b.1.total_cmp(&a.1));
+    for (name, _) in by_time.into_iter().take(args.profile_slowest as usize) {
+        add(name, ProfileReason::Slowest);
+    }
+    out
+}
+
+/// Profiles what `args` and the verdicts ask for and records it in `results`.
+pub fn profile_run(results: &mut ResultsFile, args: &ProfileArgs, sides: &Sides) -> Result<()> {
+    if targets(results, args).is_empty() {
+        return Ok(());
+    }
+    let ncu = tool::find("ncu", args.ncu.as_deref())?;
+    profile_with(results, args, sides, ncu)
+}
+
+/// [`profile_run`] with ncu found (or not).
+fn profile_with(
+    results: &mut ResultsFile,
+    args: &ProfileArgs,
+    sides: &Sides,
+    ncu: Option<std::path::PathBuf>,
+) -> Result<()> {
+    let targets = targets(results, args);
+    if targets.is_empty() {
+        return Ok(());
+    }
+    let Some(ncu) = ncu else {
+        results.notes.push(format!(
+            "ncu (Nsight Compute) was not found on the PATH, in $CUDA_HOME/bin or /usr/local/cuda/bin: {} shape{} not profiled ({}); pass --ncu PATH to profile",
+            targets.len(),
+            if targets.len() == 1 { "" } else { "s" },
+            targets
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        return Ok(());
+    };
+    std::fs::create_dir_all(&args.profile_dir).with_context(|| {
+        format!(
+            "cannot create the profile directory {}",
+            args.profile_dir.display()
+        )
+    })?;
+    let started = Instant::now();
+    let budget = Duration::from_secs(args.profile_budget_s);
+    let mut skipped = Vec::new();
+    let mut blocked: Option<String> = None;
+    for (name, reason) in &targets {
+        let left = budget.saturating_sub(started.elapsed());
+        if left.is_zero() || blocked.is_some() {
+            skipped.push(name.clone());
+            continue;
+        }
+        let mut profile = ShapeProfile {
+            reason: *reason,
+            base: None,
+            candidate: None,
+            error: None,
+        };
+        let harness = sides.base.unwrap_or(sides.candidate);
+        let mut plan: Vec<(&str, &Path)> = Vec::new();
+        if let Some(b) = sides.base {
+            plan.push(("base", b));
+        }
+        plan.push(("candidate", sides.candidate));
+        for (side, kernels) in plan {
+            let left = budget.saturating_sub(started.elapsed());
+            let outcome = if left.is_zero() {
+                Err(format!(
+                    "the profiling budget ({} s) ran out",
+                    args.profile_budget_s
+                ))
+            } else {
+                profile_one(&ncu, args, sides.config, kernels, harness, name, side, left)
+            };
+            match outcome {
+                Ok(p) => match side {
+                    "base" => profile.base = Some(p),
+                    _ => profile.candidate = Some(p),
+                },
+                Err(e) => {
+                    if e.contains("ERR_NVGPUCTRPERM") {
+                        blocked = Some(
+                            "ncu may not read this GPU's performance counters (ERR_NVGPUCTRPERM): allow it for non-admin users (NVreg_RestrictProfilingToAdminUsers=0) on the runner".into(),
+                        );
+                    }
+                    let msg = format!("{side}: {e}");
+                    profile.error = Some(match profile.error.take() {
+                        Some(prev) => format!("{prev}; {msg}"),
+                        None => msg,
+                    });
+                }
+            }
+        }
+        if let Some(s) = results.shapes.iter_mut().find(|s| &s.name == name) {
+            s.profile = Some(profile);
+        }
+    }
+    if let Some(why) = blocked {
+        results.notes.push(why);
+    }
+    if !skipped.is_empty() {
+        results.notes.push(format!(
+            "the profiling budget ({} s, --profile-budget-s) ran out before {}",
+            args.profile_budget_s,
+            skipped.join(", ")
+        ));
+    }
+    results.profiling = Some(ProfilingInfo {
+        ncu_version: tool::version(&ncu),
+        seconds: started.elapsed().as_secs_f64(),
+        budget_s: args.profile_budget_s as f64,
+        dir: Some(args.profile_dir.display().to_string()),
+    });
+    Ok(())
+}
+
+/// One side of one shape: ncu on a `kernel-run` process, then its raw page read back.
+#[allow(clippy::too_many_arguments)]
+fn profile_one(
+    ncu: &Path,
+    args: &ProfileArgs,
+    config: &Path,
+    kernels: &Path,
+    harness: &Path,
+    shape: &str,
+    side: &str,
+    limit: Duration,
+) -> Result<KernelProfile, String> {
+    // The shape name is a validated config name and `side` a constant: a plain file name.
+    let stem = format!("{shape}-{side}");
+    let rep = args.profile_dir.join(format!("{stem}.ncu-rep"));
+    let shapes = [shape.to_owned()];
+    let program = KernelRun {
+        config,
+        kernels,
+        harness,
+        shapes: &shapes,
+        no_reference: true,
+    }
+    .args()
+    .map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(ncu);
+    // --clock-control none: the GPU's clocks as the gate measured them (and never changed).
+    cmd.args([
+        "--clock-control",
+        "none",
+        "--kernel-name",
+        "regex:^attention_fwd_",
+        "--launch-count",
+        "1",
+    ]);
+    for s in SECTIONS {
+        cmd.args(["--section", s]);
+    }
+    cmd.args(["--metrics", &EXTRA_METRICS.join(",")])
+        .arg("--export")
+        .arg(args.profile_dir.join(&stem))
+        .arg("--force-overwrite")
+        .args(&program);
+    let ran = tool::run_bounded(cmd, limit).map_err(|e| e.to_string())?;
+    if ran.timed_out() {
+        return Err(format!("ncu timed out after {:.0} s", ran.seconds));
+    }
+    if !ran.success() || !rep.is_file() {
+        let why = if ran.output.contains("ERR_NVGPUCTRPERM") {
+            "ERR_NVGPUCTRPERM".to_string()
+        } else {
+            ran.last_line()
+        };
+        return Err(format!("ncu failed ({why})"));
+    }
+    let mut cmd = Command::new(ncu);
+    cmd.arg("--import")
+        .arg(&rep)
+        .args(["--csv", "--page", "raw", "--print-units", "base"]);
+    let ran = tool::run_bounded(cmd, Duration::from_secs(120)).map_err(|e| e.to_string())?;
+    if !ran.success() {
+        return Err(format!("ncu --import failed ({})", ran.last_line()));
+    }
+    // ncu's own messages (`==PROF==`, warnings) may share the output: the CSV's lines are
+    // the quoted ones.
+    let csv: Vec<&str> = ran
+        .output
+        .lines()
+        .filter(|l| l.starts_with('"'))
+        .collect();
+    let mut p = parse_raw_csv(&csv.join("\n"), "attention_fwd_")?;
+    p.report_file = Some(format!("{stem}.ncu-rep"));
+    Ok(p)
+}
+
+/// Refuses profile options that make no sense for a run, before it measures.
+pub fn check_args(args: &ProfileArgs) -> Result<()> {
+    if let Some(p) = &args.ncu
+        && !p.is_file()
+    {
+        bail!("--ncu {}: no such file", p.display());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Dtype, ShapeParams};
+    use crate::results::ShapeResult;
+
+    fn args(profile: &[&str], slowest: u32, no_profile: bool) -> ProfileArgs {
+        ProfileArgs {
+            profile: profile.iter().map(|s| s.to_string()).collect(),
+            profile_slowest: slowest,
+            no_profile,
+            profile_dir: "unused".into(),
+            profile_budget_s: 10,
+            ncu: None,
+        }
+    }
+
+    fn results() -> ResultsFile {
+        let shape = |seq_len: u32, p50: f64, verdict: Verdict| {
+            let params = ShapeParams {
+                batch: 1,
+                heads: 8,
+                seq_len,
+                head_dim: 64,
+                causal: false,
+                dtype: Dtype::Float16,
+            };
+            let mut s = ShapeResult::new(params);
+            s.verdict = verdict;
+            s.summary = crate::stats::Sample::new(vec![p50, p50, p50]).ok().map(|x| x.summary());
+            s
+        };
+        let mut r = crate::commands::pipeline::failed_run(None, &anyhow::anyhow!("x"));
+        r.error = None;
+        r.shapes = vec![
+            shape(128, 10.0, Verdict::Pass),
+            shape(256, 30.0, Verdict::Regression),
+            shape(512, 50.0, Verdict::Pass),
+        ];
+        r
+    }
+
+    #[test]
+    fn regressions_first_then_requested_then_slowest_without_repeats() {
+        let r = results();
+        let t = targets(&r, &args(&["b1h8s128d64_f16"], 2, false));
+        let names: Vec<(&str, ProfileReason)> =
+            t.iter().map(|(n, why)| (n.as_str(), *why)).collect();
+        assert_eq!(
+            names,
+            [
+                ("b1h8s256d64_f16", ProfileReason::Regression),
+                ("b1h8s128d64_f16", ProfileReason::Requested),
+                ("b1h8s512d64_f16", ProfileReason::Slowest),
+            ]
+        );
+        assert!(targets(&r, &args(&[], 0, true)).is_empty());
+    }
+
+    #[test]
+    fn without_ncu_one_note_and_no_failure() {
+        let mut r = results();
+        let sides = Sides {
+            config: Path::new("c.yaml"),
+            candidate: Path::new("k"),
+            base: None,
+        };
+        profile_with(&mut r, &args(&[], 0, false), &sides, None).unwrap();
+        assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
+        assert!(r.notes[0].contains("ncu") && r.notes[0].contains("b1h8s256d64_f16"));
+        assert!(r.shapes.iter().all(|s| s.profile.is_none()));
+        assert!(r.profiling.is_none());
+        assert_eq!(r.shapes[1].verdict, Verdict::Regression);
+    }
+}

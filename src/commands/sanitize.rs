@@ -1,0 +1,403 @@
+//! `ci-gate sanitize`: every kernel of a set under compute-sanitizer's memcheck, racecheck,
+//! initcheck and synccheck, one process per tool and shape (so that each finding names its
+//! kernel and its shape), a few at a time. Exit 0 clean, 1 on any finding, 2 when a tool gave
+//! no answer (missing, timed out, or the program failed with nothing found).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use super::Outcome;
+use super::pipeline::load_config;
+use super::tool::{self, KernelRun};
+use crate::cli::SanitizeArgs;
+use crate::gpu::KernelSource;
+use crate::gpu::compile::LINEINFO_ENV;
+use crate::github::actions::append_step_summary;
+use crate::report::{Format, escape_markdown, fitted_table, stdout_width};
+use crate::sanitize::{Exit, SanitizeOutcome, SanitizeReport, Tool, ToolRun};
+
+/// Findings printed in full per run (the rest are counted).
+const SHOWN_PER_RUN: usize = 3;
+
+pub fn run_sanitize(args: &SanitizeArgs) -> Result<Outcome> {
+    let started = Instant::now();
+    let (_, shapes) = load_config(&args.config, &args.shapes)?;
+    let harness = args.harness.clone().unwrap_or_else(|| args.kernels.clone());
+    let attention = KernelSource::read(&args.kernels.join("attention.cu"))?;
+    for f in ["reference.cu", "util.cu"] {
+        if !harness.join(f).is_file() {
+            bail!(
+                "{}: no {f} (the harness that runs with the kernels; pass --harness DIR)",
+                harness.display()
+            );
+        }
+    }
+    let Some(sanitizer) = tool::find("compute-sanitizer", args.sanitizer.as_deref())? else {
+        bail!(
+            "compute-sanitizer not found on the PATH, in $CUDA_HOME/bin or /usr/local/cuda/bin: install the CUDA toolkit or pass --sanitizer PATH"
+        );
+    };
+    if !crate::gpu::driver_present() {
+        bail!(
+            "no NVIDIA driver found (libcuda.so could not be loaded): sanitize needs a CUDA GPU"
+        );
+    }
+    let tools: Vec<Tool> = if args.tools.is_empty() {
+        Tool::ALL.to_vec()
+    } else {
+        Tool::ALL
+            .into_iter()
+            .filter(|t| args.tools.contains(t))
+            .collect()
+    };
+    let names: Vec<String> = shapes.iter().map(|s| s.name()).collect();
+
+    // Compile once outside the tools (with line info, as the runs will): the runs then read
+    // the NVRTC cache, and a set that does not compile is an error here, not 4×N of them.
+    let compile = KernelRun {
+        config: &args.config,
+        kernels: &args.kernels,
+        harness: &harness,
+        shapes: &names,
+        no_reference: false,
+    };
+    let mut argv = compile.args()?;
+    argv.push("--compile-only".into());
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]).env(LINEINFO_ENV, "1");
+    let ran = tool::run_bounded(cmd, Duration::from_secs(args.timeout_s))?;
+    if !ran.success() {
+        bail!(
+            "the kernels in {} could not be compiled and loaded: {}",
+            args.kernels.display(),
+            ran.last_line()
+        );
+    }
+
+    if let Some(dir) = &args.logs {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create the log directory {}", dir.display()))?;
+    }
+    let jobs: Vec<(Tool, String)> = tools
+        .iter()
+        .flat_map(|&t| names.iter().map(move |n| (t, n.clone())))
+        .collect();
+    let next = AtomicUsize::new(0);
+    let runs: Mutex<Vec<(usize, ToolRun)>> = Mutex::new(Vec::new());
+    let first_error: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+    let workers = (args.jobs as usize).min(jobs.len()).max(1);
+    let show_progress = args.format == Format::Table && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let Some((t, shape)) = jobs.get(i) else { break };
+                    match run_one(args, &sanitizer, &harness, *t, shape) {
+                        Ok(r) => {
+                            if show_progress {
+                                eprintln!(
+                                    "ci-gate: {t} {shape}: {} ({:.1} s)",
+                                    status_word(&r),
+                                    r.seconds
+                                );
+                            }
+                            runs.lock().expect("no panics while held").push((i, r));
+                        }
+                        Err(e) => {
+                            first_error
+                                .lock()
+                                .expect("no panics while held")
+                                .get_or_insert(e);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    if let Some(e) = first_error.into_inner().expect("threads joined") {
+        return Err(e);
+    }
+    let mut runs = runs.into_inner().expect("threads joined");
+    runs.sort_by_key(|(i, _)| *i);
+    let report = SanitizeReport {
+        kernels: args.kernels.display().to_string(),
+        kernel_source_hash: Some(attention.hash.clone()),
+        config: args.config.display().to_string(),
+        sanitizer_version: tool::version(&sanitizer),
+        gpu: gpu_name(),
+        runs: runs.into_iter().map(|(_, r)| r).collect(),
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    if let Some(out) = &args.out {
+        let json = serde_json::to_string_pretty(&report)?;
+        std::fs::write(out, json + "\n")
+            .with_context(|| format!("cannot write the report to {}", out.display()))?;
+    }
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        Format::Markdown => print!("{}", markdown(&report)),
+        _ => print!("{}", table(&report)),
+    }
+    if let Some(path) = crate::github::GithubEnv::from_env().step_summary {
+        append_step_summary(&path, &markdown(&report))
+            .with_context(|| format!("cannot write the job summary {}", path.display()))?;
+    }
+    match report.outcome() {
+        SanitizeOutcome::Clean => Ok(Outcome::Pass),
+        SanitizeOutcome::Findings => Ok(Outcome::Fail),
+        SanitizeOutcome::Incomplete => bail!(
+            "compute-sanitizer gave no answer for {} of {} runs (see the report above): no verdict",
+            report.runs.iter().filter(|r| r.failure.is_some()).count(),
+            report.runs.len()
+        ),
+    }
+}
+
+fn status_word(r: &ToolRun) -> String {
+    if r.errors > 0 {
+        format!("{} error{}", r.errors, if r.errors == 1 { "" } else { "s" })
+    } else if r.failure.is_some() {
+        "no answer".into()
+    } else {
+        "clean".into()
+    }
+}
+
+/// One tool on one shape, in a process of its own.
+fn run_one(
+    args: &SanitizeArgs,
+    sanitizer: &Path,
+    harness: &Path,
+    t: Tool,
+    shape: &str,
+) -> Result<ToolRun> {
+    let dir = tempfile::Builder::new()
+        .prefix("ci-gate-sanitize-")
+        .tempdir()
+        .context("cannot create a temporary directory")?;
+    let log_path = dir.path().join("sanitizer.log");
+    let shapes = [shape.to_owned()];
+    let program = KernelRun {
+        config: &args.config,
+        kernels: &args.kernels,
+        harness,
+        shapes: &shapes,
+        no_reference: false,
+    }
+    .args()?;
+    let mut cmd = Command::new(sanitizer);
+    cmd.args(["--tool", t.name()])
+        .arg("--log-file")
+        .arg(&log_path)
+        .args(["--print-limit", "100"])
+        .args(&program)
+        .env(LINEINFO_ENV, "1");
+    let ran = tool::run_bounded(cmd, Duration::from_secs(args.timeout_s))?;
+    let text = crate::files::read_bounded(&log_path, 64 * 1024 * 1024)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    if let Some(logs) = &args.logs {
+        // Shape names are validated config names (letters, digits, '_'): a plain file name.
+        let keep: PathBuf = logs.join(format!("{}-{shape}.log", t.name()));
+        std::fs::write(&keep, &text)
+            .with_context(|| format!("cannot write {}", keep.display()))?;
+    }
+    let exit = if ran.timed_out() {
+        Exit::TimedOut(args.timeout_s)
+    } else if ran.success() {
+        Exit::Success
+    } else {
+        Exit::Failed(format!(
+            "{}: {}",
+            ran.status.map(|s| s.to_string()).unwrap_or_default(),
+            ran.last_line()
+        ))
+    };
+    let run = ToolRun::judge(t, shape, &text, exit, ran.seconds);
+    Ok(run)
+}
+
+fn gpu_name() -> Option<String> {
+    let nvml = nvml_wrapper::Nvml::init().ok()?;
+    let name = nvml.device_by_index(0).ok()?.name().ok()?;
+    Some(crate::validate::clip_text(
+        &crate::validate::terminal_text(&name),
+        120,
+    ))
+}
+
+fn headline(report: &SanitizeReport) -> String {
+    let tools = {
+        let mut t: Vec<&str> = report.runs.iter().map(|r| r.tool.name()).collect();
+        t.dedup();
+        t.join(", ")
+    };
+    let shapes = {
+        let mut s: Vec<&str> = report.runs.iter().map(|r| r.shape.as_str()).collect();
+        s.sort();
+        s.dedup();
+        s.len()
+    };
+    let verdict = match report.outcome() {
+        SanitizeOutcome::Clean => "clean".to_string(),
+        SanitizeOutcome::Findings => format!(
+            "{} finding{}",
+            report.runs.iter().map(|r| r.errors).sum::<u64>(),
+            if report.runs.iter().map(|r| r.errors).sum::<u64>() == 1 {
+                ""
+            } else {
+                "s"
+            }
+        ),
+        SanitizeOutcome::Incomplete => "incomplete".to_string(),
+    };
+    format!(
+        "{verdict}: {tools} on {shapes} shape{} of {} in {:.0} s",
+        if shapes == 1 { "" } else { "s" },
+        report.kernels,
+        report.seconds
+    )
+}
+
+/// The terminal report: one line per tool and shape, then each finding.
+pub fn table(report: &SanitizeReport) -> String {
+    let rows: Vec<Vec<String>> = report
+        .runs
+        .iter()
+        .map(|r| {
+            vec![
+                r.tool.to_string(),
+                r.shape.clone(),
+                status_word(r),
+                r.kernels().join(", "),
+                format!("{:.1}", r.seconds),
+            ]
+        })
+        .collect();
+    let mut out = String::new();
+    out.push_str(&format!(
+        "ci-gate sanitize: {}\n",
+        crate::validate::terminal_text(&headline(report))
+    ));
+    if let Some(v) = &report.sanitizer_version {
+        out.push_str(&format!(
+            "compute-sanitizer {}{}\n",
+            crate::validate::terminal_text(v),
+            report
+                .gpu
+                .as_ref()
+                .map(|g| format!(" on {}", crate::validate::terminal_text(g)))
+                .unwrap_or_default()
+        ));
+    }
+    let header: Vec<String> = ["tool", "shape", "result", "kernels", "s"]
+        .map(String::from)
+        .to_vec();
+    let t = fitted_table(
+        &header,
+        &rows,
+        &[0, 1, 2, 3, 4],
+        3,
+        &[4],
+        Some(stdout_width()),
+        "in the JSON report",
+    );
+    out.push_str(&t);
+    out.push('\n');
+    for r in &report.runs {
+        for f in r.findings.iter().take(SHOWN_PER_RUN) {
+            out.push_str(&format!(
+                "{} {} {}{}: {}\n",
+                r.tool,
+                r.shape,
+                f.kernel.as_deref().unwrap_or("(host API)"),
+                f.location
+                    .as_deref()
+                    .map(|l| format!(" at {l}"))
+                    .unwrap_or_default(),
+                f.message
+            ));
+            for d in &f.details {
+                out.push_str(&format!("    {d}\n"));
+            }
+        }
+        if r.findings.len() > SHOWN_PER_RUN {
+            out.push_str(&format!(
+                "{} {}: {} more\n",
+                r.tool,
+                r.shape,
+                r.findings.len() - SHOWN_PER_RUN
+            ));
+        }
+        if let Some(why) = &r.failure {
+            out.push_str(&format!("{} {}: no answer: {why}\n", r.tool, r.shape));
+        }
+    }
+    out
+}
+
+/// The job summary: a headline, one row per run with a problem, the findings collapsed.
+pub fn markdown(report: &SanitizeReport) -> String {
+    let mut out = format!(
+        "### ci-gate sanitize: {}\n\n",
+        escape_markdown(&headline(report))
+    );
+    let problems: Vec<&ToolRun> = report
+        .runs
+        .iter()
+        .filter(|r| r.errors > 0 || r.failure.is_some())
+        .collect();
+    if problems.is_empty() {
+        out.push_str(&format!(
+            "{} runs, no findings.\n",
+            report.runs.len()
+        ));
+        return out;
+    }
+    out.push_str("| tool | shape | result | kernels | first finding |\n|---|---|---|---|---|\n");
+    for r in &problems {
+        let first = r
+            .findings
+            .first()
+            .map(|f| {
+                format!(
+                    "{}{}",
+                    f.message,
+                    f.location
+                        .as_deref()
+                        .map(|l| format!(" at {l}"))
+                        .unwrap_or_default()
+                )
+            })
+            .or_else(|| r.failure.clone())
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            r.tool,
+            escape_markdown(&r.shape),
+            status_word(r),
+            escape_markdown(&r.kernels().join(", ")),
+            escape_markdown(&crate::validate::clip_text(&first, 300))
+        ));
+    }
+    out.push_str("\n<details><summary>Findings</summary>\n\n");
+    for r in &problems {
+        for f in r.findings.iter().take(SHOWN_PER_RUN) {
+            out.push_str(&format!(
+                "- {} {} {}: {}\n",
+                r.tool,
+                escape_markdown(&r.shape),
+                escape_markdown(f.kernel.as_deref().unwrap_or("(host API)")),
+                escape_markdown(&[f.message.clone()].into_iter().chain(f.details.clone()).collect::<Vec<_>>().join("; "))
+            ));
+        }
+    }
+    out.push_str("\n</details>\n");
+    out
+}

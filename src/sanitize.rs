@@ -1,0 +1,539 @@
+//! compute-sanitizer's findings: parsing its text log into findings that name the kernel, and
+//! the report of a `ci-gate sanitize` run (which kernels, shapes and tools ran, and what each
+//! found). No GPU here: `commands::sanitize` runs the tool; this module reads what it wrote.
+//!
+//! The log is compute-sanitizer's default text report (every line starts with `========= `).
+//! A report starts on an unindented line ("Invalid __global__ write of size 4 bytes",
+//! "Error: Race reported between Write access at K+0x1f0 …", "Program hit
+//! CUDA_ERROR_… on CUDA API call to …") and continues on indented lines, one of which
+//! names the device function (`at KERNEL+0xOFFSET [in FILE:LINE]`). The tool's own count
+//! (`ERROR SUMMARY: N errors`, racecheck's `RACECHECK SUMMARY: … (N errors, M warnings)`)
+//! is authoritative: reports the parser could not read are still counted, so a change in
+//! the log's wording can hide details but never a finding.
+
+use serde::{Deserialize, Serialize};
+
+use crate::validate::{clip_text, terminal_text};
+
+/// Longest text kept of one log line.
+const MAX_LINE: usize = 500;
+
+/// A log line made safe to keep and show: one line, no control characters, bounded.
+fn clean(line: &str) -> String {
+    clip_text(&terminal_text(line), MAX_LINE)
+}
+
+/// The compute-sanitizer tools `ci-gate sanitize` runs, in this order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Tool {
+    /// Out-of-bounds and misaligned accesses to global, shared and local memory.
+    Memcheck,
+    /// Shared-memory data races between threads of a block.
+    Racecheck,
+    /// Reads of global memory that nothing wrote.
+    Initcheck,
+    /// Invalid uses of barriers and warp synchronisation.
+    Synccheck,
+}
+
+impl Tool {
+    pub const ALL: [Tool; 4] = [
+        Tool::Memcheck,
+        Tool::Racecheck,
+        Tool::Initcheck,
+        Tool::Synccheck,
+    ];
+
+    /// The `--tool` value of compute-sanitizer.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::Memcheck => "memcheck",
+            Tool::Racecheck => "racecheck",
+            Tool::Initcheck => "initcheck",
+            Tool::Synccheck => "synccheck",
+        }
+    }
+}
+
+impl std::fmt::Display for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One report of compute-sanitizer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// The device function it names (`None` for a host API error after a fault, or a report
+    /// whose kernel line the parser did not recognise).
+    pub kernel: Option<String>,
+    /// Its first line, e.g. "Invalid __global__ write of size 4 bytes".
+    pub message: String,
+    /// Where, when the kernel was compiled with line info: `attention.cu:155`.
+    pub location: Option<String>,
+    /// The details that follow (thread, block, address), at most a few lines.
+    pub details: Vec<String>,
+}
+
+/// What one run of one tool found.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ParsedLog {
+    /// Findings the parser could read, in the order of the log.
+    pub findings: Vec<Finding>,
+    /// The tool's own count of errors, when the log has its summary line.
+    pub summary_errors: Option<u64>,
+    /// Racecheck's warnings (possible hazards it does not count as errors).
+    pub warnings: u64,
+}
+
+impl ParsedLog {
+    /// Errors in all: the tool's count, or the findings read when it gave none.
+    pub fn errors(&self) -> u64 {
+        self.summary_errors
+            .unwrap_or(0)
+            .max(self.findings.len() as u64)
+    }
+
+    /// Whether the log ended with the tool's summary (else the run was cut short).
+    pub fn complete(&self) -> bool {
+        self.summary_errors.is_some()
+    }
+}
+
+const PREFIX: &str = "=========";
+/// Detail lines kept per finding.
+const MAX_DETAILS: usize = 4;
+/// Findings kept per log (the count is still the tool's).
+const MAX_FINDINGS: usize = 50;
+
+/// Reads a compute-sanitizer text log. Lines without the tool's prefix (the program's own
+/// output) are ignored; any input is accepted.
+pub fn parse_log(text: &str) -> ParsedLog {
+    let mut log = ParsedLog::default();
+    let mut current: Option<Finding> = None;
+    let flush = |current: &mut Option<Finding>, log: &mut ParsedLog| {
+        if let Some(f) = current.take()
+            && log.findings.len() < MAX_FINDINGS
+        {
+            log.findings.push(f);
+        }
+    };
+    for raw in text.lines() {
+        let Some(rest) = raw.strip_prefix(PREFIX) else {
+            continue;
+        };
+        let rest = rest.strip_prefix(' ').unwrap_or(rest);
+        if rest.trim().is_empty() {
+            flush(&mut current, &mut log);
+            continue;
+        }
+        let indented = rest.starts_with(' ') || rest.starts_with('\t');
+        let line = rest.trim();
+        if indented {
+            if let Some(f) = current.as_mut() {
+                read_detail(f, line);
+            }
+            continue;
+        }
+        flush(&mut current, &mut log);
+        if let Some(n) = summary_count(line, "ERROR SUMMARY:") {
+            log.summary_errors = Some(log.summary_errors.unwrap_or(0).max(n));
+            continue;
+        }
+        if line.starts_with("RACECHECK SUMMARY:") {
+            let (errors, warnings) = racecheck_counts(line);
+            log.summary_errors = Some(log.summary_errors.unwrap_or(0).max(errors));
+            log.warnings = warnings;
+            continue;
+        }
+        if is_banner(line) {
+            continue;
+        }
+        let mut f = Finding {
+            kernel: None,
+            message: clean(line),
+            location: None,
+            details: Vec::new(),
+        };
+        // Racecheck names the kernel on the report's own line.
+        read_kernel(&mut f, line);
+        if line.starts_with("Warning:") {
+            // Racecheck's possible hazards: counted in its summary as warnings, not errors.
+            continue;
+        }
+        current = Some(f);
+    }
+    flush(&mut current, &mut log);
+    log
+}
+
+/// Lines of the tool that are not reports.
+fn is_banner(line: &str) -> bool {
+    const BANNERS: &[&str] = &[
+        "COMPUTE-SANITIZER",
+        "LEAK SUMMARY",
+        "Target application returned",
+        "Internal Sanitizer Error",
+        "This can happen",
+        "Error: No attachable process",
+        "SYNCCHECK SUMMARY",
+        "INITCHECK SUMMARY",
+    ];
+    BANNERS.iter().any(|b| line.starts_with(b))
+}
+
+/// `ERROR SUMMARY: 3 errors` → 3.
+fn summary_count(line: &str, label: &str) -> Option<u64> {
+    let rest = line.strip_prefix(label)?.trim();
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+/// `RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)` → (1, 0).
+fn racecheck_counts(line: &str) -> (u64, u64) {
+    let inner = line
+        .split_once('(')
+        .and_then(|(_, r)| r.split_once(')'))
+        .map(|(i, _)| i)
+        .unwrap_or("");
+    let mut errors = 0;
+    let mut warnings = 0;
+    for part in inner.split(',') {
+        let mut words = part.split_whitespace();
+        let (Some(n), Some(kind)) = (words.next(), words.next()) else {
+            continue;
+        };
+        let Ok(n) = n.parse::<u64>() else { continue };
+        if kind.starts_with("error") {
+            errors = n;
+        } else if kind.starts_with("warning") {
+            warnings = n;
+        }
+    }
+    (errors, warnings)
+}
+
+/// Reads `at KERNEL+0x1f0 in FILE:LINE` (or `at KERNEL(…)+0x…`) anywhere in `line`.
+fn read_kernel(f: &mut Finding, line: &str) {
+    if f.kernel.is_some() {
+        return;
+    }
+    let Some(pos) = line.find("at ") else { return };
+    if pos > 0 && !line[..pos].ends_with(' ') {
+        return;
+    }
+    let after = &line[pos + 3..];
+    let end = after
+        .find(|c: char| c == '+' || c == '(' || c.is_whitespace())
+        .unwrap_or(after.len());
+    let name = &after[..end];
+    // `KERNEL+0x…` or `KERNEL(…)`: a device function with an offset, not prose ("at error").
+    if !matches!(after[end..].chars().next(), Some('+' | '(')) {
+        return;
+    }
+    let is_symbol = !name.is_empty()
+        && name.len() <= 200
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':' || c == '$')
+        && !name.starts_with("0x");
+    if !is_symbol {
+        return;
+    }
+    f.kernel = Some(name.to_owned());
+    if let Some((_, loc)) = after.split_once(" in ") {
+        let loc = loc.split_whitespace().next().unwrap_or("");
+        // Keep the file name, not the directory it was compiled in.
+        let loc = loc.rsplit('/').next().unwrap_or(loc);
+        if !loc.is_empty() && loc.contains(':') {
+            f.location = Some(clean(loc));
+        }
+    }
+}
+
+fn read_detail(f: &mut Finding, line: &str) {
+    // Host backtraces say nothing about the kernel.
+    if line.starts_with("Host Frame")
+        || line.starts_with("Saved host backtrace")
+        || line.starts_with("Device Frame")
+    {
+        return;
+    }
+    if line.starts_with("at ") || (f.kernel.is_none() && line.contains(" at ")) {
+        read_kernel(f, line);
+        if line.starts_with("at ") {
+            return;
+        }
+    }
+    if f.details.len() < MAX_DETAILS {
+        f.details.push(clean(line));
+    }
+}
+
+/// One kernel set, shape and tool: how it went.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolRun {
+    pub tool: Tool,
+    /// The shape's name (as in the config).
+    pub shape: String,
+    /// Errors the tool counted (0 is clean).
+    pub errors: u64,
+    pub warnings: u64,
+    pub findings: Vec<Finding>,
+    /// Why the run gave no answer (the tool missing its summary, a timeout, a program that
+    /// failed with nothing found); `None` when it ran to the end.
+    pub failure: Option<String>,
+    pub seconds: f64,
+}
+
+/// How the program under the tool ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Exit {
+    Success,
+    /// A non-zero exit; the output's last line.
+    Failed(String),
+    /// Killed at the time limit (seconds).
+    TimedOut(u64),
+}
+
+impl ToolRun {
+    /// Judges one run from its log and how the process ended. Findings always count, however
+    /// the process ended; with none, the run has an answer only if the tool wrote its summary
+    /// and the program succeeded (a program that failed with nothing found, or a log cut
+    /// short, is no answer: never a pass).
+    pub fn judge(tool: Tool, shape: &str, log_text: &str, exit: Exit, seconds: f64) -> ToolRun {
+        let log = parse_log(log_text);
+        let failure = if log.errors() > 0 {
+            None
+        } else {
+            match exit {
+                Exit::TimedOut(limit) => Some(format!("timed out after {limit} s")),
+                _ if !log.complete() => Some(format!(
+                    "compute-sanitizer wrote no summary{}",
+                    match &exit {
+                        Exit::Failed(line) => format!(": {}", clean(line)),
+                        _ => String::new(),
+                    }
+                )),
+                Exit::Failed(line) => {
+                    Some(format!("the kernels failed with nothing found: {}", clean(&line)))
+                }
+                Exit::Success => None,
+            }
+        };
+        ToolRun {
+            tool,
+            shape: shape.to_owned(),
+            errors: log.errors(),
+            warnings: log.warnings,
+            findings: log.findings,
+            failure,
+            seconds,
+        }
+    }
+
+    /// The kernels its findings name, deduplicated, in order.
+    pub fn kernels(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for f in &self.findings {
+            let k = f.kernel.as_deref().unwrap_or("(host API)");
+            if !names.contains(&k) {
+                names.push(k);
+            }
+        }
+        names
+    }
+}
+
+/// The outcome of `ci-gate sanitize`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SanitizeOutcome {
+    /// Every tool ran on every shape and found nothing (exit 0).
+    Clean,
+    /// At least one finding (exit 1).
+    Findings,
+    /// Nothing found, but some run gave no answer (exit 2).
+    Incomplete,
+}
+
+/// Everything one `ci-gate sanitize` run did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SanitizeReport {
+    /// The kernels directory (as given) and the SHA-256 of its attention.cu.
+    pub kernels: String,
+    pub kernel_source_hash: Option<String>,
+    pub config: String,
+    /// `compute-sanitizer --version`'s last line.
+    pub sanitizer_version: Option<String>,
+    pub gpu: Option<String>,
+    pub runs: Vec<ToolRun>,
+    pub seconds: f64,
+}
+
+impl SanitizeReport {
+    pub fn outcome(&self) -> SanitizeOutcome {
+        if self.runs.iter().any(|r| r.errors > 0) {
+            SanitizeOutcome::Findings
+        } else if self.runs.is_empty() || self.runs.iter().any(|r| r.failure.is_some()) {
+            SanitizeOutcome::Incomplete
+        } else {
+            SanitizeOutcome::Clean
+        }
+    }
+
+    /// One line per run with findings or a failure, for logs and annotations:
+    /// `memcheck: attention_fwd_f16_d64 on b1h2s77d64_f16: 3 errors, first: Invalid …`.
+    pub fn problems(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for r in &self.runs {
+            if r.errors > 0 {
+                let first = r
+                    .findings
+                    .first()
+                    .map(|f| {
+                        let at = f
+                            .location
+                            .as_deref()
+                            .map(|l| format!(" at {l}"))
+                            .unwrap_or_default();
+                        format!(", first: {}{at}", f.message)
+                    })
+                    .unwrap_or_default();
+                lines.push(format!(
+                    "{}: {} on {}: {} error{}{first}",
+                    r.tool,
+                    r.kernels().join(", "),
+                    r.shape,
+                    r.errors,
+                    if r.errors == 1 { "" } else { "s" }
+                ));
+            } else if let Some(why) = &r.failure {
+                lines.push(format!("{}: {}: no answer: {why}", r.tool, r.shape));
+            }
+        }
+        lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MEMCHECK: &str = "\
+========= COMPUTE-SANITIZER
+========= Invalid __global__ write of size 4 bytes
+=========     at attention_fwd_f16_d64+0x1b0 in /tmp/x/attention.cu:41
+=========     by thread (0,0,0) in block (0,0,0)
+=========     Address 0x7f3c00000400 is out of bounds
+=========     and is 1 bytes after the nearest allocation at 0x7f3c00000000 of size 1024 bytes
+=========     Saved host backtrace up to driver entry point at kernel launch time
+=========         Host Frame:  [0x2f0a0] in libcuda.so.1
+=========
+========= Program hit CUDA_ERROR_LAUNCH_FAILED (error 719) due to \"unspecified launch failure\" on CUDA API call to cuStreamSynchronize.
+=========     Saved host backtrace up to driver entry point at error
+=========
+========= ERROR SUMMARY: 2 errors
+";
+
+    #[test]
+    fn memcheck_reports_name_the_kernel_and_line() {
+        let log = parse_log(MEMCHECK);
+        assert_eq!(log.summary_errors, Some(2));
+        assert_eq!(log.errors(), 2);
+        assert_eq!(log.findings.len(), 2);
+        let f = &log.findings[0];
+        assert_eq!(f.kernel.as_deref(), Some("attention_fwd_f16_d64"));
+        assert_eq!(f.location.as_deref(), Some("attention.cu:41"));
+        assert_eq!(f.message, "Invalid __global__ write of size 4 bytes");
+        assert_eq!(f.details[0], "by thread (0,0,0) in block (0,0,0)");
+        assert_eq!(log.findings[1].kernel, None);
+        assert!(log.findings[1].message.starts_with("Program hit"));
+    }
+
+    #[test]
+    fn racecheck_counts_errors_and_not_warnings() {
+        let text = "\
+========= COMPUTE-SANITIZER
+========= Error: Race reported between Write access at race_kernel+0x90 in k.cu:12
+=========     and Read access at race_kernel+0xd0 in k.cu:14 [992 hazards]
+=========
+========= Warning: Race reported between Write access at other+0x10
+=========     and Write access at other+0x10 [4 hazards]
+=========
+========= RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)
+";
+        let log = parse_log(text);
+        assert_eq!(log.summary_errors, Some(1));
+        assert_eq!(log.warnings, 1);
+        assert_eq!(log.findings.len(), 1);
+        assert_eq!(log.findings[0].kernel.as_deref(), Some("race_kernel"));
+        assert_eq!(log.findings[0].location.as_deref(), Some("k.cu:12"));
+    }
+
+    #[test]
+    fn the_tools_count_wins_over_what_was_read() {
+        // A report in a wording the parser does not know is still counted.
+        let text = "========= Something new happened\n========= ERROR SUMMARY: 5 errors\n";
+        let log = parse_log(text);
+        assert_eq!(log.errors(), 5);
+        let clean = parse_log("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n");
+        assert_eq!((clean.errors(), clean.complete()), (0, true));
+        // A log cut short has no summary: not complete, whatever it found.
+        assert!(!parse_log(&MEMCHECK[..200]).complete());
+    }
+
+    #[test]
+    fn program_output_and_garbage_are_ignored() {
+        let log = parse_log("hello\n\u{0}\u{202e}==========\n=========\n");
+        assert_eq!(log, ParsedLog::default());
+        assert_eq!(summary_count("ERROR SUMMARY: many", "ERROR SUMMARY:"), None);
+    }
+
+    #[test]
+    fn a_run_without_findings_answers_only_when_complete_and_successful() {
+        let clean_log = "========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n";
+        let judge = |log: &str, exit| ToolRun::judge(Tool::Memcheck, "s1", log, exit, 1.0);
+        assert_eq!(judge(clean_log, Exit::Success).failure, None);
+        let r = judge(clean_log, Exit::Failed("CUDA_ERROR_X".into()));
+        assert!(r.failure.unwrap().contains("CUDA_ERROR_X"));
+        assert!(judge("", Exit::Success).failure.unwrap().contains("no summary"));
+        assert!(judge(clean_log, Exit::TimedOut(5)).failure.unwrap().contains("5 s"));
+        // Findings count whatever happened to the process.
+        for exit in [Exit::Success, Exit::Failed("x".into()), Exit::TimedOut(1)] {
+            let r = judge(MEMCHECK, exit);
+            assert_eq!((r.errors, r.failure.is_none()), (2, true));
+            assert_eq!(r.kernels(), ["attention_fwd_f16_d64", "(host API)"]);
+        }
+    }
+
+    #[test]
+    fn outcome_is_findings_then_incomplete_then_clean() {
+        let run = |errors, failure: Option<&str>| ToolRun {
+            tool: Tool::Memcheck,
+            shape: "s".into(),
+            errors,
+            warnings: 0,
+            findings: vec![],
+            failure: failure.map(Into::into),
+            seconds: 0.0,
+        };
+        let mut r = SanitizeReport {
+            kernels: "k".into(),
+            kernel_source_hash: None,
+            config: "c".into(),
+            sanitizer_version: None,
+            gpu: None,
+            runs: vec![],
+            seconds: 0.0,
+        };
+        assert_eq!(r.outcome(), SanitizeOutcome::Incomplete);
+        r.runs = vec![run(0, None)];
+        assert_eq!(r.outcome(), SanitizeOutcome::Clean);
+        r.runs.push(run(0, Some("timed out")));
+        assert_eq!(r.outcome(), SanitizeOutcome::Incomplete);
+        r.runs.push(run(3, None));
+        assert_eq!(r.outcome(), SanitizeOutcome::Findings);
+        assert_eq!(r.problems().len(), 2);
+    }
+}
