@@ -63,21 +63,26 @@ pub struct KernelProfile {
 /// Stall reasons kept per launch.
 pub const TOP_STALLS: usize = 3;
 
+/// Sets one figure of a profile from a raw metric's value.
+type Setter = fn(&mut KernelProfile, f64);
+
 /// The raw metric names read, with the field each fills.
-const METRICS: &[(&str, fn(&mut KernelProfile, f64))] = &[
+const METRICS: &[(&str, Setter)] = &[
     ("gpu__time_duration.sum", |p, v| {
         p.duration_us = Some(v / 1000.0)
     }),
-    ("sm__throughput.avg.pct_of_peak_sustained_elapsed", |p, v| {
-        p.sm_throughput_pct = Some(v)
-    }),
+    (
+        "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+        |p, v| p.sm_throughput_pct = Some(v),
+    ),
     (
         "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
         |p, v| p.memory_throughput_pct = Some(v),
     ),
-    ("sm__warps_active.avg.pct_of_peak_sustained_active", |p, v| {
-        p.achieved_occupancy_pct = Some(v)
-    }),
+    (
+        "sm__warps_active.avg.pct_of_peak_sustained_active",
+        |p, v| p.achieved_occupancy_pct = Some(v),
+    ),
     ("launch__registers_per_thread", |p, v| {
         p.registers_per_thread = Some(v)
     }),
@@ -144,8 +149,9 @@ pub fn parse_raw_csv(text: &str, kernel_prefix: &str) -> Result<KernelProfile, S
             .enumerate()
             .filter_map(|(i, h)| {
                 let reason = h.strip_prefix(STALL_PREFIX)?.strip_suffix(STALL_SUFFIX)?;
-                // `_not_issued` variants repeat the same reasons for cycles with no issue.
-                if reason.ends_with("not_issued") || !is_reason(reason) {
+                // `_not_issued` variants repeat the same reasons for cycles with no issue;
+                // "selected" is the warp that issued, not a stall.
+                if reason.ends_with("not_issued") || reason == "selected" || !is_reason(reason) {
                     return None;
                 }
                 let v = record.get(i).and_then(number)?;
@@ -279,7 +285,12 @@ impl ShapeProfile {
             if b == "—" && c == "—" {
                 continue;
             }
-            rows.push([format!("stall #{} (warps/issue)", i + 1), b, c, String::new()]);
+            rows.push([
+                format!("stall #{} (warps/issue)", i + 1),
+                b,
+                c,
+                String::new(),
+            ]);
         }
         rows
     }
@@ -337,7 +348,20 @@ mod tests {
                 "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio",
                 "smsp__average_warps_issue_stalled_barrier_not_issued_per_issue_active.ratio",
             ],
-            &["", "", "nsecond", "register/thread", "byte", "byte", "%", "", "", "", "", ""],
+            &[
+                "",
+                "",
+                "nsecond",
+                "register/thread",
+                "byte",
+                "byte",
+                "%",
+                "",
+                "",
+                "",
+                "",
+                "",
+            ],
             &[
                 "0",
                 "attention_fwd_f16_d64",
@@ -361,7 +385,29 @@ mod tests {
         assert_eq!(p.l2_hit_rate_pct, Some(81.5));
         assert_eq!(p.sm_throughput_pct, None);
         let reasons: Vec<&str> = p.top_stalls.iter().map(|s| s.reason.as_str()).collect();
-        assert_eq!(reasons, ["long_scoreboard", "math_pipe_throttle", "barrier"]);
+        assert_eq!(
+            reasons,
+            ["long_scoreboard", "math_pipe_throttle", "barrier"]
+        );
+        assert!(p.check().is_ok());
+    }
+
+    /// ncu 2025.3.1's raw page of one launch on an H100 (`ncu --import R --csv --page raw
+    /// --print-units base`), 558 columns.
+    #[test]
+    fn reads_a_real_raw_page() {
+        let text = include_str!("../tests/fixtures/ncu-raw-page.csv");
+        let p = parse_raw_csv(text, "attention_fwd_").unwrap();
+        assert_eq!(p.kernel, "attention_fwd_f16_d64");
+        assert_eq!(p.duration_us, Some(12.64));
+        assert_eq!(p.registers_per_thread, Some(244.0));
+        assert_eq!(p.shared_memory_per_block, Some(32768.0));
+        assert_eq!(p.l2_hit_rate_pct, Some(59.34));
+        assert_eq!(p.sm_throughput_pct, Some(13.06));
+        assert_eq!(p.memory_throughput_pct, Some(12.44));
+        assert_eq!(p.achieved_occupancy_pct, Some(6.22));
+        assert_eq!(p.top_stalls[0].reason, "wait");
+        assert!(p.top_stalls.iter().all(|s| s.reason != "selected"));
         assert!(p.check().is_ok());
     }
 

@@ -65,9 +65,14 @@ impl std::fmt::Display for Tool {
 /// One report of compute-sanitizer.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
-    /// The device function it names (`None` for a host API error after a fault, or a report
-    /// whose kernel line the parser did not recognise).
+    /// The kernel (entry point) it happened in: from the log's frames, else from the file of
+    /// its location and the kernels that run launched (see [`ToolRun::judge`]). `None` for a
+    /// host API error after a fault.
     pub kernel: Option<String>,
+    /// The device function of the access (the innermost frame: with line info, an inlined
+    /// helper such as `copy_v<(int)64, (bool)0>`).
+    #[serde(default)]
+    pub function: Option<String>,
     /// Its first line, e.g. "Invalid __global__ write of size 4 bytes".
     pub message: String,
     /// Where, when the kernel was compiled with line info: `attention.cu:155`.
@@ -152,12 +157,13 @@ pub fn parse_log(text: &str) -> ParsedLog {
         }
         let mut f = Finding {
             kernel: None,
+            function: None,
             message: clean(line),
             location: None,
             details: Vec::new(),
         };
-        // Racecheck names the kernel on the report's own line.
-        read_kernel(&mut f, line);
+        // Racecheck names the access on the report's own line.
+        read_at(&mut f, line);
         if line.starts_with("Warning:") {
             // Racecheck's possible hazards: counted in its summary as warnings, not errors.
             continue;
@@ -213,57 +219,87 @@ fn racecheck_counts(line: &str) -> (u64, u64) {
     (errors, warnings)
 }
 
-/// Reads `at KERNEL+0x1f0 in FILE:LINE` (or `at KERNEL(…)+0x…`) anywhere in `line`.
-fn read_kernel(f: &mut Finding, line: &str) {
-    if f.kernel.is_some() {
+/// A device frame as compute-sanitizer prints it: `SIGNATURE+0xOFFSET [in FILE:LINE]`, where
+/// the signature is a kernel's name (`attention_fwd_f16_d64`) or, with line info, a device
+/// function's (`void copy_v<(int)64, (bool)0>(const unsigned short *, float *, int, int)`).
+/// Returns the function's name without return type and parameters, and the location.
+fn read_frame(text: &str) -> Option<(String, Option<String>)> {
+    let plus = text.find("+0x")?;
+    let signature = text[..plus].trim();
+    // Cut the parameter list: the first '(' outside template brackets.
+    let mut depth = 0i32;
+    let mut cut = signature.len();
+    let mut last_space = None;
+    for (i, c) in signature.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth -= 1,
+            '(' if depth == 0 => {
+                cut = i;
+                break;
+            }
+            ' ' if depth == 0 => last_space = Some(i),
+            _ => {}
+        }
+    }
+    // Drop a return type ("void ").
+    let start = last_space.filter(|&s| s < cut).map_or(0, |s| s + 1);
+    let name = signature[start..cut].trim();
+    if name.is_empty() || name.starts_with("0x") {
+        return None;
+    }
+    let location = text[plus..].split_once(" in ").and_then(|(_, loc)| {
+        let loc = loc.split_whitespace().next().unwrap_or("");
+        // The file name, not the directory it was compiled in.
+        let loc = loc.rsplit('/').next().unwrap_or(loc);
+        (!loc.is_empty() && loc.contains(':')).then(|| clean(loc))
+    });
+    Some((clean(name), location))
+}
+
+/// Whether `name` is a kernel's entry point (`extern "C"`: a plain identifier), not a
+/// device function with a template or namespace.
+fn is_entry_symbol(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 200
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// Reads the first `… at FRAME` of a report line (the access it reports).
+fn read_at(f: &mut Finding, line: &str) {
+    if f.function.is_some() {
         return;
     }
     let Some(pos) = line.find("at ") else { return };
     if pos > 0 && !line[..pos].ends_with(' ') {
         return;
     }
-    let after = &line[pos + 3..];
-    let end = after
-        .find(|c: char| c == '+' || c == '(' || c.is_whitespace())
-        .unwrap_or(after.len());
-    let name = &after[..end];
-    // `KERNEL+0x…` or `KERNEL(…)`: a device function with an offset, not prose ("at error").
-    if !matches!(after[end..].chars().next(), Some('+' | '(')) {
-        return;
-    }
-    let is_symbol = !name.is_empty()
-        && name.len() <= 200
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':' || c == '$')
-        && !name.starts_with("0x");
-    if !is_symbol {
-        return;
-    }
-    f.kernel = Some(name.to_owned());
-    if let Some((_, loc)) = after.split_once(" in ") {
-        let loc = loc.split_whitespace().next().unwrap_or("");
-        // Keep the file name, not the directory it was compiled in.
-        let loc = loc.rsplit('/').next().unwrap_or(loc);
-        if !loc.is_empty() && loc.contains(':') {
-            f.location = Some(clean(loc));
+    if let Some((name, location)) = read_frame(&line[pos + 3..]) {
+        if is_entry_symbol(&name) {
+            f.kernel = Some(name.clone());
         }
+        f.function = Some(name);
+        f.location = location;
     }
 }
 
 fn read_detail(f: &mut Finding, line: &str) {
-    // Host backtraces say nothing about the kernel.
-    if line.starts_with("Host Frame")
-        || line.starts_with("Saved host backtrace")
-        || line.starts_with("Device Frame")
-    {
+    // Inlined frames, innermost first: the last is the kernel's entry point.
+    if let Some(frame) = line.strip_prefix("Device Frame:") {
+        if let Some((name, _)) = read_frame(frame.trim())
+            && is_entry_symbol(&name)
+        {
+            f.kernel = Some(name);
+        }
         return;
     }
-    if line.starts_with("at ") || (f.kernel.is_none() && line.contains(" at ")) {
-        read_kernel(f, line);
-        if line.starts_with("at ") {
-            return;
-        }
+    // Host backtraces say nothing about the kernel.
+    if line.starts_with("Host Frame") || line.starts_with("Saved host backtrace") {
+        return;
+    }
+    if line.starts_with("at ") {
+        read_at(f, line);
+        return;
     }
     if f.details.len() < MAX_DETAILS {
         f.details.push(clean(line));
@@ -301,8 +337,27 @@ impl ToolRun {
     /// the process ended; with none, the run has an answer only if the tool wrote its summary
     /// and the program succeeded (a program that failed with nothing found, or a log cut
     /// short, is no answer: never a pass).
-    pub fn judge(tool: Tool, shape: &str, log_text: &str, exit: Exit, seconds: f64) -> ToolRun {
-        let log = parse_log(log_text);
+    ///
+    /// `launched` maps each source file of the run to the kernel it launched from it (e.g.
+    /// `attention.cu` → `attention_fwd_f16_d64`): a finding whose frames name no entry point
+    /// (racecheck prints only the inlined device function) gets its kernel from its file.
+    pub fn judge(
+        tool: Tool,
+        shape: &str,
+        log_text: &str,
+        exit: Exit,
+        seconds: f64,
+        launched: &[(&str, &str)],
+    ) -> ToolRun {
+        let mut log = parse_log(log_text);
+        for f in &mut log.findings {
+            if f.kernel.is_none()
+                && let Some(file) = f.location.as_deref().and_then(|l| l.split(':').next())
+                && let Some((_, kernel)) = launched.iter().find(|(src, _)| *src == file)
+            {
+                f.kernel = Some((*kernel).to_owned());
+            }
+        }
         let failure = if log.errors() > 0 {
             None
         } else {
@@ -315,9 +370,10 @@ impl ToolRun {
                         _ => String::new(),
                     }
                 )),
-                Exit::Failed(line) => {
-                    Some(format!("the kernels failed with nothing found: {}", clean(&line)))
-                }
+                Exit::Failed(line) => Some(format!(
+                    "the kernels failed with nothing found: {}",
+                    clean(&line)
+                )),
                 Exit::Success => None,
             }
         };
@@ -420,55 +476,103 @@ impl SanitizeReport {
 mod tests {
     use super::*;
 
-    const MEMCHECK: &str = "\
-========= COMPUTE-SANITIZER
-========= Invalid __global__ write of size 4 bytes
-=========     at attention_fwd_f16_d64+0x1b0 in /tmp/x/attention.cu:41
-=========     by thread (0,0,0) in block (0,0,0)
-=========     Address 0x7f3c00000400 is out of bounds
-=========     and is 1 bytes after the nearest allocation at 0x7f3c00000000 of size 1024 bytes
-=========     Saved host backtrace up to driver entry point at kernel launch time
-=========         Host Frame:  [0x2f0a0] in libcuda.so.1
-=========
-========= Program hit CUDA_ERROR_LAUNCH_FAILED (error 719) due to \"unspecified launch failure\" on CUDA API call to cuStreamSynchronize.
-=========     Saved host backtrace up to driver entry point at error
-=========
-========= ERROR SUMMARY: 2 errors
-";
+    // Logs of compute-sanitizer 2025.3.1 on an H100, from the planted-bug kernels of
+    // tests/sanitize/ (host backtraces shortened).
+    const MEMCHECK: &str = include_str!("../tests/fixtures/sanitizer/memcheck-oob.log");
+    const MISALIGNED: &str = include_str!("../tests/fixtures/sanitizer/memcheck-misaligned.log");
+    const RACECHECK: &str = include_str!("../tests/fixtures/sanitizer/racecheck-race.log");
+    const LAUNCHED: &[(&str, &str)] = &[
+        ("attention.cu", "attention_fwd_bf16_d64"),
+        ("reference.cu", "attention_ref_bf16"),
+    ];
 
     #[test]
-    fn memcheck_reports_name_the_kernel_and_line() {
+    fn memcheck_names_the_kernel_function_and_line() {
         let log = parse_log(MEMCHECK);
-        assert_eq!(log.summary_errors, Some(2));
-        assert_eq!(log.errors(), 2);
-        assert_eq!(log.findings.len(), 2);
+        assert_eq!(log.summary_errors, Some(11));
+        assert_eq!(log.errors(), 11);
         let f = &log.findings[0];
         assert_eq!(f.kernel.as_deref(), Some("attention_fwd_f16_d64"));
-        assert_eq!(f.location.as_deref(), Some("attention.cu:41"));
+        assert_eq!(f.function.as_deref(), Some("copy_v<(int)64, (bool)0>"));
+        assert_eq!(f.location.as_deref(), Some("attention.cu:23"));
         assert_eq!(f.message, "Invalid __global__ write of size 4 bytes");
-        assert_eq!(f.details[0], "by thread (0,0,0) in block (0,0,0)");
-        assert_eq!(log.findings[1].kernel, None);
-        assert!(log.findings[1].message.starts_with("Program hit"));
+        assert_eq!(f.details[0], "by thread (0,0,0) in block (2,1,0)");
+        assert!(f.details[2].contains("1 bytes after the nearest allocation"));
+        let host = &log.findings[1];
+        assert_eq!(
+            (host.kernel.as_deref(), host.function.as_deref()),
+            (None, None)
+        );
+        assert!(
+            host.message
+                .starts_with("Program hit CUDA_ERROR_LAUNCH_FAILED")
+        );
     }
 
     #[test]
-    fn racecheck_counts_errors_and_not_warnings() {
+    fn a_misaligned_cp_async_is_a_misaligned_16_byte_read() {
+        let log = parse_log(MISALIGNED);
+        // "182 errors were not printed" is a second summary line: the total stays.
+        assert_eq!(log.errors(), 282);
+        let f = &log.findings[0];
+        assert_eq!(f.message, "Invalid __global__ read of size 16 bytes");
+        assert_eq!(f.kernel.as_deref(), Some("attention_fwd_f16_d128"));
+        assert_eq!(f.location.as_deref(), Some("attention.cu:31"));
+        assert!(f.details.iter().any(|d| d.contains("is misaligned")));
+    }
+
+    #[test]
+    fn racecheck_gets_its_kernel_from_the_file_launched() {
+        let log = parse_log(RACECHECK);
+        assert_eq!((log.summary_errors, log.warnings), (Some(4), 0));
+        assert_eq!(log.findings.len(), 4);
+        let f = &log.findings[0];
+        assert_eq!(f.kernel, None, "racecheck prints no entry point");
+        assert_eq!(f.function.as_deref(), Some("mirror_v<(int)64, (bool)1>"));
+        assert_eq!(f.location.as_deref(), Some("attention.cu:22"));
+        let run = ToolRun::judge(
+            Tool::Racecheck,
+            "s",
+            RACECHECK,
+            Exit::Success,
+            1.0,
+            LAUNCHED,
+        );
+        assert_eq!(run.kernels(), ["attention_fwd_bf16_d64"]);
+        assert_eq!(run.errors, 4);
+    }
+
+    #[test]
+    fn frames_are_read_with_and_without_line_info() {
+        assert_eq!(
+            read_frame("attention_fwd_f16_d64+0x10 in /tmp/attention.cu:35"),
+            Some((
+                "attention_fwd_f16_d64".into(),
+                Some("attention.cu:35".into())
+            ))
+        );
+        assert_eq!(
+            read_frame("attention_ref_f16+0x1f0"),
+            Some(("attention_ref_f16".into(), None))
+        );
+        assert_eq!(
+            read_frame("void ns::f<(int)1, T<2>>(int, float *)+0x8 in a.cu:1"),
+            Some(("ns::f<(int)1, T<2>>".into(), Some("a.cu:1".into())))
+        );
+        assert_eq!(read_frame("error"), None);
+        assert_eq!(read_frame("0x1234+0x8"), None);
+    }
+
+    #[test]
+    fn racecheck_warnings_are_not_errors() {
         let text = "\
-========= COMPUTE-SANITIZER
-========= Error: Race reported between Write access at race_kernel+0x90 in k.cu:12
-=========     and Read access at race_kernel+0xd0 in k.cu:14 [992 hazards]
-=========
 ========= Warning: Race reported between Write access at other+0x10
 =========     and Write access at other+0x10 [4 hazards]
 =========
-========= RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)
+========= RACECHECK SUMMARY: 1 hazard displayed (0 errors, 1 warning)
 ";
         let log = parse_log(text);
-        assert_eq!(log.summary_errors, Some(1));
-        assert_eq!(log.warnings, 1);
-        assert_eq!(log.findings.len(), 1);
-        assert_eq!(log.findings[0].kernel.as_deref(), Some("race_kernel"));
-        assert_eq!(log.findings[0].location.as_deref(), Some("k.cu:12"));
+        assert_eq!((log.errors(), log.warnings, log.findings.len()), (0, 1, 0));
     }
 
     #[test]
@@ -480,7 +584,7 @@ mod tests {
         let clean = parse_log("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n");
         assert_eq!((clean.errors(), clean.complete()), (0, true));
         // A log cut short has no summary: not complete, whatever it found.
-        assert!(!parse_log(&MEMCHECK[..200]).complete());
+        assert!(!parse_log(&MEMCHECK[..400]).complete());
     }
 
     #[test]
@@ -488,21 +592,35 @@ mod tests {
         let log = parse_log("hello\n\u{0}\u{202e}==========\n=========\n");
         assert_eq!(log, ParsedLog::default());
         assert_eq!(summary_count("ERROR SUMMARY: many", "ERROR SUMMARY:"), None);
+        // Control characters in a log never reach a finding.
+        let log = parse_log("========= Bad \u{1b}[31mthing\u{202e}\n=========     at k+0x1\n");
+        assert_eq!(log.findings[0].message, "Bad thing");
     }
 
     #[test]
     fn a_run_without_findings_answers_only_when_complete_and_successful() {
         let clean_log = "========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n";
-        let judge = |log: &str, exit| ToolRun::judge(Tool::Memcheck, "s1", log, exit, 1.0);
+        let judge =
+            |log: &str, exit| ToolRun::judge(Tool::Memcheck, "s1", log, exit, 1.0, LAUNCHED);
         assert_eq!(judge(clean_log, Exit::Success).failure, None);
         let r = judge(clean_log, Exit::Failed("CUDA_ERROR_X".into()));
         assert!(r.failure.unwrap().contains("CUDA_ERROR_X"));
-        assert!(judge("", Exit::Success).failure.unwrap().contains("no summary"));
-        assert!(judge(clean_log, Exit::TimedOut(5)).failure.unwrap().contains("5 s"));
+        assert!(
+            judge("", Exit::Success)
+                .failure
+                .unwrap()
+                .contains("no summary")
+        );
+        assert!(
+            judge(clean_log, Exit::TimedOut(5))
+                .failure
+                .unwrap()
+                .contains("5 s")
+        );
         // Findings count whatever happened to the process.
         for exit in [Exit::Success, Exit::Failed("x".into()), Exit::TimedOut(1)] {
             let r = judge(MEMCHECK, exit);
-            assert_eq!((r.errors, r.failure.is_none()), (2, true));
+            assert_eq!((r.errors, r.failure.is_none()), (11, true));
             assert_eq!(r.kernels(), ["attention_fwd_f16_d64", "(host API)"]);
         }
     }

@@ -42,9 +42,24 @@ fn json_of(out: &std::process::Output) -> Value {
 #[ignore = "needs a CUDA GPU and compute-sanitizer"]
 fn planted_bugs_are_found_naming_the_kernel_and_the_shape() {
     let cases = [
-        ("oob", "memcheck", "b1h2s77d64_causal_f16", "attention_fwd_f16_d64"),
-        ("race", "racecheck", "b1h2s300d64_causal_bf16", "attention_fwd_bf16_d64"),
-        ("misaligned", "memcheck", "b1h1s129d128_causal_f16", "attention_fwd_f16_d128"),
+        (
+            "oob",
+            "memcheck",
+            "b1h2s77d64_causal_f16",
+            "attention_fwd_f16_d64",
+        ),
+        (
+            "race",
+            "racecheck",
+            "b1h2s300d64_causal_bf16",
+            "attention_fwd_bf16_d64",
+        ),
+        (
+            "misaligned",
+            "memcheck",
+            "b1h1s129d128_causal_f16",
+            "attention_fwd_f16_d128",
+        ),
     ];
     for (plant, tool, shape, kernel) in cases {
         let out = ci_gate()
@@ -89,8 +104,15 @@ fn shipped_kernels_are_clean_under_every_tool() {
         String::from_utf8_lossy(&out.stderr)
     );
     let runs = report["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 4 * 8, "four tools on the eight shapes of configs/sanitize.yaml");
-    assert!(runs.iter().all(|r| r["errors"] == 0 && r["failure"].is_null()));
+    assert_eq!(
+        runs.len(),
+        4 * 8,
+        "four tools on the eight shapes of configs/sanitize.yaml"
+    );
+    assert!(
+        runs.iter()
+            .all(|r| r["errors"] == 0 && r["failure"].is_null())
+    );
 }
 
 /// `--profile` gives base and candidate figures from ncu and keeps the .ncu-rep files.
@@ -100,8 +122,23 @@ fn a_profiled_shape_has_figures_for_both_sides() {
     let dir = tempfile::tempdir().unwrap();
     let shape = "b2h8s512d64_f16";
     let out = ci_gate()
-        .args(["local", "--base-kernels", "kernels", "--ab-always", "--no-compare"])
-        .args(["--rounds", "2", "--shape", shape, "--profile", shape, "--format", "json"])
+        .args([
+            "local",
+            "--base-kernels",
+            "kernels",
+            "--ab-always",
+            "--no-compare",
+        ])
+        .args([
+            "--rounds",
+            "2",
+            "--shape",
+            shape,
+            "--profile",
+            shape,
+            "--format",
+            "json",
+        ])
         .arg("--profile-dir")
         .arg(dir.path())
         .output()
@@ -117,8 +154,15 @@ fn a_profiled_shape_has_figures_for_both_sides() {
     for side in ["base", "candidate"] {
         let p = &profile[side];
         assert_eq!(p["kernel"], "attention_fwd_f16_d64", "{side}: {profile:#}");
-        for figure in ["duration_us", "registers_per_thread", "achieved_occupancy_pct"] {
-            assert!(p[figure].as_f64().unwrap_or(0.0) > 0.0, "{side} {figure}: {p:#}");
+        for figure in [
+            "duration_us",
+            "registers_per_thread",
+            "achieved_occupancy_pct",
+        ] {
+            assert!(
+                p[figure].as_f64().unwrap_or(0.0) > 0.0,
+                "{side} {figure}: {p:#}"
+            );
         }
         let file = p["report_file"].as_str().unwrap();
         assert!(dir.path().join(file).is_file(), "{file} missing");

@@ -115,7 +115,11 @@ fn planted_bug_kernels_compile_for_sm89_and_sm90() {
                 "attention_fwd_bf16_d64",
                 "attention_fwd_bf16_d128",
             ] {
-                assert!(contains(&cubin, s), "{plant} for {}: {s} missing", arch.sm());
+                assert!(
+                    contains(&cubin, s),
+                    "{plant} for {}: {s} missing",
+                    arch.sm()
+                );
             }
         }
     }

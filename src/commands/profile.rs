@@ -248,11 +248,7 @@ fn profile_one(
     }
     // ncu's own messages (`==PROF==`, warnings) may share the output: the CSV's lines are
     // the quoted ones.
-    let csv: Vec<&str> = ran
-        .output
-        .lines()
-        .filter(|l| l.starts_with('"'))
-        .collect();
+    let csv: Vec<&str> = ran.output.lines().filter(|l| l.starts_with('"')).collect();
     let mut p = parse_raw_csv(&csv.join("\n"), "attention_fwd_")?;
     p.report_file = Some(format!("{stem}.ncu-rep"));
     Ok(p)
@@ -297,7 +293,9 @@ mod tests {
             };
             let mut s = ShapeResult::new(params);
             s.verdict = verdict;
-            s.summary = crate::stats::Sample::new(vec![p50, p50, p50]).ok().map(|x| x.summary());
+            s.summary = crate::stats::Sample::new(vec![p50, p50, p50])
+                .ok()
+                .map(|x| x.summary());
             s
         };
         let mut r = crate::commands::pipeline::failed_run(None, &anyhow::anyhow!("x"));

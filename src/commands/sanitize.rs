@@ -15,9 +15,9 @@ use super::Outcome;
 use super::pipeline::load_config;
 use super::tool::{self, KernelRun};
 use crate::cli::SanitizeArgs;
+use crate::github::actions::append_step_summary;
 use crate::gpu::KernelSource;
 use crate::gpu::compile::LINEINFO_ENV;
-use crate::github::actions::append_step_summary;
 use crate::report::{Format, escape_markdown, fitted_table, stdout_width};
 use crate::sanitize::{Exit, SanitizeOutcome, SanitizeReport, Tool, ToolRun};
 
@@ -43,9 +43,7 @@ pub fn run_sanitize(args: &SanitizeArgs) -> Result<Outcome> {
         );
     };
     if !crate::gpu::driver_present() {
-        bail!(
-            "no NVIDIA driver found (libcuda.so could not be loaded): sanitize needs a CUDA GPU"
-        );
+        bail!("no NVIDIA driver found (libcuda.so could not be loaded): sanitize needs a CUDA GPU");
     }
     let tools: Vec<Tool> = if args.tools.is_empty() {
         Tool::ALL.to_vec()
@@ -91,7 +89,8 @@ pub fn run_sanitize(args: &SanitizeArgs) -> Result<Outcome> {
     let runs: Mutex<Vec<(usize, ToolRun)>> = Mutex::new(Vec::new());
     let first_error: Mutex<Option<anyhow::Error>> = Mutex::new(None);
     let workers = (args.jobs as usize).min(jobs.len()).max(1);
-    let show_progress = args.format == Format::Table && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let show_progress =
+        args.format == Format::Table && std::io::IsTerminal::is_terminal(&std::io::stderr());
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| {
@@ -205,8 +204,7 @@ fn run_one(
     if let Some(logs) = &args.logs {
         // Shape names are validated config names (letters, digits, '_'): a plain file name.
         let keep: PathBuf = logs.join(format!("{}-{shape}.log", t.name()));
-        std::fs::write(&keep, &text)
-            .with_context(|| format!("cannot write {}", keep.display()))?;
+        std::fs::write(&keep, &text).with_context(|| format!("cannot write {}", keep.display()))?;
     }
     let exit = if ran.timed_out() {
         Exit::TimedOut(args.timeout_s)
@@ -219,8 +217,31 @@ fn run_one(
             ran.last_line()
         ))
     };
-    let run = ToolRun::judge(t, shape, &text, exit, ran.seconds);
+    let launched = launched(&args.config, shape);
+    let launched: Vec<(&str, &str)> = launched.iter().map(|(f, k)| (*f, k.as_str())).collect();
+    let run = ToolRun::judge(t, shape, &text, exit, ran.seconds, &launched);
     Ok(run)
+}
+
+/// The kernel each source file launches in a `kernel-run` of `shape` (see
+/// `gpu::parity::run_once`): the attention kernel and the reference for its dtype and
+/// head_dim, and the fills that make its inputs.
+fn launched(config: &Path, shape: &str) -> Vec<(&'static str, String)> {
+    let Ok((_, shapes)) = load_config(config, &[shape.to_owned()]) else {
+        return Vec::new();
+    };
+    let Some(s) = shapes.first() else {
+        return Vec::new();
+    };
+    let dtype = s.dtype.short();
+    vec![
+        (
+            "attention.cu",
+            format!("attention_fwd_{dtype}_d{}", s.head_dim),
+        ),
+        ("reference.cu", format!("attention_ref_{dtype}")),
+        ("util.cu", format!("fill_normal_{dtype}")),
+    ]
 }
 
 fn gpu_name() -> Option<String> {
@@ -313,10 +334,15 @@ pub fn table(report: &SanitizeReport) -> String {
     for r in &report.runs {
         for f in r.findings.iter().take(SHOWN_PER_RUN) {
             out.push_str(&format!(
-                "{} {} {}{}: {}\n",
+                "{} {} {}{}{}: {}\n",
                 r.tool,
                 r.shape,
                 f.kernel.as_deref().unwrap_or("(host API)"),
+                f.function
+                    .as_deref()
+                    .filter(|func| Some(*func) != f.kernel.as_deref())
+                    .map(|func| format!(" in {func}"))
+                    .unwrap_or_default(),
                 f.location
                     .as_deref()
                     .map(|l| format!(" at {l}"))
@@ -354,10 +380,7 @@ pub fn markdown(report: &SanitizeReport) -> String {
         .filter(|r| r.errors > 0 || r.failure.is_some())
         .collect();
     if problems.is_empty() {
-        out.push_str(&format!(
-            "{} runs, no findings.\n",
-            report.runs.len()
-        ));
+        out.push_str(&format!("{} runs, no findings.\n", report.runs.len()));
         return out;
     }
     out.push_str("| tool | shape | result | kernels | first finding |\n|---|---|---|---|---|\n");
@@ -394,7 +417,13 @@ pub fn markdown(report: &SanitizeReport) -> String {
                 r.tool,
                 escape_markdown(&r.shape),
                 escape_markdown(f.kernel.as_deref().unwrap_or("(host API)")),
-                escape_markdown(&[f.message.clone()].into_iter().chain(f.details.clone()).collect::<Vec<_>>().join("; "))
+                escape_markdown(
+                    &[f.message.clone()]
+                        .into_iter()
+                        .chain(f.details.clone())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )
             ));
         }
     }

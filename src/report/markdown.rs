@@ -32,9 +32,17 @@ fn profile_details(shape: &str, p: &crate::profile::ShapeProfile) -> String {
         p.reason,
         escape_markdown(&change)
     );
-    let kernel = p.candidate.as_ref().or(p.base.as_ref()).map(|k| k.kernel.as_str());
+    let kernel = p
+        .candidate
+        .as_ref()
+        .or(p.base.as_ref())
+        .map(|k| k.kernel.as_str());
     if let Some(k) = kernel {
-        let _ = writeln!(md, "Kernel {}, one launch each, clocks as measured.\n", escape_markdown(k));
+        let _ = writeln!(
+            md,
+            "Kernel {}, one launch each, clocks as measured.\n",
+            escape_markdown(k)
+        );
     }
     md.push_str("| figure | base | candidate | change |\n|---|--:|--:|--:|\n");
     for r in rows {
