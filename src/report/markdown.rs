@@ -24,13 +24,12 @@ fn profile_details(shape: &str, p: &crate::profile::ShapeProfile) -> String {
         .first()
         .map(|r| r[3].clone())
         .filter(|c| c != "—")
-        .map(|c| format!(", duration {c}"))
+        .map(|c| format!(", duration {}", escape_markdown(&c)))
         .unwrap_or_default();
     let mut md = format!(
-        "<details><summary>Nsight Compute: {} ({}){}</summary>\n\n",
+        "<details><summary>Nsight Compute: {} ({}){change}</summary>\n\n",
         escape_markdown(shape),
         p.reason,
-        escape_markdown(&change)
     );
     let kernel = p
         .candidate
@@ -610,6 +609,52 @@ mod tests {
         );
         assert!(!md.contains("https://evil") && !md.contains("<img"), "{md}");
     }
+    #[test]
+    fn a_profile_is_collapsed_with_the_duration_change_in_its_summary() {
+        use crate::profile::{KernelProfile, ProfileReason, ProfilingInfo, ShapeProfile};
+        let side = |us: f64| KernelProfile {
+            kernel: "attention_fwd_f16_d64".into(),
+            duration_us: Some(us),
+            registers_per_thread: Some(244.0),
+            ..KernelProfile::default()
+        };
+        let mut report = report_named("pr");
+        let params = crate::config::ShapeParams {
+            batch: 1,
+            heads: 8,
+            seq_len: 512,
+            head_dim: 64,
+            causal: true,
+            dtype: crate::config::Dtype::Float16,
+        };
+        let mut shape = crate::results::ShapeResult::new(params);
+        shape.profile = Some(ShapeProfile {
+            reason: ProfileReason::Regression,
+            base: Some(side(12.38)),
+            candidate: Some(side(12.67)),
+            error: None,
+        });
+        report.rows = vec![super::super::Row::of(&shape)];
+        report.profiling = Some(ProfilingInfo {
+            ncu_version: Some("Version 2025.3.1.0".into()),
+            seconds: 6.2,
+            budget_s: 300.0,
+            dir: None,
+        });
+        let md = MarkdownExporter.render(&report);
+        assert!(
+            md.contains(
+                "<details><summary>Nsight Compute: b1h8s512d64&#95;causal&#95;f16 (regression), duration &#43;2&#46;3&#37;</summary>"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("| duration &#40;µs&#41; | 12&#46;38 | 12&#46;67 | &#43;2&#46;3&#37; |"),
+            "{md}"
+        );
+        assert!(md.contains("profiled 1 shape with ncu"), "{md}");
+    }
+
     #[test]
     fn mermaid_labels_are_restricted() {
         assert_eq!(mermaid_label("b1\"]; evil"), "b1____evil");

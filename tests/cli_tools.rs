@@ -1,0 +1,110 @@
+//! `ci-gate sanitize` and `--profile` through the binary where they cannot run: every way of
+//! not running is exit 2 with a message that names what is missing (no GPU here).
+
+mod common;
+
+use common::bin;
+use predicates::prelude::*;
+
+fn root() -> &'static std::path::Path {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn sanitize_without_compute_sanitizer_is_exit_2_and_says_so() {
+    bin()
+        .current_dir(root())
+        .args(["sanitize"])
+        .env("PATH", "/nonexistent")
+        .env("CUDA_HOME", "/nonexistent")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("compute-sanitizer not found"))
+        .stderr(predicate::str::contains("--sanitizer PATH"));
+    bin()
+        .current_dir(root())
+        .args(["sanitize", "--sanitizer", "/nonexistent/compute-sanitizer"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "/nonexistent/compute-sanitizer: no such file",
+        ));
+}
+
+#[test]
+fn sanitize_without_a_gpu_is_exit_2_and_says_so() {
+    // A stand-in executable for the tool: the GPU check comes before anything runs.
+    let fake = if std::path::Path::new("/bin/true").is_file() {
+        "/bin/true"
+    } else {
+        "/usr/bin/true"
+    };
+    if ci_gate::gpu::driver_present() {
+        eprintln!("SKIPPED: this machine has a CUDA driver");
+        return;
+    }
+    bin()
+        .current_dir(root())
+        .args(["sanitize", "--sanitizer", fake])
+        .assert()
+        .code(2)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains("sanitize needs a CUDA GPU"));
+}
+
+#[test]
+fn sanitize_names_an_unknown_shape_and_a_missing_kernel() {
+    bin()
+        .current_dir(root())
+        .args(["sanitize", "--shape", "b1h1s1d64_f32"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("b1h1s1d64_f32"))
+        .stderr(predicate::str::contains("b1h2s77d64_causal_f16"));
+    let empty = tempfile::tempdir().unwrap();
+    bin()
+        .current_dir(root())
+        .args(["sanitize", "--kernels"])
+        .arg(empty.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("attention.cu"));
+    // Planted-bug kernels come without a harness: it must be named.
+    bin()
+        .current_dir(root())
+        .args(["sanitize", "--kernels", "tests/sanitize/oob"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--harness"));
+}
+
+#[test]
+fn the_default_sanitize_config_is_found_from_a_subdirectory() {
+    bin()
+        .current_dir(root().join("tests"))
+        .args(["sanitize", "--shape", "nope"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("sanitize.yaml"));
+}
+
+#[test]
+fn an_unknown_profile_shape_is_refused_before_anything_runs() {
+    bin()
+        .current_dir(root())
+        .args(["local", "--no-base", "--profile", "b9h9s9d64_f16"])
+        .assert()
+        .code(2)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains("--profile"))
+        .stderr(predicate::str::contains("b9h9s9d64_f16"));
+    bin()
+        .current_dir(root())
+        .args(["ci", "--no-base", "--ncu", "/nonexistent/ncu", "--out"])
+        .arg(std::env::temp_dir().join("ci-gate-cli-tools-results.json"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--ncu /nonexistent/ncu: no such file",
+        ));
+}
