@@ -32,8 +32,10 @@ plants)
     mkdir -p "$out/logs-$1"
     timed "$bin" sanitize --kernels tests/sanitize/$1 --harness kernels --tool $2 --shape $3 --logs "$out/logs-$1" --out "$out/plant-$1.json"
   done
-  echo "== planted oob, all tools, all shapes"
-  timed "$bin" sanitize --kernels tests/sanitize/oob --harness kernels --out "$out/plant-oob-all.json" | tail -45
+  echo "== planted bugs, all tools, all shapes (counts only)"
+  for p in oob race misaligned; do
+    timed "$bin" sanitize --kernels tests/sanitize/$p --harness kernels --out "$out/plant-$p-all.json" | head -1
+  done
   ;;
 profile)
   echo "== --profile on an A/A run"
@@ -41,7 +43,7 @@ profile)
   ncu --import "$out/prof-aa/b2h8s512d64_f16-candidate.ncu-rep" --csv --page raw --print-units base > "$out/raw-page.csv"
   echo "== a real regression: shipped kernel as candidate, ST=3 as base (profiled by itself)"
   timed "$bin" local --base-kernels $st3 --kernels kernels --no-compare --shape b1h8s512d64_causal_f16 --shape b8h16s512d64_causal_f16 --shape b2h16s4096d128_causal_f16 --profile-dir "$out/prof-reg" --out "$out/prof-reg.json"
-  "$bin" comment --from "$out/prof-reg.json" --fallback "$out/prof-reg-comment.md" >/dev/null 2>&1
+  "$bin" local --base-kernels $st3 --kernels kernels --no-compare --shape b1h8s512d64_causal_f16 --profile-dir "$out/prof-md" --format markdown > "$out/prof-reg-comment.md" 2>/dev/null
   echo "== the other way round"
   timed "$bin" local --base-kernels kernels --kernels $st3 --no-compare --shape b1h8s512d64_causal_f16 --shape b8h16s512d64_causal_f16 --shape b2h16s4096d128_causal_f16 --profile-dir "$out/prof-reg2" --out "$out/prof-reg2.json"
   ;;
@@ -51,7 +53,7 @@ shipped)
   timed "$bin" sanitize --logs "$out/logs-shipped" --out "$out/sanitize-shipped.json" --timeout-s 300
   ;;
 tests)
-  timed .carry/gpu-tools --ignored --test-threads=1 --skip shipped_kernels 2>&1 | grep -E "^test |test result|panicked|assert" | tee "$out/gpu-tools.log"
+  timed .carry/gpu-tools --ignored --test-threads=1 2>&1 | grep -E "^test |test result|panicked|assert" | tee "$out/gpu-tools.log"
   ;;
 esac
 done
