@@ -7,6 +7,7 @@ mod comment;
 mod compare;
 mod env;
 mod git;
+mod history;
 mod local;
 pub mod pipeline;
 mod selftest;
@@ -52,5 +53,6 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Env(args) => env::run_env(&args),
         Command::Ci(args) => ci::run_ci(&args),
         Command::Comment(args) => comment::run_comment(&args),
+        Command::History(args) => history::run(&args),
     }
 }
