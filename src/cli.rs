@@ -313,7 +313,9 @@ pub struct HistoryArgs {
 #[derive(Debug, Subcommand)]
 pub enum HistoryCommand {
     /// Append the shapes of a results file to the history (runs on the default branch).
-    /// Earlier lines are never rewritten; a run already there is not appended twice.
+    ///
+    /// Earlier lines are never rewritten; a history with a malformed line is refused; a run
+    /// already there (same commit, config and GPU) is not appended twice.
     Append(HistoryAppendArgs),
 }
 

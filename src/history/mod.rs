@@ -509,7 +509,7 @@ pub struct Filter {
 
 impl Filter {
     fn keeps(&self, r: &Record) -> bool {
-        (self.shapes.is_empty() || self.shapes.iter().any(|s| *s == r.shape))
+        (self.shapes.is_empty() || self.shapes.contains(&r.shape))
             && self.since.is_none_or(|t| r.time >= t)
     }
 }
