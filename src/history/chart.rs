@@ -15,6 +15,8 @@ const WIDTH: u32 = 960;
 const PANEL_HEIGHT: u32 = 300;
 /// Most runs drawn per series (the newest).
 pub const MAX_CHART_POINTS: usize = 5_000;
+/// Most series (panels) in one chart.
+pub const MAX_CHART_SERIES: usize = 100;
 
 const P50: RGBColor = RGBColor(31, 119, 180);
 const INTERVAL: RGBColor = RGBColor(158, 202, 225);
@@ -24,6 +26,12 @@ const BEST: RGBColor = RGBColor(44, 160, 44);
 
 /// The chart of `trends` as an SVG document.
 pub fn render_svg(trends: &[Trend]) -> Result<String, String> {
+    if trends.len() > MAX_CHART_SERIES {
+        return Err(format!(
+            "{} series, more than the {MAX_CHART_SERIES} one chart draws; pick shapes with --shape",
+            trends.len()
+        ));
+    }
     let mut svg = String::new();
     let panels = u32::try_from(trends.len().max(1)).unwrap_or(u32::MAX);
     let height = PANEL_HEIGHT.saturating_mul(panels);

@@ -502,3 +502,65 @@ fn the_chart_is_an_svg_with_a_panel_per_series() {
     );
     assert!(render_svg(&one).unwrap().contains("<svg"));
 }
+
+mod fuzz {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn mutated_line() -> impl Strategy<Value = String> {
+        let good = line(&record(1, "b2h8s512d64_f16", 12.5));
+        (0..good.len(), any::<char>(), 0usize..4).prop_map(move |(at, c, how)| {
+            let mut s = good.clone();
+            let at = (0..=at).rev().find(|&i| s.is_char_boundary(i)).unwrap_or(0);
+            match how {
+                0 => s.insert(at, c),
+                1 => s.truncate(at),
+                2 => {
+                    s.remove(at.min(s.len().saturating_sub(1)));
+                }
+                _ => s.replace_range(at..at, "\n"),
+            }
+            s
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        #[test]
+        fn parsing_never_panics_and_keeps_only_valid_records(text in ".{0,400}") {
+            if let Ok(h) = History::parse(&text, Path::new("h.jsonl")) {
+                for e in h.entries {
+                    prop_assert!(e.record.check().is_ok());
+                }
+            }
+        }
+
+        #[test]
+        fn mutated_records_are_valid_or_refused_with_a_line(text in mutated_line()) {
+            match History::parse(&text, Path::new("h.jsonl")) {
+                Ok(h) => for e in h.entries {
+                    prop_assert!(e.record.check().is_ok());
+                },
+                Err(e) => prop_assert!(e.to_string().starts_with("h.jsonl:"), "{}", e),
+            }
+        }
+
+        #[test]
+        fn change_points_never_panic_and_stay_in_range(
+            values in prop_oneof![
+                proptest::collection::vec(1e-3f64..1e6, 0..80),
+                proptest::collection::vec(99.0f64..101.0, 0..80),
+                proptest::collection::vec(any::<f64>(), 0..80),
+            ]
+        ) {
+            let cps = changepoint::detect(&values, &changepoint::Params::default());
+            let mut last = 0;
+            for c in cps {
+                prop_assert!(c.index > last && c.index < values.len());
+                last = c.index;
+            }
+        }
+    }
+}
