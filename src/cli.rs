@@ -51,6 +51,9 @@ pub enum Command {
     /// compute-sanitizer and `--profile` under ncu).
     #[command(hide = true)]
     KernelRun(KernelRunArgs),
+    /// Per-shape p50 over the default branch's runs: the best time, the change points and a
+    /// chart. `history append` adds a run's results to the history. No GPU.
+    History(HistoryArgs),
 }
 
 /// Where the config and baselines are.
@@ -415,4 +418,62 @@ pub struct EnvArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Default history file (JSON Lines, docs/HISTORY.md).
+pub const DEFAULT_HISTORY: &str = "ci-gate-history.jsonl";
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, flatten_help = true)]
+pub struct HistoryArgs {
+    #[command(subcommand)]
+    pub command: Option<HistoryCommand>,
+    #[command(flatten)]
+    pub show: HistoryShowArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HistoryCommand {
+    /// Append the shapes of a results file to the history (runs on the default branch).
+    ///
+    /// Earlier lines are never rewritten; a history with a malformed line is refused; a run
+    /// already there (same commit, config and GPU) is not appended twice.
+    Append(HistoryAppendArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryShowArgs {
+    /// The history file (JSON Lines).
+    #[arg(long, default_value = DEFAULT_HISTORY, value_name = "FILE")]
+    pub history: PathBuf,
+    /// Only this shape (repeatable), by its name as in the report.
+    #[arg(long = "shape", value_name = "NAME")]
+    pub shapes: Vec<String>,
+    /// Only runs from this date (YYYY-MM-DD, UTC) or RFC 3339 time on.
+    #[arg(long, value_name = "DATE", value_parser = crate::history::parse_since)]
+    pub since: Option<chrono::DateTime<chrono::Utc>>,
+    /// A terminal table, the JSON series, or an SVG chart (one panel per series).
+    #[arg(long, value_enum, default_value_t = HistoryFormat::Table)]
+    pub format: HistoryFormat,
+    /// Show every column of the table (by default it fits the terminal, 80 columns at least).
+    #[arg(long)]
+    pub wide: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryAppendArgs {
+    /// Results file of a run on the default branch (written by `ci-gate ci`).
+    #[arg(long, value_name = "RESULTS.json")]
+    pub results: PathBuf,
+    /// The history file to append to (created when absent).
+    #[arg(long, default_value = DEFAULT_HISTORY, value_name = "FILE")]
+    pub history: PathBuf,
+}
+
+/// Output formats of `history`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum HistoryFormat {
+    Table,
+    Json,
+    Svg,
 }

@@ -1,7 +1,8 @@
 //! ci-gate: a performance regression gate for CUDA kernels.
 //!
 //! Dependencies point one way: `stats`, `verdict`, `comparison`, `evaluate`, `baseline`,
-//! `results`, `report`, `profile`, `sanitize` and `validate` know nothing of `gpu`, `cli`, `commands` or `github`.
+//! `results`, `report`, `profile`, `sanitize`, `history` and `validate` know nothing of `gpu`,
+//! `cli`, `commands` or `github`.
 
 pub mod baseline;
 pub mod cli;
@@ -12,6 +13,7 @@ pub mod evaluate;
 pub mod files;
 pub mod github;
 pub mod gpu;
+pub mod history;
 pub mod profile;
 pub mod reference;
 pub mod report;

@@ -7,6 +7,7 @@ mod comment;
 mod compare;
 mod env;
 mod git;
+mod history;
 mod local;
 pub mod pipeline;
 mod profile;
@@ -59,5 +60,6 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Comment(args) => comment::run_comment(&args),
         Command::Sanitize(args) => sanitize::run_sanitize(&args),
         Command::KernelRun(args) => worker::run_kernels(&args),
+        Command::History(args) => history::run(&args),
     }
 }

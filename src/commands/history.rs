@@ -1,0 +1,282 @@
+//! `ci-gate history`: per-shape p50 over the default branch's runs, the best time ever and
+//! the change points, as a table, JSON or an SVG chart; `ci-gate history append` adds a
+//! run's results to the history. No GPU.
+
+use anyhow::{Result, bail};
+use serde_json::json;
+
+use super::Outcome;
+use crate::cli::{HistoryAppendArgs, HistoryArgs, HistoryCommand, HistoryFormat, HistoryShowArgs};
+use crate::history::{
+    self, Appended, Filter, History, Trend, changepoint, records_from_results, trends,
+};
+use crate::report::{fitted_table, stdout_width};
+use crate::results::ResultsFile;
+use crate::validate::{quote, short_commit};
+
+pub fn run(args: &HistoryArgs) -> Result<Outcome> {
+    match &args.command {
+        Some(HistoryCommand::Append(a)) => append(a),
+        None => show(&args.show),
+    }
+}
+
+fn append(args: &HistoryAppendArgs) -> Result<Outcome> {
+    let results = ResultsFile::load(&args.results)?;
+    let (records, notes) = records_from_results(&results, &args.results)?;
+    for n in notes {
+        eprintln!("note: {n}");
+    }
+    let first = &records[0];
+    let run = format!(
+        "commit {} (config {}, {})",
+        short_commit(&first.commit),
+        first.config,
+        first.gpu_slug
+    );
+    match history::append(&args.history, &records)? {
+        Appended::Lines(n) => println!(
+            "ci-gate: appended {n} shape{} of {run} to {}",
+            if n == 1 { "" } else { "s" },
+            args.history.display()
+        ),
+        Appended::AlreadyThere { line } => println!(
+            "ci-gate: {} already holds {run} (line {line}); nothing appended",
+            args.history.display()
+        ),
+    }
+    Ok(Outcome::Pass)
+}
+
+fn show(args: &HistoryShowArgs) -> Result<Outcome> {
+    let file = History::load(&args.history)?;
+    for name in &args.shapes {
+        if !file.entries.iter().any(|e| e.record.shape == *name) {
+            let mut known: Vec<&str> = file
+                .entries
+                .iter()
+                .map(|e| e.record.shape.as_str())
+                .collect();
+            known.sort_unstable();
+            known.dedup();
+            let shown: Vec<&str> = known.iter().copied().take(20).collect();
+            bail!(
+                "{}: no shape {} in the history (it holds {}{})",
+                args.history.display(),
+                quote(name),
+                if shown.is_empty() {
+                    "no runs".to_owned()
+                } else {
+                    shown.join(", ")
+                },
+                if known.len() > shown.len() {
+                    ", …"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    let filter = Filter {
+        shapes: args.shapes.clone(),
+        since: args.since,
+    };
+    let selected = history::series(&file, &filter);
+    if selected.is_empty() {
+        bail!(
+            "{}: no runs{}{}",
+            args.history.display(),
+            if args.shapes.is_empty() {
+                String::new()
+            } else {
+                format!(" of {}", args.shapes.join(", "))
+            },
+            args.since
+                .map(|t| format!(" since {}", t.to_rfc3339()))
+                .unwrap_or_default()
+        );
+    }
+    let params = changepoint::Params::default();
+    let trends = trends(selected, &params);
+    let out = match args.format {
+        HistoryFormat::Table => table(&trends, &params, (!args.wide).then(stdout_width)),
+        HistoryFormat::Json => {
+            let mut text = serde_json::to_string_pretty(&to_json(args, &trends, &params))?;
+            text.push('\n');
+            text
+        }
+        HistoryFormat::Svg => history::render_svg(&trends)
+            .map_err(|e| anyhow::anyhow!("cannot draw the history chart: {e}"))?,
+    };
+    print!("{out}");
+    Ok(Outcome::Pass)
+}
+
+/// µs with 4 significant digits.
+fn us(v: f64) -> String {
+    if v >= 1000.0 {
+        format!("{v:.0}")
+    } else if v >= 100.0 {
+        format!("{v:.1}")
+    } else if v >= 10.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn method_line(p: &changepoint::Params) -> String {
+    format!(
+        "Change points: PELT (Killick et al. 2012) on ln p50, normal mean-change cost, \
+         penalty {} ln n, levels of at least {} runs, moves under {}% not reported \
+         (docs/HISTORY.md).",
+        p.penalty_factor,
+        p.min_segment,
+        p.min_effect * 100.0
+    )
+}
+
+fn table(trends: &[Trend], params: &changepoint::Params, width: Option<usize>) -> String {
+    let header: Vec<String> = [
+        "shape",
+        "GPU",
+        "runs",
+        "latest µs",
+        "best µs",
+        "best commit",
+        "changes",
+        "config",
+    ]
+    .map(String::from)
+    .to_vec();
+    let rows: Vec<Vec<String>> = trends
+        .iter()
+        .map(|t| {
+            let s = &t.series;
+            let latest = s.points.last().map(|p| us(p.p50_us)).unwrap_or_default();
+            let best = s.points.get(t.best);
+            vec![
+                s.key.label(),
+                s.key.gpu_slug.clone(),
+                s.points.len().to_string(),
+                latest,
+                best.map(|p| us(p.p50_us)).unwrap_or_default(),
+                best.map(|p| short_commit(&p.commit)).unwrap_or_default(),
+                t.changes.len().to_string(),
+                s.key.config.clone(),
+            ]
+        })
+        .collect();
+    let more = "with --wide or --format json";
+    let mut out = fitted_table(
+        &header,
+        &rows,
+        &[0, 3, 4, 5, 6, 2, 1, 7],
+        2,
+        &[2, 3, 4, 6],
+        width,
+        more,
+    );
+    let changes: Vec<Vec<String>> = trends
+        .iter()
+        .flat_map(|t| {
+            t.changes.iter().map(|c| {
+                vec![
+                    t.series.key.label(),
+                    short_commit(&c.commit),
+                    c.time.format("%Y-%m-%d").to_string(),
+                    us(c.before_us),
+                    us(c.after_us),
+                    format!("{:+.1}%", c.change_pct),
+                ]
+            })
+        })
+        .collect();
+    let mut lines = Vec::new();
+    if changes.is_empty() {
+        lines.push("No change points.".to_owned());
+    } else {
+        out.push('\n');
+        let header: Vec<String> = [
+            "shape",
+            "level moved at",
+            "date",
+            "before µs",
+            "after µs",
+            "change",
+        ]
+        .map(String::from)
+        .to_vec();
+        out.push_str(&fitted_table(
+            &header,
+            &changes,
+            &[0, 1, 5, 3, 4, 2],
+            3,
+            &[3, 4, 5],
+            width,
+            more,
+        ));
+    }
+    lines.push(method_line(params));
+    for line in lines {
+        match width {
+            Some(w) => {
+                let options = textwrap::Options::new(w).subsequent_indent("  ");
+                for part in textwrap::wrap(&line, options) {
+                    out.push_str(&part);
+                    out.push('\n');
+                }
+            }
+            None => {
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+fn to_json(
+    args: &HistoryShowArgs,
+    trends: &[Trend],
+    params: &changepoint::Params,
+) -> serde_json::Value {
+    let series: Vec<serde_json::Value> = trends
+        .iter()
+        .map(|t| {
+            let s = &t.series;
+            let best = s.points.get(t.best);
+            json!({
+                "shape": s.key.shape,
+                "gpu": s.gpu,
+                "gpu_slug": s.key.gpu_slug,
+                "config": s.key.config,
+                "cache": s.key.cache,
+                "runs": s.points.len(),
+                "points": s.points,
+                "best": best.map(|p| json!({
+                    "index": t.best,
+                    "commit": p.commit,
+                    "time": p.time,
+                    "p50_us": p.p50_us,
+                })),
+                "changes": t.changes,
+            })
+        })
+        .collect();
+    json!({
+        "history": args.history.display().to_string(),
+        "since": args.since,
+        "method": {
+            "name": "PELT",
+            "reference": "Killick, Fearnhead & Eckley (2012), JASA 107(500)",
+            "data": "ln p50",
+            "cost": "normal mean change, variance from the MAD of first differences",
+            "penalty": format!("{} ln n", params.penalty_factor),
+            "min_segment": params.min_segment,
+            "min_effect": params.min_effect,
+            "max_points": params.max_points,
+        },
+        "series": series,
+    })
+}

@@ -1,0 +1,171 @@
+//! The SVG chart of `ci-gate history --format svg` (plotters, SVG backend only: text is
+//! written as `<text>` elements for the viewer to render, so no font is read).
+//!
+//! One panel per series, stacked: the p50 of each run (blue line and dots) with its
+//! interval (light blue bars), the level of each segment between change points (red), a
+//! grey line with the change in % at each change point, and the best run ringed in green.
+//! The x axis is the runs in append order, labelled with short commits; the y axis is µs.
+
+use plotters::prelude::*;
+
+use super::Trend;
+
+/// Width of the chart and height of one panel, pixels.
+const WIDTH: u32 = 960;
+const PANEL_HEIGHT: u32 = 300;
+/// Most runs drawn per series (the newest).
+pub const MAX_CHART_POINTS: usize = 5_000;
+/// Most series (panels) in one chart.
+pub const MAX_CHART_SERIES: usize = 100;
+
+const P50: RGBColor = RGBColor(31, 119, 180);
+const INTERVAL: RGBColor = RGBColor(158, 202, 225);
+const LEVEL: RGBColor = RGBColor(214, 39, 40);
+const CHANGE: RGBColor = RGBColor(127, 127, 127);
+const BEST: RGBColor = RGBColor(44, 160, 44);
+
+/// The chart of `trends` as an SVG document.
+pub fn render_svg(trends: &[Trend]) -> Result<String, String> {
+    if trends.len() > MAX_CHART_SERIES {
+        return Err(format!(
+            "{} series, more than the {MAX_CHART_SERIES} one chart draws; pick shapes with --shape",
+            trends.len()
+        ));
+    }
+    let mut svg = String::new();
+    let panels = u32::try_from(trends.len().max(1)).unwrap_or(u32::MAX);
+    let height = PANEL_HEIGHT.saturating_mul(panels);
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let areas = root.split_evenly((trends.len().max(1), 1));
+        for (trend, area) in trends.iter().zip(areas) {
+            panel(trend, &area).map_err(|e| e.to_string())?;
+        }
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(svg)
+}
+
+/// µs with 4 significant digits.
+fn us(v: f64) -> String {
+    let digits = if v >= 1000.0 {
+        0
+    } else if v >= 100.0 {
+        1
+    } else if v >= 10.0 {
+        2
+    } else {
+        3
+    };
+    format!("{v:.digits$}")
+}
+
+type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+fn panel(trend: &Trend, area: &Area<'_>) -> Result<(), Box<dyn std::error::Error>> {
+    let s = &trend.series;
+    let skip = s.points.len().saturating_sub(MAX_CHART_POINTS);
+    let points = &s.points[skip..];
+    let n = i32::try_from(points.len()).unwrap_or(i32::MAX);
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for p in points {
+        let (a, b) = p
+            .interval_us
+            .map_or((p.p50_us, p.p50_us), |i| (i.low, i.high));
+        lo = lo.min(a.min(p.p50_us));
+        hi = hi.max(b.max(p.p50_us));
+    }
+    if !(lo.is_finite() && hi.is_finite()) {
+        return Ok(());
+    }
+    let pad = ((hi - lo) * 0.08).max(hi * 0.005);
+    let (lo, hi) = ((lo - pad).max(0.0), hi + pad);
+    let cache = match s.key.cache {
+        Some(c) => format!(" · {c} cache"),
+        None => String::new(),
+    };
+    let caption = format!(
+        "{} · {} · config {}{cache}",
+        s.key.shape, s.key.gpu_slug, s.key.config
+    );
+    let label = |x: &i32| -> String {
+        usize::try_from(*x)
+            .ok()
+            .and_then(|i| points.get(i))
+            .map(|p| p.commit.chars().take(7).collect())
+            .unwrap_or_default()
+    };
+    let y_label = |y: &f64| us(*y);
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(64)
+        .build_cartesian_2d(-1..n.max(1), lo..hi)?;
+    chart
+        .configure_mesh()
+        .x_labels(10)
+        .y_labels(6)
+        .x_label_formatter(&label)
+        .y_label_formatter(&y_label)
+        .x_desc("commit (oldest → newest)")
+        .y_desc("p50 µs")
+        .max_light_lines(2)
+        .draw()?;
+    let xy = |i: usize, v: f64| (i32::try_from(i).unwrap_or(i32::MAX), v);
+    chart.draw_series(points.iter().enumerate().filter_map(|(i, p)| {
+        p.interval_us
+            .map(|iv| PathElement::new(vec![xy(i, iv.low), xy(i, iv.high)], INTERVAL))
+    }))?;
+    chart.draw_series(LineSeries::new(
+        points.iter().enumerate().map(|(i, p)| xy(i, p.p50_us)),
+        P50.stroke_width(2),
+    ))?;
+    chart.draw_series(
+        points
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Circle::new(xy(i, p.p50_us), 3, P50.filled())),
+    )?;
+    // Levels: from each change point (or the start) to the next (or the end).
+    let changes: Vec<_> = trend
+        .changes
+        .iter()
+        .filter(|c| c.index >= skip)
+        .map(|c| (c.index - skip, c))
+        .collect();
+    let mut starts: Vec<(usize, f64)> = Vec::new();
+    if let Some((_, first)) = changes.first() {
+        starts.push((0, first.before_us));
+    }
+    starts.extend(changes.iter().map(|(i, c)| (*i, c.after_us)));
+    for (k, &(start, level)) in starts.iter().enumerate() {
+        let end = starts.get(k + 1).map_or(points.len(), |s| s.0);
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![xy(start, level), xy(end.saturating_sub(1), level)],
+            LEVEL.stroke_width(2),
+        )))?;
+    }
+    for (i, c) in &changes {
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![xy(*i, lo), xy(*i, hi)],
+            CHANGE.stroke_width(1),
+        )))?;
+        chart.draw_series(std::iter::once(Text::new(
+            format!("{:+.1}%", c.change_pct),
+            xy(*i, hi),
+            ("sans-serif", 14).into_font().color(&LEVEL),
+        )))?;
+    }
+    if let Some(i) = trend.best.checked_sub(skip)
+        && let Some(p) = points.get(i)
+    {
+        chart.draw_series(std::iter::once(Circle::new(
+            xy(i, p.p50_us),
+            7,
+            BEST.stroke_width(2),
+        )))?;
+    }
+    Ok(())
+}
