@@ -43,6 +43,9 @@ pub enum Command {
     Selftest(SelftestArgs),
     /// Print the GPU, driver, CUDA and clock fingerprint.
     Env(EnvArgs),
+    /// Join the results files of a sharded run (`--shard K/N`) into one: one verdict, with Holm
+    /// over every shape, one report and one results file for `comment`. No GPU.
+    Merge(MergeArgs),
     /// Run the kernels under compute-sanitizer (memcheck, racecheck, initcheck, synccheck)
     /// over shapes that reach every code path; exit 1 on any finding, 2 if a tool could not
     /// run.
@@ -69,6 +72,19 @@ pub struct ConfigArgs {
     /// Directory of the candidate's kernel sources (default: kernels/ of the repository).
     #[arg(long, default_value = DEFAULT_KERNELS, value_name = "DIR")]
     pub kernels: PathBuf,
+}
+
+/// Splitting a run over GPUs or runners.
+#[derive(Debug, Clone, Args)]
+pub struct ShardArgs {
+    /// Measure only shard K of N of the config's shapes (a deterministic split balanced by
+    /// expected time); `ci-gate merge` joins the shards' results and decides over all of them.
+    #[arg(long, value_name = "K/N", conflicts_with = "devices")]
+    pub shard: Option<crate::shard::ShardSpec>,
+    /// Run one shard per GPU of this machine, in parallel processes, and merge them: a list of
+    /// device indices (0,1,2) or `all`.
+    #[arg(long, value_name = "LIST")]
+    pub devices: Option<String>,
 }
 
 /// Nsight Compute profiles of `local` and `ci`.
@@ -159,6 +175,8 @@ pub struct LocalArgs {
     pub shapes: Vec<String>,
     #[command(flatten)]
     pub profile: ProfileArgs,
+    #[command(flatten)]
+    pub sharding: ShardArgs,
     /// Report format on stdout: a terminal table, the JSON numbers, the Markdown of the PR
     /// comment, or an export for Bencher (bmf) or github-action-benchmark.
     #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -195,6 +213,8 @@ pub struct CiArgs {
     pub base: BaseArgs,
     #[command(flatten)]
     pub profile: ProfileArgs,
+    #[command(flatten)]
+    pub sharding: ShardArgs,
     /// Where to write the results file.
     #[arg(long, default_value = "ci-gate-results.json", value_name = "FILE")]
     pub out: PathBuf,
@@ -318,6 +338,9 @@ pub struct SelftestArgs {
     /// Only this shape (repeatable).
     #[arg(long = "shape", value_name = "NAME")]
     pub shapes: Vec<String>,
+    /// Only shard K of N of the shapes (the split of `local --shard`).
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<crate::shard::ShardSpec>,
     /// Report format: a terminal table, JSON, or Markdown.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -348,6 +371,9 @@ pub struct SanitizeArgs {
     /// Only this shape of the config (repeatable).
     #[arg(long = "shape", value_name = "NAME")]
     pub shapes: Vec<String>,
+    /// Only shard K of N of the shapes (the split of `local --shard`).
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<crate::shard::ShardSpec>,
     /// Only this tool (repeatable; default: all four).
     #[arg(long = "tool", value_enum, value_name = "TOOL")]
     pub tools: Vec<crate::sanitize::Tool>,
@@ -389,6 +415,47 @@ impl SanitizeArgs {
             if self.kernels == Path::new(DEFAULT_KERNELS) {
                 self.kernels = root.join(DEFAULT_KERNELS);
             }
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shards' results files, one per shard, any order.
+    #[arg(value_name = "RESULTS", required = true)]
+    pub results: Vec<PathBuf>,
+    /// Directory of stored baselines the shards compared with (default: baselines/ of the
+    /// repository): merge compares again, over all shapes.
+    #[arg(long, default_value = DEFAULT_BASELINES, value_name = "DIR")]
+    pub baselines: PathBuf,
+    /// Where to write the merged results file.
+    #[arg(long, value_name = "FILE", required_if_eq("ci", "true"))]
+    pub out: Option<PathBuf>,
+    /// In GitHub Actions, as `ci` does: the job summary, annotations and step outputs, and a
+    /// results file for `comment` also when the shards cannot be merged (exit 2).
+    #[arg(long)]
+    pub ci: bool,
+    /// Report format on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Show every column of the table (by default it fits the terminal, 80 columns at least).
+    #[arg(long)]
+    pub wide: bool,
+}
+
+impl MergeArgs {
+    /// As [`ConfigArgs::find_defaults`], for `--baselines` alone.
+    pub fn find_defaults(&mut self, start: &Path) {
+        if self.baselines != Path::new(DEFAULT_BASELINES) || start.join(DEFAULT_BASELINES).is_dir()
+        {
+            return;
+        }
+        if let Some(root) = start
+            .ancestors()
+            .skip(1)
+            .find(|dir| dir.join(DEFAULT_CONFIG).is_file())
+        {
+            self.baselines = root.join(DEFAULT_BASELINES);
         }
     }
 }

@@ -1,7 +1,7 @@
 //! ci-gate: a performance regression gate for CUDA kernels.
 //!
 //! Dependencies point one way: `stats`, `verdict`, `comparison`, `evaluate`, `baseline`,
-//! `results`, `report`, `profile`, `sanitize`, `history` and `validate` know nothing of `gpu`,
+//! `results`, `report`, `profile`, `sanitize`, `history`, `shard` and `validate` know nothing of `gpu`,
 //! `cli`, `commands` or `github`.
 
 pub mod baseline;
@@ -20,6 +20,7 @@ pub mod report;
 pub mod results;
 pub mod samples;
 pub mod sanitize;
+pub mod shard;
 pub mod stats;
 pub mod validate;
 pub mod verdict;

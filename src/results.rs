@@ -313,6 +313,10 @@ pub struct ResultsFile {
     /// How profiling went, when any shape was to be profiled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profiling: Option<crate::profile::ProfilingInfo>,
+    /// Which shard of a sharded run this file holds (`--shard K/N`); `None` for a whole run.
+    /// Its verdicts are provisional: `ci-gate merge` decides over all shards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::shard::ShardInfo>,
 }
 
 /// The base side of an A/B run.

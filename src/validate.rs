@@ -417,6 +417,32 @@ impl Untrusted for ResultsFile {
         if let Some(e) = &self.error {
             c.text("error", e, MAX_ERROR_LEN)?;
         }
+        if let Some(sh) = &self.shard {
+            if sh.count == 0
+                || sh.count > crate::shard::MAX_SHARDS
+                || sh.index == 0
+                || sh.index > sh.count
+            {
+                return Err(c.fail(
+                    "shard",
+                    format!(
+                        "shard {}/{} is not K/N with 1 ≤ K ≤ N ≤ {}",
+                        sh.index,
+                        sh.count,
+                        crate::shard::MAX_SHARDS
+                    ),
+                ));
+            }
+            c.count(
+                "shard.run_shapes",
+                sh.run_shapes.len(),
+                MAX_SHAPES,
+                "shapes",
+            )?;
+            for (i, n) in sh.run_shapes.iter().enumerate() {
+                c.name(&format!("shard.run_shapes[{i}]"), n)?;
+            }
+        }
         if let Some(p) = &self.profiling {
             if let Some(v) = &p.ncu_version {
                 c.label("profiling.ncu_version", v, MAX_SHORT_LABEL_LEN, true)?;

@@ -18,31 +18,63 @@ use crate::validate::{MAX_ERROR_LEN, Untrusted, clip_text};
 use crate::verdict::{Policy, Verdict};
 
 pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
-    let gh = GithubEnv::from_env();
     let mut config: Option<Config> = None;
     let measured = (|| -> Result<ResultsFile> {
         let (c, shapes) = load_config(&args.config.config, &[])?;
         config = Some(c.clone());
         super::profile::check_args(&args.profile)?;
         super::profile::check_request(&args.profile, &c)?;
+        let devices = match &args.sharding.devices {
+            Some(list) => Some(super::devices::parse_devices(list)?),
+            None => None,
+        };
+        let (shapes, shard) = match args.sharding.shard {
+            Some(spec) => {
+                let (mine, info) = super::devices::shard_of(&c, &shapes, spec)?;
+                (mine, Some(info))
+            }
+            None => (shapes, None),
+        };
         let base = resolve_base(&args.base, &args.config.kernels, false)?;
-        let mut r = run(RunPlan {
-            config: c,
-            shapes,
-            kernels: args.config.kernels.clone(),
-            base: base.kernels.clone(),
-            ab: AbMode::WhenDifferent,
-            against: Against::Store(BaselineStore::new(&args.config.baselines)),
-            parity: true,
-            rounds: None,
-            inject: None,
-            policy: Policy {
-                fail_on_drift: args.base.fail_on_drift,
-            },
-            trace_drift: true,
-            progress: false,
-        })?;
+        let mut r = match &devices {
+            Some(devices) => super::devices::run_on_devices(
+                devices,
+                &super::devices::Fanout {
+                    config: &args.config.config,
+                    kernels: &args.config.kernels,
+                    baselines: &args.config.baselines,
+                    base: base.kernels.as_ref().map(|k| k.dir.as_path()),
+                    shapes: &[],
+                    extra: if args.base.fail_on_drift {
+                        vec!["--fail-on-drift".into()]
+                    } else {
+                        Vec::new()
+                    },
+                },
+            )?,
+            None => run(RunPlan {
+                config: c,
+                shapes,
+                kernels: args.config.kernels.clone(),
+                base: base.kernels.clone(),
+                ab: AbMode::WhenDifferent,
+                against: Against::Store(BaselineStore::new(&args.config.baselines)),
+                parity: true,
+                rounds: None,
+                inject: None,
+                policy: Policy {
+                    fail_on_drift: args.base.fail_on_drift,
+                },
+                trace_drift: true,
+                progress: false,
+            })?,
+        };
         r.notes.extend(base.note.clone());
+        if let Some(info) = shard {
+            r.notes
+                .push(super::devices::shard_note(&info, r.shapes.len()));
+            r.shard = Some(info);
+        }
         let measured_base = base
             .kernels
             .as_ref()
@@ -57,10 +89,24 @@ pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
         }
         Ok(r)
     })();
-    let (mut results, failure) = match measured {
+    let (results, failure) = match measured {
         Ok(r) => (r, None),
         Err(e) => (failed_run(config.as_ref(), &e), Some(e)),
     };
+    publish(results, &args.out, failure)
+}
+
+/// What `ci` (and `merge --ci`) leave in GitHub Actions: the results file (also when no
+/// verdict could be reached), the report on stdout, the job summary, one annotation per
+/// failing shape, and step outputs. A shard's verdicts are provisional: it exits 0 once its
+/// results are written (2 without a verdict), and its `verdict` output is `shard`.
+pub fn publish(
+    mut results: ResultsFile,
+    out: &std::path::Path,
+    failure: Option<anyhow::Error>,
+) -> Result<Outcome> {
+    let gh = GithubEnv::from_env();
+    let args_out = out;
     // Error texts can be a compiler's log of the pull request's kernels: bounded as a reader
     // checks them, so that the comment job can always load the file.
     for e in results
@@ -73,8 +119,8 @@ pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
     }
     // The results file is written even without a verdict, so the comment job can say why.
     results
-        .save(&args.out)
-        .with_context(|| format!("cannot save the results to {}", args.out.display()))?;
+        .save(args_out)
+        .with_context(|| format!("cannot save the results to {}", args_out.display()))?;
     // Error texts can quote the pull request's kernels (a compiler log): on one line, without
     // control characters, before anything is printed to the log.
     results.neutralise();
@@ -92,8 +138,10 @@ pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
     let policy = Policy {
         fail_on_drift: results.fail_on_drift,
     };
+    let sharded = results.shard.is_some();
     for shape in &results.shapes {
-        if !shape.verdict.fails(policy) {
+        // A shard's verdicts are provisional: the merged run annotates.
+        if sharded || !shape.verdict.fails(policy) {
             continue;
         }
         let message = match (&shape.error, shape.primary(), &shape.parity) {
@@ -153,6 +201,8 @@ pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
         };
         let verdict = if failure.is_some() {
             "error"
+        } else if sharded {
+            "shard"
         } else if results.passed {
             "pass"
         } else {
@@ -169,13 +219,14 @@ pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
                 ("inconclusive", count(Verdict::Inconclusive)),
                 ("drift", count(Verdict::Drift)),
                 ("no_baseline", count(Verdict::NoBaseline)),
-                ("results", args.out.display().to_string()),
+                ("results", args_out.display().to_string()),
             ],
         )
         .with_context(|| format!("cannot write the step outputs {}", path.display()))?;
     }
     match failure {
         Some(e) => Err(e),
+        None if sharded => Ok(Outcome::Pass),
         None => Ok(Outcome::from_passed(results.passed)),
     }
 }

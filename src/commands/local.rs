@@ -85,6 +85,28 @@ pub fn resolve_base(
     })
 }
 
+/// The arguments every `--devices` child repeats from this command line.
+fn child_extra(args: &LocalArgs) -> Vec<String> {
+    let mut extra = Vec::new();
+    if let Some(n) = args.rounds {
+        extra.extend(["--rounds".into(), n.to_string()]);
+    }
+    if let Some(f) = args.inject {
+        extra.extend(["--inject".into(), f.to_string()]);
+    }
+    for (on, flag) in [
+        (args.ab_always, "--ab-always"),
+        (args.no_compare, "--no-compare"),
+        (args.no_parity, "--no-parity"),
+        (args.base.fail_on_drift, "--fail-on-drift"),
+    ] {
+        if on {
+            extra.push(flag.into());
+        }
+    }
+    extra
+}
+
 pub fn run_local(args: &LocalArgs) -> Result<Outcome> {
     let (config, shapes) = load_config(&args.config.config, &args.shapes)?;
     if let Some(f) = args.inject
@@ -94,6 +116,17 @@ pub fn run_local(args: &LocalArgs) -> Result<Outcome> {
     }
     super::profile::check_args(&args.profile)?;
     super::profile::check_request(&args.profile, &config)?;
+    let devices = match &args.sharding.devices {
+        Some(list) => Some(super::devices::parse_devices(list)?),
+        None => None,
+    };
+    let (shapes, shard) = match args.sharding.shard {
+        Some(spec) => {
+            let (mine, info) = super::devices::shard_of(&config, &shapes, spec)?;
+            (mine, Some(info))
+        }
+        None => (shapes, None),
+    };
     let base = resolve_base(&args.base, &args.config.kernels, true)?;
     // Said first, on stderr (stdout stays the report): what the candidate is measured against.
     match (&base.kernels, &base.note) {
@@ -106,26 +139,45 @@ pub fn run_local(args: &LocalArgs) -> Result<Outcome> {
     } else {
         Against::Store(BaselineStore::new(&args.config.baselines))
     };
-    let mut results = run(RunPlan {
-        config,
-        shapes,
-        kernels: args.config.kernels.clone(),
-        base: base.kernels.clone(),
-        ab: if args.ab_always {
-            AbMode::Always
-        } else {
-            AbMode::WhenDifferent
-        },
-        against,
-        parity: !args.no_parity,
-        rounds: args.rounds,
-        inject: args.inject,
-        policy: Policy {
-            fail_on_drift: args.base.fail_on_drift,
-        },
-        trace_drift: true,
-        progress: args.format == Format::Table,
-    })?;
+    let mut results = match &devices {
+        Some(devices) => super::devices::run_on_devices(
+            devices,
+            &super::devices::Fanout {
+                config: &args.config.config,
+                kernels: &args.config.kernels,
+                baselines: &args.config.baselines,
+                base: base.kernels.as_ref().map(|k| k.dir.as_path()),
+                shapes: &args.shapes,
+                extra: child_extra(args),
+            },
+        )?,
+        None => run(RunPlan {
+            config,
+            shapes,
+            kernels: args.config.kernels.clone(),
+            base: base.kernels.clone(),
+            ab: if args.ab_always {
+                AbMode::Always
+            } else {
+                AbMode::WhenDifferent
+            },
+            against,
+            parity: !args.no_parity,
+            rounds: args.rounds,
+            inject: args.inject,
+            policy: Policy {
+                fail_on_drift: args.base.fail_on_drift,
+            },
+            trace_drift: true,
+            progress: args.format == Format::Table,
+        })?,
+    };
+    if let Some(info) = shard {
+        results
+            .notes
+            .push(super::devices::shard_note(&info, results.shapes.len()));
+        results.shard = Some(info);
+    }
     results.notes.extend(base.note.clone());
     let measured_base = base
         .kernels

@@ -2,13 +2,15 @@
 
 mod baseline;
 mod child;
-mod ci;
+pub(crate) mod ci;
 mod comment;
 mod compare;
+mod devices;
 mod env;
 mod git;
 mod history;
 mod local;
+mod merge;
 pub mod pipeline;
 mod profile;
 mod sanitize;
@@ -46,6 +48,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             Command::Baseline(BaselineCommand::Update(a)) => a.config.find_defaults(&here),
             Command::Baseline(BaselineCommand::Show(a)) => a.find_defaults(&here),
             Command::Sanitize(a) => a.find_defaults(&here),
+            Command::Merge(a) => a.find_defaults(&here),
             _ => {}
         }
     }
@@ -61,5 +64,6 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Sanitize(args) => sanitize::run_sanitize(&args),
         Command::KernelRun(args) => worker::run_kernels(&args),
         Command::History(args) => history::run(&args),
+        Command::Merge(args) => merge::run_merge(&args),
     }
 }

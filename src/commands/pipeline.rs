@@ -382,6 +382,7 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
         base: base_info,
         fail_on_drift: plan.policy.fail_on_drift,
         profiling: None,
+        shard: None,
     })
 }
 
@@ -684,6 +685,7 @@ pub fn failed_run(config: Option<&Config>, error: &anyhow::Error) -> ResultsFile
         base: None,
         fail_on_drift: false,
         profiling: None,
+        shard: None,
     }
 }
 

@@ -26,7 +26,11 @@ const SHOWN_PER_RUN: usize = 3;
 
 pub fn run_sanitize(args: &SanitizeArgs) -> Result<Outcome> {
     let started = Instant::now();
-    let (_, shapes) = load_config(&args.config, &args.shapes)?;
+    let (config, shapes) = load_config(&args.config, &args.shapes)?;
+    let shapes = match args.shard {
+        Some(spec) => super::devices::shard_of(&config, &shapes, spec)?.0,
+        None => shapes,
+    };
     let harness = args.harness.clone().unwrap_or_else(|| args.kernels.clone());
     let attention = KernelSource::read(&args.kernels.join("attention.cu"))?;
     for f in ["reference.cu", "util.cu"] {

@@ -93,6 +93,10 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
         }
     }
     let (config, shapes) = load_config(&args.config.config, &args.shapes)?;
+    let shapes = match args.shard {
+        Some(spec) => super::devices::shard_of(&config, &shapes, spec)?.0,
+        None => shapes,
+    };
     let names: Vec<String> = shapes.iter().map(|s| s.name()).collect();
     let dir = child::scratch("ci-gate-selftest-")?;
     let empty_store = dir.path().join("no-baselines");

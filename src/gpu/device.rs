@@ -126,6 +126,15 @@ fn uuid_string(bytes: &[std::ffi::c_char; 16]) -> String {
     )
 }
 
+/// How many CUDA devices this process sees (after `CUDA_VISIBLE_DEVICES`).
+pub fn device_count() -> Result<u32, GpuError> {
+    if !raw::driver_present() {
+        return Err(GpuError::NoDriver);
+    }
+    let n = CudaContext::device_count().map_err(|e| GpuError::NoDevice(e.to_string()))?;
+    Ok(n.max(0) as u32)
+}
+
 /// Opens device 0: context, stream and device facts, without compiling anything.
 pub fn open_device() -> Result<(Arc<CudaContext>, Arc<CudaStream>, DeviceInfo), GpuError> {
     if !raw::driver_present() {

@@ -108,6 +108,7 @@ fn results(commit: Option<&str>, shapes: &[(ShapeParams, Option<f64>)]) -> Resul
         base: None,
         fail_on_drift: false,
         profiling: None,
+        shard: None,
     }
 }
 

@@ -126,6 +126,7 @@ pub fn results(gpu: &str, factors: &[f64], seed: u64) -> ResultsFile {
         base: None,
         fail_on_drift: false,
         profiling: None,
+        shard: None,
     }
 }
 

@@ -1,0 +1,427 @@
+//! `ci-gate merge`: the results files of a sharded run joined into one. The shards must be
+//! one run: the same config, commit, kernels (both sides), GPU model, gate and stored
+//! baseline, every shard of N exactly once, every shape exactly once. The comparisons are
+//! then made again over all shapes, so Holm's correction and the verdict are the whole run's,
+//! not a shard's.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use super::Outcome;
+use crate::baseline::BaselineStore;
+use crate::cli::MergeArgs;
+use crate::comparison::StoredSide;
+use crate::evaluate::evaluate;
+use crate::report::{Exporter, JsonExporter, Report, TableExporter};
+use crate::results::ResultsFile;
+use crate::verdict::Policy;
+
+pub fn run_merge(args: &MergeArgs) -> Result<Outcome> {
+    let merged = (|| -> Result<ResultsFile> {
+        let mut shards = Vec::new();
+        for path in &args.results {
+            let r = ResultsFile::load(path)?;
+            shards.push((path.clone(), r));
+        }
+        merge(shards, &args.baselines)
+    })();
+    if args.ci {
+        let out = args.out.as_deref().expect("clap requires --out with --ci");
+        return match merged {
+            Ok(m) => super::ci::publish(m, out, None),
+            Err(e) => super::ci::publish(super::pipeline::failed_run(None, &e), out, Some(e)),
+        };
+    }
+    let merged = merged?;
+    if let Some(out) = &args.out {
+        merged
+            .save(out)
+            .with_context(|| format!("cannot save the merged results to {}", out.display()))?;
+    }
+    let report = Report::from_results(&merged);
+    let text = match args.format {
+        crate::report::Format::Table => TableExporter::for_stdout(args.wide).render(&report),
+        crate::report::Format::Json => JsonExporter { single: false }.render(&report),
+        other => other
+            .exporter()
+            .map(|e| e.render(&report))
+            .unwrap_or_default(),
+    };
+    print!("{text}");
+    Ok(Outcome::from_passed(report.passed))
+}
+
+/// Checks that `shards` are the whole of one run and joins them, comparing again over all
+/// shapes (with the stored baseline from `baselines` when the shards used one).
+pub fn merge(shards: Vec<(PathBuf, ResultsFile)>, baselines: &Path) -> Result<ResultsFile> {
+    let joined = join(shards)?;
+    reevaluate(joined, baselines)
+}
+
+/// Names a shard file in messages: `shard 2/4 (path)`.
+fn label(path: &Path, r: &ResultsFile) -> String {
+    match &r.shard {
+        Some(s) => format!("shard {}/{} ({})", s.index, s.count, path.display()),
+        None => path.display().to_string(),
+    }
+}
+
+/// The checks and the join, without comparing: pure.
+pub fn join(shards: Vec<(PathBuf, ResultsFile)>) -> Result<ResultsFile> {
+    let Some((first_path, first)) = shards.first() else {
+        bail!("no results files to merge");
+    };
+    for (p, r) in &shards {
+        if r.shard.is_none() {
+            bail!(
+                "{}: not a shard (it has no shard information): merge joins the results of `--shard K/N` runs",
+                p.display()
+            );
+        }
+        if let Some(e) = &r.error {
+            bail!("{} reached no verdict: {e}", label(p, r));
+        }
+    }
+    let info = first.shard.clone().expect("checked above");
+    // One run: everything that makes shards comparable must agree.
+    let same = |what: &str, f: &dyn Fn(&ResultsFile) -> String| -> Result<()> {
+        let want = f(first);
+        for (p, r) in &shards[1..] {
+            let got = f(r);
+            if got != want {
+                bail!(
+                    "{} and {} are not shards of one run: they differ in {what} ({want} against {got})",
+                    label(first_path, first),
+                    label(p, r)
+                );
+            }
+        }
+        Ok(())
+    };
+    same("the number of shards", &|r| {
+        r.shard.as_ref().map(|s| s.count).unwrap_or(0).to_string()
+    })?;
+    same("the config", &|r| {
+        format!("{} {}", r.config.name, r.config.hash)
+    })?;
+    same("the commit", &|r| {
+        r.git_commit.clone().unwrap_or_else(|| "none".into())
+    })?;
+    same("the candidate kernels", &|r| {
+        r.kernel_source_hash
+            .clone()
+            .unwrap_or_else(|| "none".into())
+    })?;
+    same("the base kernels", &|r| {
+        r.base
+            .as_ref()
+            .map(|b| format!("{} (measured: {})", b.kernel_source_hash, b.measured))
+            .unwrap_or_else(|| "none".into())
+    })?;
+    same("the GPU model", &|r| {
+        r.environment
+            .as_ref()
+            .map(|e| e.gpu_slug.clone())
+            .unwrap_or_else(|| "unknown".into())
+    })?;
+    same("the gate settings", &|r| format!("{:?}", r.gate))?;
+    same("the drift policy", &|r| r.fail_on_drift.to_string())?;
+    same("the stored baseline", &|r| {
+        r.baseline
+            .as_ref()
+            .map(|b| format!("{} at {:?}", b.path, b.commit))
+            .unwrap_or_else(|| "none".into())
+    })?;
+    same("the run's shapes", &|r| {
+        r.shard
+            .as_ref()
+            .map(|s| s.run_shapes.join(","))
+            .unwrap_or_default()
+    })?;
+
+    // Every shard exactly once.
+    let mut by_index: BTreeMap<u32, &Path> = BTreeMap::new();
+    for (p, r) in &shards {
+        let k = r.shard.as_ref().expect("checked").index;
+        if let Some(other) = by_index.insert(k, p) {
+            bail!(
+                "shard {k}/{} is given twice: {} and {}",
+                info.count,
+                other.display(),
+                p.display()
+            );
+        }
+    }
+    let missing: Vec<String> = (1..=info.count)
+        .filter(|k| !by_index.contains_key(k))
+        .map(|k| format!("{k}/{}", info.count))
+        .collect();
+    if !missing.is_empty() {
+        bail!("shards missing: {}", missing.join(", "));
+    }
+
+    // Every shape exactly once, and only the run's.
+    let mut seen: HashMap<String, &Path> = HashMap::new();
+    for (p, r) in &shards {
+        for s in &r.shapes {
+            if let Some(other) = seen.insert(s.name.clone(), p) {
+                bail!(
+                    "shape {} is in two shards: {} and {}",
+                    s.name,
+                    other.display(),
+                    p.display()
+                );
+            }
+            if !info.run_shapes.contains(&s.name) {
+                bail!(
+                    "{} has shape {}, which is not one of the run's",
+                    label(p, r),
+                    s.name
+                );
+            }
+        }
+    }
+    let absent: Vec<&str> = info
+        .run_shapes
+        .iter()
+        .filter(|n| !seen.contains_key(*n))
+        .map(String::as_str)
+        .collect();
+    if !absent.is_empty() {
+        bail!(
+            "{} of the run's {} shapes are in no shard: {}",
+            absent.len(),
+            info.run_shapes.len(),
+            absent.join(", ")
+        );
+    }
+
+    // The join: the run's order of shapes, every warning and note once.
+    let count = shards.len();
+    let mut shards = shards;
+    shards.sort_by_key(|(_, r)| r.shard.as_ref().map(|s| s.index));
+    let mut merged = shards[0].1.clone();
+    let mut all_shapes = Vec::new();
+    let mut profiling_s = 0.0;
+    let mut uuids = Vec::new();
+    for (_, r) in &shards {
+        all_shapes.extend(r.shapes.iter().cloned());
+        for w in &r.warnings {
+            if !merged.warnings.contains(w) {
+                merged.warnings.push(w.clone());
+            }
+        }
+        for n in &r.notes {
+            if !merged.notes.contains(n) {
+                merged.notes.push(n.clone());
+            }
+        }
+        if let Some(p) = &r.profiling {
+            profiling_s += p.seconds;
+        }
+        if let Some(u) = r.environment.as_ref().and_then(|e| e.gpu_uuid.clone())
+            && !uuids.contains(&u)
+        {
+            uuids.push(u);
+        }
+        if r.created_at > merged.created_at {
+            merged.created_at = r.created_at;
+        }
+    }
+    if let (Some(env), Some(last)) = (
+        merged.environment.as_mut(),
+        shards.last().and_then(|(_, r)| r.environment.as_ref()),
+    ) {
+        env.state_after = last.state_after.clone();
+    }
+    if let Some(p) = merged.profiling.as_mut() {
+        p.seconds = profiling_s;
+    }
+    let order: HashMap<&str, usize> = info
+        .run_shapes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect();
+    all_shapes.sort_by_key(|s| order.get(s.name.as_str()).copied());
+    merged.shapes = all_shapes;
+    merged.shard = None;
+    merged.notes.push(format!(
+        "merged from {count} shards measured on {} GPU{}: Holm's correction and the verdict are over all {} shapes",
+        uuids.len().max(1),
+        if uuids.len() > 1 { "s" } else { "" },
+        info.run_shapes.len()
+    ));
+    Ok(merged)
+}
+
+/// Compares every shape again, over the whole run: Holm across all shapes, then the verdict.
+fn reevaluate(mut merged: ResultsFile, baselines: &Path) -> Result<ResultsFile> {
+    let cache = merged
+        .shapes
+        .first()
+        .and_then(|s| s.measurement.as_ref().map(|m| m.cache));
+    let stored = match (&merged.baseline, &merged.environment) {
+        (Some(reference), Some(env)) => {
+            let store = BaselineStore::new(baselines);
+            let Some(b) = store.load(&env.gpu_slug, &env.gpu_name, &merged.config.name)? else {
+                bail!(
+                    "the shards compared with the stored baseline {} (commit {}), which is not in {}: pass --baselines DIR of the commit the shards ran",
+                    reference.path,
+                    reference.commit.as_deref().unwrap_or("unknown"),
+                    baselines.display()
+                );
+            };
+            if b.provenance.commit != reference.commit
+                || b.provenance.recorded_at != reference.recorded_at
+            {
+                bail!(
+                    "the stored baseline in {} (recorded {} at commit {}) is not the one the shards compared with (recorded {} at commit {})",
+                    baselines.display(),
+                    b.provenance.recorded_at,
+                    b.provenance.commit.as_deref().unwrap_or("unknown"),
+                    reference.recorded_at,
+                    reference.commit.as_deref().unwrap_or("unknown")
+                );
+            }
+            Some(b)
+        }
+        _ => None,
+    };
+    let stored_of = |s: &crate::results::ShapeResult| -> Option<StoredSide> {
+        let cache = s.measurement.as_ref().map(|m| m.cache).or(cache)?;
+        stored
+            .as_ref()
+            .and_then(|b| b.shape(&s.params, cache).map(|x| x.stored_side()))
+    };
+    let policy = Policy {
+        fail_on_drift: merged.fail_on_drift,
+    };
+    let gate = merged.gate.clone();
+    merged.passed = evaluate(&mut merged.shapes, stored_of, &gate, policy)?;
+    Ok(merged)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shard::ShardInfo;
+
+    fn shard_file(
+        k: u32,
+        n: u32,
+        shapes: Vec<crate::results::ShapeResult>,
+        all: &[String],
+    ) -> ResultsFile {
+        let mut r = crate::commands::pipeline::failed_run(None, &anyhow::anyhow!("x"));
+        r.error = None;
+        r.shapes = shapes;
+        r.shard = Some(ShardInfo {
+            index: k,
+            count: n,
+            run_shapes: all.to_vec(),
+        });
+        r
+    }
+
+    fn shape(seq_len: u32) -> crate::results::ShapeResult {
+        crate::results::ShapeResult::new(crate::config::ShapeParams {
+            batch: 1,
+            heads: 1,
+            seq_len,
+            head_dim: 64,
+            causal: false,
+            dtype: crate::config::Dtype::Float16,
+        })
+    }
+
+    fn names(lens: &[u32]) -> Vec<String> {
+        lens.iter().map(|&l| shape(l).name).collect()
+    }
+
+    #[test]
+    fn shards_join_in_the_runs_order() {
+        let all = names(&[1, 2, 3]);
+        let a = shard_file(1, 2, vec![shape(3), shape(1)], &all);
+        let b = shard_file(2, 2, vec![shape(2)], &all);
+        let m = join(vec![("b.json".into(), b), ("a.json".into(), a)]).unwrap();
+        let got: Vec<&str> = m.shapes.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(got, all.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(m.shard.is_none());
+        assert!(m.notes.iter().any(|n| n.contains("merged from 2 shards")));
+    }
+
+    #[test]
+    fn what_is_not_one_run_is_refused_by_name() {
+        let all = names(&[1, 2, 3]);
+        let err = |files: Vec<(&str, ResultsFile)>| {
+            join(
+                files
+                    .into_iter()
+                    .map(|(p, r)| (PathBuf::from(p), r))
+                    .collect(),
+            )
+            .unwrap_err()
+            .to_string()
+        };
+        // A shape in no shard.
+        let e = err(vec![
+            ("a", shard_file(1, 2, vec![shape(1)], &all)),
+            ("b", shard_file(2, 2, vec![shape(2)], &all)),
+        ]);
+        assert!(
+            e.contains("b1h1s3d64_f16") && e.contains("in no shard"),
+            "{e}"
+        );
+        // A shape twice.
+        let e = err(vec![
+            ("a", shard_file(1, 2, vec![shape(1), shape(2)], &all)),
+            ("b", shard_file(2, 2, vec![shape(2), shape(3)], &all)),
+        ]);
+        assert!(e.contains("b1h1s2d64_f16 is in two shards"), "{e}");
+        // A shard missing, and one given twice.
+        let e = err(vec![("a", shard_file(1, 3, vec![shape(1)], &all))]);
+        assert!(e.contains("shards missing: 2/3, 3/3"), "{e}");
+        let e = err(vec![
+            ("a", shard_file(1, 2, vec![shape(1)], &all)),
+            ("b", shard_file(1, 2, vec![shape(2)], &all)),
+        ]);
+        assert!(e.contains("shard 1/2 is given twice: a and b"), "{e}");
+        // Another commit, config, kernel or GPU.
+        let mut other = shard_file(2, 2, vec![shape(2), shape(3)], &all);
+        other.git_commit = Some("1".repeat(40));
+        let e = err(vec![
+            ("a", shard_file(1, 2, vec![shape(1)], &all)),
+            ("b", other),
+        ]);
+        assert!(e.contains("differ in the commit"), "{e}");
+        let mut other = shard_file(2, 2, vec![shape(2), shape(3)], &all);
+        other.kernel_source_hash = Some("ab".repeat(32));
+        let e = err(vec![
+            ("a", shard_file(1, 2, vec![shape(1)], &all)),
+            ("b", other),
+        ]);
+        assert!(e.contains("differ in the candidate kernels"), "{e}");
+        let mut other = shard_file(2, 2, vec![shape(2), shape(3)], &all);
+        other.config.hash = "cd".repeat(32);
+        let e = err(vec![
+            ("a", shard_file(1, 2, vec![shape(1)], &all)),
+            ("b", other),
+        ]);
+        assert!(e.contains("differ in the config"), "{e}");
+        // Not a shard, and a shard without a verdict.
+        let mut whole = shard_file(1, 1, vec![shape(1)], &all);
+        whole.shard = None;
+        let e = err(vec![("w.json", whole)]);
+        assert!(e.contains("w.json: not a shard"), "{e}");
+        let mut failed = shard_file(1, 1, vec![], &all);
+        failed.error = Some("no GPU".into());
+        let e = err(vec![("f.json", failed)]);
+        assert!(
+            e.contains("shard 1/1 (f.json) reached no verdict: no GPU"),
+            "{e}"
+        );
+    }
+}
