@@ -108,3 +108,44 @@ fn an_unknown_profile_shape_is_refused_before_anything_runs() {
             "--ncu /nonexistent/ncu: no such file",
         ));
 }
+
+#[test]
+fn shard_and_device_mistakes_are_refused_before_anything_runs() {
+    let config = ci_gate::config::Config::load(&root().join("configs/pr.yaml")).unwrap();
+    // More shards than the run can fill: a shard with no shapes is an error, not an empty run.
+    let n = config.shapes.len() as u32 + 1;
+    let empty = (1..=n)
+        .find(|&k| {
+            ci_gate::shard::select(
+                &config,
+                &config.shapes,
+                ci_gate::shard::ShardSpec { index: k, count: n },
+            )
+            .is_empty()
+        })
+        .expect("with more shards than shapes, one is empty");
+    bin()
+        .current_dir(root())
+        .args(["local", "--no-base", "--shard", &format!("{empty}/{n}")])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("holds none of the run's"));
+    bin()
+        .current_dir(root())
+        .args(["local", "--no-base", "--shard", "3/2"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("is not a shard"));
+    bin()
+        .current_dir(root())
+        .args(["local", "--no-base", "--devices", "0,0"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("device 0 is named twice"));
+    bin()
+        .current_dir(root())
+        .args(["local", "--shard", "1/2", "--devices", "0,1"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cannot be used with"));
+}
