@@ -68,7 +68,11 @@ fn shards_merge_into_the_verdict_of_the_whole_run() {
         assert_eq!(m.name, e.name);
         assert_eq!(m.verdict, e.verdict, "{}", m.name);
         let (mp, ep) = (m.ab.as_ref().unwrap(), e.ab.as_ref().unwrap());
-        assert!((mp.margin_p_holm - ep.margin_p_holm).abs() < 1e-12, "{}", m.name);
+        assert!(
+            (mp.margin_p_holm - ep.margin_p_holm).abs() < 1e-12,
+            "{}",
+            m.name
+        );
     }
     // Per shard, Holm would have adjusted over one shape, not three: different numbers, so
     // this test tells the two apart.
