@@ -69,6 +69,9 @@ pub struct BaselineShape {
     /// (`stats::process_spread`); `None` when fewer than 2 processes were recorded.
     #[serde(default)]
     pub process_spread: Option<ProcessSpread>,
+    /// The config's peers measured with it (median over the recording processes), µs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub peers: Vec<crate::peers::StoredPeer>,
 }
 
 impl BaselineShape {

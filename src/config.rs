@@ -533,6 +533,8 @@ struct RawConfig {
     parity: ParitySettings,
     #[serde(default)]
     measure: MeasureSettings,
+    #[serde(default)]
+    peers: Vec<crate::peers::Peer>,
     shapes: Vec<ShapeParams>,
 }
 
@@ -546,6 +548,8 @@ pub struct Config {
     pub gate: GateSettings,
     pub parity: ParitySettings,
     pub measure: MeasureSettings,
+    /// Other implementations measured next to the kernel (`peers:`); they never decide.
+    pub peers: Vec<crate::peers::Peer>,
     pub shapes: Vec<ShapeParams>,
 }
 
@@ -648,6 +652,12 @@ impl Config {
             gate: raw.gate,
             parity: raw.parity,
             measure: raw.measure,
+            peers: {
+                let mut p = raw.peers;
+                p.sort();
+                p.dedup();
+                p
+            },
             shapes: raw.shapes,
         })
     }
@@ -792,6 +802,19 @@ mod tests {
     }
 
     const OK: &str = "shapes:\n  - {batch: 1, heads: 8, seq_len: 512, head_dim: 64, causal: true, dtype: float16}\n";
+
+    #[test]
+    fn peers_are_known_names_listed_once() {
+        use crate::peers::Peer;
+        assert!(parse(OK).unwrap().peers.is_empty());
+        let c = parse(&format!(
+            "peers: [torch-sdpa-flash, torch-sdpa, torch-sdpa]\n{OK}"
+        ))
+        .unwrap();
+        assert_eq!(c.peers, [Peer::TorchSdpa, Peer::TorchSdpaFlash]);
+        let e = parse(&format!("peers: [triton]\n{OK}")).unwrap_err();
+        assert!(e.contains("triton") && e.contains("peers"), "{e}");
+    }
 
     #[test]
     fn minimal_config_gets_defaults_and_name_from_file() {

@@ -1,7 +1,7 @@
 //! ci-gate: a performance regression gate for CUDA kernels.
 //!
 //! Dependencies point one way: `stats`, `verdict`, `comparison`, `evaluate`, `baseline`,
-//! `results`, `report`, `profile`, `sanitize`, `history`, `shard` and `validate` know nothing of `gpu`,
+//! `results`, `report`, `profile`, `peers`, `sanitize`, `history`, `shard` and `validate` know nothing of `gpu`,
 //! `cli`, `commands` or `github`.
 
 pub mod baseline;
@@ -14,6 +14,7 @@ pub mod files;
 pub mod github;
 pub mod gpu;
 pub mod history;
+pub mod peers;
 pub mod profile;
 pub mod reference;
 pub mod report;

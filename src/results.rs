@@ -233,6 +233,12 @@ pub struct ShapeResult {
     /// Nsight Compute figures, base against candidate, when this shape was profiled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<crate::profile::ShapeProfile>,
+    /// The config's peers measured on this shape, interleaved with the kernel's rounds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub peers: Vec<crate::peers::PeerResult>,
+    /// The peers' p50s stored with this shape's baseline (to say whether the gap moved).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stored_peers: Vec<crate::peers::StoredPeer>,
 }
 
 impl ShapeResult {
@@ -257,6 +263,8 @@ impl ShapeResult {
             drift: None,
             measurement: None,
             profile: None,
+            peers: Vec::new(),
+            stored_peers: Vec::new(),
         }
     }
 
@@ -317,6 +325,9 @@ pub struct ResultsFile {
     /// Its verdicts are provisional: `ci-gate merge` decides over all shards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<crate::shard::ShardInfo>,
+    /// The peers' runtime, when the config lists peers and they ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peers: Option<crate::peers::PeersInfo>,
 }
 
 /// The base side of an A/B run.

@@ -295,6 +295,22 @@ fn at<'a>(path: &'a Path, shape: Option<String>) -> Checker<'a> {
     Checker { path, shape }
 }
 
+/// Peers' p50s kept with a baseline: at most one per peer, positive and finite.
+fn check_stored_peers(c: &Checker, key: &str, peers: &[crate::peers::StoredPeer]) -> Check {
+    if peers.len() > crate::peers::Peer::ALL.len() {
+        return Err(c.fail(key, "more peers than there are"));
+    }
+    for (j, p) in peers.iter().enumerate() {
+        if !(p.p50_us.is_finite() && p.p50_us > 0.0) {
+            return Err(c.fail(
+                &format!("{key}[{j}].p50_us"),
+                format!("{} is not a positive time", p.p50_us),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
     let c = at(path, Some(s.params.name()));
     let key = format!("shapes[{i}]");
@@ -303,6 +319,27 @@ fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
         c.text(&format!("{key}.error"), e, MAX_ERROR_LEN)?;
     }
     c.samples(&format!("{key}.samples_us"), &s.samples_us)?;
+    check_stored_peers(&c, &format!("{key}.stored_peers"), &s.stored_peers)?;
+    if s.peers.len() > crate::peers::Peer::ALL.len() {
+        return Err(c.fail(&format!("{key}.peers"), "more peers than there are"));
+    }
+    for (j, p) in s.peers.iter().enumerate() {
+        let pk = format!("{key}.peers[{j}]");
+        if !p.samples_us.is_empty() {
+            c.samples(&format!("{pk}.samples_us"), &p.samples_us)?;
+        }
+        if let Some(v) = p.p50_us
+            && !(v.is_finite() && v > 0.0)
+        {
+            return Err(c.fail(
+                &format!("{pk}.p50_us"),
+                format!("{v} is not a positive time"),
+            ));
+        }
+        if let Some(e) = &p.error {
+            c.text(&format!("{pk}.error"), e, MAX_WARNING_LEN)?;
+        }
+    }
     if let Some(p) = &s.profile {
         p.check()
             .map_err(|m| c.fail(&format!("{key}.profile"), m))?;
@@ -417,6 +454,11 @@ impl Untrusted for ResultsFile {
         if let Some(e) = &self.error {
             c.text("error", e, MAX_ERROR_LEN)?;
         }
+        if let Some(p) = &self.peers
+            && let Some(r) = &p.runtime
+        {
+            c.label("peers.runtime", r, MAX_SHORT_LABEL_LEN, false)?;
+        }
         if let Some(sh) = &self.shard {
             if sh.count == 0
                 || sh.count > crate::shard::MAX_SHARDS
@@ -462,6 +504,9 @@ impl Untrusted for ResultsFile {
             if let Some(e) = &mut s.error {
                 *e = clean_text(e);
             }
+            for e in s.peers.iter_mut().filter_map(|p| p.error.as_mut()) {
+                *e = clean_text(e);
+            }
         }
         for w in self.warnings.iter_mut().chain(self.notes.iter_mut()) {
             *w = clean_text(w);
@@ -478,6 +523,7 @@ fn check_baseline_shape(path: &Path, i: usize, s: &BaselineShape) -> Check {
     c.shape_name(&format!("{key}.name"), &s.name, &s.params)?;
     let sk = format!("{key}.samples_us");
     c.samples(&sk, &s.samples_us)?;
+    check_stored_peers(&c, &format!("{key}.peers"), &s.peers)?;
     if s.samples_us.iter().map(Vec::len).sum::<usize>() < 2 {
         return Err(c.fail(
             &sk,

@@ -323,6 +323,16 @@ pub fn update(args: &BaselineUpdateArgs) -> Result<Outcome> {
             parity: m.parity,
             process_rounds: m.process_rounds,
             process_spread: m.spread,
+            peers: m
+                .peers
+                .into_iter()
+                .filter_map(|(peer, v)| {
+                    Some(crate::peers::StoredPeer {
+                        peer,
+                        p50_us: Sample::new(v).ok()?.median(),
+                    })
+                })
+                .collect(),
         });
     }
     let file = BaselineFile {
@@ -376,6 +386,8 @@ struct MergedShape {
     process_rounds: Vec<usize>,
     spread: Option<ProcessSpread>,
     parity: Option<crate::results::Parity>,
+    /// Each peer's p50 in each process that measured it.
+    peers: std::collections::BTreeMap<crate::peers::Peer, Vec<f64>>,
     /// Why it cannot be recorded.
     error: Option<String>,
 }
@@ -439,6 +451,7 @@ fn merge_processes(runs: &[ResultsFile], from: &[PathBuf]) -> Result<Vec<MergedS
             process_rounds: Vec::new(),
             spread: None,
             parity: s.parity.clone(),
+            peers: Default::default(),
             error: None,
         };
         for (i, r) in runs.iter().enumerate() {
@@ -459,6 +472,11 @@ fn merge_processes(runs: &[ResultsFile], from: &[PathBuf]) -> Result<Vec<MergedS
                     }
                     m.process_rounds.push(x.samples_us.len());
                     m.rounds.extend(x.samples_us.iter().cloned());
+                    for p in &x.peers {
+                        if let Some(v) = p.p50_us {
+                            m.peers.entry(p.peer).or_default().push(v);
+                        }
+                    }
                 }
             }
         }

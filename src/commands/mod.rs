@@ -11,6 +11,7 @@ mod git;
 mod history;
 mod local;
 mod merge;
+mod peer;
 pub mod pipeline;
 mod profile;
 mod sanitize;

@@ -12,6 +12,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use super::peer::PeerSession;
 use crate::baseline::{BaselineFile, BaselineStore};
 use crate::comparison::{Comparison, StoredSide, shape_seed};
 use crate::config::{CacheMode, Config, ShapeParams};
@@ -87,6 +88,10 @@ struct ShapeRun<'k> {
     orders: Vec<PairOrder>,
     coin: ChaCha8Rng,
     seed: u64,
+    /// The config's peers on this shape, one round after each of the kernel's rounds/pairs.
+    peers: Vec<crate::peers::PeerResult>,
+    /// Calls per sample of each peer (set by its first round, then kept).
+    peer_launches: Vec<u32>,
 }
 
 impl<'k> ShapeRun<'k> {
@@ -94,15 +99,50 @@ impl<'k> ShapeRun<'k> {
         self.sides.len() == 2
     }
 
-    /// Measures `n` more rounds (pairs, in A/B), on fresh buffers.
+    /// Measures `n` more rounds (pairs, in A/B), on fresh buffers, each followed by one
+    /// round of every peer.
     fn more(
         &mut self,
         gpu: &Gpu,
         params: &ShapeParams,
         config: &Config,
         n: u32,
+        peers: &mut PeerSession,
+        notes: &mut Vec<String>,
     ) -> Result<(), crate::gpu::GpuError> {
         let mut held = Held::default();
+        let sets = if self.peers.is_empty() {
+            0
+        } else {
+            crate::gpu::measure::sets_for(gpu, params, config.measure.cache)?
+        };
+        for _ in 0..n {
+            self.one(gpu, params, config, &mut held)?;
+            if !self.peers.is_empty() {
+                let round = self.cand().rounds.len() as u64;
+                peers.round(
+                    &mut self.peers,
+                    &mut self.peer_launches,
+                    params,
+                    &config.measure,
+                    sets,
+                    self.seed.wrapping_add(round.wrapping_mul(0x9e37_79b9)),
+                    notes,
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// One round (one pair, in A/B), holding the buffers of the rounds before it.
+    fn one(
+        &mut self,
+        gpu: &Gpu,
+        params: &ShapeParams,
+        config: &Config,
+        held: &mut Held,
+    ) -> Result<(), crate::gpu::GpuError> {
+        let n = 1;
         if let [base, cand] = self.sides.as_mut_slice() {
             let mut pair = [
                 AbSide {
@@ -123,7 +163,7 @@ impl<'k> ShapeRun<'k> {
                 &mut pair,
                 &mut self.coin,
                 self.seed,
-                &mut held,
+                held,
                 &mut self.orders,
                 n,
             );
@@ -141,7 +181,7 @@ impl<'k> ShapeRun<'k> {
                 side.injection,
                 self.seed,
                 &mut side.m,
-                &mut held,
+                held,
                 n,
             )
         }
@@ -205,6 +245,7 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
     if let Some(first) = plan.shapes.first() {
         spin_up(&gpu, first, SPIN_UP_MS)?;
     }
+    let mut peer_session = PeerSession::start(&config.peers, &mut notes);
     let bar = progress_bar(plan.progress, plan.shapes.len());
     let mut shapes: Vec<ShapeResult> = Vec::with_capacity(plan.shapes.len());
     let mut runs: Vec<Option<ShapeRun>> = Vec::with_capacity(plan.shapes.len());
@@ -276,9 +317,18 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
                 orders: Vec::new(),
                 coin: ChaCha8Rng::seed_from_u64(shape_rng_seed),
                 seed,
+                peers: peer_session.results(),
+                peer_launches: vec![0; peer_session.results().len()],
             };
-            run.more(&gpu, params, config, design.stage1)
-                .map_err(|e| e.to_string())?;
+            run.more(
+                &gpu,
+                params,
+                config,
+                design.stage1,
+                &mut peer_session,
+                &mut notes,
+            )
+            .map_err(|e| e.to_string())?;
             Ok(run)
         })();
         match run {
@@ -311,7 +361,14 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
             bar.set_message(format!("{} (second stage)", shapes[i].name));
             let params = shapes[i].params;
             if let Some(run) = runs[i].as_mut() {
-                match run.more(&gpu, &params, config, design.max - design.stage1) {
+                match run.more(
+                    &gpu,
+                    &params,
+                    config,
+                    design.max - design.stage1,
+                    &mut peer_session,
+                    &mut notes,
+                ) {
                     Ok(()) => fill(&mut shapes[i], run, cache, design),
                     Err(e) => shapes[i].error = Some(e.to_string()),
                 }
@@ -362,6 +419,14 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
     }
     bar.finish_and_clear();
 
+    // The peers' stored p50s, so the report can say whether the gap moved.
+    if let Some(b) = stored.as_ref() {
+        for s in shapes.iter_mut() {
+            if let Some(x) = b.shape(&s.params, cache) {
+                s.stored_peers = x.peers.clone();
+            }
+        }
+    }
     env.state_after = monitor.state();
     warnings.extend(clock_warnings(&shapes, &env));
     Ok(ResultsFile {
@@ -383,6 +448,9 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
         fail_on_drift: plan.policy.fail_on_drift,
         profiling: None,
         shard: None,
+        peers: peer_session.runtime.map(|runtime| crate::peers::PeersInfo {
+            runtime: Some(runtime),
+        }),
     })
 }
 
@@ -487,8 +555,18 @@ fn trace_drift(
         orders: Vec::new(),
         coin: ChaCha8Rng::seed_from_u64(shape_seed(config.gate.seed ^ 0xd41f7, &shape.name)),
         seed: config.parity.seed ^ 0xd41f7,
+        peers: Vec::new(),
+        peer_launches: Vec::new(),
     };
-    run.more(gpu, params, config, design.stage1)?;
+    let mut no_peers = PeerSession::start(&[], &mut Vec::new());
+    run.more(
+        gpu,
+        params,
+        config,
+        design.stage1,
+        &mut no_peers,
+        &mut Vec::new(),
+    )?;
     let old_rounds = Rounds::new(run.sides[0].m.rounds.clone())?;
     let cand_rounds = Rounds::new(run.sides[1].m.rounds.clone())?;
     let gate = &config.gate;
@@ -530,6 +608,7 @@ pub fn config_info(config: &Config) -> ConfigInfo {
 
 /// Copies what a shape's sides measured into its result.
 fn fill(result: &mut ShapeResult, run: &ShapeRun, cache: CacheMode, design: StageDesign) {
+    result.peers = run.peers.clone();
     let cand = run.cand();
     result.samples_us = cand.rounds.clone();
     match median_of(&cand.rounds)
@@ -686,6 +765,7 @@ pub fn failed_run(config: Option<&Config>, error: &anyhow::Error) -> ResultsFile
         fail_on_drift: false,
         profiling: None,
         shard: None,
+        peers: None,
     }
 }
 

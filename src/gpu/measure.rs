@@ -63,7 +63,11 @@ fn bytes_per_set(shape: &ShapeParams) -> u64 {
 
 /// Buffer sets to rotate through: 1 for hot cache; for cold cache enough that the working
 /// set is at least 3× L2, so each launch finds its inputs evicted.
-fn sets_for(gpu: &Gpu, shape: &ShapeParams, cache: CacheMode) -> Result<usize, GpuError> {
+pub(crate) fn sets_for(
+    gpu: &Gpu,
+    shape: &ShapeParams,
+    cache: CacheMode,
+) -> Result<usize, GpuError> {
     match cache {
         CacheMode::Hot => Ok(1),
         CacheMode::Cold => {

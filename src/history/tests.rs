@@ -109,6 +109,7 @@ fn results(commit: Option<&str>, shapes: &[(ShapeParams, Option<f64>)]) -> Resul
         fail_on_drift: false,
         profiling: None,
         shard: None,
+        peers: None,
     }
 }
 

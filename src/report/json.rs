@@ -77,6 +77,13 @@ fn row_json(row: &Row) -> Value {
         "verdict": row.verdict,
         "error": row.error,
         "profile": row.profile,
+        "peers": row.peers.iter().map(|p| json!({
+            "peer": p.peer,
+            "p50_us": p.p50_us,
+            "ratio": p.ratio(row.p50_cand),
+            "error": p.error,
+        })).collect::<Vec<_>>(),
+        "stored_peers": row.stored_peers,
     })
 }
 

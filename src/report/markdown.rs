@@ -262,6 +262,34 @@ impl Exporter for MarkdownExporter {
             md.push('\n');
         }
 
+        let (peer_header, peer_rows) = report.peer_rows();
+        if !peer_rows.is_empty() {
+            let _ = writeln!(
+                md,
+                "**Against PyTorch** (same run, same method; ×: our p50 / theirs, below 1 is faster)\n"
+            );
+            let _ = writeln!(
+                md,
+                "| {} |\n|{}",
+                peer_header
+                    .iter()
+                    .map(|h| escape_markdown(h))
+                    .collect::<Vec<_>>()
+                    .join(" | "),
+                "---|".repeat(peer_header.len())
+            );
+            for r in &peer_rows {
+                let _ = writeln!(
+                    md,
+                    "| {} |",
+                    r.iter()
+                        .map(|c| escape_markdown(c))
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                );
+            }
+            md.push('\n');
+        }
         for (shape, p) in report.profiled() {
             md.push_str(&profile_details(shape, p));
         }
@@ -653,6 +681,56 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("profiled 1 shape with ncu"), "{md}");
+    }
+
+    #[test]
+    fn peers_get_a_table_with_the_stored_gap() {
+        use crate::peers::{Peer, PeerResult, StoredPeer};
+        let params = crate::config::ShapeParams {
+            batch: 1,
+            heads: 8,
+            seq_len: 512,
+            head_dim: 64,
+            causal: false,
+            dtype: crate::config::Dtype::Float16,
+        };
+        let mut shape = crate::results::ShapeResult::new(params);
+        shape.summary = crate::stats::Sample::new(vec![9.0, 9.0, 9.0])
+            .ok()
+            .map(|s| s.summary());
+        shape.peers = vec![
+            PeerResult {
+                peer: Peer::TorchSdpa,
+                samples_us: vec![vec![10.0]],
+                p50_us: Some(10.0),
+                error: None,
+            },
+            PeerResult {
+                peer: Peer::TorchSdpaFlash,
+                samples_us: vec![],
+                p50_us: None,
+                error: Some("no kernel".into()),
+            },
+        ];
+        shape.stored_peers = vec![StoredPeer {
+            peer: Peer::TorchSdpa,
+            p50_us: 8.0,
+        }];
+        let mut report = report_named("pr");
+        report.rows = vec![super::super::Row::of(&shape)];
+        let md = MarkdownExporter.render(&report);
+        assert!(md.contains("**Against PyTorch**"), "{md}");
+        assert!(
+            md.contains("| SDPA µs | vs SDPA | FA2 µs | vs FA2 |"),
+            "{md}"
+        );
+        // 9 / 10 now; no stored comparison, so no "was".
+        assert!(
+            md.contains("| 9&#46;00 | 10&#46;00 | 0&#46;90× | — | — |"),
+            "{md}"
+        );
+        let (_, rows) = report.peer_rows();
+        assert_eq!(rows[0][3], "0.90×");
     }
 
     #[test]

@@ -68,6 +68,9 @@ pub struct Row {
     pub p50_range: Option<(f64, f64)>,
     /// Nsight Compute figures, base against candidate, when the shape was profiled.
     pub profile: Option<crate::profile::ShapeProfile>,
+    /// The config's peers on this shape, and their p50s stored with the baseline.
+    pub peers: Vec<crate::peers::PeerResult>,
+    pub stored_peers: Vec<crate::peers::StoredPeer>,
 }
 
 impl Row {
@@ -92,6 +95,8 @@ impl Row {
                     (lo.is_finite() && hi.is_finite()).then_some((lo, hi))
                 }),
             profile: s.profile.clone(),
+            peers: s.peers.clone(),
+            stored_peers: s.stored_peers.clone(),
         }
     }
 
@@ -177,6 +182,71 @@ impl Report {
             stored_label: "stored baseline",
             profiling: None,
         }
+    }
+
+    /// The peers any row measured, in their order.
+    pub fn peers(&self) -> Vec<crate::peers::Peer> {
+        let mut all: Vec<crate::peers::Peer> = self
+            .rows
+            .iter()
+            .flat_map(|r| r.peers.iter().map(|p| p.peer))
+            .collect();
+        all.sort();
+        all.dedup();
+        all
+    }
+
+    /// The table of the kernel against its peers: per shape our p50, then per peer its p50
+    /// and our p50 / its p50, with the stored ratio when the baseline has one ("was").
+    /// Empty when no peer ran.
+    pub fn peer_rows(&self) -> (Vec<String>, Vec<Vec<String>>) {
+        let peers = self.peers();
+        if peers.is_empty() {
+            return (Vec::new(), Vec::new());
+        }
+        let mut header = vec!["Shape".to_string(), "ours µs".to_string()];
+        for p in &peers {
+            header.push(format!("{} µs", p.column().trim_start_matches("vs ")));
+            header.push(p.column().to_string());
+        }
+        let rows = self
+            .rows
+            .iter()
+            .map(|r| {
+                let mut row = vec![
+                    r.shape.clone(),
+                    r.p50_cand
+                        .map(|v| format!("{v:.2}"))
+                        .unwrap_or_else(|| "—".into()),
+                ];
+                for p in &peers {
+                    let found = r.peers.iter().find(|x| x.peer == *p);
+                    row.push(
+                        found
+                            .and_then(|x| x.p50_us)
+                            .map(|v| format!("{v:.2}"))
+                            .unwrap_or_else(|| "—".into()),
+                    );
+                    let now = found.and_then(|x| x.ratio(r.p50_cand));
+                    let was = r
+                        .stored
+                        .as_ref()
+                        .map(|c| c.p50_base)
+                        .zip(r.stored_peers.iter().find(|x| x.peer == *p))
+                        .map(|(ours, theirs)| ours / theirs.p50_us);
+                    row.push(match (now, was) {
+                        (Some(_), Some(w)) => format!(
+                            "{} (was {})",
+                            crate::peers::ratio_text(now),
+                            crate::peers::ratio_text(Some(w))
+                        ),
+                        _ => crate::peers::ratio_text(now),
+                    });
+                }
+                row
+            })
+            .collect();
+        (header, rows)
     }
 
     /// The profiled rows, in report order.

@@ -269,6 +269,21 @@ impl Exporter for TableExporter {
         if let Some(e) = &report.error {
             lines.push(format!("error: {e}"));
         }
+        let (peer_header, peer_rows) = report.peer_rows();
+        if !peer_rows.is_empty() {
+            out.push_str("\nAgainst PyTorch (same run, same method; ×: our p50 / theirs):\n");
+            let priority: Vec<usize> = (0..peer_header.len()).collect();
+            let right: Vec<usize> = (1..peer_header.len()).collect();
+            out.push_str(&fitted_table(
+                &peer_header,
+                &peer_rows,
+                &priority,
+                2,
+                &right,
+                self.width,
+                "with --wide",
+            ));
+        }
         for (shape, p) in report.profiled() {
             out.push_str(&profile_table(shape, p, self.width));
         }

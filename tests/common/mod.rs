@@ -127,6 +127,7 @@ pub fn results(gpu: &str, factors: &[f64], seed: u64) -> ResultsFile {
         fail_on_drift: false,
         profiling: None,
         shard: None,
+        peers: None,
     }
 }
 

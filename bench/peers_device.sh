@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The PyTorch peer columns on a lent GPU (results in docs/PERF.md).
+#
+#   bench/peers_device.sh    the PR config with peers [torch-sdpa, torch-sdpa-flash]: A/B
+#                            (A/A) with and without peers (wall time), and the old
+#                            bench/sdpa_bench.py harness on the same shapes as a cross-check
+#
+# The binary is built elsewhere and carried in .carry/ci-gate (cargo build --release).
+set -uo pipefail
+out=${OUT:-/tmp/ci-gate-out}
+mkdir -p "$out"
+bin=$PWD/.carry/ci-gate
+export NO_COLOR=1 CI_GATE_CACHE_DIR=/tmp/ci-gate-cache
+nvrtc=$(ls /usr/local/cuda/lib64/libnvrtc.so.1* 2>/dev/null | head -1)
+[ -n "$nvrtc" ] || nvrtc=$(find / -xdev -name 'libnvrtc.so.1*' 2>/dev/null | grep -v builtins | head -1)
+export LD_LIBRARY_PATH="$(dirname "$nvrtc")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+timed() { local t0=$EPOCHREALTIME; "$@"; local rc=$?; echo "rc=$rc wall=$(python3 -c "print(round($EPOCHREALTIME - $t0, 1))") s"; }
+python3 -c "import torch; print('torch', torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))"
+cfg=/tmp/pr-peers.yaml
+{ grep -v '^name:' configs/pr.yaml; echo "peers: [torch-sdpa, torch-sdpa-flash]"; } | sed '1i name: pr' > $cfg
+echo "== warm the NVRTC cache"
+"$bin" local --base-kernels kernels --ab-always --no-compare --shape b1h8s512d64_f16 --rounds 2 --format json > /dev/null
+echo "== PR config, A/A, no peers"
+timed "$bin" local --base-kernels kernels --ab-always --no-compare --out "$out/aa-nopeers.json" | tail -2
+echo "== PR config, A/A, with peers"
+timed "$bin" local --config $cfg --base-kernels kernels --ab-always --no-compare --out "$out/aa-peers.json" --wide
+echo "== the old harness (bench/sdpa_bench.py), same shapes"
+timed python3 bench/sdpa_bench.py configs/pr.yaml --out "$out/sdpa-bench.json" | tail -16

@@ -1,0 +1,304 @@
+//! The PyTorch peer worker: `peers/torch_sdpa_worker.py`, built into the binary (so it is
+//! always the one that matches this ci-gate, and in CI the trusted base's), written to a
+//! temporary file and run with `$CI_GATE_PYTHON` or `python3`. One JSON line per request and
+//! per answer over stdin/stdout; each answer has a time limit. Without Python, PyTorch or a
+//! GPU for it, the peers are left out with one note.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::config::{Dtype, MeasureSettings, ShapeParams};
+use crate::peers::Peer;
+
+const WORKER: &str = include_str!("../../peers/torch_sdpa_worker.py");
+/// Longest wait for one answer: importing PyTorch, or one round of a long shape.
+const ANSWER_LIMIT: Duration = Duration::from_secs(120);
+
+/// A running worker.
+pub struct PeerWorker {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    /// "torch 2.9.0, CUDA 13.0".
+    pub runtime: String,
+    _script: tempfile::TempPath,
+}
+
+impl PeerWorker {
+    /// Starts the worker with `$CI_GATE_PYTHON` (else `python3`) and checks it can reach the
+    /// GPU; `Err` says why not (for the note).
+    pub fn start() -> Result<PeerWorker, String> {
+        let python = std::env::var_os("CI_GATE_PYTHON")
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| "python3".into());
+        PeerWorker::start_with(&python)
+    }
+
+    fn start_with(python: &std::ffi::OsStr) -> Result<PeerWorker, String> {
+        let mut file = tempfile::Builder::new()
+            .prefix("ci-gate-peer-")
+            .suffix(".py")
+            .tempfile()
+            .map_err(|e| format!("cannot write the worker script: {e}"))?;
+        file.write_all(WORKER.as_bytes())
+            .map_err(|e| format!("cannot write the worker script: {e}"))?;
+        let script = file.into_temp_path();
+        let mut child = Command::new(python)
+            .arg("-u")
+            .arg(&script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", python.to_string_lossy()))?;
+        let stdin = child.stdin.take().ok_or("the worker has no stdin")?;
+        let stdout = child.stdout.take().ok_or("the worker has no stdout")?;
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut w = PeerWorker {
+            child,
+            stdin,
+            lines,
+            runtime: String::new(),
+            _script: script,
+        };
+        let hello = w.ask(&json!({"cmd": "hello"}))?;
+        w.runtime = format!(
+            "torch {}, CUDA {}",
+            hello["torch"].as_str().unwrap_or("?"),
+            hello["cuda"].as_str().unwrap_or("?")
+        );
+        w.runtime = crate::validate::clip_text(&crate::validate::terminal_text(&w.runtime), 100);
+        Ok(w)
+    }
+
+    fn ask(&mut self, request: &Value) -> Result<Value, String> {
+        writeln!(self.stdin, "{request}")
+            .and_then(|_| self.stdin.flush())
+            .map_err(|_| self.exited("stopped reading requests"))?;
+        let line = match self.lines.recv_timeout(ANSWER_LIMIT) {
+            Ok(l) => l,
+            Err(RecvTimeoutError::Timeout) => {
+                let _ = self.child.kill();
+                return Err(format!(
+                    "the worker gave no answer in {} s",
+                    ANSWER_LIMIT.as_secs()
+                ));
+            }
+            Err(RecvTimeoutError::Disconnected) => return Err(self.exited("exited")),
+        };
+        let v: Value = serde_json::from_str(&line)
+            .map_err(|_| "the worker answered something that is not JSON".to_string())?;
+        if v["ok"].as_bool() == Some(true) {
+            Ok(v)
+        } else {
+            let e = v["error"].as_str().unwrap_or("no reason given");
+            Err(crate::validate::clip_text(
+                &crate::validate::terminal_text(e),
+                500,
+            ))
+        }
+    }
+
+    fn exited(&mut self, what: &str) -> String {
+        let status = self
+            .child
+            .try_wait()
+            .ok()
+            .flatten()
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default();
+        format!("the PyTorch worker {what}{status}")
+    }
+
+    /// One round of `peer` on `shape`: per-call times in µs.
+    pub fn round(
+        &mut self,
+        peer: Peer,
+        shape: &ShapeParams,
+        settings: &MeasureSettings,
+        sets: usize,
+        seed: u64,
+        launches: u32,
+    ) -> Result<(Vec<f64>, u32), String> {
+        let v = self.ask(&json!({
+            "cmd": "round",
+            "peer": peer.name(),
+            "shape": {
+                "batch": shape.batch,
+                "heads": shape.heads,
+                "seq_len": shape.seq_len,
+                "head_dim": shape.head_dim,
+                "causal": shape.causal,
+                "dtype": match shape.dtype { Dtype::Float16 => "float16", Dtype::Bfloat16 => "bfloat16" },
+            },
+            "seed": seed,
+            "sets": sets,
+            "launches": launches,
+            "sample_ms": settings.sample_ms,
+            "samples": settings.samples_per_round,
+            "warmup_ms": settings.warmup_ms,
+            "duty_cycle": settings.duty_cycle,
+        }))?;
+        let samples: Vec<f64> = v["samples_us"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_f64).collect())
+            .unwrap_or_default();
+        if samples.is_empty() || samples.iter().any(|x| !(x.is_finite() && *x > 0.0)) {
+            return Err("the worker returned no usable times".into());
+        }
+        let launches = v["launches"].as_u64().unwrap_or(0).min(20_000) as u32;
+        Ok((samples, launches))
+    }
+}
+
+impl Drop for PeerWorker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The peers of one run: the worker (if it started) and what each shape's peers measured.
+pub struct PeerSession {
+    worker: Option<PeerWorker>,
+    peers: Vec<Peer>,
+    /// The worker's runtime, once it answered.
+    pub runtime: Option<String>,
+}
+
+impl PeerSession {
+    /// Starts the worker when the config lists peers; a worker that cannot start leaves a
+    /// note and no peers.
+    pub fn start(peers: &[Peer], notes: &mut Vec<String>) -> PeerSession {
+        if peers.is_empty() {
+            return PeerSession {
+                worker: None,
+                peers: Vec::new(),
+                runtime: None,
+            };
+        }
+        match PeerWorker::start() {
+            Ok(w) => PeerSession {
+                runtime: Some(w.runtime.clone()),
+                worker: Some(w),
+                peers: peers.to_vec(),
+            },
+            Err(why) => {
+                notes.push(format!(
+                    "the peer columns ({}) are left out: {why} (set CI_GATE_PYTHON to a Python with PyTorch)",
+                    peers
+                        .iter()
+                        .map(|p| p.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+                PeerSession {
+                    worker: None,
+                    peers: Vec::new(),
+                    runtime: None,
+                }
+            }
+        }
+    }
+
+    /// Empty results for a new shape, one per peer that runs.
+    pub fn results(&self) -> Vec<crate::peers::PeerResult> {
+        self.peers
+            .iter()
+            .map(|&peer| crate::peers::PeerResult {
+                peer,
+                samples_us: Vec::new(),
+                p50_us: None,
+                error: None,
+            })
+            .collect()
+    }
+
+    /// One round of every peer of `results` still without an error. A peer that cannot run
+    /// the shape keeps its error; a worker that died is dropped, with a note.
+    #[allow(clippy::too_many_arguments)]
+    pub fn round(
+        &mut self,
+        results: &mut [crate::peers::PeerResult],
+        launches: &mut [u32],
+        shape: &ShapeParams,
+        settings: &MeasureSettings,
+        sets: usize,
+        seed: u64,
+        notes: &mut Vec<String>,
+    ) {
+        for (r, l) in results.iter_mut().zip(launches.iter_mut()) {
+            if r.error.is_some() {
+                continue;
+            }
+            let Some(worker) = self.worker.as_mut() else {
+                r.error = Some("the PyTorch worker stopped earlier in this run".into());
+                continue;
+            };
+            match worker.round(r.peer, shape, settings, sets, seed, *l) {
+                Ok((samples, n)) => {
+                    *l = n;
+                    r.samples_us.push(samples);
+                    r.update_p50();
+                }
+                Err(e) => {
+                    let alive = worker.child.try_wait().ok().flatten().is_none()
+                        && !e.starts_with("the worker gave no answer");
+                    if !alive {
+                        notes.push(format!(
+                            "the PyTorch worker stopped on {shape} ({e}): later shapes have no peer times"
+                        ));
+                        self.worker = None;
+                    }
+                    r.error = Some(e);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without a GPU (or without PyTorch) the worker starts and says why it cannot measure;
+    /// without Python it cannot start. Either way: an error for the note, no panic, no hang.
+    #[test]
+    fn a_worker_that_cannot_measure_says_why() {
+        let e = PeerWorker::start_with(std::ffi::OsStr::new("/nonexistent/python3"))
+            .err()
+            .expect("no such interpreter");
+        assert!(e.contains("cannot start /nonexistent/python3"), "{e}");
+        if std::process::Command::new("python3")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            eprintln!("SKIPPED: no python3 here");
+            return;
+        }
+        if crate::gpu::driver_present() {
+            eprintln!("SKIPPED: this machine has a CUDA driver (the worker may well measure)");
+            return;
+        }
+        let e = PeerWorker::start_with(std::ffi::OsStr::new("python3"))
+            .err()
+            .expect("no GPU here");
+        assert!(
+            e.contains("PyTorch cannot be imported") || e.contains("is_available"),
+            "{e}"
+        );
+    }
+}
