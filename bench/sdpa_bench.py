@@ -1,5 +1,12 @@
 #!/usr/bin/env python3
-"""PyTorch SDPA p50 latency for every shape of a ci-gate config YAML.
+"""PyTorch SDPA p50 latency for every shape of a ci-gate config YAML: a cross-check only.
+
+The numbers that count come from ci-gate itself: a config's `peers:` are measured by
+peers/torch_sdpa_worker.py with ci-gate's own method, interleaved with the kernel's rounds.
+This script times back to back, with no duty cycle and no fresh buffers; on the H200 it read
+the default backend 2.5-11% faster at S=512 and 0.6-4% faster on the long shapes, and the
+FlashAttention d128 S=4096 shapes 8-13% slower, than the worker did (docs/PERF.md, "PyTorch
+in the same run").
 
   python3 bench/sdpa_bench.py CONFIG.yaml --out sdpa.json [--min-replay-ms 1] [--replays 30]
 
