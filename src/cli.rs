@@ -261,20 +261,25 @@ pub struct BaselineUpdateArgs {
     pub force: bool,
 }
 
+/// As [`ConfigArgs::find_defaults`], for a `--baselines` alone: the default becomes the
+/// repository root's `baselines/` when this directory has none.
+fn find_baselines(baselines: &mut PathBuf, start: &Path) {
+    if baselines != Path::new(DEFAULT_BASELINES) || start.join(DEFAULT_BASELINES).is_dir() {
+        return;
+    }
+    if let Some(root) = start
+        .ancestors()
+        .skip(1)
+        .find(|dir| dir.join(DEFAULT_CONFIG).is_file())
+    {
+        *baselines = root.join(DEFAULT_BASELINES);
+    }
+}
+
 impl BaselineShowArgs {
-    /// As [`ConfigArgs::find_defaults`], for `--baselines` alone.
+    /// See [`find_baselines`].
     pub fn find_defaults(&mut self, start: &Path) {
-        if self.baselines != Path::new(DEFAULT_BASELINES) || start.join(DEFAULT_BASELINES).is_dir()
-        {
-            return;
-        }
-        if let Some(root) = start
-            .ancestors()
-            .skip(1)
-            .find(|dir| dir.join(DEFAULT_CONFIG).is_file())
-        {
-            self.baselines = root.join(DEFAULT_BASELINES);
-        }
+        find_baselines(&mut self.baselines, start);
     }
 }
 
@@ -444,19 +449,9 @@ pub struct MergeArgs {
 }
 
 impl MergeArgs {
-    /// As [`ConfigArgs::find_defaults`], for `--baselines` alone.
+    /// See [`find_baselines`].
     pub fn find_defaults(&mut self, start: &Path) {
-        if self.baselines != Path::new(DEFAULT_BASELINES) || start.join(DEFAULT_BASELINES).is_dir()
-        {
-            return;
-        }
-        if let Some(root) = start
-            .ancestors()
-            .skip(1)
-            .find(|dir| dir.join(DEFAULT_CONFIG).is_file())
-        {
-            self.baselines = root.join(DEFAULT_BASELINES);
-        }
+        find_baselines(&mut self.baselines, start);
     }
 }
 

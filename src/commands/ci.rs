@@ -24,17 +24,11 @@ pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
         config = Some(c.clone());
         super::profile::check_args(&args.profile)?;
         super::profile::check_request(&args.profile, &c)?;
-        let devices = match &args.sharding.devices {
-            Some(list) => Some(super::devices::parse_devices(list)?),
-            None => None,
-        };
-        let (shapes, shard) = match args.sharding.shard {
-            Some(spec) => {
-                let (mine, info) = super::devices::shard_of(&c, &shapes, spec)?;
-                (mine, Some(info))
-            }
-            None => (shapes, None),
-        };
+        let super::devices::Split {
+            devices,
+            shapes,
+            shard,
+        } = super::devices::Split::of(&args.sharding, &c, shapes)?;
         let base = resolve_base(&args.base, &args.config.kernels, false)?;
         let mut r = match &devices {
             Some(devices) => super::devices::run_on_devices(
@@ -75,18 +69,13 @@ pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
                 .push(super::devices::shard_note(&info, r.shapes.len()));
             r.shard = Some(info);
         }
-        let measured_base = base
-            .kernels
-            .as_ref()
-            .filter(|_| r.base.as_ref().is_some_and(|b| b.measured));
-        let sides = super::profile::Sides {
-            config: &args.config.config,
-            candidate: &args.config.kernels,
-            base: measured_base.map(|k| k.dir.as_path()),
-        };
-        if let Err(e) = super::profile::profile_run(&mut r, &args.profile, &sides) {
-            r.notes.push(format!("profiling failed: {e:#}"));
-        }
+        super::profile::profile_after(
+            &mut r,
+            &args.profile,
+            &args.config.config,
+            &args.config.kernels,
+            base.kernels.as_ref(),
+        );
         Ok(r)
     })();
     let (results, failure) = match measured {

@@ -127,6 +127,39 @@ pub fn run_on_devices(devices: &[u32], f: &Fanout) -> Result<ResultsFile> {
     Ok(merged)
 }
 
+/// `--shard` and `--devices` of a command line, applied to the run's shapes: the devices to
+/// fan out to, this process's shapes, and the shard it is.
+pub struct Split {
+    pub devices: Option<Vec<u32>>,
+    pub shapes: Vec<crate::config::ShapeParams>,
+    pub shard: Option<crate::shard::ShardInfo>,
+}
+
+impl Split {
+    pub fn of(
+        args: &crate::cli::ShardArgs,
+        config: &crate::config::Config,
+        shapes: Vec<crate::config::ShapeParams>,
+    ) -> Result<Split> {
+        let devices = match &args.devices {
+            Some(list) => Some(parse_devices(list)?),
+            None => None,
+        };
+        let (shapes, shard) = match args.shard {
+            Some(spec) => {
+                let (mine, info) = shard_of(config, &shapes, spec)?;
+                (mine, Some(info))
+            }
+            None => (shapes, None),
+        };
+        Ok(Split {
+            devices,
+            shapes,
+            shard,
+        })
+    }
+}
+
 /// The shapes of `--shard K/N` among `shapes` (the run's, after `--shape`), with what its
 /// results file records for `merge`. A shard left without shapes is an error: fewer shards.
 pub fn shard_of(

@@ -116,17 +116,11 @@ pub fn run_local(args: &LocalArgs) -> Result<Outcome> {
     }
     super::profile::check_args(&args.profile)?;
     super::profile::check_request(&args.profile, &config)?;
-    let devices = match &args.sharding.devices {
-        Some(list) => Some(super::devices::parse_devices(list)?),
-        None => None,
-    };
-    let (shapes, shard) = match args.sharding.shard {
-        Some(spec) => {
-            let (mine, info) = super::devices::shard_of(&config, &shapes, spec)?;
-            (mine, Some(info))
-        }
-        None => (shapes, None),
-    };
+    let super::devices::Split {
+        devices,
+        shapes,
+        shard,
+    } = super::devices::Split::of(&args.sharding, &config, shapes)?;
     let base = resolve_base(&args.base, &args.config.kernels, true)?;
     // Said first, on stderr (stdout stays the report): what the candidate is measured against.
     match (&base.kernels, &base.note) {
@@ -179,18 +173,13 @@ pub fn run_local(args: &LocalArgs) -> Result<Outcome> {
         results.shard = Some(info);
     }
     results.notes.extend(base.note.clone());
-    let measured_base = base
-        .kernels
-        .as_ref()
-        .filter(|_| results.base.as_ref().is_some_and(|b| b.measured));
-    let sides = super::profile::Sides {
-        config: &args.config.config,
-        candidate: &args.config.kernels,
-        base: measured_base.map(|k| k.dir.as_path()),
-    };
-    if let Err(e) = super::profile::profile_run(&mut results, &args.profile, &sides) {
-        results.notes.push(format!("profiling failed: {e:#}"));
-    }
+    super::profile::profile_after(
+        &mut results,
+        &args.profile,
+        &args.config.config,
+        &args.config.kernels,
+        base.kernels.as_ref(),
+    );
     if let Some(out) = &args.out {
         results
             .save(out)

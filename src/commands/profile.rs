@@ -70,6 +70,26 @@ fn targets(results: &ResultsFile, args: &ProfileArgs) -> Vec<(String, ProfileRea
     out
 }
 
+/// After a run of `local` or `ci`: profiles what `args` and the verdicts ask for, with the
+/// base's kernels when A/B was measured. Nothing here fails the run: a problem is a note.
+pub fn profile_after(
+    results: &mut ResultsFile,
+    args: &ProfileArgs,
+    config: &Path,
+    candidate: &Path,
+    base: Option<&super::pipeline::BaseKernels>,
+) {
+    let measured = results.base.as_ref().is_some_and(|b| b.measured);
+    let sides = Sides {
+        config,
+        candidate,
+        base: base.filter(|_| measured).map(|k| k.dir.as_path()),
+    };
+    if let Err(e) = profile_run(results, args, &sides) {
+        results.notes.push(format!("profiling failed: {e:#}"));
+    }
+}
+
 /// Profiles what `args` and the verdicts ask for and records it in `results`.
 pub fn profile_run(results: &mut ResultsFile, args: &ProfileArgs, sides: &Sides) -> Result<()> {
     if targets(results, args).is_empty() {
