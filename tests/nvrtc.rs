@@ -48,6 +48,8 @@ fn kernels_compile_for_sm89_and_sm90() {
                 "attention_fwd_bf16_d128",
                 "attention_fwd_f16_d64_launch",
                 "attention_fwd_bf16_d128_launch",
+                "attention_fwd_f16_d64_small",
+                "attention_fwd_bf16_d64_small_launch",
             ],
         ),
         (

@@ -56,21 +56,36 @@ impl Kernel {
 /// The attention kernels of one `attention.cu` (one side of an A/B run).
 pub struct AttentionSet {
     kernels: HashMap<(Dtype, u32), Kernel>,
+    /// The optional small-grid variants (`NAME_small`), by the same key.
+    small: HashMap<(Dtype, u32), Kernel>,
+    /// SMs of the device: a grid of fewer CTAs than this launches `NAME_small`.
+    sm_count: u32,
     /// SHA-256 of the `attention.cu` they came from.
     pub source_hash: String,
     _module: Arc<CudaModule>,
 }
 
 impl AttentionSet {
+    /// The kernel that runs `shape`, as kernels/README.md says the host picks it: `NAME_small`
+    /// when the source has one and `NAME`'s grid would have fewer CTAs than the GPU has SMs,
+    /// else `NAME`.
     pub fn get(&self, shape: &ShapeParams) -> Result<&Kernel, GpuError> {
-        self.kernels
-            .get(&(shape.dtype, shape.head_dim))
-            .ok_or_else(|| {
-                GpuError::Invalid(format!(
-                    "no attention kernel for {} head_dim {}",
-                    shape.dtype, shape.head_dim
-                ))
-            })
+        let key = (shape.dtype, shape.head_dim);
+        let big = self.kernels.get(&key).ok_or_else(|| {
+            GpuError::Invalid(format!(
+                "no attention kernel for {} head_dim {}",
+                shape.dtype, shape.head_dim
+            ))
+        })?;
+        if let Some(small) = self.small.get(&key) {
+            let ctas = u64::from(shape.seq_len.div_ceil(big.rows_per_block))
+                * u64::from(shape.batch)
+                * u64::from(shape.heads);
+            if ctas < u64::from(self.sm_count) {
+                return Ok(small);
+            }
+        }
+        Ok(big)
     }
 }
 
@@ -290,14 +305,31 @@ fn load_attention(
     let src = KernelSource::read(&kernels_dir.join("attention.cu"))?;
     let module = load_module(ctx, info, &src)?;
     let mut kernels = HashMap::new();
+    let mut small = HashMap::new();
     for dtype in [Dtype::Float16, Dtype::Bfloat16] {
         for d in crate::config::SUPPORTED_HEAD_DIMS {
             let name = format!("attention_fwd_{}_d{d}", dtype.short());
             kernels.insert((dtype, d), load_kernel(&module, stream, info, &src, &name)?);
+            let small_name = format!("{name}_small");
+            match module.load_function(&small_name) {
+                Ok(_) => {
+                    small.insert(
+                        (dtype, d),
+                        load_kernel(&module, stream, info, &src, &small_name)?,
+                    );
+                }
+                // Optional: a source without it runs NAME on every grid.
+                Err(e) if e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_NOT_FOUND => {}
+                Err(e) => {
+                    return Err(e).during(|| format!("kernel {small_name} in {}", src.path.display()));
+                }
+            }
         }
     }
     Ok(AttentionSet {
         kernels,
+        small,
+        sm_count: info.sm_count,
         source_hash: src.hash,
         _module: module,
     })

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The small-grid d64 tile (attention_fwd_*_d64_small) on a lent GPU, measured by the gate:
+#   GPU tests (golden and random shapes: the host now picks the small tile for small grids),
+#   A/B of the PR config against the previous kernels (.carry/base-kernels), the peers on the
+#   S=512 shapes, then `baseline update` from 3 processes into $OUT/baselines (as after an
+#   approved win).
+set -uo pipefail
+out=${OUT:-/tmp/ci-gate-out}
+mkdir -p "$out"
+bin=$PWD/.carry/ci-gate
+export NO_COLOR=1 CI_GATE_GOLDEN_DIR=$PWD/.carry/golden CI_GATE_CACHE_DIR=/tmp/ci-gate-cache
+nvrtc=$(ls /usr/local/cuda/lib64/libnvrtc.so.1* 2>/dev/null | head -1)
+export LD_LIBRARY_PATH="$(dirname "$nvrtc")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+timed() { local t0=$EPOCHREALTIME; "$@"; local rc=$?; echo "rc=$rc wall=$(python3 -c "print(round($EPOCHREALTIME - $t0, 1))") s"; }
+echo "== GPU tests"
+.carry/gpu-tests --ignored --test-threads=1 2>&1 | grep -E "^test |test result|panicked"
+echo "== A/B: the small-grid tile against the previous kernels, PR config"
+timed "$bin" local --base-kernels .carry/base-kernels --out "$out/ab-small.json"
+echo "== peers on the S=512 shapes"
+cfg=/tmp/pr-peers.yaml
+{ grep -v '^name:' configs/pr.yaml; echo "peers: [torch-sdpa, torch-sdpa-flash]"; } | sed '1i name: pr' > $cfg
+timed "$bin" local --config $cfg --no-base --no-compare --out "$out/peers-small.json" \
+  --shape b1h8s512d64_f16 --shape b1h8s512d64_causal_f16 --shape b2h8s512d64_f16 --shape b2h8s512d64_causal_f16 \
+  --shape b4h16s512d64_f16 --shape b8h16s512d64_f16 | sed -n '/Against PyTorch/,$p'
+if [ "${1:-}" = record ]; then
+  echo "== baseline update, 3 processes"
+  mkdir -p "$out/baselines" && cp -r baselines/. "$out/baselines/"
+  timed "$bin" baseline update --baselines "$out/baselines" --reason "d64 small-grid tile (attention_fwd_*_d64_small): A/B against the previous kernels in bench/results/2026-11-22-tile" | tail -5
+fi
