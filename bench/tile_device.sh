@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The small-grid d64 tile (attention_fwd_*_d64_small) on a lent GPU, measured by the gate:
-#   GPU tests (golden and random shapes: the host now picks the small tile for small grids),
-#   A/B of the PR config against the previous kernels (.carry/base-kernels), the peers on the
-#   S=512 shapes, then `baseline update` from 3 processes into $OUT/baselines (as after an
-#   approved win).
+# A kernel change on a lent GPU, measured by the gate (used for the d64 small-grid tile and
+# the shared-memory epilogue): GPU tests (golden and random shapes), compute-sanitizer over
+# configs/sanitize.yaml, A/B of the PR config against the previous kernels
+# (.carry/base-kernels), the peers on the S=512 shapes, then with `record REASON`
+# `baseline update` from 3 processes into $OUT/baselines (as after an approved win).
 set -uo pipefail
 out=${OUT:-/tmp/ci-gate-out}
 mkdir -p "$out"
@@ -14,16 +14,18 @@ export LD_LIBRARY_PATH="$(dirname "$nvrtc")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 timed() { local t0=$EPOCHREALTIME; "$@"; local rc=$?; echo "rc=$rc wall=$(python3 -c "print(round($EPOCHREALTIME - $t0, 1))") s"; }
 echo "== GPU tests"
 .carry/gpu-tests --ignored --test-threads=1 2>&1 | grep -E "^test |test result|panicked"
-echo "== A/B: the small-grid tile against the previous kernels, PR config"
-timed "$bin" local --base-kernels .carry/base-kernels --out "$out/ab-small.json"
+echo "== compute-sanitizer"
+PATH="$PATH:/usr/local/cuda/bin" "$bin" sanitize --out "$out/sanitize.json" | head -2
+echo "== A/B against the previous kernels, PR config"
+timed "$bin" local --base-kernels .carry/base-kernels --out "$out/ab.json"
 echo "== peers on the S=512 shapes"
 cfg=/tmp/pr-peers.yaml
 { grep -v '^name:' configs/pr.yaml; echo "peers: [torch-sdpa, torch-sdpa-flash]"; } | sed '1i name: pr' > $cfg
-timed "$bin" local --config $cfg --no-base --no-compare --out "$out/peers-small.json" \
+timed "$bin" local --config $cfg --no-base --no-compare --out "$out/peers.json" \
   --shape b1h8s512d64_f16 --shape b1h8s512d64_causal_f16 --shape b2h8s512d64_f16 --shape b2h8s512d64_causal_f16 \
   --shape b4h16s512d64_f16 --shape b8h16s512d64_f16 | sed -n '/Against PyTorch/,$p'
 if [ "${1:-}" = record ]; then
   echo "== baseline update, 3 processes"
   mkdir -p "$out/baselines" && cp -r baselines/. "$out/baselines/"
-  timed "$bin" baseline update --baselines "$out/baselines" --reason "d64 small-grid tile (attention_fwd_*_d64_small): A/B against the previous kernels in bench/results/2026-11-22-tile" | tail -5
+  timed "$bin" baseline update --baselines "$out/baselines" --reason "${2:?record REASON}" | tail -5
 fi
