@@ -93,6 +93,37 @@ fn kernels_compile_for_sm89_and_sm90() {
     }
 }
 
+/// The host finds the optional small-grid kernels in the cubin's symbols (never by a failed
+/// driver call, which compute-sanitizer would count): there for d64, not for d128.
+#[test]
+#[cfg_attr(
+    ci_gate_no_nvrtc,
+    ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
+)]
+fn the_small_grid_kernels_are_found_in_the_cubin() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let src =
+        KernelSource::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/attention.cu"))
+            .unwrap();
+    for (major, minor) in [(8, 9), (9, 0)] {
+        let cubin = compile_uncached(&src, Arch { major, minor }).unwrap();
+        use ci_gate::gpu::device::has_symbol;
+        for dtype in ["f16", "bf16"] {
+            assert!(has_symbol(
+                &cubin,
+                &format!("attention_fwd_{dtype}_d64_small")
+            ));
+            assert!(has_symbol(&cubin, &format!("attention_fwd_{dtype}_d64")));
+            assert!(!has_symbol(
+                &cubin,
+                &format!("attention_fwd_{dtype}_d128_small")
+            ));
+        }
+    }
+}
+
 /// The kernels with planted bugs that `ci-gate sanitize` must catch (tests/sanitize/) are
 /// valid code for both architectures: what catches them is the sanitizer, not the compiler.
 #[test]
