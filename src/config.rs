@@ -535,7 +535,42 @@ struct RawConfig {
     measure: MeasureSettings,
     #[serde(default)]
     peers: Vec<crate::peers::Peer>,
+    #[serde(default)]
+    compile: CompileSettings,
     shapes: Vec<ShapeParams>,
+}
+
+/// How the timed kernels (attention.cu, both sides of an A/B run) are compiled; the harness
+/// is never affected.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CompileSettings {
+    /// Preprocessor definitions, `NAME` or `NAME=VALUE` (passed to NVRTC as `-D`), e.g.
+    /// `CG_ADA_TILES` to run the tiles the L4 runs on another GPU.
+    pub defines: Vec<String>,
+}
+
+/// Most `compile.defines`.
+const MAX_DEFINES: usize = 16;
+
+/// `NAME` or `NAME=VALUE`: a C identifier of at most 64 characters, a value of at most 64
+/// letters, digits, '_', '.', '+' or '-' (nothing NVRTC could read as another option).
+fn define(d: &str) -> bool {
+    let (name, value) = match d.split_once('=') {
+        Some((n, v)) => (n, Some(v)),
+        None => (d, None),
+    };
+    let ident = !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    let value_ok = value.is_none_or(|v| {
+        v.len() <= 64
+            && v
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'+' | b'-'))
+    });
+    ident && value_ok
 }
 
 /// A loaded, validated config.
@@ -550,6 +585,7 @@ pub struct Config {
     pub measure: MeasureSettings,
     /// Other implementations measured next to the kernel (`peers:`); they never decide.
     pub peers: Vec<crate::peers::Peer>,
+    pub compile: CompileSettings,
     pub shapes: Vec<ShapeParams>,
 }
 
@@ -636,6 +672,20 @@ impl Config {
                 limits::MAX_SHAPES
             )));
         }
+        if raw.compile.defines.len() > MAX_DEFINES {
+            return Err(invalid(format!(
+                "compile.defines: {} definitions, more than the {MAX_DEFINES} allowed",
+                raw.compile.defines.len()
+            )));
+        }
+        for (i, d) in raw.compile.defines.iter().enumerate() {
+            if !define(d) {
+                return Err(invalid(format!(
+                    "compile.defines[{i}]: {} is not NAME or NAME=VALUE (a C identifier; a value of letters, digits, '_', '.', '+', '-')",
+                    crate::validate::quote(d)
+                )));
+            }
+        }
         let mut seen = std::collections::HashSet::new();
         for (i, s) in raw.shapes.iter().enumerate() {
             if !seen.insert(*s) {
@@ -658,6 +708,7 @@ impl Config {
                 p.dedup();
                 p
             },
+            compile: raw.compile,
             shapes: raw.shapes,
         })
     }
@@ -802,6 +853,18 @@ mod tests {
     }
 
     const OK: &str = "shapes:\n  - {batch: 1, heads: 8, seq_len: 512, head_dim: 64, causal: true, dtype: float16}\n";
+
+    #[test]
+    fn defines_are_identifiers_and_never_options() {
+        let c = parse(&format!("compile:\n  defines: [CG_ADA_TILES, N=3]\n{OK}")).unwrap();
+        assert_eq!(c.compile.defines, ["CG_ADA_TILES", "N=3"]);
+        for bad in ["-arch=sm_80", "A B", "1X", "X=$(rm)", "X=a b", ""] {
+            let e = parse(&format!("compile:\n  defines: [\"{bad}\"]\n{OK}")).unwrap_err();
+            assert!(e.contains("compile.defines[0]"), "{bad}: {e}");
+        }
+        let e = parse(&format!("compile:\n  flags: [x]\n{OK}")).unwrap_err();
+        assert!(e.contains("flags"), "{e}");
+    }
 
     #[test]
     fn peers_are_known_names_listed_once() {

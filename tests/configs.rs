@@ -52,3 +52,28 @@ fn nightly_config_is_wider() {
         "odd lengths test the tails"
     );
 }
+
+/// The L4's tiles on our GPU: the d128 shapes of the PR config, same gate, compiled with
+/// CG_ADA_TILES; the sanitize config reaches both head_dims and dtypes.
+#[test]
+fn the_ada_and_sanitize_configs_hold_what_they_promise() {
+    let pr = load("pr.yaml");
+    let ada = load("pr-ada.yaml");
+    assert_eq!(ada.compile.defines, ["CG_ADA_TILES"]);
+    assert!(pr.compile.defines.is_empty());
+    let d128: Vec<_> = pr.shapes.iter().filter(|s| s.head_dim == 128).collect();
+    assert_eq!(ada.shapes.iter().collect::<Vec<_>>(), d128);
+    assert_eq!(ada.gate, pr.gate);
+    let san = load("sanitize.yaml");
+    for d in [64, 128] {
+        for dtype in [Dtype::Float16, Dtype::Bfloat16] {
+            assert!(
+                san.shapes.iter().any(|s| s.head_dim == d && s.dtype == dtype),
+                "sanitize.yaml lacks d{d} {dtype}"
+            );
+        }
+    }
+    assert!(san.shapes.iter().any(|s| s.seq_len % 2 == 1 && s.causal));
+    assert!(san.shapes.iter().any(|s| s.seq_len == 1));
+    assert_eq!(load("nightly.yaml").peers.len(), 2);
+}

@@ -198,9 +198,10 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
     // With a base, the harness (reference and utility kernels) is the base's: trusted code
     // checks the candidate, never the candidate's own reference.
     let harness = plan.base.as_ref().map_or(&plan.kernels, |b| &b.dir);
-    let gpu = Gpu::open(harness)?;
+    let defines = &plan.config.compile.defines;
+    let gpu = Gpu::open_with(harness, defines)?;
     let cand_own: Option<AttentionSet> = match &plan.base {
-        Some(_) => Some(gpu.load_attention(&plan.kernels)?),
+        Some(_) => Some(gpu.load_attention_with(&plan.kernels, defines)?),
         None => None,
     };
     let cand_set = cand_own.as_ref().unwrap_or(&gpu.kernels.attention);
@@ -393,7 +394,7 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
             )),
             Ok((old, _tmp)) => {
                 let old = &old;
-                let old_set = gpu.load_attention(&old.dir)?;
+                let old_set = gpu.load_attention_with(&old.dir, &config.compile.defines)?;
                 for i in drifting {
                     bar.set_message(format!("{} (tracing the drift)", shapes[i].name));
                     let check = trace_drift(

@@ -13,8 +13,8 @@ use crate::gpu::parity::run_once;
 
 pub fn run_kernels(args: &KernelRunArgs) -> Result<Outcome> {
     let (config, shapes) = load_config(&args.config, &args.shapes)?;
-    let gpu = Gpu::open(&args.harness)?;
-    let set = gpu.load_attention(&args.kernels)?;
+    let gpu = Gpu::open_with(&args.harness, &config.compile.defines)?;
+    let set = gpu.load_attention_with(&args.kernels, &config.compile.defines)?;
     if args.compile_only {
         return Ok(Outcome::Pass);
     }

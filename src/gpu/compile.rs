@@ -20,6 +20,9 @@ pub struct KernelSource {
     pub text: String,
     /// SHA-256 of `text`.
     pub hash: String,
+    /// Preprocessor definitions it is compiled with (`-DNAME` / `-DNAME=VALUE`), from the
+    /// config's `compile.defines`; part of the cache key like every option.
+    pub defines: Vec<String>,
 }
 
 impl KernelSource {
@@ -32,7 +35,14 @@ impl KernelSource {
             path: path.to_owned(),
             hash: hex::encode(Sha256::digest(text.as_bytes())),
             text,
+            defines: Vec::new(),
         })
+    }
+
+    /// The same source compiled with these definitions.
+    pub fn with_defines(mut self, defines: &[String]) -> KernelSource {
+        self.defines = defines.to_vec();
+        self
     }
 
     fn file_name(&self) -> String {
@@ -64,9 +74,10 @@ const OPTIONS: &[&str] = &["--std=c++17"];
 /// cache key like every option.
 pub const LINEINFO_ENV: &str = "CI_GATE_NVRTC_LINEINFO";
 
-fn options(arch: Arch) -> Vec<String> {
+fn options(arch: Arch, defines: &[String]) -> Vec<String> {
     let mut o = vec![format!("--gpu-architecture={}", arch.sm())];
     o.extend(OPTIONS.iter().map(|s| s.to_string()));
+    o.extend(defines.iter().map(|d| format!("-D{d}")));
     if std::env::var_os(LINEINFO_ENV).is_some_and(|v| !v.is_empty()) {
         o.push("--generate-line-info".into());
     }
@@ -105,7 +116,7 @@ pub fn compile(source: &KernelSource, arch: Arch) -> Result<Arc<Vec<u8>>, GpuErr
     if !raw::nvrtc_present() {
         return Err(GpuError::NoNvrtc);
     }
-    let opts = options(arch);
+    let opts = options(arch, &source.defines);
     let (major, minor) = raw::nvrtc_version().unwrap_or((0, 0));
     let key = hex::encode(Sha256::digest(
         format!("{}\n{}\n{major}.{minor}", source.hash, opts.join(" ")).as_bytes(),
@@ -151,7 +162,7 @@ pub fn compile_uncached(source: &KernelSource, arch: Arch) -> Result<Vec<u8>, Gp
     if !raw::nvrtc_present() {
         return Err(GpuError::NoNvrtc);
     }
-    match raw::nvrtc_compile(&source.text, &source.file_name(), &options(arch)) {
+    match raw::nvrtc_compile(&source.text, &source.file_name(), &options(arch, &source.defines)) {
         Ok(Compiled::Cubin(c)) => Ok(c),
         Ok(Compiled::Failed(log)) => Err(GpuError::Compile {
             file: source.path.display().to_string(),

@@ -236,6 +236,12 @@ impl Gpu {
     /// Opens device 0 and compiles the kernels in `kernels_dir` for it: the harness
     /// (reference, utilities) and its attention kernels.
     pub fn open(kernels_dir: &Path) -> Result<Gpu, GpuError> {
+        Gpu::open_with(kernels_dir, &[])
+    }
+
+    /// [`Gpu::open`], with the attention kernels compiled with `defines` (the config's
+    /// `compile.defines`; the harness never gets them).
+    pub fn open_with(kernels_dir: &Path, defines: &[String]) -> Result<Gpu, GpuError> {
         let (ctx, stream, info) = open_device()?;
         if !raw::nvrtc_present() {
             return Err(GpuError::NoNvrtc);
@@ -248,7 +254,7 @@ impl Gpu {
             m.load_function(name)
                 .during(|| format!("kernel {name} in {}", src.path.display()))
         };
-        let attention = load_attention(&ctx, &stream, &info, kernels_dir)?;
+        let attention = load_attention(&ctx, &stream, &info, kernels_dir, defines)?;
         let mut reference = HashMap::new();
         let mut fill_normal = HashMap::new();
         for dtype in [Dtype::Float16, Dtype::Bfloat16] {
@@ -282,7 +288,16 @@ impl Gpu {
     /// Compiles and loads another `attention.cu` (the other side of an A/B run) on this
     /// device, next to the kernels already loaded.
     pub fn load_attention(&self, kernels_dir: &Path) -> Result<AttentionSet, GpuError> {
-        load_attention(&self.ctx, &self.stream, &self.info, kernels_dir)
+        self.load_attention_with(kernels_dir, &[])
+    }
+
+    /// [`Gpu::load_attention`] compiled with `defines`.
+    pub fn load_attention_with(
+        &self,
+        kernels_dir: &Path,
+        defines: &[String],
+    ) -> Result<AttentionSet, GpuError> {
+        load_attention(&self.ctx, &self.stream, &self.info, kernels_dir, defines)
     }
 }
 
@@ -311,8 +326,9 @@ fn load_attention(
     stream: &Arc<CudaStream>,
     info: &DeviceInfo,
     kernels_dir: &Path,
+    defines: &[String],
 ) -> Result<AttentionSet, GpuError> {
-    let src = KernelSource::read(&kernels_dir.join("attention.cu"))?;
+    let src = KernelSource::read(&kernels_dir.join("attention.cu"))?.with_defines(defines);
     let module = load_module(ctx, info, &src)?;
     let cubin = compile(&src, info.arch)?;
     let mut kernels = HashMap::new();
