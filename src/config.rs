@@ -562,12 +562,14 @@ fn define(d: &str) -> bool {
     };
     let ident = !name.is_empty()
         && name.len() <= 64
-        && name.bytes().next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && name
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
     let value_ok = value.is_none_or(|v| {
         v.len() <= 64
-            && v
-                .bytes()
+            && v.bytes()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'+' | b'-'))
     });
     ident && value_ok

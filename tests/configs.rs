@@ -68,7 +68,9 @@ fn the_ada_and_sanitize_configs_hold_what_they_promise() {
     for d in [64, 128] {
         for dtype in [Dtype::Float16, Dtype::Bfloat16] {
             assert!(
-                san.shapes.iter().any(|s| s.head_dim == d && s.dtype == dtype),
+                san.shapes
+                    .iter()
+                    .any(|s| s.head_dim == d && s.dtype == dtype),
                 "sanitize.yaml lacks d{d} {dtype}"
             );
         }

@@ -162,7 +162,11 @@ pub fn compile_uncached(source: &KernelSource, arch: Arch) -> Result<Vec<u8>, Gp
     if !raw::nvrtc_present() {
         return Err(GpuError::NoNvrtc);
     }
-    match raw::nvrtc_compile(&source.text, &source.file_name(), &options(arch, &source.defines)) {
+    match raw::nvrtc_compile(
+        &source.text,
+        &source.file_name(),
+        &options(arch, &source.defines),
+    ) {
         Ok(Compiled::Cubin(c)) => Ok(c),
         Ok(Compiled::Failed(log)) => Err(GpuError::Compile {
             file: source.path.display().to_string(),
