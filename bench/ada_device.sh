@@ -3,13 +3,7 @@
 # timing next to the sm_90 tiles, compute-sanitizer over configs/sanitize.yaml with the same
 # define, and (with `record`) a baseline from 3 processes into $OUT/baselines.
 set -uo pipefail
-out=${OUT:-/tmp/ci-gate-out}
-mkdir -p "$out"
-bin=$PWD/.carry/ci-gate
-export NO_COLOR=1 CI_GATE_CACHE_DIR=/tmp/ci-gate-cache PATH="$PATH:/usr/local/cuda/bin"
-nvrtc=$(ls /usr/local/cuda/lib64/libnvrtc.so.1* 2>/dev/null | head -1)
-export LD_LIBRARY_PATH="$(dirname "$nvrtc")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-timed() { local t0=$EPOCHREALTIME; "$@"; local rc=$?; echo "rc=$rc wall=$(python3 -c "print(round($EPOCHREALTIME - $t0, 1))") s"; }
+. "$(dirname "$0")/device_env.sh"
 echo "== configs/pr-ada.yaml (Ada tiles)"
 timed "$bin" local --config configs/pr-ada.yaml --no-base --no-compare --out "$out/ada.json" --wide | grep -v "^note"
 echo "== the same shapes with the sm_90 tiles"

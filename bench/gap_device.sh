@@ -2,12 +2,7 @@
 # "Whether the gap moved": a baseline recorded with peers, then a run that shows the stored
 # ratio next to the new one (two S=512 shapes, torch-sdpa and torch-sdpa-flash).
 set -uo pipefail
-out=${OUT:-/tmp/ci-gate-out}
-mkdir -p "$out"
-bin=$PWD/.carry/ci-gate
-export NO_COLOR=1 CI_GATE_CACHE_DIR=/tmp/ci-gate-cache
-nvrtc=$(ls /usr/local/cuda/lib64/libnvrtc.so.1* 2>/dev/null | head -1)
-export LD_LIBRARY_PATH="$(dirname "$nvrtc")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+. "$(dirname "$0")/device_env.sh"
 cfg=/tmp/gap.yaml
 { echo "name: gap"; echo "peers: [torch-sdpa, torch-sdpa-flash]"; sed -n '/^gate:/,/^shapes:/p' configs/pr.yaml; \
   echo "  - {batch: 1, heads: 8,  seq_len: 512, head_dim: 64, causal: false, dtype: float16}"; \

@@ -8,14 +8,7 @@
 #
 # The binary is built elsewhere and carried in .carry/ci-gate (cargo build --release).
 set -uo pipefail
-out=${OUT:-/tmp/ci-gate-out}
-mkdir -p "$out"
-bin=$PWD/.carry/ci-gate
-export NO_COLOR=1 CI_GATE_CACHE_DIR=/tmp/ci-gate-cache
-nvrtc=$(ls /usr/local/cuda/lib64/libnvrtc.so.1* 2>/dev/null | head -1)
-[ -n "$nvrtc" ] || nvrtc=$(find / -xdev -name 'libnvrtc.so.1*' 2>/dev/null | grep -v builtins | head -1)
-export LD_LIBRARY_PATH="$(dirname "$nvrtc")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-timed() { local t0=$EPOCHREALTIME; "$@"; local rc=$?; echo "rc=$rc wall=$(python3 -c "print(round($EPOCHREALTIME - $t0, 1))") s"; }
+. "$(dirname "$0")/device_env.sh"
 ngpu=$(nvidia-smi -L | wc -l)
 nvidia-smi -L
 case "$1" in

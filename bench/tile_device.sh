@@ -5,13 +5,8 @@
 # (.carry/base-kernels), the peers on the S=512 shapes, then with `record REASON`
 # `baseline update` from 3 processes into $OUT/baselines (as after an approved win).
 set -uo pipefail
-out=${OUT:-/tmp/ci-gate-out}
-mkdir -p "$out"
-bin=$PWD/.carry/ci-gate
-export NO_COLOR=1 CI_GATE_GOLDEN_DIR=$PWD/.carry/golden CI_GATE_CACHE_DIR=/tmp/ci-gate-cache
-nvrtc=$(ls /usr/local/cuda/lib64/libnvrtc.so.1* 2>/dev/null | head -1)
-export LD_LIBRARY_PATH="$(dirname "$nvrtc")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-timed() { local t0=$EPOCHREALTIME; "$@"; local rc=$?; echo "rc=$rc wall=$(python3 -c "print(round($EPOCHREALTIME - $t0, 1))") s"; }
+. "$(dirname "$0")/device_env.sh"
+export CI_GATE_GOLDEN_DIR=$PWD/.carry/golden
 echo "== GPU tests"
 .carry/gpu-tests --ignored --test-threads=1 2>&1 | grep -E "^test |test result|panicked"
 echo "== compute-sanitizer"

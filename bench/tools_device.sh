@@ -9,15 +9,8 @@
 # Binaries are built elsewhere and carried in .carry: ci-gate (cargo build --release) and
 # gpu-tools (tests/gpu_tools.rs from cargo test --no-run), stripped.
 set -uo pipefail
-out=${OUT:-/tmp/ci-gate-out}
-mkdir -p "$out"
-bin=$PWD/.carry/ci-gate
-export NO_COLOR=1 CI_GATE_CACHE_DIR=/tmp/ci-gate-cache CI_GATE_BIN=$bin
-nvrtc=$(ls /usr/local/cuda/lib64/libnvrtc.so.1* 2>/dev/null | head -1)
-[ -n "$nvrtc" ] || nvrtc=$(find / -xdev -name 'libnvrtc.so.1*' 2>/dev/null | grep -v builtins | head -1)
-export LD_LIBRARY_PATH="$(dirname "$nvrtc")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export PATH="$PATH:/usr/local/cuda/bin"
-timed() { local t0=$EPOCHREALTIME; "$@"; local rc=$?; echo "rc=$rc wall=$(python3 -c "print(round($EPOCHREALTIME - $t0, 1))") s"; }
+. "$(dirname "$0")/device_env.sh"
+export CI_GATE_BIN=$bin
 st3=/tmp/kernels-st3
 mkdir -p $st3 && cp kernels/*.cu $st3/
 sed -i -E 's/^(CG_ATTN_KERNEL\(attention_fwd_b?f16_d64, 64, 128, 64, 4, 2, true, )2,/\13,/; s/^(CG_ATTN_KERNEL\(attention_fwd_b?f16_d128, 128, 128, 32, 4, 2, false, )2,/\13,/' $st3/attention.cu

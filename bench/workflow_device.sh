@@ -2,12 +2,7 @@
 # The perf-gate workflow's shard → merge → history path on one lent GPU, as the jobs run it:
 # `ci --shard K/N` per shard (GitHub's step files set), `merge --ci`, `history append`.
 set -uo pipefail
-out=${OUT:-/tmp/ci-gate-out}
-mkdir -p "$out"
-bin=$PWD/.carry/ci-gate
-export NO_COLOR=1 CI_GATE_CACHE_DIR=/tmp/ci-gate-cache
-nvrtc=$(ls /usr/local/cuda/lib64/libnvrtc.so.1* 2>/dev/null | head -1)
-export LD_LIBRARY_PATH="$(dirname "$nvrtc")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+. "$(dirname "$0")/device_env.sh"
 for k in 1 2; do
   mkdir -p "$out/shard$k"
   GITHUB_ACTIONS=true GITHUB_OUTPUT="$out/shard$k/outputs" GITHUB_STEP_SUMMARY="$out/shard$k/summary.md" \
