@@ -23,21 +23,8 @@ impl LocalChild<'_> {
     /// Runs the child, writing its results to `out`, and loads them. A child that could not
     /// reach a verdict (exit 2, or killed) is an error quoting its stderr.
     pub fn run(&self, out: &Path) -> Result<ResultsFile> {
-        let exe = std::env::current_exe().context("cannot find the ci-gate executable")?;
-        let mut cmd = Command::new(&exe);
-        cmd.arg("local")
-            .arg("--config")
-            .arg(self.config)
-            .arg("--kernels")
-            .arg(self.kernels)
-            .arg("--baselines")
-            .arg(self.baselines)
-            .args(["--format", "json", "--out"])
-            .arg(out)
-            .args(&self.extra);
-        for s in self.shapes {
-            cmd.args(["--shape", s]);
-        }
+        let mut cmd = self.command(out)?;
+        let exe = PathBuf::from(cmd.get_program());
         let output = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -53,6 +40,26 @@ impl LocalChild<'_> {
             );
         }
         ResultsFile::load(out).map_err(Into::into)
+    }
+
+    /// The command line of the child, writing its results (JSON) to `out`.
+    pub fn command(&self, out: &Path) -> Result<Command> {
+        let exe = std::env::current_exe().context("cannot find the ci-gate executable")?;
+        let mut cmd = Command::new(&exe);
+        cmd.arg("local")
+            .arg("--config")
+            .arg(self.config)
+            .arg("--kernels")
+            .arg(self.kernels)
+            .arg("--baselines")
+            .arg(self.baselines)
+            .args(["--format", "json", "--out"])
+            .arg(out)
+            .args(&self.extra);
+        for s in self.shapes {
+            cmd.args(["--shape", s]);
+        }
+        Ok(cmd)
     }
 }
 

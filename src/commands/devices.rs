@@ -3,10 +3,11 @@
 //! (`commands::merge`), so Holm and the verdict are over the whole run.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use anyhow::{Context, Result, bail};
 
+use super::child::LocalChild;
 use super::merge::merge;
 use crate::results::ResultsFile;
 use crate::shard::MAX_SHARDS;
@@ -50,7 +51,6 @@ pub struct Fanout<'a> {
 
 /// Runs one shard per device at once and merges their results.
 pub fn run_on_devices(devices: &[u32], f: &Fanout) -> Result<ResultsFile> {
-    let exe = std::env::current_exe().context("cannot find the ci-gate executable")?;
     let dir = tempfile::Builder::new()
         .prefix("ci-gate-devices-")
         .tempdir()
@@ -60,30 +60,26 @@ pub fn run_on_devices(devices: &[u32], f: &Fanout) -> Result<ResultsFile> {
     for (i, dev) in devices.iter().enumerate() {
         let out: PathBuf = dir.path().join(format!("shard-{}.json", i + 1));
         let err = std::fs::File::create(dir.path().join(format!("shard-{}.err", i + 1)))?;
-        let mut cmd = Command::new(&exe);
-        cmd.arg("local")
-            .arg("--config")
-            .arg(f.config)
-            .arg("--kernels")
-            .arg(f.kernels)
-            .arg("--baselines")
-            .arg(f.baselines)
-            .args(["--shard", &format!("{}/{n}", i + 1)])
-            .args(["--format", "json", "--no-profile", "--out"])
-            .arg(&out)
-            .args(&f.extra)
-            .env("CUDA_VISIBLE_DEVICES", dev.to_string());
+        let mut extra = vec![
+            "--shard".to_string(),
+            format!("{}/{n}", i + 1),
+            "--no-profile".into(),
+        ];
         match f.base {
-            Some(b) => {
-                cmd.arg("--base-kernels").arg(b);
-            }
-            None => {
-                cmd.arg("--no-base");
-            }
+            Some(b) => extra.extend(["--base-kernels".into(), b.display().to_string()]),
+            None => extra.push("--no-base".into()),
         }
-        for s in f.shapes {
-            cmd.args(["--shape", s]);
+        extra.extend(f.extra.iter().cloned());
+        let mut cmd = LocalChild {
+            config: f.config,
+            kernels: f.kernels,
+            baselines: f.baselines,
+            shapes: f.shapes,
+            extra,
         }
+        .command(&out)?;
+        cmd.env("CUDA_VISIBLE_DEVICES", dev.to_string());
+        let exe = PathBuf::from(cmd.get_program());
         let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())

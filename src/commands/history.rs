@@ -218,21 +218,7 @@ fn table(trends: &[Trend], params: &changepoint::Params, width: Option<usize>) -
         ));
     }
     lines.push(method_line(params));
-    for line in lines {
-        match width {
-            Some(w) => {
-                let options = textwrap::Options::new(w).subsequent_indent("  ");
-                for part in textwrap::wrap(&line, options) {
-                    out.push_str(&part);
-                    out.push('\n');
-                }
-            }
-            None => {
-                out.push_str(&line);
-                out.push('\n');
-            }
-        }
-    }
+    out.push_str(&crate::report::wrap_lines(&lines, width));
     out
 }
 

@@ -28,7 +28,9 @@ pub fn run_merge(args: &MergeArgs) -> Result<Outcome> {
         merge(shards, &args.baselines)
     })();
     if args.ci {
-        let out = args.out.as_deref().expect("clap requires --out with --ci");
+        let Some(out) = args.out.as_deref() else {
+            bail!("--ci needs --out FILE: the merged results file the comment job reads");
+        };
         return match merged {
             Ok(m) => super::ci::publish(m, out, None),
             Err(e) => super::ci::publish(super::pipeline::failed_run(None, &e), out, Some(e)),
@@ -73,18 +75,20 @@ pub fn join(shards: Vec<(PathBuf, ResultsFile)>) -> Result<ResultsFile> {
     let Some((first_path, first)) = shards.first() else {
         bail!("no results files to merge");
     };
+    let mut infos = Vec::with_capacity(shards.len());
     for (p, r) in &shards {
-        if r.shard.is_none() {
+        let Some(info) = &r.shard else {
             bail!(
                 "{}: not a shard (it has no shard information): merge joins the results of `--shard K/N` runs",
                 p.display()
             );
-        }
+        };
         if let Some(e) = &r.error {
             bail!("{} reached no verdict: {e}", label(p, r));
         }
+        infos.push(info);
     }
-    let info = first.shard.clone().expect("checked above");
+    let info = infos[0].clone();
     // One run: everything that makes shards comparable must agree.
     let same = |what: &str, f: &dyn Fn(&ResultsFile) -> String| -> Result<()> {
         let want = f(first);
@@ -143,8 +147,8 @@ pub fn join(shards: Vec<(PathBuf, ResultsFile)>) -> Result<ResultsFile> {
 
     // Every shard exactly once.
     let mut by_index: BTreeMap<u32, &Path> = BTreeMap::new();
-    for (p, r) in &shards {
-        let k = r.shard.as_ref().expect("checked").index;
+    for ((p, _), shard) in shards.iter().zip(&infos) {
+        let k = shard.index;
         if let Some(other) = by_index.insert(k, p) {
             bail!(
                 "shard {k}/{} is given twice: {} and {}",

@@ -213,6 +213,11 @@ impl PeerSession {
         }
     }
 
+    /// How many peers run.
+    pub fn peer_count(&self) -> usize {
+        self.peers.len()
+    }
+
     /// Empty results for a new shape, one per peer that runs.
     pub fn results(&self) -> Vec<crate::peers::PeerResult> {
         self.peers

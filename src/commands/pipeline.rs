@@ -318,8 +318,8 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
                 orders: Vec::new(),
                 coin: ChaCha8Rng::seed_from_u64(shape_rng_seed),
                 seed,
+                peer_launches: vec![0; peer_session.peer_count()],
                 peers: peer_session.results(),
-                peer_launches: vec![0; peer_session.results().len()],
             };
             run.more(
                 &gpu,

@@ -92,24 +92,22 @@ pub fn profile_after(
 
 /// Profiles what `args` and the verdicts ask for and records it in `results`.
 pub fn profile_run(results: &mut ResultsFile, args: &ProfileArgs, sides: &Sides) -> Result<()> {
-    if targets(results, args).is_empty() {
-        return Ok(());
-    }
-    let ncu = tool::find("ncu", args.ncu.as_deref())?;
-    profile_with(results, args, sides, ncu)
-}
-
-/// [`profile_run`] with ncu found (or not).
-fn profile_with(
-    results: &mut ResultsFile,
-    args: &ProfileArgs,
-    sides: &Sides,
-    ncu: Option<std::path::PathBuf>,
-) -> Result<()> {
     let targets = targets(results, args);
     if targets.is_empty() {
         return Ok(());
     }
+    let ncu = tool::find("ncu", args.ncu.as_deref())?;
+    profile_with(results, args, sides, &targets, ncu)
+}
+
+/// [`profile_run`] of `targets` with ncu found (or not).
+fn profile_with(
+    results: &mut ResultsFile,
+    args: &ProfileArgs,
+    sides: &Sides,
+    targets: &[(String, ProfileReason)],
+    ncu: Option<std::path::PathBuf>,
+) -> Result<()> {
     let Some(ncu) = ncu else {
         results.notes.push(format!(
             "ncu (Nsight Compute) was not found on the PATH, in $CUDA_HOME/bin or /usr/local/cuda/bin: {} shape{} not profiled ({}); pass --ncu PATH to profile",
@@ -133,7 +131,7 @@ fn profile_with(
     let budget = Duration::from_secs(args.profile_budget_s);
     let mut skipped = Vec::new();
     let mut blocked: Option<String> = None;
-    for (name, reason) in &targets {
+    for (name, reason) in targets {
         let left = budget.saturating_sub(started.elapsed());
         if left.is_zero() || blocked.is_some() {
             skipped.push(name.clone());
@@ -353,7 +351,9 @@ mod tests {
             candidate: Path::new("k"),
             base: None,
         };
-        profile_with(&mut r, &args(&[], 0, false), &sides, None).unwrap();
+        let a = args(&[], 0, false);
+        let t = targets(&r, &a);
+        profile_with(&mut r, &a, &sides, &t, None).unwrap();
         assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
         assert!(r.notes[0].contains("ncu") && r.notes[0].contains("b1h8s256d64_f16"));
         assert!(r.shapes.iter().all(|s| s.profile.is_none()));

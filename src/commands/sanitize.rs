@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -110,12 +110,14 @@ pub fn run_sanitize(args: &SanitizeArgs) -> Result<Outcome> {
                                     r.seconds
                                 );
                             }
-                            runs.lock().expect("no panics while held").push((i, r));
+                            runs.lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .push((i, r));
                         }
                         Err(e) => {
                             first_error
                                 .lock()
-                                .expect("no panics while held")
+                                .unwrap_or_else(PoisonError::into_inner)
                                 .get_or_insert(e);
                         }
                     }
@@ -123,10 +125,13 @@ pub fn run_sanitize(args: &SanitizeArgs) -> Result<Outcome> {
             });
         }
     });
-    if let Some(e) = first_error.into_inner().expect("threads joined") {
+    if let Some(e) = first_error
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner)
+    {
         return Err(e);
     }
-    let mut runs = runs.into_inner().expect("threads joined");
+    let mut runs = runs.into_inner().unwrap_or_else(PoisonError::into_inner);
     runs.sort_by_key(|(i, _)| *i);
     let report = SanitizeReport {
         kernels: args.kernels.display().to_string(),
@@ -221,38 +226,16 @@ fn run_one(
             ran.last_line()
         ))
     };
-    let launched = launched(&args.config, shape);
-    let launched: Vec<(&str, &str)> = launched.iter().map(|(f, k)| (*f, k.as_str())).collect();
+    let launched = super::worker::launched(&ran.output);
     let run = ToolRun::judge(t, shape, &text, exit, ran.seconds, &launched);
     Ok(run)
 }
 
-/// The kernel each source file launches in a `kernel-run` of `shape` (see
-/// `gpu::parity::run_once`): the attention kernel and the reference for its dtype and
-/// head_dim, and the fills that make its inputs.
-fn launched(config: &Path, shape: &str) -> Vec<(&'static str, String)> {
-    let Ok((_, shapes)) = load_config(config, &[shape.to_owned()]) else {
-        return Vec::new();
-    };
-    let Some(s) = shapes.first() else {
-        return Vec::new();
-    };
-    let dtype = s.dtype.short();
-    vec![
-        (
-            "attention.cu",
-            format!("attention_fwd_{dtype}_d{}", s.head_dim),
-        ),
-        ("reference.cu", format!("attention_ref_{dtype}")),
-        ("util.cu", format!("fill_normal_{dtype}")),
-    ]
-}
-
+/// The name of the GPU the runs use (device 0 as CUDA numbers them, like the runs).
 fn gpu_name() -> Option<String> {
-    let nvml = nvml_wrapper::Nvml::init().ok()?;
-    let name = nvml.device_by_index(0).ok()?.name().ok()?;
+    let (_, _, info) = crate::gpu::device::open_device().ok()?;
     Some(crate::validate::clip_text(
-        &crate::validate::terminal_text(&name),
+        &crate::validate::terminal_text(&info.name),
         120,
     ))
 }

@@ -11,6 +11,20 @@ use crate::cli::KernelRunArgs;
 use crate::gpu::Gpu;
 use crate::gpu::parity::run_once;
 
+/// Prefix of the lines naming the kernels a run launches: `LAUNCHED FILE KERNEL`.
+pub const LAUNCHED: &str = "ci-gate kernel-run launched";
+
+/// The (file, kernel) pairs named in a `kernel-run`'s output.
+pub fn launched(output: &str) -> Vec<(&str, &str)> {
+    output
+        .lines()
+        .filter_map(|l| {
+            let mut words = l.strip_prefix(LAUNCHED)?.split_whitespace();
+            Some((words.next()?, words.next()?))
+        })
+        .collect()
+}
+
 pub fn run_kernels(args: &KernelRunArgs) -> Result<Outcome> {
     let (config, shapes) = load_config(&args.config, &args.shapes)?;
     let gpu = Gpu::open_with(&args.harness, &config.compile.defines)?;
@@ -19,13 +33,36 @@ pub fn run_kernels(args: &KernelRunArgs) -> Result<Outcome> {
         return Ok(Outcome::Pass);
     }
     for shape in &shapes {
-        run_once(
-            &gpu,
-            set.get(shape)?,
-            shape,
-            config.parity.seed,
-            !args.no_reference,
-        )?;
+        let kernel = set.get(shape)?;
+        // What runs, by source file, for whoever reads this process's output (`sanitize`
+        // names a finding's kernel from its file when the tool's log does not).
+        println!("{LAUNCHED} attention.cu {}", kernel.name);
+        if !args.no_reference {
+            println!(
+                "{LAUNCHED} reference.cu {}",
+                gpu.kernels.reference(shape.dtype)?.name
+            );
+        }
+        println!("{LAUNCHED} util.cu fill_normal_{}", shape.dtype.short());
+        run_once(&gpu, kernel, shape, config.parity.seed, !args.no_reference)?;
     }
     Ok(Outcome::Pass)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn launched_lines_are_read_back() {
+        let out = format!(
+            "noise\n{0} attention.cu attention_fwd_f16_d64_small\n{0} util.cu fill_normal_f16\n{0} bad\n",
+            super::LAUNCHED
+        );
+        assert_eq!(
+            super::launched(&out),
+            [
+                ("attention.cu", "attention_fwd_f16_d64_small"),
+                ("util.cu", "fill_normal_f16")
+            ]
+        );
+    }
 }

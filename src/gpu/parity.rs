@@ -113,18 +113,7 @@ pub fn check_parity(
     tolerance: Tolerance,
     seed: u64,
 ) -> Result<Parity, GpuError> {
-    check_shape(shape)?;
-    let inputs = random_inputs(gpu, shape, seed)?;
-    let mut out = poisoned_output(gpu, shape)?;
-    let mut reference = poisoned_output(gpu, shape)?;
-    run_kernel(gpu, kernel, shape, &inputs, &mut out)?;
-    run_kernel(
-        gpu,
-        gpu.kernels.reference(shape.dtype)?,
-        shape,
-        &inputs,
-        &mut reference,
-    )?;
+    let (out, reference) = run_with_reference(gpu, kernel, shape, seed)?;
     let got = gpu
         .stream
         .clone_dtoh(&out)
@@ -153,21 +142,37 @@ pub fn run_once(
     seed: u64,
     with_reference: bool,
 ) -> Result<(), GpuError> {
+    if with_reference {
+        run_with_reference(gpu, kernel, shape, seed)?;
+        return Ok(());
+    }
     check_shape(shape)?;
     let inputs = random_inputs(gpu, shape, seed)?;
     let mut out = poisoned_output(gpu, shape)?;
+    run_kernel(gpu, kernel, shape, &inputs, &mut out)
+}
+
+/// Runs `kernel`, then the harness's reference kernel, on the same fresh inputs from `seed`,
+/// each into a poisoned output, waiting for each: (kernel's output, reference's output).
+fn run_with_reference(
+    gpu: &Gpu,
+    kernel: &super::device::Kernel,
+    shape: &ShapeParams,
+    seed: u64,
+) -> Result<(CudaSlice<f32>, CudaSlice<f32>), GpuError> {
+    check_shape(shape)?;
+    let inputs = random_inputs(gpu, shape, seed)?;
+    let mut out = poisoned_output(gpu, shape)?;
+    let mut reference = poisoned_output(gpu, shape)?;
     run_kernel(gpu, kernel, shape, &inputs, &mut out)?;
-    if with_reference {
-        let mut reference = poisoned_output(gpu, shape)?;
-        run_kernel(
-            gpu,
-            gpu.kernels.reference(shape.dtype)?,
-            shape,
-            &inputs,
-            &mut reference,
-        )?;
-    }
-    Ok(())
+    run_kernel(
+        gpu,
+        gpu.kernels.reference(shape.dtype)?,
+        shape,
+        &inputs,
+        &mut reference,
+    )?;
+    Ok((out, reference))
 }
 
 /// Which attention kernel to run.

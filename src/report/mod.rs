@@ -9,7 +9,7 @@ mod table;
 pub use export::{BenchmarkActionExporter, BmfExporter};
 pub use json::JsonExporter;
 pub use markdown::{MARKER, MarkdownExporter, escape_markdown};
-pub use table::{TableExporter, fitted_table, stdout_width};
+pub use table::{TableExporter, fitted_table, stdout_width, wrap_lines};
 
 use crate::comparison::{Comparison, Reference};
 use crate::config::GateSettings;

@@ -289,24 +289,31 @@ impl Exporter for TableExporter {
         }
         lines.extend(report.profiling_line());
         lines.push(format!("ci-gate: {}", report.headline()));
-        for line in lines {
-            match self.width {
-                // Prose wraps between words, continuation lines indented.
-                Some(w) => {
-                    let options = textwrap::Options::new(w).subsequent_indent("  ");
-                    for part in textwrap::wrap(&line, options) {
-                        out.push_str(&part);
-                        out.push('\n');
-                    }
-                }
-                None => {
-                    out.push_str(&line);
+        out.push_str(&wrap_lines(&lines, self.width));
+        out
+    }
+}
+
+/// Prose lines for the terminal: each wrapped between words to `width` with continuation
+/// lines indented, or as they are without a width.
+pub fn wrap_lines(lines: &[String], width: Option<usize>) -> String {
+    let mut out = String::new();
+    for line in lines {
+        match width {
+            Some(w) => {
+                let options = textwrap::Options::new(w).subsequent_indent("  ");
+                for part in textwrap::wrap(line, options) {
+                    out.push_str(&part);
                     out.push('\n');
                 }
             }
+            None => {
+                out.push_str(line);
+                out.push('\n');
+            }
         }
-        out
     }
+    out
 }
 
 #[cfg(test)]
