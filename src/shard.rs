@@ -83,7 +83,9 @@ fn weight(name: &str, j: u32) -> u64 {
     h.update([0]);
     h.update(j.to_le_bytes());
     let d = h.finalize();
-    u64::from_le_bytes(d[..8].try_into().expect("8 bytes"))
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&d[..8]); // a SHA-256 digest has 32 bytes
+    u64::from_le_bytes(first)
 }
 
 /// The shard (0-based) of each item, given as (name, cost). Names must be unique; costs are
@@ -111,9 +113,10 @@ pub fn partition(items: &[(String, f64)], count: u32) -> Vec<u32> {
             .find(|&j| load[j as usize] + c <= cap)
             .unwrap_or_else(|| {
                 // Every shard is at the cap (a shape larger than the slack): the least loaded.
+                // `count` is at least 1, so there is one.
                 (0..count)
                     .min_by(|&a, &b| load[a as usize].total_cmp(&load[b as usize]))
-                    .expect("at least one shard")
+                    .unwrap_or(0)
             });
         load[chosen as usize] += c;
         out[i] = chosen;
