@@ -460,7 +460,8 @@ def main():
             "cupy": cp.__version__, "gpu": torch.cuda.get_device_name(),
             "nvidia_smi_start": nvsmi(), "nvrtc": nv.nvrtc_version(), "nvrtc_lib": nv._lib[1]}
     cc = torch.cuda.get_device_capability()
-    arch = f"sm_{cc[0]}{cc[1]}"
+    # as the Rust side: compute capability 9.0 compiles for sm_90a (wgmma kernels)
+    arch = f"sm_{cc[0]}{cc[1]}" + ("a" if tuple(cc) == (9, 0) else "")
     info["arch"] = arch
     log(json.dumps(info))
 

@@ -443,6 +443,426 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
         }
 }
 
+
+// ---------------------------------------------------------------- Hopper path (sm_90a)
+//
+// Compiled only when the target has the sm_90a features (the Rust side compiles for sm_90a on
+// compute capability 9.0; plain sm_90 and every other target keep the mma.sync kernel above).
+// Same ABI, same math, same tails and causal handling; what changes is the matrix engine:
+//   * one warpgroup (4 warps, 128 threads) owns 64 query rows, NWG warpgroups per CTA;
+//   * S = Q K^T with wgmma.m64n<BN>k16, both operands read from shared memory through
+//     descriptors (Q and K are "K-major": rows of head_dim elements);
+//   * O += P V with wgmma.m64n<D>k16, P from registers (the S accumulator layout of each
+//     warp is the A-fragment layout, as with mma.sync), V from shared memory, transposed
+//     ("MN-major": rows of keys, head_dim contiguous);
+//   * shared tiles use the hardware's 128-byte swizzle: a tile of R rows x D columns is
+//     D/64 blocks of [R rows x 128 bytes], 16-byte chunk c of row r stored at chunk
+//     c ^ (r & 7) -- the same XOR swizzle as above, in 1024-byte-aligned atoms;
+//   * cp.async still loads the tiles (zero-fill for tails); a generic->async proxy fence
+//     before the barrier makes them visible to wgmma.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define CG_HAVE_WGMMA 1
+
+#define CG_D8(i)                                                                          \
+    "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]),           \
+        "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+
+template <bool BF16>
+struct Wg;
+
+#define CG_WG_STRUCT(BF16V, TY)                                                                              \
+    template <>                                                                                              \
+    struct Wg<BF16V> {                                                                                       \
+    static CG_DEV void ss64(float* d, unsigned long long da, unsigned long long db, int scale_d) {           \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                            \
+                     "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY "\n"                            \
+                     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"                               \
+                     "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31},\n"                   \
+                     "%32, %33, p, 1, 1, 0, 0;\n}\n"                                                         \
+                     : CG_D8(0), CG_D8(8), CG_D8(16), CG_D8(24)                                              \
+                     : "l"(da), "l"(db), "r"(scale_d));                                                      \
+    }                                                                                                        \
+    static CG_DEV void ss128(float* d, unsigned long long da, unsigned long long db, int scale_d) {          \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                            \
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY "\n"                           \
+                     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"                               \
+                     "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"                      \
+                     "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"                      \
+                     "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63},\n"                   \
+                     "%64, %65, p, 1, 1, 0, 0;\n}\n"                                                         \
+                     : CG_D8(0), CG_D8(8), CG_D8(16), CG_D8(24), CG_D8(32), CG_D8(40), CG_D8(48), CG_D8(56)  \
+                     : "l"(da), "l"(db), "r"(scale_d));                                                      \
+    }                                                                                                        \
+    static CG_DEV void rs64(float* d, const unsigned* a, unsigned long long db, int scale_d) {               \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                            \
+                     "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY "\n"                            \
+                     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"                               \
+                     "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31},\n"                   \
+                     "{%32,%33,%34,%35}, %36, p, 1, 1, 1;\n}\n"                                              \
+                     : CG_D8(0), CG_D8(8), CG_D8(16), CG_D8(24)                                              \
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));                   \
+    }                                                                                                        \
+    static CG_DEV void rs128(float* d, const unsigned* a, unsigned long long db, int scale_d) {              \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                            \
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY "\n"                           \
+                     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"                               \
+                     "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"                      \
+                     "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"                      \
+                     "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63},\n"                   \
+                     "{%64,%65,%66,%67}, %68, p, 1, 1, 1;\n}\n"                                              \
+                     : CG_D8(0), CG_D8(8), CG_D8(16), CG_D8(24), CG_D8(32), CG_D8(40), CG_D8(48), CG_D8(56)  \
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));                   \
+    }                                                                                                        \
+    };
+
+CG_WG_STRUCT(false, "f16")
+CG_WG_STRUCT(true, "bf16")
+#undef CG_WG_STRUCT
+#undef CG_D8
+
+CG_DEV void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+CG_DEV void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+CG_DEV void wg_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Tells the compiler a register changes here: accumulators are written by the tensor cores
+// between the wgmma and its wait, which inline asm cannot express.
+CG_DEV void reg_fence(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+// Shared memory written by cp.async (generic proxy) becomes visible to wgmma (async proxy).
+CG_DEV void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// Shared-memory matrix descriptor, 128-byte swizzle. For K-major operands (Q, K) the stride
+// byte offset is the distance between 8-row groups (1024 B) and the leading one is unused;
+// for the MN-major V it is again 1024 B between groups of 8 keys, and the leading offset is
+// the distance between 64-column blocks of head_dim.
+CG_DEV unsigned long long wg_desc(unsigned saddr, unsigned lbo, unsigned sbo) {
+    return (unsigned long long)((saddr & 0x3FFFF) >> 4) |
+           ((unsigned long long)((lbo & 0x3FFFF) >> 4) << 16) |
+           ((unsigned long long)((sbo & 0x3FFFF) >> 4) << 32) | (1ull << 62);
+}
+
+// cp.async of ROWS rows of a [seq_len, D] matrix into the 128-byte-swizzle layout: column
+// block b (64 elements) of the tile at b * ROWS * 128 bytes, rows of 128 bytes inside it.
+// As load_tile: a thread's rows share row & 7, rows >= seq_len are zero-filled.
+template <int ROWS, int D, int NT>
+CG_DEV void load_tile_sw128(unsigned sdst, const unsigned short* __restrict__ g, int r0,
+                            int seq_len, int tid) {
+    constexpr int CPR = D / 8;
+    constexpr int RSTEP = NT / CPR;
+    static_assert(NT % CPR == 0 && ROWS % RSTEP == 0 && RSTEP % 8 == 0, "loader shape");
+    const int row = tid / CPR;
+    const int ch = tid % CPR;
+    const unsigned s_off = (ch >> 3) * (ROWS * 128) + row * 128 + (((ch & 7) ^ (row & 7)) << 4);
+    const int g_off = (r0 + row) * D + ch * 8;
+#pragma unroll
+    for (int i = 0; i < ROWS / RSTEP; ++i) {
+        const bool ok = r0 + row + i * RSTEP < seq_len;
+        cp_async16(sdst + s_off + i * RSTEP * 128, g + (ok ? g_off + i * RSTEP * D : 0),
+                   ok ? 16 : 0);
+    }
+}
+
+template <int D, int BN, int NWG>
+struct WgGeo {
+    static constexpr int BM = 64 * NWG;
+    static constexpr int Q_B = BM * D * 2;
+    static constexpr int KV_TILE_B = BN * D * 2;
+    static constexpr int STAGE_B = 2 * KV_TILE_B;
+    // + 1024: the swizzle atoms must be 1024-byte aligned; the base is rounded up at run time.
+    static constexpr int SMEM_B = Q_B + 2 * STAGE_B + 1024;
+};
+
+template <int N, bool BF16>
+CG_DEV void wg_ss(float* d, unsigned long long da, unsigned long long db, int scale_d) {
+    if (N == 64) Wg<BF16>::ss64(d, da, db, scale_d); else Wg<BF16>::ss128(d, da, db, scale_d);
+}
+template <int N, bool BF16>
+CG_DEV void wg_rs(float* d, const unsigned* a, unsigned long long db, int scale_d) {
+    if (N == 64) Wg<BF16>::rs64(d, a, db, scale_d); else Wg<BF16>::rs128(d, a, db, scale_d);
+}
+
+// Masks keys past each row's limit to -inf (only called on tiles that cross the causal
+// diagonal or the end of the sequence). s: the warp's 16 x (8*NB) scores in the mma C layout.
+template <int NB>
+CG_DEV void mask_scores(float* s, int n0, int lane, const int* lim) {
+    const float NEG_INF = -__int_as_float(0x7f800000);
+    const int key0 = n0 + 2 * (lane & 3);
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+            if (key0 + nb * 8 + (e & 1) > lim[e >> 1]) s[nb * 4 + e] = NEG_INF;
+}
+
+// Online softmax of one tile, in place: scores -> unnormalised probabilities; the row maxima
+// m_r and per-lane partial sums l_r move on; alpha (per row half) is what the old O must be
+// scaled by.
+template <int NB>
+CG_DEV void softmax_tile(float* s, float* m_r, float* l_r, float* alpha, float sl2) {
+    const float NEG_INF = -__int_as_float(0x7f800000);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float mx = m_r[h];
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb)
+            mx = fmaxf(mx, fmaxf(s[nb * 4 + 2 * h], s[nb * 4 + 2 * h + 1]));
+        mx = fmaxf(mx, shfl_xor(mx, 1));
+        mx = fmaxf(mx, shfl_xor(mx, 2));
+        // exp2 base; a row with no visible key so far keeps base 0 (p = 0, no NaN)
+        const float base = (mx == NEG_INF) ? 0.f : mx * sl2;
+        alpha[h] = ex2(fmaf(m_r[h], sl2, -base));
+        m_r[h] = mx;
+        float rs = 0.f;
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb) {
+            s[nb * 4 + 2 * h] = ex2(fmaf(s[nb * 4 + 2 * h], sl2, -base));
+            s[nb * 4 + 2 * h + 1] = ex2(fmaf(s[nb * 4 + 2 * h + 1], sl2, -base));
+            rs += s[nb * 4 + 2 * h] + s[nb * 4 + 2 * h + 1];
+        }
+        l_r[h] = fmaf(l_r[h], alpha[h], rs);
+    }
+}
+
+// P (fp32, C layout of S) -> A fragments of the input dtype: the C layout of n-blocks 2kb and
+// 2kb+1 is the A layout of k-step kb.
+template <int KB, bool BF16>
+CG_DEV void pack_p(const float* s, unsigned (*pf)[4]) {
+#pragma unroll
+    for (int kb = 0; kb < KB; ++kb) {
+        pf[kb][0] = Dt<BF16>::pack(s[8 * kb + 0], s[8 * kb + 1]);
+        pf[kb][1] = Dt<BF16>::pack(s[8 * kb + 2], s[8 * kb + 3]);
+        pf[kb][2] = Dt<BF16>::pack(s[8 * kb + 4], s[8 * kb + 5]);
+        pf[kb][3] = Dt<BF16>::pack(s[8 * kb + 6], s[8 * kb + 7]);
+    }
+}
+
+template <int DB>
+CG_DEV void rescale_o(float* o, const float* alpha) {
+#pragma unroll
+    for (int db = 0; db < DB; ++db) {
+        o[db * 4 + 0] *= alpha[0];
+        o[db * 4 + 1] *= alpha[0];
+        o[db * 4 + 2] *= alpha[1];
+        o[db * 4 + 3] *= alpha[1];
+    }
+}
+
+// D: head_dim (64 or 128); BN: keys per K/V tile (64 or 128); NWG: warpgroups per CTA
+// (BM = 64 * NWG query rows).
+// PIPE false: per tile, S = Q K^T, softmax, O += P V, each waited for in turn; the tensor
+//   cores are kept busy by the other warpgroups of the SM while one does its softmax.
+// PIPE true: the softmax of tile j runs while the tensor cores do O += P V of tile j-1
+//   (issued together with S of tile j). K and V then go one tile apart: load group j holds
+//   K_j and V_{j-1}, so the same four tile slots (K and V, two each) suffice.
+//   (The prologue's group is then Q with K_0 only.)
+template <int D, int BN, int NWG, bool BF16, bool PIPE>
+CG_DEV void attn_fwd_wg(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k,
+                        const unsigned short* __restrict__ v, float* __restrict__ out,
+                        int seq_len, int head_dim, float scale, int causal_i) {
+    typedef WgGeo<D, BN, NWG> G;
+    static_assert((D == 64 || D == 128) && (BN == 64 || BN == 128), "wgmma tile shape");
+    constexpr int BM = G::BM;
+    constexpr int NT = 128 * NWG;
+    constexpr int NB = BN / 8;   // n-blocks (8 keys) of S
+    constexpr int KB = BN / 16;  // k-steps of O += P V
+    constexpr int DB = D / 8;    // n-blocks (8 dims) of O
+    constexpr int KD = D / 16;   // k-steps of S = Q K^T
+
+    if (head_dim != D || seq_len <= 0) return;
+
+    extern __shared__ unsigned char smem_wg[];
+
+    const int tid = threadIdx.x;
+    const int lane = tid & 31;
+    const int wg = tid >> 7;           // warpgroup
+    const int wwarp = (tid >> 5) & 3;  // warp within the warpgroup: rows 16*wwarp..+15
+    const bool causal = causal_i != 0;
+
+    const int n_qtiles = (seq_len + BM - 1) / BM;
+    const int qtile = n_qtiles - 1 - (int)blockIdx.x;  // heaviest first
+    if (qtile < 0) return;
+    const int m0 = qtile * BM;
+
+    const size_t bh = (size_t)blockIdx.y * (size_t)seq_len * D;
+    const unsigned short* __restrict__ qg = q + bh;
+    const unsigned short* __restrict__ kg = k + bh;
+    const unsigned short* __restrict__ vg = v + bh;
+
+    // [Q | K slot 0 | V slot 0 | K slot 1 | V slot 1], 1024-byte aligned
+    const unsigned qs = (smem_u32(smem_wg) + 1023u) & ~1023u;
+    const unsigned st0 = qs + G::Q_B;
+
+    const int kv_end = causal ? min(seq_len, m0 + BM) : seq_len;
+    const int n_tiles = (kv_end + BN - 1) / BN;
+
+    load_tile_sw128<BM, D, NT>(qs, qg, m0, seq_len, tid);
+    cp_async_commit();
+    load_tile_sw128<BN, D, NT>(st0, kg, 0, seq_len, tid);
+    if (!PIPE) load_tile_sw128<BN, D, NT>(st0 + G::KV_TILE_B, vg, 0, seq_len, tid);
+    cp_async_commit();
+
+    float o[DB * 4];
+    float s[NB * 4];
+    unsigned pf[KB][4];
+#pragma unroll
+    for (int i = 0; i < DB * 4; ++i) o[i] = 0.f;
+#pragma unroll
+    for (int i = 0; i < NB * 4; ++i) s[i] = 0.f;
+#pragma unroll
+    for (int i = 0; i < KB; ++i) pf[i][0] = pf[i][1] = pf[i][2] = pf[i][3] = 0u;
+
+    const float NEG_INF = -__int_as_float(0x7f800000);
+    float m_r[2], l_r[2], alpha[2];
+    int lim[2];
+    const int wg_first = m0 + wg * 64;             // first query row of this warpgroup
+    const int warp_first = wg_first + wwarp * 16;  // ... and of this warp
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        m_r[h] = NEG_INF;
+        l_r[h] = 0.f;
+        const int row = warp_first + h * 8 + (lane >> 2);
+        lim[h] = causal ? min(row, seq_len - 1) : seq_len - 1;
+    }
+    // wgmma is issued by the whole warpgroup, so the tiles it works on are decided per
+    // warpgroup (a prefix of the CTA's tiles); masking stays per warp.
+    const int wg_kv_end =
+        wg_first >= seq_len ? 0 : (causal ? min(seq_len, wg_first + 64) : seq_len);
+    const int wg_tiles = (wg_kv_end + BN - 1) / BN;
+    const int warp_lim_min = causal ? min(warp_first, seq_len - 1) : seq_len - 1;
+    const float sl2 = scale * 1.4426950408889634f;
+
+    const unsigned q_wg = qs + wg * 64 * 128;  // this warpgroup's Q rows, column block 0
+
+    // S = Q K^T for the K tile at kt: KD wgmma's of k16, 32 bytes apart inside a 128-byte
+    // row, column blocks of 64 elements further apart.
+    auto issue_qk = [&](unsigned kt) {
+#pragma unroll
+        for (int kk = 0; kk < KD; ++kk) {
+            const unsigned qa = q_wg + (kk >> 2) * (BM * 128) + (kk & 3) * 32;
+            const unsigned ka = kt + (kk >> 2) * (BN * 128) + (kk & 3) * 32;
+            wg_ss<BN, BF16>(s, wg_desc(qa, 16, 1024), wg_desc(ka, 16, 1024), kk > 0);
+        }
+    };
+    // O += P V for the V tile at vt: KB wgmma's of k16 = 16 keys = 2048 bytes of V rows.
+    auto issue_pv = [&](unsigned vt) {
+#pragma unroll
+        for (int kb = 0; kb < KB; ++kb)
+            wg_rs<D, BF16>(o, pf[kb], wg_desc(vt + kb * 2048, BN * 128, 1024), 1);
+    };
+
+    if constexpr (!PIPE) {
+        for (int j = 0; j < n_tiles; ++j) {
+            const unsigned cur = st0 + (j & 1) * G::STAGE_B;
+            const unsigned nxt = st0 + ((j + 1) & 1) * G::STAGE_B;
+            if (j + 1 < n_tiles) {
+                load_tile_sw128<BN, D, NT>(nxt, kg, (j + 1) * BN, seq_len, tid);
+                load_tile_sw128<BN, D, NT>(nxt + G::KV_TILE_B, vg, (j + 1) * BN, seq_len, tid);
+            }
+            cp_async_commit();
+            cp_async_wait<1>();
+            fence_proxy_async();
+            __syncthreads();
+            if (j < wg_tiles) {
+                wg_fence();
+                issue_qk(cur);
+                wg_commit();
+                wg_wait<0>();
+#pragma unroll
+                for (int i = 0; i < NB * 4; ++i) reg_fence(s[i]);
+                if (j * BN + BN - 1 > warp_lim_min) mask_scores<NB>(s, j * BN, lane, lim);
+                softmax_tile<NB>(s, m_r, l_r, alpha, sl2);
+                rescale_o<DB>(o, alpha);
+                pack_p<KB, BF16>(s, pf);
+                wg_fence();
+                issue_pv(cur + G::KV_TILE_B);
+                wg_commit();
+                wg_wait<0>();
+#pragma unroll
+                for (int i = 0; i < DB * 4; ++i) reg_fence(o[i]);
+            }
+            __syncthreads();  // stage `cur` is refilled by the next prefetch
+        }
+    } else {
+        // Nothing between a wgmma and its wait may branch on the thread (ptxas would then
+        // serialize every wgmma), so here all warpgroups walk all of the CTA's tiles (a
+        // warpgroup's tiles past its rows come out fully masked) and the masking decision
+        // is the CTA's. Load group j holds K_j and V_{j-1}; K_0 came with Q.
+        const int cta_lim_min = causal ? min(m0, seq_len - 1) : seq_len - 1;
+        auto load_group = [&](int j) {  // K_j (if any) and V_{j-1}
+            if (j < n_tiles)
+                load_tile_sw128<BN, D, NT>(st0 + (j & 1) * G::STAGE_B, kg, j * BN, seq_len, tid);
+            load_tile_sw128<BN, D, NT>(st0 + ((j - 1) & 1) * G::STAGE_B + G::KV_TILE_B, vg,
+                                       (j - 1) * BN, seq_len, tid);
+            cp_async_commit();
+        };
+        auto scores_to_p = [&](int j) {  // S_j (landed) -> softmax; P packed by the caller
+#pragma unroll
+            for (int i = 0; i < NB * 4; ++i) reg_fence(s[i]);
+            if (j * BN + BN - 1 > cta_lim_min) mask_scores<NB>(s, j * BN, lane, lim);
+            softmax_tile<NB>(s, m_r, l_r, alpha, sl2);
+        };
+        load_group(1);
+        cp_async_wait<1>();  // Q and K_0
+        fence_proxy_async();
+        __syncthreads();
+        wg_fence();
+        issue_qk(st0);
+        wg_commit();
+        wg_wait<0>();
+        scores_to_p(0);
+        pack_p<KB, BF16>(s, pf);  // O is 0: no rescale
+        __syncthreads();
+        for (int j = 1; j < n_tiles; ++j) {
+            load_group(j + 1);
+            cp_async_wait<1>();  // K_j and V_{j-1}
+            fence_proxy_async();
+            __syncthreads();
+            wg_fence();
+            issue_qk(st0 + (j & 1) * G::STAGE_B);
+            wg_commit();
+            issue_pv(st0 + ((j - 1) & 1) * G::STAGE_B + G::KV_TILE_B);
+            wg_commit();
+            wg_wait<1>();  // S_j is in; P_{j-1} V_{j-1} may still be running
+            scores_to_p(j);
+            wg_wait<0>();
+#pragma unroll
+            for (int i = 0; i < DB * 4; ++i) reg_fence(o[i]);
+            rescale_o<DB>(o, alpha);
+            pack_p<KB, BF16>(s, pf);
+            __syncthreads();  // K_j's and V_{j-1}'s slots are refilled next iteration
+        }
+        cp_async_wait<0>();  // V_{n-1}
+        fence_proxy_async();
+        __syncthreads();
+        wg_fence();
+        issue_pv(st0 + ((n_tiles - 1) & 1) * G::STAGE_B + G::KV_TILE_B);
+        wg_commit();
+        wg_wait<0>();
+#pragma unroll
+        for (int i = 0; i < DB * 4; ++i) reg_fence(o[i]);
+    }
+
+    float* __restrict__ og = out + bh;
+    const int col = 2 * (lane & 3);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float l = l_r[h];
+        l += shfl_xor(l, 1);
+        l += shfl_xor(l, 2);
+        const float inv = l > 0.f ? 1.f / l : 0.f;
+        const int row = warp_first + h * 8 + (lane >> 2);
+        if (row < seq_len) {
+            float* p = og + (size_t)row * D + col;
+#pragma unroll
+            for (int db = 0; db < DB; ++db)
+                *reinterpret_cast<float2*>(p + db * 8) =
+                    make_float2(o[db * 4 + 2 * h] * inv, o[db * 4 + 2 * h + 1] * inv);
+        }
+    }
+}
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
 }  // namespace cg_attn
 
 // ---------------------------------------------------------------- extern "C" entry points
@@ -460,7 +880,36 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
                                                              scale, causal);                  \
     }
 
-// Shipped configurations (chosen by timing variants on an H200, docs/KERNEL_NOTES.md):
+#define CG_ATTN_WG_KERNEL(NAME, D, BN, NWG, BF16, MINB, PIPE)                                       \
+    extern "C" {                                                                              \
+    __constant__ int NAME##_launch[3] = {64 * NWG, 128 * NWG,                                 \
+                                         cg_attn::WgGeo<D, BN, NWG>::SMEM_B};                  \
+    }                                                                                         \
+    extern "C" __global__ void __launch_bounds__(128 * NWG, MINB)                             \
+        NAME(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k,       \
+             const unsigned short* __restrict__ v, float* __restrict__ out, int seq_len,       \
+             int head_dim, float scale, int causal) {                                         \
+        cg_attn::attn_fwd_wg<D, BN, NWG, BF16, PIPE>(q, k, v, out, seq_len, head_dim, scale,    \
+                                                    causal);                                  \
+    }
+
+// Shipped configurations (chosen by timing variants on an H200, docs/KERNEL_NOTES.md).
+//
+// Hopper with sm_90a features (H100, H200): the wgmma kernel.
+//   (name, D, BN keys/tile, NWG warpgroups = 64-row slabs per CTA, bf16, min CTAs/SM,
+//    pipelined)
+#if defined(CG_HAVE_WGMMA) && !defined(CG_ADA_TILES)
+// d64 : 64 rows x 128 keys, one warpgroup, softmax of tile j overlapping P V of tile j-1,
+//       73 KiB smem, 3 CTAs = 12 warps per SM. No NAME_small: a 64-row tile already.
+// d128: 128 rows x 64 keys, two warpgroups sharing each K/V tile, not pipelined (the
+//       pipelined one needs more than the 128 registers that 2 CTAs = 16 warps per SM allow),
+//       97 KiB smem.
+CG_ATTN_WG_KERNEL(attention_fwd_f16_d64, 64, 128, 1, false, 3, true)
+CG_ATTN_WG_KERNEL(attention_fwd_bf16_d64, 64, 128, 1, true, 3, true)
+CG_ATTN_WG_KERNEL(attention_fwd_f16_d128, 128, 64, 2, false, 2, false)
+CG_ATTN_WG_KERNEL(attention_fwd_bf16_d128, 128, 64, 2, true, 2, false)
+#else
+// Everything else (the L4, plain sm_90, Ampere): the mma.sync kernel.
 //   (name, D, BM rows/CTA, BN keys/tile, NW warps, MI 16-row blocks/warp, Q in registers,
 //    ST pipeline stages, bf16, min CTAs/SM for __launch_bounds__)
 // d64 : 128 rows x 64 keys, 4 warps x 32 rows, Q in registers, 2 stages, 32 KiB smem
@@ -489,6 +938,7 @@ CG_ATTN_KERNEL(attention_fwd_bf16_d128, 128, 128, 64, 8, 1, true, 2, true, 1)
 CG_ATTN_KERNEL(attention_fwd_f16_d128, 128, 128, 32, 4, 2, false, 2, false, 2)
 CG_ATTN_KERNEL(attention_fwd_bf16_d128, 128, 128, 32, 4, 2, false, 2, true, 2)
 #endif
+#endif  // wgmma or mma.sync
 
 // Tuning variants, compiled only by bench/kernel_check.py (-DCI_GATE_VARIANTS) so one
 // device call can time several tile shapes; the Rust side never sees them.
@@ -502,4 +952,21 @@ CG_V(64, 64, 64, 4, 1, r, true, 2, 3)
 CG_V(64, 128, 64, 8, 1, r, true, 2, 1)
 CG_V(128, 128, 64, 8, 1, r, true, 2, 1)
 CG_V(128, 128, 48, 4, 2, s, false, 2, 2)
+// the shipped mma.sync tiles, to compare with the wgmma ones on the same GPU
+CG_V(64, 128, 64, 4, 2, r, true, 2, 2)
+CG_V(128, 128, 32, 4, 2, s, false, 2, 2)
+#ifdef CG_HAVE_WGMMA
+// Name: attnv_f16_d<D>_wg<NWG>n<BN>b<MINB>[p: pipelined]
+#define CG_VW(D, NWG, BN, MINB, SFX, PIPE) \
+    CG_ATTN_WG_KERNEL(attnv_f16_d##D##_wg##NWG##n##BN##b##MINB##SFX, D, BN, NWG, false, MINB, PIPE)
+CG_VW(64, 2, 64, 2, , false)
+CG_VW(64, 1, 64, 3, , false)
+CG_VW(64, 1, 128, 2, , false)
+CG_VW(64, 2, 64, 2, p, true)
+CG_VW(64, 1, 64, 3, p, true)
+CG_VW(128, 2, 64, 1, , false)
+CG_VW(128, 1, 64, 2, p, true)
+CG_VW(128, 2, 64, 1, p, true)
+CG_VW(128, 2, 128, 1, p, true)
+#endif
 #endif

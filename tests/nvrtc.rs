@@ -1,11 +1,12 @@
-//! Every kernel compiles with NVRTC for the users' L4 (sm_89) and our H200 (sm_90), with no
-//! GPU: NVRTC alone. CI installs the `nvidia-cuda-nvrtc` wheel and sets
+//! Every kernel compiles with NVRTC for the users' L4 (sm_89) and our H200 (sm_90, and sm_90a:
+//! what the gate compiles for on compute capability 9.0, with the wgmma kernels), with no GPU:
+//! NVRTC alone. CI installs the `nvidia-cuda-nvrtc` wheel and sets
 //! CI_GATE_REQUIRE_NVRTC=1, so there a missing NVRTC fails instead of skipping. Elsewhere,
 //! where build.rs finds no libnvrtc, `cargo test` lists these tests as ignored, with why.
 
 use std::path::Path;
 
-use ci_gate::gpu::compile::compile_uncached;
+use ci_gate::gpu::compile::{compile_uncached, compile_uncached_for};
 use ci_gate::gpu::{Arch, KernelSource};
 
 fn nvrtc_or_skip() -> bool {
@@ -22,6 +23,23 @@ fn nvrtc_or_skip() -> bool {
     false
 }
 
+/// The L4, portable Hopper (the mma.sync kernels), Hopper with wgmma (what the gate uses there).
+const TARGETS: [&str; 3] = ["sm_89", "sm_90", "sm_90a"];
+
+#[test]
+fn compute_capability_9_0_compiles_for_sm_90a_and_others_for_themselves() {
+    assert_eq!(Arch { major: 9, minor: 0 }.target(), "sm_90a");
+    assert_eq!(Arch { major: 8, minor: 9 }.target(), "sm_89");
+    assert_eq!(
+        Arch {
+            major: 12,
+            minor: 0
+        }
+        .target(),
+        "sm_120"
+    );
+}
+
 fn contains(haystack: &[u8], needle: &str) -> bool {
     haystack
         .windows(needle.len())
@@ -33,7 +51,7 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
     ci_gate_no_nvrtc,
     ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
 )]
-fn kernels_compile_for_sm89_and_sm90() {
+fn kernels_compile_for_sm89_sm90_and_sm90a() {
     if !nvrtc_or_skip() {
         return;
     }
@@ -48,8 +66,6 @@ fn kernels_compile_for_sm89_and_sm90() {
                 "attention_fwd_bf16_d128",
                 "attention_fwd_f16_d64_launch",
                 "attention_fwd_bf16_d128_launch",
-                "attention_fwd_f16_d64_small",
-                "attention_fwd_bf16_d64_small_launch",
             ],
         ),
         (
@@ -73,20 +89,17 @@ fn kernels_compile_for_sm89_and_sm90() {
     ];
     for (file, symbols) in expected {
         let src = KernelSource::read(&dir.join(file)).unwrap();
-        for (major, minor) in [(8, 9), (9, 0)] {
-            let arch = Arch { major, minor };
-            let cubin = compile_uncached(&src, arch)
-                .unwrap_or_else(|e| panic!("{file} for {}: {e}", arch.sm()));
+        for target in TARGETS {
+            let cubin = compile_uncached_for(&src, target)
+                .unwrap_or_else(|e| panic!("{file} for {target}: {e}"));
             assert!(
                 cubin.starts_with(b"\x7fELF"),
-                "{file} for {}: not a CUBIN",
-                arch.sm()
+                "{file} for {target}: not a CUBIN"
             );
             for s in *symbols {
                 assert!(
                     contains(&cubin, s),
-                    "{file} for {}: symbol {s} missing",
-                    arch.sm()
+                    "{file} for {target}: symbol {s} missing"
                 );
             }
         }
@@ -94,7 +107,8 @@ fn kernels_compile_for_sm89_and_sm90() {
 }
 
 /// The host finds the optional small-grid kernels in the cubin's symbols (never by a failed
-/// driver call, which compute-sanitizer would count): there for d64, not for d128.
+/// driver call, which compute-sanitizer would count): there for the mma.sync d64 kernels, not
+/// for d128, and not for sm_90a, whose wgmma d64 tile has 64 rows already.
 #[test]
 #[cfg_attr(
     ci_gate_no_nvrtc,
@@ -107,14 +121,15 @@ fn the_small_grid_kernels_are_found_in_the_cubin() {
     let src =
         KernelSource::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/attention.cu"))
             .unwrap();
-    for (major, minor) in [(8, 9), (9, 0)] {
-        let cubin = compile_uncached(&src, Arch { major, minor }).unwrap();
+    for target in TARGETS {
+        let cubin = compile_uncached_for(&src, target).unwrap();
         use ci_gate::gpu::device::has_symbol;
         for dtype in ["f16", "bf16"] {
-            assert!(has_symbol(
-                &cubin,
-                &format!("attention_fwd_{dtype}_d64_small")
-            ));
+            assert_eq!(
+                has_symbol(&cubin, &format!("attention_fwd_{dtype}_d64_small")),
+                target != "sm_90a",
+                "{target}"
+            );
             assert!(has_symbol(&cubin, &format!("attention_fwd_{dtype}_d64")));
             assert!(!has_symbol(
                 &cubin,
@@ -131,28 +146,23 @@ fn the_small_grid_kernels_are_found_in_the_cubin() {
     ci_gate_no_nvrtc,
     ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
 )]
-fn planted_bug_kernels_compile_for_sm89_and_sm90() {
+fn planted_bug_kernels_compile_for_every_target() {
     if !nvrtc_or_skip() {
         return;
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sanitize");
     for plant in ["oob", "race", "misaligned"] {
         let src = KernelSource::read(&root.join(plant).join("attention.cu")).unwrap();
-        for (major, minor) in [(8, 9), (9, 0)] {
-            let arch = Arch { major, minor };
-            let cubin = compile_uncached(&src, arch)
-                .unwrap_or_else(|e| panic!("{plant} for {}: {e}", arch.sm()));
+        for target in TARGETS {
+            let cubin = compile_uncached_for(&src, target)
+                .unwrap_or_else(|e| panic!("{plant} for {target}: {e}"));
             for s in [
                 "attention_fwd_f16_d64_launch",
                 "attention_fwd_f16_d128",
                 "attention_fwd_bf16_d64",
                 "attention_fwd_bf16_d128",
             ] {
-                assert!(
-                    contains(&cubin, s),
-                    "{plant} for {}: {s} missing",
-                    arch.sm()
-                );
+                assert!(contains(&cubin, s), "{plant} for {target}: {s} missing");
             }
         }
     }

@@ -61,8 +61,20 @@ pub struct Arch {
 }
 
 impl Arch {
+    /// The compute capability as a name: `sm_89`, `sm_90`.
     pub fn sm(&self) -> String {
         format!("sm_{}{}", self.major, self.minor)
+    }
+
+    /// What NVRTC compiles for: the compute capability, plus its architecture-specific
+    /// features where the kernels have a path for them. On 9.0 (H100, H200) that is
+    /// `sm_90a`, which has wgmma; such a cubin loads only on 9.0, which is where it is used.
+    pub fn target(&self) -> String {
+        if (self.major, self.minor) == (9, 0) {
+            "sm_90a".into()
+        } else {
+            self.sm()
+        }
     }
 }
 
@@ -74,8 +86,8 @@ const OPTIONS: &[&str] = &["--std=c++17"];
 /// cache key like every option.
 pub const LINEINFO_ENV: &str = "CI_GATE_NVRTC_LINEINFO";
 
-fn options(arch: Arch, defines: &[String]) -> Vec<String> {
-    let mut o = vec![format!("--gpu-architecture={}", arch.sm())];
+fn options(target: &str, defines: &[String]) -> Vec<String> {
+    let mut o = vec![format!("--gpu-architecture={target}")];
     o.extend(OPTIONS.iter().map(|s| s.to_string()));
     o.extend(defines.iter().map(|d| format!("-D{d}")));
     if std::env::var_os(LINEINFO_ENV).is_some_and(|v| !v.is_empty()) {
@@ -116,7 +128,7 @@ pub fn compile(source: &KernelSource, arch: Arch) -> Result<Arc<Vec<u8>>, GpuErr
     if !raw::nvrtc_present() {
         return Err(GpuError::NoNvrtc);
     }
-    let opts = options(arch, &source.defines);
+    let opts = options(&arch.target(), &source.defines);
     let (major, minor) = raw::nvrtc_version().unwrap_or((0, 0));
     let key = hex::encode(Sha256::digest(
         format!("{}\n{}\n{major}.{minor}", source.hash, opts.join(" ")).as_bytes(),
@@ -141,7 +153,7 @@ pub fn compile(source: &KernelSource, arch: Arch) -> Result<Arc<Vec<u8>>, GpuErr
         Ok(Compiled::Failed(log)) => {
             return Err(GpuError::Compile {
                 file: source.path.display().to_string(),
-                arch: arch.sm(),
+                arch: arch.target(),
                 log,
             });
         }
@@ -159,18 +171,24 @@ pub fn compile(source: &KernelSource, arch: Arch) -> Result<Arc<Vec<u8>>, GpuErr
 
 /// Compiles without any cache: what CI uses to prove the kernels build for an architecture.
 pub fn compile_uncached(source: &KernelSource, arch: Arch) -> Result<Vec<u8>, GpuError> {
+    compile_uncached_for(source, &arch.target())
+}
+
+/// [`compile_uncached`] for an NVRTC target named outright (`sm_90`, `sm_90a`), so CI can
+/// prove both the portable and the architecture-specific builds of one compute capability.
+pub fn compile_uncached_for(source: &KernelSource, target: &str) -> Result<Vec<u8>, GpuError> {
     if !raw::nvrtc_present() {
         return Err(GpuError::NoNvrtc);
     }
     match raw::nvrtc_compile(
         &source.text,
         &source.file_name(),
-        &options(arch, &source.defines),
+        &options(target, &source.defines),
     ) {
         Ok(Compiled::Cubin(c)) => Ok(c),
         Ok(Compiled::Failed(log)) => Err(GpuError::Compile {
             file: source.path.display().to_string(),
-            arch: arch.sm(),
+            arch: target.to_string(),
             log,
         }),
         Err(e) => Err(GpuError::Invalid(e)),

@@ -318,7 +318,7 @@ fn load_module(
 ) -> Result<Arc<CudaModule>, GpuError> {
     let cubin = compile(src, info.arch)?;
     ctx.load_module(Ptx::from_binary(cubin.as_ref().clone()))
-        .during(|| format!("loading {} for {}", src.path.display(), info.arch.sm()))
+        .during(|| format!("loading {} for {}", src.path.display(), info.arch.target()))
 }
 
 fn load_attention(

@@ -163,8 +163,12 @@ fn run_with_reference(
     check_shape(shape)?;
     let inputs = random_inputs(gpu, shape, seed)?;
     let mut out = poisoned_output(gpu, shape)?;
-    let mut reference = poisoned_output(gpu, shape)?;
     run_kernel(gpu, kernel, shape, &inputs, &mut out)?;
+    // Only now: while the kernel runs, nothing may be allocated right after its output.
+    // compute-sanitizer sees only accesses outside every live allocation, so a write past
+    // the end of `out` that landed in `reference` went unreported (the planted bug in
+    // tests/sanitize/oob showed it).
+    let mut reference = poisoned_output(gpu, shape)?;
     run_kernel(
         gpu,
         gpu.kernels.reference(shape.dtype)?,

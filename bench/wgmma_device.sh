@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The Hopper wgmma kernels on a lent H100/H200: bench/kernel_check.py (golden, random shapes
+# with poisoned outputs and guard zones, tile variants, timing next to torch SDPA); Nsight
+# Compute's pipe utilisation of the shipped kernels on two shapes (`ncu`); `tests`: the GPU
+# tests (golden and random shapes through the gate, the planted sanitizer bugs, --profile) and
+# `ci-gate sanitize` on the shipped kernels; `oob`: the planted out-of-bounds write under
+# memcheck, logs kept; `ada`: configs/pr-ada.yaml against its stored baseline; `record`:
+# `baseline update` of the PR config from 3 processes into $OUT/baselines; `ab`: the gate's A/B of the PR config against
+# the previous kernels (.carry/base-kernels) and the PR shapes with both peers.
+set -uo pipefail
+. "$(dirname "$0")/device_env.sh"
+[ "${1:-}" = nokc ] && shift || { echo "== kernel_check (sm_90a)"
+timed python3 bench/kernel_check.py --variants --golden .carry/golden --out "$out/kc.json" > "$out/kc.log" 2>&1
+grep -E "^FAIL|^\[|TF/s|variants|attnv_.*(us|n=)|attnv_[a-z0-9_]+ +b" "$out/kc.log" | head -150; }
+for mode in "$@"; do case $mode in
+ncu)
+  echo "== ncu"
+  for shape in b8h16s512d64_f16 b2h16s4096d128_f16; do
+    ncu --clock-control none -k regex:attention_fwd --launch-count 1 \
+      --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
+      --section Occupancy --section InstructionStats --metrics \
+      sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active \
+      "$bin" kernel-run --config configs/pr.yaml --kernels kernels --harness kernels \
+      --shape $shape --no-reference > "$out/ncu-$shape.txt" 2>&1
+    grep -E "Duration|Throughput|Pipe|pipe|Issue|Stall|Occupancy|Registers|Warp Cycles|Eligible|xu|gmma|fma|alu" "$out/ncu-$shape.txt" | head -60
+  done ;;
+tests)
+  export CI_GATE_GOLDEN_DIR=$PWD/.carry/golden CI_GATE_BIN=$bin
+  echo "== GPU tests"
+  .carry/gpu-tests --ignored --test-threads=1 2>&1 | grep -E "^test |test result|panicked"
+  .carry/gpu-tools --ignored --test-threads=1 2>&1 | grep -E "^test |test result|panicked|assert"
+  echo "== compute-sanitizer, shipped kernels"
+  timed "$bin" sanitize --out "$out/sanitize.json" 2>&1 | head -3 ;;
+oob)
+  echo "== the planted out-of-bounds write under memcheck"
+  "$bin" sanitize --kernels tests/sanitize/oob --harness kernels --tool memcheck \
+    --shape b1h2s77d64_causal_f16 --logs "$out/logs-oob"; echo "rc=$?"
+  for f in "$out"/logs-oob/*; do echo "-- $f"; head -40 "$f"; done ;;
+ada)
+  echo "== the L4's tiles against their stored H200 baseline"
+  timed "$bin" local --config configs/pr-ada.yaml --no-base 2>&1 | tail -25 ;;
+record)
+  echo "== baseline update, 3 processes (PR config, with peers)"
+  mkdir -p "$out/baselines" && cp -r baselines/. "$out/baselines/"
+  timed "$bin" baseline update --baselines "$out/baselines" \
+    --reason "wgmma kernels on sm_90a (Hopper), issue 10" 2>&1 | tail -30 ;;
+ab)
+  echo "== A/B against the previous kernels, PR config"
+  timed "$bin" local --base-kernels .carry/base-kernels --out "$out/ab.json" 2>&1 | tail -45
+  echo "== PR shapes with both peers"
+  cfg=/tmp/pr-peers.yaml
+  { grep -v '^name:' configs/pr.yaml; echo "peers: [torch-sdpa, torch-sdpa-flash]"; } | sed '1i name: pr' > $cfg
+  timed "$bin" local --config $cfg --no-base --no-compare --out "$out/peers.json" 2>&1 | sed -n '/Against PyTorch/,$p' ;;
+esac; done
