@@ -22,8 +22,9 @@ What it does, in one process:
      timed twice to show the spread; optional tile variants (--variants, fp16).
 Prints a compact table at the end; --out writes everything as JSON.
 
-  python3 bench/kernel_check.py [--golden DIR] [--variants] [--ada] [--no-timing]
-                                [--cubin-dir DIR] [--ptx-probe FILE.ptx] [--out FILE]
+  python3 bench/kernel_check.py [--golden DIR] [--variants [--l4-occupancy]] [--ada]
+                                [--no-timing] [--cubin-dir DIR] [--ptx-probe FILE.ptx]
+                                [--out FILE]
 """
 import argparse
 import hashlib
@@ -106,16 +107,45 @@ def torch_stream():
     return cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
 
 
-class Attn:
-    """One attention kernel, launched exactly as the Rust side will launch it."""
+# Per-SM limits of the L4 (sm_89) and of this GPU, for --l4-occupancy.
+L4 = {"smem": 100 * 1024, "threads": 1536, "ctas": 24, "regs": 65536}
+HOPPER = {"smem": 228 * 1024, "threads": 2048, "ctas": 32, "regs": 65536}
+RESERVED_SMEM = 1024  # per CTA, on both
+MAX_SMEM_PER_CTA = 227 * 1024
 
-    def __init__(self, module, name):
+
+def ctas_per_sm(lim, regs, threads, smem):
+    """Resident CTAs per SM from shared memory, threads, registers (warp-granular, 256-register
+    units) and the CTA cap."""
+    warps = (threads + 31) // 32
+    regs_per_warp = ((regs or 255) * 32 + 255) // 256 * 256
+    return max(0, min(lim["smem"] // (smem + RESERVED_SMEM), lim["threads"] // threads,
+                      lim["regs"] // (regs_per_warp * warps), lim["ctas"]))
+
+
+class Attn:
+    """One attention kernel, launched exactly as the Rust side will launch it. With
+    l4_occupancy, extra dynamic shared memory caps the CTAs per SM at what the L4 would run
+    (a proxy for the L4 on this GPU: occupancy matches, SM count, clocks and the tensor rate
+    per SM do not)."""
+
+    def __init__(self, module, name, l4_occupancy=False):
         self.name = name
         self.fn = module.mod.get_function(name)
         self.rows, self.threads, self.smem = module.launch_const(name)
-        if self.smem > 48 * 1024:
-            self.fn.max_dynamic_shared_size_bytes = self.smem
         self.ptxas = module.ptxas.get(name, {})
+        self.launch_smem = self.smem
+        if l4_occupancy:
+            regs = self.ptxas.get("regs")
+            n_l4 = ctas_per_sm(L4, regs, self.threads, self.smem)
+            n_here = ctas_per_sm(HOPPER, regs, self.threads, self.smem)
+            if 0 < n_l4 < n_here:
+                self.launch_smem = min(MAX_SMEM_PER_CTA, HOPPER["smem"] // n_l4 - RESERVED_SMEM)
+            self.ctas_per_sm = {"l4": n_l4, "here": n_here,
+                                "emulated": ctas_per_sm(HOPPER, regs, self.threads,
+                                                        self.launch_smem)}
+        if self.launch_smem > 48 * 1024:
+            self.fn.max_dynamic_shared_size_bytes = self.launch_smem
 
     def __call__(self, q, k, v, out, causal):
         B, H, S, D = q.shape
@@ -124,7 +154,7 @@ class Attn:
                 np.uint64(out.data_ptr()), np.int32(S), np.int32(D),
                 np.float32(1.0 / math.sqrt(D)), np.int32(1 if causal else 0))
         with torch_stream():
-            self.fn(grid, (self.threads, 1, 1), args, shared_mem=self.smem)
+            self.fn(grid, (self.threads, 1, 1), args, shared_mem=self.launch_smem)
 
 
 # ------------------------------------------------------------------ numerics helpers
@@ -453,6 +483,9 @@ def main():
                     help="try to load this PTX file with the driver and report the result")
     ap.add_argument("--ada", action="store_true",
                     help="also check attention.cu built with -DCG_ADA_TILES (the sm_86/89 tiles)")
+    ap.add_argument("--l4-occupancy", action="store_true",
+                    help="launch the variants with extra dynamic shared memory so that each runs "
+                         "as many CTAs per SM as it would on an L4 (sm_89 candidate sweep)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
 
@@ -486,9 +519,11 @@ def main():
     if args.variants:
         vmod = Module("attention.cu", arch, ["-DCI_GATE_VARIANTS"])
         for vn in sorted(k for k in vmod.ptxas if k.startswith("attnv_")):
-            variants[vn] = Attn(vmod, vn)
+            variants[vn] = Attn(vmod, vn, l4_occupancy=args.l4_occupancy)
             info["kernels"][vn] = {"launch": [variants[vn].rows, variants[vn].threads,
                                               variants[vn].smem], "ptxas": variants[vn].ptxas}
+            if args.l4_occupancy:
+                info["kernels"][vn]["ctas_per_sm"] = variants[vn].ctas_per_sm
     fast_ada = None
     if args.ada:
         adamod = Module("attention.cu", arch, ["-DCG_ADA_TILES"])
@@ -497,7 +532,8 @@ def main():
             info["kernels"]["ada:" + a.name] = {"launch": [a.rows, a.threads, a.smem],
                                                 "ptxas": a.ptxas}
     for kn, kv in info["kernels"].items():
-        log(f"  {kn:36} launch {kv['launch']}  ptxas {kv['ptxas']}")
+        log(f"  {kn:36} launch {kv['launch']}  ptxas {kv['ptxas']}"
+            + (f"  CTAs/SM {kv['ctas_per_sm']}" if "ctas_per_sm" in kv else ""))
 
     results = []
     gdir = args.golden or next((d for d in (os.path.join(os.path.dirname(HERE), "golden"),

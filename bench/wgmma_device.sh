@@ -4,9 +4,10 @@
 # Compute's pipe utilisation of the shipped kernels on two shapes (`ncu`); `tests`: the GPU
 # tests (golden and random shapes through the gate, the planted sanitizer bugs, --profile) and
 # `ci-gate sanitize` on the shipped kernels; `oob`: the planted out-of-bounds write under
-# memcheck, logs kept; `ada`: configs/pr-ada.yaml against its stored baseline; `record`:
-# `baseline update` of the PR config from 3 processes into $OUT/baselines; `ab`: the gate's A/B of the PR config against
-# the previous kernels (.carry/base-kernels) and the PR shapes with both peers.
+# memcheck, logs kept; `l4`: the mma.sync tile variants (the L4's candidates) timed at the
+# CTAs per SM the L4 would run them at; `ada`: configs/pr-ada.yaml against its stored baseline; `record`:
+# `baseline update` of the PR config from 3 processes into $OUT/baselines; `ab`: the gate's
+# A/B of the PR config (peers included) against the previous kernels (.carry/base-kernels).
 set -uo pipefail
 . "$(dirname "$0")/device_env.sh"
 [ "${1:-}" = nokc ] && shift || { echo "== kernel_check (sm_90a)"
@@ -36,6 +37,11 @@ oob)
   "$bin" sanitize --kernels tests/sanitize/oob --harness kernels --tool memcheck \
     --shape b1h2s77d64_causal_f16 --logs "$out/logs-oob"; echo "rc=$?"
   for f in "$out"/logs-oob/*; do echo "-- $f"; head -40 "$f"; done ;;
+l4)
+  echo "== L4 candidate tiles (mma.sync) at the L4's CTAs per SM"
+  timed python3 bench/kernel_check.py --variants --l4-occupancy --golden .carry/golden \
+    --out "$out/kc-l4.json" > "$out/kc-l4.log" 2>&1
+  grep -E "^FAIL|CTAs/SM|attnv_[a-z0-9_]+ +b" "$out/kc-l4.log" | grep -v "_wg" ;;
 ada)
   echo "== the L4's tiles against their stored H200 baseline"
   timed "$bin" local --config configs/pr-ada.yaml --no-base 2>&1 | tail -25 ;;
@@ -46,9 +52,5 @@ record)
     --reason "wgmma kernels on sm_90a (Hopper), issue 10" 2>&1 | tail -30 ;;
 ab)
   echo "== A/B against the previous kernels, PR config"
-  timed "$bin" local --base-kernels .carry/base-kernels --out "$out/ab.json" 2>&1 | tail -45
-  echo "== PR shapes with both peers"
-  cfg=/tmp/pr-peers.yaml
-  { grep -v '^name:' configs/pr.yaml; echo "peers: [torch-sdpa, torch-sdpa-flash]"; } | sed '1i name: pr' > $cfg
-  timed "$bin" local --config $cfg --no-base --no-compare --out "$out/peers.json" 2>&1 | sed -n '/Against PyTorch/,$p' ;;
+  timed "$bin" local --base-kernels .carry/base-kernels --out "$out/ab.json" 2>&1 | tail -45 ;;
 esac; done

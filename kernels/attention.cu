@@ -1,9 +1,13 @@
 // attention.cu -- FlashAttention-2-style forward kernel under the ci-gate perf gate.
 //
 // Compiled at run time by NVRTC for the GPU's own architecture (sm_80 and newer; checked
-// for sm_89 and sm_90). No include directives at all: fp16/bf16 are raw `unsigned short`
-// bit patterns and every conversion / matrix instruction is inline PTX (mma.sync m16n8k16,
-// ldmatrix, cp.async). No wgmma/TMA, so the same source runs on Ampere, Ada and Hopper.
+// for sm_89, sm_90 and sm_90a). No include directives at all: fp16/bf16 are raw `unsigned
+// short` bit patterns and every conversion / matrix instruction is inline PTX. Two kernels
+// share the ABI, the math and the tail/causal handling:
+//   * mma.sync m16n8k16 + ldmatrix + cp.async, for every target (Ampere, Ada = the L4, and
+//     plain sm_90) -- described below;
+//   * on sm_90a (the host compiles for it on compute capability 9.0: H100, H200) a Hopper
+//     kernel on wgmma, further down ("Hopper path").
 //
 // ABI (see kernels/README.md):
 //   extern "C" __global__ void NAME(const unsigned short* q, const unsigned short* k,
@@ -13,7 +17,7 @@
 //   blockIdx.y = batch*heads + head, blockIdx.x = tile of BM query rows,
 //   NAME_launch[3] = {rows_per_block, threads_per_block, dynamic_smem_bytes}.
 //
-// Design (docs/KERNEL_NOTES.md has the long version):
+// Design of the mma.sync kernel (docs/KERNEL_NOTES.md has the long version):
 //   * one CTA = BM query rows of one (batch, head); NW warps, each warp owns 16*MI
 //     consecutive query rows (shipped: 4 warps x 32 rows), so each K/V fragment read from
 //     shared memory feeds MI mma's;
@@ -955,6 +959,11 @@ CG_V(128, 128, 48, 4, 2, s, false, 2, 2)
 // the shipped mma.sync tiles, to compare with the wgmma ones on the same GPU
 CG_V(64, 128, 64, 4, 2, r, true, 2, 2)
 CG_V(128, 128, 32, 4, 2, s, false, 2, 2)
+// L4 candidates (bench/kernel_check.py --l4-occupancy): d128 128x32 with Q in registers
+// (32 KiB, two CTAs per SM at <= 128 registers), d128 64-row tiles (64x64, 64x32)
+CG_V(128, 128, 32, 8, 1, r, true, 2, 2)
+CG_V(128, 64, 64, 4, 1, r, true, 2, 2)
+CG_V(128, 64, 32, 4, 1, r, true, 2, 2)
 #ifdef CG_HAVE_WGMMA
 // Name: attnv_f16_d<D>_wg<NWG>n<BN>b<MINB>[p: pipelined]
 #define CG_VW(D, NWG, BN, MINB, SFX, PIPE) \
