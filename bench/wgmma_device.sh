@@ -4,7 +4,11 @@
 # Compute's pipe utilisation of the shipped kernels on two shapes (`ncu`); `tests`: the GPU
 # tests (golden and random shapes through the gate, the planted sanitizer bugs, --profile) and
 # `ci-gate sanitize` on the shipped kernels; `oob`: the planted out-of-bounds write under
-# memcheck, logs kept; `l4`: the mma.sync tile variants (the L4's candidates) timed at the
+# memcheck, logs kept; `selftest`: `ci-gate selftest` (SELFTEST_TRIALS trials, default 2,
+# stopped after SELFTEST_LIMIT_S seconds, default 400); `inject`: one selftest-style run per
+# injected slowdown (none, +3%, +2.5%) with the per-shape table; `power`: the two long shapes that
+# hit the power cap, +3% injected, at other duty cycles and sample lengths;
+# `l4`: the mma.sync tile variants (the L4's candidates) timed at the
 # CTAs per SM the L4 would run them at; `ada`: configs/pr-ada.yaml against its stored baseline; `record`:
 # `baseline update` of the PR config from 3 processes into $OUT/baselines; `ab`: the gate's
 # A/B of the PR config (peers included) against the previous kernels (.carry/base-kernels).
@@ -28,10 +32,34 @@ ncu)
 tests)
   export CI_GATE_GOLDEN_DIR=$PWD/.carry/golden CI_GATE_BIN=$bin
   echo "== GPU tests"
-  .carry/gpu-tests --ignored --test-threads=1 2>&1 | grep -E "^test |test result|panicked"
-  .carry/gpu-tools --ignored --test-threads=1 2>&1 | grep -E "^test |test result|panicked|assert"
+  .carry/gpu-tests --ignored --test-threads=1 > "$out/gpu-tests.log" 2>&1
+  .carry/gpu-tools --ignored --test-threads=1 > "$out/gpu-tools.log" 2>&1
+  grep -hE "^test |test result|panicked|assert|SKIPPED" "$out"/gpu-tests.log "$out"/gpu-tools.log
   echo "== compute-sanitizer, shipped kernels"
   timed "$bin" sanitize --out "$out/sanitize.json" 2>&1 | head -3 ;;
+selftest)
+  echo "== selftest of the gate on the new kernels (A/A, +2.0%, +2.5%, +3.0%)"
+  timeout "${SELFTEST_LIMIT_S:-400}" "$bin" selftest --trials "${SELFTEST_TRIALS:-2}" \
+    --inject 0.02 --inject 0.025 --inject 0.03 --out "$out/selftest.json" > "$out/selftest.log" 2>&1
+  echo "rc=$?"; tail -40 "$out/selftest.log" ;;
+inject)
+  echo "== one A/A-with-injection run per slowdown, per-shape table (what selftest counts)"
+  for f in 0 0.03 0.025; do
+    inj=(); [ "$f" = 0 ] || inj=(--inject "$f")
+    timed "$bin" local --base-kernels kernels --ab-always --no-compare --no-parity --no-peers \
+      --no-profile "${inj[@]}" --wide --out "$out/inject-$f.json" > "$out/inject-$f.txt" 2>&1
+    grep -E "│ b|rc=|FAIL|PASS" "$out/inject-$f.txt" | cut -c1-40,60-200
+  done ;;
+power)
+  echo "== the two power-capped long shapes at +3%: duty cycle and sample length"
+  for v in "0.25 2.0" "0.15 2.0" "0.25 1.0" "0.10 1.0"; do
+    set -- $v
+    sed -e "s/^  duty_cycle: .*/  duty_cycle: $1/" -e "s/^  sample_ms: .*/  sample_ms: $2/" configs/pr.yaml > /tmp/power.yaml
+    echo "-- duty_cycle $1, sample_ms $2"
+    "$bin" local --config /tmp/power.yaml --base-kernels kernels --ab-always --no-compare --no-parity \
+      --no-peers --no-profile --inject 0.03 --wide --shape b4h16s2048d64_f16 --shape b2h16s4096d128_f16 \
+      --out "$out/power-$1-$2.json" 2>&1 | grep -E "b4h16|b2h16|clock|wall"
+  done ;;
 oob)
   echo "== the planted out-of-bounds write under memcheck"
   "$bin" sanitize --kernels tests/sanitize/oob --harness kernels --tool memcheck \

@@ -200,6 +200,10 @@ pub struct LocalArgs {
     /// Skip the parity check (selftest, which only measures timing).
     #[arg(long, hide = true)]
     pub no_parity: bool,
+    /// Leave out the config's peers (PyTorch's scaled_dot_product_attention): no "Against
+    /// PyTorch" table, a shorter run.
+    #[arg(long)]
+    pub no_peers: bool,
     /// Slow the candidate down by this fraction of the reference's p50 (selftest).
     #[arg(long, value_name = "FRACTION", hide = true)]
     pub inject: Option<f64>,

@@ -177,3 +177,51 @@ fn a_profiled_shape_has_figures_for_both_sides() {
         assert!(dir.path().join(file).is_file(), "{file} missing");
     }
 }
+
+/// The config's peers run with the kernel unless `--no-peers`, which leaves a note instead.
+#[test]
+#[ignore = "needs a CUDA GPU (and PyTorch for the peers)"]
+fn peers_are_measured_unless_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = |extra: &[&str]| {
+        let out = dir.path().join("results.json");
+        let run = ci_gate()
+            .args(["local", "--no-base", "--no-compare", "--rounds", "2"])
+            .args(["--shape", "b1h8s512d64_f16", "--format", "json", "--out"])
+            .arg(&out)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            matches!(run.status.code(), Some(0 | 1)),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let text = std::fs::read_to_string(&out).unwrap();
+        serde_json::from_str::<Value>(&text).unwrap()
+    };
+    let with = results(&[]);
+    let notes = with["notes"].to_string();
+    if notes.contains("peer") {
+        eprintln!("SKIPPED the peers half: {notes}");
+    } else {
+        let peers = with["shapes"][0]["peers"].as_array().unwrap();
+        assert_eq!(
+            peers.len(),
+            2,
+            "torch-sdpa and torch-sdpa-flash: {peers:#?}"
+        );
+    }
+    let without = results(&["--no-peers"]);
+    assert!(
+        without["shapes"][0]["peers"]
+            .as_array()
+            .is_none_or(|p| p.is_empty()),
+        "{without:#}"
+    );
+    assert!(
+        without["notes"].to_string().contains("--no-peers"),
+        "{}",
+        without["notes"]
+    );
+}

@@ -54,6 +54,7 @@ pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
                 ab: AbMode::WhenDifferent,
                 against: Against::Store(BaselineStore::new(&args.config.baselines)),
                 parity: true,
+                peers: true,
                 rounds: None,
                 inject: None,
                 policy: Policy {

@@ -98,6 +98,7 @@ fn child_extra(args: &LocalArgs) -> Vec<String> {
         (args.ab_always, "--ab-always"),
         (args.no_compare, "--no-compare"),
         (args.no_parity, "--no-parity"),
+        (args.no_peers, "--no-peers"),
         (args.base.fail_on_drift, "--fail-on-drift"),
     ] {
         if on {
@@ -157,6 +158,7 @@ pub fn run_local(args: &LocalArgs) -> Result<Outcome> {
             },
             against,
             parity: !args.no_parity,
+            peers: !args.no_peers,
             rounds: args.rounds,
             inject: args.inject,
             policy: Policy {

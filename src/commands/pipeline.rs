@@ -68,6 +68,8 @@ pub struct RunPlan {
     pub ab: AbMode,
     pub against: Against,
     pub parity: bool,
+    /// Measure the config's peers (`local --no-peers` and selftest leave them out).
+    pub peers: bool,
     /// Exactly this many rounds (pairs) for every shape: one stage, no second look.
     pub rounds: Option<u32>,
     /// Injected slowdown of the candidate as a fraction of the reference's p50 (selftest).
@@ -246,7 +248,11 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
     if let Some(first) = plan.shapes.first() {
         spin_up(&gpu, first, SPIN_UP_MS)?;
     }
-    let mut peer_session = PeerSession::start(&config.peers, &mut notes);
+    if !plan.peers && !config.peers.is_empty() {
+        notes.push("peers left out (--no-peers): no \"Against PyTorch\" table".into());
+    }
+    let mut peer_session =
+        PeerSession::start(if plan.peers { &config.peers } else { &[] }, &mut notes);
     let bar = progress_bar(plan.progress, plan.shapes.len());
     let mut shapes: Vec<ShapeResult> = Vec::with_capacity(plan.shapes.len());
     let mut runs: Vec<Option<ShapeRun>> = Vec::with_capacity(plan.shapes.len());

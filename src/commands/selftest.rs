@@ -114,6 +114,8 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
             "--ab-always".into(),
             "--no-compare".into(),
             "--no-parity".into(),
+            // The peers would only lengthen every trial: selftest measures the gate itself.
+            "--no-peers".into(),
         ];
         e.extend_from_slice(extra);
         LocalChild {

@@ -6,12 +6,13 @@
 //!   placement and run-to-run drift show up in the samples instead of hiding between runs;
 //! - hot cache (one buffer set) or cold cache (sets rotated so the working set exceeds L2);
 //! - A/B: the base and the candidate measured in pairs of rounds whose order a seeded coin
-//!   draws, so drift hits both sides alike; how many pairs is the pipeline's planned design.
+//!   draws, the two rounds' samples alternating (ABBA ...) so drift and clock swings hit both
+//!   sides alike; how many pairs is the pipeline's planned design.
 
 use std::time::Instant;
 
 use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
-use cudarc::driver::{CudaEvent, CudaSlice};
+use cudarc::driver::{CudaEvent, CudaGraph, CudaSlice};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -193,10 +194,14 @@ impl<'a> AbSide<'a> {
 }
 
 /// Measures `pairs` more pairs of rounds of two sides: per pair a coin from `coin` decides
-/// whether the base (`sides[0]`) or the candidate (`sides[1]`) goes first, so that drift
-/// within a pair falls on either side equally often. Both sides use the same launches per
-/// sample (set by the first round measured) and the same duty cycle; each round, extra
-/// ones too, runs on freshly allocated buffers. Appends each pair's order to `orders`.
+/// whether the base (`sides[0]`) or the candidate (`sides[1]`) goes first. Both rounds of a
+/// pair are prepared (fresh buffers, warm-up, graph; the same launches per sample, set by
+/// the first round measured), then their samples alternate, first-drawn side first, then in
+/// mirrored order (ABBA ABBA ...), each followed by the duty cycle's idle time. The two
+/// rounds of a pair thus span the same stretch of time: a clock that moves under the power
+/// cap moves both alike, where whole rounds one after the other (~80 ms each) landed on
+/// different clocks and the pair's ratio carried the swing (docs/PERF.md, 2026-11-22 evening).
+/// Appends each pair's order to `orders`.
 #[allow(clippy::too_many_arguments)]
 pub fn measure_pairs(
     gpu: &Gpu,
@@ -220,6 +225,8 @@ pub fn measure_pairs(
             PairOrder::BaseFirst => [0, 1],
             PairOrder::CandFirst => [1, 0],
         };
+        let start = Instant::now();
+        let mut prepared: [Option<PreparedRound>; 2] = [None, None];
         for i in sequence {
             let launches = sides[0]
                 .m
@@ -227,10 +234,9 @@ pub fn measure_pairs(
                 .max(sides[1].m.launches_per_sample);
             let side = &mut sides[i];
             side.m.launches_per_sample = launches;
-            let start = Instant::now();
             // Each side draws its own inputs' seed stream; the buffers are new either way.
             let side_seed = seed ^ (i as u64).wrapping_mul(0xd6e8_feb8_6659_fd93);
-            run_round(
+            prepared[i] = Some(prepare_round(
                 gpu,
                 side.kernel,
                 shape,
@@ -238,9 +244,38 @@ pub fn measure_pairs(
                 side.injection,
                 side_seed,
                 &mut side.m,
-                held,
-            )?;
-            side.m.wall_s += start.elapsed().as_secs_f64();
+            )?);
+        }
+        let [Some(mut base_round), Some(mut cand_round)] = prepared else {
+            return Err(GpuError::Invalid(format!(
+                "a pair of rounds on shape {shape} was not prepared"
+            )));
+        };
+        let clocks = gpu.monitor.sm_clock_mhz();
+        for side in sides.iter_mut() {
+            side.m.sm_clock_mhz.extend(clocks.iter().copied());
+        }
+        for k in 0..settings.samples_per_round {
+            let mirrored = k % 2 == 1;
+            for slot in 0..2 {
+                // Which side this slot samples: the pair's order, mirrored every other time.
+                let i = sequence[if mirrored { 1 - slot } else { slot }];
+                let round = if i == 0 {
+                    &mut base_round
+                } else {
+                    &mut cand_round
+                };
+                take_sample(gpu, sides[i].kernel, shape, settings, round)?;
+            }
+        }
+        let clocks = gpu.monitor.sm_clock_mhz();
+        for side in sides.iter_mut() {
+            side.m.sm_clock_mhz.extend(clocks.iter().copied());
+        }
+        let half = start.elapsed().as_secs_f64() / 2.0;
+        for (side, round) in sides.iter_mut().zip([base_round, cand_round]) {
+            finish_round(gpu, round, &mut side.m, held)?;
+            side.m.wall_s += half;
         }
         orders.push(order);
     }
@@ -270,6 +305,19 @@ impl Held {
     }
 }
 
+/// A round made ready to sample: its buffers (fresh, behind a spacer), its CUDA graph of
+/// `launches_per_sample` launches (already replayed once), its timing events and the samples
+/// taken so far.
+struct PreparedRound {
+    graph: CudaGraph,
+    events: Vec<(CudaEvent, CudaEvent)>,
+    launches: u32,
+    values: Vec<f64>,
+    spacer: CudaSlice<u8>,
+    sets: Vec<BufferSet>,
+}
+
+/// One round: prepared, then `samples_per_round` samples back to back.
 #[allow(clippy::too_many_arguments)]
 fn run_round(
     gpu: &Gpu,
@@ -281,6 +329,26 @@ fn run_round(
     m: &mut Measurement,
     held: &mut Held,
 ) -> Result<(), GpuError> {
+    let mut round = prepare_round(gpu, kernel, shape, settings, injection, seed, m)?;
+    m.sm_clock_mhz.extend(gpu.monitor.sm_clock_mhz());
+    for _ in 0..settings.samples_per_round {
+        take_sample(gpu, kernel, shape, settings, &mut round)?;
+    }
+    m.sm_clock_mhz.extend(gpu.monitor.sm_clock_mhz());
+    finish_round(gpu, round, m, held)
+}
+
+/// Allocates a round's buffers, warms up, sizes and captures its graph (the first round of
+/// `m` sets the launches per sample) and records the round's address in `m`.
+fn prepare_round(
+    gpu: &Gpu,
+    kernel: &Kernel,
+    shape: &ShapeParams,
+    settings: &MeasureSettings,
+    injection: Option<Injection>,
+    seed: u64,
+    m: &mut Measurement,
+) -> Result<PreparedRound, GpuError> {
     let round = m.rounds.len() as u64;
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ round.wrapping_mul(0x9e37_79b9_7f4a_7c15));
     // A random-sized spacer, allocated first, moves this round's buffers to new addresses.
@@ -381,44 +449,80 @@ fn run_round(
         .launch()
         .during(|| format!("replaying the graph of shape {shape}"))?;
 
-    // Samples. Each replay is bracketed by its own events; a short spin launched first keeps
-    // the stream busy while the host enqueues the replay, so no submission latency is timed.
-    // Between samples the GPU idles long enough that it is busy only `duty_cycle` of the
-    // time: on an H200, back-to-back replays of a heavy kernel reached the power cap after
-    // ~1 s and its clocks then swung by several percent (docs/PERF.md), while short bursts
-    // with idle gaps stayed at full clock and repeated to within 0.1% across processes.
     let samples = settings.samples_per_round as usize;
     let events: Vec<(CudaEvent, CudaEvent)> = (0..samples)
         .map(|_| Ok((timing_event(gpu)?, timing_event(gpu)?)))
         .collect::<Result<_, GpuError>>()?;
-    let mut values = Vec::with_capacity(samples);
-    m.sm_clock_mhz.extend(gpu.monitor.sm_clock_mhz());
-    for (start, end) in &events {
-        raw::launch_spin(&gpu.stream, &gpu.kernels.spin, LEAD_CYCLES)
-            .during(|| "launching the lead-in spin".into())?;
+    Ok(PreparedRound {
+        graph,
+        events,
+        launches,
+        values: Vec::with_capacity(samples),
+        spacer,
+        sets,
+    })
+}
+
+/// One sample: a replay of the round's graph, bracketed by its own events; a short spin
+/// launched first keeps the stream busy while the host enqueues the replay, so no
+/// submission latency is timed. After it the GPU idles long enough that it is busy only
+/// `duty_cycle` of the time: on an H200, back-to-back replays of a heavy kernel reached the
+/// power cap after ~1 s and its clocks then swung by several percent (docs/PERF.md), while
+/// short bursts with idle gaps stayed at full clock and repeated to within 0.1% across
+/// processes.
+fn take_sample(
+    gpu: &Gpu,
+    kernel: &Kernel,
+    shape: &ShapeParams,
+    settings: &MeasureSettings,
+    round: &mut PreparedRound,
+) -> Result<(), GpuError> {
+    let Some((start, end)) = round.events.get(round.values.len()) else {
+        return Err(GpuError::Invalid(format!(
+            "more samples than the {} of a round on shape {shape}",
+            round.events.len()
+        )));
+    };
+    raw::launch_spin(&gpu.stream, &gpu.kernels.spin, LEAD_CYCLES)
+        .during(|| "launching the lead-in spin".into())?;
+    start
+        .record(&gpu.stream)
+        .during(|| "recording a timing event".into())?;
+    round
+        .graph
+        .launch()
+        .during(|| format!("replaying the graph of shape {shape}"))?;
+    end.record(&gpu.stream)
+        .during(|| "recording a timing event".into())?;
+    gpu.stream
+        .synchronize()
+        .during(|| format!("kernel {} on shape {shape}", kernel.name))?;
+    let ms = f64::from(
         start
-            .record(&gpu.stream)
-            .during(|| "recording a timing event".into())?;
-        graph
-            .launch()
-            .during(|| format!("replaying the graph of shape {shape}"))?;
-        end.record(&gpu.stream)
-            .during(|| "recording a timing event".into())?;
-        gpu.stream
-            .synchronize()
-            .during(|| format!("kernel {} on shape {shape}", kernel.name))?;
-        let ms = f64::from(
-            start
-                .elapsed_ms(end)
-                .during(|| "reading a timing event".into())?,
-        );
-        values.push(ms * 1000.0 / f64::from(launches));
-        if settings.duty_cycle < 1.0 {
-            let idle_ms = ms * (1.0 / settings.duty_cycle - 1.0);
-            std::thread::sleep(std::time::Duration::from_secs_f64(idle_ms / 1000.0));
-        }
+            .elapsed_ms(end)
+            .during(|| "reading a timing event".into())?,
+    );
+    round.values.push(ms * 1000.0 / f64::from(round.launches));
+    if settings.duty_cycle < 1.0 {
+        let idle_ms = ms * (1.0 / settings.duty_cycle - 1.0);
+        std::thread::sleep(std::time::Duration::from_secs_f64(idle_ms / 1000.0));
     }
-    m.sm_clock_mhz.extend(gpu.monitor.sm_clock_mhz());
+    Ok(())
+}
+
+/// Stores the round's samples in `m` and keeps its buffers allocated (see [`Held`]).
+fn finish_round(
+    gpu: &Gpu,
+    round: PreparedRound,
+    m: &mut Measurement,
+    held: &mut Held,
+) -> Result<(), GpuError> {
+    let PreparedRound {
+        values,
+        spacer,
+        sets,
+        ..
+    } = round;
     m.rounds.push(values);
     // Hold at most a quarter of the free memory (and 8 GiB) across rounds.
     let (free, _) = gpu
@@ -426,7 +530,7 @@ fn run_round(
         .mem_get_info()
         .during(|| "reading free device memory".into())?;
     let cap = (free as u64 / 4).min(8 << 30);
-    let bytes = spacer_bytes as u64 + m.working_set_bytes;
+    let bytes = spacer.len() as u64 + m.working_set_bytes;
     held.keep(spacer, sets, bytes, cap);
     Ok(())
 }
