@@ -160,7 +160,11 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
         let t0 = Instant::now();
         let store = dir.path().join("baselines");
         let alone = |out: &str, store: &std::path::Path, compare: bool| -> Result<ResultsFile> {
-            let mut extra = vec!["--no-base".to_owned(), "--no-parity".into()];
+            let mut extra = vec![
+                "--no-base".to_owned(),
+                "--no-parity".into(),
+                "--no-peers".into(),
+            ];
             if !compare {
                 extra.push("--no-compare".into());
             }
