@@ -214,7 +214,7 @@ impl KernelProfile {
             return Err(format!("more than {TOP_STALLS} stall reasons"));
         }
         for s in &self.top_stalls {
-            if !is_reason(&s.reason) || !(s.per_issue.is_finite() && s.per_issue >= 0.0) {
+            if !(is_reason(&s.reason) && s.per_issue.is_finite() && s.per_issue >= 0.0) {
                 return Err(format!("stall reason {:?} is malformed", s.reason));
             }
         }
