@@ -99,6 +99,8 @@ pub mod limits {
     pub const MAX_WARMUP_MS: f64 = 10_000.0;
     pub const MAX_SAMPLE_MS: f64 = 1000.0;
     pub const MAX_BUDGET_S: f64 = 3600.0;
+    pub const MAX_WAIT_S: f64 = 3600.0;
+    pub const MAX_SPEEDUP: f64 = 1000.0;
     pub const MAX_TOLERANCE: f64 = 1.0;
     pub const MAX_SHAPES: usize = crate::validate::MAX_SHAPES;
 }
@@ -257,6 +259,10 @@ pub struct GateSettings {
     pub min_effect: Magnitude,
     /// Seed of the bootstrap RNG; recorded in every results file.
     pub seed: u64,
+    /// A candidate more than this many times faster than its reference is an `error`, not
+    /// an improvement: such a speed-up is far more often a kernel that skips work the gate
+    /// did not see than a real one (raise it for a real rewrite).
+    pub max_speedup: f64,
 }
 
 impl Default for GateSettings {
@@ -268,6 +274,7 @@ impl Default for GateSettings {
             bootstrap_resamples: 10_000,
             min_effect: Magnitude::Small,
             seed: 0xC1_6A7E,
+            max_speedup: 3.0,
         }
     }
 }
@@ -281,6 +288,7 @@ struct RawGate {
     bootstrap_resamples: i64,
     min_effect: Magnitude,
     seed: u64,
+    max_speedup: f64,
 }
 
 impl Default for RawGate {
@@ -293,6 +301,7 @@ impl Default for RawGate {
             bootstrap_resamples: d.bootstrap_resamples.into(),
             min_effect: d.min_effect,
             seed: d.seed,
+            max_speedup: d.max_speedup,
         }
     }
 }
@@ -318,6 +327,15 @@ impl TryFrom<RawGate> for GateSettings {
             bootstrap_resamples,
             min_effect: r.min_effect,
             seed: r.seed,
+            max_speedup: if r.max_speedup > 1.0 && r.max_speedup <= limits::MAX_SPEEDUP {
+                r.max_speedup
+            } else {
+                return Err(format!(
+                    "gate.max_speedup must be above 1 and at most {}, got {}",
+                    limits::MAX_SPEEDUP,
+                    r.max_speedup
+                ));
+            },
         })
     }
 }
@@ -425,6 +443,10 @@ pub struct MeasureSettings {
     /// Fraction of the sampling time the GPU is busy: after each sample it idles so that
     /// its power controller never pulls the clocks down (1 = samples back to back).
     pub duty_cycle: f64,
+    /// The longest wait for one batch of GPU work, in seconds: past it (or past a bound
+    /// derived from the shape's measured time, when that is shorter) the GPU counts as hung
+    /// and the run ends with exit 2 and a results file naming the shape and side.
+    pub max_wait_s: f64,
 }
 
 impl Default for MeasureSettings {
@@ -439,6 +461,7 @@ impl Default for MeasureSettings {
             target_ci_half_width: 0.002,
             budget_s: 10.0,
             duty_cycle: 0.25,
+            max_wait_s: 60.0,
         }
     }
 }
@@ -455,6 +478,7 @@ struct RawMeasure {
     target_ci_half_width: f64,
     budget_s: f64,
     duty_cycle: f64,
+    max_wait_s: f64,
 }
 
 impl Default for RawMeasure {
@@ -470,6 +494,7 @@ impl Default for RawMeasure {
             target_ci_half_width: d.target_ci_half_width,
             budget_s: d.budget_s,
             duty_cycle: d.duty_cycle,
+            max_wait_s: d.max_wait_s,
         }
     }
 }
@@ -519,6 +544,11 @@ impl TryFrom<RawMeasure> for MeasureSettings {
                     r.duty_cycle
                 ));
             },
+            max_wait_s: positive_f64_at_most(
+                "measure.max_wait_s",
+                r.max_wait_s,
+                limits::MAX_WAIT_S,
+            )?,
         })
     }
 }

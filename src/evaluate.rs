@@ -71,7 +71,7 @@ pub fn evaluate(
             gate,
             &Evidence {
                 measured: shape.error.is_none(),
-                parity_passed: shape.parity.as_ref().map(|p| p.passed()),
+                parity_passed: shape.parity_passed(),
                 ab: shape.ab.as_ref(),
                 stored: shape.stored.as_ref(),
             },

@@ -120,6 +120,10 @@ pub struct MeasurementInfo {
     /// (files of earlier versions, plain sample files) is one stage of all the rounds.
     #[serde(default)]
     pub design: Option<StageDesign>,
+    /// Timed launches of the candidate whose output was compared with the reference (every
+    /// launch of every sample: gpu::integrity); 0 in files of earlier versions.
+    #[serde(default)]
+    pub checked_launches: u64,
 }
 
 /// A planned two-stage design: `stage1` rounds (pairs, in A/B) first; shapes the first look
@@ -239,6 +243,11 @@ pub struct ShapeResult {
     /// The peers' p50s stored with this shape's baseline (to say whether the gap moved).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stored_peers: Vec<crate::peers::StoredPeer>,
+    /// Why the kernel under test is known not to have done the checked work every time (it
+    /// changed its inputs, left a timed output unwritten or wrong, wrote outside its output,
+    /// or failed parity on a random shape of this kind): a parity failure, naming the side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integrity: Option<String>,
 }
 
 impl ShapeResult {
@@ -265,7 +274,17 @@ impl ShapeResult {
             profile: None,
             peers: Vec::new(),
             stored_peers: Vec::new(),
+            integrity: None,
         }
+    }
+
+    /// Whether the candidate kept parity: its parity check passed and no integrity check
+    /// failed. `None` when parity was not checked and nothing failed (offline compare).
+    pub fn parity_passed(&self) -> Option<bool> {
+        if self.integrity.is_some() {
+            return Some(false);
+        }
+        self.parity.as_ref().map(|p| p.passed())
     }
 
     /// The comparison that decides: A/B when it ran, else the stored baseline.
@@ -328,6 +347,25 @@ pub struct ResultsFile {
     /// The peers' runtime, when the config lists peers and they ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peers: Option<crate::peers::PeersInfo>,
+    /// Parity on random shapes the kernel could not predict (drawn from the run's secret).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<ProbeResult>,
+}
+
+/// Parity of both sides on one random shape.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProbeResult {
+    pub name: String,
+    pub params: ShapeParams,
+    /// The seed its inputs were drawn from.
+    pub seed: u64,
+    /// The candidate's parity (absent when it could not run: see `error`).
+    pub parity: Option<Parity>,
+    #[serde(default)]
+    pub base_parity: Option<Parity>,
+    /// Why the candidate could not be checked on it (a CUDA error, an integrity failure).
+    #[serde(default)]
+    pub error: Option<String>,
 }
 
 /// The base side of an A/B run.

@@ -318,6 +318,9 @@ fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
     if let Some(e) = &s.error {
         c.text(&format!("{key}.error"), e, MAX_ERROR_LEN)?;
     }
+    if let Some(e) = &s.integrity {
+        c.text(&format!("{key}.integrity"), e, MAX_ERROR_LEN)?;
+    }
     c.samples(&format!("{key}.samples_us"), &s.samples_us)?;
     check_stored_peers(&c, &format!("{key}.stored_peers"), &s.stored_peers)?;
     if s.peers.len() > crate::peers::Peer::ALL.len() {
@@ -454,6 +457,14 @@ impl Untrusted for ResultsFile {
         if let Some(e) = &self.error {
             c.text("error", e, MAX_ERROR_LEN)?;
         }
+        c.count("probes", self.probes.len(), MAX_SHAPES, "random shapes")?;
+        for (i, p) in self.probes.iter().enumerate() {
+            let key = format!("probes[{i}]");
+            c.shape_name(&format!("{key}.name"), &p.name, &p.params)?;
+            if let Some(e) = &p.error {
+                c.text(&format!("{key}.error"), e, MAX_ERROR_LEN)?;
+            }
+        }
         if let Some(p) = &self.peers
             && let Some(r) = &p.runtime
         {
@@ -504,6 +515,9 @@ impl Untrusted for ResultsFile {
             if let Some(e) = &mut s.error {
                 *e = clean_text(e);
             }
+            if let Some(e) = &mut s.integrity {
+                *e = clean_text(e);
+            }
             for e in s.peers.iter_mut().filter_map(|p| p.error.as_mut()) {
                 *e = clean_text(e);
             }
@@ -512,6 +526,9 @@ impl Untrusted for ResultsFile {
             *w = clean_text(w);
         }
         if let Some(e) = &mut self.error {
+            *e = clean_text(e);
+        }
+        for e in self.probes.iter_mut().filter_map(|p| p.error.as_mut()) {
             *e = clean_text(e);
         }
     }

@@ -111,6 +111,7 @@ fn shape_result(i: usize, design: StageDesign) -> ShapeResult {
         wall_s: 0.0,
         sm_clock_mhz: None,
         design: Some(design),
+        checked_launches: 0,
     });
     s
 }

@@ -11,7 +11,7 @@ use rand_chacha::ChaCha8Rng;
 
 use ci_gate::config::{CacheMode, Dtype, MeasureSettings, ShapeParams, Tolerance};
 use ci_gate::gpu::Gpu;
-use ci_gate::gpu::measure::{AbSide, Held, measure, measure_pairs};
+use ci_gate::gpu::measure::{AbSide, Bench, Held, measure, measure_pairs};
 use ci_gate::gpu::parity::{POISON, Which, attention_on_host, check_parity};
 use ci_gate::reference::{Problem, attention, decode, errors};
 use ci_gate::results::PairOrder;
@@ -189,7 +189,7 @@ fn parity_and_measurement_of_a_pr_shape() {
     for causal in [false, true] {
         let shape = ShapeParams::new(2, 8, 512, 64, causal, Dtype::Float16);
         let kernel = gpu.kernels.attention(&shape).unwrap();
-        let p = check_parity(&gpu, kernel, &shape, tol, 11).unwrap();
+        let p = check_parity(&gpu, kernel, "candidate", &shape, tol, 11).unwrap();
         assert!(p.passed(), "{shape}: {p:?}");
     }
     let shape = ShapeParams::new(2, 8, 512, 64, false, Dtype::Float16);
@@ -197,8 +197,24 @@ fn parity_and_measurement_of_a_pr_shape() {
         cache: CacheMode::Hot,
         ..MeasureSettings::default()
     };
-    let m = measure(&gpu, &shape, &settings, 4, None, 3).unwrap();
+    let bench = Bench {
+        gpu: &gpu,
+        shape: &shape,
+        settings: &settings,
+        tolerance: tol,
+    };
+    let m = measure(&bench, 4, None, 3).unwrap();
     assert_eq!(m.rounds.len(), 4);
+    // Every launch of every sample wrote its own output, checked against the reference.
+    assert_eq!(
+        m.checked_launches,
+        4 * u64::from(settings.samples_per_round) * u64::from(m.launches_per_sample)
+    );
+    let worst = m
+        .worst_timed
+        .clone()
+        .expect("the timed outputs were checked");
+    assert!(worst.passed(), "{worst:?}");
     assert!(
         m.rounds
             .iter()
@@ -222,7 +238,16 @@ fn parity_and_measurement_of_a_pr_shape() {
         cache: CacheMode::Cold,
         ..settings
     };
-    let c = measure(&gpu, &shape, &cold, 2, None, 3).unwrap();
+    let c = measure(
+        &Bench {
+            settings: &cold,
+            ..bench
+        },
+        2,
+        None,
+        3,
+    )
+    .unwrap();
     assert!(
         c.working_set_bytes > 2 * gpu.info.l2_bytes,
         "cold working set {} vs L2 {}",
@@ -240,6 +265,7 @@ fn a_shape_too_large_for_the_grid_is_a_clear_error() {
     let e = check_parity(
         &gpu,
         kernel,
+        "candidate",
         &shape,
         Tolerance {
             max_abs: 1.0,
@@ -267,23 +293,21 @@ fn ab_pairs_of_one_kernel_agree() {
     let shape = ShapeParams::new(2, 8, 512, 64, false, Dtype::Float16);
     let settings = MeasureSettings::default();
     let mut sides = [
-        AbSide::new(gpu.kernels.attention(&shape).unwrap(), None),
-        AbSide::new(other.get(&shape).unwrap(), None),
+        AbSide::new(gpu.kernels.attention(&shape).unwrap(), None, "base"),
+        AbSide::new(other.get(&shape).unwrap(), None, "candidate"),
     ];
     let mut coin = ChaCha8Rng::seed_from_u64(5);
     let (mut held, mut orders) = (Held::default(), Vec::new());
-    measure_pairs(
-        &gpu,
-        &shape,
-        &settings,
-        &mut sides,
-        &mut coin,
-        9,
-        &mut held,
-        &mut orders,
-        10,
-    )
-    .unwrap();
+    let bench = Bench {
+        gpu: &gpu,
+        shape: &shape,
+        settings: &settings,
+        tolerance: Tolerance {
+            max_abs: 1e-2,
+            rel_l2: 1e-3,
+        },
+    };
+    measure_pairs(&bench, &mut sides, &mut coin, 9, &mut held, &mut orders, 10).unwrap();
     assert_eq!(orders.len(), 10);
     assert!(orders.contains(&PairOrder::BaseFirst) && orders.contains(&PairOrder::CandFirst));
     assert_eq!(sides[0].m.rounds.len(), 10);

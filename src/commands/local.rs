@@ -147,7 +147,10 @@ pub fn run_local(args: &LocalArgs) -> Result<Outcome> {
             },
         )?,
         None => run(RunPlan {
-            config,
+            config: {
+                super::pipeline::on_hang(&config, args.out.clone());
+                config
+            },
             shapes,
             kernels: args.config.kernels.clone(),
             base: base.kernels.clone(),

@@ -18,16 +18,18 @@ use crate::comparison::{Comparison, StoredSide, shape_seed};
 use crate::config::{CacheMode, Config, ShapeParams};
 use crate::evaluate::{evaluate, needs_second_look};
 use crate::gpu::Gpu;
+use crate::gpu::GpuError;
 use crate::gpu::device::AttentionSet;
 use crate::gpu::env::{environment, throttled};
 use crate::gpu::measure::{
-    AbSide, Held, Injection, Measurement, SpinCalibration, calibrate_spin, extend, measure_pairs,
-    spin_up,
+    AbSide, Bench, Held, Injection, Measurement, SpinCalibration, calibrate_spin, extend,
+    measure_pairs, spin_up,
 };
 use crate::gpu::parity::check_parity;
 use crate::results::{
     BaseInfo, BaselineRef, ConfigInfo, DriftCause, DriftCheck, Environment, MeasurementInfo,
-    PairOrder, ResultsFile, SCHEMA_VERSION, ShapeResult, StageDesign, current_git_commit,
+    PairOrder, ProbeResult, ResultsFile, SCHEMA_VERSION, ShapeResult, StageDesign,
+    current_git_commit,
 };
 use crate::stats::{Rounds, Sample};
 use crate::verdict::{Policy, Verdict};
@@ -145,23 +147,22 @@ impl<'k> ShapeRun<'k> {
         held: &mut Held,
     ) -> Result<(), crate::gpu::GpuError> {
         let n = 1;
+        let bench = Bench {
+            gpu,
+            shape: params,
+            settings: &config.measure,
+            tolerance: config.parity.tolerance(params.dtype),
+        };
         if let [base, cand] = self.sides.as_mut_slice() {
-            let mut pair = [
-                AbSide {
-                    kernel: base.kernel,
-                    injection: base.injection,
-                    m: std::mem::replace(&mut base.m, Measurement::empty()),
-                },
-                AbSide {
-                    kernel: cand.kernel,
-                    injection: cand.injection,
-                    m: std::mem::replace(&mut cand.m, Measurement::empty()),
-                },
-            ];
+            let take = |s: &mut AbSide<'k>| AbSide {
+                kernel: s.kernel,
+                injection: s.injection,
+                label: s.label,
+                m: std::mem::replace(&mut s.m, Measurement::empty()),
+            };
+            let mut pair = [take(base), take(cand)];
             let r = measure_pairs(
-                gpu,
-                params,
-                &config.measure,
+                &bench,
                 &mut pair,
                 &mut self.coin,
                 self.seed,
@@ -174,18 +175,7 @@ impl<'k> ShapeRun<'k> {
             cand.m = c.m;
             r
         } else {
-            let side = &mut self.sides[0];
-            extend(
-                gpu,
-                side.kernel,
-                params,
-                &config.measure,
-                side.injection,
-                self.seed,
-                &mut side.m,
-                held,
-                n,
-            )
+            extend(&bench, &mut self.sides[0], self.seed, held, n)
         }
     }
 
@@ -201,7 +191,9 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
     // checks the candidate, never the candidate's own reference.
     let harness = plan.base.as_ref().map_or(&plan.kernels, |b| &b.dir);
     let defines = &plan.config.compile.defines;
-    let gpu = Gpu::open_with(harness, defines)?;
+    let mut gpu = Gpu::open_with(harness, defines)?;
+    gpu.max_wait = std::time::Duration::from_secs_f64(plan.config.measure.max_wait_s);
+    let gpu = gpu;
     let cand_own: Option<AttentionSet> = match &plan.base {
         Some(_) => Some(gpu.load_attention_with(&plan.kernels, defines)?),
         None => None,
@@ -251,6 +243,21 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
     if !plan.peers && !config.peers.is_empty() {
         notes.push("peers left out (--no-peers): no \"Against PyTorch\" table".into());
     }
+    // Parity on random shapes the kernel cannot predict, before anything is timed: a
+    // candidate that is right only on the configured shapes fails every shape of that kind.
+    let probes = if plan.parity {
+        run_probes(
+            &gpu,
+            config,
+            &plan.shapes,
+            cand_set,
+            base_set.filter(|_| ab_on),
+            &mut warnings,
+        )
+    } else {
+        Vec::new()
+    };
+    let peak_tflops = gpu.peak_dense_tflops();
     let mut peer_session =
         PeerSession::start(if plan.peers { &config.peers } else { &[] }, &mut notes);
     let bar = progress_bar(plan.progress, plan.shapes.len());
@@ -260,27 +267,33 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
         bar.set_message(params.name());
         let mut result = ShapeResult::new(*params);
         let seed = config.parity.seed.wrapping_add(i as u64);
-        let run = (|| -> Result<ShapeRun, String> {
-            let cand_kernel = cand_set.get(params).map_err(|e| e.to_string())?;
+        if let Some(why) = probe_failure(&probes, params) {
+            result.integrity = Some(why);
+            shapes.push(result);
+            runs.push(None);
+            bar.inc(1);
+            continue;
+        }
+        let run = (|| -> Result<ShapeRun, Failure> {
+            let cand_kernel = cand_set.get(params)?;
             let base_kernel = match (ab_on, base_set) {
-                (true, Some(b)) => Some(b.get(params).map_err(|e| e.to_string())?),
+                (true, Some(b)) => Some(b.get(params)?),
                 _ => None,
             };
             if plan.parity {
                 let tol = config.parity.tolerance(params.dtype);
-                let p = check_parity(&gpu, cand_kernel, params, tol, seed)
-                    .map_err(|e| e.to_string())?;
+                let p = check_parity(&gpu, cand_kernel, "candidate", params, tol, seed)?;
                 result.parity = Some(p);
                 if let Some(k) = base_kernel {
-                    let p = check_parity(&gpu, k, params, tol, seed).map_err(|e| e.to_string())?;
+                    let p = check_parity(&gpu, k, "base", params, tol, seed)?;
                     let failed = !p.passed();
                     let summary = format!("rel L2 {:.2e}, max abs {:.2e}", p.rel_l2, p.max_abs);
                     result.base_parity = Some(p);
                     if failed {
-                        return Err(format!(
+                        return Err(Failure::Error(format!(
                             "the base kernels ({}) fail parity on this shape ({summary}), so the A/B comparison has no valid reference",
                             plan.base.as_ref().map_or("?", |b| b.source.as_str())
-                        ));
+                        )));
                     }
                 }
             }
@@ -289,20 +302,15 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
                     let reference_p50 = match base_kernel {
                         Some(k) => {
                             // One round of the base, not kept, sizes the slowdown.
-                            let mut m = Measurement::empty();
-                            extend(
-                                &gpu,
-                                k,
-                                params,
-                                &config.measure,
-                                None,
-                                seed,
-                                &mut m,
-                                &mut Held::default(),
-                                1,
-                            )
-                            .map_err(|e| e.to_string())?;
-                            median_of(&m.rounds)
+                            let mut side = AbSide::new(k, None, "base");
+                            let bench = Bench {
+                                gpu: &gpu,
+                                shape: params,
+                                settings: &config.measure,
+                                tolerance: config.parity.tolerance(params.dtype),
+                            };
+                            extend(&bench, &mut side, seed, &mut Held::default(), 1)?;
+                            median_of(&side.m.rounds)
                         }
                         None => stored_p50(stored.as_ref(), params, cache),
                     };
@@ -315,9 +323,9 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
             };
             let mut sides = Vec::new();
             if let Some(k) = base_kernel {
-                sides.push(AbSide::new(k, None));
+                sides.push(AbSide::new(k, None, "base"));
             }
-            sides.push(AbSide::new(cand_kernel, injection));
+            sides.push(AbSide::new(cand_kernel, injection, "candidate"));
             let shape_rng_seed = shape_seed(config.gate.seed, &params.name());
             let mut run = ShapeRun {
                 sides,
@@ -334,17 +342,24 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
                 design.stage1,
                 &mut peer_session,
                 &mut notes,
-            )
-            .map_err(|e| e.to_string())?;
+            )?;
             Ok(run)
         })();
         match run {
             Ok(run) => {
                 fill(&mut result, &run, cache, design);
-                runs.push(Some(run));
+                let reference_p50 = match run.ab() {
+                    true => median_of(&run.sides[0].m.rounds),
+                    false => stored_p50(stored.as_ref(), params, cache),
+                };
+                result.error = result
+                    .error
+                    .take()
+                    .or_else(|| speed_limit(&result, reference_p50, peak_tflops, gate_of(config)));
+                runs.push(result.error.is_none().then_some(run));
             }
             Err(e) => {
-                result.error = Some(e);
+                e.record(&mut result);
                 runs.push(None);
             }
         }
@@ -376,8 +391,16 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
                     &mut peer_session,
                     &mut notes,
                 ) {
-                    Ok(()) => fill(&mut shapes[i], run, cache, design),
-                    Err(e) => shapes[i].error = Some(e.to_string()),
+                    Ok(()) => {
+                        fill(&mut shapes[i], run, cache, design);
+                        let reference_p50 = match run.ab() {
+                            true => median_of(&run.sides[0].m.rounds),
+                            false => stored_p50(stored.as_ref(), &params, cache),
+                        };
+                        shapes[i].error =
+                            speed_limit(&shapes[i], reference_p50, peak_tflops, gate_of(config));
+                    }
+                    Err(e) => Failure::from(e).record(&mut shapes[i]),
                 }
             }
         }
@@ -458,7 +481,199 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
         peers: peer_session.runtime.map(|runtime| crate::peers::PeersInfo {
             runtime: Some(runtime),
         }),
+        probes,
     })
+}
+
+/// Why a shape has no measurement: an error (it could not be measured) or an integrity
+/// failure (the kernel did not do the checked work every time: a parity failure).
+enum Failure {
+    Error(String),
+    Integrity(String),
+}
+
+impl From<GpuError> for Failure {
+    fn from(e: GpuError) -> Failure {
+        match e {
+            GpuError::Integrity(why) => Failure::Integrity(why),
+            other => Failure::Error(other.to_string()),
+        }
+    }
+}
+
+impl Failure {
+    fn record(self, result: &mut ShapeResult) {
+        match self {
+            Failure::Error(e) => result.error = Some(e),
+            Failure::Integrity(why) => result.integrity = Some(why),
+        }
+    }
+}
+
+fn gate_of(config: &Config) -> f64 {
+    config.gate.max_speedup
+}
+
+/// A candidate time that cannot be real: its fastest sample would beat the GPU's peak dense
+/// tensor throughput, or it is more than `max_speedup` times faster than its reference (the
+/// base's p50 in A/B, else the stored baseline's). Either is an `error` that says why: an
+/// optimisation loop rewarded by these numbers must not be rewarded for skipping work the
+/// checks missed.
+fn speed_limit(
+    result: &ShapeResult,
+    reference_p50: Option<f64>,
+    peak_tflops: f64,
+    max_speedup: f64,
+) -> Option<String> {
+    let fastest = result
+        .samples_us
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|t| t.is_finite())
+        .fold(f64::INFINITY, f64::min);
+    if fastest <= 0.0 {
+        return Some(format!(
+            "a timed sample of the candidate took {fastest} µs: a time that is not positive cannot be measured"
+        ));
+    }
+    let at_fastest = result.params.flops() / (fastest * 1e-6) / 1e12;
+    if fastest.is_finite() && at_fastest > peak_tflops {
+        return Some(format!(
+            "the candidate's fastest sample ({fastest:.3} µs) would be {at_fastest:.0} TFLOP/s, above this GPU's peak dense tensor throughput ({peak_tflops:.0} TFLOP/s): the timed launches cannot have done the work"
+        ));
+    }
+    let p50 = result.summary.as_ref()?.p50;
+    let reference = reference_p50?;
+    if p50 > 0.0 && reference / p50 > max_speedup {
+        return Some(format!(
+            "the candidate measured {:.1}× faster than its reference ({reference:.3} → {p50:.3} µs), more than gate.max_speedup ({max_speedup}×): a speed-up this large is refused as unproven; if it is real, raise gate.max_speedup in the config",
+            reference / p50
+        ));
+    }
+    None
+}
+
+/// The random shapes parity also runs on: for every (dtype, head_dim, causal) among the
+/// shapes measured, one with an odd seq_len and one with any seq_len the config does not
+/// list, up to 64 past the longest configured one, batch 1–3, heads 1–8. Drawn from the
+/// run's OS-random key (recorded with each probe's seed), so a kernel cannot predict them.
+fn probe_shapes(shapes: &[ShapeParams], key: u64) -> Vec<ShapeParams> {
+    use rand::RngExt;
+    let mut rng = ChaCha8Rng::seed_from_u64(key ^ 0x009b_0be5);
+    let mut kinds: Vec<(crate::config::Dtype, u32, bool)> = shapes
+        .iter()
+        .map(|s| (s.dtype, s.head_dim, s.causal))
+        .collect();
+    kinds.sort_by_key(|k| (k.0, k.1, k.2));
+    kinds.dedup();
+    let listed: std::collections::BTreeSet<u32> = shapes.iter().map(|s| s.seq_len).collect();
+    let mut out = Vec::new();
+    for (dtype, head_dim, causal) in kinds {
+        let longest = shapes
+            .iter()
+            .filter(|s| (s.dtype, s.head_dim, s.causal) == (dtype, head_dim, causal))
+            .map(|s| s.seq_len)
+            .max()
+            .unwrap_or(512);
+        for odd in [true, false] {
+            let seq_len = loop {
+                let n = rng.random_range(1..=longest + 64);
+                if (!odd || n % 2 == 1) && !listed.contains(&n) {
+                    break n;
+                }
+            };
+            out.push(ShapeParams {
+                batch: rng.random_range(1..=3),
+                heads: rng.random_range(1..=8),
+                seq_len,
+                head_dim,
+                causal,
+                dtype,
+            });
+        }
+    }
+    out
+}
+
+/// Parity of both sides on the random shapes (gpu::parity::check_parity). A base that
+/// fails one is a warning (the configured shapes still check it); the candidate's results
+/// decide [`probe_failure`].
+fn run_probes(
+    gpu: &Gpu,
+    config: &Config,
+    shapes: &[ShapeParams],
+    cand: &AttentionSet,
+    base: Option<&AttentionSet>,
+    warnings: &mut Vec<String>,
+) -> Vec<ProbeResult> {
+    let key = gpu.run_key.0;
+    probe_shapes(shapes, key)
+        .into_iter()
+        .enumerate()
+        .map(|(i, params)| {
+            let seed = key.rotate_left(17) ^ (i as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
+            let tol = config.parity.tolerance(params.dtype);
+            let mut probe = ProbeResult {
+                name: params.name(),
+                params,
+                seed,
+                parity: None,
+                base_parity: None,
+                error: None,
+            };
+            let cand_kernel = cand.get(&params);
+            match cand_kernel.and_then(|k| check_parity(gpu, k, "candidate", &params, tol, seed)) {
+                Ok(p) => probe.parity = Some(p),
+                Err(e) => probe.error = Some(e.to_string()),
+            }
+            if let Some(b) = base {
+                match b
+                    .get(&params)
+                    .and_then(|k| check_parity(gpu, k, "base", &params, tol, seed))
+                {
+                    Ok(p) => {
+                        if !p.passed() {
+                            warnings.push(format!(
+                                "the base kernels fail parity on the random shape {} (rel L2 {:.2e}, max abs {:.2e}, {} unwritten): it is checked on the configured shapes only",
+                                probe.name, p.rel_l2, p.max_abs, p.unwritten
+                            ));
+                        }
+                        probe.base_parity = Some(p);
+                    }
+                    Err(e) => warnings.push(format!(
+                        "the base kernels could not be checked on the random shape {}: {e}",
+                        probe.name
+                    )),
+                }
+            }
+            probe
+        })
+        .collect()
+}
+
+/// Why `shape` fails through a random shape of its kind, if the candidate failed one.
+fn probe_failure(probes: &[ProbeResult], shape: &ShapeParams) -> Option<String> {
+    probes
+        .iter()
+        .filter(|p| {
+            (p.params.dtype, p.params.head_dim, p.params.causal)
+                == (shape.dtype, shape.head_dim, shape.causal)
+        })
+        .find_map(|p| {
+            let why = match (&p.error, &p.parity) {
+                (Some(e), _) => e.clone(),
+                (None, Some(par)) if !par.passed() => format!(
+                    "rel L2 {:.2e}, max abs {:.2e}, {} unwritten, {} NaN/Inf",
+                    par.rel_l2, par.max_abs, par.unwritten, par.nan_or_inf
+                ),
+                _ => return None,
+            };
+            Some(format!(
+                "the candidate fails parity on the random shape {} of the same kind, which the gate adds to every run ({why}; probe seed {})",
+                p.name, p.seed
+            ))
+        })
 }
 
 /// The kernels of the stored baseline's commit, read with git into a temporary directory.
@@ -556,8 +771,8 @@ fn trace_drift(
     let params = &shape.params;
     let mut run = ShapeRun {
         sides: vec![
-            AbSide::new(old_set.get(params)?, None),
-            AbSide::new(cand_set.get(params)?, None),
+            AbSide::new(old_set.get(params)?, None, "baseline commit's"),
+            AbSide::new(cand_set.get(params)?, None, "candidate"),
         ],
         orders: Vec::new(),
         coin: ChaCha8Rng::seed_from_u64(shape_seed(config.gate.seed ^ 0xd41f7, &shape.name)),
@@ -655,6 +870,7 @@ fn fill(result: &mut ShapeResult, run: &ShapeRun, cache: CacheMode, design: Stag
             .zip(clocks.iter().max())
             .map(|(lo, hi)| (*lo, *hi)),
         design: Some(design),
+        checked_launches: cand.checked_launches,
     });
 }
 
@@ -747,6 +963,25 @@ pub fn load_config(
     Ok((config, selected))
 }
 
+/// Installs what a hung GPU does to this process (gpu::watchdog): the message on stderr
+/// and, with `out`, a results file without a verdict whose error names the shape and side;
+/// the watchdog then ends the process with exit code 2.
+pub fn on_hang(config: &Config, out: Option<PathBuf>) {
+    let config = config.clone();
+    crate::gpu::watchdog::set_hang_handler(Box::new(move |message| {
+        eprintln!("error: {message}");
+        if let Some(out) = &out {
+            let r = failed_run(Some(&config), &anyhow::anyhow!("{message}"));
+            if let Err(e) = r.save(out) {
+                eprintln!(
+                    "error: the results could not be saved to {}: {e}",
+                    out.display()
+                );
+            }
+        }
+    }));
+}
+
 /// A results file for a run that could not reach a verdict (what `ci` writes on exit 2).
 pub fn failed_run(config: Option<&Config>, error: &anyhow::Error) -> ResultsFile {
     ResultsFile {
@@ -773,6 +1008,7 @@ pub fn failed_run(config: Option<&Config>, error: &anyhow::Error) -> ResultsFile
         profiling: None,
         shard: None,
         peers: None,
+        probes: Vec::new(),
     }
 }
 

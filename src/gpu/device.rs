@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig};
@@ -97,6 +98,12 @@ pub struct Kernels {
     fill_normal: HashMap<Dtype, CudaFunction>,
     pub fill_u32: CudaFunction,
     pub spin: CudaFunction,
+    /// The integrity checks (kernels/util.cu): keyed hashes of 16- and 32-bit buffers, the
+    /// comparison of every output slot with its reference, the poisoned-gap check.
+    pub hash_u16: CudaFunction,
+    pub hash_u32: CudaFunction,
+    pub check_outputs: CudaFunction,
+    pub check_fill: CudaFunction,
     _modules: Vec<Arc<CudaModule>>,
 }
 
@@ -126,6 +133,10 @@ pub struct Gpu {
     pub kernel_source_hash: String,
     /// NVML, for clock readings while measuring.
     pub monitor: super::env::Monitor,
+    /// This run's secrets (hash keys, poison patterns, slot placements), from the OS.
+    pub run_key: super::integrity::RunKey,
+    /// The longest any wait for the GPU may take (the config's `measure.max_wait_s`).
+    pub max_wait: Duration,
 }
 
 fn uuid_string(bytes: &[std::ffi::c_char; 16]) -> String {
@@ -233,6 +244,67 @@ fn load_kernel(
 }
 
 impl Gpu {
+    /// How long a wait for work expected to take `expected` may last before the GPU counts
+    /// as hung: 20× the expectation and at least 5 s, never more than [`Gpu::max_wait`]
+    /// (the whole of it when nothing is known).
+    pub fn wait_limit(&self, expected: Option<Duration>) -> Duration {
+        match expected {
+            Some(e) => e
+                .saturating_mul(20)
+                .max(Duration::from_secs(5))
+                .min(self.max_wait),
+            None => self.max_wait,
+        }
+    }
+
+    /// Waits for everything queued on the stream, under a deadline (gpu::watchdog): a hung
+    /// kernel ends the process with exit code 2 through the command's hang handler.
+    pub fn sync(
+        &self,
+        expected: Option<Duration>,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), GpuError> {
+        let described = what();
+        super::watchdog::guarded(
+            self.wait_limit(expected),
+            || described.clone(),
+            || self.stream.synchronize(),
+        )
+        .during(|| described.clone())
+    }
+
+    /// Copies a device buffer to the host (which waits for the stream), under a deadline.
+    pub fn read_back<T: cudarc::driver::DeviceRepr + Default + Clone>(
+        &self,
+        buf: &cudarc::driver::CudaSlice<T>,
+        what: impl FnOnce() -> String,
+    ) -> Result<Vec<T>, GpuError> {
+        let described = what();
+        super::watchdog::guarded(
+            self.max_wait,
+            || format!("reading back {described}"),
+            || self.stream.clone_dtoh(buf),
+        )
+        .during(|| format!("reading back {described}"))
+    }
+
+    /// An upper bound on this GPU's dense fp16/bf16 tensor throughput, in TFLOP/s: SMs ×
+    /// the highest SM clock NVML reports (3 GHz if it reports none) × the dense tensor FLOPs
+    /// per clock of an SM of the newest architecture of this major version (1024 before
+    /// Ampere, 2048 for 8.x (A100), 4096 for 9.x (H100/H200), 8192 from 10.x). Generous on
+    /// purpose (an L4, 8.9, peaks at half its bound): it only has to expose times no kernel
+    /// can reach, never flag a real one.
+    pub fn peak_dense_tflops(&self) -> f64 {
+        let per_clock = match self.info.arch.major {
+            0..=7 => 1024.0,
+            8 => 2048.0,
+            9 => 4096.0,
+            _ => 8192.0,
+        };
+        let mhz = self.monitor.max_sm_clock_mhz().unwrap_or(3000).max(1);
+        f64::from(self.info.sm_count) * f64::from(mhz) * 1e6 * per_clock / 1e12
+    }
+
     /// Opens device 0 and compiles the kernels in `kernels_dir` for it: the harness
     /// (reference, utilities) and its attention kernels.
     pub fn open(kernels_dir: &Path) -> Result<Gpu, GpuError> {
@@ -272,11 +344,17 @@ impl Gpu {
             fill_normal,
             fill_u32: function(&util_mod, &util_src, "fill_u32")?,
             spin: function(&util_mod, &util_src, "spin_cycles")?,
+            hash_u16: function(&util_mod, &util_src, "hash_u16")?,
+            hash_u32: function(&util_mod, &util_src, "hash_u32")?,
+            check_outputs: function(&util_mod, &util_src, "check_outputs")?,
+            check_fill: function(&util_mod, &util_src, "check_fill")?,
             _modules: vec![reference_mod, util_mod],
         };
         let monitor = super::env::Monitor::new(&info.uuid);
         Ok(Gpu {
             monitor,
+            run_key: super::integrity::RunKey::from_os(),
+            max_wait: Duration::from_secs(60),
             kernel_source_hash: kernels.attention.source_hash.clone(),
             ctx,
             stream,

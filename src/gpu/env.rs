@@ -47,6 +47,15 @@ impl Monitor {
             .ok()
     }
 
+    /// The highest SM clock the device supports, in MHz.
+    pub fn max_sm_clock_mhz(&self) -> Option<u32> {
+        let nvml = self.nvml.as_ref()?;
+        nvml.device_by_uuid(self.uuid.as_str())
+            .ok()?
+            .max_clock_info(Clock::SM)
+            .ok()
+    }
+
     /// Reads clocks, temperature, power and throttle reasons now.
     pub fn state(&self) -> Option<GpuState> {
         let nvml = self.nvml.as_ref()?;

@@ -31,6 +31,11 @@ pub enum GpuError {
     Driver { what: String, cause: DriverError },
     #[error("{0}")]
     Invalid(String),
+    /// The kernel under test did not do, every time, the work it was checked to do (it
+    /// changed its inputs, skipped or faked timed launches, wrote outside its output): a
+    /// parity failure of the side it names, not a measuring error.
+    #[error("{0}")]
+    Integrity(String),
 }
 
 /// Attaches a description (kernel, shape, step) to a CUDA driver error.

@@ -9,19 +9,20 @@
 //!   draws, the two rounds' samples alternating (ABBA ...) so drift and clock swings hit both
 //!   sides alike; how many pairs is the pipeline's planned design.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::{CudaEvent, CudaGraph, CudaSlice};
-use rand::{RngExt, SeedableRng};
+use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
 use super::device::{Gpu, Kernel};
 use super::error::{DriverContext, GpuError};
+use super::integrity::{OutputSlots, RefSet, slot_budget_bytes};
 use super::parity::{Inputs, check_shape, launch_on, random_inputs};
 use super::raw;
-use crate::config::{CacheMode, MeasureSettings, ShapeParams};
-use crate::results::PairOrder;
+use crate::config::{CacheMode, MeasureSettings, ShapeParams, Tolerance};
+use crate::results::{PairOrder, Parity};
 
 /// The spin kernel's cost model: one launch inside a graph takes `overhead_us + cycles · us_per_cycle`.
 #[derive(Clone, Copy, Debug)]
@@ -38,6 +39,16 @@ pub struct Injection {
     pub calibration: SpinCalibration,
 }
 
+/// What is measured: one shape on one GPU, with the config's measurement settings and the
+/// parity tolerance every timed launch's output is checked against.
+#[derive(Clone, Copy)]
+pub struct Bench<'a> {
+    pub gpu: &'a Gpu,
+    pub shape: &'a ShapeParams,
+    pub settings: &'a MeasureSettings,
+    pub tolerance: Tolerance,
+}
+
 /// One shape's timings.
 #[derive(Clone, Debug)]
 pub struct Measurement {
@@ -50,11 +61,10 @@ pub struct Measurement {
     pub wall_s: f64,
     /// SM clock (MHz, NVML) read before and after each round's samples.
     pub sm_clock_mhz: Vec<u32>,
-}
-
-struct BufferSet {
-    inputs: Inputs,
-    out: CudaSlice<f32>,
+    /// Timed launches whose output was compared with the reference (every one).
+    pub checked_launches: u64,
+    /// The largest error of any timed launch's output against the reference.
+    pub worst_timed: Option<Parity>,
 }
 
 /// Bytes one launch reads and writes: Q, K, V in 16 bits, the output in 32.
@@ -101,15 +111,6 @@ fn timing_event(gpu: &Gpu) -> Result<CudaEvent, GpuError> {
         .during(|| "creating a timing event".into())
 }
 
-fn launch(
-    gpu: &Gpu,
-    kernel: &Kernel,
-    shape: &ShapeParams,
-    set: &mut BufferSet,
-) -> Result<(), GpuError> {
-    launch_on(gpu, kernel, shape, &set.inputs, &mut set.out)
-}
-
 /// SM cycles of the spin that precedes each sample (~50 µs at 2 GHz): long enough for the
 /// host to enqueue the replay behind it.
 const LEAD_CYCLES: i64 = 100_000;
@@ -124,70 +125,85 @@ impl Measurement {
             round_addresses: Vec::new(),
             wall_s: 0.0,
             sm_clock_mhz: Vec::new(),
+            checked_launches: 0,
+            worst_timed: None,
         }
     }
+}
+
+/// The seeds of the input sets of round `round` (fresh inputs every round), mixed with the
+/// run's secret key so a kernel cannot know its inputs in advance.
+fn round_seeds(gpu: &Gpu, seed: u64, round: u64, sets: usize) -> Vec<u64> {
+    (0..sets as u64)
+        .map(|i| seed.wrapping_add(round * 1_000 + i) ^ gpu.run_key.0)
+        .collect()
 }
 
 /// Measures `rounds` rounds of one shape with the device's own attention kernel (each round
 /// on fresh buffers).
 pub fn measure(
-    gpu: &Gpu,
-    shape: &ShapeParams,
-    settings: &MeasureSettings,
+    b: &Bench<'_>,
     rounds: u32,
     injection: Option<Injection>,
     seed: u64,
 ) -> Result<Measurement, GpuError> {
-    let mut m = Measurement::empty();
-    let mut held = Held::default();
-    extend(
-        gpu,
-        gpu.kernels.attention(shape)?,
-        shape,
-        settings,
-        injection,
-        seed,
-        &mut m,
-        &mut held,
-        rounds,
-    )?;
-    Ok(m)
+    let mut side = AbSide::new(b.gpu.kernels.attention(b.shape)?, injection, "candidate");
+    extend(b, &mut side, seed, &mut Held::default(), rounds)?;
+    Ok(side.m)
 }
 
-/// Adds `rounds` more rounds of `kernel` to `m` (with the same launches per sample).
-#[allow(clippy::too_many_arguments)]
+/// Adds `rounds` more rounds of `side`'s kernel to its measurement (with the same launches
+/// per sample); each round's reference outputs are computed for it.
 pub fn extend(
-    gpu: &Gpu,
-    kernel: &Kernel,
-    shape: &ShapeParams,
-    settings: &MeasureSettings,
-    injection: Option<Injection>,
+    b: &Bench<'_>,
+    side: &mut AbSide<'_>,
     seed: u64,
-    m: &mut Measurement,
     held: &mut Held,
     rounds: u32,
 ) -> Result<(), GpuError> {
-    check_shape(shape)?;
+    check_shape(b.shape)?;
     let start = Instant::now();
     for _ in 0..rounds {
-        run_round(gpu, kernel, shape, settings, injection, seed, m, held)?;
+        let round = side.m.rounds.len() as u64;
+        let sets = sets_for(b.gpu, b.shape, b.settings.cache)?;
+        let refs = RefSet::new(
+            b.gpu,
+            b.shape,
+            round_seeds(b.gpu, seed, round, sets),
+            b.gpu.run_key,
+        )?;
+        let mut prepared = prepare_round(b, side, &refs, seed)?;
+        side.m.sm_clock_mhz.extend(b.gpu.monitor.sm_clock_mhz());
+        for _ in 0..b.settings.samples_per_round {
+            take_sample(b, side.kernel, &mut prepared, &refs)?;
+        }
+        side.m.sm_clock_mhz.extend(b.gpu.monitor.sm_clock_mhz());
+        finish_round(b, side, prepared, &refs, held)?;
+        check_refs(b, &refs, side.m.rounds.len())?;
     }
-    m.wall_s += start.elapsed().as_secs_f64();
+    side.m.wall_s += start.elapsed().as_secs_f64();
     Ok(())
 }
 
-/// One side of an A/B run: its kernel, its injected slowdown (selftest) and its rounds.
+/// One side of an A/B run: its kernel, its injected slowdown (selftest), its name in
+/// messages ("base" or "candidate") and its rounds.
 pub struct AbSide<'a> {
     pub kernel: &'a Kernel,
     pub injection: Option<Injection>,
+    pub label: &'static str,
     pub m: Measurement,
 }
 
 impl<'a> AbSide<'a> {
-    pub fn new(kernel: &'a Kernel, injection: Option<Injection>) -> AbSide<'a> {
+    pub fn new(
+        kernel: &'a Kernel,
+        injection: Option<Injection>,
+        label: &'static str,
+    ) -> AbSide<'a> {
         AbSide {
             kernel,
             injection,
+            label,
             m: Measurement::empty(),
         }
     }
@@ -195,18 +211,16 @@ impl<'a> AbSide<'a> {
 
 /// Measures `pairs` more pairs of rounds of two sides: per pair a coin from `coin` decides
 /// whether the base (`sides[0]`) or the candidate (`sides[1]`) goes first. Both rounds of a
-/// pair are prepared (fresh buffers, warm-up, graph; the same launches per sample, set by
-/// the first round measured), then their samples alternate, first-drawn side first, then in
-/// mirrored order (ABBA ABBA ...), each followed by the duty cycle's idle time. The two
-/// rounds of a pair thus span the same stretch of time: a clock that moves under the power
-/// cap moves both alike, where whole rounds one after the other (~80 ms each) landed on
-/// different clocks and the pair's ratio carried the swing (docs/PERF.md, 2026-11-22 evening).
-/// Appends each pair's order to `orders`.
-#[allow(clippy::too_many_arguments)]
+/// pair are prepared (fresh buffers filled with the same values for both sides, warm-up,
+/// graph; the same launches per sample, set by the first round measured), then their
+/// samples alternate, first-drawn side first, then in mirrored order (ABBA ABBA ...), each
+/// followed by the duty cycle's idle time. The two rounds of a pair thus span the same
+/// stretch of time: a clock that moves under the power cap moves both alike, where whole
+/// rounds one after the other (~80 ms each) landed on different clocks and the pair's ratio
+/// carried the swing (docs/PERF.md, 2026-11-22 evening). Every timed launch of both sides is
+/// checked against one reference output per input set. Appends each pair's order to `orders`.
 pub fn measure_pairs(
-    gpu: &Gpu,
-    shape: &ShapeParams,
-    settings: &MeasureSettings,
+    b: &Bench<'_>,
     sides: &mut [AbSide<'_>; 2],
     coin: &mut ChaCha8Rng,
     seed: u64,
@@ -214,7 +228,7 @@ pub fn measure_pairs(
     orders: &mut Vec<PairOrder>,
     pairs: u32,
 ) -> Result<(), GpuError> {
-    check_shape(shape)?;
+    check_shape(b.shape)?;
     for _ in 0..pairs {
         let order = if coin.random::<bool>() {
             PairOrder::BaseFirst
@@ -226,6 +240,14 @@ pub fn measure_pairs(
             PairOrder::CandFirst => [1, 0],
         };
         let start = Instant::now();
+        let round = sides[1].m.rounds.len() as u64;
+        let sets = sets_for(b.gpu, b.shape, b.settings.cache)?;
+        let refs = RefSet::new(
+            b.gpu,
+            b.shape,
+            round_seeds(b.gpu, seed, round, sets),
+            b.gpu.run_key,
+        )?;
         let mut prepared: [Option<PreparedRound>; 2] = [None, None];
         for i in sequence {
             let launches = sides[0]
@@ -234,28 +256,19 @@ pub fn measure_pairs(
                 .max(sides[1].m.launches_per_sample);
             let side = &mut sides[i];
             side.m.launches_per_sample = launches;
-            // Each side draws its own inputs' seed stream; the buffers are new either way.
-            let side_seed = seed ^ (i as u64).wrapping_mul(0xd6e8_feb8_6659_fd93);
-            prepared[i] = Some(prepare_round(
-                gpu,
-                side.kernel,
-                shape,
-                settings,
-                side.injection,
-                side_seed,
-                &mut side.m,
-            )?);
+            prepared[i] = Some(prepare_round(b, side, &refs, seed)?);
         }
         let [Some(mut base_round), Some(mut cand_round)] = prepared else {
             return Err(GpuError::Invalid(format!(
-                "a pair of rounds on shape {shape} was not prepared"
+                "a pair of rounds on shape {} was not prepared",
+                b.shape
             )));
         };
-        let clocks = gpu.monitor.sm_clock_mhz();
+        let clocks = b.gpu.monitor.sm_clock_mhz();
         for side in sides.iter_mut() {
             side.m.sm_clock_mhz.extend(clocks.iter().copied());
         }
-        for k in 0..settings.samples_per_round {
+        for k in 0..b.settings.samples_per_round {
             let mirrored = k % 2 == 1;
             for slot in 0..2 {
                 // Which side this slot samples: the pair's order, mirrored every other time.
@@ -265,21 +278,34 @@ pub fn measure_pairs(
                 } else {
                     &mut cand_round
                 };
-                take_sample(gpu, sides[i].kernel, shape, settings, round)?;
+                take_sample(b, sides[i].kernel, round, &refs)?;
             }
         }
-        let clocks = gpu.monitor.sm_clock_mhz();
+        let clocks = b.gpu.monitor.sm_clock_mhz();
         for side in sides.iter_mut() {
             side.m.sm_clock_mhz.extend(clocks.iter().copied());
         }
         let half = start.elapsed().as_secs_f64() / 2.0;
         for (side, round) in sides.iter_mut().zip([base_round, cand_round]) {
-            finish_round(gpu, round, &mut side.m, held)?;
+            finish_round(b, side, round, &refs, held)?;
             side.m.wall_s += half;
         }
+        check_refs(b, &refs, sides[1].m.rounds.len())?;
         orders.push(order);
     }
     Ok(())
+}
+
+/// The reference outputs must be as the reference kernel left them: a timed kernel that
+/// overwrote them could have made its own wrong output look right.
+fn check_refs(b: &Bench<'_>, refs: &RefSet, round: usize) -> Result<(), GpuError> {
+    if refs.outputs_unchanged(b.gpu)? {
+        Ok(())
+    } else {
+        Err(GpuError::Integrity(format!(
+            "the reference outputs of round {round} were overwritten while the kernels were timed (by a kernel writing outside its output)"
+        )))
+    }
 }
 
 /// Buffers of earlier rounds, kept allocated so that each new round lands on memory the
@@ -288,17 +314,24 @@ pub fn measure_pairs(
 /// left the placement effect (~0.5% on an H200) between processes instead of in the samples.
 #[derive(Default)]
 pub struct Held {
-    rounds: std::collections::VecDeque<(CudaSlice<u8>, Vec<BufferSet>, u64)>,
+    rounds: std::collections::VecDeque<(CudaSlice<u8>, Vec<Inputs>, OutputSlots, u64)>,
     bytes: u64,
 }
 
 impl Held {
     /// Keeps a round's buffers, dropping the oldest rounds beyond `cap` bytes.
-    fn keep(&mut self, spacer: CudaSlice<u8>, sets: Vec<BufferSet>, bytes: u64, cap: u64) {
-        self.rounds.push_back((spacer, sets, bytes));
+    fn keep(
+        &mut self,
+        spacer: CudaSlice<u8>,
+        inputs: Vec<Inputs>,
+        slots: OutputSlots,
+        bytes: u64,
+        cap: u64,
+    ) {
+        self.rounds.push_back((spacer, inputs, slots, bytes));
         self.bytes += bytes;
         while self.bytes > cap && self.rounds.len() > 1 {
-            if let Some((_, _, dropped)) = self.rounds.pop_front() {
+            if let Some((_, _, _, dropped)) = self.rounds.pop_front() {
                 self.bytes -= dropped;
             }
         }
@@ -306,88 +339,92 @@ impl Held {
 }
 
 /// A round made ready to sample: its buffers (fresh, behind a spacer), its CUDA graph of
-/// `launches_per_sample` launches (already replayed once), its timing events and the samples
-/// taken so far.
+/// `launches_per_sample` launches, each into its own output slot (already replayed once),
+/// its timing events and the samples taken so far.
 struct PreparedRound {
     graph: CudaGraph,
     events: Vec<(CudaEvent, CudaEvent)>,
     launches: u32,
     values: Vec<f64>,
     spacer: CudaSlice<u8>,
-    sets: Vec<BufferSet>,
+    inputs: Vec<Inputs>,
+    slots: OutputSlots,
+    /// The GPU time one sample is expected to take (from the warm-up), for its deadline.
+    expected: Duration,
 }
 
-/// One round: prepared, then `samples_per_round` samples back to back.
-#[allow(clippy::too_many_arguments)]
-fn run_round(
-    gpu: &Gpu,
-    kernel: &Kernel,
-    shape: &ShapeParams,
-    settings: &MeasureSettings,
-    injection: Option<Injection>,
-    seed: u64,
-    m: &mut Measurement,
-    held: &mut Held,
-) -> Result<(), GpuError> {
-    let mut round = prepare_round(gpu, kernel, shape, settings, injection, seed, m)?;
-    m.sm_clock_mhz.extend(gpu.monitor.sm_clock_mhz());
-    for _ in 0..settings.samples_per_round {
-        take_sample(gpu, kernel, shape, settings, &mut round)?;
-    }
-    m.sm_clock_mhz.extend(gpu.monitor.sm_clock_mhz());
-    finish_round(gpu, round, m, held)
-}
-
-/// Allocates a round's buffers, warms up, sizes and captures its graph (the first round of
-/// `m` sets the launches per sample) and records the round's address in `m`.
+/// Allocates a round's buffers (inputs filled from `refs`' seeds), warms up, sizes and
+/// captures its graph (the first round of `side` sets the launches per sample, capped so
+/// that one output slot per launch fits) and records the round's address.
 fn prepare_round(
-    gpu: &Gpu,
-    kernel: &Kernel,
-    shape: &ShapeParams,
-    settings: &MeasureSettings,
-    injection: Option<Injection>,
+    b: &Bench<'_>,
+    side: &mut AbSide<'_>,
+    refs: &RefSet,
     seed: u64,
-    m: &mut Measurement,
 ) -> Result<PreparedRound, GpuError> {
+    let (gpu, shape, settings) = (b.gpu, b.shape, b.settings);
+    let kernel = side.kernel;
+    let m = &mut side.m;
     let round = m.rounds.len() as u64;
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ round.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let mut rng = gpu
+        .run_key
+        .rng(seed ^ round.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ kernel_salt(side.label));
     // A random-sized spacer, allocated first, moves this round's buffers to new addresses.
     let spacer_bytes = 256 * rng.random_range(1..=65_536usize);
-    let spacer = raw::alloc::<u8>(&gpu.stream, spacer_bytes)
+    let spacer = raw::alloc_zeros::<u8>(&gpu.stream, spacer_bytes)
         .during(|| "allocating the address spacer".into())?;
-    let n_sets = sets_for(gpu, shape, settings.cache)?;
-    let mut sets = Vec::with_capacity(n_sets);
-    for i in 0..n_sets as u64 {
-        let inputs = random_inputs(gpu, shape, seed.wrapping_add(round * 1_000 + i))?;
-        let out = super::parity::poisoned_output(gpu, shape)?;
-        sets.push(BufferSet { inputs, out });
-    }
+    let inputs: Vec<Inputs> = refs
+        .seeds
+        .iter()
+        .map(|&s| random_inputs(gpu, shape, s))
+        .collect::<Result<_, _>>()?;
+    let n_sets = inputs.len().max(1);
     m.working_set_bytes = n_sets as u64 * bytes_per_set(shape);
     {
         use cudarc::driver::DevicePtr;
-        let (ptr, _sync) = sets[0].inputs.q.device_ptr(&gpu.stream);
+        let (ptr, _sync) = inputs[0].q.device_ptr(&gpu.stream);
         m.round_addresses.push(ptr);
     }
 
-    // Warm-up: direct launches in growing batches until `warmup_ms` has passed on the GPU;
-    // the last batch gives the per-launch estimate that sizes the graph.
+    // Warm-up: direct launches in growing batches until `warmup_ms` has passed on the GPU,
+    // into a scratch output (not timed, not checked); the last batch gives the per-launch
+    // estimate that sizes the graph.
+    let mut scratch = raw::alloc_filled(
+        &gpu.stream,
+        &gpu.kernels.fill_u32,
+        shape.elements(),
+        super::parity::POISON,
+    )
+    .during(|| format!("allocating the warm-up output of {shape}"))?;
     let (e0, e1) = (timing_event(gpu)?, timing_event(gpu)?);
     let mut spent_ms = 0.0f64;
     let mut batch = 1u32;
     let mut per_launch_ms = f64::MAX;
     let mut next = 0usize;
+    let what = |phase: &str| {
+        format!(
+            "kernel {} of the {} on shape {shape} ({phase})",
+            kernel.name, side.label
+        )
+    };
     while spent_ms < settings.warmup_ms {
         e0.record(&gpu.stream)
             .during(|| "recording a timing event".into())?;
         for _ in 0..batch {
-            launch(gpu, kernel, shape, &mut sets[next % n_sets])?;
+            launch_on(
+                gpu,
+                kernel,
+                shape,
+                &inputs[next % n_sets],
+                scratch.slice_mut(..),
+            )?;
             next += 1;
         }
         e1.record(&gpu.stream)
             .during(|| "recording a timing event".into())?;
-        gpu.stream
-            .synchronize()
-            .during(|| format!("kernel {} on shape {shape} (warm-up)", kernel.name))?;
+        let expected = (per_launch_ms < f64::MAX)
+            .then(|| Duration::from_secs_f64(per_launch_ms * f64::from(batch) / 1000.0));
+        gpu.sync(expected, || what("warm-up"))?;
         let ms = f64::from(
             e0.elapsed_ms(&e1)
                 .during(|| "reading a timing event".into())?,
@@ -396,14 +433,26 @@ fn prepare_round(
         per_launch_ms = ms / f64::from(batch);
         batch = (batch * 2).min(256);
     }
+    drop(scratch);
     if m.launches_per_sample == 0 {
         let l = (settings.sample_ms / per_launch_ms.max(1e-6)).round();
-        m.launches_per_sample = l.clamp(1.0, 20_000.0) as u32;
+        // One output slot per launch must fit in the slot budget (plus its largest gap).
+        let slot_bytes = shape.elements() as u64 * 4 + 64 * 1024;
+        let fit = (slot_budget_bytes(gpu)? / slot_bytes).max(1);
+        m.launches_per_sample = l.clamp(1.0, 20_000.0).min(fit as f64) as u32;
     }
     let launches = m.launches_per_sample;
+    let mut slots = OutputSlots::new(
+        gpu,
+        shape,
+        launches,
+        n_sets,
+        settings.samples_per_round,
+        &mut rng,
+    )?;
 
     // Spin kernels for an injected slowdown: about one per 5 µs of added time, spread evenly.
-    let spins = injection.map(|inj| {
+    let spins = side.injection.map(|inj| {
         let total_us = inj.us_per_launch * f64::from(launches);
         let count = ((total_us / 5.0).floor() as u32).clamp(1, launches);
         let every = launches.div_ceil(count);
@@ -419,7 +468,8 @@ fn prepare_round(
         .during(|| "starting a CUDA graph capture".into())?;
     let captured = (|| -> Result<(), GpuError> {
         for i in 0..launches {
-            launch(gpu, kernel, shape, &mut sets[i as usize % n_sets])?;
+            let set = &inputs[i as usize % n_sets];
+            launch_on(gpu, kernel, shape, set, slots.slot(i as usize))?;
             if let Some((every, cycles)) = spins
                 && (i + 1) % every == 0
             {
@@ -448,6 +498,8 @@ fn prepare_round(
     graph
         .launch()
         .during(|| format!("replaying the graph of shape {shape}"))?;
+    let expected = Duration::from_secs_f64(per_launch_ms * f64::from(launches) / 1000.0);
+    gpu.sync(Some(expected), || what("first replay"))?;
 
     let samples = settings.samples_per_round as usize;
     let events: Vec<(CudaEvent, CudaEvent)> = (0..samples)
@@ -459,30 +511,42 @@ fn prepare_round(
         launches,
         values: Vec::with_capacity(samples),
         spacer,
-        sets,
+        inputs,
+        slots,
+        expected,
     })
 }
 
-/// One sample: a replay of the round's graph, bracketed by its own events; a short spin
-/// launched first keeps the stream busy while the host enqueues the replay, so no
+/// A different placement stream for each side of a pair.
+fn kernel_salt(label: &str) -> u64 {
+    label.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+/// One sample: every output slot poisoned, then a replay of the round's graph bracketed by
+/// its own events, then (untimed) every slot compared with the reference on the device. A
+/// short spin launched first keeps the stream busy while the host enqueues the replay, so no
 /// submission latency is timed. After it the GPU idles long enough that it is busy only
 /// `duty_cycle` of the time: on an H200, back-to-back replays of a heavy kernel reached the
 /// power cap after ~1 s and its clocks then swung by several percent (docs/PERF.md), while
 /// short bursts with idle gaps stayed at full clock and repeated to within 0.1% across
 /// processes.
 fn take_sample(
-    gpu: &Gpu,
+    b: &Bench<'_>,
     kernel: &Kernel,
-    shape: &ShapeParams,
-    settings: &MeasureSettings,
     round: &mut PreparedRound,
+    refs: &RefSet,
 ) -> Result<(), GpuError> {
-    let Some((start, end)) = round.events.get(round.values.len()) else {
+    let (gpu, shape, settings) = (b.gpu, b.shape, b.settings);
+    let sample = round.values.len();
+    let Some((start, end)) = round.events.get(sample) else {
         return Err(GpuError::Invalid(format!(
             "more samples than the {} of a round on shape {shape}",
             round.events.len()
         )));
     };
+    round.slots.poison(gpu)?;
     raw::launch_spin(&gpu.stream, &gpu.kernels.spin, LEAD_CYCLES)
         .during(|| "launching the lead-in spin".into())?;
     start
@@ -494,9 +558,10 @@ fn take_sample(
         .during(|| format!("replaying the graph of shape {shape}"))?;
     end.record(&gpu.stream)
         .during(|| "recording a timing event".into())?;
-    gpu.stream
-        .synchronize()
-        .during(|| format!("kernel {} on shape {shape}", kernel.name))?;
+    round.slots.check(gpu, refs, sample)?;
+    gpu.sync(Some(round.expected), || {
+        format!("kernel {} on shape {shape} (a timed sample)", kernel.name)
+    })?;
     let ms = f64::from(
         start
             .elapsed_ms(end)
@@ -505,24 +570,54 @@ fn take_sample(
     round.values.push(ms * 1000.0 / f64::from(round.launches));
     if settings.duty_cycle < 1.0 {
         let idle_ms = ms * (1.0 / settings.duty_cycle - 1.0);
-        std::thread::sleep(std::time::Duration::from_secs_f64(idle_ms / 1000.0));
+        std::thread::sleep(Duration::from_secs_f64(idle_ms / 1000.0));
     }
     Ok(())
 }
 
-/// Stores the round's samples in `m` and keeps its buffers allocated (see [`Held`]).
+/// Checks the round (every timed output against the reference, the gaps, the inputs), then
+/// stores its samples and keeps its buffers allocated (see [`Held`]).
 fn finish_round(
-    gpu: &Gpu,
+    b: &Bench<'_>,
+    side: &mut AbSide<'_>,
     round: PreparedRound,
-    m: &mut Measurement,
+    refs: &RefSet,
     held: &mut Held,
 ) -> Result<(), GpuError> {
+    let gpu = b.gpu;
     let PreparedRound {
         values,
         spacer,
-        sets,
+        inputs,
+        slots,
         ..
     } = round;
+    let name = &side.kernel.name;
+    let outcome = slots.outcome(gpu, b.tolerance, values.len())?;
+    if let Some(why) = outcome.failure(side.label, name) {
+        return Err(GpuError::Integrity(format!(
+            "{why} (round {}, shape {})",
+            side.m.rounds.len() + 1,
+            b.shape
+        )));
+    }
+    if !refs.inputs_unchanged(gpu, &inputs)? {
+        return Err(GpuError::Integrity(format!(
+            "the {} kernel {name} changed its inputs (q, k or v) while it was timed (round {}, shape {})",
+            side.label,
+            side.m.rounds.len() + 1,
+            b.shape
+        )));
+    }
+    let m = &mut side.m;
+    m.checked_launches += outcome.checked_launches;
+    if let Some(w) = outcome.worst
+        && m.worst_timed
+            .as_ref()
+            .is_none_or(|old| w.max_abs > old.max_abs)
+    {
+        m.worst_timed = Some(w);
+    }
     m.rounds.push(values);
     // Hold at most a quarter of the free memory (and 8 GiB) across rounds.
     let (free, _) = gpu
@@ -530,8 +625,8 @@ fn finish_round(
         .mem_get_info()
         .during(|| "reading free device memory".into())?;
     let cap = (free as u64 / 4).min(8 << 30);
-    let bytes = spacer.len() as u64 + m.working_set_bytes;
-    held.keep(spacer, sets, bytes, cap);
+    let bytes = spacer.len() as u64 + m.working_set_bytes + slots.bytes();
+    held.keep(spacer, inputs, slots, bytes, cap);
     Ok(())
 }
 
@@ -564,9 +659,7 @@ pub fn calibrate_spin(gpu: &Gpu) -> Result<SpinCalibration, GpuError> {
                 .during(|| "replaying the spin graph".into())?;
             b.record(&gpu.stream)
                 .during(|| "recording a timing event".into())?;
-            gpu.stream
-                .synchronize()
-                .during(|| "kernel spin_cycles".into())?;
+            gpu.sync(None, || "kernel spin_cycles".into())?;
             best.push(
                 f64::from(
                     a.elapsed_ms(&b)
@@ -597,18 +690,16 @@ pub fn calibrate_spin(gpu: &Gpu) -> Result<SpinCalibration, GpuError> {
 pub fn spin_up(gpu: &Gpu, shape: &ShapeParams, ms: f64) -> Result<(), GpuError> {
     check_shape(shape)?;
     let kernel = gpu.kernels.attention(shape)?;
-    let mut set = BufferSet {
-        inputs: random_inputs(gpu, shape, 1)?,
-        out: super::parity::poisoned_output(gpu, shape)?,
-    };
+    let inputs = random_inputs(gpu, shape, 1)?;
+    let mut out = super::parity::poisoned_output(gpu, shape)?;
     let start = Instant::now();
     while start.elapsed().as_secs_f64() * 1000.0 < ms {
         for _ in 0..8 {
-            launch(gpu, kernel, shape, &mut set)?;
+            launch_on(gpu, kernel, shape, &inputs, out.slice_mut(..))?;
         }
-        gpu.stream
-            .synchronize()
-            .during(|| format!("kernel {} on shape {shape} (spin-up)", kernel.name))?;
+        gpu.sync(None, || {
+            format!("kernel {} on shape {shape} (spin-up)", kernel.name)
+        })?;
     }
     Ok(())
 }

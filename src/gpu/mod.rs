@@ -5,9 +5,11 @@ pub mod compile;
 pub mod device;
 pub mod env;
 pub mod error;
+pub mod integrity;
 pub mod measure;
 pub mod parity;
 mod raw;
+pub mod watchdog;
 
 pub use compile::{Arch, KernelSource};
 pub use device::Gpu;

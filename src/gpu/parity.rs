@@ -1,7 +1,9 @@
 //! Parity: the kernel's output on fresh random inputs against the fp32 reference kernel,
-//! with the output poisoned first so that unwritten elements are caught.
+//! with the output poisoned first so that unwritten elements are caught. The reference
+//! computes from its own copies of the inputs, made after the kernel ran, and the kernel's
+//! inputs must be unchanged by its launch (gpu::integrity).
 
-use cudarc::driver::CudaSlice;
+use cudarc::driver::{CudaSlice, CudaViewMut};
 
 use super::device::Gpu;
 use super::error::{DriverContext, GpuError};
@@ -10,7 +12,9 @@ use crate::config::{ShapeParams, Tolerance};
 use crate::results::Parity;
 
 /// A quiet NaN with a payload no arithmetic produces: an element that still holds it was
-/// never written.
+/// never written. Used where nothing is compared (tools, tests); parity and every timed
+/// launch use a pattern drawn at random each time instead (gpu::integrity::poison_pattern),
+/// so a kernel cannot tell a checked launch by looking for this one.
 pub const POISON: u32 = 0xFFC0_1DEA;
 
 /// Q, K, V of one shape on the device.
@@ -36,16 +40,13 @@ pub(crate) fn random_inputs(gpu: &Gpu, shape: &ShapeParams, seed: u64) -> Result
     let n = shape.elements();
     let fill = gpu.kernels.fill_normal(shape.dtype);
     let make = |salt: u64| -> Result<CudaSlice<u16>, GpuError> {
-        let mut buf =
-            raw::alloc::<u16>(&gpu.stream, n).during(|| format!("allocating inputs of {shape}"))?;
-        raw::launch_fill_normal(
+        raw::alloc_normal(
             &gpu.stream,
             fill,
-            &mut buf,
+            n,
             seed.wrapping_mul(3).wrapping_add(salt),
         )
-        .during(|| format!("filling inputs of {shape}"))?;
-        Ok(buf)
+        .during(|| format!("allocating and filling inputs of {shape}"))
     };
     Ok(Inputs {
         q: make(0)?,
@@ -54,13 +55,14 @@ pub(crate) fn random_inputs(gpu: &Gpu, shape: &ShapeParams, seed: u64) -> Result
     })
 }
 
-/// A poisoned output buffer.
+/// An output buffer poisoned with [`POISON`].
 pub(crate) fn poisoned_output(gpu: &Gpu, shape: &ShapeParams) -> Result<CudaSlice<f32>, GpuError> {
-    let mut out = raw::alloc::<f32>(&gpu.stream, shape.elements())
-        .during(|| format!("allocating the output of {shape}"))?;
-    raw::launch_fill_u32(&gpu.stream, &gpu.kernels.fill_u32, &mut out, POISON)
-        .during(|| format!("poisoning the output of {shape}"))?;
-    Ok(out)
+    poisoned_with(gpu, shape, POISON)
+}
+
+fn poisoned_with(gpu: &Gpu, shape: &ShapeParams, poison: u32) -> Result<CudaSlice<f32>, GpuError> {
+    raw::alloc_filled(&gpu.stream, &gpu.kernels.fill_u32, shape.elements(), poison)
+        .during(|| format!("allocating the output of {shape}"))
 }
 
 /// Queues one attention kernel on `inputs` into `out` (the launch contract of
@@ -70,7 +72,7 @@ pub(crate) fn launch_on(
     kernel: &super::device::Kernel,
     shape: &ShapeParams,
     inputs: &Inputs,
-    out: &mut CudaSlice<f32>,
+    out: CudaViewMut<'_, f32>,
 ) -> Result<(), GpuError> {
     raw::launch_attention(
         &gpu.stream,
@@ -98,38 +100,43 @@ pub(crate) fn run_kernel(
     inputs: &Inputs,
     out: &mut CudaSlice<f32>,
 ) -> Result<(), GpuError> {
-    launch_on(gpu, kernel, shape, inputs, out)?;
-    gpu.stream
-        .synchronize()
-        .during(|| format!("kernel {} on shape {shape}", kernel.name))
+    launch_on(gpu, kernel, shape, inputs, out.slice_mut(..))?;
+    gpu.sync(None, || format!("kernel {} on shape {shape}", kernel.name))
 }
 
-/// Compares `kernel` (one side's attention kernel for this shape) with the harness's
-/// reference kernel on fresh inputs from `seed`.
+/// Compares `kernel` (the `side` kernel, "base" or "candidate", for this shape) with the
+/// harness's reference kernel on fresh inputs from `seed`: the kernel runs first into an
+/// output poisoned with a pattern drawn for this check; then the reference's own copies of
+/// the inputs are made and it runs on them; the kernel's inputs must still hash as the
+/// reference's copies did (else [`GpuError::Integrity`], naming the side).
 pub fn check_parity(
     gpu: &Gpu,
     kernel: &super::device::Kernel,
+    side: &str,
     shape: &ShapeParams,
     tolerance: Tolerance,
     seed: u64,
 ) -> Result<Parity, GpuError> {
-    let (out, reference) = run_with_reference(gpu, kernel, shape, seed)?;
-    let got = gpu
-        .stream
-        .clone_dtoh(&out)
-        .during(|| format!("copying the output of {shape}"))?;
-    let want = gpu
-        .stream
-        .clone_dtoh(&reference)
-        .during(|| format!("copying the reference output of {shape}"))?;
-    let bad_reference = want.iter().filter(|x| !x.is_finite()).count();
-    if bad_reference > 0 {
-        return Err(GpuError::Invalid(format!(
-            "the reference kernel left {bad_reference} of {} elements unwritten or non-finite on shape {shape}",
-            want.len()
+    check_shape(shape)?;
+    let mut rng = gpu.run_key.rng(seed ^ 0x9a71_7e5e);
+    let poison = super::integrity::poison_pattern(&mut rng);
+    let inputs = random_inputs(gpu, shape, seed)?;
+    let mut out = poisoned_with(gpu, shape, poison)?;
+    launch_on(gpu, kernel, shape, &inputs, out.slice_mut(..))?;
+    gpu.sync(None, || {
+        format!("kernel {} of the {side} on shape {shape}", kernel.name)
+    })?;
+    // Only now, after the kernel finished: the reference's inputs and output.
+    let refs = super::integrity::RefSet::new(gpu, shape, vec![seed], gpu.run_key)?;
+    if !refs.inputs_unchanged(gpu, std::slice::from_ref(&inputs))? {
+        return Err(GpuError::Integrity(format!(
+            "the {side} kernel {} changed its inputs (q, k or v) on shape {shape}",
+            kernel.name
         )));
     }
-    Ok(compare_outputs(&got, &want, tolerance, seed))
+    let got = gpu.read_back(&out, || format!("the output of {shape}"))?;
+    let want = gpu.read_back(&refs.refs, || format!("the reference output of {shape}"))?;
+    Ok(compare_outputs_with(&got, &want, tolerance, seed, poison))
 }
 
 /// Runs `kernel` once on fresh inputs from `seed` and, with `with_reference`, the harness's
@@ -224,18 +231,31 @@ pub fn attention_on_host(
         Which::Reference => gpu.kernels.reference(shape.dtype)?,
     };
     run_kernel(gpu, kernel, shape, &inputs, &mut out)?;
-    gpu.stream
-        .clone_dtoh(&out)
-        .during(|| format!("copying the output of {shape}"))
+    gpu.read_back(&out, || format!("the output of {shape}"))
 }
 
 /// Error metrics of `got` against `want` (host side, float64 accumulation). Non-finite and
-/// unwritten elements are counted, and left out of the error norms so those stay numbers.
+/// unwritten elements (holding [`POISON`]) are counted, and left out of the error norms so
+/// those stay numbers.
 pub fn compare_outputs(got: &[f32], want: &[f32], tolerance: Tolerance, seed: u64) -> Parity {
+    compare_outputs_with(got, want, tolerance, seed, POISON)
+}
+
+/// [`compare_outputs`] for an output poisoned with `poison`.
+pub fn compare_outputs_with(
+    got: &[f32],
+    want: &[f32],
+    tolerance: Tolerance,
+    seed: u64,
+    poison: u32,
+) -> Parity {
     let (mut unwritten, mut nan_or_inf) = (0u64, 0u64);
     let (mut max_abs, mut diff2, mut ref2) = (0f64, 0f64, 0f64);
+    if got.len() != want.len() {
+        unwritten = want.len().abs_diff(got.len()) as u64;
+    }
     for (&g, &w) in got.iter().zip(want) {
-        if g.to_bits() == POISON {
+        if g.to_bits() == poison {
             unwritten += 1;
             continue;
         }

@@ -4,8 +4,8 @@ use std::ffi::{CStr, CString};
 use std::sync::Arc;
 
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, CudaStream, DeviceRepr, DriverError, LaunchConfig,
-    PushKernelArg,
+    CudaContext, CudaFunction, CudaSlice, CudaStream, CudaViewMut, DeviceRepr, DriverError,
+    LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
 use cudarc::nvrtc;
 
@@ -97,14 +97,51 @@ pub fn disable_event_tracking(ctx: &Arc<CudaContext>) {
     unsafe { ctx.disable_event_tracking() }
 }
 
-/// Allocates `len` elements without initialising them. Every caller fills the whole buffer
-/// with a kernel before anything reads it.
-pub fn alloc<T: DeviceRepr>(
+/// Ends the process at once with `code`, running no destructor and no exit handler: what
+/// the watchdog does when the GPU is hung, because anything that touches the hung context
+/// (freeing a buffer, destroying the context at exit) could block forever.
+pub fn exit_now(code: i32) -> ! {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: _exit takes no pointers and never returns; skipping destructors and atexit
+    // handlers is the point (the driver's teardown could wait on the hung kernel).
+    unsafe { libc::_exit(code) }
+}
+
+/// Allocates `len` zeroed elements.
+pub fn alloc_zeros<T: DeviceRepr + ValidAsZeroBits>(
     stream: &Arc<CudaStream>,
     len: usize,
 ) -> Result<CudaSlice<T>, DriverError> {
-    // SAFETY: the memory is written by a fill kernel before any read (see callers).
-    unsafe { stream.alloc::<T>(len) }
+    stream.alloc_zeros::<T>(len)
+}
+
+/// Allocates `len` u16 elements and fills them with standard-normal values from `seed`.
+pub fn alloc_normal(
+    stream: &Arc<CudaStream>,
+    fill: &CudaFunction,
+    len: usize,
+    seed: u64,
+) -> Result<CudaSlice<u16>, DriverError> {
+    // SAFETY: fill_normal writes every one of the `len` elements before anything reads them
+    // (same stream, queued right after the allocation).
+    let mut buf = unsafe { stream.alloc::<u16>(len) }?;
+    launch_fill_normal(stream, fill, &mut buf, seed)?;
+    Ok(buf)
+}
+
+/// Allocates `len` f32 elements, all holding the bit pattern `value`.
+pub fn alloc_filled(
+    stream: &Arc<CudaStream>,
+    fill_u32: &CudaFunction,
+    len: usize,
+    value: u32,
+) -> Result<CudaSlice<f32>, DriverError> {
+    // SAFETY: fill_u32 writes every one of the `len` elements before anything reads them.
+    let mut buf = unsafe { stream.alloc::<f32>(len) }?;
+    launch_fill_u32(stream, fill_u32, &mut buf, value)?;
+    Ok(buf)
 }
 
 /// The arguments of every attention kernel (fast and reference), in the ABI's order.
@@ -112,35 +149,58 @@ pub struct AttentionArgs<'a> {
     pub q: &'a CudaSlice<u16>,
     pub k: &'a CudaSlice<u16>,
     pub v: &'a CudaSlice<u16>,
-    pub out: &'a mut CudaSlice<f32>,
+    pub out: CudaViewMut<'a, f32>,
     pub seq_len: i32,
     pub head_dim: i32,
     pub scale: f32,
     pub causal: i32,
 }
 
-/// Launches an attention kernel on `stream`.
+fn invalid() -> DriverError {
+    DriverError(cudarc::driver::sys::CUresult::CUDA_ERROR_INVALID_VALUE)
+}
+
+/// Launches an attention kernel on `stream`. The buffers' lengths are checked against the
+/// launch shape first (in every build): a mismatch is CUDA_ERROR_INVALID_VALUE, never a
+/// launch that could read or write past a buffer.
 pub fn launch_attention(
     stream: &CudaStream,
     func: &CudaFunction,
     cfg: LaunchConfig,
-    a: AttentionArgs<'_>,
+    mut a: AttentionArgs<'_>,
 ) -> Result<(), DriverError> {
-    let elements = a.q.len();
-    debug_assert!(a.k.len() == elements && a.v.len() == elements && a.out.len() == elements);
+    let (Ok(seq_len), Ok(head_dim)) = (usize::try_from(a.seq_len), usize::try_from(a.head_dim))
+    else {
+        return Err(invalid());
+    };
+    let elements = (cfg.grid_dim.1 as usize)
+        .checked_mul(seq_len)
+        .and_then(|n| n.checked_mul(head_dim))
+        .ok_or_else(invalid)?;
+    if seq_len == 0
+        || cfg.grid_dim.2 != 1
+        || a.q.len() != elements
+        || a.k.len() != elements
+        || a.v.len() != elements
+        || a.out.len() != elements
+    {
+        return Err(invalid());
+    }
     let mut b = stream.launch_builder(func);
     b.arg(a.q)
         .arg(a.k)
         .arg(a.v)
-        .arg(a.out)
+        .arg(&mut a.out)
         .arg(&a.seq_len)
         .arg(&a.head_dim)
         .arg(&a.scale)
         .arg(&a.causal);
     // SAFETY: the signature matches kernels/README.md (three u16 inputs, one f32 output, then
     // int, int, float, int). All four buffers hold grid.y · seq_len · head_dim elements
-    // (checked by the caller that built `cfg` from the same shape), and the kernels only
-    // touch rows < seq_len of the (batch, head) slice selected by blockIdx.y.
+    // (checked above), and the kernels only touch rows < seq_len of the (batch, head) slice
+    // selected by blockIdx.y. (An adversarial kernel may write anywhere it can reach: the
+    // integrity checks in gpu::integrity catch that; memory safety of this process is not at
+    // stake, the device memory is not the host's.)
     unsafe { b.launch(cfg) }.map(|_| ())
 }
 
@@ -188,6 +248,130 @@ pub fn launch_spin(
         shared_mem_bytes: 0,
     };
     // SAFETY: spin_cycles(long long) touches no memory.
+    unsafe { b.launch(cfg) }.map(|_| ())
+}
+
+/// Adds a keyed hash of `n` elements at `buf` to `out[0]` (`hash_u16`, or `hash_u32` for
+/// 32-bit elements): see kernels/util.cu.
+pub fn launch_hash<T: DeviceRepr>(
+    stream: &CudaStream,
+    func: &CudaFunction,
+    buf: &CudaSlice<T>,
+    key: u64,
+    out: &mut CudaSlice<u64>,
+) -> Result<(), DriverError> {
+    let n = buf.len() as u64;
+    if out.is_empty() || !matches!(std::mem::size_of::<T>(), 2 | 4) {
+        return Err(invalid());
+    }
+    let mut b = stream.launch_builder(func);
+    b.arg(buf).arg(&n).arg(&key).arg(out);
+    // SAFETY: hash_u16/hash_u32(const T* p, unsigned long long n, unsigned long long key,
+    // unsigned long long* out) read indices < n of `buf` (its length) and add to out[0]
+    // (`out` is not empty); the caller picks the kernel of T's size (checked: 2 or 4 bytes).
+    unsafe { b.launch(fill_config(n)) }.map(|_| ())
+}
+
+/// Where the output slots of one sample lie in their region, and what to compare them with.
+pub struct SlotTable<'a> {
+    pub region: &'a CudaSlice<f32>,
+    /// Element offset of each slot in `region` (device copy).
+    pub slot_offsets: &'a CudaSlice<u64>,
+    /// Element offset of each slot's reference output in `refs` (device copy).
+    pub ref_offsets: &'a CudaSlice<u64>,
+    pub refs: &'a CudaSlice<f32>,
+    /// Elements of one output.
+    pub elements: usize,
+    /// The host copies, checked against the buffers' lengths before any launch.
+    pub host_slot_offsets: &'a [u64],
+    pub host_ref_offsets: &'a [u64],
+}
+
+/// Checks every slot of `t` against its reference (`check_outputs`), accumulating into
+/// `results` (five u64 words per slot, zeroed by the caller).
+pub fn launch_check_outputs(
+    stream: &CudaStream,
+    func: &CudaFunction,
+    t: &SlotTable<'_>,
+    poison: u32,
+    results: &mut CudaViewMut<'_, u64>,
+) -> Result<(), DriverError> {
+    let slots = t.host_slot_offsets.len();
+    let n = t.elements as u64;
+    let fits = |offsets: &[u64], len: usize| {
+        offsets
+            .iter()
+            .all(|&o| o.checked_add(n).is_some_and(|end| end <= len as u64))
+    };
+    if slots == 0
+        || slots > 65_535
+        || t.host_ref_offsets.len() != slots
+        || t.slot_offsets.len() != slots
+        || t.ref_offsets.len() != slots
+        || results.len() < slots * 5
+        || !fits(t.host_slot_offsets, t.region.len())
+        || !fits(t.host_ref_offsets, t.refs.len())
+    {
+        return Err(invalid());
+    }
+    let mut cfg = fill_config(n);
+    cfg.grid_dim.0 = cfg.grid_dim.0.min(1024);
+    cfg.grid_dim.1 = slots as u32;
+    let mut b = stream.launch_builder(func);
+    b.arg(t.region)
+        .arg(t.slot_offsets)
+        .arg(t.ref_offsets)
+        .arg(t.refs)
+        .arg(&n)
+        .arg(&poison)
+        .arg(results);
+    // SAFETY: check_outputs(const float*, const u64* slot_offsets, const u64* ref_offsets,
+    // const float* refs, u64 n, unsigned poison, CgCheck* results): block row y reads
+    // region[slot_offsets[y] ..+ n) and refs[ref_offsets[y] ..+ n), both in bounds (checked
+    // above against the host copies, which the caller uploaded as the device copies), and
+    // adds to the 5 words (40 bytes, CgCheck's layout) of results[y]; grid.y = slots.
+    unsafe { b.launch(cfg) }.map(|_| ())
+}
+
+/// Counts the words of the spans (`offsets[i] ..+ lens[i]` of `region`) that do not hold
+/// `value` (`check_fill`), adding to `mismatches[0]`.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_check_fill(
+    stream: &CudaStream,
+    func: &CudaFunction,
+    region: &CudaSlice<f32>,
+    offsets: &CudaSlice<u64>,
+    lens: &CudaSlice<u64>,
+    host_spans: &[(u64, u64)],
+    value: u32,
+    mismatches: &mut CudaSlice<u64>,
+) -> Result<(), DriverError> {
+    let spans = host_spans.len();
+    if spans == 0
+        || spans > 65_535
+        || offsets.len() != spans
+        || lens.len() != spans
+        || mismatches.is_empty()
+        || !host_spans.iter().all(|&(o, l)| {
+            o.checked_add(l)
+                .is_some_and(|end| end <= region.len() as u64)
+        })
+    {
+        return Err(invalid());
+    }
+    let longest = host_spans.iter().map(|s| s.1).max().unwrap_or(1);
+    let mut cfg = fill_config(longest);
+    cfg.grid_dim.0 = cfg.grid_dim.0.min(256);
+    cfg.grid_dim.1 = spans as u32;
+    let mut b = stream.launch_builder(func);
+    b.arg(region)
+        .arg(offsets)
+        .arg(lens)
+        .arg(&value)
+        .arg(mismatches);
+    // SAFETY: check_fill(const unsigned*, const u64* offsets, const u64* lens, unsigned,
+    // u64* mismatches): block row y reads region[offsets[y] ..+ lens[y]) (in bounds, checked
+    // above against the host copies the caller uploaded) and adds to mismatches[0].
     unsafe { b.launch(cfg) }.map(|_| ())
 }
 

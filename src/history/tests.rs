@@ -67,6 +67,7 @@ fn results(commit: Option<&str>, shapes: &[(ShapeParams, Option<f64>)]) -> Resul
                     wall_s: 0.1,
                     sm_clock_mhz: None,
                     design: None,
+                    checked_launches: 0,
                 });
             } else {
                 s.error = Some("compile error".into());
@@ -110,6 +111,7 @@ fn results(commit: Option<&str>, shapes: &[(ShapeParams, Option<f64>)]) -> Resul
         profiling: None,
         shard: None,
         peers: None,
+        probes: Vec::new(),
     }
 }
 

@@ -85,7 +85,7 @@ impl Row {
             drift_cause: s.drift.as_ref().map(|d| d.cause),
             parity: s.parity.clone(),
             verdict: s.verdict,
-            error: s.error.clone(),
+            error: s.error.clone().or_else(|| s.integrity.clone()),
             p50_range: crate::stats::Rounds::new(s.samples_us.clone())
                 .ok()
                 .map(|r| crate::stats::round_medians(&r))

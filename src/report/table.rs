@@ -254,7 +254,12 @@ impl Exporter for TableExporter {
         let mut lines: Vec<String> = Vec::new();
         for row in &report.rows {
             if let Some(e) = &row.error {
-                lines.push(format!("error: {}: {e}", row.shape));
+                // An integrity failure is a parity loss, not a measuring error.
+                let kind = match row.verdict {
+                    crate::verdict::Verdict::ParityFail => "parity-fail",
+                    _ => "error",
+                };
+                lines.push(format!("{kind}: {}: {e}", row.shape));
             }
         }
         lines.extend(report.warnings.iter().map(|w| format!("warning: {w}")));

@@ -99,6 +99,7 @@ pub fn results(gpu: &str, factors: &[f64], seed: u64) -> ResultsFile {
                     wall_s: 0.5,
                     sm_clock_mhz: Some((1980, 1980)),
                     design: None,
+                    checked_launches: 0,
                 }),
                 ..ShapeResult::new(params)
             }
@@ -128,6 +129,7 @@ pub fn results(gpu: &str, factors: &[f64], seed: u64) -> ResultsFile {
         profiling: None,
         shard: None,
         peers: None,
+        probes: Vec::new(),
     }
 }
 
