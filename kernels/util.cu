@@ -118,27 +118,60 @@ __device__ __forceinline__ unsigned int cg_warp_max_u32(unsigned int x) {
     return x;
 }
 
+// Block-wide sums (and a max) through shared memory, so that each block adds to the global
+// accumulators once: thousands of atomics on one address serialise in L2 and cost
+// milliseconds. Blocks have at most 1024 threads, a multiple of 32; every thread calls
+// these (they contain __syncthreads).
+__device__ __forceinline__ unsigned long long cg_block_sum_u64(unsigned long long x,
+                                                                unsigned long long* sh) {
+    x = cg_warp_sum_u64(x);
+    if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = x;
+    __syncthreads();
+    x = threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : 0;
+    if (threadIdx.x < 32) x = cg_warp_sum_u64(x);
+    __syncthreads();
+    return x;
+}
+__device__ __forceinline__ double cg_block_sum_f64(double x, double* sh) {
+    x = cg_warp_sum_f64(x);
+    if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = x;
+    __syncthreads();
+    x = threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : 0.0;
+    if (threadIdx.x < 32) x = cg_warp_sum_f64(x);
+    __syncthreads();
+    return x;
+}
+__device__ __forceinline__ unsigned int cg_block_max_u32(unsigned int x, unsigned int* sh) {
+    x = cg_warp_max_u32(x);
+    if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = x;
+    __syncthreads();
+    x = threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : 0u;
+    if (threadIdx.x < 32) x = cg_warp_max_u32(x);
+    __syncthreads();
+    return x;
+}
+
 __device__ __forceinline__ unsigned long long cg_mix(unsigned long long key, unsigned long long i,
                                                      unsigned long long value) {
     return cg_splitmix64(cg_splitmix64(key ^ i) ^ value);
 }
 
-// Every lane of a warp leaves its grid-stride loop and then reaches the full-mask shuffles
-// (blocks are launched with a multiple of 32 threads).
 extern "C" __global__ void hash_u16(const unsigned short* __restrict__ p, unsigned long long n,
                                     unsigned long long key, unsigned long long* out) {
+    __shared__ unsigned long long sh[32];
     unsigned long long acc = 0;
     for (unsigned long long i = cg_tid(); i < n; i += cg_nthreads()) acc += cg_mix(key, i, p[i]);
-    acc = cg_warp_sum_u64(acc);
-    if ((threadIdx.x & 31) == 0) atomicAdd(out, acc);
+    acc = cg_block_sum_u64(acc, sh);
+    if (threadIdx.x == 0) atomicAdd(out, acc);
 }
 
 extern "C" __global__ void hash_u32(const unsigned int* __restrict__ p, unsigned long long n,
                                     unsigned long long key, unsigned long long* out) {
+    __shared__ unsigned long long sh[32];
     unsigned long long acc = 0;
     for (unsigned long long i = cg_tid(); i < n; i += cg_nthreads()) acc += cg_mix(key, i, p[i]);
-    acc = cg_warp_sum_u64(acc);
-    if ((threadIdx.x & 31) == 0) atomicAdd(out, acc);
+    acc = cg_block_sum_u64(acc, sh);
+    if (threadIdx.x == 0) atomicAdd(out, acc);
 }
 
 extern "C" __global__ void check_outputs(const float* __restrict__ region,
@@ -146,6 +179,9 @@ extern "C" __global__ void check_outputs(const float* __restrict__ region,
                                          const unsigned long long* __restrict__ ref_offsets,
                                          const float* __restrict__ refs, unsigned long long n,
                                          unsigned int poison, CgCheck* results) {
+    __shared__ unsigned long long sh_u[32];
+    __shared__ double sh_d[32];
+    __shared__ unsigned int sh_m[32];
     const unsigned int slot = blockIdx.y;
     const float* out = region + slot_offsets[slot];
     const float* ref = refs + ref_offsets[slot];
@@ -167,12 +203,12 @@ extern "C" __global__ void check_outputs(const float* __restrict__ region,
             ref2 += (double)r * (double)r;
         }
     }
-    unwritten = cg_warp_sum_u64(unwritten);
-    nonfinite = cg_warp_sum_u64(nonfinite);
-    max_bits = cg_warp_max_u32(max_bits);
-    diff2 = cg_warp_sum_f64(diff2);
-    ref2 = cg_warp_sum_f64(ref2);
-    if ((threadIdx.x & 31) == 0) {
+    unwritten = cg_block_sum_u64(unwritten, sh_u);
+    nonfinite = cg_block_sum_u64(nonfinite, sh_u);
+    max_bits = cg_block_max_u32(max_bits, sh_m);
+    diff2 = cg_block_sum_f64(diff2, sh_d);
+    ref2 = cg_block_sum_f64(ref2, sh_d);
+    if (threadIdx.x == 0) {
         CgCheck* r = results + slot;
         if (unwritten) atomicAdd(&r->unwritten, unwritten);
         if (nonfinite) atomicAdd(&r->nonfinite, nonfinite);

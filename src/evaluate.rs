@@ -28,7 +28,9 @@ pub fn evaluate(
         shape.ab = None;
         shape.stored = None;
         shape.decided_by = None;
-        if shape.error.is_some() {
+        // Nothing to compare: it could not be measured, or it already failed an integrity
+        // check (which decide() turns into parity-fail).
+        if shape.error.is_some() || shape.integrity.is_some() {
             continue;
         }
         let stored = stored_of(shape);

@@ -269,7 +269,7 @@ pub fn launch_hash<T: DeviceRepr>(
     // SAFETY: hash_u16/hash_u32(const T* p, unsigned long long n, unsigned long long key,
     // unsigned long long* out) read indices < n of `buf` (its length) and add to out[0]
     // (`out` is not empty); the caller picks the kernel of T's size (checked: 2 or 4 bytes).
-    unsafe { b.launch(fill_config(n)) }.map(|_| ())
+    unsafe { b.launch(reduce_config(n, 4096)) }.map(|_| ())
 }
 
 /// Where the output slots of one sample lie in their region, and what to compare them with.
@@ -314,8 +314,8 @@ pub fn launch_check_outputs(
     {
         return Err(invalid());
     }
-    let mut cfg = fill_config(n);
-    cfg.grid_dim.0 = cfg.grid_dim.0.min(1024);
+    // About 4096 blocks in all, each folding into its slot's accumulators once.
+    let mut cfg = reduce_config(n, (4096 / slots as u32).max(1));
     cfg.grid_dim.1 = slots as u32;
     let mut b = stream.launch_builder(func);
     b.arg(t.region)
@@ -373,6 +373,17 @@ pub fn launch_check_fill(
     // u64* mismatches): block row y reads region[offsets[y] ..+ lens[y]) (in bounds, checked
     // above against the host copies the caller uploaded) and adds to mismatches[0].
     unsafe { b.launch(cfg) }.map(|_| ())
+}
+
+/// Blocks of 256 threads for a reduction over `n` elements: at least 16 elements a thread,
+/// at most `max_blocks` blocks (each adds to the global result once).
+fn reduce_config(n: u64, max_blocks: u32) -> LaunchConfig {
+    let blocks = n.div_ceil(256 * 16).clamp(1, u64::from(max_blocks.max(1))) as u32;
+    LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    }
 }
 
 fn fill_config(n: u64) -> LaunchConfig {
