@@ -44,9 +44,10 @@ impl Drop for SuspendedCommands {
         let Some(token) = self.token.take() else {
             return;
         };
-        // Kernel printf text can still sit in the C library's stdout buffer (the CUDA driver
-        // writes it there, not through Rust's stdout); flushed now, it lands before the
-        // resume line instead of at exit, after it.
+        // Kernel printf text goes out through the C library's stdout, not Rust's. The CUDA 13
+        // driver flushed it at each synchronisation even into a pipe (checked on an H100),
+        // but a driver or C library that left it buffered would print it at exit, after the
+        // resume line: flushed now, it lands before it.
         crate::gpu::flush_kernel_output();
         let mut out = std::io::stdout().lock();
         // A newline first: untrusted output that ended without one would otherwise make the

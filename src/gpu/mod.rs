@@ -19,7 +19,7 @@ pub fn driver_present() -> bool {
 }
 
 /// Writes out what the C library holds in its stdout buffer: the CUDA driver prints kernels'
-/// `printf` output through it, so without this it could appear only at exit.
+/// `printf` output through it, so where it is left buffered it could appear only at exit.
 pub fn flush_kernel_output() {
     raw::flush_c_stdio();
 }
