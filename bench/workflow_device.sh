@@ -10,7 +10,7 @@ for k in 1 2; do
   echo "shard $k/2: rc=$? $(grep verdict "$out/shard$k/outputs")"
 done
 GITHUB_ACTIONS=true GITHUB_OUTPUT="$out/merge-outputs" GITHUB_STEP_SUMMARY="$out/merge-summary.md" \
-  "$bin" merge --ci --baselines baselines --out "$out/merged.json" -- "$out"/shard*/results.json > "$out/merge-stdout.txt" 2>&1
+  "$bin" merge --ci --config configs/pr.yaml --baselines baselines --out "$out/merged.json" -- "$out"/shard*/results.json > "$out/merge-stdout.txt" 2>&1
 echo "merge: rc=$? $(tr '\n' ' ' < "$out/merge-outputs")"
 tail -4 "$out/merge-stdout.txt"
 "$bin" history append --results "$out/merged.json" --history "$out/history.jsonl"; echo "append rc=$?"

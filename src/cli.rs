@@ -433,10 +433,20 @@ pub struct MergeArgs {
     /// The shards' results files, one per shard, any order.
     #[arg(value_name = "RESULTS", required = true)]
     pub results: Vec<PathBuf>,
-    /// Directory of stored baselines the shards compared with (default: baselines/ of the
-    /// repository): merge compares again, over all shapes.
+    /// The config the shards ran, from the base commit: the gate settings, parity
+    /// tolerances, design and shapes come from it, never from the shard files (which only
+    /// supply measurements); every shard must record this file's hash.
+    #[arg(long, short, value_name = "FILE", required = true)]
+    pub config: PathBuf,
+    /// Directory of stored baselines of the base commit (default: baselines/ of the
+    /// repository): wherever it holds a baseline for a shape, merge compares with it, whatever
+    /// the shards say.
     #[arg(long, default_value = DEFAULT_BASELINES, value_name = "DIR")]
     pub baselines: PathBuf,
+    /// A drift against the stored baseline fails the run (pushes to the default branch); the
+    /// shards' own setting is ignored.
+    #[arg(long)]
+    pub fail_on_drift: bool,
     /// Where to write the merged results file.
     #[arg(long, value_name = "FILE", required_if_eq("ci", "true"))]
     pub out: Option<PathBuf>,

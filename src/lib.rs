@@ -2,9 +2,11 @@
 //!
 //! Dependencies point one way: `stats`, `verdict`, `comparison`, `evaluate`, `baseline`,
 //! `results`, `report`, `profile`, `peers`, `sanitize`, `history`, `shard` and `validate` know nothing of `gpu`,
-//! `cli`, `commands` or `github`.
+//! `cli`, `commands` or `github`; `child_env` (what a started process may see of the
+//! environment) knows nothing of the crate at all.
 
 pub mod baseline;
+pub mod child_env;
 pub mod cli;
 pub mod commands;
 pub mod comparison;

@@ -396,7 +396,8 @@ pub fn current_git_commit() -> Option<String> {
     {
         return Some(sha.trim().to_owned());
     }
-    let out = std::process::Command::new("git")
+    let mut git = std::process::Command::new("git");
+    let out = crate::child_env::restrict(&mut git, crate::child_env::Child::Git)
         .args(["rev-parse", "HEAD"])
         .stderr(std::process::Stdio::null())
         .output()

@@ -183,3 +183,120 @@ fn ci_without_a_gpu_fails_closed_with_results_outputs_and_annotation() {
     let summary = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
     assert!(summary.contains("could not reach a verdict"), "{summary}");
 }
+
+/// The stop and resume lines of a run's stdout: `(token, index of the stop line, index of
+/// the resume line)`.
+fn bracket(stdout: &str) -> Option<(String, usize, usize)> {
+    let lines: Vec<&str> = stdout.lines().collect();
+    let (start, token) = lines
+        .iter()
+        .enumerate()
+        .find_map(|(i, l)| Some((i, l.strip_prefix("::stop-commands::")?)))?;
+    let resume = format!("::{token}::");
+    let end = lines.iter().position(|l| *l == resume)?;
+    Some((token.to_owned(), start, end))
+}
+
+/// In GitHub Actions, `ci` suspends workflow commands before anything untrusted is compiled
+/// or launched (the first thing on stdout) with a fresh 128-bit token, and resumes them
+/// after the GPU section, before its own annotations; the token appears nowhere else.
+#[test]
+fn ci_suspends_workflow_commands_around_the_gpu_section() {
+    if ci_gate::gpu::driver_present() {
+        eprintln!("SKIPPED: a CUDA driver is present here; this checks the no-GPU path");
+        return;
+    }
+    let mut tokens = Vec::new();
+    for _ in 0..2 {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("results.json");
+        let assert = bin()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("GITHUB_ACTIONS", "true")
+            .env("GITHUB_OUTPUT", dir.path().join("output"))
+            .env("GITHUB_STEP_SUMMARY", dir.path().join("summary.md"))
+            .args(["ci", "--out"])
+            .arg(&out)
+            .assert()
+            .code(2);
+        let stdout = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
+        let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
+        let (token, start, end) = bracket(&stdout).expect("a stop and a resume line");
+        assert_eq!(start, 0, "the stop line comes first: {stdout}");
+        assert!(
+            token.len() == 32 && token.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{token}"
+        );
+        let lines: Vec<&str> = stdout.lines().collect();
+        let annotation = lines
+            .iter()
+            .position(|l| l.starts_with("::error title=ci-gate%3A no verdict::"))
+            .expect("the no-verdict annotation");
+        assert!(start < end && end < annotation, "{stdout}");
+        assert_eq!(stdout.matches(&token).count(), 2, "{stdout}");
+        let elsewhere = [
+            stderr,
+            std::fs::read_to_string(&out).unwrap(),
+            std::fs::read_to_string(dir.path().join("output")).unwrap(),
+            std::fs::read_to_string(dir.path().join("summary.md")).unwrap(),
+        ];
+        for text in &elsewhere {
+            assert!(!text.contains(&token), "the token leaked: {text}");
+        }
+        tokens.push(token);
+    }
+    assert_ne!(tokens[0], tokens[1], "a token is drawn for each run");
+
+    // Outside Actions nothing is suspended.
+    let dir = tempfile::tempdir().unwrap();
+    let assert = bin()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_OUTPUT")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .args(["ci", "--out"])
+        .arg(dir.path().join("results.json"))
+        .assert()
+        .code(2);
+    let stdout = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
+    assert!(!stdout.contains("stop-commands"), "{stdout}");
+
+    // A run refused before the GPU section (no such config) compiles nothing: its
+    // annotation is not inside a suspended stretch.
+    let assert = bin()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("GITHUB_ACTIONS", "true")
+        .env_remove("GITHUB_OUTPUT")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .args(["ci", "--config", "no-such-config.yaml", "--out"])
+        .arg(dir.path().join("results.json"))
+        .assert()
+        .code(2);
+    let stdout = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
+    assert!(!stdout.contains("stop-commands"), "{stdout}");
+    assert!(
+        stdout.contains("::error title=ci-gate%3A no verdict::"),
+        "{stdout}"
+    );
+}
+
+/// `local` (and the other commands that launch kernels in-process) run wholly suspended in
+/// Actions: the resume line is the last thing on stdout.
+#[test]
+fn local_in_actions_runs_with_workflow_commands_suspended() {
+    if ci_gate::gpu::driver_present() {
+        eprintln!("SKIPPED: a CUDA driver is present here; this checks the no-GPU path");
+        return;
+    }
+    let assert = bin()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("GITHUB_ACTIONS", "true")
+        .args(["local", "--no-base"])
+        .assert()
+        .code(2);
+    let stdout = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
+    let (token, start, end) = bracket(&stdout).expect("a stop and a resume line");
+    assert_eq!(start, 0, "{stdout}");
+    assert_eq!(end, stdout.lines().count() - 1, "{stdout}");
+    assert_eq!(stdout.matches(&token).count(), 2, "{stdout}");
+}

@@ -395,6 +395,38 @@ fn an_unreachable_api_gives_a_clear_error() {
     );
 }
 
+/// A server that streams an answer without end (it once took 7.2 GB of memory): reading
+/// stops at 16 MiB, the error names the request's URL but never the token, and the request
+/// is not retried.
+#[test]
+fn an_endless_answer_is_cut_at_16_mib_with_an_error_naming_the_url() {
+    let server = FakeGithub::start();
+    server.inject(Fault::new("GET", &list_path(), 200).streamed(256 << 20));
+    let env = env_for(&server, Some(ACTIONS_TOKEN));
+    let scratch = Scratch::new();
+    let err = post(&env, &report("x"), &scratch.fallback()).unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, GithubError::TooLarge { .. }), "{err:?}");
+    assert!(
+        text.starts_with(&format!("GET {}{}?", server.url(), list_path()))
+            && text.contains("more than 16 MiB"),
+        "{text}"
+    );
+    assert!(!text.contains(ACTIONS_TOKEN), "{text}");
+    assert_eq!(count(&server, "GET", &list_path()), 1, "retried");
+    assert!(server.comments(PR).is_empty());
+    // The client hung up near the limit: the server did not get to send it all (what it
+    // wrote past 16 MiB sat in socket buffers).
+    let sent = server.streamed_bytes();
+    assert!(((16 << 20)..64 << 20).contains(&sent), "{sent} bytes sent");
+    // A declared Content-Length over the limit is refused without reading the body.
+    server.inject(Fault::new("GET", &list_path(), 200).raw_body(&"[".repeat((16 << 20) + 1)));
+    let text = post(&env, &report("x"), &scratch.fallback())
+        .unwrap_err()
+        .to_string();
+    assert!(text.contains("more than 16 MiB"), "{text}");
+}
+
 #[test]
 fn without_a_token_the_body_goes_to_the_fallback_file() {
     let server = FakeGithub::start();

@@ -128,12 +128,13 @@ pub fn record_quietly(
 ) -> Result<()> {
     let exe = std::env::current_exe().context("cannot find the ci-gate executable")?;
     let mut cmd = std::process::Command::new(exe);
-    cmd.args([
-        "baseline", "update", "--reason", "selftest", "--force", "--config",
-    ])
-    .arg(config)
-    .arg("--baselines")
-    .arg(store);
+    crate::child_env::restrict(&mut cmd, crate::child_env::Child::Gpu)
+        .args([
+            "baseline", "update", "--reason", "selftest", "--force", "--config",
+        ])
+        .arg(config)
+        .arg("--baselines")
+        .arg(store);
     for f in from {
         cmd.arg("--from").arg(f);
     }

@@ -7,6 +7,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
+use crate::child_env::{Child, restrict};
 use crate::results::ResultsFile;
 
 /// What a child `local` run measures.
@@ -46,6 +47,7 @@ impl LocalChild<'_> {
     pub fn command(&self, out: &Path) -> Result<Command> {
         let exe = std::env::current_exe().context("cannot find the ci-gate executable")?;
         let mut cmd = Command::new(&exe);
+        restrict(&mut cmd, Child::Gpu);
         cmd.arg("local")
             .arg("--config")
             .arg(self.config)

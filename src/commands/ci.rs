@@ -5,91 +5,147 @@
 use anyhow::{Context, Result};
 
 use super::Outcome;
-use super::local::resolve_base;
+use super::local::{ResolvedBase, resolve_base};
 use super::pipeline::{AbMode, Against, RunPlan, failed_run, load_config, run};
+use super::untrusted::SuspendedCommands;
 use crate::baseline::BaselineStore;
 use crate::cli::CiArgs;
-use crate::config::Config;
+use crate::config::{Config, ShapeParams};
 use crate::github::GithubEnv;
 use crate::github::actions::{Level, annotation, append_step_summary, write_outputs};
 use crate::report::{Exporter, MarkdownExporter, Report, TableExporter, pct};
 use crate::results::ResultsFile;
+use crate::shard::ShardInfo;
 use crate::validate::{MAX_ERROR_LEN, Untrusted, clip_text};
 use crate::verdict::{Policy, Verdict};
 
+/// What `run_ci` settles before the GPU section: nothing here compiles or launches anything.
+struct Prepared {
+    config: Config,
+    shapes: Vec<ShapeParams>,
+    devices: Option<Vec<u32>>,
+    shard: Option<ShardInfo>,
+    base: ResolvedBase,
+}
+
 pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
+    // Known as early as possible, so that a results file without a verdict still names the
+    // config and the shard (merge then says which shard failed, and why).
     let mut config: Option<Config> = None;
-    let measured = (|| -> Result<ResultsFile> {
-        let (c, shapes) = load_config(&args.config.config, &[])?;
-        config = Some(c.clone());
-        super::profile::check_args(&args.profile)?;
-        super::profile::check_request(&args.profile, &c)?;
-        let super::devices::Split {
-            devices,
-            shapes,
-            shard,
-        } = super::devices::Split::of(&args.sharding, &c, shapes)?;
-        let base = resolve_base(&args.base, &args.config.kernels, false)?;
-        let mut r = match &devices {
-            Some(devices) => super::devices::run_on_devices(
-                devices,
-                &super::devices::Fanout {
-                    config: &args.config.config,
-                    kernels: &args.config.kernels,
-                    baselines: &args.config.baselines,
-                    base: base.kernels.as_ref().map(|k| k.dir.as_path()),
-                    shapes: &[],
-                    extra: if args.base.fail_on_drift {
-                        vec!["--fail-on-drift".into()]
-                    } else {
-                        Vec::new()
-                    },
-                },
-            )?,
-            None => run(RunPlan {
-                config: c,
-                shapes,
-                kernels: args.config.kernels.clone(),
-                base: base.kernels.clone(),
-                ab: AbMode::WhenDifferent,
-                against: Against::Store(BaselineStore::new(&args.config.baselines)),
-                parity: true,
-                peers: true,
-                rounds: None,
-                inject: None,
-                policy: Policy {
-                    fail_on_drift: args.base.fail_on_drift,
-                },
-                trace_drift: true,
-                progress: false,
-            })?,
-        };
-        r.notes.extend(base.note.clone());
-        if let Some(info) = shard {
-            r.notes
-                .push(super::devices::shard_note(&info, r.shapes.len()));
-            r.shard = Some(info);
-        }
-        super::profile::profile_after(
-            &mut r,
-            &args.profile,
-            &args.config.config,
-            &args.config.kernels,
-            base.kernels.as_ref(),
-        );
-        Ok(r)
-    })();
+    let mut shard: Option<ShardInfo> = None;
+    let measured = prepare(args, &mut config, &mut shard).and_then(|prepared| {
+        // The GPU section, the only code that compiles or launches the pull request's
+        // kernels. Their `printf` reaches this process's stdout, so workflow commands are
+        // suspended around it; they resume once every GPU context is gone, before the
+        // results are published. (A GPU watchdog belongs around this block too.)
+        let suspended = SuspendedCommands::begin()?;
+        let measured = measure(args, prepared);
+        suspended.end();
+        measured
+    });
     let (results, failure) = match measured {
         Ok(r) => (r, None),
-        Err(e) => (failed_run(config.as_ref(), &e), Some(e)),
+        Err(e) => {
+            let mut failed = failed_run(config.as_ref(), &e);
+            failed.shard = shard;
+            failed.fail_on_drift = args.base.fail_on_drift;
+            (failed, Some(e))
+        }
     };
     publish(results, &args.out, failure)
 }
 
+/// Loads the config, checks the request, splits the shapes and resolves the base.
+fn prepare(
+    args: &CiArgs,
+    config: &mut Option<Config>,
+    shard: &mut Option<ShardInfo>,
+) -> Result<Prepared> {
+    let (c, shapes) = load_config(&args.config.config, &[])?;
+    *config = Some(c.clone());
+    super::profile::check_args(&args.profile)?;
+    super::profile::check_request(&args.profile, &c)?;
+    let super::devices::Split {
+        devices,
+        shapes,
+        shard: split_shard,
+    } = super::devices::Split::of(&args.sharding, &c, shapes)?;
+    shard.clone_from(&split_shard);
+    let base = resolve_base(&args.base, &args.config.kernels, false)?;
+    Ok(Prepared {
+        config: c,
+        shapes,
+        devices,
+        shard: split_shard,
+        base,
+    })
+}
+
+/// The GPU work: measure (here or in one child per device), then profile.
+fn measure(args: &CiArgs, p: Prepared) -> Result<ResultsFile> {
+    let Prepared {
+        config,
+        shapes,
+        devices,
+        shard,
+        base,
+    } = p;
+    let mut r = match &devices {
+        Some(devices) => super::devices::run_on_devices(
+            devices,
+            &super::devices::Fanout {
+                config: &args.config.config,
+                kernels: &args.config.kernels,
+                baselines: &args.config.baselines,
+                base: base.kernels.as_ref().map(|k| k.dir.as_path()),
+                shapes: &[],
+                extra: if args.base.fail_on_drift {
+                    vec!["--fail-on-drift".into()]
+                } else {
+                    Vec::new()
+                },
+            },
+        )?,
+        None => run(RunPlan {
+            config,
+            shapes,
+            kernels: args.config.kernels.clone(),
+            base: base.kernels.clone(),
+            ab: AbMode::WhenDifferent,
+            against: Against::Store(BaselineStore::new(&args.config.baselines)),
+            parity: true,
+            peers: true,
+            rounds: None,
+            inject: None,
+            policy: Policy {
+                fail_on_drift: args.base.fail_on_drift,
+            },
+            trace_drift: true,
+            progress: false,
+        })?,
+    };
+    r.notes.extend(base.note.clone());
+    if let Some(info) = shard {
+        r.notes
+            .push(super::devices::shard_note(&info, r.shapes.len()));
+        r.shard = Some(info);
+    }
+    super::profile::profile_after(
+        &mut r,
+        &args.profile,
+        &args.config.config,
+        &args.config.kernels,
+        base.kernels.as_ref(),
+    );
+    Ok(r)
+}
+
 /// What `ci` (and `merge --ci`) leave in GitHub Actions: the results file (also when no
 /// verdict could be reached), the report on stdout, the job summary, one annotation per
-/// failing shape, and step outputs. A shard's verdicts are provisional: it exits 0 once its
-/// results are written (2 without a verdict), and its `verdict` output is `shard`.
+/// failing shape, and step outputs. A shard's verdicts are provisional (`merge` decides, and
+/// annotates), but its exit code is its provisional verdict — 1 on a failing shape, 2
+/// without a verdict — so that no job is green on a regression; its `verdict` output is
+/// `shard`.
 pub fn publish(
     mut results: ResultsFile,
     out: &std::path::Path,
@@ -216,7 +272,6 @@ pub fn publish(
     }
     match failure {
         Some(e) => Err(e),
-        None if sharded => Ok(Outcome::Pass),
         None => Ok(Outcome::from_passed(results.passed)),
     }
 }

@@ -8,7 +8,7 @@ use std::process::Stdio;
 use anyhow::{Context, Result, bail};
 
 use super::child::LocalChild;
-use super::merge::merge;
+use super::merge::{Rules, merge};
 use crate::results::ResultsFile;
 use crate::shard::MAX_SHARDS;
 
@@ -111,7 +111,18 @@ pub fn run_on_devices(devices: &[u32], f: &Fanout) -> Result<ResultsFile> {
     if !failures.is_empty() {
         bail!("{}", failures.join("; "));
     }
-    let mut merged = merge(shards, f.baselines)?;
+    // The children are this process's own, but their files are judged as any shard's: by
+    // the config and store they were given, and this run's drift policy.
+    let (config, shapes) = super::pipeline::load_config(f.config, f.shapes)?;
+    let mut merged = merge(
+        shards,
+        &Rules {
+            config: &config,
+            shapes: &shapes,
+            baselines: f.baselines,
+            fail_on_drift: f.extra.iter().any(|a| a == "--fail-on-drift"),
+        },
+    )?;
     merged.notes.push(format!(
         "measured on devices {} at once, one shard each",
         devices

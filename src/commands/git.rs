@@ -8,12 +8,13 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, Result, bail};
 
 use super::pipeline::BaseKernels;
+use crate::child_env::{Child, restrict};
 
 /// The kernel files a base needs.
 const KERNEL_FILES: [&str; 3] = ["attention.cu", "reference.cu", "util.cu"];
 
 fn git(args: &[&str]) -> Option<String> {
-    let out = Command::new("git")
+    let out = restrict(&mut Command::new("git"), Child::Git)
         .args(args)
         .stdin(Stdio::null())
         .stderr(Stdio::null())
@@ -91,7 +92,7 @@ pub fn export_kernels(
     let prefix = path_in_repo(kernels_dir).unwrap_or_else(|_| "kernels/".into());
     for file in KERNEL_FILES {
         let spec = format!("{commit}:{prefix}{file}");
-        let out = Command::new("git")
+        let out = restrict(&mut Command::new("git"), Child::Git)
             .args(["show", &spec])
             .stdin(Stdio::null())
             .stderr(Stdio::null())

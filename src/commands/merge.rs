@@ -1,10 +1,16 @@
 //! `ci-gate merge`: the results files of a sharded run joined into one. The shards must be
-//! one run: the same config, commit, kernels (both sides), GPU model, gate and stored
-//! baseline, every shard of N exactly once, every shape exactly once. The comparisons are
-//! then made again over all shapes, so Holm's correction and the verdict are the whole run's,
-//! not a shard's.
+//! one run: the same config, commit, kernels (both sides), GPU model and stored baseline,
+//! every shard of N exactly once, every shape exactly once. The comparisons are then made
+//! again over all shapes, so Holm's correction and the verdict are the whole run's, not a
+//! shard's.
+//!
+//! A shard file is data written where the pull request's kernels ran: merge takes only its
+//! measurements. The rules come from the base commit ([`Rules`]): the gate settings, parity
+//! tolerances, two-stage design, shapes and cache mode from its config (whose hash every
+//! shard must record), the stored baseline from its store (wherever it holds one for a
+//! shape, whatever the shard says), and the drift policy from merge's own flag.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -13,19 +19,42 @@ use super::Outcome;
 use crate::baseline::BaselineStore;
 use crate::cli::MergeArgs;
 use crate::comparison::StoredSide;
+use crate::config::{Config, ShapeParams};
 use crate::evaluate::evaluate;
 use crate::report::{Exporter, JsonExporter, Report, TableExporter};
-use crate::results::ResultsFile;
+use crate::results::{BaselineRef, ResultsFile, StageDesign};
 use crate::verdict::Policy;
 
+/// What a merge judges by: everything that decides a verdict, none of it from a shard file.
+pub struct Rules<'a> {
+    /// The config the shards must have run (its hash is checked against each shard's).
+    pub config: &'a Config,
+    /// The run's shapes: the config's, or the `--shape` selection of a `--devices` run.
+    pub shapes: &'a [ShapeParams],
+    /// The stored baselines of the base commit.
+    pub baselines: &'a Path,
+    pub fail_on_drift: bool,
+}
+
 pub fn run_merge(args: &MergeArgs) -> Result<Outcome> {
+    let mut config = None;
     let merged = (|| -> Result<ResultsFile> {
+        let (c, shapes) = super::pipeline::load_config(&args.config, &[])?;
+        let c = config.insert(c);
         let mut shards = Vec::new();
         for path in &args.results {
             let r = ResultsFile::load(path)?;
             shards.push((path.clone(), r));
         }
-        merge(shards, &args.baselines)
+        merge(
+            shards,
+            &Rules {
+                config: c,
+                shapes: &shapes,
+                baselines: &args.baselines,
+                fail_on_drift: args.fail_on_drift,
+            },
+        )
     })();
     if args.ci {
         let Some(out) = args.out.as_deref() else {
@@ -33,7 +62,11 @@ pub fn run_merge(args: &MergeArgs) -> Result<Outcome> {
         };
         return match merged {
             Ok(m) => super::ci::publish(m, out, None),
-            Err(e) => super::ci::publish(super::pipeline::failed_run(None, &e), out, Some(e)),
+            Err(e) => {
+                let mut failed = super::pipeline::failed_run(config.as_ref(), &e);
+                failed.fail_on_drift = args.fail_on_drift;
+                super::ci::publish(failed, out, Some(e))
+            }
         };
     }
     let merged = merged?;
@@ -55,11 +88,28 @@ pub fn run_merge(args: &MergeArgs) -> Result<Outcome> {
     Ok(Outcome::from_passed(report.passed))
 }
 
-/// Checks that `shards` are the whole of one run and joins them, comparing again over all
-/// shapes (with the stored baseline from `baselines` when the shards used one).
-pub fn merge(shards: Vec<(PathBuf, ResultsFile)>, baselines: &Path) -> Result<ResultsFile> {
+/// Checks that `shards` are the whole of one run of `rules.config` and joins them, comparing
+/// again over all shapes under `rules`.
+pub fn merge(shards: Vec<(PathBuf, ResultsFile)>, rules: &Rules) -> Result<ResultsFile> {
+    // A shard that failed says why before anything else is checked of it.
+    for (p, r) in &shards {
+        if let Some(e) = &r.error {
+            bail!("{} reached no verdict: {e}", label(p, r));
+        }
+    }
+    for (p, r) in &shards {
+        if r.config.hash != rules.config.hash {
+            bail!(
+                "{} ran a config with hash {}, not {} ({}): merge judges only shards of the base commit's config",
+                label(p, r),
+                crate::validate::clip_text(&crate::validate::terminal_text(&r.config.hash), 80),
+                rules.config.hash,
+                rules.config.path.display()
+            );
+        }
+    }
     let joined = join(shards)?;
-    reevaluate(joined, baselines)
+    reevaluate(joined, rules)
 }
 
 /// Names a shard file in messages: `shard 2/4 (path)`.
@@ -130,8 +180,8 @@ pub fn join(shards: Vec<(PathBuf, ResultsFile)>) -> Result<ResultsFile> {
             .map(|e| e.gpu_slug.clone())
             .unwrap_or_else(|| "unknown".into())
     })?;
-    same("the gate settings", &|r| format!("{:?}", r.gate))?;
-    same("the drift policy", &|r| r.fail_on_drift.to_string())?;
+    // The gate settings and the drift policy are not compared: merge takes neither from a
+    // shard (see `reevaluate`).
     same("the stored baseline", &|r| {
         r.baseline
             .as_ref()
@@ -261,48 +311,147 @@ pub fn join(shards: Vec<(PathBuf, ResultsFile)>) -> Result<ResultsFile> {
     Ok(merged)
 }
 
-/// Compares every shape again, over the whole run: Holm across all shapes, then the verdict.
-fn reevaluate(mut merged: ResultsFile, baselines: &Path) -> Result<ResultsFile> {
-    let cache = merged
-        .shapes
-        .first()
-        .and_then(|s| s.measurement.as_ref().map(|m| m.cache));
-    let stored = match (&merged.baseline, &merged.environment) {
-        (Some(reference), Some(env)) => {
-            let store = BaselineStore::new(baselines);
-            let Some(b) = store.load(&env.gpu_slug, &env.gpu_name, &merged.config.name)? else {
-                bail!(
-                    "the shards compared with the stored baseline {} (commit {}), which is not in {}: pass --baselines DIR of the commit the shards ran",
-                    reference.path,
-                    reference.commit.as_deref().unwrap_or("unknown"),
-                    baselines.display()
-                );
-            };
-            if b.provenance.commit != reference.commit
-                || b.provenance.recorded_at != reference.recorded_at
-            {
-                bail!(
-                    "the stored baseline in {} (recorded {} at commit {}) is not the one the shards compared with (recorded {} at commit {})",
-                    baselines.display(),
-                    b.provenance.recorded_at,
-                    b.provenance.commit.as_deref().unwrap_or("unknown"),
-                    reference.recorded_at,
-                    reference.commit.as_deref().unwrap_or("unknown")
-                );
-            }
-            Some(b)
+/// Compares every shape again, over the whole run, under `rules`: Holm across all shapes,
+/// then the verdict. From the shards only their measurements are used.
+fn reevaluate(mut merged: ResultsFile, rules: &Rules) -> Result<ResultsFile> {
+    let config = rules.config;
+    // The run's shapes are the rules' shapes, each with the parameters its name says.
+    let expected: BTreeMap<String, ShapeParams> =
+        rules.shapes.iter().map(|s| (s.name(), *s)).collect();
+    let claimed: BTreeSet<&str> = merged.shapes.iter().map(|s| s.name.as_str()).collect();
+    let missing: Vec<&str> = expected
+        .keys()
+        .map(String::as_str)
+        .filter(|n| !claimed.contains(n))
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "the shards hold {} of the {} shapes of {}: {} missing",
+            claimed.len(),
+            expected.len(),
+            config.path.display(),
+            missing.join(", ")
+        );
+    }
+    for s in &merged.shapes {
+        match expected.get(&s.name) {
+            Some(p) if *p == s.params => {}
+            Some(_) => bail!(
+                "the shards' shape {} has other parameters than in {}",
+                s.name,
+                config.path.display()
+            ),
+            None => bail!(
+                "the shards hold shape {}, which is not in {}",
+                s.name,
+                config.path.display()
+            ),
         }
-        _ => None,
+    }
+    let Some(env) = merged.environment.clone() else {
+        bail!("the shards record no GPU, so no stored baseline can be chosen for them");
     };
+
+    // The base commit's store decides whether a stored baseline exists: a shard that claims
+    // none cannot hide one, and one it claims must be the store's.
+    let store = BaselineStore::new(rules.baselines);
+    let stored = store.load(&env.gpu_slug, &env.gpu_name, &config.name)?;
+    match (&stored, &merged.baseline) {
+        (None, Some(reference)) => bail!(
+            "the shards compared with the stored baseline {} (commit {}), which is not in {}: pass --baselines DIR of the commit the shards ran",
+            reference.path,
+            reference.commit.as_deref().unwrap_or("unknown"),
+            rules.baselines.display()
+        ),
+        (Some(b), Some(reference))
+            if b.provenance.commit != reference.commit
+                || b.provenance.recorded_at != reference.recorded_at =>
+        {
+            bail!(
+                "the stored baseline in {} (recorded {} at commit {}) is not the one the shards compared with (recorded {} at commit {})",
+                rules.baselines.display(),
+                b.provenance.recorded_at,
+                b.provenance.commit.as_deref().unwrap_or("unknown"),
+                reference.recorded_at,
+                reference.commit.as_deref().unwrap_or("unknown")
+            );
+        }
+        (Some(b), None) => {
+            let path = store.path(&env.gpu_slug, &config.name);
+            merged.warnings.push(format!(
+                "the shards compared with no stored baseline, but {} holds one: merge compares with it",
+                path.display()
+            ));
+            merged.baseline = Some(BaselineRef {
+                path: path.display().to_string(),
+                commit: b.provenance.commit.clone(),
+                recorded_at: b.provenance.recorded_at,
+            });
+        }
+        _ => {}
+    }
+
+    // The config's rules, whatever the shards recorded.
+    let design = StageDesign {
+        stage1: config.measure.min_rounds,
+        max: config.measure.max_rounds,
+    };
+    let cache = config.measure.cache;
+    // "Not measured" is only true of a base whose timed kernel is the candidate's own.
+    if let Some(b) = &merged.base
+        && !b.measured
+        && merged.kernel_source_hash.as_deref() != Some(b.kernel_source_hash.as_str())
+    {
+        bail!(
+            "the shards say no A/B was measured, but their base and candidate kernels differ: a base that differs is always measured"
+        );
+    }
+    let ab_measured = merged.base.as_ref().is_some_and(|b| b.measured);
+    for s in merged.shapes.iter_mut() {
+        let tolerance = config.parity.tolerance(s.params.dtype);
+        for p in [s.parity.as_mut(), s.base_parity.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            p.tolerance = tolerance;
+        }
+        if let Some(m) = s.measurement.as_mut() {
+            m.design = Some(design);
+            m.cache = cache;
+        }
+        if s.error.is_some() {
+            continue;
+        }
+        // What `ci` always records for a measured shape; a shard without it hides something.
+        let lacking = if s.measurement.is_none() {
+            Some("how it was measured")
+        } else if s.parity.is_none() {
+            Some("its parity check")
+        } else if ab_measured && s.base_parity.is_none() {
+            Some("the base kernels' parity check")
+        } else if ab_measured && s.base_samples_us.is_empty() {
+            Some("the base kernels' rounds")
+        } else {
+            None
+        };
+        if let Some(what) = lacking {
+            s.error = Some(format!("the shard records no {what} for this shape"));
+        } else if s.base_parity.as_ref().is_some_and(|p| !p.passed()) {
+            s.error = Some(
+                "the base kernels fail parity on this shape under the config's tolerances, so the A/B comparison has no valid reference".into(),
+            );
+        }
+    }
     let stored_of = |s: &crate::results::ShapeResult| -> Option<StoredSide> {
-        let cache = s.measurement.as_ref().map(|m| m.cache).or(cache)?;
         stored
             .as_ref()
             .and_then(|b| b.shape(&s.params, cache).map(|x| x.stored_side()))
     };
     let policy = Policy {
-        fail_on_drift: merged.fail_on_drift,
+        fail_on_drift: rules.fail_on_drift,
     };
+    merged.gate = config.gate.clone();
+    merged.fail_on_drift = rules.fail_on_drift;
     let gate = merged.gate.clone();
     merged.passed = evaluate(&mut merged.shapes, stored_of, &gate, policy)?;
     Ok(merged)

@@ -17,6 +17,7 @@ mod profile;
 mod sanitize;
 mod selftest;
 mod tool;
+mod untrusted;
 mod worker;
 
 use anyhow::Result;
@@ -56,13 +57,18 @@ pub fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {
         Command::Compare(args) => compare::run(&args),
         Command::Baseline(BaselineCommand::Show(args)) => baseline::show(&args),
-        Command::Baseline(BaselineCommand::Update(args)) => baseline::update(&args),
-        Command::Local(args) => local::run_local(&args),
-        Command::Selftest(args) => selftest::run_selftest(&args),
+        // The commands that compile or launch kernels in this process (or whose report quotes
+        // a tool's findings about them) run with workflow commands suspended; `ci` suspends
+        // them around its GPU section only, so that its own annotations still work.
+        Command::Baseline(BaselineCommand::Update(args)) => {
+            untrusted::suspended(|| baseline::update(&args))
+        }
+        Command::Local(args) => untrusted::suspended(|| local::run_local(&args)),
+        Command::Selftest(args) => untrusted::suspended(|| selftest::run_selftest(&args)),
         Command::Env(args) => env::run_env(&args),
         Command::Ci(args) => ci::run_ci(&args),
         Command::Comment(args) => comment::run_comment(&args),
-        Command::Sanitize(args) => sanitize::run_sanitize(&args),
+        Command::Sanitize(args) => untrusted::suspended(|| sanitize::run_sanitize(&args)),
         Command::KernelRun(args) => worker::run_kernels(&args),
         Command::History(args) => history::run(&args),
         Command::Merge(args) => merge::run_merge(&args),

@@ -1,8 +1,15 @@
 //! The PyTorch peer worker: `peers/torch_sdpa_worker.py`, built into the binary (so it is
-//! always the one that matches this ci-gate, and in CI the trusted base's), written to a
-//! temporary file and run with `$CI_GATE_PYTHON` or `python3`. One JSON line per request and
-//! per answer over stdin/stdout; each answer has a time limit. Without Python, PyTorch or a
-//! GPU for it, the peers are left out with one note.
+//! always the one that matches this ci-gate, and in CI the trusted base's), written into a
+//! private directory made for the run and run with `$CI_GATE_PYTHON` or `python3`. One JSON
+//! line per request and per answer over stdin/stdout; each answer has a time limit. Without
+//! Python, PyTorch or a GPU for it, the peers are left out with one note.
+//!
+//! Python puts the script's directory first on `sys.path`, and `/tmp` is shared with every
+//! earlier job on the runner: a `json.py` planted there would run in the next trusted run.
+//! So the script lives alone in a directory only this user can enter (0700), it runs
+//! isolated (`python3 -I`: no `PYTHON*` variables, no user site-packages, and from Python
+//! 3.11 not even the script's directory on the path), from that directory, and with only
+//! the environment a GPU child needs (`child_env`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -11,6 +18,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::child_env::{self, restrict};
 use crate::config::{Dtype, MeasureSettings, ShapeParams};
 use crate::peers::Peer;
 
@@ -25,7 +33,9 @@ pub struct PeerWorker {
     lines: Receiver<String>,
     /// "torch 2.9.0, CUDA 13.0".
     pub runtime: String,
-    _script: tempfile::TempPath,
+    /// The private directory holding the script; removed after the worker (fields drop after
+    /// `Drop::drop` has ended the process).
+    _dir: tempfile::TempDir,
 }
 
 impl PeerWorker {
@@ -39,17 +49,14 @@ impl PeerWorker {
     }
 
     fn start_with(python: &std::ffi::OsStr) -> Result<PeerWorker, String> {
-        let mut file = tempfile::Builder::new()
-            .prefix("ci-gate-peer-")
-            .suffix(".py")
-            .tempfile()
-            .map_err(|e| format!("cannot write the worker script: {e}"))?;
-        file.write_all(WORKER.as_bytes())
-            .map_err(|e| format!("cannot write the worker script: {e}"))?;
-        let script = file.into_temp_path();
-        let mut child = Command::new(python)
+        let (dir, script) =
+            private_script().map_err(|e| format!("cannot write the worker script: {e}"))?;
+        let mut cmd = Command::new(python);
+        let mut child = restrict(&mut cmd, child_env::Child::Gpu)
+            .arg("-I")
             .arg("-u")
             .arg(&script)
+            .current_dir(dir.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -71,7 +78,7 @@ impl PeerWorker {
             stdin,
             lines,
             runtime: String::new(),
-            _script: script,
+            _dir: dir,
         };
         let hello = w.ask(&json!({"cmd": "hello"}))?;
         w.runtime = format!(
@@ -161,6 +168,25 @@ impl PeerWorker {
         let launches = v["launches"].as_u64().unwrap_or(0).min(20_000) as u32;
         Ok((samples, launches))
     }
+}
+
+/// A new directory only this user can enter (0700: tempfile's default is 0777 less the
+/// umask, usually 0755), holding the worker script and nothing else; its path and the
+/// script's.
+fn private_script() -> std::io::Result<(tempfile::TempDir, std::path::PathBuf)> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix("ci-gate-peer-")
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()?;
+    let script = dir.path().join("torch_sdpa_worker.py");
+    // create_new: the name cannot already be there, as a file or a link someone planted.
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&script)?;
+    file.write_all(WORKER.as_bytes())?;
+    Ok((dir, script))
 }
 
 impl Drop for PeerWorker {
@@ -305,5 +331,49 @@ mod tests {
             e.contains("PyTorch cannot be imported") || e.contains("is_available"),
             "{e}"
         );
+    }
+
+    /// The worker runs as `python -I -u SCRIPT` from a private (0700) directory that holds
+    /// the script alone, with the environment of a GPU child: a planted module in a shared
+    /// directory, or a variable of the parent, cannot reach it.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_worker_runs_isolated_from_a_private_directory() {
+        use std::os::unix::fs::PermissionsExt;
+        let scratch = tempfile::tempdir().unwrap();
+        let seen = scratch.path().join("seen");
+        let fake = scratch.path().join("fake-python");
+        std::fs::write(
+            &fake,
+            format!(
+                "#!/bin/sh\n{{ echo \"args: $*\"; echo \"cwd: $(pwd -P)\"; echo \"mode: $(stat -c %a .)\"; echo \"files: $(ls -A .)\"; env | sed 's/^/env: /'; }} > '{}'\necho '{{\"ok\": true, \"torch\": \"fake\", \"cuda\": \"none\"}}'\n",
+                seen.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let worker = PeerWorker::start_with(fake.as_os_str()).expect("the fake answers hello");
+        assert_eq!(worker.runtime, "torch fake, CUDA none");
+        let named = worker._dir.path().to_owned();
+        let dir = named.canonicalize().unwrap();
+        drop(worker);
+        let seen = std::fs::read_to_string(&seen).unwrap();
+        let script = named.join("torch_sdpa_worker.py");
+        assert!(
+            seen.contains(&format!("args: -I -u {}\n", script.display())),
+            "{seen}"
+        );
+        assert!(
+            seen.contains(&format!("cwd: {}\n", dir.display())),
+            "{seen}"
+        );
+        assert!(seen.contains("mode: 700\n"), "{seen}");
+        assert!(seen.contains("files: torch_sdpa_worker.py\n"), "{seen}");
+        // Cargo gives test processes CARGO_MANIFEST_DIR: the parent has it, the worker not.
+        if std::env::var_os("CARGO_MANIFEST_DIR").is_some() {
+            assert!(!seen.contains("env: CARGO_MANIFEST_DIR="), "{seen}");
+        }
+        assert!(seen.contains("env: PATH="), "{seen}");
+        assert!(!dir.exists(), "the private directory outlived the worker");
     }
 }

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use super::tool::{self, KernelRun};
+use crate::child_env::{Child, restrict};
 use crate::cli::ProfileArgs;
 use crate::config::Config;
 use crate::profile::{
@@ -227,6 +228,7 @@ fn profile_one(
     .args()
     .map_err(|e| e.to_string())?;
     let mut cmd = Command::new(ncu);
+    restrict(&mut cmd, Child::Gpu);
     // --clock-control none: the GPU's clocks as the gate measured them (and never changed).
     cmd.args([
         "--clock-control",
@@ -257,7 +259,8 @@ fn profile_one(
         return Err(format!("ncu failed ({why})"));
     }
     let mut cmd = Command::new(ncu);
-    cmd.arg("--import")
+    restrict(&mut cmd, Child::Gpu)
+        .arg("--import")
         .arg(&rep)
         .args(["--csv", "--page", "raw", "--print-units", "base"]);
     let ran = tool::run_bounded(cmd, Duration::from_secs(120)).map_err(|e| e.to_string())?;

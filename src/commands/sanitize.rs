@@ -14,6 +14,7 @@ use anyhow::{Context, Result, bail};
 use super::Outcome;
 use super::pipeline::load_config;
 use super::tool::{self, KernelRun};
+use crate::child_env::{Child, restrict};
 use crate::cli::SanitizeArgs;
 use crate::github::actions::append_step_summary;
 use crate::gpu::KernelSource;
@@ -71,7 +72,9 @@ pub fn run_sanitize(args: &SanitizeArgs) -> Result<Outcome> {
     let mut argv = compile.args()?;
     argv.push("--compile-only".into());
     let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..]).env(LINEINFO_ENV, "1");
+    restrict(&mut cmd, Child::Gpu)
+        .args(&argv[1..])
+        .env(LINEINFO_ENV, "1");
     let ran = tool::run_bounded(cmd, Duration::from_secs(args.timeout_s))?;
     if !ran.success() {
         bail!(
@@ -200,7 +203,8 @@ fn run_one(
     }
     .args()?;
     let mut cmd = Command::new(sanitizer);
-    cmd.args(["--tool", t.name()])
+    restrict(&mut cmd, Child::Gpu)
+        .args(["--tool", t.name()])
         .arg("--log-file")
         .arg(&log_path)
         .args(["--print-limit", "100"])

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use wait_timeout::ChildExt;
 
+use crate::child_env::{Child, restrict};
+
 /// Finds `name`: `explicit` when given (it must exist), else on the PATH, else in
 /// `$CUDA_HOME/bin` or `/usr/local/cuda/bin`. `None` when it is nowhere.
 pub fn find(name: &str, explicit: Option<&Path>) -> Result<Option<PathBuf>> {
@@ -32,7 +34,7 @@ pub fn find(name: &str, explicit: Option<&Path>) -> Result<Option<PathBuf>> {
 
 /// The last non-empty line of `tool --version` (e.g. "Version 2025.3.1"), if it answers.
 pub fn version(tool: &Path) -> Option<String> {
-    let out = Command::new(tool)
+    let out = restrict(&mut Command::new(tool), Child::Gpu)
         .arg("--version")
         .stdin(Stdio::null())
         .output()
@@ -109,7 +111,7 @@ pub fn run_bounded(mut cmd: Command, limit: Duration) -> Result<Ran> {
 
 /// Ends a process group by its leader's id (the tool and the program it launched).
 fn kill_group(pid: u32) {
-    let _ = Command::new("kill")
+    let _ = restrict(&mut Command::new("kill"), Child::Plain)
         .args(["-KILL", "--", &format!("-{pid}")])
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -72,6 +72,29 @@ pub fn annotation(level: Level, title: &str, message: &str) -> String {
     }
 }
 
+/// A fresh token for `::stop-commands::`: 128 bits from the operating system's random
+/// number generator, in hex. Code whose output shares the log cannot guess it, so it cannot
+/// resume command processing early; a token drawn from a seeded generator could be.
+pub fn stop_token() -> io::Result<String> {
+    use rand::TryRng;
+    let mut bytes = [0u8; 16];
+    rand::rngs::SysRng
+        .try_fill_bytes(&mut bytes)
+        .map_err(|e| io::Error::other(format!("the operating system gave no random bytes: {e}")))?;
+    Ok(hex::encode(bytes))
+}
+
+/// The line that suspends workflow-command processing until [`resume_commands`] of the
+/// same token: while suspended, GitHub reads no line of the step's output as a command.
+pub fn stop_commands(token: &str) -> String {
+    format!("::stop-commands::{token}")
+}
+
+/// The line that resumes workflow-command processing after [`stop_commands`].
+pub fn resume_commands(token: &str) -> String {
+    format!("::{token}::")
+}
+
 /// GitHub's limit on one step's job summary: 1 MiB (a larger summary is not shown at all).
 pub const STEP_SUMMARY_LIMIT: usize = 1024 * 1024;
 
@@ -166,6 +189,17 @@ pub fn write_outputs(path: &Path, outputs: &[(&str, String)]) -> io::Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stop_tokens_are_fresh_128_bit_hex() {
+        let a = stop_token().unwrap();
+        let b = stop_token().unwrap();
+        assert_eq!(a.len(), 32, "{a}");
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()), "{a}");
+        assert_ne!(a, b);
+        assert_eq!(stop_commands(&a), format!("::stop-commands::{a}"));
+        assert_eq!(resume_commands(&a), format!("::{a}::"));
+    }
 
     #[test]
     fn annotation_levels_and_plain_text() {

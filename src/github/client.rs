@@ -10,9 +10,14 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use http_body_util::BodyExt;
 use octocrab::Octocrab;
 
 use super::{GithubEnv, GithubError, RetryPolicy, Token};
+
+/// The most bytes of one answer that are read (a page of 100 comments of 64 KiB each is
+/// under 7 MiB); a larger answer is an error, never held whole in memory.
+pub(crate) const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 
 /// The HTTP methods the comment needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -316,6 +321,17 @@ impl Rest {
         self.token.scrub(text)
     }
 
+    /// `GET https://api.github.com/repos/…`: the whole URL, for errors about the answer.
+    pub fn request_url(&self, method: Method, target: &str) -> String {
+        let prefix = &self.base.prefix;
+        let path = if prefix.is_empty() || target.starts_with(prefix.as_str()) {
+            target.to_owned()
+        } else {
+            format!("{prefix}{target}")
+        };
+        self.scrub(&format!("{method} {}{path}", self.base.origin))
+    }
+
     /// `GET /repos/…` as named in messages (with the API path prefix).
     pub fn request_name(&self, method: Method, target: &str) -> String {
         let prefix = &self.base.prefix;
@@ -336,13 +352,20 @@ impl Rest {
             })
     }
 
-    /// One request, no retries. `Err` is a transport failure, described without the token.
+    /// One request, no retries. The inner `Err` is a transport failure, described without
+    /// the token (worth retrying); the outer one an answer larger than [`MAX_BODY_BYTES`]
+    /// (not worth it).
     pub async fn once(
         &self,
         method: Method,
         target: &str,
         body: Option<&serde_json::Value>,
-    ) -> Result<Reply, String> {
+    ) -> Result<Result<Reply, String>, GithubError> {
+        let too_large = || GithubError::TooLarge {
+            request: self.request_url(method, target),
+            limit_mib: MAX_BODY_BYTES / (1024 * 1024),
+        };
+        // `Ok(None)`: the answer is larger than the limit.
         let exchange = async {
             let uri = target.to_owned();
             let response = match method {
@@ -368,19 +391,39 @@ impl Rest {
                     body: String::new(),
                 }
             };
-            reply.body = self
-                .octo
-                .body_to_string(response)
-                .await
-                .map_err(|e| error_chain(&e))?;
-            Ok(reply)
+            let declared = response
+                .headers()
+                .get("content-length")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok());
+            if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+                return Ok(None);
+            }
+            // Frame by frame, stopping at the limit: a server that streams without end (or
+            // lies in Content-Length) costs at most MAX_BODY_BYTES of memory.
+            let mut stream = response.into_body();
+            let mut bytes: Vec<u8> = Vec::new();
+            while let Some(frame) = stream.frame().await {
+                let frame = frame.map_err(|e| error_chain(&e))?;
+                if let Ok(data) = frame.into_data() {
+                    if bytes.len() + data.len() > MAX_BODY_BYTES {
+                        return Ok(None);
+                    }
+                    bytes.extend_from_slice(&data);
+                }
+            }
+            reply.body =
+                String::from_utf8(bytes).map_err(|_| "the answer is not UTF-8 text".to_owned())?;
+            Ok::<Option<Reply>, String>(Some(reply))
         };
         match tokio::time::timeout(self.policy.request_timeout, exchange).await {
-            Ok(result) => result.map_err(|e: String| self.scrub(&format!("connection error: {e}"))),
-            Err(_) => Err(format!(
+            Ok(Ok(Some(reply))) => Ok(Ok(reply)),
+            Ok(Ok(None)) => Err(too_large()),
+            Ok(Err(e)) => Ok(Err(self.scrub(&format!("connection error: {e}")))),
+            Err(_) => Ok(Err(format!(
                 "no answer within {} s",
                 self.policy.request_timeout.as_secs_f64()
-            )),
+            ))),
         }
     }
 
@@ -415,7 +458,7 @@ impl Rest {
         let attempts = self.attempts();
         let mut attempt = 1;
         loop {
-            let outcome = self.once(method, target, body).await;
+            let outcome = self.once(method, target, body).await?;
             let Some(delay) = self.delay_after(&outcome, attempt) else {
                 // Final answer: only replies get here (transport errors always retry).
                 return outcome.map_err(|e| GithubError::GaveUp {

@@ -333,7 +333,10 @@ impl Job<'_> {
         let attempts = self.rest.attempts();
         let mut attempt = 1;
         loop {
-            let outcome = self.rest.once(Method::Post, &target, Some(&payload)).await;
+            let outcome = self
+                .rest
+                .once(Method::Post, &target, Some(&payload))
+                .await?;
             let Some(delay) = self.rest.delay_after(&outcome, attempt) else {
                 let reply = match outcome {
                     Ok(reply) => reply,

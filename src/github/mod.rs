@@ -277,6 +277,10 @@ pub enum GithubError {
         attempts: u32,
         last: String,
     },
+    #[error(
+        "{request} answered with more than {limit_mib} MiB, more than any answer the comment needs, so the answer was not read"
+    )]
+    TooLarge { request: String, limit_mib: usize },
     #[error("{request} returned a response that could not be read: {message}")]
     BadResponse { request: String, message: String },
     #[error(

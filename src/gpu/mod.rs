@@ -20,6 +20,12 @@ pub fn driver_present() -> bool {
     raw::driver_present()
 }
 
+/// Writes out what the C library holds in its stdout buffer: the CUDA driver prints kernels'
+/// `printf` output through it, so where it is left buffered it could appear only at exit.
+pub fn flush_kernel_output() {
+    raw::flush_c_stdio();
+}
+
 /// Whether NVRTC can be loaded on this machine.
 pub fn nvrtc_present() -> bool {
     raw::nvrtc_present()

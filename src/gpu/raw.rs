@@ -16,6 +16,20 @@ pub fn driver_present() -> bool {
     unsafe { cudarc::driver::sys::is_culib_present() }
 }
 
+// The C library's `fflush`; `std` has no binding for it.
+unsafe extern "C" {
+    fn fflush(stream: *mut std::ffi::c_void) -> std::ffi::c_int;
+}
+
+/// Flushes every C stdio output stream (`fflush(NULL)`).
+pub fn flush_c_stdio() {
+    // SAFETY: fflush with a null pointer flushes all open output streams; no memory of ours
+    // is passed or kept.
+    unsafe {
+        fflush(std::ptr::null_mut());
+    }
+}
+
 /// Whether libnvrtc can be loaded.
 pub fn nvrtc_present() -> bool {
     // SAFETY: as above, a dlopen attempt only.

@@ -70,7 +70,8 @@ fn profile_details(shape: &str, p: &crate::profile::ShapeProfile) -> String {
 ///   addresses: GitHub's autolinker matches the raw `:`, `.` and `@`, which are gone);
 /// - `@` (also fullwidth `＠` and small `﹫`) and `#` (also `＃`, `﹟`) are followed by a
 ///   zero-width space, so that even the rendered text holds no `@name` mention or `#12`
-///   reference; `://` and `www.` get one inside, so no URL survives in the rendered text;
+///   reference; so is the `-` of `GH-` (any case), so no `GH-12` reference either; `://` and
+///   `www.` get one inside, so no URL survives in the rendered text;
 /// - entities in the input stay text (`&#64;` in, `&#38;#64;` out: it shows `&#64;`);
 /// - line breaks and tabs become spaces, and control, bidirectional (U+202A–U+202E,
 ///   U+2066–U+2069, U+200E/F, ...) and zero-width characters are dropped.
@@ -104,6 +105,15 @@ pub fn escape_markdown(text: &str) -> String {
                 }
                 let _ = write!(out, "&#{};", c as u32);
                 if c == ':' && chars.get(i + 1..i + 3) == Some(&['/', '/']) {
+                    out.push_str(BREAK);
+                }
+                // GitHub reads `GH-12` as a reference to issue 12, as it reads `#12`.
+                let gh = c == '-'
+                    && i >= 2
+                    && chars
+                        .get(i - 2..i)
+                        .is_some_and(|w| w.iter().map(char::to_ascii_lowercase).eq(['g', 'h']));
+                if gh {
                     out.push_str(BREAK);
                 }
             }
@@ -527,6 +537,44 @@ mod tests {
                 assert!(!text.contains(pattern), "{attack:?}: rendered {text:?}");
             }
         }
+    }
+
+    /// `#123` and `GH-123` (any case, also fullwidth `＃`) are issue references to GitHub:
+    /// in the rendered text a zero-width space separates each from its number.
+    #[test]
+    fn issue_references_do_not_autolink() {
+        for attack in [
+            "#123",
+            "fixes #123.",
+            "GH-123",
+            "see gh-123 and Gh-7",
+            "owner/repo#123",
+            "owner/repo GH-9",
+            "\u{FF03}123",
+            "x-GH-5",
+        ] {
+            let e = escape_markdown(attack);
+            assert_inert(&e);
+            let text = rendered_text(&e).to_ascii_lowercase();
+            let bytes: Vec<char> = text.chars().collect();
+            for (i, c) in bytes.iter().enumerate() {
+                let reference_start = matches!(c, '#' | '\u{FF03}')
+                    || (*c == '-' && i >= 2 && bytes[i - 2] == 'g' && bytes[i - 1] == 'h');
+                if reference_start {
+                    assert_eq!(
+                        bytes.get(i + 1),
+                        Some(&'\u{200B}'),
+                        "{attack:?}: rendered {text:?}"
+                    );
+                }
+            }
+            assert!(
+                !text.contains("gh-1") && !text.contains("gh-7") && !text.contains("#1"),
+                "{attack:?}: rendered {text:?}"
+            );
+        }
+        // Words that merely contain the letters stay as they were.
+        assert_eq!(escape_markdown("high"), "high");
     }
 
     #[test]

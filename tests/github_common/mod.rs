@@ -108,6 +108,7 @@ pub struct Fault {
     body: String,
     remaining: usize,
     apply_first: bool,
+    streamed: Option<usize>,
 }
 
 impl Fault {
@@ -121,6 +122,7 @@ impl Fault {
             body: json!({ "message": reason(status) }).to_string(),
             remaining: 1,
             apply_first: false,
+            streamed: None,
         }
     }
 
@@ -148,6 +150,13 @@ impl Fault {
         self
     }
 
+    /// Answer with a body of `bytes` bytes sent in chunks (no `Content-Length`), for as long as
+    /// the client reads: a server that streams without end.
+    pub fn streamed(mut self, bytes: usize) -> Fault {
+        self.streamed = Some(bytes);
+        self
+    }
+
     /// Carry out the request first, then answer with the fault (a 502 after the write
     /// happened: the client cannot know whether it did).
     pub fn after_applying(mut self) -> Fault {
@@ -164,6 +173,8 @@ struct State {
     page_size: usize,
     requests: Vec<Recorded>,
     faults: Vec<Fault>,
+    /// Bytes of streamed bodies the client took before it hung up.
+    streamed_bytes: usize,
 }
 
 /// The running fake. Dropping it stops the server.
@@ -194,6 +205,7 @@ impl FakeGithub {
             page_size: 100,
             requests: Vec::new(),
             faults: Vec::new(),
+            streamed_bytes: 0,
         }));
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
@@ -267,6 +279,11 @@ impl FakeGithub {
         self.state().faults.push(fault);
     }
 
+    /// Bytes of streamed bodies written before the client stopped reading.
+    pub fn streamed_bytes(&self) -> usize {
+        self.state().streamed_bytes
+    }
+
     pub fn requests(&self) -> Vec<Recorded> {
         self.state().requests.clone()
     }
@@ -309,6 +326,8 @@ struct Response {
     status: u16,
     headers: Vec<(String, String)>,
     body: String,
+    /// Instead of `body`: this many bytes, chunked.
+    streamed: Option<usize>,
 }
 
 impl Response {
@@ -317,6 +336,7 @@ impl Response {
             status,
             headers: Vec::new(),
             body: body.to_string(),
+            streamed: None,
         }
     }
 
@@ -419,12 +439,40 @@ fn serve(mut stream: TcpStream, state: &Mutex<State>) {
         reason(response.status)
     );
     out.push_str("content-type: application/json; charset=utf-8\r\n");
-    out.push_str(&format!("content-length: {}\r\n", response.body.len()));
+    match response.streamed {
+        Some(_) => out.push_str("transfer-encoding: chunked\r\n"),
+        None => out.push_str(&format!("content-length: {}\r\n", response.body.len())),
+    }
     out.push_str("connection: close\r\n");
     for (name, value) in &response.headers {
         out.push_str(&format!("{name}: {value}\r\n"));
     }
     out.push_str("\r\n");
+    if let Some(total) = response.streamed {
+        let _ = stream.write_all(out.as_bytes());
+        let chunk = vec![b'['; 64 * 1024];
+        let mut sent = 0;
+        while sent < total {
+            let n = chunk.len().min(total - sent);
+            let framed = [
+                format!("{n:x}\r\n").as_bytes(),
+                &chunk[..n],
+                b"\r\n".as_slice(),
+            ]
+            .concat();
+            if stream.write_all(&framed).is_err() {
+                break;
+            }
+            sent += n;
+        }
+        let _ = stream.write_all(b"0\r\n\r\n");
+        state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .streamed_bytes += sent;
+        let _ = stream.shutdown(std::net::Shutdown::Both);
+        return;
+    }
     out.push_str(&response.body);
     let _ = stream.write_all(out.as_bytes());
     let _ = stream.flush();
@@ -477,6 +525,7 @@ fn answer(state: &mut State, request: Request) -> Response {
             status: fault.status,
             headers: fault.headers,
             body: fault.body,
+            streamed: fault.streamed,
         };
     }
     let mut response = route(state, &recorded, &request.body);

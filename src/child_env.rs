@@ -1,0 +1,198 @@
+//! The environment of every process ci-gate starts: an allow-list, never the parent's whole
+//! environment. On a runner the parent's environment holds tokens (`GITHUB_TOKEN`,
+//! `ACTIONS_RUNTIME_TOKEN`, `ACTIONS_ID_TOKEN_REQUEST_TOKEN`, a `GIT_CONFIG_VALUE_0` carrying
+//! an `Authorization` header, ...) that no child needs, and some children run the pull
+//! request's kernels: what a child is not given, nothing in it can read or leak.
+//!
+//! A leaf module: it uses nothing else of the crate.
+
+use std::ffi::OsString;
+use std::process::Command;
+
+/// What a child is, and so what it may see.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Child {
+    /// A plain utility (`kill`): the path, home, locale and temporary directory only.
+    Plain,
+    /// git reading the repository: as `Plain`, plus the variables that say which repository
+    /// (a user's `GIT_DIR`, `GIT_WORK_TREE`); never `GIT_CONFIG_*`, which can carry a token.
+    Git,
+    /// Anything that loads CUDA or runs ci-gate again (the peer worker, `local` children,
+    /// ncu, compute-sanitizer, `kernel-run`): as `Plain`, plus the loader path, the CUDA and
+    /// NVIDIA driver settings, the NVRTC cache's location and ci-gate's own `CI_GATE_*`
+    /// settings, and the commit a results file records (`GITHUB_SHA`).
+    Gpu,
+}
+
+/// Every child: finding programs, the home directory (git's and ncu's own settings), the
+/// locale and where temporary files go.
+const PLAIN: &[&str] = &["PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR"];
+const PLAIN_PREFIXES: &[&str] = &["LC_"];
+
+const GIT: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+];
+
+/// `GITHUB_ACTIONS` and `RUNNER_TEMP` place the NVRTC cache in the job's own temporary
+/// directory (`gpu::compile`); `GITHUB_SHA` is the commit a `local` child records, so that
+/// its results agree with the parent's.
+const GPU: &[&str] = &[
+    "LD_LIBRARY_PATH",
+    "XDG_CACHE_HOME",
+    "RUNNER_TEMP",
+    "GITHUB_ACTIONS",
+    "GITHUB_SHA",
+    "NO_COLOR",
+];
+const GPU_PREFIXES: &[&str] = &["CUDA_", "NVIDIA_", "CI_GATE_"];
+
+/// Parts of a name that mark a secret: such a variable is never passed on, whatever list
+/// would otherwise allow it (a `CI_GATE_TOKEN` someone adds one day included).
+const SECRET_MARKS: &[&str] = &[
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "CREDENTIAL",
+    "AUTH",
+    "KEY",
+];
+
+/// Whether a variable named `name` may reach a child of kind `child`.
+pub fn passes(name: &str, child: Child) -> bool {
+    let upper = name.to_ascii_uppercase();
+    if SECRET_MARKS.iter().any(|m| upper.contains(m)) {
+        return false;
+    }
+    let listed = |names: &[&str], prefixes: &[&str]| {
+        names.contains(&name) || prefixes.iter().any(|p| name.starts_with(p))
+    };
+    listed(PLAIN, PLAIN_PREFIXES)
+        || match child {
+            Child::Plain => false,
+            Child::Git => listed(GIT, &[]),
+            Child::Gpu => listed(GPU, GPU_PREFIXES),
+        }
+}
+
+/// Clears `cmd`'s environment and gives it only the variables of this process that
+/// [`passes`] allows for `child`. Call it before any `cmd.env(..)` of the caller's own:
+/// clearing also drops those.
+pub fn restrict(cmd: &mut Command, child: Child) -> &mut Command {
+    restrict_from(cmd, child, std::env::vars_os())
+}
+
+/// [`restrict`] with the parent's variables given (tests).
+pub fn restrict_from(
+    cmd: &mut Command,
+    child: Child,
+    vars: impl IntoIterator<Item = (OsString, OsString)>,
+) -> &mut Command {
+    cmd.env_clear();
+    for (name, value) in vars {
+        // A name that is not UTF-8 is on no list.
+        if name.to_str().is_some_and(|n| passes(n, child)) {
+            cmd.env(name, value);
+        }
+    }
+    cmd
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_never_pass_and_each_child_gets_its_list() {
+        for secret in [
+            "GITHUB_TOKEN",
+            "GH_TOKEN",
+            "GH_ENTERPRISE_TOKEN",
+            "ACTIONS_RUNTIME_TOKEN",
+            "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+            "ACTIONS_ID_TOKEN_REQUEST_URL",
+            "ACTIONS_RUNTIME_URL",
+            "ACTIONS_CACHE_URL",
+            "GIT_CONFIG_COUNT",
+            "GIT_CONFIG_KEY_0",
+            "GIT_CONFIG_VALUE_0",
+            "CI_GATE_TOKEN",
+            "CUDA_SECRET",
+            "NVIDIA_API_KEY",
+            "AWS_SECRET_ACCESS_KEY",
+            "SSH_AUTH_SOCK",
+            "GITHUB_STEP_SUMMARY",
+            "GITHUB_OUTPUT",
+            "GITHUB_ENV",
+            "PYTHONPATH",
+            "LD_PRELOAD",
+        ] {
+            for child in [Child::Plain, Child::Git, Child::Gpu] {
+                assert!(!passes(secret, child), "{secret} reaches {child:?}");
+            }
+        }
+        for child in [Child::Plain, Child::Git, Child::Gpu] {
+            for ok in ["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR"] {
+                assert!(passes(ok, child), "{ok} {child:?}");
+            }
+        }
+        assert!(passes("GIT_DIR", Child::Git) && !passes("GIT_DIR", Child::Gpu));
+        for gpu in [
+            "LD_LIBRARY_PATH",
+            "CUDA_VISIBLE_DEVICES",
+            "CUDA_DEVICE_ORDER",
+            "NVIDIA_VISIBLE_DEVICES",
+            "CI_GATE_CACHE_DIR",
+            "CI_GATE_PYTHON",
+            "RUNNER_TEMP",
+            "GITHUB_ACTIONS",
+            "XDG_CACHE_HOME",
+        ] {
+            assert!(passes(gpu, Child::Gpu), "{gpu}");
+            assert!(
+                !passes(gpu, Child::Plain) && !passes(gpu, Child::Git),
+                "{gpu}"
+            );
+        }
+    }
+
+    /// Through a real process: `env` started with a restricted environment prints only what
+    /// was allowed, whatever the parent held.
+    #[test]
+    fn a_child_sees_only_the_allowed_variables() {
+        let parent = [
+            (
+                "PATH",
+                std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into()),
+            ),
+            ("GITHUB_TOKEN", "ghs_parentsecret".to_owned()),
+            ("ACTIONS_RUNTIME_TOKEN", "runtime-secret".to_owned()),
+            ("CUDA_VISIBLE_DEVICES", "1".to_owned()),
+            ("UNLISTED", "x".to_owned()),
+        ];
+        let mut cmd = Command::new("env");
+        restrict_from(
+            &mut cmd,
+            Child::Gpu,
+            parent.iter().map(|(k, v)| (k.into(), v.into())),
+        );
+        let Ok(out) = cmd.output() else {
+            eprintln!("SKIPPED: no `env` program here");
+            return;
+        };
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("CUDA_VISIBLE_DEVICES=1"), "{text}");
+        assert!(text.lines().any(|l| l.starts_with("PATH=")), "{text}");
+        for absent in [
+            "secret",
+            "GITHUB_TOKEN",
+            "ACTIONS_RUNTIME_TOKEN",
+            "UNLISTED",
+        ] {
+            assert!(!text.contains(absent), "{absent} in {text}");
+        }
+    }
+}
