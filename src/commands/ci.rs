@@ -39,6 +39,7 @@ pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
         // suspended around it; they resume once every GPU context is gone, before the
         // results are published. (A GPU watchdog belongs around this block too.)
         let suspended = SuspendedCommands::begin()?;
+        on_hang(args, config.as_ref(), shard.clone());
         let measured = measure(args, prepared);
         suspended.end();
         measured
@@ -53,6 +54,25 @@ pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
         }
     };
     publish(results, &args.out, failure)
+}
+
+/// What a hung GPU does to `ci` (gpu::watchdog ends the process with exit 2 right after):
+/// workflow commands resume, and the results file, job summary, annotation and step outputs
+/// say which shape and side hung, as for any run without a verdict.
+fn on_hang(args: &CiArgs, config: Option<&Config>, shard: Option<ShardInfo>) {
+    let config = config.cloned();
+    let out = args.out.clone();
+    let fail_on_drift = args.base.fail_on_drift;
+    crate::gpu::watchdog::set_hang_handler(Box::new(move |message| {
+        let error = anyhow::anyhow!("{message}");
+        let mut failed = failed_run(config.as_ref(), &error);
+        failed.shard = shard.clone();
+        failed.fail_on_drift = fail_on_drift;
+        super::untrusted::resume_now();
+        if let Err(e) = publish(failed, &out, Some(error)) {
+            eprintln!("error: {e:#}");
+        }
+    }));
 }
 
 /// Loads the config, checks the request, splits the shapes and resolves the base.

@@ -5,16 +5,21 @@
 //! kernel cannot know, and resumed only when all of that work has ended.
 
 use std::io::Write;
+use std::sync::Mutex;
 
 use anyhow::{Context, Result};
 
 use crate::github::actions::{resume_commands, stop_commands, stop_token};
 
+/// The token of the suspension in force, so that a hang handler (which ends the process
+/// without unwinding) can still resume commands before it reports.
+static ACTIVE: Mutex<Option<String>> = Mutex::new(None);
+
 /// Workflow commands suspended (in GitHub Actions; elsewhere nothing happens) until this is
 /// ended or dropped.
 #[must_use = "commands resume when this is dropped"]
 pub struct SuspendedCommands {
-    token: Option<String>,
+    active: bool,
 }
 
 impl SuspendedCommands {
@@ -24,14 +29,15 @@ impl SuspendedCommands {
     /// untrusted code must not run.
     pub fn begin() -> Result<SuspendedCommands> {
         if std::env::var("GITHUB_ACTIONS").as_deref() != Ok("true") {
-            return Ok(SuspendedCommands { token: None });
+            return Ok(SuspendedCommands { active: false });
         }
         let token = stop_token().context("cannot suspend workflow commands")?;
         let mut out = std::io::stdout().lock();
         writeln!(out, "{}", stop_commands(&token))
             .and_then(|()| out.flush())
             .context("cannot suspend workflow commands: stdout cannot be written")?;
-        Ok(SuspendedCommands { token: Some(token) })
+        *ACTIVE.lock().unwrap_or_else(|e| e.into_inner()) = Some(token);
+        Ok(SuspendedCommands { active: true })
     }
 
     /// Resumes command processing: call it after every GPU context of the untrusted work is
@@ -41,9 +47,17 @@ impl SuspendedCommands {
 
 impl Drop for SuspendedCommands {
     fn drop(&mut self) {
-        let Some(token) = self.token.take() else {
-            return;
-        };
+        if self.active {
+            resume_now();
+        }
+    }
+}
+
+/// Resumes the suspension in force, if any (once): what dropping [`SuspendedCommands`]
+/// does, and what a hang handler calls before it reports and the process ends.
+pub fn resume_now() {
+    let token = ACTIVE.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(token) = token {
         // Kernel printf text goes out through the C library's stdout, not Rust's. The CUDA 13
         // driver flushed it at each synchronisation even into a pipe (checked on an H100),
         // but a driver or C library that left it buffered would print it at exit, after the
