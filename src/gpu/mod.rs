@@ -5,6 +5,7 @@ pub mod compile;
 pub mod device;
 pub mod env;
 pub mod error;
+pub mod lexcheck;
 pub mod measure;
 pub mod parity;
 mod raw;
