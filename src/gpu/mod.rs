@@ -3,6 +3,7 @@
 
 pub mod compile;
 pub mod device;
+pub mod diagnostics;
 pub mod env;
 pub mod error;
 pub mod lexcheck;
