@@ -331,6 +331,7 @@ fn load_attention(
     let src = KernelSource::read(&kernels_dir.join("attention.cu"))?.with_defines(defines);
     let module = load_module(ctx, info, &src)?;
     let cubin = compile(&src, info.arch)?;
+    super::cubin::check_untrusted_cubin(&cubin, &src.path.display().to_string())?;
     let mut kernels = HashMap::new();
     let mut small = HashMap::new();
     for dtype in [Dtype::Float16, Dtype::Bfloat16] {

@@ -2,6 +2,7 @@
 //! kernel, timing, and the NVML fingerprint. All `unsafe` is in [`raw`].
 
 pub mod compile;
+pub mod cubin;
 pub mod device;
 pub mod diagnostics;
 pub mod env;
