@@ -11,6 +11,7 @@ pub mod lexcheck;
 pub mod measure;
 pub mod parity;
 mod raw;
+pub mod sandbox;
 
 pub use compile::{Arch, KernelSource};
 pub use device::Gpu;
