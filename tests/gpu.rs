@@ -19,6 +19,8 @@ use ci_gate::stats::{Rounds, paired_margin_test};
 use common::{golden_dir, read_f32, read_u16};
 
 fn gpu() -> Gpu {
+    // NVRTC runs in a sandboxed child that is the ci-gate executable, not this test binary.
+    ci_gate::gpu::sandbox::use_compiler_executable(env!("CARGO_BIN_EXE_ci-gate"));
     Gpu::open(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels"))
         .expect("open the GPU and compile the kernels")
 }

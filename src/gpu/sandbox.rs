@@ -197,9 +197,13 @@ pub fn compiler_executable() -> std::io::Result<PathBuf> {
     }
 }
 
-/// The directory of the libnvrtc this process has loaded (after [`raw::load_nvrtc`]), read
-/// from /proc/self/maps: the only directory the sandboxed child may read.
+/// Loads NVRTC in this process (as compiling does) and returns the directory it was loaded
+/// from, read from /proc/self/maps: where the sandboxed child finds it. None where NVRTC
+/// cannot be loaded.
 pub fn nvrtc_library_dir() -> Option<PathBuf> {
+    if !raw::load_nvrtc() {
+        return None;
+    }
     let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
     library_dir_in_maps(&maps)
 }
