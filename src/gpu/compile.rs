@@ -331,6 +331,108 @@ mod tests {
         disk_dir_from(|k| map.get(k).cloned())
     }
 
+    fn refusal(path: &std::path::Path) -> String {
+        match KernelSource::read(path) {
+            Err(GpuError::Refused(why)) => why,
+            other => panic!("{}: {other:?}", path.display()),
+        }
+    }
+
+    #[test]
+    fn a_regular_utf8_file_of_at_most_one_mebibyte_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("attention.cu");
+        let text = "/".repeat(MAX_SOURCE_BYTES as usize);
+        std::fs::write(&path, &text).unwrap();
+        let s = KernelSource::read(&path).unwrap();
+        assert_eq!(s.text, text);
+        assert_eq!(s.hash, hex::encode(Sha256::digest(text.as_bytes())));
+        std::fs::write(&path, format!("{text}/")).unwrap();
+        assert_eq!(
+            refusal(&path),
+            format!("{} is refused: it is larger than 1024 KiB", path.display())
+        );
+    }
+
+    #[test]
+    fn links_and_special_files_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "x").unwrap();
+        let link = dir.path().join("attention.cu");
+        std::os::unix::fs::symlink(&secret, &link).unwrap();
+        assert!(refusal(&link).ends_with(
+            "is refused: it is a symbolic link (kernel sources are read without following links)"
+        ));
+        let zero = dir.path().join("zero.cu");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        assert!(refusal(&zero).contains("it is a symbolic link"));
+        assert!(
+            refusal(Path::new("/dev/zero"))
+                .ends_with("it is not a regular file but a character device")
+        );
+        assert!(refusal(dir.path()).ends_with("it is not a regular file but a directory"));
+        let fifo = dir.path().join("fifo.cu");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        assert!(refusal(&fifo).ends_with("it is not a regular file but a FIFO"));
+        let latin1 = dir.path().join("latin1.cu");
+        std::fs::write(&latin1, b"int a; // \xe9t\xe9\n").unwrap();
+        assert!(refusal(&latin1).ends_with("it is not UTF-8 text (byte 10 is not)"));
+        match KernelSource::read(&dir.path().join("missing.cu")) {
+            Err(e @ GpuError::Source { .. }) => assert!(e.to_string().contains("missing.cu")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_directory_that_is_a_link_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::fs::write(real.join("attention.cu"), "int a;\n").unwrap();
+        let linked = dir.path().join("kernels");
+        std::os::unix::fs::symlink(&real, &linked).unwrap();
+        assert!(KernelSource::read(&real.join("attention.cu")).is_ok());
+        let why = refusal(&linked.join("attention.cu"));
+        assert!(
+            why.contains(&format!(
+                "its directory {} is a symbolic link",
+                linked.display()
+            )),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn nvrtc_names_are_plain_file_names() {
+        let name = |p: &str| {
+            KernelSource {
+                path: PathBuf::from(p),
+                text: String::new(),
+                hash: String::new(),
+                defines: Vec::new(),
+            }
+            .nvrtc_name()
+        };
+        assert_eq!(name("kernels/attention.cu"), "attention.cu");
+        assert_eq!(name("/x/reference.cu"), "reference.cu");
+        for odd in [
+            "k/a b.cu",
+            "k/a(1).cu",
+            "k/.hidden.cu",
+            "k/\u{202e}uc.cu",
+            "/",
+        ] {
+            assert_eq!(name(odd), "kernel.cu", "{odd}");
+        }
+    }
+
     #[test]
     fn in_actions_the_cache_lives_in_the_jobs_temporary_directory() {
         let home = ("HOME", "/home/runner");
