@@ -171,6 +171,9 @@ fn planted_bug_kernels_compile_for_every_target() {
         for target in TARGETS {
             let cubin = compile_uncached_for(&src, target)
                 .unwrap_or_else(|e| panic!("{plant} for {target}: {e}"));
+            // `sanitize` loads them as the timed kernel: they pass its policy.
+            check_untrusted_cubin(&cubin, plant)
+                .unwrap_or_else(|e| panic!("{plant} for {target}: {e}"));
             for s in [
                 "attention_fwd_f16_d64_launch",
                 "attention_fwd_f16_d128",

@@ -413,6 +413,15 @@ fn compile_confined(request: &Request) -> Answer {
         Ok(false) => Some(dir.as_path()),
         Err(why) => return error_answer(why),
     };
+    // Landlock confines the calling thread and the threads it starts later: a thread that
+    // loading a library had started would stay free. None does today (NVRTC 13.5); should a
+    // later one, fail closed rather than compile half-confined.
+    let threads = std::fs::read_dir("/proc/self/task").map_or(0, |t| t.count());
+    if threads != 1 {
+        return error_answer(format!(
+            "the NVRTC process has {threads} threads before it is confined, so the sandbox would not hold"
+        ));
+    }
     let unconfined = match confine(readable) {
         Ok(u) => u,
         Err(why) => return error_answer(why),
