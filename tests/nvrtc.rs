@@ -301,3 +301,24 @@ fn a_compile_error_names_the_file_and_arch() {
         "{stderr}"
     );
 }
+
+/// Without NVRTC, `compile` ends in exit 2 with the sentence that says how to install it. On a
+/// machine with a system-wide NVRTC (found without LD_LIBRARY_PATH) there is nothing to see.
+#[test]
+fn without_nvrtc_the_compile_command_says_how_to_get_it() {
+    let out = bin()
+        .arg("compile")
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    if out.status.code() == Some(0) {
+        eprintln!("SKIPPED: NVRTC is installed system-wide here");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        format!("error: {}", ci_gate::gpu::GpuError::NoNvrtc)
+    );
+    assert!(out.stdout.is_empty());
+}
