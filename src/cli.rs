@@ -54,6 +54,14 @@ pub enum Command {
     /// compute-sanitizer and `--profile` under ncu).
     #[command(hide = true)]
     KernelRun(KernelRunArgs),
+    /// Compile the kernels with NVRTC, without a GPU: attention.cu (refused if it could read a
+    /// file or keep state on the GPU) and the harness's reference.cu and util.cu, for each
+    /// architecture; one line per file and architecture. Exit 0 when all compile, else 2.
+    Compile(CompileArgs),
+    /// Internal: the sandboxed NVRTC process every compile runs in (one request on stdin, one
+    /// answer on stdout).
+    #[command(hide = true, name = "nvrtc-sandbox")]
+    NvrtcSandbox,
     /// Per-shape p50 over the default branch's runs: the best time, the change points and a
     /// chart. `history append` adds a run's results to the history. No GPU.
     History(HistoryArgs),
@@ -487,6 +495,65 @@ pub struct KernelRunArgs {
     /// Compile only (fills the NVRTC cache), launch nothing.
     #[arg(long)]
     pub compile_only: bool,
+}
+
+/// The NVRTC targets `compile` checks by default: the L4, portable Hopper (the mma.sync
+/// kernels) and Hopper with wgmma (what the gate compiles for on compute capability 9.0).
+pub const DEFAULT_COMPILE_TARGETS: [&str; 3] = ["sm_89", "sm_90", "sm_90a"];
+
+#[derive(Debug, Args)]
+pub struct CompileArgs {
+    /// Directory whose attention.cu is compiled (default: kernels/ of the repository).
+    #[arg(long, default_value = DEFAULT_KERNELS, value_name = "DIR")]
+    pub kernels: PathBuf,
+    /// Directory of the reference.cu and util.cu compiled with it (default: the --kernels
+    /// directory).
+    #[arg(long, value_name = "DIR")]
+    pub harness: Option<PathBuf>,
+    /// NVRTC target (repeatable), e.g. sm_89, sm_90a (default: sm_89, sm_90 and sm_90a).
+    #[arg(long = "arch", value_name = "SM", value_parser = parse_target)]
+    pub archs: Vec<String>,
+}
+
+impl CompileArgs {
+    /// As [`ConfigArgs::find_defaults`]: the default kernels/ is the repository root's.
+    pub fn find_defaults(&mut self, start: &Path) {
+        if self.kernels != Path::new(DEFAULT_KERNELS) || start.join(DEFAULT_KERNELS).is_dir() {
+            return;
+        }
+        if let Some(root) = start
+            .ancestors()
+            .skip(1)
+            .find(|dir| dir.join(DEFAULT_CONFIG).is_file())
+        {
+            self.kernels = root.join(DEFAULT_KERNELS);
+        }
+    }
+
+    /// The targets asked for, or the defaults.
+    pub fn targets(&self) -> Vec<String> {
+        if self.archs.is_empty() {
+            DEFAULT_COMPILE_TARGETS.map(String::from).to_vec()
+        } else {
+            self.archs.clone()
+        }
+    }
+}
+
+/// `sm_` and two or three digits, optionally `a` or `f` (architecture- or family-specific).
+fn parse_target(s: &str) -> Result<String, String> {
+    let digits = s
+        .strip_prefix("sm_")
+        .map(|r| r.strip_suffix(['a', 'f']).unwrap_or(r));
+    match digits {
+        Some(d) if (2..=3).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_digit()) => {
+            Ok(s.to_owned())
+        }
+        _ => Err(format!(
+            "{} is not an NVRTC CUBIN target such as sm_89, sm_90 or sm_90a",
+            crate::validate::quote(s)
+        )),
+    }
 }
 
 #[derive(Debug, Args)]

@@ -19,6 +19,13 @@ use ci_gate::stats::{Rounds, paired_margin_test};
 use common::{golden_dir, read_f32, read_u16};
 
 fn gpu() -> Gpu {
+    // NVRTC runs in a sandboxed child that is the ci-gate executable, not this test binary:
+    // $CI_GATE_BIN where the binaries were carried to another machine, else cargo's build.
+    ci_gate::gpu::sandbox::use_compiler_executable(
+        std::env::var_os("CI_GATE_BIN")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_ci-gate").into()),
+    );
     Gpu::open(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels"))
         .expect("open the GPU and compile the kernels")
 }

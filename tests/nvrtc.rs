@@ -3,13 +3,23 @@
 //! NVRTC alone. CI installs the `nvidia-cuda-nvrtc` wheel and sets
 //! CI_GATE_REQUIRE_NVRTC=1, so there a missing NVRTC fails instead of skipping. Elsewhere,
 //! where build.rs finds no libnvrtc, `cargo test` lists these tests as ignored, with why.
+//!
+//! NVRTC runs in a sandboxed child that is the ci-gate executable (`nvrtc-sandbox`), so these
+//! tests compile through the binary: its `compile` command, or the library with the binary
+//! named as the compiler (a test executable cannot be that child).
+
+mod common;
 
 use std::path::Path;
 
-use ci_gate::gpu::compile::{compile_uncached, compile_uncached_for};
+use ci_gate::gpu::compile::compile_uncached_for;
+use ci_gate::gpu::cubin::check_untrusted_cubin;
+use ci_gate::gpu::sandbox::use_compiler_executable;
 use ci_gate::gpu::{Arch, KernelSource};
+use common::bin;
 
 fn nvrtc_or_skip() -> bool {
+    use_compiler_executable(env!("CARGO_BIN_EXE_ci-gate"));
     if ci_gate::gpu::nvrtc_present() {
         return true;
     }
@@ -96,6 +106,11 @@ fn kernels_compile_for_sm89_sm90_and_sm90a() {
                 cubin.starts_with(b"\x7fELF"),
                 "{file} for {target}: not a CUBIN"
             );
+            // The shipped timed kernel keeps no writable state and calls no library.
+            if *file == "attention.cu" {
+                check_untrusted_cubin(&cubin, file)
+                    .unwrap_or_else(|e| panic!("{file} for {target}: {e}"));
+            }
             for s in *symbols {
                 assert!(
                     contains(&cubin, s),
@@ -156,6 +171,9 @@ fn planted_bug_kernels_compile_for_every_target() {
         for target in TARGETS {
             let cubin = compile_uncached_for(&src, target)
                 .unwrap_or_else(|e| panic!("{plant} for {target}: {e}"));
+            // `sanitize` loads them as the timed kernel: they pass its policy.
+            check_untrusted_cubin(&cubin, plant)
+                .unwrap_or_else(|e| panic!("{plant} for {target}: {e}"));
             for s in [
                 "attention_fwd_f16_d64_launch",
                 "attention_fwd_f16_d128",
@@ -168,6 +186,71 @@ fn planted_bug_kernels_compile_for_every_target() {
     }
 }
 
+/// What users and CI run: `ci-gate compile` on the shipped kernels, every file for every
+/// default target, exit 0.
+#[test]
+#[cfg_attr(
+    ci_gate_no_nvrtc,
+    ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
+)]
+fn the_compile_command_passes_the_shipped_kernels() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+    let out = bin()
+        .arg("compile")
+        .arg("--kernels")
+        .arg(&kernels)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for file in ["attention.cu", "reference.cu", "util.cu"] {
+        for target in TARGETS {
+            let line = format!("{}/{file} {target}: ok (", kernels.display());
+            assert!(stdout.contains(&line), "{line} missing in {stdout}");
+        }
+    }
+    assert_eq!(stdout.lines().count(), 9, "{stdout}");
+}
+
+/// `--arch` picks the targets; a name that is not a CUBIN target is refused by the parser.
+#[test]
+#[cfg_attr(
+    ci_gate_no_nvrtc,
+    ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
+)]
+fn the_compile_command_takes_targets() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+    let out = bin()
+        .args(["compile", "--arch", "sm_89", "--kernels"])
+        .arg(&kernels)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert_eq!(stdout.lines().count(), 3, "{stdout}");
+    assert!(
+        stdout.lines().all(|l| l.contains(" sm_89: ok (")),
+        "{stdout}"
+    );
+    let bad = bin()
+        .args(["compile", "--arch", "compute_89"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("not an NVRTC CUBIN target"));
+}
+
 #[test]
 #[cfg_attr(
     ci_gate_no_nvrtc,
@@ -178,16 +261,64 @@ fn a_compile_error_names_the_file_and_arch() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("broken.cu");
     std::fs::write(
-        &path,
-        "extern \"C\" __global__ void k() { this is not cuda; }\n",
+        dir.path().join("attention.cu"),
+        "extern \"C\" __global__ void k() {\n    this is not cuda;\n}\n",
     )
     .unwrap();
-    let src = KernelSource::read(&path).unwrap();
-    let e = compile_uncached(&src, Arch { major: 8, minor: 9 })
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("broken.cu") && e.contains("sm_89"), "{e}");
-    assert!(e.contains("error"), "the NVRTC log is included: {e}");
+    let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+    let out = bin()
+        .args(["compile", "--arch", "sm_89", "--kernels"])
+        .arg(dir.path())
+        .arg("--harness")
+        .arg(&kernels)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    let file = dir.path().join("attention.cu").display().to_string();
+    assert!(
+        stdout.contains(&format!(
+            "{file} sm_89: {file} does not compile for sm_89 with NVRTC"
+        )),
+        "{stdout}"
+    );
+    // NVRTC's own diagnostic, as file:line:column, indented under it; no echoed source.
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("  attention.cu:2:") && l.contains(": error: ")),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("this is not cuda;"),
+        "the source line is echoed: {stdout}"
+    );
+    assert!(stdout.contains(&format!("{}/util.cu sm_89: ok", kernels.display())));
+    assert!(
+        stderr.starts_with("error: 1 of 3 compiles failed or were refused"),
+        "{stderr}"
+    );
+}
+
+/// Without NVRTC, `compile` ends in exit 2 with the sentence that says how to install it. On a
+/// machine with a system-wide NVRTC (found without LD_LIBRARY_PATH) there is nothing to see.
+#[test]
+fn without_nvrtc_the_compile_command_says_how_to_get_it() {
+    let out = bin()
+        .arg("compile")
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    if out.status.code() == Some(0) {
+        eprintln!("SKIPPED: NVRTC is installed system-wide here");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        format!("error: {}", ci_gate::gpu::GpuError::NoNvrtc)
+    );
+    assert!(out.stdout.is_empty());
 }

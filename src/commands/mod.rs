@@ -5,6 +5,7 @@ mod child;
 pub(crate) mod ci;
 mod comment;
 mod compare;
+mod compile;
 mod devices;
 mod env;
 mod git;
@@ -51,6 +52,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             Command::Baseline(BaselineCommand::Show(a)) => a.find_defaults(&here),
             Command::Sanitize(a) => a.find_defaults(&here),
             Command::Merge(a) => a.find_defaults(&here),
+            Command::Compile(a) => a.find_defaults(&here),
             _ => {}
         }
     }
@@ -72,5 +74,11 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::KernelRun(args) => worker::run_kernels(&args),
         Command::History(args) => history::run(&args),
         Command::Merge(args) => merge::run_merge(&args),
+        Command::Compile(args) => compile::run_compile(&args),
+        Command::NvrtcSandbox => Ok(if crate::gpu::sandbox::serve() {
+            Outcome::Pass
+        } else {
+            Outcome::Fail
+        }),
     }
 }

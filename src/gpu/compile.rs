@@ -3,15 +3,27 @@
 //! process, and on disk (`$CI_GATE_CACHE_DIR`; in GitHub Actions `$RUNNER_TEMP/ci-gate-nvrtc`,
 //! which lives only as long as the job; else `$XDG_CACHE_HOME/ci-gate`, else
 //! `~/.cache/ci-gate`) across processes.
+//!
+//! A kernel source is attacker text (docs: "The kernel is an adversary"). It is read without
+//! following links and bounded ([`KernelSource::read`]), refused if it has any include form
+//! (`lexcheck`), compiled in a sandboxed child process that can read nothing of the runner
+//! (`sandbox`), and only its own diagnostics are published (`diagnostics`).
 
 use std::collections::HashMap;
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use sha2::{Digest, Sha256};
 
 use super::error::GpuError;
-use super::raw::{self, Compiled};
+use super::sandbox::{self, Outcome, Request};
+use super::{diagnostics, lexcheck, raw};
+
+/// The largest kernel source read (the shipped attention.cu is 50 KB).
+pub const MAX_SOURCE_BYTES: u64 = 1 << 20;
 
 /// A kernel source file, read once.
 #[derive(Clone, Debug)]
@@ -26,10 +38,68 @@ pub struct KernelSource {
 }
 
 impl KernelSource {
+    /// Reads a kernel source as untrusted input: the file itself, never what a symbolic link
+    /// points to (a link to /proc/self/environ or to /dev/zero), in a directory that is not a
+    /// link itself; a regular file (checked on the opened descriptor) of at most 1 MiB (never
+    /// more is read), in UTF-8. Each refusal is one sentence naming the file.
     pub fn read(path: &Path) -> Result<KernelSource, GpuError> {
-        let text = std::fs::read_to_string(path).map_err(|cause| GpuError::Source {
+        let refused =
+            |why: String| GpuError::Refused(format!("{} is refused: {why}", path.display()));
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+            && std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink())
+        {
+            return Err(refused(format!(
+                "its directory {} is a symbolic link (kernel sources are read without following links)",
+                dir.display()
+            )));
+        }
+        // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(path)
+            .map_err(|cause| {
+                if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+                    refused(
+                        "it is a symbolic link (kernel sources are read without following links)"
+                            .into(),
+                    )
+                } else {
+                    GpuError::Source {
+                        path: path.to_owned(),
+                        cause,
+                    }
+                }
+            })?;
+        let meta = file.metadata().map_err(|cause| GpuError::Source {
             path: path.to_owned(),
             cause,
+        })?;
+        if !meta.is_file() {
+            return Err(refused(format!(
+                "it is not a regular file but {}",
+                file_kind(&meta.file_type())
+            )));
+        }
+        let too_big = || refused(format!("it is larger than {} KiB", MAX_SOURCE_BYTES >> 10));
+        if meta.len() > MAX_SOURCE_BYTES {
+            return Err(too_big());
+        }
+        let mut bytes = Vec::new();
+        file.take(MAX_SOURCE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|cause| GpuError::Source {
+                path: path.to_owned(),
+                cause,
+            })?;
+        if bytes.len() as u64 > MAX_SOURCE_BYTES {
+            return Err(too_big());
+        }
+        let text = String::from_utf8(bytes).map_err(|e| {
+            refused(format!(
+                "it is not UTF-8 text (byte {} is not)",
+                e.utf8_error().valid_up_to()
+            ))
         })?;
         Ok(KernelSource {
             path: path.to_owned(),
@@ -45,11 +115,38 @@ impl KernelSource {
         self
     }
 
-    fn file_name(&self) -> String {
+    /// The name NVRTC compiles it under, and the only file name its published diagnostics
+    /// may carry: the file's own name where it is a plain one (`attention.cu`), else
+    /// `kernel.cu`.
+    pub fn nvrtc_name(&self) -> String {
         self.path
             .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "kernel.cu".into())
+            .and_then(|n| n.to_str())
+            .filter(|n| {
+                n.len() <= 64
+                    && !n.starts_with('.')
+                    && n.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+            })
+            .unwrap_or("kernel.cu")
+            .to_owned()
+    }
+}
+
+fn file_kind(t: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "a special file"
     }
 }
 
@@ -125,6 +222,8 @@ fn memory() -> &'static Mutex<HashMap<String, Arc<Vec<u8>>>> {
 
 /// Compiles `source` to a CUBIN for `arch`, from the cache when possible.
 pub fn compile(source: &KernelSource, arch: Arch) -> Result<Arc<Vec<u8>>, GpuError> {
+    // Before the cache too: whether a source is refused never depends on what was cached.
+    lexcheck::check_no_file_access(&source.text, &source.path.display().to_string())?;
     if !raw::nvrtc_present() {
         return Err(GpuError::NoNvrtc);
     }
@@ -147,18 +246,7 @@ pub fn compile(source: &KernelSource, arch: Arch) -> Result<Arc<Vec<u8>>, GpuErr
         }
         return Ok(bytes);
     }
-    let name = source.file_name();
-    let cubin = match raw::nvrtc_compile(&source.text, &name, &opts) {
-        Ok(Compiled::Cubin(c)) => Arc::new(c),
-        Ok(Compiled::Failed(log)) => {
-            return Err(GpuError::Compile {
-                file: source.path.display().to_string(),
-                arch: arch.target(),
-                log,
-            });
-        }
-        Err(e) => return Err(GpuError::Invalid(e)),
-    };
+    let cubin = Arc::new(compile_checked(source, &arch.target(), &opts)?);
     if let Some(path) = &disk {
         // A cache that cannot be written only costs time next run.
         let _ = crate::files::write_atomic(path, &cubin);
@@ -180,18 +268,55 @@ pub fn compile_uncached_for(source: &KernelSource, target: &str) -> Result<Vec<u
     if !raw::nvrtc_present() {
         return Err(GpuError::NoNvrtc);
     }
-    match raw::nvrtc_compile(
-        &source.text,
-        &source.file_name(),
-        &options(target, &source.defines),
-    ) {
-        Ok(Compiled::Cubin(c)) => Ok(c),
-        Ok(Compiled::Failed(log)) => Err(GpuError::Compile {
-            file: source.path.display().to_string(),
+    compile_checked(source, target, &options(target, &source.defines))
+}
+
+/// The one way a source reaches NVRTC: the lexical check, then the sandboxed child, then the
+/// log filtered down to the source's own diagnostics.
+fn compile_checked(
+    source: &KernelSource,
+    target: &str,
+    options: &[String],
+) -> Result<Vec<u8>, GpuError> {
+    let file = source.path.display().to_string();
+    lexcheck::check_no_file_access(&source.text, &file)?;
+    if !raw::load_nvrtc() {
+        return Err(GpuError::NoNvrtc);
+    }
+    let sandbox_failed = |why: String| GpuError::Sandbox(format!("{file} ({target}): {why}"));
+    let library_dir = sandbox::nvrtc_library_dir().ok_or_else(|| {
+        sandbox_failed("the directory libnvrtc was loaded from is not in /proc/self/maps".into())
+    })?;
+    let exe = sandbox::compiler_executable()
+        .map_err(|e| sandbox_failed(format!("the ci-gate executable cannot be found: {e}")))?;
+    let name = source.nvrtc_name();
+    let request = Request {
+        name: name.clone(),
+        source: source.text.clone(),
+        options: options.to_vec(),
+    };
+    let answer = sandbox::compile(&exe, &request, &library_dir, sandbox::TIMEOUT)
+        .map_err(|f| sandbox_failed(f.to_string()))?;
+    if let Some(why) = &answer.unconfined {
+        warn_unconfined_once(why);
+    }
+    match answer.outcome {
+        Outcome::Cubin(c) if c.starts_with(b"\x7fELF") => Ok(c),
+        Outcome::Cubin(_) => Err(sandbox_failed("NVRTC's output is not a CUBIN".into())),
+        Outcome::Failed(log) => Err(GpuError::Compile {
+            file,
             arch: target.to_string(),
-            log,
+            log: diagnostics::filter_log(&log, &name).text(&name),
         }),
-        Err(e) => Err(GpuError::Invalid(e)),
+        Outcome::Error(why) => Err(sandbox_failed(why)),
+    }
+}
+
+/// Tells once per process that NVRTC ran without Landlock (an old kernel).
+fn warn_unconfined_once(why: &str) {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if !WARNED.swap(true, Ordering::Relaxed) {
+        eprintln!("warning: {why}");
     }
 }
 
@@ -204,6 +329,108 @@ mod tests {
     fn dir(vars: &[(&str, &str)]) -> Option<PathBuf> {
         let map: HashMap<&str, OsString> = vars.iter().map(|(k, v)| (*k, (*v).into())).collect();
         disk_dir_from(|k| map.get(k).cloned())
+    }
+
+    fn refusal(path: &std::path::Path) -> String {
+        match KernelSource::read(path) {
+            Err(GpuError::Refused(why)) => why,
+            other => panic!("{}: {other:?}", path.display()),
+        }
+    }
+
+    #[test]
+    fn a_regular_utf8_file_of_at_most_one_mebibyte_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("attention.cu");
+        let text = "/".repeat(MAX_SOURCE_BYTES as usize);
+        std::fs::write(&path, &text).unwrap();
+        let s = KernelSource::read(&path).unwrap();
+        assert_eq!(s.text, text);
+        assert_eq!(s.hash, hex::encode(Sha256::digest(text.as_bytes())));
+        std::fs::write(&path, format!("{text}/")).unwrap();
+        assert_eq!(
+            refusal(&path),
+            format!("{} is refused: it is larger than 1024 KiB", path.display())
+        );
+    }
+
+    #[test]
+    fn links_and_special_files_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "x").unwrap();
+        let link = dir.path().join("attention.cu");
+        std::os::unix::fs::symlink(&secret, &link).unwrap();
+        assert!(refusal(&link).ends_with(
+            "is refused: it is a symbolic link (kernel sources are read without following links)"
+        ));
+        let zero = dir.path().join("zero.cu");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        assert!(refusal(&zero).contains("it is a symbolic link"));
+        assert!(
+            refusal(Path::new("/dev/zero"))
+                .ends_with("it is not a regular file but a character device")
+        );
+        assert!(refusal(dir.path()).ends_with("it is not a regular file but a directory"));
+        let fifo = dir.path().join("fifo.cu");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        assert!(refusal(&fifo).ends_with("it is not a regular file but a FIFO"));
+        let latin1 = dir.path().join("latin1.cu");
+        std::fs::write(&latin1, b"int a; // \xe9t\xe9\n").unwrap();
+        assert!(refusal(&latin1).ends_with("it is not UTF-8 text (byte 10 is not)"));
+        match KernelSource::read(&dir.path().join("missing.cu")) {
+            Err(e @ GpuError::Source { .. }) => assert!(e.to_string().contains("missing.cu")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_directory_that_is_a_link_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::fs::write(real.join("attention.cu"), "int a;\n").unwrap();
+        let linked = dir.path().join("kernels");
+        std::os::unix::fs::symlink(&real, &linked).unwrap();
+        assert!(KernelSource::read(&real.join("attention.cu")).is_ok());
+        let why = refusal(&linked.join("attention.cu"));
+        assert!(
+            why.contains(&format!(
+                "its directory {} is a symbolic link",
+                linked.display()
+            )),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn nvrtc_names_are_plain_file_names() {
+        let name = |p: &str| {
+            KernelSource {
+                path: PathBuf::from(p),
+                text: String::new(),
+                hash: String::new(),
+                defines: Vec::new(),
+            }
+            .nvrtc_name()
+        };
+        assert_eq!(name("kernels/attention.cu"), "attention.cu");
+        assert_eq!(name("/x/reference.cu"), "reference.cu");
+        for odd in [
+            "k/a b.cu",
+            "k/a(1).cu",
+            "k/.hidden.cu",
+            "k/\u{202e}uc.cu",
+            "/",
+        ] {
+            assert_eq!(name(odd), "kernel.cu", "{odd}");
+        }
     }
 
     #[test]

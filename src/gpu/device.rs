@@ -14,20 +14,7 @@ use super::error::{DriverContext, GpuError};
 use super::raw;
 use crate::config::{Dtype, ShapeParams};
 
-/// Facts about the device that measurement and reports need.
-#[derive(Clone, Debug)]
-pub struct DeviceInfo {
-    pub name: String,
-    /// NVML-style UUID, `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
-    pub uuid: String,
-    pub arch: Arch,
-    pub sm_count: u32,
-    pub l2_bytes: u64,
-    pub max_smem_optin: u32,
-    /// e.g. 13000 for CUDA 13.0.
-    pub driver_cuda_version: i32,
-    pub nvrtc_version: (i32, i32),
-}
+pub use super::env::DeviceInfo;
 
 /// A kernel function with its launch contract (`NAME_launch` in the source).
 #[derive(Clone, Debug)]
@@ -134,7 +121,7 @@ pub struct Gpu {
     /// NVML, for clock readings while measuring.
     pub monitor: super::env::Monitor,
     /// This run's secrets (hash keys, poison patterns, slot placements), from the OS.
-    pub run_key: super::integrity::RunKey,
+    pub run_key: super::secret::RunKey,
     /// The longest any wait for the GPU may take (the config's `measure.max_wait_s`).
     pub max_wait: Duration,
 }
@@ -353,7 +340,7 @@ impl Gpu {
         let monitor = super::env::Monitor::new(&info.uuid);
         Ok(Gpu {
             monitor,
-            run_key: super::integrity::RunKey::from_os(),
+            run_key: super::secret::RunKey::from_os(),
             max_wait: Duration::from_secs(60),
             kernel_source_hash: kernels.attention.source_hash.clone(),
             ctx,
@@ -407,8 +394,11 @@ fn load_attention(
     defines: &[String],
 ) -> Result<AttentionSet, GpuError> {
     let src = KernelSource::read(&kernels_dir.join("attention.cu"))?.with_defines(defines);
-    let module = load_module(ctx, info, &src)?;
+    // The module check comes before the driver sees the module: writable device memory,
+    // malloc, printf or assert in the timed kernel are refused, not loaded.
     let cubin = compile(&src, info.arch)?;
+    super::cubin::check_untrusted_cubin(&cubin, &src.path.display().to_string())?;
+    let module = load_module(ctx, info, &src)?;
     let mut kernels = HashMap::new();
     let mut small = HashMap::new();
     for dtype in [Dtype::Float16, Dtype::Bfloat16] {

@@ -5,8 +5,23 @@ use nvml_wrapper::Nvml;
 use nvml_wrapper::bitmasks::device::ThrottleReasons;
 use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
 
-use super::device::DeviceInfo;
+use super::compile::Arch;
 use crate::results::{Environment, GpuState, gpu_slug};
+
+/// Facts about the device that measurement and reports need.
+#[derive(Clone, Debug)]
+pub struct DeviceInfo {
+    pub name: String,
+    /// NVML-style UUID, `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
+    pub uuid: String,
+    pub arch: Arch,
+    pub sm_count: u32,
+    pub l2_bytes: u64,
+    pub max_smem_optin: u32,
+    /// e.g. 13000 for CUDA 13.0.
+    pub driver_cuda_version: i32,
+    pub nvrtc_version: (i32, i32),
+}
 
 /// Throttle reasons that mean the clocks were held down (idle and application-clock
 /// settings are not slowdowns of a running kernel).

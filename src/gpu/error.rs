@@ -27,6 +27,15 @@ pub enum GpuError {
         arch: String,
         log: String,
     },
+    /// A kernel source or its compiled module refused by a defence against hostile kernels
+    /// (a link, an oversized file, an include, writable device memory, …): one sentence
+    /// naming the file and the line or symbol.
+    #[error("{0}")]
+    Refused(String),
+    /// The sandboxed NVRTC process failed (could not start, timed out, crashed): one
+    /// sentence naming the file.
+    #[error("{0}")]
+    Sandbox(String),
     #[error("{what}: {cause}")]
     Driver { what: String, cause: DriverError },
     #[error("{0}")]

@@ -18,32 +18,16 @@
 //! bandwidth outside the timed region.
 
 use cudarc::driver::{CudaSlice, DevicePtr};
-use rand::{Rng, RngExt, SeedableRng};
+use rand::{Rng, RngExt};
 use rand_chacha::ChaCha8Rng;
 
+use super::buffers::{Inputs, random_inputs};
 use super::device::Gpu;
 use super::error::{DriverContext, GpuError};
-use super::parity::{Inputs, random_inputs};
 use super::raw;
+pub use super::secret::RunKey;
 use crate::config::{ShapeParams, Tolerance};
 use crate::results::Parity;
-
-/// Secrets of one run, drawn from the OS: keys of the device-side hashes and the seed of the
-/// poison patterns and slot placements. Never derived from the config (a kernel author reads
-/// the config).
-#[derive(Clone, Copy, Debug)]
-pub struct RunKey(pub u64);
-
-impl RunKey {
-    pub fn from_os() -> RunKey {
-        RunKey(rand::rng().next_u64())
-    }
-
-    /// A generator for one round's placements and poison, from the run's key and `salt`.
-    pub fn rng(&self, salt: u64) -> ChaCha8Rng {
-        ChaCha8Rng::seed_from_u64(self.0 ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15))
-    }
-}
 
 /// A random quiet-NaN bit pattern that arithmetic does not produce (not the canonical NaNs
 /// 0x7fffffff, 0x7fc00000 or their negatives): what an unwritten output element holds.
@@ -114,7 +98,7 @@ impl RefSet {
             &gpu.stream,
             &gpu.kernels.fill_u32,
             total,
-            super::parity::POISON,
+            super::buffers::POISON,
         )
         .during(|| format!("allocating the reference outputs of {shape}"))?;
         let mut input_hash = 0u64;
@@ -126,7 +110,7 @@ impl RefSet {
                 key ^ i as u64,
                 "the reference's inputs",
             )?);
-            super::parity::launch_on(
+            super::buffers::launch_on(
                 gpu,
                 reference,
                 shape,
@@ -452,6 +436,7 @@ impl SlotOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::SeedableRng;
 
     #[test]
     fn poison_is_a_quiet_nan_no_arithmetic_makes() {

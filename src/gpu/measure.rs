@@ -16,10 +16,10 @@ use cudarc::driver::{CudaEvent, CudaGraph, CudaSlice};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
+use super::buffers::{Inputs, check_shape, launch_on, random_inputs};
 use super::device::{Gpu, Kernel};
 use super::error::{DriverContext, GpuError};
 use super::integrity::{OutputSlots, RefSet, slot_budget_bytes};
-use super::parity::{Inputs, check_shape, launch_on, random_inputs};
 use super::raw;
 use crate::config::{CacheMode, MeasureSettings, ShapeParams, Tolerance};
 use crate::results::{PairOrder, Parity};
@@ -393,7 +393,7 @@ fn prepare_round(
         &gpu.stream,
         &gpu.kernels.fill_u32,
         shape.elements(),
-        super::parity::POISON,
+        super::buffers::POISON,
     )
     .during(|| format!("allocating the warm-up output of {shape}"))?;
     let (e0, e1) = (timing_event(gpu)?, timing_event(gpu)?);
@@ -691,7 +691,7 @@ pub fn spin_up(gpu: &Gpu, shape: &ShapeParams, ms: f64) -> Result<(), GpuError> 
     check_shape(shape)?;
     let kernel = gpu.kernels.attention(shape)?;
     let inputs = random_inputs(gpu, shape, 1)?;
-    let mut out = super::parity::poisoned_output(gpu, shape)?;
+    let mut out = super::buffers::poisoned_output(gpu, shape)?;
     let start = Instant::now();
     while start.elapsed().as_secs_f64() * 1000.0 < ms {
         for _ in 0..8 {

@@ -1,14 +1,20 @@
 //! The GPU side (cudarc): NVRTC compilation with a cache, parity against the reference
 //! kernel, timing, and the NVML fingerprint. All `unsafe` is in [`raw`].
 
+pub mod buffers;
 pub mod compile;
+pub mod cubin;
 pub mod device;
+pub mod diagnostics;
 pub mod env;
 pub mod error;
 pub mod integrity;
+pub mod lexcheck;
 pub mod measure;
 pub mod parity;
 mod raw;
+pub mod sandbox;
+mod secret;
 pub mod watchdog;
 
 pub use compile::{Arch, KernelSource};

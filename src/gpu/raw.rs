@@ -428,3 +428,106 @@ pub fn read_launch_constant(
     let host = stream.clone_dtoh(&view)?;
     Ok([host[0], host[1], host[2]])
 }
+
+// ---- The sandboxed NVRTC process (`gpu::sandbox`): process-level calls of the child. ----
+
+/// A resource limit the NVRTC child sets on itself before it reads any source.
+#[derive(Clone, Copy, Debug)]
+pub enum Limit {
+    /// Bytes of address space.
+    AddressSpace,
+    /// Seconds of CPU time (SIGXCPU at the value, SIGKILL one second later).
+    CpuSeconds,
+    /// Bytes of a core file.
+    Core,
+    /// Open file descriptors.
+    Files,
+}
+
+/// Sets `limit` to `value` for this process and its threads (soft and hard; the hard limit of
+/// CPU time one second higher, so that the soft signal comes first).
+pub fn set_limit(limit: Limit, value: u64) -> std::io::Result<()> {
+    let hard = match limit {
+        Limit::CpuSeconds => value.saturating_add(1),
+        _ => value,
+    };
+    let rl = libc::rlimit {
+        rlim_cur: value as libc::rlim_t,
+        rlim_max: hard as libc::rlim_t,
+    };
+    // SAFETY: setrlimit reads one rlimit struct from a live local; a resource limit lowers
+    // what this process may do and affects no memory of it.
+    let rc = unsafe {
+        match limit {
+            Limit::AddressSpace => libc::setrlimit(libc::RLIMIT_AS, &rl),
+            Limit::CpuSeconds => libc::setrlimit(libc::RLIMIT_CPU, &rl),
+            Limit::Core => libc::setrlimit(libc::RLIMIT_CORE, &rl),
+            Limit::Files => libc::setrlimit(libc::RLIMIT_NOFILE, &rl),
+        }
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Closes every file descriptor above stderr that this process inherited: the child must hold
+/// nothing of its parent's (a descriptor opened without close-on-exec by a library there).
+/// Best effort: a kernel without close_range(2) (before 5.9) leaves them.
+pub fn close_inherited_descriptors() {
+    // SAFETY: close_range closes descriptors 3.. of this process; it runs first thing in the
+    // child, before anything in this process opened a descriptor it still uses (std opens none
+    // at start-up).
+    let _ = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
+}
+
+/// Takes this process's stdout for the child's answer and points descriptor 1 at stderr, so
+/// that nothing else written to stdout (by NVRTC or anything it loads) can corrupt the answer.
+pub fn take_stdout() -> std::io::Result<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: duplicates descriptor 1 to a new descriptor (>= 3, close-on-exec); touches no
+    // memory.
+    let fd = unsafe { libc::fcntl(1, libc::F_DUPFD_CLOEXEC, 3) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just created by fcntl and nothing else owns it.
+    let answer = unsafe { std::fs::File::from_raw_fd(fd) };
+    // SAFETY: makes descriptor 1 a copy of descriptor 2 (both open); touches no memory.
+    if unsafe { libc::dup2(2, 1) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(answer)
+}
+
+/// Loads the shared library at `path` and keeps it loaded for the life of the process, so
+/// that what it needs (its own dependencies) is mapped now, before the sandbox closes the
+/// file system.
+pub fn preload_library(path: &std::path::Path) -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    let cpath = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| format!("{} contains a NUL byte", path.display()))?;
+    // SAFETY: dlopen takes a NUL-terminated path; the library is NVRTC's own builtins
+    // library from the directory NVRTC itself was loaded from, whose initialisers are as
+    // trusted as NVRTC's. The handle is never closed, so nothing it maps is ever unmapped.
+    let handle = unsafe { libc::dlopen(cpath.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    if !handle.is_null() {
+        return Ok(());
+    }
+    // SAFETY: dlerror returns NULL or a NUL-terminated string owned by libc, copied at once.
+    let why = unsafe {
+        let e = libc::dlerror();
+        if e.is_null() {
+            "unknown error".to_owned()
+        } else {
+            CStr::from_ptr(e).to_string_lossy().into_owned()
+        }
+    };
+    Err(why)
+}
+
+/// Loads NVRTC for good (as compiling does), so that its directory shows in /proc/self/maps.
+pub fn load_nvrtc() -> bool {
+    nvrtc_present() && nvrtc_version().is_some()
+}

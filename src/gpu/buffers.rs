@@ -1,0 +1,94 @@
+//! Device buffers of one launch: the inputs (Q, K, V from a seed), poisoned outputs, and the
+//! launch of an attention kernel on them (the ABI of kernels/README.md).
+
+use cudarc::driver::{CudaSlice, CudaViewMut};
+
+use super::device::Gpu;
+use super::error::{DriverContext, GpuError};
+use super::raw::{self, AttentionArgs};
+use crate::config::ShapeParams;
+
+/// A quiet NaN with a payload no arithmetic produces: an element that still holds it was
+/// never written. Used where nothing is compared (tools, tests); parity and every timed
+/// launch use a pattern drawn at random each time instead (gpu::integrity::poison_pattern),
+/// so a kernel cannot tell a checked launch by looking for this one.
+pub const POISON: u32 = 0xFFC0_1DEA;
+
+/// Q, K, V of one shape on the device.
+pub(crate) struct Inputs {
+    pub q: CudaSlice<u16>,
+    pub k: CudaSlice<u16>,
+    pub v: CudaSlice<u16>,
+}
+
+/// Checks that the launch grid of `shape` fits the device's limits.
+pub(crate) fn check_shape(shape: &ShapeParams) -> Result<(), GpuError> {
+    if shape.batch as u64 * shape.heads as u64 > 65_535 {
+        return Err(GpuError::Invalid(format!(
+            "shape {shape}: batch × heads = {} exceeds the 65535 blocks a grid's y dimension holds",
+            shape.batch as u64 * shape.heads as u64
+        )));
+    }
+    Ok(())
+}
+
+/// Standard-normal Q, K, V from `seed` (one stream of values per tensor).
+pub(crate) fn random_inputs(gpu: &Gpu, shape: &ShapeParams, seed: u64) -> Result<Inputs, GpuError> {
+    let n = shape.elements();
+    let fill = gpu.kernels.fill_normal(shape.dtype);
+    let make = |salt: u64| -> Result<CudaSlice<u16>, GpuError> {
+        raw::alloc_normal(
+            &gpu.stream,
+            fill,
+            n,
+            seed.wrapping_mul(3).wrapping_add(salt),
+        )
+        .during(|| format!("allocating and filling inputs of {shape}"))
+    };
+    Ok(Inputs {
+        q: make(0)?,
+        k: make(1)?,
+        v: make(2)?,
+    })
+}
+
+/// An output buffer poisoned with [`POISON`].
+pub(crate) fn poisoned_output(gpu: &Gpu, shape: &ShapeParams) -> Result<CudaSlice<f32>, GpuError> {
+    poisoned_with(gpu, shape, POISON)
+}
+
+pub(crate) fn poisoned_with(
+    gpu: &Gpu,
+    shape: &ShapeParams,
+    poison: u32,
+) -> Result<CudaSlice<f32>, GpuError> {
+    raw::alloc_filled(&gpu.stream, &gpu.kernels.fill_u32, shape.elements(), poison)
+        .during(|| format!("allocating the output of {shape}"))
+}
+
+/// Queues one attention kernel on `inputs` into `out` (the launch contract of
+/// kernels/README.md), naming kernel and shape on failure.
+pub(crate) fn launch_on(
+    gpu: &Gpu,
+    kernel: &super::device::Kernel,
+    shape: &ShapeParams,
+    inputs: &Inputs,
+    out: CudaViewMut<'_, f32>,
+) -> Result<(), GpuError> {
+    raw::launch_attention(
+        &gpu.stream,
+        &kernel.func,
+        kernel.config(shape),
+        AttentionArgs {
+            q: &inputs.q,
+            k: &inputs.k,
+            v: &inputs.v,
+            out,
+            seq_len: shape.seq_len as i32,
+            head_dim: shape.head_dim as i32,
+            scale: shape.scale(),
+            causal: i32::from(shape.causal),
+        },
+    )
+    .during(|| format!("launching {} on shape {shape}", kernel.name))
+}
