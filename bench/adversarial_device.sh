@@ -8,6 +8,7 @@
 set -uo pipefail
 . "$(dirname "$0")/device_env.sh"
 "$bin" env 2>&1 | head -12
+"$bin" compile 2>&1 | tail -4
 for mode in "$@"; do case $mode in
 tests)
   echo "== GPU tests"

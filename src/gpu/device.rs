@@ -82,6 +82,8 @@ impl AttentionSet {
 pub struct Kernels {
     pub attention: AttentionSet,
     reference: HashMap<Dtype, Kernel>,
+    /// The reference for listed query rows only (`attention_ref_rows_*`).
+    reference_rows: HashMap<Dtype, Kernel>,
     fill_normal: HashMap<Dtype, CudaFunction>,
     pub fill_u32: CudaFunction,
     pub spin: CudaFunction,
@@ -103,6 +105,12 @@ impl Kernels {
         self.reference
             .get(&dtype)
             .ok_or_else(|| GpuError::Invalid(format!("no reference kernel for {dtype}")))
+    }
+
+    pub fn reference_rows(&self, dtype: Dtype) -> Result<&Kernel, GpuError> {
+        self.reference_rows
+            .get(&dtype)
+            .ok_or_else(|| GpuError::Invalid(format!("no reference-rows kernel for {dtype}")))
     }
 
     pub fn fill_normal(&self, dtype: Dtype) -> &CudaFunction {
@@ -315,10 +323,16 @@ impl Gpu {
         };
         let attention = load_attention(&ctx, &stream, &info, kernels_dir, defines)?;
         let mut reference = HashMap::new();
+        let mut reference_rows = HashMap::new();
         let mut fill_normal = HashMap::new();
         for dtype in [Dtype::Float16, Dtype::Bfloat16] {
             let name = format!("attention_ref_{}", dtype.short());
             reference.insert(
+                dtype,
+                load_kernel(&reference_mod, &stream, &info, &reference_src, &name)?,
+            );
+            let name = format!("attention_ref_rows_{}", dtype.short());
+            reference_rows.insert(
                 dtype,
                 load_kernel(&reference_mod, &stream, &info, &reference_src, &name)?,
             );
@@ -328,6 +342,7 @@ impl Gpu {
         let kernels = Kernels {
             attention,
             reference,
+            reference_rows,
             fill_normal,
             fill_u32: function(&util_mod, &util_src, "fill_u32")?,
             spin: function(&util_mod, &util_src, "spin_cycles")?,

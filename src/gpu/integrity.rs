@@ -63,37 +63,83 @@ fn hash_f32(gpu: &Gpu, buf: &CudaSlice<f32>, key: u64, what: &str) -> Result<u64
     Ok(gpu.read_back(&acc, || format!("hashing {what}"))?[0])
 }
 
+/// Which query rows a [`RefSet`]'s reference computes.
+#[derive(Clone, Copy, Debug)]
+pub enum Rows {
+    /// Every row: the whole output (parity).
+    All,
+    /// This many rows (at most seq_len) drawn at random, the last row always among them (the
+    /// tail tile): what every timed launch is compared on, besides every element being
+    /// written and finite. The kernel cannot know them, so it must get every row right.
+    Sample(usize),
+}
+
+/// Rows of the reference in the timed checks: enough that a kernel wrong on even a few
+/// percent of rows is caught in every round with near certainty, at 1/64 of a long shape's
+/// full reference.
+pub const SAMPLED_ROWS: usize = 64;
+
 /// The reference outputs for the input sets of one round, made from the reference's own
 /// copies of the inputs (dropped once used), with the hashes the sides' inputs and these
 /// outputs must still have after the round.
 pub struct RefSet {
-    /// One output per input set, back to back.
+    /// Per input set, back to back: [batch·heads, rows, head_dim] (with [`Rows::All`],
+    /// exactly the layout of the output).
     pub refs: CudaSlice<f32>,
     /// The seeds the input sets were filled from.
     pub seeds: Vec<u64>,
+    /// The query rows computed, ascending.
+    pub rows: Vec<i32>,
+    d_rows: CudaSlice<i32>,
+    /// Elements of one input set's reference.
+    per_set: usize,
     input_hash: u64,
     ref_hash: u64,
     key: u64,
 }
 
+/// `count` distinct rows of `0 .. seq_len`, ascending, the last one always included.
+fn sample_rows(seq_len: u32, count: usize, rng: &mut impl Rng) -> Vec<i32> {
+    let s = seq_len as usize;
+    if count >= s {
+        return (0..seq_len as i32).collect();
+    }
+    let mut picked = std::collections::BTreeSet::from([s - 1]);
+    while picked.len() < count.max(1) {
+        picked.insert(rng.random_range(0..s));
+    }
+    picked.into_iter().map(|r| r as i32).collect()
+}
+
 impl RefSet {
     /// Fills the reference's own inputs from each seed, hashes them, runs the reference
-    /// kernel on each, and hashes the outputs. Checks that the reference wrote every element
-    /// with a finite value.
+    /// kernel on each (for `rows`, drawn with `rng`), and hashes the outputs. Checks that the
+    /// reference wrote every element with a finite value.
     pub fn new(
         gpu: &Gpu,
         shape: &ShapeParams,
         seeds: Vec<u64>,
         key: RunKey,
+        rows: Rows,
+        rng: &mut impl Rng,
     ) -> Result<RefSet, GpuError> {
-        let n = shape.elements();
-        let total = n.checked_mul(seeds.len()).ok_or_else(|| {
+        let rows = match rows {
+            Rows::All => sample_rows(shape.seq_len, usize::MAX, rng),
+            Rows::Sample(k) => sample_rows(shape.seq_len, k, rng),
+        };
+        let heads = shape.batch * shape.heads;
+        let per_set = heads as usize * rows.len() * shape.head_dim as usize;
+        let total = per_set.checked_mul(seeds.len()).ok_or_else(|| {
             GpuError::Invalid(format!(
                 "shape {shape}: the reference outputs are too large"
             ))
         })?;
         let key = key.0 ^ 0x005e_ed0f_1e7e_5e75;
-        let reference = gpu.kernels.reference(shape.dtype)?;
+        let reference = gpu.kernels.reference_rows(shape.dtype)?;
+        let d_rows = gpu
+            .stream
+            .clone_htod(&rows)
+            .during(|| format!("uploading the reference rows of {shape}"))?;
         let mut refs = raw::alloc_filled(
             &gpu.stream,
             &gpu.kernels.fill_u32,
@@ -110,13 +156,25 @@ impl RefSet {
                 key ^ i as u64,
                 "the reference's inputs",
             )?);
-            super::buffers::launch_on(
-                gpu,
-                reference,
-                shape,
-                &inputs,
-                refs.slice_mut(i * n..(i + 1) * n),
-            )?;
+            raw::launch_reference_rows(
+                &gpu.stream,
+                &reference.func,
+                reference.threads,
+                raw::ReferenceRows {
+                    q: &inputs.q,
+                    k: &inputs.k,
+                    v: &inputs.v,
+                    out: refs.slice_mut(i * per_set..(i + 1) * per_set),
+                    seq_len: shape.seq_len as i32,
+                    head_dim: shape.head_dim as i32,
+                    scale: shape.scale(),
+                    causal: i32::from(shape.causal),
+                    rows: &d_rows,
+                    host_rows: &rows,
+                    heads,
+                },
+            )
+            .during(|| format!("launching {} on shape {shape}", reference.name))?;
             gpu.sync(None, || {
                 format!("the reference kernel {} on shape {shape}", reference.name)
             })?;
@@ -133,6 +191,9 @@ impl RefSet {
         Ok(RefSet {
             refs,
             seeds,
+            rows,
+            d_rows,
+            per_set,
             input_hash,
             ref_hash,
             key,
@@ -176,6 +237,8 @@ pub struct OutputSlots {
     d_gap_offsets: CudaSlice<u64>,
     d_gap_lens: CudaSlice<u64>,
     elements: usize,
+    seq_len: usize,
+    head_dim: usize,
     /// This round's poison pattern.
     poison: u32,
     /// CHECK_WORDS per slot per sample.
@@ -195,17 +258,18 @@ pub fn slot_budget_bytes(gpu: &Gpu) -> Result<u64, GpuError> {
 }
 
 impl OutputSlots {
-    /// Slots for `launches` launches of `shape` whose inputs rotate through `input_sets`
-    /// sets (launch i uses set i mod input_sets and is compared with that set's reference),
+    /// Slots for `launches` launches of `shape` whose inputs rotate through the input sets
+    /// of `refs` (launch i uses set i mod sets and is compared with that set's reference),
     /// checked over `samples` samples, placed by `rng`.
     pub fn new(
         gpu: &Gpu,
         shape: &ShapeParams,
         launches: u32,
-        input_sets: usize,
+        refs: &RefSet,
         samples: u32,
         rng: &mut ChaCha8Rng,
     ) -> Result<OutputSlots, GpuError> {
+        let input_sets = refs.seeds.len();
         let n = shape.elements() as u64;
         let launches = launches.max(1) as usize;
         // Slots in a random order, each after a random gap of 256 B to 64 KiB (a multiple of
@@ -237,7 +301,7 @@ impl OutputSlots {
             GpuError::Invalid(format!("shape {shape}: the output slots are too large"))
         })?;
         let ref_offsets: Vec<u64> = (0..launches)
-            .map(|i| (i % input_sets.max(1)) as u64 * n)
+            .map(|i| ((i % input_sets.max(1)) * refs.per_set) as u64)
             .collect();
         let upload = |v: &[u64]| {
             gpu.stream
@@ -245,8 +309,6 @@ impl OutputSlots {
                 .during(|| format!("uploading the output slot table of {shape}"))
         };
         let poison = poison_pattern(rng);
-        // SAFETY of the contents: the region is poisoned before every sample (`poison`) and
-        // before the first launch; alloc_filled writes every element now as well.
         let region = raw::alloc_filled(&gpu.stream, &gpu.kernels.fill_u32, total, poison)
             .during(|| format!("allocating {launches} output slots of {shape}"))?;
         let gap_offsets: Vec<u64> = gaps.iter().map(|g| g.0).collect();
@@ -256,6 +318,8 @@ impl OutputSlots {
             d_ref_offsets: upload(&ref_offsets)?,
             d_gap_offsets: upload(&gap_offsets)?,
             d_gap_lens: upload(&gap_lens)?,
+            seq_len: shape.seq_len as usize,
+            head_dim: shape.head_dim as usize,
             results: raw::alloc_zeros::<u64>(
                 &gpu.stream,
                 launches * samples.max(1) as usize * CHECK_WORDS,
@@ -314,9 +378,13 @@ impl OutputSlots {
             slot_offsets: &self.d_slot_offsets,
             ref_offsets: &self.d_ref_offsets,
             refs: &refs.refs,
+            rows: &refs.d_rows,
+            seq_len: self.seq_len,
+            head_dim: self.head_dim,
             elements: self.elements,
             host_slot_offsets: &self.slot_offsets,
             host_ref_offsets: &self.ref_offsets,
+            host_rows: &refs.rows,
         };
         raw::launch_check_outputs(
             &gpu.stream,
@@ -451,6 +519,19 @@ mod tests {
         }
         // Different every time: a kernel cannot test for one fixed pattern.
         assert!(seen.len() > 9_900);
+    }
+
+    #[test]
+    fn sampled_rows_are_distinct_sorted_and_hold_the_last_row() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let rows = sample_rows(4096, 64, &mut rng);
+        assert_eq!(rows.len(), 64);
+        assert!(rows.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(*rows.last().unwrap(), 4095);
+        assert_eq!(sample_rows(37, 64, &mut rng), (0..37).collect::<Vec<_>>());
+        assert_eq!(sample_rows(1, 64, &mut rng), vec![0]);
+        // A new draw each time: the kernel cannot learn them.
+        assert_ne!(sample_rows(4096, 64, &mut rng), rows);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use rand_chacha::ChaCha8Rng;
 use super::buffers::{Inputs, check_shape, launch_on, random_inputs};
 use super::device::{Gpu, Kernel};
 use super::error::{DriverContext, GpuError};
-use super::integrity::{OutputSlots, RefSet, slot_budget_bytes};
+use super::integrity::{OutputSlots, RefSet, Rows, SAMPLED_ROWS, slot_budget_bytes};
 use super::raw;
 use crate::config::{CacheMode, MeasureSettings, ShapeParams, Tolerance};
 use crate::results::{PairOrder, Parity};
@@ -171,6 +171,11 @@ pub fn extend(
             b.shape,
             round_seeds(b.gpu, seed, round, sets),
             b.gpu.run_key,
+            Rows::Sample(SAMPLED_ROWS),
+            &mut b
+                .gpu
+                .run_key
+                .rng(seed ^ round.rotate_left(29) ^ 0x0005_a3b1_e5d0),
         )?;
         let mut prepared = prepare_round(b, side, &refs, seed)?;
         side.m.sm_clock_mhz.extend(b.gpu.monitor.sm_clock_mhz());
@@ -247,6 +252,11 @@ pub fn measure_pairs(
             b.shape,
             round_seeds(b.gpu, seed, round, sets),
             b.gpu.run_key,
+            Rows::Sample(SAMPLED_ROWS),
+            &mut b
+                .gpu
+                .run_key
+                .rng(seed ^ round.rotate_left(29) ^ 0x0005_a3b1_e5d0),
         )?;
         let mut prepared: [Option<PreparedRound>; 2] = [None, None];
         for i in sequence {
@@ -446,7 +456,7 @@ fn prepare_round(
         gpu,
         shape,
         launches,
-        n_sets,
+        refs,
         settings.samples_per_round,
         &mut rng,
     )?;

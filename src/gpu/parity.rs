@@ -49,7 +49,14 @@ pub fn check_parity(
         format!("kernel {} of the {side} on shape {shape}", kernel.name)
     })?;
     // Only now, after the kernel finished: the reference's inputs and output.
-    let refs = super::integrity::RefSet::new(gpu, shape, vec![seed], gpu.run_key)?;
+    let refs = super::integrity::RefSet::new(
+        gpu,
+        shape,
+        vec![seed],
+        gpu.run_key,
+        super::integrity::Rows::All,
+        &mut rng,
+    )?;
     if !refs.inputs_unchanged(gpu, std::slice::from_ref(&inputs))? {
         return Err(GpuError::Integrity(format!(
             "the {side} kernel {} changed its inputs (q, k or v) on shape {shape}",

@@ -291,14 +291,20 @@ pub struct SlotTable<'a> {
     pub region: &'a CudaSlice<f32>,
     /// Element offset of each slot in `region` (device copy).
     pub slot_offsets: &'a CudaSlice<u64>,
-    /// Element offset of each slot's reference output in `refs` (device copy).
+    /// Element offset of each slot's reference rows in `refs` (device copy).
     pub ref_offsets: &'a CudaSlice<u64>,
+    /// Reference rows, compact: [batch·heads, rows, head_dim] per input set.
     pub refs: &'a CudaSlice<f32>,
-    /// Elements of one output.
+    /// The query rows the reference computed (device copy).
+    pub rows: &'a CudaSlice<i32>,
+    pub seq_len: usize,
+    pub head_dim: usize,
+    /// Elements of one output: batch·heads·seq_len·head_dim.
     pub elements: usize,
     /// The host copies, checked against the buffers' lengths before any launch.
     pub host_slot_offsets: &'a [u64],
     pub host_ref_offsets: &'a [u64],
+    pub host_rows: &'a [i32],
 }
 
 /// Checks every slot of `t` against its reference (`check_outputs`), accumulating into
@@ -312,19 +318,36 @@ pub fn launch_check_outputs(
 ) -> Result<(), DriverError> {
     let slots = t.host_slot_offsets.len();
     let n = t.elements as u64;
-    let fits = |offsets: &[u64], len: usize| {
+    let nrows = t.host_rows.len();
+    let row_len = t.seq_len.checked_mul(t.head_dim).ok_or_else(invalid)?;
+    if row_len == 0 || t.elements % row_len != 0 {
+        return Err(invalid());
+    }
+    // Reference elements per slot: batch·heads · rows · head_dim.
+    let m = (t.elements / row_len * nrows * t.head_dim) as u64;
+    let fits = |offsets: &[u64], per: u64, len: usize| {
         offsets
             .iter()
-            .all(|&o| o.checked_add(n).is_some_and(|end| end <= len as u64))
+            .all(|&o| o.checked_add(per).is_some_and(|end| end <= len as u64))
+    };
+    let (Ok(nrows_i32), Ok(seq_len), Ok(head_dim)) = (
+        i32::try_from(nrows),
+        i32::try_from(t.seq_len),
+        i32::try_from(t.head_dim),
+    ) else {
+        return Err(invalid());
     };
     if slots == 0
         || slots > 65_535
+        || nrows == 0
+        || t.rows.len() != nrows
+        || !t.host_rows.iter().all(|&r| r >= 0 && r < seq_len)
         || t.host_ref_offsets.len() != slots
         || t.slot_offsets.len() != slots
         || t.ref_offsets.len() != slots
         || results.len() < slots * 5
-        || !fits(t.host_slot_offsets, t.region.len())
-        || !fits(t.host_ref_offsets, t.refs.len())
+        || !fits(t.host_slot_offsets, n, t.region.len())
+        || !fits(t.host_ref_offsets, m, t.refs.len())
     {
         return Err(invalid());
     }
@@ -336,14 +359,95 @@ pub fn launch_check_outputs(
         .arg(t.slot_offsets)
         .arg(t.ref_offsets)
         .arg(t.refs)
+        .arg(t.rows)
+        .arg(&nrows_i32)
+        .arg(&seq_len)
+        .arg(&head_dim)
         .arg(&n)
         .arg(&poison)
         .arg(results);
     // SAFETY: check_outputs(const float*, const u64* slot_offsets, const u64* ref_offsets,
-    // const float* refs, u64 n, unsigned poison, CgCheck* results): block row y reads
-    // region[slot_offsets[y] ..+ n) and refs[ref_offsets[y] ..+ n), both in bounds (checked
-    // above against the host copies, which the caller uploaded as the device copies), and
+    // const float* refs, const int* rows, int nrows, int seq_len, int head_dim, u64 n,
+    // unsigned poison, CgCheck* results): block row y reads region[slot_offsets[y] ..+ n),
+    // within it only rows < seq_len (every rows[i] is checked to be one) of each of the
+    // n / (seq_len·head_dim) heads, and refs[ref_offsets[y] ..+ m); all in bounds (checked
+    // above against the host copies, which the caller uploaded as the device copies); it
     // adds to the 5 words (40 bytes, CgCheck's layout) of results[y]; grid.y = slots.
+    unsafe { b.launch(cfg) }.map(|_| ())
+}
+
+/// The arguments of a reference-rows launch (`attention_ref_rows_*`).
+pub struct ReferenceRows<'a> {
+    pub q: &'a CudaSlice<u16>,
+    pub k: &'a CudaSlice<u16>,
+    pub v: &'a CudaSlice<u16>,
+    /// [batch·heads, rows, head_dim] elements.
+    pub out: CudaViewMut<'a, f32>,
+    pub seq_len: i32,
+    pub head_dim: i32,
+    pub scale: f32,
+    pub causal: i32,
+    pub rows: &'a CudaSlice<i32>,
+    /// The host copy of `rows`, checked before the launch.
+    pub host_rows: &'a [i32],
+    /// batch · heads.
+    pub heads: u32,
+}
+
+/// Launches the reference for the listed query rows only (kernels/reference.cu).
+pub fn launch_reference_rows(
+    stream: &CudaStream,
+    func: &CudaFunction,
+    threads: u32,
+    mut a: ReferenceRows<'_>,
+) -> Result<(), DriverError> {
+    let (Ok(seq_len), Ok(head_dim)) = (usize::try_from(a.seq_len), usize::try_from(a.head_dim))
+    else {
+        return Err(invalid());
+    };
+    let nrows = a.host_rows.len();
+    let heads = a.heads as usize;
+    let elements = heads
+        .checked_mul(seq_len)
+        .and_then(|n| n.checked_mul(head_dim))
+        .ok_or_else(invalid)?;
+    let Ok(nrows_i32) = i32::try_from(nrows) else {
+        return Err(invalid());
+    };
+    if nrows == 0
+        || nrows > 65_535 * 32_768
+        || a.heads == 0
+        || a.heads > 65_535
+        || a.rows.len() != nrows
+        || !a.host_rows.iter().all(|&r| r >= 0 && r < a.seq_len)
+        || a.q.len() != elements
+        || a.k.len() != elements
+        || a.v.len() != elements
+        || a.out.len() != heads * nrows * head_dim
+    {
+        return Err(invalid());
+    }
+    let cfg = LaunchConfig {
+        grid_dim: (nrows as u32, a.heads, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut b = stream.launch_builder(func);
+    b.arg(a.q)
+        .arg(a.k)
+        .arg(a.v)
+        .arg(&mut a.out)
+        .arg(&a.seq_len)
+        .arg(&a.head_dim)
+        .arg(&a.scale)
+        .arg(&a.causal)
+        .arg(a.rows)
+        .arg(&nrows_i32);
+    // SAFETY: attention_ref_rows_*(const u16* q, k, v, float* out, int seq_len, int head_dim,
+    // float scale, int causal, const int* rows, int nrows): block (x, y) reads rows < seq_len
+    // of slice y of q, k, v (each holds heads·seq_len·head_dim elements, checked) and writes
+    // out[(y·nrows + x)·head_dim ..+ head_dim) (out holds heads·nrows·head_dim, checked);
+    // rows[x] is checked to be < seq_len and x < nrows = rows.len().
     unsafe { b.launch(cfg) }.map(|_| ())
 }
 
