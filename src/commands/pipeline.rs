@@ -1041,3 +1041,96 @@ mod tests {
         assert!(w[1].contains("CUDA 12.8, this run uses 13.0"), "{w:?}");
     }
 }
+
+#[cfg(test)]
+mod integrity_tests {
+    use super::*;
+    use crate::config::Dtype;
+
+    fn measured(params: ShapeParams, samples: Vec<Vec<f64>>) -> ShapeResult {
+        let mut r = ShapeResult::new(params);
+        r.summary = Sample::new(samples.iter().flatten().copied().collect())
+            .ok()
+            .map(|s| s.summary());
+        r.samples_us = samples;
+        r
+    }
+
+    #[test]
+    fn a_time_no_gpu_can_reach_is_an_error_not_an_improvement() {
+        // b2h16s4096d128: 275 GFLOP. The shipped gate read 2.3 µs for it (120 PFLOP/s).
+        let p = ShapeParams::new(2, 16, 4096, 128, false, Dtype::Float16);
+        let peak = 2600.0; // TFLOP/s, an H200-like bound
+        let fake = measured(p, vec![vec![2.3, 2.4], vec![2.3, 2.5]]);
+        let why = speed_limit(&fake, Some(577.0), peak, 3.0).expect("refused");
+        assert!(why.contains("peak dense tensor throughput"), "{why}");
+        // A real time of the shipped kernel passes, against the same base.
+        let real = measured(p, vec![vec![495.0, 497.0], vec![496.0, 498.0]]);
+        assert_eq!(speed_limit(&real, Some(497.0), peak, 3.0), None);
+    }
+
+    #[test]
+    fn more_than_max_speedup_faster_than_the_reference_is_an_error() {
+        let p = ShapeParams::new(1, 8, 512, 64, false, Dtype::Float16);
+        let r = measured(p, vec![vec![2.0, 2.1], vec![2.0, 2.1]]);
+        let why = speed_limit(&r, Some(6.5), 1e9, 3.0).expect("refused");
+        assert!(
+            why.contains("3.2× faster") && why.contains("gate.max_speedup"),
+            "{why}"
+        );
+        // Just under the limit passes; a raised limit lets a real rewrite through.
+        assert_eq!(speed_limit(&r, Some(6.0), 1e9, 3.0), None);
+        assert_eq!(speed_limit(&r, Some(6.5), 1e9, 4.0), None);
+        // Without a reference only the peak applies.
+        assert_eq!(speed_limit(&r, None, 1e9, 3.0), None);
+        // A time that is not positive is never a measurement.
+        let zero = measured(p, vec![vec![0.0, 2.0], vec![2.0, 2.1]]);
+        assert!(speed_limit(&zero, None, 1e9, 3.0).is_some());
+    }
+
+    #[test]
+    fn random_shapes_cover_every_kind_with_unlisted_seq_lens() {
+        let shapes = [
+            ShapeParams::new(4, 16, 512, 64, false, Dtype::Float16),
+            ShapeParams::new(4, 16, 2048, 64, true, Dtype::Float16),
+            ShapeParams::new(2, 16, 4096, 128, true, Dtype::Bfloat16),
+        ];
+        let a = probe_shapes(&shapes, 1);
+        assert_eq!(a.len(), 6, "two per kind: {a:?}");
+        for kind in &shapes {
+            let of_kind: Vec<_> = a
+                .iter()
+                .filter(|p| {
+                    (p.dtype, p.head_dim, p.causal) == (kind.dtype, kind.head_dim, kind.causal)
+                })
+                .collect();
+            assert_eq!(of_kind.len(), 2);
+            assert!(of_kind.iter().any(|p| p.seq_len % 2 == 1), "{of_kind:?}");
+            assert!(of_kind.iter().all(|p| p.seq_len <= kind.seq_len + 64));
+        }
+        assert!(
+            a.iter()
+                .all(|p| shapes.iter().all(|s| s.seq_len != p.seq_len))
+        );
+        // A different run key draws different shapes.
+        assert_ne!(a, probe_shapes(&shapes, 2));
+    }
+
+    #[test]
+    fn a_failed_random_shape_fails_every_shape_of_its_kind_only() {
+        let kind = ShapeParams::new(1, 1, 77, 64, true, Dtype::Float16);
+        let bad = ProbeResult {
+            name: kind.name(),
+            params: kind,
+            seed: 9,
+            parity: None,
+            base_parity: None,
+            error: Some("the candidate kernel attention_fwd_f16_d64 changed its inputs".into()),
+        };
+        let same = ShapeParams::new(4, 16, 2048, 64, true, Dtype::Float16);
+        let other = ShapeParams::new(4, 16, 2048, 64, false, Dtype::Float16);
+        let why = probe_failure(std::slice::from_ref(&bad), &same).expect("fails");
+        assert!(why.contains("b1h1s77d64_causal_f16") && why.contains("changed its inputs"));
+        assert_eq!(probe_failure(&[bad], &other), None);
+    }
+}
