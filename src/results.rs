@@ -350,6 +350,45 @@ pub struct ResultsFile {
     /// Parity on random shapes the kernel could not predict (drawn from the run's secret).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub probes: Vec<ProbeResult>,
+    /// Where the run's time went (measuring runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<RunTiming>,
+}
+
+/// Wall-clock seconds of a measuring run, by phase.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunTiming {
+    /// Opening the GPU, compiling and loading both kernel sets, the clocks' spin-up.
+    pub setup_s: f64,
+    /// Parity of the candidate (and base) on the random shapes.
+    pub probes_s: f64,
+    /// Parity of both sides on the configured shapes.
+    pub parity_s: f64,
+    /// Measuring the kernels (both stages, every check of the timed launches included).
+    pub measure_s: f64,
+    /// Measuring the config's peers (PyTorch), interleaved with the kernels' rounds.
+    pub peers_s: f64,
+    /// Tracing drifts with the baseline commit's kernels.
+    pub drift_s: f64,
+    /// The whole pipeline, from opening the GPU to the verdict.
+    pub total_s: f64,
+}
+
+impl RunTiming {
+    /// Every figure a finite, non-negative number of seconds.
+    pub fn is_valid(&self) -> bool {
+        [
+            self.setup_s,
+            self.probes_s,
+            self.parity_s,
+            self.measure_s,
+            self.peers_s,
+            self.drift_s,
+            self.total_s,
+        ]
+        .iter()
+        .all(|v| v.is_finite() && *v >= 0.0)
+    }
 }
 
 /// Parity of both sides on one random shape.

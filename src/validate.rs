@@ -457,6 +457,11 @@ impl Untrusted for ResultsFile {
         if let Some(e) = &self.error {
             c.text("error", e, MAX_ERROR_LEN)?;
         }
+        if let Some(t) = &self.timing
+            && !t.is_valid()
+        {
+            return Err(c.fail("timing", "every figure must be a finite, non-negative time"));
+        }
         c.count("probes", self.probes.len(), MAX_SHAPES, "random shapes")?;
         for (i, p) in self.probes.iter().enumerate() {
             let key = format!("probes[{i}]");

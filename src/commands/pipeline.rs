@@ -96,6 +96,8 @@ struct ShapeRun<'k> {
     peers: Vec<crate::peers::PeerResult>,
     /// Calls per sample of each peer (set by its first round, then kept).
     peer_launches: Vec<u32>,
+    /// Seconds spent measuring the peers.
+    peer_s: f64,
 }
 
 impl<'k> ShapeRun<'k> {
@@ -124,6 +126,7 @@ impl<'k> ShapeRun<'k> {
             self.one(gpu, params, config, &mut held)?;
             if !self.peers.is_empty() {
                 let round = self.cand().rounds.len() as u64;
+                let t = std::time::Instant::now();
                 peers.round(
                     &mut self.peers,
                     &mut self.peer_launches,
@@ -133,6 +136,7 @@ impl<'k> ShapeRun<'k> {
                     self.seed.wrapping_add(round.wrapping_mul(0x9e37_79b9)),
                     notes,
                 );
+                self.peer_s += t.elapsed().as_secs_f64();
             }
         }
         Ok(())
@@ -191,7 +195,12 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
     // checks the candidate, never the candidate's own reference.
     let harness = plan.base.as_ref().map_or(&plan.kernels, |b| &b.dir);
     let defines = &plan.config.compile.defines;
-    let mut gpu = Gpu::open_with(harness, defines)?;
+    let started = std::time::Instant::now();
+    let others: Vec<&std::path::Path> = match &plan.base {
+        Some(_) => vec![plan.kernels.as_path()],
+        None => Vec::new(),
+    };
+    let mut gpu = Gpu::open_compiling(harness, defines, &others)?;
     gpu.max_wait = std::time::Duration::from_secs_f64(plan.config.measure.max_wait_s);
     let gpu = gpu;
     let cand_own: Option<AttentionSet> = match &plan.base {
@@ -240,23 +249,23 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
     if let Some(first) = plan.shapes.first() {
         spin_up(&gpu, first, SPIN_UP_MS)?;
     }
+    let mut timing = crate::results::RunTiming {
+        setup_s: started.elapsed().as_secs_f64(),
+        ..Default::default()
+    };
     if !plan.peers && !config.peers.is_empty() {
         notes.push("peers left out (--no-peers): no \"Against PyTorch\" table".into());
     }
     // Parity on random shapes the kernel cannot predict, before anything is timed: a
     // candidate that is right only on the configured shapes fails every shape of that kind.
+    let t = std::time::Instant::now();
     let probes = if plan.parity {
-        run_probes(
-            &gpu,
-            config,
-            &plan.shapes,
-            cand_set,
-            base_set.filter(|_| ab_on),
-            &mut warnings,
-        )
+        run_probes(&gpu, config, &plan.shapes, cand_set)
     } else {
         Vec::new()
     };
+    timing.probes_s = t.elapsed().as_secs_f64();
+    let measuring = std::time::Instant::now();
     let peak_tflops = gpu.peak_dense_tflops();
     let mut peer_session =
         PeerSession::start(if plan.peers { &config.peers } else { &[] }, &mut notes);
@@ -281,6 +290,7 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
                 _ => None,
             };
             if plan.parity {
+                let t = std::time::Instant::now();
                 let tol = config.parity.tolerance(params.dtype);
                 let p = check_parity(&gpu, cand_kernel, "candidate", params, tol, seed)?;
                 result.parity = Some(p);
@@ -296,6 +306,7 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
                         )));
                     }
                 }
+                timing.parity_s += t.elapsed().as_secs_f64();
             }
             let injection = match (plan.inject, calibration) {
                 (Some(fraction), Some(calibration)) => {
@@ -333,6 +344,7 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
                 coin: ChaCha8Rng::seed_from_u64(shape_rng_seed),
                 seed,
                 peer_launches: vec![0; peer_session.peer_count()],
+                peer_s: 0.0,
                 peers: peer_session.results(),
             };
             run.more(
@@ -406,6 +418,10 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
         }
     }
     let mut passed = evaluate(&mut shapes, stored_of, gate, plan.policy)?;
+    timing.peers_s = runs.iter().flatten().map(|r| r.peer_s).sum();
+    timing.measure_s =
+        (measuring.elapsed().as_secs_f64() - timing.parity_s - timing.peers_s).max(0.0);
+    let tracing = std::time::Instant::now();
 
     // A drift, traced with the baseline commit's kernels measured alongside the candidate.
     let drifting: Vec<usize> = (0..shapes.len())
@@ -448,6 +464,8 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
         }
     }
     bar.finish_and_clear();
+    timing.drift_s = tracing.elapsed().as_secs_f64();
+    timing.total_s = started.elapsed().as_secs_f64();
 
     // The peers' stored p50s, so the report can say whether the gap moved.
     if let Some(b) = stored.as_ref() {
@@ -482,6 +500,7 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
             runtime: Some(runtime),
         }),
         probes,
+        timing: Some(timing),
     })
 }
 
@@ -596,16 +615,14 @@ fn probe_shapes(shapes: &[ShapeParams], key: u64) -> Vec<ShapeParams> {
     out
 }
 
-/// Parity of both sides on the random shapes (gpu::parity::check_parity). A base that
-/// fails one is a warning (the configured shapes still check it); the candidate's results
-/// decide [`probe_failure`].
+/// Parity of the candidate on the random shapes (gpu::parity::check_parity). The base is
+/// the kernel already merged: it is checked on the configured shapes, where the A/B needs it
+/// right, and not here (half the cost).
 fn run_probes(
     gpu: &Gpu,
     config: &Config,
     shapes: &[ShapeParams],
     cand: &AttentionSet,
-    base: Option<&AttentionSet>,
-    warnings: &mut Vec<String>,
 ) -> Vec<ProbeResult> {
     let key = gpu.run_key.0;
     probe_shapes(shapes, key)
@@ -622,30 +639,12 @@ fn run_probes(
                 base_parity: None,
                 error: None,
             };
-            let cand_kernel = cand.get(&params);
-            match cand_kernel.and_then(|k| check_parity(gpu, k, "candidate", &params, tol, seed)) {
+            match cand
+                .get(&params)
+                .and_then(|k| check_parity(gpu, k, "candidate", &params, tol, seed))
+            {
                 Ok(p) => probe.parity = Some(p),
                 Err(e) => probe.error = Some(e.to_string()),
-            }
-            if let Some(b) = base {
-                match b
-                    .get(&params)
-                    .and_then(|k| check_parity(gpu, k, "base", &params, tol, seed))
-                {
-                    Ok(p) => {
-                        if !p.passed() {
-                            warnings.push(format!(
-                                "the base kernels fail parity on the random shape {} (rel L2 {:.2e}, max abs {:.2e}, {} unwritten): it is checked on the configured shapes only",
-                                probe.name, p.rel_l2, p.max_abs, p.unwritten
-                            ));
-                        }
-                        probe.base_parity = Some(p);
-                    }
-                    Err(e) => warnings.push(format!(
-                        "the base kernels could not be checked on the random shape {}: {e}",
-                        probe.name
-                    )),
-                }
             }
             probe
         })
@@ -779,6 +778,7 @@ fn trace_drift(
         seed: config.parity.seed ^ 0xd41f7,
         peers: Vec::new(),
         peer_launches: Vec::new(),
+        peer_s: 0.0,
     };
     let mut no_peers = PeerSession::start(&[], &mut Vec::new());
     run.more(
@@ -1009,6 +1009,7 @@ pub fn failed_run(config: Option<&Config>, error: &anyhow::Error) -> ResultsFile
         shard: None,
         peers: None,
         probes: Vec::new(),
+        timing: None,
     }
 }
 

@@ -309,10 +309,38 @@ impl Gpu {
     /// [`Gpu::open`], with the attention kernels compiled with `defines` (the config's
     /// `compile.defines`; the harness never gets them).
     pub fn open_with(kernels_dir: &Path, defines: &[String]) -> Result<Gpu, GpuError> {
+        Gpu::open_compiling(kernels_dir, defines, &[])
+    }
+
+    /// [`Gpu::open_with`], compiling in parallel first, besides this directory's three
+    /// sources, the `attention.cu` of each of `others` (the other side of an A/B run): each
+    /// compile is a process of its own (gpu::sandbox), so four take the time of the longest.
+    /// A source that fails here fails again, with its error, where it is loaded.
+    pub fn open_compiling(
+        kernels_dir: &Path,
+        defines: &[String],
+        others: &[&Path],
+    ) -> Result<Gpu, GpuError> {
         let (ctx, stream, info) = open_device()?;
         if !raw::nvrtc_present() {
             return Err(GpuError::NoNvrtc);
         }
+        let mut sources: Vec<KernelSource> = ["reference.cu", "util.cu"]
+            .iter()
+            .filter_map(|f| KernelSource::read(&kernels_dir.join(f)).ok())
+            .collect();
+        for dir in std::iter::once(&kernels_dir).chain(others) {
+            if let Ok(src) = KernelSource::read(&dir.join("attention.cu")) {
+                sources.push(src.with_defines(defines));
+            }
+        }
+        std::thread::scope(|scope| {
+            for src in &sources {
+                scope.spawn(move || {
+                    let _ = compile(src, info.arch);
+                });
+            }
+        });
         let reference_src = KernelSource::read(&kernels_dir.join("reference.cu"))?;
         let util_src = KernelSource::read(&kernels_dir.join("util.cu"))?;
         let reference_mod = load_module(&ctx, &info, &reference_src)?;

@@ -112,6 +112,7 @@ fn results(commit: Option<&str>, shapes: &[(ShapeParams, Option<f64>)]) -> Resul
         shard: None,
         peers: None,
         probes: Vec::new(),
+        timing: None,
     }
 }
 

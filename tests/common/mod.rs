@@ -130,6 +130,7 @@ pub fn results(gpu: &str, factors: &[f64], seed: u64) -> ResultsFile {
         shard: None,
         peers: None,
         probes: Vec::new(),
+        timing: None,
     }
 }
 
