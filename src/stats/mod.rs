@@ -34,7 +34,8 @@ pub use error::StatsError;
 pub use holm::holm;
 pub use mann_whitney::{Alternative, MannWhitney, PMethod, mann_whitney_u};
 pub use margin::{
-    MIN_PROCESS_SD, MarginTest, ProcessSpread, STAGE1_ALPHA_SHARE, paired_margin_test,
-    process_spread, round_medians, two_stage_p, unpaired_margin_test,
+    MIN_PROCESS_SD, MarginTest, ProcessSpread, STAGE1_ALPHA_SHARE, TRIM, Trimmed,
+    paired_margin_test, paired_margin_test_trimmed, process_spread, round_medians, trimmed,
+    two_stage_p, unpaired_margin_test, unpaired_margin_test_trimmed,
 };
 pub use sample::{Rounds, Sample, Summary};
