@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use ci_gate::stats::{
-    MarginTest, ProcessSpread, Rounds, paired_margin_test_trimmed, process_spread, round_medians,
-    unpaired_margin_test_trimmed,
+    MarginTest, ProcessSpread, Rounds, paired_margin_test_trimmed, process_spread_trimmed,
+    round_medians, unpaired_margin_test_trimmed,
 };
 use serde::Deserialize;
 
@@ -417,7 +417,7 @@ fn process_spread_matches_numpy() {
             continue;
         };
         let what = format!("{} process_spread {:?}", c.name, want.process_rounds);
-        let got = process_spread(&rounds(&c.base), &want.process_rounds)
+        let got = process_spread_trimmed(&rounds(&c.base), &want.process_rounds, 0.0)
             .unwrap_or_else(|| panic!("{what}: None"));
         assert_eq!(got.df, want.df, "{what} df");
         if want.floored {

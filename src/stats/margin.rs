@@ -332,34 +332,64 @@ impl ProcessSpread {
 /// estimate of zero is common even where the true spread is not.
 pub const MIN_PROCESS_SD: f64 = 0.001;
 
+/// The between-process spread with the gate's trimming ([`TRIM`]); see
+/// [`process_spread_trimmed`].
+pub fn process_spread(rounds: &Rounds, process_rounds: &[usize]) -> Option<ProcessSpread> {
+    process_spread_trimmed(rounds, process_rounds, TRIM)
+}
+
 /// Estimates the between-process spread of a baseline whose rounds came from several
 /// processes: `process_rounds[p]` consecutive rounds from process p (in order).
 ///
-/// Method (one-way random effects, method of moments, on log round medians): with process
-/// means `x̄_p`, the pooled within-process variance `s_w²` and `r̄` the harmonic mean of the
-/// rounds per process, `σ_P² = max(var(x̄_p) − s_w²/r̄, MIN_PROCESS_SD²)`, with `k − 1`
-/// degrees of freedom. `None` when there are fewer than 2 processes, the counts do not add
-/// up to the rounds, or a process has no round.
+/// Method (one-way random effects, method of moments, on log round medians), robust in the
+/// same way as the tests that use it: with `T_p` the γ-trimmed mean of process p's r_p
+/// rounds (g_p trimmed at each end, h_p kept), `s_w²` the pooled winsorized within-process
+/// variance (Σ_p of each process's sum of squared winsorized deviations over Σ_p (r_p − 1))
+/// and `c_p = (r_p − 1)/(h_p (h_p − 1))` (= 1/r_p where nothing is trimmed), so that
+/// `s_w²·c_p` is Yuen's variance of `T_p`:
+/// `σ_P² = max(var(T_p) − s_w²·mean(c_p), MIN_PROCESS_SD²)`, with `k − 1` degrees of
+/// freedom. γ = 0 is the classical estimate `var(x̄_p) − s_w²/r̄` (r̄ the harmonic mean of
+/// the r_p). A throttled round inflates the plain within-process variance, and subtracting
+/// it would understate σ_P; the winsorized one does not. `None` when there are fewer than 2
+/// processes, the counts do not add up to the rounds, a process has no round, or `trim` is
+/// not in `[0, 0.5)`.
 ///
 /// Cost: O(N log N) for N values in all.
-pub fn process_spread(rounds: &Rounds, process_rounds: &[usize]) -> Option<ProcessSpread> {
+pub fn process_spread_trimmed(
+    rounds: &Rounds,
+    process_rounds: &[usize],
+    trim: f64,
+) -> Option<ProcessSpread> {
     let k = process_rounds.len();
     if k < 2
+        || !(0.0..0.5).contains(&trim)
         || process_rounds.contains(&0)
         || process_rounds.iter().sum::<usize>() != rounds.round_count()
     {
         return None;
     }
     let logs = log_medians(rounds).ok()?;
-    let mut means = Vec::with_capacity(k);
+    let mut centres = Vec::with_capacity(k);
+    let mut factors = Vec::with_capacity(k);
     let mut within_ss = 0.0;
     let mut start = 0;
     for &r in process_rounds {
         let part = &logs[start..start + r];
-        let mu = mean(part);
-        within_ss += part.iter().map(|x| (x - mu).powi(2)).sum::<f64>();
-        means.push(mu);
         start += r;
+        match trimmed(part, trim) {
+            Some(t) if t.g > 0 => {
+                centres.push(t.mean);
+                within_ss += t.winsorized_var * (r - 1) as f64;
+                factors.push((r - 1) as f64 / (t.h as f64 * (t.h - 1) as f64));
+            }
+            // Nothing trimmed (or a process of one round): the mean and plain variance.
+            _ => {
+                let mu = mean(part);
+                centres.push(mu);
+                within_ss += part.iter().map(|x| (x - mu).powi(2)).sum::<f64>();
+                factors.push(1.0 / r as f64);
+            }
+        }
     }
     let n = rounds.round_count();
     let within_var = if n > k {
@@ -367,8 +397,7 @@ pub fn process_spread(rounds: &Rounds, process_rounds: &[usize]) -> Option<Proce
     } else {
         0.0
     };
-    let harmonic = k as f64 / process_rounds.iter().map(|&r| 1.0 / r as f64).sum::<f64>();
-    let between = stdev(&means, mean(&means)).powi(2) - within_var / harmonic;
+    let between = stdev(&centres, mean(&centres)).powi(2) - within_var * mean(&factors);
     Some(ProcessSpread {
         sd: between.max(MIN_PROCESS_SD * MIN_PROCESS_SD).sqrt(),
         df: (k - 1) as f64,
