@@ -159,33 +159,60 @@ struct Forced {
     cand_per_stage: bool,
 }
 
-/// One shape's A/B pairs, all `DESIGN.max` of them drawn up front (the second stage uses
-/// them only where the rule asks for it), so every rule sees the same data.
+/// One shape's A/B pairs, drawn as the design asks for them from the shape's own seeded
+/// stream, so that every rule sees the same data whichever pairs it asks for first.
 struct AbShape {
+    noise: Noise,
+    change: f64,
+    center: f64,
+    process: f64,
+    drift: f64,
+    /// Pairs whose base (resp. candidate) round is forced to be throttled.
+    base_bad: Option<usize>,
+    cand_bad: Option<(usize, usize)>,
     base: Vec<Vec<f64>>,
     cand: Vec<Vec<f64>>,
 }
 
 impl AbShape {
-    fn draw(noise: &mut Noise, change: f64, center: f64, forced: Forced) -> AbShape {
+    fn new(seed: u64, model: Model, change: f64, center: f64, forced: Forced) -> AbShape {
+        let mut noise = Noise::new(seed, model);
         let (s1, max) = (DESIGN.stage1 as usize, DESIGN.max as usize);
-        let process = noise.model.process_sd * noise.z();
-        let pick =
-            |noise: &mut Noise, lo: usize, hi: usize| lo + noise.rng.random_range(0..hi - lo);
-        let base_bad = forced.base_in_stage1.then(|| pick(noise, 0, s1));
-        let cand_bad = forced
-            .cand_per_stage
-            .then(|| (pick(noise, 0, s1), pick(noise, s1, max)));
-        let mut drift = 0.0;
-        let (mut base, mut cand) = (Vec::new(), Vec::new());
-        for i in 0..max {
-            drift += noise.model.drift_sd * noise.z();
-            let level = center.ln() + process + drift + noise.model.pair_sd * noise.z();
-            base.push(noise.round(level, base_bad == Some(i)));
-            let bad = cand_bad.is_some_and(|(a, b)| a == i || b == i);
-            cand.push(noise.round(level + change.ln_1p(), bad));
+        let process = model.process_sd * noise.z();
+        let base_bad = forced.base_in_stage1.then(|| noise.rng.random_range(0..s1));
+        let cand_bad = forced.cand_per_stage.then(|| {
+            (
+                noise.rng.random_range(0..s1),
+                noise.rng.random_range(s1..max),
+            )
+        });
+        AbShape {
+            noise,
+            change,
+            center,
+            process,
+            drift: 0.0,
+            base_bad,
+            cand_bad,
+            base: Vec::new(),
+            cand: Vec::new(),
         }
-        AbShape { base, cand }
+    }
+
+    /// Draws pairs until there are `n`.
+    fn ensure(&mut self, n: usize) -> &AbShape {
+        while self.base.len() < n {
+            let i = self.base.len();
+            let noise = &mut self.noise;
+            self.drift += noise.model.drift_sd * noise.z();
+            let level =
+                self.center.ln() + self.process + self.drift + noise.model.pair_sd * noise.z();
+            self.base.push(noise.round(level, self.base_bad == Some(i)));
+            let bad = self.cand_bad.is_some_and(|(a, b)| a == i || b == i);
+            self.cand
+                .push(noise.round(level + self.change.ln_1p(), bad));
+        }
+        self
     }
 }
 
@@ -205,52 +232,52 @@ fn shape_result(i: usize, design: StageDesign) -> ShapeResult {
     s
 }
 
-/// What one run of 13 shapes (shape 0 changed) gave under one rule.
-#[derive(Clone, Copy, Debug, Default)]
+/// What one run of 13 shapes gave under one rule: per shape, flagged as a regression, and
+/// whether it got the second stage.
+#[derive(Clone, Debug, Default)]
 struct Outcome {
-    /// The changed shape was flagged as a regression.
-    flagged: bool,
-    /// Unchanged shapes flagged as regressions.
-    false_alarms: usize,
-    /// The changed shape got the second stage.
-    second_look: bool,
-    /// "Detectable" of the changed shape as the report states it (shipped rule only).
-    detectable: f64,
+    flagged: Vec<bool>,
+    second_look: Vec<bool>,
+    /// "Detectable" of each shape as the report states it (shipped rule only).
+    detectable: Vec<f64>,
 }
 
 /// The gate as the pipeline runs it: `evaluate` on the first stage, more pairs where
 /// `needs_second_look` asks, `evaluate` again.
-fn shipped(shapes: &[AbShape], gate: &GateSettings) -> Outcome {
+fn shipped(shapes: &mut [AbShape], gate: &GateSettings) -> Outcome {
     let s1 = DESIGN.stage1 as usize;
-    let mut results: Vec<ShapeResult> = (0..shapes.len())
-        .map(|i| {
+    let mut results: Vec<ShapeResult> = shapes
+        .iter_mut()
+        .enumerate()
+        .map(|(i, s)| {
+            let s = s.ensure(s1);
             let mut r = shape_result(i, DESIGN);
-            r.samples_us = shapes[i].cand[..s1].to_vec();
-            r.base_samples_us = shapes[i].base[..s1].to_vec();
+            r.samples_us = s.cand[..s1].to_vec();
+            r.base_samples_us = s.base[..s1].to_vec();
             r
         })
         .collect();
     evaluate(&mut results, |_| None, gate, Policy::default()).unwrap();
-    let mut second = false;
+    let mut second = vec![false; shapes.len()];
     for (i, r) in results.iter_mut().enumerate() {
         if needs_second_look(r, gate) {
-            r.samples_us = shapes[i].cand.clone();
-            r.base_samples_us = shapes[i].base.clone();
-            second |= i == 0;
+            let s = shapes[i].ensure(DESIGN.max as usize);
+            r.samples_us = s.cand.clone();
+            r.base_samples_us = s.base.clone();
+            second[i] = true;
         }
     }
     evaluate(&mut results, |_| None, gate, Policy::default()).unwrap();
     Outcome {
-        flagged: results[0].verdict == Verdict::Regression,
-        false_alarms: results[1..]
+        flagged: results
             .iter()
-            .filter(|s| s.verdict == Verdict::Regression)
-            .count(),
+            .map(|s| s.verdict == Verdict::Regression)
+            .collect(),
         second_look: second,
-        detectable: results[0]
-            .ab
-            .as_ref()
-            .map_or(f64::NAN, |c| c.min_detectable),
+        detectable: results
+            .iter()
+            .map(|s| s.ab.as_ref().map_or(f64::NAN, |c| c.min_detectable))
+            .collect(),
     }
 }
 
@@ -319,7 +346,8 @@ struct Look {
     cliff: f64,
 }
 
-fn look(shape: &AbShape, n: usize, trim: f64, m: f64) -> Look {
+fn look(shape: &mut AbShape, n: usize, trim: f64, m: f64) -> Look {
+    let shape = shape.ensure(n);
     let base = Rounds::new(shape.base[..n].to_vec()).unwrap();
     let cand = Rounds::new(shape.cand[..n].to_vec()).unwrap();
     let test = paired_margin_test_trimmed(&base, &cand, m, trim).unwrap();
@@ -369,14 +397,14 @@ fn rule_verdicts(rule: Rule, looks: &[Vec<Look>], gate: &GateSettings) -> Vec<(b
 
 /// The run under `rule`: the first look for every shape, a second where neither bound
 /// settles it, the verdicts.
-fn replay(rule: Rule, shapes: &[AbShape], gate: &GateSettings) -> (Outcome, Vec<bool>) {
+fn replay(rule: Rule, shapes: &mut [AbShape], gate: &GateSettings) -> Outcome {
     let (m, s1, max) = (
         gate.max_p50_regression,
         DESIGN.stage1 as usize,
         DESIGN.max as usize,
     );
     let mut looks: Vec<Vec<Look>> = shapes
-        .iter()
+        .iter_mut()
         .map(|s| vec![look(s, s1, rule.trim, m)])
         .collect();
     let first = rule_verdicts(rule, &looks, gate);
@@ -385,117 +413,212 @@ fn replay(rule: Rule, shapes: &[AbShape], gate: &GateSettings) -> (Outcome, Vec<
         let (slow, fast) = first[i];
         let t = &l[0].test;
         if !slow && !fast && (t.upper_bound(a1) >= 1.0 + m || t.lower_bound(a1) <= 1.0 - m) {
-            l.push(look(&shapes[i], max, rule.trim, m));
+            l.push(look(&mut shapes[i], max, rule.trim, m));
         }
     }
     let verdicts = rule_verdicts(rule, &looks, gate);
-    let flags: Vec<bool> = verdicts.iter().map(|v| v.0).collect();
-    (
-        Outcome {
-            flagged: flags[0],
-            false_alarms: flags[1..].iter().filter(|f| **f).count(),
-            second_look: looks[0].len() == 2,
-            detectable: f64::NAN,
-        },
-        flags,
-    )
+    Outcome {
+        flagged: verdicts.iter().map(|v| v.0).collect(),
+        second_look: looks.iter().map(|l| l.len() == 2).collect(),
+        detectable: Vec::new(),
+    }
 }
 
-/// Rates over `runs` runs of 13 shapes, shape 0 changed by `change`.
+/// Counts over runs of 13 shapes: changed shapes flagged, unchanged shapes flagged.
 #[derive(Clone, Copy, Debug, Default)]
 struct Rates {
-    runs: usize,
+    changed: usize,
     flagged: usize,
+    unchanged: usize,
     false_alarms: usize,
     second_looks: usize,
 }
 
 impl Rates {
-    fn add(&mut self, o: Outcome) {
-        self.runs += 1;
-        self.flagged += usize::from(o.flagged);
-        self.false_alarms += o.false_alarms;
-        self.second_looks += usize::from(o.second_look);
+    /// Adds a run whose first `changed` shapes were changed.
+    fn add(&mut self, o: &Outcome, changed: usize) {
+        for (i, f) in o.flagged.iter().enumerate() {
+            if i < changed {
+                self.changed += 1;
+                self.flagged += usize::from(*f);
+                self.second_looks += usize::from(o.second_look[i]);
+            } else {
+                self.unchanged += 1;
+                self.false_alarms += usize::from(*f);
+            }
+        }
     }
     fn power(&self) -> f64 {
-        self.flagged as f64 / self.runs as f64
+        self.flagged as f64 / self.changed as f64
     }
 }
 
-fn draw_run(noise: &mut Noise, change: f64, forced: Forced) -> Vec<AbShape> {
+/// A run of 13 shapes, the first `changed` of them changed by `change` (with `forced` bad
+/// rounds), each with its own seed drawn from `master`.
+fn draw_run(
+    master: &mut ChaCha8Rng,
+    model: Model,
+    change: f64,
+    forced: Forced,
+    changed: usize,
+) -> Vec<AbShape> {
     (0..SHAPES)
         .map(|i| {
-            let (c, f) = if i == 0 {
+            let (c, f) = if i < changed {
                 (change, forced)
             } else {
                 (0.0, Forced::default())
             };
-            AbShape::draw(noise, c, 10.0 * (1.0 + i as f64), f)
+            AbShape::new(master.random(), model, c, 10.0 * (1.0 + i as f64), f)
         })
         .collect()
 }
 
+/// How many shapes of a run are changed: one, as issue 19 asks, with full counts; all 13 on
+/// the reduced path of CI, where the rule being per shape makes each shape's verdict depend
+/// on its own data only (`tests/cli_merge.rs` checks that a shape alone gets the numbers
+/// it gets among others), so 13 changed shapes are 13 independent comparisons.
+fn changed_per_run() -> usize {
+    if full() { 1 } else { SHAPES }
+}
+
 /// The shipped rule through `evaluate` over `runs` runs; also every reported "Detectable" of
-/// the changed shape.
+/// the changed shapes.
 fn shipped_rates(change: f64, forced: Forced, runs: usize, seed: u64) -> (Rates, Vec<f64>) {
     let gate = GateSettings::default();
-    let mut noise = Noise::new(seed, ISSUE);
+    let mut master = ChaCha8Rng::seed_from_u64(seed);
+    let changed = if change == 0.0 { 0 } else { changed_per_run() };
     let mut rates = Rates::default();
-    let mut detectable = Vec::with_capacity(runs);
+    let mut detectable = Vec::new();
     for _ in 0..runs {
-        let o = shipped(&draw_run(&mut noise, change, forced), &gate);
-        detectable.push(o.detectable);
-        rates.add(o);
+        let mut shapes = draw_run(&mut master, ISSUE, change, forced, changed);
+        let o = shipped(&mut shapes, &gate);
+        detectable.extend(o.detectable.iter().take(changed.max(1)).copied());
+        rates.add(&o, changed);
     }
     (rates, detectable)
 }
 
+/// Whether `k` of `n` is consistent, at the 1% level (one-sided, exact binomial), with a
+/// true rate of at most `p` (`at_most`) or at least `p`.
+fn consistent(k: usize, n: usize, p: f64, at_most: bool) -> bool {
+    use statrs::distribution::{Binomial, DiscreteCDF};
+    let law = Binomial::new(p, n as u64).unwrap();
+    let tail = if at_most {
+        // P(X ≥ k)
+        if k == 0 { 1.0 } else { law.sf(k as u64 - 1) }
+    } else {
+        law.cdf(k as u64)
+    };
+    tail >= 0.01
+}
+
+/// A fraction as a percentage: 0.0123 → "1.23%" (a ratio 1.0123 reads "+1.23%" through
+/// `pct(r - 1)`; rates and changes here are fractions).
 fn pct(x: f64) -> String {
     format!("{:.2}%", 100.0 * x)
 }
 
-#[test]
-fn the_shipped_rule_meets_the_requirements_of_issue_19() {
-    let runs = count(300, 4000);
-    let (aa, _) = shipped_rates(0.0, Forced::default(), runs, 1);
-    let (margin, _) = shipped_rates(0.02, Forced::default(), runs, 2);
-    let cand_bad = Forced {
-        cand_per_stage: true,
-        ..Forced::default()
+/// The rate of `k` of `n` with its exact 95% (Clopper–Pearson) interval, for the logs.
+fn rate(k: usize, n: usize) -> String {
+    use statrs::distribution::{Beta, ContinuousCDF};
+    let lo = if k == 0 {
+        0.0
+    } else {
+        Beta::new(k as f64, (n - k + 1) as f64)
+            .unwrap()
+            .inverse_cdf(0.025)
     };
-    let (margin_bad, _) = shipped_rates(0.02, cand_bad, runs, 3);
-    let (above, _) = shipped_rates(0.025, Forced::default(), runs, 4);
-    let (well_above, _) = shipped_rates(0.03, Forced::default(), runs, 5);
-    let base_bad = Forced {
-        base_in_stage1: true,
-        ..Forced::default()
+    let hi = if k == n {
+        1.0
+    } else {
+        Beta::new((k + 1) as f64, (n - k) as f64)
+            .unwrap()
+            .inverse_cdf(0.975)
     };
-    let (well_above_bad, _) = shipped_rates(0.03, base_bad, runs, 6);
-    // Unchanged shapes of every condition count as A/A comparisons.
-    let unchanged: usize = [aa, margin, margin_bad, above, well_above, well_above_bad]
-        .iter()
-        .map(|r| r.false_alarms)
-        .sum();
-    let aa_total = 6 * runs * (SHAPES - 1) + runs;
-    let aa_flagged = unchanged + aa.flagged;
+    format!(
+        "{k} / {n} = {} [{}, {}]",
+        pct(k as f64 / n as f64),
+        pct(lo),
+        pct(hi)
+    )
+}
+
+/// One condition of the requirements: the shipped rule at `change` (with `forced` bad
+/// rounds), the changed shapes' flag rate consistent with at most (or at least) `target`.
+fn requirement(name: &str, change: f64, forced: Forced, target: f64, at_most: bool, seed: u64) {
+    let runs = count(100, 4000);
+    let (r, _) = shipped_rates(change, forced, runs, seed);
     eprintln!(
-        "shipped rule, {runs} runs of {SHAPES} shapes per condition (8 → 24 pairs):\n  A/A {aa_flagged} / {aa_total}\n  +2.0% {} (one throttled candidate round per stage: {})\n  +2.5% {} (second look {})\n  +3.0% {} (one throttled base round: {})",
-        pct(margin.power()),
-        pct(margin_bad.power()),
-        pct(above.power()),
-        pct(above.second_looks as f64 / runs as f64),
-        pct(well_above.power()),
-        pct(well_above_bad.power()),
+        "{name}: {} flagged (requirement {} {}); second look {}; unchanged shapes flagged {} / {}",
+        rate(r.flagged, r.changed),
+        if at_most { "≤" } else { "≥" },
+        pct(target),
+        pct(r.second_looks as f64 / r.changed as f64),
+        r.false_alarms,
+        r.unchanged
     );
     assert!(
-        (aa_flagged as f64) <= 0.001 * aa_total as f64,
-        "A/A: {aa_flagged} of {aa_total}"
+        consistent(r.flagged, r.changed, target, at_most),
+        "{name}: {r:?}"
     );
-    assert!(margin.power() <= 0.05, "{margin:?}");
-    assert!(margin_bad.power() <= 0.10, "{margin_bad:?}");
-    assert!(above.power() >= 0.95, "{above:?}");
-    assert!(well_above.power() >= 0.99, "{well_above:?}");
-    assert!(well_above_bad.power() >= 0.99, "{well_above_bad:?}");
+    assert!(
+        consistent(r.false_alarms, r.unchanged, 0.001, true),
+        "{name}: {r:?}"
+    );
+}
+
+const CAND_BAD: Forced = Forced {
+    cand_per_stage: true,
+    base_in_stage1: false,
+};
+const BASE_BAD: Forced = Forced {
+    cand_per_stage: false,
+    base_in_stage1: true,
+};
+
+#[test]
+fn aa_flags_at_most_a_tenth_of_a_percent() {
+    let runs = count(250, 4000);
+    let (r, _) = shipped_rates(0.0, Forced::default(), runs, 1);
+    eprintln!("A/A: {} shapes flagged", rate(r.false_alarms, r.unchanged));
+    // 3,250 comparisons, none flagged: below 0.1% at 95% confidence.
+    assert!(
+        consistent(r.false_alarms, r.unchanged, 0.001, true),
+        "{r:?}"
+    );
+    assert!(r.unchanged >= 3000 && r.false_alarms == 0, "{r:?}");
+}
+
+#[test]
+fn a_true_change_of_the_margin_is_flagged_at_most_5_percent() {
+    requirement("+2.0%", 0.02, Forced::default(), 0.05, true, 2);
+    requirement(
+        "+2.0%, one throttled candidate round per stage",
+        0.02,
+        CAND_BAD,
+        0.10,
+        true,
+        3,
+    );
+}
+
+#[test]
+fn a_true_change_of_2_5_percent_is_flagged_at_least_95_percent() {
+    requirement("+2.5%", 0.025, Forced::default(), 0.95, false, 4);
+}
+
+#[test]
+fn a_true_change_of_3_percent_is_flagged_at_least_99_percent() {
+    requirement("+3.0%", 0.03, Forced::default(), 0.99, false, 5);
+    requirement(
+        "+3.0%, one throttled base round",
+        0.03,
+        BASE_BAD,
+        0.99,
+        false,
+        6,
+    );
 }
 
 /// The change at which `power(change)` crosses `target`, by linear interpolation on a grid.
@@ -513,13 +636,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 #[test]
 fn detectable_is_the_change_caught_with_80_percent_power() {
-    let runs = count(200, 3000);
+    let runs = count(25, 3000);
     let mut grid = Vec::new();
     let mut stated = Vec::new();
-    for (k, change) in [0.021, 0.022, 0.023, 0.024, 0.025, 0.026, 0.027, 0.028]
-        .into_iter()
-        .enumerate()
-    {
+    for (k, change) in [0.022, 0.023, 0.024, 0.025, 0.026].into_iter().enumerate() {
         let (r, d) = shipped_rates(change, Forced::default(), runs, 100 + k as u64);
         grid.push((change, r.power()));
         stated.extend(d);
@@ -527,7 +647,8 @@ fn detectable_is_the_change_caught_with_80_percent_power() {
     let simulated = crossing(&grid, 0.8).expect("80% power is crossed on the grid");
     let reported = median(stated);
     eprintln!(
-        "power by change ({runs} runs each): {}\n80% power at {} simulated; \"Detectable\" median {}",
+        "power by change ({} comparisons each): {}\n80% power at {} simulated; \"Detectable\" median {}",
+        runs * changed_per_run(),
         grid.iter()
             .map(|(c, p)| format!("{}: {}", pct(*c), pct(*p)))
             .collect::<Vec<_>>()
@@ -552,29 +673,32 @@ fn the_table_rules_replay_the_shipped_one() {
         (shipped_rule.trim, shipped_rule.holm, shipped_rule.cliff),
         (0.2, false, false)
     );
-    let mut noise = Noise::new(7, ISSUE);
+    let mut master = ChaCha8Rng::seed_from_u64(7);
     let mut flagged = 0;
     for (k, change) in [0.0, 0.02, 0.025, 0.03]
         .into_iter()
         .cycle()
-        .take(count(40, 200))
+        .take(count(24, 200))
         .enumerate()
     {
         let forced = Forced {
             cand_per_stage: k % 3 == 1,
             base_in_stage1: k % 5 == 2,
         };
-        let shapes = draw_run(&mut noise, change, forced);
-        let o = shipped(&shapes, &gate);
-        let (r, _) = replay(shipped_rule, &shapes, &gate);
+        let mut shapes = draw_run(&mut master, ISSUE, change, forced, SHAPES);
+        let o = shipped(&mut shapes, &gate);
+        let r = replay(shipped_rule, &mut shapes, &gate);
         assert_eq!(
-            (o.flagged, o.false_alarms, o.second_look),
-            (r.flagged, r.false_alarms, r.second_look),
+            (&o.flagged, &o.second_look),
+            (&r.flagged, &r.second_look),
             "run {k}, change {change}"
         );
-        flagged += usize::from(o.flagged);
+        flagged += o.flagged.iter().filter(|f| **f).count();
     }
-    assert!(flagged > 5, "the check must see regressions too: {flagged}");
+    assert!(
+        flagged > 20,
+        "the check must see regressions too: {flagged}"
+    );
 }
 
 #[test]
@@ -620,20 +744,20 @@ fn table_of_candidate_rules() {
     let mut rows: Vec<Vec<String>> = RULES.iter().map(|r| vec![r.name.to_owned()]).collect();
     let mut unchanged = vec![(0usize, 0usize); RULES.len()];
     for (c, (_, change, forced, model)) in conditions.iter().enumerate() {
-        let mut noise = Noise::new(1000 + c as u64, *model);
+        let mut master = ChaCha8Rng::seed_from_u64(1000 + c as u64);
         let mut rates = vec![Rates::default(); RULES.len()];
         for _ in 0..runs {
-            let shapes = draw_run(&mut noise, *change, *forced);
+            let mut shapes = draw_run(&mut master, *model, *change, *forced, 1);
             for (i, rule) in RULES.iter().enumerate() {
-                let (o, _) = replay(*rule, &shapes, &gate);
-                rates[i].add(o);
+                let o = replay(*rule, &mut shapes, &gate);
+                rates[i].add(&o, 1);
             }
         }
         for (i, r) in rates.iter().enumerate() {
             unchanged[i].0 += r.false_alarms;
-            unchanged[i].1 += r.runs * (SHAPES - 1);
+            unchanged[i].1 += r.unchanged;
             rows[i].push(if c == 0 {
-                format!("{} / {}", r.flagged, r.runs)
+                format!("{} / {}", r.flagged, r.changed)
             } else {
                 pct(r.power())
             });
@@ -661,110 +785,101 @@ fn table_of_candidate_rules() {
 // ---------------------------------------------------------------------------------------
 // The stored-baseline path.
 
-/// A stored baseline recorded from `processes` processes of `rounds` rounds each.
-fn stored_side(noise: &mut Noise, processes: usize, rounds: usize, center: f64) -> StoredSide {
-    let mut all = Vec::new();
-    for _ in 0..processes {
+/// A stored baseline recorded from `processes` processes of `rounds` rounds each, and a
+/// fresh candidate process of `DESIGN.max` rounds changed by `change`.
+struct StoredCase {
+    stored: StoredSide,
+    cand: Vec<Vec<f64>>,
+}
+
+impl StoredCase {
+    fn draw(noise: &mut Noise, processes: usize, change: f64) -> StoredCase {
+        let center = 10f64.ln();
+        let mut all = Vec::new();
+        for _ in 0..processes {
+            let shift = noise.model.process_sd * noise.z();
+            for _ in 0..8 {
+                all.push(noise.round(center + shift, false));
+            }
+        }
+        let process_rounds = vec![8; processes];
+        let spread = process_spread(&Rounds::new(all.clone()).unwrap(), &process_rounds);
         let shift = noise.model.process_sd * noise.z();
-        for _ in 0..rounds {
-            all.push(noise.round(center.ln() + shift, false));
+        let cand = (0..DESIGN.max)
+            .map(|_| noise.round(center + change.ln_1p() + shift, false))
+            .collect();
+        StoredCase {
+            stored: StoredSide::recorded(all, process_rounds, spread),
+            cand,
         }
     }
-    let process_rounds = vec![rounds; processes];
-    let spread = process_spread(&Rounds::new(all.clone()).unwrap(), &process_rounds);
-    StoredSide {
-        rounds: all,
-        process_rounds,
-        spread,
-    }
-}
 
-/// One fresh candidate process of `rounds` rounds against a baseline of `processes`
-/// processes, the stored baseline deciding (no A/B): whether it was flagged a regression.
-fn stored_flags(
-    noise: &mut Noise,
-    processes: usize,
-    change: f64,
-    rounds: usize,
-    gate: &GateSettings,
-) -> bool {
-    let stored = stored_side(noise, processes, 8, 10.0);
-    let shift = noise.model.process_sd * noise.z();
-    let mut s = shape_result(
-        0,
-        StageDesign {
-            stage1: rounds as u32,
-            max: rounds as u32,
-        },
-    );
-    s.samples_us = (0..rounds)
-        .map(|_| noise.round(10f64.ln() + change.ln_1p() + shift, false))
-        .collect();
-    let mut v = [s];
-    evaluate(&mut v, |_| Some(stored.clone()), gate, Policy::default()).unwrap();
-    v[0].verdict == Verdict::Regression
-}
-
-#[test]
-fn the_stored_baseline_path_carries_the_process_spread() {
-    let gate = GateSettings::default();
-    let trials = count(300, 4000);
-    let model = Model {
-        throttled: 0.0,
-        ..ISSUE
-    };
-    let rate = |processes: usize, change: f64, seed: u64| {
-        let mut noise = Noise::new(seed, model);
-        (0..trials)
-            .filter(|_| stored_flags(&mut noise, processes, change, 24, &gate))
-            .count() as f64
-            / trials as f64
-    };
-    let aa = rate(5, 0.0, 31);
-    let at_margin = rate(5, 0.02, 32);
-    eprintln!(
-        "stored baseline of 5 processes: A/A {}, +2.0% {}",
-        pct(aa),
-        pct(at_margin)
-    );
-    assert!(aa <= 0.001, "{aa}");
-    assert!(at_margin <= 0.05, "{at_margin}");
-    // Without the spread (the old interval) the same data at +2.0% is flagged far more often.
-    let mut noise = Noise::new(33, model);
-    let mut naive = 0usize;
-    for _ in 0..trials {
-        let mut s = stored_side(&mut noise, 5, 8, 10.0);
-        s.spread = Some(ProcessSpread::NONE);
-        s.process_rounds.clear();
-        let shift = model.process_sd * noise.z();
-        let mut c = shape_result(
-            0,
-            StageDesign {
-                stage1: 24,
-                max: 24,
-            },
-        );
-        c.samples_us = (0..24)
-            .map(|_| noise.round(10f64.ln() + 0.02f64.ln_1p() + shift, false))
-            .collect();
-        let mut v = [c];
-        evaluate(&mut v, |_| Some(s.clone()), &gate, Policy::default()).unwrap();
-        naive += usize::from(v[0].verdict == Verdict::Regression);
+    /// The gate as the pipeline runs it with the stored baseline deciding alone (no A/B):
+    /// `evaluate` on the first 8 rounds, all 24 where `needs_second_look` asks.
+    /// Flagged, and the "Detectable" stated.
+    fn shipped(&self, gate: &GateSettings) -> (bool, f64) {
+        let mut s = shape_result(0, DESIGN);
+        s.samples_us = self.cand[..DESIGN.stage1 as usize].to_vec();
+        let mut v = [s];
+        evaluate(
+            &mut v,
+            |_| Some(self.stored.clone()),
+            gate,
+            Policy::default(),
+        )
+        .unwrap();
+        if needs_second_look(&v[0], gate) {
+            v[0].samples_us = self.cand.clone();
+            evaluate(
+                &mut v,
+                |_| Some(self.stored.clone()),
+                gate,
+                Policy::default(),
+            )
+            .unwrap();
+        }
+        (
+            v[0].verdict == Verdict::Regression,
+            v[0].stored.as_ref().map_or(f64::NAN, |c| c.min_detectable),
+        )
     }
-    let naive = naive as f64 / trials as f64;
-    eprintln!("the same at +2.0% without the spread: {}", pct(naive));
-    assert!(naive > 0.10, "{naive}");
+
+    /// The same design at the level of `stats`, with the spread `spread` (for the table of
+    /// spread rules); `the_stored_table_replays_the_shipped_rule` checks it against
+    /// `shipped`.
+    fn replay(&self, spread: ProcessSpread, gate: &GateSettings) -> (bool, f64) {
+        let (m, alpha, w) = (gate.max_p50_regression, gate.alpha, STAGE1_ALPHA_SHARE);
+        let base = Rounds::new(self.stored.rounds.clone()).unwrap();
+        let test = |n: usize| {
+            let cand = Rounds::new(self.cand[..n].to_vec()).unwrap();
+            stats::unpaired_margin_test(&base, &self.stored.process_rounds, &cand, spread, m)
+                .unwrap()
+        };
+        let first = test(DESIGN.stage1 as usize);
+        let a1 = w * alpha;
+        if first.lower_bound(a1) > 1.0 + m {
+            return (true, first.detectable(a1, 0.8));
+        }
+        if first.upper_bound(a1) < 1.0 - m
+            || (first.upper_bound(a1) < 1.0 + m && first.lower_bound(a1) > 1.0 - m)
+        {
+            return (false, first.detectable(a1, 0.8));
+        }
+        let last = test(DESIGN.max as usize);
+        let a2 = (1.0 - w) * alpha;
+        (last.lower_bound(a2) > 1.0 + m, last.detectable(a2, 0.8))
+    }
 }
 
 /// How a comparison takes the baseline's spread between processes, for the table that chose
-/// how many processes a baseline is recorded from.
+/// how many processes a baseline is recorded from and how its estimate is used.
 #[derive(Clone, Copy, Debug)]
 enum SpreadRule {
     /// The estimate from the baseline's processes, with its k − 1 degrees of freedom.
     Estimated,
-    /// The larger of the estimate and 0.5% (df k − 1).
+    /// The larger of the estimate and a floor (df k − 1).
     AtLeast(f64),
-    /// A fixed value, as if known (infinite df).
+    /// A fixed value, as if known (infinite df): an assumed default.
     Fixed(f64),
 }
 
@@ -783,35 +898,73 @@ impl SpreadRule {
             },
         }
     }
+
+    fn name(self) -> String {
+        match self {
+            SpreadRule::Estimated => "estimate".into(),
+            SpreadRule::AtLeast(sd) => format!("max(estimate, {})", pct(sd)),
+            SpreadRule::Fixed(sd) => format!("assumed {}", pct(sd)),
+        }
+    }
 }
 
-/// A candidate (one fresh process, the design's 8 → 24 rounds) against a baseline of
-/// `processes` × 8 rounds, the stored baseline deciding alone: flagged or not.
-fn stored_run(
-    noise: &mut Noise,
-    processes: usize,
-    change: f64,
-    rule: SpreadRule,
-    gate: &GateSettings,
-) -> (bool, f64) {
-    let mut stored = stored_side(noise, processes, 8, 10.0);
-    stored.spread = Some(rule.apply(stored.spread));
-    let shift = noise.model.process_sd * noise.z();
-    let cand: Vec<Vec<f64>> = (0..DESIGN.max)
-        .map(|_| noise.round(10f64.ln() + change.ln_1p() + shift, false))
-        .collect();
-    let mut s = shape_result(0, DESIGN);
-    s.samples_us = cand[..DESIGN.stage1 as usize].to_vec();
-    let mut v = [s];
-    evaluate(&mut v, |_| Some(stored.clone()), gate, Policy::default()).unwrap();
-    if needs_second_look(&v[0], gate) {
-        v[0].samples_us = cand;
-        evaluate(&mut v, |_| Some(stored.clone()), gate, Policy::default()).unwrap();
+#[test]
+fn the_stored_baseline_path_carries_the_process_spread() {
+    // The issue's noise model, a baseline of 5 processes (what `baseline update` records).
+    let gate = GateSettings::default();
+    let trials = count(300, 4000);
+    let rate = |change: f64, seed: u64| {
+        let mut noise = Noise::new(seed, ISSUE);
+        (0..trials)
+            .filter(|_| StoredCase::draw(&mut noise, 5, change).shipped(&gate).0)
+            .count()
+    };
+    let (aa, at_margin) = (rate(0.0, 31), rate(0.02, 32));
+    eprintln!(
+        "stored baseline of 5 processes: A/A {}, +2.0% {}",
+        rate_text(aa, trials),
+        rate_text(at_margin, trials)
+    );
+    assert!(consistent(aa, trials, 0.001, true), "{aa}");
+    assert!(consistent(at_margin, trials, 0.05, true), "{at_margin}");
+    // Without the spread (the old interval) the same design at +2.0% is flagged far more
+    // often than 5%.
+    let mut noise = Noise::new(33, ISSUE);
+    let naive = (0..trials)
+        .filter(|_| {
+            let case = StoredCase::draw(&mut noise, 5, 0.02);
+            case.replay(ProcessSpread::NONE, &gate).0
+        })
+        .count();
+    eprintln!(
+        "the same at +2.0% without the spread: {}",
+        rate_text(naive, trials)
+    );
+    assert!(!consistent(naive, trials, 0.05, true), "{naive}");
+}
+
+#[test]
+fn the_stored_table_replays_the_shipped_rule() {
+    // With 5 processes the shipped comparison takes max(estimate, 0.2%): the stats-level
+    // replay with that rule gives the same verdict as `evaluate` on the same data.
+    let gate = GateSettings::default();
+    let mut noise = Noise::new(41, ISSUE);
+    let mut flagged = 0;
+    for k in 0..count(60, 400) {
+        let change = [0.0, 0.02, 0.03, 0.04][k % 4];
+        let case = StoredCase::draw(&mut noise, 5, change);
+        let spread = SpreadRule::AtLeast(0.002).apply(case.stored.spread);
+        let (a, b) = (case.shipped(&gate), case.replay(spread, &gate));
+        assert_eq!(a.0, b.0, "case {k}");
+        assert!((a.1 - b.1).abs() < 1e-12, "case {k}: {a:?} {b:?}");
+        flagged += usize::from(a.0);
     }
-    (
-        v[0].verdict == Verdict::Regression,
-        v[0].stored.as_ref().map_or(f64::NAN, |c| c.min_detectable),
-    )
+    assert!(flagged > 5, "{flagged}");
+}
+
+/// `k` of `n` as a rate with its 95% interval.
+fn rate_text(k: usize, n: usize) -> String {
+    rate(k, n)
 }
 
 #[test]
@@ -820,7 +973,7 @@ fn table_of_baseline_processes() {
     let gate = GateSettings::default();
     let trials = count(100, 4000);
     eprintln!(
-        "\n{trials} trials per cell: a baseline of k processes × 8 rounds, a fresh candidate process of 8 → 24 rounds, the stored baseline deciding; the issue's noise model with the process sd of the row"
+        "\n{trials} trials per cell: a baseline of k processes × 8 rounds, a fresh candidate process of 8 → 24 rounds, the stored baseline deciding; the issue's noise model with the process sd of the row; seeds from 5001"
     );
     eprintln!(
         "| process sd | k | spread taken as | A/A | +2.0% | +3.0% | +4.0% | Detectable (median) |"
@@ -832,36 +985,44 @@ fn table_of_baseline_processes() {
             process_sd,
             ..ISSUE
         };
+        let mut rows: Vec<(String, SpreadRule)> = Vec::new();
         for k in [3, 5, 8] {
-            for (name, rule) in [
-                ("estimate", SpreadRule::Estimated),
-                ("max(estimate, 0.2%)", SpreadRule::AtLeast(0.002)),
-                ("max(estimate, 0.3%)", SpreadRule::AtLeast(0.003)),
-                ("max(estimate, 0.5%)", SpreadRule::AtLeast(0.005)),
+            for rule in [
+                SpreadRule::Estimated,
+                SpreadRule::AtLeast(0.002),
+                SpreadRule::AtLeast(0.003),
             ] {
-                let mut cells = Vec::new();
-                let mut detectable = Vec::new();
-                for change in [0.0, 0.02, 0.03, 0.04] {
-                    seed += 1;
-                    let mut noise = Noise::new(seed, model);
-                    let mut flagged = 0;
-                    for _ in 0..trials {
-                        let (f, d) = stored_run(&mut noise, k, change, rule, &gate);
-                        flagged += usize::from(f);
-                        if change == 0.0 {
-                            detectable.push(d);
-                        }
-                    }
-                    cells.push(pct(flagged as f64 / trials as f64));
-                }
-                eprintln!(
-                    "| {} | {k} | {name} | {} | {} |",
-                    pct(process_sd),
-                    cells.join(" | "),
-                    pct(median(detectable))
-                );
+                rows.push((k.to_string(), rule));
             }
         }
-        let _ = SpreadRule::Fixed(0.0);
+        for sd in [0.005, 0.01] {
+            rows.push(("—".into(), SpreadRule::Fixed(sd)));
+        }
+        for (k, rule) in rows {
+            let processes = k.parse().unwrap_or(5);
+            let mut cells = Vec::new();
+            let mut detectable = Vec::new();
+            for change in [0.0, 0.02, 0.03, 0.04] {
+                seed += 1;
+                let mut noise = Noise::new(seed, model);
+                let mut flagged = 0;
+                for _ in 0..trials {
+                    let case = StoredCase::draw(&mut noise, processes, change);
+                    let (f, d) = case.replay(rule.apply(case.stored.spread), &gate);
+                    flagged += usize::from(f);
+                    if change == 0.0 {
+                        detectable.push(d);
+                    }
+                }
+                cells.push(pct(flagged as f64 / trials as f64));
+            }
+            eprintln!(
+                "| {} | {k} | {} | {} | {} |",
+                pct(process_sd),
+                rule.name(),
+                cells.join(" | "),
+                pct(median(detectable))
+            );
+        }
     }
 }
