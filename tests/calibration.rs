@@ -1026,3 +1026,73 @@ fn table_of_baseline_processes() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Sample files of i.i.d. values (no rounds): the p50 ratio with the bootstrap.
+
+/// `n` i.i.d. values: a lognormal bulk (sd 1%) around `center`, and a share `tail` of slow
+/// values 5–30% above it.
+fn iid_values(noise: &mut Noise, n: usize, center: f64, tail: f64) -> Vec<Vec<f64>> {
+    (0..n)
+        .map(|_| {
+            let mut x = center * (0.01 * noise.z()).exp();
+            if noise.rng.random::<f64>() < tail {
+                x *= 1.0 + noise.uniform(0.05, 0.30);
+            }
+            vec![x]
+        })
+        .collect()
+}
+
+/// How often `compare BASE CAND` of two files of 500 i.i.d. values flags a regression, the
+/// candidate's bulk scaled by `bulk` and its tail share `tail` (the base's is 10%), with
+/// the spread between the files' processes given as `process_sd`.
+fn iid_flag_rate(bulk: f64, tail: f64, process_sd: f64, trials: usize, seed: u64) -> usize {
+    // 2,000 resamples (gate.bootstrap_resamples) keep this fast in a debug build.
+    let gate = GateSettings {
+        bootstrap_resamples: 2000,
+        ..GateSettings::default()
+    };
+    let mut noise = Noise::new(seed, ISSUE);
+    (0..trials)
+        .filter(|_| {
+            let base = iid_values(&mut noise, 500, 10.0, 0.10);
+            let cand = iid_values(&mut noise, 500, 10.0 * bulk, tail);
+            let stored = StoredSide {
+                given_sd: Some(process_sd),
+                values: true,
+                ..StoredSide::recorded(base, Vec::new(), None)
+            };
+            let mut s = ShapeResult::new(ShapeParams::new(1, 1, 1, 64, false, Dtype::Float16));
+            s.samples_us = cand;
+            let mut v = [s];
+            evaluate(&mut v, |_| Some(stored.clone()), &gate, Policy::default()).unwrap();
+            assert_eq!(
+                v[0].stored.as_ref().unwrap().method,
+                ci_gate::comparison::Method::MedianBootstrap
+            );
+            v[0].verdict == Verdict::Regression
+        })
+        .count()
+}
+
+#[test]
+fn iid_files_are_judged_on_their_p50() {
+    let trials = count(150, 2000);
+    // The tail grows from 10% to 29% of the values: the p50 moves +0.4%, the mean +3%.
+    let tail_only = iid_flag_rate(1.0, 0.29, 0.0, trials, 51);
+    // The bulk 3% slower, the slow tail gone: the p50 moves +2.8%.
+    let bulk = iid_flag_rate(1.03, 0.0, 0.0, trials, 52);
+    // The same with the conservative default spread between two processes (1%): an
+    // honest "not confidently above +2%".
+    let bulk_default = iid_flag_rate(1.03, 0.0, ProcessSpread::ASSUMED.sd, trials, 53);
+    eprintln!(
+        "i.i.d. files of 500 values, the two from one process: tail-only change (p50 +0.4%) {}; bulk +3% without the tail (p50 +2.8%) {}; the latter with the default 1% spread between processes {}",
+        rate(tail_only, trials),
+        rate(bulk, trials),
+        rate(bulk_default, trials)
+    );
+    assert!(consistent(tail_only, trials, 0.05, true), "{tail_only}");
+    assert!(consistent(bulk, trials, 0.80, false), "{bulk}");
+    assert!(bulk_default < bulk, "{bulk_default} vs {bulk}");
+}
