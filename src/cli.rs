@@ -43,8 +43,8 @@ pub enum Command {
     Selftest(SelftestArgs),
     /// Print the GPU, driver, CUDA and clock fingerprint.
     Env(EnvArgs),
-    /// Join the results files of a sharded run (`--shard K/N`) into one: one verdict, with Holm
-    /// over every shape, one report and one results file for `comment`. No GPU.
+    /// Join the results files of a sharded run (`--shard K/N`) into one: one verdict over every
+    /// shape, one report and one results file for `comment`. No GPU.
     Merge(MergeArgs),
     /// Run the kernels under compute-sanitizer (memcheck, racecheck, initcheck, synccheck)
     /// over shapes that reach every code path; exit 1 on any finding, 2 if a tool could not

@@ -1,5 +1,5 @@
 //! `ci-gate merge` through the binary: shards of one A/B run join into the verdict of the
-//! whole run (Holm over every shape), and what is not one run is refused, by name.
+//! whole run (each shape decided on its own data), and what is not one run is refused, by name.
 
 mod common;
 

@@ -1,8 +1,7 @@
 //! `ci-gate merge`: the results files of a sharded run joined into one. The shards must be
 //! one run: the same config, commit, kernels (both sides), GPU model, gate and stored
 //! baseline, every shard of N exactly once, every shape exactly once. The comparisons are
-//! then made again over all shapes, so Holm's correction and the verdict are the whole run's,
-//! not a shard's.
+//! then made again over all shapes, so the verdict is the whole run's, not a shard's.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -253,7 +252,7 @@ pub fn join(shards: Vec<(PathBuf, ResultsFile)>) -> Result<ResultsFile> {
     merged.shapes = all_shapes;
     merged.shard = None;
     merged.notes.push(format!(
-        "merged from {count} shards measured on {} GPU{}: Holm's correction and the verdict are over all {} shapes",
+        "merged from {count} shards measured on {} GPU{}: the verdict is over all {} shapes",
         uuids.len().max(1),
         if uuids.len() > 1 { "s" } else { "" },
         info.run_shapes.len()
@@ -261,7 +260,7 @@ pub fn join(shards: Vec<(PathBuf, ResultsFile)>) -> Result<ResultsFile> {
     Ok(merged)
 }
 
-/// Compares every shape again, over the whole run: Holm across all shapes, then the verdict.
+/// Compares every shape again, over the whole run, then the verdict.
 fn reevaluate(mut merged: ResultsFile, baselines: &Path) -> Result<ResultsFile> {
     let cache = merged
         .shapes

@@ -699,10 +699,19 @@ pub(crate) fn legend(report: &Report) -> String {
         .iter()
         .map(|m| format!("{}: {}", m.ratio_label(), m.describe()))
         .collect();
-    format!(
-        "{}. A shape fails on a slowdown above {m:.1}%: the one-sided {:.0}% bound of the deciding reference (A/B when it ran, else the {}) above +{m:.1}%, per shape (alpha split 0.2/0.8 between the two looks of the planned design), or on any parity loss. Δ pooled p50 = p50 of all candidate values / p50 of all base values − 1, with a pairs-resampled bootstrap interval from {POOLED_MIN_PAIRS} pairs. Cliff's δ and Mann-Whitney U (JSON) compare the round medians unpaired; they are reported, not part of the rule. \"Detectable\" is the slowdown this rule catches with 80% power at this run's spread.",
+    let mut text = format!(
+        "{}. A shape fails on a slowdown above {m:.1}%: the one-sided {:.0}% bound of the deciding reference (A/B when it ran, else the {}) above +{m:.1}%, per shape (alpha split 0.2/0.8 between the two looks of the planned design), or on any parity loss.",
         described.join("; "),
         (1.0 - gate.alpha) * 100.0,
         report.stored_label,
-    )
+    );
+    if report.rows.iter().any(|r| r.pooled.is_some()) {
+        text.push_str(&format!(
+            " Δ pooled p50 = p50 of all candidate values / p50 of all base values − 1, with a pairs-resampled bootstrap interval from {POOLED_MIN_PAIRS} pairs."
+        ));
+    }
+    text.push_str(
+        " Cliff's δ and Mann-Whitney U (JSON) compare the round medians (the values, for files without rounds) unpaired; they are reported, not part of the rule. \"Detectable\" is the slowdown this rule catches with 80% power at this run's spread.",
+    );
+    text
 }

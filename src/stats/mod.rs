@@ -13,7 +13,8 @@
 //! * [`mann_whitney_u`] — one-sided Mann–Whitney U test, same `u` and `p` as
 //!   `scipy.stats.mannwhitneyu`.
 //! * [`cliffs_delta`] and [`Magnitude`] — effect size in O(n + m) on sorted samples.
-//! * [`holm`] — Holm step-down adjustment across many kernels/metrics.
+//! * [`holm`] — Holm step-down adjustment (not used by the rule; the calibration shows its
+//!   cost).
 //! * [`paired_margin_test`], [`unpaired_margin_test`], [`process_spread`], [`two_stage_p`] —
 //!   the gate's tests, on rounds (the independent units): Yuen's 20%-trimmed-mean t, see
 //!   `margin`; [`trimmed`] its building block.
