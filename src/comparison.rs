@@ -12,10 +12,11 @@
 //!   the process spread.
 //!
 //! Each margin p is per shape: no correction across the shapes of a run (the margin already
-//! protects unchanged shapes: 0 of 2.5 million unchanged shapes were flagged in the
+//! protects unchanged shapes: 0 of 2.9 million unchanged shapes were flagged in the
 //! calibration, while Holm over 13 shapes cut the power at +2.5% from 98% to 82%,
 //! docs/PERF.md).
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -169,8 +170,10 @@ pub struct StoredSide {
     pub spread: Option<ProcessSpread>,
     /// A spread the user vouches for (`compare --process-sd`), over the recorded one.
     pub given_sd: Option<f64>,
-    /// Both sides are i.i.d. values (sample files without rounds): compared by the bootstrap
-    /// of the ratio of medians.
+    /// Both sides are i.i.d. values (sample files without rounds), whatever the rounds they
+    /// are held in: compared by the bootstrap of the ratio of medians of all their values
+    /// (with fewer than [`MIN_BOOTSTRAP_VALUES`] a side, each value a round, by the trimmed
+    /// test).
     pub values: bool,
 }
 
@@ -337,9 +340,12 @@ fn design_detectable(last: &MarginTest, design: Option<StageDesign>, alpha: f64)
     }
 }
 
-/// The first `n` rounds.
-fn first(rounds: &Rounds, n: usize) -> Result<Rounds, StatsError> {
-    Rounds::new(rounds.rounds()[..n.min(rounds.round_count())].to_vec())
+/// The first `n` rounds (all of them without a copy).
+fn first(rounds: &Rounds, n: usize) -> Result<Cow<'_, Rounds>, StatsError> {
+    if n >= rounds.round_count() {
+        return Ok(Cow::Borrowed(rounds));
+    }
+    Ok(Cow::Owned(Rounds::new(rounds.rounds()[..n].to_vec())?))
 }
 
 /// Cliff's delta and the one-sided Mann-Whitney p-values of the candidate's units against
@@ -454,7 +460,7 @@ impl Comparison {
     ) -> Result<Comparison, StatsError> {
         let m = gate.max_p50_regression;
         let looks = staged(cand.round_count(), design, |n| {
-            paired_margin_test(&first(base, n)?, &first(cand, n)?, m)
+            paired_margin_test(&*first(base, n)?, &*first(cand, n)?, m)
         })?;
         Ok(Comparison::from_tests(
             Reference::Ab,
@@ -482,25 +488,30 @@ impl Comparison {
     ) -> Result<Comparison, StatsError> {
         let base = Rounds::new(stored.rounds.clone())?;
         let (spread, source) = stored.effective_spread();
-        let mut c = if stored.values
-            && base.round_count() >= MIN_BOOTSTRAP_VALUES
-            && cand.round_count() >= MIN_BOOTSTRAP_VALUES
-        {
-            Comparison::values(&base, cand, spread, gate)?
-        } else {
-            let m = gate.max_p50_regression;
+        let m = gate.max_p50_regression;
+        let trimmed = |base: &Rounds, cand: &Rounds, design: Option<StageDesign>| {
             let looks = staged(cand.round_count(), design, |n| {
-                unpaired_margin_test(&base, &stored.process_rounds, &first(cand, n)?, spread, m)
+                unpaired_margin_test(base, &stored.process_rounds, &*first(cand, n)?, spread, m)
             })?;
-            Comparison::from_tests(
+            Ok::<_, StatsError>(Comparison::from_tests(
                 Reference::Stored,
                 Method::UnpairedRounds,
-                &base,
+                base,
                 cand,
                 &looks,
                 design,
                 gate,
-            )
+            ))
+        };
+        let (bv, cv) = (base.pooled(), cand.pooled());
+        let mut c = if !stored.values {
+            trimmed(&base, cand, design)?
+        } else if bv.len() >= MIN_BOOTSTRAP_VALUES && cv.len() >= MIN_BOOTSTRAP_VALUES {
+            Comparison::values(&base, cand, spread, gate)?
+        } else {
+            // Too few values for a bootstrap of the median: each value is a round.
+            let each = |s: &Sample| Rounds::new(s.values().iter().map(|&v| vec![v]).collect());
+            trimmed(&each(bv)?, &each(cv)?, None)?
         };
         c.process_sd = Some(spread.sd);
         c.process_sd_source = Some(source);

@@ -37,7 +37,7 @@ use ci_gate::config::{CacheMode, Dtype, GateSettings, ShapeParams};
 use ci_gate::evaluate::{evaluate, needs_second_look};
 use ci_gate::results::{MeasurementInfo, ShapeResult, StageDesign};
 use ci_gate::stats::{
-    self, MarginTest, ProcessSpread, Rounds, STAGE1_ALPHA_SHARE, Sample, cliffs_delta,
+    self, MarginTest, ProcessSpread, Rounds, STAGE1_ALPHA_SHARE, Sample, TRIM, cliffs_delta,
     paired_margin_test_trimmed, process_spread, round_medians, two_stage_p,
 };
 use ci_gate::verdict::{Policy, Verdict};
@@ -699,6 +699,38 @@ fn the_table_rules_replay_the_shipped_one() {
         flagged > 20,
         "the check must see regressions too: {flagged}"
     );
+}
+
+#[test]
+fn a_second_look_without_a_split_alpha_would_not_be_calibrated() {
+    // The same data at a true +2.0% judged as if each look were a fresh one-stage test at
+    // full alpha (the old "measure more when inconclusive" loop): flagged when either look
+    // flags. The rate rises above the planned design's: the split is doing work.
+    let gate = GateSettings::default();
+    let (m, a) = (gate.max_p50_regression, gate.alpha);
+    let mut master = ChaCha8Rng::seed_from_u64(21);
+    let (mut planned, mut peeking, mut n) = (0usize, 0usize, 0usize);
+    for _ in 0..count(40, 1000) {
+        let mut shapes = draw_run(&mut master, ISSUE, 0.02, Forced::default(), SHAPES);
+        let o = shipped(&mut shapes, &gate);
+        for (i, s) in shapes.iter_mut().enumerate() {
+            let flag = |s: &mut AbShape, pairs: usize| {
+                look(s, pairs, TRIM, m).test.lower_bound(a) > 1.0 + m
+            };
+            let first = flag(s, DESIGN.stage1 as usize);
+            let second = o.second_look[i] && flag(s, DESIGN.max as usize);
+            planned += usize::from(o.flagged[i]);
+            peeking += usize::from(first || second);
+            n += 1;
+        }
+    }
+    eprintln!(
+        "+2.0%: planned two-stage {}, peeking at full alpha {}",
+        rate(planned, n),
+        rate(peeking, n)
+    );
+    assert!(consistent(planned, n, 0.05, true), "{planned} / {n}");
+    assert!(!consistent(peeking, n, 0.05, true), "{peeking} / {n}");
 }
 
 #[test]

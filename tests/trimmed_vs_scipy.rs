@@ -160,7 +160,8 @@ impl Checks {
         };
         self.worst = self.worst.max(d);
         self.checked += 1;
-        if !(d <= tol) {
+        // A NaN difference fails too.
+        if d.is_nan() || d > tol {
             self.failed.push(format!(
                 "{what}: got {got:e}, want {want:e} (rel {d:e}, tol {tol:e})"
             ));

@@ -126,27 +126,36 @@ fn compare_samples(
         .unwrap_or_else(|| "samples".into());
     let mut result = ShapeResult::new(ShapeParams::new(1, 1, 1, 64, false, Dtype::Float16));
     result.name = shape;
-    let named = |e: StatsError, path: &Path| anyhow::anyhow!("{}: {e}", path.display());
-    Rounds::new(base.rounds.clone()).map_err(|e| named(e, &args.base))?;
-    let c = Rounds::new(cand.rounds.clone()).map_err(|e| named(e, &args.cand))?;
-    result.summary = Some(c.pooled().summary());
-    result.samples_us = cand.rounds.clone();
     let values = !base.has_rounds && !cand.has_rounds;
-    if args.paired {
-        if base.rounds.len() != result.samples_us.len() {
-            bail!(
-                "--paired: {} has {} rounds and {} has {}; pairs need as many of each",
-                args.base.display(),
-                base.rounds.len(),
-                args.cand.display(),
-                result.samples_us.len()
-            );
-        }
-        result.base_samples_us = base.rounds.clone();
+    let (n_base, n_cand) = (base.rounds.len(), cand.rounds.len());
+    if args.paired && n_base != n_cand {
+        bail!(
+            "--paired: {} has {n_base} rounds and {} has {n_cand}; pairs need as many of each",
+            args.base.display(),
+            args.cand.display(),
+        );
     }
-    let too_few = values
-        && (base.rounds.len() < MIN_BOOTSTRAP_VALUES || cand.rounds.len() < MIN_BOOTSTRAP_VALUES);
-    let stored = (!args.paired).then(|| reference(base.rounds, args, values));
+    // i.i.d. values compared unpaired are held as one round a side (a million values are then
+    // one allocation, not a million); paired, value i of each side is pair i.
+    let hold = |rounds: Vec<Vec<f64>>| {
+        if values && !args.paired {
+            vec![rounds.concat()]
+        } else {
+            rounds
+        }
+    };
+    let (base_rounds, cand_rounds) = (hold(base.rounds), hold(cand.rounds));
+    let named = |e: StatsError, path: &Path| anyhow::anyhow!("{}: {e}", path.display());
+    let c = Rounds::new(cand_rounds).map_err(|e| named(e, &args.cand))?;
+    let b = Rounds::new(base_rounds).map_err(|e| named(e, &args.base))?;
+    result.summary = Some(c.pooled().summary());
+    result.samples_us = c.into_rounds();
+    let stored = if args.paired {
+        result.base_samples_us = b.into_rounds();
+        None
+    } else {
+        Some(reference(b.into_rounds(), args, values))
+    };
     let mut shapes = vec![result];
     let passed = evaluate(&mut shapes, |_| stored.clone(), &gate, Policy::default())
         .with_context(|| format!("in {}", args.base.display()))?;
@@ -157,7 +166,7 @@ fn compare_samples(
                 .into(),
         );
     }
-    if !args.paired && too_few {
+    if !args.paired && values && n_base.min(n_cand) < MIN_BOOTSTRAP_VALUES {
         report.notes.push(format!(
             "fewer than {MIN_BOOTSTRAP_VALUES} values a side: each value is taken as a round and the trimmed test decides (a bootstrap of the median under-covers on so few)"
         ));

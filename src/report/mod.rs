@@ -93,13 +93,23 @@ pub const POOLED_MIN_PAIRS: usize = 16;
 /// pairs bootstrap (`gate.bootstrap_resamples` resamples at most, seeded by the gate's seed
 /// and the shape's name; see `stats::pooled_p50_pairs_bootstrap` for its cost bound).
 fn pooled(s: &ShapeResult, gate: &GateSettings) -> Option<Pooled> {
-    let base = crate::stats::Rounds::new(s.base_samples_us.clone()).ok()?;
-    let cand = crate::stats::Rounds::new(s.samples_us.clone()).ok()?;
-    if s.ab.is_none() || base.round_count() != cand.round_count() {
-        return None;
-    }
-    let interval = (cand.round_count() >= POOLED_MIN_PAIRS)
+    // The A/B comparison's p50s are the pooled medians of the two sides.
+    let ab = s.ab.as_ref()?;
+    let pairs = s.samples_us.len();
+    let values: usize = s
+        .samples_us
+        .iter()
+        .chain(&s.base_samples_us)
+        .map(Vec::len)
+        .sum();
+    // Only where the bootstrap could afford its resamples (see its cost bound): a million
+    // pairs of one value each are not copied for nothing.
+    let affordable = (values as f64) * f64::from(crate::stats::PAIRS_BOOTSTRAP_MIN_RESAMPLES)
+        <= crate::stats::PAIRS_BOOTSTRAP_BUDGET;
+    let interval = (pairs >= POOLED_MIN_PAIRS && pairs == s.base_samples_us.len() && affordable)
         .then(|| {
+            let base = crate::stats::Rounds::new(s.base_samples_us.clone()).ok()?;
+            let cand = crate::stats::Rounds::new(s.samples_us.clone()).ok()?;
             crate::stats::pooled_p50_pairs_bootstrap(
                 &base,
                 &cand,
@@ -112,7 +122,7 @@ fn pooled(s: &ShapeResult, gate: &GateSettings) -> Option<Pooled> {
         })
         .flatten();
     Some(Pooled {
-        ratio: cand.pooled().median() / base.pooled().median(),
+        ratio: ab.p50_ratio(),
         interval,
     })
 }
@@ -131,14 +141,16 @@ impl Row {
             parity: s.parity.clone(),
             verdict: s.verdict,
             error: s.error.clone(),
-            p50_range: crate::stats::Rounds::new(s.samples_us.clone())
-                .ok()
-                .map(|r| crate::stats::round_medians(&r))
-                .and_then(|m| {
-                    let lo = m.iter().copied().fold(f64::INFINITY, f64::min);
-                    let hi = m.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                    (lo.is_finite() && hi.is_finite()).then_some((lo, hi))
-                }),
+            p50_range: {
+                let m: Vec<f64> = s
+                    .samples_us
+                    .iter()
+                    .filter_map(|r| crate::stats::median(r))
+                    .collect();
+                let lo = m.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = m.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                (lo.is_finite() && hi.is_finite()).then_some((lo, hi))
+            },
             profile: s.profile.clone(),
             peers: s.peers.clone(),
             stored_peers: s.stored_peers.clone(),

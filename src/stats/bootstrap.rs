@@ -256,13 +256,13 @@ pub fn pooled_p50_pairs_bootstrap(
             cand: cand.round_count(),
         });
     }
-    let (b, c) = (Pooled::new(base), Pooled::new(cand));
-    let per_resample = n as f64 + b.cost() + c.cost();
+    let per_resample = n as f64 + median_cost(base) + median_cost(cand);
     let affordable = (PAIRS_BOOTSTRAP_BUDGET / per_resample).floor();
     let b_eff = f64::from(resamples).min(affordable) as u32;
     if b_eff < PAIRS_BOOTSTRAP_MIN_RESAMPLES.min(resamples) {
         return Ok(None);
     }
+    let (b, c) = (Pooled::new(base), Pooled::new(cand));
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let pick = uniform_below(n);
     let mut counts = vec![0u32; n];
@@ -275,6 +275,19 @@ pub fn pooled_p50_pairs_bootstrap(
         ratios.push(c.median(&counts) / b.median(&counts));
     }
     Ok(RatioDistribution::from_ratios(ratios))
+}
+
+/// Steps of one median of a weighted union of `r` rounds of `n` values in all by binary
+/// search: two order statistics, each ⌈log₂ n⌉ probes of r binary searches.
+fn search_cost(n: f64, r: f64) -> f64 {
+    2.0 * n.log2().max(1.0) * r * (n / r).log2().max(1.0)
+}
+
+/// Steps of one median of a side by the cheaper method (a scan of its N sorted values, or the
+/// binary-search selection).
+fn median_cost(side: &Rounds) -> f64 {
+    let n = side.pooled().len() as f64;
+    n.min(search_cost(n, side.round_count() as f64))
 }
 
 /// One side's values for medians of weighted unions of its rounds.
@@ -312,12 +325,9 @@ impl<'a> Pooled<'a> {
         }
     }
 
-    /// Steps of one median by the cheaper method (see [`pooled_p50_pairs_bootstrap`]).
-    fn cost(&self) -> f64 {
-        let n = self.sorted.len() as f64;
-        let r = self.rounds.len() as f64;
-        let search = 2.0 * n.log2().max(1.0) * r * (n / r).log2().max(1.0);
-        n.min(search)
+    /// Steps of one median by the binary-search selection.
+    fn search_cost(&self) -> f64 {
+        search_cost(self.sorted.len() as f64, self.rounds.len() as f64)
     }
 
     /// `count` ≤ `x` in the union where round r counts `counts[r]` times.
@@ -343,7 +353,7 @@ impl<'a> Pooled<'a> {
             return f64::NAN;
         }
         let (lo, hi) = ((total - 1) / 2, total / 2);
-        let (a, b) = if (self.sorted.len() as f64) <= self.cost() {
+        let (a, b) = if (self.sorted.len() as f64) <= self.search_cost() {
             (self.scan(counts, lo), self.scan(counts, hi))
         } else {
             (self.select(counts, lo), self.select(counts, hi))

@@ -35,7 +35,7 @@
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
-use super::quantile::{mean, median_sorted, stdev};
+use super::quantile::{mean, stdev};
 use super::{Interval, Rounds, StatsError};
 
 /// Degrees of freedom above which the t law is replaced by the normal law.
@@ -163,17 +163,46 @@ impl MarginTest {
     }
 }
 
-/// The numpy median of each round, in order. Cost: O(N log N) for N values in all.
+/// The numpy median of each round, in order. Cost: O(N) for N values in all (a selection
+/// per round; a round of one or two values needs no copy).
 pub fn round_medians(rounds: &Rounds) -> Vec<f64> {
     rounds
         .rounds()
         .iter()
-        .map(|r| {
-            let mut s = r.clone();
-            s.sort_unstable_by(f64::total_cmp);
-            median_sorted(&s)
+        .map(|r| match r.as_slice() {
+            [x] => *x,
+            [a, b] => (a + b) / 2.0,
+            _ => median_of_copy(r),
         })
         .collect()
+}
+
+/// numpy median of `values`; `None` when there are none or one is not finite (for data not
+/// yet validated as a [`Rounds`]). Cost: O(n).
+pub fn median(values: &[f64]) -> Option<f64> {
+    if values.is_empty() || values.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    Some(match values {
+        [x] => *x,
+        [a, b] => (a + b) / 2.0,
+        _ => median_of_copy(values),
+    })
+}
+
+/// numpy median of a non-empty slice, by selection on a copy. Cost: O(n).
+fn median_of_copy(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    let n = v.len();
+    let (left, upper, _) = v.select_nth_unstable_by(n / 2, f64::total_cmp);
+    let upper = *upper;
+    if n % 2 == 1 {
+        upper
+    } else {
+        // The lower middle value is the largest of the left part.
+        let lower = left.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (lower + upper) / 2.0
+    }
 }
 
 fn log_medians(rounds: &Rounds) -> Result<Vec<f64>, StatsError> {
