@@ -709,7 +709,22 @@ pub(crate) fn legend(report: &Report) -> String {
     methods.dedup();
     let described: Vec<String> = methods
         .iter()
-        .map(|m| format!("{}: {}", m.ratio_label(), m.describe()))
+        .map(|m| {
+            let name = match m {
+                Method::PairedRounds => format!("{} (A/B)", m.ratio_label()),
+                Method::UnpairedRounds | Method::MedianBootstrap => format!(
+                    "{} vs {}",
+                    m.ratio_label(),
+                    if report.stored_label == "stored baseline" {
+                        "stored"
+                    } else {
+                        report.stored_label
+                    }
+                ),
+                Method::Earlier => m.ratio_label().to_owned(),
+            };
+            format!("{name}: {}", m.describe())
+        })
         .collect();
     let mut text = format!(
         "{}. A shape fails on a slowdown above {m:.1}%: the one-sided {:.0}% bound of the deciding reference (A/B when it ran, else the {}) above +{m:.1}%, per shape (alpha split 0.2/0.8 between the two looks of the planned design), or on any parity loss.",
