@@ -11,6 +11,7 @@ run() { # NAME BIN CACHE
   local t0=$EPOCHREALTIME
   CI_GATE_CACHE_DIR=$3 "$2" local --base-kernels kernels --kernels /tmp/k-comment --no-profile --out "$out/$1.json" > "$out/$1.txt" 2>&1
   local rc=$?
+  grep TIMING "$out/$1.txt"
   echo "$1 rc=$rc wall=$(python3 -c "print(round($EPOCHREALTIME - $t0, 1))") s $(grep -oE 'PASS[^(]*|FAIL[^(]*' "$out/$1.txt" | head -1)"
 }
 run old-cold-1 .carry/ci-gate-old /tmp/cache-old-1

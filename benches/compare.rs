@@ -27,11 +27,7 @@ fn bench(c: &mut Criterion) {
     let gate = GateSettings::default();
     let base = rounds(1, 9.0, 10, 50_000);
     let cand = Rounds::new(rounds(2, 9.1, 10, 50_000)).unwrap();
-    let stored = StoredSide {
-        rounds: base.clone(),
-        process_rounds: Vec::new(),
-        spread: Some(ProcessSpread::ASSUMED),
-    };
+    let stored = StoredSide::recorded(base.clone(), Vec::new(), Some(ProcessSpread::ASSUMED));
     c.bench_function("unpaired, 10 x 50k values a side", |b| {
         b.iter(|| Comparison::unpaired(&stored, &cand, None, &gate).unwrap())
     });

@@ -77,11 +77,11 @@ pub struct BaselineShape {
 impl BaselineShape {
     /// This shape as a reference for the unpaired comparison.
     pub fn stored_side(&self) -> StoredSide {
-        StoredSide {
-            rounds: self.samples_us.clone(),
-            process_rounds: self.process_rounds.clone(),
-            spread: self.process_spread,
-        }
+        StoredSide::recorded(
+            self.samples_us.clone(),
+            self.process_rounds.clone(),
+            self.process_spread,
+        )
     }
 }
 

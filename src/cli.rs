@@ -43,8 +43,8 @@ pub enum Command {
     Selftest(SelftestArgs),
     /// Print the GPU, driver, CUDA and clock fingerprint.
     Env(EnvArgs),
-    /// Join the results files of a sharded run (`--shard K/N`) into one: one verdict, with Holm
-    /// over every shape, one report and one results file for `comment`. No GPU.
+    /// Join the results files of a sharded run (`--shard K/N`) into one: one verdict over every
+    /// shape, one report and one results file for `comment`. No GPU.
     Merge(MergeArgs),
     /// Run the kernels under compute-sanitizer (memcheck, racecheck, initcheck, synccheck)
     /// over shapes that reach every code path; exit 1 on any finding, 2 if a tool could not
@@ -261,9 +261,11 @@ pub struct BaselineUpdateArgs {
     /// their spread is recorded) instead of measuring now. No GPU needed.
     #[arg(long, value_name = "RESULTS.json")]
     pub from: Vec<PathBuf>,
-    /// Measure in this many fresh processes (without --from); at least 3 record the spread
-    /// between processes that later comparisons with this baseline need.
-    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    /// Measure in this many fresh processes (without --from). The spread between processes
+    /// that later comparisons with this baseline carry is estimated from them: from 5 or more
+    /// it is used as estimated (at least 0.2%), from 2 to 4 as at least 0.3%, from 1 the 1.0%
+    /// default is assumed.
+    #[arg(long, value_name = "N", default_value_t = crate::comparison::MIN_PROCESSES as u32, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub processes: u32,
     /// Why the baseline changes (recorded in its provenance).
     #[arg(long)]
@@ -328,8 +330,9 @@ pub struct CompareArgs {
     #[arg(long)]
     pub paired: bool,
     /// Unpaired only: the spread (sd of the log p50, e.g. 0.004) between the processes that
-    /// measured BASE and CAND, added to the interval. Default: 0 for sample files (their
-    /// rounds are taken as exchangeable), 0.005 for results files (separate processes).
+    /// measured BASE and CAND, added to the interval; 0 when both came from one process.
+    /// Default: the conservative 0.01 (1%), as for any two separate processes; the output
+    /// says so.
     #[arg(long, value_name = "FRACTION", conflicts_with = "paired")]
     pub process_sd: Option<f64>,
     /// Take the gate thresholds from this config (default: the candidate results file's, or

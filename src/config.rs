@@ -246,18 +246,22 @@ impl fmt::Display for ShapeParams {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "RawGate")]
 pub struct GateSettings {
-    /// Largest tolerated p50 slowdown, as a fraction (0.02 = 2%).
+    /// Largest tolerated p50 slowdown, as a fraction (0.02 = 2%): the margin m.
     pub max_p50_regression: f64,
-    /// Significance level for the Holm-adjusted Mann-Whitney p.
+    /// One-sided level of the margin test, per shape (split 0.2/0.8 between the two looks of
+    /// the planned design).
     pub alpha: f64,
-    /// Confidence of the bootstrap interval.
+    /// Confidence of the two-sided intervals shown.
     pub confidence: f64,
-    /// Bootstrap resamples: used by nothing since the gate tests rounds with Student-t
-    /// margin tests; still accepted (and bounded) so that older configs load.
+    /// Resamples of the bootstraps: the ratio of medians of sample files without rounds
+    /// (which decides there) and the pairs bootstrap of the pooled p50 shown for 16 or more
+    /// A/B pairs.
     pub bootstrap_resamples: u32,
-    /// Smallest Cliff's delta magnitude that counts as a real change.
+    /// Not part of the rule any more (Cliff's δ is reported, not required: calibration showed
+    /// it adds no protection and costs power, docs/PERF.md); still accepted so that older
+    /// configs load.
     pub min_effect: Magnitude,
-    /// Seed of the bootstrap RNG; recorded in every results file.
+    /// Seed of the bootstraps and of the A/B pair orders; recorded in every results file.
     pub seed: u64,
     /// A candidate more than this many times faster than its reference is an `error`, not
     /// an improvement: such a speed-up is far more often a kernel that skips work the gate

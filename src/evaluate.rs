@@ -1,8 +1,9 @@
 //! Turns measured shapes into verdicts: compare each with its references (A/B rounds in the
-//! shape itself, the stored baseline through `stored_of`), Holm-correct each family of
-//! p-values across the run, then apply the one rule in [`crate::verdict::decide`].
+//! shape itself, the stored baseline through `stored_of`), then apply the one rule in
+//! [`crate::verdict::decide`], per shape (no correction across the shapes of a run: each
+//! shape's verdict depends on its own data only).
 
-use crate::comparison::{Comparison, StoredSide, apply_holm};
+use crate::comparison::{Comparison, StoredSide};
 use crate::config::GateSettings;
 use crate::results::ShapeResult;
 use crate::stats::{Rounds, StatsError};
@@ -17,7 +18,11 @@ pub struct BadBaseline {
 }
 
 /// Fills `ab`, `stored`, `verdict` and `decided_by` of every shape; returns whether the gate
-/// passes under `policy`. `stored_of` gives the stored baseline of a shape, or `None`.
+/// passes under `policy` (a drift traced to the runner, `shape.drift`, does not fail).
+/// `stored_of` gives the stored baseline of a shape, or `None`.
+///
+/// Cost: per shape, O(N log N) for its N values (plus the bootstrap's resamples for sample
+/// files of i.i.d. values).
 pub fn evaluate(
     shapes: &mut [ShapeResult],
     mut stored_of: impl FnMut(&ShapeResult) -> Option<StoredSide>,
@@ -66,8 +71,6 @@ pub fn evaluate(
             }
         }
     }
-    apply_holm(shapes.iter_mut().filter_map(|s| s.ab.as_mut()));
-    apply_holm(shapes.iter_mut().filter_map(|s| s.stored.as_mut()));
     for shape in shapes.iter_mut() {
         let d = decide(
             gate,
@@ -81,7 +84,12 @@ pub fn evaluate(
         shape.verdict = d.verdict;
         shape.decided_by = d.decided_by;
     }
-    Ok(gate_passes(shapes.iter().map(|s| s.verdict), policy))
+    Ok(gate_passes(
+        shapes
+            .iter()
+            .map(|s| (s.verdict, s.drift.as_ref().map(|d| d.cause))),
+        policy,
+    ))
 }
 
 /// Whether the planned second look should measure this shape more: its first look neither

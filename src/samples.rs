@@ -32,6 +32,26 @@ fn too_many(path: &Path, line: usize) -> SampleFileError {
     }
 }
 
+/// A parsed sample file: its rounds, and whether the file marked any (blank lines between
+/// values). A file without rounds holds i.i.d. values, one per round here.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SampleFile {
+    pub rounds: Vec<Vec<f64>>,
+    /// The file separates rounds with blank lines.
+    pub has_rounds: bool,
+}
+
+/// Parses sample text (see the module docs); `path` names it in errors. At least two values
+/// are required. Cost: O(n) for n values.
+pub fn parse_sample_file(text: &str, path: &Path) -> Result<SampleFile, SampleFileError> {
+    let rounds = parse_sample_rounds(text, path)?;
+    // Values of a file without rounds come back one per round; a file with rounds has at
+    // least one round of several values or several blank-line separated blocks — and a
+    // file of single-value blocks is i.i.d. values too.
+    let has_rounds = rounds.iter().any(|r| r.len() > 1);
+    Ok(SampleFile { rounds, has_rounds })
+}
+
 /// Parses sample text into rounds (see the module docs); `path` names it in errors. At
 /// least two rounds are required, since rounds are the units the statistics work on.
 pub fn parse_sample_rounds(text: &str, path: &Path) -> Result<Vec<Vec<f64>>, SampleFileError> {
@@ -173,6 +193,19 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("s.txt:4:"), "{e}");
+    }
+
+    #[test]
+    fn files_with_and_without_rounds() {
+        let p = Path::new("s.txt");
+        let f = parse_sample_file("1\n2\n\n3\n4\n", p).unwrap();
+        assert!(f.has_rounds);
+        assert_eq!(f.rounds, vec![vec![1.0, 2.0], vec![3.0, 4.0]]);
+        let f = parse_sample_file("1\n2\n3\n", p).unwrap();
+        assert!(!f.has_rounds);
+        assert_eq!(f.rounds, vec![vec![1.0], vec![2.0], vec![3.0]]);
+        // Blocks of one value each are i.i.d. values as well.
+        assert!(!parse_sample_file("1\n\n2\n\n3\n", p).unwrap().has_rounds);
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Shards: a config's shapes split into N parts that run on separate GPUs or runners and are
-//! joined again by `ci-gate merge`, which decides Holm and the verdict over the whole run.
+//! joined again by `ci-gate merge`, which decides the verdict over the whole run.
 //!
 //! The partition is deterministic (the same shapes and N always give the same shards, on any
 //! machine), balanced by each shape's expected wall time, and stable: adding a shape to the

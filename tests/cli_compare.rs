@@ -4,6 +4,7 @@ mod common;
 
 use std::path::Path;
 
+use ci_gate::verdict::Verdict;
 use common::{bin, results, write};
 use predicates::prelude::*;
 
@@ -55,30 +56,96 @@ fn sample_files_regression_table_and_exit_1() {
     insta::assert_snapshot!("compare_regression_table", String::from_utf8(out).unwrap());
 }
 
+/// numpy.median of a slice.
+fn median(v: &[f64]) -> f64 {
+    ci_gate::stats::Sample::new(v.to_vec()).unwrap().median()
+}
+
 #[test]
 fn sample_files_json_has_the_design_fields() {
     let dir = tempfile::tempdir().unwrap();
-    let b = write_samples(dir.path(), "base.txt", spread(9.0, 40, 0.004, 0.0));
-    let c = write_samples(dir.path(), "cand.txt", spread(9.01, 40, 0.004, 0.5));
-    let v = compare_json(&["--format", "json"], &b, &c, Some(0));
+    let (bv, cv) = (spread(9.0, 40, 0.004, 0.0), spread(9.01, 40, 0.004, 0.5));
+    let b = write_samples(dir.path(), "base.txt", bv.clone());
+    let c = write_samples(dir.path(), "cand.txt", cv.clone());
+    let all = compare_json(&["--format", "json"], &b, &c, Some(0));
+    // One shape: still an array, as for results files.
+    let rows = all.as_array().expect("an array for every input");
+    assert_eq!(rows.len(), 1);
+    let v = &rows[0];
     for k in [
         "n_base",
         "n_cand",
         "p50_base",
         "p50_cand",
+        "p50_ratio",
         "ratio",
         "ci_low",
         "ci_high",
+        "lower_bound",
+        "margin_p",
         "cliffs_delta",
         "mwu_u",
         "mwu_p",
+        "min_detectable",
     ] {
         assert!(v[k].is_number(), "{k} missing or not a number: {v}");
     }
     assert_eq!(v["n_base"], 40);
+    assert_eq!(v["units"], "values");
+    assert_eq!(v["method"], "median-bootstrap");
+    assert_eq!(v["ci_method"], "bootstrap");
+    assert_eq!(v["cliffs_delta_of"], "values");
     assert_eq!(v["verdict"], "pass");
+    // Without rounds, the ratio is the p50 ratio: numpy medians of the two files.
+    let want = median(&cv) / median(&bv);
+    assert!((v["ratio"].as_f64().unwrap() - want).abs() < 1e-12, "{v}");
+    assert_eq!(v["ratio"], v["p50_ratio"]);
     assert!(v["ci_low"].as_f64().unwrap() <= v["ratio"].as_f64().unwrap());
     assert!(v["ratio"].as_f64().unwrap() <= v["ci_high"].as_f64().unwrap());
+    // The default spread between processes is stated, in the JSON too.
+    assert_eq!(v["stored"]["process_sd"], 0.01);
+    assert_eq!(v["stored"]["process_sd_source"], "assumed");
+}
+
+#[test]
+fn sample_files_say_the_default_spread_and_process_sd_replaces_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = write_samples(dir.path(), "base.txt", spread(9.0, 200, 0.004, 0.0));
+    let c = write_samples(dir.path(), "cand.txt", spread(9.27, 200, 0.004, 1.0));
+    // +3%, a 1% spread assumed between the two processes: not confidently above +2%.
+    let out = bin().arg("compare").arg(&b).arg(&c).assert().code(0);
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("conservative default spread"), "{text}");
+    assert!(text.contains("1.0%"), "{text}");
+    // Both files from one process: --process-sd 0, and +3% is a regression.
+    let v = compare_json(&["--format", "json", "--process-sd", "0"], &b, &c, Some(1));
+    assert_eq!(v[0]["verdict"], "regression", "{v}");
+    assert_eq!(v[0]["stored"]["process_sd_source"], "given");
+    assert!(v[0]["lower_bound"].as_f64().unwrap() > 1.02);
+}
+
+#[test]
+fn sample_files_with_rounds_use_the_trimmed_test_of_round_medians() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = write_rounds(dir.path(), "base.txt", &drifting_rounds(1.0, 0.0));
+    let c = write_rounds(dir.path(), "cand.txt", &drifting_rounds(1.01, 0.3));
+    let v = compare_json(&["--format", "json"], &b, &c, Some(0));
+    assert_eq!(v[0]["method"], "unpaired-rounds", "{v}");
+    assert_eq!(v[0]["units"], "rounds");
+    assert_eq!(v[0]["cliffs_delta_of"], "round medians");
+    let out = bin()
+        .args(["compare", "--wide"])
+        .arg(&b)
+        .arg(&c)
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    for title in ["Δ round p50", "95% CI (Yuen t)", "Cliff's δ (round p50s)"] {
+        assert!(text.contains(title), "{title}: {text}");
+    }
 }
 
 #[test]
@@ -160,6 +227,7 @@ fn results_files_compare_by_shape() {
     write(&base, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
     // Shape 2 is 6% slower; the others are unchanged.
     write(&cand, &results("NVIDIA H200", &[1.0, 1.06, 1.0], 2));
+    // Two runs are two processes: with the default 1% spread, +6% is still a regression.
     let v = compare_json(&["--format", "json"], &base, &cand, Some(1));
     let rows = v.as_array().unwrap();
     assert_eq!(rows.len(), 3);
@@ -169,7 +237,52 @@ fn results_files_compare_by_shape() {
         .collect();
     assert_eq!(verdicts, ["pass", "regression", "pass"]);
     assert_eq!(rows[1]["shape"], "b2h8s512d64_causal_f16");
-    assert!(rows[1]["mwu_p_holm"].as_f64().unwrap() >= rows[1]["mwu_p"].as_f64().unwrap());
+    assert_eq!(rows[1]["decided_by"], "stored");
+    assert_eq!(rows[1]["stored"]["process_sd_source"], "assumed");
+    assert!(rows[1]["ab"].is_null());
+}
+
+#[test]
+fn results_files_judge_cand_against_base_whatever_cand_measured_inside() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.json");
+    let b = dir.path().join("b.json");
+    write(&a, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    // B's kernels are 70% slower than A's on every shape, but B's own A/B (against a base
+    // as slow as itself) saw no change; B also carries warnings and notes of its own.
+    let mut slow = results("NVIDIA H200", &[1.7, 1.7, 1.7], 2);
+    for s in slow.shapes.iter_mut() {
+        s.base_samples_us = s.samples_us.clone();
+        s.verdict = Verdict::Pass;
+    }
+    slow.warnings = vec!["B's own warning: the SM clock changed".into()];
+    slow.notes = vec!["B's own note: shard 1/2".into()];
+    write(&b, &slow);
+    let v = compare_json(&["--format", "json"], &a, &b, Some(1));
+    for row in v.as_array().unwrap() {
+        assert_eq!(row["verdict"], "regression", "{row}");
+        assert!((row["ratio"].as_f64().unwrap() - 1.7).abs() < 0.02, "{row}");
+        assert!(
+            row["ab"].is_null(),
+            "B's own A/B is not this comparison: {row}"
+        );
+    }
+    let out = bin().arg("compare").arg(&a).arg(&b).assert().code(1);
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("FAIL: 3 regression"), "{text}");
+    assert!(!text.contains("B's own"), "{text}");
+    // The same JSON structure as for sample files: an array of objects with the same keys.
+    let s1 = write_samples(dir.path(), "s1.txt", spread(9.0, 40, 0.004, 0.0));
+    let s2 = write_samples(dir.path(), "s2.txt", spread(9.0, 40, 0.004, 0.3));
+    let samples = compare_json(&["--format", "json"], &s1, &s2, Some(0));
+    let keys = |v: &serde_json::Value| {
+        v.as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect::<Vec<String>>()
+    };
+    assert_eq!(keys(&v[0]), keys(&samples[0]));
 }
 
 #[test]
@@ -251,16 +364,93 @@ fn paired_rounds_cancel_a_shared_drift() {
     let b = write_rounds(dir.path(), "base.txt", &drifting_rounds(1.0, 0.0));
     let c = write_rounds(dir.path(), "cand.txt", &drifting_rounds(1.03, 0.3));
     // Unpaired, the ±5% drift swamps a 3% change: not a confident regression.
-    let v = compare_json(&["--format", "json"], &b, &c, None);
+    let v = &compare_json(&["--format", "json"], &b, &c, None)[0];
     assert_ne!(v["verdict"], "regression", "{v}");
     assert_eq!(v["n_base"], 12, "rounds are the units: {v}");
     // Paired, round i with round i: the drift cancels and the 3% shows.
-    let v = compare_json(&["--paired", "--format", "json"], &b, &c, Some(1));
+    let v = &compare_json(&["--paired", "--format", "json"], &b, &c, Some(1))[0];
     assert_eq!(v["verdict"], "regression", "{v}");
     assert_eq!(v["decided_by"], "ab");
+    assert_eq!(v["method"], "paired-rounds");
+    assert_eq!(v["units"], "pairs");
     assert!((v["ratio"].as_f64().unwrap() - 1.03).abs() < 0.002, "{v}");
     assert!(v["ab"]["lower_bound"].as_f64().unwrap() > 1.02, "{v}");
     assert!(v["stored"].is_null());
+    // 12 pairs: no pairs bootstrap of the pooled p50 (it needs 16).
+    assert!(
+        v["pooled_p50_ratio"].is_number() && v["pooled_ci_low"].is_null(),
+        "{v}"
+    );
+}
+
+#[test]
+fn sixteen_pairs_show_the_pooled_p50_with_its_pairs_bootstrap() {
+    let dir = tempfile::tempdir().unwrap();
+    let rounds = |factor: f64, phase: f64| -> Vec<Vec<f64>> {
+        (0..16)
+            .map(|i| spread(9.0 * factor, 9, 0.002, phase + i as f64))
+            .collect()
+    };
+    let b = write_rounds(dir.path(), "base.txt", &rounds(1.0, 0.0));
+    let c = write_rounds(dir.path(), "cand.txt", &rounds(1.03, 0.4));
+    let v = &compare_json(&["--paired", "--format", "json"], &b, &c, Some(1))[0];
+    let (lo, hi, p) = (
+        v["pooled_ci_low"].as_f64().unwrap(),
+        v["pooled_ci_high"].as_f64().unwrap(),
+        v["pooled_p50_ratio"].as_f64().unwrap(),
+    );
+    assert!(lo <= p && p <= hi && lo > 1.0 && hi < 1.06, "{v}");
+    let out = bin()
+        .args(["compare", "--paired", "--wide"])
+        .arg(&b)
+        .arg(&c)
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("Δ pooled p50 [pairs bootstrap]"), "{text}");
+}
+
+#[test]
+fn a_pooled_p50_outside_the_interval_of_round_medians_is_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    // Round medians spread over ±1% from round to round; the candidate's are 1% above the
+    // base's, pair by pair. But the candidate's rounds put their 5 slowest of 11 values 20%
+    // above their median (the base's stay within 0.05%): the pooled p50 of all candidate
+    // values is then the 55th/56th of the 60 values at or below the round medians, near
+    // the highest round median — +1.8%, outside the round-median ratio's interval.
+    let level = |i: usize| 9.0 * (1.0 + 0.01 * (i as f64 - 4.5) / 4.5);
+    let round = |m: f64, slow: f64| -> Vec<f64> {
+        (0..11)
+            .map(|k| {
+                if k < 6 {
+                    m * (1.0 - 0.0001 * (5 - k) as f64)
+                } else {
+                    m * slow * (1.0 + 0.0001 * (k - 5) as f64)
+                }
+            })
+            .collect()
+    };
+    let base: Vec<Vec<f64>> = (0..10).map(|i| round(level(i), 1.0)).collect();
+    let cand: Vec<Vec<f64>> = (0..10).map(|i| round(level(i) * 1.01, 1.2)).collect();
+    let b = write_rounds(dir.path(), "base.txt", &base);
+    let c = write_rounds(dir.path(), "cand.txt", &cand);
+    let out = bin()
+        .args(["compare", "--paired"])
+        .arg(&b)
+        .arg(&c)
+        .assert()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains("warning: cand.txt: the pooled p50 moved"),
+        "{text}"
+    );
+    assert!(text.contains("Δ round p50 is not the p50 change"), "{text}");
 }
 
 #[test]
@@ -279,30 +469,42 @@ fn paired_needs_as_many_rounds_on_each_side() {
 }
 
 #[test]
-fn json_keeps_the_old_fields_and_adds_both_references() {
+fn json_has_both_references_and_says_what_each_number_is() {
     let dir = tempfile::tempdir().unwrap();
     let b = write_samples(dir.path(), "base.txt", spread(9.0, 40, 0.004, 0.0));
     let c = write_samples(dir.path(), "cand.txt", spread(9.01, 40, 0.004, 0.5));
-    let v = compare_json(
+    let v = &compare_json(
         &["--format", "json", "--process-sd", "0.004"],
         &b,
         &c,
         Some(0),
-    );
+    )[0];
     for k in [
-        "mwu_p_holm",
+        "mwu_p",
         "mwu_p_faster",
-        "mwu_p_faster_holm",
         "min_detectable",
-        "margin_p_holm",
+        "margin_p",
+        "margin_p_faster",
         "lower_bound",
+        "upper_bound",
     ] {
         assert!(v[k].is_number(), "{k}: {v}");
+    }
+    for gone in ["margin_p_holm", "mwu_p_holm"] {
+        assert!(v.get(gone).is_none(), "{gone} is gone with Holm: {v}");
     }
     let s = &v["stored"];
     assert_eq!(s["process_sd"], 0.004);
     assert_eq!(s["process_sd_assumed"], false);
-    for k in ["se_log", "df", "margin_p", "upper_bound", "stage"] {
+    assert!(s["ratio_of"].as_str().unwrap().contains("bootstrap"), "{s}");
+    assert!(
+        s["mwu_test"]
+            .as_str()
+            .unwrap()
+            .contains("not part of the rule"),
+        "{s}"
+    );
+    for k in ["margin_p", "upper_bound", "stage", "p50_ratio"] {
         assert!(s[k].is_number(), "{k}: {s}");
     }
     // The spread widens the interval: Detectable grows past the margin plus it.
@@ -415,7 +617,10 @@ fn exports_for_bencher_and_github_action_benchmark() {
     assert_eq!(entries[1]["unit"], "us");
     assert!((entries[1]["value"].as_f64().unwrap() - p50).abs() < 1e-9);
     let extra = entries[1]["extra"].as_str().unwrap();
-    assert!(extra.starts_with("verdict: regression; Δp50 +"), "{extra}");
+    assert!(
+        extra.starts_with("verdict: regression; Δ round p50 +"),
+        "{extra}"
+    );
     assert!(extra.ends_with("(BASE)"), "{extra}");
     assert!(entries[1]["range"].as_str().unwrap().starts_with("± "));
 }

@@ -305,14 +305,25 @@ fn markdown_attacks_in_free_text_are_escaped_in_the_comment() {
     assert_eq!(posted.len(), 1);
     assert_markdown_safe(&posted[0].body);
 
-    // And `compare --format markdown`.
+    // And `compare --format markdown`: it prints only what the comparison found, so none
+    // of the file's free text reaches it (below its own heading, whose ✅ is ci-gate's).
     let a = bin()
         .args(["compare", "--format", "markdown"])
         .arg(hostile("results-ok.json"))
         .arg(&from)
         .assert()
         .code(0);
-    assert_markdown_safe(&stdout(&a));
+    let out = stdout(&a);
+    assert!(
+        out.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("### ✅ ci-gate: PASS"),
+        "{out}"
+    );
+    let below: String = out.lines().skip(2).collect::<Vec<_>>().join("\n");
+    assert_markdown_safe(&below);
+    assert!(!out.contains("red link") && !out.contains("alice"), "{out}");
 }
 
 #[test]
@@ -365,10 +376,9 @@ fn free_text_escapes_never_reach_the_compare_table() {
         .code(0);
     let out = stdout(&a);
     assert_terminal_safe(&out);
-    assert!(
-        out.contains("warning: red link  ::error::pwned evil"),
-        "{out}"
-    );
+    // The candidate file's own warnings are not this comparison's: not printed at all.
+    assert!(!out.contains("red link") && !out.contains("pwned"), "{out}");
+    assert!(out.contains("ci-gate: PASS"), "{out}");
 }
 
 fn assert_fast(start: Instant, limit: Duration) {

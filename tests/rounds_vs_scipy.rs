@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use ci_gate::stats::{
-    MarginTest, ProcessSpread, Rounds, paired_margin_test, process_spread, round_medians,
-    unpaired_margin_test,
+    MarginTest, ProcessSpread, Rounds, paired_margin_test_trimmed, process_spread_trimmed,
+    round_medians, unpaired_margin_test_trimmed,
 };
 use serde::Deserialize;
 
@@ -330,7 +330,7 @@ fn paired_margin_test_matches_scipy_ttest_1samp() {
         let Some(want) = &c.paired else {
             if base.round_count() != cand.round_count() {
                 assert!(
-                    paired_margin_test(&base, &cand, c.margin).is_err(),
+                    paired_margin_test_trimmed(&base, &cand, c.margin, 0.0).is_err(),
                     "{}",
                     c.name
                 );
@@ -338,8 +338,8 @@ fn paired_margin_test_matches_scipy_ttest_1samp() {
             continue;
         };
         let what = format!("{} paired", c.name);
-        let got =
-            paired_margin_test(&base, &cand, c.margin).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let got = paired_margin_test_trimmed(&base, &cand, c.margin, 0.0)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
         assert_eq!(
             (got.n_base, got.n_cand),
             (c.base.len(), c.cand.len()),
@@ -378,8 +378,9 @@ fn unpaired_margin_test_matches_scipy_and_the_documented_formula() {
                     "{what}"
                 );
             }
-            let got = unpaired_margin_test(&base, &want.process_rounds, &cand, s, c.margin)
-                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let got =
+                unpaired_margin_test_trimmed(&base, &want.process_rounds, &cand, s, c.margin, 0.0)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
             assert_eq!(
                 (got.n_base, got.n_cand),
                 (c.base.len(), c.cand.len()),
@@ -416,7 +417,7 @@ fn process_spread_matches_numpy() {
             continue;
         };
         let what = format!("{} process_spread {:?}", c.name, want.process_rounds);
-        let got = process_spread(&rounds(&c.base), &want.process_rounds)
+        let got = process_spread_trimmed(&rounds(&c.base), &want.process_rounds, 0.0)
             .unwrap_or_else(|| panic!("{what}: None"));
         assert_eq!(got.df, want.df, "{what} df");
         if want.floored {

@@ -151,8 +151,10 @@ pub fn record_quietly(
     Ok(())
 }
 
-/// Processes `baseline update` measures in when it measures (not `--from`).
-pub const DEFAULT_PROCESSES: u32 = 3;
+/// Processes `baseline update` measures in when it measures (not `--from`): the number from
+/// which a comparison uses the estimated spread between processes with its smaller floor
+/// (`comparison::MIN_PROCESSES`; the calibration that chose it is in docs/PERF.md).
+pub const DEFAULT_PROCESSES: u32 = crate::comparison::MIN_PROCESSES as u32;
 
 /// Records new baselines for this GPU, from fresh measuring processes or results files.
 ///
@@ -305,9 +307,22 @@ pub fn update(args: &BaselineUpdateArgs) -> Result<Outcome> {
         .collect();
     if !single.is_empty() {
         eprintln!(
-            "warning: {} {} measured in one process only: no spread between processes is recorded, and comparisons will assume 0.5%; record from at least {DEFAULT_PROCESSES} processes",
+            "warning: {} {} measured in one process only: no spread between processes is recorded, and comparisons will assume {:.1}%; record from {DEFAULT_PROCESSES} processes",
             single.join(", "),
-            if single.len() == 1 { "was" } else { "were" }
+            if single.len() == 1 { "was" } else { "were" },
+            crate::stats::ProcessSpread::ASSUMED.sd * 100.0
+        );
+    }
+    let few: Vec<String> = merged
+        .iter()
+        .filter(|m| m.spread.is_some() && m.process_rounds.len() < crate::comparison::MIN_PROCESSES)
+        .map(|m| m.name.clone())
+        .collect();
+    if !few.is_empty() {
+        eprintln!(
+            "warning: the spread between processes of {} is estimated from fewer than {DEFAULT_PROCESSES} processes, so comparisons will take it as at least {:.1}%; record from {DEFAULT_PROCESSES} processes for a sharper one",
+            few.join(", "),
+            crate::comparison::FEW_PROCESSES_FLOOR * 100.0
         );
     }
 

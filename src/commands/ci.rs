@@ -207,7 +207,7 @@ pub fn publish(
     let sharded = results.shard.is_some();
     for shape in &results.shapes {
         // A shard's verdicts are provisional: the merged run annotates.
-        if sharded || !shape.verdict.fails(policy) {
+        if sharded || !policy.fails(shape.verdict, shape.drift.as_ref().map(|d| d.cause)) {
             continue;
         }
         let message = match (&shape.error, shape.primary(), &shape.parity) {
@@ -227,16 +227,18 @@ pub fn publish(
                     _ => c,
                 };
                 format!(
-                    "p50 {} against the {} ({:.3} → {:.3} µs), {:.0}% CI [{}, {}], Cliff's δ {:+.2}, Holm-adjusted margin p {:.1e}",
+                    "{} {} against the {} (p50 {:.3} → {:.3} µs), {:.0}% CI ({}) [{}, {}], one-sided bound {}, margin p {:.1e}",
+                    c.method.ratio_label(),
                     pct(c.ratio),
                     c.reference,
                     c.p50_base,
                     c.p50_cand,
                     c.confidence * 100.0,
+                    c.method.interval_label(),
                     pct(c.ci_low),
                     pct(c.ci_high),
-                    c.cliffs_delta,
-                    c.margin_p_holm
+                    pct(c.lower_bound),
+                    c.margin_p
                 )
             }
             _ => shape.verdict.to_string(),

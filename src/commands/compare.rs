@@ -1,4 +1,16 @@
 //! `ci-gate compare BASE CAND`: offline comparison of two results files or two sample files.
+//!
+//! * Two results files: CAND's candidate against BASE's candidate, shape by shape, unpaired
+//!   (two runs are two processes: the spread between processes is added, `--process-sd` or
+//!   the conservative default), whatever either file measured against its own base or
+//!   stored baseline. Only what this comparison finds is printed: none of CAND's own
+//!   warnings, notes, profiles, peers or shard notes.
+//! * Two sample files: with rounds (blank lines between them), the trimmed test of round
+//!   medians; without rounds (i.i.d. values), the p50 ratio with the seeded percentile
+//!   bootstrap of the ratio of medians. `--paired` pairs round i with round i.
+//!
+//! The output has one shape for every input: the table, or a JSON array with one object per
+//! shape.
 
 use std::path::Path;
 
@@ -6,18 +18,18 @@ use anyhow::{Context, Result, bail};
 
 use super::Outcome;
 use crate::cli::CompareArgs;
-use crate::comparison::StoredSide;
+use crate::comparison::{MIN_BOOTSTRAP_VALUES, StoredSide};
 use crate::config::{Config, Dtype, GateSettings, ShapeParams};
 use crate::evaluate::evaluate;
 use crate::report::{Exporter, Format, JsonExporter, Report, TableExporter};
 use crate::results::{ResultsFile, ShapeResult};
-use crate::samples::parse_sample_rounds;
-use crate::stats::{ProcessSpread, Rounds, StatsError};
+use crate::samples::{SampleFile, parse_sample_file};
+use crate::stats::{Rounds, StatsError};
 use crate::verdict::Policy;
 
 enum Input {
     Results(Box<ResultsFile>),
-    Samples(Vec<Vec<f64>>),
+    Samples(SampleFile),
 }
 
 fn read_input(path: &Path) -> Result<Input> {
@@ -42,7 +54,7 @@ fn read_input(path: &Path) -> Result<Input> {
         }
         Ok(Input::Results(Box::new(results)))
     } else {
-        Ok(Input::Samples(parse_sample_rounds(&text, path)?))
+        Ok(Input::Samples(parse_sample_file(&text, path)?))
     }
 }
 
@@ -79,10 +91,9 @@ pub fn run(args: &CompareArgs) -> Result<Outcome> {
     };
     let mut report = report;
     report.stored_label = "BASE";
-    let single = report.rows.len() == 1 && report.config_name.is_none();
     let out = match args.format {
         Format::Table => TableExporter::for_stdout(args.wide).render(&report),
-        Format::Json => JsonExporter { single }.render(&report),
+        Format::Json => JsonExporter { single: false }.render(&report),
         other => other
             .exporter()
             .map(|e| e.render(&report))
@@ -92,29 +103,19 @@ pub fn run(args: &CompareArgs) -> Result<Outcome> {
     Ok(Outcome::from_passed(report.passed))
 }
 
-/// The stored-style reference for an unpaired comparison of two files: what `--process-sd`
-/// says, else `default`.
-fn reference(
-    rounds: Vec<Vec<f64>>,
-    args: &CompareArgs,
-    default: Option<ProcessSpread>,
-) -> StoredSide {
+/// The unpaired reference of an offline comparison: BASE's rounds, one process, the spread
+/// `--process-sd` gives (else the conservative default, which the report states).
+fn reference(rounds: Vec<Vec<f64>>, args: &CompareArgs, values: bool) -> StoredSide {
     StoredSide {
-        rounds,
-        process_rounds: Vec::new(),
-        spread: args
-            .process_sd
-            .map(|sd| ProcessSpread {
-                sd,
-                df: f64::INFINITY,
-            })
-            .or(default),
+        given_sd: args.process_sd,
+        values,
+        ..StoredSide::recorded(rounds, Vec::new(), None)
     }
 }
 
 fn compare_samples(
-    base: Vec<Vec<f64>>,
-    cand: Vec<Vec<f64>>,
+    base: SampleFile,
+    cand: SampleFile,
     args: &CompareArgs,
     gate: GateSettings,
 ) -> Result<Report> {
@@ -125,39 +126,57 @@ fn compare_samples(
         .unwrap_or_else(|| "samples".into());
     let mut result = ShapeResult::new(ShapeParams::new(1, 1, 1, 64, false, Dtype::Float16));
     result.name = shape;
-    let named = |e: StatsError, path: &Path| anyhow::anyhow!("{}: {e}", path.display());
-    Rounds::new(base.clone()).map_err(|e| named(e, &args.base))?;
-    let c = Rounds::new(cand.clone()).map_err(|e| named(e, &args.cand))?;
-    result.summary = Some(c.pooled().summary());
-    result.samples_us = cand;
-    if args.paired {
-        if base.len() != result.samples_us.len() {
-            bail!(
-                "--paired: {} has {} rounds and {} has {}; pairs need as many of each",
-                args.base.display(),
-                base.len(),
-                args.cand.display(),
-                result.samples_us.len()
-            );
-        }
-        result.base_samples_us = base.clone();
+    let values = !base.has_rounds && !cand.has_rounds;
+    let (n_base, n_cand) = (base.rounds.len(), cand.rounds.len());
+    if args.paired && n_base != n_cand {
+        bail!(
+            "--paired: {} has {n_base} rounds and {} has {n_cand}; pairs need as many of each",
+            args.base.display(),
+            args.cand.display(),
+        );
     }
-    let stored = (!args.paired).then(|| reference(base, args, Some(ProcessSpread::NONE)));
+    // i.i.d. values compared unpaired are held as one round a side (a million values are then
+    // one allocation, not a million); paired, value i of each side is pair i.
+    let hold = |rounds: Vec<Vec<f64>>| {
+        if values && !args.paired {
+            vec![rounds.concat()]
+        } else {
+            rounds
+        }
+    };
+    let (base_rounds, cand_rounds) = (hold(base.rounds), hold(cand.rounds));
+    let named = |e: StatsError, path: &Path| anyhow::anyhow!("{}: {e}", path.display());
+    let c = Rounds::new(cand_rounds).map_err(|e| named(e, &args.cand))?;
+    let b = Rounds::new(base_rounds).map_err(|e| named(e, &args.base))?;
+    result.summary = Some(c.pooled().summary());
+    result.samples_us = c.into_rounds();
+    let stored = if args.paired {
+        result.base_samples_us = b.into_rounds();
+        None
+    } else {
+        Some(reference(b.into_rounds(), args, values))
+    };
     let mut shapes = vec![result];
     let passed = evaluate(&mut shapes, |_| stored.clone(), &gate, Policy::default())
         .with_context(|| format!("in {}", args.base.display()))?;
     let mut report = Report::from_shapes(&shapes, gate, passed);
-    if !args.paired && args.process_sd.is_none() {
+    if args.paired && values {
         report.notes.push(
-            "the rounds of BASE and CAND are taken as exchangeable units; if the two files come from separate processes, --process-sd adds the spread between them".into(),
+            "--paired with files without rounds: value i of BASE and value i of CAND form pair i"
+                .into(),
         );
+    }
+    if !args.paired && values && n_base.min(n_cand) < MIN_BOOTSTRAP_VALUES {
+        report.notes.push(format!(
+            "fewer than {MIN_BOOTSTRAP_VALUES} values a side: each value is taken as a round and the trimmed test decides (a bootstrap of the median under-covers on so few)"
+        ));
     }
     Ok(report)
 }
 
 fn compare_results(
     base: &ResultsFile,
-    mut cand: ResultsFile,
+    cand: ResultsFile,
     args: &CompareArgs,
     gate: GateSettings,
 ) -> Result<Report> {
@@ -187,13 +206,29 @@ fn compare_results(
             args.cand.display()
         );
     }
+    // Only CAND's candidate: what CAND measured against its own base or stored baseline, and
+    // what it noted about itself, are no part of this comparison.
+    let mut shapes: Vec<ShapeResult> = cand
+        .shapes
+        .iter()
+        .map(|s| ShapeResult {
+            name: s.name.clone(),
+            params: s.params,
+            error: s.error.clone(),
+            samples_us: s.samples_us.clone(),
+            summary: s.summary.clone(),
+            tflops: s.tflops,
+            measurement: s.measurement.clone(),
+            ..ShapeResult::new(s.params)
+        })
+        .collect();
     let mut warnings = Vec::new();
-    if args.paired {
-        for shape in cand.shapes.iter_mut() {
-            let Some(b) = matching(shape) else {
-                warnings.push(format!("{}: not in {}", shape.name, args.base.display()));
-                continue;
-            };
+    for shape in shapes.iter_mut() {
+        let Some(b) = matching(shape) else {
+            warnings.push(format!("{}: not in {}", shape.name, args.base.display()));
+            continue;
+        };
+        if args.paired {
             if b.samples_us.len() != shape.samples_us.len() {
                 bail!(
                     "--paired: shape {} has {} rounds in {} and {} in {}; pairs need as many of each",
@@ -205,29 +240,24 @@ fn compare_results(
                 );
             }
             shape.base_samples_us = b.samples_us.clone();
-            shape.pair_order.clear();
         }
     }
     let passed = evaluate(
-        &mut cand.shapes,
+        &mut shapes,
         |shape| {
-            if args.paired {
-                return None;
-            }
-            let found = matching(shape);
-            if found.is_none() {
-                warnings.push(format!("{}: not in {}", shape.name, args.base.display()));
-            }
-            // Two results files are two processes: without --process-sd the spread between
-            // them is assumed (conservatively), as for a baseline that records none.
-            found.map(|b| reference(b.samples_us.clone(), args, None))
+            (!args.paired)
+                .then(|| matching(shape))
+                .flatten()
+                .map(|b| reference(b.samples_us.clone(), args, false))
         },
         &gate,
         Policy::default(),
     )
     .with_context(|| format!("in {}", args.base.display()))?;
-    cand.gate = gate;
-    cand.passed = passed;
-    cand.warnings.extend(warnings);
-    Ok(Report::from_results(&cand))
+    let mut report = Report::from_shapes(&shapes, gate, passed);
+    report.config_name = Some(cand.config.name.clone());
+    report.environment = cand.environment.clone();
+    report.commit = cand.git_commit.clone();
+    report.warnings = warnings;
+    Ok(report)
 }

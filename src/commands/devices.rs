@@ -1,6 +1,6 @@
 //! `--devices`: one shard per GPU of this machine, each a `ci-gate local --shard K/N` process
 //! that sees only its GPU (`CUDA_VISIBLE_DEVICES`), all at once; their results are merged
-//! (`commands::merge`), so Holm and the verdict are over the whole run.
+//! (`commands::merge`), so the verdict is over the whole run.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -192,7 +192,7 @@ pub fn shard_of(
 /// The note a shard's results carry.
 pub fn shard_note(info: &crate::shard::ShardInfo, measured: usize) -> String {
     format!(
-        "shard {}/{}: {measured} of the run's {} shapes; its verdicts are provisional (Holm over this shard only): `ci-gate merge` decides over all shards",
+        "shard {}/{}: {measured} of the run's {} shapes; its verdicts are provisional: `ci-gate merge` decides over all shards",
         info.index,
         info.count,
         info.run_shapes.len()

@@ -1,8 +1,7 @@
 //! `ci-gate merge`: the results files of a sharded run joined into one. The shards must be
 //! one run: the same config, commit, kernels (both sides), GPU model and stored baseline,
 //! every shard of N exactly once, every shape exactly once. The comparisons are then made
-//! again over all shapes, so Holm's correction and the verdict are the whole run's, not a
-//! shard's.
+//! again over all shapes, so the verdict is the whole run's, not a shard's.
 //!
 //! A shard file is data written where the pull request's kernels ran: merge takes only its
 //! measurements. The rules come from the base commit ([`Rules`]): the gate settings, parity
@@ -303,7 +302,7 @@ pub fn join(shards: Vec<(PathBuf, ResultsFile)>) -> Result<ResultsFile> {
     merged.shapes = all_shapes;
     merged.shard = None;
     merged.notes.push(format!(
-        "merged from {count} shards measured on {} GPU{}: Holm's correction and the verdict are over all {} shapes",
+        "merged from {count} shards measured on {} GPU{}: the verdict is over all {} shapes",
         uuids.len().max(1),
         if uuids.len() > 1 { "s" } else { "" },
         info.run_shapes.len()
@@ -311,8 +310,7 @@ pub fn join(shards: Vec<(PathBuf, ResultsFile)>) -> Result<ResultsFile> {
     Ok(merged)
 }
 
-/// Compares every shape again, over the whole run, under `rules`: Holm across all shapes,
-/// then the verdict. From the shards only their measurements are used.
+/// Compares every shape again, over the whole run, under `rules`, then the verdict. From the shards only their measurements are used.
 fn reevaluate(mut merged: ResultsFile, rules: &Rules) -> Result<ResultsFile> {
     let config = rules.config;
     // The run's shapes are the rules' shapes, each with the parameters its name says.

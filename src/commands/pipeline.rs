@@ -802,10 +802,15 @@ fn trace_drift(
         )?),
         None => None,
     };
-    let m = gate.max_p50_regression;
-    let cause = if cand_vs_commit.lower_bound > 1.0 + m && cand_vs_commit.margin_p < gate.alpha {
+    // The code crept when the gate's own rule says the candidate is slower than the
+    // baseline commit's kernels measured beside it; the runner moved when those kernels are
+    // now slower than their stored numbers by the same rule.
+    let cause = if crate::verdict::slower_with_confidence(gate, &cand_vs_commit) {
         DriftCause::Code
-    } else if commit_vs_stored.as_ref().is_some_and(|c| c.ratio > 1.0 + m) {
+    } else if commit_vs_stored
+        .as_ref()
+        .is_some_and(|c| crate::verdict::slower_with_confidence(gate, c))
+    {
         DriftCause::Runner
     } else {
         DriftCause::Unclear

@@ -63,7 +63,11 @@ impl Exporter for BenchmarkActionExporter {
                         Reference::Ab => "A/B",
                         Reference::Stored => report.stored_label,
                     };
-                    extra.push_str(&format!("; Δp50 {} ({against})", pct(c.ratio)));
+                    extra.push_str(&format!(
+                        "; {} {} ({against})",
+                        c.method.ratio_label(),
+                        pct(c.ratio)
+                    ));
                 }
                 let mut e = json!({
                     "name": row.shape,

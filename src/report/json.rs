@@ -1,73 +1,100 @@
-//! JSON: one object per shape with the design's fields (all numbers), both references'
-//! comparisons, and the verdict as a string.
+//! JSON: an array with one object per shape, whatever the input (a run, two results files,
+//! two sample files): the deciding comparison's numbers at the top level, both references'
+//! comparisons in `ab` and `stored`, the verdict as a string, and what each number is
+//! (`method`, `ratio_of`, `units`, `ci_method`, `cliffs_delta_of`, `mwu_test`).
 
 use serde_json::{Value, json};
 
 use super::{Exporter, Report, Row};
-use crate::comparison::Comparison;
+use crate::comparison::{Comparison, Method};
 
 pub struct JsonExporter {
-    /// Print the single row as one object instead of an array (plain sample files).
+    /// No longer changes anything: every input renders as the same array (one object per
+    /// shape). Kept so that existing callers build; to be removed with them.
     pub single: bool,
+}
+
+/// What Cliff's δ and Mann-Whitney U of a comparison are computed on.
+fn rank_units(c: &Comparison) -> &'static str {
+    if c.method == Method::MedianBootstrap {
+        "values"
+    } else {
+        "round medians"
+    }
 }
 
 fn comparison_json(c: &Comparison) -> Value {
     json!({
         "reference": c.reference,
+        "method": c.method,
+        "ratio_of": c.method.describe(),
+        "units": c.method.units(),
         "n_base": c.n_base,
         "n_cand": c.n_cand,
         "p50_base": c.p50_base,
         "p50_cand": c.p50_cand,
+        "p50_ratio": c.p50_ratio(),
         "ratio": c.ratio,
         "ci_low": c.ci_low,
         "ci_high": c.ci_high,
         "confidence": c.confidence,
+        "ci_method": c.method.interval_label(),
         "lower_bound": c.lower_bound,
         "upper_bound": c.upper_bound,
         "se_log": c.se,
         "df": c.df,
         "margin_p": c.margin_p,
-        "margin_p_holm": c.margin_p_holm,
         "margin_p_faster": c.margin_p_faster,
-        "margin_p_faster_holm": c.margin_p_faster_holm,
         "stage": c.stage,
         "cliffs_delta": c.cliffs_delta,
         "cliffs_magnitude": c.cliffs_magnitude,
+        "cliffs_delta_of": rank_units(c),
         "mwu_u": c.mwu_u,
         "mwu_p": c.mwu_p,
-        "mwu_p_holm": c.mwu_p_holm,
         "mwu_p_faster": c.mwu_p_faster,
-        "mwu_p_faster_holm": c.mwu_p_faster_holm,
+        "mwu_test": format!("unpaired Mann-Whitney U of the {}, a test of a difference; not part of the rule", rank_units(c)),
         "min_detectable": c.min_detectable,
         "process_sd": c.process_sd,
+        "process_sd_source": c.process_sd_source,
         "process_sd_assumed": c.process_sd_assumed,
     })
 }
 
-/// The fields of earlier versions stay at the top level, filled from the deciding
-/// comparison (A/B when it ran, else the stored baseline); `ab` and `stored` hold both.
+/// The deciding comparison's fields at the top level (A/B when it ran, else the stored
+/// baseline or BASE); `ab` and `stored` hold both.
 fn row_json(row: &Row) -> Value {
     let c = row.primary();
-    json!({
+    let mut v = json!({
         "shape": row.shape,
+        "method": c.map(|c| c.method),
+        "ratio_of": c.map(|c| c.method.describe()),
+        "units": c.map(|c| c.method.units()),
         "n_base": c.map(|c| c.n_base),
         "n_cand": c.map(|c| c.n_cand),
         "p50_base": c.map(|c| c.p50_base),
         "p50_cand": c.map(|c| c.p50_cand).or(row.p50_cand),
+        "p50_ratio": c.map(|c| c.p50_ratio()),
         "ratio": c.map(|c| c.ratio),
         "ci_low": c.map(|c| c.ci_low),
         "ci_high": c.map(|c| c.ci_high),
         "confidence": c.map(|c| c.confidence),
+        "ci_method": c.map(|c| c.method.interval_label()),
+        "lower_bound": c.map(|c| c.lower_bound),
+        "upper_bound": c.map(|c| c.upper_bound),
+        "margin_p": c.map(|c| c.margin_p),
+        "margin_p_faster": c.map(|c| c.margin_p_faster),
+        "pooled_p50_ratio": row.pooled.map(|p| p.ratio),
+        "pooled_ci_low": row.pooled.and_then(|p| p.interval).map(|i| i.low),
+        "pooled_ci_high": row.pooled.and_then(|p| p.interval).map(|i| i.high),
+    });
+    let more = json!({
         "cliffs_delta": c.map(|c| c.cliffs_delta),
         "cliffs_magnitude": c.map(|c| c.cliffs_magnitude),
+        "cliffs_delta_of": c.map(rank_units),
         "mwu_u": c.map(|c| c.mwu_u),
         "mwu_p": c.map(|c| c.mwu_p),
-        "mwu_p_holm": c.map(|c| c.mwu_p_holm),
         "mwu_p_faster": c.map(|c| c.mwu_p_faster),
-        "mwu_p_faster_holm": c.map(|c| c.mwu_p_faster_holm),
         "min_detectable": c.map(|c| c.min_detectable),
-        "margin_p_holm": c.map(|c| c.margin_p_holm),
-        "lower_bound": c.map(|c| c.lower_bound),
         "ab": row.ab.as_ref().map(comparison_json),
         "stored": row.stored.as_ref().map(comparison_json),
         "decided_by": row.decided_by,
@@ -84,15 +111,16 @@ fn row_json(row: &Row) -> Value {
             "error": p.error,
         })).collect::<Vec<_>>(),
         "stored_peers": row.stored_peers,
-    })
+    });
+    if let (Value::Object(first), Value::Object(rest)) = (&mut v, more) {
+        first.extend(rest);
+    }
+    v
 }
 
 impl Exporter for JsonExporter {
     fn render(&self, report: &Report) -> String {
-        let value = match (self.single, report.rows.as_slice()) {
-            (true, [row]) => row_json(row),
-            _ => Value::Array(report.rows.iter().map(row_json).collect()),
-        };
+        let value = Value::Array(report.rows.iter().map(row_json).collect());
         let mut s = serde_json::to_string_pretty(&value).unwrap_or_else(|_| "null".into());
         s.push('\n');
         s

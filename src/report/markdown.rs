@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::{Cells, Exporter, Report, headers};
+use super::{Exporter, Report, cell, columns, findings, legend};
 use crate::validate::short_commit;
 use crate::verdict::Verdict;
 
@@ -140,7 +140,10 @@ fn mermaid_label(text: &str) -> String {
 fn icon(report: &Report) -> &'static str {
     if !report.passed {
         "❌"
-    } else if report.rows.iter().any(|r| r.verdict.warns()) || !report.warnings.is_empty() {
+    } else if report.rows.iter().any(|r| r.verdict.warns())
+        || !report.warnings.is_empty()
+        || !findings(report).0.is_empty()
+    {
         "⚠️"
     } else {
         "✅"
@@ -165,16 +168,23 @@ impl Exporter for MarkdownExporter {
         let flagged: Vec<String> = report
             .rows
             .iter()
-            .filter(|r| r.verdict.fails(report.policy))
+            .filter(|r| r.fails(report.policy))
             .map(|r| {
                 let why = match (&r.error, r.primary(), &r.stored) {
                     (Some(e), _, _) => escape_markdown(e),
                     (None, Some(c), _) if r.verdict == Verdict::Regression => {
-                        format!("p50 {} slower ({})", super::pct(c.ratio), c.reference)
+                        format!(
+                            "{} {} slower ({}; one-sided bound {})",
+                            c.method.ratio_label(),
+                            super::pct(c.ratio),
+                            c.reference,
+                            super::pct(c.lower_bound)
+                        )
                     }
                     (None, _, Some(c)) if r.verdict == Verdict::Drift => {
                         format!(
-                            "{} slower than the stored baseline while A/B shows no change",
+                            "{} {} slower than the stored baseline while A/B shows no change",
+                            c.method.ratio_label(),
                             super::pct(c.ratio)
                         )
                     }
@@ -187,15 +197,26 @@ impl Exporter for MarkdownExporter {
             let _ = writeln!(md, "{}\n", flagged.join("\n"));
         }
 
-        let h = headers(report);
-        let _ = writeln!(md, "| {} |", h.join(" | "));
-        let _ = writeln!(md, "|---|--:|--:|--:|---|--:|---|--:|---|---|--:|");
+        let cols = columns(report);
+        let titles: Vec<String> = cols.iter().map(|(_, t)| escape_markdown(t)).collect();
+        let _ = writeln!(md, "| {} |", titles.join(" | "));
+        let aligns: Vec<&str> = cols
+            .iter()
+            .map(|(c, _)| if c.left() { "---" } else { "--:" })
+            .collect();
+        let _ = writeln!(md, "|{}|", aligns.join("|"));
         for row in &report.rows {
-            let c = Cells::of(row);
-            let mut cells = c.columns(escape_markdown(&row.shape));
-            if row.verdict.fails(report.policy) {
-                cells[9] = format!("**{}**", cells[9]);
-            }
+            let cells: Vec<String> = cols
+                .iter()
+                .map(|(c, _)| {
+                    let text = escape_markdown(&cell(*c, row));
+                    if *c == super::Col::Verdict && row.fails(report.policy) {
+                        format!("**{text}**")
+                    } else {
+                        text
+                    }
+                })
+                .collect();
             let _ = writeln!(md, "| {} |", cells.join(" | "));
         }
         md.push('\n');
@@ -227,9 +248,16 @@ impl Exporter for MarkdownExporter {
                 .ceil();
             let _ = writeln!(md, "```mermaid");
             let _ = writeln!(md, "xychart-beta");
-            let _ = writeln!(md, "    title \"Δp50 per shape (%), gate at +{m:.1}%\"");
+            let label = mermaid_label(
+                &compared
+                    .first()
+                    .map_or("Δp50", |(_, c)| c.method.ratio_label())
+                    .replace('Δ', "change of"),
+            )
+            .replace('_', " ");
+            let _ = writeln!(md, "    title \"{label} per shape (%), gate at +{m:.1}%\"");
             let _ = writeln!(md, "    x-axis [{}]", labels.join(", "));
-            let _ = writeln!(md, "    y-axis \"Δp50 %\" {lo} --> {hi}");
+            let _ = writeln!(md, "    y-axis \"{label} %\" {lo} --> {hi}");
             let _ = writeln!(md, "    bar [{}]", values.join(", "));
             let _ = writeln!(md, "```\n");
         }
@@ -244,18 +272,12 @@ impl Exporter for MarkdownExporter {
                 );
             }
         }
-        for w in &report.warnings {
+        let (found_warnings, found_notes) = findings(report);
+        for w in report.warnings.iter().chain(&found_warnings) {
             let _ = writeln!(md, "> ⚠️ {}", escape_markdown(w));
         }
-        for n in &report.notes {
+        for n in report.notes.iter().chain(&found_notes) {
             let _ = writeln!(md, "> ℹ️ {}", escape_markdown(n));
-        }
-        if report
-            .rows
-            .iter()
-            .any(|r| r.stored.as_ref().is_some_and(|c| c.process_sd_assumed))
-        {
-            let _ = writeln!(md, "> {}", escape_markdown(super::ASSUMED_SPREAD_NOTE));
         }
         if let Some(e) = &report.error {
             let _ = writeln!(
@@ -267,6 +289,8 @@ impl Exporter for MarkdownExporter {
         if report.rows.iter().any(|r| r.error.is_some())
             || !report.warnings.is_empty()
             || !report.notes.is_empty()
+            || !found_warnings.is_empty()
+            || !found_notes.is_empty()
             || report.error.is_some()
         {
             md.push('\n');
@@ -307,13 +331,7 @@ impl Exporter for MarkdownExporter {
             let _ = writeln!(md, "<sub>{}</sub>\n", escape_markdown(&line));
         }
 
-        let _ = writeln!(
-            md,
-            "<sub>Δp50 = candidate/base − 1 of the deciding reference: the base kernels measured in this run in pairs of rounds (A/B) when they differ, else the stored baseline; \"vs stored\" = candidate/stored baseline − 1. Fails on a p50 regression above {:.1}% (one-sided bound above it, Holm-adjusted margin p < {}, Cliff's δ of round medians at least {}) or any parity loss. \"Detectable\" is the slowdown this run catches with 80% power.</sub>\n",
-            report.gate.max_p50_regression * 100.0,
-            report.gate.alpha,
-            report.gate.min_effect
-        );
+        let _ = writeln!(md, "<sub>{}</sub>\n", escape_markdown(&legend(report)));
 
         if let Some(env) = &report.environment {
             let _ = writeln!(md, "<details><summary>Environment</summary>\n");
@@ -710,7 +728,7 @@ mod tests {
             candidate: Some(side(12.67)),
             error: None,
         });
-        report.rows = vec![super::super::Row::of(&shape)];
+        report.rows = vec![super::super::Row::of(&shape, &report.gate)];
         report.profiling = Some(ProfilingInfo {
             ncu_version: Some("Version 2025.3.1.0".into()),
             seconds: 6.2,
@@ -765,7 +783,7 @@ mod tests {
             p50_us: 8.0,
         }];
         let mut report = report_named("pr");
-        report.rows = vec![super::super::Row::of(&shape)];
+        report.rows = vec![super::super::Row::of(&shape, &report.gate)];
         let md = MarkdownExporter.render(&report);
         assert!(md.contains("**Against PyTorch**"), "{md}");
         assert!(

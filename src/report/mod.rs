@@ -11,7 +11,7 @@ pub use json::JsonExporter;
 pub use markdown::{MARKER, MarkdownExporter, escape_markdown};
 pub use table::{TableExporter, fitted_table, stdout_width, wrap_lines};
 
-use crate::comparison::{Comparison, Reference};
+use crate::comparison::{Comparison, Method, Reference, SpreadSource};
 use crate::config::GateSettings;
 use crate::results::{
     BaseInfo, BaselineRef, DriftCause, Environment, Parity, ResultsFile, ShapeResult,
@@ -71,10 +71,65 @@ pub struct Row {
     /// The config's peers on this shape, and their p50s stored with the baseline.
     pub peers: Vec<crate::peers::PeerResult>,
     pub stored_peers: Vec<crate::peers::StoredPeer>,
+    /// A/B only: the pooled p50 ratio (all candidate values over all base values) and, for
+    /// [`POOLED_MIN_PAIRS`] or more pairs, its pairs-resampled bootstrap interval.
+    pub pooled: Option<Pooled>,
+}
+
+/// The pooled p50 ratio of an A/B shape, beside the paired test's ratio of round medians.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pooled {
+    /// p50 of all candidate values / p50 of all base values.
+    pub ratio: f64,
+    /// Its pairs-resampled percentile bootstrap interval at the gate's confidence.
+    pub interval: Option<crate::stats::Interval>,
+}
+
+/// Fewest A/B pairs for which the report shows a bootstrap interval of the pooled p50 ratio
+/// (below it a bootstrap under-covers; the trimmed test's interval is the one to read).
+pub const POOLED_MIN_PAIRS: usize = 16;
+
+/// The pooled p50 ratio of a shape's A/B rounds and, from [`POOLED_MIN_PAIRS`] pairs, its
+/// pairs bootstrap (`gate.bootstrap_resamples` resamples at most, seeded by the gate's seed
+/// and the shape's name; see `stats::pooled_p50_pairs_bootstrap` for its cost bound).
+fn pooled(s: &ShapeResult, gate: &GateSettings) -> Option<Pooled> {
+    // The A/B comparison's p50s are the pooled medians of the two sides.
+    let ab = s.ab.as_ref()?;
+    let pairs = s.samples_us.len();
+    let values: usize = s
+        .samples_us
+        .iter()
+        .chain(&s.base_samples_us)
+        .map(Vec::len)
+        .sum();
+    // Only where the bootstrap could afford its resamples (see its cost bound): a million
+    // pairs of one value each are not copied for nothing.
+    let affordable = (values as f64) * f64::from(crate::stats::PAIRS_BOOTSTRAP_MIN_RESAMPLES)
+        <= crate::stats::PAIRS_BOOTSTRAP_BUDGET;
+    let interval = (pairs >= POOLED_MIN_PAIRS && pairs == s.base_samples_us.len() && affordable)
+        .then(|| {
+            let base = crate::stats::Rounds::new(s.base_samples_us.clone()).ok()?;
+            let cand = crate::stats::Rounds::new(s.samples_us.clone()).ok()?;
+            crate::stats::pooled_p50_pairs_bootstrap(
+                &base,
+                &cand,
+                gate.bootstrap_resamples,
+                crate::comparison::shape_seed(gate.seed, &s.name),
+            )
+            .ok()
+            .flatten()
+            .map(|d| d.interval(gate.confidence))
+        })
+        .flatten();
+    Some(Pooled {
+        ratio: ab.p50_ratio(),
+        interval,
+    })
 }
 
 impl Row {
-    pub fn of(s: &ShapeResult) -> Row {
+    /// The row of one shape; `gate` seeds and sizes the pooled p50 bootstrap.
+    pub fn of(s: &ShapeResult, gate: &GateSettings) -> Row {
         Row {
             shape: s.name.clone(),
             p50_cand: s.summary.as_ref().map(|x| x.p50),
@@ -86,18 +141,27 @@ impl Row {
             parity: s.parity.clone(),
             verdict: s.verdict,
             error: s.error.clone().or_else(|| s.integrity.clone()),
-            p50_range: crate::stats::Rounds::new(s.samples_us.clone())
-                .ok()
-                .map(|r| crate::stats::round_medians(&r))
-                .and_then(|m| {
-                    let lo = m.iter().copied().fold(f64::INFINITY, f64::min);
-                    let hi = m.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                    (lo.is_finite() && hi.is_finite()).then_some((lo, hi))
-                }),
+            p50_range: {
+                let m: Vec<f64> = s
+                    .samples_us
+                    .iter()
+                    .filter_map(|r| crate::stats::median(r))
+                    .collect();
+                let lo = m.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = m.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                (lo.is_finite() && hi.is_finite()).then_some((lo, hi))
+            },
             profile: s.profile.clone(),
             peers: s.peers.clone(),
             stored_peers: s.stored_peers.clone(),
+            pooled: pooled(s, gate),
         }
+    }
+
+    /// Whether this row fails the check under `policy` (a drift traced to the runner does
+    /// not).
+    pub fn fails(&self, policy: Policy) -> bool {
+        policy.fails(self.verdict, self.drift_cause)
     }
 
     /// The comparison that decides: A/B when it ran, else the stored baseline.
@@ -136,12 +200,19 @@ impl Report {
     pub fn from_results(results: &ResultsFile) -> Report {
         Report {
             config_name: Some(results.config.name.clone()),
-            rows: results.shapes.iter().map(Row::of).collect(),
+            rows: results
+                .shapes
+                .iter()
+                .map(|s| Row::of(s, &results.gate))
+                .collect(),
             // Never the file's own `passed`: recomputed from what it holds (fail closed).
             passed: results.error.is_none()
                 && !results.shapes.is_empty()
                 && gate_passes(
-                    results.shapes.iter().map(|s| s.verdict),
+                    results
+                        .shapes
+                        .iter()
+                        .map(|s| (s.verdict, s.drift.as_ref().map(|d| d.cause))),
                     Policy {
                         fail_on_drift: results.fail_on_drift,
                     },
@@ -167,7 +238,7 @@ impl Report {
     pub fn from_shapes(shapes: &[ShapeResult], gate: GateSettings, passed: bool) -> Report {
         Report {
             config_name: None,
-            rows: shapes.iter().map(Row::of).collect(),
+            rows: shapes.iter().map(|s| Row::of(s, &gate)).collect(),
             passed,
             gate,
             environment: None,
@@ -322,7 +393,10 @@ impl Report {
         }
         let status = if !self.passed {
             "FAIL"
-        } else if self.rows.iter().any(|r| r.verdict.warns()) || !self.warnings.is_empty() {
+        } else if self.rows.iter().any(|r| r.verdict.warns())
+            || !self.warnings.is_empty()
+            || !findings(self).0.is_empty()
+        {
             "PASS with warnings"
         } else {
             "PASS"
@@ -347,8 +421,67 @@ impl Report {
     }
 }
 
-/// Shown under a report where a stored comparison had to assume the between-process spread.
-pub(crate) const ASSUMED_SPREAD_NOTE: &str = "* the stored baseline records no spread between processes (recorded before ci-gate measured it, or from one process): 0.5% was assumed; re-record it with `ci-gate baseline update` (three processes)";
+/// What this report's comparisons found that a reader must know, beyond the table: each a
+/// line (warnings first, then notes), computed from the rows alone.
+pub(crate) fn findings(report: &Report) -> (Vec<String>, Vec<String>) {
+    let (mut warnings, mut notes) = (Vec::new(), Vec::new());
+    let reference = |c: &Comparison| match c.reference {
+        Reference::Ab => "A/B".to_owned(),
+        Reference::Stored => report.stored_label.to_owned(),
+    };
+    for row in &report.rows {
+        for c in [&row.ab, &row.stored].into_iter().flatten() {
+            if c.p50_outside_interval() {
+                warnings.push(format!(
+                    "{}: the pooled p50 moved {} ({}), outside the {:.0}% interval of {} [{}, {}]: the distribution inside the rounds changed shape, so {} is not the p50 change",
+                    row.shape,
+                    pct(c.p50_ratio()),
+                    reference(c),
+                    c.confidence * 100.0,
+                    c.method.ratio_label(),
+                    pct(c.ci_low),
+                    pct(c.ci_high),
+                    c.method.ratio_label()
+                ));
+            }
+        }
+        if row.verdict == Verdict::Drift && row.drift_cause == Some(DriftCause::Runner) {
+            warnings.push(format!(
+                "{}: drift traced to the runner (the stored baseline's own kernels are as slow now): the baseline is stale, which fails nothing; re-record it on this runner with `ci-gate baseline update --reason \"runner moved\"`",
+                row.shape
+            ));
+        }
+    }
+    let sources = |want: SpreadSource| {
+        report.rows.iter().any(|r| {
+            r.stored
+                .as_ref()
+                .is_some_and(|c| c.process_sd_source == Some(want))
+        })
+    };
+    let default_sd = crate::stats::ProcessSpread::ASSUMED.sd * 100.0;
+    if sources(SpreadSource::Assumed) {
+        notes.push(if report.stored_label == "stored baseline" {
+            format!(
+                "the stored baseline records no spread between processes (recorded before ci-gate measured it, or from one process): the conservative default {default_sd:.1}% was assumed; re-record it with `ci-gate baseline update` ({} processes)",
+                crate::comparison::MIN_PROCESSES
+            )
+        } else {
+            format!(
+                "BASE and CAND are taken as measured in separate processes: the conservative default spread between processes, {default_sd:.1}% (sd of the log p50), was added; --process-sd F states the true one (0 if both came from one process)"
+            )
+        });
+    }
+    if sources(SpreadSource::FewProcesses) {
+        notes.push(format!(
+            "the stored baseline's spread between processes was estimated from fewer than {} processes, so at least {:.1}% is used; re-record it with `ci-gate baseline update` ({} processes) for a sharper comparison",
+            crate::comparison::MIN_PROCESSES,
+            crate::comparison::FEW_PROCESSES_FLOOR * 100.0,
+            crate::comparison::MIN_PROCESSES
+        ));
+    }
+    (warnings, notes)
+}
 
 /// Δ of a ratio as a signed percentage: 1.0312 → "+3.12%".
 pub fn pct(ratio: f64) -> String {
@@ -375,118 +508,237 @@ pub(crate) fn pvalue(p: f64) -> String {
     }
 }
 
-/// The cells every format shows, as text.
-pub(crate) struct Cells {
-    pub base: String,
-    pub cand: String,
-    /// Δp50 of the deciding comparison (A/B when it ran).
-    pub ab: String,
-    pub ci: String,
-    pub stored: String,
-    pub cliff: String,
-    pub p: String,
-    pub parity: String,
-    pub verdict: String,
-    pub detectable: String,
+/// The columns of the table and the Markdown, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Col {
+    Shape,
+    BaseP50,
+    CandP50,
+    /// The deciding comparison's ratio ([`Method::ratio_label`]).
+    Delta,
+    /// Its interval.
+    Interval,
+    /// A/B: the pooled p50 ratio and its pairs bootstrap interval.
+    Pooled,
+    /// The stored baseline's ratio, beside the A/B one.
+    Stored,
+    Cliff,
+    MarginP,
+    Parity,
+    Verdict,
+    Detectable,
 }
 
-impl Cells {
-    pub fn of(row: &Row) -> Cells {
-        let dash = || "—".to_owned();
-        let c = row.primary();
-        Cells {
-            base: c.map(|c| micros(c.p50_base)).unwrap_or_else(dash),
-            cand: c
-                .map(|c| c.p50_cand)
-                .or(row.p50_cand)
-                .map(micros)
-                .unwrap_or_else(dash),
-            ab: c.map(|c| pct(c.ratio)).unwrap_or_else(dash),
-            ci: c
-                .map(|c| format!("[{}, {}]", pct(c.ci_low), pct(c.ci_high)))
-                .unwrap_or_else(dash),
-            stored: row
-                .stored
-                .as_ref()
-                .map(|c| {
-                    format!(
-                        "{}{}",
-                        pct(c.ratio),
-                        if c.process_sd_assumed { "*" } else { "" }
-                    )
-                })
-                .unwrap_or_else(dash),
-            cliff: c
-                .map(|c| format!("{:+.2} {}", c.cliffs_delta, c.cliffs_magnitude))
-                .unwrap_or_else(dash),
-            // The margin p of the direction the estimate points to.
-            p: c.map(|c| {
-                pvalue(if c.ratio >= 1.0 {
-                    c.margin_p_holm
-                } else {
-                    c.margin_p_faster_holm
-                })
-            })
-            .unwrap_or_else(dash),
-            parity: match &row.parity {
-                None => dash(),
-                Some(p) if p.unwritten > 0 => format!("FAIL: {} unwritten", p.unwritten),
-                Some(p) if p.nan_or_inf > 0 => format!("FAIL: {} NaN/Inf", p.nan_or_inf),
-                Some(p) => format!(
-                    "{}{:.1e} / {:.1e}",
-                    if p.passed() { "" } else { "FAIL: " },
-                    p.rel_l2,
-                    p.max_abs
-                ),
-            },
-            verdict: match row.drift_cause {
-                Some(cause) if row.verdict == Verdict::Drift => format!("drift ({cause})"),
-                _ => row.verdict.to_string(),
-            },
-            detectable: c
-                .map(|c| format!("{:.1}%", c.min_detectable * 100.0))
-                .unwrap_or_else(dash),
+impl Col {
+    /// Left-aligned columns (text); the others are numbers, right-aligned.
+    pub fn left(self) -> bool {
+        matches!(
+            self,
+            Col::Shape | Col::Interval | Col::Pooled | Col::Cliff | Col::Parity | Col::Verdict
+        )
+    }
+
+    /// How useful a column is when the width runs out (0 = most).
+    pub fn priority(self) -> usize {
+        match self {
+            Col::Shape => 0,
+            Col::Verdict => 1,
+            Col::Delta => 2,
+            Col::Interval => 3,
+            Col::Stored => 4,
+            Col::Pooled => 5,
+            Col::CandP50 => 6,
+            Col::Detectable => 7,
+            Col::BaseP50 => 8,
+            Col::Cliff => 9,
+            Col::MarginP => 10,
+            Col::Parity => 11,
         }
     }
 }
 
-impl Cells {
-    /// The cells in the order of [`headers`], `shape` first.
-    pub fn columns(self, shape: String) -> [String; 11] {
-        [
-            shape,
-            self.base,
-            self.cand,
-            self.ab,
-            self.ci,
-            self.stored,
-            self.cliff,
-            self.p,
-            self.parity,
-            self.verdict,
-            self.detectable,
-        ]
+/// The method every deciding comparison of the report used, if they agree (for the titles).
+fn shared_method(report: &Report) -> Option<Method> {
+    let mut methods = report
+        .rows
+        .iter()
+        .filter_map(|r| r.primary().map(|c| c.method));
+    let first = methods.next()?;
+    methods.all(|m| m == first).then_some(first)
+}
+
+/// The columns this report shows, with their titles: the pooled p50 only where an A/B ran,
+/// the stored ratio only where it is not already the deciding one.
+pub(crate) fn columns(report: &Report) -> Vec<(Col, String)> {
+    let gate = &report.gate;
+    let method = shared_method(report).unwrap_or(Method::PairedRounds);
+    let units = if method == Method::MedianBootstrap {
+        "values"
+    } else {
+        "round p50s"
+    };
+    let m = gate.max_p50_regression * 100.0;
+    let mut cols = vec![
+        (Col::Shape, "Shape".to_owned()),
+        (Col::BaseP50, "Base p50 µs".to_owned()),
+        (Col::CandP50, "Cand p50 µs".to_owned()),
+        (Col::Delta, method.ratio_label().to_owned()),
+        (
+            Col::Interval,
+            format!(
+                "{:.0}% CI ({})",
+                gate.confidence * 100.0,
+                method.interval_label()
+            ),
+        ),
+    ];
+    if report.rows.iter().any(|r| r.pooled.is_some()) {
+        cols.push((Col::Pooled, "Δ pooled p50 [pairs bootstrap]".to_owned()));
+    }
+    if report
+        .rows
+        .iter()
+        .any(|r| r.ab.is_some() && r.stored.is_some())
+    {
+        cols.push((
+            Col::Stored,
+            format!(
+                "{} vs {}",
+                Method::UnpairedRounds.ratio_label(),
+                if report.stored_label == "stored baseline" {
+                    "stored"
+                } else {
+                    report.stored_label
+                }
+            ),
+        ));
+    }
+    cols.extend([
+        (Col::Cliff, format!("Cliff's δ ({units})")),
+        (Col::MarginP, format!("Margin p (±{m:.1}%)")),
+        (Col::Parity, "Parity rel L2 / max abs".to_owned()),
+        (Col::Verdict, "Verdict".to_owned()),
+        (Col::Detectable, "Detectable (80%)".to_owned()),
+    ]);
+    cols
+}
+
+/// The text of one cell.
+pub(crate) fn cell(col: Col, row: &Row) -> String {
+    let dash = || "—".to_owned();
+    let c = row.primary();
+    match col {
+        Col::Shape => row.shape.clone(),
+        Col::BaseP50 => c.map(|c| micros(c.p50_base)).unwrap_or_else(dash),
+        Col::CandP50 => c
+            .map(|c| c.p50_cand)
+            .or(row.p50_cand)
+            .map(micros)
+            .unwrap_or_else(dash),
+        Col::Delta => c.map(|c| pct(c.ratio)).unwrap_or_else(dash),
+        Col::Interval => c
+            .map(|c| format!("[{}, {}]", pct(c.ci_low), pct(c.ci_high)))
+            .unwrap_or_else(dash),
+        Col::Pooled => match row.pooled {
+            Some(Pooled {
+                ratio,
+                interval: Some(i),
+            }) => format!("{} [{}, {}]", pct(ratio), pct(i.low), pct(i.high)),
+            Some(Pooled { ratio, .. }) => pct(ratio),
+            None => dash(),
+        },
+        Col::Stored => row
+            .stored
+            .as_ref()
+            .map(|c| {
+                format!(
+                    "{}{}",
+                    pct(c.ratio),
+                    if c.process_sd_assumed { "*" } else { "" }
+                )
+            })
+            .unwrap_or_else(dash),
+        Col::Cliff => c
+            .map(|c| format!("{:+.2} {}", c.cliffs_delta, c.cliffs_magnitude))
+            .unwrap_or_else(dash),
+        // The margin p of the direction the estimate points to.
+        Col::MarginP => c
+            .map(|c| {
+                pvalue(if c.ratio >= 1.0 {
+                    c.margin_p
+                } else {
+                    c.margin_p_faster
+                })
+            })
+            .unwrap_or_else(dash),
+        Col::Parity => match &row.parity {
+            None => dash(),
+            Some(p) if p.unwritten > 0 => format!("FAIL: {} unwritten", p.unwritten),
+            Some(p) if p.nan_or_inf > 0 => format!("FAIL: {} NaN/Inf", p.nan_or_inf),
+            Some(p) => format!(
+                "{}{:.1e} / {:.1e}",
+                if p.passed() { "" } else { "FAIL: " },
+                p.rel_l2,
+                p.max_abs
+            ),
+        },
+        Col::Verdict => match row.drift_cause {
+            Some(cause) if row.verdict == Verdict::Drift => format!("drift ({cause})"),
+            _ => row.verdict.to_string(),
+        },
+        Col::Detectable => c
+            .map(|c| format!("{:.1}%", c.min_detectable * 100.0))
+            .unwrap_or_else(dash),
     }
 }
 
-/// The column titles, shared by the table and Markdown.
-pub(crate) fn headers(report: &Report) -> [String; 11] {
+/// One sentence per method the report's deciding comparisons used: what Δ and its interval
+/// are, and the rule (shown under the Markdown table and by `--wide` tables' readers in the
+/// README).
+pub(crate) fn legend(report: &Report) -> String {
     let gate = &report.gate;
-    [
-        "Shape".into(),
-        "Base p50 µs".into(),
-        "Cand p50 µs".into(),
-        "Δp50".into(),
-        format!("{:.0}% CI", gate.confidence * 100.0),
-        if report.stored_label == "stored baseline" {
-            "vs stored".into()
-        } else {
-            format!("vs {}", report.stored_label)
-        },
-        "Cliff's δ".into(),
-        "Margin p (Holm)".into(),
-        "Parity rel L2 / max abs".into(),
-        "Verdict".into(),
-        "Detectable".into(),
-    ]
+    let m = gate.max_p50_regression * 100.0;
+    let mut methods: Vec<Method> = report
+        .rows
+        .iter()
+        .flat_map(|r| [&r.ab, &r.stored])
+        .flatten()
+        .map(|c| c.method)
+        .collect();
+    methods.sort_by_key(|m| m.to_string());
+    methods.dedup();
+    let described: Vec<String> = methods
+        .iter()
+        .map(|m| {
+            let name = match m {
+                Method::PairedRounds => format!("{} (A/B)", m.ratio_label()),
+                Method::UnpairedRounds | Method::MedianBootstrap => format!(
+                    "{} vs {}",
+                    m.ratio_label(),
+                    if report.stored_label == "stored baseline" {
+                        "stored"
+                    } else {
+                        report.stored_label
+                    }
+                ),
+                Method::Earlier => m.ratio_label().to_owned(),
+            };
+            format!("{name}: {}", m.describe())
+        })
+        .collect();
+    let mut text = format!(
+        "{}. A shape fails on a slowdown above {m:.1}%: the one-sided {:.0}% bound of the deciding reference (A/B when it ran, else the {}) above +{m:.1}%, per shape (alpha split 0.2/0.8 between the two looks of the planned design), or on any parity loss.",
+        described.join("; "),
+        (1.0 - gate.alpha) * 100.0,
+        report.stored_label,
+    );
+    if report.rows.iter().any(|r| r.pooled.is_some()) {
+        text.push_str(&format!(
+            " Δ pooled p50 = p50 of all candidate values / p50 of all base values − 1, with a pairs-resampled bootstrap interval from {POOLED_MIN_PAIRS} pairs."
+        ));
+    }
+    text.push_str(
+        " Cliff's δ and Mann-Whitney U (JSON) compare the round medians (the values, for files without rounds) unpaired; they are reported, not part of the rule. \"Detectable\" is the slowdown this rule catches with 80% power at this run's spread.",
+    );
+    text
 }

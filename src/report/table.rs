@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 
 use comfy_table::{Cell, CellAlignment, Color, Table, presets};
 
-use super::{Cells, Exporter, Report, headers};
+use super::{Col, Exporter, Report, cell, columns, findings};
 use crate::verdict::Verdict;
 
 pub struct TableExporter {
@@ -176,8 +176,8 @@ pub fn stdout_width() -> usize {
         .max(DEFAULT_WIDTH)
 }
 
-fn verdict_color(v: Verdict, policy: crate::verdict::Policy) -> Color {
-    if v.fails(policy) {
+fn verdict_color(fails: bool, v: Verdict) -> Color {
+    if fails {
         Color::Red
     } else if v.warns() {
         Color::Yellow
@@ -191,13 +191,15 @@ impl Exporter for TableExporter {
         let mut table = Table::new();
         table.load_style(presets::UTF8_FULL_CONDENSED);
         table.force_no_tty();
-        let header = headers(report);
-        let rows: Vec<(Vec<String>, Verdict)> = report
+        let cols = columns(report);
+        let header: Vec<String> = cols.iter().map(|(_, h)| h.clone()).collect();
+        let rows: Vec<(Vec<String>, bool, Verdict)> = report
             .rows
             .iter()
             .map(|row| {
                 (
-                    Cells::of(row).columns(row.shape.clone()).to_vec(),
+                    cols.iter().map(|(c, _)| cell(*c, row)).collect(),
+                    row.fails(report.policy),
                     row.verdict,
                 )
             })
@@ -205,37 +207,36 @@ impl Exporter for TableExporter {
         let widths: Vec<usize> = (0..header.len())
             .map(|i| {
                 rows.iter()
-                    .map(|(r, _)| r[i].chars().count())
+                    .map(|(r, _, _)| r[i].chars().count())
                     .chain([header[i].chars().count()])
                     .max()
                     .unwrap_or(0)
             })
             .collect();
-        // Column indices (see `headers`) from most to least useful; shape, verdict and Δ
-        // always show.
-        const PRIORITY: [usize; 11] = [0, 9, 3, 4, 5, 2, 10, 1, 6, 7, 8];
-        let keep = fit_columns(&widths, &PRIORITY, 3, self.width);
+        // Column indices from most to least useful; shape, verdict and Δ always show.
+        let mut priority: Vec<usize> = (0..cols.len()).collect();
+        priority.sort_by_key(|&i| cols[i].0.priority());
+        let keep = fit_columns(&widths, &priority, 3, self.width);
         let pick = |v: Vec<String>| -> Vec<String> {
             v.into_iter()
                 .zip(&keep)
                 .filter_map(|(x, k)| k.then_some(x))
                 .collect()
         };
-        table.set_header(pick(header.to_vec()));
-        // Left-aligned: shape, CI, Cliff's δ, parity, verdict; numbers to the right.
-        const LEFT: [usize; 5] = [0, 4, 6, 8, 9];
-        for (cells, verdict) in rows {
+        table.set_header(pick(header));
+        for (cells, fails, verdict) in rows {
             let row: Vec<Cell> = cells
                 .into_iter()
                 .enumerate()
                 .filter(|(i, _)| keep[*i])
                 .map(|(i, text)| {
+                    let col = cols[i].0;
                     let mut cell = Cell::new(text);
-                    if !LEFT.contains(&i) {
+                    if !col.left() {
                         cell = cell.set_alignment(CellAlignment::Right);
                     }
-                    if i == 9 && self.color {
-                        cell = cell.fg(verdict_color(verdict, report.policy));
+                    if col == Col::Verdict && self.color {
+                        cell = cell.fg(verdict_color(fails, verdict));
                     }
                     cell
                 })
@@ -262,15 +263,21 @@ impl Exporter for TableExporter {
                 lines.push(format!("{kind}: {}: {e}", row.shape));
             }
         }
-        lines.extend(report.warnings.iter().map(|w| format!("warning: {w}")));
-        lines.extend(report.notes.iter().map(|n| format!("note: {n}")));
-        if report
-            .rows
-            .iter()
-            .any(|r| r.stored.as_ref().is_some_and(|c| c.process_sd_assumed))
-        {
-            lines.push(super::ASSUMED_SPREAD_NOTE.to_owned());
-        }
+        let (found_warnings, found_notes) = findings(report);
+        lines.extend(
+            report
+                .warnings
+                .iter()
+                .chain(&found_warnings)
+                .map(|w| format!("warning: {w}")),
+        );
+        lines.extend(
+            report
+                .notes
+                .iter()
+                .chain(&found_notes)
+                .map(|n| format!("note: {n}")),
+        );
         if let Some(e) = &report.error {
             lines.push(format!("error: {e}"));
         }

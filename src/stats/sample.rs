@@ -182,6 +182,11 @@ impl Rounds {
     pub fn pooled(&self) -> &Sample {
         &self.pooled
     }
+
+    /// The rounds, given back (validated). Cost: O(1).
+    pub fn into_rounds(self) -> Vec<Vec<f64>> {
+        self.rounds
+    }
 }
 
 #[cfg(test)]
