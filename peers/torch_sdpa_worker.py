@@ -7,11 +7,12 @@ stdin/stdout. Requests and answers:
 
   {"cmd": "hello"}
     -> {"ok": true, "torch": "2.9.0", "cuda": "13.0", "device": "NVIDIA H200"}
-  {"cmd": "round", "peer": "torch-sdpa" | "torch-sdpa-flash",
+  {"cmd": "round", "peer": "torch-sdpa" | "torch-sdpa-flash" | "torch-sdpa-cudnn",
    "shape": {"batch", "heads", "seq_len", "head_dim", "causal", "dtype": "float16"|"bfloat16"},
    "seed": int, "sets": int, "launches": int (0: size the graph now),
    "sample_ms": float, "samples": int, "warmup_ms": float, "duty_cycle": float}
-    -> {"ok": true, "samples_us": [...], "launches": int}
+    -> {"ok": true, "samples_us": [...], "launches": int,
+        "backend": "cudnn" | "flash" | "efficient" | "math" | null}
   any failure -> {"ok": false, "error": "..."}
 
 A round, as ci-gate's own (src/gpu/measure.rs): a random-sized spacer and fresh Q, K, V
@@ -20,8 +21,9 @@ A round, as ci-gate's own (src/gpu/measure.rs): a random-sized spacer and fresh 
 warmup_ms, whose last batch sizes a CUDA graph of about sample_ms of calls (or `launches`);
 then `samples` replays, each after a short lead-in spin and bracketed by CUDA events, each
 followed by idle time so the GPU is busy duty_cycle of the time. Times are per call, in us.
-"torch-sdpa" is the default backend choice (cuDNN on Hopper); "torch-sdpa-flash" forces
-FlashAttention-2.
+"torch-sdpa" is PyTorch's default backend choice, and the answer names the backend it chose
+(torch._fused_sdp_choice, the function SDPA itself asks; null where this PyTorch lacks it);
+"torch-sdpa-flash" forces FlashAttention-2 and "torch-sdpa-cudnn" cuDNN.
 """
 import json
 import sys
@@ -46,7 +48,24 @@ def backend(peer):
         return None
     if peer == "torch-sdpa-flash":
         return SDPBackend.FLASH_ATTENTION
+    if peer == "torch-sdpa-cudnn":
+        return SDPBackend.CUDNN_ATTENTION
     raise ValueError(f"unknown peer {peer!r}")
+
+
+NAMES = {"CUDNN_ATTENTION": "cudnn", "FLASH_ATTENTION": "flash",
+         "EFFICIENT_ATTENTION": "efficient", "MATH": "math"}
+
+
+def chosen(which, q, k, v, causal):
+    """The backend that runs: the forced one, or the one PyTorch's dispatcher picks."""
+    if which is not None:
+        return NAMES.get(which.name)
+    try:
+        picked = torch._fused_sdp_choice(q, k, v, is_causal=causal)
+        return NAMES.get(SDPBackend(picked).name)
+    except Exception:
+        return None
 
 
 def round_(req):
@@ -123,7 +142,9 @@ def round_(req):
         HELD.append((spacer, sets))
         HELD_BYTES[0] += size
     del graph
-    return {"ok": True, "samples_us": values, "launches": launches}
+    q, k, v = sets[0]
+    return {"ok": True, "samples_us": values, "launches": launches,
+            "backend": chosen(which, q, k, v, causal)}
 
 
 def main():

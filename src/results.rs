@@ -248,6 +248,23 @@ pub struct ShapeResult {
     /// or failed parity on a random shape of this kind): a parity failure, naming the side.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub integrity: Option<String>,
+    /// A/B: pairs measured again because a clock change hit one side's samples.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remeasured: Vec<RemeasuredPair>,
+    /// A/B: per side (base, candidate), per kept pair, the samples across which the SM clock
+    /// moved.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clock_events: Vec<Vec<u32>>,
+}
+
+/// A pair of rounds dropped and measured again: the SM clock moved across more samples of
+/// one side than the pairing cancels (`pipeline::unbalanced`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RemeasuredPair {
+    /// Which pair (1-based) it would have been.
+    pub pair: u32,
+    pub base_clock_events: u32,
+    pub cand_clock_events: u32,
 }
 
 impl ShapeResult {
@@ -275,6 +292,8 @@ impl ShapeResult {
             peers: Vec::new(),
             stored_peers: Vec::new(),
             integrity: None,
+            remeasured: Vec::new(),
+            clock_events: Vec::new(),
         }
     }
 

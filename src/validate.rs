@@ -321,6 +321,18 @@ fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
     if let Some(e) = &s.integrity {
         c.text(&format!("{key}.integrity"), e, MAX_ERROR_LEN)?;
     }
+    c.count(
+        &format!("{key}.remeasured"),
+        s.remeasured.len(),
+        MAX_ROUNDS,
+        "re-measured pairs",
+    )?;
+    if s.clock_events.len() > 2 || s.clock_events.iter().any(|e| e.len() > MAX_ROUNDS) {
+        return Err(c.fail(
+            &format!("{key}.clock_events"),
+            "two sides of at most the rounds' count are expected",
+        ));
+    }
     c.samples(&format!("{key}.samples_us"), &s.samples_us)?;
     check_stored_peers(&c, &format!("{key}.stored_peers"), &s.stored_peers)?;
     if s.peers.len() > crate::peers::Peer::ALL.len() {
@@ -341,6 +353,14 @@ fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
         }
         if let Some(e) = &p.error {
             c.text(&format!("{pk}.error"), e, MAX_WARNING_LEN)?;
+        }
+        if let Some(b) = &p.backend
+            && !crate::peers::BACKENDS.contains(&b.as_str())
+        {
+            return Err(c.fail(
+                &format!("{pk}.backend"),
+                "must be one of cudnn, flash, efficient, math",
+            ));
         }
     }
     if let Some(p) = &s.profile {

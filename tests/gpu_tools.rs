@@ -209,7 +209,7 @@ fn peers_are_measured_unless_left_out() {
         assert_eq!(
             peers.len(),
             2,
-            "torch-sdpa and torch-sdpa-flash: {peers:#?}"
+            "torch-sdpa-cudnn and torch-sdpa-flash: {peers:#?}"
         );
     }
     let without = results(&["--no-peers"]);

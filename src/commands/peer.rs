@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 
 use crate::child_env::{self, restrict};
 use crate::config::{Dtype, MeasureSettings, ShapeParams};
+use crate::peers::BACKENDS;
 use crate::peers::Peer;
 
 const WORKER: &str = include_str!("../../peers/torch_sdpa_worker.py");
@@ -138,7 +139,7 @@ impl PeerWorker {
         sets: usize,
         seed: u64,
         launches: u32,
-    ) -> Result<(Vec<f64>, u32), String> {
+    ) -> Result<(Vec<f64>, u32, Option<String>), String> {
         let v = self.ask(&json!({
             "cmd": "round",
             "peer": peer.name(),
@@ -166,7 +167,12 @@ impl PeerWorker {
             return Err("the worker returned no usable times".into());
         }
         let launches = v["launches"].as_u64().unwrap_or(0).min(20_000) as u32;
-        Ok((samples, launches))
+        // Untrusted only in the sense that it is another program's word: one of four names.
+        let backend = v["backend"]
+            .as_str()
+            .filter(|b| BACKENDS.contains(b))
+            .map(str::to_owned);
+        Ok((samples, launches, backend))
     }
 }
 
@@ -253,6 +259,7 @@ impl PeerSession {
                 samples_us: Vec::new(),
                 p50_us: None,
                 error: None,
+                backend: None,
             })
             .collect()
     }
@@ -279,10 +286,13 @@ impl PeerSession {
                 continue;
             };
             match worker.round(r.peer, shape, settings, sets, seed, *l) {
-                Ok((samples, n)) => {
+                Ok((samples, n, backend)) => {
                     *l = n;
                     r.samples_us.push(samples);
                     r.update_p50();
+                    if r.backend.is_none() {
+                        r.backend = backend;
+                    }
                 }
                 Err(e) => {
                     let alive = worker.child.try_wait().ok().flatten().is_none()

@@ -98,6 +98,26 @@ struct ShapeRun<'k> {
     peer_launches: Vec<u32>,
     /// Seconds spent measuring the peers.
     peer_s: f64,
+    /// Pairs measured again because a clock change hit one side's samples (the rule of
+    /// [`unbalanced`]), and how many more it may take.
+    remeasured: Vec<crate::results::RemeasuredPair>,
+    remeasure_budget: u32,
+}
+
+/// A pair is measured again when the SM clock moved across this many more samples of one
+/// side than of the other (at least 2, and 30% of a round's samples): pairs alternate their
+/// samples so that clock swings hit both sides alike, and this is the case where they did
+/// not. The rule is fixed before anything is measured, looks only at clock readings (never at
+/// the times), and treats both sides alike, so it cannot favour either.
+fn unbalanced(base_events: u32, cand_events: u32, samples_per_round: u32) -> bool {
+    let limit = 2u32.max((f64::from(samples_per_round) * 0.3).ceil() as u32);
+    base_events.abs_diff(cand_events) >= limit
+}
+
+/// Pairs a shape may measure again under [`unbalanced`]: a quarter of the design's pairs,
+/// at least 2.
+fn remeasure_budget(design: StageDesign) -> u32 {
+    (design.max / 4).max(2)
 }
 
 impl<'k> ShapeRun<'k> {
@@ -165,15 +185,40 @@ impl<'k> ShapeRun<'k> {
                 m: std::mem::replace(&mut s.m, Measurement::empty()),
             };
             let mut pair = [take(base), take(cand)];
-            let r = measure_pairs(
-                &bench,
-                &mut pair,
-                &mut self.coin,
-                self.seed,
-                held,
-                &mut self.orders,
-                n,
-            );
+            let r = loop {
+                let r = measure_pairs(
+                    &bench,
+                    &mut pair,
+                    &mut self.coin,
+                    self.seed,
+                    held,
+                    &mut self.orders,
+                    n,
+                );
+                let events = |s: &AbSide| s.m.clock_events.last().copied().unwrap_or(0);
+                let (eb, ec) = (events(&pair[0]), events(&pair[1]));
+                if r.is_err()
+                    || self.remeasure_budget == 0
+                    || !unbalanced(eb, ec, config.measure.samples_per_round)
+                {
+                    break r;
+                }
+                // Drop the pair from both sides (its order too) and measure another.
+                for side in pair.iter_mut() {
+                    side.m.rounds.pop();
+                    side.m.clock_events.pop();
+                    side.m.round_addresses.pop();
+                    let keep = side.m.sm_clock_mhz.len().saturating_sub(2);
+                    side.m.sm_clock_mhz.truncate(keep);
+                }
+                self.orders.pop();
+                self.remeasure_budget -= 1;
+                self.remeasured.push(crate::results::RemeasuredPair {
+                    pair: pair[1].m.rounds.len() as u32 + 1,
+                    base_clock_events: eb,
+                    cand_clock_events: ec,
+                });
+            };
             let [b, c] = pair;
             base.m = b.m;
             cand.m = c.m;
@@ -346,6 +391,8 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
                 peer_launches: vec![0; peer_session.peer_count()],
                 peer_s: 0.0,
                 peers: peer_session.results(),
+                remeasured: Vec::new(),
+                remeasure_budget: remeasure_budget(design),
             };
             run.more(
                 &gpu,
@@ -476,7 +523,12 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
         }
     }
     env.state_after = monitor.state();
-    warnings.extend(clock_warnings(&shapes, &env));
+    warnings.extend(clock_warnings(
+        &shapes,
+        &env,
+        config.measure.samples_per_round,
+        &mut notes,
+    ));
     Ok(ResultsFile {
         schema_version: SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").into(),
@@ -779,6 +831,8 @@ fn trace_drift(
         peers: Vec::new(),
         peer_launches: Vec::new(),
         peer_s: 0.0,
+        remeasured: Vec::new(),
+        remeasure_budget: remeasure_budget(design),
     };
     let mut no_peers = PeerSession::start(&[], &mut Vec::new());
     run.more(
@@ -836,6 +890,10 @@ pub fn config_info(config: &Config) -> ConfigInfo {
 /// Copies what a shape's sides measured into its result.
 fn fill(result: &mut ShapeResult, run: &ShapeRun, cache: CacheMode, design: StageDesign) {
     result.peers = run.peers.clone();
+    result.remeasured = run.remeasured.clone();
+    if run.ab() {
+        result.clock_events = run.sides.iter().map(|s| s.m.clock_events.clone()).collect();
+    }
     let cand = run.cand();
     result.samples_us = cand.rounds.clone();
     match median_of(&cand.rounds)
@@ -879,21 +937,54 @@ fn fill(result: &mut ShapeResult, run: &ShapeRun, cache: CacheMode, design: Stag
     });
 }
 
-/// Warnings for clocks that moved while a shape was measured, and for throttling.
-fn clock_warnings(shapes: &[ShapeResult], env: &Environment) -> Vec<String> {
+/// What the clocks did, said only where it could bias a comparison: pairs measured again
+/// because a clock change hit one side (a note, with the figures), pairs still unbalanced
+/// when the budget ran out (a warning: the A/B may carry it), and throttling around a run
+/// with no A/B to cancel it (a warning). Clock changes that hit both sides of the pairs alike
+/// — nearly every long shape under the power cap — are not news and say nothing.
+fn clock_warnings(
+    shapes: &[ShapeResult],
+    env: &Environment,
+    samples_per_round: u32,
+    notes: &mut Vec<String>,
+) -> Vec<String> {
     let mut warnings = Vec::new();
-    let moved: Vec<String> = shapes
-        .iter()
-        .filter_map(|s| {
-            let (lo, hi) = s.measurement.as_ref()?.sm_clock_mhz?;
-            (lo != hi).then(|| format!("{} ({lo}-{hi} MHz)", s.name))
-        })
-        .collect();
-    if !moved.is_empty() {
-        warnings.push(format!(
-            "the SM clock changed while measuring {}: those timings carry the change",
-            moved.join(", ")
-        ));
+    for s in shapes {
+        if !s.remeasured.is_empty() {
+            let figures: Vec<String> = s
+                .remeasured
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{} base vs {} candidate",
+                        r.base_clock_events, r.cand_clock_events
+                    )
+                })
+                .collect();
+            notes.push(format!(
+                "{}: {} pair(s) measured again because the SM clock moved across more samples of one side ({} samples)",
+                s.name,
+                s.remeasured.len(),
+                figures.join("; ")
+            ));
+        }
+        if let [base, cand] = s.clock_events.as_slice() {
+            let left: Vec<String> = base
+                .iter()
+                .zip(cand)
+                .enumerate()
+                .filter(|(_, (b, c))| unbalanced(**b, **c, samples_per_round))
+                .map(|(i, (b, c))| format!("pair {}: {b} base vs {c} candidate samples", i + 1))
+                .collect();
+            if !left.is_empty() {
+                warnings.push(format!(
+                    "{}: the SM clock moved across more samples of one side in {} pair(s) after the re-measuring budget ran out ({}): its A/B may carry the change",
+                    s.name,
+                    left.len(),
+                    left.join("; ")
+                ));
+            }
+        }
     }
     let throttle: Vec<String> = [&env.state_before, &env.state_after]
         .into_iter()
@@ -903,10 +994,22 @@ fn clock_warnings(shapes: &[ShapeResult], env: &Environment) -> Vec<String> {
         .into_iter()
         .collect();
     if !throttle.is_empty() {
-        warnings.push(format!(
-            "the GPU's clocks were throttled during the run ({}): timings may be slower than usual",
-            throttle.join(", ")
-        ));
+        let unpaired: Vec<&str> = shapes
+            .iter()
+            .filter(|s| s.ab.is_none() && s.stored.is_some())
+            .map(|s| s.name.as_str())
+            .collect();
+        let reasons = throttle.join(", ");
+        if unpaired.is_empty() {
+            notes.push(format!(
+                "the GPU's clocks were held down at the start or end of the run ({reasons}); A/B pairs alternate their samples, so both sides saw it alike"
+            ));
+        } else {
+            warnings.push(format!(
+                "the GPU's clocks were held down during the run ({reasons}) and {} compared with the stored baseline alone, which nothing measured beside it cancels: those timings may be slower than usual",
+                unpaired.join(", ")
+            ));
+        }
     }
     warnings
 }

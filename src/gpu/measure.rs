@@ -65,6 +65,11 @@ pub struct Measurement {
     pub checked_launches: u64,
     /// The largest error of any timed launch's output against the reference.
     pub worst_timed: Option<Parity>,
+    /// Per round: samples across which the SM clock moved (read before and after each).
+    pub clock_events: Vec<u32>,
+    /// One launch's time from the first round's warm-up, ms (later rounds warm up with the
+    /// first replay of their graph only).
+    pub per_launch_ms: Option<f64>,
 }
 
 /// Bytes one launch reads and writes: Q, K, V in 16 bits, the output in 32.
@@ -127,6 +132,8 @@ impl Measurement {
             sm_clock_mhz: Vec::new(),
             checked_launches: 0,
             worst_timed: None,
+            clock_events: Vec::new(),
+            per_launch_ms: None,
         }
     }
 }
@@ -361,6 +368,8 @@ struct PreparedRound {
     slots: OutputSlots,
     /// The GPU time one sample is expected to take (from the warm-up), for its deadline.
     expected: Duration,
+    /// Samples across which the SM clock moved.
+    clock_events: u32,
 }
 
 /// Allocates a round's buffers (inputs filled from `refs`' seeds), warms up, sizes and
@@ -399,13 +408,6 @@ fn prepare_round(
     // Warm-up: direct launches in growing batches until `warmup_ms` has passed on the GPU,
     // into a scratch output (not timed, not checked); the last batch gives the per-launch
     // estimate that sizes the graph.
-    let mut scratch = raw::alloc_filled(
-        &gpu.stream,
-        &gpu.kernels.fill_u32,
-        shape.elements(),
-        super::buffers::POISON,
-    )
-    .during(|| format!("allocating the warm-up output of {shape}"))?;
     let (e0, e1) = (timing_event(gpu)?, timing_event(gpu)?);
     let mut spent_ms = 0.0f64;
     let mut batch = 1u32;
@@ -417,7 +419,29 @@ fn prepare_round(
             kernel.name, side.label
         )
     };
-    while spent_ms < settings.warmup_ms {
+    // Only the first round warms up for warmup_ms and sizes the graph; a later round finds the
+    // GPU warm, and the first replay of its graph (below, untimed) warms its new buffers.
+    let warmup_ms = match m.per_launch_ms {
+        None => settings.warmup_ms,
+        Some(ms) => {
+            per_launch_ms = ms;
+            0.0
+        }
+    };
+    let mut scratch = None;
+    while spent_ms < warmup_ms {
+        let scratch = match &mut scratch {
+            Some(s) => s,
+            None => scratch.insert(
+                raw::alloc_filled(
+                    &gpu.stream,
+                    &gpu.kernels.fill_u32,
+                    shape.elements(),
+                    super::buffers::POISON,
+                )
+                .during(|| format!("allocating the warm-up output of {shape}"))?,
+            ),
+        };
         e0.record(&gpu.stream)
             .during(|| "recording a timing event".into())?;
         for _ in 0..batch {
@@ -444,6 +468,7 @@ fn prepare_round(
         batch = (batch * 2).min(256);
     }
     drop(scratch);
+    m.per_launch_ms = Some(per_launch_ms);
     if m.launches_per_sample == 0 {
         let l = (settings.sample_ms / per_launch_ms.max(1e-6)).round();
         // One output slot per launch must fit in the slot budget (plus its largest gap).
@@ -524,6 +549,7 @@ fn prepare_round(
         inputs,
         slots,
         expected,
+        clock_events: 0,
     })
 }
 
@@ -557,6 +583,7 @@ fn take_sample(
         )));
     };
     round.slots.poison(gpu)?;
+    let clock_before = gpu.monitor.sm_clock_mhz();
     raw::launch_spin(&gpu.stream, &gpu.kernels.spin, LEAD_CYCLES)
         .during(|| "launching the lead-in spin".into())?;
     start
@@ -572,6 +599,14 @@ fn take_sample(
     gpu.sync(Some(round.expected), || {
         format!("kernel {} on shape {shape} (a timed sample)", kernel.name)
     })?;
+    // A clock that moved across the sample (read before its launch and after it ended, not
+    // after the idle time): an event this sample may carry.
+    let clock_after = gpu.monitor.sm_clock_mhz();
+    if let (Some(a), Some(b)) = (clock_before, clock_after)
+        && a != b
+    {
+        round.clock_events += 1;
+    }
     let ms = f64::from(
         start
             .elapsed_ms(end)
@@ -600,6 +635,7 @@ fn finish_round(
         spacer,
         inputs,
         slots,
+        clock_events,
         ..
     } = round;
     let name = &side.kernel.name;
@@ -629,6 +665,7 @@ fn finish_round(
         m.worst_timed = Some(w);
     }
     m.rounds.push(values);
+    m.clock_events.push(clock_events);
     // Hold at most a quarter of the free memory (and 8 GiB) across rounds.
     let (free, _) = gpu
         .ctx

@@ -770,12 +770,14 @@ mod tests {
                 samples_us: vec![vec![10.0]],
                 p50_us: Some(10.0),
                 error: None,
+                backend: Some("cudnn".into()),
             },
             PeerResult {
                 peer: Peer::TorchSdpaFlash,
                 samples_us: vec![],
                 p50_us: None,
                 error: Some("no kernel".into()),
+                backend: None,
             },
         ];
         shape.stored_peers = vec![StoredPeer {
@@ -787,12 +789,12 @@ mod tests {
         let md = MarkdownExporter.render(&report);
         assert!(md.contains("**Against PyTorch**"), "{md}");
         assert!(
-            md.contains("| SDPA µs | vs SDPA | FA2 µs | vs FA2 |"),
+            md.contains("| SDPA µs | vs SDPA &#40;default&#41; | FA2 µs | vs FA2 |"),
             "{md}"
         );
         // 9 / 10 now; no stored comparison, so no "was".
         assert!(
-            md.contains("| 9&#46;00 | 10&#46;00 | 0&#46;90× | — | — |"),
+            md.contains("| 9&#46;00 | 10&#46;00 &#40;cudnn&#41; | 0&#46;90× | — | — |"),
             "{md}"
         );
         let (_, rows) = report.peer_rows();

@@ -277,7 +277,7 @@ impl Report {
         }
         let mut header = vec!["Shape".to_string(), "ours µs".to_string()];
         for p in &peers {
-            header.push(format!("{} µs", p.column().trim_start_matches("vs ")));
+            header.push(format!("{} µs", p.label()));
             header.push(p.column().to_string());
         }
         let rows = self
@@ -292,10 +292,16 @@ impl Report {
                 ];
                 for p in &peers {
                     let found = r.peers.iter().find(|x| x.peer == *p);
+                    // PyTorch's default SDPA says which backend it chose on this shape.
+                    let chose = found
+                        .filter(|x| x.peer == crate::peers::Peer::TorchSdpa)
+                        .and_then(|x| x.backend.as_deref())
+                        .map(|b| format!(" ({b})"))
+                        .unwrap_or_default();
                     row.push(
                         found
                             .and_then(|x| x.p50_us)
-                            .map(|v| format!("{v:.2}"))
+                            .map(|v| format!("{v:.2}{chose}"))
                             .unwrap_or_else(|| "—".into()),
                     );
                     let now = found.and_then(|x| x.ratio(r.p50_cand));
