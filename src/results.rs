@@ -391,6 +391,17 @@ pub struct RunTiming {
     pub drift_s: f64,
     /// The whole pipeline, from opening the GPU to the verdict.
     pub total_s: f64,
+    /// Of the measuring (both sides, the timed checks included): making the reference
+    /// outputs, preparing rounds (buffers, warm-up, graphs), taking the samples (their idle
+    /// time included) and finishing rounds (reading the checks back, hashing the inputs).
+    #[serde(default)]
+    pub references_s: f64,
+    #[serde(default)]
+    pub preparing_s: f64,
+    #[serde(default)]
+    pub sampling_s: f64,
+    #[serde(default)]
+    pub finishing_s: f64,
 }
 
 impl RunTiming {
@@ -404,6 +415,10 @@ impl RunTiming {
             self.peers_s,
             self.drift_s,
             self.total_s,
+            self.references_s,
+            self.preparing_s,
+            self.sampling_s,
+            self.finishing_s,
         ]
         .iter()
         .all(|v| v.is_finite() && *v >= 0.0)

@@ -513,6 +513,11 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
     bar.finish_and_clear();
     timing.drift_s = tracing.elapsed().as_secs_f64();
     timing.total_s = started.elapsed().as_secs_f64();
+    let phases = crate::gpu::measure::phase_times();
+    timing.references_s = phases.references_s;
+    timing.preparing_s = phases.preparing_s;
+    timing.sampling_s = phases.sampling_s;
+    timing.finishing_s = phases.finishing_s;
 
     // The peers' stored p50s, so the report can say whether the gap moved.
     if let Some(b) = stored.as_ref() {

@@ -1,10 +1,17 @@
-//! `ci-gate selftest`: measures the gate itself on this runner, as the pull-request gate
-//! runs: each trial is one fresh process per condition, measuring A/B with the same kernels
-//! on both sides — A/A, and the candidate slowed down on purpose by +m (the margin: at most
-//! 5% may be flagged), +2.5% and +3% (at least 95% must be) — then the stored-baseline path:
-//! a baseline recorded from separate processes, and fresh processes compared with it alone.
-//! A shape that fails an A/A or stored comparison is a false alarm; a regression with the
-//! slowdown is a catch.
+//! `ci-gate selftest`: the gate's operating curve on this runner, in one device call.
+//!
+//! Each trial is one fresh measuring process (`local` in a child, as a CI job would be) that
+//! measures every shape in A/A — the same kernels on both sides — for the design's largest
+//! number of pairs. The gate's own rule (the planned two-stage design: the first stage's
+//! pairs, then all of them where the first look does not settle it) is then applied to those
+//! very pairs as they are, and again with every candidate time multiplied by exactly 1.02,
+//! 1.025 and 1.03 (`--scale`). The test works on log ratios of round medians, so it is
+//! scale-equivariant: a scaled A/A is exactly a real slowdown of that size under this
+//! runner's real noise, with no injection error (a spin kernel's added time overshot by 45%
+//! on one shape). One run with a real injected slowdown (`--inject`, spin kernels in the
+//! candidate's graphs) proves detection end to end. Optionally (`--stored-trials`) the
+//! stored-baseline path: a baseline recorded from separate processes, and fresh processes
+//! compared with it alone.
 
 use std::time::Instant;
 
@@ -14,38 +21,40 @@ use serde::Serialize;
 use super::Outcome;
 use super::child::{self, LocalChild};
 use super::pipeline::load_config;
-use crate::cli::SelftestArgs;
-use crate::report::{Format, escape_markdown, fitted_table, stdout_width};
-use crate::results::ResultsFile;
-use crate::stats::Sample;
+use crate::cli::{SelftestArgs, SelftestFormat};
+use crate::evaluate::{evaluate, needs_second_look};
+use crate::report::{escape_markdown, fitted_table, stdout_width};
+use crate::results::{ResultsFile, ShapeResult, StageDesign};
 use crate::verdict::{Policy, Verdict};
 
-/// One trial of one shape: its verdict and ratio against the deciding reference.
-type Trial = (Verdict, Option<f64>);
-
-#[derive(Debug, Serialize)]
-struct Detection {
-    fraction: f64,
-    caught: u32,
-    /// Median over trials of the measured p50 ratio − 1 with the injection.
-    measured_slowdown: Option<f64>,
+/// What the rule concluded on one condition: per shape, the runs flagged as a regression,
+/// the runs that ended inconclusive, and how many pairs were used.
+#[derive(Debug, Default, Serialize)]
+struct Outcomes {
+    flagged: u32,
+    inconclusive: u32,
+    second_looks: u32,
 }
 
 #[derive(Debug, Serialize)]
-struct ShapeReport {
-    shape: String,
-    trials: u32,
-    false_alarms: u32,
-    aa_inconclusive: u32,
-    /// Median over trials of the A/A p50 ratio − 1.
-    aa_median_delta: Option<f64>,
-    /// Largest |A/A p50 ratio − 1| over trials.
-    aa_max_abs_delta: Option<f64>,
-    detections: Vec<Detection>,
-    stored_trials: u32,
-    stored_false_alarms: u32,
-    /// Largest |ratio − 1| against the stored baseline over the fresh processes.
-    stored_max_abs_delta: Option<f64>,
+struct Condition {
+    /// The candidate's times multiplied by this (1 = A/A).
+    scale: f64,
+    /// Per shape, in the order of `SelftestReport::shapes`.
+    per_shape: Vec<Outcomes>,
+    /// Shape comparisons flagged as a regression, over all.
+    flagged: u32,
+    comparisons: u32,
+}
+
+#[derive(Debug, Serialize)]
+struct Injected {
+    fraction: f64,
+    /// Shapes whose verdict was `regression`.
+    caught: u32,
+    shapes: u32,
+    /// Per shape: the measured round-median ratio − 1 with the injection.
+    measured: Vec<Option<f64>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -53,44 +62,31 @@ struct SelftestReport {
     config: String,
     gpu: Option<String>,
     trials: u32,
-    /// Comparisons per condition (trials × shapes).
-    comparisons: u32,
-    false_alarm_rate: f64,
-    detection_rates: Vec<(f64, f64)>,
+    shapes: Vec<String>,
+    /// Pairs per trial and shape (the design's largest), and the first stage's.
+    pairs: u32,
+    stage1: u32,
+    /// A/A first, then each scale.
+    conditions: Vec<Condition>,
+    injected: Option<Injected>,
     stored_trials: u32,
-    stored_false_alarm_rate: Option<f64>,
-    shapes: Vec<ShapeReport>,
+    stored_false_alarms: Option<u32>,
     wall_s: f64,
-}
-
-fn median(v: &[f64]) -> Option<f64> {
-    match v.len() {
-        0 => None,
-        1 => Some(v[0]),
-        _ => Sample::new(v.to_vec()).ok().map(|s| s.median()),
-    }
-}
-
-fn deltas(trials: &[Trial]) -> Vec<f64> {
-    trials
-        .iter()
-        .filter_map(|(_, r)| r.map(|x| x - 1.0))
-        .collect()
 }
 
 pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
     if args.trials == 0 {
         bail!("--trials must be at least 1");
     }
-    if matches!(args.format, Format::Bmf | Format::BenchmarkAction) {
-        bail!(
-            "--format bmf and benchmark-action export runs of the gate, not selftest reports: use table, json or markdown"
-        );
-    }
-    for &f in &args.inject {
-        if !(f > 0.0 && f < 1.0) {
-            bail!("--inject {f}: the slowdown must be a fraction between 0 and 1");
+    for &f in &args.scale {
+        if !(f > 1.0 && f < 2.0) {
+            bail!("--scale {f}: a slowdown factor between 1 and 2 (1.02 = +2%)");
         }
+    }
+    if let Some(f) = args.inject
+        && !(f > 0.0 && f < 1.0)
+    {
+        bail!("--inject {f}: the slowdown must be a fraction between 0 and 1");
     }
     let (config, shapes) = load_config(&args.config.config, &args.shapes)?;
     let shapes = match args.shard {
@@ -101,12 +97,11 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
     let dir = child::scratch("ci-gate-selftest-")?;
     let empty_store = dir.path().join("no-baselines");
     let kernels = args.config.kernels.display().to_string();
+    let design = StageDesign {
+        stage1: config.measure.min_rounds,
+        max: config.measure.max_rounds,
+    };
     let start = Instant::now();
-    let n_shapes = shapes.len();
-    // [shape][trial] for A/A; [shape][injection][trial] with a slowdown.
-    let mut aa: Vec<Vec<Trial>> = vec![Vec::new(); n_shapes];
-    let mut inj: Vec<Vec<Vec<Trial>>> = vec![vec![Vec::new(); args.inject.len()]; n_shapes];
-    let mut gpu = None;
     let ab = |extra: &[String]| {
         let mut e = vec![
             "--base-kernels".to_owned(),
@@ -116,6 +111,7 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
             "--no-parity".into(),
             // The peers would only lengthen every trial: selftest measures the gate itself.
             "--no-peers".into(),
+            "--no-profile".into(),
         ];
         e.extend_from_slice(extra);
         LocalChild {
@@ -126,220 +122,251 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
             extra: e,
         }
     };
+
+    // A/A at the design's largest number of pairs, one fresh process per trial.
+    let mut trials: Vec<Vec<ShapeResult>> = Vec::new();
+    let mut gpu = None;
     for trial in 1..=args.trials {
         let t0 = Instant::now();
-        let a = ab(&[]).run(&child::file_in(&dir, &format!("trial{trial}-aa.json")))?;
-        gpu = a.environment.as_ref().map(|e| e.gpu_name.clone());
-        collect(&a, &names, &mut aa)?;
-        let mut line = format!(
-            "trial {trial}/{}: A/A {} false alarm(s)",
-            args.trials,
-            count_failing(&a)
-        );
-        for (k, &f) in args.inject.iter().enumerate() {
-            let out = child::file_in(&dir, &format!("trial{trial}-inject{k}.json"));
-            let r = ab(&["--inject".into(), f.to_string()]).run(&out)?;
-            let mut per_shape: Vec<Vec<Trial>> = vec![Vec::new(); n_shapes];
-            collect(&r, &names, &mut per_shape)?;
-            for (s, v) in per_shape.into_iter().enumerate() {
-                inj[s][k].extend(v);
-            }
-            let caught = r
-                .shapes
-                .iter()
-                .filter(|s| s.verdict == Verdict::Regression)
-                .count();
-            line.push_str(&format!(", +{}%: {caught}/{n_shapes} caught", f * 100.0));
-        }
-        eprintln!("{line} ({:.0} s)", t0.elapsed().as_secs_f64());
-    }
-
-    // The stored-baseline path: record from separate processes, compare fresh ones with it.
-    let mut stored: Vec<Vec<Trial>> = vec![Vec::new(); n_shapes];
-    if args.stored_trials > 0 {
-        let t0 = Instant::now();
-        let store = dir.path().join("baselines");
-        let alone = |out: &str, store: &std::path::Path, compare: bool| -> Result<ResultsFile> {
-            let mut extra = vec![
-                "--no-base".to_owned(),
-                "--no-parity".into(),
-                "--no-peers".into(),
-            ];
-            if !compare {
-                extra.push("--no-compare".into());
-            }
-            LocalChild {
-                config: &args.config.config,
-                kernels: &args.config.kernels,
-                baselines: store,
-                shapes: &names,
-                extra,
-            }
-            .run(&child::file_in(&dir, out))
-        };
-        let mut from = Vec::new();
-        for p in 1..=super::baseline::DEFAULT_PROCESSES {
-            let name = format!("record{p}.json");
-            alone(&name, &store, false)?;
-            from.push(child::file_in(&dir, &name));
-        }
-        super::baseline::record_quietly(&args.config.config, &store, &from)?;
-        for t in 1..=args.stored_trials {
-            let r = alone(&format!("stored{t}.json"), &store, true)?;
-            let mut per_shape: Vec<Vec<Trial>> = vec![Vec::new(); n_shapes];
-            collect(&r, &names, &mut per_shape)?;
-            for (s, v) in per_shape.into_iter().enumerate() {
-                stored[s].extend(v);
-            }
-        }
+        let r = ab(&["--rounds".into(), design.max.to_string()])
+            .run(&child::file_in(&dir, &format!("trial{trial}.json")))?;
+        gpu = r.environment.as_ref().map(|e| e.gpu_name.clone());
+        trials.push(in_order(&r, &names)?);
         eprintln!(
-            "stored baseline: {} fresh processes against a baseline of {} ({:.0} s)",
-            args.stored_trials,
-            super::baseline::DEFAULT_PROCESSES,
+            "trial {trial}/{}: {} shapes × {} A/A pairs ({:.0} s)",
+            args.trials,
+            names.len(),
+            design.max,
             t0.elapsed().as_secs_f64()
         );
     }
 
-    let policy = Policy::default();
-    let mut reports = Vec::new();
-    for (s, name) in names.iter().enumerate() {
-        let aa_deltas = deltas(&aa[s]);
-        reports.push(ShapeReport {
-            shape: name.clone(),
-            trials: args.trials,
-            false_alarms: aa[s].iter().filter(|(v, _)| v.fails(policy)).count() as u32,
-            aa_inconclusive: aa[s]
-                .iter()
-                .filter(|(v, _)| *v == Verdict::Inconclusive)
-                .count() as u32,
-            aa_median_delta: median(&aa_deltas),
-            aa_max_abs_delta: aa_deltas.iter().map(|x| x.abs()).reduce(f64::max),
-            detections: args
-                .inject
-                .iter()
-                .enumerate()
-                .map(|(k, &fraction)| Detection {
-                    fraction,
-                    caught: inj[s][k]
-                        .iter()
-                        .filter(|(v, _)| *v == Verdict::Regression)
-                        .count() as u32,
-                    measured_slowdown: median(&deltas(&inj[s][k])),
-                })
-                .collect(),
-            stored_trials: args.stored_trials,
-            stored_false_alarms: stored[s].iter().filter(|(v, _)| v.fails(policy)).count() as u32,
-            stored_max_abs_delta: deltas(&stored[s]).iter().map(|x| x.abs()).reduce(f64::max),
+    // The rule on those pairs, as they are and scaled.
+    let gate = &config.gate;
+    let mut conditions = Vec::new();
+    for scale in std::iter::once(1.0).chain(args.scale.iter().copied()) {
+        let mut per_shape: Vec<Outcomes> = (0..names.len()).map(|_| Outcomes::default()).collect();
+        for trial in &trials {
+            for (s, shape) in trial.iter().enumerate() {
+                let (verdict, second) = decide_planned(shape, scale, design, gate)?;
+                let o = &mut per_shape[s];
+                o.flagged += u32::from(verdict == Verdict::Regression);
+                o.inconclusive += u32::from(verdict == Verdict::Inconclusive);
+                o.second_looks += u32::from(second);
+            }
+        }
+        conditions.push(Condition {
+            scale,
+            flagged: per_shape.iter().map(|o| o.flagged).sum(),
+            comparisons: args.trials * names.len() as u32,
+            per_shape,
         });
     }
-    let total = f64::from(args.trials) * n_shapes as f64;
+
+    // One real slowdown, injected in the candidate's graphs, under the normal design.
+    let injected = match args.inject {
+        Some(f) => {
+            let r = ab(&["--inject".into(), f.to_string()])
+                .run(&child::file_in(&dir, "injected.json"))?;
+            let shapes = in_order(&r, &names)?;
+            Some(Injected {
+                fraction: f,
+                caught: shapes
+                    .iter()
+                    .filter(|s| s.verdict == Verdict::Regression)
+                    .count() as u32,
+                shapes: shapes.len() as u32,
+                measured: shapes
+                    .iter()
+                    .map(|s| s.primary().map(|c| c.ratio - 1.0))
+                    .collect(),
+            })
+        }
+        None => None,
+    };
+
+    let stored_false_alarms = match args.stored_trials {
+        0 => None,
+        n => Some(stored_path(args, &dir, &names, n)?),
+    };
+
     let report = SelftestReport {
         config: config.name.clone(),
         gpu,
         trials: args.trials,
-        comparisons: total as u32,
-        false_alarm_rate: reports
-            .iter()
-            .map(|r| f64::from(r.false_alarms))
-            .sum::<f64>()
-            / total,
-        detection_rates: args
-            .inject
-            .iter()
-            .enumerate()
-            .map(|(k, &f)| {
-                (
-                    f,
-                    reports
-                        .iter()
-                        .map(|r| f64::from(r.detections[k].caught))
-                        .sum::<f64>()
-                        / total,
-                )
-            })
-            .collect(),
+        shapes: names,
+        pairs: design.max,
+        stage1: design.stage1,
+        conditions,
+        injected,
         stored_trials: args.stored_trials,
-        stored_false_alarm_rate: (args.stored_trials > 0).then(|| {
-            reports
-                .iter()
-                .map(|r| f64::from(r.stored_false_alarms))
-                .sum::<f64>()
-                / (f64::from(args.stored_trials) * n_shapes as f64)
-        }),
-        shapes: reports,
+        stored_false_alarms,
         wall_s: start.elapsed().as_secs_f64(),
     };
     if let Some(out) = &args.out {
         crate::files::write_json(out, &report)?;
     }
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        Format::Table => print!("{}", render(&report, false, args.wide)),
-        Format::Markdown => print!("{}", render(&report, true, true)),
-        // Refused before anything was measured (see the top of this function).
-        Format::Bmf | Format::BenchmarkAction => {}
+        SelftestFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        SelftestFormat::Markdown => print!("{}", render(&report, true, true)),
+        SelftestFormat::Table => print!("{}", render(&report, false, args.wide)),
     }
-    Ok(Outcome::from_passed(report.shapes.iter().all(|s| {
-        s.false_alarms == 0 && s.stored_false_alarms == 0
-    })))
+    let aa_clean = report.conditions.first().is_some_and(|c| c.flagged == 0);
+    Ok(Outcome::from_passed(
+        aa_clean && report.stored_false_alarms.unwrap_or(0) == 0,
+    ))
 }
 
-fn count_failing(r: &ResultsFile) -> usize {
-    r.shapes
+/// The shapes of a measuring run in the order of `names`.
+fn in_order(r: &ResultsFile, names: &[String]) -> Result<Vec<ShapeResult>> {
+    names
         .iter()
-        .filter(|s| s.verdict.fails(Policy::default()))
-        .count()
+        .map(|name| match r.shapes.iter().find(|s| &s.name == name) {
+            Some(s) if s.error.is_none() => Ok(s.clone()),
+            Some(s) => bail!(
+                "shape {name} could not be measured: {}",
+                s.error.as_deref().unwrap_or("?")
+            ),
+            None => bail!("shape {name} is missing from a measuring run"),
+        })
+        .collect()
 }
 
-fn collect(r: &ResultsFile, names: &[String], into: &mut [Vec<Trial>]) -> Result<()> {
-    for (i, name) in names.iter().enumerate() {
-        let Some(s) = r.shapes.iter().find(|s| &s.name == name) else {
-            bail!("shape {name} is missing from a measuring run");
-        };
-        into[i].push((s.verdict, s.primary().map(|c| c.ratio)));
+/// The gate's verdict on an A/A shape whose candidate times are multiplied by `scale`,
+/// under the planned design: the first stage's pairs, then all of them when the first look
+/// leaves it open (as the pipeline measures more). Also whether the second look was taken.
+fn decide_planned(
+    shape: &ShapeResult,
+    scale: f64,
+    design: StageDesign,
+    gate: &crate::config::GateSettings,
+) -> Result<(Verdict, bool)> {
+    let pairs = shape.samples_us.len().min(shape.base_samples_us.len());
+    if pairs < design.max as usize {
+        bail!(
+            "shape {} has {pairs} pairs, fewer than the design's {}",
+            shape.name,
+            design.max
+        );
     }
-    Ok(())
+    let with = |n: usize| -> Result<ShapeResult> {
+        let mut s = ShapeResult::new(shape.params);
+        s.base_samples_us = shape.base_samples_us[..n].to_vec();
+        s.samples_us = shape.samples_us[..n]
+            .iter()
+            .map(|r| r.iter().map(|x| x * scale).collect())
+            .collect();
+        s.pair_order = shape.pair_order.iter().take(n).copied().collect();
+        let mut m = shape
+            .measurement
+            .clone()
+            .ok_or_else(|| anyhow::anyhow!("shape {} has no measurement", shape.name))?;
+        m.rounds = n as u32;
+        m.extra_rounds = (n as u32).saturating_sub(design.stage1);
+        m.design = Some(design);
+        s.measurement = Some(m);
+        let mut one = [s];
+        evaluate(&mut one, |_| None, gate, Policy::default())?;
+        let [s] = one;
+        Ok(s)
+    };
+    let first = with(design.stage1 as usize)?;
+    if design.two_stage() && needs_second_look(&first, gate) {
+        Ok((with(design.max as usize)?.verdict, true))
+    } else {
+        Ok((first.verdict, false))
+    }
+}
+
+/// The stored-baseline path: a baseline recorded from separate processes, then `trials`
+/// fresh processes compared with it alone; the shape comparisons that failed.
+fn stored_path(
+    args: &SelftestArgs,
+    dir: &tempfile::TempDir,
+    names: &[String],
+    trials: u32,
+) -> Result<u32> {
+    let store = dir.path().join("baselines");
+    let alone = |out: &str, compare: bool| -> Result<ResultsFile> {
+        let mut extra = vec![
+            "--no-base".to_owned(),
+            "--no-parity".into(),
+            "--no-peers".into(),
+            "--no-profile".into(),
+        ];
+        if !compare {
+            extra.push("--no-compare".into());
+        }
+        LocalChild {
+            config: &args.config.config,
+            kernels: &args.config.kernels,
+            baselines: &store,
+            shapes: names,
+            extra,
+        }
+        .run(&child::file_in(dir, out))
+    };
+    let mut from = Vec::new();
+    for p in 1..=super::baseline::DEFAULT_PROCESSES {
+        let name = format!("record{p}.json");
+        alone(&name, false)?;
+        from.push(child::file_in(dir, &name));
+    }
+    super::baseline::record_quietly(&args.config.config, &store, &from)?;
+    let mut failed = 0;
+    for t in 1..=trials {
+        let r = alone(&format!("stored{t}.json"), true)?;
+        failed += r
+            .shapes
+            .iter()
+            .filter(|s| s.verdict.fails(Policy::default()))
+            .count() as u32;
+    }
+    Ok(failed)
 }
 
 fn render(r: &SelftestReport, markdown: bool, wide: bool) -> String {
-    let pct = |x: Option<f64>| x.map_or("—".into(), |v| format!("{:+.2}%", v * 100.0));
-    let mut header = vec![
-        "Shape".to_owned(),
-        "A/A false alarms".into(),
-        "A/A inconclusive".into(),
-        "A/A median Δ".into(),
-        "A/A max |Δ|".into(),
-    ];
-    for (f, _) in &r.detection_rates {
-        header.push(format!("caught at +{}%", f * 100.0));
-        header.push(format!("measured Δ at +{}%", f * 100.0));
-    }
-    if r.stored_trials > 0 {
-        header.push("stored false alarms".into());
-        header.push("stored max |Δ|".into());
+    let label = |scale: f64| {
+        if scale == 1.0 {
+            "A/A flagged".to_owned()
+        } else {
+            format!("×{scale} flagged")
+        }
+    };
+    let mut header = vec!["Shape".to_owned()];
+    header.extend(r.conditions.iter().map(|c| label(c.scale)));
+    header.push("A/A inconclusive".into());
+    if r.injected.is_some() {
+        header.push("injected Δ".into());
     }
     let rows: Vec<Vec<String>> = r
         .shapes
         .iter()
-        .map(|s| {
-            let mut row = vec![
-                if markdown {
-                    escape_markdown(&s.shape)
-                } else {
-                    s.shape.clone()
-                },
-                format!("{}/{}", s.false_alarms, s.trials),
-                format!("{}/{}", s.aa_inconclusive, s.trials),
-                pct(s.aa_median_delta),
-                pct(s.aa_max_abs_delta),
-            ];
-            for d in &s.detections {
-                row.push(format!("{}/{}", d.caught, s.trials));
-                row.push(pct(d.measured_slowdown));
+        .enumerate()
+        .map(|(s, name)| {
+            let mut row = vec![if markdown {
+                escape_markdown(name)
+            } else {
+                name.clone()
+            }];
+            for c in &r.conditions {
+                row.push(format!("{}/{}", c.per_shape[s].flagged, r.trials));
             }
-            if r.stored_trials > 0 {
-                row.push(format!("{}/{}", s.stored_false_alarms, s.stored_trials));
-                row.push(pct(s.stored_max_abs_delta));
+            row.push(format!(
+                "{}/{}",
+                r.conditions
+                    .first()
+                    .map_or(0, |c| c.per_shape[s].inconclusive),
+                r.trials
+            ));
+            if let Some(inj) = &r.injected {
+                row.push(
+                    inj.measured
+                        .get(s)
+                        .copied()
+                        .flatten()
+                        .map_or("—".into(), |d| format!("{:+.2}%", d * 100.0)),
+                );
             }
             row
         })
@@ -355,18 +382,8 @@ fn render(r: &SelftestReport, markdown: bool, wide: bool) -> String {
             out.push_str(&format!("| {} |\n", row.join(" | ")));
         }
     } else {
-        // Shape, then the false alarms and catches, then the measured Δs.
         let n = header.len();
-        let mut priority = vec![0, 1];
-        priority.extend((0..r.detection_rates.len()).map(|k| 5 + 2 * k));
-        if r.stored_trials > 0 {
-            priority.push(n - 2);
-        }
-        priority.extend([3, 4, 2]);
-        priority.extend((0..r.detection_rates.len()).map(|k| 6 + 2 * k));
-        if r.stored_trials > 0 {
-            priority.push(n - 1);
-        }
+        let priority: Vec<usize> = (0..n).collect();
         let right: Vec<usize> = (1..n).collect();
         out.push_str(&fitted_table(
             &header,
@@ -379,26 +396,105 @@ fn render(r: &SelftestReport, markdown: bool, wide: bool) -> String {
         ));
     }
     out.push_str(&format!(
-        "selftest on {} ({} trials × {} shapes, config {}): A/A false alarms {:.1}%",
+        "selftest on {} ({} trials × {} shapes × {} A/A pairs, config {}; the rule's first look at {} pairs):",
         r.gpu.as_deref().unwrap_or("unknown GPU"),
         r.trials,
         r.shapes.len(),
+        r.pairs,
         r.config,
-        r.false_alarm_rate * 100.0
+        r.stage1
     ));
-    for (f, rate) in &r.detection_rates {
+    for c in &r.conditions {
         out.push_str(&format!(
-            ", flagged at +{}%: {:.1}%",
-            f * 100.0,
-            rate * 100.0
+            " {} {}/{} ({:.1}%);",
+            label(c.scale),
+            c.flagged,
+            c.comparisons,
+            100.0 * f64::from(c.flagged) / f64::from(c.comparisons.max(1))
         ));
     }
-    if let Some(rate) = r.stored_false_alarm_rate {
+    if let Some(inj) = &r.injected {
         out.push_str(&format!(
-            ", stored-baseline false alarms {:.1}%",
-            rate * 100.0
+            " injected +{}%: {}/{} caught;",
+            inj.fraction * 100.0,
+            inj.caught,
+            inj.shapes
         ));
     }
-    out.push_str(&format!(" ({:.0} s)\n", r.wall_s));
+    if let Some(f) = r.stored_false_alarms {
+        out.push_str(&format!(
+            " stored baseline: {f} of {} comparisons failed;",
+            r.stored_trials as usize * r.shapes.len()
+        ));
+    }
+    out.push_str(&format!(" {:.0} s\n", r.wall_s));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{CacheMode, Dtype, GateSettings, ShapeParams};
+    use crate::results::MeasurementInfo;
+    use rand::SeedableRng;
+    use rand_distr::{Distribution, Normal};
+
+    /// An A/A shape: 24 pairs of 10 samples of one distribution on both sides.
+    fn aa(seed: u64) -> ShapeResult {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let noise = Normal::new(100.0, 0.5).unwrap();
+        let mut round = || {
+            (0..10)
+                .map(|_| noise.sample(&mut rng))
+                .collect::<Vec<f64>>()
+        };
+        let mut s = ShapeResult::new(ShapeParams::new(1, 8, 512, 64, false, Dtype::Float16));
+        s.base_samples_us = (0..24).map(|_| round()).collect();
+        s.samples_us = (0..24).map(|_| round()).collect();
+        s.measurement = Some(MeasurementInfo {
+            cache: CacheMode::Hot,
+            launches_per_sample: 100,
+            rounds: 24,
+            extra_rounds: 0,
+            working_set_bytes: 0,
+            wall_s: 0.0,
+            sm_clock_mhz: None,
+            design: None,
+            checked_launches: 0,
+        });
+        s
+    }
+
+    #[test]
+    fn scaling_an_aa_shape_is_a_slowdown_the_rule_sees() {
+        let gate = GateSettings::default();
+        let design = StageDesign { stage1: 8, max: 24 };
+        let s = aa(1);
+        let (v, _) = decide_planned(&s, 1.0, design, &gate).unwrap();
+        assert_ne!(v, Verdict::Regression, "A/A flagged");
+        // Far past the margin the first look settles it; at +3% with 0.5% noise too.
+        let (v, second) = decide_planned(&s, 1.10, design, &gate).unwrap();
+        assert_eq!((v, second), (Verdict::Regression, false));
+        assert_eq!(
+            decide_planned(&s, 1.03, design, &gate).unwrap().0,
+            Verdict::Regression
+        );
+        // Fewer pairs than the design's largest cannot be replayed.
+        let mut short = s.clone();
+        short.samples_us.truncate(10);
+        assert!(decide_planned(&short, 1.0, design, &gate).is_err());
+    }
+
+    #[test]
+    fn the_margin_is_flagged_about_alpha_of_the_time_at_most() {
+        // At exactly +2% (the margin) the per-shape rule may flag at most about alpha.
+        let gate = GateSettings::default();
+        let design = StageDesign { stage1: 8, max: 24 };
+        let flagged = (0..400)
+            .filter(|&i| {
+                decide_planned(&aa(100 + i), 1.02, design, &gate).unwrap().0 == Verdict::Regression
+            })
+            .count();
+        assert!(flagged <= 40, "{flagged} of 400 flagged at the margin");
+    }
 }

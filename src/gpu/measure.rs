@@ -116,6 +116,35 @@ fn timing_event(gpu: &Gpu) -> Result<CudaEvent, GpuError> {
         .during(|| "creating a timing event".into())
 }
 
+/// Wall-clock seconds the measuring spent per phase in this process, for the results'
+/// `timing`: making the reference outputs, preparing rounds (buffers, warm-up, graph),
+/// sampling (the timed replays, their poisoning, checks and idle time), and finishing rounds
+/// (reading the checks back, hashing the inputs).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PhaseTimes {
+    pub references_s: f64,
+    pub preparing_s: f64,
+    pub sampling_s: f64,
+    pub finishing_s: f64,
+}
+
+static PHASES: std::sync::Mutex<PhaseTimes> = std::sync::Mutex::new(PhaseTimes {
+    references_s: 0.0,
+    preparing_s: 0.0,
+    sampling_s: 0.0,
+    finishing_s: 0.0,
+});
+
+fn add_phase(since: Instant, f: impl FnOnce(&mut PhaseTimes) -> &mut f64) {
+    let mut p = PHASES.lock().unwrap_or_else(|e| e.into_inner());
+    *f(&mut p) += since.elapsed().as_secs_f64();
+}
+
+/// The phase times so far in this process.
+pub fn phase_times() -> PhaseTimes {
+    *PHASES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// SM cycles of the spin that precedes each sample (~50 µs at 2 GHz): long enough for the
 /// host to enqueue the replay behind it.
 const LEAD_CYCLES: i64 = 100_000;
@@ -173,6 +202,7 @@ pub fn extend(
     for _ in 0..rounds {
         let round = side.m.rounds.len() as u64;
         let sets = sets_for(b.gpu, b.shape, b.settings.cache)?;
+        let t = Instant::now();
         let refs = RefSet::new(
             b.gpu,
             b.shape,
@@ -184,14 +214,21 @@ pub fn extend(
                 .run_key
                 .rng(seed ^ round.rotate_left(29) ^ 0x0005_a3b1_e5d0),
         )?;
+        add_phase(t, |p| &mut p.references_s);
+        let t = Instant::now();
         let mut prepared = prepare_round(b, side, &refs, seed)?;
+        add_phase(t, |p| &mut p.preparing_s);
         side.m.sm_clock_mhz.extend(b.gpu.monitor.sm_clock_mhz());
         for _ in 0..b.settings.samples_per_round {
+            let t = Instant::now();
             take_sample(b, side.kernel, &mut prepared, &refs)?;
+            add_phase(t, |p| &mut p.sampling_s);
         }
         side.m.sm_clock_mhz.extend(b.gpu.monitor.sm_clock_mhz());
+        let t = Instant::now();
         finish_round(b, side, prepared, &refs, held)?;
         check_refs(b, &refs, side.m.rounds.len())?;
+        add_phase(t, |p| &mut p.finishing_s);
     }
     side.m.wall_s += start.elapsed().as_secs_f64();
     Ok(())
@@ -254,6 +291,7 @@ pub fn measure_pairs(
         let start = Instant::now();
         let round = sides[1].m.rounds.len() as u64;
         let sets = sets_for(b.gpu, b.shape, b.settings.cache)?;
+        let t = Instant::now();
         let refs = RefSet::new(
             b.gpu,
             b.shape,
@@ -265,6 +303,7 @@ pub fn measure_pairs(
                 .run_key
                 .rng(seed ^ round.rotate_left(29) ^ 0x0005_a3b1_e5d0),
         )?;
+        add_phase(t, |p| &mut p.references_s);
         let mut prepared: [Option<PreparedRound>; 2] = [None, None];
         for i in sequence {
             let launches = sides[0]
@@ -273,7 +312,9 @@ pub fn measure_pairs(
                 .max(sides[1].m.launches_per_sample);
             let side = &mut sides[i];
             side.m.launches_per_sample = launches;
+            let t = Instant::now();
             prepared[i] = Some(prepare_round(b, side, &refs, seed)?);
+            add_phase(t, |p| &mut p.preparing_s);
         }
         let [Some(mut base_round), Some(mut cand_round)] = prepared else {
             return Err(GpuError::Invalid(format!(
@@ -295,7 +336,9 @@ pub fn measure_pairs(
                 } else {
                     &mut cand_round
                 };
+                let t = Instant::now();
                 take_sample(b, sides[i].kernel, round, &refs)?;
+                add_phase(t, |p| &mut p.sampling_s);
             }
         }
         let clocks = b.gpu.monitor.sm_clock_mhz();
@@ -303,11 +346,13 @@ pub fn measure_pairs(
             side.m.sm_clock_mhz.extend(clocks.iter().copied());
         }
         let half = start.elapsed().as_secs_f64() / 2.0;
+        let t = Instant::now();
         for (side, round) in sides.iter_mut().zip([base_round, cand_round]) {
             finish_round(b, side, round, &refs, held)?;
             side.m.wall_s += half;
         }
         check_refs(b, &refs, sides[1].m.rounds.len())?;
+        add_phase(t, |p| &mut p.finishing_s);
         orders.push(order);
     }
     Ok(())
