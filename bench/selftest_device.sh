@@ -21,6 +21,22 @@ print([s['verdict'] for s in r['shapes']])"
 selftest)
   timed "$bin" selftest --trials "${SELFTEST_TRIALS:-10}" --wide --out "$out/selftest.json" > "$out/selftest.txt" 2>&1
   cat "$out/selftest.txt" ;;
+selftest-bg)
+  # In its own session, so that it outlives this call (the device tool keeps the machine
+  # for the next call); `collect` waits for it and copies its files.
+  mkdir -p /tmp/st && rm -f /tmp/st/*
+  setsid bash -c "'$bin' selftest --trials ${SELFTEST_TRIALS:-10} --wide --out /tmp/st/selftest.json > /tmp/st/selftest.txt 2>&1; echo \$? > /tmp/st/rc" < /dev/null > /dev/null 2>&1 &
+  sleep "${WAIT_S:-560}"; tail -3 /tmp/st/selftest.txt ;;
+collect)
+  for _ in $(seq 1 "${WAIT_S:-300}"); do [ -f /tmp/st/rc ] && break; sleep 1; done
+  cp /tmp/st/selftest.json /tmp/st/selftest.txt "$out/" 2>/dev/null; echo "rc=$(cat /tmp/st/rc 2>/dev/null)"
+  cat /tmp/st/selftest.txt ;;
+record)
+  echo "== baseline update (5 processes) of the PR config"
+  rm -rf "$out/baselines" && cp -r baselines "$out/baselines"
+  timed "$bin" baseline update --baselines "$out/baselines" --reason "${REASON:-re-recorded}" --force > "$out/record.txt" 2>&1
+  tail -5 "$out/record.txt"
+  (cd "$out" && tar czf baselines.tgz baselines && rm -rf baselines) ;;
 change)
   rm -rf /tmp/k-nooverlap && cp -r kernels /tmp/k-nooverlap
   sed -i -E 's/^(CG_ATTN_WG_KERNEL\(attention_fwd_(f16|bf16)_d64, 64, 128, 1, (false|true), 3, )true\)/\1false)/' /tmp/k-nooverlap/attention.cu
