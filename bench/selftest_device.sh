@@ -25,8 +25,8 @@ selftest-bg)
   # In its own session, so that it outlives this call (the device tool keeps the machine
   # for the next call); `collect` waits for it and copies its files.
   # A copy of the binary: the next call sends the working tree again, replacing .carry/.
-  mkdir -p /tmp/st && rm -f /tmp/st/* && cp "$bin" /tmp/st/ci-gate
-  setsid bash -c "/tmp/st/ci-gate selftest --trials ${SELFTEST_TRIALS:-10} --wide --out /tmp/st/selftest.json > /tmp/st/selftest.txt 2>&1; echo \$? > /tmp/st/rc" < /dev/null > /dev/null 2>&1 &
+  rm -rf /tmp/st && mkdir -p /tmp/st && cp "$bin" /tmp/st/ci-gate && cp -r kernels configs baselines /tmp/st/
+  setsid bash -c "cd /tmp/st && ./ci-gate selftest --trials ${SELFTEST_TRIALS:-10} --wide --out /tmp/st/selftest.json > /tmp/st/selftest.txt 2>&1; echo \$? > /tmp/st/rc" < /dev/null > /dev/null 2>&1 &
   sleep "${WAIT_S:-560}"; tail -3 /tmp/st/selftest.txt ;;
 collect)
   for _ in $(seq 1 "${WAIT_S:-300}"); do [ -f /tmp/st/rc ] && break; sleep 1; done
