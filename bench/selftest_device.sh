@@ -26,7 +26,7 @@ selftest-bg)
   # for the next call); `collect` waits for it and copies its files.
   # A copy of the binary: the next call sends the working tree again, replacing .carry/.
   rm -rf /tmp/st && mkdir -p /tmp/st && cp "$bin" /tmp/st/ci-gate && cp -r kernels configs baselines /tmp/st/
-  setsid bash -c "cd /tmp/st && ./ci-gate selftest --trials ${SELFTEST_TRIALS:-10} --wide --out /tmp/st/selftest.json > /tmp/st/selftest.txt 2>&1; echo \$? > /tmp/st/rc" < /dev/null > /dev/null 2>&1 &
+  setsid bash -c "cd /tmp/st && ./ci-gate selftest --config configs/pr.yaml --kernels kernels --baselines baselines --trials ${SELFTEST_TRIALS:-10} --wide --out /tmp/st/selftest.json > /tmp/st/selftest.txt 2>&1; echo \$? > /tmp/st/rc" < /dev/null > /dev/null 2>&1 &
   sleep "${WAIT_S:-560}"; tail -3 /tmp/st/selftest.txt ;;
 collect)
   for _ in $(seq 1 "${WAIT_S:-300}"); do [ -f /tmp/st/rc ] && break; sleep 1; done
