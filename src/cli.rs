@@ -554,7 +554,7 @@ fn parse_target(s: &str) -> Result<String, String> {
         }
         _ => Err(format!(
             "{} is not an NVRTC CUBIN target such as sm_89, sm_90 or sm_90a",
-            crate::validate::quote(s)
+            crate::text::quote(s)
         )),
     }
 }

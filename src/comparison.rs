@@ -22,7 +22,6 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::config::GateSettings;
-use crate::results::StageDesign;
 use crate::stats::{
     Alternative, Magnitude, MarginTest, ProcessSpread, Rounds, STAGE1_ALPHA_SHARE, Sample,
     StatsError, TRIM, cliffs_delta, mann_whitney_u, paired_margin_test, ratio_of_medians_bootstrap,
@@ -48,6 +47,22 @@ pub const SPREAD_FLOOR: f64 = 0.002;
 
 /// The least between-process sd a spread estimated from 2 to 4 processes is taken as.
 pub const FEW_PROCESSES_FLOOR: f64 = 0.003;
+
+/// A planned two-stage design: `stage1` rounds (pairs, in A/B) first; shapes the first look
+/// does not settle get more, up to `max` in all. Alpha is split between the looks in advance
+/// (`stats::two_stage_p`), so looking twice costs no false alarms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StageDesign {
+    pub stage1: u32,
+    pub max: u32,
+}
+
+impl StageDesign {
+    /// Whether a second look was planned (and so alpha was split).
+    pub fn two_stage(&self) -> bool {
+        self.max > self.stage1
+    }
+}
 
 /// What a candidate is compared with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

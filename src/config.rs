@@ -667,7 +667,7 @@ impl Config {
             )));
         }
         let raw: RawConfig = serde_yaml::from_str(text).map_err(|e| {
-            let mut message = crate::validate::terminal_text(&e.to_string());
+            let mut message = crate::text::terminal_text(&e.to_string());
             // A whole section's check (gate, measure) is placed at the section (or nowhere):
             // name the line of the key itself.
             if let Some(line) = message
@@ -718,7 +718,7 @@ impl Config {
             if !define(d) {
                 return Err(invalid(format!(
                     "compile.defines[{i}]: {} is not NAME or NAME=VALUE (a C identifier; a value of letters, digits, '_', '.', '+', '-')",
-                    crate::validate::quote(d)
+                    crate::text::quote(d)
                 )));
             }
         }

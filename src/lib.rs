@@ -25,5 +25,6 @@ pub mod samples;
 pub mod sanitize;
 pub mod shard;
 pub mod stats;
+pub mod text;
 pub mod validate;
 pub mod verdict;

@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::validate::{clip_text, terminal_text};
+use crate::text::{clip_text, terminal_text};
 
 /// Longest text kept of one log line.
 const MAX_LINE: usize = 500;

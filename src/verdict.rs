@@ -14,7 +14,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::comparison::{Comparison, Reference};
 use crate::config::GateSettings;
-use crate::results::DriftCause;
 
 /// What the gate concluded about one shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -37,6 +36,31 @@ pub enum Verdict {
     /// Neither reference exists: a warning, not a failure.
     NoBaseline,
     Pass,
+}
+
+/// What a drift was traced to, by measuring the stored baseline's own commit's kernels as a
+/// third side in the same run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DriftCause {
+    /// The baseline commit's kernels are as slow as the candidate now: the runner moved
+    /// (driver, card, cooling); re-record the baseline.
+    Runner,
+    /// The candidate is slower than the baseline commit's kernels measured alongside it: the
+    /// default branch crept since the baseline was recorded.
+    Code,
+    /// Neither reading is clear.
+    Unclear,
+}
+
+impl std::fmt::Display for DriftCause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DriftCause::Runner => "runner moved",
+            DriftCause::Code => "code crept",
+            DriftCause::Unclear => "cause unclear",
+        })
+    }
 }
 
 /// Whether a `drift` fails the run: on pushes to the default branch (creep must not hide),

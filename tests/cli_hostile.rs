@@ -57,7 +57,7 @@ fn assert_clean_error(a: &Assert) -> String {
 fn assert_terminal_safe(text: &str) {
     for c in text.chars() {
         assert!(
-            c == '\n' || !ci_gate::validate::is_hidden(c),
+            c == '\n' || !ci_gate::text::is_hidden(c),
             "U+{:04X} in {text:?}",
             c as u32
         );

@@ -30,7 +30,8 @@ use crate::config::CacheMode;
 use crate::files::{self, FileError};
 use crate::results::{ResultsFile, ShapeResult};
 use crate::stats::{Rounds, round_medians};
-use crate::validate::{self, quote};
+use crate::text::{quote, short_commit};
+use crate::validate;
 
 /// Schema of the history records this build writes and reads.
 pub const HISTORY_SCHEMA_VERSION: u32 = 1;
@@ -427,8 +428,8 @@ pub fn append(path: &Path, records: &[Record]) -> Result<Appended, HistoryError>
             path: path.to_owned(),
             message: format!(
                 "records of two runs ({} and {}) in one append",
-                validate::short_commit(&first.commit),
-                validate::short_commit(&r.commit)
+                short_commit(&first.commit),
+                short_commit(&r.commit)
             ),
         });
     }

@@ -13,10 +13,8 @@ pub use table::{TableExporter, fitted_table, stdout_width, wrap_lines};
 
 use crate::comparison::{Comparison, Method, Reference, SpreadSource};
 use crate::config::GateSettings;
-use crate::results::{
-    BaseInfo, BaselineRef, DriftCause, Environment, Parity, ResultsFile, ShapeResult,
-};
-use crate::verdict::{Policy, Verdict, gate_passes};
+use crate::results::{BaseInfo, BaselineRef, Environment, Parity, ResultsFile, ShapeResult};
+use crate::verdict::{DriftCause, Policy, Verdict, gate_passes};
 
 /// Output formats of `local`, `compare` and friends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
