@@ -15,6 +15,7 @@ mod merge;
 mod peer;
 pub mod pipeline;
 mod profile;
+mod publish;
 mod sanitize;
 mod selftest;
 mod tool;
