@@ -661,7 +661,7 @@ impl Config {
             )));
         }
         // Checked before parsing: deep nesting costs the YAML parser time out of proportion.
-        if let Some(line) = yaml_too_deep(text, MAX_YAML_DEPTH) {
+        if let Some(line) = crate::yaml::too_deep(text, MAX_YAML_DEPTH) {
             return Err(invalid(format!(
                 "lists and mappings nest more than {MAX_YAML_DEPTH} levels deep at line {line}; a config is 4 levels deep"
             )));
@@ -809,75 +809,6 @@ fn key_line(text: &str, dotted: &str) -> Option<usize> {
         }
     }
     Some(start + 1)
-}
-
-/// Whether YAML text nests sequences and mappings deeper than `limit`, and if so the line
-/// where it first does. It reads libyaml's own event stream (the parser serde_yaml uses, so
-/// the two cannot disagree about what nests) and stops at the first level too deep: deep
-/// flow nesting, which costs libyaml's scanner time quadratic in the depth, is refused after
-/// a bounded amount of work. Text libyaml cannot parse is left for serde_yaml to report.
-pub fn yaml_too_deep(text: &str, limit: usize) -> Option<u64> {
-    use std::mem::MaybeUninit;
-    use unsafe_libyaml as unsafe_sys;
-
-    /// A heap-allocated libyaml parser, deleted on drop once initialised.
-    struct Parser {
-        sys: Box<MaybeUninit<unsafe_sys::yaml_parser_t>>,
-        initialised: bool,
-    }
-    impl Drop for Parser {
-        fn drop(&mut self) {
-            if self.initialised {
-                // SAFETY: initialised by yaml_parser_initialize and not yet deleted.
-                unsafe { unsafe_sys::yaml_parser_delete(self.sys.as_mut_ptr()) }
-            }
-        }
-    }
-
-    let mut parser = Parser {
-        sys: Box::new(MaybeUninit::uninit()),
-        initialised: false,
-    };
-    let p = parser.sys.as_mut_ptr();
-    // SAFETY: `p` points to heap memory for a parser, which yaml_parser_initialize fills in;
-    // the parser keeps a pointer to `text`, which is borrowed for the whole call and so
-    // outlives the parser (deleted when `parser` drops, before this function returns).
-    unsafe {
-        if unsafe_sys::yaml_parser_initialize(p).fail {
-            return None;
-        }
-        parser.initialised = true;
-        unsafe_sys::yaml_parser_set_encoding(p, unsafe_sys::YAML_UTF8_ENCODING);
-        unsafe_sys::yaml_parser_set_input_string(p, text.as_ptr(), text.len() as u64);
-    }
-    let mut depth = 0usize;
-    loop {
-        let mut event = MaybeUninit::<unsafe_sys::yaml_event_t>::uninit();
-        // SAFETY: the parser is initialised; an event that yaml_parser_parse filled in is
-        // read, then deleted exactly once.
-        let (kind, line) = unsafe {
-            if unsafe_sys::yaml_parser_parse(p, event.as_mut_ptr()).fail {
-                return None;
-            }
-            let e = event.as_mut_ptr();
-            let seen = ((*e).type_, (*e).start_mark.line);
-            unsafe_sys::yaml_event_delete(e);
-            seen
-        };
-        match kind {
-            unsafe_sys::YAML_SEQUENCE_START_EVENT | unsafe_sys::YAML_MAPPING_START_EVENT => {
-                depth += 1;
-                if depth > limit {
-                    return Some(line + 1);
-                }
-            }
-            unsafe_sys::YAML_SEQUENCE_END_EVENT | unsafe_sys::YAML_MAPPING_END_EVENT => {
-                depth = depth.saturating_sub(1);
-            }
-            unsafe_sys::YAML_STREAM_END_EVENT | unsafe_sys::YAML_NO_EVENT => return None,
-            _ => {}
-        }
-    }
 }
 
 #[cfg(test)]

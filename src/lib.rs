@@ -4,6 +4,10 @@
 //! `results`, `report`, `profile`, `peers`, `sanitize`, `history`, `shard` and `validate` know nothing of `gpu`,
 //! `cli`, `commands` or `github`; `child_env` (what a started process may see of the
 //! environment) knows nothing of the crate at all.
+//!
+//! `unsafe` is denied everywhere but in `gpu::raw`, the bindings to the CUDA driver.
+
+#![deny(unsafe_code)]
 
 pub mod baseline;
 pub mod child_env;
@@ -28,3 +32,4 @@ pub mod stats;
 pub mod text;
 pub mod validate;
 pub mod verdict;
+pub mod yaml;
