@@ -110,6 +110,17 @@ pub fn json_too_deep(text: &str, limit: usize) -> bool {
     false
 }
 
+/// The path of the value (`shapes[2].samples_us[0]`) at which JSON `text` fails to
+/// deserialize as a `T`, as serde_path_to_error tracks it; `None` where it fails at the
+/// top or does not fail. Read again only once a read failed, so reading stays as fast as
+/// serde_json; serde_json's own error says the line and column.
+pub fn json_key<T: DeserializeOwned>(text: &str) -> Option<String> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let e = serde_path_to_error::deserialize::<_, T>(&mut de).err()?;
+    let key = e.path().to_string();
+    (key != ".").then_some(key)
+}
+
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, flushed to
 /// disk, then renamed over the target. A crash leaves either the old file or the new one.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
@@ -205,7 +216,10 @@ pub fn parse_versioned_json<T: DeserializeOwned + Untrusted>(
         Some(_) => {}
     }
     // Parse from the text, not the Value, so errors carry line and column.
-    let mut parsed: T = serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?;
+    let mut parsed: T = serde_json::from_str(text).map_err(|e| match json_key::<T>(text) {
+        Some(key) => invalid(format!("{key}: {e}")),
+        None => invalid(e.to_string()),
+    })?;
     parsed.check(path)?;
     parsed.neutralise();
     Ok(parsed)
@@ -262,7 +276,7 @@ mod tests {
             ("", "empty"),
             ("{\"schema_version\": 1, \"x\": ", "EOF"),
             ("{\"x\": 1}", "schema_version"),
-            ("{\"schema_version\": 1, \"x\": \"a\"}", "invalid type"),
+            ("{\"schema_version\": 1, \"x\": \"a\"}", "x: invalid type"),
         ];
         for (text, want) in cases {
             let e = parse_versioned_json::<Doc>(text, p, 1)

@@ -17,8 +17,13 @@
 //! Knows only `text` and `stats`: the file types import it, never the other way round.
 
 use std::collections::HashSet;
+use std::fmt;
 use std::hash::Hash;
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
+
+use serde::de::{self, EnumAccess, IntoDeserializer, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 
 use crate::stats::Summary;
 use crate::text::is_line_break;
@@ -158,7 +163,12 @@ impl<'a> Checker<'a> {
         Ok(())
     }
 
-    /// Rounds of samples: bounded, no empty round, every value finite and positive.
+    /// A time in µs ([`time`]).
+    pub(crate) fn time(&self, key: &str, v: f64) -> Check {
+        time(v).map_err(|m| self.fail(key, m))
+    }
+
+    /// Rounds of samples: bounded, no empty round, every value a [`time`].
     pub(crate) fn samples(&self, key: &str, rounds: &[Vec<f64>]) -> Check {
         self.count(key, rounds.len(), MAX_ROUNDS, "rounds")?;
         let mut total = 0usize;
@@ -170,12 +180,7 @@ impl<'a> Checker<'a> {
             self.count(&rk, round.len(), MAX_SAMPLES_PER_ROUND, "samples")?;
             total += round.len();
             for (i, &v) in round.iter().enumerate() {
-                if !(v.is_finite() && v > 0.0) {
-                    return Err(self.fail(
-                        &format!("{rk}[{i}]"),
-                        format!("{v} is not a time: samples must be positive, finite µs"),
-                    ));
-                }
+                self.time(&format!("{rk}[{i}]"), v)?;
             }
         }
         self.count(key, total, MAX_SAMPLES_PER_SHAPE, "samples in all")
@@ -255,6 +260,15 @@ pub fn path_component(name: &str) -> Result<(), String> {
     }
 }
 
+/// A time in µs: positive and finite.
+pub fn time(v: f64) -> Result<(), String> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(format!("{v} is not a time: µs must be positive and finite"))
+    }
+}
+
 /// A commit id: [`MIN_COMMIT_LEN`] to [`MAX_COMMIT_LEN`] hex digits.
 pub fn commit(value: &str) -> Result<(), String> {
     let ok = (MIN_COMMIT_LEN..=MAX_COMMIT_LEN).contains(&value.len())
@@ -289,6 +303,133 @@ pub fn label(value: &str, max: usize, allow_empty: bool) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Values checked while they are read
+
+/// Reads a `T` and turns it into a `U` with `check` (which says what is wrong) inside the
+/// reading of the value itself, so that the deserializer reports a refused value where it
+/// stands: serde_yaml with its path and line (`gate.alpha: must be ... at line 3 column
+/// 10`), serde_json with its line (and `files` the path, from serde_path_to_error). For
+/// `#[serde(deserialize_with)]` and the `Deserialize` of checked types; a check run after
+/// `T::deserialize` returned (as `#[serde(try_from)]` does) would be reported at the
+/// enclosing collection instead.
+pub(crate) fn checked<'de, D, T, U>(
+    d: D,
+    check: impl FnOnce(T) -> Result<U, String>,
+) -> Result<U, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    d.deserialize_any(Within {
+        check,
+        read: PhantomData::<T>,
+    })
+}
+
+/// As [`checked`], for text: the value is read as a string whatever it looks like (`name: 2024`
+/// is the name "2024"), as serde_yaml reads a `String`.
+pub(crate) fn checked_text<'de, D, U>(
+    d: D,
+    check: impl FnOnce(String) -> Result<U, String>,
+) -> Result<U, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    d.deserialize_string(Within {
+        check,
+        read: PhantomData::<String>,
+    })
+}
+
+/// The visitor of [`checked`]: whatever the value is, `T` reads it and `check` judges it.
+struct Within<T, F> {
+    check: F,
+    read: PhantomData<T>,
+}
+
+impl<'de, T, U, F> Within<T, F>
+where
+    T: Deserialize<'de>,
+    F: FnOnce(T) -> Result<U, String>,
+{
+    fn finish<E: de::Error>(self, read: Result<T, E>) -> Result<U, E> {
+        (self.check)(read?).map_err(E::custom)
+    }
+}
+
+impl<'de, T, U, F> Visitor<'de> for Within<T, F>
+where
+    T: Deserialize<'de>,
+    F: FnOnce(T) -> Result<U, String>,
+{
+    type Value = U;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a value")
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<U, E> {
+        self.finish(T::deserialize(v.into_deserializer()))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<U, E> {
+        self.finish(T::deserialize(v.into_deserializer()))
+    }
+
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<U, E> {
+        self.finish(T::deserialize(v.into_deserializer()))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<U, E> {
+        self.finish(T::deserialize(v.into_deserializer()))
+    }
+
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<U, E> {
+        self.finish(T::deserialize(v.into_deserializer()))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<U, E> {
+        self.finish(T::deserialize(v.into_deserializer()))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<U, E> {
+        self.finish(T::deserialize(v.into_deserializer()))
+    }
+
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<U, E> {
+        self.finish(T::deserialize(de::value::BytesDeserializer::new(v)))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<U, E> {
+        self.finish(T::deserialize(().into_deserializer()))
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<U, E> {
+        self.visit_unit()
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<U, D::Error> {
+        self.finish(T::deserialize(d))
+    }
+
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<U, D::Error> {
+        self.finish(T::deserialize(d))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<U, A::Error> {
+        self.finish(T::deserialize(de::value::SeqAccessDeserializer::new(seq)))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<U, A::Error> {
+        self.finish(T::deserialize(de::value::MapAccessDeserializer::new(map)))
+    }
+
+    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<U, A::Error> {
+        self.finish(T::deserialize(de::value::EnumAccessDeserializer::new(data)))
+    }
 }
 
 #[cfg(test)]

@@ -400,7 +400,7 @@ fn huge_bootstrap_resamples_exit_2_fast() {
     assert!(
         err.contains("config-huge-resamples.yaml")
             && err.contains(
-                "gate.bootstrap_resamples = 4294967295 is too large: at most 200000 at line 3"
+                "gate.bootstrap_resamples: 4294967295 is too large: at most 200000 at line 3"
             ),
         "{err}"
     );

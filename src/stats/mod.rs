@@ -46,6 +46,7 @@ pub use mann_whitney::{Alternative, MannWhitney, PMethod, mann_whitney_u};
 pub use margin::{
     MIN_PROCESS_SD, MarginTest, ProcessSpread, STAGE1_ALPHA_SHARE, TRIM, Trimmed, median,
     paired_margin_test, paired_margin_test_trimmed, process_spread, process_spread_trimmed,
-    round_medians, trimmed, two_stage_p, unpaired_margin_test, unpaired_margin_test_trimmed,
+    round_medians, t_quantile, trimmed, two_stage_p, unpaired_margin_test,
+    unpaired_margin_test_trimmed,
 };
 pub use sample::{Rounds, Sample, Summary};
