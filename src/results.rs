@@ -19,7 +19,7 @@ use crate::validate::{
     MAX_SHORT_LABEL_LEN, MAX_THROTTLE_REASONS, MAX_WARNING_LEN, MAX_WARNINGS, Untrusted,
 };
 pub use crate::verdict::DriftCause;
-use crate::verdict::Verdict;
+use crate::verdict::{Policy, Verdict};
 
 /// Schema of results and baseline files this build writes. Version 1 files (before A/B and
 /// between-process spreads) still load: every field added since has a default.
@@ -260,6 +260,21 @@ impl ShapeResult {
     pub fn primary(&self) -> Option<&Comparison> {
         self.ab.as_ref().or(self.stored.as_ref())
     }
+
+    /// Whether this shape fails the check under `policy`: its verdict fails
+    /// ([`Policy::fails`]: a drift traced to the runner does not), or the kernel failed an
+    /// integrity check, whatever the verdict says.
+    pub fn fails(&self, policy: Policy) -> bool {
+        self.integrity.is_some() || policy.fails(self.verdict, self.drift.as_ref().map(|d| d.cause))
+    }
+}
+
+/// Whether a run passes the check: nothing kept it from a verdict (`error`), it has shapes,
+/// and none of them fails under `policy` ([`ShapeResult::fails`]). The one function that
+/// decides "passed": the exit code of `local`, `ci`, `compare` and `merge`, the results
+/// file's `passed`, the `verdict` step output and every report's headline come from it.
+pub fn passed(error: Option<&str>, shapes: &[ShapeResult], policy: Policy) -> bool {
+    error.is_none() && !shapes.is_empty() && !shapes.iter().any(|s| s.fails(policy))
 }
 
 /// Config identity recorded in results and baselines.
@@ -291,7 +306,8 @@ pub struct ResultsFile {
     pub gate: GateSettings,
     pub baseline: Option<BaselineRef>,
     pub shapes: Vec<ShapeResult>,
-    /// True when no shape fails the gate and nothing prevented a verdict.
+    /// What the run that wrote the file concluded ([`passed`] at the time). ci-gate never
+    /// reads it back: [`ResultsFile::passed`] recomputes it from what the file holds.
     pub passed: bool,
     pub warnings: Vec<String>,
     /// Information that is not a warning (how the base was chosen, an A/B skipped).
@@ -388,6 +404,19 @@ pub struct BaseInfo {
 }
 
 impl ResultsFile {
+    /// The drift policy the run was judged under.
+    pub fn policy(&self) -> Policy {
+        Policy {
+            fail_on_drift: self.fail_on_drift,
+        }
+    }
+
+    /// Whether the run this file holds passes ([`passed`] of its content, never its own
+    /// `passed` field: fail closed).
+    pub fn passed(&self) -> bool {
+        passed(self.error.as_deref(), &self.shapes, self.policy())
+    }
+
     pub fn load(path: &Path) -> Result<ResultsFile, FileError> {
         files::read_versioned_json(path, SCHEMA_VERSION)
     }

@@ -1,5 +1,6 @@
 //! The gate's rule: one function, [`decide`], in one place, and one test of "more than m
-//! slower with confidence", [`slower_with_confidence`].
+//! slower with confidence", [`slower_with_confidence`]; [`Policy::fails`] says which
+//! verdicts fail the check (`results::passed` applies it to a run).
 //!
 //! The question is "is it more than m slower, with confidence?", not "is it different?", and
 //! it is asked of two references: the base kernels measured alongside (A/B, the verdict) and
@@ -202,15 +203,6 @@ pub fn decide(gate: &GateSettings, e: &Evidence) -> Decision {
         return by(Verdict::Inconclusive, who);
     }
     by(Verdict::Pass, who)
-}
-
-/// Whether a run with these verdicts (each with what its drift was traced to) passes the
-/// check.
-pub fn gate_passes(
-    verdicts: impl IntoIterator<Item = (Verdict, Option<DriftCause>)>,
-    policy: Policy,
-) -> bool {
-    !verdicts.into_iter().any(|(v, d)| policy.fails(v, d))
 }
 
 #[cfg(test)]
@@ -448,35 +440,26 @@ mod tests {
         let push = Policy {
             fail_on_drift: true,
         };
-        let untraced = |v: Verdict| (v, None);
-        assert!(gate_passes(
-            [
-                Verdict::Pass,
-                Verdict::NoBaseline,
-                Verdict::Improvement,
-                Verdict::Inconclusive,
-                Verdict::Drift
-            ]
-            .map(untraced),
-            pr
-        ));
-        for v in [Verdict::Error, Verdict::ParityFail, Verdict::Regression] {
-            assert!(!gate_passes([Verdict::Pass, v].map(untraced), pr), "{v}");
-            assert!(!gate_passes([Verdict::Pass, v].map(untraced), push), "{v}");
+        for v in [
+            Verdict::Pass,
+            Verdict::NoBaseline,
+            Verdict::Improvement,
+            Verdict::Inconclusive,
+            Verdict::Drift,
+        ] {
+            assert!(!pr.fails(v, None), "{v}");
         }
-        assert!(!gate_passes([untraced(Verdict::Drift)], push));
+        for v in [Verdict::Error, Verdict::ParityFail, Verdict::Regression] {
+            assert!(pr.fails(v, None), "{v}");
+            assert!(push.fails(v, None), "{v}");
+        }
+        assert!(push.fails(Verdict::Drift, None));
         assert!(Verdict::Drift.warns());
         // A drift traced to the runner warns and never fails; creep (or an unclear cause)
         // fails a push.
-        let runner = (Verdict::Drift, Some(DriftCause::Runner));
-        assert!(gate_passes([runner], push));
         assert!(!push.fails(Verdict::Drift, Some(DriftCause::Runner)));
         assert!(push.fails(Verdict::Drift, Some(DriftCause::Code)));
         assert!(push.fails(Verdict::Drift, Some(DriftCause::Unclear)));
         assert!(!pr.fails(Verdict::Drift, Some(DriftCause::Code)));
-        assert!(!gate_passes(
-            [(Verdict::Drift, Some(DriftCause::Code))],
-            push
-        ));
     }
 }

@@ -7,7 +7,7 @@ use super::git::resolve_base;
 use super::pipeline::{AbMode, Against, RunPlan, load_config, run};
 use crate::baseline::BaselineStore;
 use crate::cli::LocalArgs;
-use crate::report::{Exporter, Format, JsonExporter, Report, TableExporter};
+use crate::report::{Format, Report, render};
 use crate::verdict::Policy;
 
 /// The arguments every `--devices` child repeats from this command line.
@@ -116,14 +116,7 @@ pub fn run_local(args: &LocalArgs) -> Result<Outcome> {
             .with_context(|| "the results were measured but could not be saved")?;
     }
     let report = Report::from_results(&results);
-    let text = match args.format {
-        Format::Table => TableExporter::for_stdout(args.wide).render(&report),
-        Format::Json => JsonExporter { single: false }.render(&report),
-        other => other
-            .exporter()
-            .map(|e| e.render(&report))
-            .unwrap_or_default(),
-    };
+    let text = render(&report, args.format, args.wide);
     print!("{text}");
-    Ok(Outcome::from_passed(results.passed))
+    Ok(Outcome::from_passed(results.passed()))
 }

@@ -20,7 +20,7 @@ use crate::cli::MergeArgs;
 use crate::comparison::{StageDesign, StoredSide};
 use crate::config::{Config, ShapeParams};
 use crate::evaluate::evaluate;
-use crate::report::{Exporter, JsonExporter, Report, TableExporter};
+use crate::report::{Report, render};
 use crate::results::{BaselineRef, ResultsFile};
 use crate::verdict::Policy;
 
@@ -75,16 +75,9 @@ pub fn run_merge(args: &MergeArgs) -> Result<Outcome> {
             .with_context(|| format!("cannot save the merged results to {}", out.display()))?;
     }
     let report = Report::from_results(&merged);
-    let text = match args.format {
-        crate::report::Format::Table => TableExporter::for_stdout(args.wide).render(&report),
-        crate::report::Format::Json => JsonExporter { single: false }.render(&report),
-        other => other
-            .exporter()
-            .map(|e| e.render(&report))
-            .unwrap_or_default(),
-    };
+    let text = render(&report, args.format, args.wide);
     print!("{text}");
-    Ok(Outcome::from_passed(report.passed))
+    Ok(Outcome::from_passed(merged.passed()))
 }
 
 /// Checks that `shards` are the whole of one run of `rules.config` and joins them, comparing

@@ -11,7 +11,7 @@ use crate::report::{Exporter, MarkdownExporter, Report, TableExporter, pct};
 use crate::results::ResultsFile;
 use crate::text::clip_text;
 use crate::validate::{MAX_ERROR_LEN, Untrusted};
-use crate::verdict::{Policy, Verdict};
+use crate::verdict::Verdict;
 
 /// What `ci` (and `merge --ci`) leave in GitHub Actions: the results file (also when no
 /// verdict could be reached), the report on stdout, the job summary, one annotation per
@@ -54,13 +54,11 @@ pub fn publish(
         append_step_summary(path, &MarkdownExporter.render(&report))
             .with_context(|| format!("cannot write the job summary {}", path.display()))?;
     }
-    let policy = Policy {
-        fail_on_drift: results.fail_on_drift,
-    };
+    let policy = results.policy();
     let sharded = results.shard.is_some();
     for shape in &results.shapes {
         // A shard's verdicts are provisional: the merged run annotates.
-        if sharded || !policy.fails(shape.verdict, shape.drift.as_ref().map(|d| d.cause)) {
+        if sharded || !shape.fails(policy) {
             continue;
         }
         let message = match (&shape.error, shape.primary(), &shape.parity) {
@@ -124,7 +122,7 @@ pub fn publish(
             "error"
         } else if sharded {
             "shard"
-        } else if results.passed {
+        } else if results.passed() {
             "pass"
         } else {
             "fail"
@@ -147,6 +145,6 @@ pub fn publish(
     }
     match failure {
         Some(e) => Err(e),
-        None => Ok(Outcome::from_passed(results.passed)),
+        None => Ok(Outcome::from_passed(results.passed())),
     }
 }

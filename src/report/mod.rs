@@ -13,8 +13,10 @@ pub use table::{TableExporter, fitted_table, stdout_width, wrap_lines};
 
 use crate::comparison::{Comparison, Method, Reference, SpreadSource};
 use crate::config::GateSettings;
-use crate::results::{BaseInfo, BaselineRef, Environment, Parity, ResultsFile, ShapeResult};
-use crate::verdict::{DriftCause, Policy, Verdict, gate_passes};
+use crate::results::{
+    BaseInfo, BaselineRef, Environment, Parity, ResultsFile, ShapeResult, passed,
+};
+use crate::verdict::{DriftCause, Policy, Verdict};
 
 /// Output formats of `local`, `compare` and friends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -28,16 +30,15 @@ pub enum Format {
     BenchmarkAction,
 }
 
-impl Format {
-    /// The exporter of a format that renders a [`Report`] (all but the table).
-    pub fn exporter(self) -> Option<Box<dyn Exporter>> {
-        match self {
-            Format::Table => None,
-            Format::Json => Some(Box::new(JsonExporter { single: false })),
-            Format::Markdown => Some(Box::new(MarkdownExporter)),
-            Format::Bmf => Some(Box::new(BmfExporter)),
-            Format::BenchmarkAction => Some(Box::new(BenchmarkActionExporter)),
-        }
+/// `report` in `format`, as every command prints it: the table fitted to stdout (every
+/// column with `wide`), or an exporter's text. The one place a format is dispatched.
+pub fn render(report: &Report, format: Format, wide: bool) -> String {
+    match format {
+        Format::Table => TableExporter::for_stdout(wide).render(report),
+        Format::Json => JsonExporter.render(report),
+        Format::Markdown => MarkdownExporter.render(report),
+        Format::Bmf => BmfExporter.render(report),
+        Format::BenchmarkAction => BenchmarkActionExporter.render(report),
     }
 }
 
@@ -204,17 +205,7 @@ impl Report {
                 .map(|s| Row::of(s, &results.gate))
                 .collect(),
             // Never the file's own `passed`: recomputed from what it holds (fail closed).
-            passed: results.error.is_none()
-                && !results.shapes.is_empty()
-                && gate_passes(
-                    results
-                        .shapes
-                        .iter()
-                        .map(|s| (s.verdict, s.drift.as_ref().map(|d| d.cause))),
-                    Policy {
-                        fail_on_drift: results.fail_on_drift,
-                    },
-                ),
+            passed: results.passed(),
             gate: results.gate.clone(),
             environment: results.environment.clone(),
             baseline: results.baseline.clone(),
@@ -224,20 +215,19 @@ impl Report {
             notes: results.notes.clone(),
             error: results.error.clone(),
             base: results.base.clone(),
-            policy: Policy {
-                fail_on_drift: results.fail_on_drift,
-            },
+            policy: results.policy(),
             stored_label: "stored baseline",
             profiling: results.profiling.clone(),
         }
     }
 
-    /// A report of shapes that are not part of a results file (offline compare of samples).
-    pub fn from_shapes(shapes: &[ShapeResult], gate: GateSettings, passed: bool) -> Report {
+    /// A report of shapes that are not part of a results file (offline compare), judged
+    /// under the default policy.
+    pub fn from_shapes(shapes: &[ShapeResult], gate: GateSettings) -> Report {
         Report {
             config_name: None,
             rows: shapes.iter().map(|s| Row::of(s, &gate)).collect(),
-            passed,
+            passed: passed(None, shapes, Policy::default()),
             gate,
             environment: None,
             baseline: None,
