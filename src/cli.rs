@@ -140,9 +140,9 @@ pub struct BaseArgs {
 }
 
 /// The defaults of [`ConfigArgs`], relative to the repository root.
-pub const DEFAULT_CONFIG: &str = "configs/pr.yaml";
-pub const DEFAULT_BASELINES: &str = "baselines";
-pub const DEFAULT_KERNELS: &str = "kernels";
+pub(crate) const DEFAULT_CONFIG: &str = "configs/pr.yaml";
+pub(crate) const DEFAULT_BASELINES: &str = "baselines";
+pub(crate) const DEFAULT_KERNELS: &str = "kernels";
 
 /// Finds default paths from the repository root, so that the commands work from any
 /// subdirectory. The first of `paths` (each with its default) says where the root is: when
@@ -176,7 +176,7 @@ fn find_defaults(start: &Path, marker: &str, paths: &mut [(&mut PathBuf, &str)])
 
 impl ConfigArgs {
     /// [`find_defaults`] from `configs/pr.yaml`: the config, baselines and kernels.
-    pub fn find_defaults(&mut self, start: &Path) {
+    pub(crate) fn find_defaults(&mut self, start: &Path) {
         find_defaults(
             start,
             DEFAULT_CONFIG,
@@ -294,7 +294,7 @@ pub struct BaselineUpdateArgs {
 
 impl BaselineShowArgs {
     /// [`find_defaults`] of `--baselines` alone, rooted where `configs/pr.yaml` is.
-    pub fn find_defaults(&mut self, start: &Path) {
+    pub(crate) fn find_defaults(&mut self, start: &Path) {
         find_defaults(
             start,
             DEFAULT_CONFIG,
@@ -379,7 +379,7 @@ pub struct SelftestArgs {
 }
 
 /// The default config of `sanitize`, relative to the repository root.
-pub const DEFAULT_SANITIZE_CONFIG: &str = "configs/sanitize.yaml";
+pub(crate) const DEFAULT_SANITIZE_CONFIG: &str = "configs/sanitize.yaml";
 
 #[derive(Debug, Args)]
 pub struct SanitizeArgs {
@@ -426,7 +426,7 @@ pub struct SanitizeArgs {
 
 impl SanitizeArgs {
     /// [`find_defaults`] from `configs/sanitize.yaml`: that config and the kernels.
-    pub fn find_defaults(&mut self, start: &Path) {
+    pub(crate) fn find_defaults(&mut self, start: &Path) {
         find_defaults(
             start,
             DEFAULT_SANITIZE_CONFIG,
@@ -474,7 +474,7 @@ pub struct MergeArgs {
 
 impl MergeArgs {
     /// [`find_defaults`] of `--baselines` alone, rooted where `configs/pr.yaml` is.
-    pub fn find_defaults(&mut self, start: &Path) {
+    pub(crate) fn find_defaults(&mut self, start: &Path) {
         find_defaults(
             start,
             DEFAULT_CONFIG,
@@ -505,7 +505,7 @@ pub struct KernelRunArgs {
 
 /// The NVRTC targets `compile` checks by default: the L4, portable Hopper (the mma.sync
 /// kernels) and Hopper with wgmma (what the gate compiles for on compute capability 9.0).
-pub const DEFAULT_COMPILE_TARGETS: [&str; 3] = ["sm_89", "sm_90", "sm_90a"];
+pub(crate) const DEFAULT_COMPILE_TARGETS: [&str; 3] = ["sm_89", "sm_90", "sm_90a"];
 
 #[derive(Debug, Args)]
 pub struct CompileArgs {
@@ -523,7 +523,7 @@ pub struct CompileArgs {
 
 impl CompileArgs {
     /// [`find_defaults`] of the kernels alone, rooted where `configs/pr.yaml` is.
-    pub fn find_defaults(&mut self, start: &Path) {
+    pub(crate) fn find_defaults(&mut self, start: &Path) {
         find_defaults(
             start,
             DEFAULT_CONFIG,
@@ -565,7 +565,7 @@ pub struct EnvArgs {
 }
 
 /// Default history file (JSON Lines, docs/HISTORY.md).
-pub const DEFAULT_HISTORY: &str = "ci-gate-history.jsonl";
+pub(crate) const DEFAULT_HISTORY: &str = "ci-gate-history.jsonl";
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true, flatten_help = true)]

@@ -59,7 +59,7 @@ impl fmt::Display for Dtype {
 }
 
 /// The head dimensions the kernel supports.
-pub const SUPPORTED_HEAD_DIMS: [u32; 2] = [64, 128];
+pub(crate) const SUPPORTED_HEAD_DIMS: [u32; 2] = [64, 128];
 
 /// A positive integer of at most `max`.
 fn positive_at_most(v: i64, max: u32) -> Result<u32, String> {
@@ -206,26 +206,26 @@ fn duty_cycle<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
 struct Fields<T>(T);
 
 /// Largest config file read, in bytes.
-pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 
 /// Deepest nesting of lists and mappings a config may have (real configs are 4 deep).
-pub const MAX_YAML_DEPTH: usize = 32;
+pub(crate) const MAX_YAML_DEPTH: usize = 32;
 
 /// Upper limits of the numeric settings, so that no config can ask for unbounded work.
-pub mod limits {
-    pub const MAX_BATCH: u32 = 1024;
-    pub const MAX_HEADS: u32 = 1024;
-    pub const MAX_SEQ_LEN: u32 = 131_072;
-    pub const MIN_BOOTSTRAP_RESAMPLES: u32 = 100;
-    pub const MAX_BOOTSTRAP_RESAMPLES: u32 = 200_000;
-    pub const MAX_ROUNDS: u32 = 200;
-    pub const MAX_SAMPLES_PER_ROUND: u32 = 1000;
-    pub const MAX_WARMUP_MS: f64 = 10_000.0;
-    pub const MAX_SAMPLE_MS: f64 = 1000.0;
-    pub const MAX_BUDGET_S: f64 = 3600.0;
-    pub const MAX_WAIT_S: f64 = 3600.0;
-    pub const MAX_SPEEDUP: f64 = 1000.0;
-    pub const MAX_TOLERANCE: f64 = 1.0;
+pub(crate) mod limits {
+    pub(crate) const MAX_BATCH: u32 = 1024;
+    pub(crate) const MAX_HEADS: u32 = 1024;
+    pub(crate) const MAX_SEQ_LEN: u32 = 131_072;
+    pub(crate) const MIN_BOOTSTRAP_RESAMPLES: u32 = 100;
+    pub(crate) const MAX_BOOTSTRAP_RESAMPLES: u32 = 200_000;
+    pub(crate) const MAX_ROUNDS: u32 = 200;
+    pub(crate) const MAX_SAMPLES_PER_ROUND: u32 = 1000;
+    pub(crate) const MAX_WARMUP_MS: f64 = 10_000.0;
+    pub(crate) const MAX_SAMPLE_MS: f64 = 1000.0;
+    pub(crate) const MAX_BUDGET_S: f64 = 3600.0;
+    pub(crate) const MAX_WAIT_S: f64 = 3600.0;
+    pub(crate) const MAX_SPEEDUP: f64 = 1000.0;
+    pub(crate) const MAX_TOLERANCE: f64 = 1.0;
     pub const MAX_SHAPES: usize = crate::validate::MAX_SHAPES;
 }
 
@@ -749,7 +749,7 @@ impl Config {
     }
 
     /// The shapes whose names are in `names` (all when empty); an unknown name is an error.
-    pub fn select_shapes(&self, names: &[String]) -> Result<Vec<ShapeParams>, ConfigError> {
+    pub(crate) fn select_shapes(&self, names: &[String]) -> Result<Vec<ShapeParams>, ConfigError> {
         if names.is_empty() {
             return Ok(self.shapes.clone());
         }

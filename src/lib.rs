@@ -10,7 +10,7 @@
 #![deny(unsafe_code)]
 
 pub mod baseline;
-pub mod child_env;
+pub(crate) mod child_env;
 pub mod cli;
 pub mod commands;
 pub mod comparison;
@@ -19,17 +19,17 @@ pub mod evaluate;
 pub mod files;
 pub mod github;
 pub mod gpu;
-pub mod history;
-pub mod peers;
-pub mod profile;
+pub(crate) mod history;
+pub(crate) mod peers;
+pub(crate) mod profile;
 pub mod reference;
 pub mod report;
 pub mod results;
 pub mod samples;
-pub mod sanitize;
+pub(crate) mod sanitize;
 pub mod shard;
 pub mod stats;
 pub mod text;
 pub mod validate;
 pub mod verdict;
-pub mod yaml;
+pub(crate) mod yaml;

@@ -57,7 +57,7 @@ pub struct Environment {
 
 impl Environment {
     /// Throttle reasons seen before or after the run (deduplicated).
-    pub fn throttle_reasons(&self) -> Vec<String> {
+    pub(crate) fn throttle_reasons(&self) -> Vec<String> {
         let mut all: Vec<String> = [&self.state_before, &self.state_after]
             .into_iter()
             .flatten()
@@ -249,7 +249,7 @@ impl ShapeResult {
 
     /// Whether the candidate kept parity: its parity check passed and no integrity check
     /// failed. `None` when parity was not checked and nothing failed (offline compare).
-    pub fn parity_passed(&self) -> Option<bool> {
+    pub(crate) fn parity_passed(&self) -> Option<bool> {
         if self.integrity.is_some() {
             return Some(false);
         }
@@ -257,7 +257,7 @@ impl ShapeResult {
     }
 
     /// The comparison that decides: A/B when it ran, else the stored baseline.
-    pub fn primary(&self) -> Option<&Comparison> {
+    pub(crate) fn primary(&self) -> Option<&Comparison> {
         self.ab.as_ref().or(self.stored.as_ref())
     }
 
@@ -361,7 +361,7 @@ pub struct RunTiming {
 
 impl RunTiming {
     /// Every figure a finite, non-negative number of seconds.
-    pub fn is_valid(&self) -> bool {
+    pub(crate) fn is_valid(&self) -> bool {
         [
             self.setup_s,
             self.probes_s,
@@ -427,7 +427,7 @@ impl ResultsFile {
 }
 
 /// The commit of the working tree: $GITHUB_SHA in Actions, else `git rev-parse HEAD`.
-pub fn current_git_commit() -> Option<String> {
+pub(crate) fn current_git_commit() -> Option<String> {
     if let Ok(sha) = std::env::var("GITHUB_SHA")
         && !sha.trim().is_empty()
     {

@@ -47,7 +47,7 @@ pub struct SampleFile {
 
 /// Parses sample text (see the module docs); `path` names it in errors. At least two values
 /// are required. Cost: O(n) for n values.
-pub fn parse_sample_file(text: &str, path: &Path) -> Result<SampleFile, SampleFileError> {
+pub(crate) fn parse_sample_file(text: &str, path: &Path) -> Result<SampleFile, SampleFileError> {
     let rounds = parse_sample_rounds(text, path)?;
     // Values of a file without rounds come back one per round; a file with rounds has at
     // least one round of several values or several blank-line separated blocks — and a
@@ -58,7 +58,10 @@ pub fn parse_sample_file(text: &str, path: &Path) -> Result<SampleFile, SampleFi
 
 /// Parses sample text into rounds (see the module docs); `path` names it in errors. At
 /// least two rounds are required, since rounds are the units the statistics work on.
-pub fn parse_sample_rounds(text: &str, path: &Path) -> Result<Vec<Vec<f64>>, SampleFileError> {
+pub(crate) fn parse_sample_rounds(
+    text: &str,
+    path: &Path,
+) -> Result<Vec<Vec<f64>>, SampleFileError> {
     let mut rounds: Vec<Vec<f64>> = vec![Vec::new()];
     let mut values = 0usize;
     for (i, raw) in text.lines().enumerate() {

@@ -47,7 +47,7 @@ pub fn is_hidden(c: char) -> bool {
 
 /// Free text made safe to keep: line breaks and tabs become spaces, every other hidden
 /// character ([`is_hidden`]) is dropped, escape sequences with it.
-pub fn clean_text(text: &str) -> String {
+pub(crate) fn clean_text(text: &str) -> String {
     terminal_text(text)
 }
 
@@ -125,7 +125,7 @@ fn skip_string(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
 /// `text` cut to at most `max` bytes (at a character boundary; just the note when `max` is
 /// smaller than it), saying how much was cut: for a writer to keep free text within the
 /// bounds a reader checks (e.g. `validate::MAX_ERROR_LEN` for a compiler log).
-pub fn clip_text(text: &str, max: usize) -> String {
+pub(crate) fn clip_text(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_owned();
     }
@@ -162,7 +162,7 @@ pub fn error_line(message: &str) -> String {
 
 /// Attacker text for an error message: at most 60 characters, in double quotes, with every
 /// character that is not plainly printable written as `\u{…}`.
-pub fn quote(text: &str) -> String {
+pub(crate) fn quote(text: &str) -> String {
     let mut out = String::from("\"");
     let mut chars = text.chars();
     for c in chars.by_ref().take(60) {

@@ -29,37 +29,37 @@ use crate::stats::Summary;
 use crate::text::is_line_break;
 /// Text helpers of [`crate::text`], also under this path for the callers that still name
 /// them here (`commands::peer`, `github`, `report::markdown`).
-pub use crate::text::{clip_text, is_hidden, quote, terminal_text};
+pub(crate) use crate::text::{clip_text, is_hidden, quote, terminal_text};
 
 /// Longest config name or GPU slug (each names a file or directory).
-pub const MAX_NAME_LEN: usize = 128;
+pub(crate) const MAX_NAME_LEN: usize = 128;
 /// Shortest and longest commit id (abbreviated SHA-1 up to full SHA-256), in hex digits.
-pub const MIN_COMMIT_LEN: usize = 7;
-pub const MAX_COMMIT_LEN: usize = 64;
+pub(crate) const MIN_COMMIT_LEN: usize = 7;
+pub(crate) const MAX_COMMIT_LEN: usize = 64;
 /// Longest content hash (SHA-256 is 64 hex digits).
-pub const MAX_HASH_LEN: usize = 128;
+pub(crate) const MAX_HASH_LEN: usize = 128;
 /// Longest short label: versions, UUIDs, throttle reasons, compute capability.
-pub const MAX_SHORT_LABEL_LEN: usize = 128;
+pub(crate) const MAX_SHORT_LABEL_LEN: usize = 128;
 /// Longest GPU name or path recorded in a file.
-pub const MAX_LABEL_LEN: usize = 1024;
+pub(crate) const MAX_LABEL_LEN: usize = 1024;
 /// Longest `reason` of a baseline.
-pub const MAX_REASON_LEN: usize = 4096;
+pub(crate) const MAX_REASON_LEN: usize = 4096;
 /// Longest warning.
-pub const MAX_WARNING_LEN: usize = 16 * 1024;
+pub(crate) const MAX_WARNING_LEN: usize = 16 * 1024;
 /// Longest error text (a compiler log can be long).
-pub const MAX_ERROR_LEN: usize = 256 * 1024;
+pub(crate) const MAX_ERROR_LEN: usize = 256 * 1024;
 /// Most shapes in a config, a results file or a baseline.
 pub const MAX_SHAPES: usize = 1000;
 /// Most rounds of one shape (config rounds plus the extra rounds of inconclusive shapes).
-pub const MAX_ROUNDS: usize = 1000;
+pub(crate) const MAX_ROUNDS: usize = 1000;
 /// Most samples in one round.
-pub const MAX_SAMPLES_PER_ROUND: usize = 10_000;
+pub(crate) const MAX_SAMPLES_PER_ROUND: usize = 10_000;
 /// Most samples of one shape, all rounds together.
-pub const MAX_SAMPLES_PER_SHAPE: usize = 1_000_000;
+pub(crate) const MAX_SAMPLES_PER_SHAPE: usize = 1_000_000;
 /// Most warnings in a results file.
-pub const MAX_WARNINGS: usize = 10_000;
+pub(crate) const MAX_WARNINGS: usize = 10_000;
 /// Most throttle reasons in one GPU state.
-pub const MAX_THROTTLE_REASONS: usize = 64;
+pub(crate) const MAX_THROTTLE_REASONS: usize = 64;
 
 /// A file whose content was refused; the message names the file, the key and the shape.
 #[derive(Debug, thiserror::Error)]
@@ -243,7 +243,7 @@ pub fn config_name(name: &str) -> Result<(), String> {
 /// A single file or directory name that cannot leave its directory: 1 to [`MAX_NAME_LEN`]
 /// ASCII letters, digits, '-', '_' or '.', not starting with '.' (so never `.` or `..`,
 /// never absolute, never a separator).
-pub fn path_component(name: &str) -> Result<(), String> {
+pub(crate) fn path_component(name: &str) -> Result<(), String> {
     let ok = !name.is_empty()
         && name.len() <= MAX_NAME_LEN
         && !name.starts_with('.')
@@ -285,7 +285,7 @@ pub fn commit(value: &str) -> Result<(), String> {
 
 /// Single-line printable text of at most `max` bytes, with no control, bidirectional or
 /// zero-width characters.
-pub fn label(value: &str, max: usize, allow_empty: bool) -> Result<(), String> {
+pub(crate) fn label(value: &str, max: usize, allow_empty: bool) -> Result<(), String> {
     if value.is_empty() && !allow_empty {
         return Err("is empty".to_owned());
     }

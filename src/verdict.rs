@@ -96,7 +96,7 @@ impl Verdict {
     }
 
     /// Whether this verdict is worth a warning (it passes, but a reader should look).
-    pub fn warns(self) -> bool {
+    pub(crate) fn warns(self) -> bool {
         matches!(
             self,
             Verdict::NoBaseline | Verdict::Inconclusive | Verdict::Drift
@@ -150,12 +150,12 @@ pub struct Decision {
 /// the bound is the alpha-quantile of the resampled ratios. Per shape: no Holm, no
 /// effect-size condition (`gate.min_effect` is not read). Used by every caller that asks
 /// the question (the verdict, and the tracing of a drift).
-pub fn slower_with_confidence(gate: &GateSettings, c: &Comparison) -> bool {
+pub(crate) fn slower_with_confidence(gate: &GateSettings, c: &Comparison) -> bool {
     c.lower_bound > 1.0 + gate.max_p50_regression
 }
 
 /// The mirror image of [`slower_with_confidence`]: the upper bound below 1 − m.
-pub fn faster_with_confidence(gate: &GateSettings, c: &Comparison) -> bool {
+pub(crate) fn faster_with_confidence(gate: &GateSettings, c: &Comparison) -> bool {
     c.upper_bound < 1.0 - gate.max_p50_regression
 }
 

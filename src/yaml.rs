@@ -164,11 +164,7 @@ impl Scanner {
             match c {
                 '#' if prev_blank || token_starts => return false,
                 '"' | '\'' if node_starts => self.within = Within::Quoted(c),
-                '[' | '{' if self.flow > 0 || node_starts => {
-                    if self.open_flow(c) {
-                        return true;
-                    }
-                }
+                '[' | '{' if (self.flow > 0 || node_starts) && self.open_flow(c) => return true,
                 ']' | '}' if self.flow > 0 => self.close_flow(),
                 ',' if self.flow > 0 => self.next_entry(),
                 _ => {}

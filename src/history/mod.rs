@@ -557,11 +557,6 @@ impl Series {
         }
         best
     }
-
-    /// The run with the lowest p50 (the earliest of equals).
-    pub fn best(&self) -> Option<&Point> {
-        self.best_index().and_then(|i| self.points.get(i))
-    }
 }
 
 /// The series of the records `filter` keeps, in the order their first record appears in

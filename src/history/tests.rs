@@ -399,7 +399,7 @@ fn the_best_run_is_the_lowest_p50_earliest_first() {
     ]);
     let s = &series(&h, &Filter::default())[0];
     assert_eq!(s.best_index(), Some(1));
-    assert_eq!(s.best().unwrap().commit, commit(2));
+    assert_eq!(s.points[1].commit, commit(2));
 }
 
 #[test]

@@ -6,10 +6,12 @@ mod json;
 mod markdown;
 mod table;
 
-pub use export::{BenchmarkActionExporter, BmfExporter};
-pub use json::JsonExporter;
-pub use markdown::{MARKER, MarkdownExporter, escape_markdown};
-pub use table::{TableExporter, fitted_table, stdout_width, wrap_lines};
+pub(crate) use export::{BenchmarkActionExporter, BmfExporter};
+pub(crate) use json::JsonExporter;
+pub use markdown::MarkdownExporter;
+pub(crate) use markdown::{MARKER, escape_markdown};
+pub use table::TableExporter;
+pub(crate) use table::{fitted_table, stdout_width, wrap_lines};
 
 use crate::comparison::{Comparison, Method, Reference, SpreadSource};
 use crate::config::GateSettings;
@@ -86,7 +88,7 @@ pub struct Pooled {
 
 /// Fewest A/B pairs for which the report shows a bootstrap interval of the pooled p50 ratio
 /// (below it a bootstrap under-covers; the trimmed test's interval is the one to read).
-pub const POOLED_MIN_PAIRS: usize = 16;
+pub(crate) const POOLED_MIN_PAIRS: usize = 16;
 
 /// The pooled p50 ratio of a shape's A/B rounds and, from [`POOLED_MIN_PAIRS`] pairs, its
 /// pairs bootstrap (`gate.bootstrap_resamples` resamples at most, seeded by the gate's seed
@@ -164,7 +166,7 @@ impl Row {
     }
 
     /// The comparison that decides: A/B when it ran, else the stored baseline.
-    pub fn primary(&self) -> Option<&Comparison> {
+    pub(crate) fn primary(&self) -> Option<&Comparison> {
         self.ab.as_ref().or(self.stored.as_ref())
     }
 }
@@ -223,7 +225,7 @@ impl Report {
 
     /// A report of shapes that are not part of a results file (offline compare), judged
     /// under the default policy.
-    pub fn from_shapes(shapes: &[ShapeResult], gate: GateSettings) -> Report {
+    pub(crate) fn from_shapes(shapes: &[ShapeResult], gate: GateSettings) -> Report {
         Report {
             config_name: None,
             rows: shapes.iter().map(|s| Row::of(s, &gate)).collect(),
@@ -258,7 +260,7 @@ impl Report {
     /// The table of the kernel against its peers: per shape our p50, then per peer its p50
     /// and our p50 / its p50, with the stored ratio when the baseline has one ("was").
     /// Empty when no peer ran.
-    pub fn peer_rows(&self) -> (Vec<String>, Vec<Vec<String>>) {
+    pub(crate) fn peer_rows(&self) -> (Vec<String>, Vec<Vec<String>>) {
         let peers = self.peers();
         if peers.is_empty() {
             return (Vec::new(), Vec::new());
@@ -309,14 +311,14 @@ impl Report {
     }
 
     /// The profiled rows, in report order.
-    pub fn profiled(&self) -> impl Iterator<Item = (&str, &crate::profile::ShapeProfile)> {
+    pub(crate) fn profiled(&self) -> impl Iterator<Item = (&str, &crate::profile::ShapeProfile)> {
         self.rows
             .iter()
             .filter_map(|r| Some((r.shape.as_str(), r.profile.as_ref()?)))
     }
 
     /// "Profiled 2 shapes with ncu 2025.3 in 14 s (budget 300 s); reports in DIR".
-    pub fn profiling_line(&self) -> Option<String> {
+    pub(crate) fn profiling_line(&self) -> Option<String> {
         let p = self.profiling.as_ref()?;
         let n = self.profiled().count();
         Some(format!(
@@ -336,7 +338,7 @@ impl Report {
     }
 
     /// Which references decided, for the one-line verdict: "A/B", "stored baseline" or both.
-    pub fn deciders(&self) -> String {
+    pub(crate) fn deciders(&self) -> String {
         let mut seen: Vec<Reference> = Vec::new();
         for r in &self.rows {
             if let Some(d) = r.decided_by
@@ -375,7 +377,7 @@ impl Report {
     }
 
     /// The one-line verdict, e.g. `FAIL: 1 regression, 13 pass (14 shapes)`.
-    pub fn headline(&self) -> String {
+    pub(crate) fn headline(&self) -> String {
         if self.error.is_some() || self.rows.is_empty() {
             return "ERROR: no verdict could be reached".into();
         }
@@ -527,7 +529,7 @@ impl Col {
     }
 
     /// How useful a column is when the width runs out (0 = most).
-    pub fn priority(self) -> usize {
+    pub(crate) fn priority(self) -> usize {
         match self {
             Col::Shape => 0,
             Col::Verdict => 1,
