@@ -6,9 +6,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use ci_gate::comparison::{Comparison, StoredSide};
+use ci_gate::comparison::{Comparison, StageDesign, StoredSide};
 use ci_gate::config::GateSettings;
-use ci_gate::results::StageDesign;
 use ci_gate::stats::{ProcessSpread, Rounds};
 
 fn rounds(seed: u64, center: f64, rounds: usize, per: usize) -> Vec<Vec<f64>> {

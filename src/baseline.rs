@@ -2,6 +2,7 @@
 //! config, with provenance. Written atomically; a corrupt file is an error that names it and
 //! is never silently replaced.
 
+use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
 
 use chrono::{DateTime, Utc};
@@ -10,9 +11,12 @@ use serde::{Deserialize, Serialize};
 use crate::comparison::StoredSide;
 use crate::config::{CacheMode, ShapeParams};
 use crate::files::{self, FileError};
-use crate::results::{ConfigInfo, Environment, Parity, SCHEMA_VERSION};
+use crate::results::{ConfigInfo, Environment, Parity, SCHEMA_VERSION, check_stored_peers};
 use crate::stats::{ProcessSpread, Summary};
-use crate::validate::{self, Untrusted};
+use crate::text::{self, quote};
+use crate::validate::{
+    self, Check, Checker, MAX_REASON_LEN, MAX_SHAPES, MAX_SHORT_LABEL_LEN, Untrusted,
+};
 
 /// A name shown in a message: characters that could not be in a file name become `_`.
 fn display_component(name: &str) -> String {
@@ -288,5 +292,96 @@ impl BaselineStore {
             }
         }
         Ok(out)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Checks of a baseline file read from disk (see `validate`)
+
+fn check_baseline_shape(path: &Path, i: usize, s: &BaselineShape) -> Check {
+    let c = Checker::at(path, Some(s.params.name()));
+    let key = format!("shapes[{i}]");
+    c.shape_name(&format!("{key}.name"), &s.name, &s.params.name())?;
+    let sk = format!("{key}.samples_us");
+    c.samples(&sk, &s.samples_us)?;
+    check_stored_peers(&c, &format!("{key}.peers"), &s.peers)?;
+    if s.samples_us.iter().map(Vec::len).sum::<usize>() < 2 {
+        return Err(c.fail(
+            &sk,
+            "fewer than 2 samples: a baseline shape needs samples to compare with",
+        ));
+    }
+    c.summary(&format!("{key}.summary"), &s.summary)?;
+    if let Some(t) = s.tflops {
+        c.finite(&format!("{key}.tflops"), t)?;
+    }
+    if !s.process_rounds.is_empty()
+        && (s.process_rounds.contains(&0)
+            || s.process_rounds.iter().sum::<usize>() != s.samples_us.len())
+    {
+        return Err(c.fail(
+            &format!("{key}.process_rounds"),
+            "the rounds per process must be positive and add up to the rounds of samples_us",
+        ));
+    }
+    if let Some(p) = s.process_spread
+        && !(p.sd.is_finite() && (0.0..0.5).contains(&p.sd) && p.df >= 1.0)
+    {
+        return Err(c.fail(
+            &format!("{key}.process_spread"),
+            "a spread between processes is a fraction in [0, 0.5) with at least 1 degree of freedom",
+        ));
+    }
+    Ok(())
+}
+
+impl Untrusted for BaselineFile {
+    fn check(&self, path: &Path) -> Check {
+        let c = Checker::at(path, None);
+        c.name("gpu_slug", &self.gpu_slug)?;
+        self.environment.check(&c, "environment")?;
+        if self.gpu_slug != self.environment.gpu_slug {
+            return Err(c.fail(
+                "gpu_slug",
+                format!(
+                    "{} differs from environment.gpu_slug {}",
+                    quote(&self.gpu_slug),
+                    quote(&self.environment.gpu_slug)
+                ),
+            ));
+        }
+        self.config.check(&c)?;
+        let p = &self.provenance;
+        if let Some(commit) = &p.commit {
+            c.commit("provenance.commit", commit)?;
+        }
+        if let Some(commit) = &p.previous_commit {
+            c.commit("provenance.previous_commit", commit)?;
+        }
+        c.text("provenance.reason", &p.reason, MAX_REASON_LEN)?;
+        c.label(
+            "provenance.tool_version",
+            &p.tool_version,
+            MAX_SHORT_LABEL_LEN,
+            false,
+        )?;
+        if let Some(h) = &self.kernel_source_hash {
+            c.hash("kernel_source_hash", h, false)?;
+        }
+        c.count("shapes", self.shapes.len(), MAX_SHAPES, "shapes")?;
+        let mut seen = HashSet::new();
+        for (i, s) in self.shapes.iter().enumerate() {
+            check_baseline_shape(path, i, s)?;
+            Checker::at(path, Some(s.params.name())).unique(
+                &mut seen,
+                &format!("shapes[{i}]"),
+                (s.params, Some(s.cache)),
+            )?;
+        }
+        Ok(())
+    }
+
+    fn neutralise(&mut self) {
+        self.provenance.reason = text::clean_text(&self.provenance.reason);
     }
 }

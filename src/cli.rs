@@ -140,35 +140,52 @@ pub struct BaseArgs {
 }
 
 /// The defaults of [`ConfigArgs`], relative to the repository root.
-pub const DEFAULT_CONFIG: &str = "configs/pr.yaml";
-pub const DEFAULT_BASELINES: &str = "baselines";
-pub const DEFAULT_KERNELS: &str = "kernels";
+pub(crate) const DEFAULT_CONFIG: &str = "configs/pr.yaml";
+pub(crate) const DEFAULT_BASELINES: &str = "baselines";
+pub(crate) const DEFAULT_KERNELS: &str = "kernels";
+
+/// Finds default paths from the repository root, so that the commands work from any
+/// subdirectory. The first of `paths` (each with its default) says where the root is: when
+/// it was not given and its default is not here, the nearest parent directory that has the
+/// file `marker` becomes the root of every path still at its default. Paths the user gave
+/// are kept as they are. Outside a repository the defaults stay, and the error that follows
+/// names what to pass.
+fn find_defaults(start: &Path, marker: &str, paths: &mut [(&mut PathBuf, &str)]) {
+    let at_default = |p: &Path, d: &str| p == Path::new(d);
+    match paths.first() {
+        Some((anchor, default)) if at_default(anchor, default) => {
+            if start.join(default).exists() {
+                return;
+            }
+        }
+        _ => return,
+    }
+    let Some(root) = start
+        .ancestors()
+        .skip(1)
+        .find(|dir| dir.join(marker).is_file())
+    else {
+        return;
+    };
+    for (path, default) in paths.iter_mut() {
+        if at_default(path, default) {
+            **path = root.join(*default);
+        }
+    }
+}
 
 impl ConfigArgs {
-    /// Finds the defaults from the repository root, so that the commands work from any
-    /// subdirectory: where the config was not given and `configs/pr.yaml` is not here, the
-    /// nearest parent directory that has it becomes the root of every default path. Paths
-    /// the user gave are kept as they are. Outside a repository the defaults stay, and the
-    /// error that follows names what to pass.
-    pub fn find_defaults(&mut self, start: &Path) {
-        let is_default = |p: &Path, d: &str| p == Path::new(d);
-        if !is_default(&self.config, DEFAULT_CONFIG) || start.join(DEFAULT_CONFIG).is_file() {
-            return;
-        }
-        let Some(root) = start
-            .ancestors()
-            .skip(1)
-            .find(|dir| dir.join(DEFAULT_CONFIG).is_file())
-        else {
-            return;
-        };
-        self.config = root.join(DEFAULT_CONFIG);
-        if is_default(&self.baselines, DEFAULT_BASELINES) {
-            self.baselines = root.join(DEFAULT_BASELINES);
-        }
-        if is_default(&self.kernels, DEFAULT_KERNELS) {
-            self.kernels = root.join(DEFAULT_KERNELS);
-        }
+    /// [`find_defaults`] from `configs/pr.yaml`: the config, baselines and kernels.
+    pub(crate) fn find_defaults(&mut self, start: &Path) {
+        find_defaults(
+            start,
+            DEFAULT_CONFIG,
+            &mut [
+                (&mut self.config, DEFAULT_CONFIG),
+                (&mut self.baselines, DEFAULT_BASELINES),
+                (&mut self.kernels, DEFAULT_KERNELS),
+            ],
+        );
     }
 }
 
@@ -275,25 +292,14 @@ pub struct BaselineUpdateArgs {
     pub force: bool,
 }
 
-/// As [`ConfigArgs::find_defaults`], for a `--baselines` alone: the default becomes the
-/// repository root's `baselines/` when this directory has none.
-fn find_baselines(baselines: &mut PathBuf, start: &Path) {
-    if baselines != Path::new(DEFAULT_BASELINES) || start.join(DEFAULT_BASELINES).is_dir() {
-        return;
-    }
-    if let Some(root) = start
-        .ancestors()
-        .skip(1)
-        .find(|dir| dir.join(DEFAULT_CONFIG).is_file())
-    {
-        *baselines = root.join(DEFAULT_BASELINES);
-    }
-}
-
 impl BaselineShowArgs {
-    /// See [`find_baselines`].
-    pub fn find_defaults(&mut self, start: &Path) {
-        find_baselines(&mut self.baselines, start);
+    /// [`find_defaults`] of `--baselines` alone, rooted where `configs/pr.yaml` is.
+    pub(crate) fn find_defaults(&mut self, start: &Path) {
+        find_defaults(
+            start,
+            DEFAULT_CONFIG,
+            &mut [(&mut self.baselines, DEFAULT_BASELINES)],
+        );
     }
 }
 
@@ -389,7 +395,7 @@ pub enum SelftestFormat {
 }
 
 /// The default config of `sanitize`, relative to the repository root.
-pub const DEFAULT_SANITIZE_CONFIG: &str = "configs/sanitize.yaml";
+pub(crate) const DEFAULT_SANITIZE_CONFIG: &str = "configs/sanitize.yaml";
 
 #[derive(Debug, Args)]
 pub struct SanitizeArgs {
@@ -435,23 +441,16 @@ pub struct SanitizeArgs {
 }
 
 impl SanitizeArgs {
-    /// As [`ConfigArgs::find_defaults`], from the directory that has configs/sanitize.yaml.
-    pub fn find_defaults(&mut self, start: &Path) {
-        if self.config != Path::new(DEFAULT_SANITIZE_CONFIG)
-            || start.join(DEFAULT_SANITIZE_CONFIG).is_file()
-        {
-            return;
-        }
-        if let Some(root) = start
-            .ancestors()
-            .skip(1)
-            .find(|dir| dir.join(DEFAULT_SANITIZE_CONFIG).is_file())
-        {
-            self.config = root.join(DEFAULT_SANITIZE_CONFIG);
-            if self.kernels == Path::new(DEFAULT_KERNELS) {
-                self.kernels = root.join(DEFAULT_KERNELS);
-            }
-        }
+    /// [`find_defaults`] from `configs/sanitize.yaml`: that config and the kernels.
+    pub(crate) fn find_defaults(&mut self, start: &Path) {
+        find_defaults(
+            start,
+            DEFAULT_SANITIZE_CONFIG,
+            &mut [
+                (&mut self.config, DEFAULT_SANITIZE_CONFIG),
+                (&mut self.kernels, DEFAULT_KERNELS),
+            ],
+        );
     }
 }
 
@@ -490,9 +489,13 @@ pub struct MergeArgs {
 }
 
 impl MergeArgs {
-    /// See [`find_baselines`].
-    pub fn find_defaults(&mut self, start: &Path) {
-        find_baselines(&mut self.baselines, start);
+    /// [`find_defaults`] of `--baselines` alone, rooted where `configs/pr.yaml` is.
+    pub(crate) fn find_defaults(&mut self, start: &Path) {
+        find_defaults(
+            start,
+            DEFAULT_CONFIG,
+            &mut [(&mut self.baselines, DEFAULT_BASELINES)],
+        );
     }
 }
 
@@ -518,7 +521,7 @@ pub struct KernelRunArgs {
 
 /// The NVRTC targets `compile` checks by default: the L4, portable Hopper (the mma.sync
 /// kernels) and Hopper with wgmma (what the gate compiles for on compute capability 9.0).
-pub const DEFAULT_COMPILE_TARGETS: [&str; 3] = ["sm_89", "sm_90", "sm_90a"];
+pub(crate) const DEFAULT_COMPILE_TARGETS: [&str; 3] = ["sm_89", "sm_90", "sm_90a"];
 
 #[derive(Debug, Args)]
 pub struct CompileArgs {
@@ -535,18 +538,13 @@ pub struct CompileArgs {
 }
 
 impl CompileArgs {
-    /// As [`ConfigArgs::find_defaults`]: the default kernels/ is the repository root's.
-    pub fn find_defaults(&mut self, start: &Path) {
-        if self.kernels != Path::new(DEFAULT_KERNELS) || start.join(DEFAULT_KERNELS).is_dir() {
-            return;
-        }
-        if let Some(root) = start
-            .ancestors()
-            .skip(1)
-            .find(|dir| dir.join(DEFAULT_CONFIG).is_file())
-        {
-            self.kernels = root.join(DEFAULT_KERNELS);
-        }
+    /// [`find_defaults`] of the kernels alone, rooted where `configs/pr.yaml` is.
+    pub(crate) fn find_defaults(&mut self, start: &Path) {
+        find_defaults(
+            start,
+            DEFAULT_CONFIG,
+            &mut [(&mut self.kernels, DEFAULT_KERNELS)],
+        );
     }
 
     /// The targets asked for, or the defaults.
@@ -570,7 +568,7 @@ fn parse_target(s: &str) -> Result<String, String> {
         }
         _ => Err(format!(
             "{} is not an NVRTC CUBIN target such as sm_89, sm_90 or sm_90a",
-            crate::validate::quote(s)
+            crate::text::quote(s)
         )),
     }
 }
@@ -583,7 +581,7 @@ pub struct EnvArgs {
 }
 
 /// Default history file (JSON Lines, docs/HISTORY.md).
-pub const DEFAULT_HISTORY: &str = "ci-gate-history.jsonl";
+pub(crate) const DEFAULT_HISTORY: &str = "ci-gate-history.jsonl";
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true, flatten_help = true)]
@@ -638,4 +636,63 @@ pub enum HistoryFormat {
     Table,
     Json,
     Svg,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_found_from_the_repository_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for d in ["configs", "baselines", "kernels", "sub/deeper"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join(DEFAULT_CONFIG), "").unwrap();
+        std::fs::write(root.join(DEFAULT_SANITIZE_CONFIG), "").unwrap();
+        let here = root.join("sub/deeper");
+
+        let mut c = Cli::parse_from(["ci-gate", "local", "--kernels", "mine"]);
+        let Command::Local(a) = &mut c.command else {
+            unreachable!()
+        };
+        a.config.find_defaults(&here);
+        assert_eq!(a.config.config, root.join(DEFAULT_CONFIG));
+        assert_eq!(a.config.baselines, root.join(DEFAULT_BASELINES));
+        // What the user gave is kept.
+        assert_eq!(a.config.kernels, Path::new("mine"));
+
+        let mut c = Cli::parse_from(["ci-gate", "sanitize"]);
+        let Command::Sanitize(a) = &mut c.command else {
+            unreachable!()
+        };
+        a.find_defaults(&here);
+        assert_eq!(a.config, root.join(DEFAULT_SANITIZE_CONFIG));
+        assert_eq!(a.kernels, root.join(DEFAULT_KERNELS));
+
+        let mut c = Cli::parse_from(["ci-gate", "compile"]);
+        let Command::Compile(a) = &mut c.command else {
+            unreachable!()
+        };
+        a.find_defaults(&here);
+        assert_eq!(a.kernels, root.join(DEFAULT_KERNELS));
+
+        let mut c = Cli::parse_from(["ci-gate", "baseline", "show"]);
+        let Command::Baseline(BaselineCommand::Show(a)) = &mut c.command else {
+            unreachable!()
+        };
+        a.find_defaults(&here);
+        assert_eq!(a.baselines, root.join(DEFAULT_BASELINES));
+        // At the root, and outside any repository, the defaults stay as they are.
+        let mut c = Cli::parse_from(["ci-gate", "baseline", "show"]);
+        let Command::Baseline(BaselineCommand::Show(a)) = &mut c.command else {
+            unreachable!()
+        };
+        a.find_defaults(root);
+        assert_eq!(a.baselines, Path::new(DEFAULT_BASELINES));
+        let outside = tempfile::tempdir().unwrap();
+        a.find_defaults(outside.path());
+        assert_eq!(a.baselines, Path::new(DEFAULT_BASELINES));
+    }
 }

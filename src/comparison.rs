@@ -22,7 +22,6 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::config::GateSettings;
-use crate::results::StageDesign;
 use crate::stats::{
     Alternative, Magnitude, MarginTest, ProcessSpread, Rounds, STAGE1_ALPHA_SHARE, Sample,
     StatsError, TRIM, cliffs_delta, mann_whitney_u, paired_margin_test, ratio_of_medians_bootstrap,
@@ -30,24 +29,40 @@ use crate::stats::{
 };
 
 /// The power at which "Detectable" is stated.
-pub const DETECTABLE_POWER: f64 = 0.8;
+pub(crate) const DETECTABLE_POWER: f64 = 0.8;
 
 /// Fewest values a side for the bootstrap of the ratio of medians to decide on a sample file
 /// of i.i.d. values; with fewer, each value is taken as a round and the trimmed test
 /// decides (a percentile bootstrap of a median under-covers on small samples).
-pub const MIN_BOOTSTRAP_VALUES: usize = 30;
+pub(crate) const MIN_BOOTSTRAP_VALUES: usize = 30;
 
 /// A stored spread estimated from at least this many processes is used with a floor of
 /// [`SPREAD_FLOOR`]; from fewer, with [`FEW_PROCESSES_FLOOR`]. The calibration that chose it
 /// (false alarms at +2.0% at most 5% for a true spread of 0.1–0.9%): docs/PERF.md.
-pub const MIN_PROCESSES: usize = 5;
+pub(crate) const MIN_PROCESSES: usize = 5;
 
 /// The least between-process sd a spread estimated from [`MIN_PROCESSES`] or more
 /// processes is taken as: an estimate from a few processes is often far below the truth.
-pub const SPREAD_FLOOR: f64 = 0.002;
+pub(crate) const SPREAD_FLOOR: f64 = 0.002;
 
 /// The least between-process sd a spread estimated from 2 to 4 processes is taken as.
-pub const FEW_PROCESSES_FLOOR: f64 = 0.003;
+pub(crate) const FEW_PROCESSES_FLOOR: f64 = 0.003;
+
+/// A planned two-stage design: `stage1` rounds (pairs, in A/B) first; shapes the first look
+/// does not settle get more, up to `max` in all. Alpha is split between the looks in advance
+/// (`stats::two_stage_p`), so looking twice costs no false alarms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StageDesign {
+    pub stage1: u32,
+    pub max: u32,
+}
+
+impl StageDesign {
+    /// Whether a second look was planned (and so alpha was split).
+    pub(crate) fn two_stage(&self) -> bool {
+        self.max > self.stage1
+    }
+}
 
 /// What a candidate is compared with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -90,7 +105,7 @@ pub enum Method {
 impl Method {
     /// What `ratio` is, for column titles: "Δ round p50" (a ratio of round medians), "Δp50"
     /// (the p50 ratio itself).
-    pub fn ratio_label(self) -> &'static str {
+    pub(crate) fn ratio_label(self) -> &'static str {
         match self {
             Method::PairedRounds | Method::UnpairedRounds | Method::Earlier => "Δ round p50",
             Method::MedianBootstrap => "Δp50",
@@ -98,7 +113,7 @@ impl Method {
     }
 
     /// The method of the interval, for column titles.
-    pub fn interval_label(self) -> &'static str {
+    pub(crate) fn interval_label(self) -> &'static str {
         match self {
             Method::PairedRounds | Method::UnpairedRounds => "Yuen t",
             Method::MedianBootstrap => "bootstrap",
@@ -116,7 +131,7 @@ impl Method {
     }
 
     /// One sentence: what was computed.
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Method::PairedRounds => {
                 "trimmed mean (20%) of the per-pair log ratios of round medians, Yuen's one-sample t against ln(1 + m)"
@@ -194,7 +209,7 @@ impl StoredSide {
     }
 
     /// The spread the comparison uses and where it came from (see [`SpreadSource`]).
-    pub fn effective_spread(&self) -> (ProcessSpread, SpreadSource) {
+    pub(crate) fn effective_spread(&self) -> (ProcessSpread, SpreadSource) {
         if let Some(sd) = self.given_sd {
             return (
                 ProcessSpread {
@@ -291,7 +306,7 @@ impl Comparison {
     /// Whether the pooled p50 ratio lies outside the test's interval: the distribution inside
     /// the rounds changed shape, so the ratio of round medians is not the p50 change.
     /// Never for the bootstrap, whose ratio is the p50 ratio. Cost: O(1).
-    pub fn p50_outside_interval(&self) -> bool {
+    pub(crate) fn p50_outside_interval(&self) -> bool {
         let r = self.p50_ratio();
         self.method != Method::MedianBootstrap
             && r.is_finite()
@@ -598,7 +613,7 @@ fn staged(
 
 /// A per-shape seed derived from the run's seed and the shape's name, so each shape's
 /// random choices (pair orders) are reproducible on their own and independent of the others.
-pub fn shape_seed(run_seed: u64, shape: &str) -> u64 {
+pub(crate) fn shape_seed(run_seed: u64, shape: &str) -> u64 {
     // FNV-1a over the name, mixed with the run seed (splitmix64 finaliser).
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in shape.bytes() {

@@ -1,14 +1,19 @@
 //! The YAML config: shapes, gate thresholds, parity tolerances and measurement settings.
 //!
-//! Every key is validated while it is parsed: values that can be wrong (sizes, head_dim,
-//! fractions) are newtypes whose `Deserialize` checks them, so serde_yaml reports the
-//! offending key's path and line (`shapes[3].head_dim: ... at line 12 column 15`).
+//! Every key is validated while it is parsed: each value that can be wrong (sizes, head_dim,
+//! fractions) is checked as it is read ([`validate::checked`]), and each check that needs
+//! several keys (a shape's size, min and max rounds) as its mapping is read, so serde_yaml
+//! reports the offending key's path and line (`shapes[3].head_dim: ... at line 12 column
+//! 15`), or the mapping's. Results files read the same types, so their values are held to
+//! the same bounds.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sha2::{Digest, Sha256};
+
+use crate::validate::{self, checked, checked_text};
 
 pub use crate::stats::Magnitude;
 
@@ -54,122 +59,217 @@ impl fmt::Display for Dtype {
 }
 
 /// The head dimensions the kernel supports.
-pub const SUPPORTED_HEAD_DIMS: [u32; 2] = [64, 128];
-
-fn positive(key: &str, v: i64) -> Result<u32, String> {
-    if v < 1 {
-        return Err(format!("{key} must be a positive integer, got {v}"));
-    }
-    u32::try_from(v).map_err(|_| format!("{key} = {v} is too large"))
-}
+pub(crate) const SUPPORTED_HEAD_DIMS: [u32; 2] = [64, 128];
 
 /// A positive integer of at most `max`.
-fn positive_at_most(key: &str, v: i64, max: u32) -> Result<u32, String> {
-    let n = positive(key, v)?;
-    if n > max {
-        return Err(format!("{key} = {n} is too large: at most {max}"));
+fn positive_at_most(v: i64, max: u32) -> Result<u32, String> {
+    if v < 1 {
+        return Err(format!("must be a positive integer, got {v}"));
     }
-    Ok(n)
+    match u32::try_from(v) {
+        Ok(n) if n <= max => Ok(n),
+        _ => Err(format!("{v} is too large: at most {max}")),
+    }
 }
 
 /// A positive number of at most `max`.
-fn positive_f64_at_most(key: &str, v: f64, max: f64) -> Result<f64, String> {
-    let v = positive_f64(key, v)?;
+fn positive_f64_at_most(v: f64, max: f64) -> Result<f64, String> {
+    if !(v.is_finite() && v > 0.0) {
+        return Err(format!("must be a positive number, got {v}"));
+    }
     if v > max {
-        return Err(format!("{key} = {v} is too large: at most {max}"));
+        return Err(format!("{v} is too large: at most {max}"));
     }
     Ok(v)
 }
 
+/// A number strictly between 0 and 1.
+fn fraction<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    checked(d, |v: f64| {
+        if v.is_finite() && v > 0.0 && v < 1.0 {
+            Ok(v)
+        } else {
+            Err(format!(
+                "must be a number between 0 and 1 (exclusive), got {v}"
+            ))
+        }
+    })
+}
+
+// The bounded settings, each read and checked by `#[serde(deserialize_with)]`.
+
+fn batch<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    checked(d, |v: i64| positive_at_most(v, limits::MAX_BATCH))
+}
+
+fn heads<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    checked(d, |v: i64| positive_at_most(v, limits::MAX_HEADS))
+}
+
+fn seq_len<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    checked(d, |v: i64| positive_at_most(v, limits::MAX_SEQ_LEN))
+}
+
+fn head_dim<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    checked(d, |v: i64| {
+        let d = positive_at_most(v, u32::MAX)?;
+        if SUPPORTED_HEAD_DIMS.contains(&d) {
+            Ok(d)
+        } else {
+            Err(format!("{d} is not supported (64 or 128)"))
+        }
+    })
+}
+
+fn bootstrap_resamples<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    checked(d, |v: i64| {
+        let n = positive_at_most(v, limits::MAX_BOOTSTRAP_RESAMPLES)?;
+        if n < limits::MIN_BOOTSTRAP_RESAMPLES {
+            return Err(format!(
+                "{n} is too few for a percentile interval; use at least {}",
+                limits::MIN_BOOTSTRAP_RESAMPLES
+            ));
+        }
+        Ok(n)
+    })
+}
+
+fn max_speedup<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    checked(d, |v: f64| {
+        if v > 1.0 && v <= limits::MAX_SPEEDUP {
+            Ok(v)
+        } else {
+            Err(format!(
+                "must be above 1 and at most {}, got {v}",
+                limits::MAX_SPEEDUP
+            ))
+        }
+    })
+}
+
+fn tolerance<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    checked(d, |v: f64| positive_f64_at_most(v, limits::MAX_TOLERANCE))
+}
+
+fn warmup_ms<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    checked(d, |v: f64| positive_f64_at_most(v, limits::MAX_WARMUP_MS))
+}
+
+fn sample_ms<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    checked(d, |v: f64| positive_f64_at_most(v, limits::MAX_SAMPLE_MS))
+}
+
+fn budget_s<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    checked(d, |v: f64| positive_f64_at_most(v, limits::MAX_BUDGET_S))
+}
+
+fn max_wait_s<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    checked(d, |v: f64| positive_f64_at_most(v, limits::MAX_WAIT_S))
+}
+
+fn samples_per_round<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    checked(d, |v: i64| {
+        positive_at_most(v, limits::MAX_SAMPLES_PER_ROUND)
+    })
+}
+
+fn min_rounds<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    checked(d, |v: i64| {
+        let n = positive_at_most(v, limits::MAX_ROUNDS)?;
+        if n < 2 {
+            return Err(format!(
+                "must be at least 2, so that run-to-run spread is measured, got {n}"
+            ));
+        }
+        Ok(n)
+    })
+}
+
+fn max_rounds<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    checked(d, |v: i64| positive_at_most(v, limits::MAX_ROUNDS))
+}
+
+fn duty_cycle<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    checked(d, |v: f64| {
+        if v > 0.0 && v <= 1.0 {
+            Ok(v)
+        } else {
+            Err(format!("must be in (0, 1], got {v}"))
+        }
+    })
+}
+
+/// The fields of a type whose `Deserialize` checks them together once they are read:
+/// deserialized by the derived code (`#[serde(remote = "Self")]`, which unknown keys and
+/// each field's own check go through), then checked by the type's `Deserialize` inside the
+/// mapping's own reading ([`checked`]), so a refusal is reported at the mapping.
+struct Fields<T>(T);
+
 /// Largest config file read, in bytes.
-pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 
 /// Deepest nesting of lists and mappings a config may have (real configs are 4 deep).
-pub const MAX_YAML_DEPTH: usize = 32;
+pub(crate) const MAX_YAML_DEPTH: usize = 32;
 
 /// Upper limits of the numeric settings, so that no config can ask for unbounded work.
-pub mod limits {
-    pub const MAX_BATCH: u32 = 1024;
-    pub const MAX_HEADS: u32 = 1024;
-    pub const MAX_SEQ_LEN: u32 = 131_072;
-    pub const MIN_BOOTSTRAP_RESAMPLES: u32 = 100;
-    pub const MAX_BOOTSTRAP_RESAMPLES: u32 = 200_000;
-    pub const MAX_ROUNDS: u32 = 200;
-    pub const MAX_SAMPLES_PER_ROUND: u32 = 1000;
-    pub const MAX_WARMUP_MS: f64 = 10_000.0;
-    pub const MAX_SAMPLE_MS: f64 = 1000.0;
-    pub const MAX_BUDGET_S: f64 = 3600.0;
-    pub const MAX_WAIT_S: f64 = 3600.0;
-    pub const MAX_SPEEDUP: f64 = 1000.0;
-    pub const MAX_TOLERANCE: f64 = 1.0;
+pub(crate) mod limits {
+    pub(crate) const MAX_BATCH: u32 = 1024;
+    pub(crate) const MAX_HEADS: u32 = 1024;
+    pub(crate) const MAX_SEQ_LEN: u32 = 131_072;
+    pub(crate) const MIN_BOOTSTRAP_RESAMPLES: u32 = 100;
+    pub(crate) const MAX_BOOTSTRAP_RESAMPLES: u32 = 200_000;
+    pub(crate) const MAX_ROUNDS: u32 = 200;
+    pub(crate) const MAX_SAMPLES_PER_ROUND: u32 = 1000;
+    pub(crate) const MAX_WARMUP_MS: f64 = 10_000.0;
+    pub(crate) const MAX_SAMPLE_MS: f64 = 1000.0;
+    pub(crate) const MAX_BUDGET_S: f64 = 3600.0;
+    pub(crate) const MAX_WAIT_S: f64 = 3600.0;
+    pub(crate) const MAX_SPEEDUP: f64 = 1000.0;
+    pub(crate) const MAX_TOLERANCE: f64 = 1.0;
     pub const MAX_SHAPES: usize = crate::validate::MAX_SHAPES;
-}
-
-fn fraction(key: &str, v: f64) -> Result<f64, String> {
-    if v.is_finite() && v > 0.0 && v < 1.0 {
-        Ok(v)
-    } else {
-        Err(format!(
-            "{key} must be a number between 0 and 1 (exclusive), got {v}"
-        ))
-    }
-}
-
-fn positive_f64(key: &str, v: f64) -> Result<f64, String> {
-    if v.is_finite() && v > 0.0 {
-        Ok(v)
-    } else {
-        Err(format!("{key} must be a positive number, got {v}"))
-    }
 }
 
 /// One attention problem: layout [batch, heads, seq_len, head_dim], scale 1/sqrt(head_dim).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(try_from = "RawShape")]
+#[serde(remote = "Self", deny_unknown_fields)]
 pub struct ShapeParams {
+    #[serde(deserialize_with = "batch")]
     pub batch: u32,
+    #[serde(deserialize_with = "heads")]
     pub heads: u32,
+    #[serde(deserialize_with = "seq_len")]
     pub seq_len: u32,
+    #[serde(deserialize_with = "head_dim")]
     pub head_dim: u32,
+    #[serde(default)]
     pub causal: bool,
     pub dtype: Dtype,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawShape {
-    batch: i64,
-    heads: i64,
-    seq_len: i64,
-    head_dim: i64,
-    #[serde(default)]
-    causal: bool,
-    dtype: Dtype,
+impl Serialize for ShapeParams {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        ShapeParams::serialize(self, s)
+    }
 }
 
-impl TryFrom<RawShape> for ShapeParams {
-    type Error = String;
-    fn try_from(r: RawShape) -> Result<Self, String> {
-        let head_dim = positive("head_dim", r.head_dim)?;
-        if !SUPPORTED_HEAD_DIMS.contains(&head_dim) {
-            return Err(format!("head_dim {head_dim} is not supported (64 or 128)"));
-        }
-        let shape = ShapeParams {
-            batch: positive_at_most("batch", r.batch, limits::MAX_BATCH)?,
-            heads: positive_at_most("heads", r.heads, limits::MAX_HEADS)?,
-            seq_len: positive_at_most("seq_len", r.seq_len, limits::MAX_SEQ_LEN)?,
-            head_dim,
-            causal: r.causal,
-            dtype: r.dtype,
-        };
-        if shape.elements() > MAX_ELEMENTS {
-            return Err(format!(
-                "shape {} has {} elements per tensor; at most 2^31 are supported",
-                shape.name(),
-                shape.elements()
-            ));
-        }
-        Ok(shape)
+impl<'de> Deserialize<'de> for Fields<ShapeParams> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        ShapeParams::deserialize(d).map(Fields)
+    }
+}
+
+impl<'de> Deserialize<'de> for ShapeParams {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        checked(d, |Fields(shape): Fields<ShapeParams>| {
+            if shape.elements() > MAX_ELEMENTS {
+                return Err(format!(
+                    "shape {} has {} elements per tensor; at most 2^31 are supported",
+                    shape.name(),
+                    shape.elements()
+                ));
+            }
+            Ok(shape)
+        })
     }
 }
 
@@ -244,18 +344,22 @@ impl fmt::Display for ShapeParams {
 
 /// The gate's thresholds and statistics settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "RawGate")]
+#[serde(deny_unknown_fields, default)]
 pub struct GateSettings {
     /// Largest tolerated p50 slowdown, as a fraction (0.02 = 2%): the margin m.
+    #[serde(deserialize_with = "fraction")]
     pub max_p50_regression: f64,
     /// One-sided level of the margin test, per shape (split 0.2/0.8 between the two looks of
     /// the planned design).
+    #[serde(deserialize_with = "fraction")]
     pub alpha: f64,
     /// Confidence of the two-sided intervals shown.
+    #[serde(deserialize_with = "fraction")]
     pub confidence: f64,
     /// Resamples of the bootstraps: the ratio of medians of sample files without rounds
     /// (which decides there) and the pairs bootstrap of the pooled p50 shown for 16 or more
     /// A/B pairs.
+    #[serde(deserialize_with = "bootstrap_resamples")]
     pub bootstrap_resamples: u32,
     /// Not part of the rule any more (Cliff's δ is reported, not required: calibration showed
     /// it adds no protection and costs power, docs/PERF.md); still accepted so that older
@@ -266,6 +370,7 @@ pub struct GateSettings {
     /// A candidate more than this many times faster than its reference is an `error`, not
     /// an improvement: such a speed-up is far more often a kernel that skips work the gate
     /// did not see than a real one (raise it for a real rewrite).
+    #[serde(deserialize_with = "max_speedup")]
     pub max_speedup: f64,
 }
 
@@ -283,90 +388,14 @@ impl Default for GateSettings {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, default)]
-struct RawGate {
-    max_p50_regression: f64,
-    alpha: f64,
-    confidence: f64,
-    bootstrap_resamples: i64,
-    min_effect: Magnitude,
-    seed: u64,
-    max_speedup: f64,
-}
-
-impl Default for RawGate {
-    fn default() -> Self {
-        let d = GateSettings::default();
-        RawGate {
-            max_p50_regression: d.max_p50_regression,
-            alpha: d.alpha,
-            confidence: d.confidence,
-            bootstrap_resamples: d.bootstrap_resamples.into(),
-            min_effect: d.min_effect,
-            seed: d.seed,
-            max_speedup: d.max_speedup,
-        }
-    }
-}
-
-impl TryFrom<RawGate> for GateSettings {
-    type Error = String;
-    fn try_from(r: RawGate) -> Result<Self, String> {
-        let bootstrap_resamples = positive_at_most(
-            "gate.bootstrap_resamples",
-            r.bootstrap_resamples,
-            limits::MAX_BOOTSTRAP_RESAMPLES,
-        )?;
-        if bootstrap_resamples < limits::MIN_BOOTSTRAP_RESAMPLES {
-            return Err(format!(
-                "gate.bootstrap_resamples {bootstrap_resamples} is too few for a percentile interval; use at least {}",
-                limits::MIN_BOOTSTRAP_RESAMPLES
-            ));
-        }
-        Ok(GateSettings {
-            max_p50_regression: fraction("gate.max_p50_regression", r.max_p50_regression)?,
-            alpha: fraction("gate.alpha", r.alpha)?,
-            confidence: fraction("gate.confidence", r.confidence)?,
-            bootstrap_resamples,
-            min_effect: r.min_effect,
-            seed: r.seed,
-            max_speedup: if r.max_speedup > 1.0 && r.max_speedup <= limits::MAX_SPEEDUP {
-                r.max_speedup
-            } else {
-                return Err(format!(
-                    "gate.max_speedup must be above 1 and at most {}, got {}",
-                    limits::MAX_SPEEDUP,
-                    r.max_speedup
-                ));
-            },
-        })
-    }
-}
-
 /// Allowed error of the kernel against the fp32 reference kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "RawTolerance")]
-pub struct Tolerance {
-    pub max_abs: f64,
-    pub rel_l2: f64,
-}
-
-#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawTolerance {
-    max_abs: f64,
-    rel_l2: f64,
-}
-
-impl TryFrom<RawTolerance> for Tolerance {
-    type Error = String;
-    fn try_from(r: RawTolerance) -> Result<Self, String> {
-        Ok(Tolerance {
-            max_abs: positive_f64_at_most("max_abs", r.max_abs, limits::MAX_TOLERANCE)?,
-            rel_l2: positive_f64_at_most("rel_l2", r.rel_l2, limits::MAX_TOLERANCE)?,
-        })
-    }
+pub struct Tolerance {
+    #[serde(deserialize_with = "tolerance")]
+    pub max_abs: f64,
+    #[serde(deserialize_with = "tolerance")]
+    pub rel_l2: f64,
 }
 
 /// Parity settings: input seed and per-dtype tolerances.
@@ -425,31 +454,40 @@ impl fmt::Display for CacheMode {
 
 /// How samples are taken.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "RawMeasure")]
+#[serde(remote = "Self", deny_unknown_fields, default)]
 pub struct MeasureSettings {
     pub cache: CacheMode,
     /// Warm-up time per round before any sample is kept, in milliseconds.
+    #[serde(deserialize_with = "warmup_ms")]
     pub warmup_ms: f64,
     /// Target GPU time of one sample (one CUDA-graph replay of many launches), in milliseconds.
+    #[serde(deserialize_with = "sample_ms")]
     pub sample_ms: f64,
     /// Samples taken in each round.
+    #[serde(deserialize_with = "samples_per_round")]
     pub samples_per_round: u32,
     /// Rounds (pairs, in A/B) of the first stage of the planned design; each round uses
     /// freshly allocated buffers.
+    #[serde(deserialize_with = "min_rounds")]
     pub min_rounds: u32,
     /// Rounds (pairs) at most: shapes the first look does not settle get the rest.
+    #[serde(deserialize_with = "max_rounds")]
     pub max_rounds: u32,
     /// Unused since the planned two-stage design replaced adaptive rounds; still accepted
     /// (and bounded) so that older configs load.
+    #[serde(deserialize_with = "fraction")]
     pub target_ci_half_width: f64,
     /// Unused, as `target_ci_half_width`.
+    #[serde(deserialize_with = "budget_s")]
     pub budget_s: f64,
     /// Fraction of the sampling time the GPU is busy: after each sample it idles so that
     /// its power controller never pulls the clocks down (1 = samples back to back).
+    #[serde(deserialize_with = "duty_cycle")]
     pub duty_cycle: f64,
     /// The longest wait for one batch of GPU work, in seconds: past it (or past a bound
     /// derived from the shape's measured time, when that is shorter) the GPU counts as hung
     /// and the run ends with exit 2 and a results file naming the shape and side.
+    #[serde(deserialize_with = "max_wait_s")]
     pub max_wait_s: f64,
 }
 
@@ -470,89 +508,28 @@ impl Default for MeasureSettings {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, default)]
-struct RawMeasure {
-    cache: CacheMode,
-    warmup_ms: f64,
-    sample_ms: f64,
-    samples_per_round: i64,
-    min_rounds: i64,
-    max_rounds: i64,
-    target_ci_half_width: f64,
-    budget_s: f64,
-    duty_cycle: f64,
-    max_wait_s: f64,
-}
-
-impl Default for RawMeasure {
-    fn default() -> Self {
-        let d = MeasureSettings::default();
-        RawMeasure {
-            cache: d.cache,
-            warmup_ms: d.warmup_ms,
-            sample_ms: d.sample_ms,
-            samples_per_round: d.samples_per_round.into(),
-            min_rounds: d.min_rounds.into(),
-            max_rounds: d.max_rounds.into(),
-            target_ci_half_width: d.target_ci_half_width,
-            budget_s: d.budget_s,
-            duty_cycle: d.duty_cycle,
-            max_wait_s: d.max_wait_s,
-        }
+impl Serialize for MeasureSettings {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        MeasureSettings::serialize(self, s)
     }
 }
 
-impl TryFrom<RawMeasure> for MeasureSettings {
-    type Error = String;
-    fn try_from(r: RawMeasure) -> Result<Self, String> {
-        let min_rounds = positive_at_most("measure.min_rounds", r.min_rounds, limits::MAX_ROUNDS)?;
-        let max_rounds = positive_at_most("measure.max_rounds", r.max_rounds, limits::MAX_ROUNDS)?;
-        if min_rounds < 2 {
-            return Err(
-                "measure.min_rounds must be at least 2, so that run-to-run spread is measured"
-                    .into(),
-            );
-        }
-        if max_rounds < min_rounds {
-            return Err(format!(
-                "measure.max_rounds {max_rounds} is below measure.min_rounds {min_rounds}"
-            ));
-        }
-        Ok(MeasureSettings {
-            cache: r.cache,
-            warmup_ms: positive_f64_at_most(
-                "measure.warmup_ms",
-                r.warmup_ms,
-                limits::MAX_WARMUP_MS,
-            )?,
-            sample_ms: positive_f64_at_most(
-                "measure.sample_ms",
-                r.sample_ms,
-                limits::MAX_SAMPLE_MS,
-            )?,
-            samples_per_round: positive_at_most(
-                "measure.samples_per_round",
-                r.samples_per_round,
-                limits::MAX_SAMPLES_PER_ROUND,
-            )?,
-            min_rounds,
-            max_rounds,
-            target_ci_half_width: fraction("measure.target_ci_half_width", r.target_ci_half_width)?,
-            budget_s: positive_f64_at_most("measure.budget_s", r.budget_s, limits::MAX_BUDGET_S)?,
-            duty_cycle: if r.duty_cycle > 0.0 && r.duty_cycle <= 1.0 {
-                r.duty_cycle
-            } else {
+impl<'de> Deserialize<'de> for Fields<MeasureSettings> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        MeasureSettings::deserialize(d).map(Fields)
+    }
+}
+
+impl<'de> Deserialize<'de> for MeasureSettings {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        checked(d, |Fields(m): Fields<MeasureSettings>| {
+            if m.max_rounds < m.min_rounds {
                 return Err(format!(
-                    "measure.duty_cycle must be in (0, 1], got {}",
-                    r.duty_cycle
+                    "max_rounds {} is below min_rounds {}",
+                    m.max_rounds, m.min_rounds
                 ));
-            },
-            max_wait_s: positive_f64_at_most(
-                "measure.max_wait_s",
-                r.max_wait_s,
-                limits::MAX_WAIT_S,
-            )?,
+            }
+            Ok(m)
         })
     }
 }
@@ -560,7 +537,8 @@ impl TryFrom<RawMeasure> for MeasureSettings {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawConfig {
-    name: Option<String>,
+    #[serde(default)]
+    name: Option<Name>,
     #[serde(default)]
     gate: GateSettings,
     #[serde(default)]
@@ -571,7 +549,44 @@ struct RawConfig {
     peers: Vec<crate::peers::Peer>,
     #[serde(default)]
     compile: CompileSettings,
+    #[serde(deserialize_with = "shapes")]
     shapes: Vec<ShapeParams>,
+}
+
+/// `name:`, which names the baseline file.
+#[derive(Debug)]
+struct Name(String);
+
+impl<'de> Deserialize<'de> for Name {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        checked_text(d, |n| validate::config_name(&n).map(|()| Name(n)))
+    }
+}
+
+/// `shapes:`: at least one, at most [`limits::MAX_SHAPES`], none twice.
+fn shapes<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ShapeParams>, D::Error> {
+    checked(d, |shapes: Vec<ShapeParams>| {
+        if shapes.is_empty() {
+            return Err("the list is empty".into());
+        }
+        if shapes.len() > limits::MAX_SHAPES {
+            return Err(format!(
+                "{} shapes, more than the {} allowed",
+                shapes.len(),
+                limits::MAX_SHAPES
+            ));
+        }
+        let mut seen = std::collections::HashMap::new();
+        for (i, s) in shapes.iter().enumerate() {
+            if let Some(first) = seen.insert(*s, i) {
+                return Err(format!(
+                    "duplicate shape {} (shapes[{first}] and shapes[{i}])",
+                    s.name()
+                ));
+            }
+        }
+        Ok(shapes)
+    })
 }
 
 /// How the timed kernels (attention.cu, both sides of an A/B run) are compiled; the harness
@@ -581,7 +596,39 @@ struct RawConfig {
 pub struct CompileSettings {
     /// Preprocessor definitions, `NAME` or `NAME=VALUE` (passed to NVRTC as `-D`), e.g.
     /// `CG_ADA_TILES` to run the tiles the L4 runs on another GPU.
+    #[serde(deserialize_with = "defines")]
     pub defines: Vec<String>,
+}
+
+/// One of `compile.defines`, checked as it is read.
+struct Define(String);
+
+impl<'de> Deserialize<'de> for Define {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        checked_text(d, |d| {
+            if define(&d) {
+                Ok(Define(d))
+            } else {
+                Err(format!(
+                    "{} is not NAME or NAME=VALUE (a C identifier; a value of letters, digits, '_', '.', '+', '-')",
+                    crate::text::quote(&d)
+                ))
+            }
+        })
+    }
+}
+
+/// `compile.defines`: at most [`MAX_DEFINES`], each a [`Define`].
+fn defines<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    checked(d, |defines: Vec<Define>| {
+        if defines.len() > MAX_DEFINES {
+            return Err(format!(
+                "{} definitions, more than the {MAX_DEFINES} allowed",
+                defines.len()
+            ));
+        }
+        Ok(defines.into_iter().map(|Define(d)| d).collect())
+    })
 }
 
 /// Most `compile.defines`.
@@ -661,76 +708,28 @@ impl Config {
             )));
         }
         // Checked before parsing: deep nesting costs the YAML parser time out of proportion.
-        if let Some(line) = yaml_too_deep(text, MAX_YAML_DEPTH) {
+        if let Some(line) = crate::yaml::too_deep(text, MAX_YAML_DEPTH) {
             return Err(invalid(format!(
                 "lists and mappings nest more than {MAX_YAML_DEPTH} levels deep at line {line}; a config is 4 levels deep"
             )));
         }
-        let raw: RawConfig = serde_yaml::from_str(text).map_err(|e| {
-            let mut message = crate::validate::terminal_text(&e.to_string());
-            // A whole section's check (gate, measure) is placed at the section (or nowhere):
-            // name the line of the key itself.
-            if let Some(line) = message
-                .split([' ', ':'])
-                .next()
-                .and_then(|key| key_line(text, key))
-            {
-                if let Some(at) = message.rfind(" at line ") {
-                    message.truncate(at);
-                }
-                message.push_str(&format!(" at line {line}"));
-            }
-            invalid(message)
-        })?;
+        // Every key is checked as it is read: serde_yaml names the key by its path and
+        // line (text quoted from the file is escaped by the checks themselves).
+        let raw: RawConfig = serde_yaml::from_str(text)
+            .map_err(|e| invalid(crate::text::terminal_text(&e.to_string())))?;
         let name = match raw.name {
-            Some(n) => n,
-            None => path
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .unwrap_or("config")
-                .to_owned(),
+            Some(Name(n)) => n,
+            None => {
+                let stem = path
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .unwrap_or("config")
+                    .to_owned();
+                validate::config_name(&stem)
+                    .map_err(|m| invalid(format!("name (from the file name): {m}")))?;
+                stem
+            }
         };
-        if let Err(message) = crate::validate::config_name(&name) {
-            return Err(invalid(format!("name: {message}")));
-        }
-        if raw.shapes.is_empty() {
-            return Err(invalid("shapes: the list is empty".into()));
-        }
-        if raw.shapes.len() > limits::MAX_SHAPES {
-            let line = text
-                .lines()
-                .position(|l| l.starts_with("shapes:"))
-                .map(|i| format!(" at line {}", i + 1))
-                .unwrap_or_default();
-            return Err(invalid(format!(
-                "shapes: {} shapes{line}, more than the {} allowed",
-                raw.shapes.len(),
-                limits::MAX_SHAPES
-            )));
-        }
-        if raw.compile.defines.len() > MAX_DEFINES {
-            return Err(invalid(format!(
-                "compile.defines: {} definitions, more than the {MAX_DEFINES} allowed",
-                raw.compile.defines.len()
-            )));
-        }
-        for (i, d) in raw.compile.defines.iter().enumerate() {
-            if !define(d) {
-                return Err(invalid(format!(
-                    "compile.defines[{i}]: {} is not NAME or NAME=VALUE (a C identifier; a value of letters, digits, '_', '.', '+', '-')",
-                    crate::validate::quote(d)
-                )));
-            }
-        }
-        let mut seen = std::collections::HashSet::new();
-        for (i, s) in raw.shapes.iter().enumerate() {
-            if !seen.insert(*s) {
-                return Err(invalid(format!(
-                    "shapes[{i}]: duplicate shape {}",
-                    s.name()
-                )));
-            }
-        }
         Ok(Config {
             name,
             path: path.to_owned(),
@@ -750,7 +749,7 @@ impl Config {
     }
 
     /// The shapes whose names are in `names` (all when empty); an unknown name is an error.
-    pub fn select_shapes(&self, names: &[String]) -> Result<Vec<ShapeParams>, ConfigError> {
+    pub(crate) fn select_shapes(&self, names: &[String]) -> Result<Vec<ShapeParams>, ConfigError> {
         if names.is_empty() {
             return Ok(self.shapes.clone());
         }
@@ -774,109 +773,6 @@ impl Config {
             }
         }
         Ok(out)
-    }
-}
-
-/// The line (1-based) of a `section.key` in config text: the first line naming `key` after
-/// the line that starts `section:` and before the next top-level key. A best effort for
-/// messages; `None` when the key is not of that form or not found.
-fn key_line(text: &str, dotted: &str) -> Option<usize> {
-    let (section, key) = dotted.split_once('.')?;
-    if section.is_empty() || key.is_empty() || key.contains('.') {
-        return None;
-    }
-    let lines: Vec<&str> = text.lines().collect();
-    let start = lines
-        .iter()
-        .position(|l| l.strip_prefix(section).is_some_and(|r| r.starts_with(':')))?;
-    let names_key = |l: &str| {
-        l.match_indices(key).any(|(i, _)| {
-            let before = l[..i].chars().next_back();
-            let after = l[i + key.len()..].trim_start();
-            before.is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_'))
-                && after.starts_with(':')
-        })
-    };
-    if names_key(lines[start].get(section.len() + 1..).unwrap_or("")) {
-        return Some(start + 1);
-    }
-    for (i, l) in lines.iter().enumerate().skip(start + 1) {
-        if l.starts_with(|c: char| !c.is_whitespace() && c != '#') {
-            break;
-        }
-        if names_key(l) {
-            return Some(i + 1);
-        }
-    }
-    Some(start + 1)
-}
-
-/// Whether YAML text nests sequences and mappings deeper than `limit`, and if so the line
-/// where it first does. It reads libyaml's own event stream (the parser serde_yaml uses, so
-/// the two cannot disagree about what nests) and stops at the first level too deep: deep
-/// flow nesting, which costs libyaml's scanner time quadratic in the depth, is refused after
-/// a bounded amount of work. Text libyaml cannot parse is left for serde_yaml to report.
-pub fn yaml_too_deep(text: &str, limit: usize) -> Option<u64> {
-    use std::mem::MaybeUninit;
-    use unsafe_libyaml as unsafe_sys;
-
-    /// A heap-allocated libyaml parser, deleted on drop once initialised.
-    struct Parser {
-        sys: Box<MaybeUninit<unsafe_sys::yaml_parser_t>>,
-        initialised: bool,
-    }
-    impl Drop for Parser {
-        fn drop(&mut self) {
-            if self.initialised {
-                // SAFETY: initialised by yaml_parser_initialize and not yet deleted.
-                unsafe { unsafe_sys::yaml_parser_delete(self.sys.as_mut_ptr()) }
-            }
-        }
-    }
-
-    let mut parser = Parser {
-        sys: Box::new(MaybeUninit::uninit()),
-        initialised: false,
-    };
-    let p = parser.sys.as_mut_ptr();
-    // SAFETY: `p` points to heap memory for a parser, which yaml_parser_initialize fills in;
-    // the parser keeps a pointer to `text`, which is borrowed for the whole call and so
-    // outlives the parser (deleted when `parser` drops, before this function returns).
-    unsafe {
-        if unsafe_sys::yaml_parser_initialize(p).fail {
-            return None;
-        }
-        parser.initialised = true;
-        unsafe_sys::yaml_parser_set_encoding(p, unsafe_sys::YAML_UTF8_ENCODING);
-        unsafe_sys::yaml_parser_set_input_string(p, text.as_ptr(), text.len() as u64);
-    }
-    let mut depth = 0usize;
-    loop {
-        let mut event = MaybeUninit::<unsafe_sys::yaml_event_t>::uninit();
-        // SAFETY: the parser is initialised; an event that yaml_parser_parse filled in is
-        // read, then deleted exactly once.
-        let (kind, line) = unsafe {
-            if unsafe_sys::yaml_parser_parse(p, event.as_mut_ptr()).fail {
-                return None;
-            }
-            let e = event.as_mut_ptr();
-            let seen = ((*e).type_, (*e).start_mark.line);
-            unsafe_sys::yaml_event_delete(e);
-            seen
-        };
-        match kind {
-            unsafe_sys::YAML_SEQUENCE_START_EVENT | unsafe_sys::YAML_MAPPING_START_EVENT => {
-                depth += 1;
-                if depth > limit {
-                    return Some(line + 1);
-                }
-            }
-            unsafe_sys::YAML_SEQUENCE_END_EVENT | unsafe_sys::YAML_MAPPING_END_EVENT => {
-                depth = depth.saturating_sub(1);
-            }
-            unsafe_sys::YAML_STREAM_END_EVENT | unsafe_sys::YAML_NO_EVENT => return None,
-            _ => {}
-        }
     }
 }
 
@@ -937,7 +833,7 @@ mod tests {
         for (text, key) in [
             (
                 "shapes:\n  - batch: 0\n    heads: 8\n    seq_len: 512\n    head_dim: 64\n    dtype: float16\n",
-                "batch must be a positive integer, got 0 at line 2",
+                "shapes[0].batch: must be a positive integer, got 0 at line 2",
             ),
             (
                 "parity:\n  float16: {max_abs: 0, rel_l2: 1}\nshapes: []\n",
@@ -994,7 +890,7 @@ mod tests {
     fn rounds_must_be_consistent() {
         let e = parse(&format!("measure:\n  min_rounds: 5\n  max_rounds: 3\n{OK}")).unwrap_err();
         assert!(
-            e.contains("measure.max_rounds 3 is below measure.min_rounds 5 at line 3"),
+            e.contains("measure: max_rounds 3 is below min_rounds 5 at line 2"),
             "{e}"
         );
     }
@@ -1012,43 +908,43 @@ mod tests {
         for (section, want) in [
             (
                 "gate:\n  bootstrap_resamples: 4294967295\n",
-                "gate.bootstrap_resamples = 4294967295 is too large: at most 200000 at line 2",
+                "gate.bootstrap_resamples: 4294967295 is too large: at most 200000 at line 2",
             ),
             (
                 "gate: {alpha: 0.05, bootstrap_resamples: 50000000}\n",
-                "gate.bootstrap_resamples = 50000000 is too large: at most 200000 at line 1",
+                "gate.bootstrap_resamples: 50000000 is too large: at most 200000 at line 1",
             ),
             (
                 "# c\ngate:\n  alpha: 0.05\n\n  # x\n  bootstrap_resamples: 50000000\n",
-                "gate.bootstrap_resamples = 50000000 is too large: at most 200000 at line 6",
+                "gate.bootstrap_resamples: 50000000 is too large: at most 200000 at line 6",
             ),
             (
                 "measure:\n  min_rounds: 201\n  max_rounds: 300\n",
-                "measure.min_rounds = 201 is too large: at most 200 at line 2",
+                "measure.min_rounds: 201 is too large: at most 200 at line 2",
             ),
             (
                 "measure:\n  max_rounds: 1000\n",
-                "measure.max_rounds = 1000 is too large: at most 200 at line 2",
+                "measure.max_rounds: 1000 is too large: at most 200 at line 2",
             ),
             (
                 "measure:\n  cache: hot\n  samples_per_round: 1001\n",
-                "measure.samples_per_round = 1001 is too large: at most 1000 at line 3",
+                "measure.samples_per_round: 1001 is too large: at most 1000 at line 3",
             ),
             (
                 "measure:\n  warmup_ms: 1e9\n",
-                "measure.warmup_ms = 1000000000 is too large",
+                "measure.warmup_ms: 1000000000 is too large",
             ),
             (
                 "measure:\n  sample_ms: 5000\n",
-                "measure.sample_ms = 5000 is too large",
+                "measure.sample_ms: 5000 is too large",
             ),
             (
                 "measure:\n  budget_s: 86400\n",
-                "measure.budget_s = 86400 is too large",
+                "measure.budget_s: 86400 is too large",
             ),
             (
                 "parity:\n  float16: {max_abs: 5, rel_l2: 0.1}\n",
-                "max_abs = 5 is too large",
+                "parity.float16.max_abs: 5 is too large",
             ),
         ] {
             let e = parse(&format!("{section}{OK}")).unwrap_err();
@@ -1058,15 +954,15 @@ mod tests {
         for (shape, want) in [
             (
                 "batch: 5000, heads: 8, seq_len: 512",
-                "batch = 5000 is too large: at most 1024",
+                "shapes[0].batch: 5000 is too large: at most 1024",
             ),
             (
                 "batch: 1, heads: 2000, seq_len: 512",
-                "heads = 2000 is too large",
+                "shapes[0].heads: 2000 is too large",
             ),
             (
                 "batch: 1, heads: 1, seq_len: 1000000",
-                "seq_len = 1000000 is too large",
+                "shapes[0].seq_len: 1000000 is too large",
             ),
         ] {
             let e = parse(&format!(
@@ -1087,7 +983,7 @@ mod tests {
         }
         let e = parse(&text).unwrap_err();
         assert!(
-            e.contains("shapes: 1001 shapes at line 2, more than the 1000 allowed"),
+            e.contains("shapes: 1001 shapes, more than the 1000 allowed at line 3"),
             "{e}"
         );
     }
@@ -1139,6 +1035,38 @@ mod tests {
             parse(&format!("name: nightly-2.x\n{OK}")).unwrap().name,
             "nightly-2.x"
         );
+        // A name that looks like a number is still text; an empty one takes the file's.
+        assert_eq!(parse(&format!("name: 2024\n{OK}")).unwrap().name, "2024");
+        assert_eq!(parse(&format!("name: ~\n{OK}")).unwrap().name, "t");
+    }
+
+    #[test]
+    fn every_error_names_the_key_by_its_path_and_line() {
+        for (text, want) in [
+            (
+                format!("measure:\n  cache: hot\n  duty_cycle: 0\n{OK}"),
+                "measure.duty_cycle: must be in (0, 1], got 0 at line 3",
+            ),
+            (
+                "shapes:\n  - {batch: 1, heads: 8, seq_len: 512, head_dim: 64, dtype: float16}\n  - batch: 1\n    heads: 8\n    seq_len: 512\n    head_dim: 32\n    dtype: float16\n".into(),
+                "shapes[1].head_dim: 32 is not supported (64 or 128) at line 6",
+            ),
+            (
+                "shapes:\n  - {batch: 1024, heads: 1024, seq_len: 8192, head_dim: 128, dtype: bf16}\n".into(),
+                "shapes[0]: shape b1024h1024s8192d128_bf16 has 1099511627776 elements per tensor; at most 2^31 are supported at line 2",
+            ),
+            (
+                format!("compile:\n  defines:\n    - A\n    - \"B C\"\n{OK}"),
+                "compile.defines[1]: \"B C\" is not NAME or NAME=VALUE",
+            ),
+            (
+                format!("measure:\n  min_rounds: 30\n{OK}"),
+                "measure: max_rounds 20 is below min_rounds 30 at line 2",
+            ),
+        ] {
+            let e = parse(&text).unwrap_err();
+            assert!(e.contains(want), "{want}: {e}");
+        }
     }
 
     #[test]

@@ -5,9 +5,9 @@
 
 use crate::comparison::{Comparison, StoredSide};
 use crate::config::GateSettings;
-use crate::results::ShapeResult;
+use crate::results::{ShapeResult, passed};
 use crate::stats::{Rounds, StatsError};
-use crate::verdict::{Evidence, Policy, Verdict, decide, gate_passes};
+use crate::verdict::{Evidence, Policy, Verdict, decide};
 
 /// A baseline sample that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -17,8 +17,9 @@ pub struct BadBaseline {
     pub cause: StatsError,
 }
 
-/// Fills `ab`, `stored`, `verdict` and `decided_by` of every shape; returns whether the gate
-/// passes under `policy` (a drift traced to the runner, `shape.drift`, does not fail).
+/// Fills `ab`, `stored`, `verdict` and `decided_by` of every shape; returns whether the
+/// shapes pass under `policy` ([`passed`]; a drift traced to the runner, `shape.drift`,
+/// does not fail).
 /// `stored_of` gives the stored baseline of a shape, or `None`.
 ///
 /// Cost: per shape, O(N log N) for its N values (plus the bootstrap's resamples for sample
@@ -84,12 +85,7 @@ pub fn evaluate(
         shape.verdict = d.verdict;
         shape.decided_by = d.decided_by;
     }
-    Ok(gate_passes(
-        shapes
-            .iter()
-            .map(|s| (s.verdict, s.drift.as_ref().map(|d| d.cause))),
-        policy,
-    ))
+    Ok(passed(None, shapes, policy))
 }
 
 /// Whether the planned second look should measure this shape more: its first look neither

@@ -12,10 +12,10 @@ use serde::de::DeserializeOwned;
 use crate::validate::{Rejected, Untrusted};
 
 /// Largest JSON file (results, baseline) ci-gate reads.
-pub const MAX_JSON_BYTES: u64 = 256 * 1024 * 1024;
+pub(crate) const MAX_JSON_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Deepest nesting of arrays and objects in a JSON file (ci-gate's own files nest 6 deep).
-pub const MAX_JSON_DEPTH: usize = 32;
+pub(crate) const MAX_JSON_DEPTH: usize = 32;
 
 /// A JSON file that could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -50,7 +50,7 @@ pub enum FileError {
 
 /// Reads at most `limit` bytes of `path`; a longer file (or an endless one, such as a
 /// device) is an error rather than a huge allocation.
-pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, FileError> {
+pub(crate) fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, FileError> {
     let read_err = |cause| FileError::Read {
         path: path.to_owned(),
         cause,
@@ -80,7 +80,7 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, FileError> {
 
 /// Whether JSON text nests arrays and objects deeper than `limit` (strings are skipped, so
 /// brackets inside them do not count). Linear, and safe on any input.
-pub fn json_too_deep(text: &str, limit: usize) -> bool {
+pub(crate) fn json_too_deep(text: &str, limit: usize) -> bool {
     let mut depth = 0usize;
     let mut in_string = false;
     let mut escaped = false;
@@ -110,9 +110,20 @@ pub fn json_too_deep(text: &str, limit: usize) -> bool {
     false
 }
 
+/// The path of the value (`shapes[2].samples_us[0]`) at which JSON `text` fails to
+/// deserialize as a `T`, as serde_path_to_error tracks it; `None` where it fails at the
+/// top or does not fail. Read again only once a read failed, so reading stays as fast as
+/// serde_json; serde_json's own error says the line and column.
+pub(crate) fn json_key<T: DeserializeOwned>(text: &str) -> Option<String> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let e = serde_path_to_error::deserialize::<_, T>(&mut de).err()?;
+    let key = e.path().to_string();
+    (key != ".").then_some(key)
+}
+
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, flushed to
 /// disk, then renamed over the target. A crash leaves either the old file or the new one.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
     let err = |cause| FileError::Write {
         path: path.to_owned(),
         cause,
@@ -140,7 +151,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
 }
 
 /// Serialises `value` as pretty JSON (with a trailing newline) and writes it atomically.
-pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), FileError> {
+pub(crate) fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), FileError> {
     let mut text = serde_json::to_string_pretty(value).map_err(|e| FileError::Invalid {
         path: path.to_owned(),
         message: e.to_string(),
@@ -152,7 +163,7 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), FileError>
 /// Reads a versioned JSON file: the `schema_version` is checked before the rest is parsed, so
 /// a newer file is reported as such rather than as a confusing missing field. At most
 /// [`MAX_JSON_BYTES`] are read; the content is checked as [`parse_versioned_json`] does.
-pub fn read_versioned_json<T: DeserializeOwned + Untrusted>(
+pub(crate) fn read_versioned_json<T: DeserializeOwned + Untrusted>(
     path: &Path,
     supported: u32,
 ) -> Result<T, FileError> {
@@ -205,7 +216,10 @@ pub fn parse_versioned_json<T: DeserializeOwned + Untrusted>(
         Some(_) => {}
     }
     // Parse from the text, not the Value, so errors carry line and column.
-    let mut parsed: T = serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?;
+    let mut parsed: T = serde_json::from_str(text).map_err(|e| match json_key::<T>(text) {
+        Some(key) => invalid(format!("{key}: {e}")),
+        None => invalid(e.to_string()),
+    })?;
     parsed.check(path)?;
     parsed.neutralise();
     Ok(parsed)
@@ -262,7 +276,7 @@ mod tests {
             ("", "empty"),
             ("{\"schema_version\": 1, \"x\": ", "EOF"),
             ("{\"x\": 1}", "schema_version"),
-            ("{\"schema_version\": 1, \"x\": \"a\"}", "invalid type"),
+            ("{\"schema_version\": 1, \"x\": \"a\"}", "x: invalid type"),
         ];
         for (text, want) in cases {
             let e = parse_versioned_json::<Doc>(text, p, 1)

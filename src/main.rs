@@ -1,10 +1,12 @@
+#![deny(unsafe_code)]
+
 use std::process::ExitCode;
 
 use clap::Parser;
 
 use ci_gate::cli::Cli;
 use ci_gate::commands::{self, Outcome};
-use ci_gate::validate::error_line;
+use ci_gate::text::error_line;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 /// The backend names the PyTorch worker reports.
 pub const BACKENDS: [&str; 4] = ["cudnn", "flash", "efficient", "math"];
 
-/// A peer a config can list.
+/// A peer a config can list. (The variants share their prefix because the peers are all
+/// PyTorch's SDPA, with different backends: the names mirror the config's.)
+#[allow(clippy::enum_variant_names)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Peer {
     /// `torch.nn.functional.scaled_dot_product_attention` with PyTorch's own backend choice;

@@ -5,7 +5,7 @@
 use crate::config::Dtype;
 
 /// Decodes an IEEE binary16 bit pattern.
-pub fn f16_to_f32(bits: u16) -> f32 {
+pub(crate) fn f16_to_f32(bits: u16) -> f32 {
     let sign = if bits & 0x8000 != 0 { -1.0f32 } else { 1.0 };
     let exp = i32::from((bits >> 10) & 0x1f);
     let frac = f32::from(bits & 0x3ff);
@@ -18,7 +18,7 @@ pub fn f16_to_f32(bits: u16) -> f32 {
 }
 
 /// Decodes a bfloat16 bit pattern (the top half of an f32).
-pub fn bf16_to_f32(bits: u16) -> f32 {
+pub(crate) fn bf16_to_f32(bits: u16) -> f32 {
     f32::from_bits(u32::from(bits) << 16)
 }
 

@@ -1,15 +1,25 @@
 //! The results file (`--out`): everything one run measured and concluded.
 
+use std::collections::HashSet;
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+// The planned design and a drift's cause are part of the file; they are defined where they
+// are used (`comparison`, `verdict`), which know nothing of the file.
+pub use crate::comparison::StageDesign;
 use crate::comparison::{Comparison, Reference};
 use crate::config::{CacheMode, GateSettings, ShapeParams, Tolerance};
 use crate::files::{self, FileError};
 use crate::stats::Summary;
-use crate::verdict::Verdict;
+use crate::text::{self, quote};
+use crate::validate::{
+    self, Check, Checker, MAX_ERROR_LEN, MAX_LABEL_LEN, MAX_ROUNDS, MAX_SHAPES,
+    MAX_SHORT_LABEL_LEN, MAX_THROTTLE_REASONS, MAX_WARNING_LEN, MAX_WARNINGS, Untrusted,
+};
+pub use crate::verdict::DriftCause;
+use crate::verdict::{Policy, Verdict};
 
 /// Schema of results and baseline files this build writes. Version 1 files (before A/B and
 /// between-process spreads) still load: every field added since has a default.
@@ -47,7 +57,7 @@ pub struct Environment {
 
 impl Environment {
     /// Throttle reasons seen before or after the run (deduplicated).
-    pub fn throttle_reasons(&self) -> Vec<String> {
+    pub(crate) fn throttle_reasons(&self) -> Vec<String> {
         let mut all: Vec<String> = [&self.state_before, &self.state_after]
             .into_iter()
             .flatten()
@@ -126,22 +136,6 @@ pub struct MeasurementInfo {
     pub checked_launches: u64,
 }
 
-/// A planned two-stage design: `stage1` rounds (pairs, in A/B) first; shapes the first look
-/// does not settle get more, up to `max` in all. Alpha is split between the looks in advance
-/// (`stats::two_stage_p`), so looking twice costs no false alarms.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StageDesign {
-    pub stage1: u32,
-    pub max: u32,
-}
-
-impl StageDesign {
-    /// Whether a second look was planned (and so alpha was split).
-    pub fn two_stage(&self) -> bool {
-        self.max > self.stage1
-    }
-}
-
 /// The order of one A/B pair of rounds, drawn by a seeded coin.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum PairOrder {
@@ -151,31 +145,6 @@ pub enum PairOrder {
     /// Candidate round first.
     #[serde(rename = "BA")]
     CandFirst,
-}
-
-/// What a drift was traced to, by measuring the stored baseline's own commit's kernels as a
-/// third side in the same run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DriftCause {
-    /// The baseline commit's kernels are as slow as the candidate now: the runner moved
-    /// (driver, card, cooling); re-record the baseline.
-    Runner,
-    /// The candidate is slower than the baseline commit's kernels measured alongside it: the
-    /// default branch crept since the baseline was recorded.
-    Code,
-    /// Neither reading is clear.
-    Unclear,
-}
-
-impl std::fmt::Display for DriftCause {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            DriftCause::Runner => "runner moved",
-            DriftCause::Code => "code crept",
-            DriftCause::Unclear => "cause unclear",
-        })
-    }
 }
 
 /// The third side of a drift: the stored baseline's commit's kernels, measured now.
@@ -299,7 +268,7 @@ impl ShapeResult {
 
     /// Whether the candidate kept parity: its parity check passed and no integrity check
     /// failed. `None` when parity was not checked and nothing failed (offline compare).
-    pub fn parity_passed(&self) -> Option<bool> {
+    pub(crate) fn parity_passed(&self) -> Option<bool> {
         if self.integrity.is_some() {
             return Some(false);
         }
@@ -307,9 +276,24 @@ impl ShapeResult {
     }
 
     /// The comparison that decides: A/B when it ran, else the stored baseline.
-    pub fn primary(&self) -> Option<&Comparison> {
+    pub(crate) fn primary(&self) -> Option<&Comparison> {
         self.ab.as_ref().or(self.stored.as_ref())
     }
+
+    /// Whether this shape fails the check under `policy`: its verdict fails
+    /// ([`Policy::fails`]: a drift traced to the runner does not), or the kernel failed an
+    /// integrity check, whatever the verdict says.
+    pub fn fails(&self, policy: Policy) -> bool {
+        self.integrity.is_some() || policy.fails(self.verdict, self.drift.as_ref().map(|d| d.cause))
+    }
+}
+
+/// Whether a run passes the check: nothing kept it from a verdict (`error`), it has shapes,
+/// and none of them fails under `policy` ([`ShapeResult::fails`]). The one function that
+/// decides "passed": the exit code of `local`, `ci`, `compare` and `merge`, the results
+/// file's `passed`, the `verdict` step output and every report's headline come from it.
+pub fn passed(error: Option<&str>, shapes: &[ShapeResult], policy: Policy) -> bool {
+    error.is_none() && !shapes.is_empty() && !shapes.iter().any(|s| s.fails(policy))
 }
 
 /// Config identity recorded in results and baselines.
@@ -341,7 +325,8 @@ pub struct ResultsFile {
     pub gate: GateSettings,
     pub baseline: Option<BaselineRef>,
     pub shapes: Vec<ShapeResult>,
-    /// True when no shape fails the gate and nothing prevented a verdict.
+    /// What the run that wrote the file concluded ([`passed`] at the time). ci-gate never
+    /// reads it back: [`ResultsFile::passed`] recomputes it from what the file holds.
     pub passed: bool,
     pub warnings: Vec<String>,
     /// Information that is not a warning (how the base was chosen, an A/B skipped).
@@ -406,7 +391,7 @@ pub struct RunTiming {
 
 impl RunTiming {
     /// Every figure a finite, non-negative number of seconds.
-    pub fn is_valid(&self) -> bool {
+    pub(crate) fn is_valid(&self) -> bool {
         [
             self.setup_s,
             self.probes_s,
@@ -453,6 +438,19 @@ pub struct BaseInfo {
 }
 
 impl ResultsFile {
+    /// The drift policy the run was judged under.
+    pub fn policy(&self) -> Policy {
+        Policy {
+            fail_on_drift: self.fail_on_drift,
+        }
+    }
+
+    /// Whether the run this file holds passes ([`passed`] of its content, never its own
+    /// `passed` field: fail closed).
+    pub fn passed(&self) -> bool {
+        passed(self.error.as_deref(), &self.shapes, self.policy())
+    }
+
     pub fn load(path: &Path) -> Result<ResultsFile, FileError> {
         files::read_versioned_json(path, SCHEMA_VERSION)
     }
@@ -463,7 +461,7 @@ impl ResultsFile {
 }
 
 /// The commit of the working tree: $GITHUB_SHA in Actions, else `git rev-parse HEAD`.
-pub fn current_git_commit() -> Option<String> {
+pub(crate) fn current_git_commit() -> Option<String> {
     if let Ok(sha) = std::env::var("GITHUB_SHA")
         && !sha.trim().is_empty()
     {
@@ -479,6 +477,350 @@ pub fn current_git_commit() -> Option<String> {
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
         .filter(|s| !s.is_empty())
+}
+
+// ---------------------------------------------------------------------------------------
+// Checks of a results file read from disk (see `validate`)
+
+impl ConfigInfo {
+    /// Checks a config's identity as a file records it.
+    pub(crate) fn check(&self, c: &Checker) -> Check {
+        validate::config_name(&self.name).map_err(|m| c.fail("config.name", m))?;
+        c.label("config.path", &self.path, MAX_LABEL_LEN, true)?;
+        c.hash("config.hash", &self.hash, true)
+    }
+}
+
+impl Environment {
+    /// Checks the machine a file records, under `key`.
+    pub(crate) fn check(&self, c: &Checker, key: &str) -> Check {
+        c.label(
+            &format!("{key}.gpu_name"),
+            &self.gpu_name,
+            MAX_LABEL_LEN,
+            false,
+        )?;
+        let slug_key = format!("{key}.gpu_slug");
+        c.name(&slug_key, &self.gpu_slug)?;
+        let expected = gpu_slug(&self.gpu_name);
+        if self.gpu_slug != expected {
+            return Err(c.fail(
+                &slug_key,
+                format!(
+                    "the file records GPU {}, whose slug is {}, not {}",
+                    quote(&self.gpu_name),
+                    quote(&expected),
+                    quote(&self.gpu_slug)
+                ),
+            ));
+        }
+        if let Some(u) = &self.gpu_uuid {
+            c.label(&format!("{key}.gpu_uuid"), u, MAX_SHORT_LABEL_LEN, false)?;
+        }
+        let cc = &self.compute_capability;
+        if cc.is_empty() || cc.len() > 16 || !cc.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+            return Err(c.fail(
+                &format!("{key}.compute_capability"),
+                format!("{} is not a compute capability such as 9.0", quote(cc)),
+            ));
+        }
+        for (k, v) in [
+            ("driver_version", &self.driver_version),
+            ("cuda_driver_version", &self.cuda_driver_version),
+            ("nvrtc_version", &self.nvrtc_version),
+        ] {
+            if let Some(v) = v {
+                c.label(&format!("{key}.{k}"), v, MAX_SHORT_LABEL_LEN, false)?;
+            }
+        }
+        for (k, state) in [
+            ("state_before", &self.state_before),
+            ("state_after", &self.state_after),
+        ] {
+            if let Some(s) = state {
+                s.check(c, &format!("{key}.{k}"))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl GpuState {
+    fn check(&self, c: &Checker, key: &str) -> Check {
+        let k = format!("{key}.throttle_reasons");
+        c.count(
+            &k,
+            self.throttle_reasons.len(),
+            MAX_THROTTLE_REASONS,
+            "throttle reasons",
+        )?;
+        for (i, r) in self.throttle_reasons.iter().enumerate() {
+            c.label(&format!("{k}[{i}]"), r, MAX_SHORT_LABEL_LEN, false)?;
+        }
+        if let Some(p) = self.power_w {
+            c.finite(&format!("{key}.power_w"), p)?;
+        }
+        Ok(())
+    }
+}
+
+impl BaselineRef {
+    fn check(&self, c: &Checker) -> Check {
+        c.label("baseline.path", &self.path, MAX_LABEL_LEN, false)?;
+        if let Some(commit) = &self.commit {
+            c.commit("baseline.commit", commit)?;
+        }
+        Ok(())
+    }
+}
+
+/// Peers' p50s kept with a baseline: at most one per peer, positive and finite.
+pub(crate) fn check_stored_peers(
+    c: &Checker,
+    key: &str,
+    peers: &[crate::peers::StoredPeer],
+) -> Check {
+    if peers.len() > crate::peers::Peer::ALL.len() {
+        return Err(c.fail(key, "more peers than there are"));
+    }
+    for (j, p) in peers.iter().enumerate() {
+        c.time(&format!("{key}[{j}].p50_us"), p.p50_us)?;
+    }
+    Ok(())
+}
+
+fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
+    let c = Checker::at(path, Some(s.params.name()));
+    let key = format!("shapes[{i}]");
+    c.shape_name(&format!("{key}.name"), &s.name, &s.params.name())?;
+    if let Some(e) = &s.error {
+        c.text(&format!("{key}.error"), e, MAX_ERROR_LEN)?;
+    }
+    if let Some(e) = &s.integrity {
+        c.text(&format!("{key}.integrity"), e, MAX_ERROR_LEN)?;
+    }
+    c.count(
+        &format!("{key}.remeasured"),
+        s.remeasured.len(),
+        MAX_ROUNDS,
+        "re-measured pairs",
+    )?;
+    if s.clock_events.len() > 2 || s.clock_events.iter().any(|e| e.len() > MAX_ROUNDS) {
+        return Err(c.fail(
+            &format!("{key}.clock_events"),
+            "two sides of at most the rounds' count are expected",
+        ));
+    }
+    c.samples(&format!("{key}.samples_us"), &s.samples_us)?;
+    check_stored_peers(&c, &format!("{key}.stored_peers"), &s.stored_peers)?;
+    if s.peers.len() > crate::peers::Peer::ALL.len() {
+        return Err(c.fail(&format!("{key}.peers"), "more peers than there are"));
+    }
+    for (j, p) in s.peers.iter().enumerate() {
+        let pk = format!("{key}.peers[{j}]");
+        if !p.samples_us.is_empty() {
+            c.samples(&format!("{pk}.samples_us"), &p.samples_us)?;
+        }
+        if let Some(v) = p.p50_us {
+            c.time(&format!("{pk}.p50_us"), v)?;
+        }
+        if let Some(e) = &p.error {
+            c.text(&format!("{pk}.error"), e, MAX_WARNING_LEN)?;
+        }
+        if let Some(b) = &p.backend
+            && !crate::peers::BACKENDS.contains(&b.as_str())
+        {
+            return Err(c.fail(
+                &format!("{pk}.backend"),
+                "must be one of cudnn, flash, efficient, math",
+            ));
+        }
+    }
+    if let Some(p) = &s.profile {
+        p.check()
+            .map_err(|m| c.fail(&format!("{key}.profile"), m))?;
+    }
+    if !s.base_samples_us.is_empty() {
+        let bk = format!("{key}.base_samples_us");
+        c.samples(&bk, &s.base_samples_us)?;
+        if s.base_samples_us.len() != s.samples_us.len() {
+            return Err(c.fail(
+                &bk,
+                format!(
+                    "{} base rounds for {} candidate rounds: A/B rounds come in pairs",
+                    s.base_samples_us.len(),
+                    s.samples_us.len()
+                ),
+            ));
+        }
+    }
+    if !s.pair_order.is_empty() && s.pair_order.len() != s.base_samples_us.len() {
+        return Err(c.fail(
+            &format!("{key}.pair_order"),
+            "one order per A/B pair is expected",
+        ));
+    }
+    if let Some(d) = &s.drift {
+        c.label(
+            &format!("{key}.drift.commit"),
+            &d.commit,
+            MAX_LABEL_LEN,
+            false,
+        )?;
+        c.samples(&format!("{key}.drift.samples_us"), &d.samples_us)?;
+        c.samples(&format!("{key}.drift.cand_samples_us"), &d.cand_samples_us)?;
+    }
+    if let Some(sum) = &s.summary {
+        c.summary(&format!("{key}.summary"), sum)?;
+    }
+    if let Some(sum) = &s.base_summary {
+        c.summary(&format!("{key}.base_summary"), sum)?;
+    }
+    if let Some(t) = s.tflops {
+        c.finite(&format!("{key}.tflops"), t)?;
+    }
+    if let Some(m) = &s.measurement {
+        c.count(
+            &format!("{key}.measurement.rounds"),
+            m.rounds as usize,
+            MAX_ROUNDS,
+            "rounds",
+        )?;
+        c.finite(&format!("{key}.measurement.wall_s"), m.wall_s)?;
+    }
+    Ok(())
+}
+
+impl Untrusted for ResultsFile {
+    fn check(&self, path: &Path) -> Check {
+        let c = Checker::at(path, None);
+        c.label(
+            "tool_version",
+            &self.tool_version,
+            MAX_SHORT_LABEL_LEN,
+            false,
+        )?;
+        if let Some(commit) = &self.git_commit {
+            c.commit("git_commit", commit)?;
+        }
+        self.config.check(&c)?;
+        if let Some(h) = &self.kernel_source_hash {
+            c.hash("kernel_source_hash", h, false)?;
+        }
+        if let Some(env) = &self.environment {
+            env.check(&c, "environment")?;
+        }
+        if let Some(b) = &self.baseline {
+            b.check(&c)?;
+        }
+        if let Some(b) = &self.base {
+            c.label("base.source", &b.source, MAX_LABEL_LEN, false)?;
+            if let Some(commit) = &b.commit {
+                c.commit("base.commit", commit)?;
+            }
+            c.hash("base.kernel_source_hash", &b.kernel_source_hash, false)?;
+        }
+        c.count("notes", self.notes.len(), MAX_WARNINGS, "notes")?;
+        for (i, n) in self.notes.iter().enumerate() {
+            c.text(&format!("notes[{i}]"), n, MAX_WARNING_LEN)?;
+        }
+        c.count("shapes", self.shapes.len(), MAX_SHAPES, "shapes")?;
+        let mut seen = HashSet::new();
+        for (i, s) in self.shapes.iter().enumerate() {
+            check_shape_result(path, i, s)?;
+            Checker::at(path, Some(s.params.name())).unique(
+                &mut seen,
+                &format!("shapes[{i}]"),
+                (s.params, s.measurement.as_ref().map(|m| m.cache)),
+            )?;
+        }
+        c.count("warnings", self.warnings.len(), MAX_WARNINGS, "warnings")?;
+        for (i, w) in self.warnings.iter().enumerate() {
+            c.text(&format!("warnings[{i}]"), w, MAX_WARNING_LEN)?;
+        }
+        if let Some(e) = &self.error {
+            c.text("error", e, MAX_ERROR_LEN)?;
+        }
+        if let Some(t) = &self.timing
+            && !t.is_valid()
+        {
+            return Err(c.fail("timing", "every figure must be a finite, non-negative time"));
+        }
+        c.count("probes", self.probes.len(), MAX_SHAPES, "random shapes")?;
+        for (i, p) in self.probes.iter().enumerate() {
+            let key = format!("probes[{i}]");
+            c.shape_name(&format!("{key}.name"), &p.name, &p.params.name())?;
+            if let Some(e) = &p.error {
+                c.text(&format!("{key}.error"), e, MAX_ERROR_LEN)?;
+            }
+        }
+        if let Some(p) = &self.peers
+            && let Some(r) = &p.runtime
+        {
+            c.label("peers.runtime", r, MAX_SHORT_LABEL_LEN, false)?;
+        }
+        if let Some(sh) = &self.shard {
+            if sh.count == 0
+                || sh.count > crate::shard::MAX_SHARDS
+                || sh.index == 0
+                || sh.index > sh.count
+            {
+                return Err(c.fail(
+                    "shard",
+                    format!(
+                        "shard {}/{} is not K/N with 1 ≤ K ≤ N ≤ {}",
+                        sh.index,
+                        sh.count,
+                        crate::shard::MAX_SHARDS
+                    ),
+                ));
+            }
+            c.count(
+                "shard.run_shapes",
+                sh.run_shapes.len(),
+                MAX_SHAPES,
+                "shapes",
+            )?;
+            for (i, n) in sh.run_shapes.iter().enumerate() {
+                c.name(&format!("shard.run_shapes[{i}]"), n)?;
+            }
+        }
+        if let Some(p) = &self.profiling {
+            if let Some(v) = &p.ncu_version {
+                c.label("profiling.ncu_version", v, MAX_SHORT_LABEL_LEN, true)?;
+            }
+            if let Some(d) = &p.dir {
+                c.label("profiling.dir", d, MAX_LABEL_LEN, false)?;
+            }
+            if !(p.seconds.is_finite() && p.seconds >= 0.0 && p.budget_s.is_finite()) {
+                return Err(c.fail("profiling.seconds", "must be a finite, non-negative time"));
+            }
+        }
+        Ok(())
+    }
+
+    fn neutralise(&mut self) {
+        for s in &mut self.shapes {
+            if let Some(e) = &mut s.error {
+                *e = text::clean_text(e);
+            }
+            if let Some(e) = &mut s.integrity {
+                *e = text::clean_text(e);
+            }
+            for e in s.peers.iter_mut().filter_map(|p| p.error.as_mut()) {
+                *e = text::clean_text(e);
+            }
+        }
+        for w in self.warnings.iter_mut().chain(self.notes.iter_mut()) {
+            *w = text::clean_text(w);
+        }
+        if let Some(e) = &mut self.error {
+            *e = text::clean_text(e);
+        }
+        for e in self.probes.iter_mut().filter_map(|p| p.error.as_mut()) {
+            *e = text::clean_text(e);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,9 +1,13 @@
 //! Plain sample files: one time per line, in microseconds; lines starting with `#` are
 //! comments. Blank lines separate rounds (values measured together, e.g. on one set of
 //! buffers); a file without blank lines between values holds one value per round, each an
-//! independent unit. Every rejected value is an error naming the file and line.
+//! independent unit. Every rejected value is an error naming the file and line (a sample file
+//! has no keys: its lines are its values), with text from the file shown as `validate`'s
+//! checks show it ([`quote`]).
 
 use std::path::{Path, PathBuf};
+
+use crate::text::quote;
 
 /// A sample file that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -43,7 +47,7 @@ pub struct SampleFile {
 
 /// Parses sample text (see the module docs); `path` names it in errors. At least two values
 /// are required. Cost: O(n) for n values.
-pub fn parse_sample_file(text: &str, path: &Path) -> Result<SampleFile, SampleFileError> {
+pub(crate) fn parse_sample_file(text: &str, path: &Path) -> Result<SampleFile, SampleFileError> {
     let rounds = parse_sample_rounds(text, path)?;
     // Values of a file without rounds come back one per round; a file with rounds has at
     // least one round of several values or several blank-line separated blocks — and a
@@ -54,7 +58,10 @@ pub fn parse_sample_file(text: &str, path: &Path) -> Result<SampleFile, SampleFi
 
 /// Parses sample text into rounds (see the module docs); `path` names it in errors. At
 /// least two rounds are required, since rounds are the units the statistics work on.
-pub fn parse_sample_rounds(text: &str, path: &Path) -> Result<Vec<Vec<f64>>, SampleFileError> {
+pub(crate) fn parse_sample_rounds(
+    text: &str,
+    path: &Path,
+) -> Result<Vec<Vec<f64>>, SampleFileError> {
     let mut rounds: Vec<Vec<f64>> = vec![Vec::new()];
     let mut values = 0usize;
     for (i, raw) in text.lines().enumerate() {
@@ -99,17 +106,19 @@ fn parse_value(line: &str, path: &Path, line_no: usize) -> Result<f64, SampleFil
         line: line_no,
         message,
     };
-    let shown: String = line.chars().filter(|c| !c.is_control()).take(40).collect();
+    // Text from the file is shown only through `quote`; a line that parsed as a number is
+    // plain ASCII.
     let v: f64 = line.parse().map_err(|_| {
         at(format!(
-            "{shown:?} is not a number (one time in µs per line)"
+            "{} is not a number (one time in µs per line)",
+            quote(line)
         ))
     })?;
     if !v.is_finite() {
-        return Err(at(format!("{shown} is not a finite time")));
+        return Err(at(format!("{line} is not a finite time")));
     }
     if v <= 0.0 {
-        return Err(at(format!("{shown} is not a positive time")));
+        return Err(at(format!("{line} is not a positive time")));
     }
     Ok(v)
 }

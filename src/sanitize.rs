@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::validate::{clip_text, terminal_text};
+use crate::text::{clip_text, terminal_text};
 
 /// Longest text kept of one log line.
 const MAX_LINE: usize = 500;
@@ -437,39 +437,6 @@ impl SanitizeReport {
             SanitizeOutcome::Clean
         }
     }
-
-    /// One line per run with findings or a failure, for logs and annotations:
-    /// `memcheck: attention_fwd_f16_d64 on b1h2s77d64_f16: 3 errors, first: Invalid …`.
-    pub fn problems(&self) -> Vec<String> {
-        let mut lines = Vec::new();
-        for r in &self.runs {
-            if r.errors > 0 {
-                let first = r
-                    .findings
-                    .first()
-                    .map(|f| {
-                        let at = f
-                            .location
-                            .as_deref()
-                            .map(|l| format!(" at {l}"))
-                            .unwrap_or_default();
-                        format!(", first: {}{at}", f.message)
-                    })
-                    .unwrap_or_default();
-                lines.push(format!(
-                    "{}: {} on {}: {} error{}{first}",
-                    r.tool,
-                    r.kernels().join(", "),
-                    r.shape,
-                    r.errors,
-                    if r.errors == 1 { "" } else { "s" }
-                ));
-            } else if let Some(why) = &r.failure {
-                lines.push(format!("{}: {}: no answer: {why}", r.tool, r.shape));
-            }
-        }
-        lines
-    }
 }
 
 #[cfg(test)]
@@ -652,6 +619,5 @@ mod tests {
         assert_eq!(r.outcome(), SanitizeOutcome::Incomplete);
         r.runs.push(run(3, None));
         assert_eq!(r.outcome(), SanitizeOutcome::Findings);
-        assert_eq!(r.problems().len(), 2);
     }
 }

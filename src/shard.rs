@@ -20,9 +20,9 @@ use sha2::{Digest, Sha256};
 use crate::config::{Config, ShapeParams};
 
 /// Most shards of one run.
-pub const MAX_SHARDS: u32 = 64;
+pub(crate) const MAX_SHARDS: u32 = 64;
 /// How far above the mean a shard's load may go before a shape tries its next shard.
-pub const SLACK: f64 = 0.1;
+pub(crate) const SLACK: f64 = 0.1;
 
 /// Shard K of N (1-based), as `--shard K/N` writes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,7 +65,7 @@ pub struct ShardInfo {
 /// Expected wall time of one shape in seconds under `config`: its rounds (pairs in A/B, so
 /// `sides` = 2) of `samples_per_round` samples of `sample_ms` at the duty cycle, plus the
 /// parity check's reference kernel (three fp32 passes at an assumed 20 TFLOP/s) for each side.
-pub fn expected_seconds(config: &Config, shape: &ShapeParams, sides: u32) -> f64 {
+pub(crate) fn expected_seconds(config: &Config, shape: &ShapeParams, sides: u32) -> f64 {
     let m = &config.measure;
     let sample_s = m.sample_ms / 1000.0 / m.duty_cycle.clamp(0.01, 1.0);
     let rounds = f64::from(m.min_rounds) * f64::from(sides);
@@ -90,7 +90,7 @@ fn weight(name: &str, j: u32) -> u64 {
 
 /// The shard (0-based) of each item, given as (name, cost). Names must be unique; costs are
 /// clamped to be positive and finite.
-pub fn partition(items: &[(String, f64)], count: u32) -> Vec<u32> {
+pub(crate) fn partition(items: &[(String, f64)], count: u32) -> Vec<u32> {
     let count = count.clamp(1, MAX_SHARDS);
     let cost = |c: f64| if c.is_finite() && c > 0.0 { c } else { 1e-9 };
     let total: f64 = items.iter().map(|(_, c)| cost(*c)).sum();

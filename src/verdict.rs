@@ -1,5 +1,6 @@
 //! The gate's rule: one function, [`decide`], in one place, and one test of "more than m
-//! slower with confidence", [`slower_with_confidence`].
+//! slower with confidence", [`slower_with_confidence`]; [`Policy::fails`] says which
+//! verdicts fail the check (`results::passed` applies it to a run).
 //!
 //! The question is "is it more than m slower, with confidence?", not "is it different?", and
 //! it is asked of two references: the base kernels measured alongside (A/B, the verdict) and
@@ -14,7 +15,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::comparison::{Comparison, Reference};
 use crate::config::GateSettings;
-use crate::results::DriftCause;
 
 /// What the gate concluded about one shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -37,6 +37,31 @@ pub enum Verdict {
     /// Neither reference exists: a warning, not a failure.
     NoBaseline,
     Pass,
+}
+
+/// What a drift was traced to, by measuring the stored baseline's own commit's kernels as a
+/// third side in the same run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DriftCause {
+    /// The baseline commit's kernels are as slow as the candidate now: the runner moved
+    /// (driver, card, cooling); re-record the baseline.
+    Runner,
+    /// The candidate is slower than the baseline commit's kernels measured alongside it: the
+    /// default branch crept since the baseline was recorded.
+    Code,
+    /// Neither reading is clear.
+    Unclear,
+}
+
+impl std::fmt::Display for DriftCause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DriftCause::Runner => "runner moved",
+            DriftCause::Code => "code crept",
+            DriftCause::Unclear => "cause unclear",
+        })
+    }
 }
 
 /// Whether a `drift` fails the run: on pushes to the default branch (creep must not hide),
@@ -71,7 +96,7 @@ impl Verdict {
     }
 
     /// Whether this verdict is worth a warning (it passes, but a reader should look).
-    pub fn warns(self) -> bool {
+    pub(crate) fn warns(self) -> bool {
         matches!(
             self,
             Verdict::NoBaseline | Verdict::Inconclusive | Verdict::Drift
@@ -125,12 +150,12 @@ pub struct Decision {
 /// the bound is the alpha-quantile of the resampled ratios. Per shape: no Holm, no
 /// effect-size condition (`gate.min_effect` is not read). Used by every caller that asks
 /// the question (the verdict, and the tracing of a drift).
-pub fn slower_with_confidence(gate: &GateSettings, c: &Comparison) -> bool {
+pub(crate) fn slower_with_confidence(gate: &GateSettings, c: &Comparison) -> bool {
     c.lower_bound > 1.0 + gate.max_p50_regression
 }
 
 /// The mirror image of [`slower_with_confidence`]: the upper bound below 1 − m.
-pub fn faster_with_confidence(gate: &GateSettings, c: &Comparison) -> bool {
+pub(crate) fn faster_with_confidence(gate: &GateSettings, c: &Comparison) -> bool {
     c.upper_bound < 1.0 - gate.max_p50_regression
 }
 
@@ -178,15 +203,6 @@ pub fn decide(gate: &GateSettings, e: &Evidence) -> Decision {
         return by(Verdict::Inconclusive, who);
     }
     by(Verdict::Pass, who)
-}
-
-/// Whether a run with these verdicts (each with what its drift was traced to) passes the
-/// check.
-pub fn gate_passes(
-    verdicts: impl IntoIterator<Item = (Verdict, Option<DriftCause>)>,
-    policy: Policy,
-) -> bool {
-    !verdicts.into_iter().any(|(v, d)| policy.fails(v, d))
 }
 
 #[cfg(test)]
@@ -424,35 +440,26 @@ mod tests {
         let push = Policy {
             fail_on_drift: true,
         };
-        let untraced = |v: Verdict| (v, None);
-        assert!(gate_passes(
-            [
-                Verdict::Pass,
-                Verdict::NoBaseline,
-                Verdict::Improvement,
-                Verdict::Inconclusive,
-                Verdict::Drift
-            ]
-            .map(untraced),
-            pr
-        ));
-        for v in [Verdict::Error, Verdict::ParityFail, Verdict::Regression] {
-            assert!(!gate_passes([Verdict::Pass, v].map(untraced), pr), "{v}");
-            assert!(!gate_passes([Verdict::Pass, v].map(untraced), push), "{v}");
+        for v in [
+            Verdict::Pass,
+            Verdict::NoBaseline,
+            Verdict::Improvement,
+            Verdict::Inconclusive,
+            Verdict::Drift,
+        ] {
+            assert!(!pr.fails(v, None), "{v}");
         }
-        assert!(!gate_passes([untraced(Verdict::Drift)], push));
+        for v in [Verdict::Error, Verdict::ParityFail, Verdict::Regression] {
+            assert!(pr.fails(v, None), "{v}");
+            assert!(push.fails(v, None), "{v}");
+        }
+        assert!(push.fails(Verdict::Drift, None));
         assert!(Verdict::Drift.warns());
         // A drift traced to the runner warns and never fails; creep (or an unclear cause)
         // fails a push.
-        let runner = (Verdict::Drift, Some(DriftCause::Runner));
-        assert!(gate_passes([runner], push));
         assert!(!push.fails(Verdict::Drift, Some(DriftCause::Runner)));
         assert!(push.fails(Verdict::Drift, Some(DriftCause::Code)));
         assert!(push.fails(Verdict::Drift, Some(DriftCause::Unclear)));
         assert!(!pr.fails(Verdict::Drift, Some(DriftCause::Code)));
-        assert!(!gate_passes(
-            [(Verdict::Drift, Some(DriftCause::Code))],
-            push
-        ));
     }
 }

@@ -32,10 +32,10 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal, StudentT};
 
-use ci_gate::comparison::StoredSide;
+use ci_gate::comparison::{StageDesign, StoredSide};
 use ci_gate::config::{CacheMode, Dtype, GateSettings, ShapeParams};
 use ci_gate::evaluate::{evaluate, needs_second_look};
-use ci_gate::results::{MeasurementInfo, ShapeResult, StageDesign};
+use ci_gate::results::{MeasurementInfo, ShapeResult};
 use ci_gate::stats::{
     self, MarginTest, ProcessSpread, Rounds, STAGE1_ALPHA_SHARE, Sample, TRIM, cliffs_delta,
     paired_margin_test_trimmed, process_spread, round_medians, two_stage_p,

@@ -57,7 +57,7 @@ fn assert_clean_error(a: &Assert) -> String {
 fn assert_terminal_safe(text: &str) {
     for c in text.chars() {
         assert!(
-            c == '\n' || !ci_gate::validate::is_hidden(c),
+            c == '\n' || !ci_gate::text::is_hidden(c),
             "U+{:04X} in {text:?}",
             c as u32
         );
@@ -400,7 +400,7 @@ fn huge_bootstrap_resamples_exit_2_fast() {
     assert!(
         err.contains("config-huge-resamples.yaml")
             && err.contains(
-                "gate.bootstrap_resamples = 4294967295 is too large: at most 200000 at line 3"
+                "gate.bootstrap_resamples: 4294967295 is too large: at most 200000 at line 3"
             ),
         "{err}"
     );

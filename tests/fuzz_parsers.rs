@@ -23,6 +23,7 @@ use ci_gate::files::parse_versioned_json;
 use ci_gate::report::{Exporter, MarkdownExporter, Report, TableExporter};
 use ci_gate::results::{ResultsFile, SCHEMA_VERSION};
 use ci_gate::samples::{MAX_SAMPLE_VALUES, parse_samples};
+use ci_gate::text;
 use ci_gate::validate::{self, Untrusted};
 
 fn cases() -> u32 {
@@ -398,7 +399,7 @@ fn check_results(text: &str) -> bool {
     assert!(validate::config_name(&r.config.name).is_ok());
     assert!(r.gate.bootstrap_resamples <= 200_000);
     for w in r.warnings.iter().chain(r.error.iter()) {
-        assert!(!w.chars().any(validate::is_hidden), "{w:?}");
+        assert!(!w.chars().any(text::is_hidden), "{w:?}");
     }
     assert_rendering_is_safe(&r);
     true
@@ -430,9 +431,9 @@ fn check_baseline(text: &str) -> bool {
                 .all(|v| v.is_finite() && *v > 0.0)
         );
     }
-    assert!(!b.provenance.reason.chars().any(validate::is_hidden));
-    let _ = validate::terminal_text(&b.provenance.reason);
-    let _ = validate::short_commit(b.provenance.commit.as_deref().unwrap_or(""));
+    assert!(!b.provenance.reason.chars().any(text::is_hidden));
+    let _ = text::terminal_text(&b.provenance.reason);
+    let _ = text::short_commit(b.provenance.commit.as_deref().unwrap_or(""));
     true
 }
 

@@ -14,7 +14,7 @@ use crate::comparison::Comparison;
 use crate::config::{CacheMode, ShapeParams};
 use crate::results::{ResultsFile, SCHEMA_VERSION};
 use crate::stats::{ProcessSpread, Rounds, Sample, process_spread};
-use crate::validate::{error_line, short_commit, terminal_text};
+use crate::text::{error_line, short_commit, terminal_text};
 
 pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
     let store = BaselineStore::new(&args.baselines);

@@ -2,22 +2,19 @@
 //! verdict could be reached), the job summary, one annotation per failing shape, and step
 //! outputs. Exit codes as everywhere: 0 pass, 1 fail, 2 no verdict.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::Outcome;
-use super::local::{ResolvedBase, resolve_base};
+use super::git::{ResolvedBase, resolve_base};
 use super::pipeline::{AbMode, Against, RunPlan, failed_run, load_config, run};
+use super::publish::publish;
 use super::untrusted::SuspendedCommands;
 use crate::baseline::BaselineStore;
 use crate::cli::CiArgs;
 use crate::config::{Config, ShapeParams};
-use crate::github::GithubEnv;
-use crate::github::actions::{Level, annotation, append_step_summary, write_outputs};
-use crate::report::{Exporter, MarkdownExporter, Report, TableExporter, pct};
 use crate::results::ResultsFile;
 use crate::shard::ShardInfo;
-use crate::validate::{MAX_ERROR_LEN, Untrusted, clip_text};
-use crate::verdict::{Policy, Verdict};
+use crate::verdict::Policy;
 
 /// What `run_ci` settles before the GPU section: nothing here compiles or launches anything.
 struct Prepared {
@@ -158,142 +155,4 @@ fn measure(args: &CiArgs, p: Prepared) -> Result<ResultsFile> {
         base.kernels.as_ref(),
     );
     Ok(r)
-}
-
-/// What `ci` (and `merge --ci`) leave in GitHub Actions: the results file (also when no
-/// verdict could be reached), the report on stdout, the job summary, one annotation per
-/// failing shape, and step outputs. A shard's verdicts are provisional (`merge` decides, and
-/// annotates), but its exit code is its provisional verdict — 1 on a failing shape, 2
-/// without a verdict — so that no job is green on a regression; its `verdict` output is
-/// `shard`.
-pub fn publish(
-    mut results: ResultsFile,
-    out: &std::path::Path,
-    failure: Option<anyhow::Error>,
-) -> Result<Outcome> {
-    let gh = GithubEnv::from_env();
-    let args_out = out;
-    // Error texts can be a compiler's log of the pull request's kernels: bounded as a reader
-    // checks them, so that the comment job can always load the file.
-    for e in results
-        .shapes
-        .iter_mut()
-        .filter_map(|s| s.error.as_mut())
-        .chain(results.error.as_mut())
-    {
-        *e = clip_text(e, MAX_ERROR_LEN);
-    }
-    // The results file is written even without a verdict, so the comment job can say why.
-    results
-        .save(args_out)
-        .with_context(|| format!("cannot save the results to {}", args_out.display()))?;
-    // Error texts can quote the pull request's kernels (a compiler log): on one line, without
-    // control characters, before anything is printed to the log.
-    results.neutralise();
-
-    let mut report = Report::from_results(&results);
-    report.run_url = gh.run_url();
-    // Without a verdict the error says it all (once, from main); with one, the table.
-    if failure.is_none() {
-        print!("{}", TableExporter::plain().render(&report));
-    }
-    if let Some(path) = &gh.step_summary {
-        append_step_summary(path, &MarkdownExporter.render(&report))
-            .with_context(|| format!("cannot write the job summary {}", path.display()))?;
-    }
-    let policy = Policy {
-        fail_on_drift: results.fail_on_drift,
-    };
-    let sharded = results.shard.is_some();
-    for shape in &results.shapes {
-        // A shard's verdicts are provisional: the merged run annotates.
-        if sharded || !policy.fails(shape.verdict, shape.drift.as_ref().map(|d| d.cause)) {
-            continue;
-        }
-        let message = match (&shape.error, shape.primary(), &shape.parity) {
-            (Some(e), _, _) => e.clone(),
-            (None, _, Some(p)) if shape.verdict == Verdict::ParityFail => format!(
-                "parity lost: rel L2 {:.2e} (tolerance {:.1e}), max abs {:.2e} (tolerance {:.1e}), {} unwritten, {} NaN/Inf",
-                p.rel_l2,
-                p.tolerance.rel_l2,
-                p.max_abs,
-                p.tolerance.max_abs,
-                p.unwritten,
-                p.nan_or_inf
-            ),
-            (None, Some(c), _) => {
-                let c = match (shape.verdict, &shape.stored) {
-                    (Verdict::Drift, Some(s)) => s,
-                    _ => c,
-                };
-                format!(
-                    "{} {} against the {} (p50 {:.3} → {:.3} µs), {:.0}% CI ({}) [{}, {}], one-sided bound {}, margin p {:.1e}",
-                    c.method.ratio_label(),
-                    pct(c.ratio),
-                    c.reference,
-                    c.p50_base,
-                    c.p50_cand,
-                    c.confidence * 100.0,
-                    c.method.interval_label(),
-                    pct(c.ci_low),
-                    pct(c.ci_high),
-                    pct(c.lower_bound),
-                    c.margin_p
-                )
-            }
-            _ => shape.verdict.to_string(),
-        };
-        println!(
-            "{}",
-            annotation(
-                Level::Error,
-                &format!("ci-gate: {} in {}", shape.verdict, shape.name),
-                &message
-            )
-        );
-    }
-    for w in &results.warnings {
-        println!("{}", annotation(Level::Warning, "ci-gate", w));
-    }
-    if let Some(e) = &results.error {
-        println!("{}", annotation(Level::Error, "ci-gate: no verdict", e));
-    }
-    if let Some(path) = &gh.output {
-        let count = |v: Verdict| {
-            results
-                .shapes
-                .iter()
-                .filter(|s| s.verdict == v)
-                .count()
-                .to_string()
-        };
-        let verdict = if failure.is_some() {
-            "error"
-        } else if sharded {
-            "shard"
-        } else if results.passed {
-            "pass"
-        } else {
-            "fail"
-        };
-        write_outputs(
-            path,
-            &[
-                ("verdict", verdict.to_owned()),
-                ("regressions", count(Verdict::Regression)),
-                ("improvements", count(Verdict::Improvement)),
-                ("parity_failures", count(Verdict::ParityFail)),
-                ("errors", count(Verdict::Error)),
-                ("inconclusive", count(Verdict::Inconclusive)),
-                ("drift", count(Verdict::Drift)),
-                ("no_baseline", count(Verdict::NoBaseline)),
-                ("results", args_out.display().to_string()),
-            ],
-        )
-        .with_context(|| format!("cannot write the step outputs {}", path.display()))?;
-    }
-    match failure {
-        Some(e) => Err(e),
-        None => Ok(Outcome::from_passed(results.passed)),
-    }
 }

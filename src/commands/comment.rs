@@ -9,7 +9,7 @@ use crate::github::actions::append_step_summary;
 use crate::github::{CommentOutcome, GithubEnv, post_or_update_comment};
 use crate::report::{Exporter, MarkdownExporter, Report};
 use crate::results::ResultsFile;
-use crate::validate::terminal_text;
+use crate::text::terminal_text;
 
 pub fn run_comment(args: &CommentArgs) -> Result<Outcome> {
     let results = ResultsFile::load(&args.from)?;

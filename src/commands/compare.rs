@@ -21,7 +21,7 @@ use crate::cli::CompareArgs;
 use crate::comparison::{MIN_BOOTSTRAP_VALUES, StoredSide};
 use crate::config::{Config, Dtype, GateSettings, ShapeParams};
 use crate::evaluate::evaluate;
-use crate::report::{Exporter, Format, JsonExporter, Report, TableExporter};
+use crate::report::{Report, render};
 use crate::results::{ResultsFile, ShapeResult};
 use crate::samples::{SampleFile, parse_sample_file};
 use crate::stats::{Rounds, StatsError};
@@ -91,14 +91,7 @@ pub fn run(args: &CompareArgs) -> Result<Outcome> {
     };
     let mut report = report;
     report.stored_label = "BASE";
-    let out = match args.format {
-        Format::Table => TableExporter::for_stdout(args.wide).render(&report),
-        Format::Json => JsonExporter { single: false }.render(&report),
-        other => other
-            .exporter()
-            .map(|e| e.render(&report))
-            .unwrap_or_default(),
-    };
+    let out = render(&report, args.format, args.wide);
     print!("{out}");
     Ok(Outcome::from_passed(report.passed))
 }
@@ -157,9 +150,9 @@ fn compare_samples(
         Some(reference(b.into_rounds(), args, values))
     };
     let mut shapes = vec![result];
-    let passed = evaluate(&mut shapes, |_| stored.clone(), &gate, Policy::default())
+    evaluate(&mut shapes, |_| stored.clone(), &gate, Policy::default())
         .with_context(|| format!("in {}", args.base.display()))?;
-    let mut report = Report::from_shapes(&shapes, gate, passed);
+    let mut report = Report::from_shapes(&shapes, gate);
     if args.paired && values {
         report.notes.push(
             "--paired with files without rounds: value i of BASE and value i of CAND form pair i"
@@ -242,7 +235,7 @@ fn compare_results(
             shape.base_samples_us = b.samples_us.clone();
         }
     }
-    let passed = evaluate(
+    evaluate(
         &mut shapes,
         |shape| {
             (!args.paired)
@@ -254,7 +247,7 @@ fn compare_results(
         Policy::default(),
     )
     .with_context(|| format!("in {}", args.base.display()))?;
-    let mut report = Report::from_shapes(&shapes, gate, passed);
+    let mut report = Report::from_shapes(&shapes, gate);
     report.config_name = Some(cand.config.name.clone());
     report.environment = cand.environment.clone();
     report.commit = cand.git_commit.clone();

@@ -12,7 +12,7 @@ use crate::cli::CompileArgs;
 use crate::gpu::compile::compile_uncached_for;
 use crate::gpu::cubin::check_untrusted_cubin;
 use crate::gpu::{GpuError, KernelSource};
-use crate::validate::terminal_text;
+use crate::text::terminal_text;
 
 pub fn run_compile(args: &CompileArgs) -> Result<Outcome> {
     if !crate::gpu::nvrtc_present() {

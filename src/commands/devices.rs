@@ -102,7 +102,7 @@ pub fn run_on_devices(devices: &[u32], f: &Fanout) -> Result<ResultsFile> {
                 .unwrap_or("(no message)");
             failures.push(format!(
                 "shard {k}/{n} on device {dev} ({status}): {}",
-                crate::validate::terminal_text(last)
+                crate::text::terminal_text(last)
             ));
             continue;
         }

@@ -1,14 +1,24 @@
-//! The base side of an A/B run from git: the merge-base with the default branch, or any
-//! revision, read with `git show` into a temporary directory. The working tree is never
-//! touched, and revisions are passed to git as arguments (never through a shell).
+//! The base side of an A/B run ([`resolve_base`]): `--base-kernels DIR`, or from git the
+//! merge-base with the default branch or any revision, read with `git show` into a temporary
+//! directory. The working tree is never touched, and revisions are passed to git as
+//! arguments (never through a shell).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
-use super::pipeline::BaseKernels;
 use crate::child_env::{Child, restrict};
+use crate::cli::BaseArgs;
+
+/// The base side of an A/B run: a directory holding its `kernels/` files.
+#[derive(Clone, Debug)]
+pub struct BaseKernels {
+    pub dir: PathBuf,
+    /// What it is, for the report: a git revision or the directory.
+    pub source: String,
+    pub commit: Option<String>,
+}
 
 /// The kernel files a base needs.
 const KERNEL_FILES: [&str; 3] = ["attention.cu", "reference.cu", "util.cu"];
@@ -108,6 +118,79 @@ pub fn export_kernels(
         dir: PathBuf::from(into),
         source: label.to_owned(),
         commit: Some(commit.to_owned()),
+    })
+}
+
+/// The base kernels a run measures against, with the temporary directory that holds them
+/// when they were read from git (removed when this is dropped).
+pub struct ResolvedBase {
+    pub kernels: Option<BaseKernels>,
+    pub note: Option<String>,
+    _tmp: Option<tempfile::TempDir>,
+}
+
+/// Resolves `--base`, `--base-kernels` and `--no-base`. Without any of them, `local` takes
+/// the merge-base with the default branch (`merge_base_by_default`) and `ci` none.
+pub fn resolve_base(
+    args: &BaseArgs,
+    kernels: &Path,
+    merge_base_by_default: bool,
+) -> Result<ResolvedBase> {
+    let none = |note: Option<String>| ResolvedBase {
+        kernels: None,
+        note,
+        _tmp: None,
+    };
+    if args.no_base {
+        return Ok(none(Some(
+            "--no-base: no A/B, the stored baseline decides".into(),
+        )));
+    }
+    if let Some(dir) = &args.base_kernels {
+        if !dir.join("attention.cu").is_file() {
+            bail!(
+                "--base-kernels {}: no attention.cu in that directory",
+                dir.display()
+            );
+        }
+        return Ok(ResolvedBase {
+            kernels: Some(BaseKernels {
+                dir: dir.clone(),
+                source: dir.display().to_string(),
+                commit: None,
+            }),
+            note: None,
+            _tmp: None,
+        });
+    }
+    let (commit, label) = match &args.base {
+        Some(rev) => {
+            let commit = resolve(rev)
+                .with_context(|| format!("--base {rev:?}: no such commit in this repository"))?;
+            (commit, rev.clone())
+        }
+        None if merge_base_by_default => match default_base() {
+            Some(c) => {
+                let label = format!("merge-base {}", c.chars().take(12).collect::<String>());
+                (c, label)
+            }
+            None => {
+                return Ok(none(Some(
+                    "no merge-base with a default branch (main, master or origin's HEAD) was found: no A/B, the stored baseline decides; pass --base REF or --base-kernels DIR".into(),
+                )));
+            }
+        },
+        None => return Ok(none(None)),
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix("ci-gate-base-")
+        .tempdir()
+        .context("cannot create a temporary directory for the base kernels")?;
+    let k = export_kernels(&commit, &label, kernels, tmp.path())?;
+    Ok(ResolvedBase {
+        kernels: Some(k),
+        note: None,
+        _tmp: Some(tmp),
     })
 }
 

@@ -12,7 +12,7 @@ use crate::history::{
 };
 use crate::report::{fitted_table, stdout_width};
 use crate::results::ResultsFile;
-use crate::validate::{quote, short_commit};
+use crate::text::{quote, short_commit};
 
 pub fn run(args: &HistoryArgs) -> Result<Outcome> {
     match &args.command {

@@ -1,89 +1,14 @@
 //! `ci-gate local`: the whole pipeline on this machine's GPU, a report on stdout.
 
-use std::path::Path;
-
 use anyhow::{Context, Result, bail};
 
 use super::Outcome;
-use super::git;
-use super::pipeline::{AbMode, Against, BaseKernels, RunPlan, load_config, run};
+use super::git::resolve_base;
+use super::pipeline::{AbMode, Against, RunPlan, load_config, run};
 use crate::baseline::BaselineStore;
-use crate::cli::{BaseArgs, LocalArgs};
-use crate::report::{Exporter, Format, JsonExporter, Report, TableExporter};
+use crate::cli::LocalArgs;
+use crate::report::{Format, Report, render};
 use crate::verdict::Policy;
-
-/// The base kernels a run measures against, with the temporary directory that holds them
-/// when they were read from git (removed when this is dropped).
-pub struct ResolvedBase {
-    pub kernels: Option<BaseKernels>,
-    pub note: Option<String>,
-    _tmp: Option<tempfile::TempDir>,
-}
-
-/// Resolves `--base`, `--base-kernels` and `--no-base`. Without any of them, `local` takes
-/// the merge-base with the default branch (`merge_base_by_default`) and `ci` none.
-pub fn resolve_base(
-    args: &BaseArgs,
-    kernels: &Path,
-    merge_base_by_default: bool,
-) -> Result<ResolvedBase> {
-    let none = |note: Option<String>| ResolvedBase {
-        kernels: None,
-        note,
-        _tmp: None,
-    };
-    if args.no_base {
-        return Ok(none(Some(
-            "--no-base: no A/B, the stored baseline decides".into(),
-        )));
-    }
-    if let Some(dir) = &args.base_kernels {
-        if !dir.join("attention.cu").is_file() {
-            bail!(
-                "--base-kernels {}: no attention.cu in that directory",
-                dir.display()
-            );
-        }
-        return Ok(ResolvedBase {
-            kernels: Some(BaseKernels {
-                dir: dir.clone(),
-                source: dir.display().to_string(),
-                commit: None,
-            }),
-            note: None,
-            _tmp: None,
-        });
-    }
-    let (commit, label) = match &args.base {
-        Some(rev) => {
-            let commit = git::resolve(rev)
-                .with_context(|| format!("--base {rev:?}: no such commit in this repository"))?;
-            (commit, rev.clone())
-        }
-        None if merge_base_by_default => match git::default_base() {
-            Some(c) => {
-                let label = format!("merge-base {}", c.chars().take(12).collect::<String>());
-                (c, label)
-            }
-            None => {
-                return Ok(none(Some(
-                    "no merge-base with a default branch (main, master or origin's HEAD) was found: no A/B, the stored baseline decides; pass --base REF or --base-kernels DIR".into(),
-                )));
-            }
-        },
-        None => return Ok(none(None)),
-    };
-    let tmp = tempfile::Builder::new()
-        .prefix("ci-gate-base-")
-        .tempdir()
-        .context("cannot create a temporary directory for the base kernels")?;
-    let k = git::export_kernels(&commit, &label, kernels, tmp.path())?;
-    Ok(ResolvedBase {
-        kernels: Some(k),
-        note: None,
-        _tmp: Some(tmp),
-    })
-}
 
 /// The arguments every `--devices` child repeats from this command line.
 fn child_extra(args: &LocalArgs) -> Vec<String> {
@@ -191,14 +116,7 @@ pub fn run_local(args: &LocalArgs) -> Result<Outcome> {
             .with_context(|| "the results were measured but could not be saved")?;
     }
     let report = Report::from_results(&results);
-    let text = match args.format {
-        Format::Table => TableExporter::for_stdout(args.wide).render(&report),
-        Format::Json => JsonExporter { single: false }.render(&report),
-        other => other
-            .exporter()
-            .map(|e| e.render(&report))
-            .unwrap_or_default(),
-    };
+    let text = render(&report, args.format, args.wide);
     print!("{text}");
-    Ok(Outcome::from_passed(results.passed))
+    Ok(Outcome::from_passed(results.passed()))
 }

@@ -17,11 +17,11 @@ use anyhow::{Context, Result, bail};
 use super::Outcome;
 use crate::baseline::BaselineStore;
 use crate::cli::MergeArgs;
-use crate::comparison::StoredSide;
+use crate::comparison::{StageDesign, StoredSide};
 use crate::config::{Config, ShapeParams};
 use crate::evaluate::evaluate;
-use crate::report::{Exporter, JsonExporter, Report, TableExporter};
-use crate::results::{BaselineRef, ResultsFile, StageDesign};
+use crate::report::{Report, render};
+use crate::results::{BaselineRef, ResultsFile};
 use crate::verdict::Policy;
 
 /// What a merge judges by: everything that decides a verdict, none of it from a shard file.
@@ -60,11 +60,11 @@ pub fn run_merge(args: &MergeArgs) -> Result<Outcome> {
             bail!("--ci needs --out FILE: the merged results file the comment job reads");
         };
         return match merged {
-            Ok(m) => super::ci::publish(m, out, None),
+            Ok(m) => super::publish::publish(m, out, None),
             Err(e) => {
                 let mut failed = super::pipeline::failed_run(config.as_ref(), &e);
                 failed.fail_on_drift = args.fail_on_drift;
-                super::ci::publish(failed, out, Some(e))
+                super::publish::publish(failed, out, Some(e))
             }
         };
     }
@@ -75,16 +75,9 @@ pub fn run_merge(args: &MergeArgs) -> Result<Outcome> {
             .with_context(|| format!("cannot save the merged results to {}", out.display()))?;
     }
     let report = Report::from_results(&merged);
-    let text = match args.format {
-        crate::report::Format::Table => TableExporter::for_stdout(args.wide).render(&report),
-        crate::report::Format::Json => JsonExporter { single: false }.render(&report),
-        other => other
-            .exporter()
-            .map(|e| e.render(&report))
-            .unwrap_or_default(),
-    };
+    let text = render(&report, args.format, args.wide);
     print!("{text}");
-    Ok(Outcome::from_passed(report.passed))
+    Ok(Outcome::from_passed(merged.passed()))
 }
 
 /// Checks that `shards` are the whole of one run of `rules.config` and joins them, comparing
@@ -101,7 +94,7 @@ pub fn merge(shards: Vec<(PathBuf, ResultsFile)>, rules: &Rules) -> Result<Resul
             bail!(
                 "{} ran a config with hash {}, not {} ({}): merge judges only shards of the base commit's config",
                 label(p, r),
-                crate::validate::clip_text(&crate::validate::terminal_text(&r.config.hash), 80),
+                crate::text::clip_text(&crate::text::terminal_text(&r.config.hash), 80),
                 rules.config.hash,
                 rules.config.path.display()
             );

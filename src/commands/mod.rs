@@ -13,8 +13,9 @@ mod history;
 mod local;
 mod merge;
 mod peer;
-pub mod pipeline;
+pub(crate) mod pipeline;
 mod profile;
+mod publish;
 mod sanitize;
 mod selftest;
 mod tool;
@@ -35,7 +36,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub fn from_passed(passed: bool) -> Outcome {
+    pub(crate) fn from_passed(passed: bool) -> Outcome {
         if passed { Outcome::Pass } else { Outcome::Fail }
     }
 }

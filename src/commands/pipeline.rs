@@ -12,6 +12,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+pub use super::git::BaseKernels;
 use super::peer::PeerSession;
 use crate::baseline::{BaselineFile, BaselineStore};
 use crate::comparison::{Comparison, StoredSide, shape_seed};
@@ -40,15 +41,6 @@ pub enum Against {
     Store(BaselineStore),
     /// Nothing stored (selftest, baseline recording).
     Nothing,
-}
-
-/// The base side of an A/B run: a directory holding its `kernels/` files.
-#[derive(Clone, Debug)]
-pub struct BaseKernels {
-    pub dir: PathBuf,
-    /// What it is, for the report: a git revision or the directory.
-    pub source: String,
-    pub commit: Option<String>,
 }
 
 /// Whether A/B runs when the two timed kernels are byte-identical.

@@ -238,8 +238,8 @@ fn run_one(
 /// The name of the GPU the runs use (device 0 as CUDA numbers them, like the runs).
 fn gpu_name() -> Option<String> {
     let (_, _, info) = crate::gpu::device::open_device().ok()?;
-    Some(crate::validate::clip_text(
-        &crate::validate::terminal_text(&info.name),
+    Some(crate::text::clip_text(
+        &crate::text::terminal_text(&info.name),
         120,
     ))
 }
@@ -295,16 +295,16 @@ pub fn table(report: &SanitizeReport) -> String {
     let mut out = String::new();
     out.push_str(&format!(
         "ci-gate sanitize: {}\n",
-        crate::validate::terminal_text(&headline(report))
+        crate::text::terminal_text(&headline(report))
     ));
     if let Some(v) = &report.sanitizer_version {
         out.push_str(&format!(
             "compute-sanitizer {}{}\n",
-            crate::validate::terminal_text(v),
+            crate::text::terminal_text(v),
             report
                 .gpu
                 .as_ref()
-                .map(|g| format!(" on {}", crate::validate::terminal_text(g)))
+                .map(|g| format!(" on {}", crate::text::terminal_text(g)))
                 .unwrap_or_default()
         ));
     }
@@ -397,7 +397,7 @@ pub fn markdown(report: &SanitizeReport) -> String {
             escape_markdown(&r.shape),
             status_word(r),
             escape_markdown(&r.kernels().join(", ")),
-            escape_markdown(&crate::validate::clip_text(&first, 300))
+            escape_markdown(&crate::text::clip_text(&first, 300))
         ));
     }
     out.push_str("\n<details><summary>Findings</summary>\n\n");

@@ -44,7 +44,7 @@ pub fn version(tool: &Path) -> Option<String> {
         .rev()
         .map(str::trim)
         .find(|l| !l.is_empty())
-        .map(|l| crate::validate::clip_text(&crate::validate::terminal_text(l), 120))
+        .map(|l| crate::text::clip_text(&crate::text::terminal_text(l), 120))
 }
 
 /// How a bounded run ended.
@@ -75,7 +75,7 @@ impl Ran {
             .map(str::trim)
             .find(|l| !l.is_empty())
             .unwrap_or("(no output)");
-        crate::validate::clip_text(&crate::validate::terminal_text(line), 400)
+        crate::text::clip_text(&crate::text::terminal_text(line), 400)
     }
 }
 

@@ -23,7 +23,7 @@ use super::sandbox::{self, Outcome, Request};
 use super::{diagnostics, lexcheck, raw};
 
 /// The largest kernel source read (the shipped attention.cu is 50 KB).
-pub const MAX_SOURCE_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_SOURCE_BYTES: u64 = 1 << 20;
 
 /// A kernel source file, read once.
 #[derive(Clone, Debug)]
@@ -110,7 +110,7 @@ impl KernelSource {
     }
 
     /// The same source compiled with these definitions.
-    pub fn with_defines(mut self, defines: &[String]) -> KernelSource {
+    pub(crate) fn with_defines(mut self, defines: &[String]) -> KernelSource {
         self.defines = defines.to_vec();
         self
     }
@@ -118,7 +118,7 @@ impl KernelSource {
     /// The name NVRTC compiles it under, and the only file name its published diagnostics
     /// may carry: the file's own name where it is a plain one (`attention.cu`), else
     /// `kernel.cu`.
-    pub fn nvrtc_name(&self) -> String {
+    pub(crate) fn nvrtc_name(&self) -> String {
         self.path
             .file_name()
             .and_then(|n| n.to_str())
@@ -159,7 +159,7 @@ pub struct Arch {
 
 impl Arch {
     /// The compute capability as a name: `sm_89`, `sm_90`.
-    pub fn sm(&self) -> String {
+    pub(crate) fn sm(&self) -> String {
         format!("sm_{}{}", self.major, self.minor)
     }
 
@@ -181,7 +181,7 @@ const OPTIONS: &[&str] = &["--std=c++17"];
 /// Set (to anything) by `ci-gate sanitize` for its workers: kernels are compiled with line
 /// information, so that compute-sanitizer's findings name the source line. It is part of the
 /// cache key like every option.
-pub const LINEINFO_ENV: &str = "CI_GATE_NVRTC_LINEINFO";
+pub(crate) const LINEINFO_ENV: &str = "CI_GATE_NVRTC_LINEINFO";
 
 fn options(target: &str, defines: &[String]) -> Vec<String> {
     let mut o = vec![format!("--gpu-architecture={target}")];
@@ -257,13 +257,9 @@ pub fn compile(source: &KernelSource, arch: Arch) -> Result<Arc<Vec<u8>>, GpuErr
     Ok(cubin)
 }
 
-/// Compiles without any cache: what CI uses to prove the kernels build for an architecture.
-pub fn compile_uncached(source: &KernelSource, arch: Arch) -> Result<Vec<u8>, GpuError> {
-    compile_uncached_for(source, &arch.target())
-}
-
-/// [`compile_uncached`] for an NVRTC target named outright (`sm_90`, `sm_90a`), so CI can
-/// prove both the portable and the architecture-specific builds of one compute capability.
+/// Compiles without any cache, for an NVRTC target named outright (`sm_90`, `sm_90a`): what
+/// CI uses to prove both the portable and the architecture-specific builds of one compute
+/// capability.
 pub fn compile_uncached_for(source: &KernelSource, target: &str) -> Result<Vec<u8>, GpuError> {
     if !raw::nvrtc_present() {
         return Err(GpuError::NoNvrtc);

@@ -23,7 +23,7 @@ use object::elf::{self, FileHeader64};
 use object::read::elf::{FileHeader, SectionHeader, Sym};
 
 use super::error::GpuError;
-use crate::validate::quote;
+use crate::text::quote;
 
 const README: &str = "(kernels/README.md)";
 

@@ -107,13 +107,13 @@ impl Kernels {
             .ok_or_else(|| GpuError::Invalid(format!("no reference kernel for {dtype}")))
     }
 
-    pub fn reference_rows(&self, dtype: Dtype) -> Result<&Kernel, GpuError> {
+    pub(crate) fn reference_rows(&self, dtype: Dtype) -> Result<&Kernel, GpuError> {
         self.reference_rows
             .get(&dtype)
             .ok_or_else(|| GpuError::Invalid(format!("no reference-rows kernel for {dtype}")))
     }
 
-    pub fn fill_normal(&self, dtype: Dtype) -> &CudaFunction {
+    pub(crate) fn fill_normal(&self, dtype: Dtype) -> &CudaFunction {
         &self.fill_normal[&dtype]
     }
 }
@@ -148,7 +148,7 @@ fn uuid_string(bytes: &[std::ffi::c_char; 16]) -> String {
 }
 
 /// How many CUDA devices this process sees (after `CUDA_VISIBLE_DEVICES`).
-pub fn device_count() -> Result<u32, GpuError> {
+pub(crate) fn device_count() -> Result<u32, GpuError> {
     if !raw::driver_present() {
         return Err(GpuError::NoDriver);
     }
@@ -157,7 +157,7 @@ pub fn device_count() -> Result<u32, GpuError> {
 }
 
 /// Opens device 0: context, stream and device facts, without compiling anything.
-pub fn open_device() -> Result<(Arc<CudaContext>, Arc<CudaStream>, DeviceInfo), GpuError> {
+pub(crate) fn open_device() -> Result<(Arc<CudaContext>, Arc<CudaStream>, DeviceInfo), GpuError> {
     if !raw::driver_present() {
         return Err(GpuError::NoDriver);
     }
@@ -242,7 +242,7 @@ impl Gpu {
     /// How long a wait for work expected to take `expected` may last before the GPU counts
     /// as hung: 20× the expectation and at least 5 s, never more than [`Gpu::max_wait`]
     /// (the whole of it when nothing is known).
-    pub fn wait_limit(&self, expected: Option<Duration>) -> Duration {
+    pub(crate) fn wait_limit(&self, expected: Option<Duration>) -> Duration {
         match expected {
             Some(e) => e
                 .saturating_mul(20)
@@ -269,7 +269,7 @@ impl Gpu {
     }
 
     /// Copies a device buffer to the host (which waits for the stream), under a deadline.
-    pub fn read_back<T: cudarc::driver::DeviceRepr + Default + Clone>(
+    pub(crate) fn read_back<T: cudarc::driver::DeviceRepr + Default + Clone>(
         &self,
         buf: &cudarc::driver::CudaSlice<T>,
         what: impl FnOnce() -> String,
@@ -289,7 +289,7 @@ impl Gpu {
     /// Ampere, 2048 for 8.x (A100), 4096 for 9.x (H100/H200), 8192 from 10.x). Generous on
     /// purpose (an L4, 8.9, peaks at half its bound): it only has to expose times no kernel
     /// can reach, never flag a real one.
-    pub fn peak_dense_tflops(&self) -> f64 {
+    pub(crate) fn peak_dense_tflops(&self) -> f64 {
         let per_clock = match self.info.arch.major {
             0..=7 => 1024.0,
             8 => 2048.0,
@@ -308,7 +308,7 @@ impl Gpu {
 
     /// [`Gpu::open`], with the attention kernels compiled with `defines` (the config's
     /// `compile.defines`; the harness never gets them).
-    pub fn open_with(kernels_dir: &Path, defines: &[String]) -> Result<Gpu, GpuError> {
+    pub(crate) fn open_with(kernels_dir: &Path, defines: &[String]) -> Result<Gpu, GpuError> {
         Gpu::open_compiling(kernels_dir, defines, &[])
     }
 
@@ -316,7 +316,7 @@ impl Gpu {
     /// sources, the `attention.cu` of each of `others` (the other side of an A/B run): each
     /// compile is a process of its own (gpu::sandbox), so four take the time of the longest.
     /// A source that fails here fails again, with its error, where it is loaded.
-    pub fn open_compiling(
+    pub(crate) fn open_compiling(
         kernels_dir: &Path,
         defines: &[String],
         others: &[&Path],
@@ -400,7 +400,7 @@ impl Gpu {
     }
 
     /// [`Gpu::load_attention`] compiled with `defines`.
-    pub fn load_attention_with(
+    pub(crate) fn load_attention_with(
         &self,
         kernels_dir: &Path,
         defines: &[String],

@@ -4,7 +4,7 @@
 //! itself are kept, as `NAME:LINE:COL: SEVERITY: MESSAGE` with the message cleaned of control
 //! characters and capped; everything else is withheld.
 
-use crate::validate::terminal_text;
+use crate::text::terminal_text;
 
 /// Diagnostics published per compile; the rest are counted.
 const MAX_KEPT: usize = 20;

@@ -1,21 +1,23 @@
 //! The GPU side (cudarc): NVRTC compilation with a cache, parity against the reference
 //! kernel, timing, and the NVML fingerprint. All `unsafe` is in [`raw`].
 
-pub mod buffers;
+pub(crate) mod buffers;
 pub mod compile;
 pub mod cubin;
 pub mod device;
-pub mod diagnostics;
-pub mod env;
-pub mod error;
+pub(crate) mod diagnostics;
+pub(crate) mod env;
+pub(crate) mod error;
 pub mod integrity;
-pub mod lexcheck;
+pub(crate) mod lexcheck;
 pub mod measure;
 pub mod parity;
+// The one module allowed `unsafe`: the CUDA driver's C interface.
+#[allow(unsafe_code)]
 mod raw;
 pub mod sandbox;
 mod secret;
-pub mod watchdog;
+pub(crate) mod watchdog;
 
 pub use compile::{Arch, KernelSource};
 pub use device::Gpu;
@@ -28,7 +30,7 @@ pub fn driver_present() -> bool {
 
 /// Writes out what the C library holds in its stdout buffer: the CUDA driver prints kernels'
 /// `printf` output through it, so where it is left buffered it could appear only at exit.
-pub fn flush_kernel_output() {
+pub(crate) fn flush_kernel_output() {
     raw::flush_c_stdio();
 }
 

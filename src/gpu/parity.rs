@@ -71,7 +71,7 @@ pub fn check_parity(
 /// Runs `kernel` once on fresh inputs from `seed` and, with `with_reference`, the harness's
 /// reference kernel after it, waiting for each: what `ci-gate sanitize` runs under
 /// compute-sanitizer and `--profile` under ncu. Nothing is compared.
-pub fn run_once(
+pub(crate) fn run_once(
     gpu: &Gpu,
     kernel: &super::device::Kernel,
     shape: &ShapeParams,
@@ -164,14 +164,9 @@ pub fn attention_on_host(
 }
 
 /// Error metrics of `got` against `want` (host side, float64 accumulation). Non-finite and
-/// unwritten elements (holding [`POISON`]) are counted, and left out of the error norms so
-/// those stay numbers.
-pub fn compare_outputs(got: &[f32], want: &[f32], tolerance: Tolerance, seed: u64) -> Parity {
-    compare_outputs_with(got, want, tolerance, seed, POISON)
-}
-
-/// [`compare_outputs`] for an output poisoned with `poison`.
-pub fn compare_outputs_with(
+/// unwritten elements (holding `poison`, [`POISON`] for a parity check's output) are counted,
+/// and left out of the error norms so those stay numbers.
+pub(crate) fn compare_outputs_with(
     got: &[f32],
     want: &[f32],
     tolerance: Tolerance,
@@ -223,12 +218,12 @@ mod tests {
         };
         let want = [1.0f32, 2.0, 3.0, 4.0];
         let got = [1.0f32, f32::from_bits(POISON), f32::NAN, 4.5];
-        let p = compare_outputs(&got, &want, tol, 7);
+        let p = compare_outputs_with(&got, &want, tol, 7, POISON);
         assert_eq!((p.unwritten, p.nan_or_inf), (1, 1));
         assert_eq!(p.max_abs, 0.5);
         assert!(!p.passed());
         assert!(f32::from_bits(POISON).is_nan());
-        let p = compare_outputs(&want, &want, tol, 7);
+        let p = compare_outputs_with(&want, &want, tol, 7, POISON);
         assert!(p.passed() && p.rel_l2 == 0.0);
     }
 }

@@ -41,7 +41,7 @@ use wait_timeout::ChildExt;
 use super::raw::{self, Compiled, Limit};
 
 /// The hidden subcommand the child runs (see `cli::Command::NvrtcSandbox`).
-pub const SUBCOMMAND: &str = "nvrtc-sandbox";
+pub(crate) const SUBCOMMAND: &str = "nvrtc-sandbox";
 
 /// Wall-clock limit of one compile. The shipped attention.cu compiles in under 2 s.
 pub const TIMEOUT: Duration = Duration::from_secs(120);
@@ -110,7 +110,7 @@ fn take_text(input: &mut &[u8]) -> Option<String> {
 }
 
 impl Request {
-    pub fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = REQUEST_MAGIC.to_vec();
         put_field(&mut out, self.name.as_bytes());
         put_field(&mut out, self.source.as_bytes());
@@ -140,7 +140,7 @@ impl Request {
 }
 
 impl Answer {
-    pub fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = ANSWER_MAGIC.to_vec();
         let (tag, payload): (u8, &[u8]) = match &self.outcome {
             Outcome::Cubin(c) => (b'C', c),
@@ -190,7 +190,7 @@ pub fn use_compiler_executable(path: impl Into<PathBuf>) {
 }
 
 /// The ci-gate executable that runs the sandboxed compiles.
-pub fn compiler_executable() -> std::io::Result<PathBuf> {
+pub(crate) fn compiler_executable() -> std::io::Result<PathBuf> {
     match EXECUTABLE.get() {
         Some(p) => Ok(p.clone()),
         None => std::env::current_exe(),
@@ -284,7 +284,7 @@ pub struct ChildOutput {
 
 /// Runs `exe args` with only `env`, in a fresh empty directory, `input` on its stdin; kills it
 /// past `timeout`.
-pub fn run_child(
+pub(crate) fn run_child(
     exe: &Path,
     args: &[&str],
     env: &[(OsString, OsString)],

@@ -22,15 +22,15 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
-use statrs::distribution::{ContinuousCDF, StudentsT};
 
 pub use chart::render_svg;
 
 use crate::config::CacheMode;
 use crate::files::{self, FileError};
 use crate::results::{ResultsFile, ShapeResult};
-use crate::stats::{Rounds, round_medians};
-use crate::validate::{self, quote};
+use crate::stats::{Rounds, round_medians, t_quantile};
+use crate::text::{quote, short_commit};
+use crate::validate::{self, Checker, Rejected, Untrusted};
 
 /// Schema of the history records this build writes and reads.
 pub const HISTORY_SCHEMA_VERSION: u32 = 1;
@@ -118,12 +118,13 @@ pub struct History {
     pub entries: Vec<Entry>,
 }
 
-impl Record {
-    /// Checks every value; the message says what is wrong (the caller adds file and line).
-    pub fn check(&self) -> Result<(), String> {
-        let key = |k: &str, m: String| format!("{k}: {m}");
+impl Untrusted for Record {
+    /// Checks every value, as every file ci-gate reads is checked ([`validate::Checker`]):
+    /// the error names the key; the caller adds the line.
+    fn check(&self, path: &Path) -> Result<(), Rejected> {
+        let c = Checker::at(path, None);
         if self.schema_version == 0 || self.schema_version > HISTORY_SCHEMA_VERSION {
-            return Err(key(
+            return Err(c.fail(
                 "schema_version",
                 format!(
                     "{} is not a history schema this ci-gate reads (1 to {HISTORY_SCHEMA_VERSION}); upgrade ci-gate",
@@ -131,12 +132,12 @@ impl Record {
                 ),
             ));
         }
-        validate::commit(&self.commit).map_err(|m| key("commit", m))?;
-        validate::label(&self.gpu, validate::MAX_LABEL_LEN, false).map_err(|m| key("gpu", m))?;
-        validate::path_component(&self.gpu_slug).map_err(|m| key("gpu_slug", m))?;
+        c.commit("commit", &self.commit)?;
+        c.label("gpu", &self.gpu, validate::MAX_LABEL_LEN, false)?;
+        c.name("gpu_slug", &self.gpu_slug)?;
         let expected = crate::results::gpu_slug(&self.gpu);
         if self.gpu_slug != expected {
-            return Err(key(
+            return Err(c.fail(
                 "gpu_slug",
                 format!(
                     "{} is not the slug of GPU {} ({})",
@@ -146,80 +147,69 @@ impl Record {
                 ),
             ));
         }
-        validate::config_name(&self.config).map_err(|m| key("config", m))?;
-        if !self.config_hash.is_empty()
-            && (self.config_hash.len() > validate::MAX_HASH_LEN
-                || !self.config_hash.bytes().all(|b| b.is_ascii_hexdigit()))
-        {
-            return Err(key(
-                "config_hash",
-                format!("{} is not a hex digest", quote(&self.config_hash)),
-            ));
-        }
-        validate::path_component(&self.shape).map_err(|m| key("shape", m))?;
-        positive_time(self.p50_us).map_err(|m| key("p50_us", m))?;
+        validate::config_name(&self.config).map_err(|m| c.fail("config", m))?;
+        c.hash("config_hash", &self.config_hash, true)?;
+        c.name("shape", &self.shape)?;
+        c.time("p50_us", self.p50_us)?;
         if let Some(s) = self.interval_us {
-            positive_time(s.low).map_err(|m| key("interval_us.low", m))?;
-            positive_time(s.high).map_err(|m| key("interval_us.high", m))?;
+            c.time("interval_us.low", s.low)?;
+            c.time("interval_us.high", s.high)?;
             if s.low > s.high {
-                return Err(key(
+                return Err(c.fail(
                     "interval_us",
                     format!("low {} is above high {}", s.low, s.high),
                 ));
             }
         }
-        if self.rounds as usize > validate::MAX_ROUNDS {
-            return Err(key(
-                "rounds",
-                format!(
-                    "{} rounds, more than the {} allowed",
-                    self.rounds,
-                    validate::MAX_ROUNDS
-                ),
-            ));
-        }
-        if self.peers.len() > MAX_PEERS {
-            return Err(key(
-                "peers",
-                format!(
-                    "{} peers, more than the {MAX_PEERS} allowed",
-                    self.peers.len()
-                ),
-            ));
-        }
+        c.count(
+            "rounds",
+            self.rounds as usize,
+            validate::MAX_ROUNDS,
+            "rounds",
+        )?;
+        c.count("peers", self.peers.len(), MAX_PEERS, "peers")?;
         for (name, &t) in &self.peers {
-            validate::path_component(name).map_err(|m| key("peers", m))?;
-            positive_time(t).map_err(|m| key(&format!("peers.{name}"), m))?;
+            c.name("peers", name)?;
+            c.time(&format!("peers.{name}"), t)?;
         }
-        validate::label(&self.tool_version, validate::MAX_SHORT_LABEL_LEN, true)
-            .map_err(|m| key("tool_version", m))?;
-        Ok(())
+        c.label(
+            "tool_version",
+            &self.tool_version,
+            validate::MAX_SHORT_LABEL_LEN,
+            true,
+        )
     }
 
+    /// Nothing to neutralise: a record holds no free text.
+    fn neutralise(&mut self) {}
+}
+
+impl Record {
     /// The run this record belongs to: the same commit, config and GPU is the same run.
     fn run_key(&self) -> (&str, &str, &str) {
         (&self.commit, &self.config, &self.gpu_slug)
     }
 }
 
-fn positive_time(v: f64) -> Result<(), String> {
-    if v.is_finite() && v > 0.0 {
-        Ok(())
-    } else {
-        Err(format!("{v} is not a time: µs must be positive and finite"))
-    }
+/// A refused record as the message of an error that names the file and line already.
+fn refusal(r: Rejected) -> String {
+    format!("{}: {}", r.key, r.message)
 }
 
-/// A serde_json message without its " at line L column C" (a record is one line; the
-/// column is reported separately).
-fn json_message(e: &serde_json::Error) -> String {
-    let text = e.to_string();
-    let cut = text.rfind(" at line ").unwrap_or(text.len());
-    format!("{} (column {})", &text[..cut], e.column())
+/// A serde_json message for a line of the history: the key it is about, and the column
+/// rather than " at line 1 column C" (a record is one line).
+fn json_message(text: &str, e: &serde_json::Error) -> String {
+    let message = e.to_string();
+    let cut = message.rfind(" at line ").unwrap_or(message.len());
+    let key = files::json_key::<Record>(text)
+        .map(|k| format!("{k}: "))
+        .unwrap_or_default();
+    format!("{key}{} (column {})", &message[..cut], e.column())
 }
 
-/// Parses one line: bounded length and depth, a known schema version, checked values.
-fn parse_line(text: &str) -> Result<Record, String> {
+/// Parses one line of the history at `path`: bounded length and depth, a known schema
+/// version, checked values.
+fn parse_line(text: &str, path: &Path) -> Result<Record, String> {
     if text.len() > MAX_LINE_BYTES {
         return Err(format!(
             "{} bytes on one line, more than the {MAX_LINE_BYTES} a record may have",
@@ -231,7 +221,8 @@ fn parse_line(text: &str) -> Result<Record, String> {
             "nests arrays and objects more than {MAX_LINE_DEPTH} deep"
         ));
     }
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| json_message(&e))?;
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| json_message(text, &e))?;
     if !value.is_object() {
         return Err("is not a JSON object (one record per line)".into());
     }
@@ -244,8 +235,8 @@ fn parse_line(text: &str) -> Result<Record, String> {
         }
         Some(_) => {}
     }
-    let record: Record = serde_json::from_str(text).map_err(|e| json_message(&e))?;
-    record.check()?;
+    let record: Record = serde_json::from_str(text).map_err(|e| json_message(text, &e))?;
+    record.check(path).map_err(refusal)?;
     Ok(record)
 }
 
@@ -260,7 +251,7 @@ impl History {
             if line.trim().is_empty() {
                 continue;
             }
-            let record = parse_line(line).map_err(|message| HistoryError::Line {
+            let record = parse_line(line, path).map_err(|message| HistoryError::Line {
                 path: path.to_owned(),
                 line: i + 1,
                 message,
@@ -311,14 +302,12 @@ pub fn run_interval(samples_us: &[Vec<f64>]) -> Option<Span> {
     let mean = logs.iter().sum::<f64>() / n as f64;
     let var = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
     let se = (var / n as f64).sqrt();
-    let t = StudentsT::new(0.0, 1.0, (n - 1) as f64)
-        .ok()?
-        .inverse_cdf(0.5 + INTERVAL_CONFIDENCE / 2.0);
+    let t = t_quantile(0.5 + INTERVAL_CONFIDENCE / 2.0, (n - 1) as f64);
     let span = Span {
         low: (mean - t * se).exp(),
         high: (mean + t * se).exp(),
     };
-    (positive_time(span.low).is_ok() && positive_time(span.high).is_ok() && span.low <= span.high)
+    (validate::time(span.low).is_ok() && validate::time(span.high).is_ok() && span.low <= span.high)
         .then_some(span)
 }
 
@@ -361,8 +350,8 @@ pub fn records_from_results(
         return Err(input("holds no measured shape; nothing to append".into()));
     }
     for r in &records {
-        r.check()
-            .map_err(|m| input(format!("shape {}: {m}", r.shape)))?;
+        r.check(path)
+            .map_err(|m| input(format!("shape {}: {}", r.shape, refusal(m))))?;
     }
     Ok((records, notes))
 }
@@ -427,8 +416,8 @@ pub fn append(path: &Path, records: &[Record]) -> Result<Appended, HistoryError>
             path: path.to_owned(),
             message: format!(
                 "records of two runs ({} and {}) in one append",
-                validate::short_commit(&first.commit),
-                validate::short_commit(&r.commit)
+                short_commit(&first.commit),
+                short_commit(&r.commit)
             ),
         });
     }
@@ -444,9 +433,9 @@ pub fn append(path: &Path, records: &[Record]) -> Result<Appended, HistoryError>
         text.push('\n');
     }
     for r in records {
-        r.check().map_err(|message| HistoryError::Input {
+        r.check(path).map_err(|m| HistoryError::Input {
             path: path.to_owned(),
-            message: format!("shape {}: {message}", r.shape),
+            message: format!("shape {}: {}", r.shape, refusal(m)),
         })?;
         let line = serde_json::to_string(r).map_err(|e| HistoryError::Input {
             path: path.to_owned(),
@@ -567,11 +556,6 @@ impl Series {
             }
         }
         best
-    }
-
-    /// The run with the lowest p50 (the earliest of equals).
-    pub fn best(&self) -> Option<&Point> {
-        self.best_index().and_then(|i| self.points.get(i))
     }
 }
 

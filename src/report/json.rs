@@ -8,11 +8,7 @@ use serde_json::{Value, json};
 use super::{Exporter, Report, Row};
 use crate::comparison::{Comparison, Method};
 
-pub struct JsonExporter {
-    /// No longer changes anything: every input renders as the same array (one object per
-    /// shape). Kept so that existing callers build; to be removed with them.
-    pub single: bool,
-}
+pub struct JsonExporter;
 
 /// What Cliff's δ and Mann-Whitney U of a comparison are computed on.
 fn rank_units(c: &Comparison) -> &'static str {

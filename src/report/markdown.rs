@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::{Exporter, Report, cell, columns, findings, legend};
-use crate::validate::short_commit;
+use crate::text::short_commit;
 use crate::verdict::Verdict;
 
 /// Hidden marker that identifies ci-gate's PR comment.

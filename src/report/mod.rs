@@ -6,17 +6,19 @@ mod json;
 mod markdown;
 mod table;
 
-pub use export::{BenchmarkActionExporter, BmfExporter};
-pub use json::JsonExporter;
-pub use markdown::{MARKER, MarkdownExporter, escape_markdown};
-pub use table::{TableExporter, fitted_table, stdout_width, wrap_lines};
+pub(crate) use export::{BenchmarkActionExporter, BmfExporter};
+pub(crate) use json::JsonExporter;
+pub use markdown::MarkdownExporter;
+pub(crate) use markdown::{MARKER, escape_markdown};
+pub use table::TableExporter;
+pub(crate) use table::{fitted_table, stdout_width, wrap_lines};
 
 use crate::comparison::{Comparison, Method, Reference, SpreadSource};
 use crate::config::GateSettings;
 use crate::results::{
-    BaseInfo, BaselineRef, DriftCause, Environment, Parity, ResultsFile, ShapeResult,
+    BaseInfo, BaselineRef, Environment, Parity, ResultsFile, ShapeResult, passed,
 };
-use crate::verdict::{Policy, Verdict, gate_passes};
+use crate::verdict::{DriftCause, Policy, Verdict};
 
 /// Output formats of `local`, `compare` and friends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -30,16 +32,15 @@ pub enum Format {
     BenchmarkAction,
 }
 
-impl Format {
-    /// The exporter of a format that renders a [`Report`] (all but the table).
-    pub fn exporter(self) -> Option<Box<dyn Exporter>> {
-        match self {
-            Format::Table => None,
-            Format::Json => Some(Box::new(JsonExporter { single: false })),
-            Format::Markdown => Some(Box::new(MarkdownExporter)),
-            Format::Bmf => Some(Box::new(BmfExporter)),
-            Format::BenchmarkAction => Some(Box::new(BenchmarkActionExporter)),
-        }
+/// `report` in `format`, as every command prints it: the table fitted to stdout (every
+/// column with `wide`), or an exporter's text. The one place a format is dispatched.
+pub fn render(report: &Report, format: Format, wide: bool) -> String {
+    match format {
+        Format::Table => TableExporter::for_stdout(wide).render(report),
+        Format::Json => JsonExporter.render(report),
+        Format::Markdown => MarkdownExporter.render(report),
+        Format::Bmf => BmfExporter.render(report),
+        Format::BenchmarkAction => BenchmarkActionExporter.render(report),
     }
 }
 
@@ -87,7 +88,7 @@ pub struct Pooled {
 
 /// Fewest A/B pairs for which the report shows a bootstrap interval of the pooled p50 ratio
 /// (below it a bootstrap under-covers; the trimmed test's interval is the one to read).
-pub const POOLED_MIN_PAIRS: usize = 16;
+pub(crate) const POOLED_MIN_PAIRS: usize = 16;
 
 /// The pooled p50 ratio of a shape's A/B rounds and, from [`POOLED_MIN_PAIRS`] pairs, its
 /// pairs bootstrap (`gate.bootstrap_resamples` resamples at most, seeded by the gate's seed
@@ -165,7 +166,7 @@ impl Row {
     }
 
     /// The comparison that decides: A/B when it ran, else the stored baseline.
-    pub fn primary(&self) -> Option<&Comparison> {
+    pub(crate) fn primary(&self) -> Option<&Comparison> {
         self.ab.as_ref().or(self.stored.as_ref())
     }
 }
@@ -206,17 +207,7 @@ impl Report {
                 .map(|s| Row::of(s, &results.gate))
                 .collect(),
             // Never the file's own `passed`: recomputed from what it holds (fail closed).
-            passed: results.error.is_none()
-                && !results.shapes.is_empty()
-                && gate_passes(
-                    results
-                        .shapes
-                        .iter()
-                        .map(|s| (s.verdict, s.drift.as_ref().map(|d| d.cause))),
-                    Policy {
-                        fail_on_drift: results.fail_on_drift,
-                    },
-                ),
+            passed: results.passed(),
             gate: results.gate.clone(),
             environment: results.environment.clone(),
             baseline: results.baseline.clone(),
@@ -226,20 +217,19 @@ impl Report {
             notes: results.notes.clone(),
             error: results.error.clone(),
             base: results.base.clone(),
-            policy: Policy {
-                fail_on_drift: results.fail_on_drift,
-            },
+            policy: results.policy(),
             stored_label: "stored baseline",
             profiling: results.profiling.clone(),
         }
     }
 
-    /// A report of shapes that are not part of a results file (offline compare of samples).
-    pub fn from_shapes(shapes: &[ShapeResult], gate: GateSettings, passed: bool) -> Report {
+    /// A report of shapes that are not part of a results file (offline compare), judged
+    /// under the default policy.
+    pub(crate) fn from_shapes(shapes: &[ShapeResult], gate: GateSettings) -> Report {
         Report {
             config_name: None,
             rows: shapes.iter().map(|s| Row::of(s, &gate)).collect(),
-            passed,
+            passed: passed(None, shapes, Policy::default()),
             gate,
             environment: None,
             baseline: None,
@@ -270,7 +260,7 @@ impl Report {
     /// The table of the kernel against its peers: per shape our p50, then per peer its p50
     /// and our p50 / its p50, with the stored ratio when the baseline has one ("was").
     /// Empty when no peer ran.
-    pub fn peer_rows(&self) -> (Vec<String>, Vec<Vec<String>>) {
+    pub(crate) fn peer_rows(&self) -> (Vec<String>, Vec<Vec<String>>) {
         let peers = self.peers();
         if peers.is_empty() {
             return (Vec::new(), Vec::new());
@@ -327,14 +317,14 @@ impl Report {
     }
 
     /// The profiled rows, in report order.
-    pub fn profiled(&self) -> impl Iterator<Item = (&str, &crate::profile::ShapeProfile)> {
+    pub(crate) fn profiled(&self) -> impl Iterator<Item = (&str, &crate::profile::ShapeProfile)> {
         self.rows
             .iter()
             .filter_map(|r| Some((r.shape.as_str(), r.profile.as_ref()?)))
     }
 
     /// "Profiled 2 shapes with ncu 2025.3 in 14 s (budget 300 s); reports in DIR".
-    pub fn profiling_line(&self) -> Option<String> {
+    pub(crate) fn profiling_line(&self) -> Option<String> {
         let p = self.profiling.as_ref()?;
         let n = self.profiled().count();
         Some(format!(
@@ -354,7 +344,7 @@ impl Report {
     }
 
     /// Which references decided, for the one-line verdict: "A/B", "stored baseline" or both.
-    pub fn deciders(&self) -> String {
+    pub(crate) fn deciders(&self) -> String {
         let mut seen: Vec<Reference> = Vec::new();
         for r in &self.rows {
             if let Some(d) = r.decided_by
@@ -393,7 +383,7 @@ impl Report {
     }
 
     /// The one-line verdict, e.g. `FAIL: 1 regression, 13 pass (14 shapes)`.
-    pub fn headline(&self) -> String {
+    pub(crate) fn headline(&self) -> String {
         if self.error.is_some() || self.rows.is_empty() {
             return "ERROR: no verdict could be reached".into();
         }
@@ -545,7 +535,7 @@ impl Col {
     }
 
     /// How useful a column is when the width runs out (0 = most).
-    pub fn priority(self) -> usize {
+    pub(crate) fn priority(self) -> usize {
         match self {
             Col::Shape => 0,
             Col::Verdict => 1,

@@ -72,7 +72,7 @@ const DF_EXPANSION: f64 = 1000.0;
 /// degrees of freedom statrs' inversion; from there the Cornish–Fisher expansion around the
 /// normal quantile to 1/ν⁴ (Abramowitz & Stegun 26.7.5); the normal quantile for infinite
 /// df. Cost: O(1).
-fn t_quantile(q: f64, df: f64) -> f64 {
+pub fn t_quantile(q: f64, df: f64) -> f64 {
     if !(q > 0.0 && q < 1.0) || df.is_nan() || df <= 0.0 {
         return f64::NAN;
     }

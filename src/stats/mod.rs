@@ -35,17 +35,20 @@ mod quantile;
 mod sample;
 
 pub use bootstrap::{
-    Interval, PAIRS_BOOTSTRAP_BUDGET, PAIRS_BOOTSTRAP_MIN_RESAMPLES, RatioDistribution,
-    pooled_p50_pairs_bootstrap, pooled_p50_ratio_of_pairs, ratio_of_medians,
+    Interval, RatioDistribution, pooled_p50_ratio_of_pairs, ratio_of_medians,
     ratio_of_medians_bootstrap, ratio_of_medians_ci,
+};
+pub(crate) use bootstrap::{
+    PAIRS_BOOTSTRAP_BUDGET, PAIRS_BOOTSTRAP_MIN_RESAMPLES, pooled_p50_pairs_bootstrap,
 };
 pub use cliff::{Magnitude, cliffs_delta};
 pub use error::StatsError;
 pub use holm::holm;
 pub use mann_whitney::{Alternative, MannWhitney, PMethod, mann_whitney_u};
+pub(crate) use margin::t_quantile;
 pub use margin::{
-    MIN_PROCESS_SD, MarginTest, ProcessSpread, STAGE1_ALPHA_SHARE, TRIM, Trimmed, median,
-    paired_margin_test, paired_margin_test_trimmed, process_spread, process_spread_trimmed,
-    round_medians, trimmed, two_stage_p, unpaired_margin_test, unpaired_margin_test_trimmed,
+    MarginTest, ProcessSpread, STAGE1_ALPHA_SHARE, TRIM, Trimmed, median, paired_margin_test,
+    paired_margin_test_trimmed, process_spread, process_spread_trimmed, round_medians, trimmed,
+    two_stage_p, unpaired_margin_test, unpaired_margin_test_trimmed,
 };
 pub use sample::{Rounds, Sample, Summary};
