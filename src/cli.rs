@@ -230,6 +230,10 @@ pub struct CiArgs {
     /// Where to write the results file.
     #[arg(long, default_value = "ci-gate-results.json", value_name = "FILE")]
     pub out: PathBuf,
+    /// Leave out the config's peers (PyTorch's scaled_dot_product_attention): no "Against
+    /// PyTorch" table, a shorter run.
+    #[arg(long)]
+    pub no_peers: bool,
 }
 
 #[derive(Debug, Args)]
@@ -362,14 +366,23 @@ pub struct SelftestArgs {
     #[arg(long, value_name = "K/N")]
     pub shard: Option<crate::shard::ShardSpec>,
     /// Report format: a terminal table, JSON, or Markdown.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = SelftestFormat::Table)]
+    pub format: SelftestFormat,
     /// Show every column of the table (by default it fits the terminal, 80 columns at least).
     #[arg(long)]
     pub wide: bool,
     /// Also write the selftest report here (JSON).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+}
+
+/// Output formats of `selftest` (its report is not a run of the gate, so it has no Bencher
+/// or github-action-benchmark export).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SelftestFormat {
+    Table,
+    Json,
+    Markdown,
 }
 
 /// The default config of `sanitize`, relative to the repository root.

@@ -160,6 +160,7 @@ fn ci_without_a_gpu_fails_closed_with_results_outputs_and_annotation() {
     let out = dir.path().join("results.json");
     let assert = bin()
         .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("GITHUB_ACTIONS", "true")
         .env("GITHUB_OUTPUT", dir.path().join("output"))
         .env("GITHUB_STEP_SUMMARY", dir.path().join("summary.md"))
         .args(["ci", "--out"])
@@ -182,6 +183,32 @@ fn ci_without_a_gpu_fails_closed_with_results_outputs_and_annotation() {
     );
     let summary = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
     assert!(summary.contains("could not reach a verdict"), "{summary}");
+}
+
+/// Outside GitHub Actions `ci` prints no workflow commands: the error is on stderr, once,
+/// and stdout has no `::error` line (issue 21); `--no-peers` is accepted.
+#[test]
+fn ci_outside_actions_prints_no_workflow_commands() {
+    if ci_gate::gpu::driver_present() {
+        eprintln!("SKIPPED: a CUDA driver is present here; this checks the no-GPU path");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for extra in [&[][..], &["--no-peers"][..]] {
+        let assert = bin()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env_remove("GITHUB_ACTIONS")
+            .env_remove("GITHUB_OUTPUT")
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .args(["ci", "--out"])
+            .arg(dir.path().join("results.json"))
+            .args(extra)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("no NVIDIA driver found"));
+        let stdout = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
+        assert!(!stdout.contains("::"), "{stdout}");
+    }
 }
 
 /// The stop and resume lines of a run's stdout: `(token, index of the stop line, index of

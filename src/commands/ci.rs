@@ -119,11 +119,14 @@ fn measure(args: &CiArgs, p: Prepared) -> Result<ResultsFile> {
                 baselines: &args.config.baselines,
                 base: base.kernels.as_ref().map(|k| k.dir.as_path()),
                 shapes: &[],
-                extra: if args.base.fail_on_drift {
-                    vec!["--fail-on-drift".into()]
-                } else {
-                    Vec::new()
-                },
+                extra: [
+                    (args.base.fail_on_drift, "--fail-on-drift"),
+                    (args.no_peers, "--no-peers"),
+                ]
+                .into_iter()
+                .filter(|(on, _)| *on)
+                .map(|(_, flag)| flag.to_owned())
+                .collect(),
             },
         )?,
         None => run(RunPlan {
@@ -134,7 +137,7 @@ fn measure(args: &CiArgs, p: Prepared) -> Result<ResultsFile> {
             ab: AbMode::WhenDifferent,
             against: Against::Store(BaselineStore::new(&args.config.baselines)),
             parity: true,
-            peers: true,
+            peers: !args.no_peers,
             rounds: None,
             inject: None,
             policy: Policy {
@@ -205,9 +208,15 @@ pub fn publish(
         fail_on_drift: results.fail_on_drift,
     };
     let sharded = results.shard.is_some();
+    // Annotations are workflow commands: only in GitHub Actions (elsewhere the table and the
+    // error on stderr say the same).
+    let annotate = crate::github::actions::in_actions();
     for shape in &results.shapes {
         // A shard's verdicts are provisional: the merged run annotates.
-        if sharded || !policy.fails(shape.verdict, shape.drift.as_ref().map(|d| d.cause)) {
+        if !annotate
+            || sharded
+            || !policy.fails(shape.verdict, shape.drift.as_ref().map(|d| d.cause))
+        {
             continue;
         }
         let message = match (&shape.error, shape.primary(), &shape.parity) {
@@ -252,11 +261,13 @@ pub fn publish(
             )
         );
     }
-    for w in &results.warnings {
-        println!("{}", annotation(Level::Warning, "ci-gate", w));
-    }
-    if let Some(e) = &results.error {
-        println!("{}", annotation(Level::Error, "ci-gate: no verdict", e));
+    if annotate {
+        for w in &results.warnings {
+            println!("{}", annotation(Level::Warning, "ci-gate", w));
+        }
+        if let Some(e) = &results.error {
+            println!("{}", annotation(Level::Error, "ci-gate: no verdict", e));
+        }
     }
     if let Some(path) = &gh.output {
         let count = |v: Verdict| {

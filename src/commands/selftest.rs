@@ -14,8 +14,8 @@ use serde::Serialize;
 use super::Outcome;
 use super::child::{self, LocalChild};
 use super::pipeline::load_config;
-use crate::cli::SelftestArgs;
-use crate::report::{Format, escape_markdown, fitted_table, stdout_width};
+use crate::cli::{SelftestArgs, SelftestFormat};
+use crate::report::{escape_markdown, fitted_table, stdout_width};
 use crate::results::ResultsFile;
 use crate::stats::Sample;
 use crate::verdict::{Policy, Verdict};
@@ -81,11 +81,6 @@ fn deltas(trials: &[Trial]) -> Vec<f64> {
 pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
     if args.trials == 0 {
         bail!("--trials must be at least 1");
-    }
-    if matches!(args.format, Format::Bmf | Format::BenchmarkAction) {
-        bail!(
-            "--format bmf and benchmark-action export runs of the gate, not selftest reports: use table, json or markdown"
-        );
     }
     for &f in &args.inject {
         if !(f > 0.0 && f < 1.0) {
@@ -273,11 +268,9 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
         crate::files::write_json(out, &report)?;
     }
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        Format::Table => print!("{}", render(&report, false, args.wide)),
-        Format::Markdown => print!("{}", render(&report, true, true)),
-        // Refused before anything was measured (see the top of this function).
-        Format::Bmf | Format::BenchmarkAction => {}
+        SelftestFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        SelftestFormat::Table => print!("{}", render(&report, false, args.wide)),
+        SelftestFormat::Markdown => print!("{}", render(&report, true, true)),
     }
     Ok(Outcome::from_passed(report.shapes.iter().all(|s| {
         s.false_alarms == 0 && s.stored_false_alarms == 0

@@ -9,7 +9,7 @@ mod table;
 pub use export::{BenchmarkActionExporter, BmfExporter};
 pub use json::JsonExporter;
 pub use markdown::{MARKER, MarkdownExporter, escape_markdown};
-pub use table::{TableExporter, fitted_table, stdout_width, wrap_lines};
+pub use table::{TableExporter, fitted_table, fitted_table_keep, stdout_width, wrap_lines};
 
 use crate::comparison::{Comparison, Method, Reference, SpreadSource};
 use crate::config::GateSettings;
