@@ -279,15 +279,17 @@ impl Exporter for TableExporter {
         let (found_warnings, found_notes) = findings(report);
         lines.extend(
             report
-                .warnings
-                .iter()
+                .actionable_warnings()
+                .into_iter()
                 .chain(&found_warnings)
                 .map(|w| format!("warning: {w}")),
         );
         lines.extend(
             report
-                .notes
+                .warnings
                 .iter()
+                .filter(|w| super::is_informational(w))
+                .chain(&report.notes)
                 .chain(&found_notes)
                 .map(|n| format!("note: {n}")),
         );
