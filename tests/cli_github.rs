@@ -338,7 +338,8 @@ fn the_fallback_file_is_kept_on_any_failure() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://127.0.0.1:{}", l.local_addr().unwrap().port())
     };
-    let cases: [(&str, Box<dyn Fn(&mut assert_cmd::Command)>); 3] = [
+    type Tweak = Box<dyn Fn(&mut assert_cmd::Command)>;
+    let cases: [(&str, Tweak); 3] = [
         (
             "no pull request number",
             Box::new(|c: &mut assert_cmd::Command| {

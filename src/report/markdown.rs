@@ -147,8 +147,9 @@ fn stays_raw(chars: &[char], i: usize) -> bool {
         ')' => !(space_after && chars[..i].iter().all(char::is_ascii_digit)),
         // A list marker is one at the start followed by a space; a rule is a line of them.
         '+' | '-' => {
-            !(space_after && chars[..i].iter().all(|c| c.is_whitespace()))
-                && !chars.iter().all(|&c| c == chars[i] || c == ' ')
+            let list_marker = space_after && chars[..i].iter().all(|c| c.is_whitespace());
+            let rule = chars.iter().all(|&c| c == chars[i] || c == ' ');
+            !(list_marker || rule)
         }
         ':' | ';' => space_after,
         '=' => space_after && prev.is_some_and(char::is_whitespace),
@@ -792,10 +793,12 @@ mod tests {
             let next = chars.get(i + 1).copied();
             let spaced = next.is_none_or(char::is_whitespace);
             let raw_ok = match c {
-                '&' | '#' | ';' => true, // our entities
+                '&' | '#' => true, // our entities (their ';' is checked below)
                 '.' | ',' | '%' | '/' | '(' | ')' | '\'' | '"' | '?' => true,
                 '+' | '-' => i > 0 || !spaced,
-                ':' | ';' => spaced,
+                ':' => spaced,
+                // ';' ends our entities, and marks nothing up without a raw '&'.
+                ';' => true,
                 '=' => spaced && i > 0 && chars[i - 1].is_whitespace(),
                 '[' => next.is_some_and(|c| c == '+' || c == '-' || c.is_ascii_digit()),
                 ']' => {
