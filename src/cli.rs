@@ -247,6 +247,10 @@ pub struct CiArgs {
     /// Where to write the results file.
     #[arg(long, default_value = "ci-gate-results.json", value_name = "FILE")]
     pub out: PathBuf,
+    /// Leave out the config's peers (PyTorch's scaled_dot_product_attention): no "Against
+    /// PyTorch" table, a shorter run.
+    #[arg(long)]
+    pub no_peers: bool,
 }
 
 #[derive(Debug, Args)]

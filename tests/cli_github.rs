@@ -160,6 +160,7 @@ fn ci_without_a_gpu_fails_closed_with_results_outputs_and_annotation() {
     let out = dir.path().join("results.json");
     let assert = bin()
         .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("GITHUB_ACTIONS", "true")
         .env("GITHUB_OUTPUT", dir.path().join("output"))
         .env("GITHUB_STEP_SUMMARY", dir.path().join("summary.md"))
         .args(["ci", "--out"])
@@ -182,6 +183,32 @@ fn ci_without_a_gpu_fails_closed_with_results_outputs_and_annotation() {
     );
     let summary = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
     assert!(summary.contains("could not reach a verdict"), "{summary}");
+}
+
+/// Outside GitHub Actions `ci` prints no workflow commands: the error is on stderr, once,
+/// and stdout has no `::error` line (issue 21); `--no-peers` is accepted.
+#[test]
+fn ci_outside_actions_prints_no_workflow_commands() {
+    if ci_gate::gpu::driver_present() {
+        eprintln!("SKIPPED: a CUDA driver is present here; this checks the no-GPU path");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for extra in [&[][..], &["--no-peers"][..]] {
+        let assert = bin()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env_remove("GITHUB_ACTIONS")
+            .env_remove("GITHUB_OUTPUT")
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .args(["ci", "--out"])
+            .arg(dir.path().join("results.json"))
+            .args(extra)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("no NVIDIA driver found"));
+        let stdout = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
+        assert!(!stdout.contains("::"), "{stdout}");
+    }
 }
 
 /// The stop and resume lines of a run's stdout: `(token, index of the stop line, index of
@@ -299,4 +326,69 @@ fn local_in_actions_runs_with_workflow_commands_suspended() {
     assert_eq!(start, 0, "{stdout}");
     assert_eq!(end, stdout.lines().count() - 1, "{stdout}");
     assert_eq!(stdout.matches(&token).count(), 2, "{stdout}");
+}
+
+/// The body is on disk before any request and stays there whatever fails: no pull request
+/// number, no repository, the network down (issue 21). The error says where it is; the
+/// file is readable as plain text (figures are not escaped).
+#[test]
+fn the_fallback_file_is_kept_on_any_failure() {
+    let server = FakeGithub::start();
+    let closed_port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://127.0.0.1:{}", l.local_addr().unwrap().port())
+    };
+    type Tweak = Box<dyn Fn(&mut assert_cmd::Command)>;
+    let cases: [(&str, Tweak); 3] = [
+        (
+            "no pull request number",
+            Box::new(|c: &mut assert_cmd::Command| {
+                c.args(["--pr", "0"]);
+            }),
+        ),
+        (
+            "GITHUB_REPOSITORY is not set",
+            Box::new(|c: &mut assert_cmd::Command| {
+                c.env_remove("GITHUB_REPOSITORY");
+            }),
+        ),
+        (
+            "connection error",
+            Box::new(move |c: &mut assert_cmd::Command| {
+                c.env("GITHUB_API_URL", &closed_port);
+            }),
+        ),
+    ];
+    for (why, tweak) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let from = dir.path().join("results.json");
+        write(&from, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+        let mut c = comment_cmd(&server, Some(ACTIONS_TOKEN), &from, dir.path());
+        tweak(&mut c);
+        if why == "no pull request number" {
+            // `--pr 0` is refused by the event path; without --pr and without an event
+            // there is no number: rebuild the command without --pr.
+            c = bin();
+            c.env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .env("GITHUB_API_URL", server.url())
+                .env("GITHUB_REPOSITORY", format!("{OWNER}/{REPO}"))
+                .env("GITHUB_TOKEN", ACTIONS_TOKEN)
+                .env("GITHUB_STEP_SUMMARY", dir.path().join("summary.md"))
+                .args(["comment", "--fallback"])
+                .arg(dir.path().join("fallback.md"))
+                .arg("--from")
+                .arg(&from);
+        }
+        let a = c.assert().code(2);
+        let err = String::from_utf8(a.get_output().stderr.clone()).unwrap();
+        assert!(err.contains(why), "{why}: {err}");
+        assert!(err.contains("the report is in"), "{why}: {err}");
+        assert!(!err.contains(ACTIONS_TOKEN));
+        let body = std::fs::read_to_string(dir.path().join("fallback.md")).unwrap();
+        assert!(body.starts_with("<!-- ci-gate:perf-report -->"), "{why}");
+        assert!(!body.contains("&#46;"), "escaped digits: {body}");
+        let summary = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
+        assert_eq!(summary.trim(), body.trim(), "{why}");
+    }
 }

@@ -216,3 +216,92 @@ fn appending_a_run_twice_is_a_no_op_and_a_bad_history_is_refused() {
         .code(2)
         .stderr(predicates::str::contains("absent.jsonl"));
 }
+
+/// Two GPUs and two configs of one shape: at 80 columns the GPU and the config still show,
+/// so no two rows look the same (issue 21); with one GPU and one config a line names them.
+#[test]
+fn table_at_80_columns_keeps_gpu_and_config_where_they_differ() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("history.jsonl");
+    for (i, (gpu, config)) in [
+        ("NVIDIA H200", "pr"),
+        ("NVIDIA L4", "pr"),
+        ("NVIDIA H200", "nightly"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut r = results(gpu, &[1.0, 1.0, 1.3], i as u64);
+        r.config.name = config.into();
+        r.git_commit = Some(commit(i));
+        let path = dir.path().join(format!("r{i}.json"));
+        write(&path, &r);
+        bin()
+            .args(["history", "append", "--results"])
+            .arg(&path)
+            .arg("--history")
+            .arg(&history)
+            .assert()
+            .success();
+    }
+    let out = bin()
+        .args(["history", "--history"])
+        .arg(&history)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    let rows: Vec<&str> = out.lines().filter(|l| l.contains(SHAPE)).collect();
+    assert_eq!(rows.len(), 3, "{out}");
+    for line in out.lines() {
+        assert!(line.chars().count() <= 80, "{line}");
+    }
+    let mut unique = rows.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), 3, "rows look the same: {out}");
+    assert!(
+        out.contains("nvidia-l4") && out.contains("nightly"),
+        "{out}"
+    );
+
+    // One GPU and one config: they may be left out, and a line says which they are.
+    let other = tempfile::tempdir().unwrap();
+    let one = build_history(other.path());
+    let out = bin()
+        .args(["history", "--history"])
+        .arg(&one)
+        .env("COLUMNS", "80")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    assert!(
+        out.contains("nvidia-h200") || out.contains("Every series: GPU nvidia-h200"),
+        "{out}"
+    );
+}
+
+/// A results file given as the history: the error says to `history append` it.
+#[test]
+fn a_results_file_as_history_suggests_history_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.json");
+    write(&path, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    bin()
+        .args(["history", "--history"])
+        .arg(&path)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "is a results file, not a history",
+        ))
+        .stderr(predicates::str::contains(format!(
+            "ci-gate history append --results {}",
+            path.display()
+        )));
+}

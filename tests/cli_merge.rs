@@ -429,3 +429,25 @@ fn a_failed_shard_is_named_with_its_error() {
         )))
         .stderr(predicate::str::contains("no NVIDIA driver"));
 }
+
+/// The terminal notes wrap between words, never at a hyphen inside a file name, GPU slug or
+/// clock range (issue 21: `nvidia-⏎h200/pr.json`, `(1965-⏎1980 MHz)`), at 80 columns.
+#[test]
+fn notes_do_not_wrap_at_hyphens_inside_identifiers() {
+    let s = Setup::new();
+    let mut whole = whole_run(&s);
+    whole.warnings = vec![
+        "no stored baseline for NVIDIA H200 and config pr at /tmp/some/where/baselines/nvidia-h200/pr.json: A/B alone decides".into(),
+        "the SM clock changed while measuring b2h8s512d64_f16 (1965-1980 MHz), b2h8s512d64_causal_f16 (1950-1980 MHz): those timings carry the change".into(),
+    ];
+    let paths = save_shards(s.dir.path(), &whole, &[&[0, 2], &[1]]);
+    let assert = s.merge().args(&paths).env_remove("COLUMNS").assert();
+    let out = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
+    for whole_word in ["nvidia-h200/pr.json", "(1965-1980", "(1950-1980"] {
+        assert!(out.contains(whole_word), "{whole_word}: {out}");
+    }
+    for line in out.lines() {
+        assert!(line.chars().count() <= 80, "{line}");
+        assert!(!line.ends_with('-'), "{out}");
+    }
+}

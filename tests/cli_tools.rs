@@ -149,3 +149,37 @@ fn shard_and_device_mistakes_are_refused_before_anything_runs() {
         .code(2)
         .stderr(predicate::str::contains("cannot be used with"));
 }
+
+/// Outside a repository `sanitize` names the flags to pass (issue 21), before it looks for
+/// compute-sanitizer or a GPU.
+#[test]
+fn sanitize_outside_a_repository_names_the_flags_to_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    bin()
+        .current_dir(dir.path())
+        .args(["sanitize"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "no configs/sanitize.yaml here or in any parent directory",
+        ))
+        .stderr(predicate::str::contains("--config FILE"))
+        .stderr(predicate::str::contains("--kernels DIR"));
+}
+
+/// `selftest --help` offers the formats selftest has: table, json and markdown (issue 21).
+#[test]
+fn selftest_help_lists_only_its_formats() {
+    let out = bin().args(["selftest", "--help"]).assert().success();
+    let help = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(help.contains("table") && help.contains("json") && help.contains("markdown"));
+    assert!(
+        !help.contains("bmf") && !help.contains("benchmark-action"),
+        "{help}"
+    );
+    bin()
+        .args(["selftest", "--format", "bmf"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("invalid value 'bmf'"));
+}

@@ -116,11 +116,14 @@ fn measure(args: &CiArgs, p: Prepared) -> Result<ResultsFile> {
                 baselines: &args.config.baselines,
                 base: base.kernels.as_ref().map(|k| k.dir.as_path()),
                 shapes: &[],
-                extra: if args.base.fail_on_drift {
-                    vec!["--fail-on-drift".into()]
-                } else {
-                    Vec::new()
-                },
+                extra: [
+                    (args.base.fail_on_drift, "--fail-on-drift"),
+                    (args.no_peers, "--no-peers"),
+                ]
+                .into_iter()
+                .filter(|(on, _)| *on)
+                .map(|(_, flag)| flag.to_owned())
+                .collect(),
             },
         )?,
         None => run(RunPlan {
@@ -131,7 +134,7 @@ fn measure(args: &CiArgs, p: Prepared) -> Result<ResultsFile> {
             ab: AbMode::WhenDifferent,
             against: Against::Store(BaselineStore::new(&args.config.baselines)),
             parity: true,
-            peers: true,
+            peers: !args.no_peers,
             rounds: None,
             inject: None,
             policy: Policy {

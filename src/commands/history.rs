@@ -10,7 +10,7 @@ use crate::cli::{HistoryAppendArgs, HistoryArgs, HistoryCommand, HistoryFormat, 
 use crate::history::{
     self, Appended, Filter, History, Trend, changepoint, records_from_results, trends,
 };
-use crate::report::{fitted_table, stdout_width};
+use crate::report::{fitted_table, fitted_table_keep, stdout_width};
 use crate::results::ResultsFile;
 use crate::text::{quote, short_commit};
 
@@ -49,7 +49,18 @@ fn append(args: &HistoryAppendArgs) -> Result<Outcome> {
 }
 
 fn show(args: &HistoryShowArgs) -> Result<Outcome> {
-    let file = History::load(&args.history)?;
+    let file = match History::load(&args.history) {
+        Ok(file) => file,
+        // A results file where the history was expected: say what the user meant.
+        Err(_) if ResultsFile::load(&args.history).is_ok() => bail!(
+            "{} is a results file, not a history (JSON Lines, one shape of one run per line): to add its shapes to a history, run `ci-gate history append --results {} --history {}`, then `ci-gate history --history {}`",
+            args.history.display(),
+            args.history.display(),
+            crate::cli::DEFAULT_HISTORY,
+            crate::cli::DEFAULT_HISTORY,
+        ),
+        Err(e) => return Err(e.into()),
+    };
     for name in &args.shapes {
         if !file.entries.iter().any(|e| e.record.shape == *name) {
             let mut known: Vec<&str> = file
@@ -168,15 +179,35 @@ fn table(trends: &[Trend], params: &changepoint::Params, width: Option<usize>) -
         })
         .collect();
     let more = "with --wide or --format json";
-    let mut out = fitted_table(
+    // GPU (1) and config (7) tell apart series of one shape: where they vary they always
+    // show, right after the shape, or two rows would look the same; where every series has
+    // the same one they are the first to go, and a line names it.
+    let varies = |col: usize| {
+        rows.iter()
+            .map(|r| r[col].as_str())
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+            > 1
+    };
+    let (varying, uniform): (Vec<usize>, Vec<usize>) = [1, 7].into_iter().partition(|&c| varies(c));
+    let mut priority = vec![0];
+    priority.extend(&varying);
+    priority.extend([3, 4, 5, 6, 2]);
+    priority.extend(&uniform);
+    let (mut out, kept) = fitted_table_keep(
         &header,
         &rows,
-        &[0, 3, 4, 5, 6, 2, 1, 7],
-        2,
+        &priority,
+        2 + varying.len(),
         &[2, 3, 4, 6],
         width,
         more,
     );
+    let hidden_same: Vec<String> = uniform
+        .iter()
+        .filter(|&&c| !kept[c])
+        .filter_map(|&c| Some(format!("{} {}", header[c], rows.first()?[c])))
+        .collect();
     let changes: Vec<Vec<String>> = trends
         .iter()
         .flat_map(|t| {
@@ -193,6 +224,9 @@ fn table(trends: &[Trend], params: &changepoint::Params, width: Option<usize>) -
         })
         .collect();
     let mut lines = Vec::new();
+    if !hidden_same.is_empty() {
+        lines.push(format!("Every series: {}.", hidden_same.join(", ")));
+    }
     if changes.is_empty() {
         lines.push("No change points.".to_owned());
     } else {

@@ -56,9 +56,12 @@ pub fn publish(
     }
     let policy = results.policy();
     let sharded = results.shard.is_some();
+    // Annotations are workflow commands: only in GitHub Actions (elsewhere the table and the
+    // error on stderr say the same).
+    let annotate = crate::github::actions::in_actions();
     for shape in &results.shapes {
         // A shard's verdicts are provisional: the merged run annotates.
-        if sharded || !shape.fails(policy) {
+        if !annotate || sharded || !shape.fails(policy) {
             continue;
         }
         let message = match (&shape.error, shape.primary(), &shape.parity) {
@@ -103,11 +106,13 @@ pub fn publish(
             )
         );
     }
-    for w in &results.warnings {
-        println!("{}", annotation(Level::Warning, "ci-gate", w));
-    }
-    if let Some(e) = &results.error {
-        println!("{}", annotation(Level::Error, "ci-gate: no verdict", e));
+    if annotate {
+        for w in &results.warnings {
+            println!("{}", annotation(Level::Warning, "ci-gate", w));
+        }
+        if let Some(e) = &results.error {
+            println!("{}", annotation(Level::Error, "ci-gate: no verdict", e));
+        }
     }
     if let Some(path) = &gh.output {
         let count = |v: Verdict| {

@@ -27,6 +27,15 @@ const SHOWN_PER_RUN: usize = 3;
 
 pub fn run_sanitize(args: &SanitizeArgs) -> Result<Outcome> {
     let started = Instant::now();
+    // Outside a repository (find_defaults found no configs/sanitize.yaml above): name the
+    // flags that say where things are, as `local` does.
+    if args.config == Path::new(crate::cli::DEFAULT_SANITIZE_CONFIG) && !args.config.is_file() {
+        bail!(
+            "no {} here or in any parent directory: run ci-gate sanitize inside your repository, or pass --config FILE (e.g. your repository's {}) and --kernels DIR (the directory of attention.cu; --harness DIR if its reference.cu and util.cu are elsewhere)",
+            crate::cli::DEFAULT_SANITIZE_CONFIG,
+            crate::cli::DEFAULT_SANITIZE_CONFIG
+        );
+    }
     let (config, shapes) = load_config(&args.config, &args.shapes)?;
     let shapes = match args.shard {
         Some(spec) => super::devices::shard_of(&config, &shapes, spec)?.0,

@@ -58,6 +58,12 @@ pub fn escape_property(text: &str) -> String {
     out
 }
 
+/// Whether this process runs in GitHub Actions (`GITHUB_ACTIONS=true`): only there are
+/// workflow commands (`::error …`) printed; elsewhere they would be noise in a terminal.
+pub fn in_actions() -> bool {
+    std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true")
+}
+
 /// The workflow command line for an annotation, e.g. `::error title=T::MSG`; without a title
 /// when `title` is empty. Print it on its own line on stdout.
 pub fn annotation(level: Level, title: &str, message: &str) -> String {

@@ -396,8 +396,10 @@ impl Job<'_> {
 /// - The comment to update carries the marker AND is authored by the identity; a marker in
 ///   anyone else's comment is ignored (that comment is never edited). All pages are read.
 /// - 5xx, 429 and rate-limit 403s are retried per `env.retry`, honouring `Retry-After`.
-/// - Without a token, or when GitHub refuses the write with 403 (a read-only token, as on
-///   pull requests from forks), the full body goes to `fallback` and the outcome says why.
+/// - The full body is written to `fallback` before any request, and stays there on any
+///   failure (an error from here leaves it); it is removed once the comment is posted.
+///   Without a token, or when GitHub refuses the write with 403 (a read-only token, as on
+///   pull requests from forks), the outcome says why it was not posted.
 pub fn post_or_update_comment(
     env: &GithubEnv,
     pr: u64,
@@ -407,9 +409,14 @@ pub fn post_or_update_comment(
     if !body.contains(COMMENT_MARKER) {
         return Err(GithubError::MissingMarker);
     }
+    // Written before anything else, and kept whatever goes wrong from here (no repository,
+    // a network that is down, GitHub refusing): the report is never lost. Removed only once
+    // the comment is posted.
+    let written = write_fallback(fallback, body, "the comment was not posted")?;
     let Some(token) = env.token.as_ref().filter(|t| !t.expose_secret().is_empty()) else {
         return write_fallback(fallback, body, "GITHUB_TOKEN is not set");
     };
+    drop(written);
     let (owner, name) = repository(env)?;
     let fitted = fit_body(body);
 
@@ -442,9 +449,14 @@ pub fn post_or_update_comment(
     } else {
         work()?
     };
+    let posted_ok = |outcome| {
+        // Posted: the file would only be a stale copy.
+        let _ = std::fs::remove_file(fallback);
+        Ok(outcome)
+    };
     match posted {
-        Posted::Created(Found { id, url }) => Ok(CommentOutcome::Created { id, url }),
-        Posted::Updated(Found { id, url }) => Ok(CommentOutcome::Updated { id, url }),
+        Posted::Created(Found { id, url }) => posted_ok(CommentOutcome::Created { id, url }),
+        Posted::Updated(Found { id, url }) => posted_ok(CommentOutcome::Updated { id, url }),
         Posted::Refused(why) => write_fallback(fallback, body, &why),
     }
 }

@@ -3,7 +3,8 @@
 
 use std::fmt::Write;
 
-use super::{Exporter, Report, cell, columns, findings, legend};
+use super::{Col, Exporter, Report, Row, cell, columns, findings, legend, pct};
+use crate::comparison::{Comparison, Reference};
 use crate::text::short_commit;
 use crate::verdict::Verdict;
 
@@ -62,12 +63,16 @@ fn profile_details(shape: &str, p: &crate::profile::ShapeProfile) -> String {
 }
 
 /// Escapes untrusted text for a Markdown table cell, list item or paragraph, so that nothing
-/// in it can mention, link, embed HTML, format, or change the direction of text:
+/// in it can mention, link, embed HTML, format, or change the direction of text, while the
+/// raw text stays readable (the fallback file is read as plain text: `6.00`, not `6&#46;00`):
 ///
-/// - every ASCII punctuation character becomes a numeric entity (`&#60;` for `<`, `&#58;` for
-///   `:`, ...), so Markdown and HTML see no markup at all: no tags (`<details>`, `<img>`), no
-///   emphasis, code, tables, links or images, and no autolink (`https://`, `www.`, e-mail
-///   addresses: GitHub's autolinker matches the raw `:`, `.` and `@`, which are gone);
+/// - ASCII punctuation that Markdown or HTML could read as markup becomes a numeric entity
+///   (`&#60;` for `<`, `&#124;` for `|`, ...): no tags (`<details>`, `<img>`), no emphasis,
+///   code, tables, links, images or math, and no autolink (`https://`, e-mail addresses);
+///   what cannot mark anything up stays as it is: `.` `,` `%` `/` `(` `'` `"` `?` anywhere,
+///   `+` `-` `)` and `:` unless a space follows (a list marker, a `key: value` needs none),
+///   `_` inside a word (GitHub reads no emphasis there), `.` unless it could end an
+///   ordered-list number;
 /// - `@` (also fullwidth `＠` and small `﹫`) and `#` (also `＃`, `﹟`) are followed by a
 ///   zero-width space, so that even the rendered text holds no `@name` mention or `#12`
 ///   reference; so is the `-` of `GH-` (any case), so no `GH-12` reference either; `://` and
@@ -103,7 +108,11 @@ pub fn escape_markdown(text: &str) -> String {
                 if www {
                     out.push_str(BREAK);
                 }
-                let _ = write!(out, "&#{};", c as u32);
+                if stays_raw(&chars, i) {
+                    out.push(c);
+                } else {
+                    let _ = write!(out, "&#{};", c as u32);
+                }
                 if c == ':' && chars.get(i + 1..i + 3) == Some(&['/', '/']) {
                     out.push_str(BREAK);
                 }
@@ -121,6 +130,39 @@ pub fn escape_markdown(text: &str) -> String {
         }
     }
     out
+}
+
+/// Whether the ASCII punctuation at `chars[i]` can stay raw: it marks nothing up where it is
+/// (see [`escape_markdown`]).
+fn stays_raw(chars: &[char], i: usize) -> bool {
+    let next = chars.get(i + 1).copied();
+    let prev = i.checked_sub(1).and_then(|j| chars.get(j)).copied();
+    let space_after = next.is_none_or(char::is_whitespace);
+    let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    match chars[i] {
+        '.' | ',' | '%' | '/' | '(' | '\'' | '"' | '?' => {
+            // "1. " or "12) " at the start could begin an ordered list.
+            !(chars[i] == '.' && space_after && chars[..i].iter().all(char::is_ascii_digit))
+        }
+        ')' => !(space_after && chars[..i].iter().all(char::is_ascii_digit)),
+        // A list marker is one at the start followed by a space; a rule is a line of them.
+        '+' | '-' => {
+            let list_marker = space_after && chars[..i].iter().all(|c| c.is_whitespace());
+            let rule = chars.iter().all(|&c| c == chars[i] || c == ' ');
+            !(list_marker || rule)
+        }
+        ':' | ';' => space_after,
+        '=' => space_after && prev.is_some_and(char::is_whitespace),
+        // An interval of figures, `[+0.05%, +5.65%]`: a bracket that opens a number or
+        // closes one, and is no link, footnote or reference (`](`, `[^`, `]:`, `][`).
+        '[' => next.is_some_and(|c| c == '+' || c == '-' || c.is_ascii_digit()),
+        ']' => {
+            prev.is_some_and(|c| c == '%' || c.is_ascii_digit())
+                && !matches!(next, Some('(' | '[' | ':'))
+        }
+        '_' => word(prev) && word(next),
+        _ => false,
+    }
 }
 
 /// A label safe inside a quoted Mermaid string: letters, digits, `_`, `-`, `.` only.
@@ -141,13 +183,332 @@ fn icon(report: &Report) -> &'static str {
     if !report.passed {
         "❌"
     } else if report.rows.iter().any(|r| r.verdict.warns())
-        || !report.warnings.is_empty()
+        || !report.actionable_warnings().is_empty()
         || !findings(report).0.is_empty()
     {
         "⚠️"
     } else {
         "✅"
     }
+}
+
+/// The comparison that decided a row's verdict (A/B when it ran, the stored baseline for a
+/// drift or where no A/B ran), and the other one.
+fn deciding(row: &Row) -> (Option<&Comparison>, Option<&Comparison>) {
+    match row.decided_by {
+        Some(Reference::Stored) => (row.stored.as_ref(), row.ab.as_ref()),
+        Some(Reference::Ab) => (row.ab.as_ref(), row.stored.as_ref()),
+        None => (row.primary(), None),
+    }
+}
+
+/// `A/B +0.31%` or `stored +4.47%`: a comparison's Δ, named by its reference.
+fn named_delta(report: &Report, c: &Comparison) -> String {
+    let name = match c.reference {
+        Reference::Ab => "A/B",
+        Reference::Stored if report.stored_label == "stored baseline" => "stored",
+        Reference::Stored => report.stored_label,
+    };
+    format!(
+        "{name} {}{}",
+        pct(c.ratio),
+        if c.process_sd_assumed { "*" } else { "" }
+    )
+}
+
+/// The verdict as the table shows it (`drift (runner moved)`).
+fn verdict_text(row: &Row) -> String {
+    cell(Col::Verdict, row)
+}
+
+/// At most `max` names, then "and N more".
+fn some_names(names: &[&str], max: usize) -> String {
+    let shown: Vec<String> = names.iter().take(max).map(|n| escape_markdown(n)).collect();
+    if names.len() > max {
+        format!("{} and {} more", shown.join(", "), names.len() - max)
+    } else {
+        shown.join(", ")
+    }
+}
+
+/// A command for the reader to run, as code.
+fn command(text: &str) -> String {
+    format!("<code>{}</code>", escape_markdown(text))
+}
+
+/// One line per kind of non-pass verdict: which shapes, what decided it, and what to do
+/// next. Every text from the file is escaped.
+fn next_steps(report: &Report) -> Vec<String> {
+    let config = report.config_path();
+    let mut groups: Vec<(String, Vec<&Row>)> = Vec::new();
+    for row in report.rows.iter().filter(|r| r.verdict != Verdict::Pass) {
+        let key = verdict_text(row);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, rows)) => rows.push(row),
+            None => groups.push((key, vec![row])),
+        }
+    }
+    // Worst first, as the headline counts them.
+    let order = |v: Verdict| report.counts().iter().position(|(c, _)| *c == v);
+    groups.sort_by_key(|(_, rows)| order(rows[0].verdict));
+    let baseline = report
+        .baseline
+        .as_ref()
+        .map(|b| {
+            format!(
+                "the stored baseline {} (commit {}, recorded {})",
+                escape_markdown(&b.path),
+                escape_markdown(
+                    &b.commit
+                        .as_deref()
+                        .map_or_else(|| "unknown".to_owned(), short_commit)
+                ),
+                b.recorded_at.format("%Y-%m-%d")
+            )
+        })
+        .unwrap_or_else(|| "the stored baseline".to_owned());
+    let rerecord = format!(
+        "re-record it on the runner: Actions → baseline-update → Run workflow, or {}",
+        command(&format!(
+            "ci-gate baseline update --config {config} --reason \"…\""
+        ))
+    );
+    let mut lines = Vec::new();
+    for (key, rows) in &groups {
+        let names: Vec<&str> = rows.iter().map(|r| r.shape.as_str()).collect();
+        let first = rows[0];
+        let (decider, other) = deciding(first);
+        let figures = |c: Option<&Comparison>| {
+            c.map(|c| {
+                format!(
+                    "{} [{}, {}]",
+                    named_delta(report, c),
+                    pct(c.ci_low),
+                    pct(c.ci_high)
+                )
+            })
+        };
+        let shape_arg = format!("--shape {}", first.shape);
+        let step = match first.verdict {
+            Verdict::Drift => {
+                let interval = |c: &Comparison| {
+                    format!("{} [{}, {}]", pct(c.ratio), pct(c.ci_low), pct(c.ci_high))
+                };
+                let moved = format!(
+                    "{baseline} puts the candidate at {} while A/B against the base shows {}",
+                    first
+                        .stored
+                        .as_ref()
+                        .map(interval)
+                        .unwrap_or_else(|| "slower".into()),
+                    first
+                        .ab
+                        .as_ref()
+                        .map(|c| pct(c.ratio))
+                        .unwrap_or_else(|| "no change".into())
+                );
+                match first.drift_cause {
+                    Some(crate::results::DriftCause::Runner) => format!(
+                        "{moved}; the baseline's own kernels are as slow now, so the runner moved and the baseline is stale: {rerecord}"
+                    ),
+                    Some(crate::results::DriftCause::Code) => format!(
+                        "{moved}; the code is slower than the baseline's kernels measured now, so earlier merges crept: find the commit with {} before re-recording",
+                        command(&format!("ci-gate history {shape_arg}"))
+                    ),
+                    _ => format!(
+                        "{moved}: the runner or earlier merges moved; if the runner changed, {rerecord}; else find the commit with {}",
+                        command(&format!("ci-gate history {shape_arg}"))
+                    ),
+                }
+            }
+            Verdict::Inconclusive => {
+                let (settle, pairs) = decider
+                    .map(|c| pairs_to_settle(c, report.gate.max_p50_regression))
+                    .unwrap_or_default();
+                format!(
+                    "{} reaches past the ±{:.1}% margin without settling either way{settle}: measure more pairs on the runner with {}, or re-run the job",
+                    figures(decider).unwrap_or_else(|| "the interval".into()),
+                    report.gate.max_p50_regression * 100.0,
+                    command(&format!("ci-gate local {shape_arg} --rounds {pairs}"))
+                )
+            }
+            Verdict::ParityFail => {
+                let detail = match (&first.error, &first.parity) {
+                    (Some(e), _) => escape_markdown(e),
+                    (None, Some(p)) => parity_detail(p),
+                    _ => "the candidate's output differs from the fp32 reference".into(),
+                };
+                format!(
+                    "the candidate's output against the fp32 reference: {detail}; reproduce with {} (parity runs before any timing)",
+                    command(&format!("ci-gate local {shape_arg}"))
+                )
+            }
+            Verdict::Error => format!(
+                "{}; fix that and push again ({} checks that the kernels compile, without a GPU)",
+                first
+                    .error
+                    .as_deref()
+                    .map(escape_markdown)
+                    .unwrap_or_else(|| "it could not be measured".into()),
+                command("ci-gate compile")
+            ),
+            Verdict::Regression => format!(
+                "{} against the base: see the Nsight Compute figures below, or profile on the runner with {}",
+                figures(decider).unwrap_or_else(|| "slower".into()),
+                command(&format!(
+                    "ci-gate local {shape_arg} --profile {}",
+                    first.shape
+                ))
+            ),
+            Verdict::Improvement => format!(
+                "{}: after merging, record the faster kernel as the baseline so later pull requests are measured against it (Actions → baseline-update)",
+                figures(decider).unwrap_or_else(|| "faster".into())
+            ),
+            Verdict::NoBaseline => format!(
+                "no reference: {}; record this GPU's baseline (Actions → baseline-update, or {})",
+                if report.base.is_some() {
+                    "A/B did not run (identical kernels) and there is no stored baseline"
+                } else {
+                    "no base kernels and no stored baseline"
+                },
+                command(&format!(
+                    "ci-gate baseline update --config {config} --reason \"first baseline\""
+                ))
+            ),
+            Verdict::Pass => continue,
+        };
+        let _ = other;
+        lines.push(format!(
+            "- **{}** on {}: {step}",
+            escape_markdown(key),
+            some_names(&names, 4)
+        ));
+    }
+    lines
+}
+
+/// " (about N pairs would settle it; n ran)" for an inconclusive comparison, and the pairs
+/// to ask `--rounds` for: the interval shrinks as one over the square root of the pairs,
+/// and it must shrink to the distance between the estimate and the nearer edge of the
+/// margin. At least twice the pairs that ran, at most 200 (what `--rounds` takes).
+fn pairs_to_settle(c: &Comparison, margin: f64) -> (String, u32) {
+    let (est, lo, hi) = (c.ratio.ln(), c.ci_low.ln(), c.ci_high.ln());
+    let half = (hi - lo) / 2.0;
+    let distance = (est.abs() - (1.0 + margin).ln()).abs();
+    let n = c.n_cand.max(2) as f64;
+    let at_least = ((2.0 * n) as u32).clamp(2, 200);
+    if !(half.is_finite() && distance.is_finite()) || half <= 0.0 {
+        return (String::new(), at_least);
+    }
+    if distance < half / 10.0 {
+        return (
+            " (the estimate sits on the margin: no practical number of pairs settles it)".into(),
+            200,
+        );
+    }
+    let need = (n * (half / distance).powi(2)).ceil();
+    if need > 200.0 {
+        (
+            format!(" (more than 200 pairs would be needed; {n:.0} ran)"),
+            200,
+        )
+    } else {
+        (
+            format!(" (about {need:.0} pairs would settle it; {n:.0} ran)"),
+            (need as u32).max(at_least).min(200),
+        )
+    }
+}
+
+/// Which parity figure is off, against its tolerance.
+fn parity_detail(p: &crate::results::Parity) -> String {
+    let mut parts = Vec::new();
+    if p.unwritten > 0 {
+        parts.push(format!("{} output elements never written", p.unwritten));
+    }
+    if p.nan_or_inf > 0 {
+        parts.push(format!("{} NaN or Inf", p.nan_or_inf));
+    }
+    if p.rel_l2 > p.tolerance.rel_l2 {
+        parts.push(format!(
+            "relative L2 error {:.2e} above the tolerance {:.1e}",
+            p.rel_l2, p.tolerance.rel_l2
+        ));
+    }
+    if p.max_abs > p.tolerance.max_abs {
+        parts.push(format!(
+            "max abs error {:.2e} above the tolerance {:.1e}",
+            p.max_abs, p.tolerance.max_abs
+        ));
+    }
+    if parts.is_empty() {
+        "differs from the fp32 reference".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// The short table a reviewer reads: the shape, its verdict, the figure that decided it
+/// (named), that figure's interval, the other reference, the candidate's p50 and parity.
+fn summary_table(report: &Report, md: &mut String) {
+    let conf = report.gate.confidence * 100.0;
+    let _ = writeln!(
+        md,
+        "| Shape | Verdict | Deciding Δ | {conf:.0}% CI | Other reference | Cand p50 µs | Parity |"
+    );
+    md.push_str("|---|---|--:|---|--:|--:|---|\n");
+    for row in &report.rows {
+        let (decider, other) = deciding(row);
+        let verdict = escape_markdown(&verdict_text(row));
+        let verdict = if row.fails(report.policy) {
+            format!("**{verdict}**")
+        } else {
+            verdict
+        };
+        let dash = || "—".to_owned();
+        let cells = [
+            escape_markdown(&row.shape),
+            verdict,
+            decider
+                .map(|c| escape_markdown(&named_delta(report, c)))
+                .unwrap_or_else(dash),
+            decider
+                .map(|c| escape_markdown(&format!("[{}, {}]", pct(c.ci_low), pct(c.ci_high))))
+                .unwrap_or_else(dash),
+            other
+                .map(|c| escape_markdown(&named_delta(report, c)))
+                .unwrap_or_else(dash),
+            escape_markdown(&cell(Col::CandP50, row)),
+            escape_markdown(&cell(Col::Parity, row)),
+        ];
+        let _ = writeln!(md, "| {} |", cells.join(" | "));
+    }
+    md.push('\n');
+}
+
+/// Every column of the terminal's `--wide` table, Verdict second, collapsed.
+fn full_table(report: &Report, md: &mut String) {
+    let mut cols = columns(report);
+    if let Some(i) = cols.iter().position(|(c, _)| *c == Col::Verdict) {
+        let v = cols.remove(i);
+        cols.insert(1.min(cols.len()), v);
+    }
+    md.push_str("<details><summary>All figures</summary>\n\n");
+    let titles: Vec<String> = cols.iter().map(|(_, t)| escape_markdown(t)).collect();
+    let _ = writeln!(md, "| {} |", titles.join(" | "));
+    let aligns: Vec<&str> = cols
+        .iter()
+        .map(|(c, _)| if c.left() { "---" } else { "--:" })
+        .collect();
+    let _ = writeln!(md, "|{}|", aligns.join("|"));
+    for row in &report.rows {
+        let cells: Vec<String> = cols
+            .iter()
+            .map(|(c, _)| escape_markdown(&cell(*c, row)))
+            .collect();
+        let _ = writeln!(md, "| {} |", cells.join(" | "));
+    }
+    md.push_str("\n</details>\n\n");
 }
 
 impl Exporter for MarkdownExporter {
@@ -165,61 +526,23 @@ impl Exporter for MarkdownExporter {
             icon(report),
             escape_markdown(&report.headline())
         );
-        let flagged: Vec<String> = report
-            .rows
-            .iter()
-            .filter(|r| r.fails(report.policy))
-            .map(|r| {
-                let why = match (&r.error, r.primary(), &r.stored) {
-                    (Some(e), _, _) => escape_markdown(e),
-                    (None, Some(c), _) if r.verdict == Verdict::Regression => {
-                        format!(
-                            "{} {} slower ({}; one-sided bound {})",
-                            c.method.ratio_label(),
-                            super::pct(c.ratio),
-                            c.reference,
-                            super::pct(c.lower_bound)
-                        )
-                    }
-                    (None, _, Some(c)) if r.verdict == Verdict::Drift => {
-                        format!(
-                            "{} {} slower than the stored baseline while A/B shows no change",
-                            c.method.ratio_label(),
-                            super::pct(c.ratio)
-                        )
-                    }
-                    _ => r.verdict.to_string(),
-                };
-                format!("- **{}** — {why}", escape_markdown(&r.shape))
-            })
-            .collect();
-        if !flagged.is_empty() {
-            let _ = writeln!(md, "{}\n", flagged.join("\n"));
+        if let Some(e) = &report.error {
+            let _ = writeln!(
+                md,
+                "> ❌ **The gate could not reach a verdict:** {}\n>\n> Next: fix what this names and push again; the job's log has the details, and the check fails until a run reaches a verdict.\n",
+                escape_markdown(e)
+            );
         }
 
-        let cols = columns(report);
-        let titles: Vec<String> = cols.iter().map(|(_, t)| escape_markdown(t)).collect();
-        let _ = writeln!(md, "| {} |", titles.join(" | "));
-        let aligns: Vec<&str> = cols
-            .iter()
-            .map(|(c, _)| if c.left() { "---" } else { "--:" })
-            .collect();
-        let _ = writeln!(md, "|{}|", aligns.join("|"));
-        for row in &report.rows {
-            let cells: Vec<String> = cols
-                .iter()
-                .map(|(c, _)| {
-                    let text = escape_markdown(&cell(*c, row));
-                    if *c == super::Col::Verdict && row.fails(report.policy) {
-                        format!("**{text}**")
-                    } else {
-                        text
-                    }
-                })
-                .collect();
-            let _ = writeln!(md, "| {} |", cells.join(" | "));
+        let steps = next_steps(report);
+        if !steps.is_empty() {
+            let _ = writeln!(md, "{}\n", steps.join("\n"));
         }
-        md.push('\n');
+
+        // A report without shapes (no verdict) has no table: no empty header.
+        if !report.rows.is_empty() {
+            summary_table(report, &mut md);
+        }
 
         let compared: Vec<_> = report
             .rows
@@ -272,26 +595,25 @@ impl Exporter for MarkdownExporter {
                 );
             }
         }
+        // ⚠️ only for what a reviewer must act on; the rest (a clock that moved, as it does
+        // on most runs) is information.
         let (found_warnings, found_notes) = findings(report);
-        for w in report.warnings.iter().chain(&found_warnings) {
+        let actionable = report.actionable_warnings();
+        for w in actionable.iter().copied().chain(found_warnings.iter()) {
             let _ = writeln!(md, "> ⚠️ {}", escape_markdown(w));
         }
-        for n in report.notes.iter().chain(&found_notes) {
+        let informational = report
+            .warnings
+            .iter()
+            .filter(|w| super::is_informational(w));
+        for n in informational.chain(&report.notes).chain(&found_notes) {
             let _ = writeln!(md, "> ℹ️ {}", escape_markdown(n));
-        }
-        if let Some(e) = &report.error {
-            let _ = writeln!(
-                md,
-                "> ❌ **The gate could not reach a verdict:** {}",
-                escape_markdown(e)
-            );
         }
         if report.rows.iter().any(|r| r.error.is_some())
             || !report.warnings.is_empty()
             || !report.notes.is_empty()
             || !found_warnings.is_empty()
             || !found_notes.is_empty()
-            || report.error.is_some()
         {
             md.push('\n');
         }
@@ -331,6 +653,9 @@ impl Exporter for MarkdownExporter {
             let _ = writeln!(md, "<sub>{}</sub>\n", escape_markdown(&line));
         }
 
+        if !report.rows.is_empty() {
+            full_table(report, &mut md);
+        }
         let _ = writeln!(md, "<sub>{}</sub>\n", escape_markdown(&legend(report)));
 
         if let Some(env) = &report.environment {
@@ -460,13 +785,35 @@ mod tests {
         out
     }
 
-    /// No raw character that Markdown or HTML could read as markup.
+    /// No raw character that Markdown or HTML could read as markup: the characters that
+    /// mark up are entities; the ones kept raw are where they mark nothing up.
     fn assert_inert(e: &str) {
-        for c in e.chars() {
-            assert!(
-                !c.is_ascii_punctuation() || c == '&' || c == '#' || c == ';',
-                "raw {c:?} in {e}"
-            );
+        let chars: Vec<char> = e.chars().collect();
+        for (i, &c) in chars.iter().enumerate() {
+            let next = chars.get(i + 1).copied();
+            let spaced = next.is_none_or(char::is_whitespace);
+            let raw_ok = match c {
+                '&' | '#' => true, // our entities (their ';' is checked below)
+                '.' | ',' | '%' | '/' | '(' | ')' | '\'' | '"' | '?' => true,
+                '+' | '-' => i > 0 || !spaced,
+                ':' => spaced,
+                // ';' ends our entities, and marks nothing up without a raw '&'.
+                ';' => true,
+                '=' => spaced && i > 0 && chars[i - 1].is_whitespace(),
+                '[' => next.is_some_and(|c| c == '+' || c == '-' || c.is_ascii_digit()),
+                ']' => {
+                    i > 0
+                        && (chars[i - 1] == '%' || chars[i - 1].is_ascii_digit())
+                        && !matches!(next, Some('(' | '[' | ':'))
+                }
+                '_' => {
+                    i > 0
+                        && chars[i - 1].is_alphanumeric()
+                        && next.is_some_and(char::is_alphanumeric)
+                }
+                c => !c.is_ascii_punctuation(),
+            };
+            assert!(raw_ok, "raw {c:?} at {i} in {e}");
         }
         assert!(!e.contains('\n') && !e.contains('\r'), "{e}");
         // Every '&' starts one of our numeric entities.
@@ -478,6 +825,35 @@ mod tests {
                 "{tail}"
             );
         }
+    }
+
+    /// Numbers, paths and identifiers stay as they are: the fallback file is read raw.
+    #[test]
+    fn figures_and_names_stay_readable() {
+        for plain in [
+            "6.00",
+            "+4.47%",
+            "-0.19%",
+            "[+0.05%, +5.65%]",
+            "nvidia-h200/pr.json",
+            "b1h8s512d64_causal_f16",
+            "(1965-1980 MHz)",
+            "2026-11-24",
+            "note: text",
+        ] {
+            let e = escape_markdown(plain);
+            assert_eq!(e, plain, "{plain}");
+        }
+        // What could start a list, a rule or a heading where the text starts a line is not.
+        assert_eq!(escape_markdown("1. x"), "1&#46; x");
+        assert_eq!(escape_markdown("- x"), "&#45; x");
+        assert_eq!(escape_markdown("---"), "&#45;&#45;&#45;");
+        assert_eq!(escape_markdown("_x_"), "&#95;x&#95;");
+        // A bracketed figure is no link.
+        assert_eq!(
+            escape_markdown("[+1](https://evil.example)"),
+            "[+1&#93;(https&#58;&#8203;//evil.example)"
+        );
     }
 
     #[test]
@@ -661,6 +1037,7 @@ mod tests {
     fn report_named(config: &str) -> Report {
         Report {
             config_name: Some(config.to_owned()),
+            config_path: None,
             rows: Vec::new(),
             passed: true,
             gate: crate::config::GateSettings::default(),
@@ -738,12 +1115,12 @@ mod tests {
         let md = MarkdownExporter.render(&report);
         assert!(
             md.contains(
-                "<details><summary>Nsight Compute: b1h8s512d64&#95;causal&#95;f16 (regression), duration &#43;2&#46;3&#37;</summary>"
+                "<details><summary>Nsight Compute: b1h8s512d64_causal_f16 (regression), duration +2.3%</summary>"
             ),
             "{md}"
         );
         assert!(
-            md.contains("| duration &#40;µs&#41; | 12&#46;38 | 12&#46;67 | &#43;2&#46;3&#37; |"),
+            md.contains("| duration (µs) | 12.38 | 12.67 | +2.3% |"),
             "{md}"
         );
         assert!(md.contains("profiled 1 shape with ncu"), "{md}");
@@ -789,12 +1166,12 @@ mod tests {
         let md = MarkdownExporter.render(&report);
         assert!(md.contains("**Against PyTorch**"), "{md}");
         assert!(
-            md.contains("| SDPA µs | vs SDPA &#40;default&#41; | FA2 µs | vs FA2 |"),
+            md.contains("| SDPA µs | vs SDPA (default) | FA2 µs | vs FA2 |"),
             "{md}"
         );
         // 9 / 10 now; no stored comparison, so no "was".
         assert!(
-            md.contains("| 9&#46;00 | 10&#46;00 &#40;cudnn&#41; | 0&#46;90× | — | — |"),
+            md.contains("| 9.00 | 10.00 (cudnn) | 0.90× | — | — |"),
             "{md}"
         );
         let (_, rows) = report.peer_rows();

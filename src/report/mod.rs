@@ -11,7 +11,7 @@ pub(crate) use json::JsonExporter;
 pub use markdown::MarkdownExporter;
 pub(crate) use markdown::{MARKER, escape_markdown};
 pub use table::TableExporter;
-pub(crate) use table::{fitted_table, stdout_width, wrap_lines};
+pub(crate) use table::{fitted_table, fitted_table_keep, stdout_width, wrap_lines};
 
 use crate::comparison::{Comparison, Method, Reference, SpreadSource};
 use crate::config::GateSettings;
@@ -175,6 +175,8 @@ impl Row {
 #[derive(Clone, Debug)]
 pub struct Report {
     pub config_name: Option<String>,
+    /// The config file the run read, as recorded (for the commands the comment suggests).
+    pub config_path: Option<String>,
     pub rows: Vec<Row>,
     pub passed: bool,
     pub gate: GateSettings,
@@ -201,6 +203,7 @@ impl Report {
     pub fn from_results(results: &ResultsFile) -> Report {
         Report {
             config_name: Some(results.config.name.clone()),
+            config_path: Some(results.config.path.clone()),
             rows: results
                 .shapes
                 .iter()
@@ -228,6 +231,7 @@ impl Report {
     pub(crate) fn from_shapes(shapes: &[ShapeResult], gate: GateSettings) -> Report {
         Report {
             config_name: None,
+            config_path: None,
             rows: shapes.iter().map(|s| Row::of(s, &gate)).collect(),
             passed: passed(None, shapes, Policy::default()),
             gate,
@@ -243,6 +247,30 @@ impl Report {
             stored_label: "stored baseline",
             profiling: None,
         }
+    }
+
+    /// The warnings a reader must act on: all but the informational ones
+    /// ([`is_informational`]).
+    pub fn actionable_warnings(&self) -> Vec<&String> {
+        self.warnings
+            .iter()
+            .filter(|w| !is_informational(w))
+            .collect()
+    }
+
+    /// The config as a repository path for suggested commands: `configs/NAME.yaml` out of
+    /// the recorded path (which in CI is under a checkout directory, e.g.
+    /// `base/configs/pr.yaml`), else `configs/<config name>.yaml`.
+    pub fn config_path(&self) -> String {
+        if let Some(p) = &self.config_path
+            && let Some(i) = p.rfind("configs/")
+        {
+            return p[i..].to_owned();
+        }
+        format!(
+            "configs/{}.yaml",
+            self.config_name.as_deref().unwrap_or("pr")
+        )
     }
 
     /// The peers any row measured, in their order.
@@ -390,7 +418,7 @@ impl Report {
         let status = if !self.passed {
             "FAIL"
         } else if self.rows.iter().any(|r| r.verdict.warns())
-            || !self.warnings.is_empty()
+            || !self.actionable_warnings().is_empty()
             || !findings(self).0.is_empty()
         {
             "PASS with warnings"
@@ -415,6 +443,14 @@ impl Report {
             }
         )
     }
+}
+
+/// Whether a warning of a run is information rather than something to act on: the SM
+/// clock moving while a shape was measured happens on most runs of a boosting GPU (the
+/// paired design cancels it), so it is shown as a note, not a ⚠️, and makes no "PASS with
+/// warnings".
+pub fn is_informational(warning: &str) -> bool {
+    warning.starts_with("the SM clock changed while measuring")
 }
 
 /// What this report's comparisons found that a reader must know, beyond the table: each a
@@ -723,8 +759,12 @@ pub(crate) fn legend(report: &Report) -> String {
         })
         .collect();
     let mut text = format!(
-        "{}. A shape fails on a slowdown above {m:.1}%: the one-sided {:.0}% bound of the deciding reference (A/B when it ran, else the {}) above +{m:.1}%, per shape (alpha split 0.2/0.8 between the two looks of the planned design), or on any parity loss.",
-        described.join("; "),
+        "{}A shape fails on a slowdown above {m:.1}%: the one-sided {:.0}% bound of the deciding reference (A/B when it ran, else the {}) above +{m:.1}%, per shape (alpha split 0.2/0.8 between the two looks of the planned design), or on any parity loss.",
+        if described.is_empty() {
+            String::new()
+        } else {
+            format!("{}. ", described.join("; "))
+        },
         (1.0 - gate.alpha) * 100.0,
         report.stored_label,
     );

@@ -89,6 +89,19 @@ pub fn fitted_table(
     width: Option<usize>,
     more: &str,
 ) -> String {
+    fitted_table_keep(header, rows, priority, always, right, width, more).0
+}
+
+/// [`fitted_table`], and which columns it kept.
+pub fn fitted_table_keep(
+    header: &[String],
+    rows: &[Vec<String>],
+    priority: &[usize],
+    always: usize,
+    right: &[usize],
+    width: Option<usize>,
+    more: &str,
+) -> (String, Vec<bool>) {
     let widths: Vec<usize> = (0..header.len())
         .map(|i| {
             rows.iter()
@@ -134,7 +147,7 @@ pub fn fitted_table(
             if hidden == 1 { "" } else { "s" }
         ));
     }
-    out
+    (out, keep)
 }
 
 /// One profiled shape: its figures, base against candidate.
@@ -266,15 +279,17 @@ impl Exporter for TableExporter {
         let (found_warnings, found_notes) = findings(report);
         lines.extend(
             report
-                .warnings
-                .iter()
+                .actionable_warnings()
+                .into_iter()
                 .chain(&found_warnings)
                 .map(|w| format!("warning: {w}")),
         );
         lines.extend(
             report
-                .notes
+                .warnings
                 .iter()
+                .filter(|w| super::is_informational(w))
+                .chain(&report.notes)
                 .chain(&found_notes)
                 .map(|n| format!("note: {n}")),
         );
@@ -307,13 +322,17 @@ impl Exporter for TableExporter {
 }
 
 /// Prose lines for the terminal: each wrapped between words to `width` with continuation
-/// lines indented, or as they are without a width.
+/// lines indented, or as they are without a width. Never at a hyphen inside a word: these
+/// lines name files, GPUs and clock ranges (`nvidia-h200/pr.json`, `(1965-1980 MHz)`),
+/// which must stay whole to be read or copied; only a word longer than the width is cut.
 pub fn wrap_lines(lines: &[String], width: Option<usize>) -> String {
     let mut out = String::new();
     for line in lines {
         match width {
             Some(w) => {
-                let options = textwrap::Options::new(w).subsequent_indent("  ");
+                let options = textwrap::Options::new(w)
+                    .subsequent_indent("  ")
+                    .word_splitter(textwrap::WordSplitter::NoHyphenation);
                 for part in textwrap::wrap(line, options) {
                     out.push_str(&part);
                     out.push('\n');
@@ -330,7 +349,21 @@ pub fn wrap_lines(lines: &[String], width: Option<usize>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{fit_columns, fitted_table};
+    use super::{fit_columns, fitted_table, wrap_lines};
+
+    #[test]
+    fn prose_never_wraps_at_a_hyphen_inside_a_word() {
+        let line = "warning: no stored baseline for NVIDIA H200 and config pr at baselines/nvidia-h200/pr.json: A/B alone decides; the SM clock changed while measuring b1h8s512d64_f16 (1965-1980 MHz)".to_owned();
+        for width in 60..=100 {
+            let out = wrap_lines(std::slice::from_ref(&line), Some(width));
+            assert!(out.contains("nvidia-h200/pr.json"), "{width}: {out}");
+            assert!(out.contains("(1965-1980"), "{width}: {out}");
+            for l in out.lines() {
+                assert!(!l.ends_with('-'), "{width}: {out}");
+                assert!(l.chars().count() <= width, "{width}: {out}");
+            }
+        }
+    }
 
     const PRIORITY: [usize; 11] = [0, 9, 3, 4, 5, 2, 10, 1, 6, 7, 8];
 

@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "perf-gate.yml"
 REQUIRED_CHECK = "ci-gate verdict"
 # The jobs the verdict depends on. comment and history report a verdict, they do not make it.
-VERDICT_JOBS = {"baselines", "gpu", "merge"}
+VERDICT_JOBS = {"baselines", "binary", "gpu", "merge"}
 REPORTING_JOBS = {"comment", "history"}
 RESULTS = ["success", "failure", "cancelled", "skipped"]
 VERDICTS = ["pass", "fail", "error", ""]
@@ -87,8 +87,15 @@ def check_shape(workflow: dict, job_id: str, job: dict) -> dict:
     needs = [needs] if isinstance(needs, str) else list(needs or [])
     check(set(needs) == VERDICT_JOBS, f"{REQUIRED_CHECK} needs {needs}, not {sorted(VERDICT_JOBS)}")
     condition = str(job.get("if", "")).strip()
+    # always(), and on every pull request: only pushes to branches other than the default
+    # one (which no required check gates) skip it.
     check(
-        condition in ("${{ always() }}", "always()"),
+        condition
+        in (
+            "${{ always() }}",
+            "always()",
+            "${{ always() && (github.event_name == 'pull_request' || github.ref == format('refs/heads/{0}', github.event.repository.default_branch)) }}",
+        ),
         f"{REQUIRED_CHECK} must run whatever happened before (if: always()), not {condition!r}",
     )
     check(job.get("permissions") == {}, f"{REQUIRED_CHECK} must ask for no permissions")
@@ -116,7 +123,7 @@ def check_shape(workflow: dict, job_id: str, job: dict) -> dict:
         any(s.get("id") == "merge" for s in merge.get("steps", [])),
         "merge has no step with id merge",
     )
-    for job_name in ("gpu", "merge"):
+    for job_name in ("binary", "gpu", "merge"):
         check(
             "continue-on-error" not in jobs[job_name],
             f"job {job_name} must not continue on error (a failure would read as success)",
@@ -170,6 +177,7 @@ def should_pass(event: str, results: dict, verdict: str) -> bool:
     return (
         wanted_baselines is not None
         and results["baselines"] == wanted_baselines
+        and results["binary"] == "success"
         and results["gpu"] == "success"
         and results["merge"] == "success"
         and verdict == "pass"
@@ -213,7 +221,7 @@ def main() -> None:
                     played += 1
                     passed += got
         # Values that are not what GitHub sends fail, and are never echoed as commands.
-        ok = {"baselines": "success", "gpu": "success", "merge": "success"}
+        ok = {"baselines": "success", "binary": "success", "gpu": "success", "merge": "success"}
         for verdict in ["PASS", "pass ", " pass", "pass\n", "pass\n::warning::x", "::stop-commands::t", "passed"]:
             out = run_step(script, inputs, "pull_request", ok, verdict)
             check(out.returncode == 1, f"verdict {verdict!r} passed the check")
