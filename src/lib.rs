@@ -12,6 +12,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod backend;
 pub mod baseline;
 pub(crate) mod child_env;
 pub mod cli;

@@ -460,8 +460,15 @@ impl ResultsFile {
     }
 }
 
-/// The commit of the working tree: $GITHUB_SHA in Actions, else `git rev-parse HEAD`.
+/// The commit of the working tree: $GITHUB_SHA in Actions, else `git rev-parse HEAD`. Asked
+/// once per process (a run does not change the commit it runs at; simulated runs by the
+/// thousand would otherwise start git each time).
 pub(crate) fn current_git_commit() -> Option<String> {
+    static COMMIT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    COMMIT.get_or_init(git_commit_now).clone()
+}
+
+fn git_commit_now() -> Option<String> {
     if let Ok(sha) = std::env::var("GITHUB_SHA")
         && !sha.trim().is_empty()
     {

@@ -32,9 +32,16 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal, StudentT};
 
+use std::path::{Path, PathBuf};
+
+use ci_gate::backend::{Backend, Measurement, PhaseTimes, ShapeId, Side};
+use ci_gate::commands::pipeline::{AbMode, Against, BaseKernels, RunPlan, run_with};
 use ci_gate::comparison::{StageDesign, StoredSide};
 use ci_gate::config::{CacheMode, Dtype, GateSettings, ShapeParams};
+use ci_gate::config::{Config, MeasureSettings, Tolerance};
 use ci_gate::evaluate::{evaluate, needs_second_look};
+use ci_gate::gpu::GpuError;
+use ci_gate::results::{Environment, GpuState, PairOrder};
 use ci_gate::results::{MeasurementInfo, ShapeResult};
 use ci_gate::stats::{
     self, MarginTest, ProcessSpread, Rounds, STAGE1_ALPHA_SHARE, Sample, TRIM, cliffs_delta,
@@ -243,39 +250,188 @@ struct Outcome {
     detectable: Vec<f64>,
 }
 
-/// The gate as the pipeline runs it: `evaluate` on the first stage, more pairs where
-/// `needs_second_look` asks, `evaluate` again.
-fn shipped(shapes: &mut [AbShape], gate: &GateSettings) -> Outcome {
-    let s1 = DESIGN.stage1 as usize;
-    let mut results: Vec<ShapeResult> = shapes
-        .iter_mut()
-        .enumerate()
-        .map(|(i, s)| {
-            let s = s.ensure(s1);
-            let mut r = shape_result(i, DESIGN);
-            r.samples_us = s.cand[..s1].to_vec();
-            r.base_samples_us = s.base[..s1].to_vec();
-            r
-        })
-        .collect();
-    evaluate(&mut results, |_| None, gate, Policy::default()).unwrap();
-    let mut second = vec![false; shapes.len()];
-    for (i, r) in results.iter_mut().enumerate() {
-        if needs_second_look(r, gate) {
-            let s = shapes[i].ensure(DESIGN.max as usize);
-            r.samples_us = s.cand.clone();
-            r.base_samples_us = s.base.clone();
-            second[i] = true;
+/// The config of the replayed runs: the default gate, the PR design (8 pairs, up to 24, 10
+/// samples a round), one shape per simulated shape.
+fn replay_config(shapes: usize) -> Config {
+    let mut yaml = String::from(
+        "name: calibration\nmeasure: {samples_per_round: 10, min_rounds: 8, max_rounds: 24}\nshapes:\n",
+    );
+    for i in 0..shapes {
+        let p = shape_result(i, DESIGN).params;
+        yaml.push_str(&format!(
+            "  - {{batch: {}, heads: {}, seq_len: {}, head_dim: {}, causal: false, dtype: float16}}\n",
+            p.batch, p.heads, p.seq_len, p.head_dim
+        ));
+    }
+    Config::parse(&yaml, Path::new("calibration.yaml")).expect("the replay config parses")
+}
+
+/// A measuring backend that serves pre-drawn pairs: shape `i` of the config gets the pairs
+/// of `shapes[i]`, drawn as the pipeline asks for them.
+struct Replay<'a> {
+    shapes: &'a mut [AbShape],
+    params: Vec<ShapeParams>,
+    begun: Vec<(usize, [Measurement; 2], Vec<PairOrder>)>,
+}
+
+impl Backend for Replay<'_> {
+    fn environment(&self) -> Environment {
+        Environment {
+            gpu_name: "Replay".into(),
+            gpu_slug: "replay".into(),
+            gpu_uuid: None,
+            compute_capability: "9.0".into(),
+            sm_count: None,
+            l2_bytes: None,
+            driver_version: None,
+            cuda_driver_version: None,
+            nvrtc_version: None,
+            state_before: None,
+            state_after: None,
         }
     }
-    evaluate(&mut results, |_| None, gate, Policy::default()).unwrap();
+    fn state(&self) -> Option<GpuState> {
+        None
+    }
+    fn source_hash(&self, side: Side) -> Option<String> {
+        Some(format!("{side:?}"))
+    }
+    fn peak_dense_tflops(&self) -> f64 {
+        f64::INFINITY
+    }
+    fn run_key(&self) -> u64 {
+        0
+    }
+    fn input_sets(&self, _: &ShapeParams, _: &MeasureSettings) -> Result<usize, GpuError> {
+        Ok(1)
+    }
+    fn spin_up(&mut self, _: &ShapeParams) -> Result<(), GpuError> {
+        Ok(())
+    }
+    fn calibrate_injection(&mut self) -> Result<(), GpuError> {
+        Ok(())
+    }
+    fn parity(
+        &mut self,
+        _: Side,
+        _: &ShapeParams,
+        _: Tolerance,
+        _: u64,
+    ) -> Result<ci_gate::results::Parity, GpuError> {
+        Err(GpuError::Invalid("the replay measures no parity".into()))
+    }
+    fn load_other(&mut self, _: &Path, _: &[String]) -> Result<(), GpuError> {
+        Err(GpuError::Invalid(
+            "the replay has no third kernel set".into(),
+        ))
+    }
+    fn begin(
+        &mut self,
+        shape: &ShapeParams,
+        _: &[Side],
+        _: &MeasureSettings,
+        _: Tolerance,
+        _: Option<f64>,
+        _: u64,
+        _: u64,
+    ) -> Result<ShapeId, GpuError> {
+        let i = self
+            .params
+            .iter()
+            .position(|p| p == shape)
+            .ok_or_else(|| GpuError::Invalid(format!("no drawn shape {shape}")))?;
+        self.begun
+            .push((i, [Measurement::empty(), Measurement::empty()], Vec::new()));
+        Ok(self.begun.len() - 1)
+    }
+    fn pair(&mut self, id: ShapeId) -> Result<PairOrder, GpuError> {
+        let (i, m, orders) = &mut self.begun[id];
+        let n = m[1].rounds.len();
+        let s = self.shapes[*i].ensure(n + 1);
+        let (base, cand) = (s.base[n].clone(), s.cand[n].clone());
+        for (side, round) in m.iter_mut().zip([base, cand]) {
+            side.rounds.push(round);
+            side.clock_events.push(0);
+            side.launches_per_sample = 100;
+        }
+        orders.push(PairOrder::BaseFirst);
+        Ok(PairOrder::BaseFirst)
+    }
+    fn round(&mut self, _: ShapeId) -> Result<(), GpuError> {
+        Err(GpuError::Invalid("the replay measures pairs".into()))
+    }
+    fn drop_last(&mut self, id: ShapeId) {
+        let (_, m, orders) = &mut self.begun[id];
+        m.iter_mut().for_each(Measurement::drop_last);
+        orders.pop();
+    }
+    fn measurement(&self, id: ShapeId, index: usize) -> &Measurement {
+        &self.begun[id].1[index]
+    }
+    fn orders(&self, id: ShapeId) -> &[PairOrder] {
+        &self.begun[id].2
+    }
+    fn end(&mut self, _: ShapeId) {}
+    fn phase_times(&self) -> PhaseTimes {
+        PhaseTimes::default()
+    }
+}
+
+/// The gate as it runs: the real pipeline (`commands::pipeline::run_with`: the first stage,
+/// `evaluate`, the second look where `needs_second_look` asks, `evaluate` again, the one rule)
+/// on the [`Replay`] backend, which serves these shapes' pre-drawn pairs as the pipeline asks.
+fn shipped(shapes: &mut [AbShape], gate: &GateSettings) -> Outcome {
+    assert_eq!(
+        *gate,
+        GateSettings::default(),
+        "the replay config has the default gate"
+    );
+    static CONFIG: std::sync::OnceLock<Config> = std::sync::OnceLock::new();
+    let config = CONFIG.get_or_init(|| replay_config(SHAPES)).clone();
+    let params = config.shapes.clone();
+    assert_eq!(params.len(), shapes.len());
+    let plan = RunPlan {
+        shapes: params.clone(),
+        config,
+        kernels: PathBuf::from("."),
+        base: Some(BaseKernels {
+            dir: PathBuf::from("."),
+            source: "replay".into(),
+            commit: None,
+        }),
+        ab: AbMode::Always,
+        against: Against::Nothing,
+        parity: false,
+        peers: false,
+        rounds: None,
+        inject: None,
+        policy: Policy::default(),
+        trace_drift: false,
+        progress: false,
+    };
+    let mut replay = Replay {
+        shapes,
+        params,
+        begun: Vec::new(),
+    };
+    let results = run_with(plan, &mut replay, std::time::Instant::now()).expect("a replayed run");
     Outcome {
         flagged: results
+            .shapes
             .iter()
             .map(|s| s.verdict == Verdict::Regression)
             .collect(),
-        second_look: second,
+        second_look: results
+            .shapes
+            .iter()
+            .map(|s| {
+                s.measurement
+                    .as_ref()
+                    .is_some_and(|m| m.rounds > DESIGN.stage1)
+            })
+            .collect(),
         detectable: results
+            .shapes
             .iter()
             .map(|s| s.ab.as_ref().map_or(f64::NAN, |c| c.min_detectable))
             .collect(),

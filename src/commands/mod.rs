@@ -13,7 +13,7 @@ mod history;
 mod local;
 mod merge;
 mod peer;
-pub(crate) mod pipeline;
+pub mod pipeline;
 mod profile;
 mod publish;
 mod sanitize;

@@ -6,34 +6,24 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use anyhow::{Result, bail};
-use chrono::Utc;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
-
 pub use super::git::BaseKernels;
 use super::peer::PeerSession;
+use crate::backend::{Backend, Measurement, ShapeId, Side};
 use crate::baseline::{BaselineFile, BaselineStore};
 use crate::comparison::{Comparison, StoredSide, shape_seed};
 use crate::config::{CacheMode, Config, ShapeParams};
 use crate::evaluate::{evaluate, needs_second_look};
-use crate::gpu::Gpu;
 use crate::gpu::GpuError;
-use crate::gpu::device::AttentionSet;
-use crate::gpu::env::{environment, throttled};
-use crate::gpu::measure::{
-    AbSide, Bench, Held, Injection, Measurement, SpinCalibration, calibrate_spin, extend,
-    measure_pairs, spin_up,
-};
-use crate::gpu::parity::check_parity;
+use crate::gpu::env::throttled;
 use crate::results::{
     BaseInfo, BaselineRef, ConfigInfo, DriftCause, DriftCheck, Environment, MeasurementInfo,
-    PairOrder, ProbeResult, ResultsFile, SCHEMA_VERSION, ShapeResult, StageDesign,
-    current_git_commit,
+    ProbeResult, ResultsFile, SCHEMA_VERSION, ShapeResult, StageDesign, current_git_commit,
 };
 use crate::stats::{Rounds, Sample};
 use crate::verdict::{Policy, Verdict};
+use anyhow::{Result, bail};
+use chrono::Utc;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// What to compare a run with besides its base.
 pub enum Against {
@@ -74,15 +64,13 @@ pub struct RunPlan {
     pub progress: bool,
 }
 
-/// GPU time spent at the start of a process to bring the clocks up before measuring.
-const SPIN_UP_MS: f64 = 300.0;
-
-/// One shape's measurement in progress.
-struct ShapeRun<'k> {
-    /// `[base, candidate]` in A/B; `[candidate]` alone otherwise.
-    sides: Vec<AbSide<'k>>,
-    orders: Vec<PairOrder>,
-    coin: ChaCha8Rng,
+/// One shape's measurement in progress: the backend holds its measurements; this holds the
+/// peers and the re-measuring.
+struct ShapeRun {
+    id: ShapeId,
+    /// Two sides in pairs (A/B, or the baseline commit's kernels against the candidate's),
+    /// or the candidate alone.
+    ab: bool,
     seed: u64,
     /// The config's peers on this shape, one round after each of the kernel's rounds/pairs.
     peers: Vec<crate::peers::PeerResult>,
@@ -112,32 +100,26 @@ fn remeasure_budget(design: StageDesign) -> u32 {
     (design.max / 4).max(2)
 }
 
-impl<'k> ShapeRun<'k> {
-    fn ab(&self) -> bool {
-        self.sides.len() == 2
-    }
-
-    /// Measures `n` more rounds (pairs, in A/B), on fresh buffers, each followed by one
-    /// round of every peer.
+impl ShapeRun {
+    /// Measures `n` more rounds (pairs, in A/B), each followed by one round of every peer.
     fn more(
         &mut self,
-        gpu: &Gpu,
+        backend: &mut dyn Backend,
         params: &ShapeParams,
         config: &Config,
         n: u32,
         peers: &mut PeerSession,
         notes: &mut Vec<String>,
-    ) -> Result<(), crate::gpu::GpuError> {
-        let mut held = Held::default();
+    ) -> Result<(), GpuError> {
         let sets = if self.peers.is_empty() {
             0
         } else {
-            crate::gpu::measure::sets_for(gpu, params, config.measure.cache)?
+            backend.input_sets(params, &config.measure)?
         };
         for _ in 0..n {
-            self.one(gpu, params, config, &mut held)?;
+            self.one(backend, config)?;
             if !self.peers.is_empty() {
-                let round = self.cand().rounds.len() as u64;
+                let round = self.cand(backend).rounds.len() as u64;
                 let t = std::time::Instant::now();
                 peers.round(
                     &mut self.peers,
@@ -154,111 +136,96 @@ impl<'k> ShapeRun<'k> {
         Ok(())
     }
 
-    /// One round (one pair, in A/B), holding the buffers of the rounds before it.
-    fn one(
-        &mut self,
-        gpu: &Gpu,
-        params: &ShapeParams,
-        config: &Config,
-        held: &mut Held,
-    ) -> Result<(), crate::gpu::GpuError> {
-        let n = 1;
-        let bench = Bench {
-            gpu,
-            shape: params,
-            settings: &config.measure,
-            tolerance: config.parity.tolerance(params.dtype),
-        };
-        if let [base, cand] = self.sides.as_mut_slice() {
-            let take = |s: &mut AbSide<'k>| AbSide {
-                kernel: s.kernel,
-                injection: s.injection,
-                label: s.label,
-                m: std::mem::replace(&mut s.m, Measurement::empty()),
+    /// One round (one pair, in A/B); a pair the clock hit on one side is measured again.
+    fn one(&mut self, backend: &mut dyn Backend, config: &Config) -> Result<(), GpuError> {
+        if !self.ab {
+            return backend.round(self.id);
+        }
+        loop {
+            backend.pair(self.id)?;
+            let events = |i: usize| {
+                backend
+                    .measurement(self.id, i)
+                    .clock_events
+                    .last()
+                    .copied()
+                    .unwrap_or(0)
             };
-            let mut pair = [take(base), take(cand)];
-            let r = loop {
-                let r = measure_pairs(
-                    &bench,
-                    &mut pair,
-                    &mut self.coin,
-                    self.seed,
-                    held,
-                    &mut self.orders,
-                    n,
-                );
-                let events = |s: &AbSide| s.m.clock_events.last().copied().unwrap_or(0);
-                let (eb, ec) = (events(&pair[0]), events(&pair[1]));
-                if r.is_err()
-                    || self.remeasure_budget == 0
-                    || !unbalanced(eb, ec, config.measure.samples_per_round)
-                {
-                    break r;
-                }
-                // Drop the pair from both sides (its order too) and measure another.
-                for side in pair.iter_mut() {
-                    side.m.rounds.pop();
-                    side.m.clock_events.pop();
-                    side.m.round_addresses.pop();
-                    let keep = side.m.sm_clock_mhz.len().saturating_sub(2);
-                    side.m.sm_clock_mhz.truncate(keep);
-                }
-                self.orders.pop();
-                self.remeasure_budget -= 1;
-                self.remeasured.push(crate::results::RemeasuredPair {
-                    pair: pair[1].m.rounds.len() as u32 + 1,
-                    base_clock_events: eb,
-                    cand_clock_events: ec,
-                });
-            };
-            let [b, c] = pair;
-            base.m = b.m;
-            cand.m = c.m;
-            r
-        } else {
-            extend(&bench, &mut self.sides[0], self.seed, held, n)
+            let (eb, ec) = (events(0), events(1));
+            if self.remeasure_budget == 0 || !unbalanced(eb, ec, config.measure.samples_per_round) {
+                return Ok(());
+            }
+            backend.drop_last(self.id);
+            self.remeasure_budget -= 1;
+            self.remeasured.push(crate::results::RemeasuredPair {
+                pair: backend.measurement(self.id, 1).rounds.len() as u32 + 1,
+                base_clock_events: eb,
+                cand_clock_events: ec,
+            });
         }
     }
 
-    fn cand(&self) -> &Measurement {
-        &self.sides[self.sides.len() - 1].m
+    fn cand<'b>(&self, backend: &'b dyn Backend) -> &'b Measurement {
+        backend.measurement(self.id, usize::from(self.ab))
     }
+
+    fn base<'b>(&self, backend: &'b dyn Backend) -> Option<&'b Measurement> {
+        self.ab.then(|| backend.measurement(self.id, 0))
+    }
+}
+
+/// Opens the measuring backend of a plan: the GPU, or the simulation when
+/// `CI_GATE_SIMULATE` is set (tests and CI).
+fn open_backend(plan: &RunPlan) -> Result<Box<dyn Backend>> {
+    // With a base, the harness (reference and utility kernels) is the base's: trusted code
+    // checks the candidate, never the candidate's own reference.
+    let harness = plan.base.as_ref().map_or(&plan.kernels, |b| &b.dir);
+    let candidate = plan.base.as_ref().map(|_| plan.kernels.as_path());
+    if let Some(seed) = std::env::var_os(crate::backend::SIMULATE_ENV) {
+        let seed = seed.to_string_lossy().trim().parse::<u64>().unwrap_or(1);
+        return Ok(Box::new(crate::backend::sim::SimBackend::open(
+            seed, harness, candidate,
+        )?));
+    }
+    Ok(Box::new(crate::gpu::cuda_backend::CudaBackend::open(
+        harness,
+        candidate,
+        &plan.config.compile.defines,
+        std::time::Duration::from_secs_f64(plan.config.measure.max_wait_s),
+    )?))
 }
 
 /// Runs the pipeline. Errors are things that prevent any verdict (no GPU, kernels that do
 /// not compile, an unreadable baseline); a shape that fails is recorded in its result.
 pub fn run(plan: RunPlan) -> Result<ResultsFile> {
-    // With a base, the harness (reference and utility kernels) is the base's: trusted code
-    // checks the candidate, never the candidate's own reference.
-    let harness = plan.base.as_ref().map_or(&plan.kernels, |b| &b.dir);
-    let defines = &plan.config.compile.defines;
     let started = std::time::Instant::now();
-    let others: Vec<&std::path::Path> = match &plan.base {
-        Some(_) => vec![plan.kernels.as_path()],
-        None => Vec::new(),
-    };
-    let mut gpu = Gpu::open_compiling(harness, defines, &others)?;
-    gpu.max_wait = std::time::Duration::from_secs_f64(plan.config.measure.max_wait_s);
-    let gpu = gpu;
-    let cand_own: Option<AttentionSet> = match &plan.base {
-        Some(_) => Some(gpu.load_attention_with(&plan.kernels, defines)?),
-        None => None,
-    };
-    let cand_set = cand_own.as_ref().unwrap_or(&gpu.kernels.attention);
-    let base_set = plan.base.as_ref().map(|_| &gpu.kernels.attention);
-    let monitor = &gpu.monitor;
-    let mut env = environment(&gpu.info, monitor);
+    let mut backend = open_backend(&plan)?;
+    run_with(plan, backend.as_mut(), started)
+}
+
+/// [`run`] on a backend already open (`started`: when opening it began, for the timing).
+pub fn run_with(
+    plan: RunPlan,
+    backend: &mut dyn Backend,
+    started: std::time::Instant,
+) -> Result<ResultsFile> {
+    let mut env = backend.environment();
     let mut warnings = Vec::new();
     let mut notes = Vec::new();
     let config = &plan.config;
     let cache = config.measure.cache;
+    let cand_hash = backend.source_hash(Side::Candidate).unwrap_or_default();
+    let base_hash = plan
+        .base
+        .as_ref()
+        .and_then(|_| backend.source_hash(Side::Base));
 
-    let identical = base_set.is_some_and(|b| b.source_hash == cand_set.source_hash);
-    let ab_on = base_set.is_some() && (!identical || plan.ab == AbMode::Always);
+    let identical = base_hash.as_deref() == Some(cand_hash.as_str());
+    let ab_on = base_hash.is_some() && (!identical || plan.ab == AbMode::Always);
     let base_info = plan.base.as_ref().map(|b| BaseInfo {
         source: b.source.clone(),
         commit: b.commit.clone(),
-        kernel_source_hash: gpu.kernels.attention.source_hash.clone(),
+        kernel_source_hash: base_hash.clone().unwrap_or_default(),
         measured: ab_on,
     });
     if let Some(b) = &plan.base
@@ -279,12 +246,11 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
             max: config.measure.max_rounds,
         },
     };
-    let calibration: Option<SpinCalibration> = match plan.inject {
-        Some(_) => Some(calibrate_spin(&gpu)?),
-        None => None,
-    };
+    if plan.inject.is_some() {
+        backend.calibrate_injection()?;
+    }
     if let Some(first) = plan.shapes.first() {
-        spin_up(&gpu, first, SPIN_UP_MS)?;
+        backend.spin_up(first)?;
     }
     let mut timing = crate::results::RunTiming {
         setup_s: started.elapsed().as_secs_f64(),
@@ -297,13 +263,13 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
     // candidate that is right only on the configured shapes fails every shape of that kind.
     let t = std::time::Instant::now();
     let probes = if plan.parity {
-        run_probes(&gpu, config, &plan.shapes, cand_set)
+        run_probes(backend, config, &plan.shapes)
     } else {
         Vec::new()
     };
     timing.probes_s = t.elapsed().as_secs_f64();
     let measuring = std::time::Instant::now();
-    let peak_tflops = gpu.peak_dense_tflops();
+    let peak_tflops = backend.peak_dense_tflops();
     let mut peer_session =
         PeerSession::start(if plan.peers { &config.peers } else { &[] }, &mut notes);
     let bar = progress_bar(plan.progress, plan.shapes.len());
@@ -320,19 +286,14 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
             bar.inc(1);
             continue;
         }
+        let tol = config.parity.tolerance(params.dtype);
         let run = (|| -> Result<ShapeRun, Failure> {
-            let cand_kernel = cand_set.get(params)?;
-            let base_kernel = match (ab_on, base_set) {
-                (true, Some(b)) => Some(b.get(params)?),
-                _ => None,
-            };
             if plan.parity {
                 let t = std::time::Instant::now();
-                let tol = config.parity.tolerance(params.dtype);
-                let p = check_parity(&gpu, cand_kernel, "candidate", params, tol, seed)?;
+                let p = backend.parity(Side::Candidate, params, tol, seed)?;
                 result.parity = Some(p);
-                if let Some(k) = base_kernel {
-                    let p = check_parity(&gpu, k, "base", params, tol, seed)?;
+                if ab_on {
+                    let p = backend.parity(Side::Base, params, tol, seed)?;
                     let failed = !p.passed();
                     let summary = format!("rel L2 {:.2e}, max abs {:.2e}", p.rel_l2, p.max_abs);
                     result.base_parity = Some(p);
@@ -345,40 +306,48 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
                 }
                 timing.parity_s += t.elapsed().as_secs_f64();
             }
-            let injection = match (plan.inject, calibration) {
-                (Some(fraction), Some(calibration)) => {
-                    let reference_p50 = match base_kernel {
-                        Some(k) => {
-                            // One round of the base, not kept, sizes the slowdown.
-                            let mut side = AbSide::new(k, None, "base");
-                            let bench = Bench {
-                                gpu: &gpu,
-                                shape: params,
-                                settings: &config.measure,
-                                tolerance: config.parity.tolerance(params.dtype),
-                            };
-                            extend(&bench, &mut side, seed, &mut Held::default(), 1)?;
-                            median_of(&side.m.rounds)
-                        }
-                        None => stored_p50(stored.as_ref(), params, cache),
+            let inject_us = match plan.inject {
+                Some(fraction) => {
+                    let reference_p50 = if ab_on {
+                        // One round of the base, not kept, sizes the slowdown.
+                        let id = backend.begin(
+                            params,
+                            &[Side::Base],
+                            &config.measure,
+                            tol,
+                            None,
+                            0,
+                            seed,
+                        )?;
+                        let r = backend.round(id);
+                        let p50 = median_of(&backend.measurement(id, 0).rounds);
+                        backend.end(id);
+                        r?;
+                        p50
+                    } else {
+                        stored_p50(stored.as_ref(), params, cache)
                     };
-                    reference_p50.map(|p50| Injection {
-                        us_per_launch: fraction * p50,
-                        calibration,
-                    })
+                    reference_p50.map(|p50| fraction * p50)
                 }
-                _ => None,
+                None => None,
             };
-            let mut sides = Vec::new();
-            if let Some(k) = base_kernel {
-                sides.push(AbSide::new(k, None, "base"));
-            }
-            sides.push(AbSide::new(cand_kernel, injection, "candidate"));
-            let shape_rng_seed = shape_seed(config.gate.seed, &params.name());
-            let mut run = ShapeRun {
+            let sides: &[Side] = if ab_on {
+                &[Side::Base, Side::Candidate]
+            } else {
+                &[Side::Candidate]
+            };
+            let id = backend.begin(
+                params,
                 sides,
-                orders: Vec::new(),
-                coin: ChaCha8Rng::seed_from_u64(shape_rng_seed),
+                &config.measure,
+                tol,
+                inject_us,
+                shape_seed(config.gate.seed, &params.name()),
+                seed,
+            )?;
+            let mut run = ShapeRun {
+                id,
+                ab: ab_on,
                 seed,
                 peer_launches: vec![0; peer_session.peer_count()],
                 peer_s: 0.0,
@@ -387,7 +356,7 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
                 remeasure_budget: remeasure_budget(design),
             };
             run.more(
-                &gpu,
+                backend,
                 params,
                 config,
                 design.stage1,
@@ -398,15 +367,18 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
         })();
         match run {
             Ok(run) => {
-                fill(&mut result, &run, cache, design);
-                let reference_p50 = match run.ab() {
-                    true => median_of(&run.sides[0].m.rounds),
-                    false => stored_p50(stored.as_ref(), params, cache),
+                fill(&mut result, &run, backend, cache, design);
+                let reference_p50 = match run.base(backend) {
+                    Some(b) => median_of(&b.rounds),
+                    None => stored_p50(stored.as_ref(), params, cache),
                 };
                 result.error = result
                     .error
                     .take()
                     .or_else(|| speed_limit(&result, reference_p50, peak_tflops, gate_of(config)));
+                if result.error.is_some() {
+                    backend.end(run.id);
+                }
                 runs.push(result.error.is_none().then_some(run));
             }
             Err(e) => {
@@ -435,7 +407,7 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
             let params = shapes[i].params;
             if let Some(run) = runs[i].as_mut() {
                 match run.more(
-                    &gpu,
+                    backend,
                     &params,
                     config,
                     design.max - design.stage1,
@@ -443,10 +415,10 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
                     &mut notes,
                 ) {
                     Ok(()) => {
-                        fill(&mut shapes[i], run, cache, design);
-                        let reference_p50 = match run.ab() {
-                            true => median_of(&run.sides[0].m.rounds),
-                            false => stored_p50(stored.as_ref(), &params, cache),
+                        fill(&mut shapes[i], run, backend, cache, design);
+                        let reference_p50 = match run.base(backend) {
+                            Some(b) => median_of(&b.rounds),
+                            None => stored_p50(stored.as_ref(), &params, cache),
                         };
                         shapes[i].error =
                             speed_limit(&shapes[i], reference_p50, peak_tflops, gate_of(config));
@@ -455,6 +427,9 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
                 }
             }
         }
+    }
+    for run in runs.iter().flatten() {
+        backend.end(run.id);
     }
     let mut passed = evaluate(&mut shapes, stored_of, gate, plan.policy)?;
     timing.peers_s = runs.iter().flatten().map(|r| r.peer_s).sum();
@@ -478,18 +453,11 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
             )),
             Ok((old, _tmp)) => {
                 let old = &old;
-                let old_set = gpu.load_attention_with(&old.dir, &config.compile.defines)?;
+                backend.load_other(&old.dir, &config.compile.defines)?;
                 for i in drifting {
                     bar.set_message(format!("{} (tracing the drift)", shapes[i].name));
-                    let check = trace_drift(
-                        &gpu,
-                        config,
-                        [&old_set, cand_set],
-                        old,
-                        stored.as_ref(),
-                        &shapes[i],
-                        design,
-                    );
+                    let check =
+                        trace_drift(backend, config, old, stored.as_ref(), &shapes[i], design);
                     match check {
                         Ok(c) => shapes[i].drift = Some(c),
                         Err(e) => warnings.push(format!(
@@ -505,7 +473,7 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
     bar.finish_and_clear();
     timing.drift_s = tracing.elapsed().as_secs_f64();
     timing.total_s = started.elapsed().as_secs_f64();
-    let phases = crate::gpu::measure::phase_times();
+    let phases = backend.phase_times();
     timing.references_s = phases.references_s;
     timing.preparing_s = phases.preparing_s;
     timing.sampling_s = phases.sampling_s;
@@ -519,7 +487,7 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
             }
         }
     }
-    env.state_after = monitor.state();
+    env.state_after = backend.state();
     warnings.extend(clock_warnings(
         &shapes,
         &env,
@@ -533,7 +501,7 @@ pub fn run(plan: RunPlan) -> Result<ResultsFile> {
         created_at: Utc::now(),
         environment: Some(env),
         config: config_info(config),
-        kernel_source_hash: Some(cand_set.source_hash.clone()),
+        kernel_source_hash: Some(cand_hash),
         gate: config.gate.clone(),
         baseline: baseline_ref,
         shapes,
@@ -628,7 +596,8 @@ fn speed_limit(
 /// run's OS-random key (recorded with each probe's seed), so a kernel cannot predict them.
 fn probe_shapes(shapes: &[ShapeParams], key: u64) -> Vec<ShapeParams> {
     use rand::RngExt;
-    let mut rng = ChaCha8Rng::seed_from_u64(key ^ 0x009b_0be5);
+    use rand::SeedableRng;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(key ^ 0x009b_0be5);
     let mut kinds: Vec<(crate::config::Dtype, u32, bool)> = shapes
         .iter()
         .map(|s| (s.dtype, s.head_dim, s.causal))
@@ -668,12 +637,11 @@ fn probe_shapes(shapes: &[ShapeParams], key: u64) -> Vec<ShapeParams> {
 /// the kernel already merged: it is checked on the configured shapes, where the A/B needs it
 /// right, and not here (half the cost).
 fn run_probes(
-    gpu: &Gpu,
+    backend: &mut dyn Backend,
     config: &Config,
     shapes: &[ShapeParams],
-    cand: &AttentionSet,
 ) -> Vec<ProbeResult> {
-    let key = gpu.run_key.0;
+    let key = backend.run_key();
     probe_shapes(shapes, key)
         .into_iter()
         .enumerate()
@@ -688,10 +656,7 @@ fn run_probes(
                 base_parity: None,
                 error: None,
             };
-            match cand
-                .get(&params)
-                .and_then(|k| check_parity(gpu, k, "candidate", &params, tol, seed))
-            {
+            match backend.parity(Side::Candidate, &params, tol, seed) {
                 Ok(p) => probe.parity = Some(p),
                 Err(e) => probe.error = Some(e.to_string()),
             }
@@ -808,23 +773,28 @@ fn stored_p50(
 /// than the old kernels measured alongside it) or the runner (the old kernels are now
 /// slower than their stored numbers).
 fn trace_drift(
-    gpu: &Gpu,
+    backend: &mut dyn Backend,
     config: &Config,
-    [old_set, cand_set]: [&AttentionSet; 2],
     old: &BaseKernels,
     stored: Option<&BaselineFile>,
     shape: &ShapeResult,
     design: StageDesign,
 ) -> Result<DriftCheck> {
     let params = &shape.params;
+    let seed = config.parity.seed ^ 0xd41f7;
+    let id = backend.begin(
+        params,
+        &[Side::Other, Side::Candidate],
+        &config.measure,
+        config.parity.tolerance(params.dtype),
+        None,
+        shape_seed(config.gate.seed ^ 0xd41f7, &shape.name),
+        seed,
+    )?;
     let mut run = ShapeRun {
-        sides: vec![
-            AbSide::new(old_set.get(params)?, None, "baseline commit's"),
-            AbSide::new(cand_set.get(params)?, None, "candidate"),
-        ],
-        orders: Vec::new(),
-        coin: ChaCha8Rng::seed_from_u64(shape_seed(config.gate.seed ^ 0xd41f7, &shape.name)),
-        seed: config.parity.seed ^ 0xd41f7,
+        id,
+        ab: true,
+        seed,
         peers: Vec::new(),
         peer_launches: Vec::new(),
         peer_s: 0.0,
@@ -832,16 +802,20 @@ fn trace_drift(
         remeasure_budget: remeasure_budget(design),
     };
     let mut no_peers = PeerSession::start(&[], &mut Vec::new());
-    run.more(
-        gpu,
+    let measured = run.more(
+        backend,
         params,
         config,
         design.stage1,
         &mut no_peers,
         &mut Vec::new(),
-    )?;
-    let old_rounds = Rounds::new(run.sides[0].m.rounds.clone())?;
-    let cand_rounds = Rounds::new(run.sides[1].m.rounds.clone())?;
+    );
+    let old_samples = backend.measurement(id, 0).rounds.clone();
+    let cand_samples = backend.measurement(id, 1).rounds.clone();
+    backend.end(id);
+    measured?;
+    let old_rounds = Rounds::new(old_samples.clone())?;
+    let cand_rounds = Rounds::new(cand_samples.clone())?;
     let gate = &config.gate;
     let cand_vs_commit = Comparison::paired(&old_rounds, &cand_rounds, None, gate)?;
     let commit_vs_stored = match stored.and_then(|b| b.shape(params, config.measure.cache)) {
@@ -868,8 +842,8 @@ fn trace_drift(
     };
     Ok(DriftCheck {
         commit: old.commit.clone().unwrap_or_else(|| old.source.clone()),
-        samples_us: run.sides[0].m.rounds.clone(),
-        cand_samples_us: run.sides[1].m.rounds.clone(),
+        samples_us: old_samples,
+        cand_samples_us: cand_samples,
         cand_vs_commit: Some(cand_vs_commit),
         commit_vs_stored,
         cause,
@@ -885,13 +859,24 @@ pub fn config_info(config: &Config) -> ConfigInfo {
 }
 
 /// Copies what a shape's sides measured into its result.
-fn fill(result: &mut ShapeResult, run: &ShapeRun, cache: CacheMode, design: StageDesign) {
+fn fill(
+    result: &mut ShapeResult,
+    run: &ShapeRun,
+    backend: &dyn Backend,
+    cache: CacheMode,
+    design: StageDesign,
+) {
     result.peers = run.peers.clone();
     result.remeasured = run.remeasured.clone();
-    if run.ab() {
-        result.clock_events = run.sides.iter().map(|s| s.m.clock_events.clone()).collect();
+    let sides: Vec<&Measurement> = run
+        .base(backend)
+        .into_iter()
+        .chain([run.cand(backend)])
+        .collect();
+    if run.ab {
+        result.clock_events = sides.iter().map(|m| m.clock_events.clone()).collect();
     }
-    let cand = run.cand();
+    let cand = run.cand(backend);
     result.samples_us = cand.rounds.clone();
     match median_of(&cand.rounds)
         .and(Sample::new(cand.rounds.iter().flatten().copied().collect()).ok())
@@ -903,18 +888,16 @@ fn fill(result: &mut ShapeResult, run: &ShapeRun, cache: CacheMode, design: Stag
         }
         None => result.error = Some("its timings are unusable: fewer than 2 values".into()),
     }
-    if run.ab() {
-        let base = &run.sides[0].m;
+    if let Some(base) = run.base(backend) {
         result.base_samples_us = base.rounds.clone();
-        result.pair_order = run.orders.clone();
+        result.pair_order = backend.orders(run.id).to_vec();
         result.base_summary = Sample::new(base.rounds.iter().flatten().copied().collect())
             .ok()
             .map(|s| s.summary());
     }
-    let clocks: Vec<u32> = run
-        .sides
+    let clocks: Vec<u32> = sides
         .iter()
-        .flat_map(|s| s.m.sm_clock_mhz.iter().copied())
+        .flat_map(|m| m.sm_clock_mhz.iter().copied())
         .collect();
     let rounds = cand.rounds.len() as u32;
     result.measurement = Some(MeasurementInfo {
@@ -923,7 +906,7 @@ fn fill(result: &mut ShapeResult, run: &ShapeRun, cache: CacheMode, design: Stag
         rounds,
         extra_rounds: rounds.saturating_sub(design.stage1),
         working_set_bytes: cand.working_set_bytes,
-        wall_s: run.sides.iter().map(|s| s.m.wall_s).sum(),
+        wall_s: sides.iter().map(|m| m.wall_s).sum(),
         sm_clock_mhz: clocks
             .iter()
             .min()

@@ -22,7 +22,7 @@ use super::error::{DriverContext, GpuError};
 use super::integrity::{OutputSlots, RefSet, Rows, SAMPLED_ROWS, slot_budget_bytes};
 use super::raw;
 use crate::config::{CacheMode, MeasureSettings, ShapeParams, Tolerance};
-use crate::results::{PairOrder, Parity};
+use crate::results::PairOrder;
 
 /// The spin kernel's cost model: one launch inside a graph takes `overhead_us + cycles · us_per_cycle`.
 #[derive(Clone, Copy, Debug)]
@@ -49,28 +49,7 @@ pub struct Bench<'a> {
     pub tolerance: Tolerance,
 }
 
-/// One shape's timings.
-#[derive(Clone, Debug)]
-pub struct Measurement {
-    /// Per-launch µs, by round.
-    pub rounds: Vec<Vec<f64>>,
-    pub launches_per_sample: u32,
-    pub working_set_bytes: u64,
-    /// Device address of Q in each round (shows that rounds used fresh buffers).
-    pub round_addresses: Vec<u64>,
-    pub wall_s: f64,
-    /// SM clock (MHz, NVML) read before and after each round's samples.
-    pub sm_clock_mhz: Vec<u32>,
-    /// Timed launches whose output was compared with the reference (every one).
-    pub checked_launches: u64,
-    /// The largest error of any timed launch's output against the reference.
-    pub worst_timed: Option<Parity>,
-    /// Per round: samples across which the SM clock moved (read before and after each).
-    pub clock_events: Vec<u32>,
-    /// One launch's time from the first round's warm-up, ms (later rounds warm up with the
-    /// first replay of their graph only).
-    pub per_launch_ms: Option<f64>,
-}
+pub use crate::backend::Measurement;
 
 /// Bytes one launch reads and writes: Q, K, V in 16 bits, the output in 32.
 fn bytes_per_set(shape: &ShapeParams) -> u64 {
@@ -116,17 +95,7 @@ fn timing_event(gpu: &Gpu) -> Result<CudaEvent, GpuError> {
         .during(|| "creating a timing event".into())
 }
 
-/// Wall-clock seconds the measuring spent per phase in this process, for the results'
-/// `timing`: making the reference outputs, preparing rounds (buffers, warm-up, graph),
-/// sampling (the timed replays, their poisoning, checks and idle time), and finishing rounds
-/// (reading the checks back, hashing the inputs).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct PhaseTimes {
-    pub references_s: f64,
-    pub preparing_s: f64,
-    pub sampling_s: f64,
-    pub finishing_s: f64,
-}
+pub use crate::backend::PhaseTimes;
 
 static PHASES: std::sync::Mutex<PhaseTimes> = std::sync::Mutex::new(PhaseTimes {
     references_s: 0.0,
@@ -148,24 +117,6 @@ pub fn phase_times() -> PhaseTimes {
 /// SM cycles of the spin that precedes each sample (~50 µs at 2 GHz): long enough for the
 /// host to enqueue the replay behind it.
 const LEAD_CYCLES: i64 = 100_000;
-
-impl Measurement {
-    /// No rounds yet.
-    pub fn empty() -> Measurement {
-        Measurement {
-            rounds: Vec::new(),
-            launches_per_sample: 0,
-            working_set_bytes: 0,
-            round_addresses: Vec::new(),
-            wall_s: 0.0,
-            sm_clock_mhz: Vec::new(),
-            checked_launches: 0,
-            worst_timed: None,
-            clock_events: Vec::new(),
-            per_launch_ms: None,
-        }
-    }
-}
 
 /// The seeds of the input sets of round `round` (fresh inputs every round), mixed with the
 /// run's secret key so a kernel cannot know its inputs in advance.

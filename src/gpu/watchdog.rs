@@ -75,13 +75,25 @@ fn watch() {
                 .map(|(_, limit, what)| (hang_message(what, *limit), s.handler.clone()))
         };
         if let Some((message, handler)) = expired {
-            match handler {
-                Some(h) => h(&message),
-                None => eprintln!("error: {message}"),
-            }
-            super::raw::exit_now(2);
+            end(&message, handler);
         }
     }
+}
+
+/// Runs the hang handler with `message` and ends the process with exit code 2.
+fn end(message: &str, handler: Option<std::sync::Arc<HangHandler>>) -> ! {
+    match handler {
+        Some(h) => h(message),
+        None => eprintln!("error: {message}"),
+    }
+    super::raw::exit_now(2)
+}
+
+/// What a hang does, now: the simulated backend's hung kernel takes this path, so that the
+/// hang handling of every command is tested without a GPU.
+pub fn hang_now(what: &str, limit: Duration) -> ! {
+    let handler = state().handler.clone();
+    end(&hang_message(what, limit), handler)
 }
 
 #[cfg(test)]

@@ -1,0 +1,180 @@
+//! The measuring backend: everything the pipeline asks of a GPU, behind one trait, so that
+//! the whole pipeline — stages, statistics, drift tracing, reports, exit codes — also runs
+//! without one. Two implementations: the GPU (`gpu::cuda_backend`, cudarc) and a seeded
+//! simulation ([`sim`]) that `CI_GATE_SIMULATE` selects (tests and CI; never a verdict on
+//! real kernels: its environment says "simulated").
+//!
+//! The pipeline keeps the decisions (order of work, stages, re-measuring, verdicts); the
+//! backend keeps the device: compiled kernels, buffers held between rounds, the launch count
+//! of a shape, and the measurements it appends to.
+
+pub mod sim;
+
+use std::path::Path;
+
+use crate::config::{MeasureSettings, ShapeParams, Tolerance};
+use crate::gpu::error::GpuError;
+use crate::results::{Environment, GpuState, PairOrder, Parity};
+
+/// Which kernels a measurement is of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The base's `attention.cu` (A/B).
+    Base,
+    /// The candidate's.
+    Candidate,
+    /// A third set loaded later: the stored baseline's commit's, when a drift is traced.
+    Other,
+}
+
+impl Side {
+    /// Its name in messages: "base", "candidate", "baseline commit's".
+    pub fn label(self) -> &'static str {
+        match self {
+            Side::Base => "base",
+            Side::Candidate => "candidate",
+            Side::Other => "baseline commit's",
+        }
+    }
+}
+
+/// A shape being measured, as [`Backend::begin`] returned it.
+pub type ShapeId = usize;
+
+/// One side's timings of one shape, as the backend appended them round by round.
+#[derive(Clone, Debug)]
+pub struct Measurement {
+    /// Per-launch µs, by round.
+    pub rounds: Vec<Vec<f64>>,
+    pub launches_per_sample: u32,
+    pub working_set_bytes: u64,
+    /// Device address of Q in each round (shows that rounds used fresh buffers).
+    pub round_addresses: Vec<u64>,
+    pub wall_s: f64,
+    /// SM clock (MHz, NVML) read before and after each round's samples.
+    pub sm_clock_mhz: Vec<u32>,
+    /// Timed launches whose output was compared with the reference (every one).
+    pub checked_launches: u64,
+    /// The largest error of any timed launch's output against the reference.
+    pub worst_timed: Option<Parity>,
+    /// Per round: samples across which the SM clock moved (read before and after each).
+    pub clock_events: Vec<u32>,
+    /// One launch's time from the first round's warm-up, ms (later rounds warm up with the
+    /// first replay of their graph only).
+    pub per_launch_ms: Option<f64>,
+}
+
+impl Measurement {
+    /// No rounds yet.
+    pub fn empty() -> Measurement {
+        Measurement {
+            rounds: Vec::new(),
+            launches_per_sample: 0,
+            working_set_bytes: 0,
+            round_addresses: Vec::new(),
+            wall_s: 0.0,
+            sm_clock_mhz: Vec::new(),
+            checked_launches: 0,
+            worst_timed: None,
+            clock_events: Vec::new(),
+            per_launch_ms: None,
+        }
+    }
+
+    /// Forgets the last round (a pair measured again: [`Backend::drop_last`]).
+    pub fn drop_last(&mut self) {
+        if self.rounds.pop().is_some() {
+            self.clock_events.pop();
+            self.round_addresses.pop();
+            let keep = self.sm_clock_mhz.len().saturating_sub(2);
+            self.sm_clock_mhz.truncate(keep);
+        }
+    }
+}
+
+/// The measurement of a shape that is not (or no longer) being measured: nothing.
+pub fn empty_measurement() -> &'static Measurement {
+    static EMPTY: std::sync::OnceLock<Measurement> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(Measurement::empty)
+}
+
+/// Wall-clock seconds the measuring spent per phase in this process, for the results'
+/// `timing`: making the reference outputs, preparing rounds (buffers, warm-up, graph),
+/// sampling (the timed replays, their poisoning, checks and idle time), and finishing rounds
+/// (reading the checks back, hashing the inputs).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PhaseTimes {
+    pub references_s: f64,
+    pub preparing_s: f64,
+    pub sampling_s: f64,
+    pub finishing_s: f64,
+}
+
+/// What the pipeline asks of a measuring device. Methods that touch the device return
+/// [`GpuError`]; a [`GpuError::Integrity`] is the kernel's fault (a parity failure of the
+/// side it names), anything else a measuring error.
+pub trait Backend {
+    /// The machine: GPU, driver, CUDA, NVRTC, clocks now (the run's "before").
+    fn environment(&self) -> Environment;
+    /// Clocks, temperature, power and throttle reasons now (the run's "after").
+    fn state(&self) -> Option<GpuState>;
+    /// SHA-256 of the `attention.cu` of a side, when that side is loaded.
+    fn source_hash(&self, side: Side) -> Option<String>;
+    /// An upper bound on the device's dense fp16 tensor throughput, TFLOP/s.
+    fn peak_dense_tflops(&self) -> f64;
+    /// This run's secret (hash keys, poison, random shapes), drawn from the OS.
+    fn run_key(&self) -> u64;
+    /// Buffer sets a cold-cache round rotates through (1 for hot cache).
+    fn input_sets(
+        &self,
+        shape: &ShapeParams,
+        settings: &MeasureSettings,
+    ) -> Result<usize, GpuError>;
+    /// Brings the clocks up before the first sample of the process.
+    fn spin_up(&mut self, shape: &ShapeParams) -> Result<(), GpuError>;
+    /// Fits the cost of the spin kernel that injects slowdowns (selftest's `--inject`).
+    fn calibrate_injection(&mut self) -> Result<(), GpuError>;
+    /// One side's output on fresh inputs from `seed` against the reference.
+    fn parity(
+        &mut self,
+        side: Side,
+        shape: &ShapeParams,
+        tolerance: Tolerance,
+        seed: u64,
+    ) -> Result<Parity, GpuError>;
+    /// Compiles and loads a third `attention.cu` ([`Side::Other`]).
+    fn load_other(&mut self, dir: &Path, defines: &[String]) -> Result<(), GpuError>;
+    /// Starts measuring `shape`: one side alone, or two in pairs of rounds (`sides[0]`
+    /// first in the report: base or other; `sides[1]` the candidate). `inject_us` slows the
+    /// last side by that much per launch (after [`Backend::calibrate_injection`]).
+    /// `coin_seed` seeds the order of pairs, `seed` the inputs.
+    #[allow(clippy::too_many_arguments)]
+    fn begin(
+        &mut self,
+        shape: &ShapeParams,
+        sides: &[Side],
+        settings: &MeasureSettings,
+        tolerance: Tolerance,
+        inject_us: Option<f64>,
+        coin_seed: u64,
+        seed: u64,
+    ) -> Result<ShapeId, GpuError>;
+    /// One more pair of rounds (two sides), in the order it drew.
+    fn pair(&mut self, id: ShapeId) -> Result<PairOrder, GpuError>;
+    /// One more round (one side).
+    fn round(&mut self, id: ShapeId) -> Result<(), GpuError>;
+    /// Forgets the last pair (or round).
+    fn drop_last(&mut self, id: ShapeId);
+    /// What side `index` (of those given to `begin`) measured so far.
+    fn measurement(&self, id: ShapeId, index: usize) -> &Measurement;
+    /// The order of each pair kept.
+    fn orders(&self, id: ShapeId) -> &[PairOrder];
+    /// Releases the shape's buffers.
+    fn end(&mut self, id: ShapeId);
+    /// Where the measuring's time went so far.
+    fn phase_times(&self) -> PhaseTimes;
+}
+
+/// The environment variable that selects the simulated backend: its value seeds it
+/// ("1" or any number). Tests and CI only.
+pub const SIMULATE_ENV: &str = "CI_GATE_SIMULATE";

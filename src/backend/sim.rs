@@ -1,0 +1,597 @@
+//! A simulated GPU, so that every path from the command line to the exit code runs in CI:
+//! kernels whose times follow a seeded noise model, and faults a test can ask for.
+//!
+//! `CI_GATE_SIMULATE=SEED ci-gate local ...` measures with it. What a simulated kernel set
+//! does is written in its `attention.cu`, on a line of its own:
+//!
+//! ```text
+//! // ci-gate-sim: factor=1.03 parity-fail=causal hang=b2h16 error=d128 skip=s4096
+//! ```
+//!
+//! `factor` multiplies its times (1 by default); each fault applies to the shapes whose name
+//! contains its value (`*` for all): `parity-fail` (its output is far from the reference),
+//! `hang` (its kernel never returns: the watchdog's hang path, exit 2), `error` (a CUDA
+//! error), `skip` (its timed launches skip work: an integrity failure). The noise model is
+//! issue 19's ([`NoiseModel::ISSUE`]): a process shift, a drift within the process, heavy-
+//! tailed round shifts, throttled rounds, heavy-tailed samples with outliers.
+//!
+//! Nothing of it ever measures a real kernel: its GPU is named "Simulated GPU".
+
+use std::path::Path;
+use std::time::Duration;
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Normal, StudentT};
+
+use super::{Backend, Measurement, PhaseTimes, ShapeId, Side};
+use crate::config::{MeasureSettings, ShapeParams, Tolerance};
+use crate::gpu::compile::KernelSource;
+use crate::gpu::error::GpuError;
+use crate::results::{Environment, GpuState, PairOrder, Parity};
+
+/// The noise of the simulated timings; every sd is of the log time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NoiseModel {
+    /// Shared by everything one process measures (cancels in A/B pairs).
+    pub process_sd: f64,
+    /// A random walk within the process, per pair (shared by the two rounds of a pair).
+    pub drift_sd: f64,
+    /// A level shared by the two rounds of a pair, drawn afresh for each pair.
+    pub pair_sd: f64,
+    /// Each round's own shift: Student t with `round_df` degrees of freedom.
+    pub round_sd: f64,
+    pub round_df: f64,
+    /// Within a round: Student t with `within_df` degrees of freedom.
+    pub within_sd: f64,
+    pub within_df: f64,
+    /// Share of samples 5–30% slow.
+    pub outliers: f64,
+    /// Share of rounds (per side) 3–8% slow.
+    pub throttled: f64,
+}
+
+impl NoiseModel {
+    /// The model of issue 19 (and of `tests/calibration.rs`).
+    pub const ISSUE: NoiseModel = NoiseModel {
+        process_sd: 0.003,
+        drift_sd: 0.001,
+        pair_sd: 0.0,
+        round_sd: 0.002,
+        round_df: 3.0,
+        within_sd: 0.01,
+        within_df: 5.0,
+        outliers: 0.02,
+        throttled: 0.02,
+    };
+}
+
+/// What a simulated `attention.cu` does.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimKernel {
+    pub hash: String,
+    pub factor: f64,
+    pub parity_fail: Option<String>,
+    pub hang: Option<String>,
+    pub error: Option<String>,
+    pub skip: Option<String>,
+}
+
+impl SimKernel {
+    /// Reads the `// ci-gate-sim:` line of a source (none: a plain kernel of factor 1).
+    pub fn parse(text: &str, hash: &str) -> Result<SimKernel, String> {
+        let mut k = SimKernel {
+            hash: hash.to_owned(),
+            factor: 1.0,
+            parity_fail: None,
+            hang: None,
+            error: None,
+            skip: None,
+        };
+        for line in text.lines() {
+            let Some(rest) = line.trim().strip_prefix("// ci-gate-sim:") else {
+                continue;
+            };
+            for word in rest.split_whitespace() {
+                let Some((key, value)) = word.split_once('=') else {
+                    return Err(format!("ci-gate-sim: {word:?} is not key=value"));
+                };
+                let value = value.to_owned();
+                match key {
+                    "factor" => {
+                        k.factor = value
+                            .parse::<f64>()
+                            .ok()
+                            .filter(|f| f.is_finite() && *f > 0.0)
+                            .ok_or_else(|| {
+                                format!("ci-gate-sim: factor {value:?} is not a positive number")
+                            })?;
+                    }
+                    "parity-fail" => k.parity_fail = Some(value),
+                    "hang" => k.hang = Some(value),
+                    "error" => k.error = Some(value),
+                    "skip" => k.skip = Some(value),
+                    _ => return Err(format!("ci-gate-sim: unknown key {key:?}")),
+                }
+            }
+        }
+        Ok(k)
+    }
+
+    fn hits(fault: &Option<String>, shape: &ShapeParams) -> bool {
+        fault
+            .as_deref()
+            .is_some_and(|f| f == "*" || shape.name().contains(f))
+    }
+}
+
+/// The time a simulated kernel of factor 1 takes on `shape`, µs: its FLOPs at 300 TFLOP/s
+/// (at least 2 µs).
+fn base_us(shape: &ShapeParams) -> f64 {
+    (shape.flops() / 300e12 * 1e6).max(2.0)
+}
+
+struct Noise {
+    rng: ChaCha8Rng,
+    normal: Normal<f64>,
+    round_t: StudentT<f64>,
+    within_t: StudentT<f64>,
+    model: NoiseModel,
+}
+
+impl Noise {
+    fn new(seed: u64, model: NoiseModel) -> Noise {
+        Noise {
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            normal: Normal::new(0.0, 1.0).expect("a standard normal"),
+            round_t: StudentT::new(model.round_df.max(2.5)).expect("positive degrees"),
+            within_t: StudentT::new(model.within_df.max(2.5)).expect("positive degrees"),
+            model,
+        }
+    }
+
+    /// A t variate scaled to unit variance.
+    fn unit_t(&mut self, round: bool) -> f64 {
+        let (t, df) = if round {
+            (&self.round_t, self.model.round_df.max(2.5))
+        } else {
+            (&self.within_t, self.model.within_df.max(2.5))
+        };
+        t.sample(&mut self.rng) * ((df - 2.0) / df).sqrt()
+    }
+
+    fn z(&mut self) -> f64 {
+        self.normal.sample(&mut self.rng)
+    }
+
+    /// One round of `samples` values around `level` (log µs).
+    fn round(&mut self, level: f64, samples: u32) -> Vec<f64> {
+        let m = self.model;
+        let mut level = level + m.round_sd * self.unit_t(true);
+        if self.rng.random::<f64>() < m.throttled {
+            level += (0.03 + 0.05 * self.rng.random::<f64>()).ln_1p();
+        }
+        (0..samples.max(1))
+            .map(|_| {
+                let mut x = level + m.within_sd * self.unit_t(false);
+                if self.rng.random::<f64>() < m.outliers {
+                    x += (0.05 + 0.25 * self.rng.random::<f64>()).ln_1p();
+                }
+                x.exp()
+            })
+            .collect()
+    }
+}
+
+struct SimShape {
+    params: ShapeParams,
+    sides: Vec<(Side, Measurement)>,
+    settings: MeasureSettings,
+    tolerance: Tolerance,
+    inject_us: Option<f64>,
+    coin: ChaCha8Rng,
+    noise: Noise,
+    drift: f64,
+    orders: Vec<PairOrder>,
+}
+
+/// The simulated GPU.
+pub struct SimBackend {
+    key: u64,
+    model: NoiseModel,
+    process_shift: f64,
+    base: Option<SimKernel>,
+    candidate: SimKernel,
+    other: Option<SimKernel>,
+    calibrated: bool,
+    shapes: Vec<Option<SimShape>>,
+    next_address: u64,
+}
+
+/// Simulated launches per sample.
+const LAUNCHES: u32 = 100;
+
+impl SimBackend {
+    /// A simulated GPU seeded by `seed`, with kernel sets of the given behaviour.
+    pub fn new(
+        seed: u64,
+        model: NoiseModel,
+        base: Option<SimKernel>,
+        candidate: SimKernel,
+    ) -> SimBackend {
+        let mut noise = Noise::new(seed ^ 0x5eed, model);
+        let process_shift = model.process_sd * noise.z();
+        SimBackend {
+            key: seed,
+            model,
+            process_shift,
+            base,
+            candidate,
+            other: None,
+            calibrated: false,
+            shapes: Vec::new(),
+            next_address: 0x7f00_0000_0000,
+        }
+    }
+
+    /// Opens the simulation for the `attention.cu` of `harness` (the base, when `candidate`
+    /// is another directory) and of `candidate`, read as the gate reads kernel sources.
+    pub fn open(
+        seed: u64,
+        harness: &Path,
+        candidate: Option<&Path>,
+    ) -> Result<SimBackend, GpuError> {
+        let read = |dir: &Path| -> Result<SimKernel, GpuError> {
+            let src = KernelSource::read(&dir.join("attention.cu"))?;
+            crate::gpu::lexcheck::check_no_file_access(&src.text, &src.path.display().to_string())?;
+            SimKernel::parse(&src.text, &src.hash)
+                .map_err(|e| GpuError::Invalid(format!("{}: {e}", src.path.display())))
+        };
+        let first = read(harness)?;
+        let (base, cand) = match candidate {
+            Some(dir) => (Some(first), read(dir)?),
+            None => (None, first),
+        };
+        Ok(SimBackend::new(seed, NoiseModel::ISSUE, base, cand))
+    }
+
+    fn kernel(&self, side: Side) -> Result<&SimKernel, GpuError> {
+        match side {
+            Side::Base => self.base.as_ref().or(Some(&self.candidate)),
+            Side::Candidate => Some(&self.candidate),
+            Side::Other => self.other.as_ref(),
+        }
+        .ok_or_else(|| GpuError::Invalid(format!("no {} kernels are loaded", side.label())))
+    }
+
+    /// The faults of a launch of `side` on `shape`: a hang ends the process (the watchdog's
+    /// path), an error is a CUDA error, a skip an integrity failure.
+    fn launch(&self, side: Side, shape: &ShapeParams, what: &str) -> Result<(), GpuError> {
+        let k = self.kernel(side)?;
+        if SimKernel::hits(&k.hang, shape) {
+            crate::gpu::watchdog::hang_now(
+                &format!(
+                    "kernel attention_fwd of the {} on shape {shape} ({what})",
+                    side.label()
+                ),
+                Duration::from_secs(60),
+            );
+        }
+        if SimKernel::hits(&k.error, shape) {
+            return Err(GpuError::Invalid(format!(
+                "kernel attention_fwd of the {} on shape {shape}: CUDA_ERROR_ILLEGAL_ADDRESS (simulated)",
+                side.label()
+            )));
+        }
+        Ok(())
+    }
+
+    fn round_of(&mut self, id: ShapeId, index: usize, level: f64) -> Result<(), GpuError> {
+        let address = self.next_address;
+        self.next_address += 0x10_0000;
+        let s = self.shapes[id]
+            .as_mut()
+            .ok_or_else(|| GpuError::Invalid("a round of a shape that was ended".into()))?;
+        let samples = s.settings.samples_per_round;
+        let values = s.noise.round(level, samples);
+        let tolerance = s.tolerance;
+        let m = &mut s.sides[index].1;
+        m.rounds.push(values);
+        m.launches_per_sample = LAUNCHES;
+        m.working_set_bytes = s.params.elements() as u64 * 10;
+        m.round_addresses.push(address);
+        m.sm_clock_mhz.extend([1980, 1980]);
+        m.clock_events.push(0);
+        m.checked_launches += u64::from(samples) * u64::from(LAUNCHES);
+        m.worst_timed.get_or_insert(Parity {
+            max_abs: 1e-4,
+            rel_l2: 1e-4,
+            nan_or_inf: 0,
+            unwritten: 0,
+            tolerance,
+            seed: 0,
+        });
+        m.wall_s += 0.01;
+        Ok(())
+    }
+
+    /// The log time of a side's round on this shape, before the round's own noise.
+    fn level(&self, id: ShapeId, index: usize, shared: f64) -> Result<f64, GpuError> {
+        let s = self.shapes[id]
+            .as_ref()
+            .ok_or_else(|| GpuError::Invalid("a shape that was ended".into()))?;
+        let (side, _) = s.sides[index];
+        let k = self.kernel(side)?;
+        if SimKernel::hits(&k.skip, &s.params) {
+            return Err(GpuError::Integrity(format!(
+                "the {} kernel skipped work in its timed launches (simulated): 1000 elements unwritten (shape {})",
+                side.label(),
+                s.params
+            )));
+        }
+        let mut us = base_us(&s.params) * k.factor;
+        if index + 1 == s.sides.len()
+            && let Some(extra) = s.inject_us
+        {
+            us += extra;
+        }
+        Ok(us.ln() + self.process_shift + shared)
+    }
+}
+
+impl Backend for SimBackend {
+    fn environment(&self) -> Environment {
+        Environment {
+            gpu_name: "Simulated GPU".into(),
+            gpu_slug: "simulated-gpu".into(),
+            gpu_uuid: None,
+            compute_capability: "9.0".into(),
+            sm_count: Some(132),
+            l2_bytes: Some(60 << 20),
+            driver_version: Some("simulated".into()),
+            cuda_driver_version: Some("13.0".into()),
+            nvrtc_version: None,
+            state_before: self.state(),
+            state_after: None,
+        }
+    }
+
+    fn state(&self) -> Option<GpuState> {
+        Some(GpuState {
+            sm_clock_mhz: Some(1980),
+            mem_clock_mhz: Some(3201),
+            temperature_c: Some(40),
+            power_w: Some(300.0),
+            throttle_reasons: Vec::new(),
+        })
+    }
+
+    fn source_hash(&self, side: Side) -> Option<String> {
+        self.kernel(side).ok().map(|k| k.hash.clone())
+    }
+
+    fn peak_dense_tflops(&self) -> f64 {
+        // The simulated kernels run at 300 TFLOP/s; a factor below 1/8 is impossible.
+        2400.0
+    }
+
+    fn run_key(&self) -> u64 {
+        self.key
+    }
+
+    fn input_sets(&self, _: &ShapeParams, _: &MeasureSettings) -> Result<usize, GpuError> {
+        Ok(1)
+    }
+
+    fn spin_up(&mut self, _: &ShapeParams) -> Result<(), GpuError> {
+        Ok(())
+    }
+
+    fn calibrate_injection(&mut self) -> Result<(), GpuError> {
+        self.calibrated = true;
+        Ok(())
+    }
+
+    fn parity(
+        &mut self,
+        side: Side,
+        shape: &ShapeParams,
+        tolerance: Tolerance,
+        seed: u64,
+    ) -> Result<Parity, GpuError> {
+        self.launch(side, shape, "parity")?;
+        let bad = SimKernel::hits(&self.kernel(side)?.parity_fail, shape);
+        Ok(Parity {
+            max_abs: if bad { 0.5 } else { tolerance.max_abs * 0.01 },
+            rel_l2: if bad { 0.3 } else { tolerance.rel_l2 * 0.1 },
+            nan_or_inf: 0,
+            unwritten: 0,
+            tolerance,
+            seed,
+        })
+    }
+
+    fn load_other(&mut self, dir: &Path, _: &[String]) -> Result<(), GpuError> {
+        let src = KernelSource::read(&dir.join("attention.cu"))?;
+        self.other = Some(
+            SimKernel::parse(&src.text, &src.hash)
+                .map_err(|e| GpuError::Invalid(format!("{}: {e}", src.path.display())))?,
+        );
+        Ok(())
+    }
+
+    fn begin(
+        &mut self,
+        shape: &ShapeParams,
+        sides: &[Side],
+        settings: &MeasureSettings,
+        tolerance: Tolerance,
+        inject_us: Option<f64>,
+        coin_seed: u64,
+        seed: u64,
+    ) -> Result<ShapeId, GpuError> {
+        for side in sides {
+            self.launch(*side, shape, "warm-up")?;
+        }
+        if inject_us.is_some() && !self.calibrated {
+            return Err(GpuError::Invalid(
+                "an injected slowdown needs calibrate_injection first".into(),
+            ));
+        }
+        self.shapes.push(Some(SimShape {
+            params: *shape,
+            sides: sides.iter().map(|s| (*s, Measurement::empty())).collect(),
+            settings: settings.clone(),
+            tolerance,
+            inject_us,
+            coin: ChaCha8Rng::seed_from_u64(coin_seed),
+            noise: Noise::new(seed ^ self.key.rotate_left(7), self.model),
+            drift: 0.0,
+            orders: Vec::new(),
+        }));
+        Ok(self.shapes.len() - 1)
+    }
+
+    fn pair(&mut self, id: ShapeId) -> Result<PairOrder, GpuError> {
+        let (order, shared) = {
+            let s = self.shapes[id]
+                .as_mut()
+                .ok_or_else(|| GpuError::Invalid("a pair of a shape that was ended".into()))?;
+            if s.sides.len() != 2 {
+                return Err(GpuError::Invalid(
+                    "a pair needs two sides (begin() was given one)".into(),
+                ));
+            }
+            let order = if s.coin.random::<bool>() {
+                PairOrder::BaseFirst
+            } else {
+                PairOrder::CandFirst
+            };
+            s.drift += s.noise.model.drift_sd * s.noise.z();
+            let pair = s.noise.model.pair_sd * s.noise.z();
+            (order, s.drift + pair)
+        };
+        let levels = [self.level(id, 0, shared)?, self.level(id, 1, shared)?];
+        for (index, level) in levels.into_iter().enumerate() {
+            self.round_of(id, index, level)?;
+        }
+        if let Some(s) = self.shapes[id].as_mut() {
+            s.orders.push(order);
+        }
+        Ok(order)
+    }
+
+    fn round(&mut self, id: ShapeId) -> Result<(), GpuError> {
+        let (index, shared) = {
+            let s = self.shapes[id]
+                .as_mut()
+                .ok_or_else(|| GpuError::Invalid("a round of a shape that was ended".into()))?;
+            s.drift += s.noise.model.drift_sd * s.noise.z();
+            (s.sides.len() - 1, s.drift)
+        };
+        let level = self.level(id, index, shared)?;
+        self.round_of(id, index, level)
+    }
+
+    fn drop_last(&mut self, id: ShapeId) {
+        if let Some(s) = self.shapes[id].as_mut() {
+            for (_, m) in &mut s.sides {
+                m.drop_last();
+            }
+            if s.sides.len() == 2 {
+                s.orders.pop();
+            }
+        }
+    }
+
+    fn measurement(&self, id: ShapeId, index: usize) -> &Measurement {
+        match self
+            .shapes
+            .get(id)
+            .and_then(|s| s.as_ref())
+            .and_then(|s| s.sides.get(index))
+        {
+            Some((_, m)) => m,
+            None => super::empty_measurement(),
+        }
+    }
+
+    fn orders(&self, id: ShapeId) -> &[PairOrder] {
+        self.shapes
+            .get(id)
+            .and_then(|s| s.as_ref())
+            .map_or(&[], |s| &s.orders)
+    }
+
+    fn end(&mut self, id: ShapeId) {
+        if let Some(slot) = self.shapes.get_mut(id) {
+            *slot = None;
+        }
+    }
+
+    fn phase_times(&self) -> PhaseTimes {
+        PhaseTimes::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Dtype;
+
+    #[test]
+    fn directives_say_what_a_simulated_kernel_does() {
+        let k = SimKernel::parse(
+            "// x\n// ci-gate-sim: factor=1.03 parity-fail=causal hang=b2h16\n",
+            "h",
+        )
+        .unwrap();
+        assert_eq!(k.factor, 1.03);
+        let causal = ShapeParams::new(1, 8, 512, 64, true, Dtype::Float16);
+        let plain = ShapeParams::new(1, 8, 512, 64, false, Dtype::Float16);
+        assert!(SimKernel::hits(&k.parity_fail, &causal));
+        assert!(!SimKernel::hits(&k.parity_fail, &plain));
+        assert_eq!(SimKernel::parse("int x;", "h").unwrap().factor, 1.0);
+        assert!(SimKernel::parse("// ci-gate-sim: factor=-1", "h").is_err());
+        assert!(SimKernel::parse("// ci-gate-sim: speed=2", "h").is_err());
+    }
+
+    #[test]
+    fn a_factor_shows_in_the_pairs_and_the_same_seed_gives_the_same_times() {
+        let shape = ShapeParams::new(4, 16, 512, 64, false, Dtype::Float16);
+        let slow = SimKernel::parse("// ci-gate-sim: factor=1.10", "b").unwrap();
+        let plain = SimKernel::parse("", "a").unwrap();
+        let run = || {
+            let mut b = SimBackend::new(3, NoiseModel::ISSUE, Some(plain.clone()), slow.clone());
+            let tol = Tolerance {
+                max_abs: 1e-2,
+                rel_l2: 1e-3,
+            };
+            let id = b
+                .begin(
+                    &shape,
+                    &[Side::Base, Side::Candidate],
+                    &MeasureSettings::default(),
+                    tol,
+                    None,
+                    1,
+                    2,
+                )
+                .unwrap();
+            for _ in 0..8 {
+                b.pair(id).unwrap();
+            }
+            let med = |i: usize| {
+                let mut v: Vec<f64> = b.measurement(id, i).rounds.concat();
+                v.sort_by(f64::total_cmp);
+                v[v.len() / 2]
+            };
+            (med(0), med(1), b.orders(id).len())
+        };
+        let (base, cand, orders) = run();
+        assert_eq!(orders, 8);
+        let ratio = cand / base;
+        assert!((1.07..1.13).contains(&ratio), "{ratio}");
+        assert_eq!(run(), (base, cand, orders));
+    }
+}

@@ -1,0 +1,307 @@
+//! The GPU behind [`Backend`]: a [`Gpu`] with the base's kernels (the harness and its
+//! `attention.cu`), the candidate's `attention.cu`, and on demand a third; the shapes being
+//! measured keep their measurements and held buffers here.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::device::{AttentionSet, Gpu, Kernel};
+use super::error::GpuError;
+use super::measure::{
+    AbSide, Bench, Held, Injection, SpinCalibration, calibrate_spin, extend, measure_pairs,
+    phase_times, sets_for, spin_up,
+};
+use super::parity::check_parity;
+use crate::backend::{Backend, Measurement, PhaseTimes, ShapeId, Side};
+use crate::config::{MeasureSettings, ShapeParams, Tolerance};
+use crate::results::{Environment, GpuState, PairOrder, Parity};
+
+/// GPU time spent at the start of a process to bring the clocks up before measuring (an
+/// idle H200 sits at a few hundred MHz).
+const SPIN_UP_MS: f64 = 300.0;
+
+/// A shape being measured on the GPU.
+struct CudaShape {
+    params: ShapeParams,
+    sides: Vec<(Side, Measurement)>,
+    settings: MeasureSettings,
+    tolerance: Tolerance,
+    injection: Option<Injection>,
+    coin: ChaCha8Rng,
+    seed: u64,
+    held: Held,
+    orders: Vec<PairOrder>,
+}
+
+/// The GPU: the harness and base kernels in `gpu`, the candidate's when it differs, a third
+/// set when one is loaded.
+pub struct CudaBackend {
+    gpu: Gpu,
+    candidate: Option<AttentionSet>,
+    other: Option<AttentionSet>,
+    calibration: Option<SpinCalibration>,
+    shapes: Vec<Option<CudaShape>>,
+}
+
+impl CudaBackend {
+    /// Opens device 0 with the harness of `harness` (its reference and utility kernels, and
+    /// its `attention.cu` as the base) and, when `candidate` is another directory, that
+    /// directory's `attention.cu` as the candidate; all compiled in parallel, with
+    /// `defines`. Every wait for the GPU is bounded by `max_wait`.
+    pub fn open(
+        harness: &Path,
+        candidate: Option<&Path>,
+        defines: &[String],
+        max_wait: Duration,
+    ) -> Result<CudaBackend, GpuError> {
+        let others: Vec<&Path> = candidate.into_iter().collect();
+        let mut gpu = Gpu::open_compiling(harness, defines, &others)?;
+        gpu.max_wait = max_wait;
+        let candidate = match candidate {
+            Some(dir) => Some(gpu.load_attention_with(dir, defines)?),
+            None => None,
+        };
+        Ok(CudaBackend {
+            gpu,
+            candidate,
+            other: None,
+            calibration: None,
+            shapes: Vec::new(),
+        })
+    }
+
+    fn set(&self, side: Side) -> Option<&AttentionSet> {
+        match side {
+            Side::Base => Some(&self.gpu.kernels.attention),
+            Side::Candidate => Some(
+                self.candidate
+                    .as_ref()
+                    .unwrap_or(&self.gpu.kernels.attention),
+            ),
+            Side::Other => self.other.as_ref(),
+        }
+    }
+
+    fn kernel(&self, side: Side, shape: &ShapeParams) -> Result<&Kernel, GpuError> {
+        self.set(side)
+            .ok_or_else(|| GpuError::Invalid(format!("no {} kernels are loaded", side.label())))?
+            .get(shape)
+    }
+}
+
+impl Backend for CudaBackend {
+    fn environment(&self) -> Environment {
+        super::env::environment(&self.gpu.info, &self.gpu.monitor)
+    }
+
+    fn state(&self) -> Option<GpuState> {
+        self.gpu.monitor.state()
+    }
+
+    fn source_hash(&self, side: Side) -> Option<String> {
+        self.set(side).map(|s| s.source_hash.clone())
+    }
+
+    fn peak_dense_tflops(&self) -> f64 {
+        self.gpu.peak_dense_tflops()
+    }
+
+    fn run_key(&self) -> u64 {
+        self.gpu.run_key.0
+    }
+
+    fn input_sets(
+        &self,
+        shape: &ShapeParams,
+        settings: &MeasureSettings,
+    ) -> Result<usize, GpuError> {
+        sets_for(&self.gpu, shape, settings.cache)
+    }
+
+    fn spin_up(&mut self, shape: &ShapeParams) -> Result<(), GpuError> {
+        spin_up(&self.gpu, shape, SPIN_UP_MS)
+    }
+
+    fn calibrate_injection(&mut self) -> Result<(), GpuError> {
+        self.calibration = Some(calibrate_spin(&self.gpu)?);
+        Ok(())
+    }
+
+    fn parity(
+        &mut self,
+        side: Side,
+        shape: &ShapeParams,
+        tolerance: Tolerance,
+        seed: u64,
+    ) -> Result<Parity, GpuError> {
+        let kernel = self.kernel(side, shape)?;
+        check_parity(&self.gpu, kernel, side.label(), shape, tolerance, seed)
+    }
+
+    fn load_other(&mut self, dir: &Path, defines: &[String]) -> Result<(), GpuError> {
+        self.other = Some(self.gpu.load_attention_with(dir, defines)?);
+        Ok(())
+    }
+
+    fn begin(
+        &mut self,
+        shape: &ShapeParams,
+        sides: &[Side],
+        settings: &MeasureSettings,
+        tolerance: Tolerance,
+        inject_us: Option<f64>,
+        coin_seed: u64,
+        seed: u64,
+    ) -> Result<ShapeId, GpuError> {
+        for side in sides {
+            self.kernel(*side, shape)?;
+        }
+        let injection = match (inject_us, self.calibration) {
+            (Some(us), Some(calibration)) => Some(Injection {
+                us_per_launch: us,
+                calibration,
+            }),
+            (Some(_), None) => {
+                return Err(GpuError::Invalid(
+                    "an injected slowdown needs calibrate_injection first".into(),
+                ));
+            }
+            (None, _) => None,
+        };
+        self.shapes.push(Some(CudaShape {
+            params: *shape,
+            sides: sides.iter().map(|s| (*s, Measurement::empty())).collect(),
+            settings: settings.clone(),
+            tolerance,
+            injection,
+            coin: ChaCha8Rng::seed_from_u64(coin_seed),
+            seed,
+            held: Held::default(),
+            orders: Vec::new(),
+        }));
+        Ok(self.shapes.len() - 1)
+    }
+
+    fn pair(&mut self, id: ShapeId) -> Result<PairOrder, GpuError> {
+        let mut s = self.shapes[id]
+            .take()
+            .ok_or_else(|| GpuError::Invalid("a pair of a shape that was ended".into()))?;
+        let result = (|| {
+            let [(first, m0), (second, m1)] = s.sides.as_mut_slice() else {
+                return Err(GpuError::Invalid(
+                    "a pair needs two sides (begin() was given one)".into(),
+                ));
+            };
+            let bench = Bench {
+                gpu: &self.gpu,
+                shape: &s.params,
+                settings: &s.settings,
+                tolerance: s.tolerance,
+            };
+            let mut pair = [
+                AbSide {
+                    kernel: self.kernel(*first, &s.params)?,
+                    injection: None,
+                    label: first.label(),
+                    m: std::mem::replace(m0, Measurement::empty()),
+                },
+                AbSide {
+                    kernel: self.kernel(*second, &s.params)?,
+                    injection: s.injection,
+                    label: second.label(),
+                    m: std::mem::replace(m1, Measurement::empty()),
+                },
+            ];
+            let r = measure_pairs(
+                &bench,
+                &mut pair,
+                &mut s.coin,
+                s.seed,
+                &mut s.held,
+                &mut s.orders,
+                1,
+            );
+            let [a, b] = pair;
+            *m0 = a.m;
+            *m1 = b.m;
+            r?;
+            s.orders
+                .last()
+                .copied()
+                .ok_or_else(|| GpuError::Invalid("a pair was measured but not recorded".into()))
+        })();
+        self.shapes[id] = Some(s);
+        result
+    }
+
+    fn round(&mut self, id: ShapeId) -> Result<(), GpuError> {
+        let mut s = self.shapes[id]
+            .take()
+            .ok_or_else(|| GpuError::Invalid("a round of a shape that was ended".into()))?;
+        let result = (|| {
+            let Some((side, m)) = s.sides.last_mut() else {
+                return Err(GpuError::Invalid("a shape without sides".into()));
+            };
+            let bench = Bench {
+                gpu: &self.gpu,
+                shape: &s.params,
+                settings: &s.settings,
+                tolerance: s.tolerance,
+            };
+            let mut one = AbSide {
+                kernel: self.kernel(*side, &s.params)?,
+                injection: s.injection,
+                label: side.label(),
+                m: std::mem::replace(m, Measurement::empty()),
+            };
+            let r = extend(&bench, &mut one, s.seed, &mut s.held, 1);
+            *m = one.m;
+            r
+        })();
+        self.shapes[id] = Some(s);
+        result
+    }
+
+    fn drop_last(&mut self, id: ShapeId) {
+        if let Some(s) = self.shapes[id].as_mut() {
+            for (_, m) in &mut s.sides {
+                m.drop_last();
+            }
+            if s.sides.len() == 2 {
+                s.orders.pop();
+            }
+        }
+    }
+
+    fn measurement(&self, id: ShapeId, index: usize) -> &Measurement {
+        match self
+            .shapes
+            .get(id)
+            .and_then(|s| s.as_ref())
+            .and_then(|s| s.sides.get(index))
+        {
+            Some((_, m)) => m,
+            None => crate::backend::empty_measurement(),
+        }
+    }
+
+    fn orders(&self, id: ShapeId) -> &[PairOrder] {
+        self.shapes
+            .get(id)
+            .and_then(|s| s.as_ref())
+            .map_or(&[], |s| &s.orders)
+    }
+
+    fn end(&mut self, id: ShapeId) {
+        if let Some(slot) = self.shapes.get_mut(id) {
+            *slot = None;
+        }
+    }
+
+    fn phase_times(&self) -> PhaseTimes {
+        phase_times()
+    }
+}
