@@ -62,9 +62,22 @@ pub enum Command {
     /// answer on stdout).
     #[command(hide = true, name = "nvrtc-sandbox")]
     NvrtcSandbox,
+    /// Internal: one measuring run from a request file its parent wrote (`--devices`,
+    /// selftest's trials, a baseline's processes); the results go to `--out`.
+    #[command(hide = true, name = "run-request")]
+    RunRequest(RunRequestArgs),
     /// Per-shape p50 over the default branch's runs: the best time, the change points and a
     /// chart. `history append` adds a run's results to the history. No GPU.
     History(HistoryArgs),
+}
+
+/// The hidden `run-request` command's arguments.
+#[derive(Debug, Args)]
+pub struct RunRequestArgs {
+    #[arg(long, value_name = "FILE")]
+    pub request: PathBuf,
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
 }
 
 /// Where the config and baselines are.

@@ -443,3 +443,77 @@ fn a_drift_is_traced_to_the_code_with_the_baseline_commits_kernels() {
         assert_eq!(shape["drift"]["cause"], "code", "{shape}");
     }
 }
+
+/// The selftest through its child processes (each a `run-request` with its own simulated
+/// process shift): A/A stays quiet, a 3% slowdown is caught, the injected slowdown too, and
+/// a baseline recorded from fresh processes passes fresh processes compared with it alone.
+#[test]
+fn selftest_runs_its_trials_in_fresh_processes_and_calibrates() {
+    let s = Sim::new();
+    let k = s.kernels("k", "factor=1.0");
+    let out = bin()
+        .env("CI_GATE_SIMULATE", "3")
+        .env_remove("GITHUB_ACTIONS")
+        .current_dir(s.dir.path())
+        .arg("selftest")
+        .arg("--config")
+        .arg(s.path("sim.yaml"))
+        .arg("--kernels")
+        .arg(&k)
+        .args(["--trials", "4", "--stored-trials", "2", "--format", "json"])
+        .args(["--scale", "1.03", "--out"])
+        .arg(s.path("selftest.json"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value =
+        serde_json::from_slice(&std::fs::read(s.path("selftest.json")).unwrap()).unwrap();
+    assert_eq!(r["gpu"], "Simulated GPU", "{r}");
+    let conditions = r["conditions"].as_array().unwrap();
+    assert_eq!(conditions.len(), 2, "{r}");
+    assert_eq!(
+        (
+            conditions[0]["scale"].as_f64(),
+            conditions[0]["flagged"].as_u64()
+        ),
+        (Some(1.0), Some(0)),
+        "{r}"
+    );
+    assert_eq!(conditions[0]["comparisons"], 12, "{r}");
+    assert_eq!(
+        conditions[1]["flagged"], 12,
+        "a 3% slowdown is caught in every trial: {r}"
+    );
+    assert_eq!(r["injected"]["caught"], 3, "{r}");
+    assert_eq!(r["stored_false_alarms"], 0, "{r}");
+    // Every trial was its own measuring process.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("A/A pairs").count(), 4, "{stderr}");
+}
+
+/// `--devices`: one `run-request` child per device, each a shard, merged into one verdict.
+#[test]
+fn devices_fan_out_one_shard_per_device_and_merge() {
+    let s = Sim::new();
+    let (a, b) = (s.kernels("a", "factor=1.0"), s.kernels("b", "factor=1.05"));
+    let out = s.local(&a, &b).args(["--devices", "0,1"]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = s.results();
+    assert_eq!(verdicts(&r), ["regression"; 3], "{r}");
+    let notes = r["notes"].to_string();
+    assert!(
+        notes.contains("measured on devices 0, 1 at once"),
+        "{notes}"
+    );
+    assert!(r["shard"].is_null(), "the merged run is whole: {r}");
+}

@@ -178,3 +178,12 @@ pub trait Backend {
 /// The environment variable that selects the simulated backend: its value seeds it
 /// ("1" or any number). Tests and CI only.
 pub const SIMULATE_ENV: &str = "CI_GATE_SIMULATE";
+
+/// The simulation's seed for the `k`-th child process of this one, when simulating: a fresh
+/// process on a GPU has its own clock history and allocations, so a simulated child gets its
+/// own seed (hence its own process shift), reproducibly.
+pub fn simulated_child_seed(k: u64) -> Option<String> {
+    let seed = std::env::var_os(SIMULATE_ENV)?;
+    let seed = seed.to_string_lossy().trim().parse::<u64>().unwrap_or(1);
+    Some(seed.wrapping_mul(1_000_003).wrapping_add(k + 1).to_string())
+}

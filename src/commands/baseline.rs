@@ -8,6 +8,7 @@ use chrono::Utc;
 use super::Outcome;
 use super::child;
 use super::pipeline::load_config;
+use super::request::RunRequest;
 use crate::baseline::{BaselineFile, BaselineShape, BaselineStore, Provenance};
 use crate::cli::{BaselineShowArgs, BaselineUpdateArgs};
 use crate::comparison::Comparison;
@@ -182,14 +183,24 @@ pub fn update(args: &BaselineUpdateArgs) -> Result<Outcome> {
         let mut runs = Vec::new();
         for p in 1..=args.processes {
             eprintln!("measuring process {p}/{}", args.processes);
-            let child = child::LocalChild {
-                config: &args.config.config,
-                kernels: &args.config.kernels,
-                baselines: &args.config.baselines,
-                shapes: &names,
-                extra: vec!["--no-base".into(), "--no-compare".into()],
+            let child = RunRequest {
+                config: args.config.config.clone(),
+                kernels: args.config.kernels.clone(),
+                baselines: args.config.baselines.clone(),
+                shapes: names.clone(),
+                shard: None,
+                base: None,
+                ab_always: false,
+                compare: false,
+                parity: true,
+                peers: true,
+                rounds: None,
+                inject: None,
+                fail_on_drift: false,
+                trace_drift: false,
+                progress: false,
             };
-            runs.push(child.run(&child::file_in(&dir, &format!("process{p}.json")))?);
+            runs.push(child.run_child(&child::file_in(&dir, &format!("process{p}.json")))?);
         }
         (runs, format!("{} measuring processes", args.processes))
     } else {

@@ -6,22 +6,19 @@ use anyhow::Result;
 
 use super::Outcome;
 use super::git::{ResolvedBase, resolve_base};
-use super::pipeline::{AbMode, Against, RunPlan, failed_run, load_config, run};
+use super::pipeline::{failed_run, load_config};
 use super::publish::publish;
+use super::request::RunRequest;
 use super::untrusted::SuspendedCommands;
-use crate::baseline::BaselineStore;
 use crate::cli::CiArgs;
-use crate::config::{Config, ShapeParams};
+use crate::config::Config;
 use crate::results::ResultsFile;
 use crate::shard::ShardInfo;
-use crate::verdict::Policy;
 
 /// What `run_ci` settles before the GPU section: nothing here compiles or launches anything.
 struct Prepared {
-    config: Config,
-    shapes: Vec<ShapeParams>,
+    request: RunRequest,
     devices: Option<Vec<u32>>,
-    shard: Option<ShardInfo>,
     base: ResolvedBase,
 }
 
@@ -34,7 +31,7 @@ pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
         // The GPU section, the only code that compiles or launches the pull request's
         // kernels. Their `printf` reaches this process's stdout, so workflow commands are
         // suspended around it; they resume once every GPU context is gone, before the
-        // results are published. (A GPU watchdog belongs around this block too.)
+        // results are published.
         let suspended = SuspendedCommands::begin()?;
         on_hang(args, config.as_ref(), shard.clone());
         let measured = measure(args, prepared);
@@ -72,28 +69,46 @@ fn on_hang(args: &CiArgs, config: Option<&Config>, shard: Option<ShardInfo>) {
     }));
 }
 
-/// Loads the config, checks the request, splits the shapes and resolves the base.
+/// Loads the config, checks the request, finds the shard and resolves the base: the run as a
+/// [`RunRequest`] (the pull request's gate: parity, the stored baseline, the peers unless
+/// `--no-peers`, a drift traced with git).
 fn prepare(
     args: &CiArgs,
     config: &mut Option<Config>,
     shard: &mut Option<ShardInfo>,
 ) -> Result<Prepared> {
-    let (c, shapes) = load_config(&args.config.config, &[])?;
+    let (c, _) = load_config(&args.config.config, &[])?;
     *config = Some(c.clone());
     super::profile::check_args(&args.profile)?;
     super::profile::check_request(&args.profile, &c)?;
-    let super::devices::Split {
-        devices,
-        shapes,
-        shard: split_shard,
-    } = super::devices::Split::of(&args.sharding, &c, shapes)?;
-    shard.clone_from(&split_shard);
+    let devices = match &args.sharding.devices {
+        Some(list) => Some(super::devices::parse_devices(list)?),
+        None => None,
+    };
+    let mut request = RunRequest {
+        config: args.config.config.clone(),
+        kernels: args.config.kernels.clone(),
+        baselines: args.config.baselines.clone(),
+        shapes: Vec::new(),
+        shard: args.sharding.shard,
+        base: None,
+        ab_always: false,
+        compare: true,
+        parity: true,
+        peers: !args.no_peers,
+        rounds: None,
+        inject: None,
+        fail_on_drift: args.base.fail_on_drift,
+        trace_drift: true,
+        progress: false,
+    };
+    // A shard without shapes is refused here, before anything is built.
+    *shard = request.shapes()?.2;
     let base = resolve_base(&args.base, &args.config.kernels, false)?;
+    request.base = base.kernels.clone();
     Ok(Prepared {
-        config: c,
-        shapes,
+        request,
         devices,
-        shard: split_shard,
         base,
     })
 }
@@ -101,55 +116,15 @@ fn prepare(
 /// The GPU work: measure (here or in one child per device), then profile.
 fn measure(args: &CiArgs, p: Prepared) -> Result<ResultsFile> {
     let Prepared {
-        config,
-        shapes,
+        request,
         devices,
-        shard,
         base,
     } = p;
     let mut r = match &devices {
-        Some(devices) => super::devices::run_on_devices(
-            devices,
-            &super::devices::Fanout {
-                config: &args.config.config,
-                kernels: &args.config.kernels,
-                baselines: &args.config.baselines,
-                base: base.kernels.as_ref().map(|k| k.dir.as_path()),
-                shapes: &[],
-                extra: [
-                    (args.base.fail_on_drift, "--fail-on-drift"),
-                    (args.no_peers, "--no-peers"),
-                ]
-                .into_iter()
-                .filter(|(on, _)| *on)
-                .map(|(_, flag)| flag.to_owned())
-                .collect(),
-            },
-        )?,
-        None => run(RunPlan {
-            config,
-            shapes,
-            kernels: args.config.kernels.clone(),
-            base: base.kernels.clone(),
-            ab: AbMode::WhenDifferent,
-            against: Against::Store(BaselineStore::new(&args.config.baselines)),
-            parity: true,
-            peers: !args.no_peers,
-            rounds: None,
-            inject: None,
-            policy: Policy {
-                fail_on_drift: args.base.fail_on_drift,
-            },
-            trace_drift: true,
-            progress: false,
-        })?,
+        Some(devices) => super::devices::run_on_devices(devices, &request)?,
+        None => request.measure_here()?,
     };
     r.notes.extend(base.note.clone());
-    if let Some(info) = shard {
-        r.notes
-            .push(super::devices::shard_note(&info, r.shapes.len()));
-        r.shard = Some(info);
-    }
     super::profile::profile_after(
         &mut r,
         &args.profile,

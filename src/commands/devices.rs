@@ -1,16 +1,16 @@
-//! `--devices`: one shard per GPU of this machine, each a `ci-gate local --shard K/N` process
-//! that sees only its GPU (`CUDA_VISIBLE_DEVICES`), all at once; their results are merged
-//! (`commands::merge`), so the verdict is over the whole run.
+//! `--devices`: one shard per GPU of this machine, each a `run-request` child (the run's
+//! request as data, its shard K/N) that sees only its GPU (`CUDA_VISIBLE_DEVICES`), all at
+//! once; their results are merged (`commands::merge`), so the verdict is over the whole run.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 
 use anyhow::{Context, Result, bail};
 
-use super::child::LocalChild;
 use super::merge::{Rules, merge};
+use super::request::RunRequest;
 use crate::results::ResultsFile;
-use crate::shard::MAX_SHARDS;
+use crate::shard::{MAX_SHARDS, ShardSpec};
 
 /// The GPUs named by `--devices`: `all`, or indices such as `0,1,3`.
 pub fn parse_devices(list: &str) -> Result<Vec<u32>> {
@@ -37,20 +37,9 @@ pub fn parse_devices(list: &str) -> Result<Vec<u32>> {
     Ok(out)
 }
 
-/// What each device's `local` process runs.
-pub struct Fanout<'a> {
-    pub config: &'a Path,
-    pub kernels: &'a Path,
-    pub baselines: &'a Path,
-    /// `--base-kernels DIR` (resolved once, by the parent), else `--no-base`.
-    pub base: Option<&'a Path>,
-    pub shapes: &'a [String],
-    /// Further arguments for every child (`--rounds`, `--fail-on-drift`, …).
-    pub extra: Vec<String>,
-}
-
-/// Runs one shard per device at once and merges their results.
-pub fn run_on_devices(devices: &[u32], f: &Fanout) -> Result<ResultsFile> {
+/// Runs one shard of `request` per device at once (each a `run-request` child that sees only
+/// its GPU) and merges their results under the request's config and store.
+pub fn run_on_devices(devices: &[u32], request: &RunRequest) -> Result<ResultsFile> {
     let dir = tempfile::Builder::new()
         .prefix("ci-gate-devices-")
         .tempdir()
@@ -60,24 +49,11 @@ pub fn run_on_devices(devices: &[u32], f: &Fanout) -> Result<ResultsFile> {
     for (i, dev) in devices.iter().enumerate() {
         let out: PathBuf = dir.path().join(format!("shard-{}.json", i + 1));
         let err = std::fs::File::create(dir.path().join(format!("shard-{}.err", i + 1)))?;
-        let mut extra = vec![
-            "--shard".to_string(),
-            format!("{}/{n}", i + 1),
-            "--no-profile".into(),
-        ];
-        match f.base {
-            Some(b) => extra.extend(["--base-kernels".into(), b.display().to_string()]),
-            None => extra.push("--no-base".into()),
-        }
-        extra.extend(f.extra.iter().cloned());
-        let mut cmd = LocalChild {
-            config: f.config,
-            kernels: f.kernels,
-            baselines: f.baselines,
-            shapes: f.shapes,
-            extra,
-        }
-        .command(&out)?;
+        let spec = ShardSpec {
+            index: i as u32 + 1,
+            count: n as u32,
+        };
+        let mut cmd = request.child(&out, Some(spec))?;
         cmd.env("CUDA_VISIBLE_DEVICES", dev.to_string());
         let exe = PathBuf::from(cmd.get_program());
         let child = cmd
@@ -113,14 +89,14 @@ pub fn run_on_devices(devices: &[u32], f: &Fanout) -> Result<ResultsFile> {
     }
     // The children are this process's own, but their files are judged as any shard's: by
     // the config and store they were given, and this run's drift policy.
-    let (config, shapes) = super::pipeline::load_config(f.config, f.shapes)?;
+    let (config, shapes) = super::pipeline::load_config(&request.config, &request.shapes)?;
     let mut merged = merge(
         shards,
         &Rules {
             config: &config,
             shapes: &shapes,
-            baselines: f.baselines,
-            fail_on_drift: f.extra.iter().any(|a| a == "--fail-on-drift"),
+            baselines: &request.baselines,
+            fail_on_drift: request.fail_on_drift,
         },
     )?;
     merged.notes.push(format!(
@@ -132,71 +108,6 @@ pub fn run_on_devices(devices: &[u32], f: &Fanout) -> Result<ResultsFile> {
             .join(", ")
     ));
     Ok(merged)
-}
-
-/// `--shard` and `--devices` of a command line, applied to the run's shapes: the devices to
-/// fan out to, this process's shapes, and the shard it is.
-pub struct Split {
-    pub devices: Option<Vec<u32>>,
-    pub shapes: Vec<crate::config::ShapeParams>,
-    pub shard: Option<crate::shard::ShardInfo>,
-}
-
-impl Split {
-    pub fn of(
-        args: &crate::cli::ShardArgs,
-        config: &crate::config::Config,
-        shapes: Vec<crate::config::ShapeParams>,
-    ) -> Result<Split> {
-        let devices = match &args.devices {
-            Some(list) => Some(parse_devices(list)?),
-            None => None,
-        };
-        let (shapes, shard) = match args.shard {
-            Some(spec) => {
-                let (mine, info) = shard_of(config, &shapes, spec)?;
-                (mine, Some(info))
-            }
-            None => (shapes, None),
-        };
-        Ok(Split {
-            devices,
-            shapes,
-            shard,
-        })
-    }
-}
-
-/// The shapes of `--shard K/N` among `shapes` (the run's, after `--shape`), with what its
-/// results file records for `merge`. A shard left without shapes is an error: fewer shards.
-pub fn shard_of(
-    config: &crate::config::Config,
-    shapes: &[crate::config::ShapeParams],
-    spec: crate::shard::ShardSpec,
-) -> Result<(Vec<crate::config::ShapeParams>, crate::shard::ShardInfo)> {
-    let mine = crate::shard::select(config, shapes, spec);
-    if mine.is_empty() {
-        bail!(
-            "shard {spec} holds none of the run's {} shapes: use fewer shards",
-            shapes.len()
-        );
-    }
-    let info = crate::shard::ShardInfo {
-        index: spec.index,
-        count: spec.count,
-        run_shapes: shapes.iter().map(|s| s.name()).collect(),
-    };
-    Ok((mine, info))
-}
-
-/// The note a shard's results carry.
-pub fn shard_note(info: &crate::shard::ShardInfo, measured: usize) -> String {
-    format!(
-        "shard {}/{}: {measured} of the run's {} shapes; its verdicts are provisional: `ci-gate merge` decides over all shards",
-        info.index,
-        info.count,
-        info.run_shapes.len()
-    )
 }
 
 #[cfg(test)]

@@ -12,7 +12,8 @@ use crate::child_env::{Child, restrict};
 use crate::cli::BaseArgs;
 
 /// The base side of an A/B run: a directory holding its `kernels/` files.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BaseKernels {
     pub dir: PathBuf,
     /// What it is, for the report: a git revision or the directory.

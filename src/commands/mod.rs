@@ -16,6 +16,7 @@ mod peer;
 pub mod pipeline;
 mod profile;
 mod publish;
+mod request;
 mod sanitize;
 mod selftest;
 mod tool;
@@ -73,6 +74,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Comment(args) => comment::run_comment(&args),
         Command::Sanitize(args) => untrusted::suspended(|| sanitize::run_sanitize(&args)),
         Command::KernelRun(args) => worker::run_kernels(&args),
+        Command::RunRequest(args) => request::run_request(&args.request, &args.out),
         Command::History(args) => history::run(&args),
         Command::Merge(args) => merge::run_merge(&args),
         Command::Compile(args) => compile::run_compile(&args),

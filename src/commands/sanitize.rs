@@ -38,7 +38,7 @@ pub fn run_sanitize(args: &SanitizeArgs) -> Result<Outcome> {
     }
     let (config, shapes) = load_config(&args.config, &args.shapes)?;
     let shapes = match args.shard {
-        Some(spec) => super::devices::shard_of(&config, &shapes, spec)?.0,
+        Some(spec) => super::request::shard_of(&config, &shapes, spec)?.0,
         None => shapes,
     };
     let harness = args.harness.clone().unwrap_or_else(|| args.kernels.clone());

@@ -19,8 +19,10 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::Outcome;
-use super::child::{self, LocalChild};
+use super::child;
+use super::git::BaseKernels;
 use super::pipeline::load_config;
+use super::request::RunRequest;
 use crate::cli::{SelftestArgs, SelftestFormat};
 use crate::evaluate::{evaluate, needs_second_look};
 use crate::report::{escape_markdown, fitted_table, stdout_width};
@@ -90,37 +92,39 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
     }
     let (config, shapes) = load_config(&args.config.config, &args.shapes)?;
     let shapes = match args.shard {
-        Some(spec) => super::devices::shard_of(&config, &shapes, spec)?.0,
+        Some(spec) => super::request::shard_of(&config, &shapes, spec)?.0,
         None => shapes,
     };
     let names: Vec<String> = shapes.iter().map(|s| s.name()).collect();
     let dir = child::scratch("ci-gate-selftest-")?;
     let empty_store = dir.path().join("no-baselines");
-    let kernels = args.config.kernels.display().to_string();
     let design = StageDesign {
         stage1: config.measure.min_rounds,
         max: config.measure.max_rounds,
     };
     let start = Instant::now();
-    let ab = |extra: &[String]| {
-        let mut e = vec![
-            "--base-kernels".to_owned(),
-            kernels.clone(),
-            "--ab-always".into(),
-            "--no-compare".into(),
-            "--no-parity".into(),
-            // The peers would only lengthen every trial: selftest measures the gate itself.
-            "--no-peers".into(),
-            "--no-profile".into(),
-        ];
-        e.extend_from_slice(extra);
-        LocalChild {
-            config: &args.config.config,
-            kernels: &args.config.kernels,
-            baselines: &empty_store,
-            shapes: &names,
-            extra: e,
-        }
+    // Every trial: the candidate against itself in a fresh process, with nothing else
+    // measured (the peers would only lengthen every trial: selftest measures the gate itself).
+    let ab = RunRequest {
+        config: args.config.config.clone(),
+        kernels: args.config.kernels.clone(),
+        baselines: empty_store,
+        shapes: names.clone(),
+        shard: None,
+        base: Some(BaseKernels {
+            dir: args.config.kernels.clone(),
+            source: format!("{} (A/A)", args.config.kernels.display()),
+            commit: None,
+        }),
+        ab_always: true,
+        compare: false,
+        parity: false,
+        peers: false,
+        rounds: None,
+        inject: None,
+        fail_on_drift: false,
+        trace_drift: false,
+        progress: false,
     };
 
     // A/A at the design's largest number of pairs, one fresh process per trial.
@@ -128,8 +132,11 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
     let mut gpu = None;
     for trial in 1..=args.trials {
         let t0 = Instant::now();
-        let r = ab(&["--rounds".into(), design.max.to_string()])
-            .run(&child::file_in(&dir, &format!("trial{trial}.json")))?;
+        let r = RunRequest {
+            rounds: Some(design.max),
+            ..ab.clone()
+        }
+        .run_child(&child::file_in(&dir, &format!("trial{trial}.json")))?;
         gpu = r.environment.as_ref().map(|e| e.gpu_name.clone());
         trials.push(in_order(&r, &names)?);
         eprintln!(
@@ -166,8 +173,11 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
     // One real slowdown, injected in the candidate's graphs, under the normal design.
     let injected = match args.inject {
         Some(f) => {
-            let r = ab(&["--inject".into(), f.to_string()])
-                .run(&child::file_in(&dir, "injected.json"))?;
+            let r = RunRequest {
+                inject: Some(f),
+                ..ab.clone()
+            }
+            .run_child(&child::file_in(&dir, "injected.json"))?;
             let shapes = in_order(&r, &names)?;
             Some(Injected {
                 fraction: f,
@@ -288,23 +298,24 @@ fn stored_path(
 ) -> Result<u32> {
     let store = dir.path().join("baselines");
     let alone = |out: &str, compare: bool| -> Result<ResultsFile> {
-        let mut extra = vec![
-            "--no-base".to_owned(),
-            "--no-parity".into(),
-            "--no-peers".into(),
-            "--no-profile".into(),
-        ];
-        if !compare {
-            extra.push("--no-compare".into());
+        RunRequest {
+            config: args.config.config.clone(),
+            kernels: args.config.kernels.clone(),
+            baselines: store.clone(),
+            shapes: names.to_vec(),
+            shard: None,
+            base: None,
+            ab_always: false,
+            compare,
+            parity: false,
+            peers: false,
+            rounds: None,
+            inject: None,
+            fail_on_drift: false,
+            trace_drift: false,
+            progress: false,
         }
-        LocalChild {
-            config: &args.config.config,
-            kernels: &args.config.kernels,
-            baselines: &store,
-            shapes: names,
-            extra,
-        }
-        .run(&child::file_in(dir, out))
+        .run_child(&child::file_in(dir, out))
     };
     let mut from = Vec::new();
     for p in 1..=super::baseline::DEFAULT_PROCESSES {
