@@ -271,6 +271,11 @@ pub fn update(args: &BaselineUpdateArgs) -> Result<Outcome> {
             };
             let cand = Rounds::new(m.rounds.clone())?;
             let c = Comparison::unpaired(&old.stored_side(), &cand, None, &gate)?;
+            // Not `verdict::slower_with_confidence`, on purpose: that rule protects a pull
+            // request from a false alarm, so it needs the lower bound past the margin. Here
+            // the error to avoid is the other one: a baseline recorded slower hides every
+            // later regression up to that much, so the estimate past the margin is enough to
+            // refuse (`--force` overrides), and a noisy recording errs towards refusing.
             if c.ratio > 1.0 + gate.max_p50_regression {
                 slower.push(format!("{} ({})", m.name, crate::report::pct(c.ratio)));
             }

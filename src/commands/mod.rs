@@ -14,6 +14,7 @@ mod local;
 mod merge;
 mod peer;
 pub mod pipeline;
+mod prepare;
 mod profile;
 mod publish;
 mod request;
