@@ -11,7 +11,9 @@
 //! `factor` multiplies its times (1 by default); each fault applies to the shapes whose name
 //! contains its value (`*` for all): `parity-fail` (its output is far from the reference),
 //! `hang` (its kernel never returns: the watchdog's hang path, exit 2), `error` (a CUDA
-//! error), `skip` (its timed launches skip work: an integrity failure). The noise model is
+//! error), `skip` (its timed launches skip work: an integrity failure), `clock` (a quarter
+//! of its rounds see the SM clock move during half their samples and run 5% slow: the
+//! pipeline's re-measure rule for pairs the clock hit on one side). The noise model is
 //! issue 19's ([`NoiseModel::ISSUE`]): a process shift, a drift within the process, heavy-
 //! tailed round shifts, throttled rounds, heavy-tailed samples with outliers.
 //!
@@ -75,6 +77,7 @@ pub struct SimKernel {
     pub hang: Option<String>,
     pub error: Option<String>,
     pub skip: Option<String>,
+    pub clock: Option<String>,
 }
 
 impl SimKernel {
@@ -87,6 +90,7 @@ impl SimKernel {
             hang: None,
             error: None,
             skip: None,
+            clock: None,
         };
         for line in text.lines() {
             let Some(rest) = line.trim().strip_prefix("// ci-gate-sim:") else {
@@ -111,6 +115,7 @@ impl SimKernel {
                     "hang" => k.hang = Some(value),
                     "error" => k.error = Some(value),
                     "skip" => k.skip = Some(value),
+                    "clock" => k.clock = Some(value),
                     _ => return Err(format!("ci-gate-sim: unknown key {key:?}")),
                 }
             }
@@ -293,6 +298,18 @@ impl SimBackend {
             .as_mut()
             .ok_or_else(|| GpuError::Invalid("a round of a shape that was ended".into()))?;
         let samples = s.settings.samples_per_round;
+        // A clock event on this side's kernel: a quarter of its rounds, drawn from the
+        // shape's own coin (seeded), see the clock move during half their samples.
+        let clocked = {
+            let side = s.sides[index].0;
+            let kernel = match side {
+                Side::Base => self.base.as_ref().unwrap_or(&self.candidate),
+                Side::Candidate => &self.candidate,
+                Side::Other => self.other.as_ref().unwrap_or(&self.candidate),
+            };
+            SimKernel::hits(&kernel.clock, &s.params) && s.coin.random::<f64>() < 0.25
+        };
+        let level = if clocked { level + 0.05f64.ln_1p() } else { level };
         let values = s.noise.round(level, samples);
         let tolerance = s.tolerance;
         let m = &mut s.sides[index].1;
@@ -300,8 +317,13 @@ impl SimBackend {
         m.launches_per_sample = LAUNCHES;
         m.working_set_bytes = s.params.elements() as u64 * 10;
         m.round_addresses.push(address);
-        m.sm_clock_mhz.extend([1980, 1980]);
-        m.clock_events.push(0);
+        if clocked {
+            m.sm_clock_mhz.extend([1980, 1755]);
+            m.clock_events.push(samples.div_ceil(2));
+        } else {
+            m.sm_clock_mhz.extend([1980, 1980]);
+            m.clock_events.push(0);
+        }
         m.checked_launches += u64::from(samples) * u64::from(LAUNCHES);
         m.worst_timed.get_or_insert(Parity {
             max_abs: 1e-4,

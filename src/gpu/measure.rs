@@ -563,7 +563,9 @@ fn kernel_salt(label: &str) -> u64 {
 /// `duty_cycle` of the time: on an H200, back-to-back replays of a heavy kernel reached the
 /// power cap after ~1 s and its clocks then swung by several percent (docs/PERF.md), while
 /// short bursts with idle gaps stayed at full clock and repeated to within 0.1% across
-/// processes.
+/// processes. The idle time is counted from the sample's start (its poisoning), so the host's
+/// work between samples (the checks, the clock readings, the sync) is part of it instead of
+/// being added to it: a sample's period is its timed length over `duty_cycle`.
 fn take_sample(
     b: &Bench<'_>,
     kernel: &Kernel,
@@ -578,6 +580,7 @@ fn take_sample(
             round.events.len()
         )));
     };
+    let began = std::time::Instant::now();
     round.slots.poison(gpu)?;
     let clock_before = gpu.monitor.sm_clock_mhz();
     raw::launch_spin(&gpu.stream, &gpu.kernels.spin, LEAD_CYCLES)
@@ -610,8 +613,10 @@ fn take_sample(
     );
     round.values.push(ms * 1000.0 / f64::from(round.launches));
     if settings.duty_cycle < 1.0 {
-        let idle_ms = ms * (1.0 / settings.duty_cycle - 1.0);
-        std::thread::sleep(Duration::from_secs_f64(idle_ms / 1000.0));
+        let period = Duration::from_secs_f64(ms / settings.duty_cycle / 1000.0);
+        if let Some(idle) = period.checked_sub(began.elapsed()) {
+            std::thread::sleep(idle);
+        }
     }
     Ok(())
 }
