@@ -329,12 +329,13 @@ impl Rest {
         if !base.is_secure() {
             return Err(GithubError::InsecureApiUrl(shown_url));
         }
+        // No connector timeouts (octocrab's "timeout" feature, hyper-timeout): `once` puts
+        // each whole exchange (connect, TLS, request, the answer to its last byte) under
+        // `request_timeout`.
         let inner = Octocrab::builder()
             .base_uri(env.api_url.as_str())
             .map_err(|_| GithubError::BadApiUrl(shown_url))?
             .personal_token(token.expose_secret().to_owned())
-            .set_connect_timeout(Some(env.retry.request_timeout))
-            .set_read_timeout(Some(env.retry.request_timeout))
             .build()
             .map_err(|e| GithubError::Client(token.scrub(&error_chain(&e))))?;
         Ok(Rest {
