@@ -12,7 +12,7 @@ use std::fmt;
 use std::future::Future;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use http::Uri;
+use http::{Method, Uri};
 use http_body_util::{LengthLimitError, Limited};
 use octocrab::{AuthState, OctoBody, Octocrab, OctocrabBuilder};
 
@@ -21,24 +21,6 @@ use super::{GithubEnv, GithubError, RetryPolicy, Token};
 /// The most bytes of one answer that are read (a page of 100 comments of 64 KiB each is
 /// under 7 MiB); a larger answer is an error, never held whole in memory.
 pub(crate) const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
-
-/// The HTTP methods the comment needs, for naming requests in messages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Method {
-    Get,
-    Post,
-    Patch,
-}
-
-impl fmt::Display for Method {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Method::Get => "GET",
-            Method::Post => "POST",
-            Method::Patch => "PATCH",
-        })
-    }
-}
 
 /// An answer from GitHub that is not a success.
 #[derive(Clone, Debug, Default)]
@@ -361,13 +343,13 @@ impl Rest {
     }
 
     /// `GET https://api.github.com/repos/…`: the whole URL, for errors about the answer.
-    pub fn request_url(&self, method: Method, target: &str) -> String {
+    pub fn request_url(&self, method: &Method, target: &str) -> String {
         let path = self.with_prefix(target);
         self.scrub(&format!("{method} {}{path}", self.base.origin()))
     }
 
     /// `GET /repos/…` as named in messages (with the API path prefix).
-    pub fn request_name(&self, method: Method, target: &str) -> String {
+    pub fn request_name(&self, method: &Method, target: &str) -> String {
         self.scrub(&format!("{method} {}", self.with_prefix(target)))
     }
 
@@ -390,7 +372,7 @@ impl Rest {
     /// larger than [`MAX_BODY_BYTES`], or one that could not be read.
     pub async fn once<T>(
         &self,
-        method: Method,
+        method: &Method,
         target: &str,
         exchange: impl Future<Output = octocrab::Result<T>>,
     ) -> Result<Result<T, Failure>, GithubError> {
@@ -456,7 +438,7 @@ impl Rest {
     /// that is not a success comes back as `Ok(Err(reply))` for the caller to judge.
     pub async fn send<T, F>(
         &self,
-        method: Method,
+        method: &Method,
         target: &str,
         exchange: impl Fn() -> F,
     ) -> Result<Result<T, Reply>, GithubError>

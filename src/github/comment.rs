@@ -4,11 +4,12 @@
 
 use std::path::Path;
 
+use http::Method;
 use octocrab::Page;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::client::{Failure, Method, Reply, Rest};
+use super::client::{Failure, Reply, Rest};
 use super::{
     ACTIONS_BOT_LOGIN, COMMENT_MARKER, COMMENT_SIZE_LIMIT, CommentOutcome, GithubEnv, GithubError,
 };
@@ -182,7 +183,7 @@ struct Job<'a> {
 }
 
 impl Job<'_> {
-    fn status_error(&self, method: Method, target: &str, reply: &Reply) -> GithubError {
+    fn status_error(&self, method: &Method, target: &str, reply: &Reply) -> GithubError {
         GithubError::Status {
             request: self.rest.request_name(method, target),
             status: reply.status,
@@ -231,14 +232,14 @@ impl Job<'_> {
         let octo = &self.rest.octo;
         let answer = self
             .rest
-            .send(Method::Get, target, || {
+            .send(&Method::GET, target, || {
                 octo.get::<ApiUser, _, _>(target, None::<&()>)
             })
             .await?;
         match answer {
             Ok(user) => Ok(user.login),
             Err(reply) if matches!(reply.status, 401 | 403) => Ok(ACTIONS_BOT_LOGIN.to_owned()),
-            Err(reply) => Err(self.status_error(Method::Get, target, &reply)),
+            Err(reply) => Err(self.status_error(&Method::GET, target, &reply)),
         }
     }
 
@@ -257,11 +258,11 @@ impl Job<'_> {
         let first = target.clone();
         let mut page: Page<ApiComment> = self
             .rest
-            .send(Method::Get, &target, || {
+            .send(&Method::GET, &target, || {
                 octo.get::<Page<ApiComment>, _, _>(&first, None::<&()>)
             })
             .await?
-            .map_err(|reply| self.status_error(Method::Get, &target, &reply))?;
+            .map_err(|reply| self.status_error(&Method::GET, &target, &reply))?;
         let mut pages = 1;
         loop {
             let ours = page.take_items().into_iter().find(|c| {
@@ -282,14 +283,14 @@ impl Job<'_> {
             if pages >= MAX_PAGES {
                 break;
             }
-            let request = self.rest.request_name(Method::Get, &target);
+            let request = self.rest.request_name(&Method::GET, &target);
             target = self.rest.next_target(&request, &next)?;
             let next = Some(next);
             let answer = self
                 .rest
-                .send(Method::Get, &target, || octo.get_page::<ApiComment>(&next))
+                .send(&Method::GET, &target, || octo.get_page::<ApiComment>(&next))
                 .await?
-                .map_err(|reply| self.status_error(Method::Get, &target, &reply))?;
+                .map_err(|reply| self.status_error(&Method::GET, &target, &reply))?;
             match answer {
                 Some(next_page) => page = next_page,
                 None => return Ok(None),
@@ -298,7 +299,7 @@ impl Job<'_> {
         }
         Err(GithubError::TooManyPages {
             request: self.rest.request_name(
-                Method::Get,
+                &Method::GET,
                 &format!(
                     "/repos/{}/{}/issues/{}/comments",
                     self.owner, self.name, self.pr
@@ -317,7 +318,7 @@ impl Job<'_> {
         let octo = &self.rest.octo;
         let answer = self
             .rest
-            .send(Method::Patch, &target, || {
+            .send(&Method::PATCH, &target, || {
                 octo.patch::<ApiComment, _, _>(&target, Some(&payload))
             })
             .await?;
@@ -332,7 +333,7 @@ impl Job<'_> {
             Err(reply) if reply.status == 403 => Ok(self.refused(&reply)),
             // Deleted between listing and editing: post a new one.
             Err(reply) if reply.status == 404 => self.create(identity).await,
-            Err(reply) => Err(self.status_error(Method::Patch, &target, &reply)),
+            Err(reply) => Err(self.status_error(&Method::PATCH, &target, &reply)),
         }
     }
 
@@ -351,16 +352,18 @@ impl Job<'_> {
         let mut attempt = 1;
         loop {
             let exchange = octo.post::<_, ApiComment>(&target, Some(&payload));
-            let failure = match self.rest.once(Method::Post, &target, exchange).await? {
+            let failure = match self.rest.once(&Method::POST, &target, exchange).await? {
                 Ok(comment) => return Ok(Posted::Created(self.found_in(comment))),
                 Err(failure) => failure,
             };
             let Some(delay) = self.rest.delay_after(&failure, attempt) else {
                 return match failure {
                     Failure::Answer(reply) if reply.status == 403 => Ok(self.refused(&reply)),
-                    Failure::Answer(reply) => Err(self.status_error(Method::Post, &target, &reply)),
+                    Failure::Answer(reply) => {
+                        Err(self.status_error(&Method::POST, &target, &reply))
+                    }
                     Failure::Transport(last) => Err(GithubError::GaveUp {
-                        request: self.rest.request_name(Method::Post, &target),
+                        request: self.rest.request_name(&Method::POST, &target),
                         attempts: attempt,
                         last,
                     }),
@@ -381,7 +384,7 @@ impl Job<'_> {
             }
             if last {
                 return Err(GithubError::GaveUp {
-                    request: self.rest.request_name(Method::Post, &target),
+                    request: self.rest.request_name(&Method::POST, &target),
                     attempts,
                     last: self.rest.describe(&failure),
                 });
