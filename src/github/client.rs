@@ -1,6 +1,6 @@
-//! The REST transport: octocrab's typed requests (`get`, `post`, `patch`, and [`Page`] with
-//! `get_page` for pagination) under what octocrab does not do on its own: a cap on the size
-//! of an answer, one deadline per exchange, and ci-gate's retry rules. Private to `github`.
+//! The REST transport: octocrab's typed requests (`get`, `post`, `patch`, and [`Page`] for
+//! pagination) under what octocrab does not do on its own: a cap on the size of an answer,
+//! one deadline per exchange, and ci-gate's retry rules. Private to `github`.
 //!
 //! Paths are relative to `GITHUB_API_URL`; octocrab joins them onto the base URI and adds
 //! the `Authorization` header only to requests bound for that host.
@@ -354,7 +354,7 @@ impl Rest {
     }
 
     /// A page's next link as the target it names (path and query), or an error if it leaves
-    /// the API's host: octocrab would follow it (without the token).
+    /// the API's host (octocrab's `get_page` would follow it there, without the token).
     pub fn next_target(&self, request: &str, link: &Uri) -> Result<String, GithubError> {
         if !self.base.owns(link) {
             return Err(GithubError::ForeignLink {

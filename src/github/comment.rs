@@ -244,28 +244,26 @@ impl Job<'_> {
     }
 
     /// The first comment on the pull request that carries the marker and was written by
-    /// `identity`, through every page: octocrab's [`Page`] reads the `Link` header, and
-    /// `get_page` follows its next link. Pages are fetched one at a time rather than with
-    /// `all_pages`, so that each request is retried like any other, a link to another host
-    /// is refused before it is followed, listing stops at the first page with our comment,
-    /// and a server that never stops linking is cut off after [`MAX_PAGES`].
+    /// `identity`, through every page: octocrab's [`Page`] reads the `Link` header, and its
+    /// next link is followed by its path and query alone once it is known to name this API's
+    /// host (a request by path cannot leave it). Not `all_pages`/`get_page`: each page is
+    /// retried like any other request, listing stops at the first page with our comment, and
+    /// a server that never stops linking is cut off after [`MAX_PAGES`].
     async fn find(&self, identity: &str) -> Result<Option<Found>, GithubError> {
         let octo = &self.rest.octo;
         let mut target = format!(
             "/repos/{}/{}/issues/{}/comments?per_page=100",
             self.owner, self.name, self.pr
         );
-        let first = target.clone();
-        let mut page: Page<ApiComment> = self
-            .rest
-            .send(&Method::GET, &target, || {
-                octo.get::<Page<ApiComment>, _, _>(&first, None::<&()>)
-            })
-            .await?
-            .map_err(|reply| self.status_error(&Method::GET, &target, &reply))?;
-        let mut pages = 1;
-        loop {
-            let ours = page.take_items().into_iter().find(|c| {
+        for _ in 0..MAX_PAGES {
+            let page: Page<ApiComment> = self
+                .rest
+                .send(&Method::GET, &target, || {
+                    octo.get::<Page<ApiComment>, _, _>(&target, None::<&()>)
+                })
+                .await?
+                .map_err(|reply| self.status_error(&Method::GET, &target, &reply))?;
+            let ours = page.items.into_iter().find(|c| {
                 c.body
                     .as_deref()
                     .is_some_and(|b| b.contains(COMMENT_MARKER))
@@ -277,25 +275,11 @@ impl Job<'_> {
                 let url = self.rest.scrub(&c.html_url.unwrap_or_default());
                 return Ok(Some(Found { id: c.id, url }));
             }
-            let Some(next) = page.next.take() else {
+            let Some(next) = page.next else {
                 return Ok(None);
             };
-            if pages >= MAX_PAGES {
-                break;
-            }
             let request = self.rest.request_name(&Method::GET, &target);
             target = self.rest.next_target(&request, &next)?;
-            let next = Some(next);
-            let answer = self
-                .rest
-                .send(&Method::GET, &target, || octo.get_page::<ApiComment>(&next))
-                .await?
-                .map_err(|reply| self.status_error(&Method::GET, &target, &reply))?;
-            match answer {
-                Some(next_page) => page = next_page,
-                None => return Ok(None),
-            }
-            pages += 1;
         }
         Err(GithubError::TooManyPages {
             request: self.rest.request_name(
