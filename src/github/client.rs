@@ -1,17 +1,20 @@
-//! The REST transport: octocrab's raw request methods, with retries, timeouts and
-//! same-origin pagination links. Private to `github`.
+//! The REST transport: octocrab's typed requests (`get`, `post`, `patch`, and [`Page`] for
+//! pagination) under what octocrab does not do on its own: a cap on the size of an answer,
+//! one deadline per exchange, and ci-gate's retry rules. Private to `github`.
 //!
-//! Requests are made with paths relative to `GITHUB_API_URL`; octocrab joins them onto the
-//! base URI and adds the `Authorization` header only to requests bound for that host.
-//! Non-2xx answers are not errors at this level: they come back as a [`Reply`] for the
-//! caller to judge, except that retryable ones (5xx, 429, rate-limit 403s) are retried first.
+//! Paths are relative to `GITHUB_API_URL`; octocrab joins them onto the base URI and adds
+//! the `Authorization` header only to requests bound for that host.
+//!
+//! [`Page`]: octocrab::Page
 
 use std::error::Error as StdError;
 use std::fmt;
+use std::future::Future;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use http_body_util::BodyExt;
-use octocrab::Octocrab;
+use http::{Method, Uri};
+use http_body_util::{LengthLimitError, Limited};
+use octocrab::{AuthState, OctoBody, Octocrab, OctocrabBuilder};
 
 use super::{GithubEnv, GithubError, RetryPolicy, Token};
 
@@ -19,38 +22,35 @@ use super::{GithubEnv, GithubError, RetryPolicy, Token};
 /// under 7 MiB); a larger answer is an error, never held whole in memory.
 pub(crate) const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 
-/// The HTTP methods the comment needs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Method {
-    Get,
-    Post,
-    Patch,
-}
-
-impl fmt::Display for Method {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Method::Get => "GET",
-            Method::Post => "POST",
-            Method::Patch => "PATCH",
-        })
-    }
-}
-
-/// One answer from GitHub, whatever its status.
+/// An answer from GitHub that is not a success.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Reply {
     pub status: u16,
     pub retry_after: Option<String>,
     pub ratelimit_remaining: Option<String>,
     pub ratelimit_reset: Option<String>,
-    pub link: Option<String>,
-    pub body: String,
+    /// GitHub's `message` (else the start of the body) as octocrab read it: one line, bounded.
+    pub message: String,
 }
 
 impl Reply {
-    pub fn is_success(&self) -> bool {
-        (200..300).contains(&self.status)
+    fn from_github(error: &octocrab::GitHubError) -> Reply {
+        let header = |name: &str| {
+            let value = error.headers.as_ref()?.get(name)?.to_str().ok()?;
+            Some(value.to_owned())
+        };
+        let message = error.message.trim();
+        Reply {
+            status: error.status_code.as_u16(),
+            retry_after: header("retry-after"),
+            ratelimit_remaining: header("x-ratelimit-remaining"),
+            ratelimit_reset: header("x-ratelimit-reset"),
+            message: if message.is_empty() {
+                "(empty body)".to_owned()
+            } else {
+                shorten(message, 200)
+            },
+        }
     }
 
     /// 429, or a 403 that is a (primary or secondary) rate limit rather than a refusal:
@@ -60,30 +60,24 @@ impl Reply {
             || (self.status == 403
                 && (self.ratelimit_remaining.as_deref().map(str::trim) == Some("0")
                     || self.retry_after.is_some()
-                    || self.message().to_ascii_lowercase().contains("rate limit")))
+                    || self.message.to_ascii_lowercase().contains("rate limit")))
     }
 
     pub fn is_server_error(&self) -> bool {
         (500..600).contains(&self.status)
     }
 
-    /// GitHub's `message` field, else the start of the body.
-    pub fn message(&self) -> String {
-        let from_json = serde_json::from_str::<serde_json::Value>(&self.body)
-            .ok()
-            .and_then(|v| v.get("message")?.as_str().map(str::to_owned));
-        let text = from_json.unwrap_or_else(|| self.body.trim().to_owned());
-        if text.is_empty() {
-            "(empty body)".to_owned()
-        } else {
-            shorten(&text, 200)
-        }
-    }
-
-    /// `503 (Service Unavailable)`-style short description for error messages.
+    /// `503 Service Unavailable`-style short description for error messages.
     pub fn describe(&self) -> String {
-        format!("{} {}", self.status, self.message())
+        format!("{} {}", self.status, self.message)
     }
+}
+
+/// How one attempt ended when it did not succeed: an answer to judge, or none at all.
+pub(crate) enum Failure {
+    Answer(Reply),
+    /// A connection error or no answer in time, described without the token.
+    Transport(String),
 }
 
 /// At most `max` bytes of `text` on one line, cut at a char boundary, with `…` if cut.
@@ -100,10 +94,14 @@ fn shorten(text: &str, max: usize) -> String {
 }
 
 /// How long to wait before retrying after `reply` on attempt `attempt` (1-based), or `None`
-/// when the answer is final (success, or an error that a retry cannot fix).
+/// when the answer is final (an error that a retry cannot fix).
 ///
 /// `Retry-After` (seconds) wins, then a rate limit's `x-ratelimit-reset`, then exponential
 /// backoff from `base_delay`; every wait is capped at `max_delay`.
+///
+/// octocrab's own retry (`RetryConfig`, feature "retry") cannot stand in: it caps no wait (a
+/// `Retry-After: 3600` is an hour), retries 5xx at once without backoff, and retries a POST
+/// after a 5xx, which may post the comment twice (see `Job::create`).
 pub(crate) fn retry_delay(
     reply: &Reply,
     attempt: u32,
@@ -142,151 +140,164 @@ fn now_unix() -> u64 {
         .unwrap_or(0)
 }
 
-/// The URL of the `rel="next"` entry of a `Link` header.
-pub(crate) fn next_link(header: &str) -> Option<String> {
-    for entry in header.split(',') {
-        let mut parts = entry.split(';');
-        let Some(url) = parts.next().map(str::trim) else {
-            continue;
-        };
-        let Some(url) = url.strip_prefix('<').and_then(|u| u.strip_suffix('>')) else {
-            continue;
-        };
-        let is_next = parts.any(|p| {
-            let Some((key, value)) = p.split_once('=') else {
-                return false;
-            };
-            key.trim().eq_ignore_ascii_case("rel")
-                && value
-                    .trim()
-                    .trim_matches('"')
-                    .split_ascii_whitespace()
-                    .any(|rel| rel.eq_ignore_ascii_case("next"))
-        });
-        if is_next {
-            return Some(url.to_owned());
-        }
-    }
-    None
-}
-
-/// Where the API lives: `scheme://authority` (lower case) and the path prefix
-/// (`/api/v3` on GitHub Enterprise, empty on github.com).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Where the API lives: `GITHUB_API_URL` parsed as octocrab parses it, an http(s) URL
+/// without credentials; its path is the prefix (`/api/v3` on GitHub Enterprise).
+#[derive(Clone, Debug)]
 pub(crate) struct ApiBase {
-    origin: String,
-    prefix: String,
-}
-
-/// A port number: 1 to 5 digits.
-fn is_port(port: &str) -> bool {
-    !port.is_empty() && port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit())
-}
-
-/// Split `scheme://authority/rest` into (`scheme://authority` lower-cased, `/rest`).
-fn split_origin(url: &str) -> Option<(String, &str)> {
-    let lower = url.get(..8).unwrap_or(url).to_ascii_lowercase();
-    let scheme_len = if lower.starts_with("https://") {
-        8
-    } else if lower.starts_with("http://") {
-        7
-    } else {
-        return None;
-    };
-    let rest = &url[scheme_len..];
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let authority = &rest[..end];
-    if authority.is_empty() || authority.contains('@') {
-        return None;
-    }
-    let origin = format!("{}{}", &url[..scheme_len], authority).to_ascii_lowercase();
-    Some((origin, &rest[end..]))
+    uri: Uri,
 }
 
 impl ApiBase {
     pub fn parse(api_url: &str) -> Option<ApiBase> {
-        let (origin, rest) = split_origin(api_url)?;
-        let path = rest.split(['?', '#']).next().unwrap_or("");
-        Some(ApiBase {
-            origin,
-            prefix: path.trim_end_matches('/').to_owned(),
-        })
+        let uri: Uri = api_url.parse().ok()?;
+        let scheme = uri.scheme_str()?.to_ascii_lowercase();
+        let authority = uri.authority()?.as_str();
+        if !(scheme == "https" || scheme == "http")
+            || authority.is_empty()
+            || authority.contains('@')
+        {
+            return None;
+        }
+        Some(ApiBase { uri })
+    }
+
+    /// `scheme://authority`, lower case.
+    fn origin(&self) -> String {
+        let scheme = self.uri.scheme_str().unwrap_or_default();
+        let authority = self.uri.authority().map_or("", |a| a.as_str());
+        format!("{scheme}://{authority}").to_ascii_lowercase()
+    }
+
+    /// The path prefix, without a trailing slash (empty on github.com).
+    fn prefix(&self) -> &str {
+        self.uri.path().trim_end_matches('/')
     }
 
     /// Whether the token may be sent here: https, or plain http to a loopback address only
     /// (127.0.0.0/8, `localhost`, `[::1]`: a local test server or proxy).
     pub fn is_secure(&self) -> bool {
-        if self.origin.starts_with("https://") {
-            return true;
-        }
-        let Some(authority) = self.origin.strip_prefix("http://") else {
+        let Some(authority) = self.uri.authority() else {
             return false;
         };
-        let host = if let Some(v6) = authority.strip_prefix('[') {
-            match v6.split_once(']') {
-                Some((addr, port))
-                    if port.is_empty() || port.strip_prefix(':').is_some_and(is_port) =>
-                {
-                    return addr
-                        .parse::<std::net::Ipv6Addr>()
-                        .is_ok_and(|a| a.is_loopback());
-                }
-                _ => return false,
-            }
-        } else {
-            match authority.rsplit_once(':') {
-                Some((host, port)) if is_port(port) => host,
-                Some(_) => return false,
-                None => authority,
-            }
+        if self
+            .uri
+            .scheme_str()
+            .unwrap_or_default()
+            .eq_ignore_ascii_case("https")
+        {
+            return true;
+        }
+        // An empty or out-of-range port is not a loopback address one can name.
+        let port_ok = match authority.as_str().rsplit_once(':') {
+            Some((_, port)) if !port.ends_with(']') => port.parse::<u16>().is_ok(),
+            _ => true,
         };
-        host == "localhost"
-            || host == "localhost."
-            || host
-                .parse::<std::net::Ipv4Addr>()
-                .is_ok_and(|a| a.is_loopback())
+        let host = authority.host();
+        port_ok
+            && (host.eq_ignore_ascii_case("localhost")
+                || host.eq_ignore_ascii_case("localhost.")
+                || host
+                    .parse::<std::net::Ipv4Addr>()
+                    .is_ok_and(|a| a.is_loopback())
+                || host
+                    .strip_prefix('[')
+                    .and_then(|h| h.strip_suffix(']'))
+                    .and_then(|h| h.parse::<std::net::Ipv6Addr>().ok())
+                    .is_some_and(|a| a.is_loopback()))
     }
 
-    /// The path and query of `url` when it points at this API (same scheme and host),
-    /// ready to request; `None` for any other host.
-    pub fn target_of(&self, url: &str) -> Option<String> {
-        if url.starts_with('/') && !url.starts_with("//") {
-            return Some(url.to_owned());
+    /// Whether `link` points at this API (same scheme and host, or a path on it).
+    pub fn owns(&self, link: &Uri) -> bool {
+        match (link.scheme(), link.authority()) {
+            (None, None) => link.path().starts_with('/'),
+            (scheme, authority) => scheme == self.uri.scheme() && authority == self.uri.authority(),
         }
-        let (origin, rest) = split_origin(url)?;
-        if origin != self.origin {
-            return None;
+    }
+}
+
+/// An answer whose declared `Content-Length` is over [`MAX_BODY_BYTES`]: refused unread.
+#[derive(Debug)]
+struct DeclaredTooLarge;
+
+impl fmt::Display for DeclaredTooLarge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the answer declares more than {MAX_BODY_BYTES} bytes")
+    }
+}
+
+impl StdError for DeclaredTooLarge {}
+
+/// Whether `error` (or one of its causes) is the cap on answers.
+fn is_too_large(error: &(dyn StdError + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if e.is::<LengthLimitError>() || e.is::<DeclaredTooLarge>() {
+            return true;
         }
-        let rest = rest.split('#').next().unwrap_or("");
-        Some(if rest.starts_with('/') {
-            rest.to_owned()
-        } else {
-            format!("/{rest}")
-        })
+        next = e.source();
+    }
+    false
+}
+
+/// The error and its causes on one line, without repeats, leaving out octocrab's own
+/// wrappers ("Service Error: …"), which only repeat their cause.
+fn error_chain(error: &(dyn StdError + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if !(e.is::<octocrab::Error>() && e.source().is_some()) {
+            let part = e.to_string();
+            if !parts.iter().any(|p| p.contains(&part)) {
+                parts.push(part);
+            }
+        }
+        next = e.source();
+    }
+    if parts.is_empty() {
+        parts.push(error.to_string());
+    }
+    shorten(&parts.join(": "), 300)
+}
+
+/// octocrab with the token and the API base (TLS, the base URI, the `Authorization` header
+/// for the API's own host), wrapped in an outer octocrab whose one addition is the cap on
+/// answers: each body is read frame by frame through [`Limited`], so a server that streams
+/// without end (or lies in `Content-Length`) costs at most [`MAX_BODY_BYTES`] of memory, and
+/// a declared length over the cap is refused unread. octocrab's default builder has no place
+/// for a layer of one's own (`with_layer` exists only on the custom-service path), hence the
+/// inner client as that service.
+fn capped_client(inner: Octocrab) -> Octocrab {
+    let service = tower::service_fn(move |request: http::Request<OctoBody>| {
+        let inner = inner.clone();
+        async move {
+            let response = inner.send(request).await?;
+            let declared = response
+                .headers()
+                .get(http::header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok());
+            if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+                return Err(tower::BoxError::from(DeclaredTooLarge));
+            }
+            Ok(response.map(|body| Limited::new(body, MAX_BODY_BYTES)))
+        }
+    });
+    match OctocrabBuilder::new_empty()
+        .with_service(service)
+        .with_auth(AuthState::None)
+        .build()
+    {
+        Ok(octo) => octo,
+        Err(never) => match never {},
     }
 }
 
 /// A client for one run: octocrab with the token, the API base, the retry policy.
 pub(crate) struct Rest {
-    octo: Octocrab,
+    pub octo: Octocrab,
     base: ApiBase,
     policy: RetryPolicy,
     token: Token,
-}
-
-/// The error and its causes on one line, without repeats.
-fn error_chain(error: &dyn StdError) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        let part = e.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = e.source();
-    }
-    shorten(&text, 300)
 }
 
 impl Rest {
@@ -300,17 +311,17 @@ impl Rest {
         if !base.is_secure() {
             return Err(GithubError::InsecureApiUrl(shown_url));
         }
-        let builder = Octocrab::builder()
+        // No connector timeouts (octocrab's "timeout" feature, hyper-timeout): `once` puts
+        // each whole exchange (connect, TLS, request, the answer to its last byte) under
+        // `request_timeout`.
+        let inner = Octocrab::builder()
             .base_uri(env.api_url.as_str())
             .map_err(|_| GithubError::BadApiUrl(shown_url))?
             .personal_token(token.expose_secret().to_owned())
-            .set_connect_timeout(Some(env.retry.request_timeout))
-            .set_read_timeout(Some(env.retry.request_timeout));
-        let octo = builder
             .build()
             .map_err(|e| GithubError::Client(token.scrub(&error_chain(&e))))?;
         Ok(Rest {
-            octo,
+            octo: capped_client(inner),
             base,
             policy: env.retry.clone(),
             token: token.clone(),
@@ -321,125 +332,100 @@ impl Rest {
         self.token.scrub(text)
     }
 
-    /// `GET https://api.github.com/repos/…`: the whole URL, for errors about the answer.
-    pub fn request_url(&self, method: Method, target: &str) -> String {
-        let prefix = &self.base.prefix;
-        let path = if prefix.is_empty() || target.starts_with(prefix.as_str()) {
+    /// `target` with the API's path prefix, unless it has it already.
+    fn with_prefix(&self, target: &str) -> String {
+        let prefix = self.base.prefix();
+        if prefix.is_empty() || target.starts_with(prefix) {
             target.to_owned()
         } else {
             format!("{prefix}{target}")
-        };
-        self.scrub(&format!("{method} {}{path}", self.base.origin))
+        }
+    }
+
+    /// `GET https://api.github.com/repos/…`: the whole URL, for errors about the answer.
+    pub fn request_url(&self, method: &Method, target: &str) -> String {
+        let path = self.with_prefix(target);
+        self.scrub(&format!("{method} {}{path}", self.base.origin()))
     }
 
     /// `GET /repos/…` as named in messages (with the API path prefix).
-    pub fn request_name(&self, method: Method, target: &str) -> String {
-        let prefix = &self.base.prefix;
-        if prefix.is_empty() || target.starts_with(prefix.as_str()) {
-            self.scrub(&format!("{method} {target}"))
-        } else {
-            self.scrub(&format!("{method} {prefix}{target}"))
-        }
+    pub fn request_name(&self, method: &Method, target: &str) -> String {
+        self.scrub(&format!("{method} {}", self.with_prefix(target)))
     }
 
-    /// The target for a pagination link, or an error if it leaves the API's host.
-    pub fn link_target(&self, request: &str, url: &str) -> Result<String, GithubError> {
-        self.base
-            .target_of(url)
-            .ok_or_else(|| GithubError::ForeignLink {
+    /// A page's next link as the target it names (path and query), or an error if it leaves
+    /// the API's host (octocrab's `get_page` would follow it there, without the token).
+    pub fn next_target(&self, request: &str, link: &Uri) -> Result<String, GithubError> {
+        if !self.base.owns(link) {
+            return Err(GithubError::ForeignLink {
                 request: request.to_owned(),
-                url: self.scrub(&shorten(url, 200)),
-            })
+                url: self.scrub(&shorten(&link.to_string(), 200)),
+            });
+        }
+        Ok(link
+            .path_and_query()
+            .map_or_else(|| link.path().to_owned(), |pq| pq.as_str().to_owned()))
     }
 
-    /// One request, no retries. The inner `Err` is a transport failure, described without
-    /// the token (worth retrying); the outer one an answer larger than [`MAX_BODY_BYTES`]
-    /// (not worth it).
-    pub async fn once(
+    /// One exchange under the request deadline, no retries. The inner `Err` is a failure to
+    /// judge (an answer that is not a success, or none); the outer one is final: an answer
+    /// larger than [`MAX_BODY_BYTES`], or one that could not be read.
+    pub async fn once<T>(
         &self,
-        method: Method,
+        method: &Method,
         target: &str,
-        body: Option<&serde_json::Value>,
-    ) -> Result<Result<Reply, String>, GithubError> {
-        let too_large = || GithubError::TooLarge {
-            request: self.request_url(method, target),
-            limit_mib: MAX_BODY_BYTES / (1024 * 1024),
+        exchange: impl Future<Output = octocrab::Result<T>>,
+    ) -> Result<Result<T, Failure>, GithubError> {
+        let error = match tokio::time::timeout(self.policy.request_timeout, exchange).await {
+            Ok(Ok(value)) => return Ok(Ok(value)),
+            Ok(Err(error)) => error,
+            Err(_) => {
+                return Ok(Err(Failure::Transport(format!(
+                    "no answer within {} s",
+                    self.policy.request_timeout.as_secs_f64()
+                ))));
+            }
         };
-        // `Ok(None)`: the answer is larger than the limit.
-        let exchange = async {
-            let uri = target.to_owned();
-            let response = match method {
-                Method::Get => self.octo._get(uri).await,
-                Method::Post => self.octo._post(uri, body).await,
-                Method::Patch => self.octo._patch(uri, body).await,
+        if is_too_large(&error) {
+            return Err(GithubError::TooLarge {
+                request: self.request_url(method, target),
+                limit_mib: MAX_BODY_BYTES / (1024 * 1024),
+            });
+        }
+        match error {
+            octocrab::Error::GitHub { source, .. } => {
+                let mut reply = Reply::from_github(&source);
+                reply.message = self.scrub(&reply.message);
+                Ok(Err(Failure::Answer(reply)))
             }
-            .map_err(|e| error_chain(&e))?;
-            let mut reply = {
-                let header = |name: &str| {
-                    response
-                        .headers()
-                        .get(name)
-                        .and_then(|v| v.to_str().ok())
-                        .map(str::to_owned)
-                };
-                Reply {
-                    status: response.status().as_u16(),
-                    retry_after: header("retry-after"),
-                    ratelimit_remaining: header("x-ratelimit-remaining"),
-                    ratelimit_reset: header("x-ratelimit-reset"),
-                    link: header("link"),
-                    body: String::new(),
-                }
-            };
-            let declared = response
-                .headers()
-                .get("content-length")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok());
-            if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
-                return Ok(None);
-            }
-            // Frame by frame, stopping at the limit: a server that streams without end (or
-            // lies in Content-Length) costs at most MAX_BODY_BYTES of memory.
-            let mut stream = response.into_body();
-            let mut bytes: Vec<u8> = Vec::new();
-            while let Some(frame) = stream.frame().await {
-                let frame = frame.map_err(|e| error_chain(&e))?;
-                if let Ok(data) = frame.into_data() {
-                    if bytes.len() + data.len() > MAX_BODY_BYTES {
-                        return Ok(None);
-                    }
-                    bytes.extend_from_slice(&data);
-                }
-            }
-            reply.body =
-                String::from_utf8(bytes).map_err(|_| "the answer is not UTF-8 text".to_owned())?;
-            Ok::<Option<Reply>, String>(Some(reply))
-        };
-        match tokio::time::timeout(self.policy.request_timeout, exchange).await {
-            Ok(Ok(Some(reply))) => Ok(Ok(reply)),
-            Ok(Ok(None)) => Err(too_large()),
-            Ok(Err(e)) => Ok(Err(self.scrub(&format!("connection error: {e}")))),
-            Err(_) => Ok(Err(format!(
-                "no answer within {} s",
-                self.policy.request_timeout.as_secs_f64()
-            ))),
+            // No answer: the connection, TLS, or the body broke off.
+            octocrab::Error::Service { .. } | octocrab::Error::Hyper { .. } => Ok(Err(
+                Failure::Transport(
+                    self.scrub(&format!("connection error: {}", error_chain(&error))),
+                ),
+            )),
+            // An answer that is not what was asked for (serde quotes the body, which may
+            // echo the token): scrubbed, on one line, bounded.
+            other => Err(GithubError::BadResponse {
+                request: self.request_name(method, target),
+                message: self.scrub(&crate::validate::terminal_text(&error_chain(&other))),
+            }),
         }
     }
 
-    /// The wait before retrying after this outcome of attempt `attempt`, or `None` if final.
-    pub fn delay_after(&self, outcome: &Result<Reply, String>, attempt: u32) -> Option<Duration> {
-        match outcome {
-            Ok(reply) => retry_delay(reply, attempt, &self.policy, now_unix()),
-            Err(_) => Some(backoff(attempt, &self.policy)),
+    /// The wait before retrying after this failure of attempt `attempt`, or `None` if final.
+    pub fn delay_after(&self, failure: &Failure, attempt: u32) -> Option<Duration> {
+        match failure {
+            Failure::Answer(reply) => retry_delay(reply, attempt, &self.policy, now_unix()),
+            Failure::Transport(_) => Some(backoff(attempt, &self.policy)),
         }
     }
 
-    /// One-line description of an outcome for the "gave up" error.
-    pub fn describe(&self, outcome: &Result<Reply, String>) -> String {
-        match outcome {
-            Ok(reply) => self.scrub(&reply.describe()),
-            Err(transport) => self.scrub(transport),
+    /// One-line description of a failure for the "gave up" error.
+    pub fn describe(&self, failure: &Failure) -> String {
+        match failure {
+            Failure::Answer(reply) => reply.describe(),
+            Failure::Transport(transport) => transport.clone(),
         }
     }
 
@@ -447,31 +433,41 @@ impl Rest {
         self.policy.max_attempts.max(1)
     }
 
-    /// A request, retried on 5xx, 429, rate-limit 403s and connection errors, up to the
-    /// policy's attempts. Any other answer (2xx or not) is returned for the caller to judge.
-    pub async fn send(
+    /// A request, made by `exchange` afresh for each attempt, retried on 5xx, 429,
+    /// rate-limit 403s and connection errors, up to the policy's attempts. Any other answer
+    /// that is not a success comes back as `Ok(Err(reply))` for the caller to judge.
+    pub async fn send<T, F>(
         &self,
-        method: Method,
+        method: &Method,
         target: &str,
-        body: Option<&serde_json::Value>,
-    ) -> Result<Reply, GithubError> {
+        exchange: impl Fn() -> F,
+    ) -> Result<Result<T, Reply>, GithubError>
+    where
+        F: Future<Output = octocrab::Result<T>>,
+    {
         let attempts = self.attempts();
         let mut attempt = 1;
         loop {
-            let outcome = self.once(method, target, body).await?;
-            let Some(delay) = self.delay_after(&outcome, attempt) else {
-                // Final answer: only replies get here (transport errors always retry).
-                return outcome.map_err(|e| GithubError::GaveUp {
-                    request: self.request_name(method, target),
-                    attempts: attempt,
-                    last: e,
-                });
+            let failure = match self.once(method, target, exchange()).await? {
+                Ok(value) => return Ok(Ok(value)),
+                Err(failure) => failure,
+            };
+            let Some(delay) = self.delay_after(&failure, attempt) else {
+                // Final: only answers get here (transport failures always retry).
+                return match failure {
+                    Failure::Answer(reply) => Ok(Err(reply)),
+                    Failure::Transport(last) => Err(GithubError::GaveUp {
+                        request: self.request_name(method, target),
+                        attempts: attempt,
+                        last,
+                    }),
+                };
             };
             if attempt >= attempts {
                 return Err(GithubError::GaveUp {
                     request: self.request_name(method, target),
                     attempts,
-                    last: self.describe(&outcome),
+                    last: self.describe(&failure),
                 });
             }
             tokio::time::sleep(delay).await;
@@ -502,7 +498,7 @@ mod tests {
 
     #[test]
     fn final_answers_are_not_retried() {
-        for status in [200, 201, 204, 301, 400, 401, 404, 422] {
+        for status in [301, 400, 401, 404, 422] {
             assert_eq!(
                 retry_delay(&reply(status), 1, &policy(), 0),
                 None,
@@ -513,10 +509,10 @@ mod tests {
         let mut refusal = reply(403);
         refusal.ratelimit_remaining = Some("4999".into());
         assert_eq!(retry_delay(&refusal, 1, &policy(), 0), None);
-        refusal.body = r#"{"message":"Resource not accessible by integration"}"#.into();
+        refusal.message = "Resource not accessible by integration".into();
         assert_eq!(retry_delay(&refusal, 1, &policy(), 0), None);
         // A secondary rate limit that only says so in its message.
-        refusal.body = r#"{"message":"You have exceeded a secondary rate limit."}"#.into();
+        refusal.message = "You have exceeded a secondary rate limit.".into();
         assert_eq!(
             retry_delay(&refusal, 2, &policy(), 0),
             Some(Duration::from_secs(2))
@@ -579,47 +575,34 @@ mod tests {
     }
 
     #[test]
-    fn link_header_next() {
-        let h = r#"<https://api.github.com/repositories/1/issues/5/comments?per_page=100&page=2>; rel="next", <https://api.github.com/repositories/1/issues/5/comments?per_page=100&page=3>; rel="last""#;
-        assert_eq!(
-            next_link(h).as_deref(),
-            Some("https://api.github.com/repositories/1/issues/5/comments?per_page=100&page=2")
-        );
-        let last_page = r#"<https://x/a?page=1>; rel="first", <https://x/a?page=2>; rel="prev""#;
-        assert_eq!(next_link(last_page), None);
-        assert_eq!(next_link(""), None);
-        assert_eq!(next_link("garbage; rel=next"), None);
-        assert_eq!(
-            next_link("<https://x/b>; rel=next").as_deref(),
-            Some("https://x/b")
-        );
-    }
-
-    #[test]
-    fn api_base_accepts_only_its_own_origin() {
+    fn api_base_owns_only_links_to_its_own_origin() {
         let base = ApiBase::parse("https://API.github.com").unwrap();
-        assert_eq!(
-            base.target_of("https://api.github.com/repositories/1/issues/5/comments?page=2")
-                .as_deref(),
-            Some("/repositories/1/issues/5/comments?page=2")
-        );
-        assert_eq!(base.target_of("/repos/a/b").as_deref(), Some("/repos/a/b"));
-        assert_eq!(base.target_of("https://evil.example.com/repos/a/b"), None);
-        assert_eq!(base.target_of("http://api.github.com/repos/a/b"), None);
-        assert_eq!(base.target_of("https://api.github.com.evil.com/x"), None);
-        assert_eq!(base.target_of("https://user@api.github.com/x"), None);
-        assert_eq!(base.target_of("//evil.example.com/x"), None);
+        let owns = |link: &str| base.owns(&link.parse::<Uri>().unwrap());
+        assert!(owns(
+            "https://api.github.com/repositories/1/issues/5/comments?page=2"
+        ));
+        assert!(owns("/repos/a/b"));
+        assert!(!owns("https://evil.example.com/repos/a/b"));
+        assert!(!owns("http://api.github.com/repos/a/b"));
+        assert!(!owns("https://api.github.com.evil.com/x"));
+        assert!(!owns("https://user@api.github.com/x"));
+        assert!(!owns("https://api.github.com:8443/x"));
+        assert!(!owns("evil.example.com:443"));
 
         let ghe = ApiBase::parse("https://ghe.example.com/api/v3/").unwrap();
-        assert_eq!(ghe.prefix, "/api/v3");
-        assert_eq!(
-            ghe.target_of("https://ghe.example.com/api/v3/repositories/1/issues/2/comments?page=2")
-                .as_deref(),
-            Some("/api/v3/repositories/1/issues/2/comments?page=2")
+        assert_eq!(ghe.prefix(), "/api/v3");
+        assert_eq!(ghe.origin(), "https://ghe.example.com");
+        assert!(
+            ghe.owns(
+                &"https://ghe.example.com/api/v3/repositories/1/issues/2/comments?page=2"
+                    .parse::<Uri>()
+                    .unwrap()
+            )
         );
         assert!(ApiBase::parse("ftp://x").is_none());
         assert!(ApiBase::parse("https://tok@api.github.com").is_none());
         assert!(ApiBase::parse("api.github.com").is_none());
+        assert!(ApiBase::parse("/api/v3").is_none());
     }
 
     #[test]
@@ -657,16 +640,37 @@ mod tests {
     }
 
     #[test]
-    fn reply_message_prefers_github_message() {
+    fn reply_describes_itself_on_one_bounded_line() {
         let mut r = reply(403);
-        r.body = r#"{"message":"Resource not accessible by integration","documentation_url":"x"}"#
-            .into();
-        assert_eq!(r.message(), "Resource not accessible by integration");
-        r.body = "<html>\nBad gateway</html>".into();
-        assert_eq!(r.message(), "<html> Bad gateway</html>");
-        r.body = String::new();
-        assert_eq!(r.describe(), "403 (empty body)");
-        r.body = "é".repeat(300);
-        assert!(r.message().len() <= 204 && r.message().ends_with('…'));
+        r.message = "Resource not accessible by integration".into();
+        assert_eq!(r.describe(), "403 Resource not accessible by integration");
+        assert_eq!(
+            shorten("<html>\nBad gateway</html>", 200),
+            "<html> Bad gateway</html>"
+        );
+        let long = shorten(&"é".repeat(300), 200);
+        assert!(long.len() <= 204 && long.ends_with('…'));
+    }
+
+    #[test]
+    fn the_cap_is_found_among_the_causes() {
+        #[derive(Debug)]
+        struct Wrapper(Box<dyn StdError + Send + Sync>);
+        impl fmt::Display for Wrapper {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "wrapped: {}", self.0)
+            }
+        }
+        impl StdError for Wrapper {
+            fn source(&self) -> Option<&(dyn StdError + 'static)> {
+                Some(&*self.0)
+            }
+        }
+        assert!(is_too_large(&DeclaredTooLarge));
+        assert!(is_too_large(&Wrapper(Box::new(DeclaredTooLarge))));
+        let io = std::io::Error::other("reset by peer");
+        assert!(!is_too_large(&Wrapper(Box::new(io))));
+        let chain = error_chain(&Wrapper(Box::new(std::io::Error::other("reset"))));
+        assert_eq!(chain, "wrapped: reset");
     }
 }

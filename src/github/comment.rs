@@ -4,10 +4,12 @@
 
 use std::path::Path;
 
+use http::Method;
+use octocrab::Page;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::client::{Method, Reply, Rest, next_link};
+use super::client::{Failure, Reply, Rest};
 use super::{
     ACTIONS_BOT_LOGIN, COMMENT_MARKER, COMMENT_SIZE_LIMIT, CommentOutcome, GithubEnv, GithubError,
 };
@@ -130,11 +132,21 @@ fn write_fallback(path: &Path, body: &str, why: &str) -> Result<CommentOutcome, 
     })
 }
 
+/// What is read of `GET /user`.
+///
+/// The comment reads only the fields it needs, through octocrab's generic typed requests,
+/// rather than octocrab's models (`current().user()` gives an `Author`, `list_comments` and
+/// `create_comment` an `issues::Comment`): those require every field of a full user object
+/// (`avatar_url`, `followers_url`, … and a non-null `user`, which GitHub's schema lets be
+/// null), so one comment by an unusual account would make a whole page unreadable and the
+/// comment impossible to find. octocrab's `update_comment` also sends POST, not the PATCH
+/// that GitHub documents for editing a comment.
 #[derive(Deserialize)]
 struct ApiUser {
     login: String,
 }
 
+/// What is read of an issue comment.
 #[derive(Deserialize)]
 struct ApiComment {
     id: u64,
@@ -171,54 +183,34 @@ struct Job<'a> {
 }
 
 impl Job<'_> {
-    fn status_error(&self, method: Method, target: &str, reply: &Reply) -> GithubError {
+    fn status_error(&self, method: &Method, target: &str, reply: &Reply) -> GithubError {
         GithubError::Status {
             request: self.rest.request_name(method, target),
             status: reply.status,
-            message: self.rest.scrub(&reply.message()),
-        }
-    }
-
-    /// An answer that could not be read. serde's message quotes the body (which may echo
-    /// the token): scrubbed, on one line, bounded.
-    fn bad_response(&self, method: Method, target: &str, e: serde_json::Error) -> GithubError {
-        let mut message = self
-            .rest
-            .scrub(&crate::validate::terminal_text(&e.to_string()));
-        if message.len() > 300 {
-            let cut = floor_char_boundary(&message, 300);
-            message.truncate(cut);
-            message.push('…');
-        }
-        GithubError::BadResponse {
-            request: self.rest.request_name(method, target),
-            message,
+            message: reply.message.clone(),
         }
     }
 
     /// A comment from a create/update answer, with a constructed link if GitHub sent none.
-    fn found_in(&self, method: Method, target: &str, reply: &Reply) -> Result<Found, GithubError> {
-        let comment: ApiComment =
-            serde_json::from_str(&reply.body).map_err(|e| self.bad_response(method, target, e))?;
+    fn found_in(&self, comment: ApiComment) -> Found {
         let url = comment.html_url.unwrap_or_else(|| {
             format!(
                 "{}/{}/{}/pull/{}#issuecomment-{}",
                 self.env.server_url, self.owner, self.name, self.pr, comment.id
             )
         });
-        Ok(Found {
+        Found {
             id: comment.id,
             url: self.rest.scrub(&url),
-        })
+        }
     }
 
     fn refused(&self, reply: &Reply) -> Posted {
         Posted::Refused(format!(
-            "GitHub refused to write the comment on pull request #{} ({} {}), as it does for a \
+            "GitHub refused to write the comment on pull request #{} ({}), as it does for a \
              read-only token such as a fork's",
             self.pr,
-            reply.status,
-            self.rest.scrub(&reply.message())
+            reply.describe()
         ))
     }
 
@@ -237,33 +229,41 @@ impl Job<'_> {
     /// token, which may not read `/user` (403).
     async fn identity(&self) -> Result<String, GithubError> {
         let target = "/user";
-        let reply = self.rest.send(Method::Get, target, None).await?;
-        if reply.is_success() {
-            let user: ApiUser = serde_json::from_str(&reply.body)
-                .map_err(|e| self.bad_response(Method::Get, target, e))?;
-            Ok(user.login)
-        } else if matches!(reply.status, 401 | 403) {
-            Ok(ACTIONS_BOT_LOGIN.to_owned())
-        } else {
-            Err(self.status_error(Method::Get, target, &reply))
+        let octo = &self.rest.octo;
+        let answer = self
+            .rest
+            .send(&Method::GET, target, || {
+                octo.get::<ApiUser, _, _>(target, None::<&()>)
+            })
+            .await?;
+        match answer {
+            Ok(user) => Ok(user.login),
+            Err(reply) if matches!(reply.status, 401 | 403) => Ok(ACTIONS_BOT_LOGIN.to_owned()),
+            Err(reply) => Err(self.status_error(&Method::GET, target, &reply)),
         }
     }
 
     /// The first comment on the pull request that carries the marker and was written by
-    /// `identity`, following `Link: rel="next"` through every page.
+    /// `identity`, through every page: octocrab's [`Page`] reads the `Link` header, and its
+    /// next link is followed by its path and query alone once it is known to name this API's
+    /// host (a request by path cannot leave it). Not `all_pages`/`get_page`: each page is
+    /// retried like any other request, listing stops at the first page with our comment, and
+    /// a server that never stops linking is cut off after [`MAX_PAGES`].
     async fn find(&self, identity: &str) -> Result<Option<Found>, GithubError> {
+        let octo = &self.rest.octo;
         let mut target = format!(
             "/repos/{}/{}/issues/{}/comments?per_page=100",
             self.owner, self.name, self.pr
         );
         for _ in 0..MAX_PAGES {
-            let reply = self.rest.send(Method::Get, &target, None).await?;
-            if !reply.is_success() {
-                return Err(self.status_error(Method::Get, &target, &reply));
-            }
-            let comments: Vec<ApiComment> = serde_json::from_str(&reply.body)
-                .map_err(|e| self.bad_response(Method::Get, &target, e))?;
-            let ours = comments.into_iter().find(|c| {
+            let page: Page<ApiComment> = self
+                .rest
+                .send(&Method::GET, &target, || {
+                    octo.get::<Page<ApiComment>, _, _>(&target, None::<&()>)
+                })
+                .await?
+                .map_err(|reply| self.status_error(&Method::GET, &target, &reply))?;
+            let ours = page.items.into_iter().find(|c| {
                 c.body
                     .as_deref()
                     .is_some_and(|b| b.contains(COMMENT_MARKER))
@@ -275,17 +275,15 @@ impl Job<'_> {
                 let url = self.rest.scrub(&c.html_url.unwrap_or_default());
                 return Ok(Some(Found { id: c.id, url }));
             }
-            match reply.link.as_deref().and_then(next_link) {
-                Some(url) => {
-                    let request = self.rest.request_name(Method::Get, &target);
-                    target = self.rest.link_target(&request, &url)?;
-                }
-                None => return Ok(None),
-            }
+            let Some(next) = page.next else {
+                return Ok(None);
+            };
+            let request = self.rest.request_name(&Method::GET, &target);
+            target = self.rest.next_target(&request, &next)?;
         }
         Err(GithubError::TooManyPages {
             request: self.rest.request_name(
-                Method::Get,
+                &Method::GET,
                 &format!(
                     "/repos/{}/{}/issues/{}/comments",
                     self.owner, self.name, self.pr
@@ -301,68 +299,63 @@ impl Job<'_> {
             self.owner, self.name, found.id
         );
         let payload = json!({ "body": self.body });
-        let reply = self
+        let octo = &self.rest.octo;
+        let answer = self
             .rest
-            .send(Method::Patch, &target, Some(&payload))
+            .send(&Method::PATCH, &target, || {
+                octo.patch::<ApiComment, _, _>(&target, Some(&payload))
+            })
             .await?;
-        if reply.is_success() {
-            let mut updated = self.found_in(Method::Patch, &target, &reply)?;
-            if updated.url.is_empty() {
-                updated.url = found.url;
+        match answer {
+            Ok(comment) => {
+                let mut updated = self.found_in(comment);
+                if updated.url.is_empty() {
+                    updated.url = found.url;
+                }
+                Ok(Posted::Updated(updated))
             }
-            Ok(Posted::Updated(updated))
-        } else if reply.status == 403 {
-            Ok(self.refused(&reply))
-        } else if reply.status == 404 {
+            Err(reply) if reply.status == 403 => Ok(self.refused(&reply)),
             // Deleted between listing and editing: post a new one.
-            self.create(identity).await
-        } else {
-            Err(self.status_error(Method::Patch, &target, &reply))
+            Err(reply) if reply.status == 404 => self.create(identity).await,
+            Err(reply) => Err(self.status_error(&Method::PATCH, &target, &reply)),
         }
     }
 
     /// POST is not idempotent: after a 5xx or a lost connection the comment may exist
     /// already, so before each retry (and before giving up) the comments are listed again
-    /// and a comment of ours that appeared is taken as created.
+    /// and a comment of ours that appeared is taken as created. A rate-limited POST was not
+    /// carried out, and is retried as it is.
     async fn create(&self, identity: &str) -> Result<Posted, GithubError> {
         let target = format!(
             "/repos/{}/{}/issues/{}/comments",
             self.owner, self.name, self.pr
         );
         let payload = json!({ "body": self.body });
+        let octo = &self.rest.octo;
         let attempts = self.rest.attempts();
         let mut attempt = 1;
         loop {
-            let outcome = self
-                .rest
-                .once(Method::Post, &target, Some(&payload))
-                .await?;
-            let Some(delay) = self.rest.delay_after(&outcome, attempt) else {
-                let reply = match outcome {
-                    Ok(reply) => reply,
-                    Err(e) => {
-                        return Err(GithubError::GaveUp {
-                            request: self.rest.request_name(Method::Post, &target),
-                            attempts: attempt,
-                            last: e,
-                        });
+            let exchange = octo.post::<_, ApiComment>(&target, Some(&payload));
+            let failure = match self.rest.once(&Method::POST, &target, exchange).await? {
+                Ok(comment) => return Ok(Posted::Created(self.found_in(comment))),
+                Err(failure) => failure,
+            };
+            let Some(delay) = self.rest.delay_after(&failure, attempt) else {
+                return match failure {
+                    Failure::Answer(reply) if reply.status == 403 => Ok(self.refused(&reply)),
+                    Failure::Answer(reply) => {
+                        Err(self.status_error(&Method::POST, &target, &reply))
                     }
-                };
-                return if reply.is_success() {
-                    Ok(Posted::Created(self.found_in(
-                        Method::Post,
-                        &target,
-                        &reply,
-                    )?))
-                } else if reply.status == 403 {
-                    Ok(self.refused(&reply))
-                } else {
-                    Err(self.status_error(Method::Post, &target, &reply))
+                    Failure::Transport(last) => Err(GithubError::GaveUp {
+                        request: self.rest.request_name(&Method::POST, &target),
+                        attempts: attempt,
+                        last,
+                    }),
                 };
             };
-            let maybe_applied = match &outcome {
-                Ok(reply) => reply.is_server_error(),
-                Err(_) => true,
+            let maybe_applied = match &failure {
+                Failure::Answer(reply) => reply.is_server_error(),
+                Failure::Transport(_) => true,
             };
             let last = attempt >= attempts;
             if !last {
@@ -375,9 +368,9 @@ impl Job<'_> {
             }
             if last {
                 return Err(GithubError::GaveUp {
-                    request: self.rest.request_name(Method::Post, &target),
+                    request: self.rest.request_name(&Method::POST, &target),
                     attempts,
-                    last: self.rest.describe(&outcome),
+                    last: self.rest.describe(&failure),
                 });
             }
             attempt += 1;
