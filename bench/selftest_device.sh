@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 19 on a lent GPU. `probe`: the PR gate on the shipped kernels against a comment-only
 # change (no peers), with the results' timing breakdown, and one selftest trial;
-# `selftest`: `ci-gate selftest` (SELFTEST_TRIALS, default 10) with its report;
+# `selftest`: `ci-gate selftest` (SELFTEST_TRIALS, default 10) with its report, in one call (556 s on
+# an H100 on 2026-11-26; `selftest-bg` and `collect` spread it over two calls where it would not fit);
 # `change`: the d64 kernel with its softmax/PV overlap off, both ways round.
 set -uo pipefail
 . "$(dirname "$0")/device_env.sh"
