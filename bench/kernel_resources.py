@@ -6,16 +6,19 @@ exactly as the gate compiles it (src/gpu/compile.rs: `--gpu-architecture=<target
 For every kernel function of the cubin it reports:
   * registers, stack frame, spill stores / loads (bytes) and static shared memory, from
     ptxas' own report (`--ptxas-options=-v`, printed into the NVRTC program log);
-  * registers, stack frame and static shared memory again from the cubin's ELF (the
-    register count in the `.text.<fn>` section header, EIATTR_FRAME_SIZE in `.nv.info`,
-    the size of `.nv.shared.<fn>`), checked against ptxas' figures;
+  * registers, stack frame and static shared memory again from the cubin's ELF
+    (EIATTR_REGCOUNT and EIATTR_FRAME_SIZE in `.nv.info`, the size of `.nv.shared.<fn>`,
+    which on sm_90 also holds the 1 KiB the hardware reserves), checked against ptxas;
   * the dynamic shared memory from the kernel's NAME_launch constant;
   * the number of SASS instructions (`.text.<fn>` size / 16 bytes), a hash of the SASS bytes
     and, with nvdisasm on hand (pip install nvidia-cuda-nvdisasm), the SASS opcode histogram;
   * the PTX instructions by opcode (nvrtcGetPTX of the same compilation).
+With --base-kdir, also whether the whole attention.cu cubin and PTX of each architecture are
+byte-identical between the two trees.
 
-The cubin compiled with `--ptxas-options=-v` is checked to be byte-identical to the one the
-gate's options alone give (-v only reports).
+The cubin compiled with `--ptxas-options=-v` is checked to match the one the gate's options
+alone give in every ELF section but the tool-info note, which records the options (-v only
+reports).
 
   python3 bench/kernel_resources.py [--kdir kernels] [--arch sm_89 ...] [-D NAME ...]
       [--json OUT.json]                       # one source tree
@@ -28,6 +31,7 @@ it, or NVRTC_LIB=/path/libnvrtc.so.13).
 """
 import argparse
 import collections
+import ctypes
 import glob
 import hashlib
 import json
@@ -45,7 +49,6 @@ import nvrtc_check as nc  # noqa: E402  (the project's NVRTC-through-ctypes help
 
 GATE_OPTIONS = ["--std=c++17"]  # src/gpu/compile.rs OPTIONS, after --gpu-architecture
 ARCHS = ["sm_89", "sm_90", "sm_90a"]
-import ctypes  # noqa: E402
 
 
 def compile_full(src, arch, opts, name="attention.cu"):
@@ -293,6 +296,9 @@ def ptx_opcodes(ptx):
 
 # ---------------------------------------------------------------- one source tree
 
+MODULES = {}  # (kdir, arch, file) -> (sha256 of the cubin, sha256 of the PTX)
+
+
 def measure(kdir, archs, defines, nvdisasm, files=("attention.cu",)):
     """-> {arch: {kernel: {...}}}"""
     out = {}
@@ -303,6 +309,8 @@ def measure(kdir, archs, defines, nvdisasm, files=("attention.cu",)):
             opts = GATE_OPTIONS + [f"-D{d}" for d in defines]
             cubin, ptx, _ = compile_full(src, arch, opts, fn)
             cubin_v, _, log = compile_full(src, arch, opts + ["--ptxas-options=-v"], fn)
+            MODULES[(kdir, arch, fn)] = (hashlib.sha256(cubin).hexdigest(),
+                                         hashlib.sha256((ptx or "").encode()).hexdigest())
             ptxas = nc.parse_ptxas(log)
             elf = elf_resources(cubin)
             consts = nc.launch_constants(cubin)
@@ -423,6 +431,11 @@ def main():
                 d = ops_diff(a["sass_ops"], b["sass_ops"])
                 if d:
                     print(f"         SASS opcodes (base, candidate): {d}")
+    print()
+    for arch in archs:
+        a, b = MODULES[(args.base_kdir, arch, "attention.cu")], MODULES[(args.kdir, arch, "attention.cu")]
+        print(f"{arch:6} attention.cu module: cubin {'identical' if a[0] == b[0] else 'differs'}, "
+              f"PTX {'identical' if a[1] == b[1] else 'differs'}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"base_kdir": args.base_kdir, "kdir": args.kdir,
