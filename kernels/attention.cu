@@ -186,9 +186,10 @@ CG_DEV void load_tile(unsigned sdst, const unsigned short* __restrict__ g, int r
 // for every kernel on sm_89, sm_90 and sm_90a; docs/KERNEL_NOTES.md section 7). Two scalars
 // of the tile walk are therefore still written out in each kernel rather than calling
 // row_limit / keys_end: the smallest limit of a warp's, warpgroup's or CTA's rows
-// (`*_lim_min`) and the CTA's key range (`kv_end`). Through the helpers the compiler merges
-// them with keys_end's test, which changes the set-up code and, by ripple, ptxas' register
-// allocation (sm_89 attention_fwd_*_d64_small 134 -> 138 registers, d64 238 -> 241).
+// (`*_lim_min`) and the CTA's key range (`kv_end`). Through the helpers the compiler
+// optimises these set-up scalars differently (merged with the neighbouring past-the-end
+// test), which changes ptxas' register allocation by ripple (sm_89 attention_fwd_*_d64_small
+// 134 -> 138 registers).
 
 // The last key query row `row` sees: the sequence's last, or (causal, top-left aligned)
 // min(row, seq_len - 1). (Of a group of rows starting at `row`, also the smallest limit.)
