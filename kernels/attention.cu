@@ -165,6 +165,169 @@ CG_DEV void load_tile(unsigned sdst, const unsigned short* __restrict__ g, int r
     }
 }
 
+// ---------------------------------------------------------------- attention math, shared
+//
+// Both kernels (mma.sync below, wgmma in the Hopper path) keep their scores and output in
+// the same per-warp fragment: a ROW BLOCK is 16 query rows of one warp, held as the C layout
+// of mma.sync.m16n8 (which is also what wgmma.m64nN gives each warp of a warpgroup for its
+// 16 rows). Lane l holds rows r0 + (l >> 2) ("row half" h = 0) and r0 + 8 + (l >> 2) (h = 1)
+// and, in every 8-column n-block nb, columns 2 * (l & 3) + {0, 1}:
+//   element [nb * 4 + 2 * h + c] = (row r0 + 8 * h + (l >> 2), column 8 * nb + 2 * (l & 3) + c).
+// A row block's per-row state is two values per lane, [h]: m (raw-score maximum, the same in
+// the 4 lanes of a quad), l (this lane's partial row sum, reduced over the quad only at the
+// end) and lim (the row's last visible key).
+// What differs between the kernels is only how many row blocks a warp owns (mma.sync: MI,
+// wgmma: 1) and where the fragments come from; every helper below takes one row block, so
+// the mma.sync kernel calls it per block and the wgmma kernel once. A fix to the math, the
+// mask or the epilogue is made here, once, for both.
+//
+// The generated code is the same, instruction for instruction, as when each kernel had its
+// own copy (bench/kernel_resources.py --base-kdir bench/kernels-prerefactor: identical SASS
+// for every kernel on sm_89, sm_90 and sm_90a; docs/KERNEL_NOTES.md section 7). Two scalars
+// of the tile walk are therefore still written out in each kernel rather than calling
+// row_limit / keys_end: the smallest limit of a warp's, warpgroup's or CTA's rows
+// (`*_lim_min`) and the CTA's key range (`kv_end`). Through the helpers the compiler
+// optimises these set-up scalars differently (merged with the neighbouring past-the-end
+// test), which changes ptxas' register allocation by ripple (sm_89 attention_fwd_*_d64_small
+// 134 -> 138 registers).
+
+// The last key query row `row` sees: the sequence's last, or (causal, top-left aligned)
+// min(row, seq_len - 1). (Of a group of rows starting at `row`, also the smallest limit.)
+CG_DEV int row_limit(int row, int seq_len, bool causal) {
+    return causal ? min(row, seq_len - 1) : seq_len - 1;
+}
+
+// End (exclusive) of the keys that the rows [first, first + nrows) of a warp or a warpgroup
+// need: none when they are all past the end of the sequence, else all of them, or (causal)
+// up to the last of those rows.
+CG_DEV int keys_end(int first, int nrows, int seq_len, bool causal) {
+    return first >= seq_len ? 0 : (causal ? min(seq_len, first + nrows) : seq_len);
+}
+
+// Does a tile of `bn` keys from n0 hold a key past the smallest limit of a group of rows
+// (i.e. cross the causal diagonal or the end of the sequence)? Only then is it masked.
+CG_DEV bool tile_needs_mask(int n0, int bn, int lim_min) { return n0 + bn - 1 > lim_min; }
+
+// Initial state of the row block whose first row is r0: no maximum yet, empty sums.
+CG_DEV void init_rows(float* m_r, float* l_r, int* lim, int r0, int lane, int seq_len,
+                      bool causal) {
+    const float NEG_INF = -__int_as_float(0x7f800000);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        m_r[h] = NEG_INF;
+        l_r[h] = 0.f;
+        lim[h] = row_limit(r0 + h * 8 + (lane >> 2), seq_len, causal);
+    }
+}
+
+// Masks keys past each row's limit to -inf (only called on tiles that cross the causal
+// diagonal or the end of the sequence). s: a row block's 16 x (8*NB) scores, keys from n0.
+template <int NB>
+CG_DEV void mask_scores(float* s, int n0, int lane, const int* lim) {
+    const float NEG_INF = -__int_as_float(0x7f800000);
+    const int key0 = n0 + 2 * (lane & 3);
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+            if (key0 + nb * 8 + (e & 1) > lim[e >> 1]) s[nb * 4 + e] = NEG_INF;
+}
+
+// Online softmax of one tile of a row block, in place, fp32: scores -> unnormalised
+// probabilities p = exp2(s * scale * log2(e) - base) (one FFMA + one ex2 per element, sl2 =
+// scale * log2(e)); the row maxima m_r and per-lane partial sums l_r move on. The row half's
+// old O must be scaled by alpha = exp2((m_old - m_new) * scale * log2(e)) (0 on a row's first
+// visible tile):
+//   DB > 0: done here, on the row block's DB n-blocks of O (the mma.sync kernel: O is in
+//           registers, nothing else writes it);
+//   DB = 0: left to the caller, alpha[h] returned for rescale_o (the wgmma kernel: O may
+//           still be written by the tensor cores, so it is scaled after their wait).
+template <int NB, int DB = 0>
+CG_DEV void softmax_tile(float* s, float* m_r, float* l_r, float* alpha, float sl2,
+                         float* o = nullptr) {
+    const float NEG_INF = -__int_as_float(0x7f800000);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float mx = m_r[h];
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb)
+            mx = fmaxf(mx, fmaxf(s[nb * 4 + 2 * h], s[nb * 4 + 2 * h + 1]));
+        mx = fmaxf(mx, shfl_xor(mx, 1));
+        mx = fmaxf(mx, shfl_xor(mx, 2));
+        // exp2 base; a row with no visible key so far keeps base 0 (p = 0, no NaN)
+        const float base = (mx == NEG_INF) ? 0.f : mx * sl2;
+        const float a = ex2(fmaf(m_r[h], sl2, -base));  // old-state rescale
+        m_r[h] = mx;
+        float rs = 0.f;
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb) {
+            s[nb * 4 + 2 * h] = ex2(fmaf(s[nb * 4 + 2 * h], sl2, -base));
+            s[nb * 4 + 2 * h + 1] = ex2(fmaf(s[nb * 4 + 2 * h + 1], sl2, -base));
+            rs += s[nb * 4 + 2 * h] + s[nb * 4 + 2 * h + 1];
+        }
+        l_r[h] = fmaf(l_r[h], a, rs);
+        if (DB == 0) alpha[h] = a;
+#pragma unroll
+        for (int db = 0; db < DB; ++db) {
+            o[db * 4 + 2 * h] *= a;
+            o[db * 4 + 2 * h + 1] *= a;
+        }
+    }
+}
+
+// A row block's output accumulators (DB n-blocks of 8 dims) times alpha of their row half
+// (after softmax_tile<NB, 0>).
+template <int DB>
+CG_DEV void rescale_o(float* o, const float* alpha) {
+#pragma unroll
+    for (int db = 0; db < DB; ++db) {
+        o[db * 4 + 0] *= alpha[0];
+        o[db * 4 + 1] *= alpha[0];
+        o[db * 4 + 2] *= alpha[1];
+        o[db * 4 + 3] *= alpha[1];
+    }
+}
+
+// P (fp32, C layout of S) -> A fragments of the input dtype (cvt.rn): the C layout of
+// n-blocks 2kb and 2kb+1 is the A layout (m16n8k16 for mma.sync, and per warp for wgmma's
+// register operand) of k-step kb. No shared-memory round trip.
+template <int KB, bool BF16>
+CG_DEV void pack_p(const float* s, unsigned (*pf)[4]) {
+#pragma unroll
+    for (int kb = 0; kb < KB; ++kb) {
+        pf[kb][0] = Dt<BF16>::pack(s[8 * kb + 0], s[8 * kb + 1]);
+        pf[kb][1] = Dt<BF16>::pack(s[8 * kb + 2], s[8 * kb + 3]);
+        pf[kb][2] = Dt<BF16>::pack(s[8 * kb + 4], s[8 * kb + 5]);
+        pf[kb][3] = Dt<BF16>::pack(s[8 * kb + 6], s[8 * kb + 7]);
+    }
+}
+
+// Epilogue of a row block (first row r0) of a [seq_len, D] fp32 output slice og: the quad's
+// partial sums reduced, O normalised by the row sum (0, not NaN, where the sum is 0), float2
+// stores (every 32-byte sector fully written), one per element; rows >= seq_len are never
+// written.
+template <int D>
+CG_DEV void store_rows(float* __restrict__ og, const float* o, const float* l_r, int r0,
+                       int lane, int seq_len) {
+    constexpr int DB = D / 8;
+    const int col = 2 * (lane & 3);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float l = l_r[h];
+        l += shfl_xor(l, 1);
+        l += shfl_xor(l, 2);
+        const float inv = l > 0.f ? 1.f / l : 0.f;
+        const int row = r0 + h * 8 + (lane >> 2);
+        if (row < seq_len) {
+            float* p = og + (size_t)row * D + col;
+#pragma unroll
+            for (int db = 0; db < DB; ++db)
+                *reinterpret_cast<float2*>(p + db * 8) =
+                    make_float2(o[db * 4 + 2 * h] * inv, o[db * 4 + 2 * h + 1] * inv);
+        }
+    }
+}
+
 // ---------------------------------------------------------------- the kernel body
 
 // D: head_dim; BM: query rows per CTA; BN: keys per K/V tile; NW: warps; MI: 16-row
@@ -214,6 +377,7 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
     const unsigned qs = st0 + G::Q_OFF;
 
     // Keys this CTA needs: all of them, or (causal) up to its last query row.
+    // (keys_end without its test, m0 < seq_len here; written out: see "attention math, shared")
     const int kv_end = causal ? min(seq_len, m0 + BM) : seq_len;
     const int n_tiles = (kv_end + BN - 1) / BN;
 
@@ -269,34 +433,23 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
         }
     }
 
-    float o[MI][DB][4];
+    // The warp's MI row blocks (16 rows each, "attention math, shared" above): output
+    // accumulators, row state (maxima, partial sums, visibility limits).
+    float o[MI][DB * 4];
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
-        for (int i = 0; i < DB; ++i) o[mi][i][0] = o[mi][i][1] = o[mi][i][2] = o[mi][i][3] = 0.f;
-
-    // Row statistics per 16-row block: [0] = row g (lane>>2), [1] = row g+8.
-    // m: raw-score maxima (identical in the 4 lanes of a quad); l: per-lane partial sums,
-    // reduced across the quad only at the end.
-    const float NEG_INF = -__int_as_float(0x7f800000);
+        for (int i = 0; i < DB * 4; ++i) o[mi][i] = 0.f;
     float m_r[MI][2], l_r[MI][2];
-    // Visibility: row r sees keys 0..lim(r), lim = seq_len-1, or min(r, seq_len-1) if causal.
     int lim[MI][2];
     const int warp_first = m0 + warp * WR;  // first query row of this warp
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            m_r[mi][h] = NEG_INF;
-            l_r[mi][h] = 0.f;
-            const int row = warp_first + mi * 16 + h * 8 + (lane >> 2);
-            lim[mi][h] = causal ? min(row, seq_len - 1) : seq_len - 1;
-        }
+        init_rows(m_r[mi], l_r[mi], lim[mi], warp_first + mi * 16, lane, seq_len, causal);
     // The warp has work in a tile starting at key n0 iff n0 < warp_kv_end (0 when all its
     // rows are past the end); it needs element masks iff the tile's last key > warp_lim_min.
-    const int warp_kv_end =
-        warp_first >= seq_len ? 0 : (causal ? min(seq_len, warp_first + WR) : seq_len);
-    const int warp_lim_min = causal ? min(warp_first, seq_len - 1) : seq_len - 1;
+    const int warp_kv_end = keys_end(warp_first, WR, seq_len, causal);
+    const int warp_lim_min = causal ? min(warp_first, seq_len - 1) : seq_len - 1;  // row_limit
     const float sl2 = scale * 1.4426950408889634f;  // scale * log2(e)
 
     int slot = 0;  // stage of tile j
@@ -328,11 +481,11 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
         const int n0 = j * BN;
         if (n0 < warp_kv_end) {
             // ---- S = Q K^T  (WR x BN per warp, fp32)
-            float s[MI][NB][4];
+            float s[MI][NB * 4];
 #pragma unroll
             for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
-                for (int i = 0; i < NB; ++i) s[mi][i][0] = s[mi][i][1] = s[mi][i][2] = s[mi][i][3] = 0.f;
+                for (int i = 0; i < NB * 4; ++i) s[mi][i] = 0.f;
 #pragma unroll
             for (int kk = 0; kk < KD; ++kk) {
                 unsigned qa[MI][4];
@@ -353,61 +506,23 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
                     ldsm_x4(kbase + np * 16 * ROWB, b0, b1, b2, b3);
 #pragma unroll
                     for (int mi = 0; mi < MI; ++mi) {
-                        Dt<BF16>::mma(s[mi][2 * np], qa[mi], b0, b1);
-                        Dt<BF16>::mma(s[mi][2 * np + 1], qa[mi], b2, b3);
+                        Dt<BF16>::mma(&s[mi][(2 * np) * 4], qa[mi], b0, b1);
+                        Dt<BF16>::mma(&s[mi][(2 * np + 1) * 4], qa[mi], b2, b3);
                     }
                 }
             }
 
-            // ---- masking (only tiles that cross the diagonal or the end of the sequence)
-            if (n0 + BN - 1 > warp_lim_min) {
-                const int key0 = n0 + 2 * (lane & 3);
+            // ---- masking (only tiles that cross the diagonal or the end of the sequence),
+            // online softmax (fp32), then P -> A fragments of the input dtype
+            if (tile_needs_mask(n0, BN, warp_lim_min)) {
 #pragma unroll
-                for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-                    for (int nb = 0; nb < NB; ++nb)
-#pragma unroll
-                        for (int e = 0; e < 4; ++e)
-                            if (key0 + nb * 8 + (e & 1) > lim[mi][e >> 1]) s[mi][nb][e] = NEG_INF;
+                for (int mi = 0; mi < MI; ++mi) mask_scores<NB>(s[mi], n0, lane, lim[mi]);
             }
-
-            // ---- online softmax (fp32), then P -> A fragments of the input dtype
             unsigned pf[MI][KB][4];
 #pragma unroll
             for (int mi = 0; mi < MI; ++mi) {
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    float mx = m_r[mi][h];
-#pragma unroll
-                    for (int nb = 0; nb < NB; ++nb)
-                        mx = fmaxf(mx, fmaxf(s[mi][nb][2 * h], s[mi][nb][2 * h + 1]));
-                    mx = fmaxf(mx, shfl_xor(mx, 1));
-                    mx = fmaxf(mx, shfl_xor(mx, 2));
-                    // exp2 base; a row with no visible key so far keeps base 0 (p = 0, no NaN)
-                    const float base = (mx == NEG_INF) ? 0.f : mx * sl2;
-                    const float alpha = ex2(fmaf(m_r[mi][h], sl2, -base));  // old-state rescale
-                    m_r[mi][h] = mx;
-                    float rs = 0.f;
-#pragma unroll
-                    for (int nb = 0; nb < NB; ++nb) {
-                        s[mi][nb][2 * h] = ex2(fmaf(s[mi][nb][2 * h], sl2, -base));
-                        s[mi][nb][2 * h + 1] = ex2(fmaf(s[mi][nb][2 * h + 1], sl2, -base));
-                        rs += s[mi][nb][2 * h] + s[mi][nb][2 * h + 1];
-                    }
-                    l_r[mi][h] = fmaf(l_r[mi][h], alpha, rs);
-#pragma unroll
-                    for (int db = 0; db < DB; ++db) {
-                        o[mi][db][2 * h] *= alpha;
-                        o[mi][db][2 * h + 1] *= alpha;
-                    }
-                }
-#pragma unroll
-                for (int kb = 0; kb < KB; ++kb) {
-                    pf[mi][kb][0] = Dt<BF16>::pack(s[mi][2 * kb][0], s[mi][2 * kb][1]);
-                    pf[mi][kb][1] = Dt<BF16>::pack(s[mi][2 * kb][2], s[mi][2 * kb][3]);
-                    pf[mi][kb][2] = Dt<BF16>::pack(s[mi][2 * kb + 1][0], s[mi][2 * kb + 1][1]);
-                    pf[mi][kb][3] = Dt<BF16>::pack(s[mi][2 * kb + 1][2], s[mi][2 * kb + 1][3]);
-                }
+                softmax_tile<NB, DB>(s[mi], m_r[mi], l_r[mi], nullptr, sl2, o[mi]);
+                pack_p<KB, BF16>(s[mi], pf[mi]);
             }
 
             // ---- O += P V
@@ -420,8 +535,8 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
                     ldsm_x4_t(vbase + kb * 16 * ROWB, b0, b1, b2, b3);
 #pragma unroll
                     for (int mi = 0; mi < MI; ++mi) {
-                        Dt<BF16>::mma(o[mi][2 * dp], pf[mi][kb], b0, b1);
-                        Dt<BF16>::mma(o[mi][2 * dp + 1], pf[mi][kb], b2, b3);
+                        Dt<BF16>::mma(&o[mi][(2 * dp) * 4], pf[mi][kb], b0, b1);
+                        Dt<BF16>::mma(&o[mi][(2 * dp + 1) * 4], pf[mi][kb], b2, b3);
                     }
                 }
             }
@@ -430,25 +545,9 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
     }
 
     // ---- epilogue: normalise and store fp32 (rows >= seq_len are never written)
-    float* __restrict__ og = out + bh;
-    const int col = 2 * (lane & 3);
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            float l = l_r[mi][h];
-            l += shfl_xor(l, 1);
-            l += shfl_xor(l, 2);
-            const float inv = l > 0.f ? 1.f / l : 0.f;
-            const int row = warp_first + mi * 16 + h * 8 + (lane >> 2);
-            if (row < seq_len) {
-                float* p = og + (size_t)row * D + col;
-#pragma unroll
-                for (int db = 0; db < DB; ++db)
-                    *reinterpret_cast<float2*>(p + db * 8) =
-                        make_float2(o[mi][db][2 * h] * inv, o[mi][db][2 * h + 1] * inv);
-            }
-        }
+        store_rows<D>(out + bh, o[mi], l_r[mi], warp_first + mi * 16, lane, seq_len);
 }
 
 
@@ -594,72 +693,6 @@ CG_DEV void wg_rs(float* d, const unsigned* a, unsigned long long db, int scale_
     if (N == 64) Wg<BF16>::rs64(d, a, db, scale_d); else Wg<BF16>::rs128(d, a, db, scale_d);
 }
 
-// Masks keys past each row's limit to -inf (only called on tiles that cross the causal
-// diagonal or the end of the sequence). s: the warp's 16 x (8*NB) scores in the mma C layout.
-template <int NB>
-CG_DEV void mask_scores(float* s, int n0, int lane, const int* lim) {
-    const float NEG_INF = -__int_as_float(0x7f800000);
-    const int key0 = n0 + 2 * (lane & 3);
-#pragma unroll
-    for (int nb = 0; nb < NB; ++nb)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-            if (key0 + nb * 8 + (e & 1) > lim[e >> 1]) s[nb * 4 + e] = NEG_INF;
-}
-
-// Online softmax of one tile, in place: scores -> unnormalised probabilities; the row maxima
-// m_r and per-lane partial sums l_r move on; alpha (per row half) is what the old O must be
-// scaled by.
-template <int NB>
-CG_DEV void softmax_tile(float* s, float* m_r, float* l_r, float* alpha, float sl2) {
-    const float NEG_INF = -__int_as_float(0x7f800000);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        float mx = m_r[h];
-#pragma unroll
-        for (int nb = 0; nb < NB; ++nb)
-            mx = fmaxf(mx, fmaxf(s[nb * 4 + 2 * h], s[nb * 4 + 2 * h + 1]));
-        mx = fmaxf(mx, shfl_xor(mx, 1));
-        mx = fmaxf(mx, shfl_xor(mx, 2));
-        // exp2 base; a row with no visible key so far keeps base 0 (p = 0, no NaN)
-        const float base = (mx == NEG_INF) ? 0.f : mx * sl2;
-        alpha[h] = ex2(fmaf(m_r[h], sl2, -base));
-        m_r[h] = mx;
-        float rs = 0.f;
-#pragma unroll
-        for (int nb = 0; nb < NB; ++nb) {
-            s[nb * 4 + 2 * h] = ex2(fmaf(s[nb * 4 + 2 * h], sl2, -base));
-            s[nb * 4 + 2 * h + 1] = ex2(fmaf(s[nb * 4 + 2 * h + 1], sl2, -base));
-            rs += s[nb * 4 + 2 * h] + s[nb * 4 + 2 * h + 1];
-        }
-        l_r[h] = fmaf(l_r[h], alpha[h], rs);
-    }
-}
-
-// P (fp32, C layout of S) -> A fragments of the input dtype: the C layout of n-blocks 2kb and
-// 2kb+1 is the A layout of k-step kb.
-template <int KB, bool BF16>
-CG_DEV void pack_p(const float* s, unsigned (*pf)[4]) {
-#pragma unroll
-    for (int kb = 0; kb < KB; ++kb) {
-        pf[kb][0] = Dt<BF16>::pack(s[8 * kb + 0], s[8 * kb + 1]);
-        pf[kb][1] = Dt<BF16>::pack(s[8 * kb + 2], s[8 * kb + 3]);
-        pf[kb][2] = Dt<BF16>::pack(s[8 * kb + 4], s[8 * kb + 5]);
-        pf[kb][3] = Dt<BF16>::pack(s[8 * kb + 6], s[8 * kb + 7]);
-    }
-}
-
-template <int DB>
-CG_DEV void rescale_o(float* o, const float* alpha) {
-#pragma unroll
-    for (int db = 0; db < DB; ++db) {
-        o[db * 4 + 0] *= alpha[0];
-        o[db * 4 + 1] *= alpha[0];
-        o[db * 4 + 2] *= alpha[1];
-        o[db * 4 + 3] *= alpha[1];
-    }
-}
-
 // D: head_dim (64 or 128); BN: keys per K/V tile (64 or 128); NWG: warpgroups per CTA
 // (BM = 64 * NWG query rows).
 // PIPE false: per tile, S = Q K^T, softmax, O += P V, each waited for in turn; the tensor
@@ -705,7 +738,7 @@ CG_DEV void attn_fwd_wg(const unsigned short* __restrict__ q, const unsigned sho
     const unsigned qs = (smem_u32(smem_wg) + 1023u) & ~1023u;
     const unsigned st0 = qs + G::Q_B;
 
-    const int kv_end = causal ? min(seq_len, m0 + BM) : seq_len;
+    const int kv_end = causal ? min(seq_len, m0 + BM) : seq_len;  // as in attn_fwd
     const int n_tiles = (kv_end + BN - 1) / BN;
 
     load_tile_sw128<BM, D, NT>(qs, qg, m0, seq_len, tid);
@@ -724,24 +757,17 @@ CG_DEV void attn_fwd_wg(const unsigned short* __restrict__ q, const unsigned sho
 #pragma unroll
     for (int i = 0; i < KB; ++i) pf[i][0] = pf[i][1] = pf[i][2] = pf[i][3] = 0u;
 
-    const float NEG_INF = -__int_as_float(0x7f800000);
+    // The warp's one row block ("attention math, shared" above): row state.
     float m_r[2], l_r[2], alpha[2];
     int lim[2];
     const int wg_first = m0 + wg * 64;             // first query row of this warpgroup
     const int warp_first = wg_first + wwarp * 16;  // ... and of this warp
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        m_r[h] = NEG_INF;
-        l_r[h] = 0.f;
-        const int row = warp_first + h * 8 + (lane >> 2);
-        lim[h] = causal ? min(row, seq_len - 1) : seq_len - 1;
-    }
+    init_rows(m_r, l_r, lim, warp_first, lane, seq_len, causal);
     // wgmma is issued by the whole warpgroup, so the tiles it works on are decided per
     // warpgroup (a prefix of the CTA's tiles); masking stays per warp.
-    const int wg_kv_end =
-        wg_first >= seq_len ? 0 : (causal ? min(seq_len, wg_first + 64) : seq_len);
+    const int wg_kv_end = keys_end(wg_first, 64, seq_len, causal);
     const int wg_tiles = (wg_kv_end + BN - 1) / BN;
-    const int warp_lim_min = causal ? min(warp_first, seq_len - 1) : seq_len - 1;
+    const int warp_lim_min = causal ? min(warp_first, seq_len - 1) : seq_len - 1;  // row_limit
     const float sl2 = scale * 1.4426950408889634f;
 
     const unsigned q_wg = qs + wg * 64 * 128;  // this warpgroup's Q rows, column block 0
@@ -782,7 +808,7 @@ CG_DEV void attn_fwd_wg(const unsigned short* __restrict__ q, const unsigned sho
                 wg_wait<0>();
 #pragma unroll
                 for (int i = 0; i < NB * 4; ++i) reg_fence(s[i]);
-                if (j * BN + BN - 1 > warp_lim_min) mask_scores<NB>(s, j * BN, lane, lim);
+                if (tile_needs_mask(j * BN, BN, warp_lim_min)) mask_scores<NB>(s, j * BN, lane, lim);
                 softmax_tile<NB>(s, m_r, l_r, alpha, sl2);
                 rescale_o<DB>(o, alpha);
                 pack_p<KB, BF16>(s, pf);
@@ -800,7 +826,7 @@ CG_DEV void attn_fwd_wg(const unsigned short* __restrict__ q, const unsigned sho
         // serialize every wgmma), so here all warpgroups walk all of the CTA's tiles (a
         // warpgroup's tiles past its rows come out fully masked) and the masking decision
         // is the CTA's. Load group j holds K_j and V_{j-1}; K_0 came with Q.
-        const int cta_lim_min = causal ? min(m0, seq_len - 1) : seq_len - 1;
+        const int cta_lim_min = causal ? min(m0, seq_len - 1) : seq_len - 1;  // row_limit
         auto load_group = [&](int j) {  // K_j (if any) and V_{j-1}
             if (j < n_tiles)
                 load_tile_sw128<BN, D, NT>(st0 + (j & 1) * G::STAGE_B, kg, j * BN, seq_len, tid);
@@ -811,7 +837,7 @@ CG_DEV void attn_fwd_wg(const unsigned short* __restrict__ q, const unsigned sho
         auto scores_to_p = [&](int j) {  // S_j (landed) -> softmax; P packed by the caller
 #pragma unroll
             for (int i = 0; i < NB * 4; ++i) reg_fence(s[i]);
-            if (j * BN + BN - 1 > cta_lim_min) mask_scores<NB>(s, j * BN, lane, lim);
+            if (tile_needs_mask(j * BN, BN, cta_lim_min)) mask_scores<NB>(s, j * BN, lane, lim);
             softmax_tile<NB>(s, m_r, l_r, alpha, sl2);
         };
         load_group(1);
@@ -855,23 +881,7 @@ CG_DEV void attn_fwd_wg(const unsigned short* __restrict__ q, const unsigned sho
         for (int i = 0; i < DB * 4; ++i) reg_fence(o[i]);
     }
 
-    float* __restrict__ og = out + bh;
-    const int col = 2 * (lane & 3);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        float l = l_r[h];
-        l += shfl_xor(l, 1);
-        l += shfl_xor(l, 2);
-        const float inv = l > 0.f ? 1.f / l : 0.f;
-        const int row = warp_first + h * 8 + (lane >> 2);
-        if (row < seq_len) {
-            float* p = og + (size_t)row * D + col;
-#pragma unroll
-            for (int db = 0; db < DB; ++db)
-                *reinterpret_cast<float2*>(p + db * 8) =
-                    make_float2(o[db * 4 + 2 * h] * inv, o[db * 4 + 2 * h + 1] * inv);
-        }
-    }
+    store_rows<D>(out + bh, o, l_r, warp_first, lane, seq_len);
 }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 

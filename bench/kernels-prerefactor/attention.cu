@@ -1,0 +1,989 @@
+// attention.cu -- FlashAttention-2-style forward kernel under the ci-gate perf gate.
+//
+// Compiled at run time by NVRTC for the GPU's own architecture (sm_80 and newer; checked
+// for sm_89, sm_90 and sm_90a). No include directives at all: fp16/bf16 are raw `unsigned
+// short` bit patterns and every conversion / matrix instruction is inline PTX. Two kernels
+// share the ABI, the math and the tail/causal handling:
+//   * mma.sync m16n8k16 + ldmatrix + cp.async, for every target (Ampere, Ada = the L4, and
+//     plain sm_90) -- described below;
+//   * on sm_90a (the host compiles for it on compute capability 9.0: H100, H200) a Hopper
+//     kernel on wgmma, further down ("Hopper path").
+//
+// ABI (see kernels/README.md):
+//   extern "C" __global__ void NAME(const unsigned short* q, const unsigned short* k,
+//       const unsigned short* v, float* out, int seq_len, int head_dim, float scale,
+//       int causal)
+//   layout [batch, heads, seq_len, head_dim] contiguous, output fp32 in the same layout,
+//   blockIdx.y = batch*heads + head, blockIdx.x = tile of BM query rows,
+//   NAME_launch[3] = {rows_per_block, threads_per_block, dynamic_smem_bytes}.
+//
+// Design of the mma.sync kernel (docs/KERNEL_NOTES.md has the long version):
+//   * one CTA = BM query rows of one (batch, head); NW warps, each warp owns 16*MI
+//     consecutive query rows (shipped: 4 warps x 32 rows), so each K/V fragment read from
+//     shared memory feeds MI mma's;
+//   * Q tile: cp.async -> smem (swizzled) -> ldmatrix once -> registers (d64), or kept in
+//     smem and re-read per tile (d128, where registers hold the 32x128 fp32 O accumulators);
+//   * K/V tiles of BN keys: cp.async into a 2-stage (double-buffered) smem ring, the
+//     load of tile j+1 overlaps the math on tile j (a 3-stage ring is a tested option);
+//   * S = Q K^T and O += P V with mma.sync.m16n8k16 (fp16 or bf16 in, fp32 accumulate);
+//     P is re-packed from the S accumulators straight into A fragments (no smem round trip);
+//   * online softmax in fp32 with exp2 and log2(e)*scale folded into one FFMA;
+//   * tails: out-of-range K/V/Q rows are zero-filled by cp.async (src-size 0), out-of-range
+//     keys are masked to -inf, out-of-range query rows are never stored;
+//   * causal (top-left aligned, query i sees keys 0..=i): key tiles past the CTA's last row
+//     are never loaded, tiles past a warp's last row are skipped by that warp, only tiles
+//     crossing the diagonal are masked element-wise; CTAs are walked heaviest-first.
+
+#define CG_DEV __device__ __forceinline__
+
+namespace cg_attn {
+
+// ---------------------------------------------------------------- PTX helpers
+
+CG_DEV unsigned smem_u32(const void* p) {
+    unsigned r;
+    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(r) : "l"(p));
+    return r;
+}
+
+// 16-byte global->shared async copy; src_bytes = 0 zero-fills the 16 destination bytes.
+CG_DEV void cp_async16(unsigned dst, const void* src, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(src_bytes)
+                 : "memory");
+}
+CG_DEV void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+CG_DEV void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+CG_DEV void ldsm_x4(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(addr)
+                 : "memory");
+}
+CG_DEV void ldsm_x4_t(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+                 : "r"(addr)
+                 : "memory");
+}
+
+CG_DEV float ex2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+CG_DEV float shfl_xor(float v, int m) {
+    return __shfl_xor_sync(0xffffffffu, v, m);
+}
+
+// dtype-specific pieces: the mma instruction and the fp32x2 -> 16-bit x2 pack.
+template <bool BF16>
+struct Dt;
+
+template <>
+struct Dt<false> {  // IEEE fp16
+    static CG_DEV void mma(float* c, const unsigned* a, unsigned b0, unsigned b1) {
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+            "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+    // low 16 bits <- lo, high 16 bits <- hi (cvt puts its first source in the high half)
+    static CG_DEV unsigned pack(float lo, float hi) {
+        unsigned r;
+        asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+        return r;
+    }
+};
+
+template <>
+struct Dt<true> {  // bfloat16
+    static CG_DEV void mma(float* c, const unsigned* a, unsigned b0, unsigned b1) {
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+            "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+    static CG_DEV unsigned pack(float lo, float hi) {
+        unsigned r;
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+        return r;
+    }
+};
+
+// ---------------------------------------------------------------- tile geometry
+
+// Shared memory: a ring of ST stages, each [K tile (BN x D) | V tile (BN x D)], 16-bit
+// elements, rows of D*2 bytes. Within a row the 16-byte chunk c of row r is stored at chunk
+// c ^ (r & 7): the 8 row addresses of every ldmatrix phase then hit 8 distinct 16-byte
+// bank groups (conflict-free), and cp.async writes stay 16-byte aligned.
+// Q (BM x D, same swizzle):
+//   QREG  : staged once, read into registers with ldmatrix, then its space is K/V space:
+//           it sits in the last stage when it fits (BM <= 2*BN), else at offset 0 and the
+//           first K/V tiles are only requested after the Q fragments are in registers;
+//   !QREG : kept in its own region after the stages and re-read (ldmatrix) per tile.
+template <int D, int BM, int BN, bool QREG, int ST>
+struct Geo {
+    // An enum, not static constexpr members: NVRTC emits those as writable global variables
+    // (.nv.global.init), which the gate refuses in a timed kernel (kernels/README.md). The
+    // generated code is the same.
+    enum : int {
+        ROWB = D * 2,
+        KV_TILE_B = BN * ROWB,
+        STAGE_B = 2 * KV_TILE_B,
+        Q_B = BM * ROWB,
+        Q_IN_STAGE = (QREG && Q_B <= STAGE_B) ? 1 : 0,
+        Q_OFF = QREG ? (Q_IN_STAGE ? (ST - 1) * STAGE_B : 0) : ST * STAGE_B,
+        SMEM_B = QREG ? ((ST * STAGE_B > Q_B) ? ST * STAGE_B : Q_B) : ST * STAGE_B + Q_B,
+    };
+};
+
+// Issue cp.async for ROWS rows (starting at global row r0) of a [seq_len, D] matrix into a
+// swizzled smem tile. Thread t copies chunk (t % CPR) of rows t / CPR + i * (NT / CPR):
+// all its rows share row & 7, so the smem offsets differ by immediates. Rows >= seq_len
+// are zero-filled (src-size 0, source = row 0, which exists because seq_len >= 1).
+template <int ROWS, int D, int NT>
+CG_DEV void load_tile(unsigned sdst, const unsigned short* __restrict__ g, int r0, int seq_len,
+                      int tid) {
+    constexpr int CPR = D / 8;       // 16-byte chunks per row
+    constexpr int RSTEP = NT / CPR;  // rows covered by one pass of the CTA
+    static_assert(NT % CPR == 0 && ROWS % RSTEP == 0 && RSTEP % 8 == 0, "loader shape");
+    const int row = tid / CPR;
+    const int ch = tid % CPR;
+    const unsigned s_off = row * (D * 2) + ((ch ^ (row & 7)) << 4);
+    const int g_off = (r0 + row) * D + ch * 8;  // element offset in the (batch, head) slice
+#pragma unroll
+    for (int i = 0; i < ROWS / RSTEP; ++i) {
+        const bool ok = r0 + row + i * RSTEP < seq_len;
+        cp_async16(sdst + s_off + i * RSTEP * (D * 2), g + (ok ? g_off + i * RSTEP * D : 0),
+                   ok ? 16 : 0);
+    }
+}
+
+// ---------------------------------------------------------------- the kernel body
+
+// D: head_dim; BM: query rows per CTA; BN: keys per K/V tile; NW: warps; MI: 16-row
+// blocks per warp (a warp owns rows [16*MI*warp, 16*MI*(warp+1)) of the tile, and every
+// K/V fragment it reads from smem feeds MI mma's); QREG: Q fragments live in registers;
+// ST: K/V pipeline stages (2: prefetch 1 tile ahead, 2 barriers per tile; 3: prefetch 2
+// tiles ahead, 1 barrier per tile).
+template <int D, int BM, int BN, int NW, int MI, bool QREG, int ST, bool BF16>
+CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k,
+                     const unsigned short* __restrict__ v, float* __restrict__ out, int seq_len,
+                     int head_dim, float scale, int causal_i) {
+    typedef Geo<D, BM, BN, QREG, ST> G;
+    static_assert(ST == 2 || ST == 3, "pipeline depth");
+    constexpr int NT = NW * 32;
+    constexpr int ROWB = G::ROWB;
+    constexpr int KD = D / 16;   // k-steps of S = Q K^T
+    constexpr int NB = BN / 8;   // n-blocks (8 keys) of S
+    constexpr int KB = BN / 16;  // k-steps of O += P V
+    constexpr int DB = D / 8;    // n-blocks (8 dims) of O
+    constexpr int WR = 16 * MI;  // query rows per warp
+    static_assert(BM == WR * NW, "warps tile the query rows");
+    static_assert(D % 64 == 0 && BN % 16 == 0, "tile shape");
+    constexpr int QR = QREG ? MI : 1;  // register Q fragments kept (1 = dummy)
+    constexpr int QK = QREG ? KD : 1;
+
+    if (head_dim != D || seq_len <= 0) return;  // the Rust side guarantees head_dim == D
+
+    extern __shared__ __align__(128) unsigned char smem[];
+
+    const int tid = threadIdx.x;
+    const int warp = tid >> 5;
+    const int lane = tid & 31;
+    const bool causal = causal_i != 0;
+
+    // Heaviest tiles first (matters for causal): blockIdx.x 0 takes the last query tile.
+    const int n_qtiles = (seq_len + BM - 1) / BM;
+    const int qtile = n_qtiles - 1 - (int)blockIdx.x;
+    if (qtile < 0) return;
+    const int m0 = qtile * BM;
+
+    const size_t bh = (size_t)blockIdx.y * (size_t)seq_len * D;
+    const unsigned short* __restrict__ qg = q + bh;
+    const unsigned short* __restrict__ kg = k + bh;
+    const unsigned short* __restrict__ vg = v + bh;
+
+    const unsigned st0 = smem_u32(smem);
+    const unsigned qs = st0 + G::Q_OFF;
+
+    // Keys this CTA needs: all of them, or (causal) up to its last query row.
+    const int kv_end = causal ? min(seq_len, m0 + BM) : seq_len;
+    const int n_tiles = (kv_end + BN - 1) / BN;
+
+    // Per-lane ldmatrix offsets inside a tile. Every row a lane addresses has
+    // row & 7 == lane & 7 and chunk = 2*step + bit, so the swizzled offset of
+    // (row, chunk) is (row*ROWB + ((bit ^ (lane&7)) << 4)) ^ (step << 5): one XOR per
+    // step; whole 16-row blocks are added as immediates.
+    //   Q (A operand, row-major):       lanes 0-15 rows 0-15 chunk 2kk, 16-31 chunk 2kk+1
+    //   K (B operand of S, non-trans):  lanes 0-7 keys 0-7 chunk 2kk, 8-15 keys 0-7 chunk
+    //                                   2kk+1, 16-23 keys 8-15 chunk 2kk, 24-31 keys 8-15 2kk+1
+    //   V (B operand of O, transposed): lanes 0-15 keys 0-15 chunk 2dp, 16-31 chunk 2dp+1
+    const unsigned q_off =
+        (warp * WR + (lane & 15)) * ROWB + (((lane >> 4) ^ (lane & 7)) << 4);
+    const unsigned k_off = ((lane & 7) + ((lane >> 4) << 3)) * ROWB +
+                           ((((lane >> 3) & 1) ^ (lane & 7)) << 4);
+    const unsigned v_off = (lane & 15) * ROWB + (((lane >> 4) ^ (lane & 7)) << 4);
+
+    // ---- prologue: Q tile (+ the first ST-1 K/V tiles) in flight. One commit group per
+    // K/V tile (possibly empty), so "tile j landed" is always cp.async.wait_group 1 below.
+    unsigned qf[QR][QK][4];
+    load_tile<BM, D, NT>(qs, qg, m0, seq_len, tid);
+    cp_async_commit();
+    const bool kv_now = !QREG || G::Q_IN_STAGE;
+    if (kv_now) {
+#pragma unroll
+        for (int t = 0; t < ST - 1; ++t) {
+            if (t < n_tiles) {
+                load_tile<BN, D, NT>(st0 + t * G::STAGE_B, kg, t * BN, seq_len, tid);
+                load_tile<BN, D, NT>(st0 + t * G::STAGE_B + G::KV_TILE_B, vg, t * BN, seq_len, tid);
+            }
+            cp_async_commit();
+        }
+    }
+    if (QREG) {
+        if (kv_now) cp_async_wait<ST - 1>(); else cp_async_wait<0>();  // Q landed
+        __syncthreads();
+#pragma unroll
+        for (int mi = 0; mi < QR; ++mi)
+#pragma unroll
+            for (int kk = 0; kk < QK; ++kk)
+                ldsm_x4(qs + ((q_off + mi * 16 * ROWB) ^ (kk << 5)), qf[mi][kk][0],
+                        qf[mi][kk][1], qf[mi][kk][2], qf[mi][kk][3]);
+        __syncthreads();  // the Q staging area is K/V space from here on
+        if (!kv_now) {
+#pragma unroll
+            for (int t = 0; t < ST - 1; ++t) {
+                if (t < n_tiles) {
+                    load_tile<BN, D, NT>(st0 + t * G::STAGE_B, kg, t * BN, seq_len, tid);
+                    load_tile<BN, D, NT>(st0 + t * G::STAGE_B + G::KV_TILE_B, vg, t * BN, seq_len, tid);
+                }
+                cp_async_commit();
+            }
+        }
+    }
+
+    float o[MI][DB][4];
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int i = 0; i < DB; ++i) o[mi][i][0] = o[mi][i][1] = o[mi][i][2] = o[mi][i][3] = 0.f;
+
+    // Row statistics per 16-row block: [0] = row g (lane>>2), [1] = row g+8.
+    // m: raw-score maxima (identical in the 4 lanes of a quad); l: per-lane partial sums,
+    // reduced across the quad only at the end.
+    const float NEG_INF = -__int_as_float(0x7f800000);
+    float m_r[MI][2], l_r[MI][2];
+    // Visibility: row r sees keys 0..lim(r), lim = seq_len-1, or min(r, seq_len-1) if causal.
+    int lim[MI][2];
+    const int warp_first = m0 + warp * WR;  // first query row of this warp
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            m_r[mi][h] = NEG_INF;
+            l_r[mi][h] = 0.f;
+            const int row = warp_first + mi * 16 + h * 8 + (lane >> 2);
+            lim[mi][h] = causal ? min(row, seq_len - 1) : seq_len - 1;
+        }
+    // The warp has work in a tile starting at key n0 iff n0 < warp_kv_end (0 when all its
+    // rows are past the end); it needs element masks iff the tile's last key > warp_lim_min.
+    const int warp_kv_end =
+        warp_first >= seq_len ? 0 : (causal ? min(seq_len, warp_first + WR) : seq_len);
+    const int warp_lim_min = causal ? min(warp_first, seq_len - 1) : seq_len - 1;
+    const float sl2 = scale * 1.4426950408889634f;  // scale * log2(e)
+
+    int slot = 0;  // stage of tile j
+    for (int j = 0; j < n_tiles; ++j) {
+        const unsigned cur = st0 + slot * G::STAGE_B;
+        // stage of tile j + ST - 1 == stage of tile j - 1 (ring of ST)
+        const unsigned nxt = st0 + (slot == 0 ? ST - 1 : slot - 1) * G::STAGE_B;
+        slot = (slot == ST - 1) ? 0 : slot + 1;
+        if (ST == 2) {
+            // 2 stages: the prefetch goes into the stage everyone finished with at the
+            // barrier that closed the previous iteration.
+            if (j + 1 < n_tiles) {
+                load_tile<BN, D, NT>(nxt, kg, (j + 1) * BN, seq_len, tid);
+                load_tile<BN, D, NT>(nxt + G::KV_TILE_B, vg, (j + 1) * BN, seq_len, tid);
+            }
+            cp_async_commit();  // (possibly empty) group for tile j+1
+        }
+        cp_async_wait<1>();  // tile j (and Q) landed for this thread's copies ...
+        __syncthreads();     // ... and for everyone's; also: every warp is done with tile j-1
+        if (ST == 3) {
+            // 3 stages: tile j+2 goes into tile j-1's stage, free since the barrier above.
+            if (j + 2 < n_tiles) {
+                load_tile<BN, D, NT>(nxt, kg, (j + 2) * BN, seq_len, tid);
+                load_tile<BN, D, NT>(nxt + G::KV_TILE_B, vg, (j + 2) * BN, seq_len, tid);
+            }
+            cp_async_commit();  // (possibly empty) group for tile j+2
+        }
+
+        const int n0 = j * BN;
+        if (n0 < warp_kv_end) {
+            // ---- S = Q K^T  (WR x BN per warp, fp32)
+            float s[MI][NB][4];
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                for (int i = 0; i < NB; ++i) s[mi][i][0] = s[mi][i][1] = s[mi][i][2] = s[mi][i][3] = 0.f;
+#pragma unroll
+            for (int kk = 0; kk < KD; ++kk) {
+                unsigned qa[MI][4];
+#pragma unroll
+                for (int mi = 0; mi < MI; ++mi) {
+                    if (QREG) {
+#pragma unroll
+                        for (int x = 0; x < 4; ++x) qa[mi][x] = qf[QREG ? mi : 0][QREG ? kk : 0][x];
+                    } else {
+                        ldsm_x4(qs + ((q_off + mi * 16 * ROWB) ^ (kk << 5)), qa[mi][0], qa[mi][1],
+                                qa[mi][2], qa[mi][3]);
+                    }
+                }
+                const unsigned kbase = cur + (k_off ^ (kk << 5));
+#pragma unroll
+                for (int np = 0; np < NB / 2; ++np) {
+                    unsigned b0, b1, b2, b3;
+                    ldsm_x4(kbase + np * 16 * ROWB, b0, b1, b2, b3);
+#pragma unroll
+                    for (int mi = 0; mi < MI; ++mi) {
+                        Dt<BF16>::mma(s[mi][2 * np], qa[mi], b0, b1);
+                        Dt<BF16>::mma(s[mi][2 * np + 1], qa[mi], b2, b3);
+                    }
+                }
+            }
+
+            // ---- masking (only tiles that cross the diagonal or the end of the sequence)
+            if (n0 + BN - 1 > warp_lim_min) {
+                const int key0 = n0 + 2 * (lane & 3);
+#pragma unroll
+                for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                    for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+                        for (int e = 0; e < 4; ++e)
+                            if (key0 + nb * 8 + (e & 1) > lim[mi][e >> 1]) s[mi][nb][e] = NEG_INF;
+            }
+
+            // ---- online softmax (fp32), then P -> A fragments of the input dtype
+            unsigned pf[MI][KB][4];
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi) {
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    float mx = m_r[mi][h];
+#pragma unroll
+                    for (int nb = 0; nb < NB; ++nb)
+                        mx = fmaxf(mx, fmaxf(s[mi][nb][2 * h], s[mi][nb][2 * h + 1]));
+                    mx = fmaxf(mx, shfl_xor(mx, 1));
+                    mx = fmaxf(mx, shfl_xor(mx, 2));
+                    // exp2 base; a row with no visible key so far keeps base 0 (p = 0, no NaN)
+                    const float base = (mx == NEG_INF) ? 0.f : mx * sl2;
+                    const float alpha = ex2(fmaf(m_r[mi][h], sl2, -base));  // old-state rescale
+                    m_r[mi][h] = mx;
+                    float rs = 0.f;
+#pragma unroll
+                    for (int nb = 0; nb < NB; ++nb) {
+                        s[mi][nb][2 * h] = ex2(fmaf(s[mi][nb][2 * h], sl2, -base));
+                        s[mi][nb][2 * h + 1] = ex2(fmaf(s[mi][nb][2 * h + 1], sl2, -base));
+                        rs += s[mi][nb][2 * h] + s[mi][nb][2 * h + 1];
+                    }
+                    l_r[mi][h] = fmaf(l_r[mi][h], alpha, rs);
+#pragma unroll
+                    for (int db = 0; db < DB; ++db) {
+                        o[mi][db][2 * h] *= alpha;
+                        o[mi][db][2 * h + 1] *= alpha;
+                    }
+                }
+#pragma unroll
+                for (int kb = 0; kb < KB; ++kb) {
+                    pf[mi][kb][0] = Dt<BF16>::pack(s[mi][2 * kb][0], s[mi][2 * kb][1]);
+                    pf[mi][kb][1] = Dt<BF16>::pack(s[mi][2 * kb][2], s[mi][2 * kb][3]);
+                    pf[mi][kb][2] = Dt<BF16>::pack(s[mi][2 * kb + 1][0], s[mi][2 * kb + 1][1]);
+                    pf[mi][kb][3] = Dt<BF16>::pack(s[mi][2 * kb + 1][2], s[mi][2 * kb + 1][3]);
+                }
+            }
+
+            // ---- O += P V
+#pragma unroll
+            for (int dp = 0; dp < DB / 2; ++dp) {
+                const unsigned vbase = cur + G::KV_TILE_B + (v_off ^ (dp << 5));
+#pragma unroll
+                for (int kb = 0; kb < KB; ++kb) {
+                    unsigned b0, b1, b2, b3;
+                    ldsm_x4_t(vbase + kb * 16 * ROWB, b0, b1, b2, b3);
+#pragma unroll
+                    for (int mi = 0; mi < MI; ++mi) {
+                        Dt<BF16>::mma(o[mi][2 * dp], pf[mi][kb], b0, b1);
+                        Dt<BF16>::mma(o[mi][2 * dp + 1], pf[mi][kb], b2, b3);
+                    }
+                }
+            }
+        }
+        if (ST == 2) __syncthreads();  // stage `cur` is refilled by the next prefetch
+    }
+
+    // ---- epilogue: normalise and store fp32 (rows >= seq_len are never written)
+    float* __restrict__ og = out + bh;
+    const int col = 2 * (lane & 3);
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float l = l_r[mi][h];
+            l += shfl_xor(l, 1);
+            l += shfl_xor(l, 2);
+            const float inv = l > 0.f ? 1.f / l : 0.f;
+            const int row = warp_first + mi * 16 + h * 8 + (lane >> 2);
+            if (row < seq_len) {
+                float* p = og + (size_t)row * D + col;
+#pragma unroll
+                for (int db = 0; db < DB; ++db)
+                    *reinterpret_cast<float2*>(p + db * 8) =
+                        make_float2(o[mi][db][2 * h] * inv, o[mi][db][2 * h + 1] * inv);
+            }
+        }
+}
+
+
+// ---------------------------------------------------------------- Hopper path (sm_90a)
+//
+// Compiled only when the target has the sm_90a features (the Rust side compiles for sm_90a on
+// compute capability 9.0; plain sm_90 and every other target keep the mma.sync kernel above).
+// Same ABI, same math, same tails and causal handling; what changes is the matrix engine:
+//   * one warpgroup (4 warps, 128 threads) owns 64 query rows, NWG warpgroups per CTA;
+//   * S = Q K^T with wgmma.m64n<BN>k16, both operands read from shared memory through
+//     descriptors (Q and K are "K-major": rows of head_dim elements);
+//   * O += P V with wgmma.m64n<D>k16, P from registers (the S accumulator layout of each
+//     warp is the A-fragment layout, as with mma.sync), V from shared memory, transposed
+//     ("MN-major": rows of keys, head_dim contiguous);
+//   * shared tiles use the hardware's 128-byte swizzle: a tile of R rows x D columns is
+//     D/64 blocks of [R rows x 128 bytes], 16-byte chunk c of row r stored at chunk
+//     c ^ (r & 7) -- the same XOR swizzle as above, in 1024-byte-aligned atoms;
+//   * cp.async still loads the tiles (zero-fill for tails); a generic->async proxy fence
+//     before the barrier makes them visible to wgmma.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define CG_HAVE_WGMMA 1
+
+#define CG_D8(i)                                                                          \
+    "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]),           \
+        "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+
+template <bool BF16>
+struct Wg;
+
+#define CG_WG_STRUCT(BF16V, TY)                                                                              \
+    template <>                                                                                              \
+    struct Wg<BF16V> {                                                                                       \
+    static CG_DEV void ss64(float* d, unsigned long long da, unsigned long long db, int scale_d) {           \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                            \
+                     "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY "\n"                            \
+                     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"                               \
+                     "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31},\n"                   \
+                     "%32, %33, p, 1, 1, 0, 0;\n}\n"                                                         \
+                     : CG_D8(0), CG_D8(8), CG_D8(16), CG_D8(24)                                              \
+                     : "l"(da), "l"(db), "r"(scale_d));                                                      \
+    }                                                                                                        \
+    static CG_DEV void ss128(float* d, unsigned long long da, unsigned long long db, int scale_d) {          \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                            \
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY "\n"                           \
+                     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"                               \
+                     "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"                      \
+                     "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"                      \
+                     "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63},\n"                   \
+                     "%64, %65, p, 1, 1, 0, 0;\n}\n"                                                         \
+                     : CG_D8(0), CG_D8(8), CG_D8(16), CG_D8(24), CG_D8(32), CG_D8(40), CG_D8(48), CG_D8(56)  \
+                     : "l"(da), "l"(db), "r"(scale_d));                                                      \
+    }                                                                                                        \
+    static CG_DEV void rs64(float* d, const unsigned* a, unsigned long long db, int scale_d) {               \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                            \
+                     "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY "\n"                            \
+                     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"                               \
+                     "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31},\n"                   \
+                     "{%32,%33,%34,%35}, %36, p, 1, 1, 1;\n}\n"                                              \
+                     : CG_D8(0), CG_D8(8), CG_D8(16), CG_D8(24)                                              \
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));                   \
+    }                                                                                                        \
+    static CG_DEV void rs128(float* d, const unsigned* a, unsigned long long db, int scale_d) {              \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                            \
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY "\n"                           \
+                     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"                               \
+                     "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"                      \
+                     "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"                      \
+                     "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63},\n"                   \
+                     "{%64,%65,%66,%67}, %68, p, 1, 1, 1;\n}\n"                                              \
+                     : CG_D8(0), CG_D8(8), CG_D8(16), CG_D8(24), CG_D8(32), CG_D8(40), CG_D8(48), CG_D8(56)  \
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));                   \
+    }                                                                                                        \
+    };
+
+CG_WG_STRUCT(false, "f16")
+CG_WG_STRUCT(true, "bf16")
+#undef CG_WG_STRUCT
+#undef CG_D8
+
+CG_DEV void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+CG_DEV void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+CG_DEV void wg_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Tells the compiler a register changes here: accumulators are written by the tensor cores
+// between the wgmma and its wait, which inline asm cannot express.
+CG_DEV void reg_fence(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+// Shared memory written by cp.async (generic proxy) becomes visible to wgmma (async proxy).
+CG_DEV void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// Shared-memory matrix descriptor, 128-byte swizzle. For K-major operands (Q, K) the stride
+// byte offset is the distance between 8-row groups (1024 B) and the leading one is unused;
+// for the MN-major V it is again 1024 B between groups of 8 keys, and the leading offset is
+// the distance between 64-column blocks of head_dim.
+CG_DEV unsigned long long wg_desc(unsigned saddr, unsigned lbo, unsigned sbo) {
+    return (unsigned long long)((saddr & 0x3FFFF) >> 4) |
+           ((unsigned long long)((lbo & 0x3FFFF) >> 4) << 16) |
+           ((unsigned long long)((sbo & 0x3FFFF) >> 4) << 32) | (1ull << 62);
+}
+
+// cp.async of ROWS rows of a [seq_len, D] matrix into the 128-byte-swizzle layout: column
+// block b (64 elements) of the tile at b * ROWS * 128 bytes, rows of 128 bytes inside it.
+// As load_tile: a thread's rows share row & 7, rows >= seq_len are zero-filled.
+template <int ROWS, int D, int NT>
+CG_DEV void load_tile_sw128(unsigned sdst, const unsigned short* __restrict__ g, int r0,
+                            int seq_len, int tid) {
+    constexpr int CPR = D / 8;
+    constexpr int RSTEP = NT / CPR;
+    static_assert(NT % CPR == 0 && ROWS % RSTEP == 0 && RSTEP % 8 == 0, "loader shape");
+    const int row = tid / CPR;
+    const int ch = tid % CPR;
+    const unsigned s_off = (ch >> 3) * (ROWS * 128) + row * 128 + (((ch & 7) ^ (row & 7)) << 4);
+    const int g_off = (r0 + row) * D + ch * 8;
+#pragma unroll
+    for (int i = 0; i < ROWS / RSTEP; ++i) {
+        const bool ok = r0 + row + i * RSTEP < seq_len;
+        cp_async16(sdst + s_off + i * RSTEP * 128, g + (ok ? g_off + i * RSTEP * D : 0),
+                   ok ? 16 : 0);
+    }
+}
+
+template <int D, int BN, int NWG>
+struct WgGeo {
+    // An enum for the reason given at Geo.
+    enum : int {
+        BM = 64 * NWG,
+        Q_B = BM * D * 2,
+        KV_TILE_B = BN * D * 2,
+        STAGE_B = 2 * KV_TILE_B,
+        // + 1024: the swizzle atoms must be 1024-byte aligned; the base is rounded up at run
+        // time.
+        SMEM_B = Q_B + 2 * STAGE_B + 1024,
+    };
+};
+
+template <int N, bool BF16>
+CG_DEV void wg_ss(float* d, unsigned long long da, unsigned long long db, int scale_d) {
+    if (N == 64) Wg<BF16>::ss64(d, da, db, scale_d); else Wg<BF16>::ss128(d, da, db, scale_d);
+}
+template <int N, bool BF16>
+CG_DEV void wg_rs(float* d, const unsigned* a, unsigned long long db, int scale_d) {
+    if (N == 64) Wg<BF16>::rs64(d, a, db, scale_d); else Wg<BF16>::rs128(d, a, db, scale_d);
+}
+
+// Masks keys past each row's limit to -inf (only called on tiles that cross the causal
+// diagonal or the end of the sequence). s: the warp's 16 x (8*NB) scores in the mma C layout.
+template <int NB>
+CG_DEV void mask_scores(float* s, int n0, int lane, const int* lim) {
+    const float NEG_INF = -__int_as_float(0x7f800000);
+    const int key0 = n0 + 2 * (lane & 3);
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+            if (key0 + nb * 8 + (e & 1) > lim[e >> 1]) s[nb * 4 + e] = NEG_INF;
+}
+
+// Online softmax of one tile, in place: scores -> unnormalised probabilities; the row maxima
+// m_r and per-lane partial sums l_r move on; alpha (per row half) is what the old O must be
+// scaled by.
+template <int NB>
+CG_DEV void softmax_tile(float* s, float* m_r, float* l_r, float* alpha, float sl2) {
+    const float NEG_INF = -__int_as_float(0x7f800000);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float mx = m_r[h];
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb)
+            mx = fmaxf(mx, fmaxf(s[nb * 4 + 2 * h], s[nb * 4 + 2 * h + 1]));
+        mx = fmaxf(mx, shfl_xor(mx, 1));
+        mx = fmaxf(mx, shfl_xor(mx, 2));
+        // exp2 base; a row with no visible key so far keeps base 0 (p = 0, no NaN)
+        const float base = (mx == NEG_INF) ? 0.f : mx * sl2;
+        alpha[h] = ex2(fmaf(m_r[h], sl2, -base));
+        m_r[h] = mx;
+        float rs = 0.f;
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb) {
+            s[nb * 4 + 2 * h] = ex2(fmaf(s[nb * 4 + 2 * h], sl2, -base));
+            s[nb * 4 + 2 * h + 1] = ex2(fmaf(s[nb * 4 + 2 * h + 1], sl2, -base));
+            rs += s[nb * 4 + 2 * h] + s[nb * 4 + 2 * h + 1];
+        }
+        l_r[h] = fmaf(l_r[h], alpha[h], rs);
+    }
+}
+
+// P (fp32, C layout of S) -> A fragments of the input dtype: the C layout of n-blocks 2kb and
+// 2kb+1 is the A layout of k-step kb.
+template <int KB, bool BF16>
+CG_DEV void pack_p(const float* s, unsigned (*pf)[4]) {
+#pragma unroll
+    for (int kb = 0; kb < KB; ++kb) {
+        pf[kb][0] = Dt<BF16>::pack(s[8 * kb + 0], s[8 * kb + 1]);
+        pf[kb][1] = Dt<BF16>::pack(s[8 * kb + 2], s[8 * kb + 3]);
+        pf[kb][2] = Dt<BF16>::pack(s[8 * kb + 4], s[8 * kb + 5]);
+        pf[kb][3] = Dt<BF16>::pack(s[8 * kb + 6], s[8 * kb + 7]);
+    }
+}
+
+template <int DB>
+CG_DEV void rescale_o(float* o, const float* alpha) {
+#pragma unroll
+    for (int db = 0; db < DB; ++db) {
+        o[db * 4 + 0] *= alpha[0];
+        o[db * 4 + 1] *= alpha[0];
+        o[db * 4 + 2] *= alpha[1];
+        o[db * 4 + 3] *= alpha[1];
+    }
+}
+
+// D: head_dim (64 or 128); BN: keys per K/V tile (64 or 128); NWG: warpgroups per CTA
+// (BM = 64 * NWG query rows).
+// PIPE false: per tile, S = Q K^T, softmax, O += P V, each waited for in turn; the tensor
+//   cores are kept busy by the other warpgroups of the SM while one does its softmax.
+// PIPE true: the softmax of tile j runs while the tensor cores do O += P V of tile j-1
+//   (issued together with S of tile j). K and V then go one tile apart: load group j holds
+//   K_j and V_{j-1}, so the same four tile slots (K and V, two each) suffice.
+//   (The prologue's group is then Q with K_0 only.)
+template <int D, int BN, int NWG, bool BF16, bool PIPE>
+CG_DEV void attn_fwd_wg(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k,
+                        const unsigned short* __restrict__ v, float* __restrict__ out,
+                        int seq_len, int head_dim, float scale, int causal_i) {
+    typedef WgGeo<D, BN, NWG> G;
+    static_assert((D == 64 || D == 128) && (BN == 64 || BN == 128), "wgmma tile shape");
+    constexpr int BM = G::BM;
+    constexpr int NT = 128 * NWG;
+    constexpr int NB = BN / 8;   // n-blocks (8 keys) of S
+    constexpr int KB = BN / 16;  // k-steps of O += P V
+    constexpr int DB = D / 8;    // n-blocks (8 dims) of O
+    constexpr int KD = D / 16;   // k-steps of S = Q K^T
+
+    if (head_dim != D || seq_len <= 0) return;
+
+    extern __shared__ unsigned char smem_wg[];
+
+    const int tid = threadIdx.x;
+    const int lane = tid & 31;
+    const int wg = tid >> 7;           // warpgroup
+    const int wwarp = (tid >> 5) & 3;  // warp within the warpgroup: rows 16*wwarp..+15
+    const bool causal = causal_i != 0;
+
+    const int n_qtiles = (seq_len + BM - 1) / BM;
+    const int qtile = n_qtiles - 1 - (int)blockIdx.x;  // heaviest first
+    if (qtile < 0) return;
+    const int m0 = qtile * BM;
+
+    const size_t bh = (size_t)blockIdx.y * (size_t)seq_len * D;
+    const unsigned short* __restrict__ qg = q + bh;
+    const unsigned short* __restrict__ kg = k + bh;
+    const unsigned short* __restrict__ vg = v + bh;
+
+    // [Q | K slot 0 | V slot 0 | K slot 1 | V slot 1], 1024-byte aligned
+    const unsigned qs = (smem_u32(smem_wg) + 1023u) & ~1023u;
+    const unsigned st0 = qs + G::Q_B;
+
+    const int kv_end = causal ? min(seq_len, m0 + BM) : seq_len;
+    const int n_tiles = (kv_end + BN - 1) / BN;
+
+    load_tile_sw128<BM, D, NT>(qs, qg, m0, seq_len, tid);
+    cp_async_commit();
+    load_tile_sw128<BN, D, NT>(st0, kg, 0, seq_len, tid);
+    if (!PIPE) load_tile_sw128<BN, D, NT>(st0 + G::KV_TILE_B, vg, 0, seq_len, tid);
+    cp_async_commit();
+
+    float o[DB * 4];
+    float s[NB * 4];
+    unsigned pf[KB][4];
+#pragma unroll
+    for (int i = 0; i < DB * 4; ++i) o[i] = 0.f;
+#pragma unroll
+    for (int i = 0; i < NB * 4; ++i) s[i] = 0.f;
+#pragma unroll
+    for (int i = 0; i < KB; ++i) pf[i][0] = pf[i][1] = pf[i][2] = pf[i][3] = 0u;
+
+    const float NEG_INF = -__int_as_float(0x7f800000);
+    float m_r[2], l_r[2], alpha[2];
+    int lim[2];
+    const int wg_first = m0 + wg * 64;             // first query row of this warpgroup
+    const int warp_first = wg_first + wwarp * 16;  // ... and of this warp
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        m_r[h] = NEG_INF;
+        l_r[h] = 0.f;
+        const int row = warp_first + h * 8 + (lane >> 2);
+        lim[h] = causal ? min(row, seq_len - 1) : seq_len - 1;
+    }
+    // wgmma is issued by the whole warpgroup, so the tiles it works on are decided per
+    // warpgroup (a prefix of the CTA's tiles); masking stays per warp.
+    const int wg_kv_end =
+        wg_first >= seq_len ? 0 : (causal ? min(seq_len, wg_first + 64) : seq_len);
+    const int wg_tiles = (wg_kv_end + BN - 1) / BN;
+    const int warp_lim_min = causal ? min(warp_first, seq_len - 1) : seq_len - 1;
+    const float sl2 = scale * 1.4426950408889634f;
+
+    const unsigned q_wg = qs + wg * 64 * 128;  // this warpgroup's Q rows, column block 0
+
+    // S = Q K^T for the K tile at kt: KD wgmma's of k16, 32 bytes apart inside a 128-byte
+    // row, column blocks of 64 elements further apart.
+    auto issue_qk = [&](unsigned kt) {
+#pragma unroll
+        for (int kk = 0; kk < KD; ++kk) {
+            const unsigned qa = q_wg + (kk >> 2) * (BM * 128) + (kk & 3) * 32;
+            const unsigned ka = kt + (kk >> 2) * (BN * 128) + (kk & 3) * 32;
+            wg_ss<BN, BF16>(s, wg_desc(qa, 16, 1024), wg_desc(ka, 16, 1024), kk > 0);
+        }
+    };
+    // O += P V for the V tile at vt: KB wgmma's of k16 = 16 keys = 2048 bytes of V rows.
+    auto issue_pv = [&](unsigned vt) {
+#pragma unroll
+        for (int kb = 0; kb < KB; ++kb)
+            wg_rs<D, BF16>(o, pf[kb], wg_desc(vt + kb * 2048, BN * 128, 1024), 1);
+    };
+
+    if constexpr (!PIPE) {
+        for (int j = 0; j < n_tiles; ++j) {
+            const unsigned cur = st0 + (j & 1) * G::STAGE_B;
+            const unsigned nxt = st0 + ((j + 1) & 1) * G::STAGE_B;
+            if (j + 1 < n_tiles) {
+                load_tile_sw128<BN, D, NT>(nxt, kg, (j + 1) * BN, seq_len, tid);
+                load_tile_sw128<BN, D, NT>(nxt + G::KV_TILE_B, vg, (j + 1) * BN, seq_len, tid);
+            }
+            cp_async_commit();
+            cp_async_wait<1>();
+            fence_proxy_async();
+            __syncthreads();
+            if (j < wg_tiles) {
+                wg_fence();
+                issue_qk(cur);
+                wg_commit();
+                wg_wait<0>();
+#pragma unroll
+                for (int i = 0; i < NB * 4; ++i) reg_fence(s[i]);
+                if (j * BN + BN - 1 > warp_lim_min) mask_scores<NB>(s, j * BN, lane, lim);
+                softmax_tile<NB>(s, m_r, l_r, alpha, sl2);
+                rescale_o<DB>(o, alpha);
+                pack_p<KB, BF16>(s, pf);
+                wg_fence();
+                issue_pv(cur + G::KV_TILE_B);
+                wg_commit();
+                wg_wait<0>();
+#pragma unroll
+                for (int i = 0; i < DB * 4; ++i) reg_fence(o[i]);
+            }
+            __syncthreads();  // stage `cur` is refilled by the next prefetch
+        }
+    } else {
+        // Nothing between a wgmma and its wait may branch on the thread (ptxas would then
+        // serialize every wgmma), so here all warpgroups walk all of the CTA's tiles (a
+        // warpgroup's tiles past its rows come out fully masked) and the masking decision
+        // is the CTA's. Load group j holds K_j and V_{j-1}; K_0 came with Q.
+        const int cta_lim_min = causal ? min(m0, seq_len - 1) : seq_len - 1;
+        auto load_group = [&](int j) {  // K_j (if any) and V_{j-1}
+            if (j < n_tiles)
+                load_tile_sw128<BN, D, NT>(st0 + (j & 1) * G::STAGE_B, kg, j * BN, seq_len, tid);
+            load_tile_sw128<BN, D, NT>(st0 + ((j - 1) & 1) * G::STAGE_B + G::KV_TILE_B, vg,
+                                       (j - 1) * BN, seq_len, tid);
+            cp_async_commit();
+        };
+        auto scores_to_p = [&](int j) {  // S_j (landed) -> softmax; P packed by the caller
+#pragma unroll
+            for (int i = 0; i < NB * 4; ++i) reg_fence(s[i]);
+            if (j * BN + BN - 1 > cta_lim_min) mask_scores<NB>(s, j * BN, lane, lim);
+            softmax_tile<NB>(s, m_r, l_r, alpha, sl2);
+        };
+        load_group(1);
+        cp_async_wait<1>();  // Q and K_0
+        fence_proxy_async();
+        __syncthreads();
+        wg_fence();
+        issue_qk(st0);
+        wg_commit();
+        wg_wait<0>();
+        scores_to_p(0);
+        pack_p<KB, BF16>(s, pf);  // O is 0: no rescale
+        __syncthreads();
+        for (int j = 1; j < n_tiles; ++j) {
+            load_group(j + 1);
+            cp_async_wait<1>();  // K_j and V_{j-1}
+            fence_proxy_async();
+            __syncthreads();
+            wg_fence();
+            issue_qk(st0 + (j & 1) * G::STAGE_B);
+            wg_commit();
+            issue_pv(st0 + ((j - 1) & 1) * G::STAGE_B + G::KV_TILE_B);
+            wg_commit();
+            wg_wait<1>();  // S_j is in; P_{j-1} V_{j-1} may still be running
+            scores_to_p(j);
+            wg_wait<0>();
+#pragma unroll
+            for (int i = 0; i < DB * 4; ++i) reg_fence(o[i]);
+            rescale_o<DB>(o, alpha);
+            pack_p<KB, BF16>(s, pf);
+            __syncthreads();  // K_j's and V_{j-1}'s slots are refilled next iteration
+        }
+        cp_async_wait<0>();  // V_{n-1}
+        fence_proxy_async();
+        __syncthreads();
+        wg_fence();
+        issue_pv(st0 + ((n_tiles - 1) & 1) * G::STAGE_B + G::KV_TILE_B);
+        wg_commit();
+        wg_wait<0>();
+#pragma unroll
+        for (int i = 0; i < DB * 4; ++i) reg_fence(o[i]);
+    }
+
+    float* __restrict__ og = out + bh;
+    const int col = 2 * (lane & 3);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float l = l_r[h];
+        l += shfl_xor(l, 1);
+        l += shfl_xor(l, 2);
+        const float inv = l > 0.f ? 1.f / l : 0.f;
+        const int row = warp_first + h * 8 + (lane >> 2);
+        if (row < seq_len) {
+            float* p = og + (size_t)row * D + col;
+#pragma unroll
+            for (int db = 0; db < DB; ++db)
+                *reinterpret_cast<float2*>(p + db * 8) =
+                    make_float2(o[db * 4 + 2 * h] * inv, o[db * 4 + 2 * h + 1] * inv);
+        }
+    }
+}
+#endif  // __CUDA_ARCH_FEAT_SM90_ALL
+
+}  // namespace cg_attn
+
+// ---------------------------------------------------------------- extern "C" entry points
+
+#define CG_ATTN_KERNEL(NAME, D, BM, BN, NW, MI, QREG, ST, BF16, MINB)                          \
+    extern "C" {                                                                              \
+    __constant__ int NAME##_launch[3] = {BM, NW * 32,                                         \
+                                         cg_attn::Geo<D, BM, BN, QREG, ST>::SMEM_B};           \
+    }                                                                                         \
+    extern "C" __global__ void __launch_bounds__(NW * 32, MINB)                               \
+        NAME(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k,       \
+             const unsigned short* __restrict__ v, float* __restrict__ out, int seq_len,       \
+             int head_dim, float scale, int causal) {                                         \
+        cg_attn::attn_fwd<D, BM, BN, NW, MI, QREG, ST, BF16>(q, k, v, out, seq_len, head_dim, \
+                                                             scale, causal);                  \
+    }
+
+#define CG_ATTN_WG_KERNEL(NAME, D, BN, NWG, BF16, MINB, PIPE)                                       \
+    extern "C" {                                                                              \
+    __constant__ int NAME##_launch[3] = {64 * NWG, 128 * NWG,                                 \
+                                         cg_attn::WgGeo<D, BN, NWG>::SMEM_B};                  \
+    }                                                                                         \
+    extern "C" __global__ void __launch_bounds__(128 * NWG, MINB)                             \
+        NAME(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k,       \
+             const unsigned short* __restrict__ v, float* __restrict__ out, int seq_len,       \
+             int head_dim, float scale, int causal) {                                         \
+        cg_attn::attn_fwd_wg<D, BN, NWG, BF16, PIPE>(q, k, v, out, seq_len, head_dim, scale,    \
+                                                    causal);                                  \
+    }
+
+// Shipped configurations (chosen by timing variants on an H200, docs/KERNEL_NOTES.md).
+//
+// Hopper with sm_90a features (H100, H200): the wgmma kernel.
+//   (name, D, BN keys/tile, NWG warpgroups = 64-row slabs per CTA, bf16, min CTAs/SM,
+//    pipelined)
+#if defined(CG_HAVE_WGMMA) && !defined(CG_ADA_TILES)
+// d64 : 64 rows x 128 keys, one warpgroup, softmax of tile j overlapping P V of tile j-1,
+//       73 KiB smem, 3 CTAs = 12 warps per SM. No NAME_small: a 64-row tile already.
+// d128: 128 rows x 64 keys, two warpgroups sharing each K/V tile, not pipelined (the
+//       pipelined one needs more than the 128 registers that 2 CTAs = 16 warps per SM allow),
+//       97 KiB smem.
+CG_ATTN_WG_KERNEL(attention_fwd_f16_d64, 64, 128, 1, false, 3, true)
+CG_ATTN_WG_KERNEL(attention_fwd_bf16_d64, 64, 128, 1, true, 3, true)
+CG_ATTN_WG_KERNEL(attention_fwd_f16_d128, 128, 64, 2, false, 2, false)
+CG_ATTN_WG_KERNEL(attention_fwd_bf16_d128, 128, 64, 2, true, 2, false)
+#else
+// Everything else (the L4, plain sm_90, Ampere): the mma.sync kernel.
+//   (name, D, BM rows/CTA, BN keys/tile, NW warps, MI 16-row blocks/warp, Q in registers,
+//    ST pipeline stages, bf16, min CTAs/SM for __launch_bounds__)
+// d64 : 128 rows x 64 keys, 4 warps x 32 rows, Q in registers, 2 stages, 32 KiB smem
+//       (2 CTAs = 8 warps per SM on both H200 and L4)
+CG_ATTN_KERNEL(attention_fwd_f16_d64, 64, 128, 64, 4, 2, true, 2, false, 2)
+CG_ATTN_KERNEL(attention_fwd_bf16_d64, 64, 128, 64, 4, 2, true, 2, true, 2)
+// d64 small grids (NAME_small, kernels/README.md: the host launches it when NAME's grid would
+// have fewer CTAs than the GPU has SMs): 64 rows x 64 keys, 4 warps x 16 rows, 32 KiB, 3 CTAs
+// per SM. Twice the CTAs keep more SMs busy: 27% faster at [1,8,512] on an H200, but 17%
+// slower at [4,16,2048] where the 128-row tile's 32 rows per warp matter (KERNEL_NOTES.md).
+CG_ATTN_KERNEL(attention_fwd_f16_d64_small, 64, 64, 64, 4, 1, true, 2, false, 3)
+CG_ATTN_KERNEL(attention_fwd_bf16_d64_small, 64, 64, 64, 4, 1, true, 2, true, 3)
+// d128 depends on the shared memory per SM of the target (the source is the same; the
+// Rust side reads whichever NAME_launch the module it compiled carries):
+//  * parts with ~100 KB of shared memory per SM (sm_86, sm_89 = L4, sm_120): the 4-warp
+//    Hopper tile below (64 KiB) would leave one CTA = 4 warps per SM, so use
+//    128 rows x 64 keys, 8 warps x 16 rows, Q in registers, 64 KiB -> 8 warps per SM;
+//  * everything else (sm_80, sm_90 = H200, ...): 128 rows x 32 keys, 4 warps x 32 rows,
+//    Q re-read from smem, 64 KiB -> 2 CTAs = 8 warps per SM on an H200.
+// -DCG_ADA_TILES forces the first set on any GPU (bench/kernel_check.py tests it on H200).
+#if defined(CG_ADA_TILES) || \
+    (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ >= 1200))
+CG_ATTN_KERNEL(attention_fwd_f16_d128, 128, 128, 64, 8, 1, true, 2, false, 1)
+CG_ATTN_KERNEL(attention_fwd_bf16_d128, 128, 128, 64, 8, 1, true, 2, true, 1)
+#else
+CG_ATTN_KERNEL(attention_fwd_f16_d128, 128, 128, 32, 4, 2, false, 2, false, 2)
+CG_ATTN_KERNEL(attention_fwd_bf16_d128, 128, 128, 32, 4, 2, false, 2, true, 2)
+#endif
+#endif  // wgmma or mma.sync
+
+// Tuning variants, compiled only by bench/kernel_check.py (-DCI_GATE_VARIANTS) so one
+// device call can time several tile shapes; the Rust side never sees them.
+// Name: attnv_f16_d<D>_m<BM>n<BN>w<NW>i<MI><r|s>t<ST>b<MINB>  (r: Q in registers, s: smem)
+#ifdef CI_GATE_VARIANTS
+#define CG_V(D, BM, BN, NW, MI, QR, QREG, ST, MINB)                                           \
+    CG_ATTN_KERNEL(attnv_f16_d##D##_m##BM##n##BN##w##NW##i##MI##QR##t##ST##b##MINB, D, BM, BN, \
+                   NW, MI, QREG, ST, false, MINB)
+CG_V(64, 128, 64, 4, 2, r, true, 3, 2)
+CG_V(64, 64, 64, 4, 1, r, true, 2, 3)
+CG_V(64, 128, 64, 8, 1, r, true, 2, 1)
+CG_V(128, 128, 64, 8, 1, r, true, 2, 1)
+CG_V(128, 128, 48, 4, 2, s, false, 2, 2)
+// the shipped mma.sync tiles, to compare with the wgmma ones on the same GPU
+CG_V(64, 128, 64, 4, 2, r, true, 2, 2)
+CG_V(128, 128, 32, 4, 2, s, false, 2, 2)
+// L4 candidates (bench/kernel_check.py --l4-occupancy): d128 128x32 with Q in registers
+// (32 KiB, two CTAs per SM at <= 128 registers), d128 64-row tiles (64x64, 64x32)
+CG_V(128, 128, 32, 8, 1, r, true, 2, 2)
+CG_V(128, 64, 64, 4, 1, r, true, 2, 2)
+CG_V(128, 64, 32, 4, 1, r, true, 2, 2)
+#ifdef CG_HAVE_WGMMA
+// Name: attnv_f16_d<D>_wg<NWG>n<BN>b<MINB>[p: pipelined]
+#define CG_VW(D, NWG, BN, MINB, SFX, PIPE) \
+    CG_ATTN_WG_KERNEL(attnv_f16_d##D##_wg##NWG##n##BN##b##MINB##SFX, D, BN, NWG, false, MINB, PIPE)
+CG_VW(64, 2, 64, 2, , false)
+CG_VW(64, 1, 64, 3, , false)
+CG_VW(64, 1, 128, 2, , false)
+CG_VW(64, 2, 64, 2, p, true)
+CG_VW(64, 1, 64, 3, p, true)
+CG_VW(128, 2, 64, 1, , false)
+CG_VW(128, 1, 64, 2, p, true)
+CG_VW(128, 2, 64, 1, p, true)
+CG_VW(128, 2, 128, 1, p, true)
+#endif
+#endif

@@ -1,0 +1,248 @@
+// util.cu -- helper kernels for ci-gate. No include directives; launch with any grid/block
+// (every kernel uses a grid-stride loop or picks its one thread itself).
+//
+//   fill_normal_f16 (unsigned short* dst, unsigned long long n, unsigned long long seed)
+//   fill_normal_bf16(unsigned short* dst, unsigned long long n, unsigned long long seed)
+//       dst[i] = round_to_nearest_even(N(0,1) sample), where the sample depends only on
+//       (seed, i): h = splitmix64(splitmix64(seed) + i); u1 = (top 24 bits of h + 1) / 2^24
+//       in (0,1], u2 = (bits 8..31 of h) / 2^24 in [0,1); z = sqrt(-2 ln u1) cos(2 pi u2)
+//       (Box-Muller). Deterministic for a given seed, independent of the launch shape;
+//       |z| <= 5.77.
+//   fill_u32(unsigned int* dst, unsigned long long n, unsigned int value)
+//       dst[i] = value (used to poison output buffers, e.g. 0x7fc00000 = NaN).
+//   spin_cycles(long long cycles)
+//       thread 0 of block 0 busy-waits `cycles` SM clock cycles (clock64); every other
+//       thread returns at once. Used to inject a calibrated slowdown.
+
+__device__ __forceinline__ unsigned long long cg_splitmix64(unsigned long long x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+__device__ __forceinline__ float cg_normal(unsigned long long key, unsigned long long i) {
+    const unsigned long long h = cg_splitmix64(key + i);
+    const float u1 = (float)((unsigned)(h >> 40) + 1u) * 5.9604644775390625e-8f;  // (0, 1]
+    const float u2 = (float)((unsigned)(h >> 8) & 0xFFFFFFu) * 5.9604644775390625e-8f;  // [0, 1)
+    return sqrtf(-2.0f * logf(u1)) * cosf(6.283185307179586f * u2);
+}
+
+__device__ __forceinline__ unsigned short cg_f32_to_f16(float f) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+__device__ __forceinline__ unsigned short cg_f32_to_bf16(float f) {
+    unsigned short h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+
+__device__ __forceinline__ unsigned long long cg_tid() {
+    return (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ unsigned long long cg_nthreads() {
+    return (unsigned long long)gridDim.x * blockDim.x;
+}
+
+extern "C" __global__ void fill_normal_f16(unsigned short* __restrict__ dst, unsigned long long n,
+                                           unsigned long long seed) {
+    const unsigned long long key = cg_splitmix64(seed);
+    for (unsigned long long i = cg_tid(); i < n; i += cg_nthreads())
+        dst[i] = cg_f32_to_f16(cg_normal(key, i));
+}
+
+extern "C" __global__ void fill_normal_bf16(unsigned short* __restrict__ dst,
+                                            unsigned long long n, unsigned long long seed) {
+    const unsigned long long key = cg_splitmix64(seed);
+    for (unsigned long long i = cg_tid(); i < n; i += cg_nthreads())
+        dst[i] = cg_f32_to_bf16(cg_normal(key, i));
+}
+
+extern "C" __global__ void fill_u32(unsigned int* __restrict__ dst, unsigned long long n,
+                                    unsigned int value) {
+    for (unsigned long long i = cg_tid(); i < n; i += cg_nthreads()) dst[i] = value;
+}
+
+extern "C" __global__ void spin_cycles(long long cycles) {
+    if ((blockIdx.x | blockIdx.y | blockIdx.z | threadIdx.x | threadIdx.y | threadIdx.z) != 0) return;
+    long long start, now;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(start));
+    do {
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(now));
+    } while (now - start < cycles);
+}
+
+// ---- Integrity checks (issue 18): the harness proves the timed kernel did the work. ----
+//
+//   hash_u16(const unsigned short* p, unsigned long long n, unsigned long long key,
+//            unsigned long long* out)
+//   hash_u32(const unsigned int* p, unsigned long long n, unsigned long long key,
+//            unsigned long long* out)
+//       *out += sum over i < n of mix(key, i, p[i]) (mod 2^64): a keyed hash that does not
+//       depend on the launch shape or on the order threads run in. The key is drawn by the
+//       host from the OS for every run, so a kernel cannot forge a collision it cannot
+//       compute. Zero *out first.
+//   check_outputs(const float* region, const unsigned long long* slot_offsets,
+//                 const unsigned long long* ref_offsets, const float* refs, const int* rows,
+//                 int nrows, int seq_len, int head_dim, unsigned long long n,
+//                 unsigned int poison, CgCheck* results)
+//       blockIdx.y = slot s, an output of n = batch*heads*seq_len*head_dim floats at
+//       region + slot_offsets[s]: counts its elements still holding the poison pattern and its
+//       non-finite ones (all n), and compares the query rows rows[0 .. nrows) of every
+//       (batch, head) with the reference at refs + ref_offsets[s] (compact, as
+//       attention_ref_rows writes it), accumulating into results[s] the largest |out - ref|
+//       (as float bits) and the sums of (out - ref)^2 and ref^2 (the relative L2 error).
+//       Zero results first.
+//   check_fill(const unsigned int* region, const unsigned long long* offsets,
+//              const unsigned long long* lens, unsigned int value,
+//              unsigned long long* mismatches)
+//       blockIdx.y = span s: counts the words of region[offsets[s] .. + lens[s]) that are not
+//       `value` (the poisoned gaps between output slots: a write outside `out` lands there).
+
+struct CgCheck {
+    unsigned long long unwritten;
+    unsigned long long nonfinite;
+    unsigned long long max_abs_bits;
+    double diff2;
+    double ref2;
+};
+
+__device__ __forceinline__ unsigned long long cg_warp_sum_u64(unsigned long long x) {
+    for (int m = 16; m > 0; m >>= 1) x += __shfl_xor_sync(0xffffffffu, x, m);
+    return x;
+}
+__device__ __forceinline__ double cg_warp_sum_f64(double x) {
+    for (int m = 16; m > 0; m >>= 1) x += __shfl_xor_sync(0xffffffffu, x, m);
+    return x;
+}
+__device__ __forceinline__ unsigned int cg_warp_max_u32(unsigned int x) {
+    for (int m = 16; m > 0; m >>= 1) x = max(x, __shfl_xor_sync(0xffffffffu, x, m));
+    return x;
+}
+
+// Block-wide sums (and a max) through shared memory, so that each block adds to the global
+// accumulators once: thousands of atomics on one address serialise in L2 and cost
+// milliseconds. Blocks have at most 1024 threads, a multiple of 32; every thread calls
+// these (they contain __syncthreads).
+__device__ __forceinline__ unsigned long long cg_block_sum_u64(unsigned long long x,
+                                                                unsigned long long* sh) {
+    x = cg_warp_sum_u64(x);
+    if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = x;
+    __syncthreads();
+    x = threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : 0;
+    if (threadIdx.x < 32) x = cg_warp_sum_u64(x);
+    __syncthreads();
+    return x;
+}
+__device__ __forceinline__ double cg_block_sum_f64(double x, double* sh) {
+    x = cg_warp_sum_f64(x);
+    if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = x;
+    __syncthreads();
+    x = threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : 0.0;
+    if (threadIdx.x < 32) x = cg_warp_sum_f64(x);
+    __syncthreads();
+    return x;
+}
+__device__ __forceinline__ unsigned int cg_block_max_u32(unsigned int x, unsigned int* sh) {
+    x = cg_warp_max_u32(x);
+    if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = x;
+    __syncthreads();
+    x = threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : 0u;
+    if (threadIdx.x < 32) x = cg_warp_max_u32(x);
+    __syncthreads();
+    return x;
+}
+
+__device__ __forceinline__ unsigned long long cg_mix(unsigned long long key, unsigned long long i,
+                                                     unsigned long long value) {
+    return cg_splitmix64(cg_splitmix64(key ^ i) ^ value);
+}
+
+extern "C" __global__ void hash_u16(const unsigned short* __restrict__ p, unsigned long long n,
+                                    unsigned long long key, unsigned long long* out) {
+    __shared__ unsigned long long sh[32];
+    unsigned long long acc = 0;
+    for (unsigned long long i = cg_tid(); i < n; i += cg_nthreads()) acc += cg_mix(key, i, p[i]);
+    acc = cg_block_sum_u64(acc, sh);
+    if (threadIdx.x == 0) atomicAdd(out, acc);
+}
+
+extern "C" __global__ void hash_u32(const unsigned int* __restrict__ p, unsigned long long n,
+                                    unsigned long long key, unsigned long long* out) {
+    __shared__ unsigned long long sh[32];
+    unsigned long long acc = 0;
+    for (unsigned long long i = cg_tid(); i < n; i += cg_nthreads()) acc += cg_mix(key, i, p[i]);
+    acc = cg_block_sum_u64(acc, sh);
+    if (threadIdx.x == 0) atomicAdd(out, acc);
+}
+
+extern "C" __global__ void check_outputs(const float* __restrict__ region,
+                                         const unsigned long long* __restrict__ slot_offsets,
+                                         const unsigned long long* __restrict__ ref_offsets,
+                                         const float* __restrict__ refs,
+                                         const int* __restrict__ rows, int nrows, int seq_len,
+                                         int head_dim, unsigned long long n, unsigned int poison,
+                                         CgCheck* results) {
+    __shared__ unsigned long long sh_u[32];
+    __shared__ double sh_d[32];
+    __shared__ unsigned int sh_m[32];
+    const unsigned int slot = blockIdx.y;
+    const float* out = region + slot_offsets[slot];
+    const float* ref = refs + ref_offsets[slot];
+    unsigned long long unwritten = 0, nonfinite = 0;
+    unsigned int max_bits = 0;
+    double diff2 = 0.0, ref2 = 0.0;
+    // Every element: written, and finite.
+    for (unsigned long long i = cg_tid(); i < n; i += cg_nthreads()) {
+        const unsigned int bits = __float_as_uint(out[i]);
+        if (bits == poison) {
+            ++unwritten;
+        } else if ((bits & 0x7f800000u) == 0x7f800000u) {
+            ++nonfinite;
+        }
+    }
+    // The sampled rows: against the reference (compact [batch*heads, nrows, head_dim]).
+    const unsigned long long d = (unsigned long long)head_dim;
+    const unsigned long long per_head = (unsigned long long)nrows * d;
+    const unsigned long long m = n / ((unsigned long long)seq_len * d) * per_head;
+    for (unsigned long long j = cg_tid(); j < m; j += cg_nthreads()) {
+        const unsigned long long bh = j / per_head, rest = j % per_head;
+        const unsigned long long r = rest / d, c = rest % d;
+        const float o = out[(bh * seq_len + rows[r]) * d + c];
+        const unsigned int bits = __float_as_uint(o);
+        if ((bits & 0x7f800000u) == 0x7f800000u) continue;  // counted above
+        const float want = ref[j];
+        const float diff = fabsf(o - want);
+        max_bits = max(max_bits, __float_as_uint(diff));
+        diff2 += (double)diff * (double)diff;
+        ref2 += (double)want * (double)want;
+    }
+    unwritten = cg_block_sum_u64(unwritten, sh_u);
+    nonfinite = cg_block_sum_u64(nonfinite, sh_u);
+    max_bits = cg_block_max_u32(max_bits, sh_m);
+    diff2 = cg_block_sum_f64(diff2, sh_d);
+    ref2 = cg_block_sum_f64(ref2, sh_d);
+    if (threadIdx.x == 0) {
+        CgCheck* r = results + slot;
+        if (unwritten) atomicAdd(&r->unwritten, unwritten);
+        if (nonfinite) atomicAdd(&r->nonfinite, nonfinite);
+        if (max_bits) atomicMax(&r->max_abs_bits, (unsigned long long)max_bits);
+        atomicAdd(&r->diff2, diff2);
+        atomicAdd(&r->ref2, ref2);
+    }
+}
+
+extern "C" __global__ void check_fill(const unsigned int* __restrict__ region,
+                                      const unsigned long long* __restrict__ offsets,
+                                      const unsigned long long* __restrict__ lens,
+                                      unsigned int value, unsigned long long* mismatches) {
+    const unsigned int span = blockIdx.y;
+    const unsigned int* p = region + offsets[span];
+    const unsigned long long len = lens[span];
+    unsigned long long bad = 0;
+    for (unsigned long long i = cg_tid(); i < len; i += cg_nthreads()) bad += p[i] != value;
+    bad = cg_warp_sum_u64(bad);
+    if ((threadIdx.x & 31) == 0 && bad) atomicAdd(mismatches, bad);
+}
