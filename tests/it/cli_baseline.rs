@@ -1,10 +1,8 @@
 //! `ci-gate baseline update --from` and `baseline show`, and bad baseline files: no GPU needed.
 
-mod common;
-
 use std::path::Path;
 
-use common::{bin, results, write};
+use crate::common::{bin, results, write};
 use predicates::prelude::*;
 
 fn update(baselines: &Path, from: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {

@@ -4,15 +4,12 @@
 //! never a panic, a write outside `--baselines`, raw markup in the comment, a control
 //! character on the terminal, a second line that could be a workflow command, or the token.
 
-mod common;
-mod github_common;
-
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::common::bin;
+use crate::github_common::*;
 use assert_cmd::assert::Assert;
-use common::bin;
-use github_common::*;
 use predicates::prelude::*;
 
 fn hostile(name: &str) -> PathBuf {

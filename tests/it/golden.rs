@@ -1,11 +1,9 @@
 //! The CPU float64 reference against PyTorch's float64 outputs in ../shared/golden.
 //! Where that directory is absent `cargo test` lists the test as ignored, with why.
 
-mod common;
-
+use crate::common::{golden_dir, read_f32, read_u16};
 use ci_gate::config::Dtype;
 use ci_gate::reference::{Problem, attention, decode, errors};
-use common::{golden_dir, read_f32, read_u16};
 
 #[test]
 #[cfg_attr(

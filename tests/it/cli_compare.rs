@@ -1,11 +1,9 @@
 //! `ci-gate compare` end to end: the binary on sample files and results files.
 
-mod common;
-
 use std::path::Path;
 
+use crate::common::{bin, results, write};
 use ci_gate::verdict::Verdict;
-use common::{bin, results, write};
 use predicates::prelude::*;
 
 fn write_samples(

@@ -2,17 +2,15 @@
 //!
 //! No test touches the process environment: each builds its `GithubEnv` from a map.
 
-mod github_common;
-
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::github_common::*;
 use ci_gate::github::{
     COMMENT_MARKER, COMMENT_SIZE_LIMIT, CommentOutcome, GithubEnv, GithubError, RetryPolicy,
     post_or_update_comment,
 };
-use github_common::*;
 
 const PR: u64 = 17;
 

@@ -5,13 +5,11 @@
 //! stages, the statistics, the integrity and speed checks, drift tracing, the reports, the
 //! GitHub Actions publishing and the exit codes all run as on a GPU.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use common::bin;
+use crate::common::bin;
 
 const CONFIG: &str = "\
 name: sim

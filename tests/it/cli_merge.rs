@@ -4,16 +4,14 @@
 //! tolerances and the design come from `--config`, the stored baseline from `--baselines`,
 //! the drift policy from `--fail-on-drift`.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
+use crate::common::{bin, results};
 use ci_gate::config::{Config, Tolerance};
 use ci_gate::evaluate::evaluate;
 use ci_gate::results::{ResultsFile, passed};
 use ci_gate::shard::ShardInfo;
 use ci_gate::verdict::{Policy, Verdict};
-use common::{bin, results};
 use predicates::prelude::*;
 
 /// The config of `common::shapes()`, one stage of 8 rounds (what `common::results` has).

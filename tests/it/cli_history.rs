@@ -1,12 +1,10 @@
 //! `ci-gate history` end to end: appending results files run after run, then the table,
 //! JSON and SVG of the history.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
+use crate::common::{bin, results, write};
 use chrono::{Duration, TimeZone, Utc};
-use common::{bin, results, write};
 use predicates::prelude::PredicateBooleanExt;
 
 const SHAPE: &str = "b2h8s512d64_f16";

@@ -8,15 +8,13 @@
 //! tests compile through the binary: its `compile` command, or the library with the binary
 //! named as the compiler (a test executable cannot be that child).
 
-mod common;
-
 use std::path::Path;
 
+use crate::common::bin;
 use ci_gate::gpu::compile::compile_uncached_for;
 use ci_gate::gpu::cubin::check_untrusted_cubin;
 use ci_gate::gpu::sandbox::use_compiler_executable;
 use ci_gate::gpu::{Arch, KernelSource};
-use common::bin;
 
 fn nvrtc_or_skip() -> bool {
     use_compiler_executable(env!("CARGO_BIN_EXE_ci-gate"));

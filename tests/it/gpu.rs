@@ -2,13 +2,12 @@
 //! Both kernels against PyTorch's float64 golden outputs and against the CPU float64
 //! reference on random shapes (odd seq_len included), parity and measurement.
 
-mod common;
-
 use std::path::Path;
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::common::{golden_dir, read_f32, read_u16};
 use ci_gate::config::{CacheMode, Dtype, MeasureSettings, ShapeParams, Tolerance};
 use ci_gate::gpu::Gpu;
 use ci_gate::gpu::measure::{AbSide, Bench, Held, measure, measure_pairs};
@@ -16,7 +15,6 @@ use ci_gate::gpu::parity::{POISON, Which, attention_on_host, check_parity};
 use ci_gate::reference::{Problem, attention, decode, errors};
 use ci_gate::results::PairOrder;
 use ci_gate::stats::{Rounds, paired_margin_test};
-use common::{golden_dir, read_f32, read_u16};
 
 fn gpu() -> Gpu {
     // NVRTC runs in a sandboxed child that is the ci-gate executable, not this test binary:

@@ -338,9 +338,15 @@ fn edited_text(template: &'static str) -> impl Strategy<Value = String> {
     )
 }
 
-const RESULTS: &str = include_str!("hostile/results-ok.json");
-const BASELINE: &str = include_str!("hostile/baselines-reason-escapes/nvidia-h200/pr.json");
-const CONFIG: &str = include_str!("../configs/pr.yaml");
+const RESULTS: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/hostile/results-ok.json"
+));
+const BASELINE: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/hostile/baselines-reason-escapes/nvidia-h200/pr.json"
+));
+const CONFIG: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/configs/pr.yaml"));
 
 /// The PR config as JSON text, which is YAML too (flow style): structured mutations of it
 /// exercise the YAML parser and every setting's check.

@@ -1,9 +1,7 @@
 //! `ci-gate sanitize` and `--profile` through the binary where they cannot run: every way of
 //! not running is exit 2 with a message that names what is missing (no GPU here).
 
-mod common;
-
-use common::bin;
+use crate::common::bin;
 use predicates::prelude::*;
 
 fn root() -> &'static std::path::Path {

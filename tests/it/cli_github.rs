@@ -1,11 +1,8 @@
 //! `ci-gate comment` and `ci-gate ci` as GitHub Actions runs them: the binary against a fake
 //! GitHub REST API on 127.0.0.1.
 
-mod common;
-mod github_common;
-
-use common::{bin, results, write};
-use github_common::*;
+use crate::common::{bin, results, write};
+use crate::github_common::*;
 use predicates::prelude::*;
 
 fn comment_cmd(

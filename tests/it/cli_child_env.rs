@@ -3,11 +3,9 @@
 //! on the PATH that writes down what it was given: `local --base REF` asks git for the
 //! base's kernels before it needs a GPU.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 
-use common::bin;
+use crate::common::bin;
 
 #[test]
 fn a_child_never_sees_a_token_of_the_parent() {

@@ -2,12 +2,10 @@
 //! `--base REF`) before it touches the GPU: without a GPU the base is still resolved, and a
 //! bad revision is an error naming it. The working tree is never touched.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::bin;
+use crate::common::bin;
 use predicates::prelude::*;
 
 fn git(dir: &Path, args: &[&str]) {

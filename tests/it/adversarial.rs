@@ -8,14 +8,12 @@
 //! The last tests take the lexical check away and give the sandboxed NVRTC process the
 //! includes directly: the sandbox alone must read nothing either.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
+use crate::common::bin;
 use ci_gate::gpu::sandbox::{self, Outcome, Request, use_compiler_executable};
-use common::bin;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -5,7 +5,7 @@
 //!
 //! `cargo insta review` (or INSTA_UPDATE=always) after an intended change of the comment.
 
-mod common;
+use crate::common;
 
 use chrono::{TimeZone, Utc};
 use ci_gate::comparison::StoredSide;
