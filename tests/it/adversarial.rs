@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use crate::common::bin;
-use ci_gate::gpu::sandbox::{self, Outcome, Request, use_compiler_executable};
+use crate::common::{bin, require_nvrtc};
+use ci_gate::gpu::sandbox::{self, Outcome, Request};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -98,24 +98,9 @@ impl Scene {
     }
 }
 
-fn nvrtc_or_skip() -> bool {
-    use_compiler_executable(env!("CARGO_BIN_EXE_ci-gate"));
-    if ci_gate::gpu::nvrtc_present() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI_GATE_REQUIRE_NVRTC").is_none(),
-        "CI_GATE_REQUIRE_NVRTC is set but libnvrtc cannot be loaded (check LD_LIBRARY_PATH)"
-    );
-    eprintln!("SKIPPED: NVRTC (libnvrtc.so) not found");
-    false
-}
-
 /// Runs the attack of tests/adversarial/NAME and checks that `defence` stopped it.
 fn attack(name: &str, defence: &str) {
-    if !nvrtc_or_skip() {
-        return;
-    }
+    require_nvrtc();
     let source = root()
         .join("tests/adversarial")
         .join(name)
@@ -200,9 +185,7 @@ fn every_compile_side_attack_directory_is_tested() {
     ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
 )]
 fn a_source_that_links_to_a_secret_is_refused() {
-    if !nvrtc_or_skip() {
-        return;
-    }
+    require_nvrtc();
     let scene = Scene::new();
     std::fs::create_dir(scene.kernels()).unwrap();
     let file = scene.kernels().join("attention.cu");
@@ -217,9 +200,7 @@ fn a_source_that_links_to_a_secret_is_refused() {
     ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
 )]
 fn a_source_that_links_to_dev_zero_is_refused_at_once() {
-    if !nvrtc_or_skip() {
-        return;
-    }
+    require_nvrtc();
     let scene = Scene::new();
     std::fs::create_dir(scene.kernels()).unwrap();
     let file = scene.kernels().join("attention.cu");
@@ -236,9 +217,7 @@ fn a_source_that_links_to_dev_zero_is_refused_at_once() {
     ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
 )]
 fn a_kernels_directory_that_is_a_link_is_refused() {
-    if !nvrtc_or_skip() {
-        return;
-    }
+    require_nvrtc();
     let scene = Scene::new();
     let real = scene.dir.path().join("real");
     std::fs::create_dir(&real).unwrap();
@@ -262,9 +241,7 @@ fn a_kernels_directory_that_is_a_link_is_refused() {
     ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
 )]
 fn a_fifo_is_refused_without_waiting_for_a_writer() {
-    if !nvrtc_or_skip() {
-        return;
-    }
+    require_nvrtc();
     let scene = Scene::new();
     std::fs::create_dir(scene.kernels()).unwrap();
     let file = scene.kernels().join("attention.cu");
@@ -283,9 +260,7 @@ fn a_fifo_is_refused_without_waiting_for_a_writer() {
     ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
 )]
 fn an_oversized_source_is_refused_after_reading_at_most_one_mebibyte() {
-    if !nvrtc_or_skip() {
-        return;
-    }
+    require_nvrtc();
     let scene = Scene::new();
     std::fs::create_dir(scene.kernels()).unwrap();
     let file = scene.kernels().join("attention.cu");
@@ -304,9 +279,7 @@ fn an_oversized_source_is_refused_after_reading_at_most_one_mebibyte() {
     ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
 )]
 fn a_source_that_is_not_utf8_is_refused() {
-    if !nvrtc_or_skip() {
-        return;
-    }
+    require_nvrtc();
     let scene = Scene::new();
     std::fs::create_dir(scene.kernels()).unwrap();
     let file = scene.kernels().join("attention.cu");
@@ -342,9 +315,7 @@ fn sandboxed(source: &str) -> sandbox::Answer {
     ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
 )]
 fn the_sandbox_alone_lets_nvrtc_read_no_file() {
-    if !nvrtc_or_skip() {
-        return;
-    }
+    require_nvrtc();
     let scene = Scene::new();
     let secret = scene.dir.path().join("canary.txt");
     // The same file, readable by this process: what the child cannot open.
@@ -383,9 +354,7 @@ fn the_sandbox_alone_lets_nvrtc_read_no_file() {
     ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
 )]
 fn in_the_sandbox_has_include_finds_nothing() {
-    if !nvrtc_or_skip() {
-        return;
-    }
+    require_nvrtc();
     let scene = Scene::new();
     let secret = scene.dir.path().join("canary.txt");
     for target in [secret.display().to_string(), "/etc/passwd".into()] {
@@ -412,9 +381,7 @@ fn in_the_sandbox_has_include_finds_nothing() {
     ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
 )]
 fn the_sandbox_compiles_the_shipped_kernel() {
-    if !nvrtc_or_skip() {
-        return;
-    }
+    require_nvrtc();
     let text = std::fs::read_to_string(root().join("kernels/attention.cu")).unwrap();
     match sandboxed(&text).outcome {
         Outcome::Cubin(c) => assert!(c.starts_with(b"\x7fELF")),

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::common::{bin, results, write};
+use crate::common::{bin, require_no_cuda_driver, results, write};
 use predicates::prelude::*;
 
 fn update(baselines: &Path, from: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
@@ -194,11 +194,12 @@ fn show_with_nothing_stored() {
 }
 
 #[test]
+#[cfg_attr(
+    ci_gate_cuda_driver,
+    ignore = "a CUDA driver is installed here; this test checks the path without a GPU"
+)]
 fn gpu_commands_without_a_gpu_say_so_in_one_sentence() {
-    if ci_gate::gpu::driver_present() {
-        eprintln!("SKIPPED: a CUDA driver is present here; this checks the no-GPU message");
-        return;
-    }
+    require_no_cuda_driver();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     for cmd in [vec!["local"], vec!["env"], vec!["ci", "--out"]] {
         let mut c = bin();

@@ -1,7 +1,7 @@
 //! `ci-gate comment` and `ci-gate ci` as GitHub Actions runs them: the binary against a fake
 //! GitHub REST API on 127.0.0.1.
 
-use crate::common::{bin, results, write};
+use crate::common::{bin, require_no_cuda_driver, results, write};
 use crate::github_common::*;
 use predicates::prelude::*;
 
@@ -148,11 +148,12 @@ fn an_unreadable_results_file_is_exit_2() {
 }
 
 #[test]
+#[cfg_attr(
+    ci_gate_cuda_driver,
+    ignore = "a CUDA driver is installed here; this test checks the path without a GPU"
+)]
 fn ci_without_a_gpu_fails_closed_with_results_outputs_and_annotation() {
-    if ci_gate::gpu::driver_present() {
-        eprintln!("SKIPPED: a CUDA driver is present here; this checks the no-GPU path");
-        return;
-    }
+    require_no_cuda_driver();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("results.json");
     let assert = bin()
@@ -185,11 +186,12 @@ fn ci_without_a_gpu_fails_closed_with_results_outputs_and_annotation() {
 /// Outside GitHub Actions `ci` prints no workflow commands: the error is on stderr, once,
 /// and stdout has no `::error` line (issue 21); `--no-peers` is accepted.
 #[test]
+#[cfg_attr(
+    ci_gate_cuda_driver,
+    ignore = "a CUDA driver is installed here; this test checks the path without a GPU"
+)]
 fn ci_outside_actions_prints_no_workflow_commands() {
-    if ci_gate::gpu::driver_present() {
-        eprintln!("SKIPPED: a CUDA driver is present here; this checks the no-GPU path");
-        return;
-    }
+    require_no_cuda_driver();
     let dir = tempfile::tempdir().unwrap();
     for extra in [&[][..], &["--no-peers"][..]] {
         let assert = bin()
@@ -225,11 +227,12 @@ fn bracket(stdout: &str) -> Option<(String, usize, usize)> {
 /// or launched (the first thing on stdout) with a fresh 128-bit token, and resumes them
 /// after the GPU section, before its own annotations; the token appears nowhere else.
 #[test]
+#[cfg_attr(
+    ci_gate_cuda_driver,
+    ignore = "a CUDA driver is installed here; this test checks the path without a GPU"
+)]
 fn ci_suspends_workflow_commands_around_the_gpu_section() {
-    if ci_gate::gpu::driver_present() {
-        eprintln!("SKIPPED: a CUDA driver is present here; this checks the no-GPU path");
-        return;
-    }
+    require_no_cuda_driver();
     let mut tokens = Vec::new();
     for _ in 0..2 {
         let dir = tempfile::tempdir().unwrap();
@@ -307,11 +310,12 @@ fn ci_suspends_workflow_commands_around_the_gpu_section() {
 /// `local` (and the other commands that launch kernels in-process) run wholly suspended in
 /// Actions: the resume line is the last thing on stdout.
 #[test]
+#[cfg_attr(
+    ci_gate_cuda_driver,
+    ignore = "a CUDA driver is installed here; this test checks the path without a GPU"
+)]
 fn local_in_actions_runs_with_workflow_commands_suspended() {
-    if ci_gate::gpu::driver_present() {
-        eprintln!("SKIPPED: a CUDA driver is present here; this checks the no-GPU path");
-        return;
-    }
+    require_no_cuda_driver();
     let assert = bin()
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("GITHUB_ACTIONS", "true")

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{bin, results};
+use crate::common::{bin, require_no_cuda_driver, results};
 use ci_gate::config::{Config, Tolerance};
 use ci_gate::evaluate::evaluate;
 use ci_gate::results::{ResultsFile, passed};
@@ -390,11 +390,12 @@ fn the_drift_policy_comes_from_the_flag() {
 /// A shard that could not measure (here: no GPU) says so in its results file, and merge
 /// names it and quotes its error, instead of calling it "not a shard".
 #[test]
+#[cfg_attr(
+    ci_gate_cuda_driver,
+    ignore = "a CUDA driver is installed here; this test checks the path without a GPU"
+)]
 fn a_failed_shard_is_named_with_its_error() {
-    if ci_gate::gpu::driver_present() {
-        eprintln!("SKIPPED: this machine has a CUDA driver, so the shard would measure");
-        return;
-    }
+    require_no_cuda_driver();
     let s = Setup::new();
     let failed = s.path("failed-shard.json");
     bin()

@@ -1,7 +1,7 @@
 //! `ci-gate sanitize` and `--profile` through the binary where they cannot run: every way of
 //! not running is exit 2 with a message that names what is missing (no GPU here).
 
-use crate::common::bin;
+use crate::common::{bin, require_no_cuda_driver};
 use predicates::prelude::*;
 
 fn root() -> &'static std::path::Path {
@@ -30,6 +30,10 @@ fn sanitize_without_compute_sanitizer_is_exit_2_and_says_so() {
 }
 
 #[test]
+#[cfg_attr(
+    ci_gate_cuda_driver,
+    ignore = "a CUDA driver is installed here; this test checks the path without a GPU"
+)]
 fn sanitize_without_a_gpu_is_exit_2_and_says_so() {
     // A stand-in executable for the tool: the GPU check comes before anything runs.
     let fake = if std::path::Path::new("/bin/true").is_file() {
@@ -37,10 +41,7 @@ fn sanitize_without_a_gpu_is_exit_2_and_says_so() {
     } else {
         "/usr/bin/true"
     };
-    if ci_gate::gpu::driver_present() {
-        eprintln!("SKIPPED: this machine has a CUDA driver");
-        return;
-    }
+    require_no_cuda_driver();
     bin()
         .current_dir(root())
         .args(["sanitize", "--sanitizer", fake])

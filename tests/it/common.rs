@@ -163,3 +163,28 @@ pub fn read_f32(path: &Path) -> Vec<f64> {
         .map(|c| f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))
         .collect()
 }
+
+/// For the NVRTC tests (ignored where build.rs found no libnvrtc, `ci_gate_no_nvrtc`): names
+/// the ci-gate executable as the sandboxed compiler and fails, rather than passing, where
+/// libnvrtc cannot be loaded.
+#[track_caller]
+pub fn require_nvrtc() {
+    ci_gate::gpu::sandbox::use_compiler_executable(env!("CARGO_BIN_EXE_ci-gate"));
+    assert!(
+        ci_gate::gpu::nvrtc_present(),
+        "libnvrtc cannot be loaded: `pip install nvidia-cuda-nvrtc` and add its lib dir to \
+         LD_LIBRARY_PATH (where build.rs finds none, and CI_GATE_REQUIRE_NVRTC is unset, this \
+         test is ignored)"
+    );
+}
+
+/// For the tests of the path without a GPU (ignored where build.rs found a CUDA driver,
+/// `ci_gate_cuda_driver`): fails, rather than passing, where a CUDA driver can be loaded.
+#[track_caller]
+pub fn require_no_cuda_driver() {
+    assert!(
+        !ci_gate::gpu::driver_present(),
+        "a CUDA driver can be loaded here and this test checks the path without one; build.rs \
+         found no libcuda when the tests were built (rebuilt here, the test is ignored)"
+    );
+}

@@ -10,26 +10,10 @@
 
 use std::path::Path;
 
-use crate::common::bin;
+use crate::common::{bin, require_nvrtc};
 use ci_gate::gpu::compile::compile_uncached_for;
 use ci_gate::gpu::cubin::check_untrusted_cubin;
-use ci_gate::gpu::sandbox::use_compiler_executable;
 use ci_gate::gpu::{Arch, KernelSource};
-
-fn nvrtc_or_skip() -> bool {
-    use_compiler_executable(env!("CARGO_BIN_EXE_ci-gate"));
-    if ci_gate::gpu::nvrtc_present() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI_GATE_REQUIRE_NVRTC").is_none(),
-        "CI_GATE_REQUIRE_NVRTC is set but libnvrtc cannot be loaded (check LD_LIBRARY_PATH)"
-    );
-    eprintln!(
-        "SKIPPED: NVRTC (libnvrtc.so) not found; `pip install nvidia-cuda-nvrtc` and add its lib dir to LD_LIBRARY_PATH to run this test"
-    );
-    false
-}
 
 /// The L4, portable Hopper (the mma.sync kernels), Hopper with wgmma (what the gate uses there).
 const TARGETS: [&str; 3] = ["sm_89", "sm_90", "sm_90a"];
@@ -60,9 +44,7 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
     ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
 )]
 fn kernels_compile_for_sm89_sm90_and_sm90a() {
-    if !nvrtc_or_skip() {
-        return;
-    }
+    require_nvrtc();
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
     let expected: &[(&str, &[&str])] = &[
         (
@@ -128,9 +110,7 @@ fn kernels_compile_for_sm89_sm90_and_sm90a() {
     ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
 )]
 fn the_small_grid_kernels_are_found_in_the_cubin() {
-    if !nvrtc_or_skip() {
-        return;
-    }
+    require_nvrtc();
     let src =
         KernelSource::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/attention.cu"))
             .unwrap();
@@ -160,9 +140,7 @@ fn the_small_grid_kernels_are_found_in_the_cubin() {
     ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
 )]
 fn planted_bug_kernels_compile_for_every_target() {
-    if !nvrtc_or_skip() {
-        return;
-    }
+    require_nvrtc();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sanitize");
     for plant in ["oob", "race", "misaligned"] {
         let src = KernelSource::read(&root.join(plant).join("attention.cu")).unwrap();
@@ -192,9 +170,7 @@ fn planted_bug_kernels_compile_for_every_target() {
     ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
 )]
 fn the_compile_command_passes_the_shipped_kernels() {
-    if !nvrtc_or_skip() {
-        return;
-    }
+    require_nvrtc();
     let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
     let out = bin()
         .arg("compile")
@@ -225,9 +201,7 @@ fn the_compile_command_passes_the_shipped_kernels() {
     ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
 )]
 fn the_compile_command_takes_targets() {
-    if !nvrtc_or_skip() {
-        return;
-    }
+    require_nvrtc();
     let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
     let out = bin()
         .args(["compile", "--arch", "sm_89", "--kernels"])
@@ -255,9 +229,7 @@ fn the_compile_command_takes_targets() {
     ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
 )]
 fn a_compile_error_names_the_file_and_arch() {
-    if !nvrtc_or_skip() {
-        return;
-    }
+    require_nvrtc();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("attention.cu"),
@@ -301,18 +273,26 @@ fn a_compile_error_names_the_file_and_arch() {
 }
 
 /// Without NVRTC, `compile` ends in exit 2 with the sentence that says how to install it. On a
-/// machine with a system-wide NVRTC (found without LD_LIBRARY_PATH) there is nothing to see.
+/// machine with a system-wide NVRTC (found without LD_LIBRARY_PATH) the test is ignored, with
+/// why.
 #[test]
+#[cfg_attr(
+    ci_gate_system_nvrtc,
+    ignore = "NVRTC is installed system-wide here; this test checks the path without it"
+)]
 fn without_nvrtc_the_compile_command_says_how_to_get_it() {
     let out = bin()
         .arg("compile")
         .env_remove("LD_LIBRARY_PATH")
         .output()
         .unwrap();
-    if out.status.code() == Some(0) {
-        eprintln!("SKIPPED: NVRTC is installed system-wide here");
-        return;
-    }
+    assert_ne!(
+        out.status.code(),
+        Some(0),
+        "compile succeeded without LD_LIBRARY_PATH: NVRTC is installed system-wide here, and \
+         this test checks the path without it (build.rs found none when the tests were built; \
+         rebuilt here, the test is ignored)"
+    );
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr).trim(),
