@@ -5,9 +5,11 @@
 //! relies on (positive finite samples, names that cannot leave a directory, bounded settings,
 //! escaped rendering).
 //!
-//! Cases per target: `CI_GATE_FUZZ_CASES` (default 1000); seed: `CI_GATE_FUZZ_SEED` (default
-//! random, printed). Each target prints its executions and time:
-//! `cargo test --release --test fuzz_parsers -- --nocapture` (or without `--release`).
+//! Cases per target: `CI_GATE_FUZZ_CASES` (default 1000). Seed: fixed by default
+//! ([`DEFAULT_SEED`]), so `cargo test` in CI is deterministic; `CI_GATE_FUZZ_RANDOM=1` draws
+//! a new one (the nightly workflow does), `CI_GATE_FUZZ_SEED=N` replays one. The seed is
+//! printed, and named in a failure. Each target prints its executions and time:
+//! `cargo test --release --test it fuzz_parsers:: -- --nocapture` (or without `--release`).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,19 +35,43 @@ fn cases() -> u32 {
         .unwrap_or(1000)
 }
 
-fn seed() -> [u8; 32] {
-    let seed: u64 = std::env::var("CI_GATE_FUZZ_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
+/// The seed of every run that asks for no other.
+const DEFAULT_SEED: u64 = 20;
+
+/// The seed of this process: `CI_GATE_FUZZ_SEED`, else a new one where
+/// `CI_GATE_FUZZ_RANDOM` is set (and not 0), else [`DEFAULT_SEED`]. Drawn once, printed once.
+fn seed() -> u64 {
+    static SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *SEED.get_or_init(|| {
+        let fixed = std::env::var("CI_GATE_FUZZ_SEED").ok().map(|v| {
+            v.parse()
+                .unwrap_or_else(|_| panic!("CI_GATE_FUZZ_SEED={v:?} is not a u64"))
         });
+        let random =
+            std::env::var_os("CI_GATE_FUZZ_RANDOM").is_some_and(|v| !v.is_empty() && v != "0");
+        let seed = fixed.unwrap_or_else(|| {
+            if random {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos() as u64)
+                    .unwrap_or(1)
+            } else {
+                DEFAULT_SEED
+            }
+        });
+        let how = match (fixed, random) {
+            (Some(_), _) => "from CI_GATE_FUZZ_SEED",
+            (None, true) => "random (CI_GATE_FUZZ_RANDOM)",
+            (None, false) => "fixed (CI_GATE_FUZZ_RANDOM=1 draws one)",
+        };
+        println!("fuzz seed: CI_GATE_FUZZ_SEED={seed}, {how}");
+        seed
+    })
+}
+
+fn seed_bytes(seed: u64) -> [u8; 32] {
     let mut bytes = [0u8; 32];
     bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    println!("fuzz seed: CI_GATE_FUZZ_SEED={seed}");
     bytes
 }
 
@@ -61,8 +87,11 @@ where
         max_shrink_iters: 2000,
         ..Config::default()
     };
-    let mut runner =
-        TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed()));
+    let seed = seed();
+    let mut runner = TestRunner::new_with_rng(
+        config,
+        TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes(seed)),
+    );
     let executions = AtomicU64::new(0);
     let accepted = AtomicU64::new(0);
     let start = Instant::now();
@@ -81,7 +110,7 @@ where
         start.elapsed().as_secs_f64()
     );
     if let Err(e) = result {
-        panic!("fuzz {name}: {e}");
+        panic!("fuzz {name} (replay: CI_GATE_FUZZ_SEED={seed}): {e}");
     }
 }
 
