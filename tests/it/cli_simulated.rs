@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::bin;
+use crate::common::{bin, rounded};
 
 const CONFIG: &str = "\
 name: sim
@@ -116,6 +116,69 @@ fn a_aa_run_passes_and_says_where_the_time_went() {
     assert!(r["timing"]["total_s"].as_f64().unwrap() >= 0.0);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("PASS"), "{text}");
+}
+
+/// `[8 rounds × 10 samples]` for the samples of a results file in a snapshot: their numbers
+/// are in the summaries and comparisons beside them.
+fn rounds_of_samples() -> insta::internals::Redaction {
+    insta::dynamic_redaction(|value, _| {
+        let rounds = value.as_slice().unwrap_or_default();
+        let mut sizes: Vec<usize> = rounds
+            .iter()
+            .map(|r| r.as_slice().map_or(0, <[_]>::len))
+            .collect();
+        sizes.dedup();
+        match sizes[..] {
+            [n] => format!("[{} rounds × {n} samples]", rounds.len()),
+            _ => format!("[{} rounds of {sizes:?} samples]", rounds.len()),
+        }
+    })
+}
+
+/// The results file (`--out`) of an A/B run, whole: its keys, the verdicts, the statistics,
+/// the probes and the warnings. Redacted: what differs from run to run (when it was
+/// written, the phases' wall times), from build to build (the tool's version) and from
+/// place to place (the commit of the working directory); paths are relative to the run's
+/// directory. The samples are summarised by their shape.
+#[test]
+fn the_results_file_of_an_ab_run() {
+    let s = Sim::new();
+    s.kernels("a", "factor=1.0");
+    s.kernels("b", "factor=1.05");
+    let out = bin()
+        .env("CI_GATE_SIMULATE", "1")
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_SHA")
+        .current_dir(s.dir.path())
+        .args(["local", "--config", "sim.yaml", "--baselines", "baselines"])
+        .args([
+            "--base-kernels",
+            "a",
+            "--kernels",
+            "b",
+            "--no-peers",
+            "--no-profile",
+        ])
+        .args(["--out", "results.json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    insta::assert_json_snapshot!("results_file", rounded(s.results()), {
+        ".created_at" => "[created_at]",
+        ".tool_version" => "[tool_version]",
+        ".git_commit" => "[git_commit]",
+        // The values, not the keys (which `.*` selects too).
+        ".timing.*" => insta::dynamic_redaction(|value, _| {
+            if value.as_f64().is_some() { "[seconds]".into() } else { value }
+        }),
+        ".shapes[].samples_us" => rounds_of_samples(),
+        ".shapes[].base_samples_us" => rounds_of_samples(),
+    });
 }
 
 #[test]

@@ -188,3 +188,29 @@ pub fn require_no_cuda_driver() {
          found no libcuda when the tests were built (rebuilt here, the test is ignored)"
     );
 }
+
+/// `v` with every floating-point number rounded to 9 significant digits, for JSON snapshots:
+/// the same on any machine, where a libm may differ in the last bits of a logarithm or an
+/// exponential. Integers are left as they are.
+pub fn rounded(v: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::Number(n) if n.is_f64() => {
+            let x = n.as_f64().unwrap();
+            let r: f64 = format!("{x:.8e}").parse().unwrap();
+            serde_json::Number::from_f64(r).map_or(Value::Null, Value::Number)
+        }
+        Value::Array(a) => Value::Array(a.into_iter().map(rounded).collect()),
+        Value::Object(o) => Value::Object(o.into_iter().map(|(k, v)| (k, rounded(v))).collect()),
+        other => other,
+    }
+}
+
+/// `markdown` with the footer's `ci-gate <version>` (this build's version) as
+/// `ci-gate [version]`, for snapshots that a version bump should leave alone.
+pub fn without_version(markdown: &str) -> String {
+    markdown.replace(
+        concat!("ci-gate ", env!("CARGO_PKG_VERSION"), "</sub>"),
+        "ci-gate [version]</sub>",
+    )
+}
