@@ -1,5 +1,5 @@
 //! Every attack of tests/adversarial/ through `ci-gate local` on a real GPU:
-//! `cargo test --test adversarial_gpu -- --ignored --nocapture` on a CUDA machine
+//! `cargo test --test it -- --ignored --nocapture adversarial_gpu::` on a CUDA machine
 //! (`CI_GATE_BIN` names the ci-gate binary when the test runs somewhere other than where it
 //! was built). Each attack must end in `error`, `parity-fail` or exit 2 — never `pass`,
 //! `improvement` or even `regression` (a verdict on its timings would mean its timings were

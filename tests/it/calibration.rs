@@ -23,8 +23,8 @@
 //! simulated 80%-power change. Plus the stored-baseline path and i.i.d. sample files.
 //!
 //! CI runs reduced counts (a few seconds each in a debug build). The counts of the tables in
-//! docs/PERF.md: `CI_GATE_CALIBRATION=full cargo test --release --test calibration --
-//! --include-ignored --nocapture` (the ignored tests print the tables that chose the rule and
+//! docs/PERF.md: `CI_GATE_CALIBRATION=full cargo test --release --test it -- --include-ignored
+//! --nocapture calibration::` (the ignored tests print the tables that chose the rule and
 //! the number of baseline processes; they also run, at reduced counts, with
 //! `--include-ignored` alone).
 
@@ -633,7 +633,7 @@ fn draw_run(
 
 /// How many shapes of a run are changed: one, as issue 19 asks, with full counts; all 13 on
 /// the reduced path of CI, where the rule being per shape makes each shape's verdict depend
-/// on its own data only (`tests/cli_merge.rs` checks that a shape alone gets the numbers
+/// on its own data only (`tests/it/cli_merge.rs` checks that a shape alone gets the numbers
 /// it gets among others), so 13 changed shapes are 13 independent comparisons.
 fn changed_per_run() -> usize {
     if full() { 1 } else { SHAPES }

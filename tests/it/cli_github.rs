@@ -88,7 +88,7 @@ fn without_a_token_the_body_goes_to_a_file_and_the_summary() {
     let from = dir.path().join("results.json");
     let mut r = results("NVIDIA H200", &[1.0, 1.0, 1.0], 1);
     // Free text from the file (a shape name must equal its parameters' name, see
-    // tests/cli_hostile.rs) is escaped.
+    // tests/it/cli_hostile.rs) is escaped.
     r.warnings.push("evil|<script>@team".into());
     write(&from, &r);
     comment_cmd(&server, None, &from, dir.path())

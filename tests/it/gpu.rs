@@ -1,4 +1,5 @@
-//! Tests on a real GPU: `cargo test --test gpu -- --ignored` on a CUDA machine.
+//! Tests on a real GPU: `cargo test --test it -- --ignored gpu:: --skip adversarial_gpu::` on
+//! a CUDA machine.
 //! Both kernels against PyTorch's float64 golden outputs and against the CPU float64
 //! reference on random shapes (odd seq_len included), parity and measurement.
 

@@ -1,5 +1,5 @@
 //! compute-sanitizer and Nsight Compute through the binary, on a real GPU:
-//! `cargo test --test gpu_tools -- --ignored` on a CUDA machine with the CUDA toolkit's
+//! `cargo test --test it -- --ignored gpu_tools::` on a CUDA machine with the CUDA toolkit's
 //! compute-sanitizer and ncu. `CI_GATE_BIN` names the ci-gate binary when the test runs
 //! somewhere other than where it was built.
 

@@ -263,7 +263,7 @@ fn bootstrap_interval_matches_numpy() {
 }
 
 /// Timing of the 10k × 10k workload (no assertion on time). Run with
-/// `cargo test --release --test stats_vs_scipy -- --ignored --nocapture timing`.
+/// `cargo test --release --test it -- --ignored --nocapture stats_vs_scipy::timing`.
 #[test]
 #[ignore = "timing print only; run in release"]
 fn timing_10k_by_10k() {
