@@ -15,7 +15,8 @@
 #                                 with git, and a drift traced to the runner (as `drift`)
 #
 # Binaries are built elsewhere and carried in .carry: ci-gate (cargo build --release) and
-# gpu-tests (tests/gpu.rs from cargo test --no-run), stripped; .carry/golden is
+# it-tests (the integration tests, cargo test --release --test it --no-run; the GPU tests
+# of tests/it/gpu.rs run from it), stripped; .carry/golden is
 # ../shared/golden; .carry/repo.bundle is `git bundle create .carry/repo.bundle main`.
 set -uo pipefail
 phase=${1:?usage: bench/ab_device.sh smoke|selftest N|record|first}
@@ -38,7 +39,7 @@ case "$phase" in
 smoke)
   "$bin" env | tee "$out/env.txt"
   echo "== GPU tests"
-  .carry/gpu-tests --ignored --test-threads=1 2>&1 | grep -E "^test |test result|panicked" | tee "$out/gpu-tests.log"
+  .carry/it-tests --ignored --test-threads=1 gpu:: --skip adversarial_gpu:: 2>&1 | grep -E "^test |test result|panicked" | tee "$out/gpu-tests.log"
   echo "== A/A in A/B mode, PR config (cold compile cache, then warm)"
   rm -rf $CI_GATE_CACHE_DIR
   timed "$bin" local --base-kernels kernels --ab-always --out "$out/aa1.json"

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Issue 18 on a lent GPU: the GPU tests (tests/gpu.rs), every attack of tests/adversarial/
-# through `ci-gate local` (tests/adversarial_gpu.rs), and the PR gate on the shipped kernels
+# Issue 18 on a lent GPU: the GPU tests (tests/it/gpu.rs), every attack of tests/adversarial/
+# through `ci-gate local` (tests/it/adversarial_gpu.rs), and the PR gate on the shipped kernels
 # against a comment-only change of them (timed from a cold compile cache, peers on).
 # Modes: tests, attacks, aa, change (the d64 kernel with its softmax/PV overlap off, both
 # ways round), record (baseline update of the PR config into $OUT/baselines).
-# Carried: .carry/ci-gate, .carry/gpu-tests, .carry/adv-tests, .carry/golden.
+# Carried: .carry/ci-gate, .carry/it-tests (see bench/device_env.sh), .carry/golden.
 set -uo pipefail
 . "$(dirname "$0")/device_env.sh"
 "$bin" env 2>&1 | head -12
@@ -12,11 +12,11 @@ set -uo pipefail
 for mode in "$@"; do case $mode in
 tests)
   echo "== GPU tests"
-  CI_GATE_GOLDEN_DIR=$PWD/.carry/golden CI_GATE_BIN=$bin timed .carry/gpu-tests --ignored --test-threads=1 > "$out/gpu-tests.log" 2>&1
+  CI_GATE_GOLDEN_DIR=$PWD/.carry/golden CI_GATE_BIN=$bin timed "$it_tests" --ignored --test-threads=1 gpu:: --skip adversarial_gpu:: > "$out/gpu-tests.log" 2>&1
   grep -hE "^test |test result|panicked|assert" "$out/gpu-tests.log" | head -30 ;;
 attacks)
   echo "== attacks"
-  CI_GATE_BIN=$bin timed .carry/adv-tests --ignored --nocapture --test-threads=1 > "$out/attacks.log" 2>&1
+  CI_GATE_BIN=$bin timed "$it_tests" --ignored --nocapture --test-threads=1 adversarial_gpu:: > "$out/attacks.log" 2>&1
   grep -vE "^\s*$" "$out/attacks.log" | cut -c1-420 | tail -40 ;;
 aa)
   echo "== PR gate: shipped kernels against a comment-only change (cold compile cache, peers on)"

@@ -10,7 +10,8 @@
 #   bench/run_on_device.sh collect       wait for it (up to $WAIT_S s) and copy its results
 #
 # Binaries are built elsewhere and carried in .carry/bin: ci-gate (cargo build --release) and
-# gpu-tests (the test binary of tests/gpu.rs from cargo test --release --no-run).
+# it-tests (the integration tests, cargo test --release --test it --no-run; the GPU tests of
+# tests/it/gpu.rs run from it).
 # Results go to $OUT (default /tmp/ci-gate-out).
 set -uo pipefail
 phase=${1:?usage: bench/run_on_device.sh main|selftest}
@@ -31,7 +32,7 @@ main)
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw,clocks_throttle_reasons.active --format=csv
   "$bin/ci-gate" env
   echo "== GPU tests"
-  "$bin/gpu-tests" --ignored --test-threads=1 --nocapture 2>&1 | tee "$out/gpu-tests.log" | grep -E "^test |test result|max_abs|panicked|SKIPPED"
+  "$bin/it-tests" --ignored --test-threads=1 --nocapture gpu:: --skip adversarial_gpu:: 2>&1 | tee "$out/gpu-tests.log" | grep -E "^test |test result|max_abs|panicked"
   ;;&
 main|stability)
   echo "== ci-gate local x5 (the first with an empty compile cache)"

@@ -8,7 +8,7 @@ set -uo pipefail
 . "$(dirname "$0")/device_env.sh"
 export CI_GATE_GOLDEN_DIR=$PWD/.carry/golden
 echo "== GPU tests"
-.carry/gpu-tests --ignored --test-threads=1 2>&1 | grep -E "^test |test result|panicked"
+"$it_tests" --ignored --test-threads=1 gpu:: --skip adversarial_gpu:: 2>&1 | grep -E "^test |test result|panicked"
 echo "== compute-sanitizer"
 PATH="$PATH:/usr/local/cuda/bin" "$bin" sanitize --out "$out/sanitize.json" | head -2
 echo "== A/B against the previous kernels, PR config"

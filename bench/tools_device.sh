@@ -4,10 +4,10 @@
 #   bench/tools_device.sh plants    the planted-bug kernels, each under its tool (logs kept)
 #   bench/tools_device.sh profile   --profile and a real regression profiled, raw CSV kept
 #   bench/tools_device.sh shipped   ci-gate sanitize over configs/sanitize.yaml (all tools)
-#   bench/tools_device.sh tests     tests/gpu_tools.rs (planted bugs and --profile)
+#   bench/tools_device.sh tests     tests/it/gpu_tools.rs (planted bugs and --profile)
 #
 # Binaries are built elsewhere and carried in .carry: ci-gate (cargo build --release) and
-# gpu-tools (tests/gpu_tools.rs from cargo test --no-run), stripped.
+# it-tests (the integration tests, cargo test --release --test it --no-run), stripped.
 set -uo pipefail
 . "$(dirname "$0")/device_env.sh"
 export CI_GATE_BIN=$bin
@@ -46,7 +46,7 @@ shipped)
   timed "$bin" sanitize --logs "$out/logs-shipped" --out "$out/sanitize-shipped.json" --timeout-s 300
   ;;
 tests)
-  timed .carry/gpu-tools --ignored --test-threads=1 2>&1 | grep -E "^test |test result|panicked|assert" | tee "$out/gpu-tools.log"
+  timed "$it_tests" --ignored --test-threads=1 gpu_tools:: 2>&1 | grep -E "^test |test result|panicked|assert" | tee "$out/gpu-tools.log"
   ;;
 esac
 done

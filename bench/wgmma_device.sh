@@ -32,9 +32,9 @@ ncu)
 tests)
   export CI_GATE_GOLDEN_DIR=$PWD/.carry/golden CI_GATE_BIN=$bin
   echo "== GPU tests"
-  .carry/gpu-tests --ignored --test-threads=1 > "$out/gpu-tests.log" 2>&1
-  .carry/gpu-tools --ignored --test-threads=1 > "$out/gpu-tools.log" 2>&1
-  grep -hE "^test |test result|panicked|assert|SKIPPED" "$out"/gpu-tests.log "$out"/gpu-tools.log
+  "$it_tests" --ignored --test-threads=1 gpu:: --skip adversarial_gpu:: > "$out/gpu-tests.log" 2>&1
+  "$it_tests" --ignored --test-threads=1 gpu_tools:: > "$out/gpu-tools.log" 2>&1
+  grep -hE "^test |test result|panicked|assert" "$out"/gpu-tests.log "$out"/gpu-tools.log
   echo "== compute-sanitizer, shipped kernels"
   timed "$bin" sanitize --out "$out/sanitize.json" 2>&1 | head -3 ;;
 selftest)

@@ -309,7 +309,11 @@ impl SimBackend {
             };
             SimKernel::hits(&kernel.clock, &s.params) && s.coin.random::<f64>() < 0.25
         };
-        let level = if clocked { level + 0.05f64.ln_1p() } else { level };
+        let level = if clocked {
+            level + 0.05f64.ln_1p()
+        } else {
+            level
+        };
         let values = s.noise.round(level, samples);
         let tolerance = s.tolerance;
         let m = &mut s.sides[index].1;

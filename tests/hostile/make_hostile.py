@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the hostile input files of tests/cli_hostile.rs (run from anywhere; the files are
+"""Writes the hostile input files of tests/it/cli_hostile.rs (run from anywhere; the files are
 committed, this script documents how they were made). Each file is a valid results file,
 baseline or config except for the one attack its name says."""
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference vectors for tests/rounds_vs_scipy.rs (the round-level margin tests of
+"""Reference vectors for tests/it/rounds_vs_scipy.rs (the round-level margin tests of
 src/stats/margin.rs), computed with numpy / scipy, independently of the Rust code.
 
 Re-run (from the repository root):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference vectors for tests/trimmed_vs_scipy.rs: the gate's trimmed-mean (Yuen) margin
+"""Reference vectors for tests/it/trimmed_vs_scipy.rs: the gate's trimmed-mean (Yuen) margin
 tests and its bootstraps (src/stats/margin.rs, src/stats/bootstrap.rs), computed with numpy /
 scipy, independently of the Rust code.
 

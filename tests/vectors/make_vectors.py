@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference vectors for tests/stats_vs_scipy.rs, computed with numpy / scipy / statsmodels.
+"""Reference vectors for tests/it/stats_vs_scipy.rs, computed with numpy / scipy / statsmodels.
 
 Re-run (from the repository root):
 

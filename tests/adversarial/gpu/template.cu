@@ -1,6 +1,6 @@
 // A plain, correct attention forward pass in the kernel ABI (kernels/README.md): the body the
 // GPU-side attacks are grafted onto. One thread per query row, fp32 online softmax, no
-// shared memory; slow, and right on every shape. tests/adversarial_gpu.rs writes
+// shared memory; slow, and right on every shape. tests/it/adversarial_gpu.rs writes
 // attacks/NAME.cu followed by this file as the attacking kernel's attention.cu; an attack
 // defines some of the hooks below (each sees q, k, v, out, seq_len, head_dim, scale, causal,
 // row, base and D).

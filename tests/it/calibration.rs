@@ -1,0 +1,1287 @@
+//! Calibration of the gate by seeded simulation: the decision path the pipeline runs
+//! (`evaluate`, the planned second look through `needs_second_look`, `evaluate` again, and
+//! the one rule in `verdict::decide`) on timings drawn from the noise model of issue 19:
+//!
+//! * a process shift shared by everything one process measures (sd 0.3%; cancels in A/B
+//!   pairs; it is what a stored baseline must carry as its between-process spread);
+//! * a slow drift within the process (a random walk, sd 0.1% per pair, shared by the two
+//!   rounds of a pair);
+//! * a round shift per round (fresh buffers, placement, clock state): heavy-tailed, Student t
+//!   with 3 degrees of freedom scaled to an sd of 0.2%;
+//! * 2% of rounds per side throttled: the whole round 3–8% slower;
+//! * within-round noise: Student t with 5 degrees of freedom (heavy tails) scaled to an sd of
+//!   1%, and 2% of samples outliers 5–30% slow; 10 samples a round;
+//! * conditions with exactly one bad round: one throttled base round in the first stage, or
+//!   one throttled candidate round in each stage.
+//!
+//! The design is the PR config's: 8 pairs, up to 24 for shapes the first look does not
+//! settle; 13 shapes per run, one of them changed.
+//!
+//! Requirements (DESIGN.md, "Statistics"; issue 19): A/A ≤ 0.1% of shapes flagged; a true
+//! +2.0% ≤ 5% (≤ 10% with one throttled candidate round per stage); +2.5% ≥ 95% per shape;
+//! +3% ≥ 99% (also with one throttled base round); "Detectable" within 0.2 points of the
+//! simulated 80%-power change. Plus the stored-baseline path and i.i.d. sample files.
+//!
+//! CI runs reduced counts (a few seconds each in a debug build). The counts of the tables in
+//! docs/PERF.md: `CI_GATE_CALIBRATION=full cargo test --release --test it -- --include-ignored
+//! --nocapture calibration::` (the ignored tests print the tables that chose the rule and
+//! the number of baseline processes; they also run, at reduced counts, with
+//! `--include-ignored` alone).
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Normal, StudentT};
+
+use std::path::{Path, PathBuf};
+
+use ci_gate::backend::{Backend, Measurement, PhaseTimes, ShapeId, Side};
+use ci_gate::commands::pipeline::{AbMode, Against, BaseKernels, RunPlan, run_with};
+use ci_gate::comparison::{StageDesign, StoredSide};
+use ci_gate::config::{CacheMode, Dtype, GateSettings, ShapeParams};
+use ci_gate::config::{Config, MeasureSettings, Tolerance};
+use ci_gate::evaluate::{evaluate, needs_second_look};
+use ci_gate::gpu::GpuError;
+use ci_gate::results::{Environment, GpuState, PairOrder};
+use ci_gate::results::{MeasurementInfo, ShapeResult};
+use ci_gate::stats::{
+    self, MarginTest, ProcessSpread, Rounds, STAGE1_ALPHA_SHARE, Sample, TRIM, cliffs_delta,
+    paired_margin_test_trimmed, process_spread, round_medians, two_stage_p,
+};
+use ci_gate::verdict::{Policy, Verdict};
+
+/// Full counts (the tables of docs/PERF.md) or the reduced counts CI runs.
+fn full() -> bool {
+    std::env::var("CI_GATE_CALIBRATION").is_ok_and(|v| v == "full")
+}
+
+/// `reduced` runs in CI, `full` with `CI_GATE_CALIBRATION=full`; `CI_GATE_CALIBRATION_RUNS`
+/// overrides both (for exploring).
+fn count(reduced: usize, full_count: usize) -> usize {
+    if let Some(n) = std::env::var("CI_GATE_CALIBRATION_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        return n;
+    }
+    if full() { full_count } else { reduced }
+}
+
+const SHAPES: usize = 13;
+const DESIGN: StageDesign = StageDesign { stage1: 8, max: 24 };
+
+/// The noise model (see the module docs); all sds are of the log time.
+#[derive(Clone, Copy, Debug)]
+struct Model {
+    process_sd: f64,
+    drift_sd: f64,
+    /// A level shared by the two rounds of a pair, drawn afresh for each pair (a clock the
+    /// power cap swings, moving both sides of an alternated pair alike); 0 in the issue's
+    /// model.
+    pair_sd: f64,
+    round_sd: f64,
+    round_df: f64,
+    within_sd: f64,
+    within_df: f64,
+    outliers: f64,
+    throttled: f64,
+    samples: usize,
+}
+
+const ISSUE: Model = Model {
+    process_sd: 0.003,
+    drift_sd: 0.001,
+    pair_sd: 0.0,
+    round_sd: 0.002,
+    round_df: 3.0,
+    within_sd: 0.01,
+    within_df: 5.0,
+    outliers: 0.02,
+    throttled: 0.02,
+    samples: 10,
+};
+
+struct Noise {
+    rng: ChaCha8Rng,
+    normal: Normal<f64>,
+    round_t: StudentT<f64>,
+    within_t: StudentT<f64>,
+    model: Model,
+}
+
+impl Noise {
+    /// A t variate with `df` degrees of freedom scaled to unit variance.
+    fn unit_t(&mut self, heavy: bool) -> f64 {
+        let (t, df) = if heavy {
+            (&self.round_t, self.model.round_df)
+        } else {
+            (&self.within_t, self.model.within_df)
+        };
+        t.sample(&mut self.rng) * ((df - 2.0) / df).sqrt()
+    }
+
+    fn new(seed: u64, model: Model) -> Noise {
+        Noise {
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            normal: Normal::new(0.0, 1.0).unwrap(),
+            round_t: StudentT::new(model.round_df).unwrap(),
+            within_t: StudentT::new(model.within_df).unwrap(),
+            model,
+        }
+    }
+
+    fn z(&mut self) -> f64 {
+        self.normal.sample(&mut self.rng)
+    }
+
+    fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * self.rng.random::<f64>()
+    }
+
+    /// One round around `level` (log scale): its own heavy-tailed shift, throttled with the
+    /// model's probability or when `throttle` says so.
+    fn round(&mut self, level: f64, throttle: bool) -> Vec<f64> {
+        let m = self.model;
+        let mut level = level + m.round_sd * self.unit_t(true);
+        if throttle || self.rng.random::<f64>() < m.throttled {
+            level += self.uniform(0.03, 0.08).ln_1p();
+        }
+        (0..m.samples)
+            .map(|_| {
+                let mut x = (level + m.within_sd * self.unit_t(false)).exp();
+                if self.rng.random::<f64>() < m.outliers {
+                    x *= 1.0 + self.uniform(0.05, 0.30);
+                }
+                x
+            })
+            .collect()
+    }
+}
+
+/// Rounds forced to be throttled, besides the model's random ones.
+#[derive(Clone, Copy, Debug, Default)]
+struct Forced {
+    /// One base round in the first stage.
+    base_in_stage1: bool,
+    /// One candidate round in each stage.
+    cand_per_stage: bool,
+}
+
+/// One shape's A/B pairs, drawn as the design asks for them from the shape's own seeded
+/// stream, so that every rule sees the same data whichever pairs it asks for first.
+struct AbShape {
+    noise: Noise,
+    change: f64,
+    center: f64,
+    process: f64,
+    drift: f64,
+    /// Pairs whose base (resp. candidate) round is forced to be throttled.
+    base_bad: Option<usize>,
+    cand_bad: Option<(usize, usize)>,
+    base: Vec<Vec<f64>>,
+    cand: Vec<Vec<f64>>,
+}
+
+impl AbShape {
+    fn new(seed: u64, model: Model, change: f64, center: f64, forced: Forced) -> AbShape {
+        let mut noise = Noise::new(seed, model);
+        let (s1, max) = (DESIGN.stage1 as usize, DESIGN.max as usize);
+        let process = model.process_sd * noise.z();
+        let base_bad = forced.base_in_stage1.then(|| noise.rng.random_range(0..s1));
+        let cand_bad = forced.cand_per_stage.then(|| {
+            (
+                noise.rng.random_range(0..s1),
+                noise.rng.random_range(s1..max),
+            )
+        });
+        AbShape {
+            noise,
+            change,
+            center,
+            process,
+            drift: 0.0,
+            base_bad,
+            cand_bad,
+            base: Vec::new(),
+            cand: Vec::new(),
+        }
+    }
+
+    /// Draws pairs until there are `n`.
+    fn ensure(&mut self, n: usize) -> &AbShape {
+        while self.base.len() < n {
+            let i = self.base.len();
+            let noise = &mut self.noise;
+            self.drift += noise.model.drift_sd * noise.z();
+            let level =
+                self.center.ln() + self.process + self.drift + noise.model.pair_sd * noise.z();
+            self.base.push(noise.round(level, self.base_bad == Some(i)));
+            let bad = self.cand_bad.is_some_and(|(a, b)| a == i || b == i);
+            self.cand
+                .push(noise.round(level + self.change.ln_1p(), bad));
+        }
+        self
+    }
+}
+
+fn shape_result(i: usize, design: StageDesign) -> ShapeResult {
+    let params = ShapeParams::new(1, 8, 512 + 64 * i as u32, 64, false, Dtype::Float16);
+    let mut s = ShapeResult::new(params);
+    s.measurement = Some(MeasurementInfo {
+        cache: CacheMode::Hot,
+        launches_per_sample: 100,
+        rounds: 0,
+        extra_rounds: 0,
+        working_set_bytes: 0,
+        wall_s: 0.0,
+        sm_clock_mhz: None,
+        design: Some(design),
+        checked_launches: 0,
+    });
+    s
+}
+
+/// What one run of 13 shapes gave under one rule: per shape, flagged as a regression, and
+/// whether it got the second stage.
+#[derive(Clone, Debug, Default)]
+struct Outcome {
+    flagged: Vec<bool>,
+    second_look: Vec<bool>,
+    /// "Detectable" of each shape as the report states it (shipped rule only).
+    detectable: Vec<f64>,
+}
+
+/// The config of the replayed runs: the default gate, the PR design (8 pairs, up to 24, 10
+/// samples a round), one shape per simulated shape.
+fn replay_config(shapes: usize) -> Config {
+    let mut yaml = String::from(
+        "name: calibration\nmeasure: {samples_per_round: 10, min_rounds: 8, max_rounds: 24}\nshapes:\n",
+    );
+    for i in 0..shapes {
+        let p = shape_result(i, DESIGN).params;
+        yaml.push_str(&format!(
+            "  - {{batch: {}, heads: {}, seq_len: {}, head_dim: {}, causal: false, dtype: float16}}\n",
+            p.batch, p.heads, p.seq_len, p.head_dim
+        ));
+    }
+    Config::parse(&yaml, Path::new("calibration.yaml")).expect("the replay config parses")
+}
+
+/// A measuring backend that serves pre-drawn pairs: shape `i` of the config gets the pairs
+/// of `shapes[i]`, drawn as the pipeline asks for them.
+struct Replay<'a> {
+    shapes: &'a mut [AbShape],
+    params: Vec<ShapeParams>,
+    begun: Vec<(usize, [Measurement; 2], Vec<PairOrder>)>,
+}
+
+impl Backend for Replay<'_> {
+    fn environment(&self) -> Environment {
+        Environment {
+            gpu_name: "Replay".into(),
+            gpu_slug: "replay".into(),
+            gpu_uuid: None,
+            compute_capability: "9.0".into(),
+            sm_count: None,
+            l2_bytes: None,
+            driver_version: None,
+            cuda_driver_version: None,
+            nvrtc_version: None,
+            state_before: None,
+            state_after: None,
+        }
+    }
+    fn state(&self) -> Option<GpuState> {
+        None
+    }
+    fn source_hash(&self, side: Side) -> Option<String> {
+        Some(format!("{side:?}"))
+    }
+    fn peak_dense_tflops(&self) -> f64 {
+        f64::INFINITY
+    }
+    fn run_key(&self) -> u64 {
+        0
+    }
+    fn input_sets(&self, _: &ShapeParams, _: &MeasureSettings) -> Result<usize, GpuError> {
+        Ok(1)
+    }
+    fn spin_up(&mut self, _: &ShapeParams) -> Result<(), GpuError> {
+        Ok(())
+    }
+    fn calibrate_injection(&mut self) -> Result<(), GpuError> {
+        Ok(())
+    }
+    fn parity(
+        &mut self,
+        _: Side,
+        _: &ShapeParams,
+        _: Tolerance,
+        _: u64,
+    ) -> Result<ci_gate::results::Parity, GpuError> {
+        Err(GpuError::Invalid("the replay measures no parity".into()))
+    }
+    fn load_other(&mut self, _: &Path, _: &[String]) -> Result<(), GpuError> {
+        Err(GpuError::Invalid(
+            "the replay has no third kernel set".into(),
+        ))
+    }
+    fn begin(
+        &mut self,
+        shape: &ShapeParams,
+        _: &[Side],
+        _: &MeasureSettings,
+        _: Tolerance,
+        _: Option<f64>,
+        _: u64,
+        _: u64,
+    ) -> Result<ShapeId, GpuError> {
+        let i = self
+            .params
+            .iter()
+            .position(|p| p == shape)
+            .ok_or_else(|| GpuError::Invalid(format!("no drawn shape {shape}")))?;
+        self.begun
+            .push((i, [Measurement::empty(), Measurement::empty()], Vec::new()));
+        Ok(self.begun.len() - 1)
+    }
+    fn pair(&mut self, id: ShapeId) -> Result<PairOrder, GpuError> {
+        let (i, m, orders) = &mut self.begun[id];
+        let n = m[1].rounds.len();
+        let s = self.shapes[*i].ensure(n + 1);
+        let (base, cand) = (s.base[n].clone(), s.cand[n].clone());
+        for (side, round) in m.iter_mut().zip([base, cand]) {
+            side.rounds.push(round);
+            side.clock_events.push(0);
+            side.launches_per_sample = 100;
+        }
+        orders.push(PairOrder::BaseFirst);
+        Ok(PairOrder::BaseFirst)
+    }
+    fn round(&mut self, _: ShapeId) -> Result<(), GpuError> {
+        Err(GpuError::Invalid("the replay measures pairs".into()))
+    }
+    fn drop_last(&mut self, id: ShapeId) {
+        let (_, m, orders) = &mut self.begun[id];
+        m.iter_mut().for_each(Measurement::drop_last);
+        orders.pop();
+    }
+    fn measurement(&self, id: ShapeId, index: usize) -> &Measurement {
+        &self.begun[id].1[index]
+    }
+    fn orders(&self, id: ShapeId) -> &[PairOrder] {
+        &self.begun[id].2
+    }
+    fn end(&mut self, _: ShapeId) {}
+    fn phase_times(&self) -> PhaseTimes {
+        PhaseTimes::default()
+    }
+}
+
+/// The gate as it runs: the real pipeline (`commands::pipeline::run_with`: the first stage,
+/// `evaluate`, the second look where `needs_second_look` asks, `evaluate` again, the one rule)
+/// on the [`Replay`] backend, which serves these shapes' pre-drawn pairs as the pipeline asks.
+fn shipped(shapes: &mut [AbShape], gate: &GateSettings) -> Outcome {
+    assert_eq!(
+        *gate,
+        GateSettings::default(),
+        "the replay config has the default gate"
+    );
+    static CONFIG: std::sync::OnceLock<Config> = std::sync::OnceLock::new();
+    let config = CONFIG.get_or_init(|| replay_config(SHAPES)).clone();
+    let params = config.shapes.clone();
+    assert_eq!(params.len(), shapes.len());
+    let plan = RunPlan {
+        shapes: params.clone(),
+        config,
+        kernels: PathBuf::from("."),
+        base: Some(BaseKernels {
+            dir: PathBuf::from("."),
+            source: "replay".into(),
+            commit: None,
+        }),
+        ab: AbMode::Always,
+        against: Against::Nothing,
+        parity: false,
+        peers: false,
+        rounds: None,
+        inject: None,
+        policy: Policy::default(),
+        trace_drift: false,
+        progress: false,
+    };
+    let mut replay = Replay {
+        shapes,
+        params,
+        begun: Vec::new(),
+    };
+    let results = run_with(plan, &mut replay, std::time::Instant::now()).expect("a replayed run");
+    Outcome {
+        flagged: results
+            .shapes
+            .iter()
+            .map(|s| s.verdict == Verdict::Regression)
+            .collect(),
+        second_look: results
+            .shapes
+            .iter()
+            .map(|s| {
+                s.measurement
+                    .as_ref()
+                    .is_some_and(|m| m.rounds > DESIGN.stage1)
+            })
+            .collect(),
+        detectable: results
+            .shapes
+            .iter()
+            .map(|s| s.ab.as_ref().map_or(f64::NAN, |c| c.min_detectable))
+            .collect(),
+    }
+}
+
+/// A candidate rule for the table that chose the shipped one: the trimming of the paired
+/// test, Holm across the shapes of a run, and Cliff's δ of the round medians ≥ small, each
+/// on or off. It follows the pipeline's design (alpha split 0.2/0.8, a second look where a
+/// one-sided bound of the first still reaches past ±m) at the level of `stats`; with
+/// `trim: 0.2` and the rest off it is the shipped rule, and `the_table_rules_replay_the_
+/// shipped_one` checks that it gives the same verdicts as `evaluate` on the same data.
+#[derive(Clone, Copy, Debug)]
+struct Rule {
+    name: &'static str,
+    trim: f64,
+    holm: bool,
+    cliff: bool,
+}
+
+const RULES: [Rule; 7] = [
+    Rule {
+        name: "Student t (before)",
+        trim: 0.0,
+        holm: false,
+        cliff: false,
+    },
+    Rule {
+        name: "Student t + Holm + Cliff's δ ≥ small (the old rule)",
+        trim: 0.0,
+        holm: true,
+        cliff: true,
+    },
+    Rule {
+        name: "Yuen 10% trimmed",
+        trim: 0.1,
+        holm: false,
+        cliff: false,
+    },
+    Rule {
+        name: "Yuen 20% trimmed (shipped)",
+        trim: 0.2,
+        holm: false,
+        cliff: false,
+    },
+    Rule {
+        name: "Yuen 25% trimmed",
+        trim: 0.25,
+        holm: false,
+        cliff: false,
+    },
+    Rule {
+        name: "Yuen 20% + Holm over 13 shapes",
+        trim: 0.2,
+        holm: true,
+        cliff: false,
+    },
+    Rule {
+        name: "Yuen 20% + Cliff's δ ≥ small",
+        trim: 0.2,
+        holm: false,
+        cliff: true,
+    },
+];
+
+/// One look of a rule at the first `n` pairs of a shape.
+struct Look {
+    test: MarginTest,
+    cliff: f64,
+}
+
+fn look(shape: &mut AbShape, n: usize, trim: f64, m: f64) -> Look {
+    let shape = shape.ensure(n);
+    let base = Rounds::new(shape.base[..n].to_vec()).unwrap();
+    let cand = Rounds::new(shape.cand[..n].to_vec()).unwrap();
+    let test = paired_margin_test_trimmed(&base, &cand, m, trim).unwrap();
+    let (b, c) = (
+        Sample::new(round_medians(&base)).unwrap(),
+        Sample::new(round_medians(&cand)).unwrap(),
+    );
+    Look {
+        test,
+        cliff: cliffs_delta(&c, &b),
+    }
+}
+
+/// The verdicts of `rule` over the shapes of one run: per shape (regression, improvement).
+fn rule_verdicts(rule: Rule, looks: &[Vec<Look>], gate: &GateSettings) -> Vec<(bool, bool)> {
+    let (m, alpha, w) = (gate.max_p50_regression, gate.alpha, STAGE1_ALPHA_SHARE);
+    let level = |stage: usize| {
+        if stage == 1 {
+            w * alpha
+        } else {
+            (1.0 - w) * alpha
+        }
+    };
+    let p = |l: &[Look], slower: bool| {
+        let pick = |t: &MarginTest| if slower { t.p_slower } else { t.p_faster };
+        two_stage_p(pick(&l[0].test), l.get(1).map(|x| pick(&x.test)), w)
+    };
+    let adjust = |slower: bool| {
+        let raw: Vec<f64> = looks.iter().map(|l| p(l, slower)).collect();
+        if rule.holm { stats::holm(&raw) } else { raw }
+    };
+    let (slow_p, fast_p) = (adjust(true), adjust(false));
+    looks
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let last = &l[l.len() - 1];
+            let a = level(l.len());
+            let effect = |sign: f64| !rule.cliff || sign * last.cliff >= 0.147;
+            (
+                last.test.lower_bound(a) > 1.0 + m && slow_p[i] < alpha && effect(1.0),
+                last.test.upper_bound(a) < 1.0 - m && fast_p[i] < alpha && effect(-1.0),
+            )
+        })
+        .collect()
+}
+
+/// The run under `rule`: the first look for every shape, a second where neither bound
+/// settles it, the verdicts.
+fn replay(rule: Rule, shapes: &mut [AbShape], gate: &GateSettings) -> Outcome {
+    let (m, s1, max) = (
+        gate.max_p50_regression,
+        DESIGN.stage1 as usize,
+        DESIGN.max as usize,
+    );
+    let mut looks: Vec<Vec<Look>> = shapes
+        .iter_mut()
+        .map(|s| vec![look(s, s1, rule.trim, m)])
+        .collect();
+    let first = rule_verdicts(rule, &looks, gate);
+    let a1 = STAGE1_ALPHA_SHARE * gate.alpha;
+    for (i, l) in looks.iter_mut().enumerate() {
+        let (slow, fast) = first[i];
+        let t = &l[0].test;
+        if !slow && !fast && (t.upper_bound(a1) >= 1.0 + m || t.lower_bound(a1) <= 1.0 - m) {
+            l.push(look(&mut shapes[i], max, rule.trim, m));
+        }
+    }
+    let verdicts = rule_verdicts(rule, &looks, gate);
+    Outcome {
+        flagged: verdicts.iter().map(|v| v.0).collect(),
+        second_look: looks.iter().map(|l| l.len() == 2).collect(),
+        detectable: Vec::new(),
+    }
+}
+
+/// Counts over runs of 13 shapes: changed shapes flagged, unchanged shapes flagged.
+#[derive(Clone, Copy, Debug, Default)]
+struct Rates {
+    changed: usize,
+    flagged: usize,
+    unchanged: usize,
+    false_alarms: usize,
+    second_looks: usize,
+}
+
+impl Rates {
+    /// Adds a run whose first `changed` shapes were changed.
+    fn add(&mut self, o: &Outcome, changed: usize) {
+        for (i, f) in o.flagged.iter().enumerate() {
+            if i < changed {
+                self.changed += 1;
+                self.flagged += usize::from(*f);
+                self.second_looks += usize::from(o.second_look[i]);
+            } else {
+                self.unchanged += 1;
+                self.false_alarms += usize::from(*f);
+            }
+        }
+    }
+    fn power(&self) -> f64 {
+        self.flagged as f64 / self.changed as f64
+    }
+}
+
+/// A run of 13 shapes, the first `changed` of them changed by `change` (with `forced` bad
+/// rounds), each with its own seed drawn from `master`.
+fn draw_run(
+    master: &mut ChaCha8Rng,
+    model: Model,
+    change: f64,
+    forced: Forced,
+    changed: usize,
+) -> Vec<AbShape> {
+    (0..SHAPES)
+        .map(|i| {
+            let (c, f) = if i < changed {
+                (change, forced)
+            } else {
+                (0.0, Forced::default())
+            };
+            AbShape::new(master.random(), model, c, 10.0 * (1.0 + i as f64), f)
+        })
+        .collect()
+}
+
+/// How many shapes of a run are changed: one, as issue 19 asks, with full counts; all 13 on
+/// the reduced path of CI, where the rule being per shape makes each shape's verdict depend
+/// on its own data only (`tests/it/cli_merge.rs` checks that a shape alone gets the numbers
+/// it gets among others), so 13 changed shapes are 13 independent comparisons.
+fn changed_per_run() -> usize {
+    if full() { 1 } else { SHAPES }
+}
+
+/// The shipped rule through `evaluate` over `runs` runs; also every reported "Detectable" of
+/// the changed shapes.
+fn shipped_rates(change: f64, forced: Forced, runs: usize, seed: u64) -> (Rates, Vec<f64>) {
+    let gate = GateSettings::default();
+    let mut master = ChaCha8Rng::seed_from_u64(seed);
+    let changed = if change == 0.0 { 0 } else { changed_per_run() };
+    let mut rates = Rates::default();
+    let mut detectable = Vec::new();
+    for _ in 0..runs {
+        let mut shapes = draw_run(&mut master, ISSUE, change, forced, changed);
+        let o = shipped(&mut shapes, &gate);
+        detectable.extend(o.detectable.iter().take(changed.max(1)).copied());
+        rates.add(&o, changed);
+    }
+    (rates, detectable)
+}
+
+/// Whether `k` of `n` is consistent, at the 1% level (one-sided, exact binomial), with a
+/// true rate of at most `p` (`at_most`) or at least `p`.
+fn consistent(k: usize, n: usize, p: f64, at_most: bool) -> bool {
+    use statrs::distribution::{Binomial, DiscreteCDF};
+    let law = Binomial::new(p, n as u64).unwrap();
+    let tail = if at_most {
+        // P(X ≥ k)
+        if k == 0 { 1.0 } else { law.sf(k as u64 - 1) }
+    } else {
+        law.cdf(k as u64)
+    };
+    tail >= 0.01
+}
+
+/// A fraction as a percentage: 0.0123 → "1.23%" (a ratio 1.0123 reads "+1.23%" through
+/// `pct(r - 1)`; rates and changes here are fractions).
+fn pct(x: f64) -> String {
+    format!("{:.2}%", 100.0 * x)
+}
+
+/// The rate of `k` of `n` with its exact 95% (Clopper–Pearson) interval, for the logs.
+fn rate(k: usize, n: usize) -> String {
+    use statrs::distribution::{Beta, ContinuousCDF};
+    let lo = if k == 0 {
+        0.0
+    } else {
+        Beta::new(k as f64, (n - k + 1) as f64)
+            .unwrap()
+            .inverse_cdf(0.025)
+    };
+    let hi = if k == n {
+        1.0
+    } else {
+        Beta::new((k + 1) as f64, (n - k) as f64)
+            .unwrap()
+            .inverse_cdf(0.975)
+    };
+    format!(
+        "{k} / {n} = {} [{}, {}]",
+        pct(k as f64 / n as f64),
+        pct(lo),
+        pct(hi)
+    )
+}
+
+/// One condition of the requirements: the shipped rule at `change` (with `forced` bad
+/// rounds), the changed shapes' flag rate consistent with at most (or at least) `target`.
+fn requirement(name: &str, change: f64, forced: Forced, target: f64, at_most: bool, seed: u64) {
+    let runs = count(100, 4000);
+    let (r, _) = shipped_rates(change, forced, runs, seed);
+    eprintln!(
+        "{name}: {} flagged (requirement {} {}); second look {}; unchanged shapes flagged {} / {}",
+        rate(r.flagged, r.changed),
+        if at_most { "≤" } else { "≥" },
+        pct(target),
+        pct(r.second_looks as f64 / r.changed as f64),
+        r.false_alarms,
+        r.unchanged
+    );
+    assert!(
+        consistent(r.flagged, r.changed, target, at_most),
+        "{name}: {r:?}"
+    );
+    assert!(
+        consistent(r.false_alarms, r.unchanged, 0.001, true),
+        "{name}: {r:?}"
+    );
+}
+
+const CAND_BAD: Forced = Forced {
+    cand_per_stage: true,
+    base_in_stage1: false,
+};
+const BASE_BAD: Forced = Forced {
+    cand_per_stage: false,
+    base_in_stage1: true,
+};
+
+#[test]
+fn aa_flags_at_most_a_tenth_of_a_percent() {
+    let runs = count(250, 4000);
+    let (r, _) = shipped_rates(0.0, Forced::default(), runs, 1);
+    eprintln!("A/A: {} shapes flagged", rate(r.false_alarms, r.unchanged));
+    // 3,250 comparisons, none flagged: below 0.1% at 95% confidence.
+    assert!(
+        consistent(r.false_alarms, r.unchanged, 0.001, true),
+        "{r:?}"
+    );
+    assert!(r.unchanged >= 3000 && r.false_alarms == 0, "{r:?}");
+}
+
+#[test]
+fn a_true_change_of_the_margin_is_flagged_at_most_5_percent() {
+    requirement("+2.0%", 0.02, Forced::default(), 0.05, true, 2);
+    requirement(
+        "+2.0%, one throttled candidate round per stage",
+        0.02,
+        CAND_BAD,
+        0.10,
+        true,
+        3,
+    );
+}
+
+#[test]
+fn a_true_change_of_2_5_percent_is_flagged_at_least_95_percent() {
+    requirement("+2.5%", 0.025, Forced::default(), 0.95, false, 4);
+}
+
+#[test]
+fn a_true_change_of_3_percent_is_flagged_at_least_99_percent() {
+    requirement("+3.0%", 0.03, Forced::default(), 0.99, false, 5);
+    requirement(
+        "+3.0%, one throttled base round",
+        0.03,
+        BASE_BAD,
+        0.99,
+        false,
+        6,
+    );
+}
+
+/// The change at which `power(change)` crosses `target`, by linear interpolation on a grid.
+fn crossing(grid: &[(f64, f64)], target: f64) -> Option<f64> {
+    grid.windows(2).find_map(|w| {
+        let ((x0, y0), (x1, y1)) = (w[0], w[1]);
+        (y0 < target && y1 >= target).then(|| x0 + (x1 - x0) * (target - y0) / (y1 - y0))
+    })
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.retain(|x| x.is_finite());
+    Sample::new(v).map_or(f64::NAN, |s| s.median())
+}
+
+#[test]
+fn detectable_is_the_change_caught_with_80_percent_power() {
+    let runs = count(25, 3000);
+    let mut grid = Vec::new();
+    let mut stated = Vec::new();
+    for (k, change) in [0.022, 0.023, 0.024, 0.025, 0.026].into_iter().enumerate() {
+        let (r, d) = shipped_rates(change, Forced::default(), runs, 100 + k as u64);
+        grid.push((change, r.power()));
+        stated.extend(d);
+    }
+    let simulated = crossing(&grid, 0.8).expect("80% power is crossed on the grid");
+    let reported = median(stated);
+    eprintln!(
+        "power by change ({} comparisons each): {}\n80% power at {} simulated; \"Detectable\" median {}",
+        runs * changed_per_run(),
+        grid.iter()
+            .map(|(c, p)| format!("{}: {}", pct(*c), pct(*p)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        pct(simulated),
+        pct(reported)
+    );
+    assert!(
+        (reported - simulated).abs() <= 0.002,
+        "Detectable {reported} vs simulated {simulated}"
+    );
+}
+
+#[test]
+fn the_table_rules_replay_the_shipped_one() {
+    // The stats-level replay of the table, with the shipped rule's settings, gives the same
+    // verdict as `evaluate` on every shape of the same data: the table measures the rule the
+    // pipeline applies.
+    let gate = GateSettings::default();
+    let shipped_rule = RULES[3];
+    assert_eq!(
+        (shipped_rule.trim, shipped_rule.holm, shipped_rule.cliff),
+        (0.2, false, false)
+    );
+    let mut master = ChaCha8Rng::seed_from_u64(7);
+    let mut flagged = 0;
+    for (k, change) in [0.0, 0.02, 0.025, 0.03]
+        .into_iter()
+        .cycle()
+        .take(count(24, 200))
+        .enumerate()
+    {
+        let forced = Forced {
+            cand_per_stage: k % 3 == 1,
+            base_in_stage1: k % 5 == 2,
+        };
+        let mut shapes = draw_run(&mut master, ISSUE, change, forced, SHAPES);
+        let o = shipped(&mut shapes, &gate);
+        let r = replay(shipped_rule, &mut shapes, &gate);
+        assert_eq!(
+            (&o.flagged, &o.second_look),
+            (&r.flagged, &r.second_look),
+            "run {k}, change {change}"
+        );
+        flagged += o.flagged.iter().filter(|f| **f).count();
+    }
+    assert!(
+        flagged > 20,
+        "the check must see regressions too: {flagged}"
+    );
+}
+
+#[test]
+fn a_second_look_without_a_split_alpha_would_not_be_calibrated() {
+    // The same data at a true +2.0% judged as if each look were a fresh one-stage test at
+    // full alpha (the old "measure more when inconclusive" loop): flagged when either look
+    // flags. The rate rises above the planned design's: the split is doing work.
+    let gate = GateSettings::default();
+    let (m, a) = (gate.max_p50_regression, gate.alpha);
+    let mut master = ChaCha8Rng::seed_from_u64(21);
+    let (mut planned, mut peeking, mut n) = (0usize, 0usize, 0usize);
+    for _ in 0..count(40, 1000) {
+        let mut shapes = draw_run(&mut master, ISSUE, 0.02, Forced::default(), SHAPES);
+        let o = shipped(&mut shapes, &gate);
+        for (i, s) in shapes.iter_mut().enumerate() {
+            let flag = |s: &mut AbShape, pairs: usize| {
+                look(s, pairs, TRIM, m).test.lower_bound(a) > 1.0 + m
+            };
+            let first = flag(s, DESIGN.stage1 as usize);
+            let second = o.second_look[i] && flag(s, DESIGN.max as usize);
+            planned += usize::from(o.flagged[i]);
+            peeking += usize::from(first || second);
+            n += 1;
+        }
+    }
+    eprintln!(
+        "+2.0%: planned two-stage {}, peeking at full alpha {}",
+        rate(planned, n),
+        rate(peeking, n)
+    );
+    assert!(consistent(planned, n, 0.05, true), "{planned} / {n}");
+    assert!(!consistent(peeking, n, 0.05, true), "{peeking} / {n}");
+}
+
+#[test]
+#[ignore = "prints the table that chose the rule; CI_GATE_CALIBRATION=full for its counts"]
+fn table_of_candidate_rules() {
+    let gate = GateSettings::default();
+    let runs = count(100, 30_000);
+    let cand_bad = Forced {
+        cand_per_stage: true,
+        ..Forced::default()
+    };
+    let base_bad = Forced {
+        base_in_stage1: true,
+        ..Forced::default()
+    };
+    // A runner whose clock swings from pair to pair, both rounds of a pair alike (the power
+    // cap swung heavy shapes by up to 15% back to back, docs/PERF.md): pairing cancels it,
+    // unpaired statistics of the round medians (Cliff's δ) see it.
+    let swinging = |sd: f64| Model {
+        pair_sd: sd,
+        ..ISSUE
+    };
+    let conditions: [(&str, f64, Forced, Model); 8] = [
+        ("A/A", 0.0, Forced::default(), ISSUE),
+        ("+2.0%", 0.02, Forced::default(), ISSUE),
+        ("+2.0%, 1 throttled cand round/stage", 0.02, cand_bad, ISSUE),
+        ("+2.5%", 0.025, Forced::default(), ISSUE),
+        ("+3.0%", 0.03, Forced::default(), ISSUE),
+        ("+3.0%, 1 throttled base round", 0.03, base_bad, ISSUE),
+        (
+            "+3.0%, pairs swing 5% (sd)",
+            0.03,
+            Forced::default(),
+            swinging(0.05),
+        ),
+        (
+            "+3.0%, pairs swing 15% (sd)",
+            0.03,
+            Forced::default(),
+            swinging(0.15),
+        ),
+    ];
+    let mut rows: Vec<Vec<String>> = RULES.iter().map(|r| vec![r.name.to_owned()]).collect();
+    let mut unchanged = vec![(0usize, 0usize); RULES.len()];
+    for (c, (_, change, forced, model)) in conditions.iter().enumerate() {
+        let mut master = ChaCha8Rng::seed_from_u64(1000 + c as u64);
+        let mut rates = vec![Rates::default(); RULES.len()];
+        for _ in 0..runs {
+            let mut shapes = draw_run(&mut master, *model, *change, *forced, 1);
+            for (i, rule) in RULES.iter().enumerate() {
+                let o = replay(*rule, &mut shapes, &gate);
+                rates[i].add(&o, 1);
+            }
+        }
+        for (i, r) in rates.iter().enumerate() {
+            unchanged[i].0 += r.false_alarms;
+            unchanged[i].1 += r.unchanged;
+            rows[i].push(if c == 0 {
+                format!("{} / {}", r.flagged, r.changed)
+            } else {
+                pct(r.power())
+            });
+        }
+    }
+    eprintln!(
+        "\n{runs} runs of {SHAPES} shapes per condition, one shape changed, seeds 1000–1007, the issue's noise model, 8 → 24 pairs"
+    );
+    let names: Vec<&str> = conditions.iter().map(|c| c.0).collect();
+    eprintln!(
+        "| rule | changed shape {} | unchanged shapes flagged |",
+        names.join(" | ")
+    );
+    eprintln!("|---{}|---|", "|---".repeat(names.len()));
+    for (i, row) in rows.iter().enumerate() {
+        eprintln!(
+            "| {} | {} / {} |",
+            row.join(" | "),
+            unchanged[i].0,
+            unchanged[i].1
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The stored-baseline path.
+
+/// A stored baseline recorded from `processes` processes of `rounds` rounds each, and a
+/// fresh candidate process of `DESIGN.max` rounds changed by `change`.
+struct StoredCase {
+    stored: StoredSide,
+    cand: Vec<Vec<f64>>,
+}
+
+impl StoredCase {
+    fn draw(noise: &mut Noise, processes: usize, change: f64) -> StoredCase {
+        let center = 10f64.ln();
+        let mut all = Vec::new();
+        for _ in 0..processes {
+            let shift = noise.model.process_sd * noise.z();
+            for _ in 0..8 {
+                all.push(noise.round(center + shift, false));
+            }
+        }
+        let process_rounds = vec![8; processes];
+        let spread = process_spread(&Rounds::new(all.clone()).unwrap(), &process_rounds);
+        let shift = noise.model.process_sd * noise.z();
+        let cand = (0..DESIGN.max)
+            .map(|_| noise.round(center + change.ln_1p() + shift, false))
+            .collect();
+        StoredCase {
+            stored: StoredSide::recorded(all, process_rounds, spread),
+            cand,
+        }
+    }
+
+    /// The gate as the pipeline runs it with the stored baseline deciding alone (no A/B):
+    /// `evaluate` on the first 8 rounds, all 24 where `needs_second_look` asks.
+    /// Flagged, and the "Detectable" stated.
+    fn shipped(&self, gate: &GateSettings) -> (bool, f64) {
+        let mut s = shape_result(0, DESIGN);
+        s.samples_us = self.cand[..DESIGN.stage1 as usize].to_vec();
+        let mut v = [s];
+        evaluate(
+            &mut v,
+            |_| Some(self.stored.clone()),
+            gate,
+            Policy::default(),
+        )
+        .unwrap();
+        if needs_second_look(&v[0], gate) {
+            v[0].samples_us = self.cand.clone();
+            evaluate(
+                &mut v,
+                |_| Some(self.stored.clone()),
+                gate,
+                Policy::default(),
+            )
+            .unwrap();
+        }
+        (
+            v[0].verdict == Verdict::Regression,
+            v[0].stored.as_ref().map_or(f64::NAN, |c| c.min_detectable),
+        )
+    }
+
+    /// The same design at the level of `stats`, with the spread `spread` (for the table of
+    /// spread rules); `the_stored_table_replays_the_shipped_rule` checks it against
+    /// `shipped`.
+    fn replay(&self, spread: ProcessSpread, gate: &GateSettings) -> (bool, f64) {
+        let (m, alpha, w) = (gate.max_p50_regression, gate.alpha, STAGE1_ALPHA_SHARE);
+        let base = Rounds::new(self.stored.rounds.clone()).unwrap();
+        let test = |n: usize| {
+            let cand = Rounds::new(self.cand[..n].to_vec()).unwrap();
+            stats::unpaired_margin_test(&base, &self.stored.process_rounds, &cand, spread, m)
+                .unwrap()
+        };
+        let first = test(DESIGN.stage1 as usize);
+        let a1 = w * alpha;
+        if first.lower_bound(a1) > 1.0 + m {
+            return (true, first.detectable(a1, 0.8));
+        }
+        if first.upper_bound(a1) < 1.0 - m
+            || (first.upper_bound(a1) < 1.0 + m && first.lower_bound(a1) > 1.0 - m)
+        {
+            return (false, first.detectable(a1, 0.8));
+        }
+        let last = test(DESIGN.max as usize);
+        let a2 = (1.0 - w) * alpha;
+        (last.lower_bound(a2) > 1.0 + m, last.detectable(a2, 0.8))
+    }
+}
+
+/// How a comparison takes the baseline's spread between processes, for the table that chose
+/// how many processes a baseline is recorded from and how its estimate is used.
+#[derive(Clone, Copy, Debug)]
+enum SpreadRule {
+    /// The estimate from the baseline's processes, with its k − 1 degrees of freedom.
+    Estimated,
+    /// The larger of the estimate and a floor (df k − 1).
+    AtLeast(f64),
+    /// A fixed value, as if known (infinite df): an assumed default.
+    Fixed(f64),
+}
+
+impl SpreadRule {
+    fn apply(self, estimate: Option<ProcessSpread>) -> ProcessSpread {
+        let e = estimate.unwrap_or(ProcessSpread::ASSUMED);
+        match self {
+            SpreadRule::Estimated => e,
+            SpreadRule::AtLeast(sd) => ProcessSpread {
+                sd: e.sd.max(sd),
+                df: e.df,
+            },
+            SpreadRule::Fixed(sd) => ProcessSpread {
+                sd,
+                df: f64::INFINITY,
+            },
+        }
+    }
+
+    fn name(self) -> String {
+        match self {
+            SpreadRule::Estimated => "estimate".into(),
+            SpreadRule::AtLeast(sd) => format!("max(estimate, {})", pct(sd)),
+            SpreadRule::Fixed(sd) => format!("assumed {}", pct(sd)),
+        }
+    }
+}
+
+#[test]
+fn the_stored_baseline_path_carries_the_process_spread() {
+    // The issue's noise model, a baseline of 5 processes (what `baseline update` records).
+    let gate = GateSettings::default();
+    let trials = count(300, 4000);
+    let rate = |change: f64, seed: u64| {
+        let mut noise = Noise::new(seed, ISSUE);
+        (0..trials)
+            .filter(|_| StoredCase::draw(&mut noise, 5, change).shipped(&gate).0)
+            .count()
+    };
+    let (aa, at_margin) = (rate(0.0, 31), rate(0.02, 32));
+    eprintln!(
+        "stored baseline of 5 processes: A/A {}, +2.0% {}",
+        rate_text(aa, trials),
+        rate_text(at_margin, trials)
+    );
+    assert!(consistent(aa, trials, 0.001, true), "{aa}");
+    assert!(consistent(at_margin, trials, 0.05, true), "{at_margin}");
+    // Without the spread (the old interval) the same design at +2.0% is flagged far more
+    // often than 5%.
+    let mut noise = Noise::new(33, ISSUE);
+    let naive = (0..trials)
+        .filter(|_| {
+            let case = StoredCase::draw(&mut noise, 5, 0.02);
+            case.replay(ProcessSpread::NONE, &gate).0
+        })
+        .count();
+    eprintln!(
+        "the same at +2.0% without the spread: {}",
+        rate_text(naive, trials)
+    );
+    assert!(!consistent(naive, trials, 0.05, true), "{naive}");
+}
+
+#[test]
+fn the_stored_table_replays_the_shipped_rule() {
+    // With 5 processes the shipped comparison takes max(estimate, 0.2%): the stats-level
+    // replay with that rule gives the same verdict as `evaluate` on the same data.
+    let gate = GateSettings::default();
+    let mut noise = Noise::new(41, ISSUE);
+    let mut flagged = 0;
+    for k in 0..count(60, 400) {
+        let change = [0.0, 0.02, 0.03, 0.04][k % 4];
+        let case = StoredCase::draw(&mut noise, 5, change);
+        let spread = SpreadRule::AtLeast(0.002).apply(case.stored.spread);
+        let (a, b) = (case.shipped(&gate), case.replay(spread, &gate));
+        assert_eq!(a.0, b.0, "case {k}");
+        assert!((a.1 - b.1).abs() < 1e-12, "case {k}: {a:?} {b:?}");
+        flagged += usize::from(a.0);
+    }
+    assert!(flagged > 5, "{flagged}");
+}
+
+/// `k` of `n` as a rate with its 95% interval.
+fn rate_text(k: usize, n: usize) -> String {
+    rate(k, n)
+}
+
+#[test]
+#[ignore = "prints the table that chose the baseline's processes; CI_GATE_CALIBRATION=full for its counts"]
+fn table_of_baseline_processes() {
+    let gate = GateSettings::default();
+    let trials = count(100, 4000);
+    eprintln!(
+        "\n{trials} trials per cell: a baseline of k processes × 8 rounds, a fresh candidate process of 8 → 24 rounds, the stored baseline deciding; the issue's noise model with the process sd of the row; seeds from 5001"
+    );
+    eprintln!(
+        "| process sd | k | spread taken as | A/A | +2.0% | +3.0% | +4.0% | Detectable (median) |"
+    );
+    eprintln!("|---|---|---|---|---|---|---|---|");
+    let mut seed = 5000;
+    for process_sd in [0.001, 0.003, 0.005, 0.009] {
+        let model = Model {
+            process_sd,
+            ..ISSUE
+        };
+        let mut rows: Vec<(String, SpreadRule)> = Vec::new();
+        for k in [3, 5, 8] {
+            for rule in [
+                SpreadRule::Estimated,
+                SpreadRule::AtLeast(0.002),
+                SpreadRule::AtLeast(0.003),
+            ] {
+                rows.push((k.to_string(), rule));
+            }
+        }
+        for sd in [0.005, 0.01] {
+            rows.push(("—".into(), SpreadRule::Fixed(sd)));
+        }
+        for (k, rule) in rows {
+            let processes = k.parse().unwrap_or(5);
+            let mut cells = Vec::new();
+            let mut detectable = Vec::new();
+            for change in [0.0, 0.02, 0.03, 0.04] {
+                seed += 1;
+                let mut noise = Noise::new(seed, model);
+                let mut flagged = 0;
+                for _ in 0..trials {
+                    let case = StoredCase::draw(&mut noise, processes, change);
+                    let (f, d) = case.replay(rule.apply(case.stored.spread), &gate);
+                    flagged += usize::from(f);
+                    if change == 0.0 {
+                        detectable.push(d);
+                    }
+                }
+                cells.push(pct(flagged as f64 / trials as f64));
+            }
+            eprintln!(
+                "| {} | {k} | {} | {} | {} |",
+                pct(process_sd),
+                rule.name(),
+                cells.join(" | "),
+                pct(median(detectable))
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Sample files of i.i.d. values (no rounds): the p50 ratio with the bootstrap.
+
+/// `n` i.i.d. values: a lognormal bulk (sd 1%) around `center`, and a share `tail` of slow
+/// values 5–30% above it.
+fn iid_values(noise: &mut Noise, n: usize, center: f64, tail: f64) -> Vec<Vec<f64>> {
+    (0..n)
+        .map(|_| {
+            let mut x = center * (0.01 * noise.z()).exp();
+            if noise.rng.random::<f64>() < tail {
+                x *= 1.0 + noise.uniform(0.05, 0.30);
+            }
+            vec![x]
+        })
+        .collect()
+}
+
+/// How often `compare BASE CAND` of two files of 500 i.i.d. values flags a regression, the
+/// candidate's bulk scaled by `bulk` and its tail share `tail` (the base's is 10%), with
+/// the spread between the files' processes given as `process_sd`.
+fn iid_flag_rate(bulk: f64, tail: f64, process_sd: f64, trials: usize, seed: u64) -> usize {
+    // 2,000 resamples (gate.bootstrap_resamples) keep this fast in a debug build.
+    let gate = GateSettings {
+        bootstrap_resamples: 2000,
+        ..GateSettings::default()
+    };
+    let mut noise = Noise::new(seed, ISSUE);
+    (0..trials)
+        .filter(|_| {
+            let base = iid_values(&mut noise, 500, 10.0, 0.10);
+            let cand = iid_values(&mut noise, 500, 10.0 * bulk, tail);
+            let stored = StoredSide {
+                given_sd: Some(process_sd),
+                values: true,
+                ..StoredSide::recorded(base, Vec::new(), None)
+            };
+            let mut s = ShapeResult::new(ShapeParams::new(1, 1, 1, 64, false, Dtype::Float16));
+            s.samples_us = cand;
+            let mut v = [s];
+            evaluate(&mut v, |_| Some(stored.clone()), &gate, Policy::default()).unwrap();
+            assert_eq!(
+                v[0].stored.as_ref().unwrap().method,
+                ci_gate::comparison::Method::MedianBootstrap
+            );
+            v[0].verdict == Verdict::Regression
+        })
+        .count()
+}
+
+#[test]
+fn iid_files_are_judged_on_their_p50() {
+    let trials = count(150, 2000);
+    // The tail grows from 10% to 29% of the values: the p50 moves +0.4%, the mean +3%.
+    let tail_only = iid_flag_rate(1.0, 0.29, 0.0, trials, 51);
+    // The bulk 3% slower, the slow tail gone: the p50 moves +2.8%.
+    let bulk = iid_flag_rate(1.03, 0.0, 0.0, trials, 52);
+    // The same with the conservative default spread between two processes (1%): an
+    // honest "not confidently above +2%".
+    let bulk_default = iid_flag_rate(1.03, 0.0, ProcessSpread::ASSUMED.sd, trials, 53);
+    eprintln!(
+        "i.i.d. files of 500 values, the two from one process: tail-only change (p50 +0.4%) {}; bulk +3% without the tail (p50 +2.8%) {}; the latter with the default 1% spread between processes {}",
+        rate(tail_only, trials),
+        rate(bulk, trials),
+        rate(bulk_default, trials)
+    );
+    assert!(consistent(tail_only, trials, 0.05, true), "{tail_only}");
+    assert!(consistent(bulk, trials, 0.80, false), "{bulk}");
+    assert!(bulk_default < bulk, "{bulk_default} vs {bulk}");
+}

@@ -1,0 +1,331 @@
+//! `ci-gate baseline update --from` and `baseline show`, and bad baseline files: no GPU needed.
+
+use std::path::Path;
+
+use crate::common::{bin, require_no_cuda_driver, results, write};
+use predicates::prelude::*;
+
+fn update(baselines: &Path, from: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
+    bin()
+        .args([
+            "baseline",
+            "update",
+            "--reason",
+            "approved win in #42",
+            "--baselines",
+        ])
+        .arg(baselines)
+        .arg("--from")
+        .arg(from)
+        .args(extra)
+        .assert()
+}
+
+#[test]
+fn records_then_refuses_a_slower_baseline_unless_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("baselines");
+    let first = dir.path().join("first.json");
+    write(&first, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    update(&store, &first, &[])
+        .code(0)
+        .stdout(predicate::str::contains(
+            "recorded 3 shapes for NVIDIA H200",
+        ));
+    let file = store.join("nvidia-h200/pr.json");
+    let stored: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(stored["provenance"]["reason"], "approved win in #42");
+    assert_eq!(
+        stored["shapes"][0]["samples_us"].as_array().unwrap().len(),
+        8,
+        "all rounds are stored"
+    );
+
+    // 6% slower on one shape: refused, exit 1, the shape named, the file untouched.
+    let slower = dir.path().join("slower.json");
+    let mut r = results("NVIDIA H200", &[1.0, 1.06, 1.0], 2);
+    r.git_commit = Some("fedcba9876543210fedcba9876543210fedcba98".into());
+    write(&slower, &r);
+    let before = std::fs::read(&file).unwrap();
+    update(&store, &slower, &[])
+        .code(1)
+        .stderr(predicate::str::contains("b2h8s512d64_causal_f16 (+5.9"))
+        .stderr(predicate::str::contains("--force"));
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+
+    update(&store, &slower, &["--force"]).code(0);
+    let stored: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(stored["provenance"]["forced"], true);
+    assert_eq!(
+        stored["provenance"]["previous_commit"],
+        "0123456789abcdef0123456789abcdef01234567"
+    );
+    assert_eq!(
+        stored["provenance"]["commit"],
+        "fedcba9876543210fedcba9876543210fedcba98"
+    );
+
+    bin()
+        .args(["baseline", "show", "--wide", "--baselines"])
+        .arg(&store)
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("NVIDIA H200"))
+        .stdout(predicate::str::contains("fedcba987654"))
+        .stdout(predicate::str::contains("(forced)"));
+}
+
+#[test]
+fn refuses_parity_failures_naming_the_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let from = dir.path().join("r.json");
+    let mut r = results("NVIDIA H200", &[1.0, 1.0, 1.0], 1);
+    r.shapes[2].parity.as_mut().unwrap().unwritten = 12;
+    write(&from, &r);
+    update(&dir.path().join("b"), &from, &[])
+        .code(1)
+        .stderr(predicate::str::contains(
+            "b2h16s2048d128_causal_bf16 fail parity",
+        ));
+    assert!(!dir.path().join("b/nvidia-h200/pr.json").exists());
+}
+
+#[test]
+fn bad_baseline_files_are_errors_naming_the_file_and_are_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("baselines");
+    let from = dir.path().join("r.json");
+    write(&from, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    update(&store, &from, &[]).code(0);
+    let file = store.join("nvidia-h200/pr.json");
+    let good = std::fs::read_to_string(&file).unwrap();
+    let other_gpu = good.replace("\"NVIDIA H200\"", "\"NVIDIA L4\"");
+    let cases: Vec<(String, &str)> = vec![
+        (
+            good[..good.len() / 2].to_owned(),
+            "is not valid ci-gate JSON",
+        ),
+        (
+            good.replace("\"shapes\"", "\"shapes\" oops"),
+            "is not valid ci-gate JSON",
+        ),
+        (
+            good.replacen("\"schema_version\": 2", "\"schema_version\": 3", 1),
+            "has schema_version 3, newer",
+        ),
+        (other_gpu, "records GPU \"NVIDIA L4\""),
+        (String::new(), "the file is empty"),
+    ];
+    for (content, want) in cases {
+        std::fs::write(&file, &content).unwrap();
+        update(&store, &from, &[])
+            .code(2)
+            .stderr(predicate::str::contains("nvidia-h200/pr.json"))
+            .stderr(predicate::str::contains(want));
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            content,
+            "{want}: the file was overwritten"
+        );
+        bin()
+            .args(["baseline", "show", "--baselines"])
+            .arg(&store)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("nvidia-h200/pr.json"));
+    }
+}
+
+#[test]
+fn never_touches_another_gpus_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("baselines");
+    let l4 = dir.path().join("l4.json");
+    write(&l4, &results("NVIDIA L4", &[1.0, 1.0, 1.0], 1));
+    update(&store, &l4, &[]).code(0);
+    let l4_file = store.join("nvidia-l4/pr.json");
+    let l4_bytes = std::fs::read(&l4_file).unwrap();
+    let h200 = dir.path().join("h200.json");
+    write(&h200, &results("NVIDIA H200", &[3.0, 3.0, 3.0], 2));
+    update(&store, &h200, &[]).code(0);
+    assert_eq!(std::fs::read(&l4_file).unwrap(), l4_bytes);
+    assert!(store.join("nvidia-h200/pr.json").exists());
+    bin()
+        .args(["baseline", "show", "--gpu", "nvidia-l4", "--baselines"])
+        .arg(&store)
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("NVIDIA L4"))
+        .stdout(predicate::str::contains("NVIDIA H200").not());
+}
+
+#[test]
+fn update_input_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let from = dir.path().join("r.json");
+    let mut r = results("NVIDIA H200", &[1.0, 1.0, 1.0], 1);
+    write(&from, &r);
+    bin()
+        .args(["baseline", "update", "--reason", "  ", "--from"])
+        .arg(&from)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--reason is empty"));
+    r.environment = None;
+    write(&from, &r);
+    update(&dir.path().join("b"), &from, &[])
+        .code(2)
+        .stderr(predicate::str::contains(
+            "the GPU it was measured on is unknown",
+        ));
+}
+
+#[test]
+fn show_with_nothing_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    bin()
+        .args(["baseline", "show", "--baselines"])
+        .arg(dir.path().join("none"))
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("no baselines stored"));
+}
+
+#[test]
+#[cfg_attr(
+    ci_gate_cuda_driver,
+    ignore = "a CUDA driver is installed here; this test checks the path without a GPU"
+)]
+fn gpu_commands_without_a_gpu_say_so_in_one_sentence() {
+    require_no_cuda_driver();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for cmd in [vec!["local"], vec!["env"], vec!["ci", "--out"]] {
+        let mut c = bin();
+        c.current_dir(root).args(&cmd);
+        if cmd[0] == "ci" {
+            c.arg(tempfile::tempdir().unwrap().path().join("r.json"));
+        }
+        c.assert()
+            .code(2)
+            .stderr(predicate::str::contains("no NVIDIA driver found"))
+            .stderr(predicate::str::contains("panicked").not());
+    }
+}
+
+#[test]
+fn baselines_of_schema_1_load_and_say_their_spread_is_assumed() {
+    // The H200 baseline as recorded before spreads were (one process, schema 1).
+    let v1 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/baselines-v1");
+    bin()
+        .args(["baseline", "show", "--wide", "--baselines"])
+        .arg(&v1)
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("nvidia-h200"))
+        .stdout(predicate::str::contains("not recorded"));
+    let store = ci_gate::baseline::BaselineStore::new(&v1);
+    let file = store
+        .load("nvidia-h200", "NVIDIA H200", "pr")
+        .unwrap()
+        .unwrap();
+    assert_eq!(file.schema_version, 1);
+    let shape = &file.shapes[0];
+    let side = shape.stored_side();
+    assert!(side.spread.is_none() && side.process_rounds.is_empty());
+    let cand = ci_gate::stats::Rounds::new(shape.samples_us.clone()).unwrap();
+    let gate = ci_gate::config::GateSettings::default();
+    let c = ci_gate::comparison::Comparison::unpaired(&side, &cand, None, &gate).unwrap();
+    assert!(c.process_sd_assumed);
+    assert_eq!(
+        c.process_sd,
+        Some(ci_gate::stats::ProcessSpread::ASSUMED.sd)
+    );
+    assert!((c.ratio - 1.0).abs() < 1e-12);
+}
+
+#[test]
+fn several_from_files_record_the_spread_between_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("b");
+    let mut froms = Vec::new();
+    for (i, f) in [1.0, 1.004, 0.997].iter().enumerate() {
+        let p = dir.path().join(format!("p{i}.json"));
+        write(&p, &results("NVIDIA H200", &[*f, *f, *f], 10 + i as u64));
+        froms.push(p);
+    }
+    let mut cmd = bin();
+    cmd.args([
+        "baseline",
+        "update",
+        "--reason",
+        "three processes",
+        "--baselines",
+    ])
+    .arg(&store);
+    for f in &froms {
+        cmd.arg("--from").arg(f);
+    }
+    cmd.assert()
+        .code(0)
+        .stdout(
+            predicate::str::contains("from 3 measuring processes")
+                .or(predicate::str::contains("p0.json, ")),
+        )
+        .stdout(predicate::str::contains("spread between processes"))
+        // Three processes are fewer than the five a usable spread needs: said, with the
+        // floor comparisons will use.
+        .stderr(predicate::str::contains("fewer than 5 processes"))
+        .stderr(predicate::str::contains("at least 0.3%"));
+    let file = ci_gate::baseline::BaselineStore::new(&store)
+        .load("nvidia-h200", "NVIDIA H200", "pr")
+        .unwrap()
+        .unwrap();
+    for s in &file.shapes {
+        assert_eq!(s.process_rounds, vec![8, 8, 8]);
+        let spread = s.process_spread.unwrap();
+        assert_eq!(spread.df, 2.0);
+        // Process means 1.0, 1.004, 0.997: an sd of about 0.35%.
+        assert!((0.002..0.006).contains(&spread.sd), "{spread:?}");
+    }
+    // A later update that would drop a stored shape is refused, naming it.
+    let mut fewer = results("NVIDIA H200", &[1.0, 1.0, 1.0], 20);
+    fewer.shapes.pop();
+    let p = dir.path().join("fewer.json");
+    write(&p, &fewer);
+    update(&store, &p, &[])
+        .code(1)
+        .stderr(predicate::str::contains("would drop 1 stored shape"))
+        .stderr(predicate::str::contains("b2h16s2048d128_causal_bf16"));
+}
+
+#[test]
+fn from_checks_the_config_and_show_prints_nothing_before_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("b");
+    let from = dir.path().join("r.json");
+    write(&from, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    let other = dir.path().join("nightly.yaml");
+    std::fs::write(
+        &other,
+        "name: nightly\nshapes:\n  - {batch: 2, heads: 8, seq_len: 512, head_dim: 64, dtype: float16}\n",
+    )
+    .unwrap();
+    update(&store, &from, &["--config", other.to_str().unwrap()])
+        .code(2)
+        .stderr(predicate::str::contains("is config \"nightly\""))
+        .stderr(predicate::str::contains("results are of config \"pr\""));
+    update(&store, &from, &["--config", "/nonexistent/pr.yaml"])
+        .code(2)
+        .stderr(predicate::str::contains("no such file"));
+    assert!(!store.exists(), "nothing may be written");
+    update(&store, &from, &[]).code(0);
+    std::fs::write(store.join("nvidia-h200/pr.json"), "{").unwrap();
+    bin()
+        .args(["baseline", "show", "--baselines"])
+        .arg(&store)
+        .assert()
+        .code(2)
+        .stdout(predicate::str::is_empty());
+}

@@ -1,0 +1,627 @@
+//! `ci-gate compare` end to end: the binary on sample files and results files.
+
+use std::path::Path;
+
+use crate::common::{bin, results, rounded, without_version, write};
+use ci_gate::verdict::Verdict;
+use predicates::prelude::*;
+
+fn write_samples(
+    dir: &Path,
+    name: &str,
+    values: impl IntoIterator<Item = f64>,
+) -> std::path::PathBuf {
+    let p = dir.join(name);
+    let text: Vec<String> = values.into_iter().map(|v| format!("{v}")).collect();
+    std::fs::write(&p, text.join("\n") + "\n").unwrap();
+    p
+}
+
+/// Runs `ci-gate compare ARGS... BASE CAND`, checks the exit code (when given) and parses
+/// stdout as JSON.
+fn compare_json(args: &[&str], base: &Path, cand: &Path, code: Option<i32>) -> serde_json::Value {
+    let mut cmd = bin();
+    cmd.arg("compare").args(args).arg(base).arg(cand);
+    let assert = cmd.assert();
+    let assert = match code {
+        Some(c) => assert.code(c),
+        None => assert,
+    };
+    serde_json::from_slice(&assert.get_output().stdout).unwrap()
+}
+
+/// Deterministic "timings": a smooth spread of values around `center`.
+fn spread(center: f64, n: usize, rel: f64, phase: f64) -> Vec<f64> {
+    (0..n)
+        .map(|i| center * (1.0 + rel * ((i as f64 * 0.7 + phase).sin())))
+        .collect()
+}
+
+#[test]
+fn sample_files_regression_table_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = write_samples(dir.path(), "base.txt", spread(9.0, 60, 0.004, 0.0));
+    let c = write_samples(dir.path(), "cand.txt", spread(9.45, 60, 0.004, 1.0));
+    let out = bin()
+        .args(["compare"])
+        .arg(&b)
+        .arg(&c)
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    insta::assert_snapshot!("compare_regression_table", String::from_utf8(out).unwrap());
+}
+
+/// numpy.median of a slice.
+fn median(v: &[f64]) -> f64 {
+    ci_gate::stats::Sample::new(v.to_vec()).unwrap().median()
+}
+
+#[test]
+fn sample_files_json_has_the_design_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bv, cv) = (spread(9.0, 40, 0.004, 0.0), spread(9.01, 40, 0.004, 0.5));
+    let b = write_samples(dir.path(), "base.txt", bv.clone());
+    let c = write_samples(dir.path(), "cand.txt", cv.clone());
+    let all = compare_json(&["--format", "json"], &b, &c, Some(0));
+    // One shape: still an array, as for results files.
+    let rows = all.as_array().expect("an array for every input");
+    assert_eq!(rows.len(), 1);
+    let v = &rows[0];
+    for k in [
+        "n_base",
+        "n_cand",
+        "p50_base",
+        "p50_cand",
+        "p50_ratio",
+        "ratio",
+        "ci_low",
+        "ci_high",
+        "lower_bound",
+        "margin_p",
+        "cliffs_delta",
+        "mwu_u",
+        "mwu_p",
+        "min_detectable",
+    ] {
+        assert!(v[k].is_number(), "{k} missing or not a number: {v}");
+    }
+    assert_eq!(v["n_base"], 40);
+    assert_eq!(v["units"], "values");
+    assert_eq!(v["method"], "median-bootstrap");
+    assert_eq!(v["ci_method"], "bootstrap");
+    assert_eq!(v["cliffs_delta_of"], "values");
+    assert_eq!(v["verdict"], "pass");
+    // Without rounds, the ratio is the p50 ratio: numpy medians of the two files.
+    let want = median(&cv) / median(&bv);
+    assert!((v["ratio"].as_f64().unwrap() - want).abs() < 1e-12, "{v}");
+    assert_eq!(v["ratio"], v["p50_ratio"]);
+    assert!(v["ci_low"].as_f64().unwrap() <= v["ratio"].as_f64().unwrap());
+    assert!(v["ratio"].as_f64().unwrap() <= v["ci_high"].as_f64().unwrap());
+    // The default spread between processes is stated, in the JSON too.
+    assert_eq!(v["stored"]["process_sd"], 0.01);
+    assert_eq!(v["stored"]["process_sd_source"], "assumed");
+}
+
+#[test]
+fn sample_files_say_the_default_spread_and_process_sd_replaces_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = write_samples(dir.path(), "base.txt", spread(9.0, 200, 0.004, 0.0));
+    let c = write_samples(dir.path(), "cand.txt", spread(9.27, 200, 0.004, 1.0));
+    // +3%, a 1% spread assumed between the two processes: not confidently above +2%.
+    let out = bin().arg("compare").arg(&b).arg(&c).assert().code(0);
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("conservative default spread"), "{text}");
+    assert!(text.contains("1.0%"), "{text}");
+    // Both files from one process: --process-sd 0, and +3% is a regression.
+    let v = compare_json(&["--format", "json", "--process-sd", "0"], &b, &c, Some(1));
+    assert_eq!(v[0]["verdict"], "regression", "{v}");
+    assert_eq!(v[0]["stored"]["process_sd_source"], "given");
+    assert!(v[0]["lower_bound"].as_f64().unwrap() > 1.02);
+}
+
+#[test]
+fn sample_files_with_rounds_use_the_trimmed_test_of_round_medians() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = write_rounds(dir.path(), "base.txt", &drifting_rounds(1.0, 0.0));
+    let c = write_rounds(dir.path(), "cand.txt", &drifting_rounds(1.01, 0.3));
+    let v = compare_json(&["--format", "json"], &b, &c, Some(0));
+    assert_eq!(v[0]["method"], "unpaired-rounds", "{v}");
+    assert_eq!(v[0]["units"], "rounds");
+    assert_eq!(v[0]["cliffs_delta_of"], "round medians");
+    let out = bin()
+        .args(["compare", "--wide"])
+        .arg(&b)
+        .arg(&c)
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    for title in ["Δ round p50", "95% CI (Yuen t)", "Cliff's δ (round p50s)"] {
+        assert!(text.contains(title), "{title}: {text}");
+    }
+}
+
+#[test]
+fn improvement_passes_and_markdown_carries_the_marker() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = write_samples(dir.path(), "base.txt", spread(9.0, 60, 0.004, 0.0));
+    let c = write_samples(dir.path(), "cand.txt", spread(8.5, 60, 0.004, 1.0));
+    let out = bin()
+        .args(["compare", "--format", "markdown"])
+        .arg(&b)
+        .arg(&c)
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    // The marker first, the improvement row, the chart (xychart-beta).
+    insta::assert_snapshot!(
+        "compare_markdown",
+        without_version(&String::from_utf8(out).unwrap())
+    );
+}
+
+#[test]
+fn bad_sample_files_exit_2_naming_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write_samples(dir.path(), "good.txt", spread(9.0, 10, 0.01, 0.0));
+    let cases: &[(&str, &str, &str)] = &[
+        ("empty.txt", "", "empty.txt: no samples"),
+        ("one.txt", "9.1\n", "one.txt: only one sample"),
+        (
+            "word.txt",
+            "9.1\nfast\n",
+            "word.txt:2: \"fast\" is not a number",
+        ),
+        (
+            "nan.txt",
+            "9.1\nNaN\n",
+            "nan.txt:2: NaN is not a finite time",
+        ),
+        (
+            "inf.txt",
+            "inf\n9.1\n",
+            "inf.txt:1: inf is not a finite time",
+        ),
+        (
+            "neg.txt",
+            "9.1\n-1\n",
+            "neg.txt:2: -1 is not a positive time",
+        ),
+        (
+            "zero.txt",
+            "0\n9.1\n",
+            "zero.txt:1: 0 is not a positive time",
+        ),
+    ];
+    for (name, text, want) in cases {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        bin()
+            .arg("compare")
+            .arg(&good)
+            .arg(&p)
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(predicate::str::contains(*want))
+            .stderr(predicate::str::contains("panicked").not());
+    }
+    bin()
+        .arg("compare")
+        .arg(&good)
+        .arg(dir.path().join("missing.txt"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("missing.txt"));
+}
+
+#[test]
+fn results_files_compare_by_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.json");
+    let cand = dir.path().join("cand.json");
+    write(&base, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    // Shape 2 is 6% slower; the others are unchanged.
+    write(&cand, &results("NVIDIA H200", &[1.0, 1.06, 1.0], 2));
+    // Two runs are two processes: with the default 1% spread, +6% is still a regression.
+    let v = compare_json(&["--format", "json"], &base, &cand, Some(1));
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    let verdicts: Vec<&str> = rows
+        .iter()
+        .map(|r| r["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts, ["pass", "regression", "pass"]);
+    assert_eq!(rows[1]["shape"], "b2h8s512d64_causal_f16");
+    assert_eq!(rows[1]["decided_by"], "stored");
+    assert_eq!(rows[1]["stored"]["process_sd_source"], "assumed");
+    assert!(rows[1]["ab"].is_null());
+    // The JSON report whole (`--format json`).
+    insta::assert_json_snapshot!("compare_json_report", rounded(v));
+}
+
+#[test]
+fn results_files_judge_cand_against_base_whatever_cand_measured_inside() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.json");
+    let b = dir.path().join("b.json");
+    write(&a, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    // B's kernels are 70% slower than A's on every shape, but B's own A/B (against a base
+    // as slow as itself) saw no change; B also carries warnings and notes of its own.
+    let mut slow = results("NVIDIA H200", &[1.7, 1.7, 1.7], 2);
+    for s in slow.shapes.iter_mut() {
+        s.base_samples_us = s.samples_us.clone();
+        s.verdict = Verdict::Pass;
+    }
+    slow.warnings = vec!["B's own warning: the SM clock changed".into()];
+    slow.notes = vec!["B's own note: shard 1/2".into()];
+    write(&b, &slow);
+    let v = compare_json(&["--format", "json"], &a, &b, Some(1));
+    for row in v.as_array().unwrap() {
+        assert_eq!(row["verdict"], "regression", "{row}");
+        assert!((row["ratio"].as_f64().unwrap() - 1.7).abs() < 0.02, "{row}");
+        assert!(
+            row["ab"].is_null(),
+            "B's own A/B is not this comparison: {row}"
+        );
+    }
+    let out = bin().arg("compare").arg(&a).arg(&b).assert().code(1);
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("FAIL: 3 regression"), "{text}");
+    assert!(!text.contains("B's own"), "{text}");
+    // The same JSON structure as for sample files: an array of objects with the same keys.
+    let s1 = write_samples(dir.path(), "s1.txt", spread(9.0, 40, 0.004, 0.0));
+    let s2 = write_samples(dir.path(), "s2.txt", spread(9.0, 40, 0.004, 0.3));
+    let samples = compare_json(&["--format", "json"], &s1, &s2, Some(0));
+    let keys = |v: &serde_json::Value| {
+        v.as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect::<Vec<String>>()
+    };
+    assert_eq!(keys(&v[0]), keys(&samples[0]));
+}
+
+#[test]
+fn results_from_another_gpu_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.json");
+    let cand = dir.path().join("cand.json");
+    write(&base, &results("NVIDIA L4", &[1.0, 1.0, 1.0], 1));
+    write(&cand, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 2));
+    bin()
+        .arg("compare")
+        .arg(&base)
+        .arg(&cand)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("different GPU models"));
+}
+
+#[test]
+fn mixed_kinds_and_bad_json_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.json");
+    write(&base, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    let samples = write_samples(dir.path(), "s.txt", spread(9.0, 10, 0.01, 0.0));
+    bin()
+        .arg("compare")
+        .arg(&base)
+        .arg(&samples)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not the same kind of file"));
+    let broken = dir.path().join("broken.json");
+    std::fs::write(&broken, "{\"schema_version\": 1, \"shapes\": [").unwrap();
+    bin()
+        .arg("compare")
+        .arg(&base)
+        .arg(&broken)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "broken.json is not valid ci-gate JSON",
+        ));
+    let newer = dir.path().join("newer.json");
+    std::fs::write(&newer, "{\"schema_version\": 99}").unwrap();
+    bin()
+        .arg("compare")
+        .arg(&base)
+        .arg(&newer)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("newer.json has schema_version 99"));
+}
+
+/// A sample file of rounds separated by blank lines.
+fn write_rounds(dir: &Path, name: &str, rounds: &[Vec<f64>]) -> std::path::PathBuf {
+    let p = dir.join(name);
+    let text: Vec<String> = rounds
+        .iter()
+        .map(|r| r.iter().map(|v| format!("{v}\n")).collect::<String>())
+        .collect();
+    std::fs::write(&p, text.join("\n")).unwrap();
+    p
+}
+
+/// Rounds whose medians drift together on both sides (a shared slow drift), the candidate
+/// `factor` slower: the case pairing exists for.
+fn drifting_rounds(factor: f64, phase: f64) -> Vec<Vec<f64>> {
+    (0..12)
+        .map(|i| {
+            let drift = 1.0 + 0.05 * ((i as f64) * 0.9).sin();
+            spread(9.0 * factor * drift, 7, 0.001, phase + i as f64)
+        })
+        .collect()
+}
+
+#[test]
+fn paired_rounds_cancel_a_shared_drift() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = write_rounds(dir.path(), "base.txt", &drifting_rounds(1.0, 0.0));
+    let c = write_rounds(dir.path(), "cand.txt", &drifting_rounds(1.03, 0.3));
+    // Unpaired, the ±5% drift swamps a 3% change: not a confident regression.
+    let v = &compare_json(&["--format", "json"], &b, &c, None)[0];
+    assert_ne!(v["verdict"], "regression", "{v}");
+    assert_eq!(v["n_base"], 12, "rounds are the units: {v}");
+    // Paired, round i with round i: the drift cancels and the 3% shows.
+    let v = &compare_json(&["--paired", "--format", "json"], &b, &c, Some(1))[0];
+    assert_eq!(v["verdict"], "regression", "{v}");
+    assert_eq!(v["decided_by"], "ab");
+    assert_eq!(v["method"], "paired-rounds");
+    assert_eq!(v["units"], "pairs");
+    assert!((v["ratio"].as_f64().unwrap() - 1.03).abs() < 0.002, "{v}");
+    assert!(v["ab"]["lower_bound"].as_f64().unwrap() > 1.02, "{v}");
+    assert!(v["stored"].is_null());
+    // 12 pairs: no pairs bootstrap of the pooled p50 (it needs 16).
+    assert!(
+        v["pooled_p50_ratio"].is_number() && v["pooled_ci_low"].is_null(),
+        "{v}"
+    );
+}
+
+#[test]
+fn sixteen_pairs_show_the_pooled_p50_with_its_pairs_bootstrap() {
+    let dir = tempfile::tempdir().unwrap();
+    let rounds = |factor: f64, phase: f64| -> Vec<Vec<f64>> {
+        (0..16)
+            .map(|i| spread(9.0 * factor, 9, 0.002, phase + i as f64))
+            .collect()
+    };
+    let b = write_rounds(dir.path(), "base.txt", &rounds(1.0, 0.0));
+    let c = write_rounds(dir.path(), "cand.txt", &rounds(1.03, 0.4));
+    let v = &compare_json(&["--paired", "--format", "json"], &b, &c, Some(1))[0];
+    let (lo, hi, p) = (
+        v["pooled_ci_low"].as_f64().unwrap(),
+        v["pooled_ci_high"].as_f64().unwrap(),
+        v["pooled_p50_ratio"].as_f64().unwrap(),
+    );
+    assert!(lo <= p && p <= hi && lo > 1.0 && hi < 1.06, "{v}");
+    let out = bin()
+        .args(["compare", "--paired", "--wide"])
+        .arg(&b)
+        .arg(&c)
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("Δ pooled p50 [pairs bootstrap]"), "{text}");
+}
+
+#[test]
+fn a_pooled_p50_outside_the_interval_of_round_medians_is_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    // Round medians spread over ±1% from round to round; the candidate's are 1% above the
+    // base's, pair by pair. But the candidate's rounds put their 5 slowest of 11 values 20%
+    // above their median (the base's stay within 0.05%): the pooled p50 of all candidate
+    // values is then the 55th/56th of the 60 values at or below the round medians, near
+    // the highest round median — +1.8%, outside the round-median ratio's interval.
+    let level = |i: usize| 9.0 * (1.0 + 0.01 * (i as f64 - 4.5) / 4.5);
+    let round = |m: f64, slow: f64| -> Vec<f64> {
+        (0..11)
+            .map(|k| {
+                if k < 6 {
+                    m * (1.0 - 0.0001 * (5 - k) as f64)
+                } else {
+                    m * slow * (1.0 + 0.0001 * (k - 5) as f64)
+                }
+            })
+            .collect()
+    };
+    let base: Vec<Vec<f64>> = (0..10).map(|i| round(level(i), 1.0)).collect();
+    let cand: Vec<Vec<f64>> = (0..10).map(|i| round(level(i) * 1.01, 1.2)).collect();
+    let b = write_rounds(dir.path(), "base.txt", &base);
+    let c = write_rounds(dir.path(), "cand.txt", &cand);
+    let out = bin()
+        .args(["compare", "--paired"])
+        .arg(&b)
+        .arg(&c)
+        .assert()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains("warning: cand.txt: the pooled p50 moved"),
+        "{text}"
+    );
+    assert!(text.contains("Δ round p50 is not the p50 change"), "{text}");
+}
+
+#[test]
+fn paired_needs_as_many_rounds_on_each_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = write_rounds(dir.path(), "base.txt", &drifting_rounds(1.0, 0.0)[..5]);
+    let c = write_rounds(dir.path(), "cand.txt", &drifting_rounds(1.0, 0.0)[..4]);
+    bin()
+        .args(["compare", "--paired"])
+        .arg(&b)
+        .arg(&c)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("base.txt has 5 rounds"))
+        .stderr(predicate::str::contains("cand.txt has 4"));
+}
+
+#[test]
+fn json_has_both_references_and_says_what_each_number_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = write_samples(dir.path(), "base.txt", spread(9.0, 40, 0.004, 0.0));
+    let c = write_samples(dir.path(), "cand.txt", spread(9.01, 40, 0.004, 0.5));
+    let v = &compare_json(
+        &["--format", "json", "--process-sd", "0.004"],
+        &b,
+        &c,
+        Some(0),
+    )[0];
+    for k in [
+        "mwu_p",
+        "mwu_p_faster",
+        "min_detectable",
+        "margin_p",
+        "margin_p_faster",
+        "lower_bound",
+        "upper_bound",
+    ] {
+        assert!(v[k].is_number(), "{k}: {v}");
+    }
+    for gone in ["margin_p_holm", "mwu_p_holm"] {
+        assert!(v.get(gone).is_none(), "{gone} is gone with Holm: {v}");
+    }
+    let s = &v["stored"];
+    assert_eq!(s["process_sd"], 0.004);
+    assert_eq!(s["process_sd_assumed"], false);
+    assert!(s["ratio_of"].as_str().unwrap().contains("bootstrap"), "{s}");
+    assert!(
+        s["mwu_test"]
+            .as_str()
+            .unwrap()
+            .contains("not part of the rule"),
+        "{s}"
+    );
+    for k in ["margin_p", "upper_bound", "stage", "p50_ratio"] {
+        assert!(s[k].is_number(), "{k}: {s}");
+    }
+    // The spread widens the interval: Detectable grows past the margin plus it.
+    assert!(v["min_detectable"].as_f64().unwrap() > 0.02 + 0.004);
+}
+
+#[test]
+fn results_files_that_cannot_decide_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.json");
+    let cand = dir.path().join("cand.json");
+    write(&base, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    // No shape in common.
+    let mut other = results("NVIDIA H200", &[1.0, 1.0, 1.0], 2);
+    for s in other.shapes.iter_mut() {
+        s.params.batch += 10;
+        s.name = s.params.name();
+    }
+    write(&cand, &other);
+    bin()
+        .args(["compare"])
+        .arg(&base)
+        .arg(&cand)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("share no measured shape"))
+        .stderr(predicate::str::contains("base.json"))
+        .stderr(predicate::str::contains("cand.json"));
+    // A run that reached no verdict.
+    let mut failed = results("NVIDIA H200", &[1.0, 1.0, 1.0], 2);
+    failed.error = Some("no NVIDIA driver found".into());
+    write(&cand, &failed);
+    bin()
+        .args(["compare"])
+        .arg(&base)
+        .arg(&cand)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("reached no verdict"));
+    // A candidate shape that could not be measured fails the check, never passes.
+    let mut broken = results("NVIDIA H200", &[1.0, 1.0, 1.0], 2);
+    broken.shapes[1].error = Some("CUDA error".into());
+    write(&cand, &broken);
+    bin()
+        .args(["compare"])
+        .arg(&base)
+        .arg(&cand)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("error"));
+}
+
+#[test]
+fn a_comment_from_a_file_without_a_verdict_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    let fallback = dir.path().join("comment.md");
+    let mut empty = results("NVIDIA H200", &[1.0, 1.0, 1.0], 1);
+    empty.shapes.clear();
+    // The file even claims to pass: the claim is never trusted.
+    empty.passed = true;
+    write(&path, &empty);
+    bin()
+        .env_remove("GITHUB_TOKEN")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .args(["comment", "--from"])
+        .arg(&path)
+        .arg("--fallback")
+        .arg(&fallback)
+        .assert()
+        .code(2)
+        .stdout(predicate::str::contains(
+            "ERROR: no verdict could be reached",
+        ))
+        .stderr(predicate::str::contains("holds no shapes"));
+    assert!(
+        std::fs::read_to_string(&fallback)
+            .unwrap()
+            .contains("no verdict could be reached")
+    );
+}
+
+#[test]
+fn exports_for_bencher_and_github_action_benchmark() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.json");
+    let cand = dir.path().join("cand.json");
+    write(&base, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    let mut c = results("NVIDIA H200", &[1.0, 1.06, 1.0], 2);
+    c.shapes[2].error = Some("CUDA error".into());
+    write(&cand, &c);
+    let v = compare_json(&["--format", "bmf"], &base, &cand, Some(1));
+    let m = v.as_object().unwrap();
+    // The shape that could not be measured is left out.
+    assert_eq!(m.len(), 2, "{v}");
+    let lat = &v["b2h8s512d64_causal_f16"]["latency"];
+    let p50 = c.shapes[1].summary.as_ref().unwrap().p50;
+    assert!(
+        (lat["value"].as_f64().unwrap() - p50 * 1e3).abs() < 1e-6,
+        "{lat}"
+    );
+    assert!(lat["lower_value"].as_f64().unwrap() <= lat["value"].as_f64().unwrap());
+    assert!(lat["upper_value"].as_f64().unwrap() >= lat["value"].as_f64().unwrap());
+    assert!(v["b2h8s512d64_causal_f16"]["tflops"]["value"].is_number());
+    insta::assert_json_snapshot!("export_bmf", rounded(v));
+
+    let v = compare_json(&["--format", "benchmark-action"], &base, &cand, Some(1));
+    let entries = v.as_array().unwrap();
+    assert_eq!(entries.len(), 2, "{v}");
+    assert_eq!(entries[1]["name"], "b2h8s512d64_causal_f16");
+    assert_eq!(entries[1]["unit"], "us");
+    assert!((entries[1]["value"].as_f64().unwrap() - p50).abs() < 1e-9);
+    // The verdict, Δ and its reference in `extra`, the spread in `range`.
+    insta::assert_json_snapshot!("export_benchmark_action", rounded(v));
+}

@@ -1,0 +1,658 @@
+//! Hostile input through the binary: every file under tests/hostile/ (made by
+//! tests/hostile/make_hostile.py) is valid except for the one attack its name says. Each
+//! case must end in a clean exit 2 naming the file, key and shape, or in a safe rendering;
+//! never a panic, a write outside `--baselines`, raw markup in the comment, a control
+//! character on the terminal, a second line that could be a workflow command, or the token.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::common::{bin, without_version};
+use crate::github_common::*;
+use assert_cmd::assert::Assert;
+use predicates::prelude::*;
+
+fn hostile(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/hostile")
+        .join(name)
+}
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("docs/examples")
+        .join(name)
+}
+
+fn stdout(a: &Assert) -> String {
+    String::from_utf8(a.get_output().stdout.clone()).unwrap()
+}
+
+fn stderr(a: &Assert) -> String {
+    String::from_utf8(a.get_output().stderr.clone()).unwrap()
+}
+
+/// No panic, and stderr is one line (attacker text cannot start a second one).
+fn assert_clean_error(a: &Assert) -> String {
+    let err = stderr(a);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "more than one line: {err:?}"
+    );
+    assert!(
+        err.starts_with("error: ") && !err.starts_with("error: error:"),
+        "{err}"
+    );
+    assert_terminal_safe(&err);
+    err
+}
+
+/// Nothing that drives a terminal or a CI log: no escape or other control character but
+/// newlines, no bidirectional or zero-width character, no line that is a workflow command.
+fn assert_terminal_safe(text: &str) {
+    for c in text.chars() {
+        assert!(
+            c == '\n' || !ci_gate::text::is_hidden(c),
+            "U+{:04X} in {text:?}",
+            c as u32
+        );
+    }
+    for line in text.lines() {
+        assert!(
+            !line.trim_start().starts_with("::"),
+            "workflow command: {line:?}"
+        );
+    }
+}
+
+/// Every file under `dir`, relative to it.
+fn tree(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() && !p.is_symlink() {
+                stack.push(p);
+            } else {
+                out.push(p.strip_prefix(dir).unwrap().to_owned());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for rel in tree(from) {
+        let dest = to.join(&rel);
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::copy(from.join(&rel), dest).unwrap();
+    }
+}
+
+fn update(baselines: &Path, from: &Path) -> Assert {
+    bin()
+        .args(["baseline", "update", "--reason", "hostile", "--baselines"])
+        .arg(baselines)
+        .arg("--from")
+        .arg(from)
+        .assert()
+}
+
+/// `comment` without a token: the body goes to `fallback.md` and `summary.md` in `dir`. No
+/// run link (whose parts a GitHub Actions job would set), so the body is the same anywhere.
+fn comment_without_token(from: &Path, dir: &Path) -> Assert {
+    bin()
+        .env_remove("GITHUB_TOKEN")
+        .env_remove("GITHUB_SERVER_URL")
+        .env_remove("GITHUB_REPOSITORY")
+        .env_remove("GITHUB_RUN_ID")
+        .env("GITHUB_STEP_SUMMARY", dir.join("summary.md"))
+        .args(["comment", "--fallback"])
+        .arg(dir.join("fallback.md"))
+        .arg("--from")
+        .arg(from)
+        .assert()
+}
+
+fn comment_with_token(server_url: &str, token: &str, from: &Path, dir: &Path) -> Assert {
+    let mut c = bin();
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("NO_COLOR", "1")
+        .env("GITHUB_API_URL", server_url)
+        .env("GITHUB_REPOSITORY", format!("{OWNER}/{REPO}"))
+        .env("GITHUB_TOKEN", token)
+        .env("GITHUB_STEP_SUMMARY", dir.join("summary.md"))
+        .args(["comment", "--pr", "17", "--fallback"])
+        .arg(dir.join("fallback.md"))
+        .arg("--from")
+        .arg(from);
+    c.assert()
+}
+
+#[test]
+fn multibyte_commits_are_refused_without_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let from = hostile("results-multibyte-commit.json");
+    // The comment job: exit 2 naming the file and the key; nothing rendered or posted.
+    let a = comment_without_token(&from, dir.path()).code(2);
+    let err = assert_clean_error(&a);
+    assert!(
+        err.contains("results-multibyte-commit.json: git_commit:")
+            && err.contains("not a commit id"),
+        "{err}"
+    );
+    assert!(!dir.path().join("fallback.md").exists());
+    let a = bin()
+        .args(["compare", "--format", "markdown"])
+        .arg(hostile("results-ok.json"))
+        .arg(&from)
+        .assert()
+        .code(2);
+    assert_clean_error(&a);
+
+    // A stored baseline with a multibyte provenance.commit: show and update name it.
+    let a = bin()
+        .args(["baseline", "show", "--baselines"])
+        .arg(hostile("baselines-multibyte-commit"))
+        .assert()
+        .code(2);
+    let err = assert_clean_error(&a);
+    assert!(
+        err.contains("nvidia-h200/pr.json: provenance.commit:"),
+        "{err}"
+    );
+    let store = dir.path().join("baselines");
+    copy_dir(&hostile("baselines-multibyte-commit"), &store);
+    let file = store.join("nvidia-h200/pr.json");
+    let before = std::fs::read(&file).unwrap();
+    let a = update(&store, &hostile("results-ok.json")).code(2);
+    let err = assert_clean_error(&a);
+    assert!(err.contains("provenance.commit"), "{err}");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        before,
+        "the corrupt file is kept"
+    );
+}
+
+#[test]
+fn slugs_and_config_names_from_a_file_never_leave_the_baselines_directory() {
+    let absolute = Path::new("/tmp/ci-gate-escaped");
+    let _ = std::fs::remove_dir_all(absolute);
+    for (name, key) in [
+        ("results-slug-traversal.json", "environment.gpu_slug"),
+        ("results-slug-absolute.json", "environment.gpu_slug"),
+        ("results-gpu-name-traversal.json", "environment.gpu_slug"),
+        ("results-config-traversal.json", "config.name"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("a/b/baselines");
+        std::fs::create_dir_all(&store).unwrap();
+        let a = update(&store, &hostile(name)).code(2);
+        let err = assert_clean_error(&a);
+        assert!(err.contains(&format!("{name}: {key}:")), "{name}: {err}");
+        assert!(
+            tree(dir.path()).is_empty(),
+            "{name}: wrote {:?}",
+            tree(dir.path())
+        );
+        assert!(!absolute.exists(), "{name}: wrote {}", absolute.display());
+    }
+}
+
+#[test]
+fn a_linked_gpu_directory_is_not_written_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("baselines");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&store).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, store.join("nvidia-h200")).unwrap();
+    let a = update(&store, &hostile("results-ok.json")).code(2);
+    let err = assert_clean_error(&a);
+    assert!(
+        err.contains("would not be inside the baselines directory"),
+        "{err}"
+    );
+    assert!(tree(&outside).is_empty());
+}
+
+#[test]
+fn the_store_refuses_unsafe_names_itself() {
+    use ci_gate::baseline::{BaselineError, BaselineStore};
+    let dir = tempfile::tempdir().unwrap();
+    let store = BaselineStore::new(dir.path().join("b"));
+    for (slug, config) in [
+        ("../x", "pr"),
+        ("/abs", "pr"),
+        ("a/b", "pr"),
+        ("..", "pr"),
+        ("nvidia-h200", "../pr"),
+        ("nvidia-h200", ".hidden"),
+        ("nvidia-h200", "a\\b"),
+    ] {
+        let e = store.checked_path(slug, config).unwrap_err();
+        assert!(
+            matches!(e, BaselineError::UnsafeName { .. }),
+            "{slug} {config}: {e}"
+        );
+        // The display path never leaves the root either.
+        let shown = store.path(slug, config);
+        let rel = shown.strip_prefix(store.root()).unwrap();
+        assert_eq!(rel.components().count(), 2, "{}", shown.display());
+        assert!(
+            rel.components()
+                .all(|c| matches!(c, std::path::Component::Normal(_))),
+            "{}",
+            shown.display()
+        );
+        assert!(store.load(slug, "NVIDIA H200", config).is_err());
+    }
+}
+
+/// Raw pieces of the attacks (tests/hostile/make_hostile.py, MARKDOWN_ATTACK and
+/// TERMINAL_ATTACK) that must not survive into Markdown.
+const RAW_MARKUP: &[&str] = &[
+    "<details><summary>all good",
+    "<summary>all good",
+    "<img src=x>",
+    "@alice",
+    "@octo",
+    "&#64;octo",
+    "＠bob",
+    "https://evil",
+    "http://evil",
+    "www.evil",
+    "](https",
+    "\u{202e}",
+    "\u{2066}",
+    "### ✅",
+    "fixes #1",
+    "::error::pwned",
+];
+
+fn assert_markdown_safe(body: &str) {
+    for raw in RAW_MARKUP {
+        assert!(!body.contains(raw), "{raw:?} survived in:\n{body}");
+    }
+    assert!(!body.contains('\u{1b}') && !body.contains('\r'), "{body}");
+}
+
+#[test]
+fn markdown_attacks_in_free_text_are_escaped_in_the_comment() {
+    let dir = tempfile::tempdir().unwrap();
+    let from = hostile("results-free-text-attacks.json");
+    comment_without_token(&from, dir.path())
+        .code(0)
+        .stdout(predicate::str::contains("did not post the comment"));
+    let body = std::fs::read_to_string(dir.path().join("fallback.md")).unwrap();
+    assert_markdown_safe(&body);
+    // The text is still there, shown as text (`&#64;&#8203;alice`, `red link`...).
+    insta::assert_snapshot!("comment_of_free_text_attacks", without_version(&body));
+    let summary = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
+    assert_markdown_safe(&summary);
+
+    // The same through the API: the posted body is as safe.
+    let server = FakeGithub::start();
+    comment_with_token(&server.url(), ACTIONS_TOKEN, &from, dir.path()).code(0);
+    let posted = server.comments(17);
+    assert_eq!(posted.len(), 1);
+    assert_markdown_safe(&posted[0].body);
+
+    // And `compare --format markdown`: it prints only what the comparison found, so none
+    // of the file's free text reaches it (below its own heading, whose ✅ is ci-gate's).
+    let a = bin()
+        .args(["compare", "--format", "markdown"])
+        .arg(hostile("results-ok.json"))
+        .arg(&from)
+        .assert()
+        .code(0);
+    let out = stdout(&a);
+    insta::assert_snapshot!(
+        "compare_markdown_of_free_text_attacks",
+        without_version(&out)
+    );
+    let below: String = out.lines().skip(2).collect::<Vec<_>>().join("\n");
+    assert_markdown_safe(&below);
+    assert!(!out.contains("red link") && !out.contains("alice"), "{out}");
+}
+
+#[test]
+fn a_markdown_attack_in_the_config_name_is_refused_before_anything_is_posted() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeGithub::start();
+    let from = hostile("results-config-markdown.json");
+    let a = comment_with_token(&server.url(), ACTIONS_TOKEN, &from, dir.path()).code(2);
+    let err = assert_clean_error(&a);
+    assert!(
+        err.contains("results-config-markdown.json: config.name:")
+            && err.contains("letters, digits"),
+        "{err}"
+    );
+    assert!(server.requests().is_empty(), "{:?}", server.request_lines());
+    assert!(!dir.path().join("fallback.md").exists());
+    assert!(!dir.path().join("summary.md").exists());
+}
+
+#[test]
+fn escape_sequences_in_a_reason_are_stripped_in_baseline_show() {
+    let a = bin()
+        .args(["baseline", "show", "--wide", "--baselines"])
+        .arg(hostile("baselines-reason-escapes"))
+        .assert()
+        .code(0);
+    let out = stdout(&a);
+    assert_terminal_safe(&out);
+    assert!(out.contains("red link  ::error::pwned evil"), "{out}");
+    assert!(
+        !out.contains("31m") && !out.contains("evil.example"),
+        "{out}"
+    );
+    // The file does hold the escapes: the test would catch a regression.
+    let raw: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(hostile("baselines-reason-escapes/nvidia-h200/pr.json")).unwrap(),
+    )
+    .unwrap();
+    let reason = raw["provenance"]["reason"].as_str().unwrap();
+    assert!(reason.contains('\u{1b}') && reason.contains('\u{202e}') && reason.contains('\n'));
+}
+
+#[test]
+fn free_text_escapes_never_reach_the_compare_table() {
+    let a = bin()
+        .arg("compare")
+        .arg(hostile("results-ok.json"))
+        .arg(hostile("results-free-text-attacks.json"))
+        .assert()
+        .code(0);
+    let out = stdout(&a);
+    assert_terminal_safe(&out);
+    // The candidate file's own warnings are not this comparison's: not printed at all.
+    assert!(!out.contains("red link") && !out.contains("pwned"), "{out}");
+    assert!(out.contains("ci-gate: PASS"), "{out}");
+}
+
+fn assert_fast(start: Instant, limit: Duration) {
+    assert!(start.elapsed() < limit, "took {:?}", start.elapsed());
+}
+
+#[test]
+fn huge_bootstrap_resamples_exit_2_fast() {
+    let start = Instant::now();
+    let a = bin()
+        .args(["compare", "--config"])
+        .arg(hostile("config-huge-resamples.yaml"))
+        .arg(example("base.txt"))
+        .arg(example("cand.txt"))
+        .assert()
+        .code(2);
+    assert_fast(start, Duration::from_secs(2));
+    let err = assert_clean_error(&a);
+    assert!(
+        err.contains("config-huge-resamples.yaml")
+            && err.contains(
+                "gate.bootstrap_resamples: 4294967295 is too large: at most 200000 at line 3"
+            ),
+        "{err}"
+    );
+    // The same setting inside a results file.
+    let start = Instant::now();
+    let a = bin()
+        .arg("compare")
+        .arg(hostile("results-ok.json"))
+        .arg(hostile("results-huge-resamples.json"))
+        .assert()
+        .code(2);
+    assert_fast(start, Duration::from_secs(2));
+    let err = assert_clean_error(&a);
+    assert!(
+        err.contains("results-huge-resamples.json") && err.contains("at most 200000"),
+        "{err}"
+    );
+}
+
+#[test]
+fn deep_yaml_and_json_exit_2_in_under_a_second() {
+    let start = Instant::now();
+    let a = bin()
+        .args(["compare", "--config"])
+        .arg(hostile("config-deep.yaml"))
+        .arg(example("base.txt"))
+        .arg(example("cand.txt"))
+        .assert()
+        .code(2);
+    assert_fast(start, Duration::from_secs(1));
+    let err = assert_clean_error(&a);
+    assert!(
+        err.contains("config-deep.yaml") && err.contains("nest more than 32 levels deep at line 2"),
+        "{err}"
+    );
+    let start = Instant::now();
+    let a = bin()
+        .arg("compare")
+        .arg(hostile("results-ok.json"))
+        .arg(hostile("results-deep.json"))
+        .assert()
+        .code(2);
+    assert_fast(start, Duration::from_secs(1));
+    let err = assert_clean_error(&a);
+    assert!(
+        err.contains("results-deep.json nests arrays and objects more than 32 deep"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_http_api_url_is_refused_before_the_token_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let from = hostile("results-ok.json");
+    // A listener that would receive the request if one were made.
+    let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    for url in [
+        "http://api.github.example".to_owned(),
+        format!("http://0.0.0.0:{port}"),
+        format!("http://127.0.0.1.nip.io:{port}"),
+    ] {
+        let a = comment_with_token(&url, ACTIONS_TOKEN, &from, dir.path()).code(2);
+        let err = assert_clean_error(&a);
+        assert!(
+            err.contains("GITHUB_API_URL is") && err.contains("only sent over https"),
+            "{url}: {err}"
+        );
+        assert!(!err.contains(ACTIONS_TOKEN) && !stdout(&a).contains(ACTIONS_TOKEN));
+        assert!(listener.accept().is_err(), "{url}: a connection was made");
+    }
+    // Loopback over http is allowed (a local test server), by address or as localhost.
+    let server = FakeGithub::start();
+    let port = server.url().rsplit(':').next().unwrap().to_owned();
+    comment_with_token(
+        &format!("http://localhost:{port}"),
+        ACTIONS_TOKEN,
+        &from,
+        dir.path(),
+    )
+    .code(0)
+    .stdout(predicate::str::contains("posted the PR comment"));
+}
+
+#[test]
+fn the_token_is_scrubbed_from_api_error_bodies() {
+    let dir = tempfile::tempdir().unwrap();
+    let from = hostile("results-ok.json");
+    let comments = format!("/repos/{OWNER}/{REPO}/issues/17/comments");
+
+    // An error answer that echoes the token in its message.
+    let server = FakeGithub::start();
+    server.inject(
+        Fault::new("POST", &comments, 422)
+            .message(&format!(
+                "Validation failed for Bearer {ACTIONS_TOKEN}\n::error::x"
+            ))
+            .always(),
+    );
+    let a = comment_with_token(&server.url(), ACTIONS_TOKEN, &from, dir.path()).code(2);
+    let err = assert_clean_error(&a);
+    assert!(err.contains("422") && err.contains("Bearer ***"), "{err}");
+    assert!(!err.contains(ACTIONS_TOKEN) && !stdout(&a).contains(ACTIONS_TOKEN));
+
+    // A success answer that cannot be read, quoting the token where a number belongs.
+    let server = FakeGithub::start();
+    server.inject(
+        Fault::new("POST", &comments, 201)
+            .raw_body(&format!("{{\"id\": \"{ACTIONS_TOKEN}\"}}"))
+            .always(),
+    );
+    let a = comment_with_token(&server.url(), ACTIONS_TOKEN, &from, dir.path()).code(2);
+    let err = assert_clean_error(&a);
+    assert!(
+        err.contains("could not be read") && err.contains("***"),
+        "{err}"
+    );
+    assert!(!err.contains(ACTIONS_TOKEN) && !stdout(&a).contains(ACTIONS_TOKEN));
+
+    // A link that echoes the token is not printed with it.
+    let server = FakeGithub::start();
+    server.inject(
+        Fault::new("POST", &comments, 201)
+            .raw_body(&format!(
+                "{{\"id\": 5, \"html_url\": \"https://x/?t={ACTIONS_TOKEN}\\n::error::x\"}}"
+            ))
+            .always(),
+    );
+    let a = comment_with_token(&server.url(), ACTIONS_TOKEN, &from, dir.path()).code(0);
+    let out = stdout(&a);
+    assert!(
+        out.contains("posted the PR comment: https://x/?t=***"),
+        "{out}"
+    );
+    assert!(!out.contains(ACTIONS_TOKEN));
+    assert_terminal_safe(&out);
+}
+
+#[test]
+fn zero_negative_and_empty_samples_exit_2_naming_the_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, what) in [
+        (
+            "results-zero-sample.json",
+            "samples_us[2][4] of shape b2h8s512d64_causal_f16: 0 is not a time",
+        ),
+        (
+            "results-negative-sample.json",
+            "samples_us[2][4] of shape b2h8s512d64_causal_f16: -3.5 is not a time",
+        ),
+        (
+            "results-empty-round.json",
+            "samples_us[3] of shape b2h8s512d64_causal_f16: is an empty round",
+        ),
+    ] {
+        let from = hostile(name);
+        let a = bin()
+            .arg("compare")
+            .arg(hostile("results-ok.json"))
+            .arg(&from)
+            .assert()
+            .code(2);
+        let err = assert_clean_error(&a);
+        assert!(err.contains(&format!("{name}: shapes[1].{what}")), "{err}");
+        // As the base side too.
+        bin()
+            .arg("compare")
+            .arg(&from)
+            .arg(hostile("results-ok.json"))
+            .assert()
+            .code(2);
+        // Never recorded as a baseline.
+        let store = dir.path().join("baselines");
+        let a = update(&store, &from).code(2);
+        assert!(stderr(&a).contains(what), "{}", stderr(&a));
+        assert!(!store.exists() || tree(&store).is_empty());
+        // Never turned into a comment.
+        comment_without_token(&from, dir.path()).code(2);
+    }
+}
+
+#[test]
+fn a_shape_name_must_be_the_name_of_its_parameters() {
+    let a = bin()
+        .arg("compare")
+        .arg(hostile("results-ok.json"))
+        .arg(hostile("results-shape-name-mismatch.json"))
+        .assert()
+        .code(2);
+    let err = assert_clean_error(&a);
+    assert!(
+        err.contains(
+            "shapes[0].name of shape b1h8s512d64_f16: \"b1h8s512d64_f16\\u{a}::error::x\""
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn newlines_in_error_text_cannot_start_a_workflow_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = bin()
+        .arg("compare")
+        .arg(hostile("results-ok.json"))
+        .arg(hostile("results-newline-in-verdict.json"))
+        .assert()
+        .code(2);
+    let err = assert_clean_error(&a);
+    assert!(err.contains("unknown variant"), "{err}");
+    let a = comment_without_token(&hostile("results-newline-in-verdict.json"), dir.path()).code(2);
+    assert_clean_error(&a);
+    // A config value with a newline (serde quotes unknown values raw).
+    let config = dir.path().join("newline.yaml");
+    std::fs::write(
+        &config,
+        "shapes:\n  - {batch: 1, heads: 8, seq_len: 512, head_dim: 64, dtype: \"f16\\n::error::pwned\\u001b[2J\"}\n",
+    )
+    .unwrap();
+    let a = bin()
+        .args(["compare", "--config"])
+        .arg(&config)
+        .arg(example("base.txt"))
+        .arg(example("cand.txt"))
+        .assert()
+        .code(2);
+    let err = assert_clean_error(&a);
+    assert!(
+        err.contains("newline.yaml") && err.contains("dtype"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_job_summary_stays_under_githubs_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(hostile("results-ok.json")).unwrap();
+    let mut r: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let warning = format!("clock changed: {}", "x".repeat(1000));
+    r["warnings"] = serde_json::Value::Array(vec![warning.into(); 3000]);
+    let from = dir.path().join("many-warnings.json");
+    std::fs::write(&from, serde_json::to_string(&r).unwrap()).unwrap();
+    comment_without_token(&from, dir.path()).code(0);
+    let body = std::fs::read_to_string(dir.path().join("fallback.md")).unwrap();
+    assert!(
+        body.len() > 2 * 1024 * 1024,
+        "the fallback file keeps the full report"
+    );
+    let summary = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
+    assert!(summary.len() <= 1024 * 1024, "{}", summary.len());
+    assert!(summary.starts_with("<!-- ci-gate:perf-report -->"));
+    assert!(
+        summary
+            .trim_end()
+            .ends_with("the full report is in the results artifact."),
+        "{}",
+        &summary[summary.len() - 200..]
+    );
+}

@@ -1,0 +1,452 @@
+//! `ci-gate merge` through the binary: shards of one A/B run join into the verdict of the
+//! whole run (each shape decided on its own data), what is not one run is refused, by name,
+//! and nothing that decides the verdict is taken from a shard file: the gate, the parity
+//! tolerances and the design come from `--config`, the stored baseline from `--baselines`,
+//! the drift policy from `--fail-on-drift`.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::{bin, require_no_cuda_driver, results};
+use ci_gate::config::{Config, Tolerance};
+use ci_gate::evaluate::evaluate;
+use ci_gate::results::{ResultsFile, passed};
+use ci_gate::shard::ShardInfo;
+use ci_gate::verdict::{Policy, Verdict};
+use predicates::prelude::*;
+
+/// The config of `common::shapes()`, one stage of 8 rounds (what `common::results` has).
+const CONFIG: &str = "\
+name: pr
+measure:
+  min_rounds: 8
+  max_rounds: 8
+shapes:
+  - {batch: 2, heads: 8, seq_len: 512, head_dim: 64, causal: false, dtype: float16}
+  - {batch: 2, heads: 8, seq_len: 512, head_dim: 64, causal: true, dtype: float16}
+  - {batch: 2, heads: 16, seq_len: 2048, head_dim: 128, causal: true, dtype: bfloat16}
+";
+
+/// A scratch directory with the config and an empty baseline store.
+struct Setup {
+    dir: tempfile::TempDir,
+    config: PathBuf,
+    hash: String,
+    store: PathBuf,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("pr.yaml");
+        std::fs::write(&config, CONFIG).unwrap();
+        let hash = Config::load(&config).unwrap().hash;
+        let store = dir.path().join("baselines");
+        std::fs::create_dir(&store).unwrap();
+        Setup {
+            dir,
+            config,
+            hash,
+            store,
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// `ci-gate merge --config CONFIG --baselines STORE`.
+    fn merge(&self) -> assert_cmd::Command {
+        let mut c = bin();
+        c.arg("merge")
+            .arg("--config")
+            .arg(&self.config)
+            .arg("--baselines")
+            .arg(&self.store);
+        c
+    }
+
+    /// An A/B run of three shapes, the candidate `factors` times the base's p50, measured
+    /// with this config.
+    fn run(&self, factors: &[f64]) -> ResultsFile {
+        let mut cand = results("NVIDIA H200", factors, 7);
+        let base = results("NVIDIA H200", &[1.0, 1.0, 1.0], 8);
+        for (c, b) in cand.shapes.iter_mut().zip(&base.shapes) {
+            c.base_samples_us = b.samples_us.clone();
+        }
+        cand.config.hash = self.hash.clone();
+        cand
+    }
+}
+
+/// An A/B run of three shapes: the candidate 0%, +3% and +2.5% slower than the base.
+fn whole_run(s: &Setup) -> ResultsFile {
+    s.run(&[1.0, 1.03, 1.025])
+}
+
+fn save_shards(dir: &Path, whole: &ResultsFile, split: &[&[usize]]) -> Vec<PathBuf> {
+    let names: Vec<String> = whole.shapes.iter().map(|s| s.name.clone()).collect();
+    split
+        .iter()
+        .enumerate()
+        .map(|(k, idx)| {
+            let mut r = whole.clone();
+            r.shapes = idx.iter().map(|&i| whole.shapes[i].clone()).collect();
+            r.shard = Some(ShardInfo {
+                index: k as u32 + 1,
+                count: split.len() as u32,
+                run_shapes: names.clone(),
+            });
+            let p = dir.join(format!("shard{}.json", k + 1));
+            r.save(&p).unwrap();
+            p
+        })
+        .collect()
+}
+
+#[test]
+fn shards_merge_into_the_verdict_of_the_whole_run() {
+    let s = Setup::new();
+    let whole = whole_run(&s);
+    let paths = save_shards(s.dir.path(), &whole, &[&[0, 2], &[1]]);
+    let out = s.path("merged.json");
+    s.merge()
+        .args(&paths)
+        .arg("--out")
+        .arg(&out)
+        .args(["--format", "json"])
+        .assert()
+        .code(1); // +3% is a regression
+    let merged = ResultsFile::load(&out).unwrap();
+    assert!(merged.shard.is_none());
+
+    // The same shapes compared in one piece.
+    let mut expected = whole.shapes.clone();
+    let gate = whole.gate.clone();
+    evaluate(&mut expected, |_| None, &gate, Policy::default()).unwrap();
+    assert_eq!(merged.shapes.len(), 3);
+    for (m, e) in merged.shapes.iter().zip(&expected) {
+        assert_eq!(m.name, e.name);
+        assert_eq!(m.verdict, e.verdict, "{}", m.name);
+        let (mp, ep) = (m.ab.as_ref().unwrap(), e.ab.as_ref().unwrap());
+        // The merged file's samples went through JSON: equal to the last bit or two.
+        assert!((mp.margin_p - ep.margin_p).abs() < 1e-12, "{}", m.name);
+        assert!(
+            (mp.lower_bound - ep.lower_bound).abs() < 1e-12,
+            "{}",
+            m.name
+        );
+    }
+    // The margin test is per shape (no correction across the shapes of a run): a shape
+    // compared alone gets the very numbers it gets in the merged run.
+    let mut alone = vec![whole.shapes[1].clone()];
+    evaluate(&mut alone, |_| None, &gate, Policy::default()).unwrap();
+    let per_shard = alone[0].ab.as_ref().unwrap();
+    let over_run = expected[1].ab.as_ref().unwrap();
+    assert_eq!(per_shard, over_run);
+}
+
+#[test]
+fn what_is_not_one_run_is_refused_with_exit_2() {
+    let s = Setup::new();
+    let whole = whole_run(&s);
+    let paths = save_shards(s.dir.path(), &whole, &[&[0], &[1]]);
+    s.merge()
+        .args(&paths)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("in no shard"))
+        .stderr(predicate::str::contains(&whole.shapes[2].name));
+    s.merge()
+        .arg(&paths[0])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("shards missing: 2/2"));
+    // Another GPU model in one shard.
+    let mut other = ResultsFile::load(&paths[1]).unwrap();
+    let env = other.environment.as_mut().unwrap();
+    env.gpu_name = "NVIDIA H100 80GB HBM3".into();
+    env.gpu_slug = "nvidia-h100-80gb-hbm3".into();
+    let odd = s.path("h100.json");
+    other.save(&odd).unwrap();
+    s.merge()
+        .arg(&paths[0])
+        .arg(&odd)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("differ in the GPU model"));
+    // A whole run is not a shard; --ci still writes a results file that says why.
+    let whole_path = s.path("whole.json");
+    whole.save(&whole_path).unwrap();
+    let out = s.path("merged.json");
+    s.merge()
+        .arg(&whole_path)
+        .arg("--ci")
+        .arg("--out")
+        .arg(&out)
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .env_remove("GITHUB_OUTPUT")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not a shard"));
+    let failed = ResultsFile::load(&out).unwrap();
+    assert!(failed.error.unwrap().contains("not a shard"));
+    // Without --config there are no rules to judge by.
+    bin()
+        .arg("merge")
+        .args(&paths)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--config"));
+}
+
+/// The forgery that used to pass: a shard that records `alpha: 1e-300` (no p-value is ever
+/// that small) and parity tolerances of 1.0, for a candidate 100% slower on one shape and
+/// with a relative L2 error of 0.99 on another. Judged by the config's rules it fails.
+#[test]
+fn a_shard_cannot_bring_its_own_gate_or_tolerances() {
+    let s = Setup::new();
+    let mut forged = s.run(&[2.0, 1.0, 1.0]);
+    forged.gate.alpha = 1e-300;
+    for shape in &mut forged.shapes {
+        let p = shape.parity.as_mut().unwrap();
+        p.tolerance = Tolerance {
+            max_abs: 1.0,
+            rel_l2: 1.0,
+        };
+    }
+    let p = forged.shapes[1].parity.as_mut().unwrap();
+    p.rel_l2 = 0.99;
+    p.max_abs = 0.5;
+    // On its own terms the forgery works: nothing fails.
+    let mut own = forged.shapes.clone();
+    evaluate(&mut own, |_| None, &forged.gate, Policy::default()).unwrap();
+    assert!(passed(None, &own, Policy::default()));
+    assert_eq!(own[0].verdict, Verdict::Inconclusive);
+
+    let paths = save_shards(s.dir.path(), &forged, &[&[0, 1, 2]]);
+    let out = s.path("merged.json");
+    s.merge()
+        .args(&paths)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .code(1);
+    let merged = ResultsFile::load(&out).unwrap();
+    let config = Config::load(&s.config).unwrap();
+    assert_eq!(merged.gate, config.gate);
+    assert_eq!(merged.shapes[0].verdict, Verdict::Regression);
+    assert_eq!(merged.shapes[1].verdict, Verdict::ParityFail);
+    assert_eq!(merged.shapes[2].verdict, Verdict::Pass);
+    for shape in &merged.shapes {
+        assert_eq!(
+            shape.parity.as_ref().unwrap().tolerance,
+            config.parity.tolerance(shape.params.dtype),
+            "{}",
+            shape.name
+        );
+    }
+    assert!(!merged.passed);
+}
+
+#[test]
+fn a_shard_of_another_config_is_refused_by_name() {
+    let s = Setup::new();
+    let whole = whole_run(&s);
+    let mut paths = save_shards(s.dir.path(), &whole, &[&[0, 2], &[1]]);
+    let mut other = ResultsFile::load(&paths[1]).unwrap();
+    other.config.hash = "ab".repeat(32);
+    other.save(&paths[1]).unwrap();
+    s.merge()
+        .args(&paths)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(format!(
+            "shard 2/2 ({}) ran a config with hash {}",
+            paths[1].display(),
+            "ab".repeat(32)
+        )))
+        .stderr(predicate::str::contains(&s.hash));
+    // Both shards of the other config: still refused, the config is the base's, not theirs.
+    let mut first = ResultsFile::load(&paths[0]).unwrap();
+    first.config.hash = "ab".repeat(32);
+    first.save(&paths[0]).unwrap();
+    paths.reverse();
+    s.merge()
+        .args(&paths)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("ran a config with hash"));
+}
+
+/// The stored baseline of the base commit decides whenever it has the shape: a shard that
+/// says it compared with none cannot hide a 10% slowdown against it.
+#[test]
+fn a_shard_cannot_hide_the_stored_baseline() {
+    let s = Setup::new();
+    // Record the base's baseline (from a results file: no GPU needed).
+    let mut recorded = results("NVIDIA H200", &[1.0, 1.0, 1.0], 11);
+    recorded.config.hash = s.hash.clone();
+    let from = s.path("recorded.json");
+    recorded.save(&from).unwrap();
+    bin()
+        .args(["baseline", "update", "--reason", "test", "--from"])
+        .arg(&from)
+        .arg("--config")
+        .arg(&s.config)
+        .arg("--baselines")
+        .arg(&s.store)
+        .assert()
+        .success();
+
+    // 10% slower, no A/B, and no stored baseline claimed.
+    let mut slower = results("NVIDIA H200", &[1.1, 1.1, 1.1], 12);
+    slower.config.hash = s.hash.clone();
+    assert!(slower.baseline.is_none());
+    let paths = save_shards(s.dir.path(), &slower, &[&[0, 1, 2]]);
+
+    // With an empty store nothing decides: no-baseline, which passes.
+    let empty = s.path("empty-store");
+    std::fs::create_dir(&empty).unwrap();
+    bin()
+        .arg("merge")
+        .arg("--config")
+        .arg(&s.config)
+        .arg("--baselines")
+        .arg(&empty)
+        .args(&paths)
+        .assert()
+        .success();
+
+    let out = s.path("merged.json");
+    s.merge()
+        .args(&paths)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .code(1);
+    let merged = ResultsFile::load(&out).unwrap();
+    for shape in &merged.shapes {
+        assert_eq!(shape.verdict, Verdict::Regression, "{}", shape.name);
+        assert!(shape.stored.is_some(), "{}", shape.name);
+    }
+    assert!(merged.baseline.is_some());
+    assert!(
+        merged
+            .warnings
+            .iter()
+            .any(|w| w.contains("compared with no stored baseline")),
+        "{:?}",
+        merged.warnings
+    );
+}
+
+/// The drift policy is merge's own flag: a shard that says a drift fails cannot turn it on,
+/// and one that says it does not cannot turn it off.
+#[test]
+fn the_drift_policy_comes_from_the_flag() {
+    let s = Setup::new();
+    // The stored baseline 10% faster than both sides of an A/B run that shows no change:
+    // a drift on every shape.
+    let mut recorded = results("NVIDIA H200", &[0.9, 0.9, 0.9], 11);
+    recorded.config.hash = s.hash.clone();
+    let from = s.path("recorded.json");
+    recorded.save(&from).unwrap();
+    bin()
+        .args(["baseline", "update", "--reason", "test", "--from"])
+        .arg(&from)
+        .arg("--config")
+        .arg(&s.config)
+        .arg("--baselines")
+        .arg(&s.store)
+        .assert()
+        .success();
+    let mut r = s.run(&[1.0, 1.0, 1.0]);
+    r.fail_on_drift = true;
+    let paths = save_shards(s.dir.path(), &r, &[&[0, 1, 2]]);
+    let out = s.path("merged.json");
+    s.merge()
+        .args(&paths)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    let merged = ResultsFile::load(&out).unwrap();
+    assert!(!merged.fail_on_drift);
+    for shape in &merged.shapes {
+        assert_eq!(shape.verdict, Verdict::Drift, "{}", shape.name);
+    }
+    r.fail_on_drift = false;
+    let paths = save_shards(s.dir.path(), &r, &[&[0, 1, 2]]);
+    s.merge()
+        .args(&paths)
+        .arg("--fail-on-drift")
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .code(1);
+    assert!(ResultsFile::load(&out).unwrap().fail_on_drift);
+}
+
+/// A shard that could not measure (here: no GPU) says so in its results file, and merge
+/// names it and quotes its error, instead of calling it "not a shard".
+#[test]
+#[cfg_attr(
+    ci_gate_cuda_driver,
+    ignore = "a CUDA driver is installed here; this test checks the path without a GPU"
+)]
+fn a_failed_shard_is_named_with_its_error() {
+    require_no_cuda_driver();
+    let s = Setup::new();
+    let failed = s.path("failed-shard.json");
+    bin()
+        .arg("ci")
+        .arg("--config")
+        .arg(&s.config)
+        .arg("--baselines")
+        .arg(&s.store)
+        .arg("--kernels")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels"))
+        .args(["--shard", "2/2", "--no-profile", "--out"])
+        .arg(&failed)
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .env_remove("GITHUB_OUTPUT")
+        .assert()
+        .code(2);
+    let r = ResultsFile::load(&failed).unwrap();
+    assert_eq!(r.shard.as_ref().map(|i| (i.index, i.count)), Some((2, 2)));
+    let whole = whole_run(&s);
+    let good = save_shards(s.dir.path(), &whole, &[&[0, 2], &[1]]);
+    s.merge()
+        .arg(&good[0])
+        .arg(&failed)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(format!(
+            "shard 2/2 ({}) reached no verdict: ",
+            failed.display()
+        )))
+        .stderr(predicate::str::contains("no NVIDIA driver"));
+}
+
+/// The terminal notes wrap between words, never at a hyphen inside a file name, GPU slug or
+/// clock range (issue 21: `nvidia-⏎h200/pr.json`, `(1965-⏎1980 MHz)`), at 80 columns.
+#[test]
+fn notes_do_not_wrap_at_hyphens_inside_identifiers() {
+    let s = Setup::new();
+    let mut whole = whole_run(&s);
+    whole.warnings = vec![
+        "no stored baseline for NVIDIA H200 and config pr at /tmp/some/where/baselines/nvidia-h200/pr.json: A/B alone decides".into(),
+        "the SM clock changed while measuring b2h8s512d64_f16 (1965-1980 MHz), b2h8s512d64_causal_f16 (1950-1980 MHz): those timings carry the change".into(),
+    ];
+    let paths = save_shards(s.dir.path(), &whole, &[&[0, 2], &[1]]);
+    let assert = s.merge().args(&paths).env_remove("COLUMNS").assert();
+    let out = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
+    for whole_word in ["nvidia-h200/pr.json", "(1965-1980", "(1950-1980"] {
+        assert!(out.contains(whole_word), "{whole_word}: {out}");
+    }
+    for line in out.lines() {
+        assert!(line.chars().count() <= 80, "{line}");
+        assert!(!line.ends_with('-'), "{out}");
+    }
+}

@@ -1,0 +1,580 @@
+//! The whole pipeline without a GPU, through the binary: `CI_GATE_SIMULATE` puts the
+//! simulated backend (src/backend/sim.rs) under `local`, `ci` and `baseline update`, and each
+//! kernel directory says in its `attention.cu` what its simulated kernel does
+//! (`// ci-gate-sim: factor=1.05 parity-fail=causal hang=... error=... skip=...`). The
+//! stages, the statistics, the integrity and speed checks, drift tracing, the reports, the
+//! GitHub Actions publishing and the exit codes all run as on a GPU.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{bin, rounded};
+
+const CONFIG: &str = "\
+name: sim
+gate: {max_p50_regression: 0.02, alpha: 0.05, seed: 7}
+parity:
+  seed: 11
+  float16: {max_abs: 1.0e-2, rel_l2: 1.0e-3}
+  bfloat16: {max_abs: 6.0e-2, rel_l2: 8.0e-3}
+measure: {cache: hot, samples_per_round: 10, min_rounds: 8, max_rounds: 24}
+shapes:
+  - {batch: 2, heads: 8, seq_len: 512, head_dim: 64, causal: false, dtype: float16}
+  - {batch: 2, heads: 8, seq_len: 512, head_dim: 64, causal: true, dtype: float16}
+  - {batch: 2, heads: 16, seq_len: 2048, head_dim: 128, causal: true, dtype: bfloat16}
+";
+
+struct Sim {
+    dir: tempfile::TempDir,
+}
+
+impl Sim {
+    fn new() -> Sim {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("sim.yaml"), CONFIG).unwrap();
+        std::fs::create_dir(dir.path().join("baselines")).unwrap();
+        Sim { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// A kernels directory whose simulated kernel follows `directive`.
+    fn kernels(&self, name: &str, directive: &str) -> PathBuf {
+        let d = self.path(name);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("attention.cu"),
+            format!("// {name}\n// ci-gate-sim: {directive}\n"),
+        )
+        .unwrap();
+        d
+    }
+
+    fn local(&self, base: &Path, cand: &Path) -> assert_cmd::Command {
+        let mut c = bin();
+        c.env("CI_GATE_SIMULATE", "1")
+            .env_remove("GITHUB_ACTIONS")
+            .current_dir(self.dir.path())
+            .arg("local")
+            .arg("--config")
+            .arg(self.path("sim.yaml"))
+            .arg("--baselines")
+            .arg(self.path("baselines"))
+            .arg("--base-kernels")
+            .arg(base)
+            .arg("--kernels")
+            .arg(cand)
+            .args(["--no-peers", "--no-profile", "--out"])
+            .arg(self.path("results.json"));
+        c
+    }
+
+    fn results(&self) -> Value {
+        serde_json::from_slice(&std::fs::read(self.path("results.json")).unwrap()).unwrap()
+    }
+}
+
+fn verdicts(r: &Value) -> Vec<String> {
+    r["shapes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["verdict"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_aa_run_passes_and_says_where_the_time_went() {
+    let s = Sim::new();
+    let (a, b) = (s.kernels("a", "factor=1.0"), s.kernels("b", "factor=1.0"));
+    let out = s.local(&a, &b).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = s.results();
+    assert!(
+        verdicts(&r)
+            .iter()
+            .all(|v| v == "pass" || v == "no-baseline"),
+        "{r}"
+    );
+    assert_eq!(r["environment"]["gpu_name"], "Simulated GPU");
+    // Random shapes were checked, every timed launch was, and the time is accounted for.
+    assert_eq!(r["probes"].as_array().unwrap().len(), 6);
+    assert!(
+        r["shapes"][0]["measurement"]["checked_launches"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert!(r["timing"]["total_s"].as_f64().unwrap() >= 0.0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("PASS"), "{text}");
+}
+
+/// `[8 rounds × 10 samples]` for the samples of a results file in a snapshot: their numbers
+/// are in the summaries and comparisons beside them.
+fn rounds_of_samples() -> insta::internals::Redaction {
+    insta::dynamic_redaction(|value, _| {
+        let rounds = value.as_slice().unwrap_or_default();
+        let mut sizes: Vec<usize> = rounds
+            .iter()
+            .map(|r| r.as_slice().map_or(0, <[_]>::len))
+            .collect();
+        sizes.dedup();
+        match sizes[..] {
+            [n] => format!("[{} rounds × {n} samples]", rounds.len()),
+            _ => format!("[{} rounds of {sizes:?} samples]", rounds.len()),
+        }
+    })
+}
+
+/// The results file (`--out`) of an A/B run, whole: its keys, the verdicts, the statistics,
+/// the probes and the warnings. Redacted: what differs from run to run (when it was
+/// written, the phases' wall times), from build to build (the tool's version) and from
+/// place to place (the commit of the working directory); paths are relative to the run's
+/// directory. The samples are summarised by their shape.
+#[test]
+fn the_results_file_of_an_ab_run() {
+    let s = Sim::new();
+    s.kernels("a", "factor=1.0");
+    s.kernels("b", "factor=1.05");
+    let out = bin()
+        .env("CI_GATE_SIMULATE", "1")
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_SHA")
+        .current_dir(s.dir.path())
+        .args(["local", "--config", "sim.yaml", "--baselines", "baselines"])
+        .args([
+            "--base-kernels",
+            "a",
+            "--kernels",
+            "b",
+            "--no-peers",
+            "--no-profile",
+        ])
+        .args(["--out", "results.json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    insta::assert_json_snapshot!("results_file", rounded(s.results()), {
+        ".created_at" => "[created_at]",
+        ".tool_version" => "[tool_version]",
+        ".git_commit" => "[git_commit]",
+        // The values, not the keys (which `.*` selects too).
+        ".timing.*" => insta::dynamic_redaction(|value, _| {
+            if value.as_f64().is_some() { "[seconds]".into() } else { value }
+        }),
+        ".shapes[].samples_us" => rounds_of_samples(),
+        ".shapes[].base_samples_us" => rounds_of_samples(),
+    });
+}
+
+#[test]
+fn a_slowdown_is_a_regression_and_its_mirror_an_improvement() {
+    let s = Sim::new();
+    let (a, b) = (s.kernels("a", "factor=1.0"), s.kernels("b", "factor=1.05"));
+    let out = s.local(&a, &b).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(verdicts(&s.results()).iter().all(|v| v == "regression"));
+    let out = s.local(&b, &a).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(verdicts(&s.results()).iter().all(|v| v == "improvement"));
+}
+
+#[test]
+fn a_change_near_the_margin_takes_the_second_stage() {
+    let s = Sim::new();
+    let (a, b) = (s.kernels("a", "factor=1.0"), s.kernels("b", "factor=1.02"));
+    s.local(&a, &b).output().unwrap();
+    let r = s.results();
+    let rounds: Vec<u64> = r["shapes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["measurement"]["rounds"].as_u64().unwrap())
+        .collect();
+    // Exactly at the margin the first look cannot exclude a regression: all 24 pairs.
+    assert!(rounds.contains(&24), "{rounds:?}");
+    assert!(rounds.iter().all(|&n| n == 8 || n == 24), "{rounds:?}");
+    assert!(
+        verdicts(&r).iter().all(|v| v != "improvement"),
+        "{:?}",
+        verdicts(&r)
+    );
+}
+
+#[test]
+fn faults_of_the_kernel_end_in_parity_fail_error_or_exit_2() {
+    let s = Sim::new();
+    let a = s.kernels("a", "factor=1.0");
+    // A parity loss on the causal shapes only.
+    let b = s.kernels("parity", "parity-fail=causal");
+    assert_eq!(s.local(&a, &b).output().unwrap().status.code(), Some(1));
+    let v = verdicts(&s.results());
+    assert_eq!(v, ["pass", "parity-fail", "parity-fail"], "{v:?}");
+    // Timed launches that skip work: an integrity failure naming the side.
+    let b = s.kernels("skip", "skip=*");
+    assert_eq!(s.local(&a, &b).output().unwrap().status.code(), Some(1));
+    let r = s.results();
+    assert!(verdicts(&r).iter().all(|v| v == "parity-fail"));
+    assert!(
+        r["shapes"][0]["integrity"]
+            .as_str()
+            .unwrap()
+            .contains("the candidate kernel skipped work"),
+        "{r}"
+    );
+    // A CUDA error on the d128 shapes: the random d128 shape meets it first, so the d128
+    // shape fails (parity-fail, quoting the error); the others are still measured.
+    let b = s.kernels("error", "error=d128");
+    assert_eq!(s.local(&a, &b).output().unwrap().status.code(), Some(1));
+    let r = s.results();
+    assert_eq!(verdicts(&r), ["pass", "pass", "parity-fail"]);
+    assert!(
+        r["shapes"][2]["integrity"]
+            .as_str()
+            .unwrap()
+            .contains("CUDA_ERROR"),
+        "{r}"
+    );
+    // Four times faster than the base: refused as unproven.
+    let b = s.kernels("fast", "factor=0.25");
+    assert_eq!(s.local(&a, &b).output().unwrap().status.code(), Some(1));
+    let r = s.results();
+    assert!(verdicts(&r).iter().all(|v| v == "error"), "{r}");
+    assert!(
+        r["shapes"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("gate.max_speedup"),
+        "{r}"
+    );
+}
+
+#[test]
+fn a_hung_kernel_ends_the_run_with_exit_2_and_a_results_file_naming_it() {
+    let s = Sim::new();
+    let a = s.kernels("a", "factor=1.0");
+    let b = s.kernels("hang", "hang=causal");
+    let out = s.local(&a, &b).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("did not finish within 60 s"), "{stderr}");
+    // It hangs on the first causal shape it is launched on: a random parity shape, before
+    // anything is timed.
+    let r = s.results();
+    let error = r["error"].as_str().unwrap();
+    assert!(
+        error.contains("of the candidate on shape b") && error.contains("_causal_f16"),
+        "{error}"
+    );
+    assert_eq!(r["passed"], false);
+}
+
+#[test]
+fn ci_in_actions_publishes_outputs_and_brackets_the_untrusted_work() {
+    let s = Sim::new();
+    let (a, b) = (s.kernels("a", "factor=1.0"), s.kernels("b", "factor=1.05"));
+    let (outputs, summary) = (s.path("outputs"), s.path("summary.md"));
+    let out = bin()
+        .env("CI_GATE_SIMULATE", "1")
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_OUTPUT", &outputs)
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .current_dir(s.dir.path())
+        .arg("ci")
+        .arg("--config")
+        .arg(s.path("sim.yaml"))
+        .arg("--baselines")
+        .arg(s.path("baselines"))
+        .arg("--base-kernels")
+        .arg(&a)
+        .arg("--kernels")
+        .arg(&b)
+        .args(["--no-peers", "--out"])
+        .arg(s.path("results.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let first = stdout.lines().next().unwrap();
+    let token = first
+        .strip_prefix("::stop-commands::")
+        .expect("suspended first");
+    let resumed = stdout.find(&format!("::{token}::")).expect("resumed");
+    let annotation = stdout
+        .find("::error title=ci-gate%3A regression in")
+        .expect("annotated");
+    assert!(resumed < annotation, "{stdout}");
+    let outputs = std::fs::read_to_string(&outputs).unwrap();
+    assert!(
+        outputs.contains("verdict") && outputs.contains("fail"),
+        "{outputs}"
+    );
+    assert!(outputs.contains("regressions"), "{outputs}");
+    let summary = std::fs::read_to_string(&summary).unwrap();
+    assert!(summary.contains("regression"), "{summary}");
+}
+
+#[test]
+fn ci_in_actions_reports_a_hang_after_resuming_commands() {
+    let s = Sim::new();
+    let (a, b) = (s.kernels("a", "factor=1.0"), s.kernels("hang", "hang=*"));
+    let outputs = s.path("outputs");
+    let out = bin()
+        .env("CI_GATE_SIMULATE", "1")
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_OUTPUT", &outputs)
+        .current_dir(s.dir.path())
+        .arg("ci")
+        .arg("--config")
+        .arg(s.path("sim.yaml"))
+        .arg("--baselines")
+        .arg(s.path("baselines"))
+        .arg("--base-kernels")
+        .arg(&a)
+        .arg("--kernels")
+        .arg(&b)
+        .args(["--no-peers", "--out"])
+        .arg(s.path("results.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let token = stdout
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("::stop-commands::"))
+        .expect("suspended first")
+        .to_owned();
+    let resumed = stdout.find(&format!("::{token}::")).expect("resumed");
+    let annotation = stdout
+        .find("::error title=ci-gate%3A no verdict")
+        .expect("annotated");
+    assert!(resumed < annotation, "{stdout}");
+    let outputs = std::fs::read_to_string(&outputs).unwrap();
+    assert!(outputs.contains("error"), "{outputs}");
+    assert!(
+        s.results()["error"]
+            .as_str()
+            .unwrap()
+            .contains("did not finish")
+    );
+}
+
+/// A git repository with one commit of kernels, for a stored baseline whose commit exists.
+fn repo_with_kernels(s: &Sim, directive: &str) -> PathBuf {
+    let repo = s.path("repo");
+    std::fs::create_dir_all(repo.join("kernels")).unwrap();
+    std::fs::write(
+        repo.join("kernels/attention.cu"),
+        format!("// ci-gate-sim: {directive}\n"),
+    )
+    .unwrap();
+    // The harness travels with the kernels (a base is built from all three files).
+    for f in ["reference.cu", "util.cu"] {
+        std::fs::copy(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("kernels")
+                .join(f),
+            repo.join("kernels").join(f),
+        )
+        .unwrap();
+    }
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .current_dir(&repo)
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            ok.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ok.stderr)
+        );
+        String::from_utf8_lossy(&ok.stdout).trim().to_owned()
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "kernels"]);
+    repo
+}
+
+#[test]
+fn a_drift_is_traced_to_the_code_with_the_baseline_commits_kernels() {
+    let s = Sim::new();
+    let repo = repo_with_kernels(&s, "factor=1.0");
+    let kernels = repo.join("kernels");
+    let run = |args: &[&str], seed: &str| {
+        bin()
+            .env("CI_GATE_SIMULATE", seed)
+            .env_remove("GITHUB_ACTIONS")
+            .env_remove("GITHUB_SHA")
+            .current_dir(&repo)
+            .arg("local")
+            .arg("--config")
+            .arg(s.path("sim.yaml"))
+            .arg("--baselines")
+            .arg(s.path("baselines"))
+            .arg("--kernels")
+            .arg(&kernels)
+            .args(["--no-peers", "--no-profile", "--out"])
+            .arg(s.path("results.json"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    // The baseline of the committed kernels, from five processes (five simulation seeds,
+    // each its own process shift), so that its spread is known.
+    let mut rec = bin();
+    rec.current_dir(&repo)
+        .args(["baseline", "update", "--reason", "first", "--config"])
+        .arg(s.path("sim.yaml"))
+        .arg("--baselines")
+        .arg(s.path("baselines"));
+    for p in 1..=5 {
+        let out = run(&["--no-base", "--no-compare"], &p.to_string());
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let f = s.path(&format!("process{p}.json"));
+        std::fs::copy(s.path("results.json"), &f).unwrap();
+        rec.arg("--from").arg(f);
+    }
+    let rec = rec.output().unwrap();
+    assert!(
+        rec.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rec.stderr)
+    );
+    // The working tree creeps 5% slower; A/B against an identical copy shows nothing, the
+    // stored baseline shows the creep, and the baseline commit's kernels say who moved.
+    std::fs::write(
+        kernels.join("attention.cu"),
+        "// ci-gate-sim: factor=1.05\n",
+    )
+    .unwrap();
+    let same = s.kernels("same", "factor=1.05");
+    let out = run(
+        &[
+            "--base-kernels",
+            same.to_str().unwrap(),
+            "--ab-always",
+            "--fail-on-drift",
+        ],
+        "6",
+    );
+    let r = s.results();
+    assert_eq!(out.status.code(), Some(1), "{r}");
+    for shape in r["shapes"].as_array().unwrap() {
+        assert_eq!(shape["verdict"], "drift", "{shape}");
+        assert_eq!(shape["drift"]["cause"], "code", "{shape}");
+    }
+}
+
+/// The selftest through its child processes (each a `run-request` with its own simulated
+/// process shift): A/A stays quiet, a 3% slowdown is caught, the injected slowdown too, and
+/// a baseline recorded from fresh processes passes fresh processes compared with it alone.
+#[test]
+fn selftest_runs_its_trials_in_fresh_processes_and_calibrates() {
+    let s = Sim::new();
+    let k = s.kernels("k", "factor=1.0");
+    let out = bin()
+        .env("CI_GATE_SIMULATE", "3")
+        .env_remove("GITHUB_ACTIONS")
+        .current_dir(s.dir.path())
+        .arg("selftest")
+        .arg("--config")
+        .arg(s.path("sim.yaml"))
+        .arg("--kernels")
+        .arg(&k)
+        .args(["--trials", "4", "--stored-trials", "2", "--format", "json"])
+        .args(["--scale", "1.03", "--out"])
+        .arg(s.path("selftest.json"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value =
+        serde_json::from_slice(&std::fs::read(s.path("selftest.json")).unwrap()).unwrap();
+    assert_eq!(r["gpu"], "Simulated GPU", "{r}");
+    let conditions = r["conditions"].as_array().unwrap();
+    assert_eq!(conditions.len(), 2, "{r}");
+    assert_eq!(
+        (
+            conditions[0]["scale"].as_f64(),
+            conditions[0]["flagged"].as_u64()
+        ),
+        (Some(1.0), Some(0)),
+        "{r}"
+    );
+    assert_eq!(conditions[0]["comparisons"], 12, "{r}");
+    assert_eq!(
+        conditions[1]["flagged"], 12,
+        "a 3% slowdown is caught in every trial: {r}"
+    );
+    assert_eq!(r["injected"]["caught"], 3, "{r}");
+    assert_eq!(r["stored_false_alarms"], 0, "{r}");
+    // Every trial was its own measuring process.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("A/A pairs").count(), 4, "{stderr}");
+}
+
+/// `--devices`: one `run-request` child per device, each a shard, merged into one verdict.
+#[test]
+fn devices_fan_out_one_shard_per_device_and_merge() {
+    let s = Sim::new();
+    let (a, b) = (s.kernels("a", "factor=1.0"), s.kernels("b", "factor=1.05"));
+    let out = s.local(&a, &b).args(["--devices", "0,1"]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = s.results();
+    assert_eq!(verdicts(&r), ["regression"; 3], "{r}");
+    let notes = r["notes"].to_string();
+    assert!(
+        notes.contains("measured on devices 0, 1 at once"),
+        "{notes}"
+    );
+    assert!(r["shard"].is_null(), "the merged run is whole: {r}");
+}

@@ -1,0 +1,332 @@
+//! Tests on a real GPU: `cargo test --test it -- --ignored gpu:: --skip adversarial_gpu::` on
+//! a CUDA machine.
+//! Both kernels against PyTorch's float64 golden outputs and against the CPU float64
+//! reference on random shapes (odd seq_len included), parity and measurement.
+
+use std::path::Path;
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::common::{golden_dir, read_f32, read_u16};
+use ci_gate::config::{CacheMode, Dtype, MeasureSettings, ShapeParams, Tolerance};
+use ci_gate::gpu::Gpu;
+use ci_gate::gpu::measure::{AbSide, Bench, Held, measure, measure_pairs};
+use ci_gate::gpu::parity::{POISON, Which, attention_on_host, check_parity};
+use ci_gate::reference::{Problem, attention, decode, errors};
+use ci_gate::results::PairOrder;
+use ci_gate::stats::{Rounds, paired_margin_test};
+
+fn gpu() -> Gpu {
+    // NVRTC runs in a sandboxed child that is the ci-gate executable, not this test binary:
+    // $CI_GATE_BIN where the binaries were carried to another machine, else cargo's build.
+    ci_gate::gpu::sandbox::use_compiler_executable(
+        std::env::var_os("CI_GATE_BIN")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_ci-gate").into()),
+    );
+    Gpu::open(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels"))
+        .expect("open the GPU and compile the kernels")
+}
+
+/// Rounds an f32 to the nearest fp16 / bf16 bit pattern (ties to even), for random inputs.
+fn to_bits(dtype: Dtype, x: f32) -> u16 {
+    match dtype {
+        Dtype::Bfloat16 => {
+            let b = x.to_bits();
+            ((b + 0x7fff + ((b >> 16) & 1)) >> 16) as u16
+        }
+        Dtype::Float16 => {
+            // Inputs here are |x| < 8 and normal in fp16 or zero: round the mantissa to 10 bits.
+            if x == 0.0 {
+                return 0;
+            }
+            let b = x.to_bits();
+            let sign = ((b >> 16) & 0x8000) as u16;
+            let exp = ((b >> 23) & 0xff) as i32 - 127 + 15;
+            if exp <= 0 {
+                return sign;
+            }
+            let mant = b & 0x7f_ffff;
+            let mut h = ((exp as u32) << 10) | (mant >> 13);
+            let rest = mant & 0x1fff;
+            if rest > 0x1000 || (rest == 0x1000 && (h & 1) == 1) {
+                h += 1;
+            }
+            sign | h as u16
+        }
+    }
+}
+
+fn random_bits(rng: &mut ChaCha8Rng, dtype: Dtype, n: usize) -> Vec<u16> {
+    (0..n)
+        .map(|_| {
+            // Sum of uniforms: roughly normal, bounded.
+            let x: f32 = (0..4).map(|_| rng.random::<f32>() - 0.5).sum::<f32>() * 1.7;
+            to_bits(dtype, x)
+        })
+        .collect()
+}
+
+fn check(name: &str, got: &[f32], want: &[f64], rel_bound: f64) {
+    let unwritten = got.iter().filter(|x| x.to_bits() == POISON).count();
+    let nonfinite = got.iter().filter(|x| !x.is_finite()).count();
+    assert_eq!(unwritten, 0, "{name}: {unwritten} elements unwritten");
+    assert_eq!(nonfinite, 0, "{name}: {nonfinite} elements NaN/Inf");
+    let got: Vec<f64> = got.iter().map(|&x| f64::from(x)).collect();
+    let (max_abs, rel_l2) = errors(&got, want);
+    eprintln!("{name:<40} max_abs {max_abs:.3e}  rel_l2 {rel_l2:.3e}");
+    assert!(
+        rel_l2 < rel_bound,
+        "{name}: rel_l2 {rel_l2:e} ≥ {rel_bound:e} (max_abs {max_abs:e})"
+    );
+}
+
+/// Ignored as the other GPU tests are, and also (with both reasons) where build.rs found no
+/// golden data; run without the data, it fails.
+#[test]
+#[cfg_attr(not(ci_gate_no_golden), ignore = "needs a CUDA GPU")]
+#[cfg_attr(
+    ci_gate_no_golden,
+    ignore = "needs a CUDA GPU, and no golden data at ../shared/golden (set CI_GATE_GOLDEN_DIR)"
+)]
+fn kernels_match_pytorch_golden_outputs() {
+    let dir = golden_dir().expect("no golden data at ../shared/golden (set CI_GATE_GOLDEN_DIR)");
+    let gpu = gpu();
+    let cases: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).unwrap()).unwrap();
+    for (name, c) in cases.as_object().unwrap() {
+        let get = |k: &str| c[k].as_u64().unwrap() as u32;
+        let dtype = if c["dtype"] == "bfloat16" {
+            Dtype::Bfloat16
+        } else {
+            Dtype::Float16
+        };
+        let shape = ShapeParams::new(
+            get("batch"),
+            get("heads"),
+            get("seq_len"),
+            get("head_dim"),
+            c["causal"].as_bool().unwrap(),
+            dtype,
+        );
+        let (q, k, v) = (
+            read_u16(&dir.join(format!("{name}.q.bin"))),
+            read_u16(&dir.join(format!("{name}.k.bin"))),
+            read_u16(&dir.join(format!("{name}.v.bin"))),
+        );
+        let want = read_f32(&dir.join(format!("{name}.out_f32.bin")));
+        // PyTorch's own GPU kernel error is the bar for the fast kernel.
+        let torch = c["sdpa_gpu_rel_l2_vs_fp64"].as_f64().unwrap();
+        let fast = attention_on_host(&gpu, Which::Fast, &shape, &q, &k, &v).unwrap();
+        check(
+            &format!("{name} fast"),
+            &fast,
+            &want,
+            torch.max(1e-6) * 1.0001,
+        );
+        let reference = attention_on_host(&gpu, Which::Reference, &shape, &q, &k, &v).unwrap();
+        check(&format!("{name} reference"), &reference, &want, 1e-5);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn kernels_match_the_cpu_reference_on_random_shapes() {
+    let gpu = gpu();
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let lens = [1u32, 7, 63, 64, 65, 100, 129, 257, 1000];
+    let mut cases = Vec::new();
+    for (i, &s) in lens.iter().enumerate() {
+        for dtype in [Dtype::Float16, Dtype::Bfloat16] {
+            let d = if i % 2 == 0 { 64 } else { 128 };
+            cases.push(ShapeParams::new(
+                1 + (i as u32 % 2),
+                1 + (i as u32 % 3),
+                s,
+                d,
+                i % 3 != 1,
+                dtype,
+            ));
+        }
+    }
+    for shape in cases {
+        let n = shape.elements();
+        let (q, k, v) = (
+            random_bits(&mut rng, shape.dtype, n),
+            random_bits(&mut rng, shape.dtype, n),
+            random_bits(&mut rng, shape.dtype, n),
+        );
+        let want = attention(
+            &decode(shape.dtype, &q),
+            &decode(shape.dtype, &k),
+            &decode(shape.dtype, &v),
+            Problem {
+                batch_heads: (shape.batch * shape.heads) as usize,
+                seq_len: shape.seq_len as usize,
+                head_dim: shape.head_dim as usize,
+                scale: f64::from(shape.scale()),
+                causal: shape.causal,
+            },
+        );
+        let bound = match shape.dtype {
+            Dtype::Float16 => 1e-3,
+            Dtype::Bfloat16 => 8e-3,
+        };
+        let fast = attention_on_host(&gpu, Which::Fast, &shape, &q, &k, &v).unwrap();
+        check(&format!("{shape} fast"), &fast, &want, bound);
+        let again = attention_on_host(&gpu, Which::Fast, &shape, &q, &k, &v).unwrap();
+        assert!(
+            fast.iter()
+                .zip(&again)
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
+            "{shape}: two runs on the same inputs differ (a race?)"
+        );
+        let reference = attention_on_host(&gpu, Which::Reference, &shape, &q, &k, &v).unwrap();
+        check(&format!("{shape} reference"), &reference, &want, 1e-5);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn parity_and_measurement_of_a_pr_shape() {
+    let gpu = gpu();
+    let tol = Tolerance {
+        max_abs: 1e-2,
+        rel_l2: 1e-3,
+    };
+    for causal in [false, true] {
+        let shape = ShapeParams::new(2, 8, 512, 64, causal, Dtype::Float16);
+        let kernel = gpu.kernels.attention(&shape).unwrap();
+        let p = check_parity(&gpu, kernel, "candidate", &shape, tol, 11).unwrap();
+        assert!(p.passed(), "{shape}: {p:?}");
+    }
+    let shape = ShapeParams::new(2, 8, 512, 64, false, Dtype::Float16);
+    let settings = MeasureSettings {
+        cache: CacheMode::Hot,
+        ..MeasureSettings::default()
+    };
+    let bench = Bench {
+        gpu: &gpu,
+        shape: &shape,
+        settings: &settings,
+        tolerance: tol,
+    };
+    let m = measure(&bench, 4, None, 3).unwrap();
+    assert_eq!(m.rounds.len(), 4);
+    // Every launch of every sample wrote its own output, checked against the reference.
+    assert_eq!(
+        m.checked_launches,
+        4 * u64::from(settings.samples_per_round) * u64::from(m.launches_per_sample)
+    );
+    let worst = m
+        .worst_timed
+        .clone()
+        .expect("the timed outputs were checked");
+    assert!(worst.passed(), "{worst:?}");
+    assert!(
+        m.rounds
+            .iter()
+            .all(|r| r.len() == settings.samples_per_round as usize)
+    );
+    assert!(
+        m.rounds.iter().flatten().all(|&x| x > 0.5 && x < 10_000.0),
+        "{:?}",
+        m.rounds
+    );
+    assert!(m.launches_per_sample > 1);
+    let mut addrs = m.round_addresses.clone();
+    addrs.sort();
+    addrs.dedup();
+    assert!(
+        addrs.len() > 1,
+        "rounds reused one address: {:?}",
+        m.round_addresses
+    );
+    let cold = MeasureSettings {
+        cache: CacheMode::Cold,
+        ..settings
+    };
+    let c = measure(
+        &Bench {
+            settings: &cold,
+            ..bench
+        },
+        2,
+        None,
+        3,
+    )
+    .unwrap();
+    assert!(
+        c.working_set_bytes > 2 * gpu.info.l2_bytes,
+        "cold working set {} vs L2 {}",
+        c.working_set_bytes,
+        gpu.info.l2_bytes
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_shape_too_large_for_the_grid_is_a_clear_error() {
+    let gpu = gpu();
+    let shape = ShapeParams::new(65_536, 2, 1, 64, false, Dtype::Float16);
+    let kernel = gpu.kernels.attention(&shape).unwrap();
+    let e = check_parity(
+        &gpu,
+        kernel,
+        "candidate",
+        &shape,
+        Tolerance {
+            max_abs: 1.0,
+            rel_l2: 1.0,
+        },
+        1,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("b65536h2s1d64_f16") && e.contains("65535"),
+        "{e}"
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn ab_pairs_of_one_kernel_agree() {
+    // The same kernel loaded twice, as base and candidate: A/A pairs in random order.
+    let gpu = gpu();
+    let other = gpu
+        .load_attention(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels"))
+        .unwrap();
+    assert_eq!(other.source_hash, gpu.kernel_source_hash);
+    let shape = ShapeParams::new(2, 8, 512, 64, false, Dtype::Float16);
+    let settings = MeasureSettings::default();
+    let mut sides = [
+        AbSide::new(gpu.kernels.attention(&shape).unwrap(), None, "base"),
+        AbSide::new(other.get(&shape).unwrap(), None, "candidate"),
+    ];
+    let mut coin = ChaCha8Rng::seed_from_u64(5);
+    let (mut held, mut orders) = (Held::default(), Vec::new());
+    let bench = Bench {
+        gpu: &gpu,
+        shape: &shape,
+        settings: &settings,
+        tolerance: Tolerance {
+            max_abs: 1e-2,
+            rel_l2: 1e-3,
+        },
+    };
+    measure_pairs(&bench, &mut sides, &mut coin, 9, &mut held, &mut orders, 10).unwrap();
+    assert_eq!(orders.len(), 10);
+    assert!(orders.contains(&PairOrder::BaseFirst) && orders.contains(&PairOrder::CandFirst));
+    assert_eq!(sides[0].m.rounds.len(), 10);
+    assert_eq!(
+        sides[0].m.launches_per_sample,
+        sides[1].m.launches_per_sample
+    );
+    let base = Rounds::new(sides[0].m.rounds.clone()).unwrap();
+    let cand = Rounds::new(sides[1].m.rounds.clone()).unwrap();
+    let t = paired_margin_test(&base, &cand, 0.02).unwrap();
+    assert!((t.ratio() - 1.0).abs() < 0.01, "{t:?}");
+    assert!(t.p_slower > 0.05 && t.p_faster > 0.05, "{t:?}");
+}

@@ -1,0 +1,227 @@
+//! compute-sanitizer and Nsight Compute through the binary, on a real GPU:
+//! `cargo test --test it -- --ignored gpu_tools::` on a CUDA machine with the CUDA toolkit's
+//! compute-sanitizer and ncu. `CI_GATE_BIN` names the ci-gate binary when the test runs
+//! somewhere other than where it was built.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+/// The repository: where this was built, or (carried to another machine) the current
+/// directory.
+fn root() -> PathBuf {
+    let built = Path::new(env!("CARGO_MANIFEST_DIR"));
+    if built.join("kernels").is_dir() {
+        built.to_owned()
+    } else {
+        PathBuf::from(".")
+    }
+}
+
+fn ci_gate() -> Command {
+    let bin = std::env::var_os("CI_GATE_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_ci-gate")));
+    let mut cmd = Command::new(bin);
+    cmd.current_dir(root());
+    cmd
+}
+
+fn json_of(out: &std::process::Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}); stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// Each planted bug is found by its tool, and the finding names the kernel and the shape.
+#[test]
+#[ignore = "needs a CUDA GPU and compute-sanitizer"]
+fn planted_bugs_are_found_naming_the_kernel_and_the_shape() {
+    let cases = [
+        (
+            "oob",
+            "memcheck",
+            "b1h2s77d64_causal_f16",
+            "attention_fwd_f16_d64",
+        ),
+        (
+            "race",
+            "racecheck",
+            "b1h2s300d64_causal_bf16",
+            "attention_fwd_bf16_d64",
+        ),
+        (
+            "misaligned",
+            "memcheck",
+            "b1h1s129d128_causal_f16",
+            "attention_fwd_f16_d128",
+        ),
+    ];
+    for (plant, tool, shape, kernel) in cases {
+        let out = ci_gate()
+            .args(["sanitize", "--harness", "kernels", "--format", "json"])
+            .args(["--kernels", &format!("tests/sanitize/{plant}")])
+            .args(["--tool", tool, "--shape", shape])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{plant}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report = json_of(&out);
+        let run = &report["runs"][0];
+        assert_eq!(run["tool"], tool, "{plant}");
+        assert_eq!(run["shape"], shape, "{plant}");
+        assert!(run["errors"].as_u64().unwrap() > 0, "{plant}: {run}");
+        let named = run["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["kernel"] == kernel);
+        assert!(named, "{plant}: no finding names {kernel}: {run}");
+    }
+}
+
+/// The shipped kernels, and the harness, give no finding on any tool or shape.
+#[test]
+#[ignore = "needs a CUDA GPU and compute-sanitizer"]
+fn shipped_kernels_are_clean_under_every_tool() {
+    let out = ci_gate()
+        .args(["sanitize", "--format", "json"])
+        .output()
+        .unwrap();
+    let report = json_of(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{report:#}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(
+        runs.len(),
+        4 * 8,
+        "four tools on the eight shapes of configs/sanitize.yaml"
+    );
+    assert!(
+        runs.iter()
+            .all(|r| r["errors"] == 0 && r["failure"].is_null())
+    );
+}
+
+/// `--profile` gives base and candidate figures from ncu and keeps the .ncu-rep files.
+#[test]
+#[ignore = "needs a CUDA GPU and ncu"]
+fn a_profiled_shape_has_figures_for_both_sides() {
+    let dir = tempfile::tempdir().unwrap();
+    let shape = "b2h8s512d64_f16";
+    let out = ci_gate()
+        .args([
+            "local",
+            "--base-kernels",
+            "kernels",
+            "--ab-always",
+            "--no-compare",
+        ])
+        .args([
+            "--rounds",
+            "2",
+            "--shape",
+            shape,
+            "--profile",
+            shape,
+            "--format",
+            "json",
+        ])
+        .arg("--profile-dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = json_of(&out);
+    let profile = &rows[0]["profile"];
+    assert_eq!(profile["reason"], "requested", "{rows:#}");
+    // The kernel launched (kernels/README.md): on compute capability 9.0 the wgmma d64 tile,
+    // which has 64 rows and no small-grid variant; elsewhere the mma.sync kernels, whose
+    // 128-row tile makes 64 CTAs here, fewer than the SMs, so `NAME_small` runs.
+    let env = ci_gate().args(["env", "--json"]).output().unwrap();
+    let expected = if json_of(&env)["compute_capability"] == "9.0" {
+        "attention_fwd_f16_d64"
+    } else {
+        "attention_fwd_f16_d64_small"
+    };
+    for side in ["base", "candidate"] {
+        let p = &profile[side];
+        assert_eq!(p["kernel"], expected, "{side}: {profile:#}");
+        for figure in [
+            "duration_us",
+            "registers_per_thread",
+            "achieved_occupancy_pct",
+        ] {
+            assert!(
+                p[figure].as_f64().unwrap_or(0.0) > 0.0,
+                "{side} {figure}: {p:#}"
+            );
+        }
+        let file = p["report_file"].as_str().unwrap();
+        assert!(dir.path().join(file).is_file(), "{file} missing");
+    }
+}
+
+/// The config's peers run with the kernel unless `--no-peers`, which leaves a note instead.
+#[test]
+#[ignore = "needs a CUDA GPU (and PyTorch for the peers)"]
+fn peers_are_measured_unless_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = |extra: &[&str]| {
+        let out = dir.path().join("results.json");
+        let run = ci_gate()
+            .args(["local", "--no-base", "--no-compare", "--rounds", "2"])
+            .args(["--shape", "b1h8s512d64_f16", "--format", "json", "--out"])
+            .arg(&out)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            matches!(run.status.code(), Some(0 | 1)),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let text = std::fs::read_to_string(&out).unwrap();
+        serde_json::from_str::<Value>(&text).unwrap()
+    };
+    let with = results(&[]);
+    let notes = with["notes"].to_string();
+    assert!(
+        !notes.contains("peer"),
+        "the peers were left out (this test needs PyTorch beside the GPU): {notes}"
+    );
+    let peers = with["shapes"][0]["peers"].as_array().unwrap();
+    assert_eq!(
+        peers.len(),
+        2,
+        "torch-sdpa-cudnn and torch-sdpa-flash: {peers:#?}"
+    );
+    let without = results(&["--no-peers"]);
+    assert!(
+        without["shapes"][0]["peers"]
+            .as_array()
+            .is_none_or(|p| p.is_empty()),
+        "{without:#}"
+    );
+    assert!(
+        without["notes"].to_string().contains("--no-peers"),
+        "{}",
+        without["notes"]
+    );
+}

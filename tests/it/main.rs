@@ -1,0 +1,40 @@
+//! The integration tests, as one binary (`cargo test --test it`): one module per area, so
+//! the library and the test dependencies are linked once, not once per file. A module's
+//! tests are named after it, e.g. `cli_compare::compare_regression_table`, so
+//! `cargo test --test it cli_compare::` runs one module. The tests that need a GPU are
+//! `#[ignore]`d (`gpu::`, `adversarial_gpu::`, `gpu_tools::`; README, "Testing").
+//!
+//! Fixtures, vectors and the other inputs are found from `CARGO_MANIFEST_DIR`; insta keeps
+//! the snapshots in `tests/it/snapshots/`, named `it__<module>__<name>.snap`.
+
+// Shared helpers.
+mod common;
+mod github_common;
+
+// CPU tests.
+mod adversarial;
+mod calibration;
+mod cli_baseline;
+mod cli_child_env;
+mod cli_compare;
+mod cli_git_base;
+mod cli_github;
+mod cli_history;
+mod cli_hostile;
+mod cli_merge;
+mod cli_simulated;
+mod cli_tools;
+mod comment_snapshots;
+mod configs;
+mod fuzz_parsers;
+mod github_comment;
+mod golden;
+mod nvrtc;
+mod rounds_vs_scipy;
+mod stats_vs_scipy;
+mod trimmed_vs_scipy;
+
+// GPU tests (ignored without `--ignored`).
+mod adversarial_gpu;
+mod gpu;
+mod gpu_tools;

@@ -1,0 +1,302 @@
+//! Every kernel compiles with NVRTC for the users' L4 (sm_89) and our H200 (sm_90, and sm_90a:
+//! what the gate compiles for on compute capability 9.0, with the wgmma kernels), with no GPU:
+//! NVRTC alone. CI installs the `nvidia-cuda-nvrtc` wheel and sets
+//! CI_GATE_REQUIRE_NVRTC=1, so there a missing NVRTC fails instead of skipping. Elsewhere,
+//! where build.rs finds no libnvrtc, `cargo test` lists these tests as ignored, with why.
+//!
+//! NVRTC runs in a sandboxed child that is the ci-gate executable (`nvrtc-sandbox`), so these
+//! tests compile through the binary: its `compile` command, or the library with the binary
+//! named as the compiler (a test executable cannot be that child).
+
+use std::path::Path;
+
+use crate::common::{bin, require_nvrtc};
+use ci_gate::gpu::compile::compile_uncached_for;
+use ci_gate::gpu::cubin::check_untrusted_cubin;
+use ci_gate::gpu::{Arch, KernelSource};
+
+/// The L4, portable Hopper (the mma.sync kernels), Hopper with wgmma (what the gate uses there).
+const TARGETS: [&str; 3] = ["sm_89", "sm_90", "sm_90a"];
+
+#[test]
+fn compute_capability_9_0_compiles_for_sm_90a_and_others_for_themselves() {
+    assert_eq!(Arch { major: 9, minor: 0 }.target(), "sm_90a");
+    assert_eq!(Arch { major: 8, minor: 9 }.target(), "sm_89");
+    assert_eq!(
+        Arch {
+            major: 12,
+            minor: 0
+        }
+        .target(),
+        "sm_120"
+    );
+}
+
+fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|w| w == needle.as_bytes())
+}
+
+#[test]
+#[cfg_attr(
+    ci_gate_no_nvrtc,
+    ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
+)]
+fn kernels_compile_for_sm89_sm90_and_sm90a() {
+    require_nvrtc();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+    let expected: &[(&str, &[&str])] = &[
+        (
+            "attention.cu",
+            &[
+                "attention_fwd_f16_d64",
+                "attention_fwd_f16_d128",
+                "attention_fwd_bf16_d64",
+                "attention_fwd_bf16_d128",
+                "attention_fwd_f16_d64_launch",
+                "attention_fwd_bf16_d128_launch",
+            ],
+        ),
+        (
+            "reference.cu",
+            &[
+                "attention_ref_f16",
+                "attention_ref_bf16",
+                "attention_ref_f16_launch",
+                "attention_ref_bf16_launch",
+            ],
+        ),
+        (
+            "util.cu",
+            &[
+                "fill_normal_f16",
+                "fill_normal_bf16",
+                "fill_u32",
+                "spin_cycles",
+            ],
+        ),
+    ];
+    for (file, symbols) in expected {
+        let src = KernelSource::read(&dir.join(file)).unwrap();
+        for target in TARGETS {
+            let cubin = compile_uncached_for(&src, target)
+                .unwrap_or_else(|e| panic!("{file} for {target}: {e}"));
+            assert!(
+                cubin.starts_with(b"\x7fELF"),
+                "{file} for {target}: not a CUBIN"
+            );
+            // The shipped timed kernel keeps no writable state and calls no library.
+            if *file == "attention.cu" {
+                check_untrusted_cubin(&cubin, file)
+                    .unwrap_or_else(|e| panic!("{file} for {target}: {e}"));
+            }
+            for s in *symbols {
+                assert!(
+                    contains(&cubin, s),
+                    "{file} for {target}: symbol {s} missing"
+                );
+            }
+        }
+    }
+}
+
+/// The host finds the optional small-grid kernels in the cubin's symbols (never by a failed
+/// driver call, which compute-sanitizer would count): there for the mma.sync d64 kernels, not
+/// for d128, and not for sm_90a, whose wgmma d64 tile has 64 rows already.
+#[test]
+#[cfg_attr(
+    ci_gate_no_nvrtc,
+    ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
+)]
+fn the_small_grid_kernels_are_found_in_the_cubin() {
+    require_nvrtc();
+    let src =
+        KernelSource::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/attention.cu"))
+            .unwrap();
+    for target in TARGETS {
+        let cubin = compile_uncached_for(&src, target).unwrap();
+        use ci_gate::gpu::device::has_symbol;
+        for dtype in ["f16", "bf16"] {
+            assert_eq!(
+                has_symbol(&cubin, &format!("attention_fwd_{dtype}_d64_small")),
+                target != "sm_90a",
+                "{target}"
+            );
+            assert!(has_symbol(&cubin, &format!("attention_fwd_{dtype}_d64")));
+            assert!(!has_symbol(
+                &cubin,
+                &format!("attention_fwd_{dtype}_d128_small")
+            ));
+        }
+    }
+}
+
+/// The kernels with planted bugs that `ci-gate sanitize` must catch (tests/sanitize/) are
+/// valid code for both architectures: what catches them is the sanitizer, not the compiler.
+#[test]
+#[cfg_attr(
+    ci_gate_no_nvrtc,
+    ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
+)]
+fn planted_bug_kernels_compile_for_every_target() {
+    require_nvrtc();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sanitize");
+    for plant in ["oob", "race", "misaligned"] {
+        let src = KernelSource::read(&root.join(plant).join("attention.cu")).unwrap();
+        for target in TARGETS {
+            let cubin = compile_uncached_for(&src, target)
+                .unwrap_or_else(|e| panic!("{plant} for {target}: {e}"));
+            // `sanitize` loads them as the timed kernel: they pass its policy.
+            check_untrusted_cubin(&cubin, plant)
+                .unwrap_or_else(|e| panic!("{plant} for {target}: {e}"));
+            for s in [
+                "attention_fwd_f16_d64_launch",
+                "attention_fwd_f16_d128",
+                "attention_fwd_bf16_d64",
+                "attention_fwd_bf16_d128",
+            ] {
+                assert!(contains(&cubin, s), "{plant} for {target}: {s} missing");
+            }
+        }
+    }
+}
+
+/// What users and CI run: `ci-gate compile` on the shipped kernels, every file for every
+/// default target, exit 0.
+#[test]
+#[cfg_attr(
+    ci_gate_no_nvrtc,
+    ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
+)]
+fn the_compile_command_passes_the_shipped_kernels() {
+    require_nvrtc();
+    let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+    let out = bin()
+        .arg("compile")
+        .arg("--kernels")
+        .arg(&kernels)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for file in ["attention.cu", "reference.cu", "util.cu"] {
+        for target in TARGETS {
+            let line = format!("{}/{file} {target}: ok (", kernels.display());
+            assert!(stdout.contains(&line), "{line} missing in {stdout}");
+        }
+    }
+    assert_eq!(stdout.lines().count(), 9, "{stdout}");
+}
+
+/// `--arch` picks the targets; a name that is not a CUBIN target is refused by the parser.
+#[test]
+#[cfg_attr(
+    ci_gate_no_nvrtc,
+    ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
+)]
+fn the_compile_command_takes_targets() {
+    require_nvrtc();
+    let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+    let out = bin()
+        .args(["compile", "--arch", "sm_89", "--kernels"])
+        .arg(&kernels)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert_eq!(stdout.lines().count(), 3, "{stdout}");
+    assert!(
+        stdout.lines().all(|l| l.contains(" sm_89: ok (")),
+        "{stdout}"
+    );
+    let bad = bin()
+        .args(["compile", "--arch", "compute_89"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("not an NVRTC CUBIN target"));
+}
+
+#[test]
+#[cfg_attr(
+    ci_gate_no_nvrtc,
+    ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
+)]
+fn a_compile_error_names_the_file_and_arch() {
+    require_nvrtc();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("attention.cu"),
+        "extern \"C\" __global__ void k() {\n    this is not cuda;\n}\n",
+    )
+    .unwrap();
+    let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+    let out = bin()
+        .args(["compile", "--arch", "sm_89", "--kernels"])
+        .arg(dir.path())
+        .arg("--harness")
+        .arg(&kernels)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    let file = dir.path().join("attention.cu").display().to_string();
+    assert!(
+        stdout.contains(&format!(
+            "{file} sm_89: {file} does not compile for sm_89 with NVRTC"
+        )),
+        "{stdout}"
+    );
+    // NVRTC's own diagnostic, as file:line:column, indented under it; no echoed source.
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("  attention.cu:2:") && l.contains(": error: ")),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("this is not cuda;"),
+        "the source line is echoed: {stdout}"
+    );
+    assert!(stdout.contains(&format!("{}/util.cu sm_89: ok", kernels.display())));
+    assert!(
+        stderr.starts_with("error: 1 of 3 compiles failed or were refused"),
+        "{stderr}"
+    );
+}
+
+/// Without NVRTC, `compile` ends in exit 2 with the sentence that says how to install it. On a
+/// machine with a system-wide NVRTC (found without LD_LIBRARY_PATH) the test is ignored, with
+/// why.
+#[test]
+#[cfg_attr(
+    ci_gate_system_nvrtc,
+    ignore = "NVRTC is installed system-wide here; this test checks the path without it"
+)]
+fn without_nvrtc_the_compile_command_says_how_to_get_it() {
+    let out = bin()
+        .arg("compile")
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert_ne!(
+        out.status.code(),
+        Some(0),
+        "compile succeeded without LD_LIBRARY_PATH: NVRTC is installed system-wide here, and \
+         this test checks the path without it (build.rs found none when the tests were built; \
+         rebuilt here, the test is ignored)"
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        format!("error: {}", ci_gate::gpu::GpuError::NoNvrtc)
+    );
+    assert!(out.stdout.is_empty());
+}
