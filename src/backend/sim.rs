@@ -54,7 +54,7 @@ pub struct NoiseModel {
 }
 
 impl NoiseModel {
-    /// The model of issue 19 (and of `tests/calibration.rs`).
+    /// The model of issue 19 (and of `tests/it/calibration.rs`).
     pub const ISSUE: NoiseModel = NoiseModel {
         process_sd: 0.003,
         drift_sd: 0.001,

@@ -575,7 +575,8 @@ impl Exporter for MarkdownExporter {
                 &compared
                     .first()
                     .map_or("Δp50", |(_, c)| c.method.ratio_label())
-                    .replace('Δ', "change of"),
+                    .replace("Δ ", "Δ")
+                    .replace('Δ', "change of "),
             )
             .replace('_', " ");
             let _ = writeln!(md, "    title \"{label} per shape (%), gate at +{m:.1}%\"");

@@ -1,5 +1,5 @@
 //! Holm's step-down correction for multiple comparisons. Not part of the gate's rule (the
-//! margin test is per shape); `tests/calibration.rs` uses it to show what a correction across
+//! margin test is per shape); `tests/it/calibration.rs` uses it to show what a correction across
 //! the shapes of a run would cost.
 
 /// Holm (1979) step-down adjusted p-values, in the order of the input — the same numbers as

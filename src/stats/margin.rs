@@ -10,7 +10,7 @@
 //! replaces the mean by the γ-trimmed mean (the `g = ⌊γ·n⌋` smallest and largest values
 //! dropped) and its standard error by the one computed from the γ-winsorized variance, with
 //! `h − 1` degrees of freedom (`h = n − 2g` values kept). The gate uses γ = [`TRIM`] = 20%
-//! (chosen by `tests/calibration.rs`); γ = 0 is Student's t.
+//! (chosen by `tests/it/calibration.rs`); γ = 0 is Student's t.
 //!
 //! * [`paired_margin_test`] — A/B in one process: round i of the base and round i of the
 //!   candidate form a pair (measured back to back, in random order). Per pair the log ratio

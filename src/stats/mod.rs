@@ -19,7 +19,7 @@
 //!   the gate's tests, on rounds (the independent units): Yuen's 20%-trimmed-mean t, see
 //!   `margin`; [`trimmed`] its building block.
 //!
-//! `tests/stats_vs_scipy.rs`, `tests/rounds_vs_scipy.rs` and `tests/trimmed_vs_scipy.rs`
+//! `tests/it/stats_vs_scipy.rs`, `tests/it/rounds_vs_scipy.rs` and `tests/it/trimmed_vs_scipy.rs`
 //! check all of these against numpy/scipy/statsmodels output stored in `tests/vectors/`
 //! (each JSON file is written by the Python script of the same stem there).
 

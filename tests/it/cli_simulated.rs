@@ -1,7 +1,7 @@
 //! The whole pipeline without a GPU, through the binary: `CI_GATE_SIMULATE` puts the
 //! simulated backend (src/backend/sim.rs) under `local`, `ci` and `baseline update`, and each
 //! kernel directory says in its `attention.cu` what its simulated kernel does
-//! (`// ci-gate-sim: factor=1.05 parity-fail=causal hang=... error=... skip=...`). The
+//! (`// ci-gate-sim: factor=1.05 parity-fail=causal hang=... error=... skip=... clock=...`). The
 //! stages, the statistics, the integrity and speed checks, drift tracing, the reports, the
 //! GitHub Actions publishing and the exit codes all run as on a GPU.
 
@@ -577,4 +577,52 @@ fn devices_fan_out_one_shard_per_device_and_merge() {
         "{notes}"
     );
     assert!(r["shard"].is_null(), "the merged run is whole: {r}");
+}
+
+#[test]
+fn a_pair_the_clock_hit_on_one_side_is_measured_again_within_its_budget() {
+    // The candidate's kernel sees the SM clock move (and runs 5% slow) in a quarter of its
+    // rounds; the base never does. The rule fixed in advance measures such a pair again, at
+    // most a quarter of the design's pairs (24 / 4 = 6) per shape, and records each one.
+    let s = Sim::new();
+    let (a, b) = (
+        s.kernels("a", "factor=1.0"),
+        s.kernels("b", "factor=1.0 clock=*"),
+    );
+    let out = s.local(&a, &b).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let r = s.results();
+    let mut remeasured = 0;
+    for shape in r["shapes"].as_array().unwrap() {
+        let name = shape["name"].as_str().unwrap();
+        let pairs = shape["remeasured"].as_array().unwrap();
+        assert!(
+            pairs.len() <= 6,
+            "{name}: {} pairs re-measured",
+            pairs.len()
+        );
+        for p in pairs {
+            assert_eq!(p["base_clock_events"], 0, "{name}: {p}");
+            assert_eq!(p["cand_clock_events"], 5, "{name}: {p}");
+        }
+        // Every pair that was kept is balanced, unless the budget ran out first.
+        let cand = shape["clock_events"][1].as_array().unwrap();
+        let kept_clocked = cand.iter().filter(|e| e.as_u64() != Some(0)).count();
+        if pairs.len() < 6 {
+            assert_eq!(kept_clocked, 0, "{name}: {shape}");
+        }
+        remeasured += pairs.len();
+    }
+    assert!(remeasured > 0, "no pair was measured again: {r}");
+    // The report says what was measured again and why (notes wrap at the terminal's width).
+    let text = String::from_utf8_lossy(&out.stdout);
+    let words = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words(&text).contains(
+            "pair(s) measured again because the SM clock moved across more samples of one side (0 base vs 5 candidate"
+        ),
+        "{text}\n{stderr}"
+    );
+    // A/A with the throttled rounds measured again: nothing is flagged.
+    assert_ne!(out.status.code(), Some(1), "{text}");
 }
