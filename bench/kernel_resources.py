@@ -22,9 +22,12 @@ reports).
 
   python3 bench/kernel_resources.py [--kdir kernels] [--arch sm_89 ...] [-D NAME ...]
       [--json OUT.json]                       # one source tree
-  python3 bench/kernel_resources.py --base-kdir bench/kernels-prerefactor --kdir kernels
+  python3 bench/kernel_resources.py --base-kdir .carry/kernels-prerefactor --kdir kernels
       [--json OUT.json] [--opcodes]           # before / after, side by side, with the
                                               # differences; exit 1 if any resource differs
+
+The base tree comes from git, e.g. the kernels before the shared helpers (issue 20):
+  mkdir -p .carry/kernels-prerefactor && git archive 1ebfa78:kernels | tar -x -C .carry/kernels-prerefactor
 
 Needs libnvrtc (pip install nvidia-cuda-nvrtc==13.5.37; found as bench/nvrtc_check.py finds
 it, or NVRTC_LIB=/path/libnvrtc.so.13).

@@ -182,7 +182,7 @@ CG_DEV void load_tile(unsigned sdst, const unsigned short* __restrict__ g, int r
 // mask or the epilogue is made here, once, for both.
 //
 // The generated code is the same, instruction for instruction, as when each kernel had its
-// own copy (bench/kernel_resources.py --base-kdir bench/kernels-prerefactor: identical SASS
+// own copy (bench/kernel_resources.py --base-kdir <the kernels at 1ebfa78>: identical SASS
 // for every kernel on sm_89, sm_90 and sm_90a; docs/KERNEL_NOTES.md section 7). Two scalars
 // of the tile walk are therefore still written out in each kernel rather than calling
 // row_limit / keys_end: the smallest limit of a warp's, warpgroup's or CTA's rows
