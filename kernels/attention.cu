@@ -7,7 +7,9 @@
 //   * mma.sync m16n8k16 + ldmatrix + cp.async, for every target (Ampere, Ada = the L4, and
 //     plain sm_90) -- described below;
 //   * on sm_90a (the host compiles for it on compute capability 9.0: H100, H200) a Hopper
-//     kernel on wgmma, further down ("Hopper path").
+//     kernel on wgmma, further down ("Hopper path"), and for d128 its warp-specialised form
+//     ("Hopper, warp-specialised": TMA loads by a producer warpgroup, which takes three
+//     tensor maps after the eight arguments, NAME_tma in kernels/README.md).
 //
 // ABI (see kernels/README.md):
 //   extern "C" __global__ void NAME(const unsigned short* q, const unsigned short* k,
@@ -883,6 +885,324 @@ CG_DEV void attn_fwd_wg(const unsigned short* __restrict__ q, const unsigned sho
 
     store_rows<D>(out + bh, o, l_r, warp_first, lane, seq_len);
 }
+
+// ---------------------------------------------------------------- Hopper, warp-specialised
+//
+// attn_fwd_ws: the FlashAttention-3 structure (issue 22). A CTA of NC + 1 warpgroups owns
+// 64 * NC query rows of one (batch, head):
+//   * warpgroup 0, the PRODUCER, gives registers back (setmaxnreg 24) and one of its threads
+//     issues every load as TMA: Q once, then K and V tiles of BN keys into a ring of ST
+//     stages. Each stage has a "full" mbarrier (the TMA's bytes landed) and an "empty" one
+//     (every consumer is done reading it);
+//   * warpgroups 1 .. NC, the CONSUMERS, take CREG registers each (setmaxnreg; 240 with
+//     NC = 2) and own 64 rows each: S = Q K^T and O += P V with wgmma as in attn_fwd_wg,
+//     softmax in registers. No consumer issues a load or waits at a CTA barrier: they wait
+//     on mbarriers only.
+// Options (the steps of the ablation in docs/KERNEL_NOTES.md section 8):
+//   INTRA: the softmax of tile j runs while the tensor cores do P_{j-1} V_{j-1} (issued with
+//          S_j), as PIPE in attn_fwd_wg; the consumers' 240 registers make room for the
+//          second score tile that d128 could not afford there;
+//   PP:    ping-pong: the consumers take turns, round robin, to issue their GEMMs (named
+//          barriers 1 .. NC), so one's softmax runs while another's GEMMs keep the tensor
+//          cores busy.
+// Tails: the tensor maps' bounds are the (batch, head) slice's, so TMA zero-fills rows past
+// seq_len; keys past a row's limit are masked as elsewhere, rows past seq_len never stored.
+// All consumers walk all of the CTA's key tiles (masking decided per CTA): nothing between
+// a wgmma and its wait branches on the thread, and the ping-pong turns stay paired.
+
+// A CUtensorMap (128 bytes), passed by value in the launch's parameter space.
+struct __align__(128) Tmap {
+    unsigned long long opaque[16];
+};
+
+CG_DEV void mbar_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+// One arrival that also expects `bytes` of TMA transactions before the phase can complete.
+CG_DEV void mbar_expect_tx(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar),
+                 "r"(bytes)
+                 : "memory");
+}
+CG_DEV void mbar_arrive(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Blocks until the phase with this parity has completed.
+CG_DEV void mbar_wait(unsigned bar, unsigned parity) {
+    asm volatile(
+        "{\n.reg .pred p;\nCG_WAIT:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+        "@!p bra CG_WAIT;\n}\n" ::"r"(bar),
+        "r"(parity)
+        : "memory");
+}
+// TMA: the box at {c0 (column), c1 (row), c2 (slice)} of `map` into shared memory at dst,
+// completing `bar`'s transactions.
+CG_DEV void tma_load(unsigned dst, const Tmap* map, unsigned bar, int c0, int c1, int c2) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
+        "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+        : "memory");
+}
+CG_DEV void tma_prefetch(const Tmap* map) {
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(map))
+                 : "memory");
+}
+// A named barrier between two consumer warpgroups (256 threads): wait / only signal.
+CG_DEV void named_sync(int id) { asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory"); }
+CG_DEV void named_arrive(int id) { asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory"); }
+template <int N>
+CG_DEV void setmaxnreg_inc() {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N) : "memory");
+}
+template <int N>
+CG_DEV void setmaxnreg_dec() {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N) : "memory");
+}
+
+// Rows, columns of one TMA box (the ABI's layout 1, kernels/README.md): 64 x 64 16-bit values,
+// one 8 KiB atom of the 128-byte swizzle.
+enum : int { TMA_BOX_ROWS = 64, TMA_BOX_COLS = 64 };
+
+// The ROWS x D tile at row r0 of slice bh into the swizzled layout at dst (column block b at
+// b * ROWS * 128 bytes): ROWS/64 x D/64 boxes.
+template <int ROWS, int D>
+CG_DEV void tma_tile(unsigned dst, const Tmap* map, unsigned bar, int r0, int bh) {
+#pragma unroll
+    for (int cb = 0; cb < D / TMA_BOX_COLS; ++cb)
+#pragma unroll
+        for (int rb = 0; rb < ROWS / TMA_BOX_ROWS; ++rb)
+            tma_load(dst + cb * (ROWS * 128) + rb * (TMA_BOX_ROWS * 128), map, bar,
+                     cb * TMA_BOX_COLS, r0 + rb * TMA_BOX_ROWS, bh);
+}
+
+template <int D, int BN, int ST, int NC>
+struct WsGeo {
+    // An enum for the reason given at Geo.
+    enum : int {
+        BM = 64 * NC,  // NC consumer warpgroups x 64 rows
+        Q_B = BM * D * 2,
+        KV_TILE_B = BN * D * 2,
+        K_OFF = Q_B,                          // ST K tiles
+        V_OFF = Q_B + ST * KV_TILE_B,         // ST V tiles
+        BAR_OFF = Q_B + 2 * ST * KV_TILE_B,   // mbarriers: Q full, K full/empty, V full/empty
+        // + 1024: the swizzle atoms must be 1024-byte aligned; the base is rounded up at run
+        // time.
+        SMEM_B = BAR_OFF + 8 * (1 + 4 * ST) + 1024,
+    };
+};
+
+// D: head_dim; BN: keys per K/V tile; ST: stages of the K/V ring; NC: consumer warpgroups
+// (BM = 64 * NC rows per CTA); CREG: the consumers' registers per thread after setmaxnreg
+// (the producer keeps 24; 24 * 128 + CREG * 128 * NC must fit the CTA's allocation at launch).
+template <int D, int BN, int ST, int NC, bool BF16, bool INTRA, bool PP, int CREG>
+CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* __restrict__ out,
+                        int seq_len, int head_dim, float scale, int causal_i) {
+    typedef WsGeo<D, BN, ST, NC> G;
+    static_assert((D == 64 || D == 128) && (BN == 64 || BN == 128), "wgmma tile shape");
+    constexpr int BM = G::BM;
+    constexpr int NB = BN / 8;   // n-blocks (8 keys) of S
+    constexpr int KB = BN / 16;  // k-steps of O += P V
+    constexpr int DB = D / 8;    // n-blocks (8 dims) of O
+    constexpr int KD = D / 16;   // k-steps of S = Q K^T
+
+    if (head_dim != D || seq_len <= 0) return;
+
+    extern __shared__ unsigned char smem_ws[];
+
+    const int tid = threadIdx.x;
+    const int lane = tid & 31;
+    // warp-uniform as far as the compiler can tell (a shuffle from lane 0), so that the
+    // producer / consumer split is not a divergent branch around the wgmma's
+    const int wg = __shfl_sync(0xffffffffu, tid >> 7, 0);
+    const int wwarp = (tid >> 5) & 3;
+    const bool causal = causal_i != 0;
+
+    const int n_qtiles = (seq_len + BM - 1) / BM;
+    const int qtile = n_qtiles - 1 - (int)blockIdx.x;  // heaviest first
+    if (qtile < 0) return;
+    const int m0 = qtile * BM;
+    const int bh = (int)blockIdx.y;
+
+    const int kv_end = causal ? min(seq_len, m0 + BM) : seq_len;  // as in attn_fwd
+    const int n_tiles = (kv_end + BN - 1) / BN;
+
+    const unsigned base = (smem_u32(smem_ws) + 1023u) & ~1023u;
+    const unsigned qs = base;
+    const unsigned bar_q = base + G::BAR_OFF;
+    auto k_tile = [&](int s) { return base + G::K_OFF + s * G::KV_TILE_B; };
+    auto v_tile = [&](int s) { return base + G::V_OFF + s * G::KV_TILE_B; };
+    auto k_full = [&](int s) { return bar_q + 8 + 8 * s; };
+    auto k_empty = [&](int s) { return bar_q + 8 + 8 * (ST + s); };
+    auto v_full = [&](int s) { return bar_q + 8 + 8 * (2 * ST + s); };
+    auto v_empty = [&](int s) { return bar_q + 8 + 8 * (3 * ST + s); };
+
+    if (tid == 0) {
+        mbar_init(bar_q, 1);
+#pragma unroll
+        for (int s = 0; s < ST; ++s) {
+            mbar_init(k_full(s), 1);   // the producer's expect_tx arrival
+            mbar_init(v_full(s), 1);
+            mbar_init(k_empty(s), NC);  // one arrival per consumer warpgroup
+            mbar_init(v_empty(s), NC);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();  // the last CTA-wide barrier: the producer may leave early
+
+    if (wg == 0) {
+        // ---- producer
+        setmaxnreg_dec<24>();
+        if (tid == 0) {
+            tma_prefetch(tq);
+            tma_prefetch(tk);
+            tma_prefetch(tv);
+            mbar_expect_tx(bar_q, G::Q_B);
+            tma_tile<BM, D>(qs, tq, bar_q, m0, bh);
+            for (int j = 0; j < n_tiles; ++j) {
+                const int s = j % ST;
+                const unsigned ph = (unsigned)(j / ST) & 1u;
+                // slot s last held tile j - ST: wait until both consumers released it
+                if (j >= ST) mbar_wait(k_empty(s), ph ^ 1u);
+                mbar_expect_tx(k_full(s), G::KV_TILE_B);
+                tma_tile<BN, D>(k_tile(s), tk, k_full(s), j * BN, bh);
+                if (j >= ST) mbar_wait(v_empty(s), ph ^ 1u);
+                mbar_expect_tx(v_full(s), G::KV_TILE_B);
+                tma_tile<BN, D>(v_tile(s), tv, v_full(s), j * BN, bh);
+            }
+        }
+        return;
+    }
+
+    // ---- consumers
+    setmaxnreg_inc<CREG>();
+    const int cw = wg - 1;  // consumer 0 .. NC-1: rows m0 + 64 * cw ..
+    const bool signal = (tid & 127) == 0;  // the thread that releases slots for its warpgroup
+
+    float o[DB * 4];
+    float s[NB * 4];
+    unsigned pf[KB][4];
+#pragma unroll
+    for (int i = 0; i < DB * 4; ++i) o[i] = 0.f;
+#pragma unroll
+    for (int i = 0; i < NB * 4; ++i) s[i] = 0.f;
+
+    float m_r[2], l_r[2], alpha[2];
+    int lim[2];
+    const int warp_first = m0 + cw * 64 + wwarp * 16;
+    init_rows(m_r, l_r, lim, warp_first, lane, seq_len, causal);
+    const int cta_lim_min = causal ? min(m0, seq_len - 1) : seq_len - 1;  // row_limit
+    const float sl2 = scale * 1.4426950408889634f;
+    const unsigned q_wg = qs + cw * 64 * 128;  // this warpgroup's Q rows, column block 0
+
+    auto issue_qk = [&](unsigned kt) {
+#pragma unroll
+        for (int kk = 0; kk < KD; ++kk) {
+            const unsigned qa = q_wg + (kk >> 2) * (BM * 128) + (kk & 3) * 32;
+            const unsigned ka = kt + (kk >> 2) * (BN * 128) + (kk & 3) * 32;
+            wg_ss<BN, BF16>(s, wg_desc(qa, 16, 1024), wg_desc(ka, 16, 1024), kk > 0);
+        }
+    };
+    auto issue_pv = [&](unsigned vt) {
+#pragma unroll
+        for (int kb = 0; kb < KB; ++kb)
+            wg_rs<D, BF16>(o, pf[kb], wg_desc(vt + kb * 2048, BN * 128, 1024), 1);
+    };
+    auto scores_to_p = [&](int j) {  // S_j (landed) -> masked, softmax
+#pragma unroll
+        for (int i = 0; i < NB * 4; ++i) reg_fence(s[i]);
+        if (tile_needs_mask(j * BN, BN, cta_lim_min)) mask_scores<NB>(s, j * BN, lane, lim);
+        softmax_tile<NB>(s, m_r, l_r, alpha, sl2);
+    };
+    auto o_landed = [&]() {
+#pragma unroll
+        for (int i = 0; i < DB * 4; ++i) reg_fence(o[i]);
+    };
+    // ping-pong turns, round robin: wait for mine (barrier 1 + cw, which the previous
+    // consumer signals), then hand over to the next (barrier 1 + (cw + 1) % NC)
+    auto turn_begin = [&]() {
+        if (PP) named_sync(1 + cw);
+    };
+    auto turn_end = [&]() {
+        if (PP) named_arrive(1 + (cw + 1) % NC);
+    };
+    if (PP && cw == NC - 1) named_arrive(1);  // consumer 0 goes first
+
+    mbar_wait(bar_q, 0);
+    if constexpr (!INTRA) {
+        for (int j = 0; j < n_tiles; ++j) {
+            const int st = j % ST;
+            const unsigned ph = (unsigned)(j / ST) & 1u;
+            mbar_wait(k_full(st), ph);
+            turn_begin();
+            wg_fence();
+            issue_qk(k_tile(st));
+            wg_commit();
+            turn_end();
+            wg_wait<0>();
+            if (signal) mbar_arrive(k_empty(st));
+            scores_to_p(j);
+            rescale_o<DB>(o, alpha);
+            pack_p<KB, BF16>(s, pf);
+            mbar_wait(v_full(st), ph);
+            turn_begin();
+            wg_fence();
+            issue_pv(v_tile(st));
+            wg_commit();
+            turn_end();
+            wg_wait<0>();
+            o_landed();
+            if (signal) mbar_arrive(v_empty(st));
+        }
+        if (PP && cw == 0) named_sync(1);  // the last consumer's last hand-over
+    } else {
+        // tile 0: S_0 alone
+        mbar_wait(k_full(0), 0);
+        turn_begin();
+        wg_fence();
+        issue_qk(k_tile(0));
+        wg_commit();
+        turn_end();
+        wg_wait<0>();
+        if (signal) mbar_arrive(k_empty(0));
+        scores_to_p(0);
+        pack_p<KB, BF16>(s, pf);  // O is 0: no rescale
+        for (int j = 1; j < n_tiles; ++j) {
+            const int st = j % ST, sp = (j - 1) % ST;
+            mbar_wait(k_full(st), (unsigned)(j / ST) & 1u);
+            mbar_wait(v_full(sp), (unsigned)((j - 1) / ST) & 1u);
+            turn_begin();
+            wg_fence();
+            issue_qk(k_tile(st));
+            wg_commit();
+            issue_pv(v_tile(sp));
+            wg_commit();
+            turn_end();
+            wg_wait<1>();  // S_j is in; P_{j-1} V_{j-1} may still be running
+            if (signal) mbar_arrive(k_empty(st));
+            scores_to_p(j);
+            wg_wait<0>();
+            o_landed();
+            if (signal) mbar_arrive(v_empty(sp));
+            rescale_o<DB>(o, alpha);
+            pack_p<KB, BF16>(s, pf);
+        }
+        const int sl = (n_tiles - 1) % ST;
+        mbar_wait(v_full(sl), (unsigned)((n_tiles - 1) / ST) & 1u);
+        turn_begin();
+        wg_fence();
+        issue_pv(v_tile(sl));
+        wg_commit();
+        turn_end();
+        wg_wait<0>();
+        o_landed();
+        if (signal) mbar_arrive(v_empty(sl));
+        if (PP && cw == 0) named_sync(1);  // the last consumer's last hand-over
+    }
+
+    store_rows<D>(out + (size_t)bh * (size_t)seq_len * D, o, l_r, warp_first, lane, seq_len);
+}
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
 }  // namespace cg_attn
@@ -915,6 +1235,23 @@ CG_DEV void attn_fwd_wg(const unsigned short* __restrict__ q, const unsigned sho
                                                     causal);                                  \
     }
 
+// The warp-specialised kernel takes the q, k, v TMA tensor maps after the eight arguments
+// (NAME_tma = {1}: layout 1 of kernels/README.md); q/k/v pointers stay in the signature.
+#define CG_ATTN_WS_KERNEL(NAME, D, BN, ST, NC, BF16, INTRA, PP, MINB, CREG)                    \
+    extern "C" {                                                                              \
+    __constant__ int NAME##_launch[3] = {64 * NC, 128 * (NC + 1),                             \
+                                         cg_attn::WsGeo<D, BN, ST, NC>::SMEM_B};               \
+    __constant__ int NAME##_tma[1] = {1};                                                     \
+    }                                                                                         \
+    extern "C" __global__ void __launch_bounds__(128 * (NC + 1), MINB)                        \
+        NAME(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k,       \
+             const unsigned short* __restrict__ v, float* __restrict__ out, int seq_len,       \
+             int head_dim, float scale, int causal, const __grid_constant__ cg_attn::Tmap tq,  \
+             const __grid_constant__ cg_attn::Tmap tk, const __grid_constant__ cg_attn::Tmap tv) { \
+        cg_attn::attn_fwd_ws<D, BN, ST, NC, BF16, INTRA, PP, CREG>(&tq, &tk, &tv, out, seq_len, \
+                                                                   head_dim, scale, causal);  \
+    }
+
 // Shipped configurations (chosen by timing variants on an H200, docs/KERNEL_NOTES.md).
 //
 // Hopper with sm_90a features (H100, H200): the wgmma kernel.
@@ -923,13 +1260,15 @@ CG_DEV void attn_fwd_wg(const unsigned short* __restrict__ q, const unsigned sho
 #if defined(CG_HAVE_WGMMA) && !defined(CG_ADA_TILES)
 // d64 : 64 rows x 128 keys, one warpgroup, softmax of tile j overlapping P V of tile j-1,
 //       73 KiB smem, 3 CTAs = 12 warps per SM. No NAME_small: a 64-row tile already.
-// d128: 128 rows x 64 keys, two warpgroups sharing each K/V tile, not pipelined (the
-//       pipelined one needs more than the 128 registers that 2 CTAs = 16 warps per SM allow),
-//       97 KiB smem.
+// d128: the warp-specialised kernel (attn_fwd_ws): 128 rows x 128 keys, a TMA producer
+//       warpgroup and two consumer warpgroups of 64 rows with 240 registers each, a 2-stage
+//       K/V ring, 161 KiB smem, 1 CTA per SM; (..., ST, NC, bf16, INTRA, PP, min CTAs/SM,
+//       consumer registers). Each option was kept only when the gate's A/B against the step
+//       before called it an improvement (docs/KERNEL_NOTES.md section 8).
 CG_ATTN_WG_KERNEL(attention_fwd_f16_d64, 64, 128, 1, false, 3, true)
 CG_ATTN_WG_KERNEL(attention_fwd_bf16_d64, 64, 128, 1, true, 3, true)
-CG_ATTN_WG_KERNEL(attention_fwd_f16_d128, 128, 64, 2, false, 2, false)
-CG_ATTN_WG_KERNEL(attention_fwd_bf16_d128, 128, 64, 2, true, 2, false)
+CG_ATTN_WS_KERNEL(attention_fwd_f16_d128, 128, 128, 2, 2, false, false, false, 1, 240)
+CG_ATTN_WS_KERNEL(attention_fwd_bf16_d128, 128, 128, 2, 2, true, false, false, 1, 240)
 #else
 // Everything else (the L4, plain sm_90, Ampere): the mma.sync kernel.
 //   (name, D, BM rows/CTA, BN keys/tile, NW warps, MI 16-row blocks/warp, Q in registers,
@@ -995,5 +1334,16 @@ CG_VW(128, 2, 64, 1, , false)
 CG_VW(128, 1, 64, 2, p, true)
 CG_VW(128, 2, 64, 1, p, true)
 CG_VW(128, 2, 128, 1, p, true)
+// Name: attnv_f16_d<D>_ws<BN>s<ST>c<NC>b<MINB>r<CREG>[i: INTRA][p: ping-pong] (warp-specialised)
+#define CG_VS(D, BN, ST, NC, MINB, CREG, SFX, INTRA, PP)                            \
+    CG_ATTN_WS_KERNEL(attnv_f16_d##D##_ws##BN##s##ST##c##NC##b##MINB##r##CREG##SFX, D, BN, ST, \
+                      NC, false, INTRA, PP, MINB, CREG)
+CG_VS(128, 128, 2, 2, 1, 240, , false, false)
+CG_VS(128, 128, 2, 2, 1, 240, p, false, true)
+CG_VS(128, 128, 2, 2, 1, 240, ip, true, true)
+CG_VS(64, 128, 2, 2, 1, 240, ip, true, true)
+CG_VS(64, 128, 2, 3, 1, 160, ip, true, true)
+CG_VS(64, 64, 2, 2, 2, 104, ip, true, true)
+CG_VS(64, 64, 2, 2, 2, 104, p, false, true)
 #endif
 #endif

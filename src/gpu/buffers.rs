@@ -88,6 +88,7 @@ pub(crate) fn launch_on(
             head_dim: shape.head_dim as i32,
             scale: shape.scale(),
             causal: i32::from(shape.causal),
+            tma: kernel.tma,
         },
     )
     .during(|| format!("launching {} on shape {shape}", kernel.name))

@@ -24,6 +24,9 @@ pub struct Kernel {
     pub rows_per_block: u32,
     pub threads: u32,
     pub smem_bytes: u32,
+    /// Takes the q, k, v TMA tensor maps after its eight arguments (`NAME_tma`,
+    /// kernels/README.md).
+    pub tma: bool,
 }
 
 impl Kernel {
@@ -235,7 +238,37 @@ fn load_kernel(
         rows_per_block: rows as u32,
         threads: threads as u32,
         smem_bytes: smem as u32,
+        tma: false,
     })
+}
+
+/// The TMA layouts a kernel may ask for with `NAME_tma` (kernels/README.md): 1 = q, k, v as
+/// 3-D maps {head_dim, seq_len, batch·heads}, 64 × 64 boxes, 128-byte swizzle.
+const TMA_LAYOUTS: [i32; 1] = [1];
+
+/// A timed kernel's optional `NAME_tma`: whether it takes the q, k, v tensor maps. Looked up
+/// in the cubin's symbols first, as `NAME_small` is.
+fn with_tma(
+    mut kernel: Kernel,
+    cubin: &[u8],
+    m: &Arc<CudaModule>,
+    stream: &Arc<CudaStream>,
+    src: &KernelSource,
+) -> Result<Kernel, GpuError> {
+    let symbol = format!("{}_tma", kernel.name);
+    if !has_symbol(cubin, &symbol) {
+        return Ok(kernel);
+    }
+    let layout = raw::read_i32_constant(m, stream, &symbol, 1)
+        .during(|| format!("reading {symbol} in {}", src.path.display()))?[0];
+    if !TMA_LAYOUTS.contains(&layout) {
+        return Err(GpuError::Invalid(format!(
+            "{symbol} in {} is {layout}: the only TMA layout is 1 (kernels/README.md)",
+            src.path.display()
+        )));
+    }
+    kernel.tma = true;
+    Ok(kernel)
 }
 
 impl Gpu {
@@ -447,16 +480,15 @@ fn load_attention(
     for dtype in [Dtype::Float16, Dtype::Bfloat16] {
         for d in crate::config::SUPPORTED_HEAD_DIMS {
             let name = format!("attention_fwd_{}_d{d}", dtype.short());
-            kernels.insert((dtype, d), load_kernel(&module, stream, info, &src, &name)?);
+            let kernel = load_kernel(&module, stream, info, &src, &name)?;
+            kernels.insert((dtype, d), with_tma(kernel, &cubin, &module, stream, &src)?);
             // Optional: a source without it runs NAME on every grid. Looked up in the
             // cubin's symbols, not by asking the driver for a function that may not exist
             // (compute-sanitizer counts that failed call as an error).
             let small_name = format!("{name}_small");
             if has_symbol(&cubin, &small_name) {
-                small.insert(
-                    (dtype, d),
-                    load_kernel(&module, stream, info, &src, &small_name)?,
-                );
+                let kernel = load_kernel(&module, stream, info, &src, &small_name)?;
+                small.insert((dtype, d), with_tma(kernel, &cubin, &module, stream, &src)?);
             }
         }
     }

@@ -168,6 +168,75 @@ pub struct AttentionArgs<'a> {
     pub head_dim: i32,
     pub scale: f32,
     pub causal: i32,
+    /// The kernel declares `NAME_tma` (kernels/README.md): three TMA tensor maps, of q, k
+    /// and v, follow the eight arguments, by value.
+    pub tma: bool,
+}
+
+/// A TMA tensor map (`CUtensorMap`, 128 bytes) passed by value as a kernel argument: the
+/// kernel declares it `const __grid_constant__`, so it lives in the launch's parameter space.
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+pub struct TensorMapArg(cudarc::driver::sys::CUtensorMap);
+
+// SAFETY: a plain-old-data struct of 16 u64 (CUtensorMap) that the driver copies into the
+// kernel's parameter space, exactly what the kernel's parameter of the same size expects.
+unsafe impl DeviceRepr for TensorMapArg {}
+
+/// The TMA box of the ABI's tensor maps, {head_dim elements, rows}: 64 × 64 16-bit values =
+/// one 8 KiB atom of the 128-byte swizzle (kernels/README.md, "TMA").
+pub const TMA_BOX: [u32; 2] = [64, 64];
+
+/// Encodes the ABI's tensor map of one [batch·heads, seq_len, head_dim] 16-bit tensor: 3-D
+/// {head_dim, seq_len, batch·heads} (innermost first), box [`TMA_BOX`] × 1, 128-byte swizzle,
+/// rows past seq_len (of each slice) and columns past head_dim read as zero.
+fn encode_tensor_map(
+    stream: &CudaStream,
+    buf: &CudaSlice<u16>,
+    seq_len: usize,
+    head_dim: usize,
+    slices: usize,
+) -> Result<TensorMapArg, DriverError> {
+    use cudarc::driver::DevicePtr;
+    use cudarc::driver::sys::{
+        CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave,
+        CUtensorMapL2promotion, CUtensorMapSwizzle,
+    };
+    let dims = [head_dim as u64, seq_len as u64, slices as u64];
+    // Byte strides of dimensions 1 and 2 (dimension 0 is contiguous).
+    let strides = [
+        (head_dim * 2) as u64,
+        (seq_len as u64)
+            .checked_mul((head_dim * 2) as u64)
+            .ok_or_else(invalid)?,
+    ];
+    let boxes = [TMA_BOX[0], TMA_BOX[1], 1u32];
+    let elem_strides = [1u32; 3];
+    let (ptr, _record) = buf.device_ptr(stream);
+    let mut map = std::mem::MaybeUninit::<cudarc::driver::sys::CUtensorMap>::zeroed();
+    // SAFETY: `map` is writable and 128 bytes; the arrays hold `rank` = 3 entries each;
+    // `ptr` is the base of a live allocation of slices · seq_len · head_dim u16 (the caller
+    // checked the length), 256-byte aligned as cudaMalloc's are. cuTensorMapEncodeTiled
+    // only writes `map` (host memory) and validates the rest, returning an error otherwise.
+    unsafe {
+        cudarc::driver::sys::cuTensorMapEncodeTiled(
+            map.as_mut_ptr(),
+            CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT16,
+            3,
+            ptr as *mut std::ffi::c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            boxes.as_ptr(),
+            elem_strides.as_ptr(),
+            CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+        .result()?;
+    }
+    // SAFETY: initialised: zeroed above, then written by a successful encode.
+    Ok(TensorMapArg(unsafe { map.assume_init() }))
 }
 
 fn invalid() -> DriverError {
@@ -200,6 +269,16 @@ pub fn launch_attention(
     {
         return Err(invalid());
     }
+    let maps = if a.tma {
+        let slices = cfg.grid_dim.1 as usize;
+        Some([
+            encode_tensor_map(stream, a.q, seq_len, head_dim, slices)?,
+            encode_tensor_map(stream, a.k, seq_len, head_dim, slices)?,
+            encode_tensor_map(stream, a.v, seq_len, head_dim, slices)?,
+        ])
+    } else {
+        None
+    };
     let mut b = stream.launch_builder(func);
     b.arg(a.q)
         .arg(a.k)
@@ -209,8 +288,12 @@ pub fn launch_attention(
         .arg(&a.head_dim)
         .arg(&a.scale)
         .arg(&a.causal);
+    if let Some(maps) = &maps {
+        b.arg(&maps[0]).arg(&maps[1]).arg(&maps[2]);
+    }
     // SAFETY: the signature matches kernels/README.md (three u16 inputs, one f32 output, then
-    // int, int, float, int). All four buffers hold grid.y · seq_len · head_dim elements
+    // int, int, float, int; then three 128-byte tensor maps of q, k, v where the kernel
+    // declares NAME_tma). All four buffers hold grid.y · seq_len · head_dim elements
     // (checked above), and the kernels only touch rows < seq_len of the (batch, head) slice
     // selected by blockIdx.y. (An adversarial kernel may write anywhere it can reach: the
     // integrity checks in gpu::integrity catch that; memory safety of this process is not at
@@ -519,18 +602,25 @@ pub fn read_launch_constant(
     stream: &Arc<CudaStream>,
     symbol: &str,
 ) -> Result<[i32; 3], DriverError> {
+    let v = read_i32_constant(module, stream, symbol, 3)?;
+    Ok([v[0], v[1], v[2]])
+}
+
+/// Reads the first `n` i32 of a `__constant__` array of a module (CUDA_ERROR_INVALID_VALUE
+/// when the symbol holds fewer bytes).
+pub fn read_i32_constant(
+    module: &Arc<cudarc::driver::CudaModule>,
+    stream: &Arc<CudaStream>,
+    symbol: &str,
+    n: usize,
+) -> Result<Vec<i32>, DriverError> {
     let global = module.get_global(symbol, stream)?;
-    if global.len() < 12 {
-        return Err(DriverError(
-            cudarc::driver::sys::CUresult::CUDA_ERROR_INVALID_VALUE,
-        ));
+    if global.len() < 4 * n {
+        return Err(invalid());
     }
-    // SAFETY: the symbol holds at least 12 bytes (checked above), read as three i32.
-    let view = unsafe { global.transmute::<i32>(3) }.ok_or(DriverError(
-        cudarc::driver::sys::CUresult::CUDA_ERROR_INVALID_VALUE,
-    ))?;
-    let host = stream.clone_dtoh(&view)?;
-    Ok([host[0], host[1], host[2]])
+    // SAFETY: the symbol holds at least 4·n bytes (checked above), read as n i32.
+    let view = unsafe { global.transmute::<i32>(n) }.ok_or_else(invalid)?;
+    stream.clone_dtoh(&view)
 }
 
 // ---- The sandboxed NVRTC process (`gpu::sandbox`): process-level calls of the child. ----

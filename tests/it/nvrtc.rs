@@ -132,6 +132,39 @@ fn the_small_grid_kernels_are_found_in_the_cubin() {
     }
 }
 
+/// The TMA ABI (kernels/README.md, `NAME_tma`): on sm_90a the d128 kernels are the
+/// warp-specialised ones and declare layout 1, so the host passes them the q, k, v tensor
+/// maps; the L4's sm_89 and plain sm_90 builds keep the eight-argument kernels, and no d64
+/// kernel asks for maps. (The host reads the symbol from the cubin, as it does `NAME_small`.)
+#[test]
+#[cfg_attr(
+    ci_gate_no_nvrtc,
+    ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
+)]
+fn only_the_sm90a_d128_kernels_take_tensor_maps() {
+    require_nvrtc();
+    use ci_gate::gpu::device::has_symbol;
+    let src =
+        KernelSource::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/attention.cu"))
+            .unwrap();
+    for target in TARGETS {
+        let cubin = compile_uncached_for(&src, target).unwrap();
+        for dtype in ["f16", "bf16"] {
+            assert_eq!(
+                has_symbol(&cubin, &format!("attention_fwd_{dtype}_d128_tma")),
+                target == "sm_90a",
+                "{target} {dtype} d128"
+            );
+            for name in ["d64", "d64_small"] {
+                assert!(
+                    !has_symbol(&cubin, &format!("attention_fwd_{dtype}_{name}_tma")),
+                    "{target} {dtype} {name}"
+                );
+            }
+        }
+    }
+}
+
 /// The kernels with planted bugs that `ci-gate sanitize` must catch (tests/sanitize/) are
 /// valid code for both architectures: what catches them is the sanitizer, not the compiler.
 #[test]
