@@ -1267,8 +1267,8 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
 //       before called it an improvement (docs/KERNEL_NOTES.md section 8).
 CG_ATTN_WG_KERNEL(attention_fwd_f16_d64, 64, 128, 1, false, 3, true)
 CG_ATTN_WG_KERNEL(attention_fwd_bf16_d64, 64, 128, 1, true, 3, true)
-CG_ATTN_WS_KERNEL(attention_fwd_f16_d128, 128, 128, 2, 2, false, false, true, 1, 240)
-CG_ATTN_WS_KERNEL(attention_fwd_bf16_d128, 128, 128, 2, 2, true, false, true, 1, 240)
+CG_ATTN_WS_KERNEL(attention_fwd_f16_d128, 128, 128, 2, 2, false, true, true, 1, 240)
+CG_ATTN_WS_KERNEL(attention_fwd_bf16_d128, 128, 128, 2, 2, true, true, true, 1, 240)
 #else
 // Everything else (the L4, plain sm_90, Ampere): the mma.sync kernel.
 //   (name, D, BM rows/CTA, BN keys/tile, NW warps, MI 16-row blocks/warp, Q in registers,
