@@ -1001,6 +1001,7 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
                         int seq_len, int head_dim, float scale, int causal_i) {
     typedef WsGeo<D, BN, ST, NC> G;
     static_assert((D == 64 || D == 128) && (BN == 64 || BN == 128), "wgmma tile shape");
+    static_assert(!PP || NC >= 2, "ping-pong needs two consumers");
     constexpr int BM = G::BM;
     constexpr int NB = BN / 8;   // n-blocks (8 keys) of S
     constexpr int KB = BN / 16;  // k-steps of O += P V
@@ -1267,6 +1268,10 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
 //       before called it an improvement (docs/KERNEL_NOTES.md section 8).
 CG_ATTN_WG_KERNEL(attention_fwd_f16_d64, 64, 128, 1, false, 3, true)
 CG_ATTN_WG_KERNEL(attention_fwd_bf16_d64, 64, 128, 1, true, 3, true)
+// d64 small grids (NAME_small, fewer CTAs than SMs): the warp-specialised kernel with one
+//       consumer warpgroup of 64 rows, 128-key tiles, softmax/PV overlap, 2 CTAs per SM.
+CG_ATTN_WS_KERNEL(attention_fwd_f16_d64_small, 64, 128, 2, 1, false, true, false, 2, 232)
+CG_ATTN_WS_KERNEL(attention_fwd_bf16_d64_small, 64, 128, 2, 1, true, true, false, 2, 232)
 CG_ATTN_WS_KERNEL(attention_fwd_f16_d128, 128, 128, 2, 2, false, true, true, 1, 240)
 CG_ATTN_WS_KERNEL(attention_fwd_bf16_d128, 128, 128, 2, 2, true, true, true, 1, 240)
 #else
@@ -1343,7 +1348,9 @@ CG_VS(128, 128, 2, 2, 1, 240, p, false, true)
 CG_VS(128, 128, 2, 2, 1, 240, ip, true, true)
 CG_VS(64, 128, 2, 2, 1, 240, ip, true, true)
 CG_VS(64, 128, 2, 3, 1, 160, ip, true, true)
-CG_VS(64, 64, 2, 2, 2, 104, ip, true, true)
 CG_VS(64, 64, 2, 2, 2, 104, p, false, true)
+CG_VS(64, 128, 2, 1, 2, 232, i, true, false)
+CG_VS(64, 64, 2, 1, 3, 136, i, true, false)
+CG_VS(64, 64, 3, 1, 3, 136, i, true, false)
 #endif
 #endif

@@ -102,8 +102,8 @@ fn kernels_compile_for_sm89_sm90_and_sm90a() {
 }
 
 /// The host finds the optional small-grid kernels in the cubin's symbols (never by a failed
-/// driver call, which compute-sanitizer would count): there for the mma.sync d64 kernels, not
-/// for d128, and not for sm_90a, whose wgmma d64 tile has 64 rows already.
+/// driver call, which compute-sanitizer would count): `NAME_small` for the d64 kernels on
+/// every target (mma.sync: a 64-row tile; sm_90a: the warp-specialised one), none for d128.
 #[test]
 #[cfg_attr(
     ci_gate_no_nvrtc,
@@ -118,30 +118,36 @@ fn the_small_grid_kernels_are_found_in_the_cubin() {
         let cubin = compile_uncached_for(&src, target).unwrap();
         use ci_gate::gpu::device::has_symbol;
         for dtype in ["f16", "bf16"] {
-            assert_eq!(
-                has_symbol(&cubin, &format!("attention_fwd_{dtype}_d64_small")),
-                target != "sm_90a",
-                "{target}"
-            );
+            assert!(has_symbol(
+                &cubin,
+                &format!("attention_fwd_{dtype}_d64_small")
+            ));
             assert!(has_symbol(&cubin, &format!("attention_fwd_{dtype}_d64")));
             assert!(!has_symbol(
                 &cubin,
-                &format!("attention_fwd_{dtype}_d128_small")
+                &format!("attention_fwd_{dtype}_d64_long")
             ));
+            for suffix in ["small", "long"] {
+                assert!(!has_symbol(
+                    &cubin,
+                    &format!("attention_fwd_{dtype}_d128_{suffix}")
+                ));
+            }
         }
     }
 }
 
-/// The TMA ABI (kernels/README.md, `NAME_tma`): on sm_90a the d128 kernels are the
-/// warp-specialised ones and declare layout 1, so the host passes them the q, k, v tensor
-/// maps; the L4's sm_89 and plain sm_90 builds keep the eight-argument kernels, and no d64
-/// kernel asks for maps. (The host reads the symbol from the cubin, as it does `NAME_small`.)
+/// The TMA ABI (kernels/README.md, `NAME_tma`): on sm_90a the warp-specialised kernels (d128,
+/// and the d64 small-grid form) declare layout 1, so the host passes them
+/// the q, k, v tensor maps; the L4's sm_89 and plain sm_90 builds keep the eight-argument
+/// kernels, as does sm_90a's main d64 kernel (cp.async). (The host reads the symbol from the
+/// cubin, as it does `NAME_small`.)
 #[test]
 #[cfg_attr(
     ci_gate_no_nvrtc,
     ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
 )]
-fn only_the_sm90a_d128_kernels_take_tensor_maps() {
+fn the_warp_specialised_kernels_take_tensor_maps_on_sm90a_only() {
     require_nvrtc();
     use ci_gate::gpu::device::has_symbol;
     let src =
@@ -150,17 +156,17 @@ fn only_the_sm90a_d128_kernels_take_tensor_maps() {
     for target in TARGETS {
         let cubin = compile_uncached_for(&src, target).unwrap();
         for dtype in ["f16", "bf16"] {
-            assert_eq!(
-                has_symbol(&cubin, &format!("attention_fwd_{dtype}_d128_tma")),
-                target == "sm_90a",
-                "{target} {dtype} d128"
-            );
-            for name in ["d64", "d64_small"] {
-                assert!(
-                    !has_symbol(&cubin, &format!("attention_fwd_{dtype}_{name}_tma")),
+            for name in ["d128", "d64_small"] {
+                assert_eq!(
+                    has_symbol(&cubin, &format!("attention_fwd_{dtype}_{name}_tma")),
+                    target == "sm_90a",
                     "{target} {dtype} {name}"
                 );
             }
+            assert!(
+                !has_symbol(&cubin, &format!("attention_fwd_{dtype}_d64_tma")),
+                "{target} {dtype} d64"
+            );
         }
     }
 }
