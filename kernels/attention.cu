@@ -1272,6 +1272,11 @@ CG_ATTN_WG_KERNEL(attention_fwd_bf16_d64, 64, 128, 1, true, 3, true)
 //       consumer warpgroup of 64 rows, 128-key tiles, softmax/PV overlap, 2 CTAs per SM.
 CG_ATTN_WS_KERNEL(attention_fwd_f16_d64_small, 64, 128, 2, 1, false, true, false, 2, 232)
 CG_ATTN_WS_KERNEL(attention_fwd_bf16_d64_small, 64, 128, 2, 1, true, true, false, 2, 232)
+// d64 long sequences (NAME_long, from seq_len NAME_long_from on): the same kernel.
+CG_ATTN_WS_KERNEL(attention_fwd_f16_d64_long, 64, 128, 2, 1, false, true, false, 2, 232)
+CG_ATTN_WS_KERNEL(attention_fwd_bf16_d64_long, 64, 128, 2, 1, true, true, false, 2, 232)
+extern "C" __constant__ int attention_fwd_f16_d64_long_from[1] = {1536};
+extern "C" __constant__ int attention_fwd_bf16_d64_long_from[1] = {1536};
 CG_ATTN_WS_KERNEL(attention_fwd_f16_d128, 128, 128, 2, 2, false, true, true, 1, 240)
 CG_ATTN_WS_KERNEL(attention_fwd_bf16_d128, 128, 128, 2, 2, true, true, true, 1, 240)
 #else

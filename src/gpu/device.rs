@@ -49,6 +49,9 @@ pub struct AttentionSet {
     kernels: HashMap<(Dtype, u32), Kernel>,
     /// The optional small-grid variants (`NAME_small`), by the same key.
     small: HashMap<(Dtype, u32), Kernel>,
+    /// The optional long-sequence variants (`NAME_long`) with the shortest seq_len they take
+    /// (`NAME_long_from`), by the same key.
+    long: HashMap<(Dtype, u32), (Kernel, u32)>,
     /// SMs of the device: a grid of fewer CTAs than this launches `NAME_small`.
     sm_count: u32,
     /// SHA-256 of the `attention.cu` they came from.
@@ -56,27 +59,61 @@ pub struct AttentionSet {
     _module: Arc<CudaModule>,
 }
 
+/// Which of a kernel's forms runs a shape (kernels/README.md, "Small grids, long sequences").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    Main,
+    Small,
+    Long,
+}
+
+/// The host's choice among `NAME`, `NAME_small` and `NAME_long`, as kernels/README.md states
+/// it: `NAME_long` when the source has one and seq_len is at least its `NAME_long_from`;
+/// else `NAME_small` when the source has one and `NAME`'s grid, ⌈seq_len / rows⌉ · batch ·
+/// heads CTAs, has fewer CTAs than the GPU has SMs; else `NAME`.
+pub fn pick_form(
+    shape: &ShapeParams,
+    main_rows_per_block: u32,
+    has_small: bool,
+    long_from: Option<u32>,
+    sm_count: u32,
+) -> Form {
+    if long_from.is_some_and(|from| shape.seq_len >= from) {
+        return Form::Long;
+    }
+    let ctas = u64::from(shape.seq_len.div_ceil(main_rows_per_block.max(1)))
+        * u64::from(shape.batch)
+        * u64::from(shape.heads);
+    if has_small && ctas < u64::from(sm_count) {
+        Form::Small
+    } else {
+        Form::Main
+    }
+}
+
 impl AttentionSet {
-    /// The kernel that runs `shape`, as kernels/README.md says the host picks it: `NAME_small`
-    /// when the source has one and `NAME`'s grid would have fewer CTAs than the GPU has SMs,
-    /// else `NAME`.
+    /// The kernel that runs `shape` ([`pick_form`]).
     pub fn get(&self, shape: &ShapeParams) -> Result<&Kernel, GpuError> {
         let key = (shape.dtype, shape.head_dim);
-        let big = self.kernels.get(&key).ok_or_else(|| {
+        let main = self.kernels.get(&key).ok_or_else(|| {
             GpuError::Invalid(format!(
                 "no attention kernel for {} head_dim {}",
                 shape.dtype, shape.head_dim
             ))
         })?;
-        if let Some(small) = self.small.get(&key) {
-            let ctas = u64::from(shape.seq_len.div_ceil(big.rows_per_block))
-                * u64::from(shape.batch)
-                * u64::from(shape.heads);
-            if ctas < u64::from(self.sm_count) {
-                return Ok(small);
-            }
-        }
-        Ok(big)
+        let long = self.long.get(&key);
+        let small = self.small.get(&key);
+        let form = pick_form(
+            shape,
+            main.rows_per_block,
+            small.is_some(),
+            long.map(|(_, from)| *from),
+            self.sm_count,
+        );
+        Ok(match (form, small, long) {
+            (Form::Long, _, Some((kernel, _))) | (Form::Small, Some(kernel), _) => kernel,
+            _ => main,
+        })
     }
 }
 
@@ -239,6 +276,32 @@ fn load_kernel(
         threads: threads as u32,
         smem_bytes: smem as u32,
         tma: false,
+    })
+}
+
+/// `NAME_long_from` of a `NAME_long`: the shortest seq_len the long-sequence form takes (at
+/// least 1). A `NAME_long` without it is refused: the host would have to guess.
+fn long_from(
+    cubin: &[u8],
+    m: &Arc<CudaModule>,
+    stream: &Arc<CudaStream>,
+    src: &KernelSource,
+    long_name: &str,
+) -> Result<u32, GpuError> {
+    let symbol = format!("{long_name}_from");
+    if !has_symbol(cubin, &symbol) {
+        return Err(GpuError::Invalid(format!(
+            "{} has {long_name} but no {symbol}: the shortest seq_len it takes (kernels/README.md)",
+            src.path.display()
+        )));
+    }
+    let from = raw::read_i32_constant(m, stream, &symbol, 1)
+        .during(|| format!("reading {symbol} in {}", src.path.display()))?[0];
+    u32::try_from(from).ok().filter(|f| *f >= 1).ok_or_else(|| {
+        GpuError::Invalid(format!(
+            "{symbol} in {} is {from}: it must be a seq_len of at least 1",
+            src.path.display()
+        ))
     })
 }
 
@@ -477,6 +540,7 @@ fn load_attention(
     let module = load_module(ctx, info, &src)?;
     let mut kernels = HashMap::new();
     let mut small = HashMap::new();
+    let mut long = HashMap::new();
     for dtype in [Dtype::Float16, Dtype::Bfloat16] {
         for d in crate::config::SUPPORTED_HEAD_DIMS {
             let name = format!("attention_fwd_{}_d{d}", dtype.short());
@@ -490,11 +554,20 @@ fn load_attention(
                 let kernel = load_kernel(&module, stream, info, &src, &small_name)?;
                 small.insert((dtype, d), with_tma(kernel, &cubin, &module, stream, &src)?);
             }
+            // Optional too: NAME_long with NAME_long_from, the shortest seq_len it takes.
+            let long_name = format!("{name}_long");
+            if has_symbol(&cubin, &long_name) {
+                let kernel = load_kernel(&module, stream, info, &src, &long_name)?;
+                let kernel = with_tma(kernel, &cubin, &module, stream, &src)?;
+                let from = long_from(&cubin, &module, stream, &src, &long_name)?;
+                long.insert((dtype, d), (kernel, from));
+            }
         }
     }
     Ok(AttentionSet {
         kernels,
         small,
+        long,
         sm_count: info.sm_count,
         source_hash: src.hash,
         _module: module,
@@ -513,5 +586,53 @@ mod tests {
         assert!(has_symbol(strtab, "attention_fwd_f16_d64_small_launch"));
         assert!(!has_symbol(strtab, "fwd_f16_d64"));
         assert!(!has_symbol(b"", "x"));
+    }
+
+    #[test]
+    fn the_host_picks_long_then_small_then_main() {
+        use super::{Form, pick_form};
+        use crate::config::{Dtype, ShapeParams};
+        let shape = |b, h, s| ShapeParams::new(b, h, s, 64, false, Dtype::Float16);
+        // 132 SMs, 64-row main kernel: [1,8,512] is 64 CTAs, [8,16,512] 1024.
+        assert_eq!(
+            pick_form(&shape(1, 8, 512), 64, true, None, 132),
+            Form::Small
+        );
+        assert_eq!(
+            pick_form(&shape(1, 8, 512), 64, false, None, 132),
+            Form::Main
+        );
+        assert_eq!(
+            pick_form(&shape(8, 16, 512), 64, true, None, 132),
+            Form::Main
+        );
+        // 132 CTAs exactly is not fewer than the SMs
+        assert_eq!(
+            pick_form(&shape(1, 1, 132 * 64), 64, true, None, 132),
+            Form::Main
+        );
+        assert_eq!(
+            pick_form(&shape(1, 1, 131 * 64), 64, true, None, 132),
+            Form::Small
+        );
+        // NAME_long from seq_len 1024 on, before the small-grid rule
+        assert_eq!(
+            pick_form(&shape(4, 16, 2048), 64, true, Some(1024), 132),
+            Form::Long
+        );
+        assert_eq!(
+            pick_form(&shape(1, 1, 1024), 64, true, Some(1024), 132),
+            Form::Long
+        );
+        assert_eq!(
+            pick_form(&shape(1, 1, 1023), 64, true, Some(1024), 132),
+            Form::Small
+        );
+        assert_eq!(
+            pick_form(&shape(8, 16, 512), 64, true, Some(1024), 132),
+            Form::Main
+        );
+        // a zero row count from a hostile launch constant does not divide by zero
+        assert_eq!(pick_form(&shape(1, 1, 7), 0, true, None, 132), Form::Small);
     }
 }

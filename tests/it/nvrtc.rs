@@ -101,15 +101,16 @@ fn kernels_compile_for_sm89_sm90_and_sm90a() {
     }
 }
 
-/// The host finds the optional small-grid kernels in the cubin's symbols (never by a failed
-/// driver call, which compute-sanitizer would count): `NAME_small` for the d64 kernels on
-/// every target (mma.sync: a 64-row tile; sm_90a: the warp-specialised one), none for d128.
+/// The host finds the optional small-grid and long-sequence kernels in the cubin's symbols
+/// (never by a failed driver call, which compute-sanitizer would count): `NAME_small` for the
+/// d64 kernels on every target (mma.sync: a 64-row tile; sm_90a: the warp-specialised one),
+/// none for d128; `NAME_long` with its `NAME_long_from` only on sm_90a, for d64.
 #[test]
 #[cfg_attr(
     ci_gate_no_nvrtc,
     ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
 )]
-fn the_small_grid_kernels_are_found_in_the_cubin() {
+fn the_small_grid_and_long_sequence_kernels_are_found_in_the_cubin() {
     require_nvrtc();
     let src =
         KernelSource::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/attention.cu"))
@@ -123,10 +124,13 @@ fn the_small_grid_kernels_are_found_in_the_cubin() {
                 &format!("attention_fwd_{dtype}_d64_small")
             ));
             assert!(has_symbol(&cubin, &format!("attention_fwd_{dtype}_d64")));
-            assert!(!has_symbol(
-                &cubin,
-                &format!("attention_fwd_{dtype}_d64_long")
-            ));
+            for suffix in ["long", "long_from"] {
+                assert_eq!(
+                    has_symbol(&cubin, &format!("attention_fwd_{dtype}_d64_{suffix}")),
+                    target == "sm_90a",
+                    "{target} {dtype} d64_{suffix}"
+                );
+            }
             for suffix in ["small", "long"] {
                 assert!(!has_symbol(
                     &cubin,
@@ -138,7 +142,7 @@ fn the_small_grid_kernels_are_found_in_the_cubin() {
 }
 
 /// The TMA ABI (kernels/README.md, `NAME_tma`): on sm_90a the warp-specialised kernels (d128,
-/// and the d64 small-grid form) declare layout 1, so the host passes them
+/// and the d64 small-grid and long-sequence forms) declare layout 1, so the host passes them
 /// the q, k, v tensor maps; the L4's sm_89 and plain sm_90 builds keep the eight-argument
 /// kernels, as does sm_90a's main d64 kernel (cp.async). (The host reads the symbol from the
 /// cubin, as it does `NAME_small`.)
@@ -156,7 +160,7 @@ fn the_warp_specialised_kernels_take_tensor_maps_on_sm90a_only() {
     for target in TARGETS {
         let cubin = compile_uncached_for(&src, target).unwrap();
         for dtype in ["f16", "bf16"] {
-            for name in ["d128", "d64_small"] {
+            for name in ["d128", "d64_small", "d64_long"] {
                 assert_eq!(
                     has_symbol(&cubin, &format!("attention_fwd_{dtype}_{name}_tma")),
                     target == "sm_90a",
