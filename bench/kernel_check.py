@@ -27,6 +27,7 @@ Prints a compact table at the end; --out writes everything as JSON.
                                 [--out FILE]
 """
 import argparse
+import ctypes
 import hashlib
 import json
 import math
@@ -82,6 +83,8 @@ class Module:
             path = os.path.join(cubin_dir, f"{fn}.{arch}.cubin")
             self.mod = cp.RawModule(path=path)
             self.ptxas, self.compile_s = {}, 0.0
+            with open(path, "rb") as f:
+                self.cubin = f.read()
             return
         src = open(os.path.join(KDIR, fn)).read()
         t0 = time.time()
@@ -90,12 +93,18 @@ class Module:
         if not ok:
             raise RuntimeError(f"NVRTC failed for {fn} {arch} {extra}:\n{clog}")
         self.ptxas = nv.parse_ptxas(clog)
+        self.cubin = cubin
         h = hashlib.sha1(cubin).hexdigest()[:12]
         path = os.path.join(tempfile.gettempdir(), f"cg_{fn}_{arch}_{h}.cubin")
         with open(path, "wb") as f:
             f.write(cubin)
         self.mod = cp.RawModule(path=path)
         self.fn = fn
+
+    def has_symbol(self, name):
+        """Whether the cubin defines `name` (a whole NUL-delimited string of its string table),
+        as the Rust side looks up NAME_small, NAME_long and NAME_tma."""
+        return (b"\0" + name.encode() + b"\0") in self.cubin
 
     def launch_const(self, name):
         ptr = self.mod.get_global(name + "_launch")
@@ -105,6 +114,58 @@ class Module:
 
 def torch_stream():
     return cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+
+
+# ------------------------------------------------------------------ TMA (kernels/README.md)
+
+class TensorMap(ctypes.Structure):
+    """A CUtensorMap: 128 opaque bytes, passed by value after the eight arguments."""
+    _fields_ = [("opaque", ctypes.c_uint64 * 16)]
+
+
+_libcuda = None
+
+
+def libcuda():
+    global _libcuda
+    if _libcuda is None:
+        _libcuda = ctypes.CDLL("libcuda.so.1")
+    return _libcuda
+
+
+def encode_tensor_map(t):
+    """Layout 1 of kernels/README.md for a contiguous [B, H, S, D] 16-bit tensor: a 3-D map
+    {D, S, B*H}, box {64, 64, 1}, UINT16, 128-byte swizzle, L2 promotion 256 B, zero fill
+    (the same call gpu::raw::encode_tensor_map makes)."""
+    B, H, S, D = t.shape
+    m = TensorMap()
+    dims = (ctypes.c_uint64 * 3)(D, S, B * H)
+    strides = (ctypes.c_uint64 * 2)(D * 2, S * D * 2)
+    box = (ctypes.c_uint32 * 3)(64, 64, 1)
+    elem = (ctypes.c_uint32 * 3)(1, 1, 1)
+    # UINT16 = 1, INTERLEAVE_NONE = 0, SWIZZLE_128B = 3, L2_PROMOTION_L2_256B = 3, OOB fill 0
+    rc = libcuda().cuTensorMapEncodeTiled(ctypes.byref(m), 1, 3, ctypes.c_void_p(t.data_ptr()),
+                                          dims, strides, box, elem, 0, 3, 3, 0)
+    if rc != 0:
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed: CUresult {rc}")
+    return m
+
+
+def launch_with_maps(fn, grid, block, smem, scalars, maps):
+    """cuLaunchKernel with the eight ABI arguments and the three tensor maps by value (cupy's
+    argument packing has no 128-byte structs)."""
+    vals = [ctypes.c_uint64(int(x)) if isinstance(x, np.uint64) else
+            ctypes.c_int32(int(x)) if isinstance(x, np.int32) else
+            ctypes.c_float(float(x)) for x in scalars] + list(maps)
+    params = (ctypes.c_void_p * len(vals))(*[ctypes.cast(ctypes.byref(v), ctypes.c_void_p)
+                                              for v in vals])
+    func = getattr(fn, "kernel", fn)  # cupy's RawKernel wraps a cuda.function.Function
+    rc = libcuda().cuLaunchKernel(ctypes.c_void_p(func.ptr), grid[0], grid[1], grid[2],
+                                  block[0], block[1], block[2], smem,
+                                  ctypes.c_void_p(torch.cuda.current_stream().cuda_stream),
+                                  params, None)
+    if rc != 0:
+        raise RuntimeError(f"cuLaunchKernel failed: CUresult {rc}")
 
 
 # Per-SM limits of the L4 (sm_89) and of this GPU, for --l4-occupancy.
@@ -133,6 +194,7 @@ class Attn:
         self.name = name
         self.fn = module.mod.get_function(name)
         self.rows, self.threads, self.smem = module.launch_const(name)
+        self.tma = module.has_symbol(name + "_tma")
         self.ptxas = module.ptxas.get(name, {})
         self.launch_smem = self.smem
         if l4_occupancy:
@@ -153,6 +215,10 @@ class Attn:
         args = (np.uint64(q.data_ptr()), np.uint64(k.data_ptr()), np.uint64(v.data_ptr()),
                 np.uint64(out.data_ptr()), np.int32(S), np.int32(D),
                 np.float32(1.0 / math.sqrt(D)), np.int32(1 if causal else 0))
+        if self.tma:
+            maps = [encode_tensor_map(t) for t in (q, k, v)]
+            launch_with_maps(self.fn, grid, (self.threads, 1, 1), self.launch_smem, args, maps)
+            return
         with torch_stream():
             self.fn(grid, (self.threads, 1, 1), args, shared_mem=self.launch_smem)
 
@@ -322,6 +388,8 @@ def random_cases():
 def check_random(fast, ref, results, seed=1234, ref_kernel_too=True, section="random"):
     gen = torch.Generator(device="cuda").manual_seed(seed)
     for (B, H, S, D, causal, dt) in random_cases():
+        if (dt, D) not in fast:  # a kernel form that only some head_dims have
+            continue
         q, k, v = (torch.randn(B, H, S, D, device="cuda", generator=gen, dtype=torch.float32)
                    .to(TDT[dt]) for _ in range(3))
         r64 = ref64(q, k, v, causal)
@@ -513,8 +581,14 @@ def main():
     umod = Module("util.cu", arch, cubin_dir=cd)
     fast = {key: Attn(amod, name) for key, name in FAST.items()}
     ref = {dt: Attn(rmod, name) for dt, name in REF.items()}
-    info["kernels"] = {a.name: {"launch": [a.rows, a.threads, a.smem], "ptxas": a.ptxas}
-                       for a in list(fast.values()) + list(ref.values())}
+    # The optional forms (kernels/README.md, "Small grids, long sequences"), checked on the
+    # random cases whatever their grid: NAME_small and NAME_long where the module has them.
+    forms = {sfx: {key: Attn(amod, f"{name}_{sfx}") for key, name in FAST.items()
+                   if amod.has_symbol(f"{name}_{sfx}")} for sfx in ("small", "long")}
+    info["kernels"] = {a.name: {"launch": [a.rows, a.threads, a.smem], "ptxas": a.ptxas,
+                                "tma": a.tma}
+                       for a in list(fast.values()) + list(ref.values())
+                       + [a for f in forms.values() for a in f.values()]}
     variants = {}
     if args.variants:
         vmod = Module("attention.cu", arch, ["-DCI_GATE_VARIANTS"])
@@ -541,6 +615,12 @@ def main():
     sections = [("golden", lambda: check_golden(gdir, fast, ref, results) if gdir else
                  log("no golden dir")),
                 ("random", lambda: check_random(fast, ref, results)),
+                ("random-small", lambda: check_random(forms["small"], ref, results, seed=99,
+                                                      ref_kernel_too=False,
+                                                      section="rand-small")),
+                ("random-long", lambda: check_random(forms["long"], ref, results, seed=98,
+                                                     ref_kernel_too=False,
+                                                     section="rand-long")),
                 ("ref-any-d", lambda: check_ref_extra(ref, results)),
                 ("util", lambda: check_util(umod, info))]
     if fast_ada:

@@ -4,7 +4,7 @@
 # config, peers on), plus the GPU tests (golden and random shapes) on the working tree's
 # kernels. Steps are kernel directories carried in .carry/steps/<name> (s0 = the kernels
 # before issue 22, `git archive <commit>:kernels`); pairs are given as PREV:CUR arguments.
-#   bench/ws_device.sh tests attacks sanitize selftest s0:s1:np s1:s2 ...
+#   bench/ws_device.sh tests kc attacks sanitize selftest record s0:s1:np s1:s2 ...
 #   (:np = without the peers; :np:FILE = another config; everything lands in $OUT/ws-results.tgz)
 # Carried: .carry/ci-gate, .carry/it-tests, .carry/golden, .carry/steps.
 set -uo pipefail
@@ -23,6 +23,10 @@ selftest)
   echo "== selftest, ${SELFTEST_TRIALS:-3} trials, on kernels/"
   timed timeout 420 "$bin" selftest --trials "${SELFTEST_TRIALS:-3}" --wide --out "$out/selftest.json" > "$out/selftest.txt" 2>&1
   grep -avE "^\s*$" "$out/selftest.txt" | cut -c1-240 | tail -30 ;;
+kc)
+  echo "== bench/kernel_check.py --variants on kernels/ (golden, random, every variant; TMA kernels launched with their maps)"
+  timed timeout 300 python3 bench/kernel_check.py --variants --golden .carry/golden --out "$out/kc.json" > "$out/kc.log" 2>&1
+  grep -aE "FAIL|Traceback|Error|ALL|passed|failed|summary" "$out/kc.log" | head -20; tail -5 "$out/kc.log" ;;
 record)
   echo "== baseline update (5 processes) of the PR config on kernels/"
   rm -rf "$out/baselines" && cp -r baselines "$out/baselines"

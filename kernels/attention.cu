@@ -977,31 +977,46 @@ CG_DEV void tma_tile(unsigned dst, const Tmap* map, unsigned bar, int r0, int bh
                      cb * TMA_BOX_COLS, r0 + rb * TMA_BOX_ROWS, bh);
 }
 
-template <int D, int BN, int ST, int NC>
+template <int D, int BN, int ST, int NC, int NSUB>
 struct WsGeo {
     // An enum for the reason given at Geo.
     enum : int {
-        BM = 64 * NC,  // NC consumer warpgroups x 64 rows
+        BM = 64 * NC,  // NC consumer warpgroups x 64 rows: one sub-tile
+        QB = NSUB > 1 ? 2 : 1,  // Q buffers: the next sub-tile's Q loads during this one
         Q_B = BM * D * 2,
         KV_TILE_B = BN * D * 2,
-        K_OFF = Q_B,                          // ST K tiles
-        V_OFF = Q_B + ST * KV_TILE_B,         // ST V tiles
-        BAR_OFF = Q_B + 2 * ST * KV_TILE_B,   // mbarriers: Q full, K full/empty, V full/empty
+        K_OFF = QB * Q_B,                          // ST K tiles
+        V_OFF = QB * Q_B + ST * KV_TILE_B,         // ST V tiles
+        // mbarriers: Q full (and, with two Q buffers, Q full / empty per buffer), then K
+        // full, K empty, V full, V empty per stage
+        BAR_OFF = QB * Q_B + 2 * ST * KV_TILE_B,
+        N_QBAR = NSUB > 1 ? 4 : 1,
         // + 1024: the swizzle atoms must be 1024-byte aligned; the base is rounded up at run
         // time.
-        SMEM_B = BAR_OFF + 8 * (1 + 4 * ST) + 1024,
+        SMEM_B = BAR_OFF + 8 * (N_QBAR + 4 * ST) + 1024,
     };
 };
 
 // D: head_dim; BN: keys per K/V tile; ST: stages of the K/V ring; NC: consumer warpgroups
-// (BM = 64 * NC rows per CTA); CREG: the consumers' registers per thread after setmaxnreg
-// (the producer keeps 24; 24 * 128 + CREG * 128 * NC must fit the CTA's allocation at launch).
-template <int D, int BN, int ST, int NC, bool BF16, bool INTRA, bool PP, int CREG>
+// (BM = 64 * NC rows per sub-tile); CREG: the consumers' registers per thread after
+// setmaxnreg (the producer keeps 24; 24 * 128 + CREG * 128 * NC must fit the CTA's
+// allocation at launch); NSUB: sub-tiles of BM rows per CTA (rows_per_block = NSUB * BM),
+// done one after the other by the same warpgroups, the producer loading the next sub-tile's
+// Q and first K/V tiles while the consumers finish the current one (the K/V ring and its
+// phases simply run on across sub-tiles).
+// DYN: NSUB is a maximum; the rows_per_block of the launch is one sub-tile (BM), and the
+// kernel deals each (batch, head)'s tiles to as few CTAs as fill the GPU once at MINB CTAs
+// per SM: nsub = ceil(tiles / (MINB * SMs)) sub-tiles each, at most NSUB; the CTAs of the
+// grid beyond those return at once. Small grids get one tile per CTA, larger ones become
+// persistent-like (one wave of CTAs, each working through several tiles).
+template <int D, int BN, int ST, int NC, bool BF16, bool INTRA, bool PP, int CREG, int NSUB,
+          bool DYN = false, int MINB = 1>
 CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* __restrict__ out,
                         int seq_len, int head_dim, float scale, int causal_i) {
-    typedef WsGeo<D, BN, ST, NC> G;
+    typedef WsGeo<D, BN, ST, NC, NSUB> G;
     static_assert((D == 64 || D == 128) && (BN == 64 || BN == 128), "wgmma tile shape");
     static_assert(!PP || NC >= 2, "ping-pong needs two consumers");
+    static_assert(NSUB >= 1, "sub-tiles");
     constexpr int BM = G::BM;
     constexpr int NB = BN / 8;   // n-blocks (8 keys) of S
     constexpr int KB = BN / 16;  // k-steps of O += P V
@@ -1020,27 +1035,54 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
     const int wwarp = (tid >> 5) & 3;
     const bool causal = causal_i != 0;
 
-    const int n_qtiles = (seq_len + BM - 1) / BM;
-    const int qtile = n_qtiles - 1 - (int)blockIdx.x;  // heaviest first
-    if (qtile < 0) return;
-    const int m0 = qtile * BM;
+    // The CTAs of a (batch, head) deal its BM-row tiles out like cards, back and forth
+    // (round r: tile r * n_ctas + c when r is even, (r + 1) * n_ctas - 1 - c when odd), so
+    // that under a causal mask every CTA gets about the same work; each does its tiles the
+    // highest (heaviest) first, and the CTAs with the heaviest first tile start first. Tiles
+    // past the end of the sequence are skipped by everyone. (With NSUB = 1: tile
+    // n_ctas - 1 - blockIdx.x, as in attn_fwd.)
+    int nsub = NSUB;
+    if (DYN) {
+        // %nsmid is the number of SM identifiers: the SM count, or more where some are
+        // disabled (then the estimate errs towards fewer tiles per CTA)
+        unsigned nsm;
+        asm("mov.u32 %0, %%nsmid;" : "=r"(nsm));
+        const long long tiles = (long long)((seq_len + BM - 1) / BM) * gridDim.y;
+        const long long slots = (long long)MINB * (nsm > 0 ? nsm : 1);
+        nsub = (int)min((long long)NSUB, max(1LL, (tiles + slots - 1) / slots));
+    }
+    const int n_ctas = (seq_len + BM * nsub - 1) / (BM * nsub);
+    const int cta = n_ctas - 1 - (int)blockIdx.x;
+    if (cta < 0) return;
     const int bh = (int)blockIdx.y;
-
-    const int kv_end = causal ? min(seq_len, m0 + BM) : seq_len;  // as in attn_fwd
-    const int n_tiles = (kv_end + BN - 1) / BN;
+    auto sub_m0 = [&](int t) {
+        const int r = nsub - 1 - t;
+        return ((r & 1) ? (r + 1) * n_ctas - 1 - cta : r * n_ctas + cta) * BM;
+    };
+    auto sub_tiles = [&](int m0) {  // K/V tiles of the sub-tile at m0 (kv_end as in attn_fwd)
+        const int kv_end = causal ? min(seq_len, m0 + BM) : seq_len;
+        return (kv_end + BN - 1) / BN;
+    };
 
     const unsigned base = (smem_u32(smem_ws) + 1023u) & ~1023u;
-    const unsigned qs = base;
-    const unsigned bar_q = base + G::BAR_OFF;
+    const unsigned bar0 = base + G::BAR_OFF;
+    auto q_buf = [&](int b) { return base + b * G::Q_B; };
+    auto q_full = [&](int b) { return bar0 + 8 * b; };
+    auto q_empty = [&](int b) { return bar0 + 8 * (2 + b); };  // NSUB > 1 only
+    const unsigned bar_kv = bar0 + 8 * G::N_QBAR;
     auto k_tile = [&](int s) { return base + G::K_OFF + s * G::KV_TILE_B; };
     auto v_tile = [&](int s) { return base + G::V_OFF + s * G::KV_TILE_B; };
-    auto k_full = [&](int s) { return bar_q + 8 + 8 * s; };
-    auto k_empty = [&](int s) { return bar_q + 8 + 8 * (ST + s); };
-    auto v_full = [&](int s) { return bar_q + 8 + 8 * (2 * ST + s); };
-    auto v_empty = [&](int s) { return bar_q + 8 + 8 * (3 * ST + s); };
+    auto k_full = [&](int s) { return bar_kv + 8 * s; };
+    auto k_empty = [&](int s) { return bar_kv + 8 * (ST + s); };
+    auto v_full = [&](int s) { return bar_kv + 8 * (2 * ST + s); };
+    auto v_empty = [&](int s) { return bar_kv + 8 * (3 * ST + s); };
 
     if (tid == 0) {
-        mbar_init(bar_q, 1);
+#pragma unroll
+        for (int b = 0; b < G::QB; ++b) {
+            mbar_init(q_full(b), 1);
+            if (NSUB > 1) mbar_init(q_empty(b), NC);
+        }
 #pragma unroll
         for (int s = 0; s < ST; ++s) {
             mbar_init(k_full(s), 1);   // the producer's expect_tx arrival
@@ -1059,18 +1101,29 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
             tma_prefetch(tq);
             tma_prefetch(tk);
             tma_prefetch(tv);
-            mbar_expect_tx(bar_q, G::Q_B);
-            tma_tile<BM, D>(qs, tq, bar_q, m0, bh);
-            for (int j = 0; j < n_tiles; ++j) {
-                const int s = j % ST;
-                const unsigned ph = (unsigned)(j / ST) & 1u;
-                // slot s last held tile j - ST: wait until both consumers released it
-                if (j >= ST) mbar_wait(k_empty(s), ph ^ 1u);
-                mbar_expect_tx(k_full(s), G::KV_TILE_B);
-                tma_tile<BN, D>(k_tile(s), tk, k_full(s), j * BN, bh);
-                if (j >= ST) mbar_wait(v_empty(s), ph ^ 1u);
-                mbar_expect_tx(v_full(s), G::KV_TILE_B);
-                tma_tile<BN, D>(v_tile(s), tv, v_full(s), j * BN, bh);
+            int g = 0;  // K/V tiles issued so far (ring slot g % ST, phase g / ST)
+            int u = 0;  // sub-tiles started so far (Q buffer u % 2)
+            for (int t = 0; t < nsub; ++t) {
+                const int m0 = sub_m0(t);
+                if (m0 >= seq_len) continue;
+                const int b = u & (G::QB - 1);
+                // buffer b last held sub-tile u - 2: wait until every consumer is done with it
+                if (NSUB > 1 && u >= 2) mbar_wait(q_empty(b), (unsigned)((u >> 1) - 1) & 1u);
+                mbar_expect_tx(q_full(b), G::Q_B);
+                tma_tile<BM, D>(q_buf(b), tq, q_full(b), m0, bh);
+                ++u;
+                const int n_tiles = sub_tiles(m0);
+                for (int j = 0; j < n_tiles; ++j, ++g) {
+                    const int s = g % ST;
+                    const unsigned ph = (unsigned)(g / ST) & 1u;
+                    // slot s last held tile g - ST: wait until every consumer released it
+                    if (g >= ST) mbar_wait(k_empty(s), ph ^ 1u);
+                    mbar_expect_tx(k_full(s), G::KV_TILE_B);
+                    tma_tile<BN, D>(k_tile(s), tk, k_full(s), j * BN, bh);
+                    if (g >= ST) mbar_wait(v_empty(s), ph ^ 1u);
+                    mbar_expect_tx(v_full(s), G::KV_TILE_B);
+                    tma_tile<BN, D>(v_tile(s), tv, v_full(s), j * BN, bh);
+                }
             }
         }
         return;
@@ -1080,46 +1133,8 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
     setmaxnreg_inc<CREG>();
     const int cw = wg - 1;  // consumer 0 .. NC-1: rows m0 + 64 * cw ..
     const bool signal = (tid & 127) == 0;  // the thread that releases slots for its warpgroup
-
-    float o[DB * 4];
-    float s[NB * 4];
-    unsigned pf[KB][4];
-#pragma unroll
-    for (int i = 0; i < DB * 4; ++i) o[i] = 0.f;
-#pragma unroll
-    for (int i = 0; i < NB * 4; ++i) s[i] = 0.f;
-
-    float m_r[2], l_r[2], alpha[2];
-    int lim[2];
-    const int warp_first = m0 + cw * 64 + wwarp * 16;
-    init_rows(m_r, l_r, lim, warp_first, lane, seq_len, causal);
-    const int cta_lim_min = causal ? min(m0, seq_len - 1) : seq_len - 1;  // row_limit
     const float sl2 = scale * 1.4426950408889634f;
-    const unsigned q_wg = qs + cw * 64 * 128;  // this warpgroup's Q rows, column block 0
 
-    auto issue_qk = [&](unsigned kt) {
-#pragma unroll
-        for (int kk = 0; kk < KD; ++kk) {
-            const unsigned qa = q_wg + (kk >> 2) * (BM * 128) + (kk & 3) * 32;
-            const unsigned ka = kt + (kk >> 2) * (BN * 128) + (kk & 3) * 32;
-            wg_ss<BN, BF16>(s, wg_desc(qa, 16, 1024), wg_desc(ka, 16, 1024), kk > 0);
-        }
-    };
-    auto issue_pv = [&](unsigned vt) {
-#pragma unroll
-        for (int kb = 0; kb < KB; ++kb)
-            wg_rs<D, BF16>(o, pf[kb], wg_desc(vt + kb * 2048, BN * 128, 1024), 1);
-    };
-    auto scores_to_p = [&](int j) {  // S_j (landed) -> masked, softmax
-#pragma unroll
-        for (int i = 0; i < NB * 4; ++i) reg_fence(s[i]);
-        if (tile_needs_mask(j * BN, BN, cta_lim_min)) mask_scores<NB>(s, j * BN, lane, lim);
-        softmax_tile<NB>(s, m_r, l_r, alpha, sl2);
-    };
-    auto o_landed = [&]() {
-#pragma unroll
-        for (int i = 0; i < DB * 4; ++i) reg_fence(o[i]);
-    };
     // ping-pong turns, round robin: wait for mine (barrier 1 + cw, which the previous
     // consumer signals), then hand over to the next (barrier 1 + (cw + 1) % NC)
     auto turn_begin = [&]() {
@@ -1130,79 +1145,130 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
     };
     if (PP && cw == NC - 1) named_arrive(1);  // consumer 0 goes first
 
-    mbar_wait(bar_q, 0);
-    if constexpr (!INTRA) {
-        for (int j = 0; j < n_tiles; ++j) {
-            const int st = j % ST;
-            const unsigned ph = (unsigned)(j / ST) & 1u;
-            mbar_wait(k_full(st), ph);
-            turn_begin();
-            wg_fence();
-            issue_qk(k_tile(st));
-            wg_commit();
-            turn_end();
-            wg_wait<0>();
-            if (signal) mbar_arrive(k_empty(st));
-            scores_to_p(j);
-            rescale_o<DB>(o, alpha);
-            pack_p<KB, BF16>(s, pf);
-            mbar_wait(v_full(st), ph);
-            turn_begin();
-            wg_fence();
-            issue_pv(v_tile(st));
-            wg_commit();
-            turn_end();
-            wg_wait<0>();
-            o_landed();
-            if (signal) mbar_arrive(v_empty(st));
-        }
-        if (PP && cw == 0) named_sync(1);  // the last consumer's last hand-over
-    } else {
-        // tile 0: S_0 alone
-        mbar_wait(k_full(0), 0);
-        turn_begin();
-        wg_fence();
-        issue_qk(k_tile(0));
-        wg_commit();
-        turn_end();
-        wg_wait<0>();
-        if (signal) mbar_arrive(k_empty(0));
-        scores_to_p(0);
-        pack_p<KB, BF16>(s, pf);  // O is 0: no rescale
-        for (int j = 1; j < n_tiles; ++j) {
-            const int st = j % ST, sp = (j - 1) % ST;
-            mbar_wait(k_full(st), (unsigned)(j / ST) & 1u);
-            mbar_wait(v_full(sp), (unsigned)((j - 1) / ST) & 1u);
-            turn_begin();
-            wg_fence();
-            issue_qk(k_tile(st));
-            wg_commit();
-            issue_pv(v_tile(sp));
-            wg_commit();
-            turn_end();
-            wg_wait<1>();  // S_j is in; P_{j-1} V_{j-1} may still be running
-            if (signal) mbar_arrive(k_empty(st));
-            scores_to_p(j);
-            wg_wait<0>();
-            o_landed();
-            if (signal) mbar_arrive(v_empty(sp));
-            rescale_o<DB>(o, alpha);
-            pack_p<KB, BF16>(s, pf);
-        }
-        const int sl = (n_tiles - 1) % ST;
-        mbar_wait(v_full(sl), (unsigned)((n_tiles - 1) / ST) & 1u);
-        turn_begin();
-        wg_fence();
-        issue_pv(v_tile(sl));
-        wg_commit();
-        turn_end();
-        wg_wait<0>();
-        o_landed();
-        if (signal) mbar_arrive(v_empty(sl));
-        if (PP && cw == 0) named_sync(1);  // the last consumer's last hand-over
-    }
+    int g = 0;  // K/V tiles consumed so far, as the producer counts them
+    int u = 0;  // sub-tiles done so far
+    for (int t = 0; t < nsub; ++t) {
+        const int m0 = sub_m0(t);
+        if (m0 >= seq_len) continue;
+        const int n_tiles = sub_tiles(m0);
+        const int b = u & (G::QB - 1);
 
-    store_rows<D>(out + (size_t)bh * (size_t)seq_len * D, o, l_r, warp_first, lane, seq_len);
+        float o[DB * 4];
+        float s[NB * 4];
+        unsigned pf[KB][4];
+#pragma unroll
+        for (int i = 0; i < DB * 4; ++i) o[i] = 0.f;
+#pragma unroll
+        for (int i = 0; i < NB * 4; ++i) s[i] = 0.f;
+
+        float m_r[2], l_r[2], alpha[2];
+        int lim[2];
+        const int warp_first = m0 + cw * 64 + wwarp * 16;
+        init_rows(m_r, l_r, lim, warp_first, lane, seq_len, causal);
+        const int cta_lim_min = causal ? min(m0, seq_len - 1) : seq_len - 1;  // row_limit
+        const unsigned q_wg = q_buf(b) + cw * 64 * 128;  // this warpgroup's Q rows, block 0
+
+        auto issue_qk = [&](unsigned kt) {
+#pragma unroll
+            for (int kk = 0; kk < KD; ++kk) {
+                const unsigned qa = q_wg + (kk >> 2) * (BM * 128) + (kk & 3) * 32;
+                const unsigned ka = kt + (kk >> 2) * (BN * 128) + (kk & 3) * 32;
+                wg_ss<BN, BF16>(s, wg_desc(qa, 16, 1024), wg_desc(ka, 16, 1024), kk > 0);
+            }
+        };
+        auto issue_pv = [&](unsigned vt) {
+#pragma unroll
+            for (int kb = 0; kb < KB; ++kb)
+                wg_rs<D, BF16>(o, pf[kb], wg_desc(vt + kb * 2048, BN * 128, 1024), 1);
+        };
+        auto scores_to_p = [&](int j) {  // S_j (landed) -> masked, softmax
+#pragma unroll
+            for (int i = 0; i < NB * 4; ++i) reg_fence(s[i]);
+            if (tile_needs_mask(j * BN, BN, cta_lim_min)) mask_scores<NB>(s, j * BN, lane, lim);
+            softmax_tile<NB>(s, m_r, l_r, alpha, sl2);
+        };
+        auto o_landed = [&]() {
+#pragma unroll
+            for (int i = 0; i < DB * 4; ++i) reg_fence(o[i]);
+        };
+        auto slot = [&](int j) { return (g + j) % ST; };
+        auto phase = [&](int j) { return (unsigned)((g + j) / ST) & 1u; };
+
+        mbar_wait(q_full(b), (unsigned)(u >> (G::QB - 1)) & 1u);
+        if constexpr (!INTRA) {
+            for (int j = 0; j < n_tiles; ++j) {
+                const int st = slot(j);
+                mbar_wait(k_full(st), phase(j));
+                turn_begin();
+                wg_fence();
+                issue_qk(k_tile(st));
+                wg_commit();
+                turn_end();
+                wg_wait<0>();
+                if (signal) mbar_arrive(k_empty(st));
+                scores_to_p(j);
+                rescale_o<DB>(o, alpha);
+                pack_p<KB, BF16>(s, pf);
+                mbar_wait(v_full(st), phase(j));
+                turn_begin();
+                wg_fence();
+                issue_pv(v_tile(st));
+                wg_commit();
+                turn_end();
+                wg_wait<0>();
+                o_landed();
+                if (signal) mbar_arrive(v_empty(st));
+            }
+        } else {
+            // tile 0: S_0 alone
+            mbar_wait(k_full(slot(0)), phase(0));
+            turn_begin();
+            wg_fence();
+            issue_qk(k_tile(slot(0)));
+            wg_commit();
+            turn_end();
+            wg_wait<0>();
+            if (signal) mbar_arrive(k_empty(slot(0)));
+            scores_to_p(0);
+            pack_p<KB, BF16>(s, pf);  // O is 0: no rescale
+            for (int j = 1; j < n_tiles; ++j) {
+                const int st = slot(j), sp = slot(j - 1);
+                mbar_wait(k_full(st), phase(j));
+                mbar_wait(v_full(sp), phase(j - 1));
+                turn_begin();
+                wg_fence();
+                issue_qk(k_tile(st));
+                wg_commit();
+                issue_pv(v_tile(sp));
+                wg_commit();
+                turn_end();
+                wg_wait<1>();  // S_j is in; P_{j-1} V_{j-1} may still be running
+                if (signal) mbar_arrive(k_empty(st));
+                scores_to_p(j);
+                wg_wait<0>();
+                o_landed();
+                if (signal) mbar_arrive(v_empty(sp));
+                rescale_o<DB>(o, alpha);
+                pack_p<KB, BF16>(s, pf);
+            }
+            const int sl = slot(n_tiles - 1);
+            mbar_wait(v_full(sl), phase(n_tiles - 1));
+            turn_begin();
+            wg_fence();
+            issue_pv(v_tile(sl));
+            wg_commit();
+            turn_end();
+            wg_wait<0>();
+            o_landed();
+            if (signal) mbar_arrive(v_empty(sl));
+        }
+        // every QK of this sub-tile has completed: its Q buffer may be refilled
+        if (NSUB > 1 && signal) mbar_arrive(q_empty(b));
+        g += n_tiles;
+        ++u;
+        store_rows<D>(out + (size_t)bh * (size_t)seq_len * D, o, l_r, warp_first, lane, seq_len);
+    }
+    if (PP && cw == 0) named_sync(1);  // the last consumer's last hand-over
 }
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL
 
@@ -1238,10 +1304,10 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
 
 // The warp-specialised kernel takes the q, k, v TMA tensor maps after the eight arguments
 // (NAME_tma = {1}: layout 1 of kernels/README.md); q/k/v pointers stay in the signature.
-#define CG_ATTN_WS_KERNEL(NAME, D, BN, ST, NC, BF16, INTRA, PP, MINB, CREG)                    \
+#define CG_ATTN_WS_KERNEL_N(NAME, D, BN, ST, NC, BF16, INTRA, PP, MINB, CREG, NSUB)           \
     extern "C" {                                                                              \
-    __constant__ int NAME##_launch[3] = {64 * NC, 128 * (NC + 1),                             \
-                                         cg_attn::WsGeo<D, BN, ST, NC>::SMEM_B};               \
+    __constant__ int NAME##_launch[3] = {64 * NC * NSUB, 128 * (NC + 1),                      \
+                                         cg_attn::WsGeo<D, BN, ST, NC, NSUB>::SMEM_B};         \
     __constant__ int NAME##_tma[1] = {1};                                                     \
     }                                                                                         \
     extern "C" __global__ void __launch_bounds__(128 * (NC + 1), MINB)                        \
@@ -1249,9 +1315,26 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
              const unsigned short* __restrict__ v, float* __restrict__ out, int seq_len,       \
              int head_dim, float scale, int causal, const __grid_constant__ cg_attn::Tmap tq,  \
              const __grid_constant__ cg_attn::Tmap tk, const __grid_constant__ cg_attn::Tmap tv) { \
-        cg_attn::attn_fwd_ws<D, BN, ST, NC, BF16, INTRA, PP, CREG>(&tq, &tk, &tv, out, seq_len, \
-                                                                   head_dim, scale, causal);  \
+        cg_attn::attn_fwd_ws<D, BN, ST, NC, BF16, INTRA, PP, CREG, NSUB>(                     \
+            &tq, &tk, &tv, out, seq_len, head_dim, scale, causal);                            \
     }
+// The dynamic form (DYN above): rows_per_block = one sub-tile, up to NSUB of them per CTA.
+#define CG_ATTN_WS_KERNEL_DYN(NAME, D, BN, ST, NC, BF16, INTRA, PP, MINB, CREG, NSUB)         \
+    extern "C" {                                                                              \
+    __constant__ int NAME##_launch[3] = {64 * NC, 128 * (NC + 1),                             \
+                                         cg_attn::WsGeo<D, BN, ST, NC, NSUB>::SMEM_B};         \
+    __constant__ int NAME##_tma[1] = {1};                                                     \
+    }                                                                                         \
+    extern "C" __global__ void __launch_bounds__(128 * (NC + 1), MINB)                        \
+        NAME(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k,       \
+             const unsigned short* __restrict__ v, float* __restrict__ out, int seq_len,       \
+             int head_dim, float scale, int causal, const __grid_constant__ cg_attn::Tmap tq,  \
+             const __grid_constant__ cg_attn::Tmap tk, const __grid_constant__ cg_attn::Tmap tv) { \
+        cg_attn::attn_fwd_ws<D, BN, ST, NC, BF16, INTRA, PP, CREG, NSUB, true, MINB>(         \
+            &tq, &tk, &tv, out, seq_len, head_dim, scale, causal);                            \
+    }
+#define CG_ATTN_WS_KERNEL(NAME, D, BN, ST, NC, BF16, INTRA, PP, MINB, CREG) \
+    CG_ATTN_WS_KERNEL_N(NAME, D, BN, ST, NC, BF16, INTRA, PP, MINB, CREG, 1)
 
 // Shipped configurations (chosen by timing variants on an H200, docs/KERNEL_NOTES.md).
 //
@@ -1260,12 +1343,15 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
 //    pipelined)
 #if defined(CG_HAVE_WGMMA) && !defined(CG_ADA_TILES)
 // d64 : 64 rows x 128 keys, one warpgroup, softmax of tile j overlapping P V of tile j-1,
-//       73 KiB smem, 3 CTAs = 12 warps per SM. No NAME_small: a 64-row tile already.
-// d128: the warp-specialised kernel (attn_fwd_ws): 128 rows x 128 keys, a TMA producer
-//       warpgroup and two consumer warpgroups of 64 rows with 240 registers each, a 2-stage
-//       K/V ring, 161 KiB smem, 1 CTA per SM; (..., ST, NC, bf16, INTRA, PP, min CTAs/SM,
-//       consumer registers). Each option was kept only when the gate's A/B against the step
-//       before called it an improvement (docs/KERNEL_NOTES.md section 8).
+//       cp.async, 73 KiB smem, 3 CTAs = 12 warps per SM; its small-grid and long-sequence
+//       forms (NAME_small, NAME_long) are the warp-specialised kernel below.
+// d128: the warp-specialised kernel (attn_fwd_ws): sub-tiles of 128 rows x 128 keys, a TMA
+//       producer warpgroup and two consumer warpgroups of 64 rows with 240 registers each,
+//       a 2-stage K/V ring, 1 CTA per SM; each CTA does two sub-tiles dealt back and forth
+//       (rows_per_block 256), 193 KiB smem with Q double-buffered; (..., ST, NC, bf16, INTRA,
+//       PP, min CTAs/SM, consumer registers, sub-tiles). Each option was kept only when the
+//       gate's A/B against the step before called it an improvement (docs/KERNEL_NOTES.md
+//       section 8).
 CG_ATTN_WG_KERNEL(attention_fwd_f16_d64, 64, 128, 1, false, 3, true)
 CG_ATTN_WG_KERNEL(attention_fwd_bf16_d64, 64, 128, 1, true, 3, true)
 // d64 small grids (NAME_small, fewer CTAs than SMs): the warp-specialised kernel with one
@@ -1277,8 +1363,8 @@ CG_ATTN_WS_KERNEL(attention_fwd_f16_d64_long, 64, 128, 2, 1, false, true, false,
 CG_ATTN_WS_KERNEL(attention_fwd_bf16_d64_long, 64, 128, 2, 1, true, true, false, 2, 232)
 extern "C" __constant__ int attention_fwd_f16_d64_long_from[1] = {1536};
 extern "C" __constant__ int attention_fwd_bf16_d64_long_from[1] = {1536};
-CG_ATTN_WS_KERNEL(attention_fwd_f16_d128, 128, 128, 2, 2, false, true, true, 1, 240)
-CG_ATTN_WS_KERNEL(attention_fwd_bf16_d128, 128, 128, 2, 2, true, true, true, 1, 240)
+CG_ATTN_WS_KERNEL_N(attention_fwd_f16_d128, 128, 128, 2, 2, false, true, true, 1, 240, 2)
+CG_ATTN_WS_KERNEL_N(attention_fwd_bf16_d128, 128, 128, 2, 2, true, true, true, 1, 240, 2)
 #else
 // Everything else (the L4, plain sm_90, Ampere): the mma.sync kernel.
 //   (name, D, BM rows/CTA, BN keys/tile, NW warps, MI 16-row blocks/warp, Q in registers,
@@ -1357,5 +1443,15 @@ CG_VS(64, 64, 2, 2, 2, 104, p, false, true)
 CG_VS(64, 128, 2, 1, 2, 232, i, true, false)
 CG_VS(64, 64, 2, 1, 3, 136, i, true, false)
 CG_VS(64, 64, 3, 1, 3, 136, i, true, false)
+// with <NSUB> sub-tiles per CTA: ..._x<NSUB>
+#define CG_VSN(D, BN, ST, NC, MINB, CREG, SFX, INTRA, PP, NSUB)                               \
+    CG_ATTN_WS_KERNEL_N(attnv_f16_d##D##_ws##BN##s##ST##c##NC##b##MINB##r##CREG##SFX##_x##NSUB, D, \
+                        BN, ST, NC, false, INTRA, PP, MINB, CREG, NSUB)
+CG_VSN(128, 128, 2, 2, 1, 240, ip, true, true, 2)
+CG_VSN(64, 128, 2, 1, 2, 232, i, true, false, 2)
+CG_VSN(64, 128, 2, 1, 2, 232, i, true, false, 4)
+// the dynamic form: up to 4 sub-tiles, as many as fill the GPU once (..._dyn4)
+CG_ATTN_WS_KERNEL_DYN(attnv_f16_d64_ws128s2c1b2r232i_dyn4, 64, 128, 2, 1, false, true, false, 2,
+                      232, 4)
 #endif
 #endif
