@@ -28,8 +28,9 @@ aa)
 change)
   echo "== a real change: d64 softmax/PV overlap off, both ways round"
   rm -rf /tmp/k-nooverlap && cp -r kernels /tmp/k-nooverlap
-  sed -i -E 's/^(CG_ATTN_WG_KERNEL\(attention_fwd_(f16|bf16)_d64, 64, 128, 1, (false|true), 3, )true\)/\1false)/' /tmp/k-nooverlap/attention.cu
-  grep -c "_d64, 64, 128, 1, .*, 3, false)" /tmp/k-nooverlap/attention.cu
+  # (since 2026-11-26 the d64 kernel is the warp-specialised one: its INTRA option)
+  sed -i -E 's/^(CG_ATTN_WS_KERNEL_DYN\(attention_fwd_(f16|bf16)_d64, 64, 128, 2, 1, (false|true), )true,/\1false,/' /tmp/k-nooverlap/attention.cu
+  grep -c "^CG_ATTN_WS_KERNEL_DYN(attention_fwd_b\?f16_d64, 64, 128, 2, 1, [a-z]*, false," /tmp/k-nooverlap/attention.cu
   timed "$bin" local --base-kernels kernels --kernels /tmp/k-nooverlap --no-peers --no-profile --wide --out "$out/slower.json" > "$out/slower.txt" 2>&1
   grep -E "│ b|PASS|FAIL" "$out/slower.txt" | cut -c1-200
   timed "$bin" local --base-kernels /tmp/k-nooverlap --kernels kernels --no-peers --no-profile --wide --out "$out/faster.json" > "$out/faster.txt" 2>&1

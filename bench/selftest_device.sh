@@ -41,7 +41,8 @@ record)
   (cd "$out" && tar czf baselines.tgz baselines && rm -rf baselines) ;;
 change)
   rm -rf /tmp/k-nooverlap && cp -r kernels /tmp/k-nooverlap
-  sed -i -E 's/^(CG_ATTN_WG_KERNEL\(attention_fwd_(f16|bf16)_d64, 64, 128, 1, (false|true), 3, )true\)/\1false)/' /tmp/k-nooverlap/attention.cu
+  # (since 2026-11-26 the d64 kernel is the warp-specialised one: its INTRA option)
+  sed -i -E 's/^(CG_ATTN_WS_KERNEL_DYN\(attention_fwd_(f16|bf16)_d64, 64, 128, 2, 1, (false|true), )true,/\1false,/' /tmp/k-nooverlap/attention.cu
   timed "$bin" local --base-kernels kernels --kernels /tmp/k-nooverlap --no-peers --no-profile --wide --out "$out/slower.json" > "$out/slower.txt" 2>&1
   grep -E "│ b|PASS|FAIL" "$out/slower.txt" | cut -c1-220
   timed "$bin" local --base-kernels /tmp/k-nooverlap --kernels kernels --no-peers --no-profile --wide --out "$out/faster.json" > "$out/faster.txt" 2>&1

@@ -1004,13 +1004,13 @@ struct WsGeo {
 // done one after the other by the same warpgroups, the producer loading the next sub-tile's
 // Q and first K/V tiles while the consumers finish the current one (the K/V ring and its
 // phases simply run on across sub-tiles).
-// DYN: NSUB is a maximum; the rows_per_block of the launch is one sub-tile (BM), and the
-// kernel deals each (batch, head)'s tiles to as few CTAs as fill the GPU once at MINB CTAs
-// per SM: nsub = ceil(tiles / (MINB * SMs)) sub-tiles each, at most NSUB; the CTAs of the
-// grid beyond those return at once. Small grids get one tile per CTA, larger ones become
-// persistent-like (one wave of CTAs, each working through several tiles).
+// DYN: NSUB is a maximum; rows_per_block is one sub-tile (BM) and the kernel declares
+// NAME_fill = {MINB, NSUB}, so the host sizes grid.x for one wave of CTAs at MINB per SM, each
+// doing up to NSUB tiles (kernels/README.md, gpu::device::grid_x); the kernel reads its
+// sub-tiles per CTA back from the grid: nsub = ceil(tiles / gridDim.x). Small grids get one
+// tile per CTA, larger ones become persistent-like.
 template <int D, int BN, int ST, int NC, bool BF16, bool INTRA, bool PP, int CREG, int NSUB,
-          bool DYN = false, int MINB = 1>
+          bool DYN = false>
 CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* __restrict__ out,
                         int seq_len, int head_dim, float scale, int causal_i) {
     typedef WsGeo<D, BN, ST, NC, NSUB> G;
@@ -1043,13 +1043,9 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
     // n_ctas - 1 - blockIdx.x, as in attn_fwd.)
     int nsub = NSUB;
     if (DYN) {
-        // %nsmid is the number of SM identifiers: the SM count, or more where some are
-        // disabled (then the estimate errs towards fewer tiles per CTA)
-        unsigned nsm;
-        asm("mov.u32 %0, %%nsmid;" : "=r"(nsm));
-        const long long tiles = (long long)((seq_len + BM - 1) / BM) * gridDim.y;
-        const long long slots = (long long)MINB * (nsm > 0 ? nsm : 1);
-        nsub = (int)min((long long)NSUB, max(1LL, (tiles + slots - 1) / slots));
+        const int tiles = (seq_len + BM - 1) / BM;
+        const int grid_x = (int)gridDim.x;
+        nsub = min(NSUB, max(1, (tiles + grid_x - 1) / grid_x));
     }
     const int n_ctas = (seq_len + BM * nsub - 1) / (BM * nsub);
     const int cta = n_ctas - 1 - (int)blockIdx.x;
@@ -1318,19 +1314,20 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
         cg_attn::attn_fwd_ws<D, BN, ST, NC, BF16, INTRA, PP, CREG, NSUB>(                     \
             &tq, &tk, &tv, out, seq_len, head_dim, scale, causal);                            \
     }
-// The dynamic form (DYN above): rows_per_block = one sub-tile, up to NSUB of them per CTA.
+// The filling form (DYN above): rows_per_block = one sub-tile, NAME_fill = {MINB, NSUB}.
 #define CG_ATTN_WS_KERNEL_DYN(NAME, D, BN, ST, NC, BF16, INTRA, PP, MINB, CREG, NSUB)         \
     extern "C" {                                                                              \
     __constant__ int NAME##_launch[3] = {64 * NC, 128 * (NC + 1),                             \
                                          cg_attn::WsGeo<D, BN, ST, NC, NSUB>::SMEM_B};         \
     __constant__ int NAME##_tma[1] = {1};                                                     \
+    __constant__ int NAME##_fill[2] = {MINB, NSUB};                                           \
     }                                                                                         \
     extern "C" __global__ void __launch_bounds__(128 * (NC + 1), MINB)                        \
         NAME(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k,       \
              const unsigned short* __restrict__ v, float* __restrict__ out, int seq_len,       \
              int head_dim, float scale, int causal, const __grid_constant__ cg_attn::Tmap tq,  \
              const __grid_constant__ cg_attn::Tmap tk, const __grid_constant__ cg_attn::Tmap tv) { \
-        cg_attn::attn_fwd_ws<D, BN, ST, NC, BF16, INTRA, PP, CREG, NSUB, true, MINB>(         \
+        cg_attn::attn_fwd_ws<D, BN, ST, NC, BF16, INTRA, PP, CREG, NSUB, true>(         \
             &tq, &tk, &tv, out, seq_len, head_dim, scale, causal);                            \
     }
 #define CG_ATTN_WS_KERNEL(NAME, D, BN, ST, NC, BF16, INTRA, PP, MINB, CREG) \
@@ -1338,31 +1335,30 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
 
 // Shipped configurations (chosen by timing variants on an H200, docs/KERNEL_NOTES.md).
 //
-// Hopper with sm_90a features (H100, H200): the wgmma kernel.
-//   (name, D, BN keys/tile, NWG warpgroups = 64-row slabs per CTA, bf16, min CTAs/SM,
-//    pipelined)
+// Hopper with sm_90a features (H100, H200): the warp-specialised kernel (attn_fwd_ws).
+//   (name, D, BN keys/tile, ST stages, NC consumer warpgroups, bf16, INTRA softmax/PV
+//    overlap, PP ping-pong, min CTAs/SM, consumer registers[, sub-tiles per CTA])
+// Each option was kept only when the gate's A/B against the step before called it an
+// improvement (docs/KERNEL_NOTES.md section 8).
 #if defined(CG_HAVE_WGMMA) && !defined(CG_ADA_TILES)
-// d64 : 64 rows x 128 keys, one warpgroup, softmax of tile j overlapping P V of tile j-1,
-//       cp.async, 73 KiB smem, 3 CTAs = 12 warps per SM; its small-grid and long-sequence
-//       forms (NAME_small, NAME_long) are the warp-specialised kernel below.
-// d128: the warp-specialised kernel (attn_fwd_ws): sub-tiles of 128 rows x 128 keys, a TMA
-//       producer warpgroup and two consumer warpgroups of 64 rows with 240 registers each,
-//       a 2-stage K/V ring, 1 CTA per SM; each CTA does two sub-tiles dealt back and forth
-//       (rows_per_block 256), 193 KiB smem with Q double-buffered; (..., ST, NC, bf16, INTRA,
-//       PP, min CTAs/SM, consumer registers, sub-tiles). Each option was kept only when the
-//       gate's A/B against the step before called it an improvement (docs/KERNEL_NOTES.md
-//       section 8).
-CG_ATTN_WG_KERNEL(attention_fwd_f16_d64, 64, 128, 1, false, 3, true)
-CG_ATTN_WG_KERNEL(attention_fwd_bf16_d64, 64, 128, 1, true, 3, true)
-// d64 small grids (NAME_small, fewer CTAs than SMs): the warp-specialised kernel with one
-//       consumer warpgroup of 64 rows, 128-key tiles, softmax/PV overlap, 2 CTAs per SM.
+// d64 : a TMA producer and one consumer warpgroup of 64 rows, 128-key tiles, softmax/PV
+//       overlap, 2 CTAs per SM (setmaxnreg 24 / 232); NAME_fill = {2, 4}: the host sizes
+//       the grid for one wave at 2 CTAs per SM, each CTA doing up to 4 tiles dealt back and
+//       forth (Q double-buffered, 81 KiB smem).
+CG_ATTN_WS_KERNEL_DYN(attention_fwd_f16_d64, 64, 128, 2, 1, false, true, false, 2, 232, 4)
+CG_ATTN_WS_KERNEL_DYN(attention_fwd_bf16_d64, 64, 128, 2, 1, true, true, false, 2, 232, 4)
+// d64 small grids (NAME_small: NAME's one-tile grid has fewer CTAs than SMs) and long
+//       sequences (NAME_long, from seq_len NAME_long_from on): the same kernel, one tile per
+//       CTA (one Q buffer, 73 KiB).
 CG_ATTN_WS_KERNEL(attention_fwd_f16_d64_small, 64, 128, 2, 1, false, true, false, 2, 232)
 CG_ATTN_WS_KERNEL(attention_fwd_bf16_d64_small, 64, 128, 2, 1, true, true, false, 2, 232)
-// d64 long sequences (NAME_long, from seq_len NAME_long_from on): the same kernel.
 CG_ATTN_WS_KERNEL(attention_fwd_f16_d64_long, 64, 128, 2, 1, false, true, false, 2, 232)
 CG_ATTN_WS_KERNEL(attention_fwd_bf16_d64_long, 64, 128, 2, 1, true, true, false, 2, 232)
 extern "C" __constant__ int attention_fwd_f16_d64_long_from[1] = {1536};
 extern "C" __constant__ int attention_fwd_bf16_d64_long_from[1] = {1536};
+// d128: two consumer warpgroups of 64 rows with 240 registers, ping-pong and softmax/PV
+//       overlap, 1 CTA per SM; two sub-tiles of 128 rows per CTA dealt back and forth
+//       (rows_per_block 256), 193 KiB smem with Q double-buffered.
 CG_ATTN_WS_KERNEL_N(attention_fwd_f16_d128, 128, 128, 2, 2, false, true, true, 1, 240, 2)
 CG_ATTN_WS_KERNEL_N(attention_fwd_bf16_d128, 128, 128, 2, 2, true, true, true, 1, 240, 2)
 #else
@@ -1450,7 +1446,7 @@ CG_VS(64, 64, 3, 1, 3, 136, i, true, false)
 CG_VSN(128, 128, 2, 2, 1, 240, ip, true, true, 2)
 CG_VSN(64, 128, 2, 1, 2, 232, i, true, false, 2)
 CG_VSN(64, 128, 2, 1, 2, 232, i, true, false, 4)
-// the dynamic form: up to 4 sub-tiles, as many as fill the GPU once (..._dyn4)
+// the filling form: up to 4 sub-tiles, one wave of CTAs at 2 per SM (..._dyn4)
 CG_ATTN_WS_KERNEL_DYN(attnv_f16_d64_ws128s2c1b2r232i_dyn4, 64, 128, 2, 1, false, true, false, 2,
                       232, 4)
 #endif

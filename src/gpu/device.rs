@@ -27,14 +27,19 @@ pub struct Kernel {
     /// Takes the q, k, v TMA tensor maps after its eight arguments (`NAME_tma`,
     /// kernels/README.md).
     pub tma: bool,
+    /// `NAME_fill` = {CTAs per SM, most tiles per CTA}: the grid is sized so that one wave
+    /// of CTAs covers it, each doing several tiles of rows_per_block rows ([`grid_x`]).
+    pub fill: Option<(u32, u32)>,
+    /// SMs of the device (for `fill`).
+    pub sm_count: u32,
 }
 
 impl Kernel {
-    /// grid = (⌈seq_len / rows_per_block⌉, batch·heads), per kernels/README.md.
+    /// grid = (x, batch·heads) with x from [`grid_x`], per kernels/README.md.
     pub fn config(&self, shape: &ShapeParams) -> LaunchConfig {
         LaunchConfig {
             grid_dim: (
-                shape.seq_len.div_ceil(self.rows_per_block),
+                grid_x(shape, self.rows_per_block, self.fill, self.sm_count),
                 shape.batch * shape.heads,
                 1,
             ),
@@ -42,6 +47,23 @@ impl Kernel {
             shared_mem_bytes: self.smem_bytes,
         }
     }
+}
+
+/// grid.x of a launch (kernels/README.md, "Launch contract"): the tiles of rows_per_block
+/// rows, ⌈seq_len / rows⌉; for a kernel with `NAME_fill` = {per_sm, max}, k tiles per CTA
+/// and ⌈tiles / k⌉ CTAs, with k = ⌈tiles · batch · heads / (per_sm · SMs)⌉ clamped to
+/// 1..=max: as few CTAs as one wave at per_sm CTAs per SM, each doing at most max tiles. The
+/// kernel finds k again as ⌈tiles / gridDim.x⌉.
+pub fn grid_x(shape: &ShapeParams, rows: u32, fill: Option<(u32, u32)>, sm_count: u32) -> u32 {
+    let tiles = shape.seq_len.div_ceil(rows.max(1));
+    let Some((per_sm, max)) = fill else {
+        return tiles;
+    };
+    let all = u64::from(tiles) * u64::from(shape.batch) * u64::from(shape.heads);
+    let slots = (u64::from(per_sm) * u64::from(sm_count)).max(1);
+    let k = all.div_ceil(slots).clamp(1, u64::from(max.max(1)));
+    // k ≤ max ≤ u32::MAX, so the division stays within u32
+    tiles.div_ceil(k as u32)
 }
 
 /// The attention kernels of one `attention.cu` (one side of an A/B run).
@@ -276,7 +298,36 @@ fn load_kernel(
         threads: threads as u32,
         smem_bytes: smem as u32,
         tma: false,
+        fill: None,
+        sm_count: info.sm_count,
     })
+}
+
+/// A timed kernel's optional `NAME_fill` = {CTAs per SM, most tiles per CTA}
+/// (kernels/README.md): looked up in the cubin's symbols first; values outside 1..=32 and
+/// 1..=64 are refused.
+fn with_fill(
+    mut kernel: Kernel,
+    cubin: &[u8],
+    m: &Arc<CudaModule>,
+    stream: &Arc<CudaStream>,
+    src: &KernelSource,
+) -> Result<Kernel, GpuError> {
+    let symbol = format!("{}_fill", kernel.name);
+    if !has_symbol(cubin, &symbol) {
+        return Ok(kernel);
+    }
+    let v = raw::read_i32_constant(m, stream, &symbol, 2)
+        .during(|| format!("reading {symbol} in {}", src.path.display()))?;
+    let (per_sm, max) = (v[0], v[1]);
+    if !(1..=32).contains(&per_sm) || !(1..=64).contains(&max) {
+        return Err(GpuError::Invalid(format!(
+            "{symbol} in {} is {{{per_sm}, {max}}}: CTAs per SM must be 1..=32 and tiles per CTA 1..=64 (kernels/README.md)",
+            src.path.display()
+        )));
+    }
+    kernel.fill = Some((per_sm as u32, max as u32));
+    Ok(kernel)
 }
 
 /// `NAME_long_from` of a `NAME_long`: the shortest seq_len the long-sequence form takes (at
@@ -545,20 +596,29 @@ fn load_attention(
         for d in crate::config::SUPPORTED_HEAD_DIMS {
             let name = format!("attention_fwd_{}_d{d}", dtype.short());
             let kernel = load_kernel(&module, stream, info, &src, &name)?;
-            kernels.insert((dtype, d), with_tma(kernel, &cubin, &module, stream, &src)?);
+            let kernel = with_tma(kernel, &cubin, &module, stream, &src)?;
+            kernels.insert(
+                (dtype, d),
+                with_fill(kernel, &cubin, &module, stream, &src)?,
+            );
             // Optional: a source without it runs NAME on every grid. Looked up in the
             // cubin's symbols, not by asking the driver for a function that may not exist
             // (compute-sanitizer counts that failed call as an error).
             let small_name = format!("{name}_small");
             if has_symbol(&cubin, &small_name) {
                 let kernel = load_kernel(&module, stream, info, &src, &small_name)?;
-                small.insert((dtype, d), with_tma(kernel, &cubin, &module, stream, &src)?);
+                let kernel = with_tma(kernel, &cubin, &module, stream, &src)?;
+                small.insert(
+                    (dtype, d),
+                    with_fill(kernel, &cubin, &module, stream, &src)?,
+                );
             }
             // Optional too: NAME_long with NAME_long_from, the shortest seq_len it takes.
             let long_name = format!("{name}_long");
             if has_symbol(&cubin, &long_name) {
                 let kernel = load_kernel(&module, stream, info, &src, &long_name)?;
                 let kernel = with_tma(kernel, &cubin, &module, stream, &src)?;
+                let kernel = with_fill(kernel, &cubin, &module, stream, &src)?;
                 let from = long_from(&cubin, &module, stream, &src, &long_name)?;
                 long.insert((dtype, d), (kernel, from));
             }
@@ -586,6 +646,28 @@ mod tests {
         assert!(has_symbol(strtab, "attention_fwd_f16_d64_small_launch"));
         assert!(!has_symbol(strtab, "fwd_f16_d64"));
         assert!(!has_symbol(b"", "x"));
+    }
+
+    #[test]
+    fn a_fill_kernel_gets_one_wave_of_ctas_with_several_tiles_each() {
+        use super::grid_x;
+        use crate::config::{Dtype, ShapeParams};
+        let shape = |b, h, s| ShapeParams::new(b, h, s, 64, false, Dtype::Float16);
+        // without NAME_fill: one tile each
+        assert_eq!(grid_x(&shape(8, 16, 512), 64, None, 132), 8);
+        // {2, 4} on 132 SMs (264 places): [1,8,512] 64 tiles -> 1 each
+        assert_eq!(grid_x(&shape(1, 8, 512), 64, Some((2, 4)), 132), 8);
+        // [4,16,512]: 512 tiles -> 2 each, 4 CTAs per (batch, head) = 256 in all
+        assert_eq!(grid_x(&shape(4, 16, 512), 64, Some((2, 4)), 132), 4);
+        // [8,16,512]: 1024 tiles -> 4 each (3.9 rounded up), 2 per (batch, head)
+        assert_eq!(grid_x(&shape(8, 16, 512), 64, Some((2, 4)), 132), 2);
+        // [4,16,2048]: 2048 tiles would want 8 each: at most 4
+        assert_eq!(grid_x(&shape(4, 16, 2048), 64, Some((2, 4)), 132), 8);
+        // a tail: 9 tiles at 4 each -> 3 CTAs (the kernel then does 3 each)
+        assert_eq!(grid_x(&shape(64, 16, 576), 64, Some((2, 4)), 132), 3);
+        // degenerate inputs stay positive
+        assert_eq!(grid_x(&shape(1, 1, 1), 64, Some((1, 1)), 0), 1);
+        assert_eq!(grid_x(&shape(1, 1, 1), 0, None, 132), 1);
     }
 
     #[test]

@@ -141,17 +141,16 @@ fn the_small_grid_and_long_sequence_kernels_are_found_in_the_cubin() {
     }
 }
 
-/// The TMA ABI (kernels/README.md, `NAME_tma`): on sm_90a the warp-specialised kernels (d128,
-/// and the d64 small-grid and long-sequence forms) declare layout 1, so the host passes them
-/// the q, k, v tensor maps; the L4's sm_89 and plain sm_90 builds keep the eight-argument
-/// kernels, as does sm_90a's main d64 kernel (cp.async). (The host reads the symbol from the
-/// cubin, as it does `NAME_small`.)
+/// The TMA ABI (kernels/README.md, `NAME_tma`): on sm_90a every attention kernel is the
+/// warp-specialised one and declares layout 1, so the host passes it the q, k, v tensor maps;
+/// the L4's sm_89 and plain sm_90 builds keep the eight-argument kernels. `NAME_fill` only on
+/// sm_90a's main d64 kernel. (The host reads both symbols from the cubin, as `NAME_small`.)
 #[test]
 #[cfg_attr(
     ci_gate_no_nvrtc,
     ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
 )]
-fn the_warp_specialised_kernels_take_tensor_maps_on_sm90a_only() {
+fn the_warp_specialised_kernels_take_tensor_maps_and_fill_on_sm90a_only() {
     require_nvrtc();
     use ci_gate::gpu::device::has_symbol;
     let src =
@@ -160,17 +159,21 @@ fn the_warp_specialised_kernels_take_tensor_maps_on_sm90a_only() {
     for target in TARGETS {
         let cubin = compile_uncached_for(&src, target).unwrap();
         for dtype in ["f16", "bf16"] {
-            for name in ["d128", "d64_small", "d64_long"] {
+            for name in ["d128", "d64", "d64_small", "d64_long"] {
                 assert_eq!(
                     has_symbol(&cubin, &format!("attention_fwd_{dtype}_{name}_tma")),
                     target == "sm_90a",
                     "{target} {dtype} {name}"
                 );
             }
-            assert!(
-                !has_symbol(&cubin, &format!("attention_fwd_{dtype}_d64_tma")),
-                "{target} {dtype} d64"
-            );
+            // NAME_fill: only the main d64 kernel of sm_90a sizes its grid to fill the GPU
+            for name in ["d128", "d64", "d64_small", "d64_long"] {
+                assert_eq!(
+                    has_symbol(&cubin, &format!("attention_fwd_{dtype}_{name}_fill")),
+                    target == "sm_90a" && name == "d64",
+                    "{target} {dtype} {name}_fill"
+                );
+            }
         }
     }
 }
