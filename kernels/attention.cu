@@ -695,6 +695,27 @@ CG_DEV void wg_rs(float* d, const unsigned* a, unsigned long long db, int scale_
     if (N == 64) Wg<BF16>::rs64(d, a, db, scale_d); else Wg<BF16>::rs128(d, a, db, scale_d);
 }
 
+// S = Q K^T for one warpgroup: its 64 Q rows at q_wg (column block 0 of a BM-row tile) times
+// the BN-key K tile at kt: D/16 wgmma's of k16, 32 bytes apart inside a 128-byte row, column
+// blocks of 64 elements further apart. (Shared by attn_fwd_wg and attn_fwd_ws.)
+template <int D, int BN, int BM, bool BF16>
+CG_DEV void wg_issue_qk(float* s, unsigned q_wg, unsigned kt) {
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+        const unsigned qa = q_wg + (kk >> 2) * (BM * 128) + (kk & 3) * 32;
+        const unsigned ka = kt + (kk >> 2) * (BN * 128) + (kk & 3) * 32;
+        wg_ss<BN, BF16>(s, wg_desc(qa, 16, 1024), wg_desc(ka, 16, 1024), kk > 0);
+    }
+}
+
+// O += P V for the BN-key V tile at vt: BN/16 wgmma's of k16 = 16 keys = 2048 bytes of V rows.
+template <int D, int BN, bool BF16>
+CG_DEV void wg_issue_pv(float* o, const unsigned (*pf)[4], unsigned vt) {
+#pragma unroll
+    for (int kb = 0; kb < BN / 16; ++kb)
+        wg_rs<D, BF16>(o, pf[kb], wg_desc(vt + kb * 2048, BN * 128, 1024), 1);
+}
+
 // D: head_dim (64 or 128); BN: keys per K/V tile (64 or 128); NWG: warpgroups per CTA
 // (BM = 64 * NWG query rows).
 // PIPE false: per tile, S = Q K^T, softmax, O += P V, each waited for in turn; the tensor
@@ -714,7 +735,6 @@ CG_DEV void attn_fwd_wg(const unsigned short* __restrict__ q, const unsigned sho
     constexpr int NB = BN / 8;   // n-blocks (8 keys) of S
     constexpr int KB = BN / 16;  // k-steps of O += P V
     constexpr int DB = D / 8;    // n-blocks (8 dims) of O
-    constexpr int KD = D / 16;   // k-steps of S = Q K^T
 
     if (head_dim != D || seq_len <= 0) return;
 
@@ -774,22 +794,8 @@ CG_DEV void attn_fwd_wg(const unsigned short* __restrict__ q, const unsigned sho
 
     const unsigned q_wg = qs + wg * 64 * 128;  // this warpgroup's Q rows, column block 0
 
-    // S = Q K^T for the K tile at kt: KD wgmma's of k16, 32 bytes apart inside a 128-byte
-    // row, column blocks of 64 elements further apart.
-    auto issue_qk = [&](unsigned kt) {
-#pragma unroll
-        for (int kk = 0; kk < KD; ++kk) {
-            const unsigned qa = q_wg + (kk >> 2) * (BM * 128) + (kk & 3) * 32;
-            const unsigned ka = kt + (kk >> 2) * (BN * 128) + (kk & 3) * 32;
-            wg_ss<BN, BF16>(s, wg_desc(qa, 16, 1024), wg_desc(ka, 16, 1024), kk > 0);
-        }
-    };
-    // O += P V for the V tile at vt: KB wgmma's of k16 = 16 keys = 2048 bytes of V rows.
-    auto issue_pv = [&](unsigned vt) {
-#pragma unroll
-        for (int kb = 0; kb < KB; ++kb)
-            wg_rs<D, BF16>(o, pf[kb], wg_desc(vt + kb * 2048, BN * 128, 1024), 1);
-    };
+    auto issue_qk = [&](unsigned kt) { wg_issue_qk<D, BN, BM, BF16>(s, q_wg, kt); };
+    auto issue_pv = [&](unsigned vt) { wg_issue_pv<D, BN, BF16>(o, pf, vt); };
 
     if constexpr (!PIPE) {
         for (int j = 0; j < n_tiles; ++j) {
@@ -1021,7 +1027,6 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
     constexpr int NB = BN / 8;   // n-blocks (8 keys) of S
     constexpr int KB = BN / 16;  // k-steps of O += P V
     constexpr int DB = D / 8;    // n-blocks (8 dims) of O
-    constexpr int KD = D / 16;   // k-steps of S = Q K^T
 
     if (head_dim != D || seq_len <= 0) return;
 
@@ -1164,19 +1169,8 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
         const int cta_lim_min = causal ? min(m0, seq_len - 1) : seq_len - 1;  // row_limit
         const unsigned q_wg = q_buf(b) + cw * 64 * 128;  // this warpgroup's Q rows, block 0
 
-        auto issue_qk = [&](unsigned kt) {
-#pragma unroll
-            for (int kk = 0; kk < KD; ++kk) {
-                const unsigned qa = q_wg + (kk >> 2) * (BM * 128) + (kk & 3) * 32;
-                const unsigned ka = kt + (kk >> 2) * (BN * 128) + (kk & 3) * 32;
-                wg_ss<BN, BF16>(s, wg_desc(qa, 16, 1024), wg_desc(ka, 16, 1024), kk > 0);
-            }
-        };
-        auto issue_pv = [&](unsigned vt) {
-#pragma unroll
-            for (int kb = 0; kb < KB; ++kb)
-                wg_rs<D, BF16>(o, pf[kb], wg_desc(vt + kb * 2048, BN * 128, 1024), 1);
-        };
+        auto issue_qk = [&](unsigned kt) { wg_issue_qk<D, BN, BM, BF16>(s, q_wg, kt); };
+        auto issue_pv = [&](unsigned vt) { wg_issue_pv<D, BN, BF16>(o, pf, vt); };
         auto scores_to_p = [&](int j) {  // S_j (landed) -> masked, softmax
 #pragma unroll
             for (int i = 0; i < NB * 4; ++i) reg_fence(s[i]);
