@@ -443,8 +443,11 @@ pub fn run_with(
         .collect();
     if !drifting.is_empty() {
         let commit = stored.as_ref().and_then(|b| b.provenance.commit.clone());
+        let measured = stored
+            .as_ref()
+            .and_then(|b| b.kernel_source_hash.as_deref());
         let old = match (&commit, plan.trace_drift) {
-            (Some(c), true) => drift_kernels(c, &plan.kernels),
+            (Some(c), true) => drift_kernels(c, &plan.kernels, measured),
             _ => Err(anyhow::anyhow!("tracing was not asked for")),
         };
         match old {
@@ -690,9 +693,15 @@ fn probe_failure(probes: &[ProbeResult], shape: &ShapeParams) -> Option<String> 
 }
 
 /// The kernels of the stored baseline's commit, read with git into a temporary directory.
+/// The kernels of the stored baseline's commit, read with git, for tracing a drift: only when
+/// they are the kernels the baseline measured. A baseline recorded from a working tree with
+/// uncommitted kernels names a commit whose `attention.cu` is another one (its
+/// `kernel_source_hash` says which was measured); timing that commit's kernels would trace
+/// the drift against kernels the baseline never ran, so it is refused and said.
 fn drift_kernels(
     commit: &str,
     kernels: &std::path::Path,
+    measured_hash: Option<&str>,
 ) -> Result<(BaseKernels, tempfile::TempDir)> {
     let Some(full) = super::git::resolve(commit) else {
         bail!("the stored baseline's commit {commit} is not in this repository");
@@ -700,11 +709,19 @@ fn drift_kernels(
     let tmp = tempfile::Builder::new()
         .prefix("ci-gate-drift-")
         .tempdir()?;
-    let label = format!(
-        "the baseline's commit {}",
-        full.chars().take(12).collect::<String>()
-    );
+    let short = full.chars().take(12).collect::<String>();
+    let label = format!("the baseline's commit {short}");
     let k = super::git::export_kernels(&full, &label, kernels, tmp.path())?;
+    if let Some(measured) = measured_hash {
+        let at_commit = crate::gpu::KernelSource::read(&k.dir.join("attention.cu"))?.hash;
+        if at_commit != measured {
+            bail!(
+                "the stored baseline's commit {short} holds an attention.cu (SHA-256 {}…) other than the one the baseline measured ({}…): it was recorded from uncommitted kernels",
+                at_commit.chars().take(12).collect::<String>(),
+                measured.chars().take(12).collect::<String>()
+            );
+        }
+    }
     Ok((k, tmp))
 }
 

@@ -510,6 +510,90 @@ fn a_drift_is_traced_to_the_code_with_the_baseline_commits_kernels() {
     }
 }
 
+/// A baseline recorded from uncommitted kernels names a commit whose kernels it never
+/// measured: a drift is then not traced against that commit's kernels (they would say
+/// nothing about the baseline), and the report says why, naming both hashes.
+#[test]
+fn a_drift_is_not_traced_to_a_commit_whose_kernels_the_baseline_did_not_measure() {
+    let s = Sim::new();
+    let repo = repo_with_kernels(&s, "factor=1.0");
+    let kernels = repo.join("kernels");
+    let run = |args: &[&str], seed: &str| {
+        bin()
+            .env("CI_GATE_SIMULATE", seed)
+            .env_remove("GITHUB_ACTIONS")
+            .env_remove("GITHUB_SHA")
+            .current_dir(&repo)
+            .arg("local")
+            .arg("--config")
+            .arg(s.path("sim.yaml"))
+            .arg("--baselines")
+            .arg(s.path("baselines"))
+            .arg("--kernels")
+            .arg(&kernels)
+            .args(["--no-peers", "--no-profile", "--out"])
+            .arg(s.path("results.json"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    // Recorded from a working tree whose kernels differ from the commit's (uncommitted).
+    std::fs::write(kernels.join("attention.cu"), "// ci-gate-sim: factor=0.9\n").unwrap();
+    let mut rec = bin();
+    rec.current_dir(&repo)
+        .args(["baseline", "update", "--reason", "dirty", "--config"])
+        .arg(s.path("sim.yaml"))
+        .arg("--baselines")
+        .arg(s.path("baselines"));
+    for p in 1..=5 {
+        let out = run(&["--no-base", "--no-compare"], &p.to_string());
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let f = s.path(&format!("process{p}.json"));
+        std::fs::copy(s.path("results.json"), &f).unwrap();
+        rec.arg("--from").arg(f);
+    }
+    let rec = rec.output().unwrap();
+    assert!(
+        rec.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rec.stderr)
+    );
+    // The working tree then creeps 5% slower than what the baseline measured.
+    std::fs::write(
+        kernels.join("attention.cu"),
+        "// ci-gate-sim: factor=0.945\n",
+    )
+    .unwrap();
+    let same = s.kernels("same", "factor=0.945");
+    let out = run(
+        &[
+            "--base-kernels",
+            same.to_str().unwrap(),
+            "--ab-always",
+            "--fail-on-drift",
+        ],
+        "6",
+    );
+    let r = s.results();
+    assert_eq!(out.status.code(), Some(1), "{r}");
+    for shape in r["shapes"].as_array().unwrap() {
+        assert_eq!(shape["verdict"], "drift", "{shape}");
+        assert!(shape["drift"].is_null(), "traced all the same: {shape}");
+    }
+    let notes = r["notes"].to_string();
+    assert!(
+        notes.contains("the drift was not traced")
+            && notes.contains("other than the one the baseline measured")
+            && notes.contains("uncommitted kernels"),
+        "{notes}"
+    );
+}
+
 /// The selftest through its child processes (each a `run-request` with its own simulated
 /// process shift): A/A stays quiet, a 3% slowdown is caught, the injected slowdown too, and
 /// a baseline recorded from fresh processes passes fresh processes compared with it alone.
