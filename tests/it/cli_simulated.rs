@@ -435,40 +435,39 @@ fn repo_with_kernels(s: &Sim, directive: &str) -> PathBuf {
     repo
 }
 
-#[test]
-fn a_drift_is_traced_to_the_code_with_the_baseline_commits_kernels() {
-    let s = Sim::new();
-    let repo = repo_with_kernels(&s, "factor=1.0");
-    let kernels = repo.join("kernels");
-    let run = |args: &[&str], seed: &str| {
-        bin()
-            .env("CI_GATE_SIMULATE", seed)
-            .env_remove("GITHUB_ACTIONS")
-            .env_remove("GITHUB_SHA")
-            .current_dir(&repo)
-            .arg("local")
-            .arg("--config")
-            .arg(s.path("sim.yaml"))
-            .arg("--baselines")
-            .arg(s.path("baselines"))
-            .arg("--kernels")
-            .arg(&kernels)
-            .args(["--no-peers", "--no-profile", "--out"])
-            .arg(s.path("results.json"))
-            .args(args)
-            .output()
-            .unwrap()
-    };
-    // The baseline of the committed kernels, from five processes (five simulation seeds,
-    // each its own process shift), so that its spread is known.
+/// `ci-gate local` in `repo` on its kernels, against the baselines in `s`, as simulation
+/// `seed` (each seed its own process shift), without GitHub's environment.
+fn local_in_repo(s: &Sim, repo: &Path, args: &[&str], seed: &str) -> std::process::Output {
+    bin()
+        .env("CI_GATE_SIMULATE", seed)
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_SHA")
+        .current_dir(repo)
+        .arg("local")
+        .arg("--config")
+        .arg(s.path("sim.yaml"))
+        .arg("--baselines")
+        .arg(s.path("baselines"))
+        .arg("--kernels")
+        .arg(repo.join("kernels"))
+        .args(["--no-peers", "--no-profile", "--out"])
+        .arg(s.path("results.json"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Records the baseline of `repo`'s working-tree kernels from five processes (five
+/// simulation seeds, each its own process shift), so that its spread is known.
+fn record_baseline_in_repo(s: &Sim, repo: &Path, reason: &str) {
     let mut rec = bin();
-    rec.current_dir(&repo)
-        .args(["baseline", "update", "--reason", "first", "--config"])
+    rec.current_dir(repo)
+        .args(["baseline", "update", "--reason", reason, "--config"])
         .arg(s.path("sim.yaml"))
         .arg("--baselines")
         .arg(s.path("baselines"));
     for p in 1..=5 {
-        let out = run(&["--no-base", "--no-compare"], &p.to_string());
+        let out = local_in_repo(s, repo, &["--no-base", "--no-compare"], &p.to_string());
         assert_eq!(
             out.status.code(),
             Some(0),
@@ -485,15 +484,20 @@ fn a_drift_is_traced_to_the_code_with_the_baseline_commits_kernels() {
         "{}",
         String::from_utf8_lossy(&rec.stderr)
     );
-    // The working tree creeps 5% slower; A/B against an identical copy shows nothing, the
-    // stored baseline shows the creep, and the baseline commit's kernels say who moved.
+}
+
+/// The working tree's kernels become `directive`; the run compares them A/B with an
+/// identical copy (nothing to see) and with the stored baseline (the drift), failing on it.
+fn creep_to(s: &Sim, repo: &Path, directive: &str) -> (Option<i32>, Value) {
     std::fs::write(
-        kernels.join("attention.cu"),
-        "// ci-gate-sim: factor=1.05\n",
+        repo.join("kernels/attention.cu"),
+        format!("// ci-gate-sim: {directive}\n"),
     )
     .unwrap();
-    let same = s.kernels("same", "factor=1.05");
-    let out = run(
+    let same = s.kernels("same", directive);
+    let out = local_in_repo(
+        s,
+        repo,
         &[
             "--base-kernels",
             same.to_str().unwrap(),
@@ -502,8 +506,18 @@ fn a_drift_is_traced_to_the_code_with_the_baseline_commits_kernels() {
         ],
         "6",
     );
-    let r = s.results();
-    assert_eq!(out.status.code(), Some(1), "{r}");
+    (out.status.code(), s.results())
+}
+
+#[test]
+fn a_drift_is_traced_to_the_code_with_the_baseline_commits_kernels() {
+    let s = Sim::new();
+    let repo = repo_with_kernels(&s, "factor=1.0");
+    record_baseline_in_repo(&s, &repo, "first");
+    // The working tree creeps 5% slower; A/B against an identical copy shows nothing, the
+    // stored baseline shows the creep, and the baseline commit's kernels say who moved.
+    let (code, r) = creep_to(&s, &repo, "factor=1.05");
+    assert_eq!(code, Some(1), "{r}");
     for shape in r["shapes"].as_array().unwrap() {
         assert_eq!(shape["verdict"], "drift", "{shape}");
         assert_eq!(shape["drift"]["cause"], "code", "{shape}");
@@ -517,70 +531,16 @@ fn a_drift_is_traced_to_the_code_with_the_baseline_commits_kernels() {
 fn a_drift_is_not_traced_to_a_commit_whose_kernels_the_baseline_did_not_measure() {
     let s = Sim::new();
     let repo = repo_with_kernels(&s, "factor=1.0");
-    let kernels = repo.join("kernels");
-    let run = |args: &[&str], seed: &str| {
-        bin()
-            .env("CI_GATE_SIMULATE", seed)
-            .env_remove("GITHUB_ACTIONS")
-            .env_remove("GITHUB_SHA")
-            .current_dir(&repo)
-            .arg("local")
-            .arg("--config")
-            .arg(s.path("sim.yaml"))
-            .arg("--baselines")
-            .arg(s.path("baselines"))
-            .arg("--kernels")
-            .arg(&kernels)
-            .args(["--no-peers", "--no-profile", "--out"])
-            .arg(s.path("results.json"))
-            .args(args)
-            .output()
-            .unwrap()
-    };
     // Recorded from a working tree whose kernels differ from the commit's (uncommitted).
-    std::fs::write(kernels.join("attention.cu"), "// ci-gate-sim: factor=0.9\n").unwrap();
-    let mut rec = bin();
-    rec.current_dir(&repo)
-        .args(["baseline", "update", "--reason", "dirty", "--config"])
-        .arg(s.path("sim.yaml"))
-        .arg("--baselines")
-        .arg(s.path("baselines"));
-    for p in 1..=5 {
-        let out = run(&["--no-base", "--no-compare"], &p.to_string());
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let f = s.path(&format!("process{p}.json"));
-        std::fs::copy(s.path("results.json"), &f).unwrap();
-        rec.arg("--from").arg(f);
-    }
-    let rec = rec.output().unwrap();
-    assert!(
-        rec.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rec.stderr)
-    );
-    // The working tree then creeps 5% slower than what the baseline measured.
     std::fs::write(
-        kernels.join("attention.cu"),
-        "// ci-gate-sim: factor=0.945\n",
+        repo.join("kernels/attention.cu"),
+        "// ci-gate-sim: factor=0.9\n",
     )
     .unwrap();
-    let same = s.kernels("same", "factor=0.945");
-    let out = run(
-        &[
-            "--base-kernels",
-            same.to_str().unwrap(),
-            "--ab-always",
-            "--fail-on-drift",
-        ],
-        "6",
-    );
-    let r = s.results();
-    assert_eq!(out.status.code(), Some(1), "{r}");
+    record_baseline_in_repo(&s, &repo, "dirty");
+    // The working tree then creeps 5% slower than what the baseline measured.
+    let (code, r) = creep_to(&s, &repo, "factor=0.945");
+    assert_eq!(code, Some(1), "{r}");
     for shape in r["shapes"].as_array().unwrap() {
         assert_eq!(shape["verdict"], "drift", "{shape}");
         assert!(shape["drift"].is_null(), "traced all the same: {shape}");
