@@ -76,6 +76,10 @@ pub struct BaselineShape {
     /// The config's peers measured with it (median over the recording processes), µs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub peers: Vec<crate::peers::StoredPeer>,
+    /// Energy per call over every recording process's windows (src/energy.rs); absent in
+    /// files of earlier versions and where no energy was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<crate::energy::SideEnergy>,
 }
 
 impl BaselineShape {
@@ -305,6 +309,9 @@ fn check_baseline_shape(path: &Path, i: usize, s: &BaselineShape) -> Check {
     let sk = format!("{key}.samples_us");
     c.samples(&sk, &s.samples_us)?;
     check_stored_peers(&c, &format!("{key}.peers"), &s.peers)?;
+    if let Some(e) = &s.energy {
+        crate::results::check_side_energy(&c, &format!("{key}.energy"), e)?;
+    }
     if s.samples_us.iter().map(Vec::len).sum::<usize>() < 2 {
         return Err(c.fail(
             &sk,

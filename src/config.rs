@@ -189,6 +189,23 @@ fn max_rounds<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
     checked(d, |v: i64| positive_at_most(v, limits::MAX_ROUNDS))
 }
 
+fn energy_rounds<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    checked(d, |v: i64| {
+        if (0..=limits::MAX_ENERGY_ROUNDS).contains(&v) {
+            Ok(v as u32)
+        } else {
+            Err(format!(
+                "must be 0 (off) to {}, got {v}",
+                limits::MAX_ENERGY_ROUNDS
+            ))
+        }
+    })
+}
+
+fn energy_updates<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    checked(d, |v: i64| positive_at_most(v, limits::MAX_ENERGY_UPDATES))
+}
+
 fn duty_cycle<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     checked(d, |v: f64| {
         if v > 0.0 && v <= 1.0 {
@@ -226,6 +243,8 @@ pub(crate) mod limits {
     pub(crate) const MAX_WAIT_S: f64 = 3600.0;
     pub(crate) const MAX_SPEEDUP: f64 = 1000.0;
     pub(crate) const MAX_TOLERANCE: f64 = 1.0;
+    pub(crate) const MAX_ENERGY_ROUNDS: i64 = 32;
+    pub(crate) const MAX_ENERGY_UPDATES: u32 = 20;
     pub const MAX_SHAPES: usize = crate::validate::MAX_SHAPES;
 }
 
@@ -489,6 +508,14 @@ pub struct MeasureSettings {
     /// and the run ends with exit 2 and a results file naming the shape and side.
     #[serde(deserialize_with = "max_wait_s")]
     pub max_wait_s: f64,
+    /// Energy windows per side of each shape, after its timed pairs (0: no energy figures).
+    /// Energy is reported and stored, never part of a verdict (src/energy.rs).
+    #[serde(deserialize_with = "energy_rounds")]
+    pub energy_rounds: u32,
+    /// Moves of NVML's energy counter each window spans after its first (~100 ms apart on an
+    /// H100): more is a longer, finer window.
+    #[serde(deserialize_with = "energy_updates")]
+    pub energy_updates: u32,
 }
 
 impl Default for MeasureSettings {
@@ -504,6 +531,8 @@ impl Default for MeasureSettings {
             budget_s: 10.0,
             duty_cycle: 0.25,
             max_wait_s: 60.0,
+            energy_rounds: 3,
+            energy_updates: 3,
         }
     }
 }

@@ -19,6 +19,7 @@ pub mod cli;
 pub mod commands;
 pub mod comparison;
 pub mod config;
+pub mod energy;
 pub mod evaluate;
 pub mod files;
 pub mod github;

@@ -224,6 +224,9 @@ pub struct ShapeResult {
     /// moved.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clock_events: Vec<Vec<u32>>,
+    /// Energy per call of each side (src/energy.rs): reported, never part of the verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<crate::energy::ShapeEnergy>,
 }
 
 /// A pair of rounds dropped and measured again: the SM clock moved across more samples of
@@ -263,6 +266,7 @@ impl ShapeResult {
             integrity: None,
             remeasured: Vec::new(),
             clock_events: Vec::new(),
+            energy: None,
         }
     }
 
@@ -357,6 +361,9 @@ pub struct ResultsFile {
     /// Where the run's time went (measuring runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing: Option<RunTiming>,
+    /// How energy was measured in this run (the counter's update interval and read time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<crate::energy::EnergyInfo>,
 }
 
 /// Wall-clock seconds of a measuring run, by phase.
@@ -596,6 +603,45 @@ pub(crate) fn check_stored_peers(
     Ok(())
 }
 
+/// One side's energy windows (src/energy.rs): bounded in number, every figure a finite,
+/// non-negative number. Reports recompute the summaries from these.
+pub(crate) fn check_side_energy(c: &Checker, key: &str, e: &crate::energy::SideEnergy) -> Check {
+    c.count(
+        &format!("{key}.rounds"),
+        e.rounds.len(),
+        MAX_ROUNDS,
+        "energy windows",
+    )?;
+    for (j, r) in e.rounds.iter().enumerate() {
+        let figures = [
+            ("power_w", r.power_w),
+            ("call_ms", r.call_ms),
+            ("span_ms", r.span_ms),
+            ("span_mj", r.span_mj),
+            ("read_ms", r.read_ms),
+            ("replay_fraction", r.replay_fraction),
+        ];
+        for (name, v) in figures {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(c.fail(
+                    &format!("{key}.rounds[{j}].{name}"),
+                    format!("{v} is not a finite, non-negative number"),
+                ));
+            }
+        }
+        if r.replay_fraction > 1.0 {
+            return Err(c.fail(
+                &format!("{key}.rounds[{j}].replay_fraction"),
+                format!("{} is above 1", r.replay_fraction),
+            ));
+        }
+    }
+    if let Some(w) = &e.withheld {
+        c.text(&format!("{key}.withheld"), w, MAX_ERROR_LEN)?;
+    }
+    Ok(())
+}
+
 fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
     let c = Checker::at(path, Some(s.params.name()));
     let key = format!("shapes[{i}]");
@@ -620,6 +666,12 @@ fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
     }
     c.samples(&format!("{key}.samples_us"), &s.samples_us)?;
     check_stored_peers(&c, &format!("{key}.stored_peers"), &s.stored_peers)?;
+    if let Some(e) = &s.energy {
+        check_side_energy(&c, &format!("{key}.energy.candidate"), &e.candidate)?;
+        if let Some(b) = &e.base {
+            check_side_energy(&c, &format!("{key}.energy.base"), b)?;
+        }
+    }
     if s.peers.len() > crate::peers::Peer::ALL.len() {
         return Err(c.fail(&format!("{key}.peers"), "more peers than there are"));
     }

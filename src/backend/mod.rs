@@ -62,6 +62,8 @@ pub struct Measurement {
     /// One launch's time from the first round's warm-up, ms (later rounds warm up with the
     /// first replay of their graph only).
     pub per_launch_ms: Option<f64>,
+    /// Energy windows after the timed rounds ([`Backend::energy`]); never timed samples.
+    pub energy: Vec<crate::energy::EnergyRound>,
 }
 
 impl Measurement {
@@ -78,6 +80,7 @@ impl Measurement {
             worst_timed: None,
             clock_events: Vec::new(),
             per_launch_ms: None,
+            energy: Vec::new(),
         }
     }
 
@@ -163,6 +166,16 @@ pub trait Backend {
     fn pair(&mut self, id: ShapeId) -> Result<PairOrder, GpuError>;
     /// One more round (one side).
     fn round(&mut self, id: ShapeId) -> Result<(), GpuError>;
+    /// `rounds` energy windows of each side of a shape, after its timed rounds, each
+    /// spanning `updates` moves of the energy counter (src/energy.rs); appended to the
+    /// sides' measurements. `Ok(Some(why))`: this device cannot measure energy at all.
+    /// A [`GpuError::Integrity`] is a side whose replays in a window failed the checks.
+    fn energy(
+        &mut self,
+        id: ShapeId,
+        rounds: u32,
+        updates: u32,
+    ) -> Result<Option<String>, GpuError>;
     /// Forgets the last pair (or round).
     fn drop_last(&mut self, id: ShapeId);
     /// What side `index` (of those given to `begin`) measured so far.

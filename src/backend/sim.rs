@@ -78,6 +78,10 @@ pub struct SimKernel {
     pub error: Option<String>,
     pub skip: Option<String>,
     pub clock: Option<String>,
+    /// Multiplies the simulated board power in energy windows (1 by default).
+    pub power: f64,
+    /// Shapes whose energy windows the simulated counter cannot resolve (withheld figures).
+    pub energy_coarse: Option<String>,
 }
 
 impl SimKernel {
@@ -91,6 +95,8 @@ impl SimKernel {
             error: None,
             skip: None,
             clock: None,
+            power: 1.0,
+            energy_coarse: None,
         };
         for line in text.lines() {
             let Some(rest) = line.trim().strip_prefix("// ci-gate-sim:") else {
@@ -111,6 +117,16 @@ impl SimKernel {
                                 format!("ci-gate-sim: factor {value:?} is not a positive number")
                             })?;
                     }
+                    "power" => {
+                        k.power = value
+                            .parse::<f64>()
+                            .ok()
+                            .filter(|f| f.is_finite() && *f > 0.0)
+                            .ok_or_else(|| {
+                                format!("ci-gate-sim: power {value:?} is not a positive number")
+                            })?;
+                    }
+                    "energy-coarse" => k.energy_coarse = Some(value),
                     "parity-fail" => k.parity_fail = Some(value),
                     "hang" => k.hang = Some(value),
                     "error" => k.error = Some(value),
@@ -517,6 +533,60 @@ impl Backend for SimBackend {
         };
         let level = self.level(id, index, shared)?;
         self.round_of(id, index, level)
+    }
+
+    fn energy(
+        &mut self,
+        id: ShapeId,
+        rounds: u32,
+        updates: u32,
+    ) -> Result<Option<String>, GpuError> {
+        let kernels: Vec<SimKernel> = {
+            let s = self.shapes[id]
+                .as_ref()
+                .ok_or_else(|| GpuError::Invalid("energy of a shape that was ended".into()))?;
+            s.sides
+                .iter()
+                .map(|(side, _)| self.kernel(*side).cloned())
+                .collect::<Result<_, _>>()?
+        };
+        let s = self.shapes[id]
+            .as_mut()
+            .ok_or_else(|| GpuError::Invalid("energy of a shape that was ended".into()))?;
+        for _ in 0..rounds {
+            for (i, k) in kernels.iter().enumerate() {
+                if SimKernel::hits(&k.skip, &s.params) {
+                    return Err(GpuError::Integrity(format!(
+                        "the {} kernel skipped work in an energy window (simulated) (shape {})",
+                        s.sides[i].0.label(),
+                        s.params
+                    )));
+                }
+                // A 400 W board (times the kernel's `power`) with 1% noise per window; the
+                // counter moves every 100 ms and a read brackets a move to 2 ms (20 ms where
+                // the directive makes it coarse).
+                let power_w = 400.0 * k.power * (0.01 * s.noise.z()).exp();
+                let call_ms = base_us(&s.params) * k.factor / 1000.0 * (0.002 * s.noise.z()).exp();
+                let span_ms = 100.0 * f64::from(updates);
+                let replay_ms = call_ms * f64::from(LAUNCHES);
+                s.sides[i].1.energy.push(crate::energy::EnergyRound {
+                    source: crate::energy::EnergySource::Counter,
+                    power_w,
+                    call_ms,
+                    calls: (span_ms / replay_ms).ceil() as u64 * u64::from(LAUNCHES),
+                    span_ms,
+                    span_mj: power_w * span_ms,
+                    updates: updates + 1,
+                    read_ms: if SimKernel::hits(&k.energy_coarse, &s.params) {
+                        20.0
+                    } else {
+                        2.0
+                    },
+                    replay_fraction: replay_ms / (replay_ms + 0.06),
+                });
+            }
+        }
+        Ok(None)
     }
 
     fn drop_last(&mut self, id: ShapeId) {

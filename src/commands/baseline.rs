@@ -345,7 +345,11 @@ pub fn update(args: &BaselineUpdateArgs) -> Result<Outcome> {
     let mut shapes = Vec::with_capacity(merged.len());
     for m in merged {
         let summary = Sample::new(m.rounds.iter().flatten().copied().collect())?.summary();
+        let energy = (!m.energy.is_empty()).then(|| {
+            crate::energy::SideEnergy::from_rounds(m.energy, m.params.flops(), gate.confidence)
+        });
         shapes.push(BaselineShape {
+            energy,
             tflops: Some(m.params.flops() / (summary.p50 * 1e-6) / 1e12),
             name: m.name,
             params: m.params,
@@ -420,6 +424,8 @@ struct MergedShape {
     parity: Option<crate::results::Parity>,
     /// Each peer's p50 in each process that measured it.
     peers: std::collections::BTreeMap<crate::peers::Peer, Vec<f64>>,
+    /// The candidate's energy windows in every process (src/energy.rs).
+    energy: Vec<crate::energy::EnergyRound>,
     /// Why it cannot be recorded.
     error: Option<String>,
 }
@@ -484,6 +490,7 @@ fn merge_processes(runs: &[ResultsFile], from: &[PathBuf]) -> Result<Vec<MergedS
             spread: None,
             parity: s.parity.clone(),
             peers: Default::default(),
+            energy: Vec::new(),
             error: None,
         };
         for (i, r) in runs.iter().enumerate() {
@@ -504,6 +511,9 @@ fn merge_processes(runs: &[ResultsFile], from: &[PathBuf]) -> Result<Vec<MergedS
                     }
                     m.process_rounds.push(x.samples_us.len());
                     m.rounds.extend(x.samples_us.iter().cloned());
+                    if let Some(e) = &x.energy {
+                        m.energy.extend(e.candidate.rounds.iter().cloned());
+                    }
                     for p in &x.peers {
                         if let Some(v) = p.p50_us {
                             m.peers.entry(p.peer).or_default().push(v);

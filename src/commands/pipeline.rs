@@ -62,6 +62,8 @@ pub struct RunPlan {
     /// Trace a drift by reading the stored baseline's commit's kernels with git (third side).
     pub trace_drift: bool,
     pub progress: bool,
+    /// Measure energy per call after the timed pairs (`measure.energy_rounds` windows).
+    pub energy: bool,
 }
 
 /// One shape's measurement in progress: the backend holds its measurements; this holds the
@@ -428,6 +430,7 @@ pub fn run_with(
             }
         }
     }
+    let energy = measure_energy(&plan, backend, &runs, &mut shapes, &bar, &mut notes);
     for run in runs.iter().flatten() {
         backend.end(run.id);
     }
@@ -521,7 +524,83 @@ pub fn run_with(
         }),
         probes,
         timing: Some(timing),
+        energy,
     })
+}
+
+/// Energy windows of every measured shape after its timed pairs (src/energy.rs), when the
+/// plan asks for them and the config has `measure.energy_rounds`. A side whose replays fail
+/// the checks in a window fails parity on that shape, as in a timed sample; any other
+/// error, or a GPU that cannot read energy, leaves the figures out with a note: energy never
+/// prevents or decides a verdict.
+fn measure_energy(
+    plan: &RunPlan,
+    backend: &mut dyn Backend,
+    runs: &[Option<ShapeRun>],
+    shapes: &mut [ShapeResult],
+    bar: &ProgressBar,
+    notes: &mut Vec<String>,
+) -> Option<crate::energy::EnergyInfo> {
+    use crate::energy::{EnergyInfo, ShapeEnergy, SideEnergy};
+    let m = &plan.config.measure;
+    if !plan.energy || m.energy_rounds == 0 {
+        return None;
+    }
+    let mut info = EnergyInfo {
+        rounds: m.energy_rounds,
+        updates: m.energy_updates,
+        ..EnergyInfo::default()
+    };
+    let confidence = plan.config.gate.confidence;
+    for (run, result) in runs.iter().zip(shapes.iter_mut()) {
+        let Some(run) = run else { continue };
+        bar.set_message(format!("{} (energy)", result.name));
+        match backend.energy(run.id, m.energy_rounds, m.energy_updates) {
+            Ok(Some(why)) => {
+                notes.push(format!("energy per call not measured: {why}"));
+                info.unavailable = Some(why);
+                return Some(info);
+            }
+            Ok(None) => {}
+            Err(GpuError::Integrity(why)) => {
+                result.integrity = Some(why);
+                continue;
+            }
+            Err(e) => {
+                notes.push(format!(
+                    "{}: energy per call not measured: {e}",
+                    result.name
+                ));
+                continue;
+            }
+        }
+        let flops = result.params.flops();
+        let side = |m: &Measurement| SideEnergy::from_rounds(m.energy.clone(), flops, confidence);
+        result.energy = Some(ShapeEnergy {
+            candidate: side(run.cand(backend)),
+            base: run.base(backend).map(side),
+        });
+    }
+    let rounds: Vec<&crate::energy::EnergyRound> = shapes
+        .iter()
+        .filter_map(|s| s.energy.as_ref())
+        .flat_map(|e| {
+            e.candidate
+                .rounds
+                .iter()
+                .chain(e.base.iter().flat_map(|b| &b.rounds))
+        })
+        .collect();
+    info.source = rounds.first().map(|r| r.source);
+    let per_update: Vec<f64> = rounds
+        .iter()
+        .filter(|r| r.updates >= 2)
+        .map(|r| r.span_ms / f64::from(r.updates - 1))
+        .collect();
+    info.update_ms = crate::stats::median(&per_update);
+    let brackets: Vec<f64> = rounds.iter().map(|r| r.read_ms).collect();
+    info.read_ms = crate::stats::median(&brackets);
+    Some(info)
 }
 
 /// Why a shape has no measurement: an error (it could not be measured) or an integrity
@@ -1115,6 +1194,7 @@ pub fn failed_run(config: Option<&Config>, error: &anyhow::Error) -> ResultsFile
         peers: None,
         probes: Vec::new(),
         timing: None,
+        energy: None,
     }
 }
 

@@ -90,6 +90,9 @@ impl RunRequest {
             },
             trace_drift: self.trace_drift,
             progress: self.progress,
+            // Energy windows where kernels are checked and timed as they are (not selftest,
+            // which measures the gate with parity off and slowdowns injected).
+            energy: self.parity && self.inject.is_none(),
         }
     }
 

@@ -11,8 +11,8 @@ use rand_chacha::ChaCha8Rng;
 use super::device::{AttentionSet, Gpu, Kernel};
 use super::error::GpuError;
 use super::measure::{
-    AbSide, Bench, Held, Injection, SpinCalibration, calibrate_spin, extend, measure_pairs,
-    phase_times, sets_for, spin_up,
+    AbSide, Bench, Held, Injection, SpinCalibration, calibrate_spin, extend, measure_energy,
+    measure_pairs, phase_times, sets_for, spin_up,
 };
 use super::parity::check_parity;
 use crate::backend::{Backend, Measurement, PhaseTimes, ShapeId, Side};
@@ -259,6 +259,45 @@ impl Backend for CudaBackend {
             };
             let r = extend(&bench, &mut one, s.seed, &mut s.held, 1);
             *m = one.m;
+            r
+        })();
+        self.shapes[id] = Some(s);
+        result
+    }
+
+    fn energy(
+        &mut self,
+        id: ShapeId,
+        rounds: u32,
+        updates: u32,
+    ) -> Result<Option<String>, GpuError> {
+        let mut s = self.shapes[id]
+            .take()
+            .ok_or_else(|| GpuError::Invalid("energy of a shape that was ended".into()))?;
+        let result = (|| {
+            let bench = Bench {
+                gpu: &self.gpu,
+                shape: &s.params,
+                settings: &s.settings,
+                tolerance: s.tolerance,
+            };
+            let mut sides = s
+                .sides
+                .iter_mut()
+                .map(|(side, m)| {
+                    Ok(AbSide {
+                        kernel: self.kernel(*side, &s.params)?,
+                        // The kernel's own energy: no injected slowdown.
+                        injection: None,
+                        label: side.label(),
+                        m: std::mem::replace(m, Measurement::empty()),
+                    })
+                })
+                .collect::<Result<Vec<_>, GpuError>>()?;
+            let r = measure_energy(&bench, &mut sides, s.seed, rounds, updates);
+            for ((_, m), side) in s.sides.iter_mut().zip(sides) {
+                *m = side.m;
+            }
             r
         })();
         self.shapes[id] = Some(s);

@@ -71,6 +71,14 @@ impl Monitor {
             .ok()
     }
 
+    /// A reader of this device's energy counter and power samples (src/energy.rs), holding
+    /// the device handle so each read is one NVML call.
+    pub fn energy_reader(&self) -> Option<EnergyReader<'_>> {
+        let nvml = self.nvml.as_ref()?;
+        let device = nvml.device_by_uuid(self.uuid.as_str()).ok()?;
+        Some(EnergyReader { device })
+    }
+
     /// Reads clocks, temperature, power and throttle reasons now.
     pub fn state(&self) -> Option<GpuState> {
         let nvml = self.nvml.as_ref()?;
@@ -91,6 +99,41 @@ impl Monitor {
             power_w: dev.power_usage().ok().map(|mw| f64::from(mw) / 1000.0),
             throttle_reasons: reasons,
         })
+    }
+}
+
+/// NVML's energy readings of one device.
+pub struct EnergyReader<'a> {
+    device: nvml_wrapper::Device<'a>,
+}
+
+impl EnergyReader<'_> {
+    /// The board's total energy since the driver loaded, mJ (None: not supported).
+    pub fn energy_mj(&self) -> Option<u64> {
+        self.device.total_energy_consumption().ok()
+    }
+
+    /// NVML's power samples newer than `since_us` (CPU time, µs since the epoch): each as
+    /// (time µs, mW).
+    pub fn power_samples(&self, since_us: u64) -> Vec<(u64, f64)> {
+        use nvml_wrapper::enum_wrappers::device::Sampling;
+        use nvml_wrapper::enums::device::SampleValue;
+        self.device
+            .samples(Sampling::Power, since_us)
+            .map(|v| {
+                v.into_iter()
+                    .filter_map(|s| {
+                        let mw = match s.value {
+                            SampleValue::U32(x) => f64::from(x),
+                            SampleValue::U64(x) => x as f64,
+                            SampleValue::F64(x) => x,
+                            SampleValue::I64(x) => x as f64,
+                        };
+                        (mw.is_finite() && mw > 0.0).then_some((s.timestamp, mw))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 }
 

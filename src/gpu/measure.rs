@@ -751,3 +751,269 @@ pub fn spin_up(gpu: &Gpu, shape: &ShapeParams, ms: f64) -> Result<(), GpuError> 
     }
     Ok(())
 }
+
+/// Energy windows of a shape's sides after its timed rounds (see `crate::energy`): `rounds`
+/// times, fresh buffers and a graph for every side, prepared like a timed round (never
+/// timed or kept as one), then one window per side, the order alternating by round. Every
+/// replay in a window is poisoned and checked like a timed sample, and the reference
+/// outputs and inputs are checked after it, so a kernel that does less work when it is
+/// replayed back to back fails parity instead of looking frugal. Appends each side's
+/// windows to its measurement. `Ok(Some(why))` when NVML cannot measure energy here.
+pub fn measure_energy(
+    b: &Bench<'_>,
+    sides: &mut [AbSide<'_>],
+    seed: u64,
+    rounds: u32,
+    updates: u32,
+) -> Result<Option<String>, GpuError> {
+    check_shape(b.shape)?;
+    let Some(reader) = b.gpu.monitor.energy_reader() else {
+        return Ok(Some("NVML is not available".into()));
+    };
+    let source = if reader.energy_mj().is_some() {
+        crate::energy::EnergySource::Counter
+    } else if !reader.power_samples(0).is_empty() {
+        crate::energy::EnergySource::PowerSamples
+    } else {
+        return Ok(Some(
+            "NVML reports neither an energy counter nor power samples for this GPU".into(),
+        ));
+    };
+    for r in 0..rounds {
+        // Seeds apart from the timed rounds', so no window reuses a timed round's inputs.
+        let index = 1_000_000 + u64::from(r);
+        let sets = sets_for(b.gpu, b.shape, b.settings.cache)?;
+        let refs = RefSet::new(
+            b.gpu,
+            b.shape,
+            round_seeds(b.gpu, seed, index, sets),
+            b.gpu.run_key,
+            Rows::Sample(SAMPLED_ROWS),
+            &mut b
+                .gpu
+                .run_key
+                .rng(seed ^ index.rotate_left(29) ^ 0x0e4e_7a1e_5d0f),
+        )?;
+        let order: Vec<usize> = if r % 2 == 0 {
+            (0..sides.len()).collect()
+        } else {
+            (0..sides.len()).rev().collect()
+        };
+        for i in order {
+            let side = &mut sides[i];
+            let mut round = prepare_round(b, side, &refs, seed ^ index)?;
+            // Not a timed round: its address is not one of the rounds'.
+            side.m.round_addresses.pop();
+            let window = energy_window(b, side.kernel, &mut round, &refs, &reader, source, updates);
+            let outcome = round.slots.outcome(b.gpu, b.tolerance, 1)?;
+            if let Some(why) = outcome.failure(side.label, &side.kernel.name) {
+                return Err(GpuError::Integrity(format!(
+                    "{why} (an energy window, shape {})",
+                    b.shape
+                )));
+            }
+            if !refs.inputs_unchanged(b.gpu, &round.inputs)? {
+                return Err(GpuError::Integrity(format!(
+                    "the {} kernel {} changed its inputs (q, k or v) in an energy window (shape {})",
+                    side.label, side.kernel.name, b.shape
+                )));
+            }
+            side.m.energy.extend(window?);
+        }
+        check_refs(b, &refs, sides.first().map_or(0, |s| s.m.rounds.len()))?;
+    }
+    Ok(None)
+}
+
+/// Replays in flight at once in an energy window: enough that the GPU never waits for the
+/// host while it is in an NVML read (2–5 ms on an H100).
+const ENERGY_DEPTH: usize = 4;
+
+/// One energy window: `round`'s graph replayed back to back (each replay poisoned first and
+/// checked after, as a timed sample) while the host reads the counter in a loop, until it
+/// has moved `updates` times after its first move (or, for power samples, for `updates`
+/// tenths of a second). A window that sees too few moves before its deadline still returns
+/// its reading, which `crate::energy` then declines to use and says why.
+fn energy_window(
+    b: &Bench<'_>,
+    kernel: &Kernel,
+    round: &mut PreparedRound,
+    refs: &RefSet,
+    reader: &super::env::EnergyReader<'_>,
+    source: crate::energy::EnergySource,
+    updates: u32,
+) -> Result<Option<crate::energy::EnergyRound>, GpuError> {
+    use crate::energy::{EnergyRound, EnergySource};
+    let gpu = b.gpu;
+    let shape = b.shape;
+    // The counter moves every ~100 ms on the GPUs measured; a window that sees no move for a
+    // second stops, and none runs past 0.4 s per update asked plus one second.
+    let deadline = Duration::from_secs_f64(1.0 + 0.4 * f64::from(updates));
+    let window_start = timing_event(gpu)?;
+    let window_end = timing_event(gpu)?;
+    window_start
+        .record(&gpu.stream)
+        .during(|| "recording a timing event".into())?;
+    let mut in_flight: std::collections::VecDeque<(CudaEvent, CudaEvent)> =
+        std::collections::VecDeque::new();
+    let mut replay_ms = 0.0f64;
+    let mut replays = 0u64;
+    let enqueue = |round: &mut PreparedRound| -> Result<(CudaEvent, CudaEvent), GpuError> {
+        let (start, end) = (timing_event(gpu)?, timing_event(gpu)?);
+        round.slots.poison(gpu)?;
+        raw::launch_spin(&gpu.stream, &gpu.kernels.spin, LEAD_CYCLES)
+            .during(|| "launching the lead-in spin".into())?;
+        start
+            .record(&gpu.stream)
+            .during(|| "recording a timing event".into())?;
+        round
+            .graph
+            .launch()
+            .during(|| format!("replaying the graph of shape {shape} (energy window)"))?;
+        end.record(&gpu.stream)
+            .during(|| "recording a timing event".into())?;
+        round.slots.check(gpu, refs, 0)?;
+        Ok((start, end))
+    };
+    let began = Instant::now();
+    let wall_start_us = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64);
+    // Counter moves: (time s since `began`, value mJ, bracket ms).
+    let mut moves: Vec<(f64, u64, f64)> = Vec::new();
+    let mut last = reader.energy_mj();
+    let mut last_read_start = began;
+    let done = |moves: &Vec<(f64, u64, f64)>, elapsed: Duration| match source {
+        EnergySource::Counter => moves.len() > updates as usize,
+        EnergySource::PowerSamples => elapsed.as_secs_f64() >= 0.1 * f64::from(updates) + 0.05,
+    };
+    loop {
+        while in_flight.len() < ENERGY_DEPTH {
+            in_flight.push_back(enqueue(round)?);
+        }
+        while in_flight.front().is_some_and(|(_, end)| end.is_complete()) {
+            if let Some((start, end)) = in_flight.pop_front() {
+                replay_ms += f64::from(
+                    start
+                        .elapsed_ms(&end)
+                        .during(|| "reading a timing event".into())?,
+                );
+                replays += 1;
+            }
+        }
+        if source == EnergySource::Counter {
+            let read_start = Instant::now();
+            let value = reader.energy_mj();
+            let read_end = Instant::now();
+            if value != last {
+                if let Some(v) = value {
+                    let from = last_read_start.duration_since(began).as_secs_f64();
+                    let to = read_end.duration_since(began).as_secs_f64();
+                    moves.push(((from + to) / 2.0, v, (to - from) * 1000.0));
+                }
+                last = value;
+            }
+            last_read_start = read_start;
+        } else {
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        let elapsed = began.elapsed();
+        if done(&moves, elapsed) || elapsed > deadline {
+            break;
+        }
+    }
+    let window_s = began.elapsed().as_secs_f64();
+    window_end
+        .record(&gpu.stream)
+        .during(|| "recording a timing event".into())?;
+    let expected =
+        Duration::from_secs_f64(round.expected.as_secs_f64() * (ENERGY_DEPTH as f64 + 1.0) + 0.1);
+    gpu.sync(Some(expected), || {
+        format!("kernel {} on shape {shape} (an energy window)", kernel.name)
+    })?;
+    for (start, end) in in_flight.drain(..) {
+        replay_ms += f64::from(
+            start
+                .elapsed_ms(&end)
+                .during(|| "reading a timing event".into())?,
+        );
+        replays += 1;
+    }
+    let busy_ms = f64::from(
+        window_start
+            .elapsed_ms(&window_end)
+            .during(|| "reading a timing event".into())?,
+    );
+    let calls = replays * u64::from(round.launches);
+    if calls == 0 || busy_ms <= 0.0 {
+        return Ok(None);
+    }
+    let call_ms = replay_ms / calls as f64;
+    let replay_fraction = (replay_ms / busy_ms).min(1.0);
+    let reading = match source {
+        EnergySource::Counter => {
+            let (first, last) = match (moves.first(), moves.last()) {
+                (Some(f), Some(l)) if moves.len() >= 2 => (*f, *l),
+                _ => {
+                    return Ok(Some(EnergyRound {
+                        source,
+                        power_w: 0.0,
+                        call_ms,
+                        calls,
+                        span_ms: window_s * 1000.0,
+                        span_mj: 0.0,
+                        updates: moves.len() as u32,
+                        read_ms: 0.0,
+                        replay_fraction,
+                    }));
+                }
+            };
+            let span_ms = (last.0 - first.0) * 1000.0;
+            let span_mj = last.1.saturating_sub(first.1) as f64;
+            EnergyRound {
+                source,
+                power_w: if span_ms > 0.0 {
+                    span_mj / span_ms
+                } else {
+                    0.0
+                },
+                call_ms,
+                calls,
+                span_ms,
+                span_mj,
+                updates: moves.len() as u32,
+                read_ms: moves.iter().map(|m| m.2).fold(0.0, f64::max),
+                replay_fraction,
+            }
+        }
+        EnergySource::PowerSamples => {
+            // Samples from 50 ms into the window (the power settling) to its end.
+            let from = wall_start_us + 50_000;
+            let to = wall_start_us + (window_s * 1e6) as u64;
+            let inside: Vec<f64> = reader
+                .power_samples(from)
+                .into_iter()
+                .filter(|(t, _)| (from..=to).contains(t))
+                .map(|(_, mw)| mw / 1000.0)
+                .collect();
+            let power_w = if inside.is_empty() {
+                0.0
+            } else {
+                inside.iter().sum::<f64>() / inside.len() as f64
+            };
+            let span_ms = (to - from) as f64 / 1000.0;
+            EnergyRound {
+                source,
+                power_w,
+                call_ms,
+                calls,
+                span_ms,
+                span_mj: power_w * span_ms,
+                updates: inside.len() as u32,
+                read_ms: 0.0,
+                replay_fraction,
+            }
+        }
+    };
+    Ok(Some(reading))
+}

@@ -5,6 +5,8 @@
 //! interval (light blue bars), the level of each segment between change points (red), a
 //! grey line with the change in % at each change point, and the best run ringed in green.
 //! The x axis is the runs in append order, labelled with short commits; the y axis is µs.
+//! Where runs measured energy, each run's millijoules per call (orange, with its interval)
+//! is drawn against a second y axis on the right.
 
 use plotters::prelude::*;
 
@@ -23,6 +25,8 @@ const INTERVAL: RGBColor = RGBColor(158, 202, 225);
 const LEVEL: RGBColor = RGBColor(214, 39, 40);
 const CHANGE: RGBColor = RGBColor(127, 127, 127);
 const BEST: RGBColor = RGBColor(44, 160, 44);
+const ENERGY: RGBColor = RGBColor(255, 127, 14);
+const ENERGY_INTERVAL: RGBColor = RGBColor(253, 208, 162);
 
 /// The chart of `trends` as an SVG document.
 pub fn render_svg(trends: &[Trend]) -> Result<String, String> {
@@ -97,12 +101,30 @@ fn panel(trend: &Trend, area: &Area<'_>) -> Result<(), Box<dyn std::error::Error
             .unwrap_or_default()
     };
     let y_label = |y: &f64| us(*y);
+    // Energy per call, where runs measured it: its own range, on the right.
+    let (mut elo, mut ehi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for p in points {
+        if let Some(mj) = p.mj_per_call {
+            let (a, b) = p.mj_interval.map_or((mj, mj), |i| (i.low, i.high));
+            elo = elo.min(a.min(mj));
+            ehi = ehi.max(b.max(mj));
+        }
+    }
+    let energy_range = (elo.is_finite() && ehi.is_finite()).then(|| {
+        let pad = ((ehi - elo) * 0.08).max(ehi.abs() * 0.005).max(1e-9);
+        ((elo - pad).max(0.0), ehi + pad)
+    });
     let mut chart = ChartBuilder::on(area)
         .caption(caption, ("sans-serif", 18))
         .margin(12)
         .x_label_area_size(36)
         .y_label_area_size(64)
-        .build_cartesian_2d(-1..n.max(1), lo..hi)?;
+        .right_y_label_area_size(if energy_range.is_some() { 64 } else { 0 })
+        .build_cartesian_2d(-1..n.max(1), lo..hi)?
+        .set_secondary_coord(-1..n.max(1), {
+            let (a, b) = energy_range.unwrap_or((0.0, 1.0));
+            a..b
+        });
     chart
         .configure_mesh()
         .x_labels(10)
@@ -157,6 +179,23 @@ fn panel(trend: &Trend, area: &Area<'_>) -> Result<(), Box<dyn std::error::Error
             xy(*i, hi),
             ("sans-serif", 14).into_font().color(&LEVEL),
         )))?;
+    }
+    if energy_range.is_some() {
+        chart
+            .configure_secondary_axes()
+            .y_labels(6)
+            .y_label_formatter(&|y: &f64| format!("{y:.3}"))
+            .y_desc("mJ per call (orange)")
+            .draw()?;
+        chart.draw_secondary_series(points.iter().enumerate().filter_map(|(i, p)| {
+            p.mj_interval
+                .filter(|_| p.mj_per_call.is_some())
+                .map(|iv| PathElement::new(vec![xy(i, iv.low), xy(i, iv.high)], ENERGY_INTERVAL))
+        }))?;
+        chart.draw_secondary_series(points.iter().enumerate().filter_map(|(i, p)| {
+            p.mj_per_call
+                .map(|mj| Circle::new(xy(i, mj), 3, ENERGY.filled()))
+        }))?;
     }
     if let Some(i) = trend.best.checked_sub(skip)
         && let Some(p) = points.get(i)

@@ -88,6 +88,12 @@ pub struct Record {
     /// The ci-gate version that measured.
     #[serde(default)]
     pub tool_version: String,
+    /// The candidate's energy per call (mean over its windows) and its 95% t interval, mJ
+    /// (src/energy.rs); absent where none was measured or the counter could not resolve it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mj_per_call: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mj_interval: Option<Span>,
 }
 
 /// A history file that cannot be read, or a results file that cannot be appended.
@@ -167,6 +173,19 @@ impl Untrusted for Record {
             validate::MAX_ROUNDS,
             "rounds",
         )?;
+        if let Some(mj) = self.mj_per_call {
+            c.time("mj_per_call", mj)?;
+        }
+        if let Some(s) = self.mj_interval {
+            c.time("mj_interval.low", s.low.max(f64::MIN_POSITIVE))?;
+            c.time("mj_interval.high", s.high)?;
+            if s.low > s.high || !s.low.is_finite() {
+                return Err(c.fail(
+                    "mj_interval",
+                    format!("low {} is above high {}", s.low, s.high),
+                ));
+            }
+        }
         c.count("peers", self.peers.len(), MAX_PEERS, "peers")?;
         for (name, &t) in &self.peers {
             c.name("peers", name)?;
@@ -366,6 +385,16 @@ fn record_of(
         return None;
     }
     let summary = s.summary.as_ref()?;
+    // Recomputed from the windows, as the report does: a results file's summaries are not
+    // trusted.
+    let energy = s.energy.as_ref().and_then(|e| {
+        crate::energy::SideEnergy::from_rounds(
+            e.candidate.rounds.clone(),
+            s.params.flops(),
+            results.gate.confidence,
+        )
+        .mj_per_call
+    });
     Some(Record {
         schema_version: HISTORY_SCHEMA_VERSION,
         commit: commit.to_owned(),
@@ -381,6 +410,11 @@ fn record_of(
         rounds: u32::try_from(s.samples_us.len()).unwrap_or(u32::MAX),
         peers: BTreeMap::new(),
         tool_version: results.tool_version.clone(),
+        mj_per_call: energy.map(|e| e.mean),
+        mj_interval: energy.map(|e| Span {
+            low: e.lo,
+            high: e.hi,
+        }),
     })
 }
 
@@ -532,6 +566,10 @@ pub struct Point {
     pub interval_us: Option<Span>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub peers: BTreeMap<String, f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mj_per_call: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mj_interval: Option<Span>,
     /// Line of the history file it came from.
     pub line: usize,
 }
@@ -590,6 +628,8 @@ pub fn series(history: &History, filter: &Filter) -> Vec<Series> {
             p50_us: r.p50_us,
             interval_us: r.interval_us,
             peers: r.peers.clone(),
+            mj_per_call: r.mj_per_call,
+            mj_interval: r.mj_interval,
             line: e.line,
         });
     }

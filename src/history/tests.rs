@@ -31,6 +31,8 @@ fn record(i: usize, shape: &str, p50: f64) -> Record {
         rounds: 8,
         peers: BTreeMap::new(),
         tool_version: "0.1.0".into(),
+        mj_per_call: None,
+        mj_interval: None,
     }
 }
 
@@ -113,6 +115,7 @@ fn results(commit: Option<&str>, shapes: &[(ShapeParams, Option<f64>)]) -> Resul
         peers: None,
         probes: Vec::new(),
         timing: None,
+        energy: None,
     }
 }
 

@@ -647,6 +647,38 @@ impl Exporter for MarkdownExporter {
             }
             md.push('\n');
         }
+        let (energy_header, energy_rows, energy_why) = super::energy::energy_rows(report);
+        if !energy_rows.is_empty() {
+            let _ = writeln!(
+                md,
+                "<details><summary>{}</summary>\n",
+                escape_markdown(&super::energy::title(report))
+            );
+            let _ = writeln!(
+                md,
+                "| {} |\n|{}",
+                energy_header
+                    .iter()
+                    .map(|h| escape_markdown(h))
+                    .collect::<Vec<_>>()
+                    .join(" | "),
+                "---|".repeat(energy_header.len())
+            );
+            for r in &energy_rows {
+                let _ = writeln!(
+                    md,
+                    "| {} |",
+                    r.iter()
+                        .map(|c| escape_markdown(c))
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                );
+            }
+            for w in &energy_why {
+                let _ = writeln!(md, "\n<sub>{}</sub>", escape_markdown(w));
+            }
+            md.push_str("\n</details>\n\n");
+        }
         for (shape, p) in report.profiled() {
             md.push_str(&profile_details(shape, p));
         }
@@ -1053,6 +1085,8 @@ mod tests {
             policy: crate::verdict::Policy::default(),
             stored_label: "stored baseline",
             profiling: None,
+            energy: Vec::new(),
+            energy_info: None,
         }
     }
 

@@ -1,6 +1,7 @@
 //! Reports of a run: the terminal table, the Markdown PR comment body and JSON, all rendered
 //! from one [`Report`] view by an [`Exporter`].
 
+mod energy;
 mod export;
 mod json;
 mod markdown;
@@ -197,6 +198,9 @@ pub struct Report {
     pub stored_label: &'static str,
     /// How profiling went, when any shape was to be profiled.
     pub profiling: Option<crate::profile::ProfilingInfo>,
+    /// Energy per call by shape, recomputed from the windows (src/report/energy.rs).
+    pub energy: Vec<(String, crate::energy::ShapeEnergy)>,
+    pub energy_info: Option<crate::energy::EnergyInfo>,
 }
 
 impl Report {
@@ -223,6 +227,8 @@ impl Report {
             policy: results.policy(),
             stored_label: "stored baseline",
             profiling: results.profiling.clone(),
+            energy: energy::recomputed(&results.shapes, results.gate.confidence),
+            energy_info: results.energy.clone(),
         }
     }
 
@@ -246,6 +252,8 @@ impl Report {
             policy: Policy::default(),
             stored_label: "stored baseline",
             profiling: None,
+            energy: Vec::new(),
+            energy_info: None,
         }
     }
 

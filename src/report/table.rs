@@ -311,6 +311,28 @@ impl Exporter for TableExporter {
                 "with --wide",
             ));
         }
+        let (energy_header, energy_rows, energy_why) = super::energy::energy_rows(report);
+        if !energy_rows.is_empty() {
+            out.push('\n');
+            out.push_str(&wrap_lines(&[super::energy::title(report)], self.width));
+            // Shape and the candidate's figure first, then the ratio, the base, TFLOP/s/W.
+            let priority: Vec<usize> = if energy_header.len() == 5 {
+                vec![0, 2, 3, 1, 4]
+            } else {
+                (0..energy_header.len()).collect()
+            };
+            let right: Vec<usize> = (1..energy_header.len()).collect();
+            out.push_str(&fitted_table(
+                &energy_header,
+                &energy_rows,
+                &priority,
+                2,
+                &right,
+                self.width,
+                "with --wide",
+            ));
+            out.push_str(&wrap_lines(&energy_why, self.width));
+        }
         for (shape, p) in report.profiled() {
             out.push_str(&profile_table(shape, p, self.width));
         }

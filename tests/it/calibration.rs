@@ -360,6 +360,10 @@ impl Backend for Replay<'_> {
     fn round(&mut self, _: ShapeId) -> Result<(), GpuError> {
         Err(GpuError::Invalid("the replay measures pairs".into()))
     }
+    fn energy(&mut self, _: ShapeId, _: u32, _: u32) -> Result<Option<String>, GpuError> {
+        Ok(Some("replayed timings carry no energy".into()))
+    }
+
     fn drop_last(&mut self, id: ShapeId) {
         let (_, m, orders) = &mut self.begun[id];
         m.iter_mut().for_each(Measurement::drop_last);
@@ -408,6 +412,7 @@ fn shipped(shapes: &mut [AbShape], gate: &GateSettings) -> Outcome {
         policy: Policy::default(),
         trace_drift: false,
         progress: false,
+        energy: false,
     };
     let mut replay = Replay {
         shapes,

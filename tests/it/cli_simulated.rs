@@ -675,3 +675,81 @@ fn a_pair_the_clock_hit_on_one_side_is_measured_again_within_its_budget() {
     // A/A with the throttled rounds measured again: nothing is flagged.
     assert_ne!(out.status.code(), Some(1), "{text}");
 }
+
+/// Energy per call (src/energy.rs) through the binary: each side's millijoules per call
+/// from its windows, the candidate over the base, a figure withheld with its reason where the
+/// simulated counter cannot resolve a shape, in the table, the Markdown and the JSON; and
+/// never a part of the verdict (the same verdicts with energy switched off).
+#[test]
+fn energy_per_call_is_reported_per_side_withheld_where_unresolved_and_never_decides() {
+    let s = Sim::new();
+    let a = s.kernels("a", "factor=1.0");
+    let b = s.kernels("b", "factor=1.05 power=1.2 energy-coarse=s2048");
+    let out = s.local(&a, &b).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8_lossy(&out.stdout).to_string();
+    let r = s.results();
+    let with_energy = verdicts(&r);
+    assert!(
+        r["energy"]["rounds"] == 3 && r["energy"]["updates"] == 3,
+        "{}",
+        r["energy"]
+    );
+    // 400 W × 1.2 for 1.05× the time: 1.26× the base's energy per call, within the noise.
+    let e = &r["shapes"][0]["energy"];
+    let mean = |side: &str| e[side]["mj_per_call"]["mean"].as_f64().unwrap();
+    let ratio = mean("candidate") / mean("base");
+    assert!((ratio / 1.26 - 1.0).abs() < 0.03, "ratio {ratio}");
+    assert_eq!(e["candidate"]["rounds"].as_array().unwrap().len(), 3);
+    let lo = e["candidate"]["mj_per_call"]["lo"].as_f64().unwrap();
+    let hi = e["candidate"]["mj_per_call"]["hi"].as_f64().unwrap();
+    assert!(lo < mean("candidate") && mean("candidate") < hi);
+    // The d128 shape's candidate windows are too coarse: no figure, and why.
+    let coarse = &r["shapes"][2]["energy"]["candidate"];
+    assert!(coarse["mj_per_call"].is_null(), "{coarse}");
+    let why = coarse["withheld"].as_str().unwrap();
+    assert!(
+        why.contains("0 of 3 windows usable") && why.contains("resolves"),
+        "{why}"
+    );
+    assert!(table.contains("Energy per call"), "{table}");
+    assert!(table.contains("n/a ¹"), "{table}");
+    assert!(
+        table.contains("¹ b2h16s2048d128_causal_bf16 (candidate): 0 of 3 windows usable"),
+        "{table}"
+    );
+    let md = s
+        .local(&a, &b)
+        .args(["--format", "markdown"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&md.stdout).to_string();
+    assert!(md.contains("<details><summary>Energy per call"), "{md}");
+    assert!(
+        md.contains("| Shape | base mJ/call | cand mJ/call | cand/base | TFLOP/s/W |"),
+        "{md}"
+    );
+
+    // Off: no windows, no table, and the same verdicts.
+    std::fs::write(
+        s.path("sim.yaml"),
+        CONFIG.replace("max_rounds: 24}", "max_rounds: 24, energy_rounds: 0}"),
+    )
+    .unwrap();
+    let out = s.local(&a, &b).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = s.results();
+    assert!(r.get("energy").is_none() && r["shapes"][0].get("energy").is_none());
+    assert_eq!(verdicts(&r), with_energy);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("Energy per call"));
+}
