@@ -284,3 +284,100 @@ fn bisect_a_culprit_its_first_parent_does_not_confirm_is_exit_2() {
     assert_eq!(r["culprit"]["commit"], c[2].as_str());
     assert_eq!(r["confirmed"], false);
 }
+
+/// `ci-gate local` in `repo` on its working-tree kernels, simulation `seed`.
+fn local(repo: &Repo, args: &[&str], seed: &str) -> std::process::Output {
+    let baselines = repo.root.parent().unwrap().join("baselines");
+    std::fs::create_dir_all(&baselines).unwrap();
+    bin()
+        .env("CI_GATE_SIMULATE", seed)
+        .env_remove("GITHUB_ACTIONS")
+        .env_remove("GITHUB_SHA")
+        .current_dir(&repo.root)
+        .arg("local")
+        .arg("--config")
+        .arg("configs/sim.yaml")
+        .arg("--baselines")
+        .arg(&baselines)
+        .arg("--kernels")
+        .arg(repo.root.join("kernels"))
+        .args(["--no-peers", "--no-profile", "--out"])
+        .arg(repo.out())
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// A push to the default branch whose drift is traced to the code prints the bisect
+/// command, and that command, run as printed, names the commit that crept.
+#[test]
+fn bisect_the_command_a_code_drift_prints_finds_the_commit() {
+    let good = sim("factor=1.0", "good");
+    let mut repo = Repo::new(&good, &[]);
+    // The config lives in the repository, where the printed command looks for it.
+    std::fs::create_dir_all(repo.root.join("configs")).unwrap();
+    std::fs::write(repo.root.join("configs/sim.yaml"), CONFIG).unwrap();
+    repo.commit(&good, "configs");
+    // The baseline of GOOD's kernels, from five processes.
+    let mut record = bin();
+    record
+        .current_dir(&repo.root)
+        .args(["baseline", "update", "--reason", "first", "--config"])
+        .arg("configs/sim.yaml")
+        .arg("--baselines")
+        .arg(repo.root.parent().unwrap().join("baselines"));
+    for p in 1..=5 {
+        let out = local(&repo, &["--no-base", "--no-compare"], &p.to_string());
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out).1);
+        let f = repo.root.parent().unwrap().join(format!("process{p}.json"));
+        std::fs::copy(repo.out(), &f).unwrap();
+        record.arg("--from").arg(f);
+    }
+    let rec = record.output().unwrap();
+    assert!(rec.status.success(), "{}", text(&rec).1);
+    // Then three merges, the second 5% slower.
+    repo.commit(&sim("factor=1.0", "m1"), "m1: tidy");
+    repo.commit(&sim("factor=1.05", "m2"), "m2: the slow one");
+    repo.commit(&sim("factor=1.05", "m3"), "m3: after");
+    // The push: A/B against an identical copy shows nothing, the stored baseline the creep.
+    let same = repo.root.parent().unwrap().join("same");
+    std::fs::create_dir_all(&same).unwrap();
+    std::fs::write(same.join("attention.cu"), sim("factor=1.05", "m3")).unwrap();
+    let out = local(
+        &repo,
+        &[
+            "--base-kernels",
+            same.to_str().unwrap(),
+            "--ab-always",
+            "--fail-on-drift",
+            "--shape",
+            "b2h8s512d64_f16",
+        ],
+        "6",
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stdout.contains("code crept"), "{stdout}");
+    let c = &repo.commits;
+    let printed = format!(
+        "ci-gate bisect {} {} --shape b2h8s512d64_f16 --config configs/sim.yaml",
+        &c[1][..12],
+        &c[4][..12]
+    );
+    let flat = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains(&printed), "{printed}\n{stdout}");
+    // Run it as printed.
+    let args: Vec<&str> = printed.split(' ').skip(1).collect();
+    let out = bin()
+        .env("CI_GATE_SIMULATE", "4")
+        .current_dir(&repo.root)
+        .args(&args)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let r: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(r["culprit"]["commit"], c[3].as_str(), "{r}");
+    assert_eq!(r["culprit"]["subject"], "m2: the slow one");
+}
