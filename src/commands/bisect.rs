@@ -281,9 +281,9 @@ impl PipelineJudge<'_> {
         Ok((k, hash))
     }
 
-    fn record(&mut self, role: Role, index: usize, against: String, call: &Call) -> usize {
-        let commit = self.commits[index].clone();
-        self.steps.push(StepReport {
+    /// A step of the report (the caller adds what it measured, then pushes it).
+    fn step(role: Role, commit: CommitInfo, against: String, call: &Call) -> StepReport {
+        StepReport {
             role,
             commit,
             against,
@@ -295,8 +295,7 @@ impl PipelineJudge<'_> {
             reused_from: None,
             shapes: Vec::new(),
             wall_s: 0.0,
-        });
-        self.steps.len() - 1
+        }
     }
 
     fn say(&self, what: String) {
@@ -314,21 +313,25 @@ impl Judge for PipelineJudge<'_> {
         } else {
             Role::Step
         };
-        let info = self.commits[index].clone();
+        let Some(info) = self.commits.get(index).cloned() else {
+            return Call::Skipped(format!("no commit {index} on the path"));
+        };
         let against = self.good_short.clone();
         let exported = self.export(&info.commit, &info.short);
         let (kernels, hash) = match exported {
             Ok(x) => x,
             Err(e) => {
                 let call = Call::Skipped(clip_text(&terminal_text(&format!("{e:#}")), 300));
-                let i = self.record(role, index, against, &call);
-                self.steps[i].wall_s = started.elapsed().as_secs_f64();
+                let mut step = Self::step(role, info, against, &call);
+                step.wall_s = started.elapsed().as_secs_f64();
+                self.steps.push(step);
                 return call;
             }
         };
         if let Some((call, from)) = self.seen.get(&hash).cloned() {
-            let i = self.record(role, index, against, &call);
-            self.steps[i].reused_from = Some(from);
+            let mut step = Self::step(role, info, against, &call);
+            step.reused_from = Some(from);
+            self.steps.push(step);
             return call;
         }
         self.say(format!("measuring {} against GOOD {}", info.short, against));
@@ -340,21 +343,25 @@ impl Judge for PipelineJudge<'_> {
             ),
         };
         self.seen.insert(hash, (call.clone(), info.short.clone()));
-        let i = self.record(role, index, against, &call);
-        self.steps[i].shapes = shapes;
-        self.steps[i].wall_s = started.elapsed().as_secs_f64();
+        let mut step = Self::step(role, info, against, &call);
+        step.shapes = shapes;
+        step.wall_s = started.elapsed().as_secs_f64();
+        self.steps.push(step);
         call
     }
 
     fn confirm(&mut self, index: usize) -> Call {
         let started = Instant::now();
-        let info = self.commits[index].clone();
+        let Some(info) = self.commits.get(index).cloned() else {
+            return Call::Skipped(format!("no commit {index} on the path"));
+        };
         let parent = match index.checked_sub(1) {
-            Some(p) => {
-                let parent = self.commits[p].clone();
-                self.export(&parent.commit, &parent.short)
-                    .map(|k| (k.0, parent.short))
-            }
+            Some(p) => match self.commits.get(p).cloned() {
+                Some(parent) => self
+                    .export(&parent.commit, &parent.short)
+                    .map(|k| (k.0, parent.short)),
+                None => Err(anyhow::anyhow!("no commit {p} on the path")),
+            },
             None => Ok((self.good.clone(), self.good_short.clone())),
         };
         let (call, shapes, against) = match parent {
@@ -381,9 +388,10 @@ impl Judge for PipelineJudge<'_> {
                 (call, shapes, against)
             }
         };
-        let i = self.record(Role::Confirm, index, against, &call);
-        self.steps[i].shapes = shapes;
-        self.steps[i].wall_s = started.elapsed().as_secs_f64();
+        let mut step = Self::step(Role::Confirm, info, against, &call);
+        step.shapes = shapes;
+        step.wall_s = started.elapsed().as_secs_f64();
+        self.steps.push(step);
         call
     }
 }
@@ -513,7 +521,7 @@ fn render_text(r: &BisectReport) -> String {
         "{} steps against GOOD ({} measured, {} reused, {} skipped){} in {:.1} s.\n",
         r.judged,
         r.measured,
-        r.judged - r.measured,
+        r.judged.saturating_sub(r.measured),
         r.skipped,
         if r.confirmed.is_some() {
             " and the confirmation"
