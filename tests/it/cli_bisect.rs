@@ -366,6 +366,27 @@ fn bisect_the_command_a_code_drift_prints_finds_the_commit() {
     );
     let flat = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(flat.contains(&printed), "{printed}\n{stdout}");
+    // The PR comment's Markdown says the same, as code.
+    let out = local(
+        &repo,
+        &[
+            "--base-kernels",
+            same.to_str().unwrap(),
+            "--ab-always",
+            "--fail-on-drift",
+            "--shape",
+            "b2h8s512d64_f16",
+            "--format",
+            "markdown",
+        ],
+        "6",
+    );
+    let (markdown, _) = text(&out);
+    assert!(markdown.contains("ci-gate bisect"), "{markdown}");
+    assert!(
+        markdown.contains(&c[1][..12]) && markdown.contains(&c[4][..12]),
+        "{markdown}"
+    );
     // Run it as printed.
     let args: Vec<&str> = printed.split(' ').skip(1).collect();
     let out = bin()
