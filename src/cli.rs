@@ -69,6 +69,11 @@ pub enum Command {
     /// Per-shape p50 over the default branch's runs: the best time, the change points and a
     /// chart. `history append` adds a run's results to the history. No GPU.
     History(HistoryArgs),
+    /// Find the first commit on BAD's first-parent history after GOOD whose kernels are more
+    /// than gate.max_p50_regression slower than GOOD's: a binary search, each step an A/B of
+    /// that commit's kernels against GOOD's on this GPU under the gate's own rule. Exit 0
+    /// when a culprit is found and confirmed against its first parent, else 2.
+    Bisect(BisectArgs),
 }
 
 /// The hidden `run-request` command's arguments.
@@ -595,6 +600,55 @@ pub struct EnvArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BisectArgs {
+    /// The last commit known to be fast enough (any git revision: sha, branch, tag).
+    #[arg(value_name = "GOOD")]
+    pub good: String,
+    /// A later commit that is slower; GOOD must be on its first-parent history.
+    #[arg(value_name = "BAD")]
+    pub bad: String,
+    /// Judge only this shape (repeatable), by its name as in the report; default: every
+    /// shape of the config. A step is "slower" when any of them is a regression.
+    #[arg(long = "shape", value_name = "NAME")]
+    pub shapes: Vec<String>,
+    /// Config whose shapes, gate margin and alpha, and measurement settings are used
+    /// (default: configs/pr.yaml of the repository).
+    #[arg(long, short, default_value = DEFAULT_CONFIG, value_name = "FILE")]
+    pub config: PathBuf,
+    /// The kernels directory; its path in the repository says where each commit's kernels
+    /// are read from with git (default: kernels/ of the repository).
+    #[arg(long, default_value = DEFAULT_KERNELS, value_name = "DIR")]
+    pub kernels: PathBuf,
+    /// Report format on stdout: terminal text or JSON.
+    #[arg(long, value_enum, default_value_t = BisectFormat::Table)]
+    pub format: BisectFormat,
+    /// Also write the report here (JSON).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+impl BisectArgs {
+    /// [`find_defaults`] from `configs/pr.yaml`: the config and the kernels.
+    pub(crate) fn find_defaults(&mut self, start: &Path) {
+        find_defaults(
+            start,
+            DEFAULT_CONFIG,
+            &mut [
+                (&mut self.config, DEFAULT_CONFIG),
+                (&mut self.kernels, DEFAULT_KERNELS),
+            ],
+        );
+    }
+}
+
+/// The formats of a bisect report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BisectFormat {
+    Table,
+    Json,
 }
 
 /// Default history file (JSON Lines, docs/HISTORY.md).

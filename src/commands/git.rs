@@ -55,6 +55,58 @@ pub fn resolve(rev: &str) -> Option<String> {
     ])
 }
 
+/// Whether `commit` is a full commit id as git prints it (40 or 64 hex digits): what every
+/// id read back from git is checked against before it is used or shown.
+pub(crate) fn is_full_commit(commit: &str) -> bool {
+    matches!(commit.len(), 40 | 64) && commit.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// The commits on the first-parent path from `good` (left out) to `bad` (included), oldest
+/// first: `git rev-list --first-parent --reverse good..bad`. `None` where git cannot list
+/// them or prints anything but commit ids.
+pub(crate) fn first_parent_path(good: &str, bad: &str) -> Option<Vec<String>> {
+    if !is_full_commit(good) || !is_full_commit(bad) {
+        return None;
+    }
+    let out = git(&[
+        "rev-list",
+        "--first-parent",
+        "--reverse",
+        &format!("{good}..{bad}"),
+    ])?;
+    let commits: Vec<String> = out
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect();
+    commits.iter().all(|c| is_full_commit(c)).then_some(commits)
+}
+
+/// The first parent of `commit`, if it has one.
+pub(crate) fn first_parent(commit: &str) -> Option<String> {
+    if !is_full_commit(commit) {
+        return None;
+    }
+    git(&["rev-parse", "--verify", "--quiet", &format!("{commit}^1")]).filter(|p| is_full_commit(p))
+}
+
+/// Whether `ancestor` is an ancestor of `commit` (or the same commit).
+pub(crate) fn is_ancestor(ancestor: &str, commit: &str) -> bool {
+    is_full_commit(ancestor)
+        && is_full_commit(commit)
+        && git(&["merge-base", "--is-ancestor", ancestor, commit]).is_some()
+}
+
+/// The subject line of `commit` as git has it (`git log -1 --format=%s`): untrusted text,
+/// to be escaped wherever it is shown and never part of a path. Empty where git has none.
+pub(crate) fn subject(commit: &str) -> String {
+    if !is_full_commit(commit) {
+        return String::new();
+    }
+    git(&["log", "-1", "--format=%s", commit]).unwrap_or_default()
+}
+
 /// The merge-base of HEAD with the default branch (origin's HEAD, else `main`, else
 /// `master`); `None` outside a repository or where none of those exists.
 pub fn default_base() -> Option<String> {

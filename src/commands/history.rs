@@ -224,6 +224,9 @@ fn table(trends: &[Trend], params: &changepoint::Params, width: Option<usize>) -
         })
         .collect();
     let mut lines = Vec::new();
+    for cmd in trends.iter().flat_map(bisect_commands) {
+        lines.push(format!("Find the commit that made it slower: {cmd}"));
+    }
     if !hidden_same.is_empty() {
         lines.push(format!("Every series: {}.", hidden_same.join(", ")));
     }
@@ -256,6 +259,26 @@ fn table(trends: &[Trend], params: &changepoint::Params, width: Option<usize>) -
     out
 }
 
+/// For each change point of `t` where the level rose (a slowdown), the `ci-gate bisect`
+/// command between the run before it and the run at it (commits checked as hex, names
+/// plain; see `report::bisect_command`).
+fn bisect_commands(t: &Trend) -> Vec<String> {
+    let s = &t.series;
+    t.changes
+        .iter()
+        .filter(|c| c.change_pct > 0.0)
+        .filter_map(|c| {
+            let before = s.points.get(c.index.checked_sub(1)?)?;
+            crate::report::bisect_command(
+                &before.commit,
+                &c.commit,
+                &[s.key.shape.as_str()],
+                &format!("configs/{}.yaml", s.key.config),
+            )
+        })
+        .collect()
+}
+
 fn to_json(
     args: &HistoryShowArgs,
     trends: &[Trend],
@@ -281,6 +304,7 @@ fn to_json(
                     "p50_us": p.p50_us,
                 })),
                 "changes": t.changes,
+                "bisect": bisect_commands(t),
             })
         })
         .collect();

@@ -1,6 +1,7 @@
 //! One module per subcommand; [`run`] dispatches.
 
 mod baseline;
+mod bisect;
 mod child;
 pub(crate) mod ci;
 mod comment;
@@ -56,6 +57,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             Command::Sanitize(a) => a.find_defaults(&here),
             Command::Merge(a) => a.find_defaults(&here),
             Command::Compile(a) => a.find_defaults(&here),
+            Command::Bisect(a) => a.find_defaults(&here),
             _ => {}
         }
     }
@@ -77,6 +79,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::KernelRun(args) => worker::run_kernels(&args),
         Command::RunRequest(args) => request::run_request(&args.request, &args.out),
         Command::History(args) => history::run(&args),
+        Command::Bisect(args) => untrusted::suspended(|| bisect::run_bisect(&args)),
         Command::Merge(args) => merge::run_merge(&args),
         Command::Compile(args) => compile::run_compile(&args),
         Command::NvrtcSandbox => Ok(if crate::gpu::sandbox::serve() {

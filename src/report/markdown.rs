@@ -313,7 +313,11 @@ fn next_steps(report: &Report) -> Vec<String> {
                     ),
                     Some(crate::results::DriftCause::Code) => format!(
                         "{moved}; the code is slower than the baseline's kernels measured now, so earlier merges crept: find the commit with {} before re-recording",
-                        command(&format!("ci-gate history {shape_arg}"))
+                        command(
+                            &report
+                                .bisect_command(&first.shape)
+                                .unwrap_or_else(|| format!("ci-gate history {shape_arg}"))
+                        )
                     ),
                     _ => format!(
                         "{moved}: the runner or earlier merges moved; if the runner changed, {rerecord}; else find the commit with {}",

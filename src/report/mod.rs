@@ -281,6 +281,15 @@ impl Report {
         )
     }
 
+    /// The `ci-gate bisect` command that finds the commit between the stored baseline's
+    /// commit and this run's that made `shape` slower; `None` where either commit is unknown
+    /// or not a commit id ([`bisect_command`]).
+    pub(crate) fn bisect_command(&self, shape: &str) -> Option<String> {
+        let good = self.baseline.as_ref()?.commit.as_deref()?;
+        let bad = self.commit.as_deref()?;
+        bisect_command(good, bad, &[shape], &self.config_path())
+    }
+
     /// The peers any row measured, in their order.
     pub fn peers(&self) -> Vec<crate::peers::Peer> {
         let mut all: Vec<crate::peers::Peer> = self
@@ -485,6 +494,15 @@ pub(crate) fn findings(report: &Report) -> (Vec<String>, Vec<String>) {
                 ));
             }
         }
+        if row.verdict == Verdict::Drift
+            && row.drift_cause == Some(DriftCause::Code)
+            && let Some(cmd) = report.bisect_command(&row.shape)
+        {
+            warnings.push(format!(
+                "{}: drift traced to the code (slower than the stored baseline's own kernels measured now): find the commit that crept with `{cmd}`",
+                row.shape
+            ));
+        }
         if row.verdict == Verdict::Drift && row.drift_cause == Some(DriftCause::Runner) {
             warnings.push(format!(
                 "{}: drift traced to the runner (the stored baseline's own kernels are as slow now): the baseline is stale, which fails nothing; re-record it on this runner with `ci-gate baseline update --reason \"runner moved\"`",
@@ -521,6 +539,44 @@ pub(crate) fn findings(report: &Report) -> (Vec<String>, Vec<String>) {
         ));
     }
     (warnings, notes)
+}
+
+/// `ci-gate bisect GOOD BAD --shape NAME... --config FILE`, the command that finds the
+/// commit between `good` and `bad` that made the shapes slower. `None` unless both commits
+/// are hex commit ids (`validate::commit`) and every shape name and the config path are
+/// plain (ASCII letters, digits, `_`, `-`, `.`, `/`, not starting with `-`): text read from
+/// files is never pasted into a command line a reader may run. `None` too where the two
+/// commits are one (the change is not committed: nothing to bisect).
+pub(crate) fn bisect_command(
+    good: &str,
+    bad: &str,
+    shapes: &[&str],
+    config: &str,
+) -> Option<String> {
+    crate::validate::commit(good).ok()?;
+    crate::validate::commit(bad).ok()?;
+    if good.eq_ignore_ascii_case(bad) {
+        return None;
+    }
+    let plain = |s: &str| {
+        !s.is_empty()
+            && !s.starts_with('-')
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/'))
+    };
+    if !shapes.iter().all(|s| plain(s)) || !plain(config) {
+        return None;
+    }
+    let mut cmd = format!(
+        "ci-gate bisect {} {}",
+        crate::text::short_commit(good),
+        crate::text::short_commit(bad)
+    );
+    for s in shapes {
+        cmd.push_str(&format!(" --shape {s}"));
+    }
+    cmd.push_str(&format!(" --config {config}"));
+    Some(cmd)
 }
 
 /// Δ of a ratio as a signed percentage: 1.0312 → "+3.12%".
@@ -785,4 +841,28 @@ pub(crate) fn legend(report: &Report) -> String {
         " Cliff's δ and Mann-Whitney U (JSON) compare the round medians (the values, for files without rounds) unpaired; they are reported, not part of the rule. \"Detectable\" is the slowdown this rule catches with 80% power at this run's spread.",
     );
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bisect_command;
+
+    #[test]
+    fn bisect_command_shows_only_hex_commits_and_plain_names() {
+        let (a, b) = ("0123456789abcdef", "fedcba9876543210");
+        assert_eq!(
+            bisect_command(a, b, &["b2h8s512d64_f16"], "configs/pr.yaml").as_deref(),
+            Some(
+                "ci-gate bisect 0123456789ab fedcba987654 --shape b2h8s512d64_f16 --config configs/pr.yaml"
+            )
+        );
+        // Not commits, one commit twice, names that could be options or shell.
+        assert_eq!(bisect_command("HEAD~1", b, &["x"], "c.yaml"), None);
+        assert_eq!(bisect_command(a, "$(rm -rf ~)", &["x"], "c.yaml"), None);
+        assert_eq!(bisect_command(a, a, &["x"], "c.yaml"), None);
+        assert_eq!(bisect_command(a, b, &["--out=/etc/x"], "c.yaml"), None);
+        assert_eq!(bisect_command(a, b, &["x; rm"], "c.yaml"), None);
+        assert_eq!(bisect_command(a, b, &["x"], "c.yaml\n::error::x"), None);
+        assert_eq!(bisect_command(a, b, &["x\u{1b}[31m"], "c.yaml"), None);
+    }
 }

@@ -75,9 +75,19 @@ fn json_has_the_series_best_and_the_change_point() {
     let best = first["best"]["index"].as_u64().unwrap() as usize;
     assert!(best < STEP_AT, "{best}");
     assert_eq!(first["best"]["commit"], commit(best));
+    // The slowdown comes with the command that finds its commit between the two runs.
+    let bisect = first["bisect"].as_array().unwrap();
+    assert_eq!(bisect.len(), 1, "{first}");
+    let want = format!(
+        "ci-gate bisect {} {} --shape {SHAPE} --config configs/",
+        &commit(STEP_AT - 1)[..12],
+        &commit(STEP_AT)[..12]
+    );
+    assert!(bisect[0].as_str().unwrap().starts_with(&want), "{bisect:?}");
     // The flat shapes have no change point.
     for s in &series[1..] {
         assert_eq!(s["changes"].as_array().unwrap().len(), 0, "{s}");
+        assert_eq!(s["bisect"].as_array().unwrap().len(), 0, "{s}");
     }
     assert_eq!(v["method"]["name"], "PELT");
 }
@@ -135,6 +145,10 @@ fn table_fits_80_columns_and_names_the_commit() {
     assert!(text.contains(&commit(STEP_AT)[..12]), "{text}");
     assert!(text.contains("+5."), "{text}");
     assert!(text.contains("PELT"), "{text}");
+    assert!(
+        text.contains("Find the commit that made it slower: ci-gate bisect"),
+        "{text}"
+    );
 }
 
 #[test]

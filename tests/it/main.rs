@@ -15,6 +15,7 @@ mod github_common;
 mod adversarial;
 mod calibration;
 mod cli_baseline;
+mod cli_bisect;
 mod cli_child_env;
 mod cli_compare;
 mod cli_git_base;
