@@ -633,6 +633,8 @@ pub fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
                 policy: Policy::default(),
                 trace_drift: false,
                 progress: false,
+                // A bisect step asks one question, slower or not: no energy windows.
+                energy: false,
             })
         }),
         seen,

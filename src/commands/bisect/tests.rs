@@ -230,6 +230,7 @@ impl SimJudge {
             policy: Policy::default(),
             trace_drift: false,
             progress: false,
+            energy: false,
         };
         match pipeline::run_with(plan, &mut backend, Instant::now()) {
             Ok(r) => classify(&r).0,
