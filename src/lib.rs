@@ -28,6 +28,7 @@ pub(crate) mod peers;
 pub(crate) mod profile;
 pub mod reference;
 pub mod report;
+pub mod resources;
 pub mod results;
 pub mod samples;
 pub(crate) mod sanitize;

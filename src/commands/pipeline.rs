@@ -491,6 +491,12 @@ pub fn run_with(
         }
     }
     env.state_after = backend.state();
+    let launched: Vec<ShapeParams> = shapes.iter().map(|s| s.params).collect();
+    let mut kernel_resources = Vec::new();
+    if base_hash.is_some() {
+        kernel_resources.extend(backend.kernel_resources(Side::Base, &launched));
+    }
+    kernel_resources.extend(backend.kernel_resources(Side::Candidate, &launched));
     warnings.extend(clock_warnings(
         &shapes,
         &env,
@@ -521,6 +527,7 @@ pub fn run_with(
         }),
         probes,
         timing: Some(timing),
+        kernel_resources,
     })
 }
 
@@ -1115,6 +1122,7 @@ pub fn failed_run(config: Option<&Config>, error: &anyhow::Error) -> ResultsFile
         peers: None,
         probes: Vec::new(),
         timing: None,
+        kernel_resources: Vec::new(),
     }
 }
 

@@ -113,6 +113,7 @@ fn results(commit: Option<&str>, shapes: &[(ShapeParams, Option<f64>)]) -> Resul
         peers: None,
         probes: Vec::new(),
         timing: None,
+        kernel_resources: Vec::new(),
     }
 }
 

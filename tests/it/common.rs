@@ -131,6 +131,7 @@ pub fn results(gpu: &str, factors: &[f64], seed: u64) -> ResultsFile {
         peers: None,
         probes: Vec::new(),
         timing: None,
+        kernel_resources: Vec::new(),
     }
 }
 
