@@ -16,6 +16,9 @@ use crate::validate::{Check, Checker, MAX_SHORT_LABEL_LEN, MAX_WARNING_LEN};
 pub enum ResourceSide {
     Base,
     Candidate,
+    /// The stored baseline's (its candidate's when it was recorded): what a run without a
+    /// base compares the candidate's with.
+    Baseline,
 }
 
 /// One compiled kernel of one side, as it is launched.
@@ -113,6 +116,77 @@ pub fn resource_changes<'a>(
 /// The figures of one side.
 pub fn of_side(all: &[KernelResources], side: ResourceSide) -> Vec<KernelResources> {
     all.iter().filter(|k| k.side == side).cloned().collect()
+}
+
+/// The reports' "Compiler resources" section: the kernels whose figures moved, as text
+/// (kernel names unescaped: each report escapes them its own way).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResourceSection {
+    /// What the candidate is compared with: "base" or "stored baseline".
+    pub against: &'static str,
+    /// `kernel` and [`COLUMNS`].
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    pub unchanged: usize,
+}
+
+impl ResourceSection {
+    /// The candidate against the base where the file has the base's figures, else against
+    /// the stored baseline's; `None` where it has neither (nothing to compare).
+    pub fn of(all: &[KernelResources]) -> Option<ResourceSection> {
+        let candidate = of_side(all, ResourceSide::Candidate);
+        let (before, against) = [
+            (ResourceSide::Base, "base"),
+            (ResourceSide::Baseline, "stored baseline"),
+        ]
+        .into_iter()
+        .map(|(side, label)| (of_side(all, side), label))
+        .find(|(k, _)| !k.is_empty())?;
+        if candidate.is_empty() {
+            return None;
+        }
+        // A stored baseline may hold kernels this run did not launch: not a change.
+        let before: Vec<KernelResources> = before
+            .into_iter()
+            .filter(|b| against == "base" || candidate.iter().any(|c| c.kernel == b.kernel))
+            .collect();
+        let (changes, unchanged) = resource_changes(&before, &candidate);
+        let rows = changes
+            .iter()
+            .map(|c| {
+                std::iter::once(c.kernel.to_string())
+                    .chain(change_cells(c))
+                    .collect()
+            })
+            .collect();
+        Some(ResourceSection {
+            against,
+            header: std::iter::once("kernel")
+                .chain(COLUMNS)
+                .map(str::to_string)
+                .collect(),
+            rows,
+            unchanged,
+        })
+    }
+
+    /// The line under the table (or alone, where nothing moved).
+    pub fn summary(&self) -> String {
+        let kernels = |n: usize| if n == 1 { "kernel" } else { "kernels" };
+        match (self.rows.len(), self.unchanged) {
+            (0, n) => format!(
+                "Compiler resources: unchanged vs {} ({n} {}).",
+                self.against,
+                kernels(n)
+            ),
+            (_, 0) => format!("(vs {}: before → after)", self.against),
+            (_, n) => format!(
+                "(vs {}: before → after; {n} {} unchanged)",
+                self.against,
+                kernels(n)
+            ),
+        }
+    }
 }
 
 /// The columns of the reports' "Compiler resources" table, each with how to show one side.

@@ -197,6 +197,8 @@ pub struct Report {
     pub stored_label: &'static str,
     /// How profiling went, when any shape was to be profiled.
     pub profiling: Option<crate::profile::ProfilingInfo>,
+    /// The kernels whose compiler resources moved (issue 23), when there is a reference.
+    pub resources: Option<crate::resources::ResourceSection>,
 }
 
 impl Report {
@@ -223,6 +225,7 @@ impl Report {
             policy: results.policy(),
             stored_label: "stored baseline",
             profiling: results.profiling.clone(),
+            resources: crate::resources::ResourceSection::of(&results.kernel_resources),
         }
     }
 
@@ -246,6 +249,7 @@ impl Report {
             policy: Policy::default(),
             stored_label: "stored baseline",
             profiling: None,
+            resources: None,
         }
     }
 
