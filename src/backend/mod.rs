@@ -176,8 +176,11 @@ pub trait Backend {
     fn phase_times(&self) -> PhaseTimes;
     /// What the compiler gave the kernels of `side` (base or candidate) that run `shapes`,
     /// one entry per kernel; empty where the side is not loaded. Never fails: a figure it
-    /// cannot know is `None`, with a note.
-    fn kernel_resources(&self, side: Side, shapes: &[ShapeParams]) -> Vec<KernelResources>;
+    /// cannot know is `None`, with a note. A backend without compiled kernels (a replay of
+    /// recorded timings) has none.
+    fn kernel_resources(&self, _side: Side, _shapes: &[ShapeParams]) -> Vec<KernelResources> {
+        Vec::new()
+    }
 }
 
 /// How a side is recorded in the results' kernel resources (the third side is not).
