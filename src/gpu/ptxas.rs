@@ -236,6 +236,55 @@ ptxas info    : Used 40 registers, used 1 barriers, 1200 bytes smem, 360 bytes c
         assert_eq!((found["k"].len(), mentions["k"]), (1, 3));
     }
 
+    fn clean_cubin() -> Vec<u8> {
+        std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/cubin/clean.cubin"),
+        )
+        .unwrap()
+    }
+
+    fn report_of(k: &CubinKernel, registers: u32, spills: u64) -> String {
+        format!(
+            "ptxas info    : Compiling entry function '{0}' for 'sm_89'\n\
+             ptxas info    : Function properties for {0}\n\
+             ptxas         .     {1} bytes stack frame, {spills} bytes spill stores, {spills} bytes spill loads\n\
+             ptxas info    : Used {registers} registers, used 1 barriers\n",
+            k.name, k.stack_frame_bytes
+        )
+    }
+
+    #[test]
+    fn spills_are_believed_only_from_one_report_that_agrees_with_the_module() {
+        let cubin = clean_cubin();
+        let kernels = cubin_kernels(&cubin).unwrap();
+        let k = &kernels[0];
+        let spills_of = |log: &str| {
+            let all = static_resources(&cubin, log).unwrap();
+            let r = all
+                .iter()
+                .find(|r| r.kernel.name == k.name)
+                .unwrap()
+                .clone();
+            (r.spill_store_bytes, r.note)
+        };
+        let honest = report_of(k, k.registers, 8);
+        assert_eq!(spills_of(&honest), (Some(8), None));
+        let (none, why) = spills_of(&report_of(k, k.registers + 1, 8));
+        assert_eq!(none, None);
+        assert!(why.unwrap().contains("disagrees with the module"));
+        let (none, why) = spills_of(&format!("{}{honest}", report_of(k, k.registers, 0)));
+        assert_eq!(none, None);
+        assert!(why.unwrap().contains("more than once"));
+        let (none, why) = spills_of("");
+        assert_eq!(none, None);
+        assert!(why.unwrap().contains("no complete ptxas report"));
+        let long = format!("{honest}{}", " ".repeat(MAX_LOG_BYTES));
+        let (none, why) = spills_of(&long);
+        assert_eq!(none, None);
+        assert!(why.unwrap().contains("longer than"));
+    }
+
     #[test]
     fn hostile_logs_do_not_panic() {
         use proptest::prelude::*;
