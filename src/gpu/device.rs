@@ -145,7 +145,7 @@ impl AttentionSet {
     /// What the compiler gave the kernels that run `shapes` (the module's figures, ptxas's
     /// spills) and what their launches ask of an SM (the driver's occupancy for the launch's
     /// block and dynamic shared memory). A kernel the module has no figures for is left out.
-    pub(crate) fn kernel_resources(
+    pub fn kernel_resources(
         &self,
         side: ResourceSide,
         shapes: &[ShapeParams],
