@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Per-kernel resources and instruction counts of kernels/attention.cu, compiled with NVRTC
 exactly as the gate compiles it (src/gpu/compile.rs: `--gpu-architecture=<target>
---std=c++17`), for sm_89, sm_90 and sm_90a; no GPU needed.
+--std=c++17 --ptxas-options=-v`), for sm_89, sm_90 and sm_90a; no GPU needed.
 
 For every kernel function of the cubin it reports:
   * registers, stack frame, spill stores / loads (bytes) and static shared memory, from
@@ -50,7 +50,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import nvrtc_check as nc  # noqa: E402  (the project's NVRTC-through-ctypes helpers)
 
-GATE_OPTIONS = ["--std=c++17"]  # src/gpu/compile.rs OPTIONS, after --gpu-architecture
+GATE_OPTIONS = ["--std=c++17", "--ptxas-options=-v"]  # src/gpu/compile.rs OPTIONS, after --gpu-architecture
 ARCHS = ["sm_89", "sm_90", "sm_90a"]
 
 
@@ -311,7 +311,8 @@ def measure(kdir, archs, defines, nvdisasm, files=("attention.cu",)):
             src = open(os.path.join(kdir, fn)).read()
             opts = GATE_OPTIONS + [f"-D{d}" for d in defines]
             cubin, ptx, _ = compile_full(src, arch, opts, fn)
-            cubin_v, _, log = compile_full(src, arch, opts + ["--ptxas-options=-v"], fn)
+            verbose = [] if "--ptxas-options=-v" in opts else ["--ptxas-options=-v"]
+            cubin_v, _, log = compile_full(src, arch, opts + verbose, fn)
             MODULES[(kdir, arch, fn)] = (hashlib.sha256(cubin).hexdigest(),
                                          hashlib.sha256((ptx or "").encode()).hexdigest())
             ptxas = nc.parse_ptxas(log)

@@ -103,6 +103,10 @@ pub struct BaselineFile {
     pub environment: Environment,
     pub kernel_source_hash: Option<String>,
     pub shapes: Vec<BaselineShape>,
+    /// The recorded kernels' compiler resources (issue 23): what a run without a base
+    /// compares the candidate's with.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernel_resources: Vec<crate::resources::KernelResources>,
 }
 
 impl BaselineFile {
@@ -385,10 +389,11 @@ impl Untrusted for BaselineFile {
                 (s.params, Some(s.cache)),
             )?;
         }
-        Ok(())
+        crate::resources::check_resources(&c, "kernel_resources", &self.kernel_resources)
     }
 
     fn neutralise(&mut self) {
         self.provenance.reason = text::clean_text(&self.provenance.reason);
+        crate::resources::neutralise_resources(&mut self.kernel_resources);
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! Dependencies point one way, and no modules import each other in a circle
 //! (`.ci/module-cycles.py` checks it in CI): `stats`, `verdict`, `comparison`, `evaluate`,
-//! `baseline`, `results`, `report`, `profile`, `peers`, `sanitize`, `history`, `shard` and
+//! `baseline`, `results`, `resources`, `report`, `profile`, `peers`, `sanitize`, `history`, `shard` and
 //! `validate` know nothing of `gpu`, `cli`, `commands` or `github`; `text` (showing untrusted
 //! text), `yaml` (the depth of YAML text) and `child_env` (what a started process may see of
 //! the environment) know nothing of the crate at all. Modules the integration tests do not
@@ -29,6 +29,7 @@ pub(crate) mod peers;
 pub(crate) mod profile;
 pub mod reference;
 pub mod report;
+pub mod resources;
 pub mod results;
 pub mod samples;
 pub(crate) mod sanitize;

@@ -364,6 +364,9 @@ pub struct ResultsFile {
     /// How energy was measured in this run (the counter's update interval and read time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy: Option<crate::energy::EnergyInfo>,
+    /// What the compiler gave each kernel the run launched, base and candidate (issue 23).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernel_resources: Vec<crate::resources::KernelResources>,
 }
 
 /// Wall-clock seconds of a measuring run, by phase.
@@ -855,7 +858,7 @@ impl Untrusted for ResultsFile {
                 return Err(c.fail("profiling.seconds", "must be a finite, non-negative time"));
             }
         }
-        Ok(())
+        crate::resources::check_resources(&c, "kernel_resources", &self.kernel_resources)
     }
 
     fn neutralise(&mut self) {
@@ -879,6 +882,7 @@ impl Untrusted for ResultsFile {
         for e in self.probes.iter_mut().filter_map(|p| p.error.as_mut()) {
             *e = text::clean_text(e);
         }
+        crate::resources::neutralise_resources(&mut self.kernel_resources);
     }
 }
 

@@ -14,6 +14,7 @@ use std::path::Path;
 
 use crate::config::{MeasureSettings, ShapeParams, Tolerance};
 use crate::gpu::error::GpuError;
+use crate::resources::{KernelResources, ResourceSide};
 use crate::results::{Environment, GpuState, PairOrder, Parity};
 
 /// Which kernels a measurement is of.
@@ -186,6 +187,22 @@ pub trait Backend {
     fn end(&mut self, id: ShapeId);
     /// Where the measuring's time went so far.
     fn phase_times(&self) -> PhaseTimes;
+    /// What the compiler gave the kernels of `side` (base or candidate) that run `shapes`,
+    /// one entry per kernel; empty where the side is not loaded. Never fails: a figure it
+    /// cannot know is `None`, with a note. A backend without compiled kernels (a replay of
+    /// recorded timings) has none.
+    fn kernel_resources(&self, _side: Side, _shapes: &[ShapeParams]) -> Vec<KernelResources> {
+        Vec::new()
+    }
+}
+
+/// How a side is recorded in the results' kernel resources (the third side is not).
+pub fn resource_side(side: Side) -> Option<ResourceSide> {
+    match side {
+        Side::Base => Some(ResourceSide::Base),
+        Side::Candidate => Some(ResourceSide::Candidate),
+        Side::Other => None,
+    }
 }
 
 /// The environment variable that selects the simulated backend: its value seeds it

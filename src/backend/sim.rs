@@ -13,7 +13,9 @@
 //! `hang` (its kernel never returns: the watchdog's hang path, exit 2), `error` (a CUDA
 //! error), `skip` (its timed launches skip work: an integrity failure), `clock` (a quarter
 //! of its rounds see the SM clock move during half their samples and run 5% slow: the
-//! pipeline's re-measure rule for pairs the clock hit on one side). The noise model is
+//! pipeline's re-measure rule for pairs the clock hit on one side). `regs` and `spill` set
+//! what its kernels report of the compiler (registers, 128 by default; spilled bytes stored
+//! and loaded, 0 by default), so that a test can make the sides' resources differ. The noise model is
 //! issue 19's ([`NoiseModel::ISSUE`]): a process shift, a drift within the process, heavy-
 //! tailed round shifts, throttled rounds, heavy-tailed samples with outliers.
 //!
@@ -30,6 +32,7 @@ use super::{Backend, Measurement, PhaseTimes, ShapeId, Side};
 use crate::config::{MeasureSettings, ShapeParams, Tolerance};
 use crate::gpu::compile::KernelSource;
 use crate::gpu::error::GpuError;
+use crate::resources::KernelResources;
 use crate::results::{Environment, GpuState, PairOrder, Parity};
 
 /// The noise of the simulated timings; every sd is of the log time.
@@ -82,6 +85,10 @@ pub struct SimKernel {
     pub power: f64,
     /// Shapes whose energy windows the simulated counter cannot resolve (withheld figures).
     pub energy_coarse: Option<String>,
+    /// Registers per thread its kernels report.
+    pub regs: u32,
+    /// Bytes spilled (stored and loaded) its kernels report.
+    pub spill: u64,
 }
 
 impl SimKernel {
@@ -97,6 +104,8 @@ impl SimKernel {
             clock: None,
             power: 1.0,
             energy_coarse: None,
+            regs: 128,
+            spill: 0,
         };
         for line in text.lines() {
             let Some(rest) = line.trim().strip_prefix("// ci-gate-sim:") else {
@@ -132,6 +141,22 @@ impl SimKernel {
                     "error" => k.error = Some(value),
                     "skip" => k.skip = Some(value),
                     "clock" => k.clock = Some(value),
+                    "regs" => {
+                        k.regs = value
+                            .parse::<u32>()
+                            .ok()
+                            .filter(|r| (1..=255).contains(r))
+                            .ok_or_else(|| format!("ci-gate-sim: regs {value:?} is not 1..=255"))?;
+                    }
+                    "spill" => {
+                        k.spill = value
+                            .parse::<u64>()
+                            .ok()
+                            .filter(|s| *s <= 1 << 20)
+                            .ok_or_else(|| {
+                                format!("ci-gate-sim: spill {value:?} is not 0..=1048576")
+                            })?;
+                    }
                     _ => return Err(format!("ci-gate-sim: unknown key {key:?}")),
                 }
             }
@@ -410,6 +435,39 @@ impl Backend for SimBackend {
 
     fn source_hash(&self, side: Side) -> Option<String> {
         self.kernel(side).ok().map(|k| k.hash.clone())
+    }
+
+    fn kernel_resources(&self, side: Side, shapes: &[ShapeParams]) -> Vec<KernelResources> {
+        let (Ok(k), Some(side)) = (self.kernel(side), super::resource_side(side)) else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = shapes
+            .iter()
+            .map(|s| format!("attention_fwd_{}_d{}", s.dtype.short(), s.head_dim))
+            .collect();
+        names.sort();
+        names.dedup();
+        // An L4-like SM: 64 Ki registers, 100 KiB of shared memory, 128 threads per CTA.
+        let threads = 128u32;
+        let smem = 32768u64;
+        let by_regs = 65536 / (k.regs * threads).max(1);
+        let ctas = by_regs.min((100 * 1024 / smem) as u32);
+        names
+            .into_iter()
+            .map(|kernel| KernelResources {
+                side,
+                kernel,
+                registers: k.regs,
+                spill_store_bytes: Some(k.spill),
+                spill_load_bytes: Some(k.spill),
+                stack_frame_bytes: k.spill,
+                static_smem_bytes: 0,
+                dynamic_smem_bytes: smem,
+                threads_per_block: threads,
+                max_ctas_per_sm: Some(ctas),
+                note: None,
+            })
+            .collect()
     }
 
     fn peak_dense_tflops(&self) -> f64 {

@@ -45,9 +45,15 @@ pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
     .to_vec();
     let mut rows: Vec<Vec<String>> = Vec::new();
     let mut bad = Vec::new();
+    let mut resources = Vec::new();
     for (path, loaded) in files {
         match loaded {
             Ok(b) => {
+                resources.extend(
+                    b.kernel_resources.iter().map(|k| {
+                        terminal_text(&format!("{}: {}", path.display(), resource_line(k)))
+                    }),
+                );
                 // Everything from the file goes through terminal_text: no escape sequence,
                 // control or bidirectional character reaches the terminal.
                 rows.push(
@@ -91,6 +97,12 @@ pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
                 "with --wide",
             )
         );
+        if !resources.is_empty() {
+            println!("Compiler resources recorded:");
+            for line in &resources {
+                println!("  {line}");
+            }
+        }
         return Ok(Outcome::Pass);
     }
     let first = bad.remove(0);
@@ -98,6 +110,23 @@ pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
         eprintln!("error: {}", error_line(&e.to_string()));
     }
     Err(first.into())
+}
+
+/// One kernel's recorded figures on a line.
+fn resource_line(k: &crate::resources::KernelResources) -> String {
+    let opt = |v: Option<u64>| v.map_or_else(|| "?".to_string(), |v| v.to_string());
+    format!(
+        "{} {} registers, spill stores/loads {}/{} B, stack {} B, static smem {} B, dynamic smem {} B, {} threads, {} CTAs/SM",
+        k.kernel,
+        k.registers,
+        opt(k.spill_store_bytes),
+        opt(k.spill_load_bytes),
+        k.stack_frame_bytes,
+        k.static_smem_bytes,
+        k.dynamic_smem_bytes,
+        k.threads_per_block,
+        opt(k.max_ctas_per_sm.map(u64::from)),
+    )
 }
 
 /// The range of the between-process spreads a baseline records, or why there is none.
@@ -387,6 +416,10 @@ pub fn update(args: &BaselineUpdateArgs) -> Result<Outcome> {
         environment: env,
         kernel_source_hash: first.kernel_source_hash.clone(),
         shapes,
+        kernel_resources: crate::resources::of_side(
+            &first.kernel_resources,
+            crate::resources::ResourceSide::Candidate,
+        ),
     };
     let path = store.save(&file)?;
     let spreads: Vec<f64> = file

@@ -9,7 +9,7 @@ use anyhow::{Result, bail};
 
 use super::Outcome;
 use crate::cli::CompileArgs;
-use crate::gpu::compile::compile_uncached_for;
+use crate::gpu::compile::compile_uncached_module_for;
 use crate::gpu::cubin::check_untrusted_cubin;
 use crate::gpu::{GpuError, KernelSource};
 use crate::text::terminal_text;
@@ -35,7 +35,12 @@ pub fn run_compile(args: &CompileArgs) -> Result<Outcome> {
                 .map_err(clone_error)
                 .and_then(|s| compile_one(s, target, *timed))
             {
-                Ok(bytes) => println!("{shown} {target}: ok ({bytes} bytes of CUBIN)"),
+                Ok((bytes, resources)) => {
+                    println!("{shown} {target}: ok ({bytes} bytes of CUBIN)");
+                    for line in resources {
+                        println!("  {}", terminal_text(&line));
+                    }
+                }
                 Err(e) => {
                     print_failure(&shown, target, &e);
                     failed.push(format!("{shown} for {target}"));
@@ -54,13 +59,55 @@ pub fn run_compile(args: &CompileArgs) -> Result<Outcome> {
     )
 }
 
-/// One compile of one file; the timed kernel's CUBIN also passes the policy.
-fn compile_one(source: &KernelSource, target: &str, timed: bool) -> Result<usize, GpuError> {
-    let cubin = compile_uncached_for(source, target)?;
+/// One compile of one file; the timed kernel's CUBIN also passes the policy, and its
+/// entries' resources are described (all that is known without a GPU: not CTAs per SM).
+fn compile_one(
+    source: &KernelSource,
+    target: &str,
+    timed: bool,
+) -> Result<(usize, Vec<String>), GpuError> {
+    let (cubin, log) = compile_uncached_module_for(source, target)?;
+    let mut lines = Vec::new();
     if timed {
         check_untrusted_cubin(&cubin, &source.path.display().to_string())?;
+        lines = resource_lines(&cubin, &log, &source.path.display().to_string());
     }
-    Ok(cubin.len())
+    Ok((cubin.len(), lines))
+}
+
+/// One line per entry: registers, spills (`?` where unknown, then why), stack frame, static
+/// shared memory and, from its `NAME_launch` constant, threads per block and dynamic shared
+/// memory: every figure of a report but CTAs per SM, which needs the GPU's driver.
+fn resource_lines(cubin: &[u8], log: &str, file: &str) -> Vec<String> {
+    match crate::gpu::ptxas::static_resources(cubin, log) {
+        Err(why) => vec![format!("{file}: its resources cannot be read: {why}")],
+        Ok(all) => all
+            .iter()
+            .map(|r| {
+                let spill = |v: Option<u64>| v.map_or_else(|| "?".into(), |v| v.to_string());
+                let mut line = format!(
+                    "{}: {} registers, spill stores/loads {}/{} bytes, stack frame {} bytes, static smem {} bytes",
+                    r.kernel.name,
+                    r.kernel.registers,
+                    spill(r.spill_store_bytes),
+                    spill(r.spill_load_bytes),
+                    r.kernel.stack_frame_bytes,
+                    r.kernel.static_smem_bytes
+                );
+                if let Some([_, threads, dynamic]) =
+                    crate::gpu::cubin::launch_constant(cubin, &r.kernel.name)
+                {
+                    line.push_str(&format!(
+                        ", {threads} threads per block, dynamic smem {dynamic} bytes"
+                    ));
+                }
+                if let Some(note) = &r.note {
+                    line.push_str(&format!(" ({note})"));
+                }
+                line
+            })
+            .collect(),
+    }
 }
 
 /// A read error again for each target (GpuError holds an io::Error, which is not Clone).

@@ -264,6 +264,16 @@ pub fn join(shards: Vec<(PathBuf, ResultsFile)>) -> Result<ResultsFile> {
                 merged.notes.push(n.clone());
             }
         }
+        // Each shard records the kernels its shapes launched: the run launched them all.
+        for k in &r.kernel_resources {
+            if !merged
+                .kernel_resources
+                .iter()
+                .any(|m| m.side == k.side && m.kernel == k.kernel)
+            {
+                merged.kernel_resources.push(k.clone());
+            }
+        }
         if let Some(p) = &r.profiling {
             profiling_s += p.seconds;
         }

@@ -15,6 +15,7 @@ use crate::config::{CacheMode, Config, ShapeParams};
 use crate::evaluate::{evaluate, needs_second_look};
 use crate::gpu::GpuError;
 use crate::gpu::env::throttled;
+use crate::resources::{KernelResources, ResourceSide};
 use crate::results::{
     BaseInfo, BaselineRef, ConfigInfo, DriftCause, DriftCheck, Environment, MeasurementInfo,
     ProbeResult, ResultsFile, SCHEMA_VERSION, ShapeResult, StageDesign, current_git_commit,
@@ -494,6 +495,18 @@ pub fn run_with(
         }
     }
     env.state_after = backend.state();
+    let launched: Vec<ShapeParams> = shapes.iter().map(|s| s.params).collect();
+    let mut kernel_resources = Vec::new();
+    if base_hash.is_some() {
+        kernel_resources.extend(backend.kernel_resources(Side::Base, &launched));
+    } else if let Some(b) = stored.as_ref() {
+        // No base: the report compares the candidate's with what the baseline recorded.
+        kernel_resources.extend(b.kernel_resources.iter().map(|k| KernelResources {
+            side: ResourceSide::Baseline,
+            ..k.clone()
+        }));
+    }
+    kernel_resources.extend(backend.kernel_resources(Side::Candidate, &launched));
     warnings.extend(clock_warnings(
         &shapes,
         &env,
@@ -525,6 +538,7 @@ pub fn run_with(
         probes,
         timing: Some(timing),
         energy,
+        kernel_resources,
     })
 }
 
@@ -1195,6 +1209,7 @@ pub fn failed_run(config: Option<&Config>, error: &anyhow::Error) -> ResultsFile
         probes: Vec::new(),
         timing: None,
         energy: None,
+        kernel_resources: Vec::new(),
     }
 }
 

@@ -176,7 +176,9 @@ impl Arch {
 }
 
 /// The NVRTC options every kernel is compiled with, besides the architecture.
-const OPTIONS: &[&str] = &["--std=c++17"];
+/// `--ptxas-options=-v` makes ptxas report each entry's spills in the program log (the
+/// CUBIN records none); it does not change the code.
+const OPTIONS: &[&str] = &["--std=c++17", "--ptxas-options=-v"];
 
 /// Set (to anything) by `ci-gate sanitize` for its workers: kernels are compiled with line
 /// information, so that compute-sanitizer's findings name the source line. It is part of the
@@ -215,13 +217,38 @@ fn disk_dir_from(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<Pat
     var("HOME").map(|h| PathBuf::from(h).join(".cache/ci-gate"))
 }
 
-fn memory() -> &'static Mutex<HashMap<String, Arc<Vec<u8>>>> {
-    static CACHE: OnceLock<Mutex<HashMap<String, Arc<Vec<u8>>>>> = OnceLock::new();
+/// A compiled module: the CUBIN and the compiler's log of it (ptxas's report, with what the
+/// source wrote into it: untrusted, see `ptxas`).
+#[derive(Clone, Debug)]
+pub struct CompiledModule {
+    pub cubin: Arc<Vec<u8>>,
+    pub log: Arc<str>,
+}
+
+fn memory() -> &'static Mutex<HashMap<String, CompiledModule>> {
+    static CACHE: OnceLock<Mutex<HashMap<String, CompiledModule>>> = OnceLock::new();
     CACHE.get_or_init(Default::default)
 }
 
 /// Compiles `source` to a CUBIN for `arch`, from the cache when possible.
 pub fn compile(source: &KernelSource, arch: Arch) -> Result<Arc<Vec<u8>>, GpuError> {
+    compile_module(source, arch).map(|m| m.cubin)
+}
+
+/// Reads a cached log, bounded: one past the bound is kept so that it reads as too long.
+fn read_cached_log(path: &Path) -> Option<String> {
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(super::ptxas::MAX_LOG_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// [`compile`], with the compiler's log: the cache keeps the log beside the CUBIN
+/// (`KEY.cubin`, `KEY.log`), so that a cached module still has its spills.
+pub fn compile_module(source: &KernelSource, arch: Arch) -> Result<CompiledModule, GpuError> {
     // Before the cache too: whether a source is refused never depends on what was cached.
     lexcheck::check_no_file_access(&source.text, &source.path.display().to_string())?;
     if !raw::nvrtc_present() {
@@ -235,32 +262,51 @@ pub fn compile(source: &KernelSource, arch: Arch) -> Result<Arc<Vec<u8>>, GpuErr
     if let Some(hit) = memory().lock().ok().and_then(|m| m.get(&key).cloned()) {
         return Ok(hit);
     }
-    let disk = disk_dir().map(|d| d.join(format!("{key}.cubin")));
-    if let Some(path) = &disk
-        && let Ok(bytes) = std::fs::read(path)
+    let disk = disk_dir().map(|d| (d.join(format!("{key}.cubin")), d.join(format!("{key}.log"))));
+    if let Some((cubin_path, log_path)) = &disk
+        && let Ok(bytes) = std::fs::read(cubin_path)
         && bytes.starts_with(b"\x7fELF")
+        && let Some(log) = read_cached_log(log_path)
     {
-        let bytes = Arc::new(bytes);
+        let module = CompiledModule {
+            cubin: Arc::new(bytes),
+            log: log.into(),
+        };
         if let Ok(mut m) = memory().lock() {
-            m.insert(key, bytes.clone());
+            m.insert(key, module.clone());
         }
-        return Ok(bytes);
+        return Ok(module);
     }
-    let cubin = Arc::new(compile_checked(source, &arch.target(), &opts)?);
-    if let Some(path) = &disk {
-        // A cache that cannot be written only costs time next run.
-        let _ = crate::files::write_atomic(path, &cubin);
+    let (cubin, log) = compile_checked(source, &arch.target(), &opts)?;
+    let module = CompiledModule {
+        cubin: Arc::new(cubin),
+        log: log.into(),
+    };
+    if let Some((cubin_path, log_path)) = &disk {
+        // A cache that cannot be written only costs time next run. The log first: a CUBIN
+        // without its log is not a hit.
+        if crate::files::write_atomic(log_path, module.log.as_bytes()).is_ok() {
+            let _ = crate::files::write_atomic(cubin_path, &module.cubin);
+        }
     }
     if let Ok(mut m) = memory().lock() {
-        m.insert(key, cubin.clone());
+        m.insert(key, module.clone());
     }
-    Ok(cubin)
+    Ok(module)
 }
 
 /// Compiles without any cache, for an NVRTC target named outright (`sm_90`, `sm_90a`): what
 /// CI uses to prove both the portable and the architecture-specific builds of one compute
 /// capability.
 pub fn compile_uncached_for(source: &KernelSource, target: &str) -> Result<Vec<u8>, GpuError> {
+    compile_uncached_module_for(source, target).map(|(cubin, _)| cubin)
+}
+
+/// [`compile_uncached_for`], with the compiler's log.
+pub fn compile_uncached_module_for(
+    source: &KernelSource,
+    target: &str,
+) -> Result<(Vec<u8>, String), GpuError> {
     if !raw::nvrtc_present() {
         return Err(GpuError::NoNvrtc);
     }
@@ -273,7 +319,7 @@ fn compile_checked(
     source: &KernelSource,
     target: &str,
     options: &[String],
-) -> Result<Vec<u8>, GpuError> {
+) -> Result<(Vec<u8>, String), GpuError> {
     let file = source.path.display().to_string();
     lexcheck::check_no_file_access(&source.text, &file)?;
     if !raw::load_nvrtc() {
@@ -297,8 +343,8 @@ fn compile_checked(
         warn_unconfined_once(why);
     }
     match answer.outcome {
-        Outcome::Cubin(c) if c.starts_with(b"\x7fELF") => Ok(c),
-        Outcome::Cubin(_) => Err(sandbox_failed("NVRTC's output is not a CUBIN".into())),
+        Outcome::Cubin { cubin, log } if cubin.starts_with(b"\x7fELF") => Ok((cubin, log)),
+        Outcome::Cubin { .. } => Err(sandbox_failed("NVRTC's output is not a CUBIN".into())),
         Outcome::Failed(log) => Err(GpuError::Compile {
             file,
             arch: target.to_string(),

@@ -171,6 +171,173 @@ fn first_violation(data: &[u8]) -> Result<Option<Violation>, String> {
     Ok(None)
 }
 
+/// What the module itself records of one entry (a `__global__` function): its register
+/// count (`EIATTR_REGCOUNT` in `.nv.info`, else the high byte of `.text.<name>`'s `sh_info`,
+/// where older toolchains put it), its stack frame (`EIATTR_FRAME_SIZE`) and its static shared
+/// memory (the size of `.nv.shared.<name>`, none where there is no such section).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct CubinKernel {
+    pub name: String,
+    pub registers: u32,
+    pub stack_frame_bytes: u64,
+    pub static_smem_bytes: u64,
+}
+
+/// `.nv.info` attributes (cuobjdump's EIATTR numbering) read here.
+const EIATTR_FRAME_SIZE: u8 = 0x11;
+const EIATTR_REGCOUNT: u8 = 0x2f;
+/// An attribute whose 16-bit field is the size of the payload that follows.
+const EIFMT_SVAL: u8 = 0x04;
+
+/// The (symbol index, value) attributes of an `.nv.info` section: each attribute is a 4-byte
+/// header (format, attribute, 16-bit field); with [`EIFMT_SVAL`] the field is the size of a
+/// payload that follows, which for the per-function attributes read here is the function's
+/// symbol index and the value, two u32. A truncated section ends the walk, it never panics.
+fn info_attributes(section: &[u8]) -> Vec<(u8, usize, u32)> {
+    let mut out = Vec::new();
+    let mut rest = section;
+    while let Some((header, tail)) = rest.split_first_chunk::<4>() {
+        let [format, attribute, lo, hi] = *header;
+        rest = tail;
+        if format != EIFMT_SVAL {
+            continue;
+        }
+        let size = usize::from(u16::from_le_bytes([lo, hi]));
+        let Some((payload, tail)) = rest.split_at_checked(size) else {
+            break;
+        };
+        rest = tail;
+        if let Some((symbol, value)) = payload.split_first_chunk::<4>()
+            && let Ok(value) = <[u8; 4]>::try_from(value)
+        {
+            let symbol = u32::from_le_bytes(*symbol);
+            if let Ok(symbol) = usize::try_from(symbol) {
+                out.push((attribute, symbol, u32::from_le_bytes(value)));
+            }
+        }
+    }
+    out
+}
+
+/// The entries of a CUBIN with what the module records of each ([`CubinKernel`]), in symbol
+/// order; an error (one clause) where the ELF cannot be read or an entry has no register
+/// count or frame size. The CUBIN is attacker-produced: every read is bounds-checked.
+pub(crate) fn cubin_kernels(data: &[u8]) -> Result<Vec<CubinKernel>, String> {
+    let header = FileHeader64::<Endianness>::parse(data)
+        .map_err(|e| format!("it is not a 64-bit ELF file ({e})"))?;
+    let endian = header
+        .endian()
+        .map_err(|e| format!("its ELF header is invalid ({e})"))?;
+    if header.e_machine(endian) != elf::EM_CUDA {
+        return Err("it is not a CUDA module (ELF machine type)".into());
+    }
+    let sections = header
+        .sections(endian, data)
+        .map_err(|e| format!("its section table is invalid ({e})"))?;
+    let symbols = sections
+        .symbols(endian, data, elf::SHT_SYMTAB)
+        .map_err(|e| format!("its symbol table is invalid ({e})"))?;
+    let mut named = std::collections::HashMap::new();
+    for (index, section) in sections.enumerate() {
+        let name = sections
+            .section_name(endian, section)
+            .map_err(|e| format!("a section name is invalid ({e})"))?;
+        named.insert(name.to_vec(), (index, section));
+    }
+    let mut registers = std::collections::HashMap::new();
+    let mut frames = std::collections::HashMap::new();
+    for (name, (_, section)) in &named {
+        if !name.starts_with(b".nv.info") {
+            continue;
+        }
+        let bytes = section
+            .data(endian, data)
+            .map_err(|e| format!("section {} is unreadable ({e})", text(name)))?;
+        for (attribute, symbol, value) in info_attributes(bytes) {
+            match attribute {
+                EIATTR_REGCOUNT => registers.insert(symbol, value),
+                EIATTR_FRAME_SIZE => frames.insert(symbol, value),
+                _ => None,
+            };
+        }
+    }
+    let mut kernels = Vec::new();
+    for (index, sym) in symbols.enumerate() {
+        if sym.st_type() != elf::STT_FUNC || sym.is_undefined(endian) {
+            continue;
+        }
+        let name = symbols
+            .symbol_name(endian, sym)
+            .map_err(|e| format!("a symbol name is invalid ({e})"))?;
+        let text_name = [b".text.".as_slice(), name].concat();
+        let info_name = [b".nv.info.".as_slice(), name].concat();
+        let Some((text_index, text_section)) = named.get(&text_name) else {
+            continue;
+        };
+        let in_section = symbols
+            .symbol_section(endian, sym, index)
+            .map_err(|e| format!("a symbol's section is invalid ({e})"))?;
+        // An entry has its own attribute section; a device function called by one does not.
+        if in_section != Some(*text_index) || !named.contains_key(&info_name) {
+            continue;
+        }
+        let shown = text(name);
+        let packed = text_section.sh_info(endian) >> 24;
+        let registers = match registers.get(&index.0) {
+            Some(&r) => r,
+            None if packed > 0 => packed,
+            None => {
+                return Err(format!(
+                    "it records no register count for {}",
+                    quote(&shown)
+                ));
+            }
+        };
+        let frame = frames
+            .get(&index.0)
+            .ok_or_else(|| format!("it records no stack frame size for {}", quote(&shown)))?;
+        let static_smem_bytes = named
+            .get(&[b".nv.shared.".as_slice(), name].concat())
+            .map_or(0, |(_, s)| s.sh_size(endian));
+        kernels.push(CubinKernel {
+            name: shown,
+            registers,
+            stack_frame_bytes: u64::from(*frame),
+            static_smem_bytes,
+        });
+    }
+    Ok(kernels)
+}
+
+/// The `NAME_launch` constant of a module ({rows_per_block, threads_per_block,
+/// dynamic_smem_bytes}, kernels/README.md), read from the symbol's bytes in its constant
+/// section: what `ci-gate compile` can say of a launch without a GPU. `None` where the module
+/// has no such symbol or its bytes are out of bounds.
+pub(crate) fn launch_constant(data: &[u8], kernel: &str) -> Option<[u32; 3]> {
+    let header = FileHeader64::<Endianness>::parse(data).ok()?;
+    let endian = header.endian().ok()?;
+    let sections = header.sections(endian, data).ok()?;
+    let symbols = sections.symbols(endian, data, elf::SHT_SYMTAB).ok()?;
+    let wanted = format!("{kernel}_launch");
+    for (index, sym) in symbols.enumerate() {
+        if symbols.symbol_name(endian, sym).ok()? != wanted.as_bytes() || sym.st_size(endian) < 12 {
+            continue;
+        }
+        let section = symbols.symbol_section(endian, sym, index).ok()??;
+        let bytes = sections.section(section).ok()?.data(endian, data).ok()?;
+        let start = usize::try_from(sym.st_value(endian)).ok()?;
+        let value = bytes.get(start..start.checked_add(12)?)?;
+        let word = |i: usize| {
+            value
+                .get(i * 4..i * 4 + 4)
+                .and_then(|w| <[u8; 4]>::try_from(w).ok())
+                .map(u32::from_le_bytes)
+        };
+        return Some([word(0)?, word(1)?, word(2)?]);
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -256,6 +423,29 @@ mod tests {
     }
 
     #[test]
+    fn entries_are_read_with_their_registers_frame_and_shared_memory() {
+        let kernels = cubin_kernels(&fixture("clean")).unwrap();
+        assert!(!kernels.is_empty());
+        for k in &kernels {
+            assert!(k.registers > 0 && k.registers <= 255, "{k:?}");
+        }
+    }
+
+    #[test]
+    fn info_attributes_survive_truncation() {
+        // REGCOUNT of symbol 7 = 38, then a header whose payload is cut short.
+        let mut bytes = vec![
+            0x04, 0x2f, 8, 0, 7, 0, 0, 0, 38, 0, 0, 0, 0x03, 0x1b, 0xff, 0,
+        ];
+        assert_eq!(info_attributes(&bytes), vec![(0x2f, 7, 38)]);
+        bytes.extend_from_slice(&[0x04, 0x11, 8, 0, 7, 0]);
+        assert_eq!(info_attributes(&bytes), vec![(0x2f, 7, 38)]);
+        for cut in 0..bytes.len() {
+            let _ = info_attributes(&bytes[..cut]);
+        }
+    }
+
+    #[test]
     fn no_input_panics() {
         use proptest::prelude::*;
         let base = fixture("printf");
@@ -276,6 +466,9 @@ mod tests {
                     }
                     let _ = check_untrusted_cubin(&bytes, "x.cu");
                     let _ = check_untrusted_cubin(&bytes[..cut], "x.cu");
+                    let _ = cubin_kernels(&bytes);
+                    let _ = cubin_kernels(&bytes[..cut]);
+                    let _ = launch_constant(&bytes, "k");
                     Ok(())
                 },
             )

@@ -17,6 +17,7 @@ use super::measure::{
 use super::parity::check_parity;
 use crate::backend::{Backend, Measurement, PhaseTimes, ShapeId, Side};
 use crate::config::{MeasureSettings, ShapeParams, Tolerance};
+use crate::resources::KernelResources;
 use crate::results::{Environment, GpuState, PairOrder, Parity};
 
 /// GPU time spent at the start of a process to bring the clocks up before measuring (an
@@ -342,5 +343,12 @@ impl Backend for CudaBackend {
 
     fn phase_times(&self) -> PhaseTimes {
         phase_times()
+    }
+
+    fn kernel_resources(&self, side: Side, shapes: &[ShapeParams]) -> Vec<KernelResources> {
+        match (self.set(side), crate::backend::resource_side(side)) {
+            (Some(set), Some(recorded)) => set.kernel_resources(recorded, shapes),
+            _ => Vec::new(),
+        }
     }
 }

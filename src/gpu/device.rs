@@ -9,10 +9,12 @@ use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig};
 use cudarc::nvrtc::Ptx;
 
-use super::compile::{Arch, KernelSource, compile};
+use super::compile::{Arch, KernelSource, compile, compile_module};
 use super::error::{DriverContext, GpuError};
+use super::ptxas::StaticResources;
 use super::raw;
 use crate::config::{Dtype, ShapeParams};
+use crate::resources::{KernelResources, ResourceSide};
 
 pub use super::env::DeviceInfo;
 
@@ -78,6 +80,8 @@ pub struct AttentionSet {
     sm_count: u32,
     /// SHA-256 of the `attention.cu` they came from.
     pub source_hash: String,
+    /// What the module records of each entry, or why it could not be read.
+    resources: Result<Vec<StaticResources>, String>,
     _module: Arc<CudaModule>,
 }
 
@@ -136,6 +140,63 @@ impl AttentionSet {
             (Form::Long, _, Some((kernel, _))) | (Form::Small, Some(kernel), _) => kernel,
             _ => main,
         })
+    }
+
+    /// What the compiler gave the kernels that run `shapes` (the module's figures, ptxas's
+    /// spills) and what their launches ask of an SM (the driver's occupancy for the launch's
+    /// block and dynamic shared memory). A kernel the module has no figures for is left out.
+    pub fn kernel_resources(
+        &self,
+        side: ResourceSide,
+        shapes: &[ShapeParams],
+    ) -> Vec<KernelResources> {
+        let Ok(figures) = &self.resources else {
+            return Vec::new();
+        };
+        let mut out: Vec<KernelResources> = Vec::new();
+        for kernel in shapes.iter().filter_map(|s| self.get(s).ok()) {
+            if out.iter().any(|k| k.kernel == kernel.name) {
+                continue;
+            }
+            let Some(f) = figures.iter().find(|f| f.kernel.name == kernel.name) else {
+                continue;
+            };
+            let mut notes: Vec<String> = f.note.iter().cloned().collect();
+            let ctas = kernel
+                .func
+                .occupancy_max_active_blocks_per_multiprocessor(
+                    kernel.threads,
+                    kernel.smem_bytes as usize,
+                    None,
+                )
+                .map_err(|e| notes.push(format!("CTAs per SM of {} unknown: {e:?}", kernel.name)))
+                .ok();
+            // The driver reads the same module: a disagreement means the figures are wrong.
+            if let Ok(regs) = kernel
+                .func
+                .get_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS)
+                && u32::try_from(regs).ok() != Some(f.kernel.registers)
+            {
+                notes.push(format!(
+                    "the driver reports {regs} registers for {}, the module {}",
+                    kernel.name, f.kernel.registers
+                ));
+            }
+            out.push(KernelResources {
+                side,
+                kernel: kernel.name.clone(),
+                registers: f.kernel.registers,
+                spill_store_bytes: f.spill_store_bytes,
+                spill_load_bytes: f.spill_load_bytes,
+                stack_frame_bytes: f.kernel.stack_frame_bytes,
+                static_smem_bytes: f.kernel.static_smem_bytes,
+                dynamic_smem_bytes: u64::from(kernel.smem_bytes),
+                threads_per_block: kernel.threads,
+                max_ctas_per_sm: ctas,
+                note: (!notes.is_empty()).then(|| notes.join("; ")),
+            });
+        }
+        out
     }
 }
 
@@ -586,8 +647,11 @@ fn load_attention(
     let src = KernelSource::read(&kernels_dir.join("attention.cu"))?.with_defines(defines);
     // The module check comes before the driver sees the module: writable device memory,
     // malloc, printf or assert in the timed kernel are refused, not loaded.
-    let cubin = compile(&src, info.arch)?;
+    let compiled = compile_module(&src, info.arch)?;
+    let cubin = compiled.cubin.clone();
     super::cubin::check_untrusted_cubin(&cubin, &src.path.display().to_string())?;
+    let resources = super::ptxas::static_resources(&cubin, &compiled.log)
+        .map_err(|why| format!("{}: {why}", src.path.display()));
     let module = load_module(ctx, info, &src)?;
     let mut kernels = HashMap::new();
     let mut small = HashMap::new();
@@ -630,6 +694,7 @@ fn load_attention(
         long,
         sm_count: info.sm_count,
         source_hash: src.hash,
+        resources,
         _module: module,
     })
 }

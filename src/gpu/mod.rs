@@ -13,6 +13,7 @@ pub mod integrity;
 pub(crate) mod lexcheck;
 pub mod measure;
 pub mod parity;
+pub(crate) mod ptxas;
 // The one module allowed `unsafe`: the CUDA driver's C interface.
 #[allow(unsafe_code)]
 mod raw;

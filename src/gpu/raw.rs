@@ -54,8 +54,26 @@ pub fn driver_cuda_version() -> Result<i32, DriverError> {
 
 /// Result of compiling one source with NVRTC.
 pub enum Compiled {
-    Cubin(Vec<u8>),
+    /// The CUBIN and the program log (ptxas's report with `--ptxas-options=-v`).
+    Cubin {
+        cubin: Vec<u8>,
+        log: String,
+    },
     Failed(String),
+}
+
+/// The program log of `prog`, or why there is none.
+fn program_log(prog: nvrtc::sys::nvrtcProgram) -> String {
+    // SAFETY: `prog` is a live program (the caller's); the log is a NUL-terminated buffer
+    // NVRTC sized.
+    unsafe { nvrtc::result::get_program_log(prog) }
+        .map(|raw| {
+            // SAFETY: get_program_log returns a NUL-terminated C string.
+            unsafe { CStr::from_ptr(raw.as_ptr()) }
+                .to_string_lossy()
+                .into_owned()
+        })
+        .unwrap_or_else(|e| format!("(no log: {e:?})"))
 }
 
 /// Compiles CUDA C++ `source` to a CUBIN for the architecture named in `options`.
@@ -68,18 +86,7 @@ pub fn nvrtc_compile(source: &str, name: &str, options: &[String]) -> Result<Com
     // outlive it; the option strings are copied by NVRTC during the call.
     let compiled = unsafe { nvrtc::result::compile_program(prog, options) };
     let outcome = match compiled {
-        Err(_) => {
-            // SAFETY: `prog` is live; the log is a NUL-terminated buffer NVRTC sized.
-            let log = unsafe { nvrtc::result::get_program_log(prog) }
-                .map(|raw| {
-                    // SAFETY: get_program_log returns a NUL-terminated C string.
-                    unsafe { CStr::from_ptr(raw.as_ptr()) }
-                        .to_string_lossy()
-                        .into_owned()
-                })
-                .unwrap_or_else(|e| format!("(no log: {e:?})"));
-            Ok(Compiled::Failed(log))
-        }
+        Err(_) => Ok(Compiled::Failed(program_log(prog))),
         Ok(()) => {
             let mut size = 0usize;
             // SAFETY: `prog` compiled successfully; `size` is a live local.
@@ -91,7 +98,10 @@ pub fn nvrtc_compile(source: &str, name: &str, options: &[String]) -> Result<Com
                 // SAFETY: `cubin` holds exactly the `size` bytes NVRTC asked for.
                 let status = unsafe { nvrtc::sys::nvrtcGetCUBIN(prog, cubin.as_mut_ptr().cast()) };
                 if status == nvrtc::sys::nvrtcResult::NVRTC_SUCCESS {
-                    Ok(Compiled::Cubin(cubin))
+                    Ok(Compiled::Cubin {
+                        cubin,
+                        log: program_log(prog),
+                    })
                 } else {
                     Err(format!("nvrtcGetCUBIN failed ({status:?}) for {name}"))
                 }

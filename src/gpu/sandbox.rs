@@ -58,7 +58,7 @@ const MAX_REQUEST: u64 = 4 << 20;
 const MAX_ANSWER: u64 = 256 << 20;
 
 const REQUEST_MAGIC: &[u8] = b"ci-gate nvrtc request 1\n";
-const ANSWER_MAGIC: &[u8] = b"ci-gate nvrtc answer 1\n";
+const ANSWER_MAGIC: &[u8] = b"ci-gate nvrtc answer 2\n";
 
 /// What the child compiles.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,7 +72,9 @@ pub struct Request {
 /// How a compile ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
-    Cubin(Vec<u8>),
+    /// The CUBIN and the compiler's log (untrusted: the source writes into it), cut after
+    /// [`super::ptxas::MAX_LOG_BYTES`] + 1 bytes so that a longer one is seen to be longer.
+    Cubin { cubin: Vec<u8>, log: String },
     /// The source does not compile: NVRTC's raw log (untrusted; see `diagnostics`).
     Failed(String),
     /// NVRTC could not run (not loadable in the child, an API error): one sentence.
@@ -143,12 +145,19 @@ impl Answer {
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = ANSWER_MAGIC.to_vec();
         let (tag, payload): (u8, &[u8]) = match &self.outcome {
-            Outcome::Cubin(c) => (b'C', c),
+            Outcome::Cubin { cubin, .. } => (b'C', cubin),
             Outcome::Failed(log) => (b'L', log.as_bytes()),
             Outcome::Error(e) => (b'E', e.as_bytes()),
         };
         out.push(tag);
         put_field(&mut out, payload);
+        if let Outcome::Cubin { log, .. } = &self.outcome {
+            let log = log.as_bytes();
+            put_field(
+                &mut out,
+                &log[..log.len().min(super::ptxas::MAX_LOG_BYTES + 1)],
+            );
+        }
         put_field(
             &mut out,
             self.unconfined.as_deref().unwrap_or_default().as_bytes(),
@@ -160,13 +169,21 @@ impl Answer {
         let rest = bytes.strip_prefix(ANSWER_MAGIC)?;
         let (&tag, mut rest) = rest.split_first()?;
         let payload = take_field(&mut rest)?;
+        let log = if tag == b'C' {
+            take_field(&mut rest)?
+        } else {
+            &[]
+        };
         let unconfined = take_text(&mut rest)?;
         if !rest.is_empty() {
             return None;
         }
         // The log is the compiler's text about attacker text: kept even where it is not UTF-8.
         let outcome = match tag {
-            b'C' => Outcome::Cubin(payload.to_vec()),
+            b'C' => Outcome::Cubin {
+                cubin: payload.to_vec(),
+                log: String::from_utf8_lossy(log).into_owned(),
+            },
             b'L' => Outcome::Failed(String::from_utf8_lossy(payload).into_owned()),
             b'E' => Outcome::Error(String::from_utf8_lossy(payload).into_owned()),
             _ => return None,
@@ -427,7 +444,7 @@ fn compile_confined(request: &Request) -> Answer {
         Err(why) => return error_answer(why),
     };
     let outcome = match raw::nvrtc_compile(&request.source, &request.name, &request.options) {
-        Ok(Compiled::Cubin(c)) => Outcome::Cubin(c),
+        Ok(Compiled::Cubin { cubin, log }) => Outcome::Cubin { cubin, log },
         Ok(Compiled::Failed(log)) => Outcome::Failed(log),
         Err(e) => Outcome::Error(e),
     };
@@ -505,7 +522,10 @@ mod tests {
         };
         assert_eq!(Request::decode(&none.encode()), Some(none));
         for outcome in [
-            Outcome::Cubin(b"\x7fELF\0\x01".to_vec()),
+            Outcome::Cubin {
+                cubin: b"\x7fELF\0\x01".to_vec(),
+                log: "ptxas info    : Used 1 registers".into(),
+            },
             Outcome::Failed("attention.cu(1): error: x".into()),
             Outcome::Error("why".into()),
         ] {
@@ -522,7 +542,10 @@ mod tests {
     #[test]
     fn damaged_frames_are_no_answer() {
         let a = Answer {
-            outcome: Outcome::Cubin(vec![1; 100]),
+            outcome: Outcome::Cubin {
+                cubin: vec![1; 100],
+                log: "log".into(),
+            },
             unconfined: None,
         }
         .encode();

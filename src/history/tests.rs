@@ -116,6 +116,7 @@ fn results(commit: Option<&str>, shapes: &[(ShapeParams, Option<f64>)]) -> Resul
         probes: Vec::new(),
         timing: None,
         energy: None,
+        kernel_resources: Vec::new(),
     }
 }
 

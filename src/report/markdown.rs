@@ -454,6 +454,35 @@ fn parity_detail(p: &crate::results::Parity) -> String {
 
 /// The short table a reviewer reads: the shape, its verdict, the figure that decided it
 /// (named), that figure's interval, the other reference, the candidate's p50 and parity.
+/// "Compiler resources": a row per kernel whose figures moved, or one line where none did.
+fn resources_table(r: &crate::resources::ResourceSection, md: &mut String) {
+    if r.rows.is_empty() {
+        let _ = writeln!(md, "<sub>{}</sub>\n", escape_markdown(&r.summary()));
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "**Compiler resources** {}\n",
+        escape_markdown(&r.summary())
+    );
+    let cells = |row: &[String]| {
+        row.iter()
+            .map(|c| escape_markdown(c))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    };
+    let _ = writeln!(
+        md,
+        "| {} |\n|{}",
+        cells(&r.header),
+        "---|".repeat(r.header.len())
+    );
+    for row in &r.rows {
+        let _ = writeln!(md, "| {} |", cells(row));
+    }
+    md.push('\n');
+}
+
 fn summary_table(report: &Report, md: &mut String) {
     let conf = report.gate.confidence * 100.0;
     let _ = writeln!(
@@ -682,6 +711,9 @@ impl Exporter for MarkdownExporter {
                 let _ = writeln!(md, "\n<sub>{}</sub>", escape_markdown(w));
             }
             md.push_str("\n</details>\n\n");
+        }
+        if let Some(r) = &report.resources {
+            resources_table(r, &mut md);
         }
         for (shape, p) in report.profiled() {
             md.push_str(&profile_details(shape, p));
@@ -1091,6 +1123,7 @@ mod tests {
             profiling: None,
             energy: Vec::new(),
             energy_info: None,
+            resources: None,
         }
     }
 

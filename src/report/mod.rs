@@ -201,6 +201,8 @@ pub struct Report {
     /// Energy per call by shape, recomputed from the windows (src/report/energy.rs).
     pub energy: Vec<(String, crate::energy::ShapeEnergy)>,
     pub energy_info: Option<crate::energy::EnergyInfo>,
+    /// The kernels whose compiler resources moved (issue 23), when there is a reference.
+    pub resources: Option<crate::resources::ResourceSection>,
 }
 
 impl Report {
@@ -229,6 +231,7 @@ impl Report {
             profiling: results.profiling.clone(),
             energy: energy::recomputed(&results.shapes, results.gate.confidence),
             energy_info: results.energy.clone(),
+            resources: crate::resources::ResourceSection::of(&results.kernel_resources),
         }
     }
 
@@ -254,6 +257,7 @@ impl Report {
             profiling: None,
             energy: Vec::new(),
             energy_info: None,
+            resources: None,
         }
     }
 

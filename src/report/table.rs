@@ -333,6 +333,30 @@ impl Exporter for TableExporter {
             ));
             out.push_str(&wrap_lines(&energy_why, self.width));
         }
+        if let Some(r) = &report.resources {
+            if r.rows.is_empty() {
+                lines.push(r.summary());
+            } else {
+                out.push_str(&format!("\nCompiler resources {}:\n", r.summary()));
+                let rows: Vec<Vec<String>> = r
+                    .rows
+                    .iter()
+                    .map(|row| row.iter().map(|c| crate::text::terminal_text(c)).collect())
+                    .collect();
+                // Registers and CTAs per SM say most of why a kernel's time moved.
+                let priority = [0, 1, 7, 2, 3, 5, 4, 6];
+                let right: Vec<usize> = (1..r.header.len()).collect();
+                out.push_str(&fitted_table(
+                    &r.header,
+                    &rows,
+                    &priority,
+                    2,
+                    &right,
+                    self.width,
+                    "with --wide",
+                ));
+            }
+        }
         for (shape, p) in report.profiled() {
             out.push_str(&profile_table(shape, p, self.width));
         }

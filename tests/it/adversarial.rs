@@ -384,7 +384,7 @@ fn the_sandbox_compiles_the_shipped_kernel() {
     require_nvrtc();
     let text = std::fs::read_to_string(root().join("kernels/attention.cu")).unwrap();
     match sandboxed(&text).outcome {
-        Outcome::Cubin(c) => assert!(c.starts_with(b"\x7fELF")),
+        Outcome::Cubin { cubin, .. } => assert!(cubin.starts_with(b"\x7fELF")),
         other => panic!("{other:?}"),
     }
 }

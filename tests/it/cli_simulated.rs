@@ -753,3 +753,124 @@ fn energy_per_call_is_reported_per_side_withheld_where_unresolved_and_never_deci
     assert_eq!(verdicts(&r), with_energy);
     assert!(!String::from_utf8_lossy(&out.stdout).contains("Energy per call"));
 }
+
+/// Issue 23: the kernels whose compiler resources moved get a row in the terminal table and
+/// the PR comment, and the results file holds both sides' figures; identical kernels get
+/// one line and no row. Without a base, the candidate is compared with the stored baseline's.
+#[test]
+fn compiler_resources_that_moved_are_shown_and_identical_ones_are_not() {
+    let s = Sim::new();
+    let a = s.kernels("a", "factor=1.0");
+    let same = s.kernels("same", "factor=1.0");
+    let b = s.kernels("b", "factor=1.0 regs=168 spill=64");
+    // A table row of the kernel whose registers went from 128 to 168 (cells are padded).
+    let has_row = |table: &str| {
+        table
+            .lines()
+            .any(|l| l.contains("attention_fwd_f16_d64 ") && l.contains("┆ 128 → 168 ┆"))
+    };
+
+    let out = s.local(&a, &b).env("COLUMNS", "200").output().unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{table}");
+    assert!(
+        table.contains("Compiler resources (vs base: before → after):"),
+        "{table}"
+    );
+    assert!(has_row(&table), "{table}");
+    assert!(table.contains("0/0 → 64/64"), "{table}");
+    let r = s.results();
+    let figures: Vec<(String, String, u64)> = r["kernel_resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["side"].as_str().unwrap().to_owned(),
+                k["kernel"].as_str().unwrap().to_owned(),
+                k["registers"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(figures.contains(&("base".into(), "attention_fwd_f16_d64".into(), 128)));
+    assert!(figures.contains(&("candidate".into(), "attention_fwd_bf16_d128".into(), 168)));
+
+    let out = s
+        .local(&a, &b)
+        .args(["--format", "markdown"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        md.contains("**Compiler resources** (vs base: before → after)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| attention_fwd_f16_d64 | 128 → 168 | 0/0 → 64/64 | 0 → 64 |"),
+        "{md}"
+    );
+
+    let out = s.local(&a, &same).env("COLUMNS", "200").output().unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("Compiler resources: unchanged vs base (2 kernels)."),
+        "{table}"
+    );
+    assert!(!table.contains("→"), "{table}");
+    let out = s
+        .local(&a, &same)
+        .args(["--format", "markdown"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(!md.contains("**Compiler resources**"), "{md}");
+
+    // Recorded with the candidate's figures (128 registers: the last run's); a run without a
+    // base compares with them.
+    let rec = bin()
+        .current_dir(s.dir.path())
+        .args(["baseline", "update", "--reason", "resources", "--config"])
+        .arg(s.path("sim.yaml"))
+        .arg("--baselines")
+        .arg(s.path("baselines"))
+        .arg("--from")
+        .arg(s.path("results.json"))
+        .output()
+        .unwrap();
+    assert!(
+        rec.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rec.stderr)
+    );
+    let shown = bin()
+        .args(["baseline", "show", "--baselines"])
+        .arg(s.path("baselines"))
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("Compiler resources recorded:"), "{shown}");
+    assert!(
+        shown.contains("attention_fwd_f16_d64 128 registers"),
+        "{shown}"
+    );
+    let out = bin()
+        .env("CI_GATE_SIMULATE", "1")
+        .env("COLUMNS", "200")
+        .current_dir(s.dir.path())
+        .args(["local", "--no-base", "--config"])
+        .arg(s.path("sim.yaml"))
+        .arg("--baselines")
+        .arg(s.path("baselines"))
+        .arg("--kernels")
+        .arg(&b)
+        .args(["--no-peers", "--no-profile"])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("Compiler resources (vs stored baseline: before → after):"),
+        "{}{table}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(has_row(&table), "{table}");
+}

@@ -132,6 +132,7 @@ pub fn results(gpu: &str, factors: &[f64], seed: u64) -> ResultsFile {
         probes: Vec::new(),
         timing: None,
         energy: None,
+        kernel_resources: Vec::new(),
     }
 }
 

@@ -338,3 +338,47 @@ fn ab_pairs_of_one_kernel_agree() {
     assert!((t.ratio() - 1.0).abs() < 0.01, "{t:?}");
     assert!(t.p_slower > 0.05 && t.p_faster > 0.05, "{t:?}");
 }
+
+/// Issue 23 on the GPU: every kernel a shape launches has its compiler resources with the
+/// driver's CTAs per SM for its launch, its spills believed (the shipped source writes nothing
+/// into the log) and no note (the driver's register count agrees with the module's).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn launched_kernels_have_their_compiler_resources_and_occupancy() {
+    let gpu = gpu();
+    let shape = |seq_len: u32, head_dim: u32, dtype: Dtype| ShapeParams {
+        batch: 1,
+        heads: 8,
+        seq_len,
+        head_dim,
+        causal: false,
+        dtype,
+    };
+    let shapes = [
+        shape(512, 64, Dtype::Float16),
+        shape(4096, 64, Dtype::Float16),
+        shape(2048, 128, Dtype::Bfloat16),
+    ];
+    let all = gpu
+        .kernels
+        .attention
+        .kernel_resources(ci_gate::resources::ResourceSide::Candidate, &shapes);
+    assert!(!all.is_empty());
+    for s in &shapes {
+        let kernel = gpu.kernels.attention(s).unwrap();
+        let r = all
+            .iter()
+            .find(|r| r.kernel == kernel.name)
+            .unwrap_or_else(|| panic!("{} missing in {all:?}", kernel.name));
+        assert_eq!(r.threads_per_block, kernel.threads, "{r:?}");
+        assert_eq!(r.dynamic_smem_bytes, u64::from(kernel.smem_bytes), "{r:?}");
+        assert!(r.registers > 0 && r.registers <= 255, "{r:?}");
+        assert!(r.max_ctas_per_sm.is_some_and(|n| n >= 1), "{r:?}");
+        assert_eq!(
+            (r.spill_store_bytes, r.spill_load_bytes, r.stack_frame_bytes),
+            (Some(0), Some(0), 0),
+            "the shipped kernels do not spill: {r:?}"
+        );
+        assert_eq!(r.note, None, "{r:?}");
+    }
+}

@@ -182,15 +182,9 @@ fn sim_config(shapes: usize) -> Config {
 }
 
 fn kernel(hash: String, factor: f64) -> SimKernel {
-    SimKernel {
-        hash,
-        factor,
-        parity_fail: None,
-        hang: None,
-        error: None,
-        skip: None,
-        clock: None,
-    }
+    let mut k = SimKernel::parse("", &hash).unwrap();
+    k.factor = factor;
+    k
 }
 
 /// Commits whose simulated kernels have these time factors (GOOD: 1), every commit's
