@@ -397,6 +397,9 @@ pub struct RunTiming {
     pub sampling_s: f64,
     #[serde(default)]
     pub finishing_s: f64,
+    /// The energy windows after everything timed (src/energy.rs).
+    #[serde(default)]
+    pub energy_s: f64,
 }
 
 impl RunTiming {
@@ -414,6 +417,7 @@ impl RunTiming {
             self.preparing_s,
             self.sampling_s,
             self.finishing_s,
+            self.energy_s,
         ]
         .iter()
         .all(|v| v.is_finite() && *v >= 0.0)

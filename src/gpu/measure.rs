@@ -825,15 +825,49 @@ pub fn measure_energy(
     Ok(None)
 }
 
-/// Replays in flight at once in an energy window: enough that the GPU never waits for the
-/// host while it is in an NVML read (2–5 ms on an H100).
+/// Replays in flight at once in an energy window: the GPU never waits for the host.
 const ENERGY_DEPTH: usize = 4;
 
-/// One energy window: `round`'s graph replayed back to back (each replay poisoned first and
-/// checked after, as a timed sample) while the host reads the counter in a loop, until it
-/// has moved `updates` times after its first move (or, for power samples, for `updates`
-/// tenths of a second). A window that sees too few moves before its deadline still returns
-/// its reading, which `crate::energy` then declines to use and says why.
+/// The share of an energy window's replays whose outputs are checked, drawn with the run's
+/// secret key: every replay is poisoned first and none can tell whether it will be checked,
+/// so a kernel that skips the work on a fraction f of n replays escapes with probability
+/// (1 − 1/4)^(f·n) — nil at the hundreds of replays of a window — while the checks' own GPU
+/// time (which would dilute the kernel's power) falls to a quarter.
+const ENERGY_CHECK_ONE_IN: u32 = 4;
+
+/// Counter moves seen by the polling thread: (bracket start s, bracket end s, value mJ),
+/// from the start of the read that still saw the old value to the end of the read that saw
+/// the new one.
+type Moves = std::sync::Mutex<Vec<(f64, f64, u64)>>;
+
+/// Of the counter moves, the pair at least `updates` moves apart whose span is known best:
+/// the smallest (half-bracket + half-bracket) / span. Returns (first, last) indices.
+fn best_span(moves: &[(f64, f64, u64)], updates: usize) -> Option<(usize, usize)> {
+    let mid = |m: &(f64, f64, u64)| (m.0 + m.1) / 2.0;
+    let half = |m: &(f64, f64, u64)| (m.1 - m.0) / 2.0;
+    let mut best: Option<(f64, usize, usize)> = None;
+    for i in 0..moves.len() {
+        for j in i + updates.max(1)..moves.len() {
+            let span = mid(&moves[j]) - mid(&moves[i]);
+            if span <= 0.0 {
+                continue;
+            }
+            let r = (half(&moves[i]) + half(&moves[j])) / span;
+            if best.is_none_or(|b| r < b.0) {
+                best = Some((r, i, j));
+            }
+        }
+    }
+    best.map(|(_, i, j)| (i, j))
+}
+
+/// One energy window: `round`'s graph replayed back to back (each replay poisoned first, a
+/// secret quarter of them checked after) while a thread of its own reads the counter in a
+/// loop, until the counter has moved `updates` times after its first move and the best span
+/// between two moves is timed to within a third of [`crate::energy::MAX_RESOLUTION`] (or
+/// the deadline passes; for power samples, `updates` tenths of a second). A window that sees
+/// too few moves still returns its reading, which `crate::energy` then declines to use and
+/// says why.
 fn energy_window(
     b: &Bench<'_>,
     kernel: &Kernel,
@@ -843,12 +877,15 @@ fn energy_window(
     source: crate::energy::EnergySource,
     updates: u32,
 ) -> Result<Option<crate::energy::EnergyRound>, GpuError> {
-    use crate::energy::{EnergyRound, EnergySource};
+    use crate::energy::{EnergyRound, EnergySource, MAX_RESOLUTION};
+    use std::sync::atomic::{AtomicBool, Ordering};
     let gpu = b.gpu;
     let shape = b.shape;
-    // The counter moves every ~100 ms on the GPUs measured; a window that sees no move for a
-    // second stops, and none runs past 0.4 s per update asked plus one second.
+    let updates_n = updates as usize;
+    // The counter moves every ~100 ms on the GPUs measured; no window runs past 0.4 s per
+    // update asked plus one second.
     let deadline = Duration::from_secs_f64(1.0 + 0.4 * f64::from(updates));
+    let mut checks = gpu.run_key.rng(round.launches as u64 ^ 0x0e4e_c4ec_0001);
     let window_start = timing_event(gpu)?;
     let window_end = timing_event(gpu)?;
     window_start
@@ -858,11 +895,9 @@ fn energy_window(
         std::collections::VecDeque::new();
     let mut replay_ms = 0.0f64;
     let mut replays = 0u64;
-    let enqueue = |round: &mut PreparedRound| -> Result<(CudaEvent, CudaEvent), GpuError> {
+    let mut enqueue = |round: &mut PreparedRound| -> Result<(CudaEvent, CudaEvent), GpuError> {
         let (start, end) = (timing_event(gpu)?, timing_event(gpu)?);
         round.slots.poison(gpu)?;
-        raw::launch_spin(&gpu.stream, &gpu.kernels.spin, LEAD_CYCLES)
-            .during(|| "launching the lead-in spin".into())?;
         start
             .record(&gpu.stream)
             .during(|| "recording a timing event".into())?;
@@ -872,56 +907,82 @@ fn energy_window(
             .during(|| format!("replaying the graph of shape {shape} (energy window)"))?;
         end.record(&gpu.stream)
             .during(|| "recording a timing event".into())?;
-        round.slots.check(gpu, refs, 0)?;
+        if checks.random_range(0..ENERGY_CHECK_ONE_IN) == 0 {
+            round.slots.check(gpu, refs, 0)?;
+        }
         Ok((start, end))
     };
     let began = Instant::now();
     let wall_start_us = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as u64);
-    // Counter moves: (time s since `began`, value mJ, bracket ms).
-    let mut moves: Vec<(f64, u64, f64)> = Vec::new();
-    let mut last = reader.energy_mj();
-    let mut last_read_start = began;
-    let done = |moves: &Vec<(f64, u64, f64)>, elapsed: Duration| match source {
-        EnergySource::Counter => moves.len() > updates as usize,
-        EnergySource::PowerSamples => elapsed.as_secs_f64() >= 0.1 * f64::from(updates) + 0.05,
+    let moves: Moves = std::sync::Mutex::new(Vec::new());
+    let stop = AtomicBool::new(false);
+    let done = |elapsed: Duration| -> bool {
+        match source {
+            EnergySource::Counter => {
+                let m = moves.lock().unwrap_or_else(|e| e.into_inner());
+                m.len() > updates_n
+                    && best_span(&m, updates_n).is_some_and(|(i, j)| {
+                        let (a, z) = (m[i], m[j]);
+                        let span = (z.0 + z.1 - a.0 - a.1) / 2.0;
+                        ((a.1 - a.0) + (z.1 - z.0)) / 2.0 / span <= MAX_RESOLUTION / 3.0
+                    })
+            }
+            EnergySource::PowerSamples => elapsed.as_secs_f64() >= 0.1 * f64::from(updates) + 0.05,
+        }
     };
-    loop {
-        while in_flight.len() < ENERGY_DEPTH {
-            in_flight.push_back(enqueue(round)?);
-        }
-        while in_flight.front().is_some_and(|(_, end)| end.is_complete()) {
-            if let Some((start, end)) = in_flight.pop_front() {
-                replay_ms += f64::from(
-                    start
-                        .elapsed_ms(&end)
-                        .during(|| "reading a timing event".into())?,
-                );
-                replays += 1;
-            }
-        }
+    let fed = std::thread::scope(|scope| -> Result<(), GpuError> {
         if source == EnergySource::Counter {
-            let read_start = Instant::now();
-            let value = reader.energy_mj();
-            let read_end = Instant::now();
-            if value != last {
-                if let Some(v) = value {
-                    let from = last_read_start.duration_since(began).as_secs_f64();
-                    let to = read_end.duration_since(began).as_secs_f64();
-                    moves.push(((from + to) / 2.0, v, (to - from) * 1000.0));
+            scope.spawn(|| {
+                // Reads back to back: each move is bracketed by two reads (2–5 ms each on
+                // an H100), never by the GPU feeding below.
+                let mut last: Option<(f64, u64)> = None;
+                while !stop.load(Ordering::Relaxed) {
+                    let from = began.elapsed().as_secs_f64();
+                    let Some(value) = reader.energy_mj() else {
+                        break;
+                    };
+                    let to = began.elapsed().as_secs_f64();
+                    if let Some((prev_from, prev)) = last
+                        && value != prev
+                    {
+                        let mut m = moves.lock().unwrap_or_else(|e| e.into_inner());
+                        if m.len() < 1000 {
+                            m.push((prev_from, to, value));
+                        }
+                    }
+                    last = Some((from, value));
                 }
-                last = value;
+            });
+        }
+        let fed = (|| {
+            loop {
+                if in_flight.len() < ENERGY_DEPTH {
+                    in_flight.push_back(enqueue(round)?);
+                    continue;
+                }
+                if in_flight.front().is_some_and(|(_, end)| end.is_complete()) {
+                    if let Some((start, end)) = in_flight.pop_front() {
+                        replay_ms += f64::from(
+                            start
+                                .elapsed_ms(&end)
+                                .during(|| "reading a timing event".into())?,
+                        );
+                        replays += 1;
+                    }
+                    continue;
+                }
+                let elapsed = began.elapsed();
+                if done(elapsed) || elapsed > deadline {
+                    return Ok(());
+                }
+                std::thread::sleep(Duration::from_micros(200));
             }
-            last_read_start = read_start;
-        } else {
-            std::thread::sleep(Duration::from_micros(500));
-        }
-        let elapsed = began.elapsed();
-        if done(&moves, elapsed) || elapsed > deadline {
-            break;
-        }
-    }
+        })();
+        stop.store(true, Ordering::Relaxed);
+        fed
+    });
     let window_s = began.elapsed().as_secs_f64();
     window_end
         .record(&gpu.stream)
@@ -931,6 +992,7 @@ fn energy_window(
     gpu.sync(Some(expected), || {
         format!("kernel {} on shape {shape} (an energy window)", kernel.name)
     })?;
+    fed?;
     for (start, end) in in_flight.drain(..) {
         replay_ms += f64::from(
             start
@@ -950,42 +1012,37 @@ fn energy_window(
     }
     let call_ms = replay_ms / calls as f64;
     let replay_fraction = (replay_ms / busy_ms).min(1.0);
+    let moves = moves.into_inner().unwrap_or_else(|e| e.into_inner());
     let reading = match source {
-        EnergySource::Counter => {
-            let (first, last) = match (moves.first(), moves.last()) {
-                (Some(f), Some(l)) if moves.len() >= 2 => (*f, *l),
-                _ => {
-                    return Ok(Some(EnergyRound {
-                        source,
-                        power_w: 0.0,
-                        call_ms,
-                        calls,
-                        span_ms: window_s * 1000.0,
-                        span_mj: 0.0,
-                        updates: moves.len() as u32,
-                        read_ms: 0.0,
-                        replay_fraction,
-                    }));
+        EnergySource::Counter => match best_span(&moves, updates_n) {
+            Some((i, j)) => {
+                let (a, z) = (moves[i], moves[j]);
+                let span_ms = (z.0 + z.1 - a.0 - a.1) / 2.0 * 1000.0;
+                let span_mj = z.2.saturating_sub(a.2) as f64;
+                EnergyRound {
+                    source,
+                    power_w: span_mj / span_ms,
+                    call_ms,
+                    calls,
+                    span_ms,
+                    span_mj,
+                    updates: (j - i + 1) as u32,
+                    read_ms: ((a.1 - a.0) + (z.1 - z.0)) / 2.0 * 1000.0,
+                    replay_fraction,
                 }
-            };
-            let span_ms = (last.0 - first.0) * 1000.0;
-            let span_mj = last.1.saturating_sub(first.1) as f64;
-            EnergyRound {
+            }
+            None => EnergyRound {
                 source,
-                power_w: if span_ms > 0.0 {
-                    span_mj / span_ms
-                } else {
-                    0.0
-                },
+                power_w: 0.0,
                 call_ms,
                 calls,
-                span_ms,
-                span_mj,
+                span_ms: window_s * 1000.0,
+                span_mj: 0.0,
                 updates: moves.len() as u32,
-                read_ms: moves.iter().map(|m| m.2).fold(0.0, f64::max),
+                read_ms: 0.0,
                 replay_fraction,
-            }
-        }
+            },
+        },
         EnergySource::PowerSamples => {
             // Samples from 50 ms into the window (the power settling) to its end.
             let from = wall_start_us + 50_000;
@@ -1016,4 +1073,27 @@ fn energy_window(
         }
     };
     Ok(Some(reading))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::best_span;
+
+    #[test]
+    fn the_span_is_between_the_best_timed_moves_at_least_updates_apart() {
+        // Moves every 100 ms; the second is bracketed loosely (40 ms), the rest to 6 ms.
+        let m = [
+            (0.097, 0.103, 10),
+            (0.180, 0.220, 20),
+            (0.297, 0.303, 30),
+            (0.397, 0.403, 40),
+            (0.497, 0.503, 50),
+        ];
+        // Three apart: (0, 3) and (1, 4) span 300 ms; (0, 3) is timed to 6 ms, (1, 4) to
+        // 23 ms; four apart, (0, 4) spans 400 ms at 6 ms: the best.
+        assert_eq!(best_span(&m, 3), Some((0, 4)));
+        assert_eq!(best_span(&m[..4], 3), Some((0, 3)));
+        assert_eq!(best_span(&m[..3], 3), None, "two moves apart are not three");
+        assert_eq!(best_span(&[], 1), None);
+    }
 }
