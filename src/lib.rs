@@ -2,8 +2,8 @@
 //!
 //! Dependencies point one way, and no modules import each other in a circle
 //! (`.ci/module-cycles.py` checks it in CI): `stats`, `verdict`, `comparison`, `evaluate`,
-//! `baseline`, `results`, `resources`, `report`, `profile`, `peers`, `sanitize`, `history`, `shard` and
-//! `validate` know nothing of `gpu`, `cli`, `commands` or `github`; `text` (showing untrusted
+//! `energy`, `baseline`, `results`, `resources`, `report`, `profile`, `peers`, `sanitize`,
+//! `history`, `shard` and `validate` know nothing of `gpu`, `cli`, `commands` or `github`; `text` (showing untrusted
 //! text), `yaml` (the depth of YAML text) and `child_env` (what a started process may see of
 //! the environment) know nothing of the crate at all. Modules the integration tests do not
 //! use are `pub(crate)`, so the compiler reports what is dead.

@@ -170,6 +170,12 @@ impl ResourceSection {
         })
     }
 
+    /// What the columns are, for the line under the table: the register count is the one
+    /// the kernel is launched with (a kernel that reallocates with `setmaxnreg` runs its
+    /// warps with others), and the CUBIN's static shared memory includes what the module
+    /// reserves for the driver (1 KiB on sm_90).
+    pub const LEGEND: &'static str = "regs: per thread at launch (setmaxnreg can move them while it runs); spills from ptxas's report (? where it could not be believed); static smem: the CUBIN's, with the 1 KiB sm_90 reserves for the driver; CTAs/SM: the driver's occupancy for this launch's block and dynamic shared memory";
+
     /// The line under the table (or alone, where nothing moved).
     pub fn summary(&self) -> String {
         let kernels = |n: usize| if n == 1 { "kernel" } else { "kernels" };

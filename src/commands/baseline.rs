@@ -46,9 +46,28 @@ pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
     let mut rows: Vec<Vec<String>> = Vec::new();
     let mut bad = Vec::new();
     let mut resources = Vec::new();
+    let mut energy = Vec::new();
     for (path, loaded) in files {
         match loaded {
             Ok(b) => {
+                energy.extend(b.shapes.iter().filter_map(|s| {
+                    // Recomputed from the stored windows, as the reports do.
+                    let e = crate::energy::SideEnergy::from_rounds(
+                        s.energy.as_ref()?.rounds.clone(),
+                        s.params.flops(),
+                        0.95,
+                    );
+                    let mj = e.mj_per_call?;
+                    Some(terminal_text(&format!(
+                        "{}: {} {:.4} mJ/call [{:.4}, {:.4}] over {} windows",
+                        path.display(),
+                        s.name,
+                        mj.mean,
+                        mj.lo,
+                        mj.hi,
+                        mj.rounds
+                    )))
+                }));
                 resources.extend(
                     b.kernel_resources.iter().map(|k| {
                         terminal_text(&format!("{}: {}", path.display(), resource_line(k)))
@@ -100,6 +119,14 @@ pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
         if !resources.is_empty() {
             println!("Compiler resources recorded:");
             for line in &resources {
+                println!("  {line}");
+            }
+        }
+        if !energy.is_empty() {
+            println!(
+                "Energy per call recorded (mean [95% t interval] of the recording processes' windows taken together; the spread between processes is not in it):"
+            );
+            for line in &energy {
                 println!("  {line}");
             }
         }

@@ -8,7 +8,7 @@ use crate::energy::{RoundEstimate, ShapeEnergy, SideEnergy};
 /// The table's title, with how the figures were read.
 pub(crate) fn title(report: &Report) -> String {
     let mut t = String::from(
-        "Energy per call (NVML board energy over back-to-back replays; mean [95% t interval over windows]; not part of the verdict)",
+        "Energy per call (NVML board energy over back-to-back replays; mean [95% t interval over this run's windows, not the spread between runs]; not part of the verdict)",
     );
     if let Some(info) = &report.energy_info
         && let (Some(u), Some(r)) = (info.update_ms, info.read_ms)

@@ -116,7 +116,39 @@ fn row_json(row: &Row) -> Value {
 
 impl Exporter for JsonExporter {
     fn render(&self, report: &Report) -> String {
-        let value = Value::Array(report.rows.iter().map(row_json).collect());
+        let value = Value::Array(
+            report
+                .rows
+                .iter()
+                .map(|row| {
+                    let mut v = row_json(row);
+                    // Energy per call (never part of the verdict), as the table shows it:
+                    // recomputed from the windows, with why a figure is withheld.
+                    if let Some((_, e)) = report.energy.iter().find(|(name, _)| *name == row.shape)
+                        && let Value::Object(o) = &mut v
+                    {
+                        let side = |s: &crate::energy::SideEnergy| {
+                            json!({
+                                "mj_per_call": s.mj_per_call,
+                                "tflops_per_watt": s.tflops_per_watt,
+                                "windows": s.rounds.len(),
+                                "withheld": s.withheld,
+                            })
+                        };
+                        o.insert(
+                            "energy".into(),
+                            json!({
+                                "of": "NVML board energy over back-to-back replays, mJ per call and TFLOP/s per W; mean and 95% t interval over this run's windows (not the spread between runs); not part of the verdict",
+                                "candidate": side(&e.candidate),
+                                "base": e.base.as_ref().map(side),
+                                "cand_over_base": e.ratio(),
+                            }),
+                        );
+                    }
+                    v
+                })
+                .collect(),
+        );
         let mut s = serde_json::to_string_pretty(&value).unwrap_or_else(|_| "null".into());
         s.push('\n');
         s

@@ -480,7 +480,11 @@ fn resources_table(r: &crate::resources::ResourceSection, md: &mut String) {
     for row in &r.rows {
         let _ = writeln!(md, "| {} |", cells(row));
     }
-    md.push('\n');
+    let _ = writeln!(
+        md,
+        "\n<sub>{}</sub>\n",
+        escape_markdown(crate::resources::ResourceSection::LEGEND)
+    );
 }
 
 fn summary_table(report: &Report, md: &mut String) {

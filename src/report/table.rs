@@ -355,6 +355,10 @@ impl Exporter for TableExporter {
                     self.width,
                     "with --wide",
                 ));
+                out.push_str(&wrap_lines(
+                    &[crate::resources::ResourceSection::LEGEND.to_string()],
+                    self.width,
+                ));
             }
         }
         for (shape, p) in report.profiled() {

@@ -735,6 +735,20 @@ fn energy_per_call_is_reported_per_side_withheld_where_unresolved_and_never_deci
         "{md}"
     );
 
+    let json = s.local(&a, &b).args(["--format", "json"]).output().unwrap();
+    let rows: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let r0 = rows[0]["energy"]["cand_over_base"].as_f64().unwrap();
+    assert!((r0 / 1.26 - 1.0).abs() < 0.03, "{}", rows[0]["energy"]);
+    assert!(rows[2]["energy"]["candidate"]["mj_per_call"].is_null());
+    assert!(
+        rows[2]["energy"]["candidate"]["withheld"]
+            .as_str()
+            .unwrap()
+            .contains("windows usable"),
+        "{}",
+        rows[2]["energy"]
+    );
+
     // Off: no windows, no table, and the same verdicts.
     std::fs::write(
         s.path("sim.yaml"),
