@@ -512,8 +512,8 @@ pub struct MeasureSettings {
     /// Energy is reported and stored, never part of a verdict (src/energy.rs).
     #[serde(deserialize_with = "energy_rounds")]
     pub energy_rounds: u32,
-    /// Moves of NVML's energy counter each window spans after its first (~100 ms apart on an
-    /// H100): more is a longer, finer window.
+    /// Moves of NVML's energy counter each window spans at least, after its first (~100 ms
+    /// apart on an H100); a window also runs until its span is timed to 1%.
     #[serde(deserialize_with = "energy_updates")]
     pub energy_updates: u32,
 }

@@ -2,20 +2,22 @@
 //! millijoules per call and what it delivers in TFLOP/s per watt, with an interval over
 //! rounds. Reported and stored, never part of a verdict.
 //!
-//! How it is measured (`gpu::measure::energy_window`): after a shape's timed pairs, each
-//! side gets `measure.energy_rounds` windows of its own graph replayed back to back (every
-//! replay poisoned and checked like a timed sample, so a kernel that skips work in a window
-//! fails parity). NVML's total-energy counter does not count continuously: on the H100 it
-//! moves every ~100 ms (bench/nvml_energy_probe.py, docs/PERF.md), and each read takes
-//! 2–5 ms. A reading around a 2 ms sample therefore says nothing, and one around a window
-//! is off by up to a whole update on each end. So a window runs until the counter has moved
-//! `measure.energy_updates` times after its first move, and the board's mean power is the
-//! energy between the first and the last move over the time between them (each move's time
-//! known to within the reads around it). Where the counter is missing, the mean of NVML's
-//! power samples inside the window stands in. Energy per call is that power times one
-//! call's GPU time in the window's replays (W · ms = mJ): the poisoning and checks between
-//! replays are assumed to draw the same power, and a window where they take more than half
-//! the GPU time is not used.
+//! How it is measured (`gpu::measure::energy_window`): after everything timed, each side of a
+//! shape gets `measure.energy_rounds` windows of its own graph replayed back to back (every
+//! replay poisoned, a secret quarter of them checked like a timed sample, so a kernel that
+//! skips work in a window fails parity). NVML's total-energy counter does not count
+//! continuously: on the H100 it moves every ~100 ms (bench/nvml_energy_probe.py,
+//! docs/PERF.md), and each read takes 2–5 ms. A reading around a 2 ms sample therefore says
+//! nothing, and one around a window is off by up to a whole update at each end. So a thread
+//! of its own reads the counter back to back while the window runs, bracketing each move
+//! between the read that still saw the old value and the one that saw the new; the window
+//! runs until the counter has moved `measure.energy_updates` times after its first move and
+//! two moves that far apart span a time known to a third of [`MAX_RESOLUTION`]. The board's
+//! mean power is the energy between the best-timed such pair over the time between them.
+//! Where the counter is missing, the mean of NVML's power samples inside the window stands
+//! in. Energy per call is that power times one call's GPU time in the window's replays
+//! (W · ms = mJ): the poisoning and checks between replays are assumed to draw the same
+//! power, and a window where they take more than half the GPU time is not used.
 //!
 //! A round's figure is withheld when it cannot resolve the energy: fewer than two counter
 //! moves, or an uncertainty (the reads' timing and the counter's 1 mJ step) above
