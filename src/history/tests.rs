@@ -513,6 +513,45 @@ fn the_chart_is_an_svg_with_a_panel_per_series() {
     assert!(render_svg(&one).unwrap().contains("<svg"));
 }
 
+#[test]
+fn energy_per_call_is_charted_on_a_second_axis_where_runs_measured_it() {
+    let with_energy = |i: usize, mj: f64| Record {
+        mj_per_call: Some(mj),
+        mj_interval: Some(Span {
+            low: mj * 0.99,
+            high: mj * 1.01,
+        }),
+        ..record(i, "b2h8s512d64_f16", 10.0)
+    };
+    let h = history_of(&[
+        with_energy(1, 2.5),
+        with_energy(2, 2.6),
+        record(3, "b2h8s512d64_f16", 10.0),
+    ]);
+    let s = series(&h, &Filter::default());
+    assert_eq!(s[0].points[0].mj_per_call, Some(2.5));
+    assert_eq!(s[0].points[2].mj_per_call, None);
+    let t = trends(s, &changepoint::Params::default());
+    let svg = render_svg(&t).unwrap();
+    assert!(svg.contains("mJ per call (orange)"), "no energy axis");
+    // Runs without energy: no second axis.
+    let plain = trends(
+        series(
+            &history_of(&[record(1, "a", 10.0), record(2, "a", 10.0)]),
+            &Filter::default(),
+        ),
+        &changepoint::Params::default(),
+    );
+    assert!(!render_svg(&plain).unwrap().contains("mJ per call"));
+    // A record's energy is checked like its times.
+    let bad = Record {
+        mj_per_call: Some(-1.0),
+        ..record(1, "a", 10.0)
+    };
+    let line = serde_json::to_string(&bad).unwrap_or_default();
+    assert!(History::parse(&line, Path::new("h.jsonl")).is_err());
+}
+
 mod fuzz {
     use proptest::prelude::*;
 
