@@ -126,6 +126,24 @@ fn round_seeds(gpu: &Gpu, seed: u64, round: u64, sets: usize) -> Vec<u64> {
         .collect()
 }
 
+/// The reference outputs of round `round`: fresh inputs of its own seeds (the cache mode's
+/// sets of them), the reference kernel's outputs on sampled rows drawn with `salt`.
+fn round_refs(b: &Bench<'_>, seed: u64, round: u64, salt: u64) -> Result<RefSet, GpuError> {
+    let sets = sets_for(b.gpu, b.shape, b.settings.cache)?;
+    RefSet::new(
+        b.gpu,
+        b.shape,
+        round_seeds(b.gpu, seed, round, sets),
+        b.gpu.run_key,
+        Rows::Sample(SAMPLED_ROWS),
+        &mut b.gpu.run_key.rng(seed ^ round.rotate_left(29) ^ salt),
+    )
+}
+
+/// The row-sampling salts of timed rounds and of energy windows' rounds.
+const TIMED_SALT: u64 = 0x0005_a3b1_e5d0;
+const ENERGY_SALT: u64 = 0x0e4e_7a1e_5d0f;
+
 /// Measures `rounds` rounds of one shape with the device's own attention kernel (each round
 /// on fresh buffers).
 pub fn measure(
@@ -152,19 +170,8 @@ pub fn extend(
     let start = Instant::now();
     for _ in 0..rounds {
         let round = side.m.rounds.len() as u64;
-        let sets = sets_for(b.gpu, b.shape, b.settings.cache)?;
         let t = Instant::now();
-        let refs = RefSet::new(
-            b.gpu,
-            b.shape,
-            round_seeds(b.gpu, seed, round, sets),
-            b.gpu.run_key,
-            Rows::Sample(SAMPLED_ROWS),
-            &mut b
-                .gpu
-                .run_key
-                .rng(seed ^ round.rotate_left(29) ^ 0x0005_a3b1_e5d0),
-        )?;
+        let refs = round_refs(b, seed, round, TIMED_SALT)?;
         add_phase(t, |p| &mut p.references_s);
         let t = Instant::now();
         let mut prepared = prepare_round(b, side, &refs, seed)?;
@@ -241,19 +248,8 @@ pub fn measure_pairs(
         };
         let start = Instant::now();
         let round = sides[1].m.rounds.len() as u64;
-        let sets = sets_for(b.gpu, b.shape, b.settings.cache)?;
         let t = Instant::now();
-        let refs = RefSet::new(
-            b.gpu,
-            b.shape,
-            round_seeds(b.gpu, seed, round, sets),
-            b.gpu.run_key,
-            Rows::Sample(SAMPLED_ROWS),
-            &mut b
-                .gpu
-                .run_key
-                .rng(seed ^ round.rotate_left(29) ^ 0x0005_a3b1_e5d0),
-        )?;
+        let refs = round_refs(b, seed, round, TIMED_SALT)?;
         add_phase(t, |p| &mut p.references_s);
         let mut prepared: [Option<PreparedRound>; 2] = [None, None];
         for i in sequence {
@@ -782,18 +778,7 @@ pub fn measure_energy(
     for r in 0..rounds {
         // Seeds apart from the timed rounds', so no window reuses a timed round's inputs.
         let index = 1_000_000 + u64::from(r);
-        let sets = sets_for(b.gpu, b.shape, b.settings.cache)?;
-        let refs = RefSet::new(
-            b.gpu,
-            b.shape,
-            round_seeds(b.gpu, seed, index, sets),
-            b.gpu.run_key,
-            Rows::Sample(SAMPLED_ROWS),
-            &mut b
-                .gpu
-                .run_key
-                .rng(seed ^ index.rotate_left(29) ^ 0x0e4e_7a1e_5d0f),
-        )?;
+        let refs = round_refs(b, seed, index, ENERGY_SALT)?;
         let order: Vec<usize> = if r % 2 == 0 {
             (0..sides.len()).collect()
         } else {

@@ -455,6 +455,25 @@ fn parity_detail(p: &crate::results::Parity) -> String {
 /// The short table a reviewer reads: the shape, its verdict, the figure that decided it
 /// (named), that figure's interval, the other reference, the candidate's p50 and parity.
 /// "Compiler resources": a row per kernel whose figures moved, or one line where none did.
+/// A Markdown table of `header` and `rows`, every cell escaped.
+fn table_rows(md: &mut String, header: &[String], rows: &[Vec<String>]) {
+    let cells = |row: &[String]| {
+        row.iter()
+            .map(|c| escape_markdown(c))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    };
+    let _ = writeln!(
+        md,
+        "| {} |\n|{}",
+        cells(header),
+        "---|".repeat(header.len())
+    );
+    for row in rows {
+        let _ = writeln!(md, "| {} |", cells(row));
+    }
+}
+
 fn resources_table(r: &crate::resources::ResourceSection, md: &mut String) {
     if r.rows.is_empty() {
         let _ = writeln!(md, "<sub>{}</sub>\n", escape_markdown(&r.summary()));
@@ -465,21 +484,7 @@ fn resources_table(r: &crate::resources::ResourceSection, md: &mut String) {
         "**Compiler resources** {}\n",
         escape_markdown(&r.summary())
     );
-    let cells = |row: &[String]| {
-        row.iter()
-            .map(|c| escape_markdown(c))
-            .collect::<Vec<_>>()
-            .join(" | ")
-    };
-    let _ = writeln!(
-        md,
-        "| {} |\n|{}",
-        cells(&r.header),
-        "---|".repeat(r.header.len())
-    );
-    for row in &r.rows {
-        let _ = writeln!(md, "| {} |", cells(row));
-    }
+    table_rows(md, &r.header, &r.rows);
     let _ = writeln!(
         md,
         "\n<sub>{}</sub>\n",
@@ -662,26 +667,7 @@ impl Exporter for MarkdownExporter {
                 md,
                 "**Against PyTorch** (same run, same method; ×: our p50 / theirs, below 1 is faster)\n"
             );
-            let _ = writeln!(
-                md,
-                "| {} |\n|{}",
-                peer_header
-                    .iter()
-                    .map(|h| escape_markdown(h))
-                    .collect::<Vec<_>>()
-                    .join(" | "),
-                "---|".repeat(peer_header.len())
-            );
-            for r in &peer_rows {
-                let _ = writeln!(
-                    md,
-                    "| {} |",
-                    r.iter()
-                        .map(|c| escape_markdown(c))
-                        .collect::<Vec<_>>()
-                        .join(" | ")
-                );
-            }
+            table_rows(&mut md, &peer_header, &peer_rows);
             md.push('\n');
         }
         let (energy_header, energy_rows, energy_why) = super::energy::energy_rows(report);
@@ -691,26 +677,7 @@ impl Exporter for MarkdownExporter {
                 "<details><summary>{}</summary>\n",
                 escape_markdown(&super::energy::title(report))
             );
-            let _ = writeln!(
-                md,
-                "| {} |\n|{}",
-                energy_header
-                    .iter()
-                    .map(|h| escape_markdown(h))
-                    .collect::<Vec<_>>()
-                    .join(" | "),
-                "---|".repeat(energy_header.len())
-            );
-            for r in &energy_rows {
-                let _ = writeln!(
-                    md,
-                    "| {} |",
-                    r.iter()
-                        .map(|c| escape_markdown(c))
-                        .collect::<Vec<_>>()
-                        .join(" | ")
-                );
-            }
+            table_rows(&mut md, &energy_header, &energy_rows);
             for w in &energy_why {
                 let _ = writeln!(md, "\n<sub>{}</sub>", escape_markdown(w));
             }
