@@ -619,23 +619,12 @@ pub fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
         kernels_dir: args.kernels.clone(),
         tmp,
         measure: Box::new(move |base: &BaseKernels, cand: &Path| {
-            pipeline::run(RunPlan {
-                config: measure_config.clone(),
-                shapes: measure_shapes.clone(),
-                kernels: cand.to_path_buf(),
-                base: Some(base.clone()),
-                ab: AbMode::WhenDifferent,
-                against: Against::Nothing,
-                parity: true,
-                peers: false,
-                rounds: None,
-                inject: None,
-                policy: Policy::default(),
-                trace_drift: false,
-                progress: false,
-                // A bisect step asks one question, slower or not: no energy windows.
-                energy: false,
-            })
+            pipeline::run(step_plan(
+                measure_config.clone(),
+                measure_shapes.clone(),
+                base.clone(),
+                cand.to_path_buf(),
+            ))
         }),
         seen,
         steps: Vec::new(),
@@ -738,6 +727,33 @@ pub fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
+    }
+}
+
+/// The plan of one bisect step: `cand`'s kernels against `base`'s in one process, parity on,
+/// under the gate's own two-stage design; no stored baseline, no peers, no energy windows (a
+/// step asks one question: slower or not).
+pub(super) fn step_plan(
+    config: Config,
+    shapes: Vec<ShapeParams>,
+    base: BaseKernels,
+    cand: PathBuf,
+) -> RunPlan {
+    RunPlan {
+        config,
+        shapes,
+        kernels: cand,
+        base: Some(base),
+        ab: AbMode::WhenDifferent,
+        against: Against::Nothing,
+        parity: true,
+        peers: false,
+        rounds: None,
+        inject: None,
+        policy: Policy::default(),
+        trace_drift: false,
+        progress: false,
+        energy: false,
     }
 }
 

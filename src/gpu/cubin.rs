@@ -108,7 +108,12 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-fn first_violation(data: &[u8]) -> Result<Option<Violation>, String> {
+type Sections<'a> = object::read::elf::SectionTable<'a, FileHeader64<Endianness>>;
+type Symbols<'a> = object::read::elf::SymbolTable<'a, FileHeader64<Endianness>>;
+
+/// A CUDA module's byte order, section table and symbol table, or why it is not one (one
+/// clause). Every read is bounds-checked by `object`.
+fn cuda_elf(data: &[u8]) -> Result<(Endianness, Sections<'_>, Symbols<'_>), String> {
     let header = FileHeader64::<Endianness>::parse(data)
         .map_err(|e| format!("it is not a 64-bit ELF file ({e})"))?;
     let endian = header
@@ -123,6 +128,11 @@ fn first_violation(data: &[u8]) -> Result<Option<Violation>, String> {
     let symbols = sections
         .symbols(endian, data, elf::SHT_SYMTAB)
         .map_err(|e| format!("its symbol table is invalid ({e})"))?;
+    Ok((endian, sections, symbols))
+}
+
+fn first_violation(data: &[u8]) -> Result<Option<Violation>, String> {
+    let (endian, sections, symbols) = cuda_elf(data)?;
     let name_of = |sym: &elf::Sym64<Endianness>| {
         symbols
             .symbol_name(endian, sym)
@@ -223,20 +233,7 @@ fn info_attributes(section: &[u8]) -> Vec<(u8, usize, u32)> {
 /// order; an error (one clause) where the ELF cannot be read or an entry has no register
 /// count or frame size. The CUBIN is attacker-produced: every read is bounds-checked.
 pub(crate) fn cubin_kernels(data: &[u8]) -> Result<Vec<CubinKernel>, String> {
-    let header = FileHeader64::<Endianness>::parse(data)
-        .map_err(|e| format!("it is not a 64-bit ELF file ({e})"))?;
-    let endian = header
-        .endian()
-        .map_err(|e| format!("its ELF header is invalid ({e})"))?;
-    if header.e_machine(endian) != elf::EM_CUDA {
-        return Err("it is not a CUDA module (ELF machine type)".into());
-    }
-    let sections = header
-        .sections(endian, data)
-        .map_err(|e| format!("its section table is invalid ({e})"))?;
-    let symbols = sections
-        .symbols(endian, data, elf::SHT_SYMTAB)
-        .map_err(|e| format!("its symbol table is invalid ({e})"))?;
+    let (endian, sections, symbols) = cuda_elf(data)?;
     let mut named = std::collections::HashMap::new();
     for (index, section) in sections.enumerate() {
         let name = sections

@@ -206,26 +206,17 @@ impl SimJudge {
             Some(base),
             cand,
         );
-        let plan = RunPlan {
-            config: self.config.clone(),
-            shapes: self.config.shapes.clone(),
-            kernels: PathBuf::from("cand"),
-            base: Some(BaseKernels {
+        // The command's own step plan.
+        let plan = step_plan(
+            self.config.clone(),
+            self.config.shapes.clone(),
+            BaseKernels {
                 dir: PathBuf::from("base"),
                 source: "base".into(),
                 commit: None,
-            }),
-            ab: AbMode::WhenDifferent,
-            against: Against::Nothing,
-            parity: true,
-            peers: false,
-            rounds: None,
-            inject: None,
-            policy: Policy::default(),
-            trace_drift: false,
-            progress: false,
-            energy: false,
-        };
+            },
+            PathBuf::from("cand"),
+        );
         match pipeline::run_with(plan, &mut backend, Instant::now()) {
             Ok(r) => classify(&r).0,
             Err(e) => Call::Skipped(e.to_string()),
