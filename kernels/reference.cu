@@ -173,3 +173,153 @@ extern "C" __global__ void __launch_bounds__(REF_THREADS)
         q, k, v, out + ((size_t)blockIdx.y * nrows + blockIdx.x) * (size_t)head_dim, seq_len,
         head_dim, scale, causal, rows[blockIdx.x]);
 }
+
+// ---- The reference of every timed launch (each launch its own q and scale) ----
+//
+//   attention_ref_launches_f16 / attention_ref_launches_bf16(const float* qrows,
+//       const unsigned short* k, const unsigned short* v, const float* scales,
+//       const int* rows, int nrows, int heads, int seq_len, int head_dim, int causal,
+//       int sets, float* out)
+//   grid (heads = batch * heads, launches), block REF_L_THREADS. Block (h, i) computes the
+//   rows rows[i*nrows + t] (t < nrows <= REF_L_MAX_ROWS; each < seq_len) of (batch, head) h
+//   of launch i: its query rows qrows[((i*heads + h)*nrows + t)*head_dim ..] (fp32, already
+//   rounded to the dtype: launch_rows_* in util.cu makes them), its scale scales[i], and
+//   the key/value set i % sets (k and v hold `sets` sets back to back, each
+//   heads*seq_len*head_dim elements); it writes out[((i*heads + h)*nrows + t)*head_dim + c],
+//   compact [launches, heads, nrows, head_dim]. fp32 throughout, the accurate expf, each
+//   score computed once: keys in chunks of REF_L_THREADS (one key per thread), softmax
+//   online across chunks (running max and sum per row, the accumulated output rescaled
+//   when the max grows). Causal: row r sees keys 0 ..= r. head_dim 1 .. REF_MAX_D.
+
+#define REF_L_THREADS 128
+#define REF_L_MAX_ROWS 8
+#define REF_L_ACC (REF_L_MAX_ROWS * REF_MAX_D / REF_L_THREADS)
+
+namespace cg_ref {
+
+template <bool BF16>
+__device__ void attention_ref_launch(const float* __restrict__ qrows,
+                                     const unsigned short* __restrict__ k,
+                                     const unsigned short* __restrict__ v,
+                                     const float* __restrict__ scales,
+                                     const int* __restrict__ rows, int nrows, int heads,
+                                     int seq_len, int head_dim, int causal, int sets,
+                                     float* __restrict__ out) {
+    __shared__ float qs[REF_L_MAX_ROWS][REF_MAX_D];
+    __shared__ float ps[REF_L_MAX_ROWS][REF_L_THREADS];
+    __shared__ float row_max[REF_L_MAX_ROWS], row_sum[REF_L_MAX_ROWS],
+        row_alpha[REF_L_MAX_ROWS];
+    __shared__ int row_of[REF_L_MAX_ROWS];
+    if (nrows < 1 || nrows > REF_L_MAX_ROWS || head_dim < 1 || head_dim > REF_MAX_D ||
+        sets < 1 || seq_len < 1)
+        return;
+    const int d = head_dim, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const unsigned long long h = blockIdx.x, i = blockIdx.y;
+    const unsigned long long n = (unsigned long long)heads * seq_len * d;
+    const unsigned long long slice = (i % (unsigned long long)sets) * n + h * seq_len * d;
+    const unsigned short* kb = k + slice;
+    const unsigned short* vb = v + slice;
+    const float scale = scales[i];
+    const float* q = qrows + (i * heads + h) * nrows * d;
+
+    for (int x = tid; x < nrows * d; x += REF_L_THREADS) qs[x / d][x % d] = q[x];
+    if (tid < nrows) {
+        row_of[tid] = min(max(rows[i * nrows + tid], 0), seq_len - 1);
+        row_max[tid] = -__int_as_float(0x7f800000);
+        row_sum[tid] = 0.f;
+    }
+    __syncthreads();
+    // Keys any row sees: 0 .. n_keys-1.
+    int n_keys = seq_len;
+    if (causal) {
+        n_keys = 0;
+        for (int t = 0; t < nrows; ++t) n_keys = max(n_keys, row_of[t] + 1);
+    }
+    float acc[REF_L_ACC];
+    for (int a = 0; a < REF_L_ACC; ++a) acc[a] = 0.f;
+
+    for (int j0 = 0; j0 < n_keys; j0 += REF_L_THREADS) {
+        // Scores: thread tid takes key j0 + tid, for every row.
+        const int j = j0 + tid;
+        for (int t = 0; t < nrows; ++t) {
+            float s = -__int_as_float(0x7f800000);
+            if (j < n_keys && (!causal || j <= row_of[t])) {
+                float dot = 0.f;
+                for (int c = 0; c < d; ++c) dot += qs[t][c] * to_f32<BF16>(kb[(size_t)j * d + c]);
+                s = dot * scale;
+            }
+            ps[t][tid] = s;
+        }
+        __syncthreads();
+        // Online softmax: warp w takes rows w, w + 4, ...; key 0 is in the first chunk and
+        // every row sees it, so a row's max is finite from the first chunk on.
+        for (int t = warp; t < nrows; t += REF_L_THREADS / 32) {
+            float m = -__int_as_float(0x7f800000);
+            for (int x = lane; x < REF_L_THREADS; x += 32) m = fmaxf(m, ps[t][x]);
+            m = warp_max(m);
+            const float m_old = row_max[t];
+            const float m_new = fmaxf(m_old, m);
+            float sum = 0.f;
+            for (int x = lane; x < REF_L_THREADS; x += 32) {
+                const float p = expf(ps[t][x] - m_new);  // exp(-inf) = 0 for masked keys
+                ps[t][x] = p;
+                sum += p;
+            }
+            sum = warp_sum(sum);
+            if (lane == 0) {
+                const float alpha = expf(m_old - m_new);  // 0 on the first chunk
+                row_alpha[t] = alpha;
+                row_sum[t] = row_sum[t] * alpha + sum;
+                row_max[t] = m_new;
+            }
+        }
+        __syncthreads();
+        // P.V: thread tid owns outputs (t, c) = tid, tid + REF_L_THREADS, ... of nrows x d.
+        const int keys = min(REF_L_THREADS, n_keys - j0);
+        for (int a = 0; a < REF_L_ACC; ++a) {
+            const int x = tid + a * REF_L_THREADS;
+            if (x >= nrows * d) break;
+            const int t = x / d, c = x % d;
+            float o = acc[a] * row_alpha[t];
+            for (int jj = 0; jj < keys; ++jj)
+                o += ps[t][jj] * to_f32<BF16>(vb[(size_t)(j0 + jj) * d + c]);
+            acc[a] = o;
+        }
+        __syncthreads();
+    }
+    float* o = out + (i * heads + h) * nrows * d;
+    for (int a = 0; a < REF_L_ACC; ++a) {
+        const int x = tid + a * REF_L_THREADS;
+        if (x >= nrows * d) break;
+        o[x] = acc[a] / row_sum[x / d];
+    }
+}
+
+}  // namespace cg_ref
+
+extern "C" {
+__constant__ int attention_ref_launches_f16_launch[3] = {1, REF_L_THREADS, 0};
+__constant__ int attention_ref_launches_bf16_launch[3] = {1, REF_L_THREADS, 0};
+}
+
+extern "C" __global__ void __launch_bounds__(REF_L_THREADS)
+    attention_ref_launches_f16(const float* __restrict__ qrows,
+                               const unsigned short* __restrict__ k,
+                               const unsigned short* __restrict__ v,
+                               const float* __restrict__ scales, const int* __restrict__ rows,
+                               int nrows, int heads, int seq_len, int head_dim, int causal,
+                               int sets, float* __restrict__ out) {
+    cg_ref::attention_ref_launch<false>(qrows, k, v, scales, rows, nrows, heads, seq_len,
+                                        head_dim, causal, sets, out);
+}
+
+extern "C" __global__ void __launch_bounds__(REF_L_THREADS)
+    attention_ref_launches_bf16(const float* __restrict__ qrows,
+                                const unsigned short* __restrict__ k,
+                                const unsigned short* __restrict__ v,
+                                const float* __restrict__ scales, const int* __restrict__ rows,
+                                int nrows, int heads, int seq_len, int head_dim, int causal,
+                                int sets, float* __restrict__ out) {
+    cg_ref::attention_ref_launch<true>(qrows, k, v, scales, rows, nrows, heads, seq_len,
+                                       head_dim, causal, sets, out);
+}

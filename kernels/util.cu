@@ -86,14 +86,17 @@ extern "C" __global__ void spin_cycles(long long cycles) {
 //       compute. Zero *out first.
 //   check_outputs(const float* region, const unsigned long long* slot_offsets,
 //                 const unsigned long long* ref_offsets, const float* refs, const int* rows,
-//                 int nrows, int seq_len, int head_dim, unsigned long long n,
-//                 unsigned int poison, CgCheck* results)
+//                 int nrows, int rows_stride, int seq_len, int head_dim,
+//                 unsigned long long n, unsigned int poison, CgCheck* results)
 //       blockIdx.y = slot s, an output of n = batch*heads*seq_len*head_dim floats at
 //       region + slot_offsets[s]: counts its elements still holding the poison pattern and its
-//       non-finite ones (all n), and compares the query rows rows[0 .. nrows) of every
-//       (batch, head) with the reference at refs + ref_offsets[s] (compact, as
-//       attention_ref_rows writes it), accumulating into results[s] the largest |out - ref|
-//       (as float bits) and the sums of (out - ref)^2 and ref^2 (the relative L2 error).
+//       non-finite ones (all n), and compares the query rows rs[0 .. nrows) of every
+//       (batch, head), rs = rows + s * rows_stride (0: one list for every slot; nrows: a list
+//       of its own per slot, as launch_rows_* writes them), with the reference at
+//       refs + ref_offsets[s] (compact [batch*heads, nrows, head_dim], as attention_ref_rows
+//       and attention_ref_launches write it), accumulating into results[s] the largest
+//       |out - ref| (as float bits) and the sums of (out - ref)^2 and ref^2 (the relative L2
+//       error). A row outside 0 .. seq_len-1 counts every element of it as non-finite.
 //       Zero results first.
 //   check_fill(const unsigned int* region, const unsigned long long* offsets,
 //              const unsigned long long* lens, unsigned int value,
@@ -182,8 +185,9 @@ extern "C" __global__ void check_outputs(const float* __restrict__ region,
                                          const unsigned long long* __restrict__ slot_offsets,
                                          const unsigned long long* __restrict__ ref_offsets,
                                          const float* __restrict__ refs,
-                                         const int* __restrict__ rows, int nrows, int seq_len,
-                                         int head_dim, unsigned long long n, unsigned int poison,
+                                         const int* __restrict__ rows, int nrows,
+                                         int rows_stride, int seq_len, int head_dim,
+                                         unsigned long long n, unsigned int poison,
                                          CgCheck* results) {
     __shared__ unsigned long long sh_u[32];
     __shared__ double sh_d[32];
@@ -191,6 +195,7 @@ extern "C" __global__ void check_outputs(const float* __restrict__ region,
     const unsigned int slot = blockIdx.y;
     const float* out = region + slot_offsets[slot];
     const float* ref = refs + ref_offsets[slot];
+    const int* rs = rows + (size_t)slot * (size_t)rows_stride;
     unsigned long long unwritten = 0, nonfinite = 0;
     unsigned int max_bits = 0;
     double diff2 = 0.0, ref2 = 0.0;
@@ -210,7 +215,12 @@ extern "C" __global__ void check_outputs(const float* __restrict__ region,
     for (unsigned long long j = cg_tid(); j < m; j += cg_nthreads()) {
         const unsigned long long bh = j / per_head, rest = j % per_head;
         const unsigned long long r = rest / d, c = rest % d;
-        const float o = out[(bh * seq_len + rows[r]) * d + c];
+        const int row = rs[r];
+        if (row < 0 || row >= seq_len) {  // never written so by the harness: fail, never read
+            ++nonfinite;
+            continue;
+        }
+        const float o = out[(bh * seq_len + row) * d + c];
         const unsigned int bits = __float_as_uint(o);
         if ((bits & 0x7f800000u) == 0x7f800000u) continue;  // counted above
         const float want = ref[j];
@@ -243,6 +253,123 @@ extern "C" __global__ void check_fill(const unsigned int* __restrict__ region,
     const unsigned long long len = lens[span];
     unsigned long long bad = 0;
     for (unsigned long long i = cg_tid(); i < len; i += cg_nthreads()) bad += p[i] != value;
+    bad = cg_warp_sum_u64(bad);
+    if ((threadIdx.x & 31) == 0 && bad) atomicAdd(mismatches, bad);
+}
+
+// ---- Every timed launch computes a function of its own (issue 29) ----
+//
+// In a sample's CUDA graph, launch i reads its own q (a slice of one pool, n elements each)
+// and gets its own softmax scale; before every sample the whole pool is filled again from a
+// new secret key, so no launch of the run computes what another one did: a copied output, a
+// cached intermediate (QK^T) or a remembered pointer is simply wrong, wherever it was kept.
+//
+//   cg_launch_seed(key, i) = key ^ (0xD1B54A32D192ED03 * (i + 1))
+//       the seed of launch i's q: its values are exactly fill_normal_*(seed).
+//   fill_q_pool_f16 / fill_q_pool_bf16(unsigned short* dst, unsigned long long n,
+//                                      unsigned long long key)
+//       blockIdx.y = launch i: dst[i*n + j] = fill_normal's element j of seed
+//       cg_launch_seed(key, i), for j < n (grid-stride in x).
+//   launch_rows_f16 / launch_rows_bf16(unsigned long long key, unsigned long long row_key,
+//       int heads, int seq_len, int head_dim, int nrows, int* rows, float* qrows)
+//       grid (nrows, heads, launches), any block: row t of launch i is
+//       cg_launch_row(row_key, i, t) (t = 0: the last row, seq_len - 1; else a secret random
+//       row), written to rows[i*nrows + t]; and the dtype-rounded q values of that row of
+//       head h of launch i's q (as fill_q_pool made them from `key`), as fp32, to
+//       qrows[((i*heads + h)*nrows + t)*head_dim + c]: what attention_ref_launches_* reads.
+//       The reference never reads the pool the kernel under test could have written.
+//   check_bytes(const unsigned long long* addrs, const unsigned long long* offsets,
+//               const unsigned char* image, unsigned long long* mismatches)
+//       blockIdx.y = span s: the bytes at device address addrs[s], offsets[s+1] - offsets[s]
+//       of them, are compared with image[offsets[s] ..]; each byte that differs adds 1 to
+//       *mismatches. Nothing is written: the timed module's __constant__ data verified
+//       before and after every sample (a kernel can write it through a generic address), a
+//       change failing the round.
+
+__device__ __forceinline__ unsigned long long cg_launch_seed(unsigned long long key,
+                                                             unsigned long long i) {
+    return key ^ (0xD1B54A32D192ED03ull * (i + 1ull));
+}
+
+__device__ __forceinline__ int cg_launch_row(unsigned long long row_key, unsigned long long i,
+                                             int t, int nrows, int seq_len) {
+    if (t == 0) return seq_len - 1;
+    const unsigned long long h =
+        cg_splitmix64(row_key ^ (i * (unsigned long long)nrows + (unsigned long long)t));
+    return (int)(h % (unsigned long long)seq_len);
+}
+
+__device__ __forceinline__ float cg_f16_to_f32(unsigned short h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+__device__ __forceinline__ float cg_bf16_to_f32(unsigned short h) {
+    return __uint_as_float(((unsigned)h) << 16);
+}
+
+template <bool BF16>
+__device__ __forceinline__ void cg_fill_q_pool(unsigned short* __restrict__ dst,
+                                               unsigned long long n, unsigned long long key) {
+    const unsigned long long i = blockIdx.y;
+    const unsigned long long k = cg_splitmix64(cg_launch_seed(key, i));
+    unsigned short* d = dst + i * n;
+    for (unsigned long long j = cg_tid(); j < n; j += cg_nthreads()) {
+        const float z = cg_normal(k, j);
+        d[j] = BF16 ? cg_f32_to_bf16(z) : cg_f32_to_f16(z);
+    }
+}
+
+extern "C" __global__ void fill_q_pool_f16(unsigned short* __restrict__ dst,
+                                           unsigned long long n, unsigned long long key) {
+    cg_fill_q_pool<false>(dst, n, key);
+}
+extern "C" __global__ void fill_q_pool_bf16(unsigned short* __restrict__ dst,
+                                            unsigned long long n, unsigned long long key) {
+    cg_fill_q_pool<true>(dst, n, key);
+}
+
+template <bool BF16>
+__device__ __forceinline__ void cg_launch_rows(unsigned long long key,
+                                               unsigned long long row_key, int heads,
+                                               int seq_len, int head_dim, int nrows,
+                                               int* __restrict__ rows,
+                                               float* __restrict__ qrows) {
+    const int t = blockIdx.x, h = blockIdx.y;
+    const unsigned long long i = blockIdx.z;
+    const int row = cg_launch_row(row_key, i, t, nrows, seq_len);
+    if (h == 0 && threadIdx.x == 0) rows[i * nrows + t] = row;
+    const unsigned long long k = cg_splitmix64(cg_launch_seed(key, i));
+    const unsigned long long d = (unsigned long long)head_dim;
+    const unsigned long long first = ((unsigned long long)h * seq_len + row) * d;
+    float* o = qrows + ((i * heads + h) * nrows + t) * d;
+    for (int c = threadIdx.x; c < head_dim; c += blockDim.x) {
+        const float z = cg_normal(k, first + c);
+        o[c] = BF16 ? cg_bf16_to_f32(cg_f32_to_bf16(z)) : cg_f16_to_f32(cg_f32_to_f16(z));
+    }
+}
+
+extern "C" __global__ void launch_rows_f16(unsigned long long key, unsigned long long row_key,
+                                           int heads, int seq_len, int head_dim, int nrows,
+                                           int* __restrict__ rows, float* __restrict__ qrows) {
+    cg_launch_rows<false>(key, row_key, heads, seq_len, head_dim, nrows, rows, qrows);
+}
+extern "C" __global__ void launch_rows_bf16(unsigned long long key, unsigned long long row_key,
+                                            int heads, int seq_len, int head_dim, int nrows,
+                                            int* __restrict__ rows, float* __restrict__ qrows) {
+    cg_launch_rows<true>(key, row_key, heads, seq_len, head_dim, nrows, rows, qrows);
+}
+
+extern "C" __global__ void check_bytes(const unsigned long long* __restrict__ addrs,
+                                       const unsigned long long* __restrict__ offsets,
+                                       const unsigned char* __restrict__ image,
+                                       unsigned long long* mismatches) {
+    const unsigned int span = blockIdx.y;
+    const volatile unsigned char* p = (const volatile unsigned char*)addrs[span];
+    const unsigned long long from = offsets[span], len = offsets[span + 1] - from;
+    unsigned long long bad = 0;
+    for (unsigned long long i = cg_tid(); i < len; i += cg_nthreads())
+        bad += p[i] != image[from + i];
     bad = cg_warp_sum_u64(bad);
     if ((threadIdx.x & 31) == 0 && bad) atomicAdd(mismatches, bad);
 }

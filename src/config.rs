@@ -159,8 +159,46 @@ fn sample_ms<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     checked(d, |v: f64| positive_f64_at_most(v, limits::MAX_SAMPLE_MS))
 }
 
-fn budget_s<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    checked(d, |v: f64| positive_f64_at_most(v, limits::MAX_BUDGET_S))
+/// `measure.gpu_budget_s`: `auto` (sized from the config, [`Config::gpu_budget_s`]) or a
+/// positive number of seconds.
+fn gpu_budget_s<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Budget {
+        Seconds(f64),
+        Word(String),
+    }
+    checked(d, |v: Budget| match v {
+        Budget::Seconds(s) => positive_f64_at_most(s, limits::MAX_GPU_BUDGET_S).map(Some),
+        Budget::Word(w) if w == "auto" => Ok(None),
+        Budget::Word(w) => Err(format!(
+            "must be `auto` or a number of seconds, got {}",
+            crate::text::quote(&w)
+        )),
+    })
+}
+
+/// A key that no longer exists: reading it is an error that names what replaced it.
+fn removed<'de, D: Deserializer<'de>>(d: D, key: &str, instead: &str) -> Result<(), D::Error> {
+    checked(d, |_: serde::de::IgnoredAny| -> Result<(), String> {
+        Err(format!("{key} was removed: {instead}"))
+    })
+}
+
+fn removed_budget_s<'de, D: Deserializer<'de>>(d: D) -> Result<(), D::Error> {
+    removed(
+        d,
+        "budget_s",
+        "it was never used; the run's GPU-time budget is measure.gpu_budget_s (`auto` by default)",
+    )
+}
+
+fn removed_target_ci_half_width<'de, D: Deserializer<'de>>(d: D) -> Result<(), D::Error> {
+    removed(
+        d,
+        "target_ci_half_width",
+        "it was never used; how long a shape is measured is measure.min_rounds and measure.max_rounds (the two stages)",
+    )
 }
 
 fn max_wait_s<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
@@ -239,7 +277,7 @@ pub(crate) mod limits {
     pub(crate) const MAX_SAMPLES_PER_ROUND: u32 = 1000;
     pub(crate) const MAX_WARMUP_MS: f64 = 10_000.0;
     pub(crate) const MAX_SAMPLE_MS: f64 = 1000.0;
-    pub(crate) const MAX_BUDGET_S: f64 = 3600.0;
+    pub(crate) const MAX_GPU_BUDGET_S: f64 = 86_400.0;
     pub(crate) const MAX_WAIT_S: f64 = 3600.0;
     pub(crate) const MAX_SPEEDUP: f64 = 1000.0;
     pub(crate) const MAX_TOLERANCE: f64 = 1.0;
@@ -402,7 +440,7 @@ impl Default for GateSettings {
             bootstrap_resamples: 10_000,
             min_effect: Magnitude::Small,
             seed: 0xC1_6A7E,
-            max_speedup: 3.0,
+            max_speedup: 2.0,
         }
     }
 }
@@ -492,13 +530,21 @@ pub struct MeasureSettings {
     /// Rounds (pairs) at most: shapes the first look does not settle get the rest.
     #[serde(deserialize_with = "max_rounds")]
     pub max_rounds: u32,
-    /// Unused since the planned two-stage design replaced adaptive rounds; still accepted
-    /// (and bounded) so that older configs load.
-    #[serde(deserialize_with = "fraction")]
-    pub target_ci_half_width: f64,
-    /// Unused, as `target_ci_half_width`.
-    #[serde(deserialize_with = "budget_s")]
-    pub budget_s: f64,
+    /// Removed (never used since the two-stage design); an error that says so.
+    #[serde(deserialize_with = "removed_target_ci_half_width", skip_serializing)]
+    pub target_ci_half_width: (),
+    /// Removed (never used); an error naming `gpu_budget_s`.
+    #[serde(deserialize_with = "removed_budget_s", skip_serializing)]
+    pub budget_s: (),
+    /// The GPU time, in seconds, a run may spend on the timed kernels (warm-ups, first
+    /// replays and timed samples of both sides, every shape): past it the run ends with exit
+    /// 2 naming the shape and the side that spent it, so a kernel that is slow but finishes
+    /// cannot hold the runner. `None` (`auto`, the default): [`Config::gpu_budget_s`].
+    #[serde(
+        deserialize_with = "gpu_budget_s",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub gpu_budget_s: Option<f64>,
     /// Fraction of the sampling time the GPU is busy: after each sample it idles so that
     /// its power controller never pulls the clocks down (1 = samples back to back).
     #[serde(deserialize_with = "duty_cycle")]
@@ -527,10 +573,11 @@ impl Default for MeasureSettings {
             samples_per_round: 10,
             min_rounds: 5,
             max_rounds: 20,
-            target_ci_half_width: 0.002,
-            budget_s: 10.0,
+            target_ci_half_width: (),
+            budget_s: (),
+            gpu_budget_s: None,
             duty_cycle: 0.25,
-            max_wait_s: 60.0,
+            max_wait_s: 15.0,
             energy_rounds: 3,
             energy_updates: 3,
         }
@@ -777,6 +824,25 @@ impl Config {
         })
     }
 
+    /// The run's GPU-time budget in seconds ([`MeasureSettings::gpu_budget_s`]); `auto` is
+    /// sized from the config: 4 × the planned timed GPU time (every shape's `max_rounds`
+    /// pairs, two sides, `samples_per_round` samples of `sample_ms`) plus 30 s for warm-ups,
+    /// first replays and shapes whose one launch is longer than a sample. The PR config's
+    /// plan is 12.5 s, so its budget is 80 s of GPU time: a kernel that spends it has held
+    /// the GPU about 5 minutes of wall time (the duty cycle idles 3× each sample's time),
+    /// while the shipped kernels spend about 6 s of it.
+    pub fn gpu_budget_s(&self) -> f64 {
+        self.measure.gpu_budget_s.unwrap_or_else(|| {
+            let m = &self.measure;
+            let planned_ms = self.shapes.len() as f64
+                * f64::from(m.max_rounds)
+                * 2.0
+                * f64::from(m.samples_per_round)
+                * m.sample_ms;
+            (4.0 * planned_ms / 1000.0 + 30.0).min(limits::MAX_GPU_BUDGET_S)
+        })
+    }
+
     /// The shapes whose names are in `names` (all when empty); an unknown name is an error.
     pub(crate) fn select_shapes(&self, names: &[String]) -> Result<Vec<ShapeParams>, ConfigError> {
         if names.is_empty() {
@@ -968,8 +1034,20 @@ mod tests {
                 "measure.sample_ms: 5000 is too large",
             ),
             (
-                "measure:\n  budget_s: 86400\n",
-                "measure.budget_s: 86400 is too large",
+                "measure:\n  gpu_budget_s: 86401\n",
+                "measure.gpu_budget_s: 86401 is too large",
+            ),
+            (
+                "measure:\n  gpu_budget_s: soon\n",
+                "measure.gpu_budget_s: must be `auto` or a number of seconds",
+            ),
+            (
+                "measure:\n  budget_s: 10\n",
+                "measure.budget_s: budget_s was removed: it was never used; the run's GPU-time budget is measure.gpu_budget_s",
+            ),
+            (
+                "measure:\n  target_ci_half_width: 0.002\n",
+                "measure.target_ci_half_width: target_ci_half_width was removed",
             ),
             (
                 "parity:\n  float16: {max_abs: 5, rel_l2: 0.1}\n",

@@ -205,6 +205,73 @@ pub fn resource_side(side: Side) -> Option<ResourceSide> {
     }
 }
 
+/// The GPU time a run may spend on the timed kernels (`measure.gpu_budget_s`), and what each
+/// side spent on each shape: every backend charges its warm-ups, first replays and timed
+/// samples here, and the first charge past the limit ends the run ([`GpuError::Budget`]).
+#[derive(Clone, Debug)]
+pub struct GpuBudget {
+    limit_s: f64,
+    spent_s: f64,
+    /// (shape, side label) → seconds.
+    by_side: std::collections::HashMap<(String, &'static str), f64>,
+}
+
+impl GpuBudget {
+    pub fn new(limit_s: f64) -> GpuBudget {
+        GpuBudget {
+            limit_s,
+            spent_s: 0.0,
+            by_side: std::collections::HashMap::new(),
+        }
+    }
+
+    /// Seconds charged so far.
+    pub fn spent_s(&self) -> f64 {
+        self.spent_s
+    }
+
+    /// Charges `seconds` of GPU time of the `side` kernel (`what`: the kernel and phase, for
+    /// the message) on `shape`. Past the limit: one sentence naming the shape and the side
+    /// that spent the most of it there, with what each side spent.
+    pub fn charge(
+        &mut self,
+        shape: &ShapeParams,
+        side: &'static str,
+        seconds: f64,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), GpuError> {
+        let seconds = if seconds.is_finite() {
+            seconds.max(0.0)
+        } else {
+            0.0
+        };
+        self.spent_s += seconds;
+        let name = shape.name();
+        *self.by_side.entry((name.clone(), side)).or_insert(0.0) += seconds;
+        if self.spent_s <= self.limit_s {
+            return Ok(());
+        }
+        let mut here: Vec<(&'static str, f64)> = self
+            .by_side
+            .iter()
+            .filter(|((s, _), _)| *s == name)
+            .map(|((_, side), t)| (*side, *t))
+            .collect();
+        here.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let (worst, _) = here.first().copied().unwrap_or((side, seconds));
+        let spent = here
+            .iter()
+            .map(|(side, t)| format!("the {side} {t:.1} s"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Err(GpuError::Budget(format!(
+            "the run's GPU-time budget (measure.gpu_budget_s: {:.0} s of timed kernel work) is spent on shape {name}, by the {worst} kernel ({spent} on this shape; last: {}): a kernel this slow cannot be measured within the budget, so the run ends without a verdict; raise measure.gpu_budget_s if the time is real",
+            self.limit_s,
+            what()
+        )))
+    }
+}
+
 /// The environment variable that selects the simulated backend: its value seeds it
 /// ("1" or any number). Tests and CI only.
 pub const SIMULATE_ENV: &str = "CI_GATE_SIMULATE";

@@ -252,6 +252,10 @@ pub struct SimBackend {
     calibrated: bool,
     shapes: Vec<Option<SimShape>>,
     next_address: u64,
+    /// The run's GPU-time budget, charged with the simulated samples' time.
+    budget: super::GpuBudget,
+    /// How long a simulated hang is waited for (`measure.max_wait_s`).
+    max_wait: Duration,
 }
 
 /// Simulated launches per sample.
@@ -277,7 +281,21 @@ impl SimBackend {
             calibrated: false,
             shapes: Vec::new(),
             next_address: 0x7f00_0000_0000,
+            budget: super::GpuBudget::new(f64::INFINITY),
+            max_wait: Duration::from_secs(15),
         }
+    }
+
+    /// The same simulation waiting `max_wait` for a hung kernel (`measure.max_wait_s`).
+    pub fn with_max_wait(mut self, max_wait: Duration) -> SimBackend {
+        self.max_wait = max_wait;
+        self
+    }
+
+    /// The same simulation with a GPU-time budget of `seconds` (`measure.gpu_budget_s`).
+    pub fn with_budget(mut self, seconds: f64) -> SimBackend {
+        self.budget = super::GpuBudget::new(seconds);
+        self
     }
 
     /// Opens the simulation for the `attention.cu` of `harness` (the base, when `candidate`
@@ -320,7 +338,7 @@ impl SimBackend {
                     "kernel attention_fwd of the {} on shape {shape} ({what})",
                     side.label()
                 ),
-                Duration::from_secs(60),
+                self.max_wait,
             );
         }
         if SimKernel::hits(&k.error, shape) {
@@ -357,6 +375,15 @@ impl SimBackend {
         };
         let values = s.noise.round(level, samples);
         let tolerance = s.tolerance;
+        let side = s.sides[index].0;
+        let gpu_s = values.iter().sum::<f64>() * f64::from(LAUNCHES) / 1e6;
+        let params = s.params;
+        self.budget.charge(&params, side.label(), gpu_s, || {
+            format!(
+                "kernel attention_fwd of the {} on shape {params} (a simulated round)",
+                side.label()
+            )
+        })?;
         let m = &mut s.sides[index].1;
         m.rounds.push(values);
         m.launches_per_sample = LAUNCHES;

@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 
 use super::Outcome;
-use super::pipeline::{load_config, on_hang};
+use super::pipeline::{failed_run, load_config, on_hang};
 use super::prepare::prepare;
 use super::request::RunRequest;
 use crate::cli::LocalArgs;
@@ -38,11 +38,28 @@ pub fn run_local(args: &LocalArgs) -> Result<Outcome> {
     if let Some(line) = run.base_line() {
         eprintln!("ci-gate: {line}");
     }
-    if run.measures_here() {
+    let config = if run.measures_here() {
         let (config, _) = load_config(&args.config.config, &args.shapes)?;
         on_hang(&config, args.out.clone());
-    }
-    let results = run.measure(&args.profile)?;
+        Some(config)
+    } else {
+        None
+    };
+    let results = match run.measure(&args.profile) {
+        Ok(results) => results,
+        Err(e) => {
+            // No verdict (exit 2): the results file says why, as `ci` writes it.
+            if let Some(out) = &args.out
+                && let Err(save) = failed_run(config.as_ref(), &e).save(out)
+            {
+                eprintln!(
+                    "error: the results could not be saved to {}: {save:#}",
+                    out.display()
+                );
+            }
+            return Err(e);
+        }
+    };
     if let Some(out) = &args.out {
         results
             .save(out)

@@ -184,17 +184,22 @@ fn open_backend(plan: &RunPlan) -> Result<Box<dyn Backend>> {
     // checks the candidate, never the candidate's own reference.
     let harness = plan.base.as_ref().map_or(&plan.kernels, |b| &b.dir);
     let candidate = plan.base.as_ref().map(|_| plan.kernels.as_path());
+    let budget_s = plan.config.gpu_budget_s();
+    let max_wait = std::time::Duration::from_secs_f64(plan.config.measure.max_wait_s);
     if let Some(seed) = std::env::var_os(crate::backend::SIMULATE_ENV) {
         let seed = seed.to_string_lossy().trim().parse::<u64>().unwrap_or(1);
-        return Ok(Box::new(crate::backend::sim::SimBackend::open(
-            seed, harness, candidate,
-        )?));
+        return Ok(Box::new(
+            crate::backend::sim::SimBackend::open(seed, harness, candidate)?
+                .with_budget(budget_s)
+                .with_max_wait(max_wait),
+        ));
     }
     Ok(Box::new(crate::gpu::cuda_backend::CudaBackend::open(
         harness,
         candidate,
         &plan.config.compile.defines,
-        std::time::Duration::from_secs_f64(plan.config.measure.max_wait_s),
+        max_wait,
+        budget_s,
     )?))
 }
 
@@ -293,8 +298,7 @@ pub fn run_with(
         let run = (|| -> Result<ShapeRun, Failure> {
             if plan.parity {
                 let t = std::time::Instant::now();
-                let p = backend.parity(Side::Candidate, params, tol, seed)?;
-                result.parity = Some(p);
+                // The base first: how long its check took bounds the candidate's wait.
                 if ab_on {
                     let p = backend.parity(Side::Base, params, tol, seed)?;
                     let failed = !p.passed();
@@ -307,6 +311,8 @@ pub fn run_with(
                         )));
                     }
                 }
+                let p = backend.parity(Side::Candidate, params, tol, seed)?;
+                result.parity = Some(p);
                 timing.parity_s += t.elapsed().as_secs_f64();
             }
             let inject_us = match plan.inject {
@@ -385,7 +391,7 @@ pub fn run_with(
                 runs.push(result.error.is_none().then_some(run));
             }
             Err(e) => {
-                e.record(&mut result);
+                e.record(&mut result)?;
                 runs.push(None);
             }
         }
@@ -426,7 +432,7 @@ pub fn run_with(
                         shapes[i].error =
                             speed_limit(&shapes[i], reference_p50, peak_tflops, gate_of(config));
                     }
-                    Err(e) => Failure::from(e).record(&mut shapes[i]),
+                    Err(e) => Failure::from(e).record(&mut shapes[i])?,
                 }
             }
         }
@@ -463,6 +469,9 @@ pub fn run_with(
                         trace_drift(backend, config, old, stored.as_ref(), &shapes[i], design);
                     match check {
                         Ok(c) => shapes[i].drift = Some(c),
+                        Err(e) if matches!(e.downcast_ref(), Some(GpuError::Budget(_))) => {
+                            return Err(e);
+                        }
                         Err(e) => warnings.push(format!(
                             "{}: the drift could not be traced: {e}",
                             shapes[i].name
@@ -625,28 +634,34 @@ fn measure_energy(
     Some(info)
 }
 
-/// Why a shape has no measurement: an error (it could not be measured) or an integrity
-/// failure (the kernel did not do the checked work every time: a parity failure).
+/// Why a shape has no measurement: an error (it could not be measured), an integrity
+/// failure (the kernel did not do the checked work every time: a parity failure), or the
+/// run's GPU-time budget spent (which ends the whole run: exit 2).
 enum Failure {
     Error(String),
     Integrity(String),
+    Budget(String),
 }
 
 impl From<GpuError> for Failure {
     fn from(e: GpuError) -> Failure {
         match e {
             GpuError::Integrity(why) => Failure::Integrity(why),
+            GpuError::Budget(why) => Failure::Budget(why),
             other => Failure::Error(other.to_string()),
         }
     }
 }
 
 impl Failure {
-    fn record(self, result: &mut ShapeResult) {
+    /// Records the failure on its shape; a spent budget ends the run instead.
+    fn record(self, result: &mut ShapeResult) -> Result<()> {
         match self {
             Failure::Error(e) => result.error = Some(e),
             Failure::Integrity(why) => result.integrity = Some(why),
+            Failure::Budget(why) => bail!("{why}"),
         }
+        Ok(())
     }
 }
 

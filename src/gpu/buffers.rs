@@ -1,7 +1,7 @@
 //! Device buffers of one launch: the inputs (Q, K, V from a seed), poisoned outputs, and the
 //! launch of an attention kernel on them (the ABI of kernels/README.md).
 
-use cudarc::driver::{CudaSlice, CudaViewMut};
+use cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
 
 use super::device::Gpu;
 use super::error::{DriverContext, GpuError};
@@ -32,23 +32,37 @@ pub(crate) fn check_shape(shape: &ShapeParams) -> Result<(), GpuError> {
     Ok(())
 }
 
+/// One of the three inputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Tensor {
+    Q,
+    K,
+    V,
+}
+
+/// The seed `fill_normal_*` fills `tensor` of the input set of `seed` from (one stream of
+/// values per tensor): the sides' inputs and the reference's own copies use this one rule.
+pub(crate) fn input_seed(seed: u64, tensor: Tensor) -> u64 {
+    let salt = match tensor {
+        Tensor::Q => 0,
+        Tensor::K => 1,
+        Tensor::V => 2,
+    };
+    seed.wrapping_mul(3).wrapping_add(salt)
+}
+
 /// Standard-normal Q, K, V from `seed` (one stream of values per tensor).
 pub(crate) fn random_inputs(gpu: &Gpu, shape: &ShapeParams, seed: u64) -> Result<Inputs, GpuError> {
     let n = shape.elements();
     let fill = gpu.kernels.fill_normal(shape.dtype);
-    let make = |salt: u64| -> Result<CudaSlice<u16>, GpuError> {
-        raw::alloc_normal(
-            &gpu.stream,
-            fill,
-            n,
-            seed.wrapping_mul(3).wrapping_add(salt),
-        )
-        .during(|| format!("allocating and filling inputs of {shape}"))
+    let make = |tensor: Tensor| -> Result<CudaSlice<u16>, GpuError> {
+        raw::alloc_normal(&gpu.stream, fill, n, input_seed(seed, tensor))
+            .during(|| format!("allocating and filling inputs of {shape}"))
     };
     Ok(Inputs {
-        q: make(0)?,
-        k: make(1)?,
-        v: make(2)?,
+        q: make(Tensor::Q)?,
+        k: make(Tensor::K)?,
+        v: make(Tensor::V)?,
     })
 }
 
@@ -67,7 +81,8 @@ pub(crate) fn poisoned_with(
 }
 
 /// Queues one attention kernel on `inputs` into `out` (the launch contract of
-/// kernels/README.md), naming kernel and shape on failure.
+/// kernels/README.md) with the shape's own scale, 1/√head_dim, naming kernel and shape on
+/// failure.
 pub(crate) fn launch_on(
     gpu: &Gpu,
     kernel: &super::device::Kernel,
@@ -75,18 +90,43 @@ pub(crate) fn launch_on(
     inputs: &Inputs,
     out: CudaViewMut<'_, f32>,
 ) -> Result<(), GpuError> {
+    let operands = Operands {
+        q: inputs.q.as_view(),
+        k: inputs.k.as_view(),
+        v: inputs.v.as_view(),
+        scale: shape.scale(),
+    };
+    launch_with(gpu, kernel, shape, operands, out)
+}
+
+/// What one launch computes on: its q, k and v and its softmax scale.
+pub(crate) struct Operands<'a> {
+    pub q: CudaView<'a, u16>,
+    pub k: CudaView<'a, u16>,
+    pub v: CudaView<'a, u16>,
+    pub scale: f32,
+}
+
+/// Queues one attention kernel on `operands` into `out`, naming kernel and shape on failure.
+pub(crate) fn launch_with(
+    gpu: &Gpu,
+    kernel: &super::device::Kernel,
+    shape: &ShapeParams,
+    operands: Operands<'_>,
+    out: CudaViewMut<'_, f32>,
+) -> Result<(), GpuError> {
     raw::launch_attention(
         &gpu.stream,
         &kernel.func,
         kernel.config(shape),
         AttentionArgs {
-            q: &inputs.q,
-            k: &inputs.k,
-            v: &inputs.v,
+            q: operands.q,
+            k: operands.k,
+            v: operands.v,
             out,
             seq_len: shape.seq_len as i32,
             head_dim: shape.head_dim as i32,
-            scale: shape.scale(),
+            scale: operands.scale,
             causal: i32::from(shape.causal),
             tma: kernel.tma,
         },

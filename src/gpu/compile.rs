@@ -109,6 +109,17 @@ impl KernelSource {
         })
     }
 
+    /// A source the binary carries (the harness: trusted, built in, never read from a
+    /// kernel directory), named by `path` in messages.
+    pub(crate) fn embedded(path: &str, text: &str) -> KernelSource {
+        KernelSource {
+            path: PathBuf::from(path),
+            hash: hex::encode(Sha256::digest(text.as_bytes())),
+            text: text.to_owned(),
+            defines: Vec::new(),
+        }
+    }
+
     /// The same source compiled with these definitions.
     pub(crate) fn with_defines(mut self, defines: &[String]) -> KernelSource {
         self.defines = defines.to_vec();

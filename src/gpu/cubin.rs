@@ -306,6 +306,46 @@ pub(crate) fn cubin_kernels(data: &[u8]) -> Result<Vec<CubinKernel>, String> {
     Ok(kernels)
 }
 
+/// The `__constant__` data symbols of a module (names, in symbol order): defined objects of
+/// non-zero size in a `.nv.constant*` section other than a kernel's own parameter bank
+/// (`.nv.constant0.<kernel>`, which every launch fills afresh). An error (one clause) where
+/// the ELF cannot be read. The CUBIN is attacker-produced: every read is bounds-checked.
+pub(crate) fn constant_symbols(data: &[u8]) -> Result<Vec<String>, String> {
+    let (endian, sections, symbols) = cuda_elf(data)?;
+    let mut out = Vec::new();
+    for (index, sym) in symbols.enumerate() {
+        if sym.is_undefined(endian) || sym.st_type() != elf::STT_OBJECT || sym.st_size(endian) == 0
+        {
+            continue;
+        }
+        let Some(section) = symbols
+            .symbol_section(endian, sym, index)
+            .map_err(|e| format!("a symbol's section is invalid ({e})"))?
+        else {
+            continue;
+        };
+        let header = sections
+            .section(section)
+            .map_err(|e| format!("a symbol's section is invalid ({e})"))?;
+        let name = sections
+            .section_name(endian, header)
+            .map_err(|e| format!("a section name is invalid ({e})"))?;
+        if !name.starts_with(b".nv.constant") || name.starts_with(b".nv.constant0") {
+            continue;
+        }
+        let symbol = symbols
+            .symbol_name(endian, sym)
+            .map_err(|e| format!("a symbol name is invalid ({e})"))?;
+        let symbol = std::str::from_utf8(symbol)
+            .map_err(|_| "a constant symbol's name is not UTF-8".to_string())?;
+        if symbol.is_empty() || symbol.contains('\0') {
+            return Err("a constant symbol has no usable name".into());
+        }
+        out.push(symbol.to_owned());
+    }
+    Ok(out)
+}
+
 /// The `NAME_launch` constant of a module ({rows_per_block, threads_per_block,
 /// dynamic_smem_bytes}, kernels/README.md), read from the symbol's bytes in its constant
 /// section: what `ci-gate compile` can say of a launch without a GPU. `None` where the module
@@ -346,6 +386,19 @@ mod tests {
                 .join(format!("{name}.cubin")),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn constant_data_symbols_are_found_and_nothing_else() {
+        // clean.cubin: one `__constant__` array, one kernel (whose parameter bank is its own).
+        assert_eq!(
+            constant_symbols(&fixture("clean")),
+            Ok(vec!["k_launch".to_string()])
+        );
+        // writable globals are not constant data
+        assert_eq!(constant_symbols(&fixture("device_var")), Ok(vec![]));
+        assert!(constant_symbols(b"not an ELF").is_err());
+        assert!(constant_symbols(&fixture("clean")[..64]).is_err());
     }
 
     #[test]

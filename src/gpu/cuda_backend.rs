@@ -45,22 +45,29 @@ pub struct CudaBackend {
     other: Option<AttentionSet>,
     calibration: Option<SpinCalibration>,
     shapes: Vec<Option<CudaShape>>,
+    /// How long the base's parity check of each shape took: the candidate's kernel on that
+    /// shape is then given 20 times as long (at least 5 s, at most `measure.max_wait_s`)
+    /// before it counts as hung.
+    parity_times: std::collections::HashMap<ShapeParams, Duration>,
 }
 
 impl CudaBackend {
     /// Opens device 0 with the harness of `harness` (its reference and utility kernels, and
     /// its `attention.cu` as the base) and, when `candidate` is another directory, that
     /// directory's `attention.cu` as the candidate; all compiled in parallel, with
-    /// `defines`. Every wait for the GPU is bounded by `max_wait`.
+    /// `defines`. Every wait for the GPU is bounded by `max_wait`, and the timed kernels may
+    /// take `gpu_budget_s` seconds of GPU time in all (`measure.gpu_budget_s`).
     pub fn open(
         harness: &Path,
         candidate: Option<&Path>,
         defines: &[String],
         max_wait: Duration,
+        gpu_budget_s: f64,
     ) -> Result<CudaBackend, GpuError> {
         let others: Vec<&Path> = candidate.into_iter().collect();
         let mut gpu = Gpu::open_compiling(harness, defines, &others)?;
         gpu.max_wait = max_wait;
+        gpu.budget = std::sync::Mutex::new(crate::backend::GpuBudget::new(gpu_budget_s));
         let candidate = match candidate {
             Some(dir) => Some(gpu.load_attention_with(dir, defines)?),
             None => None,
@@ -71,6 +78,7 @@ impl CudaBackend {
             other: None,
             calibration: None,
             shapes: Vec::new(),
+            parity_times: std::collections::HashMap::new(),
         })
     }
 
@@ -139,7 +147,24 @@ impl Backend for CudaBackend {
         seed: u64,
     ) -> Result<Parity, GpuError> {
         let kernel = self.kernel(side, shape)?;
-        check_parity(&self.gpu, kernel, side.label(), shape, tolerance, seed)
+        let expected = match side {
+            Side::Base => None,
+            Side::Candidate | Side::Other => self.parity_times.get(shape).copied(),
+        };
+        let started = std::time::Instant::now();
+        let parity = check_parity(
+            &self.gpu,
+            kernel,
+            side.label(),
+            shape,
+            tolerance,
+            seed,
+            expected,
+        );
+        if side == Side::Base && parity.is_ok() {
+            self.parity_times.insert(*shape, started.elapsed());
+        }
+        parity
     }
 
     fn load_other(&mut self, dir: &Path, defines: &[String]) -> Result<(), GpuError> {

@@ -34,6 +34,105 @@ pub struct Kernel {
     pub fill: Option<(u32, u32)>,
     /// SMs of the device (for `fill`).
     pub sm_count: u32,
+    /// The `__constant__` data of its module, verified after the warm-up and after every sample
+    /// (none for the harness's kernels).
+    pub constants: Option<Arc<ConstantGuard>>,
+}
+
+/// The `__constant__` data of a timed kernel's module, as loaded: a kernel can write it
+/// through a generic address (PTX `cvta.const`, or an address it found) and a later launch
+/// would read what an earlier one left there. So after the warm-up and after every sample
+/// of a round, `check_bytes` (kernels/util.cu) compares every byte of every `__constant__`
+/// symbol with this image and counts the ones that differ: a round with any is an
+/// integrity failure (the shape fails parity), and so is every later round of that module,
+/// whose data stays changed.
+pub struct ConstantGuard {
+    /// The symbols, in order (for messages).
+    pub symbols: Vec<String>,
+    addrs: cudarc::driver::CudaSlice<u64>,
+    offsets: cudarc::driver::CudaSlice<u64>,
+    host_offsets: Vec<u64>,
+    image: cudarc::driver::CudaSlice<u8>,
+}
+
+impl std::fmt::Debug for ConstantGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConstantGuard")
+            .field("symbols", &self.symbols)
+            .field("bytes", &self.host_offsets.last())
+            .finish()
+    }
+}
+
+impl ConstantGuard {
+    /// Reads every `__constant__` symbol of `cubin` (loaded as `module`) back as it is now,
+    /// before any launch: the image later samples are compared with. `None` where the module
+    /// has none.
+    fn new(
+        module: &Arc<CudaModule>,
+        stream: &Arc<CudaStream>,
+        cubin: &[u8],
+        src: &KernelSource,
+    ) -> Result<Option<ConstantGuard>, GpuError> {
+        use cudarc::driver::DevicePtr;
+        let symbols = super::cubin::constant_symbols(cubin).map_err(|why| {
+            GpuError::Refused(format!(
+                "{}: its compiled module cannot be checked, so it is refused: {why}",
+                src.path.display()
+            ))
+        })?;
+        if symbols.is_empty() {
+            return Ok(None);
+        }
+        let mut addrs = Vec::with_capacity(symbols.len());
+        let mut host_offsets = vec![0u64];
+        let mut image = Vec::new();
+        for name in &symbols {
+            let global = module
+                .get_global(name, stream)
+                .during(|| format!("finding {name} in {}", src.path.display()))?;
+            let (ptr, _record) = global.device_ptr(stream);
+            addrs.push(ptr);
+            image.extend(
+                stream
+                    .clone_dtoh(&global)
+                    .during(|| format!("reading {name} in {}", src.path.display()))?,
+            );
+            host_offsets.push(image.len() as u64);
+        }
+        let upload = |what: &str| format!("uploading the {what} of {}", src.path.display());
+        Ok(Some(ConstantGuard {
+            addrs: stream
+                .clone_htod(&addrs)
+                .during(|| upload("constant addresses"))?,
+            offsets: stream
+                .clone_htod(&host_offsets)
+                .during(|| upload("constant offsets"))?,
+            image: stream
+                .clone_htod(&image)
+                .during(|| upload("constant image"))?,
+            host_offsets,
+            symbols,
+        }))
+    }
+
+    /// Queues the comparison of every byte (differing bytes counted into `mismatches[0]`).
+    pub(crate) fn check(
+        &self,
+        gpu: &Gpu,
+        mismatches: &mut cudarc::driver::CudaSlice<u64>,
+    ) -> Result<(), GpuError> {
+        raw::launch_check_bytes(
+            &gpu.stream,
+            &gpu.kernels.check_bytes,
+            &self.addrs,
+            &self.offsets,
+            &self.host_offsets,
+            &self.image,
+            mismatches,
+        )
+        .during(|| "checking the timed kernel's constant memory".into())
+    }
 }
 
 impl Kernel {
@@ -207,7 +306,14 @@ pub struct Kernels {
     reference: HashMap<Dtype, Kernel>,
     /// The reference for listed query rows only (`attention_ref_rows_*`).
     reference_rows: HashMap<Dtype, Kernel>,
+    /// The reference of every timed launch of a sample (`attention_ref_launches_*`).
+    reference_launches: HashMap<Dtype, Kernel>,
     fill_normal: HashMap<Dtype, CudaFunction>,
+    /// Every timed launch's own q (`fill_q_pool_*`) and its compared rows (`launch_rows_*`).
+    fill_q_pool: HashMap<Dtype, CudaFunction>,
+    launch_rows: HashMap<Dtype, CudaFunction>,
+    /// The timed kernels' constant data, verified (`check_bytes`).
+    pub check_bytes: CudaFunction,
     pub fill_u32: CudaFunction,
     pub spin: CudaFunction,
     /// The integrity checks (kernels/util.cu): keyed hashes of 16- and 32-bit buffers, the
@@ -236,8 +342,22 @@ impl Kernels {
             .ok_or_else(|| GpuError::Invalid(format!("no reference-rows kernel for {dtype}")))
     }
 
+    pub(crate) fn reference_launches(&self, dtype: Dtype) -> Result<&Kernel, GpuError> {
+        self.reference_launches
+            .get(&dtype)
+            .ok_or_else(|| GpuError::Invalid(format!("no per-launch reference kernel for {dtype}")))
+    }
+
     pub(crate) fn fill_normal(&self, dtype: Dtype) -> &CudaFunction {
         &self.fill_normal[&dtype]
+    }
+
+    pub(crate) fn fill_q_pool(&self, dtype: Dtype) -> &CudaFunction {
+        &self.fill_q_pool[&dtype]
+    }
+
+    pub(crate) fn launch_rows(&self, dtype: Dtype) -> &CudaFunction {
+        &self.launch_rows[&dtype]
     }
 }
 
@@ -255,6 +375,8 @@ pub struct Gpu {
     pub run_key: super::secret::RunKey,
     /// The longest any wait for the GPU may take (the config's `measure.max_wait_s`).
     pub max_wait: Duration,
+    /// The GPU time the timed kernels may still take (the config's `measure.gpu_budget_s`).
+    pub budget: std::sync::Mutex<crate::backend::GpuBudget>,
 }
 
 fn uuid_string(bytes: &[std::ffi::c_char; 16]) -> String {
@@ -361,6 +483,7 @@ fn load_kernel(
         tma: false,
         fill: None,
         sm_count: info.sm_count,
+        constants: None,
     })
 }
 
@@ -533,10 +656,9 @@ impl Gpu {
         if !raw::nvrtc_present() {
             return Err(GpuError::NoNvrtc);
         }
-        let mut sources: Vec<KernelSource> = ["reference.cu", "util.cu"]
-            .iter()
-            .filter_map(|f| KernelSource::read(&kernels_dir.join(f)).ok())
-            .collect();
+        let reference_src = harness_source(Harness::Reference);
+        let util_src = harness_source(Harness::Util);
+        let mut sources: Vec<KernelSource> = vec![reference_src.clone(), util_src.clone()];
         for dir in std::iter::once(&kernels_dir).chain(others) {
             if let Ok(src) = KernelSource::read(&dir.join("attention.cu")) {
                 sources.push(src.with_defines(defines));
@@ -549,8 +671,6 @@ impl Gpu {
                 });
             }
         });
-        let reference_src = KernelSource::read(&kernels_dir.join("reference.cu"))?;
-        let util_src = KernelSource::read(&kernels_dir.join("util.cu"))?;
         let reference_mod = load_module(&ctx, &info, &reference_src)?;
         let util_mod = load_module(&ctx, &info, &util_src)?;
         let function = |m: &Arc<CudaModule>, src: &KernelSource, name: &str| {
@@ -560,7 +680,10 @@ impl Gpu {
         let attention = load_attention(&ctx, &stream, &info, kernels_dir, defines)?;
         let mut reference = HashMap::new();
         let mut reference_rows = HashMap::new();
+        let mut reference_launches = HashMap::new();
         let mut fill_normal = HashMap::new();
+        let mut fill_q_pool = HashMap::new();
+        let mut launch_rows = HashMap::new();
         for dtype in [Dtype::Float16, Dtype::Bfloat16] {
             let name = format!("attention_ref_{}", dtype.short());
             reference.insert(
@@ -572,14 +695,27 @@ impl Gpu {
                 dtype,
                 load_kernel(&reference_mod, &stream, &info, &reference_src, &name)?,
             );
+            let name = format!("attention_ref_launches_{}", dtype.short());
+            reference_launches.insert(
+                dtype,
+                load_kernel(&reference_mod, &stream, &info, &reference_src, &name)?,
+            );
             let name = format!("fill_normal_{}", dtype.short());
             fill_normal.insert(dtype, function(&util_mod, &util_src, &name)?);
+            let name = format!("fill_q_pool_{}", dtype.short());
+            fill_q_pool.insert(dtype, function(&util_mod, &util_src, &name)?);
+            let name = format!("launch_rows_{}", dtype.short());
+            launch_rows.insert(dtype, function(&util_mod, &util_src, &name)?);
         }
         let kernels = Kernels {
             attention,
             reference,
             reference_rows,
+            reference_launches,
             fill_normal,
+            fill_q_pool,
+            launch_rows,
+            check_bytes: function(&util_mod, &util_src, "check_bytes")?,
             fill_u32: function(&util_mod, &util_src, "fill_u32")?,
             spin: function(&util_mod, &util_src, "spin_cycles")?,
             hash_u16: function(&util_mod, &util_src, "hash_u16")?,
@@ -592,7 +728,8 @@ impl Gpu {
         Ok(Gpu {
             monitor,
             run_key: super::secret::RunKey::from_os(),
-            max_wait: Duration::from_secs(60),
+            max_wait: Duration::from_secs(15),
+            budget: std::sync::Mutex::new(crate::backend::GpuBudget::new(f64::INFINITY)),
             kernel_source_hash: kernels.attention.source_hash.clone(),
             ctx,
             stream,
@@ -627,6 +764,28 @@ pub fn has_symbol(cubin: &[u8], name: &str) -> bool {
     cubin.windows(needle.len()).any(|w| w == needle.as_slice())
 }
 
+/// The harness's two sources, which the binary carries: trusted code checks the kernel under
+/// test, and the host code and the harness kernels it launches always match (a base commit
+/// of any age, read with git, brings only its `attention.cu`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Harness {
+    Reference,
+    Util,
+}
+
+pub(crate) fn harness_source(which: Harness) -> KernelSource {
+    match which {
+        Harness::Reference => KernelSource::embedded(
+            "ci-gate/kernels/reference.cu",
+            include_str!("../../kernels/reference.cu"),
+        ),
+        Harness::Util => KernelSource::embedded(
+            "ci-gate/kernels/util.cu",
+            include_str!("../../kernels/util.cu"),
+        ),
+    }
+}
+
 fn load_module(
     ctx: &Arc<CudaContext>,
     info: &DeviceInfo,
@@ -653,13 +812,18 @@ fn load_attention(
     let resources = super::ptxas::static_resources(&cubin, &compiled.log)
         .map_err(|why| format!("{}: {why}", src.path.display()));
     let module = load_module(ctx, info, &src)?;
+    let constants = ConstantGuard::new(&module, stream, &cubin, &src)?.map(Arc::new);
+    let guarded = |mut kernel: Kernel| {
+        kernel.constants = constants.clone();
+        kernel
+    };
     let mut kernels = HashMap::new();
     let mut small = HashMap::new();
     let mut long = HashMap::new();
     for dtype in [Dtype::Float16, Dtype::Bfloat16] {
         for d in crate::config::SUPPORTED_HEAD_DIMS {
             let name = format!("attention_fwd_{}_d{d}", dtype.short());
-            let kernel = load_kernel(&module, stream, info, &src, &name)?;
+            let kernel = guarded(load_kernel(&module, stream, info, &src, &name)?);
             let kernel = with_tma(kernel, &cubin, &module, stream, &src)?;
             kernels.insert(
                 (dtype, d),
@@ -670,7 +834,7 @@ fn load_attention(
             // (compute-sanitizer counts that failed call as an error).
             let small_name = format!("{name}_small");
             if has_symbol(&cubin, &small_name) {
-                let kernel = load_kernel(&module, stream, info, &src, &small_name)?;
+                let kernel = guarded(load_kernel(&module, stream, info, &src, &small_name)?);
                 let kernel = with_tma(kernel, &cubin, &module, stream, &src)?;
                 small.insert(
                     (dtype, d),
@@ -680,7 +844,7 @@ fn load_attention(
             // Optional too: NAME_long with NAME_long_from, the shortest seq_len it takes.
             let long_name = format!("{name}_long");
             if has_symbol(&cubin, &long_name) {
-                let kernel = load_kernel(&module, stream, info, &src, &long_name)?;
+                let kernel = guarded(load_kernel(&module, stream, info, &src, &long_name)?);
                 let kernel = with_tma(kernel, &cubin, &module, stream, &src)?;
                 let kernel = with_fill(kernel, &cubin, &module, stream, &src)?;
                 let from = long_from(&cubin, &module, stream, &src, &long_name)?;

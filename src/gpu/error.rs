@@ -45,6 +45,10 @@ pub enum GpuError {
     /// parity failure of the side it names, not a measuring error.
     #[error("{0}")]
     Integrity(String),
+    /// The run's GPU-time budget (`measure.gpu_budget_s`) is spent: the run ends here
+    /// without a verdict (exit 2), naming the shape and the side that spent it.
+    #[error("{0}")]
+    Budget(String),
 }
 
 /// Attaches a description (kernel, shape, step) to a CUDA driver error.

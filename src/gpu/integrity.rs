@@ -1,24 +1,36 @@
 //! Proof that the timed launches did the work, against a kernel written to fool the gate.
 //!
-//! - **Reference outputs** ([`RefSet`]) are computed by the harness's reference kernel from
-//!   its own copies of the inputs, allocated and filled after the kernel under test last
-//!   ran, so nothing it wrote can reach them; their hash is checked again after the round.
-//! - **Inputs** of each side are hashed when they are filled (from the reference's copies)
-//!   and again after every round: a kernel that writes to them fails.
+//! - **No launch's work is worth anything to another launch** ([`LaunchSecrets`]): every
+//!   timed launch reads a q of its own, refilled from a new secret key before every sample,
+//!   and gets a softmax scale of its own, so no launch of the run computes what another did.
+//!   A kernel can keep state where no check looks (a `__constant__` bank written through a
+//!   generic address, uninitialised shared memory, allocation slack, other buffers of the
+//!   context); with this, a copied output, a cached intermediate or a remembered pointer is
+//!   simply wrong, wherever it was kept. Closing each stash as well (the constant data
+//!   verified around every sample, the spacer and held buffers verified) is
+//!   defence in depth, not the defence.
+//! - **References** are computed by the harness's reference kernel after the sample, from
+//!   the reference's own copies of K and V ([`KvRefs`]) and q values regenerated from the
+//!   sample's key, never from memory the kernel under test could write; the copies' hash is
+//!   checked after the round. Parity's full reference ([`RefSet`]) is made likewise, after
+//!   the kernel ran.
+//! - **Inputs** of each side are hashed when they are filled and again after every round: a
+//!   kernel that writes to them fails.
 //! - **Output slots** ([`OutputSlots`]): every launch of a sample's graph writes its own
 //!   output, in one region at a random place with random poisoned gaps around it, all
 //!   poisoned with a random NaN pattern before every sample (outside the timed region);
-//!   after every sample each slot is compared on the device with the reference output and
-//!   every gap must still hold the poison. A launch that skips work leaves poison, one that
-//!   copies earlier work must find where it is, and a write outside `out` lands in a gap.
+//!   after every sample each slot is compared on the device with its own launch's reference
+//!   ([`ROWS_PER_LAUNCH`] secret rows of every head) and every gap must still hold the
+//!   poison. A launch that skips work leaves poison or a wrong value, and a write outside
+//!   `out` lands in a gap.
 //!
-//! Keys and poison patterns come from the OS's random numbers each run ([`RunKey`]), so a
-//! kernel cannot precompute them. The cost is one reference run per round (or pair), two
-//! hashes of the inputs, and a poison fill plus a compare of every slot per sample: device
-//! bandwidth outside the timed region.
+//! Keys, poison patterns and rows come from the OS's random numbers each run ([`RunKey`]),
+//! so a kernel cannot precompute them. The cost, all outside the timed region: per sample a
+//! fill of every launch's q, the reference of 4 rows per head per launch, a poison fill and a
+//! compare of every slot; per round the hashes of the inputs and of the held buffers.
 
-use cudarc::driver::{CudaSlice, DevicePtr};
-use rand::{Rng, RngExt};
+use cudarc::driver::{CudaSlice, CudaView, DevicePtr};
+use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::buffers::{Inputs, random_inputs};
@@ -49,91 +61,57 @@ fn hash_inputs(gpu: &Gpu, sets: &[Inputs], key: u64, what: &str) -> Result<u64, 
     for (i, set) in sets.iter().enumerate() {
         for (t, buf) in [&set.q, &set.k, &set.v].into_iter().enumerate() {
             let salt = key ^ ((i as u64) << 8 | t as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
-            raw::launch_hash(&gpu.stream, hash, buf, salt, &mut acc)
+            raw::launch_hash(&gpu.stream, hash, &buf.as_view(), salt, &mut acc)
                 .during(|| format!("hashing {what}"))?;
         }
     }
     Ok(gpu.read_back(&acc, || format!("hashing {what}"))?[0])
 }
 
-fn hash_f32(gpu: &Gpu, buf: &CudaSlice<f32>, key: u64, what: &str) -> Result<u64, GpuError> {
+/// One keyed hash of 16- and 32-bit buffers, summed (each with a salt of its own).
+pub(crate) struct HashParts<'a> {
+    pub u16s: Vec<CudaView<'a, u16>>,
+    pub u32s: Vec<CudaView<'a, f32>>,
+}
+
+/// The keyed hash of `parts` (queued, then read back): what a set of buffers must still
+/// hash to when nothing wrote them.
+pub(crate) fn hash_parts(
+    gpu: &Gpu,
+    parts: &HashParts<'_>,
+    key: u64,
+    what: &str,
+) -> Result<u64, GpuError> {
     let mut acc = raw::alloc_zeros::<u64>(&gpu.stream, 1).during(|| "allocating a hash".into())?;
-    raw::launch_hash(&gpu.stream, &gpu.kernels.hash_u32, buf, key, &mut acc)
-        .during(|| format!("hashing {what}"))?;
+    let salt = |i: usize| key ^ (i as u64 + 1).wrapping_mul(0x2545_f491_4f6c_dd1d);
+    for (i, buf) in parts.u16s.iter().enumerate() {
+        raw::launch_hash(&gpu.stream, &gpu.kernels.hash_u16, buf, salt(i), &mut acc)
+            .during(|| format!("hashing {what}"))?;
+    }
+    for (i, buf) in parts.u32s.iter().enumerate() {
+        let i = i + parts.u16s.len();
+        raw::launch_hash(&gpu.stream, &gpu.kernels.hash_u32, buf, salt(i), &mut acc)
+            .during(|| format!("hashing {what}"))?;
+    }
     Ok(gpu.read_back(&acc, || format!("hashing {what}"))?[0])
 }
 
-/// Which query rows a [`RefSet`]'s reference computes.
-#[derive(Clone, Copy, Debug)]
-pub enum Rows {
-    /// Every row: the whole output (parity).
-    All,
-    /// This many rows (at most seq_len) drawn at random, the last row always among them (the
-    /// tail tile): what every timed launch is compared on, besides every element being
-    /// written and finite. The kernel cannot know them, so it must get every row right.
-    Sample(usize),
-}
-
-/// Rows of the reference in the timed checks: enough that a kernel wrong on even a few
-/// percent of rows is caught in every round with near certainty, at 1/64 of a long shape's
-/// full reference.
-pub const SAMPLED_ROWS: usize = 64;
-
-/// The reference outputs for the input sets of one round, made from the reference's own
-/// copies of the inputs (dropped once used), with the hashes the sides' inputs and these
-/// outputs must still have after the round.
+/// The reference output of one input set on every row (parity), made from the reference's
+/// own copies of the inputs (dropped once used), with the hash the side's inputs must still
+/// have after its launch.
 pub struct RefSet {
-    /// Per input set, back to back: [batch·heads, rows, head_dim] (with [`Rows::All`],
-    /// exactly the layout of the output).
+    /// [batch·heads, seq_len, head_dim]: exactly the layout of the output.
     pub refs: CudaSlice<f32>,
-    /// The seeds the input sets were filled from.
-    pub seeds: Vec<u64>,
-    /// The query rows computed, ascending.
-    pub rows: Vec<i32>,
-    d_rows: CudaSlice<i32>,
-    /// Elements of one input set's reference.
-    per_set: usize,
     input_hash: u64,
-    ref_hash: u64,
     key: u64,
 }
 
-/// `count` distinct rows of `0 .. seq_len`, ascending, the last one always included.
-fn sample_rows(seq_len: u32, count: usize, rng: &mut impl Rng) -> Vec<i32> {
-    let s = seq_len as usize;
-    if count >= s {
-        return (0..seq_len as i32).collect();
-    }
-    let mut picked = std::collections::BTreeSet::from([s - 1]);
-    while picked.len() < count.max(1) {
-        picked.insert(rng.random_range(0..s));
-    }
-    picked.into_iter().map(|r| r as i32).collect()
-}
-
 impl RefSet {
-    /// Fills the reference's own inputs from each seed, hashes them, runs the reference
-    /// kernel on each (for `rows`, drawn with `rng`), and hashes the outputs. Checks that the
-    /// reference wrote every element with a finite value.
-    pub fn new(
-        gpu: &Gpu,
-        shape: &ShapeParams,
-        seeds: Vec<u64>,
-        key: RunKey,
-        rows: Rows,
-        rng: &mut impl Rng,
-    ) -> Result<RefSet, GpuError> {
-        let rows = match rows {
-            Rows::All => sample_rows(shape.seq_len, usize::MAX, rng),
-            Rows::Sample(k) => sample_rows(shape.seq_len, k, rng),
-        };
+    /// Fills the reference's own inputs from `seed`, hashes them, runs the reference kernel
+    /// on every row, and checks that it wrote every element with a finite value.
+    pub fn new(gpu: &Gpu, shape: &ShapeParams, seed: u64, key: RunKey) -> Result<RefSet, GpuError> {
+        let rows: Vec<i32> = (0..shape.seq_len as i32).collect();
         let heads = shape.batch * shape.heads;
-        let per_set = heads as usize * rows.len() * shape.head_dim as usize;
-        let total = per_set.checked_mul(seeds.len()).ok_or_else(|| {
-            GpuError::Invalid(format!(
-                "shape {shape}: the reference outputs are too large"
-            ))
-        })?;
         let key = key.0 ^ 0x005e_ed0f_1e7e_5e75;
         let reference = gpu.kernels.reference_rows(shape.dtype)?;
         let d_rows = gpu
@@ -143,42 +121,39 @@ impl RefSet {
         let mut refs = raw::alloc_filled(
             &gpu.stream,
             &gpu.kernels.fill_u32,
-            total,
+            shape.elements(),
             super::buffers::POISON,
         )
         .during(|| format!("allocating the reference outputs of {shape}"))?;
-        let mut input_hash = 0u64;
-        for (i, &seed) in seeds.iter().enumerate() {
-            let inputs = random_inputs(gpu, shape, seed)?;
-            input_hash = input_hash.wrapping_add(hash_inputs(
-                gpu,
-                std::slice::from_ref(&inputs),
-                key ^ i as u64,
-                "the reference's inputs",
-            )?);
-            raw::launch_reference_rows(
-                &gpu.stream,
-                &reference.func,
-                reference.threads,
-                raw::ReferenceRows {
-                    q: &inputs.q,
-                    k: &inputs.k,
-                    v: &inputs.v,
-                    out: refs.slice_mut(i * per_set..(i + 1) * per_set),
-                    seq_len: shape.seq_len as i32,
-                    head_dim: shape.head_dim as i32,
-                    scale: shape.scale(),
-                    causal: i32::from(shape.causal),
-                    rows: &d_rows,
-                    host_rows: &rows,
-                    heads,
-                },
-            )
-            .during(|| format!("launching {} on shape {shape}", reference.name))?;
-            gpu.sync(None, || {
-                format!("the reference kernel {} on shape {shape}", reference.name)
-            })?;
-        }
+        let inputs = random_inputs(gpu, shape, seed)?;
+        let input_hash = hash_inputs(
+            gpu,
+            std::slice::from_ref(&inputs),
+            key,
+            "the reference's inputs",
+        )?;
+        raw::launch_reference_rows(
+            &gpu.stream,
+            &reference.func,
+            reference.threads,
+            raw::ReferenceRows {
+                q: &inputs.q,
+                k: &inputs.k,
+                v: &inputs.v,
+                out: refs.slice_mut(..),
+                seq_len: shape.seq_len as i32,
+                head_dim: shape.head_dim as i32,
+                scale: shape.scale(),
+                causal: i32::from(shape.causal),
+                rows: &d_rows,
+                host_rows: &rows,
+                heads,
+            },
+        )
+        .during(|| format!("launching {} on shape {shape}", reference.name))?;
+        gpu.sync(None, || {
+            format!("the reference kernel {} on shape {shape}", reference.name)
+        })?;
         let host = gpu.read_back(&refs, || format!("the reference outputs of {shape}"))?;
         let bad = host.iter().filter(|x| !x.is_finite()).count();
         if bad > 0 {
@@ -187,37 +162,320 @@ impl RefSet {
                 host.len()
             )));
         }
-        let ref_hash = hash_f32(gpu, &refs, key, "the reference outputs")?;
         Ok(RefSet {
             refs,
-            seeds,
-            rows,
-            d_rows,
-            per_set,
             input_hash,
-            ref_hash,
             key,
         })
     }
 
-    /// Whether `sets` (one side's inputs, filled from [`RefSet::seeds`] in order) still hold
-    /// exactly the values they were filled with.
-    pub(crate) fn inputs_unchanged(&self, gpu: &Gpu, sets: &[Inputs]) -> Result<bool, GpuError> {
-        let mut h = 0u64;
-        for (i, set) in sets.iter().enumerate() {
-            h = h.wrapping_add(hash_inputs(
-                gpu,
-                std::slice::from_ref(set),
-                self.key ^ i as u64,
-                "a side's inputs",
-            )?);
-        }
+    /// Whether `inputs` (the side's, filled from the same seed) still hold exactly the
+    /// values they were filled with.
+    pub(crate) fn inputs_unchanged(&self, gpu: &Gpu, inputs: &Inputs) -> Result<bool, GpuError> {
+        let h = hash_inputs(
+            gpu,
+            std::slice::from_ref(inputs),
+            self.key,
+            "a side's inputs",
+        )?;
         Ok(h == self.input_hash)
     }
+}
 
-    /// Whether the reference outputs still hold what the reference kernel wrote.
-    pub fn outputs_unchanged(&self, gpu: &Gpu) -> Result<bool, GpuError> {
-        Ok(hash_f32(gpu, &self.refs, self.key, "the reference outputs")? == self.ref_hash)
+/// Rows of each timed launch's output compared with the reference for that launch, in every
+/// sample: the last row (the tail tile) and three drawn at random (secret, new for every
+/// launch and sample), in every (batch, head). A copied or skipped launch is wrong on all of
+/// them; a kernel right on a fraction f of rows passes one launch with probability
+/// f^(4·batch·heads), so never across a round's hundreds of launches.
+pub const ROWS_PER_LAUNCH: usize = 4;
+
+/// The reference's own copies of a round's keys and values: every input set's K and V,
+/// filled from the set's seed exactly as the sides' inputs are (`buffers::random_inputs`),
+/// never read from the memory the kernel under test reads. Kept for the round: every sample's
+/// reference is computed from them after the sample.
+pub struct KvRefs {
+    /// The seeds the input sets were filled from.
+    pub seeds: Vec<u64>,
+    k: CudaSlice<u16>,
+    v: CudaSlice<u16>,
+    per_set: usize,
+    /// The keyed hash of every set's K and V as filled: what the sides' inputs and these
+    /// copies must still hash to after the round.
+    hash: u64,
+    key: u64,
+}
+
+impl KvRefs {
+    /// Fills the reference's copies of the K and V of the sets of `seeds` and hashes them.
+    pub fn new(
+        gpu: &Gpu,
+        shape: &ShapeParams,
+        seeds: Vec<u64>,
+        key: RunKey,
+    ) -> Result<KvRefs, GpuError> {
+        let per_set = shape.elements();
+        let total = per_set.checked_mul(seeds.len()).ok_or_else(|| {
+            GpuError::Invalid(format!("shape {shape}: the input sets are too large"))
+        })?;
+        let fill = gpu.kernels.fill_normal(shape.dtype);
+        let make = |tensor: super::buffers::Tensor| -> Result<CudaSlice<u16>, GpuError> {
+            let mut buf = raw::alloc_zeros::<u16>(&gpu.stream, total)
+                .during(|| format!("allocating the reference's inputs of {shape}"))?;
+            for (i, &seed) in seeds.iter().enumerate() {
+                raw::launch_fill_normal(
+                    &gpu.stream,
+                    fill,
+                    &mut buf.slice_mut(i * per_set..(i + 1) * per_set),
+                    super::buffers::input_seed(seed, tensor),
+                )
+                .during(|| format!("filling the reference's inputs of {shape}"))?;
+            }
+            Ok(buf)
+        };
+        let k = make(super::buffers::Tensor::K)?;
+        let v = make(super::buffers::Tensor::V)?;
+        let mut refs = KvRefs {
+            seeds,
+            k,
+            v,
+            per_set,
+            hash: 0,
+            key: key.0 ^ 0x0c0f_fee0_4b5e_7a11,
+        };
+        refs.hash = refs.own_hash(gpu)?;
+        Ok(refs)
+    }
+
+    fn set_views(&self, i: usize) -> [CudaView<'_, u16>; 2] {
+        let range = i * self.per_set..(i + 1) * self.per_set;
+        [self.k.slice(range.clone()), self.v.slice(range)]
+    }
+
+    fn own_hash(&self, gpu: &Gpu) -> Result<u64, GpuError> {
+        let parts = HashParts {
+            u16s: (0..self.seeds.len())
+                .flat_map(|i| self.set_views(i))
+                .collect(),
+            u32s: Vec::new(),
+        };
+        hash_parts(gpu, &parts, self.key, "the reference's inputs")
+    }
+
+    /// Host copies of the reference's keys and values (every set, back to back).
+    pub fn host_kv(&self, gpu: &Gpu) -> Result<(Vec<u16>, Vec<u16>), GpuError> {
+        Ok((
+            gpu.read_back(&self.k, || "the reference's keys".into())?,
+            gpu.read_back(&self.v, || "the reference's values".into())?,
+        ))
+    }
+
+    /// Whether `sets` (one side's inputs, filled from [`KvRefs::seeds`] in order) still
+    /// hold exactly the keys and values they were filled with.
+    pub(crate) fn inputs_unchanged(&self, gpu: &Gpu, sets: &[Inputs]) -> Result<bool, GpuError> {
+        if sets.len() != self.seeds.len() {
+            return Ok(false);
+        }
+        let parts = HashParts {
+            u16s: sets
+                .iter()
+                .flat_map(|s| [s.k.as_view(), s.v.as_view()])
+                .collect(),
+            u32s: Vec::new(),
+        };
+        Ok(hash_parts(gpu, &parts, self.key, "a side's inputs")? == self.hash)
+    }
+
+    /// Whether the reference's own copies still hold what they were filled with (a kernel
+    /// that found and changed them could have made its own wrong output look right).
+    pub fn own_unchanged(&self, gpu: &Gpu) -> Result<bool, GpuError> {
+        Ok(self.own_hash(gpu)? == self.hash)
+    }
+}
+
+/// Host copies of a [`LaunchSecrets`] ([`LaunchSecrets::inspect`]).
+#[derive(Clone, Debug)]
+pub struct LaunchInspection {
+    /// Elements of one launch's q.
+    pub n: usize,
+    /// Every launch's q, back to back.
+    pub pool: Vec<u16>,
+    pub scales: Vec<f32>,
+    /// [launches, ROWS_PER_LAUNCH].
+    pub rows: Vec<i32>,
+    /// [launches, batch·heads, ROWS_PER_LAUNCH, head_dim].
+    pub refs: Vec<f32>,
+}
+
+/// What makes every timed launch of a round's graph compute a function no other launch of
+/// the run computes: a q of its own (launch i reads slice i of one pool, which is filled
+/// again from a new secret key before every sample, so no two launches of a sample, nor
+/// launch i in two samples, see the same q) and a softmax scale of its own (0.8–1.25 ×
+/// 1/√head_dim, drawn for each launch of the round). K and V stay the memory of the round's
+/// input sets: hot cache means the same K/V warm. After every sample the reference of every
+/// launch is computed for its own q and scale on [`ROWS_PER_LAUNCH`] secret rows per (batch,
+/// head), from the reference's own copies ([`KvRefs`]) and q values regenerated from the key
+/// (never read from the pool the kernel could write).
+///
+/// Cost per sample: one fill of the pool (launches × q), the reference of launches ×
+/// batch·heads × 4 rows (a 4/seq_len part of the timed FLOPs, in fp32), all outside the timed
+/// region.
+pub struct LaunchSecrets {
+    pool: CudaSlice<u16>,
+    /// Elements of one launch's q (batch·heads·seq_len·head_dim).
+    n: usize,
+    scales: Vec<f32>,
+    d_scales: CudaSlice<f32>,
+    rows: CudaSlice<i32>,
+    qrows: CudaSlice<f32>,
+    refs: CudaSlice<f32>,
+    geometry: raw::LaunchGeometry,
+    shape: ShapeParams,
+    keys: ChaCha8Rng,
+    /// The q key and row key of what the pool holds now.
+    current: (u64, u64),
+}
+
+impl LaunchSecrets {
+    /// A pool for `launches` launches of `shape`, filled once, and their scales, drawn (as
+    /// every later key) from `rng` (the run's secret).
+    pub fn new(
+        gpu: &Gpu,
+        shape: &ShapeParams,
+        launches: u32,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<LaunchSecrets, GpuError> {
+        let n = shape.elements();
+        let launches = launches.max(1) as usize;
+        let geometry = raw::LaunchGeometry {
+            launches,
+            heads: (shape.batch * shape.heads) as usize,
+            seq_len: shape.seq_len as usize,
+            head_dim: shape.head_dim as usize,
+            nrows: ROWS_PER_LAUNCH,
+        };
+        let too_large = || {
+            GpuError::Invalid(format!(
+                "shape {shape}: the per-launch inputs are too large"
+            ))
+        };
+        let total = n.checked_mul(launches).ok_or_else(too_large)?;
+        let compact = geometry.compact().ok_or_else(too_large)?;
+        let scales: Vec<f32> = (0..launches)
+            .map(|_| shape.scale() * rng.random_range(0.8f32.ln()..=1.25f32.ln()).exp())
+            .collect();
+        let alloc_f32 = |len: usize| {
+            raw::alloc_zeros::<f32>(&gpu.stream, len)
+                .during(|| format!("allocating the per-launch references of {shape}"))
+        };
+        let mut secrets = LaunchSecrets {
+            pool: raw::alloc_zeros::<u16>(&gpu.stream, total)
+                .during(|| format!("allocating the q of {launches} launches of {shape}"))?,
+            n,
+            d_scales: gpu
+                .stream
+                .clone_htod(&scales)
+                .during(|| format!("uploading the launch scales of {shape}"))?,
+            scales,
+            rows: raw::alloc_zeros::<i32>(&gpu.stream, launches * ROWS_PER_LAUNCH)
+                .during(|| format!("allocating the compared rows of {shape}"))?,
+            qrows: alloc_f32(compact)?,
+            refs: alloc_f32(compact)?,
+            geometry,
+            shape: *shape,
+            keys: ChaCha8Rng::from_rng(rng),
+            current: (0, 0),
+        };
+        secrets.refill(gpu)?;
+        Ok(secrets)
+    }
+
+    /// Launch i's q (a slice of the pool).
+    pub fn q(&self, i: usize) -> CudaView<'_, u16> {
+        let i = i % self.geometry.launches;
+        self.pool.slice(i * self.n..(i + 1) * self.n)
+    }
+
+    /// Launch i's softmax scale.
+    pub fn scale(&self, i: usize) -> f32 {
+        self.scales[i % self.scales.len()]
+    }
+
+    /// Device address of the pool (the report's proof that rounds used fresh memory).
+    pub fn address(&self, gpu: &Gpu) -> u64 {
+        let (ptr, _sync) = self.pool.device_ptr(&gpu.stream);
+        ptr
+    }
+
+    /// The pool, for the hash of the buffers held after the round.
+    pub fn pool(&self) -> CudaView<'_, u16> {
+        self.pool.as_view()
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.pool.len() as u64 * 2
+    }
+
+    /// Host copies of what the pool, the scales and the last computed reference hold (for
+    /// the GPU tests: every launch's reference is checked against float64 on the host).
+    pub fn inspect(&self, gpu: &Gpu) -> Result<LaunchInspection, GpuError> {
+        Ok(LaunchInspection {
+            n: self.n,
+            pool: gpu.read_back(&self.pool, || "the q pool".into())?,
+            scales: self.scales.clone(),
+            rows: gpu.read_back(&self.rows, || "the compared rows".into())?,
+            refs: gpu.read_back(&self.refs, || "the per-launch references".into())?,
+        })
+    }
+
+    /// Queues a new q for every launch: new secret keys, the pool filled from them.
+    pub fn refill(&mut self, gpu: &Gpu) -> Result<(), GpuError> {
+        self.current = (self.keys.random(), self.keys.random());
+        let shape = self.shape;
+        raw::launch_fill_q_pool(
+            &gpu.stream,
+            gpu.kernels.fill_q_pool(shape.dtype),
+            &mut self.pool,
+            self.n,
+            self.geometry.launches,
+            self.current.0,
+        )
+        .during(|| format!("filling the q of every launch of {shape}"))
+    }
+
+    /// Queues the reference of every launch for the q now in the pool (after the sample
+    /// that read it): its compared rows, their q values regenerated from the key, and the
+    /// reference kernel on them with each launch's scale and `kv`'s own keys and values
+    /// (launch i on set i mod sets).
+    pub fn reference(&mut self, gpu: &Gpu, kv: &KvRefs) -> Result<(), GpuError> {
+        let shape = self.shape;
+        let (key, row_key) = self.current;
+        raw::launch_launch_rows(
+            &gpu.stream,
+            gpu.kernels.launch_rows(shape.dtype),
+            self.geometry,
+            key,
+            row_key,
+            &mut self.rows,
+            &mut self.qrows,
+        )
+        .during(|| format!("drawing the compared rows of {shape}"))?;
+        let reference = gpu.kernels.reference_launches(shape.dtype)?;
+        raw::launch_reference_launches(
+            &gpu.stream,
+            &reference.func,
+            self.geometry,
+            raw::LaunchReference {
+                qrows: &self.qrows,
+                k: &kv.k,
+                v: &kv.v,
+                sets: kv.seeds.len(),
+                scales: &self.d_scales,
+                rows: &self.rows,
+                causal: shape.causal,
+                out: &mut self.refs,
+            },
+        )
+        .during(|| format!("launching {} on shape {shape}", reference.name))
     }
 }
 
@@ -258,18 +516,16 @@ pub fn slot_budget_bytes(gpu: &Gpu) -> Result<u64, GpuError> {
 }
 
 impl OutputSlots {
-    /// Slots for `launches` launches of `shape` whose inputs rotate through the input sets
-    /// of `refs` (launch i uses set i mod sets and is compared with that set's reference),
-    /// checked over `samples` samples, placed by `rng`.
+    /// Slots for `launches` launches of `shape`, each compared in every sample with its own
+    /// reference rows ([`LaunchSecrets`]: launch i's at i · batch·heads·[`ROWS_PER_LAUNCH`]
+    /// ·head_dim), checked over `samples` samples, placed by `rng`.
     pub fn new(
         gpu: &Gpu,
         shape: &ShapeParams,
         launches: u32,
-        refs: &RefSet,
         samples: u32,
         rng: &mut ChaCha8Rng,
     ) -> Result<OutputSlots, GpuError> {
-        let input_sets = refs.seeds.len();
         let n = shape.elements() as u64;
         let launches = launches.max(1) as usize;
         // Slots in a random order, each after a random gap of 256 B to 64 KiB (a multiple of
@@ -300,9 +556,9 @@ impl OutputSlots {
         let total = usize::try_from(at).map_err(|_| {
             GpuError::Invalid(format!("shape {shape}: the output slots are too large"))
         })?;
-        let ref_offsets: Vec<u64> = (0..launches)
-            .map(|i| ((i % input_sets.max(1)) * refs.per_set) as u64)
-            .collect();
+        let per_launch =
+            (shape.batch * shape.heads) as u64 * ROWS_PER_LAUNCH as u64 * u64::from(shape.head_dim);
+        let ref_offsets: Vec<u64> = (0..launches as u64).map(|i| i * per_launch).collect();
         let upload = |v: &[u64]| {
             gpu.stream
                 .clone_htod(v)
@@ -345,10 +601,9 @@ impl OutputSlots {
         self.region.len() as u64 * 4
     }
 
-    /// Device address of the region (for the report's proof that rounds used fresh memory).
-    pub fn address(&self, gpu: &Gpu) -> u64 {
-        let (ptr, _sync) = self.region.device_ptr(&gpu.stream);
-        ptr
+    /// The region as 32-bit words (its hash, held after the round).
+    pub fn region(&self) -> CudaView<'_, f32> {
+        self.region.as_view()
     }
 
     /// The output of launch `i` (its slot).
@@ -368,23 +623,39 @@ impl OutputSlots {
         .during(|| "poisoning the output slots".into())
     }
 
-    /// Queues the check of every slot against `refs` and of every gap, for sample `sample`.
-    pub fn check(&mut self, gpu: &Gpu, refs: &RefSet, sample: usize) -> Result<(), GpuError> {
+    /// Queues the check of every slot against its launch's reference in `secrets` (which
+    /// must have computed this sample's, [`LaunchSecrets::reference`]) and of every gap, for
+    /// sample `sample`; then poisons the reference rows, so that no later launch can find
+    /// them.
+    pub fn check(
+        &mut self,
+        gpu: &Gpu,
+        secrets: &mut LaunchSecrets,
+        sample: usize,
+    ) -> Result<(), GpuError> {
         let slots = self.launches();
+        if secrets.geometry.launches != slots {
+            return Err(GpuError::Invalid(format!(
+                "{slots} output slots but {} launches' references",
+                secrets.geometry.launches
+            )));
+        }
         let words = slots * CHECK_WORDS;
         let start = sample.min(self.samples - 1) * words;
         let table = raw::SlotTable {
             region: &self.region,
             slot_offsets: &self.d_slot_offsets,
             ref_offsets: &self.d_ref_offsets,
-            refs: &refs.refs,
-            rows: &refs.d_rows,
+            refs: &secrets.refs,
+            rows: &secrets.rows,
+            nrows: ROWS_PER_LAUNCH,
+            rows_per_slot: true,
             seq_len: self.seq_len,
             head_dim: self.head_dim,
             elements: self.elements,
             host_slot_offsets: &self.slot_offsets,
             host_ref_offsets: &self.ref_offsets,
-            host_rows: &refs.rows,
+            host_rows: None,
         };
         raw::launch_check_outputs(
             &gpu.stream,
@@ -394,6 +665,13 @@ impl OutputSlots {
             &mut self.results.slice_mut(start..start + words),
         )
         .during(|| "checking the timed outputs".into())?;
+        raw::launch_fill_u32(
+            &gpu.stream,
+            &gpu.kernels.fill_u32,
+            &mut secrets.refs,
+            self.poison,
+        )
+        .during(|| "poisoning the reference rows".into())?;
         raw::launch_check_fill(
             &gpu.stream,
             &gpu.kernels.check_fill,
@@ -519,19 +797,6 @@ mod tests {
         }
         // Different every time: a kernel cannot test for one fixed pattern.
         assert!(seen.len() > 9_900);
-    }
-
-    #[test]
-    fn sampled_rows_are_distinct_sorted_and_hold_the_last_row() {
-        let mut rng = ChaCha8Rng::seed_from_u64(3);
-        let rows = sample_rows(4096, 64, &mut rng);
-        assert_eq!(rows.len(), 64);
-        assert!(rows.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(*rows.last().unwrap(), 4095);
-        assert_eq!(sample_rows(37, 64, &mut rng), (0..37).collect::<Vec<_>>());
-        assert_eq!(sample_rows(1, 64, &mut rng), vec![0]);
-        // A new draw each time: the kernel cannot learn them.
-        assert_ne!(sample_rows(4096, 64, &mut rng), rows);
     }
 
     #[test]

@@ -16,10 +16,12 @@ use cudarc::driver::{CudaEvent, CudaGraph, CudaSlice};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
-use super::buffers::{Inputs, check_shape, launch_on, random_inputs};
+use super::buffers::{Inputs, Operands, check_shape, launch_on, launch_with, random_inputs};
 use super::device::{Gpu, Kernel};
 use super::error::{DriverContext, GpuError};
-use super::integrity::{OutputSlots, RefSet, Rows, SAMPLED_ROWS, slot_budget_bytes};
+use super::integrity::{
+    HashParts, KvRefs, LaunchSecrets, OutputSlots, hash_parts, slot_budget_bytes,
+};
 use super::raw;
 use crate::config::{CacheMode, MeasureSettings, ShapeParams, Tolerance};
 use crate::results::PairOrder;
@@ -126,23 +128,17 @@ fn round_seeds(gpu: &Gpu, seed: u64, round: u64, sets: usize) -> Vec<u64> {
         .collect()
 }
 
-/// The reference outputs of round `round`: fresh inputs of its own seeds (the cache mode's
-/// sets of them), the reference kernel's outputs on sampled rows drawn with `salt`.
-fn round_refs(b: &Bench<'_>, seed: u64, round: u64, salt: u64) -> Result<RefSet, GpuError> {
+/// The reference's own keys and values of round `round`: fresh input sets of its own seeds
+/// (the cache mode's sets of them), which the sides' inputs are filled from too.
+fn round_kv(b: &Bench<'_>, seed: u64, round: u64) -> Result<KvRefs, GpuError> {
     let sets = sets_for(b.gpu, b.shape, b.settings.cache)?;
-    RefSet::new(
+    KvRefs::new(
         b.gpu,
         b.shape,
         round_seeds(b.gpu, seed, round, sets),
         b.gpu.run_key,
-        Rows::Sample(SAMPLED_ROWS),
-        &mut b.gpu.run_key.rng(seed ^ round.rotate_left(29) ^ salt),
     )
 }
-
-/// The row-sampling salts of timed rounds and of energy windows' rounds.
-const TIMED_SALT: u64 = 0x0005_a3b1_e5d0;
-const ENERGY_SALT: u64 = 0x0e4e_7a1e_5d0f;
 
 /// Measures `rounds` rounds of one shape with the device's own attention kernel (each round
 /// on fresh buffers).
@@ -171,21 +167,21 @@ pub fn extend(
     for _ in 0..rounds {
         let round = side.m.rounds.len() as u64;
         let t = Instant::now();
-        let refs = round_refs(b, seed, round, TIMED_SALT)?;
+        let kv = round_kv(b, seed, round)?;
         add_phase(t, |p| &mut p.references_s);
         let t = Instant::now();
-        let mut prepared = prepare_round(b, side, &refs, seed)?;
+        let mut prepared = prepare_round(b, side, &kv, seed)?;
         add_phase(t, |p| &mut p.preparing_s);
         side.m.sm_clock_mhz.extend(b.gpu.monitor.sm_clock_mhz());
         for _ in 0..b.settings.samples_per_round {
             let t = Instant::now();
-            take_sample(b, side.kernel, &mut prepared, &refs)?;
+            take_sample(b, side.kernel, side.label, &mut prepared, &kv)?;
             add_phase(t, |p| &mut p.sampling_s);
         }
         side.m.sm_clock_mhz.extend(b.gpu.monitor.sm_clock_mhz());
         let t = Instant::now();
-        finish_round(b, side, prepared, &refs, held)?;
-        check_refs(b, &refs, side.m.rounds.len())?;
+        finish_round(b, side, prepared, &kv, held)?;
+        check_kv(b, &kv, side.m.rounds.len())?;
         add_phase(t, |p| &mut p.finishing_s);
     }
     side.m.wall_s += start.elapsed().as_secs_f64();
@@ -249,7 +245,7 @@ pub fn measure_pairs(
         let start = Instant::now();
         let round = sides[1].m.rounds.len() as u64;
         let t = Instant::now();
-        let refs = round_refs(b, seed, round, TIMED_SALT)?;
+        let kv = round_kv(b, seed, round)?;
         add_phase(t, |p| &mut p.references_s);
         let mut prepared: [Option<PreparedRound>; 2] = [None, None];
         for i in sequence {
@@ -260,7 +256,7 @@ pub fn measure_pairs(
             let side = &mut sides[i];
             side.m.launches_per_sample = launches;
             let t = Instant::now();
-            prepared[i] = Some(prepare_round(b, side, &refs, seed)?);
+            prepared[i] = Some(prepare_round(b, side, &kv, seed)?);
             add_phase(t, |p| &mut p.preparing_s);
         }
         let [Some(mut base_round), Some(mut cand_round)] = prepared else {
@@ -284,7 +280,7 @@ pub fn measure_pairs(
                     &mut cand_round
                 };
                 let t = Instant::now();
-                take_sample(b, sides[i].kernel, round, &refs)?;
+                take_sample(b, sides[i].kernel, sides[i].label, round, &kv)?;
                 add_phase(t, |p| &mut p.sampling_s);
             }
         }
@@ -295,24 +291,24 @@ pub fn measure_pairs(
         let half = start.elapsed().as_secs_f64() / 2.0;
         let t = Instant::now();
         for (side, round) in sides.iter_mut().zip([base_round, cand_round]) {
-            finish_round(b, side, round, &refs, held)?;
+            finish_round(b, side, round, &kv, held)?;
             side.m.wall_s += half;
         }
-        check_refs(b, &refs, sides[1].m.rounds.len())?;
+        check_kv(b, &kv, sides[1].m.rounds.len())?;
         add_phase(t, |p| &mut p.finishing_s);
         orders.push(order);
     }
     Ok(())
 }
 
-/// The reference outputs must be as the reference kernel left them: a timed kernel that
-/// overwrote them could have made its own wrong output look right.
-fn check_refs(b: &Bench<'_>, refs: &RefSet, round: usize) -> Result<(), GpuError> {
-    if refs.outputs_unchanged(b.gpu)? {
+/// The reference's own keys and values must be as they were filled: a timed kernel that
+/// changed them could have made its own wrong output look right.
+fn check_kv(b: &Bench<'_>, kv: &KvRefs, round: usize) -> Result<(), GpuError> {
+    if kv.own_unchanged(b.gpu)? {
         Ok(())
     } else {
         Err(GpuError::Integrity(format!(
-            "the reference outputs of round {round} were overwritten while the kernels were timed (by a kernel writing outside its output)"
+            "the reference's own keys and values of round {round} were overwritten while the kernels were timed (by a kernel writing outside its output)"
         )))
     }
 }
@@ -321,56 +317,139 @@ fn check_refs(b: &Bench<'_>, refs: &RefSet, round: usize) -> Result<(), GpuError
 /// process has not used yet: freed memory goes back to the allocator's pool and would be
 /// handed out again, which made every round of a process share one physical placement and
 /// left the placement effect (~0.5% on an H200) between processes instead of in the samples.
+///
+/// A kernel can reach them (they are memory of the context), so they are not a place it may
+/// keep anything: each round is hashed when it is kept, and every later round verifies that
+/// every held round still hashes so ([`Held::verify`]).
 #[derive(Default)]
 pub struct Held {
-    rounds: std::collections::VecDeque<(CudaSlice<u8>, Vec<Inputs>, OutputSlots, u64)>,
+    rounds: std::collections::VecDeque<HeldRound>,
     bytes: u64,
 }
 
+/// One round's buffers, held, with the hash they must keep.
+struct HeldRound {
+    spacer: CudaSlice<f32>,
+    inputs: Vec<Inputs>,
+    slots: OutputSlots,
+    secrets: LaunchSecrets,
+    bytes: u64,
+    hash: u64,
+}
+
+impl HeldRound {
+    fn hash(&self, gpu: &Gpu) -> Result<u64, GpuError> {
+        let parts = HashParts {
+            u16s: self
+                .inputs
+                .iter()
+                .flat_map(|s| [s.q.as_view(), s.k.as_view(), s.v.as_view()])
+                .chain([self.secrets.pool()])
+                .collect(),
+            u32s: vec![self.spacer.as_view(), self.slots.region()],
+        };
+        hash_parts(
+            gpu,
+            &parts,
+            gpu.run_key.0 ^ 0x4e1d_0b0f_fe25_0000,
+            "held buffers",
+        )
+    }
+}
+
 impl Held {
-    /// Keeps a round's buffers, dropping the oldest rounds beyond `cap` bytes.
-    fn keep(
-        &mut self,
-        spacer: CudaSlice<u8>,
-        inputs: Vec<Inputs>,
-        slots: OutputSlots,
-        bytes: u64,
-        cap: u64,
-    ) {
-        self.rounds.push_back((spacer, inputs, slots, bytes));
+    /// Keeps a round's buffers (hashed now), dropping the oldest rounds beyond `cap` bytes.
+    fn keep(&mut self, gpu: &Gpu, round: PreparedRound, cap: u64) -> Result<(), GpuError> {
+        let bytes = round.spacer.len() as u64 * 4
+            + round.inputs.len() as u64 * 3 * 2 * round.slots_elements()
+            + round.slots.bytes()
+            + round.secrets.bytes();
+        let mut held = HeldRound {
+            spacer: round.spacer,
+            inputs: round.inputs,
+            slots: round.slots,
+            secrets: round.secrets,
+            bytes,
+            hash: 0,
+        };
+        held.hash = held.hash(gpu)?;
+        self.rounds.push_back(held);
         self.bytes += bytes;
         while self.bytes > cap && self.rounds.len() > 1 {
-            if let Some((_, _, _, dropped)) = self.rounds.pop_front() {
-                self.bytes -= dropped;
+            if let Some(dropped) = self.rounds.pop_front() {
+                self.bytes -= dropped.bytes;
             }
         }
+        Ok(())
+    }
+
+    /// Whether every held round still holds what it held when it was kept.
+    fn verify(&self, gpu: &Gpu) -> Result<bool, GpuError> {
+        for round in &self.rounds {
+            if round.hash(gpu)? != round.hash {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 }
 
 /// A round made ready to sample: its buffers (fresh, behind a spacer), its CUDA graph of
-/// `launches_per_sample` launches, each into its own output slot (already replayed once),
-/// its timing events and the samples taken so far.
+/// `launches_per_sample` launches, each with its own q and scale into its own output slot
+/// (already replayed once), its timing events and the samples taken so far.
 struct PreparedRound {
     graph: CudaGraph,
     events: Vec<(CudaEvent, CudaEvent)>,
     launches: u32,
     values: Vec<f64>,
-    spacer: CudaSlice<u8>,
+    /// Zeros allocated before the round's buffers (to move them to new addresses); they
+    /// must still be zeros after the round.
+    spacer: CudaSlice<f32>,
     inputs: Vec<Inputs>,
     slots: OutputSlots,
+    secrets: LaunchSecrets,
+    /// Bytes of the timed kernel's constant data found changed, summed over the checks of the
+    /// round.
+    constant_writes: CudaSlice<u64>,
     /// The GPU time one sample is expected to take (from the warm-up), for its deadline.
     expected: Duration,
     /// Samples across which the SM clock moved.
     clock_events: u32,
 }
 
-/// Allocates a round's buffers (inputs filled from `refs`' seeds), warms up, sizes and
+impl PreparedRound {
+    fn slots_elements(&self) -> u64 {
+        self.inputs.first().map_or(0, |i| i.k.len() as u64)
+    }
+}
+
+/// Queues the check of the timed kernel's constant data, counting changed bytes into
+/// `writes`.
+fn guard_constants(
+    gpu: &Gpu,
+    kernel: &Kernel,
+    writes: &mut CudaSlice<u64>,
+) -> Result<(), GpuError> {
+    match &kernel.constants {
+        Some(guard) => guard.check(gpu, writes),
+        None => Ok(()),
+    }
+}
+
+/// Launches per sample of `shape` that fit the device memory a round may take: one output
+/// slot (fp32, plus its largest gap) and one q (16-bit) per launch.
+fn launches_that_fit(gpu: &Gpu, shape: &ShapeParams) -> Result<u64, GpuError> {
+    let per_launch = shape.elements() as u64 * (4 + 2) + 64 * 1024;
+    Ok((slot_budget_bytes(gpu)? / per_launch).max(1))
+}
+
+/// Allocates a round's buffers (inputs filled from `kv`'s seeds), warms up, sizes and
 /// captures its graph (the first round of `side` sets the launches per sample, capped so
-/// that one output slot per launch fits) and records the round's address.
+/// that one output slot and one q per launch fit) and records the round's address.
 fn prepare_round(
     b: &Bench<'_>,
     side: &mut AbSide<'_>,
-    refs: &RefSet,
+    kv: &KvRefs,
     seed: u64,
 ) -> Result<PreparedRound, GpuError> {
     let (gpu, shape, settings) = (b.gpu, b.shape, b.settings);
@@ -381,21 +460,16 @@ fn prepare_round(
         .run_key
         .rng(seed ^ round.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ kernel_salt(side.label));
     // A random-sized spacer, allocated first, moves this round's buffers to new addresses.
-    let spacer_bytes = 256 * rng.random_range(1..=65_536usize);
-    let spacer = raw::alloc_zeros::<u8>(&gpu.stream, spacer_bytes)
+    let spacer_words = 64 * rng.random_range(1..=65_536usize);
+    let spacer = raw::alloc_zeros::<f32>(&gpu.stream, spacer_words)
         .during(|| "allocating the address spacer".into())?;
-    let inputs: Vec<Inputs> = refs
+    let inputs: Vec<Inputs> = kv
         .seeds
         .iter()
         .map(|&s| random_inputs(gpu, shape, s))
         .collect::<Result<_, _>>()?;
     let n_sets = inputs.len().max(1);
     m.working_set_bytes = n_sets as u64 * bytes_per_set(shape);
-    {
-        use cudarc::driver::DevicePtr;
-        let (ptr, _sync) = inputs[0].q.device_ptr(&gpu.stream);
-        m.round_addresses.push(ptr);
-    }
 
     // Warm-up: direct launches in growing batches until `warmup_ms` has passed on the GPU,
     // into a scratch output (not timed, not checked); the last batch gives the per-launch
@@ -455,6 +529,7 @@ fn prepare_round(
             e0.elapsed_ms(&e1)
                 .during(|| "reading a timing event".into())?,
         );
+        charge(b, side.label, ms, || what("warm-up"))?;
         spent_ms += ms;
         per_launch_ms = ms / f64::from(batch);
         batch = (batch * 2).min(256);
@@ -463,20 +538,13 @@ fn prepare_round(
     m.per_launch_ms = Some(per_launch_ms);
     if m.launches_per_sample == 0 {
         let l = (settings.sample_ms / per_launch_ms.max(1e-6)).round();
-        // One output slot per launch must fit in the slot budget (plus its largest gap).
-        let slot_bytes = shape.elements() as u64 * 4 + 64 * 1024;
-        let fit = (slot_budget_bytes(gpu)? / slot_bytes).max(1);
+        let fit = launches_that_fit(gpu, shape)?;
         m.launches_per_sample = l.clamp(1.0, 20_000.0).min(fit as f64) as u32;
     }
     let launches = m.launches_per_sample;
-    let mut slots = OutputSlots::new(
-        gpu,
-        shape,
-        launches,
-        refs,
-        settings.samples_per_round,
-        &mut rng,
-    )?;
+    let secrets = LaunchSecrets::new(gpu, shape, launches, &mut rng)?;
+    m.round_addresses.push(secrets.address(gpu));
+    let mut slots = OutputSlots::new(gpu, shape, launches, settings.samples_per_round, &mut rng)?;
 
     // Spin kernels for an injected slowdown: about one per 5 µs of added time, spread evenly.
     let spins = side.injection.map(|inj| {
@@ -494,11 +562,17 @@ fn prepare_round(
         .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
         .during(|| "starting a CUDA graph capture".into())?;
     let captured = (|| -> Result<(), GpuError> {
-        for i in 0..launches {
-            let set = &inputs[i as usize % n_sets];
-            launch_on(gpu, kernel, shape, set, slots.slot(i as usize))?;
+        for i in 0..launches as usize {
+            let set = &inputs[i % n_sets];
+            let operands = Operands {
+                q: secrets.q(i),
+                k: set.k.as_view(),
+                v: set.v.as_view(),
+                scale: secrets.scale(i),
+            };
+            launch_with(gpu, kernel, shape, operands, slots.slot(i))?;
             if let Some((every, cycles)) = spins
-                && (i + 1) % every == 0
+                && (i as u32 + 1) % every == 0
             {
                 raw::launch_spin(&gpu.stream, &gpu.kernels.spin, cycles)
                     .during(|| "capturing the injected spin".into())?;
@@ -526,13 +600,13 @@ fn prepare_round(
         .launch()
         .during(|| format!("replaying the graph of shape {shape}"))?;
     let expected = Duration::from_secs_f64(per_launch_ms * f64::from(launches) / 1000.0);
-    gpu.sync(Some(expected), || what("first replay"))?;
-
+    let constant_writes = raw::alloc_zeros::<u64>(&gpu.stream, 1)
+        .during(|| "allocating the constant-data check".into())?;
     let samples = settings.samples_per_round as usize;
     let events: Vec<(CudaEvent, CudaEvent)> = (0..samples)
         .map(|_| Ok((timing_event(gpu)?, timing_event(gpu)?)))
         .collect::<Result<_, GpuError>>()?;
-    Ok(PreparedRound {
+    let mut prepared = PreparedRound {
         graph,
         events,
         launches,
@@ -540,9 +614,32 @@ fn prepare_round(
         spacer,
         inputs,
         slots,
+        secrets,
+        constant_writes,
         expected,
         clock_events: 0,
-    })
+    };
+    // What the warm-up and the first replay wrote there counts too.
+    guard_constants(gpu, kernel, &mut prepared.constant_writes)?;
+    gpu.sync(Some(expected), || what("first replay"))?;
+    charge(b, side.label, expected.as_secs_f64() * 1000.0, || {
+        what("first replay")
+    })?;
+    Ok(prepared)
+}
+
+/// Charges `ms` of GPU time of the `side` kernel to the run's budget (`Gpu::budget`).
+fn charge(
+    b: &Bench<'_>,
+    side: &'static str,
+    ms: f64,
+    what: impl FnOnce() -> String,
+) -> Result<(), GpuError> {
+    b.gpu
+        .budget
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .charge(b.shape, side, ms / 1000.0, what)
 }
 
 /// A different placement stream for each side of a pair.
@@ -552,21 +649,24 @@ fn kernel_salt(label: &str) -> u64 {
     })
 }
 
-/// One sample: every output slot poisoned, then a replay of the round's graph bracketed by
-/// its own events, then (untimed) every slot compared with the reference on the device. A
-/// short spin launched first keeps the stream busy while the host enqueues the replay, so no
-/// submission latency is timed. After it the GPU idles long enough that it is busy only
-/// `duty_cycle` of the time: on an H200, back-to-back replays of a heavy kernel reached the
-/// power cap after ~1 s and its clocks then swung by several percent (docs/PERF.md), while
-/// short bursts with idle gaps stayed at full clock and repeated to within 0.1% across
-/// processes. The idle time is counted from the sample's start (its poisoning), so the host's
-/// work between samples (the checks, the clock readings, the sync) is part of it instead of
-/// being added to it: a sample's period is its timed length over `duty_cycle`.
+/// One sample: a new q for every launch and every output slot poisoned, then a replay of the
+/// round's graph bracketed by its own events, then (untimed) the reference of every launch
+/// for its own q and scale, every slot compared with it on the device, and the kernel's
+/// constant data verified. A short spin launched first keeps the stream busy
+/// while the host enqueues the replay, so no submission latency is timed. After it the GPU
+/// idles long enough that it is busy only `duty_cycle` of the time: on an H200, back-to-back
+/// replays of a heavy kernel reached the power cap after ~1 s and its clocks then swung by
+/// several percent (docs/PERF.md), while short bursts with idle gaps stayed at full clock and
+/// repeated to within 0.1% across processes. The idle time is counted from the sample's
+/// start (its q and poisoning), so the host's work between samples (the checks, the clock
+/// readings, the sync) is part of it instead of being added to it: a sample's period is its
+/// timed length over `duty_cycle`.
 fn take_sample(
     b: &Bench<'_>,
     kernel: &Kernel,
+    label: &'static str,
     round: &mut PreparedRound,
-    refs: &RefSet,
+    kv: &KvRefs,
 ) -> Result<(), GpuError> {
     let (gpu, shape, settings) = (b.gpu, b.shape, b.settings);
     let sample = round.values.len();
@@ -577,6 +677,7 @@ fn take_sample(
         )));
     };
     let began = std::time::Instant::now();
+    round.secrets.refill(gpu)?;
     round.slots.poison(gpu)?;
     let clock_before = gpu.monitor.sm_clock_mhz();
     raw::launch_spin(&gpu.stream, &gpu.kernels.spin, LEAD_CYCLES)
@@ -590,10 +691,16 @@ fn take_sample(
         .during(|| format!("replaying the graph of shape {shape}"))?;
     end.record(&gpu.stream)
         .during(|| "recording a timing event".into())?;
-    round.slots.check(gpu, refs, sample)?;
-    gpu.sync(Some(round.expected), || {
-        format!("kernel {} on shape {shape} (a timed sample)", kernel.name)
-    })?;
+    round.secrets.reference(gpu, kv)?;
+    round.slots.check(gpu, &mut round.secrets, sample)?;
+    guard_constants(gpu, kernel, &mut round.constant_writes)?;
+    let what = || {
+        format!(
+            "kernel {} of the {label} on shape {shape} (a timed sample)",
+            kernel.name
+        )
+    };
+    gpu.sync(Some(round.expected), what)?;
     // A clock that moved across the sample (read before its launch and after it ended, not
     // after the idle time): an event this sample may carry.
     let clock_after = gpu.monitor.sm_clock_mhz();
@@ -608,6 +715,7 @@ fn take_sample(
             .during(|| "reading a timing event".into())?,
     );
     round.values.push(ms * 1000.0 / f64::from(round.launches));
+    charge(b, label, ms, what)?;
     if settings.duty_cycle < 1.0 {
         let period = Duration::from_secs_f64(ms / settings.duty_cycle / 1000.0);
         if let Some(idle) = period.checked_sub(began.elapsed()) {
@@ -617,40 +725,54 @@ fn take_sample(
     Ok(())
 }
 
-/// Checks the round (every timed output against the reference, the gaps, the inputs), then
-/// stores its samples and keeps its buffers allocated (see [`Held`]).
+/// Checks the round (every timed output against its launch's reference, the gaps, the
+/// inputs, the spacer, the constant data, the held buffers of earlier rounds), then stores
+/// its samples and keeps its buffers allocated (see [`Held`]).
 fn finish_round(
     b: &Bench<'_>,
     side: &mut AbSide<'_>,
     round: PreparedRound,
-    refs: &RefSet,
+    kv: &KvRefs,
     held: &mut Held,
 ) -> Result<(), GpuError> {
     let gpu = b.gpu;
-    let PreparedRound {
-        values,
-        spacer,
-        inputs,
-        slots,
-        clock_events,
-        ..
-    } = round;
     let name = &side.kernel.name;
-    let outcome = slots.outcome(gpu, b.tolerance, values.len())?;
+    let round_no = side.m.rounds.len() + 1;
+    let fail = |why: String| {
+        Err(GpuError::Integrity(format!(
+            "{why} (round {round_no}, shape {})",
+            b.shape
+        )))
+    };
+    let outcome = round.slots.outcome(gpu, b.tolerance, round.values.len())?;
     if let Some(why) = outcome.failure(side.label, name) {
-        return Err(GpuError::Integrity(format!(
-            "{why} (round {}, shape {})",
-            side.m.rounds.len() + 1,
-            b.shape
-        )));
+        return fail(why);
     }
-    if !refs.inputs_unchanged(gpu, &inputs)? {
-        return Err(GpuError::Integrity(format!(
-            "the {} kernel {name} changed its inputs (q, k or v) while it was timed (round {}, shape {})",
-            side.label,
-            side.m.rounds.len() + 1,
-            b.shape
-        )));
+    if !kv.inputs_unchanged(gpu, &round.inputs)? {
+        return fail(format!(
+            "the {} kernel {name} changed its inputs (k or v) while it was timed",
+            side.label
+        ));
+    }
+    let constant_writes =
+        gpu.read_back(&round.constant_writes, || "the constant-data check".into())?[0];
+    if constant_writes > 0 {
+        return fail(format!(
+            "the {} kernel {name} wrote {constant_writes} bytes of its module's __constant__ data while it was timed: state that survives a launch is refused",
+            side.label
+        ));
+    }
+    if !spacer_untouched(gpu, &round.spacer)? {
+        return fail(format!(
+            "the {} kernel {name} wrote to memory outside its output (the address spacer below its buffers) while it was timed",
+            side.label
+        ));
+    }
+    if !held.verify(gpu)? {
+        return fail(format!(
+            "the {} kernel {name} wrote to buffers of an earlier round while it was timed",
+            side.label
+        ));
     }
     let m = &mut side.m;
     m.checked_launches += outcome.checked_launches;
@@ -661,17 +783,43 @@ fn finish_round(
     {
         m.worst_timed = Some(w);
     }
-    m.rounds.push(values);
-    m.clock_events.push(clock_events);
-    // Hold at most a quarter of the free memory (and 8 GiB) across rounds.
+    m.clock_events.push(round.clock_events);
+    m.rounds.push(round.values.clone());
+    // Hold at most a quarter of the free memory (and 4 GiB) across rounds: every round
+    // verifies all of it.
     let (free, _) = gpu
         .ctx
         .mem_get_info()
         .during(|| "reading free device memory".into())?;
-    let cap = (free as u64 / 4).min(8 << 30);
-    let bytes = spacer.len() as u64 + m.working_set_bytes + slots.bytes();
-    held.keep(spacer, inputs, slots, bytes, cap);
-    Ok(())
+    let cap = (free as u64 / 4).min(4 << 30);
+    held.keep(gpu, round, cap)
+}
+
+/// Whether the spacer still holds only zeros.
+fn spacer_untouched(gpu: &Gpu, spacer: &CudaSlice<f32>) -> Result<bool, GpuError> {
+    let spans = [(0u64, spacer.len() as u64)];
+    let offsets = gpu
+        .stream
+        .clone_htod(&[0u64])
+        .during(|| "uploading the spacer check".into())?;
+    let lens = gpu
+        .stream
+        .clone_htod(&[spacer.len() as u64])
+        .during(|| "uploading the spacer check".into())?;
+    let mut written =
+        raw::alloc_zeros::<u64>(&gpu.stream, 1).during(|| "allocating the spacer check".into())?;
+    raw::launch_check_fill(
+        &gpu.stream,
+        &gpu.kernels.check_fill,
+        spacer,
+        &offsets,
+        &lens,
+        &spans,
+        0,
+        &mut written,
+    )
+    .during(|| "checking the address spacer".into())?;
+    Ok(gpu.read_back(&written, || "the spacer check".into())?[0] == 0)
 }
 
 /// Measures the spin kernel alone at two lengths and fits its per-launch cost.
@@ -778,7 +926,7 @@ pub fn measure_energy(
     for r in 0..rounds {
         // Seeds apart from the timed rounds', so no window reuses a timed round's inputs.
         let index = 1_000_000 + u64::from(r);
-        let refs = round_refs(b, seed, index, ENERGY_SALT)?;
+        let kv = round_kv(b, seed, index)?;
         let order: Vec<usize> = if r % 2 == 0 {
             (0..sides.len()).collect()
         } else {
@@ -786,10 +934,10 @@ pub fn measure_energy(
         };
         for i in order {
             let side = &mut sides[i];
-            let mut round = prepare_round(b, side, &refs, seed ^ index)?;
+            let mut round = prepare_round(b, side, &kv, seed ^ index)?;
             // Not a timed round: its address is not one of the rounds'.
             side.m.round_addresses.pop();
-            let window = energy_window(b, side.kernel, &mut round, &refs, &reader, source, updates);
+            let window = energy_window(b, side.kernel, &mut round, &kv, &reader, source, updates);
             let outcome = round.slots.outcome(b.gpu, b.tolerance, 1)?;
             if let Some(why) = outcome.failure(side.label, &side.kernel.name) {
                 return Err(GpuError::Integrity(format!(
@@ -797,15 +945,24 @@ pub fn measure_energy(
                     b.shape
                 )));
             }
-            if !refs.inputs_unchanged(b.gpu, &round.inputs)? {
+            if !kv.inputs_unchanged(b.gpu, &round.inputs)? {
                 return Err(GpuError::Integrity(format!(
-                    "the {} kernel {} changed its inputs (q, k or v) in an energy window (shape {})",
+                    "the {} kernel {} changed its inputs (k or v) in an energy window (shape {})",
+                    side.label, side.kernel.name, b.shape
+                )));
+            }
+            let constant_writes = b
+                .gpu
+                .read_back(&round.constant_writes, || "the constant-data check".into())?[0];
+            if constant_writes > 0 {
+                return Err(GpuError::Integrity(format!(
+                    "the {} kernel {} wrote {constant_writes} bytes of its module's __constant__ data in an energy window (shape {})",
                     side.label, side.kernel.name, b.shape
                 )));
             }
             side.m.energy.extend(window?);
         }
-        check_refs(b, &refs, sides.first().map_or(0, |s| s.m.rounds.len()))?;
+        check_kv(b, &kv, sides.first().map_or(0, |s| s.m.rounds.len()))?;
     }
     Ok(None)
 }
@@ -857,7 +1014,7 @@ fn energy_window(
     b: &Bench<'_>,
     kernel: &Kernel,
     round: &mut PreparedRound,
-    refs: &RefSet,
+    kv: &KvRefs,
     reader: &super::env::EnergyReader<'_>,
     source: crate::energy::EnergySource,
     updates: u32,
@@ -882,6 +1039,9 @@ fn energy_window(
     let mut replays = 0u64;
     let mut enqueue = |round: &mut PreparedRound| -> Result<(CudaEvent, CudaEvent), GpuError> {
         let (start, end) = (timing_event(gpu)?, timing_event(gpu)?);
+        // A new q for every launch of every replay, as in a timed sample: back to back,
+        // no replay computes what another did, so none is worth less energy than it shows.
+        round.secrets.refill(gpu)?;
         round.slots.poison(gpu)?;
         start
             .record(&gpu.stream)
@@ -893,7 +1053,9 @@ fn energy_window(
         end.record(&gpu.stream)
             .during(|| "recording a timing event".into())?;
         if checks.random_range(0..ENERGY_CHECK_ONE_IN) == 0 {
-            round.slots.check(gpu, refs, 0)?;
+            round.secrets.reference(gpu, kv)?;
+            round.slots.check(gpu, &mut round.secrets, 0)?;
+            guard_constants(gpu, kernel, &mut round.constant_writes)?;
         }
         Ok((start, end))
     };

@@ -38,6 +38,7 @@ pub fn check_parity(
     shape: &ShapeParams,
     tolerance: Tolerance,
     seed: u64,
+    expected: Option<std::time::Duration>,
 ) -> Result<Parity, GpuError> {
     check_shape(shape)?;
     let mut rng = gpu.run_key.rng(seed ^ 0x9a71_7e5e);
@@ -45,19 +46,15 @@ pub fn check_parity(
     let inputs = random_inputs(gpu, shape, seed)?;
     let mut out = poisoned_with(gpu, shape, poison)?;
     launch_on(gpu, kernel, shape, &inputs, out.slice_mut(..))?;
-    gpu.sync(None, || {
-        format!("kernel {} of the {side} on shape {shape}", kernel.name)
+    gpu.sync(expected, || {
+        format!(
+            "kernel {} of the {side} on shape {shape} (parity)",
+            kernel.name
+        )
     })?;
     // Only now, after the kernel finished: the reference's inputs and output.
-    let refs = super::integrity::RefSet::new(
-        gpu,
-        shape,
-        vec![seed],
-        gpu.run_key,
-        super::integrity::Rows::All,
-        &mut rng,
-    )?;
-    if !refs.inputs_unchanged(gpu, std::slice::from_ref(&inputs))? {
+    let refs = super::integrity::RefSet::new(gpu, shape, seed, gpu.run_key)?;
+    if !refs.inputs_unchanged(gpu, &inputs)? {
         return Err(GpuError::Integrity(format!(
             "the {side} kernel {} changed its inputs (q, k or v) on shape {shape}",
             kernel.name

@@ -4,8 +4,8 @@ use std::ffi::{CStr, CString};
 use std::sync::Arc;
 
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, CudaStream, CudaViewMut, DeviceRepr, DriverError,
-    LaunchConfig, PushKernelArg, ValidAsZeroBits,
+    CudaContext, CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr,
+    DriverError, LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
 use cudarc::nvrtc;
 
@@ -151,7 +151,7 @@ pub fn alloc_normal(
     // SAFETY: fill_normal writes every one of the `len` elements before anything reads them
     // (same stream, queued right after the allocation).
     let mut buf = unsafe { stream.alloc::<u16>(len) }?;
-    launch_fill_normal(stream, fill, &mut buf, seed)?;
+    launch_fill_normal(stream, fill, &mut buf.slice_mut(..), seed)?;
     Ok(buf)
 }
 
@@ -170,9 +170,9 @@ pub fn alloc_filled(
 
 /// The arguments of every attention kernel (fast and reference), in the ABI's order.
 pub struct AttentionArgs<'a> {
-    pub q: &'a CudaSlice<u16>,
-    pub k: &'a CudaSlice<u16>,
-    pub v: &'a CudaSlice<u16>,
+    pub q: CudaView<'a, u16>,
+    pub k: CudaView<'a, u16>,
+    pub v: CudaView<'a, u16>,
     pub out: CudaViewMut<'a, f32>,
     pub seq_len: i32,
     pub head_dim: i32,
@@ -202,7 +202,7 @@ pub const TMA_BOX: [u32; 2] = [64, 64];
 /// rows past seq_len (of each slice) and columns past head_dim read as zero.
 fn encode_tensor_map(
     stream: &CudaStream,
-    buf: &CudaSlice<u16>,
+    buf: &CudaView<'_, u16>,
     seq_len: usize,
     head_dim: usize,
     slices: usize,
@@ -225,8 +225,9 @@ fn encode_tensor_map(
     let (ptr, _record) = buf.device_ptr(stream);
     let mut map = std::mem::MaybeUninit::<cudarc::driver::sys::CUtensorMap>::zeroed();
     // SAFETY: `map` is writable and 128 bytes; the arrays hold `rank` = 3 entries each;
-    // `ptr` is the base of a live allocation of slices · seq_len · head_dim u16 (the caller
-    // checked the length), 256-byte aligned as cudaMalloc's are. cuTensorMapEncodeTiled
+    // `ptr` is the start of a live buffer of slices · seq_len · head_dim u16 (the caller
+    // checked the length), 256-byte aligned (a whole allocation, or a slot of a pool whose
+    // slots are multiples of 128 elements). cuTensorMapEncodeTiled
     // only writes `map` (host memory) and validates the rest, returning an error otherwise.
     unsafe {
         cudarc::driver::sys::cuTensorMapEncodeTiled(
@@ -282,17 +283,17 @@ pub fn launch_attention(
     let maps = if a.tma {
         let slices = cfg.grid_dim.1 as usize;
         Some([
-            encode_tensor_map(stream, a.q, seq_len, head_dim, slices)?,
-            encode_tensor_map(stream, a.k, seq_len, head_dim, slices)?,
-            encode_tensor_map(stream, a.v, seq_len, head_dim, slices)?,
+            encode_tensor_map(stream, &a.q, seq_len, head_dim, slices)?,
+            encode_tensor_map(stream, &a.k, seq_len, head_dim, slices)?,
+            encode_tensor_map(stream, &a.v, seq_len, head_dim, slices)?,
         ])
     } else {
         None
     };
     let mut b = stream.launch_builder(func);
-    b.arg(a.q)
-        .arg(a.k)
-        .arg(a.v)
+    b.arg(&a.q)
+        .arg(&a.k)
+        .arg(&a.v)
         .arg(&mut a.out)
         .arg(&a.seq_len)
         .arg(&a.head_dim)
@@ -315,7 +316,7 @@ pub fn launch_attention(
 pub fn launch_fill_normal(
     stream: &CudaStream,
     func: &CudaFunction,
-    dst: &mut CudaSlice<u16>,
+    dst: &mut CudaViewMut<'_, u16>,
     seed: u64,
 ) -> Result<(), DriverError> {
     let n = dst.len() as u64;
@@ -363,7 +364,7 @@ pub fn launch_spin(
 pub fn launch_hash<T: DeviceRepr>(
     stream: &CudaStream,
     func: &CudaFunction,
-    buf: &CudaSlice<T>,
+    buf: &CudaView<'_, T>,
     key: u64,
     out: &mut CudaSlice<u64>,
 ) -> Result<(), DriverError> {
@@ -388,8 +389,11 @@ pub struct SlotTable<'a> {
     pub ref_offsets: &'a CudaSlice<u64>,
     /// Reference rows, compact: [batch·heads, rows, head_dim] per input set.
     pub refs: &'a CudaSlice<f32>,
-    /// The query rows the reference computed (device copy).
+    /// The query rows the reference computed (device copy): one list for every slot, or
+    /// (`rows_per_slot`) a list of `nrows` per slot, back to back.
     pub rows: &'a CudaSlice<i32>,
+    pub nrows: usize,
+    pub rows_per_slot: bool,
     pub seq_len: usize,
     pub head_dim: usize,
     /// Elements of one output: batch·heads·seq_len·head_dim.
@@ -397,7 +401,9 @@ pub struct SlotTable<'a> {
     /// The host copies, checked against the buffers' lengths before any launch.
     pub host_slot_offsets: &'a [u64],
     pub host_ref_offsets: &'a [u64],
-    pub host_rows: &'a [i32],
+    /// The host copy of a list shared by every slot (checked to be rows < seq_len); lists
+    /// of their own per slot are made on the device, where the check kernel bounds them.
+    pub host_rows: Option<&'a [i32]>,
 }
 
 /// Checks every slot of `t` against its reference (`check_outputs`), accumulating into
@@ -411,7 +417,7 @@ pub fn launch_check_outputs(
 ) -> Result<(), DriverError> {
     let slots = t.host_slot_offsets.len();
     let n = t.elements as u64;
-    let nrows = t.host_rows.len();
+    let nrows = t.nrows;
     let row_len = t.seq_len.checked_mul(t.head_dim).ok_or_else(invalid)?;
     if row_len == 0 || t.elements % row_len != 0 {
         return Err(invalid());
@@ -430,11 +436,20 @@ pub fn launch_check_outputs(
     ) else {
         return Err(invalid());
     };
+    let rows_stride = if t.rows_per_slot { nrows_i32 } else { 0 };
+    let rows_len = if t.rows_per_slot {
+        slots.checked_mul(nrows).ok_or_else(invalid)?
+    } else {
+        nrows
+    };
     if slots == 0
         || slots > 65_535
         || nrows == 0
-        || t.rows.len() != nrows
-        || !t.host_rows.iter().all(|&r| r >= 0 && r < seq_len)
+        || t.rows.len() != rows_len
+        || (!t.rows_per_slot && t.host_rows.is_none_or(|h| h.len() != nrows))
+        || !t
+            .host_rows
+            .is_none_or(|h| h.iter().all(|&r| r >= 0 && r < seq_len))
         || t.host_ref_offsets.len() != slots
         || t.slot_offsets.len() != slots
         || t.ref_offsets.len() != slots
@@ -454,18 +469,21 @@ pub fn launch_check_outputs(
         .arg(t.refs)
         .arg(t.rows)
         .arg(&nrows_i32)
+        .arg(&rows_stride)
         .arg(&seq_len)
         .arg(&head_dim)
         .arg(&n)
         .arg(&poison)
         .arg(results);
     // SAFETY: check_outputs(const float*, const u64* slot_offsets, const u64* ref_offsets,
-    // const float* refs, const int* rows, int nrows, int seq_len, int head_dim, u64 n,
-    // unsigned poison, CgCheck* results): block row y reads region[slot_offsets[y] ..+ n),
-    // within it only rows < seq_len (every rows[i] is checked to be one) of each of the
-    // n / (seq_len·head_dim) heads, and refs[ref_offsets[y] ..+ m); all in bounds (checked
-    // above against the host copies, which the caller uploaded as the device copies); it
-    // adds to the 5 words (40 bytes, CgCheck's layout) of results[y]; grid.y = slots.
+    // const float* refs, const int* rows, int nrows, int rows_stride, int seq_len,
+    // int head_dim, u64 n, unsigned poison, CgCheck* results): block row y reads
+    // rows[y·rows_stride ..+ nrows) (rows holds slots·nrows entries where the stride is
+    // nrows, else nrows: checked), region[slot_offsets[y] ..+ n), within it only rows the
+    // kernel itself bounds to 0..seq_len of each of the n / (seq_len·head_dim) heads, and
+    // refs[ref_offsets[y] ..+ m); all in bounds (checked above against the host copies,
+    // which the caller uploaded as the device copies); it adds to the 5 words (40 bytes,
+    // CgCheck's layout) of results[y]; grid.y = slots.
     unsafe { b.launch(cfg) }.map(|_| ())
 }
 
@@ -583,6 +601,225 @@ pub fn launch_check_fill(
     // SAFETY: check_fill(const unsigned*, const u64* offsets, const u64* lens, unsigned,
     // u64* mismatches): block row y reads region[offsets[y] ..+ lens[y]) (in bounds, checked
     // above against the host copies the caller uploaded) and adds to mismatches[0].
+    unsafe { b.launch(cfg) }.map(|_| ())
+}
+
+/// Fills the q of every timed launch of a sample (`fill_q_pool_*`): `launches` slices of
+/// `n` elements of `pool`, slice i from the seed `cg_launch_seed(key, i)`.
+pub fn launch_fill_q_pool(
+    stream: &CudaStream,
+    func: &CudaFunction,
+    pool: &mut CudaSlice<u16>,
+    n: usize,
+    launches: usize,
+    key: u64,
+) -> Result<(), DriverError> {
+    if n == 0 || launches == 0 || launches > 65_535 || n.checked_mul(launches) != Some(pool.len()) {
+        return Err(invalid());
+    }
+    let mut cfg = fill_config(n as u64);
+    // About 8192 blocks in all: each launch's slice is filled by a row of the grid.
+    cfg.grid_dim.0 = cfg.grid_dim.0.min((8192 / launches as u32).max(1));
+    cfg.grid_dim.1 = launches as u32;
+    let n = n as u64;
+    let mut b = stream.launch_builder(func);
+    b.arg(pool).arg(&n).arg(&key);
+    // SAFETY: fill_q_pool_*(unsigned short* dst, u64 n, u64 key): block row y writes
+    // dst[y·n ..+ n) with a grid-stride loop; grid.y = launches and the pool holds exactly
+    // launches · n elements (checked above).
+    unsafe { b.launch(cfg) }.map(|_| ())
+}
+
+/// The geometry of one sample's per-launch reference: `launches` launches of `heads` =
+/// batch · heads slices of seq_len × head_dim, `nrows` rows of each compared.
+#[derive(Clone, Copy, Debug)]
+pub struct LaunchGeometry {
+    pub launches: usize,
+    pub heads: usize,
+    pub seq_len: usize,
+    pub head_dim: usize,
+    pub nrows: usize,
+}
+
+impl LaunchGeometry {
+    /// Elements of the compact per-launch rows: launches · heads · nrows · head_dim.
+    pub fn compact(&self) -> Option<usize> {
+        self.launches
+            .checked_mul(self.heads)?
+            .checked_mul(self.nrows)?
+            .checked_mul(self.head_dim)
+    }
+
+    fn valid(&self) -> Option<(i32, i32, i32, i32)> {
+        if self.launches == 0
+            || self.launches > 65_535
+            || self.heads == 0
+            || self.heads > 65_535
+            || self.seq_len == 0
+            || self.nrows == 0
+            || self.nrows > 8
+            || self.head_dim == 0
+            || self.head_dim > 256
+        {
+            return None;
+        }
+        Some((
+            i32::try_from(self.heads).ok()?,
+            i32::try_from(self.seq_len).ok()?,
+            i32::try_from(self.head_dim).ok()?,
+            i32::try_from(self.nrows).ok()?,
+        ))
+    }
+}
+
+/// Writes the compared rows of every launch of a sample and their q values (`launch_rows_*`,
+/// from the sample's q key and row key) into `rows` and `qrows`.
+pub fn launch_launch_rows(
+    stream: &CudaStream,
+    func: &CudaFunction,
+    g: LaunchGeometry,
+    key: u64,
+    row_key: u64,
+    rows: &mut CudaSlice<i32>,
+    qrows: &mut CudaSlice<f32>,
+) -> Result<(), DriverError> {
+    let (heads, seq_len, head_dim, nrows) = g.valid().ok_or_else(invalid)?;
+    if g.launches.checked_mul(g.nrows) != Some(rows.len()) || g.compact() != Some(qrows.len()) {
+        return Err(invalid());
+    }
+    let cfg = LaunchConfig {
+        grid_dim: (g.nrows as u32, g.heads as u32, g.launches as u32),
+        block_dim: (g.head_dim.next_multiple_of(32).min(256) as u32, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut b = stream.launch_builder(func);
+    b.arg(&key)
+        .arg(&row_key)
+        .arg(&heads)
+        .arg(&seq_len)
+        .arg(&head_dim)
+        .arg(&nrows)
+        .arg(rows)
+        .arg(qrows);
+    // SAFETY: launch_rows_*(u64 key, u64 row_key, int heads, int seq_len, int head_dim,
+    // int nrows, int* rows, float* qrows): block (t, h, i) writes rows[i·nrows + t] and
+    // qrows[((i·heads + h)·nrows + t)·head_dim ..+ head_dim); grid = (nrows, heads,
+    // launches) and the buffers hold launches·nrows and launches·heads·nrows·head_dim
+    // elements (checked above).
+    unsafe { b.launch(cfg) }.map(|_| ())
+}
+
+/// The buffers of one sample's per-launch reference (`attention_ref_launches_*`).
+pub struct LaunchReference<'a> {
+    pub qrows: &'a CudaSlice<f32>,
+    /// The reference's own keys and values: `sets` sets back to back.
+    pub k: &'a CudaSlice<u16>,
+    pub v: &'a CudaSlice<u16>,
+    pub sets: usize,
+    /// One scale per launch.
+    pub scales: &'a CudaSlice<f32>,
+    pub rows: &'a CudaSlice<i32>,
+    pub causal: bool,
+    pub out: &'a mut CudaSlice<f32>,
+}
+
+/// Threads of a block of `attention_ref_launches_*` (REF_L_THREADS in reference.cu).
+pub const REF_LAUNCH_THREADS: u32 = 128;
+
+/// Computes the reference of every launch of a sample on its compared rows.
+pub fn launch_reference_launches(
+    stream: &CudaStream,
+    func: &CudaFunction,
+    g: LaunchGeometry,
+    a: LaunchReference<'_>,
+) -> Result<(), DriverError> {
+    let (heads, seq_len, head_dim, nrows) = g.valid().ok_or_else(invalid)?;
+    let per_set = g
+        .heads
+        .checked_mul(g.seq_len)
+        .and_then(|n| n.checked_mul(g.head_dim))
+        .ok_or_else(invalid)?;
+    let (Ok(sets), true) = (i32::try_from(a.sets), a.sets > 0) else {
+        return Err(invalid());
+    };
+    if Some(a.k.len()) != per_set.checked_mul(a.sets)
+        || a.v.len() != a.k.len()
+        || a.scales.len() != g.launches
+        || g.launches.checked_mul(g.nrows) != Some(a.rows.len())
+        || g.compact() != Some(a.qrows.len())
+        || g.compact() != Some(a.out.len())
+    {
+        return Err(invalid());
+    }
+    let causal = i32::from(a.causal);
+    let cfg = LaunchConfig {
+        grid_dim: (g.heads as u32, g.launches as u32, 1),
+        block_dim: (REF_LAUNCH_THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut b = stream.launch_builder(func);
+    b.arg(a.qrows)
+        .arg(a.k)
+        .arg(a.v)
+        .arg(a.scales)
+        .arg(a.rows)
+        .arg(&nrows)
+        .arg(&heads)
+        .arg(&seq_len)
+        .arg(&head_dim)
+        .arg(&causal)
+        .arg(&sets)
+        .arg(a.out);
+    // SAFETY: attention_ref_launches_*(const float* qrows, const u16* k, const u16* v,
+    // const float* scales, const int* rows, int nrows, int heads, int seq_len, int head_dim,
+    // int causal, int sets, float* out): block (h, i) reads qrows and writes out at
+    // ((i·heads + h)·nrows) · head_dim ..+ nrows·head_dim, reads rows[i·nrows ..+ nrows]
+    // (clamped to 0..seq_len by the kernel), scales[i], and rows < seq_len of slice h of set
+    // i % sets of k and v; grid = (heads, launches) and every buffer holds what those
+    // indices reach (checked above).
+    unsafe { b.launch(cfg) }.map(|_| ())
+}
+
+/// Compares spans of device memory with an image (`check_bytes`): span s is
+/// `offsets[s+1] - offsets[s]` bytes at the device address `addrs[s]`, compared with
+/// `image[offsets[s] ..]`; differing bytes are counted into `mismatches[0]`.
+pub fn launch_check_bytes(
+    stream: &CudaStream,
+    func: &CudaFunction,
+    addrs: &CudaSlice<u64>,
+    offsets: &CudaSlice<u64>,
+    host_offsets: &[u64],
+    image: &CudaSlice<u8>,
+    mismatches: &mut CudaSlice<u64>,
+) -> Result<(), DriverError> {
+    let spans = addrs.len();
+    if spans == 0
+        || spans > 65_535
+        || offsets.len() != spans + 1
+        || host_offsets.len() != spans + 1
+        || host_offsets.windows(2).any(|w| w[1] < w[0])
+        || host_offsets.first() != Some(&0)
+        || host_offsets.last() != Some(&(image.len() as u64))
+        || mismatches.is_empty()
+    {
+        return Err(invalid());
+    }
+    let longest = host_offsets
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .max()
+        .unwrap_or(1);
+    let mut cfg = fill_config(longest);
+    cfg.grid_dim.0 = cfg.grid_dim.0.min(16);
+    cfg.grid_dim.1 = spans as u32;
+    let mut b = stream.launch_builder(func);
+    b.arg(addrs).arg(offsets).arg(image).arg(mismatches);
+    // SAFETY: check_bytes(const u64* addrs, const u64* offsets, const u8* image,
+    // u64* mismatches): block row y reads the bytes addrs[y] ..+ (offsets[y+1] - offsets[y])
+    // and image[offsets[y] ..], and adds to mismatches[0]; the caller took each address and length
+    // from the driver (cuModuleGetGlobal of a `__constant__` symbol of a module this context
+    // holds), and the offsets (uploaded from `host_offsets`, checked above to be ascending
+    // from 0 to the image's length) partition the image; grid.y = spans.
     unsafe { b.launch(cfg) }.map(|_| ())
 }
 

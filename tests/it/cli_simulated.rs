@@ -286,7 +286,7 @@ fn a_hung_kernel_ends_the_run_with_exit_2_and_a_results_file_naming_it() {
     let out = s.local(&a, &b).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("did not finish within 60 s"), "{stderr}");
+    assert!(stderr.contains("did not finish within 15 s"), "{stderr}");
     // It hangs on the first causal shape it is launched on: a random parity shape, before
     // anything is timed.
     let r = s.results();
@@ -296,6 +296,28 @@ fn a_hung_kernel_ends_the_run_with_exit_2_and_a_results_file_naming_it() {
         "{error}"
     );
     assert_eq!(r["passed"], false);
+}
+
+#[test]
+fn a_kernel_that_is_slow_but_finishes_ends_the_run_when_the_gpu_budget_is_spent() {
+    let s = Sim::new();
+    let a = s.kernels("a", "factor=1.0");
+    // About 0.1 s a launch: its first round alone is far past the config's automatic budget
+    // (3 shapes: 4 × 2.9 s planned + 30 s).
+    let b = s.kernels("slow", "factor=20000");
+    let out = s.local(&a, &b).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("measure.gpu_budget_s: 42 s"), "{stderr}");
+    let r = s.results();
+    let error = r["error"].as_str().unwrap();
+    assert!(
+        error.contains("spent on shape b2h8s512d64_f16, by the candidate kernel")
+            && error.contains("raise measure.gpu_budget_s if the time is real"),
+        "{error}"
+    );
+    assert_eq!(r["passed"], false);
+    assert!(r["shapes"].as_array().unwrap().is_empty());
 }
 
 #[test]

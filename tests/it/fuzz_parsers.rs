@@ -483,7 +483,7 @@ fn check_config(text: &str) -> bool {
     assert!(c.measure.min_rounds <= c.measure.max_rounds);
     assert!(c.measure.samples_per_round <= 1000);
     assert!(c.measure.warmup_ms <= 10_000.0 && c.measure.sample_ms <= 1000.0);
-    assert!(c.measure.budget_s <= 3600.0);
+    assert!(c.gpu_budget_s() <= 86_400.0);
     for s in &c.shapes {
         assert!(s.batch <= 1024 && s.heads <= 1024 && s.seq_len <= 131_072);
         assert!(s.elements() <= 1 << 31);

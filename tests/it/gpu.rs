@@ -206,7 +206,7 @@ fn parity_and_measurement_of_a_pr_shape() {
     for causal in [false, true] {
         let shape = ShapeParams::new(2, 8, 512, 64, causal, Dtype::Float16);
         let kernel = gpu.kernels.attention(&shape).unwrap();
-        let p = check_parity(&gpu, kernel, "candidate", &shape, tol, 11).unwrap();
+        let p = check_parity(&gpu, kernel, "candidate", &shape, tol, 11, None).unwrap();
         assert!(p.passed(), "{shape}: {p:?}");
     }
     let shape = ShapeParams::new(2, 8, 512, 64, false, Dtype::Float16);
@@ -289,6 +289,7 @@ fn a_shape_too_large_for_the_grid_is_a_clear_error() {
             rel_l2: 1.0,
         },
         1,
+        None,
     )
     .unwrap_err()
     .to_string();
@@ -380,5 +381,98 @@ fn launched_kernels_have_their_compiler_resources_and_occupancy() {
             "the shipped kernels do not spill: {r:?}"
         );
         assert_eq!(r.note, None, "{r:?}");
+    }
+}
+
+/// Every timed launch computes a function of its own (gpu::integrity::LaunchSecrets): each
+/// launch's q differs from every other's and changes with every refill, each has its own
+/// scale, and the reference computed for each launch from the regenerated q (never read from
+/// the pool) agrees with float64 on the host computed from the pool the kernel reads.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_launch_has_its_own_q_and_scale_and_its_own_reference() {
+    use ci_gate::gpu::integrity::{KvRefs, LaunchSecrets, ROWS_PER_LAUNCH};
+    let gpu = gpu();
+    for shape in [
+        ShapeParams::new(1, 3, 77, 64, true, Dtype::Float16),
+        ShapeParams::new(2, 2, 130, 128, false, Dtype::Bfloat16),
+    ] {
+        let launches = 5u32;
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let kv = KvRefs::new(&gpu, &shape, vec![21, 22], gpu.run_key).unwrap();
+        let mut secrets = LaunchSecrets::new(&gpu, &shape, launches, &mut rng).unwrap();
+        secrets.reference(&gpu, &kv).unwrap();
+        let first = secrets.inspect(&gpu).unwrap();
+        secrets.refill(&gpu).unwrap();
+        secrets.reference(&gpu, &kv).unwrap();
+        let second = secrets.inspect(&gpu).unwrap();
+        let (k, v) = kv.host_kv(&gpu).unwrap();
+        let n = first.n;
+        assert_eq!(n, shape.elements());
+        let slice = |x: &[u16], i: usize| x[i * n..(i + 1) * n].to_vec();
+        for i in 0..launches as usize {
+            for j in 0..i {
+                assert_ne!(
+                    slice(&first.pool, i),
+                    slice(&first.pool, j),
+                    "{shape}: q {i} = q {j}"
+                );
+            }
+            assert_ne!(
+                slice(&first.pool, i),
+                slice(&second.pool, i),
+                "{shape}: refill"
+            );
+        }
+        let base = 1.0 / (shape.head_dim as f32).sqrt();
+        assert!(
+            first
+                .scales
+                .iter()
+                .all(|s| *s >= 0.79 * base && *s <= 1.26 * base)
+        );
+        assert!(first.scales.windows(2).any(|w| w[0] != w[1]));
+        let heads = (shape.batch * shape.heads) as usize;
+        let d = shape.head_dim as usize;
+        for snap in [&first, &second] {
+            let mut worst = 0.0f64;
+            for i in 0..launches as usize {
+                let set = i % 2;
+                let q = decode(shape.dtype, &slice(&snap.pool, i));
+                let kk = decode(shape.dtype, &k[set * n..(set + 1) * n]);
+                let vv = decode(shape.dtype, &v[set * n..(set + 1) * n]);
+                let want = attention(
+                    &q,
+                    &kk,
+                    &vv,
+                    Problem {
+                        batch_heads: heads,
+                        seq_len: shape.seq_len as usize,
+                        head_dim: d,
+                        scale: f64::from(snap.scales[i]),
+                        causal: shape.causal,
+                    },
+                );
+                let rows = &snap.rows[i * ROWS_PER_LAUNCH..(i + 1) * ROWS_PER_LAUNCH];
+                assert_eq!(
+                    rows[0],
+                    shape.seq_len as i32 - 1,
+                    "the last row is always compared"
+                );
+                for h in 0..heads {
+                    for (t, &row) in rows.iter().enumerate() {
+                        for c in 0..d {
+                            let got = snap.refs[((i * heads + h) * ROWS_PER_LAUNCH + t) * d + c];
+                            let w = want[(h * shape.seq_len as usize + row as usize) * d + c];
+                            worst = worst.max((f64::from(got) - w).abs());
+                        }
+                    }
+                }
+            }
+            assert!(
+                worst < 1e-4,
+                "{shape}: the per-launch reference is off by {worst}"
+            );
+        }
     }
 }
