@@ -31,6 +31,7 @@ mod fuzz_parsers;
 mod github_comment;
 mod golden;
 mod nvrtc;
+mod nvrtc_fail_closed;
 mod rounds_vs_scipy;
 mod stats_vs_scipy;
 mod trimmed_vs_scipy;
