@@ -178,14 +178,14 @@ impl ShapeRun {
 }
 
 /// Opens the measuring backend of a plan: the GPU, or the simulation when
-/// `CI_GATE_SIMULATE` is set (tests and CI).
+/// `CI_GATE_SIMULATE` is set (tests and CI), never in GitHub Actions
+/// (`backend::simulation_seed`).
 fn open_backend(plan: &RunPlan) -> Result<Box<dyn Backend>> {
     // With a base, the harness (reference and utility kernels) is the base's: trusted code
     // checks the candidate, never the candidate's own reference.
     let harness = plan.base.as_ref().map_or(&plan.kernels, |b| &b.dir);
     let candidate = plan.base.as_ref().map(|_| plan.kernels.as_path());
-    if let Some(seed) = std::env::var_os(crate::backend::SIMULATE_ENV) {
-        let seed = seed.to_string_lossy().trim().parse::<u64>().unwrap_or(1);
+    if let Some(seed) = crate::backend::simulation_seed()? {
         return Ok(Box::new(crate::backend::sim::SimBackend::open(
             seed, harness, candidate,
         )?));
