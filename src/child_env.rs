@@ -19,8 +19,9 @@ pub enum Child {
     Git,
     /// Anything that loads CUDA or runs ci-gate again (the peer worker, `local` children,
     /// ncu, compute-sanitizer, `kernel-run`): as `Plain`, plus the loader path, the CUDA and
-    /// NVIDIA driver settings, the NVRTC cache's location and ci-gate's own `CI_GATE_*`
-    /// settings, and the commit a results file records (`GITHUB_SHA`).
+    /// NVIDIA driver settings, the NVRTC cache's location, ci-gate's runner settings (never
+    /// the `CI_GATE_*` variables that select test behaviour), and the commit a results file
+    /// records (`GITHUB_SHA`).
     Gpu,
 }
 
@@ -39,6 +40,21 @@ const GIT: &[&str] = &[
 /// `GITHUB_ACTIONS` and `RUNNER_TEMP` place the NVRTC cache in the job's own temporary
 /// directory (`gpu::compile`); `GITHUB_SHA` is the commit a `local` child records, so that
 /// its results agree with the parent's.
+///
+/// Of ci-gate's own variables only the runner's settings pass, by name (an allow-list, so a
+/// variable added one day passes only when someone decides it should):
+/// - `CI_GATE_CACHE_DIR`: where compiled kernels are cached (`gpu::compile`);
+/// - `CI_GATE_PYTHON`: the interpreter of the PyTorch peer worker (`commands::peer`);
+/// - `CI_GATE_ALLOW_UNCONFINED_NVRTC`: the runner owner's leave to compile where the sandbox
+///   cannot confine NVRTC (`gpu::sandbox`), which a `--devices` child compiling needs.
+///
+/// Never the variables that select test behaviour: `CI_GATE_SIMULATE` (the simulated GPU; a
+/// simulated `--devices` child is given its own seed explicitly, `backend::simulated_child_seed`),
+/// `CI_GATE_NVRTC_LINEINFO` (set explicitly by `sanitize` for its workers), and the test
+/// suite's and benches' own (`CI_GATE_FUZZ_*`, `CI_GATE_CALIBRATION*`, `CI_GATE_CANARY`,
+/// `CI_GATE_GOLDEN_DIR`, `CI_GATE_VARIANTS`, `CI_GATE_BIN`, `CI_GATE_REQUIRE_NVRTC`), nor
+/// `CI_GATE_SHARDS` (the workflow's matrix) or `CI_GATE_COMMENT_AUTHOR` (the comment
+/// command's, which no GPU child runs).
 const GPU: &[&str] = &[
     "LD_LIBRARY_PATH",
     "XDG_CACHE_HOME",
@@ -46,8 +62,11 @@ const GPU: &[&str] = &[
     "GITHUB_ACTIONS",
     "GITHUB_SHA",
     "NO_COLOR",
+    "CI_GATE_CACHE_DIR",
+    "CI_GATE_PYTHON",
+    "CI_GATE_ALLOW_UNCONFINED_NVRTC",
 ];
-const GPU_PREFIXES: &[&str] = &["CUDA_", "NVIDIA_", "CI_GATE_"];
+const GPU_PREFIXES: &[&str] = &["CUDA_", "NVIDIA_"];
 
 /// Parts of a name that mark a secret: such a variable is never passed on, whatever list
 /// would otherwise allow it (a `CI_GATE_TOKEN` someone adds one day included).
@@ -147,6 +166,7 @@ mod tests {
             "NVIDIA_VISIBLE_DEVICES",
             "CI_GATE_CACHE_DIR",
             "CI_GATE_PYTHON",
+            "CI_GATE_ALLOW_UNCONFINED_NVRTC",
             "RUNNER_TEMP",
             "GITHUB_ACTIONS",
             "XDG_CACHE_HOME",
@@ -156,6 +176,35 @@ mod tests {
                 !passes(gpu, Child::Plain) && !passes(gpu, Child::Git),
                 "{gpu}"
             );
+        }
+    }
+
+    /// ci-gate's variables that select test behaviour reach no child; a name that only
+    /// starts like a runner setting is not one.
+    #[test]
+    fn test_behaviour_never_reaches_a_child() {
+        for test in [
+            "CI_GATE_SIMULATE",
+            "CI_GATE_NVRTC_LINEINFO",
+            "CI_GATE_FUZZ_CASES",
+            "CI_GATE_FUZZ_SEED",
+            "CI_GATE_FUZZ_RANDOM",
+            "CI_GATE_CALIBRATION",
+            "CI_GATE_CALIBRATION_RUNS",
+            "CI_GATE_CANARY",
+            "CI_GATE_GOLDEN_DIR",
+            "CI_GATE_VARIANTS",
+            "CI_GATE_SHARDS",
+            "CI_GATE_BIN",
+            "CI_GATE_REQUIRE_NVRTC",
+            "CI_GATE_COMMENT_AUTHOR",
+            "CI_GATE_MARKER",
+            "CI_GATE_CACHE_DIR_X",
+            "CI_GATE_PYTHONX",
+        ] {
+            for child in [Child::Plain, Child::Git, Child::Gpu] {
+                assert!(!passes(test, child), "{test} reaches {child:?}");
+            }
         }
     }
 
@@ -171,6 +220,9 @@ mod tests {
             ("GITHUB_TOKEN", "ghs_parentsecret".to_owned()),
             ("ACTIONS_RUNTIME_TOKEN", "runtime-secret".to_owned()),
             ("CUDA_VISIBLE_DEVICES", "1".to_owned()),
+            ("CI_GATE_CACHE_DIR", "/runner/cache".to_owned()),
+            ("CI_GATE_SIMULATE", "1".to_owned()),
+            ("CI_GATE_FUZZ_CASES", "5".to_owned()),
             ("UNLISTED", "x".to_owned()),
         ];
         let mut cmd = Command::new("env");
@@ -185,12 +237,15 @@ mod tests {
         };
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.contains("CUDA_VISIBLE_DEVICES=1"), "{text}");
+        assert!(text.contains("CI_GATE_CACHE_DIR=/runner/cache"), "{text}");
         assert!(text.lines().any(|l| l.starts_with("PATH=")), "{text}");
         for absent in [
             "secret",
             "GITHUB_TOKEN",
             "ACTIONS_RUNTIME_TOKEN",
             "UNLISTED",
+            "CI_GATE_SIMULATE",
+            "CI_GATE_FUZZ_CASES",
         ] {
             assert!(!text.contains(absent), "{absent} in {text}");
         }

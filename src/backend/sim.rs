@@ -19,7 +19,9 @@
 //! issue 19's ([`NoiseModel::ISSUE`]): a process shift, a drift within the process, heavy-
 //! tailed round shifts, throttled rounds, heavy-tailed samples with outliers.
 //!
-//! Nothing of it ever measures a real kernel: its GPU is named "Simulated GPU".
+//! Nothing of it ever measures a real kernel: its GPU is named "Simulated GPU" ([`GPU_NAME`],
+//! how `merge` tells a simulated shard), and it is refused in GitHub Actions
+//! (`backend::simulation_seed`).
 
 use std::path::Path;
 use std::time::Duration;
@@ -34,6 +36,10 @@ use crate::gpu::compile::KernelSource;
 use crate::gpu::error::GpuError;
 use crate::resources::KernelResources;
 use crate::results::{Environment, GpuState, PairOrder, Parity};
+
+/// The name of the simulated GPU in a results file's environment (its slug:
+/// `simulated-gpu`).
+pub const GPU_NAME: &str = "Simulated GPU";
 
 /// The noise of the simulated timings; every sd is of the log time.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -436,8 +442,8 @@ impl SimBackend {
 impl Backend for SimBackend {
     fn environment(&self) -> Environment {
         Environment {
-            gpu_name: "Simulated GPU".into(),
-            gpu_slug: "simulated-gpu".into(),
+            gpu_name: GPU_NAME.into(),
+            gpu_slug: crate::results::gpu_slug(GPU_NAME),
             gpu_uuid: None,
             compute_capability: "9.0".into(),
             sm_count: Some(132),

@@ -7,7 +7,9 @@
 //! measurements. The rules come from the base commit ([`Rules`]): the gate settings, parity
 //! tolerances, two-stage design, shapes and cache mode from its config (whose hash every
 //! shard must record), the stored baseline from its store (wherever it holds one for a
-//! shape, whatever the shard says), and the drift policy from merge's own flag.
+//! shape, whatever the shard says), and the drift policy from merge's own flag. A shard
+//! measured on the simulated GPU is no measurement: it is refused unless merge itself runs
+//! under the simulation (tests).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -40,11 +42,13 @@ pub fn run_merge(args: &MergeArgs) -> Result<Outcome> {
     let merged = (|| -> Result<ResultsFile> {
         let (c, shapes) = super::pipeline::load_config(&args.config, &[])?;
         let c = config.insert(c);
+        let simulating = crate::backend::simulation_seed()?.is_some();
         let mut shards = Vec::new();
         for path in &args.results {
             let r = ResultsFile::load(path)?;
             shards.push((path.clone(), r));
         }
+        refuse_simulated(&shards, simulating)?;
         merge(
             shards,
             &Rules {
@@ -102,6 +106,28 @@ pub fn merge(shards: Vec<(PathBuf, ResultsFile)>, rules: &Rules) -> Result<Resul
     }
     let joined = join(shards)?;
     reevaluate(joined, rules)
+}
+
+/// Refuses a shard measured on the simulated GPU, whose times its kernels' own `ci-gate-sim`
+/// lines decide, unless this merge simulates too (`CI_GATE_SIMULATE`, where
+/// `backend::simulation_seed` allows it: tests, never GitHub Actions). A `--devices` run
+/// merges its own children, which simulate exactly when it does, so only the command asks.
+fn refuse_simulated(shards: &[(PathBuf, ResultsFile)], simulating: bool) -> Result<()> {
+    if simulating {
+        return Ok(());
+    }
+    for (p, r) in shards {
+        if r.environment
+            .as_ref()
+            .is_some_and(crate::backend::is_simulated)
+        {
+            bail!(
+                "{} was measured on the simulated GPU (CI_GATE_SIMULATE), a test device whose times the kernels' own `ci-gate-sim` lines decide: merge joins only shards measured on a GPU",
+                label(p, r)
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Names a shard file in messages: `shard 2/4 (path)`.
@@ -505,6 +531,37 @@ mod tests {
         assert_eq!(got, all.iter().map(String::as_str).collect::<Vec<_>>());
         assert!(m.shard.is_none());
         assert!(m.notes.iter().any(|n| n.contains("merged from 2 shards")));
+    }
+
+    #[test]
+    fn a_simulated_shard_is_refused_unless_merge_simulates() {
+        let all = names(&[1, 2]);
+        let mut sim = shard_file(1, 2, vec![shape(1)], &all);
+        let kernel =
+            crate::backend::sim::SimKernel::parse("// ci-gate-sim: factor=0.8\n", "00").unwrap();
+        let backend = crate::backend::sim::SimBackend::new(
+            1,
+            crate::backend::sim::NoiseModel::ISSUE,
+            None,
+            kernel,
+        );
+        sim.environment = Some(crate::backend::Backend::environment(&backend));
+        let mut real = shard_file(2, 2, vec![shape(2)], &all);
+        let mut gpu = sim.environment.clone().unwrap();
+        gpu.gpu_name = "NVIDIA L4".into();
+        gpu.gpu_slug = "nvidia-l4".into();
+        real.environment = Some(gpu);
+        let shards = vec![
+            (PathBuf::from("a.json"), real),
+            (PathBuf::from("b.json"), sim),
+        ];
+        let e = refuse_simulated(&shards, false).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "shard 1/2 (b.json) was measured on the simulated GPU (CI_GATE_SIMULATE), a test device whose times the kernels' own `ci-gate-sim` lines decide: merge joins only shards measured on a GPU"
+        );
+        refuse_simulated(&shards, true).unwrap();
+        refuse_simulated(&shards[..1], false).unwrap();
     }
 
     #[test]

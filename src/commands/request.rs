@@ -125,7 +125,7 @@ impl RunRequest {
         restrict(&mut cmd, Child::Gpu);
         static CHILDREN: AtomicU64 = AtomicU64::new(0);
         let k = CHILDREN.fetch_add(1, Ordering::Relaxed);
-        if let Some(seed) = crate::backend::simulated_child_seed(k) {
+        if let Some(seed) = crate::backend::simulated_child_seed(k)? {
             cmd.env(crate::backend::SIMULATE_ENV, seed);
         }
         cmd.arg("run-request")

@@ -347,10 +347,22 @@ fn compile_checked(
         name: name.clone(),
         source: source.text.clone(),
         options: options.to_vec(),
+        allow_unconfined: sandbox::unconfined_allowed(),
     };
     let answer = sandbox::compile(&exe, &request, &library_dir, sandbox::TIMEOUT)
         .map_err(|f| sandbox_failed(f.to_string()))?;
     if let Some(why) = &answer.unconfined {
+        if !request.allow_unconfined {
+            // The child refuses by itself, before NVRTC sees the source (its answer is the
+            // refusal); anything else it made unconfined without leave is not used.
+            return Err(sandbox_failed(match answer.outcome {
+                Outcome::Error(refused) => refused,
+                _ => format!(
+                    "the sandboxed NVRTC process compiled unconfined ({why}) though {} does not allow it, so its output is not used",
+                    sandbox::ALLOW_UNCONFINED_ENV
+                ),
+            }));
+        }
         warn_unconfined_once(why);
     }
     match answer.outcome {
@@ -365,11 +377,15 @@ fn compile_checked(
     }
 }
 
-/// Tells once per process that NVRTC ran without Landlock (an old kernel).
+/// Tells once per process that NVRTC ran without the full sandbox, as the runner's owner
+/// allowed ([`sandbox::ALLOW_UNCONFINED_ENV`]).
 fn warn_unconfined_once(why: &str) {
     static WARNED: AtomicBool = AtomicBool::new(false);
     if !WARNED.swap(true, Ordering::Relaxed) {
-        eprintln!("warning: {why}");
+        eprintln!(
+            "warning: NVRTC compiles untrusted kernel source without the full sandbox, because {why}, as {}=1 in this runner's environment allows (only the lexical check of includes and the empty environment still apply)",
+            sandbox::ALLOW_UNCONFINED_ENV
+        );
     }
 }
 

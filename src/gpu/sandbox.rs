@@ -25,8 +25,14 @@
 //!   runner, nor its environment (/proc/self/environ is a file), can be opened.
 //! - The parent kills the child past a wall-clock deadline.
 //!
-//! Where the kernel has no Landlock, the child says so in its answer and compiles anyway:
-//! the lexical check (`lexcheck`) has already refused every include form, and the compiler
+//! The sandbox fails closed. Where Landlock cannot enforce the whole ruleset (a Linux kernel
+//! without Landlock, with Landlock not enabled, or with an ABI older than 6: see [`confine`]
+//! for why each part matters), the child compiles nothing and answers with a refusal that
+//! names [`ALLOW_UNCONFINED_ENV`]. That variable is the runner owner's decision, read from
+//! the runner's own environment by the parent (never from anything a pull request sends) and
+//! passed in the request: with it set to `1`, the child compiles as confined as the kernel
+//! allows, says so in its answer, and the parent prints a warning once per process. The
+//! lexical check (`lexcheck`) has then still refused every include form, and the compiler
 //! still sees an empty environment and an empty working directory.
 
 use std::ffi::OsString;
@@ -57,8 +63,28 @@ const MAX_REQUEST: u64 = 4 << 20;
 /// Largest answer the parent reads: the shipped kernels' CUBINs are under 200 KB.
 const MAX_ANSWER: u64 = 256 << 20;
 
-const REQUEST_MAGIC: &[u8] = b"ci-gate nvrtc request 1\n";
+const REQUEST_MAGIC: &[u8] = b"ci-gate nvrtc request 2\n";
 const ANSWER_MAGIC: &[u8] = b"ci-gate nvrtc answer 2\n";
+
+/// The variable by which a runner's owner lets NVRTC compile untrusted source where the
+/// sandbox cannot confine it: `1` allows, anything else (or nothing) refuses. It belongs in
+/// the runner's own environment (a self-hosted runner's `.env` file or service), not in a
+/// workflow: README, "Compiling reads nothing".
+pub const ALLOW_UNCONFINED_ENV: &str = "CI_GATE_ALLOW_UNCONFINED_NVRTC";
+
+/// Whether this process's environment allows compiling without the full sandbox
+/// ([`ALLOW_UNCONFINED_ENV`] is exactly `1`).
+pub fn unconfined_allowed() -> bool {
+    std::env::var_os(ALLOW_UNCONFINED_ENV).is_some_and(|v| v == "1")
+}
+
+/// The sentence (after `FILE (TARGET): `) that refuses a compile the sandbox cannot confine:
+/// `why` says what is missing; it names the opt-out.
+pub fn refusal(why: &str) -> String {
+    format!(
+        "not compiled, because the sandbox cannot confine NVRTC here: {why}; a runner's owner who accepts that risk sets {ALLOW_UNCONFINED_ENV}=1 in the runner's own environment (README, \"Compiling reads nothing\")"
+    )
+}
 
 /// What the child compiles.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,6 +93,9 @@ pub struct Request {
     pub name: String,
     pub source: String,
     pub options: Vec<String>,
+    /// Compile even where Landlock cannot enforce the whole ruleset ([`unconfined_allowed`]
+    /// in the parent); false: such a compile is refused.
+    pub allow_unconfined: bool,
 }
 
 /// How a compile ended.
@@ -117,6 +146,7 @@ impl Request {
         put_field(&mut out, self.name.as_bytes());
         put_field(&mut out, self.source.as_bytes());
         put_field(&mut out, self.options.join("\0").as_bytes());
+        put_field(&mut out, if self.allow_unconfined { b"1" } else { b"" });
         out
     }
 
@@ -125,6 +155,11 @@ impl Request {
         let name = take_text(&mut rest)?;
         let source = take_text(&mut rest)?;
         let options = take_text(&mut rest)?;
+        let allow_unconfined = match take_field(&mut rest)? {
+            b"1" => true,
+            b"" => false,
+            _ => return None,
+        };
         if !rest.is_empty() {
             return None;
         }
@@ -137,6 +172,7 @@ impl Request {
             name,
             source,
             options,
+            allow_unconfined,
         })
     }
 }
@@ -443,6 +479,16 @@ fn compile_confined(request: &Request) -> Answer {
         Ok(u) => u,
         Err(why) => return error_answer(why),
     };
+    // Fail closed: nothing of the untrusted source reaches NVRTC unconfined unless the
+    // runner's owner said so.
+    if let Some(why) = &unconfined
+        && !request.allow_unconfined
+    {
+        return Answer {
+            outcome: Outcome::Error(refusal(why)),
+            unconfined,
+        };
+    }
     let outcome = match raw::nvrtc_compile(&request.source, &request.name, &request.options) {
         Ok(Compiled::Cubin { cubin, log }) => Outcome::Cubin { cubin, log },
         Ok(Compiled::Failed(log)) => Outcome::Failed(log),
@@ -471,16 +517,15 @@ fn preload_builtins(dir: &Path) -> Result<bool, String> {
 }
 
 /// Applies the Landlock ruleset: nothing may be opened, but for reading beneath `readable`
-/// when given. `Ok(Some(why))` where the kernel cannot enforce it.
+/// when given. `Ok(Some(why))` where the kernel cannot enforce all of it ([`enforcement_gap`]).
 fn confine(readable: Option<&Path>) -> Result<Option<String>, String> {
     use landlock::{
-        ABI, Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr,
-        RulesetCreatedAttr, RulesetStatus, Scope,
+        Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
+        Scope,
     };
-    // Best effort (the crate's default): every right this ABI knows is handled where the
-    // kernel knows it. Reading files and directories is handled from ABI 1 on, so wherever
-    // Landlock is enforced at all, the compiler reads nothing (outside `readable`).
-    let abi = ABI::V6;
+    // Best effort (the crate's default) while building, so that an older kernel gets every
+    // right it knows; what it could not enforce is then judged from the status.
+    let abi = RULESET_ABI;
     let fail = |e: &dyn std::fmt::Display| format!("the Landlock sandbox could not be set up: {e}");
     let mut ruleset = Ruleset::default()
         .handle_access(AccessFs::from_all(abi))
@@ -495,13 +540,59 @@ fn confine(readable: Option<&Path>) -> Result<Option<String>, String> {
             .map_err(|e| fail(&e))?;
     }
     let status = ruleset.restrict_self().map_err(|e| fail(&e))?;
-    Ok(match status.ruleset {
-        RulesetStatus::FullyEnforced | RulesetStatus::PartiallyEnforced => None,
-        RulesetStatus::NotEnforced => Some(
-            "this kernel has no Landlock, so NVRTC ran without the file-system sandbox (the lexical check of includes still applied)"
+    Ok(enforcement_gap(
+        &status.ruleset,
+        status.landlock,
+        status.no_new_privs,
+    ))
+}
+
+/// The Landlock ABI whose rights the ruleset handles: 6 (Linux 6.12).
+const RULESET_ABI: landlock::ABI = landlock::ABI::V6;
+
+/// Why the ruleset of [`RULESET_ABI`] does not hold in full, or None where it does.
+///
+/// "Fully enforced" is the crate's `RulesetStatus::FullyEnforced` for the whole ruleset,
+/// with `no_new_privs` set. `PartiallyEnforced` fails closed too, because every part an older
+/// kernel lacks matters to a compiler that the untrusted text might subvert (a crafted source
+/// that corrupts NVRTC's memory runs whatever it likes in this process):
+/// - ABI 1 handles reading, writing, executing, creating and removing files; without it the
+///   runner's files are open (and ABI 2's "refer" only relaxes what ABI 1 always forbids).
+/// - ABI 3 adds truncating: without it any file the runner's user may write can be emptied.
+/// - ABI 4 adds TCP connect and bind: without it the runner's network is reachable, a cloud
+///   metadata service with the machine's credentials included.
+/// - ABI 5 adds ioctl on device files: the child holds none (three pipes) and can open none,
+///   so this part alone would not matter; but no kernel lacks it without lacking ABI 6 too.
+/// - ABI 6 adds the scopes: without them the child can signal the runner's processes and
+///   connect to abstract UNIX sockets, where host daemons listen (container runtimes among
+///   them).
+///
+/// So a ruleset of ABI 6 partially enforced always misses a part that matters.
+fn enforcement_gap(
+    ruleset: &landlock::RulesetStatus,
+    landlock: landlock::LandlockStatus,
+    no_new_privs: bool,
+) -> Option<String> {
+    use landlock::{LandlockStatus, RulesetStatus};
+    match (ruleset, landlock) {
+        (RulesetStatus::FullyEnforced, _) if no_new_privs => None,
+        (RulesetStatus::FullyEnforced, _) => {
+            Some("the NVRTC process could not set no_new_privs".into())
+        }
+        (_, LandlockStatus::NotImplemented) => Some("this Linux kernel has no Landlock".into()),
+        (_, LandlockStatus::NotEnabled) => Some(
+            "this Linux kernel has Landlock but does not enable it (the lsm= boot parameter)"
                 .into(),
         ),
-    })
+        (RulesetStatus::PartiallyEnforced, LandlockStatus::Available { effective_abi, .. }) => {
+            Some(format!(
+                "this Linux kernel's Landlock is ABI {effective_abi}, and confining files, TCP, signals and abstract sockets together needs ABI {RULESET_ABI} (Linux 6.12)"
+            ))
+        }
+        (RulesetStatus::NotEnforced, _) => {
+            Some("Landlock did not enforce the sandbox's ruleset".into())
+        }
+    }
 }
 
 #[cfg(test)]
@@ -514,13 +605,24 @@ mod tests {
             name: "attention.cu".into(),
             source: "extern \"C\" __global__ void k() {}\n\0x".into(),
             options: vec!["--gpu-architecture=sm_89".into(), "--std=c++17".into()],
+            allow_unconfined: false,
         };
         assert_eq!(Request::decode(&r.encode()), Some(r.clone()));
         let none = Request {
             options: vec![],
-            ..r
+            allow_unconfined: true,
+            ..r.clone()
         };
         assert_eq!(Request::decode(&none.encode()), Some(none));
+        // The owner's permission is one of two values; anything else is no request.
+        let mut other = r.encode();
+        other.truncate(other.len() - 8);
+        other.extend_from_slice(&1u64.to_le_bytes());
+        other.push(b'y');
+        assert_eq!(Request::decode(&other), None);
+        let mut trailing = r.encode();
+        trailing.push(0);
+        assert_eq!(Request::decode(&trailing), None);
         for outcome in [
             Outcome::Cubin {
                 cubin: b"\x7fELF\0\x01".to_vec(),
@@ -537,6 +639,59 @@ mod tests {
                 assert_eq!(Answer::decode(&a.encode()), Some(a));
             }
         }
+    }
+
+    /// Only the whole ruleset with no_new_privs confines; every other status names what is
+    /// missing, and the refusal names the opt-out.
+    #[test]
+    fn only_a_fully_enforced_ruleset_compiles() {
+        use landlock::{ABI, LandlockStatus, RulesetStatus};
+        let available = |abi| LandlockStatus::Available {
+            effective_abi: abi,
+            kernel_abi: None,
+        };
+        assert_eq!(
+            enforcement_gap(&RulesetStatus::FullyEnforced, available(ABI::V6), true),
+            None
+        );
+        assert_eq!(
+            enforcement_gap(&RulesetStatus::FullyEnforced, available(ABI::V7), true),
+            None
+        );
+        let gap = |r: RulesetStatus, l, nnp| enforcement_gap(&r, l, nnp).expect("a gap");
+        assert_eq!(
+            gap(
+                RulesetStatus::NotEnforced,
+                LandlockStatus::NotImplemented,
+                true
+            ),
+            "this Linux kernel has no Landlock"
+        );
+        assert!(
+            gap(RulesetStatus::NotEnforced, LandlockStatus::NotEnabled, true)
+                .contains("does not enable it")
+        );
+        for abi in [ABI::V1, ABI::V3, ABI::V4, ABI::V5] {
+            let why = gap(RulesetStatus::PartiallyEnforced, available(abi), true);
+            assert!(
+                why.contains(&format!("Landlock is ABI {abi},"))
+                    && why.contains("needs ABI 6 (Linux 6.12)"),
+                "{why}"
+            );
+        }
+        assert!(
+            gap(RulesetStatus::FullyEnforced, available(ABI::V6), false).contains("no_new_privs")
+        );
+        let sentence = refusal("this Linux kernel has no Landlock");
+        assert_eq!(
+            sentence,
+            "not compiled, because the sandbox cannot confine NVRTC here: this Linux kernel has no Landlock; a runner's owner who accepts that risk sets CI_GATE_ALLOW_UNCONFINED_NVRTC=1 in the runner's own environment (README, \"Compiling reads nothing\")"
+        );
+        // The opt-out reaches the children that compile (a `--devices` run's).
+        assert!(crate::child_env::passes(
+            ALLOW_UNCONFINED_ENV,
+            crate::child_env::Child::Gpu
+        ));
     }
 
     #[test]

@@ -320,10 +320,17 @@ fn a_kernel_that_is_slow_but_finishes_ends_the_run_when_the_gpu_budget_is_spent(
     assert!(r["shapes"].as_array().unwrap().is_empty());
 }
 
+/// In GitHub Actions the simulated GPU is refused (`backend::simulation_seed`): a simulated
+/// kernel's times are what its own `ci-gate-sim` line says, so its verdict would be the pull
+/// request's. `ci` still publishes: exit 2, a results file and outputs that say why, the
+/// annotation after workflow commands resumed. (The simulated verdicts and hangs published
+/// in Actions that this test used to show are reached on a GPU only; outside Actions they are
+/// the tests above, and `merge --ci` publishes a verdict in Actions in
+/// `cli_simulation_refused.rs`.)
 #[test]
-fn ci_in_actions_publishes_outputs_and_brackets_the_untrusted_work() {
+fn ci_in_actions_refuses_the_simulated_gpu_and_publishes_why() {
     let s = Sim::new();
-    let (a, b) = (s.kernels("a", "factor=1.0"), s.kernels("b", "factor=1.05"));
+    let (a, b) = (s.kernels("a", "factor=1.0"), s.kernels("b", "factor=0.80"));
     let (outputs, summary) = (s.path("outputs"), s.path("summary.md"));
     let out = bin()
         .env("CI_GATE_SIMULATE", "1")
@@ -344,71 +351,34 @@ fn ci_in_actions_publishes_outputs_and_brackets_the_untrusted_work() {
         .arg(s.path("results.json"))
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let first = stdout.lines().next().unwrap();
-    let token = first
-        .strip_prefix("::stop-commands::")
-        .expect("suspended first");
-    let resumed = stdout.find(&format!("::{token}::")).expect("resumed");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    let why = "CI_GATE_SIMULATE is set in GitHub Actions (GITHUB_ACTIONS is set), but the simulated GPU is a test device whose times the kernels' own `ci-gate-sim` lines decide, never a verdict on a runner: unset CI_GATE_SIMULATE";
+    assert!(stderr.contains(why), "{stderr}");
     let annotation = stdout
-        .find("::error title=ci-gate%3A regression in")
+        .find("::error title=ci-gate%3A no verdict::")
         .expect("annotated");
-    assert!(resumed < annotation, "{stdout}");
-    let outputs = std::fs::read_to_string(&outputs).unwrap();
-    assert!(
-        outputs.contains("verdict") && outputs.contains("fail"),
-        "{outputs}"
-    );
-    assert!(outputs.contains("regressions"), "{outputs}");
-    let summary = std::fs::read_to_string(&summary).unwrap();
-    assert!(summary.contains("regression"), "{summary}");
-}
-
-#[test]
-fn ci_in_actions_reports_a_hang_after_resuming_commands() {
-    let s = Sim::new();
-    let (a, b) = (s.kernels("a", "factor=1.0"), s.kernels("hang", "hang=*"));
-    let outputs = s.path("outputs");
-    let out = bin()
-        .env("CI_GATE_SIMULATE", "1")
-        .env("GITHUB_ACTIONS", "true")
-        .env("GITHUB_OUTPUT", &outputs)
-        .current_dir(s.dir.path())
-        .arg("ci")
-        .arg("--config")
-        .arg(s.path("sim.yaml"))
-        .arg("--baselines")
-        .arg(s.path("baselines"))
-        .arg("--base-kernels")
-        .arg(&a)
-        .arg("--kernels")
-        .arg(&b)
-        .args(["--no-peers", "--out"])
-        .arg(s.path("results.json"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let token = stdout
+    if let Some(token) = stdout
         .lines()
         .next()
         .and_then(|l| l.strip_prefix("::stop-commands::"))
-        .expect("suspended first")
-        .to_owned();
-    let resumed = stdout.find(&format!("::{token}::")).expect("resumed");
-    let annotation = stdout
-        .find("::error title=ci-gate%3A no verdict")
-        .expect("annotated");
-    assert!(resumed < annotation, "{stdout}");
-    let outputs = std::fs::read_to_string(&outputs).unwrap();
-    assert!(outputs.contains("error"), "{outputs}");
+    {
+        let resumed = stdout.find(&format!("::{token}::")).expect("resumed");
+        assert!(resumed < annotation, "{stdout}");
+    }
     assert!(
-        s.results()["error"]
-            .as_str()
-            .unwrap()
-            .contains("did not finish")
+        stdout[annotation..].contains("unset CI_GATE_SIMULATE"),
+        "{stdout}"
     );
+    let r = s.results();
+    assert!(r["error"].as_str().unwrap().contains(why), "{r}");
+    assert_eq!(r["passed"], false);
+    assert!(r["shapes"].as_array().is_none_or(|s| s.is_empty()), "{r}");
+    let outputs = std::fs::read_to_string(&outputs).unwrap();
+    assert!(outputs.contains("\nerror\n"), "{outputs}");
+    let summary = std::fs::read_to_string(&summary).unwrap();
+    assert!(summary.contains("could not reach a verdict"), "{summary}");
 }
 
 /// A git repository with one commit of kernels, for a stored baseline whose commit exists.

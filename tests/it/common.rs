@@ -15,9 +15,13 @@ use ci_gate::results::{
 use ci_gate::stats::Sample;
 use ci_gate::verdict::Verdict;
 
+/// The ci-gate binary, outside GitHub Actions whatever the test runs in (the simulated GPU
+/// is refused where `GITHUB_ACTIONS` is set; a test that wants Actions sets it again).
 pub fn bin() -> Command {
     let mut c = Command::cargo_bin("ci-gate").unwrap();
-    c.env("NO_COLOR", "1").env_remove("COLUMNS");
+    c.env("NO_COLOR", "1")
+        .env_remove("COLUMNS")
+        .env_remove("GITHUB_ACTIONS");
     c
 }
 

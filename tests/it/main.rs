@@ -12,6 +12,7 @@ mod common;
 mod github_common;
 
 // CPU tests.
+mod action_env;
 mod adversarial;
 mod calibration;
 mod cli_baseline;
@@ -24,6 +25,7 @@ mod cli_history;
 mod cli_hostile;
 mod cli_merge;
 mod cli_simulated;
+mod cli_simulation_refused;
 mod cli_tools;
 mod comment_snapshots;
 mod configs;
@@ -31,6 +33,7 @@ mod fuzz_parsers;
 mod github_comment;
 mod golden;
 mod nvrtc;
+mod nvrtc_fail_closed;
 mod rounds_vs_scipy;
 mod stats_vs_scipy;
 mod trimmed_vs_scipy;
