@@ -247,6 +247,11 @@ pub struct LocalArgs {
     /// PyTorch" table, a shorter run.
     #[arg(long)]
     pub no_peers: bool,
+    /// Also measure energy per call (measure.energy_rounds windows per side after the timed
+    /// pairs; about 2.5 s per shape on an H100). Never part of the verdict: off by default,
+    /// on in `baseline update`, whose stored figures the report shows.
+    #[arg(long)]
+    pub energy: bool,
     /// Slow the candidate down by this fraction of the reference's p50 (selftest).
     #[arg(long, value_name = "FRACTION", hide = true)]
     pub inject: Option<f64>,
@@ -269,6 +274,10 @@ pub struct CiArgs {
     /// PyTorch" table, a shorter run.
     #[arg(long)]
     pub no_peers: bool,
+    /// Also measure energy per call (as `local --energy`): the nightly run does; a pull
+    /// request's verdict does not wait for it.
+    #[arg(long)]
+    pub energy: bool,
 }
 
 #[derive(Debug, Args)]

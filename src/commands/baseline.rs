@@ -255,6 +255,7 @@ pub fn update(args: &BaselineUpdateArgs) -> Result<Outcome> {
                 fail_on_drift: false,
                 trace_drift: false,
                 progress: false,
+                energy: true,
             };
             runs.push(child.run_child(&child::file_in(&dir, &format!("process{p}.json")))?);
         }

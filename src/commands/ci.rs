@@ -34,6 +34,7 @@ pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
         fail_on_drift: args.base.fail_on_drift,
         trace_drift: true,
         progress: false,
+        energy: args.energy,
     };
     // Known as early as possible, so that a results file without a verdict still names the
     // config and the shard (merge then says which shard failed, and why).

@@ -26,6 +26,7 @@ pub fn run_local(args: &LocalArgs) -> Result<Outcome> {
         fail_on_drift: args.base.fail_on_drift,
         trace_drift: true,
         progress: args.format == Format::Table,
+        energy: args.energy,
     };
     let run = prepare(
         request,

@@ -49,6 +49,11 @@ pub struct RunRequest {
     pub trace_drift: bool,
     /// Draw a progress bar (on a terminal only).
     pub progress: bool,
+    /// Measure energy per call (`measure.energy_rounds` windows per side after the timed
+    /// pairs): `baseline update` and `--energy`; a pull request's verdict does not wait for
+    /// a figure that is not part of it.
+    #[serde(default)]
+    pub energy: bool,
 }
 
 impl RunRequest {
@@ -90,9 +95,10 @@ impl RunRequest {
             },
             trace_drift: self.trace_drift,
             progress: self.progress,
-            // Energy windows where kernels are checked and timed as they are (not selftest,
-            // which measures the gate with parity off and slowdowns injected).
-            energy: self.parity && self.inject.is_none(),
+            // Energy windows where asked, and only where kernels are checked and timed as
+            // they are (not selftest, which measures the gate with parity off and slowdowns
+            // injected).
+            energy: self.energy && self.parity && self.inject.is_none(),
         }
     }
 
@@ -233,6 +239,7 @@ mod tests {
             fail_on_drift: false,
             trace_drift: true,
             progress: true,
+            energy: false,
         };
         let json = serde_json::to_string(&r).unwrap();
         assert_eq!(serde_json::from_str::<RunRequest>(&json).unwrap(), r);

@@ -125,6 +125,7 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
         fail_on_drift: false,
         trace_drift: false,
         progress: false,
+        energy: false,
     };
 
     // A/A at the design's largest number of pairs, one fresh process per trial.
@@ -314,6 +315,7 @@ fn stored_path(
             fail_on_drift: false,
             trace_drift: false,
             progress: false,
+            energy: false,
         }
         .run_child(&child::file_in(dir, out))
     };

@@ -677,7 +677,7 @@ fn energy_per_call_is_reported_per_side_withheld_where_unresolved_and_never_deci
     let s = Sim::new();
     let a = s.kernels("a", "factor=1.0");
     let b = s.kernels("b", "factor=1.05 power=1.2 energy-coarse=s2048");
-    let out = s.local(&a, &b).output().unwrap();
+    let out = s.local(&a, &b).arg("--energy").output().unwrap();
     assert_eq!(
         out.status.code(),
         Some(1),
@@ -717,7 +717,7 @@ fn energy_per_call_is_reported_per_side_withheld_where_unresolved_and_never_deci
     );
     let md = s
         .local(&a, &b)
-        .args(["--format", "markdown"])
+        .args(["--energy", "--format", "markdown"])
         .output()
         .unwrap();
     let md = String::from_utf8_lossy(&md.stdout).to_string();
@@ -727,7 +727,11 @@ fn energy_per_call_is_reported_per_side_withheld_where_unresolved_and_never_deci
         "{md}"
     );
 
-    let json = s.local(&a, &b).args(["--format", "json"]).output().unwrap();
+    let json = s
+        .local(&a, &b)
+        .args(["--energy", "--format", "json"])
+        .output()
+        .unwrap();
     let rows: Value = serde_json::from_slice(&json.stdout).unwrap();
     let r0 = rows[0]["energy"]["cand_over_base"].as_f64().unwrap();
     assert!((r0 / 1.26 - 1.0).abs() < 0.03, "{}", rows[0]["energy"]);
@@ -741,13 +745,21 @@ fn energy_per_call_is_reported_per_side_withheld_where_unresolved_and_never_deci
         rows[2]["energy"]
     );
 
-    // Off: no windows, no table, and the same verdicts.
+    // Not asked for (a pull request's run): no windows, no table, the same verdicts.
+    let out = s.local(&a, &b).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let r = s.results();
+    assert!(r.get("energy").is_none() && r["shapes"][0].get("energy").is_none());
+    assert_eq!(verdicts(&r), with_energy);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("Energy per call"));
+
+    // Off in the config (energy_rounds: 0): asked for, still none.
     std::fs::write(
         s.path("sim.yaml"),
         CONFIG.replace("max_rounds: 24}", "max_rounds: 24, energy_rounds: 0}"),
     )
     .unwrap();
-    let out = s.local(&a, &b).output().unwrap();
+    let out = s.local(&a, &b).arg("--energy").output().unwrap();
     assert_eq!(
         out.status.code(),
         Some(1),
