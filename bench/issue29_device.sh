@@ -11,7 +11,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw 
 for mode in "$@"; do case $mode in
 tests)
   echo "== GPU tests"
-  CI_GATE_GOLDEN_DIR=$PWD/.carry/golden CI_GATE_BIN=$bin timed timeout 300 "$it_tests" --ignored --test-threads=1 gpu:: --skip adversarial_gpu:: --skip gpu_tools:: > "$out/gpu-tests.log" 2>&1
+  CI_GATE_GOLDEN_DIR=$PWD/.carry/golden CI_GATE_BIN=$bin timed timeout 180 "$it_tests" --ignored --test-threads=1 gpu:: --skip adversarial_gpu:: --skip gpu_tools:: > "$out/gpu-tests.log" 2>&1
   grep -hE "^test |test result|panicked|assert|off by" "$out/gpu-tests.log" | head -40 ;;
 attacks)
   echo "== attacks"
@@ -23,7 +23,7 @@ aa)
     b=$bin; [ $who = old ] && b=$old
     echo "== PR config, shipped kernels vs a comment-only change, $who binary (cold compile cache, peers on)"
     export CI_GATE_CACHE_DIR=/tmp/ci-gate-cache-$who-$$
-    timed timeout 280 "$b" local --base-kernels kernels --kernels /tmp/k-comment --no-profile --wide --out "$out/aa-$who.json" > "$out/aa-$who.txt" 2>&1
+    timed timeout 200 "$b" local --base-kernels kernels --kernels /tmp/k-comment --no-profile --wide --out "$out/aa-$who.json" > "$out/aa-$who.txt" 2>&1
     grep -E "│ b|PASS|FAIL|error" "$out/aa-$who.txt" | cut -c1-180 | head -20
     python3 - "$out/aa-$who.json" <<'PY'
 import json,sys
