@@ -373,3 +373,17 @@ extern "C" __global__ void check_bytes(const unsigned long long* __restrict__ ad
     bad = cg_warp_sum_u64(bad);
     if ((threadIdx.x & 31) == 0 && bad) atomicAdd(mismatches, bad);
 }
+
+//   copy_bytes(const unsigned long long* addrs, const unsigned long long* offsets,
+//              unsigned char* image)
+//       blockIdx.y = span s: copies the offsets[s+1] - offsets[s] bytes at device address
+//       addrs[s] to image[offsets[s] ..]: the snapshot check_bytes compares with, taken when
+//       the timed module is loaded, before any of its kernels ran.
+extern "C" __global__ void copy_bytes(const unsigned long long* __restrict__ addrs,
+                                      const unsigned long long* __restrict__ offsets,
+                                      unsigned char* __restrict__ image) {
+    const unsigned int span = blockIdx.y;
+    const volatile unsigned char* p = (const volatile unsigned char*)addrs[span];
+    const unsigned long long from = offsets[span], len = offsets[span + 1] - from;
+    for (unsigned long long i = cg_tid(); i < len; i += cg_nthreads()) image[from + i] = p[i];
+}

@@ -12,7 +12,6 @@ use super::Outcome;
 use crate::cli::CompileArgs;
 use crate::gpu::compile::compile_uncached_module_for;
 use crate::gpu::cubin::check_untrusted_cubin;
-use crate::gpu::device::{Harness, harness_source};
 use crate::gpu::{GpuError, KernelSource};
 use crate::text::terminal_text;
 
@@ -37,11 +36,13 @@ pub fn run_compile(args: &CompileArgs) -> Result<Outcome> {
         source: KernelSource::read(&attention).map(|s| s.with_defines(&defines)),
         timed: true,
     }];
-    for (file, which) in [
-        ("reference.cu", Harness::Reference),
-        ("util.cu", Harness::Util),
-    ] {
-        inputs.push(harness_input(args, file, which));
+    for file in ["reference.cu", "util.cu"] {
+        match harness_input(args, file) {
+            Some(input) => inputs.push(input),
+            None => println!(
+                "{file}: built into ci-gate (the harness the gate runs; --harness DIR compiles another)"
+            ),
+        }
     }
     let targets = args.targets();
     let mut failed = Vec::new();
@@ -77,25 +78,17 @@ pub fn run_compile(args: &CompileArgs) -> Result<Outcome> {
     )
 }
 
-/// A harness file: from `--harness`, else from the kernel directory where it has one (a
-/// developer changing the harness), else the copy built into this binary (what the gate
-/// runs; a kernel repository needs only attention.cu).
-fn harness_input(args: &CompileArgs, file: &str, which: Harness) -> Input {
+/// A harness file to compile: from `--harness`, else from the kernel directory where it has
+/// one (a developer changing the harness). `None` where neither has it: the gate runs the
+/// copy built into this binary, and a kernel repository needs only attention.cu.
+fn harness_input(args: &CompileArgs, file: &str) -> Option<Input> {
     let dir = args.harness.as_ref().unwrap_or(&args.kernels);
     let path = dir.join(file);
-    if args.harness.is_some() || std::fs::symlink_metadata(&path).is_ok() {
-        return Input {
-            shown: terminal_text(&path.display().to_string()),
-            source: KernelSource::read(&path),
-            timed: false,
-        };
-    }
-    let source = harness_source(which);
-    Input {
-        shown: format!("{file} (built in)"),
-        source: Ok(source),
+    (args.harness.is_some() || std::fs::symlink_metadata(&path).is_ok()).then(|| Input {
+        shown: terminal_text(&path.display().to_string()),
+        source: KernelSource::read(&path),
         timed: false,
-    }
+    })
 }
 
 /// The most dynamic shared memory a block may opt into on a target: what its NAME_launch
@@ -129,7 +122,7 @@ fn compile_one(
         let entries = crate::gpu::entries::check_static(&cubin, max_smem_optin(target)).map_err(
             |problems| {
                 GpuError::Refused(format!(
-                    "{file}: the gate cannot launch it for {target}: {}",
+                    "{file} is refused for {target}: the gate could not launch it: {}",
                     problems.join("; ")
                 ))
             },

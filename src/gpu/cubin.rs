@@ -316,13 +316,24 @@ pub fn has_symbol(cubin: &[u8], name: &str) -> bool {
     cubin.windows(needle.len()).any(|w| w == needle.as_slice())
 }
 
-/// The `__constant__` data symbols of a module (names, in symbol order): defined objects of
-/// non-zero size in a `.nv.constant*` section other than a kernel's own parameter bank
-/// (`.nv.constant0.<kernel>`, which every launch fills afresh). An error (one clause) where
-/// the ELF cannot be read. The CUBIN is attacker-produced: every read is bounds-checked.
-pub(crate) fn constant_symbols(data: &[u8]) -> Result<Vec<String>, String> {
+/// A `__constant__` section of a module (other than a kernel's own parameter bank,
+/// `.nv.constant0.<kernel>`, which every launch fills afresh), located by one of its symbols:
+/// on the device the section starts at that symbol's address less `symbol_offset`, and
+/// spans `size` bytes (padding between symbols and after the last included).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ConstantSection {
+    pub section: String,
+    pub symbol: String,
+    pub symbol_offset: u64,
+    pub size: u64,
+}
+
+/// The `__constant__` sections of a module that hold at least one defined data symbol (the
+/// first such symbol locates each). An error (one clause) where the ELF cannot be read. The
+/// CUBIN is attacker-produced: every read is bounds-checked.
+pub(crate) fn constant_sections(data: &[u8]) -> Result<Vec<ConstantSection>, String> {
     let (endian, sections, symbols) = cuda_elf(data)?;
-    let mut out = Vec::new();
+    let mut out: Vec<(usize, ConstantSection)> = Vec::new();
     for (index, sym) in symbols.enumerate() {
         if sym.is_undefined(endian) || sym.st_type() != elf::STT_OBJECT || sym.st_size(endian) == 0
         {
@@ -334,6 +345,9 @@ pub(crate) fn constant_symbols(data: &[u8]) -> Result<Vec<String>, String> {
         else {
             continue;
         };
+        if out.iter().any(|(s, _)| *s == section.0) {
+            continue;
+        }
         let header = sections
             .section(section)
             .map_err(|e| format!("a symbol's section is invalid ({e})"))?;
@@ -351,9 +365,27 @@ pub(crate) fn constant_symbols(data: &[u8]) -> Result<Vec<String>, String> {
         if symbol.is_empty() || symbol.contains('\0') {
             return Err("a constant symbol has no usable name".into());
         }
-        out.push(symbol.to_owned());
+        let (offset, size) = (sym.st_value(endian), header.sh_size(endian));
+        if offset
+            .checked_add(sym.st_size(endian))
+            .is_none_or(|end| end > size)
+        {
+            return Err(format!(
+                "the constant symbol {} lies outside its section",
+                quote(symbol)
+            ));
+        }
+        out.push((
+            section.0,
+            ConstantSection {
+                section: text(name),
+                symbol: symbol.to_owned(),
+                symbol_offset: offset,
+                size,
+            },
+        ));
     }
-    Ok(out)
+    Ok(out.into_iter().map(|(_, s)| s).collect())
 }
 
 /// The `NAME_launch` constant of a module ({rows_per_block, threads_per_block,
@@ -407,16 +439,17 @@ mod tests {
     }
 
     #[test]
-    fn constant_data_symbols_are_found_and_nothing_else() {
+    fn constant_sections_are_found_by_a_symbol_and_nothing_else() {
         // clean.cubin: one `__constant__` array, one kernel (whose parameter bank is its own).
-        assert_eq!(
-            constant_symbols(&fixture("clean")),
-            Ok(vec!["k_launch".to_string()])
-        );
+        let found = constant_sections(&fixture("clean")).unwrap();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].symbol, "k_launch");
+        assert!(found[0].section.starts_with(".nv.constant"));
+        assert!(found[0].symbol_offset + 12 <= found[0].size);
         // writable globals are not constant data
-        assert_eq!(constant_symbols(&fixture("device_var")), Ok(vec![]));
-        assert!(constant_symbols(b"not an ELF").is_err());
-        assert!(constant_symbols(&fixture("clean")[..64]).is_err());
+        assert_eq!(constant_sections(&fixture("device_var")), Ok(vec![]));
+        assert!(constant_sections(b"not an ELF").is_err());
+        assert!(constant_sections(&fixture("clean")[..64]).is_err());
     }
 
     #[test]

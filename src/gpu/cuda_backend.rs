@@ -94,6 +94,24 @@ impl CudaBackend {
         }
     }
 
+    /// Charges `spent` (wall time of a check that ran `side`'s kernel on `shape`, an upper
+    /// bound of its GPU time) to the run's GPU budget.
+    fn charge(
+        &self,
+        shape: &ShapeParams,
+        side: Side,
+        spent: Duration,
+        phase: &str,
+    ) -> Result<(), GpuError> {
+        self.gpu
+            .budget
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .charge(shape, side.label(), spent.as_secs_f64(), || {
+                format!("the {} kernel on shape {shape} ({phase})", side.label())
+            })
+    }
+
     fn kernel(&self, side: Side, shape: &ShapeParams) -> Result<&Kernel, GpuError> {
         self.set(side)
             .ok_or_else(|| GpuError::Invalid(format!("no {} kernels are loaded", side.label())))?
@@ -131,7 +149,16 @@ impl Backend for CudaBackend {
     }
 
     fn spin_up(&mut self, shape: &ShapeParams) -> Result<(), GpuError> {
-        spin_up(&self.gpu, shape, SPIN_UP_MS)
+        // The harness directory's attention.cu: the base's with a base, else the candidate's.
+        let side = if self.candidate.is_some() {
+            Side::Base
+        } else {
+            Side::Candidate
+        };
+        let started = std::time::Instant::now();
+        let r = spin_up(&self.gpu, shape, side.label(), SPIN_UP_MS);
+        self.charge(shape, side, started.elapsed(), "spin-up")?;
+        r
     }
 
     fn calibrate_injection(&mut self) -> Result<(), GpuError> {
@@ -164,6 +191,7 @@ impl Backend for CudaBackend {
         if side == Side::Base && parity.is_ok() {
             self.parity_times.insert(*shape, started.elapsed());
         }
+        self.charge(shape, side, started.elapsed(), "parity")?;
         parity
     }
 

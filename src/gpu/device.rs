@@ -65,54 +65,63 @@ impl std::fmt::Debug for ConstantGuard {
 }
 
 impl ConstantGuard {
-    /// Reads every `__constant__` symbol of `cubin` (loaded as `module`) back as it is now,
-    /// before any launch: the image later samples are compared with. `None` where the module
-    /// has none.
+    /// Takes the image of every `__constant__` section of `cubin` (loaded as `module`) as it
+    /// is on the device now, before any of its kernels ran: whole sections, padding between
+    /// symbols included, each found from one of its symbols (`cubin::constant_sections`),
+    /// copied on the device by `copy` (`copy_bytes`). `None` where the module has none.
     fn new(
         module: &Arc<CudaModule>,
         stream: &Arc<CudaStream>,
+        copy: &CudaFunction,
         cubin: &[u8],
         src: &KernelSource,
     ) -> Result<Option<ConstantGuard>, GpuError> {
         use cudarc::driver::DevicePtr;
-        let symbols = super::cubin::constant_symbols(cubin).map_err(|why| {
+        let sections = super::cubin::constant_sections(cubin).map_err(|why| {
             GpuError::Refused(format!(
                 "{}: its compiled module cannot be checked, so it is refused: {why}",
                 src.path.display()
             ))
         })?;
-        if symbols.is_empty() {
+        if sections.is_empty() {
             return Ok(None);
         }
-        let mut addrs = Vec::with_capacity(symbols.len());
+        let mut addrs = Vec::with_capacity(sections.len());
         let mut host_offsets = vec![0u64];
-        let mut image = Vec::new();
-        for name in &symbols {
+        for section in &sections {
             let global = module
-                .get_global(name, stream)
-                .during(|| format!("finding {name} in {}", src.path.display()))?;
+                .get_global(&section.symbol, stream)
+                .during(|| format!("finding {} in {}", section.symbol, src.path.display()))?;
             let (ptr, _record) = global.device_ptr(stream);
-            addrs.push(ptr);
-            image.extend(
-                stream
-                    .clone_dtoh(&global)
-                    .during(|| format!("reading {name} in {}", src.path.display()))?,
-            );
-            host_offsets.push(image.len() as u64);
+            let base = ptr.checked_sub(section.symbol_offset).ok_or_else(|| {
+                GpuError::Invalid(format!(
+                    "{}: the driver placed {} below its section's start",
+                    src.path.display(),
+                    section.symbol
+                ))
+            })?;
+            addrs.push(base);
+            let end = host_offsets.last().copied().unwrap_or(0) + section.size;
+            host_offsets.push(end);
         }
         let upload = |what: &str| format!("uploading the {what} of {}", src.path.display());
+        let addrs = stream
+            .clone_htod(&addrs)
+            .during(|| upload("constant addresses"))?;
+        let offsets = stream
+            .clone_htod(&host_offsets)
+            .during(|| upload("constant offsets"))?;
+        let total = host_offsets.last().copied().unwrap_or(0) as usize;
+        let mut image =
+            raw::alloc_zeros::<u8>(stream, total).during(|| upload("constant image"))?;
+        raw::launch_copy_bytes(stream, copy, &addrs, &offsets, &host_offsets, &mut image)
+            .during(|| format!("copying the constant data of {}", src.path.display()))?;
         Ok(Some(ConstantGuard {
-            addrs: stream
-                .clone_htod(&addrs)
-                .during(|| upload("constant addresses"))?,
-            offsets: stream
-                .clone_htod(&host_offsets)
-                .during(|| upload("constant offsets"))?,
-            image: stream
-                .clone_htod(&image)
-                .during(|| upload("constant image"))?,
+            symbols: sections.into_iter().map(|s| s.symbol).collect(),
+            addrs,
+            offsets,
             host_offsets,
-            symbols,
+            image,
         }))
     }
 
@@ -312,7 +321,9 @@ pub struct Kernels {
     /// Every timed launch's own q (`fill_q_pool_*`) and its compared rows (`launch_rows_*`).
     fill_q_pool: HashMap<Dtype, CudaFunction>,
     launch_rows: HashMap<Dtype, CudaFunction>,
-    /// The timed kernels' constant data, verified (`check_bytes`).
+    /// The timed kernels' constant data, snapshotted when loaded (`copy_bytes`) and verified
+    /// (`check_bytes`).
+    pub copy_bytes: CudaFunction,
     pub check_bytes: CudaFunction,
     pub fill_u32: CudaFunction,
     pub spin: CudaFunction,
@@ -655,7 +666,8 @@ impl Gpu {
             m.load_function(name)
                 .during(|| format!("kernel {name} in {}", src.path.display()))
         };
-        let attention = load_attention(&ctx, &stream, &info, kernels_dir, defines)?;
+        let copy_bytes = function(&util_mod, &util_src, "copy_bytes")?;
+        let attention = load_attention(&ctx, &stream, &info, &copy_bytes, kernels_dir, defines)?;
         let mut reference = HashMap::new();
         let mut reference_rows = HashMap::new();
         let mut reference_launches = HashMap::new();
@@ -693,6 +705,7 @@ impl Gpu {
             fill_normal,
             fill_q_pool,
             launch_rows,
+            copy_bytes: copy_bytes.clone(),
             check_bytes: function(&util_mod, &util_src, "check_bytes")?,
             fill_u32: function(&util_mod, &util_src, "fill_u32")?,
             spin: function(&util_mod, &util_src, "spin_cycles")?,
@@ -728,7 +741,14 @@ impl Gpu {
         kernels_dir: &Path,
         defines: &[String],
     ) -> Result<AttentionSet, GpuError> {
-        load_attention(&self.ctx, &self.stream, &self.info, kernels_dir, defines)
+        load_attention(
+            &self.ctx,
+            &self.stream,
+            &self.info,
+            &self.kernels.copy_bytes,
+            kernels_dir,
+            defines,
+        )
     }
 }
 
@@ -770,6 +790,7 @@ fn load_attention(
     ctx: &Arc<CudaContext>,
     stream: &Arc<CudaStream>,
     info: &DeviceInfo,
+    copy_bytes: &CudaFunction,
     kernels_dir: &Path,
     defines: &[String],
 ) -> Result<AttentionSet, GpuError> {
@@ -782,7 +803,7 @@ fn load_attention(
     let resources = super::ptxas::static_resources(&cubin, &compiled.log)
         .map_err(|why| format!("{}: {why}", src.path.display()));
     let module = load_module(ctx, info, &src)?;
-    let constants = ConstantGuard::new(&module, stream, &cubin, &src)?.map(Arc::new);
+    let constants = ConstantGuard::new(&module, stream, copy_bytes, &cubin, &src)?.map(Arc::new);
     let guarded = |mut kernel: Kernel| {
         kernel.constants = constants.clone();
         kernel

@@ -61,8 +61,14 @@ fn hash_inputs(gpu: &Gpu, sets: &[Inputs], key: u64, what: &str) -> Result<u64, 
     for (i, set) in sets.iter().enumerate() {
         for (t, buf) in [&set.q, &set.k, &set.v].into_iter().enumerate() {
             let salt = key ^ ((i as u64) << 8 | t as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
-            raw::launch_hash(&gpu.stream, hash, &buf.as_view(), salt, &mut acc)
-                .during(|| format!("hashing {what}"))?;
+            raw::launch_hash(
+                &gpu.stream,
+                hash,
+                &buf.as_view(),
+                salt,
+                &mut acc.slice_mut(..),
+            )
+            .during(|| format!("hashing {what}"))?;
         }
     }
     Ok(gpu.read_back(&acc, || format!("hashing {what}"))?[0])
@@ -85,13 +91,25 @@ pub(crate) fn hash_parts(
     let mut acc = raw::alloc_zeros::<u64>(&gpu.stream, 1).during(|| "allocating a hash".into())?;
     let salt = |i: usize| key ^ (i as u64 + 1).wrapping_mul(0x2545_f491_4f6c_dd1d);
     for (i, buf) in parts.u16s.iter().enumerate() {
-        raw::launch_hash(&gpu.stream, &gpu.kernels.hash_u16, buf, salt(i), &mut acc)
-            .during(|| format!("hashing {what}"))?;
+        raw::launch_hash(
+            &gpu.stream,
+            &gpu.kernels.hash_u16,
+            buf,
+            salt(i),
+            &mut acc.slice_mut(..),
+        )
+        .during(|| format!("hashing {what}"))?;
     }
     for (i, buf) in parts.u32s.iter().enumerate() {
         let i = i + parts.u16s.len();
-        raw::launch_hash(&gpu.stream, &gpu.kernels.hash_u32, buf, salt(i), &mut acc)
-            .during(|| format!("hashing {what}"))?;
+        raw::launch_hash(
+            &gpu.stream,
+            &gpu.kernels.hash_u32,
+            buf,
+            salt(i),
+            &mut acc.slice_mut(..),
+        )
+        .during(|| format!("hashing {what}"))?;
     }
     Ok(gpu.read_back(&acc, || format!("hashing {what}"))?[0])
 }
@@ -189,24 +207,67 @@ impl RefSet {
 /// f^(4·batch·heads), so never across a round's hundreds of launches.
 pub const ROWS_PER_LAUNCH: usize = 4;
 
-/// The reference's own copies of a round's keys and values: every input set's K and V,
-/// filled from the set's seed exactly as the sides' inputs are (`buffers::random_inputs`),
-/// never read from the memory the kernel under test reads. Kept for the round: every sample's
-/// reference is computed from them after the sample.
+/// The keys and values of a round: `sets` input sets (two in hot cache where they fit in L2,
+/// so that no launch reads the K/V its predecessor read; the cold-cache rotation otherwise),
+/// whose values are filled again before every sample from that sample's secret key, in
+/// place (the same memory stays warm: hot cache means the same K/V memory, not the same
+/// values) — so nothing derived from K or V in one sample is valid in the next. The
+/// reference's own copies are filled from the same key only after the sample, so the kernel
+/// under test never runs while they exist with its values; after every sample the keyed hash
+/// of the side's K/V and of the reference's copies are added to two sums, which must be
+/// equal at the end of the round (the side's inputs unchanged by its launches).
 pub struct KvRefs {
-    /// The seeds the input sets were filled from.
+    /// The seeds the input sets were first filled from (the round's).
     pub seeds: Vec<u64>,
     k: CudaSlice<u16>,
     v: CudaSlice<u16>,
     per_set: usize,
-    /// The keyed hash of every set's K and V as filled: what the sides' inputs and these
-    /// copies must still hash to after the round.
-    hash: u64,
+    shape: ShapeParams,
     key: u64,
 }
 
+/// The seed of input set `set` of a round whose sets were first filled from `seeds`, for
+/// the sample whose K/V key is `kv_key` (0: the round's first fill).
+pub(crate) fn sample_seed(seeds: &[u64], set: usize, kv_key: u64) -> u64 {
+    let base = seeds.get(set).copied().unwrap_or(0);
+    if kv_key == 0 {
+        base
+    } else {
+        base ^ kv_key.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(17)
+    }
+}
+
+/// Fills the K and V of `sets` (a side's inputs) from the seeds of the sample with K/V key
+/// `kv_key` (queued).
+pub(crate) fn refill_inputs(
+    gpu: &Gpu,
+    shape: &ShapeParams,
+    seeds: &[u64],
+    sets: &mut [Inputs],
+    kv_key: u64,
+) -> Result<(), GpuError> {
+    let fill = gpu.kernels.fill_normal(shape.dtype);
+    for (i, set) in sets.iter_mut().enumerate() {
+        let seed = sample_seed(seeds, i, kv_key);
+        for (buf, tensor) in [
+            (&mut set.k, super::buffers::Tensor::K),
+            (&mut set.v, super::buffers::Tensor::V),
+        ] {
+            raw::launch_fill_normal(
+                &gpu.stream,
+                fill,
+                &mut buf.slice_mut(..),
+                super::buffers::input_seed(seed, tensor),
+            )
+            .during(|| format!("filling the keys and values of {shape}"))?;
+        }
+    }
+    Ok(())
+}
+
 impl KvRefs {
-    /// Fills the reference's copies of the K and V of the sets of `seeds` and hashes them.
+    /// The reference's copies of the K and V of the sets of `seeds` (filled after each
+    /// sample, [`KvRefs::fill_for`]; filled now from the round's seeds).
     pub fn new(
         gpu: &Gpu,
         shape: &ShapeParams,
@@ -217,48 +278,49 @@ impl KvRefs {
         let total = per_set.checked_mul(seeds.len()).ok_or_else(|| {
             GpuError::Invalid(format!("shape {shape}: the input sets are too large"))
         })?;
+        let alloc = || {
+            raw::alloc_zeros::<u16>(&gpu.stream, total)
+                .during(|| format!("allocating the reference's inputs of {shape}"))
+        };
+        let mut refs = KvRefs {
+            seeds,
+            k: alloc()?,
+            v: alloc()?,
+            per_set,
+            shape: *shape,
+            key: key.0 ^ 0x0c0f_fee0_4b5e_7a11,
+        };
+        refs.fill_for(gpu, 0)?;
+        Ok(refs)
+    }
+
+    /// Fills the reference's copies with the values of the sample whose K/V key is `kv_key`
+    /// (queued; after that sample).
+    pub fn fill_for(&mut self, gpu: &Gpu, kv_key: u64) -> Result<(), GpuError> {
+        let shape = self.shape;
         let fill = gpu.kernels.fill_normal(shape.dtype);
-        let make = |tensor: super::buffers::Tensor| -> Result<CudaSlice<u16>, GpuError> {
-            let mut buf = raw::alloc_zeros::<u16>(&gpu.stream, total)
-                .during(|| format!("allocating the reference's inputs of {shape}"))?;
-            for (i, &seed) in seeds.iter().enumerate() {
+        for i in 0..self.seeds.len() {
+            let seed = sample_seed(&self.seeds, i, kv_key);
+            let range = i * self.per_set..(i + 1) * self.per_set;
+            for (buf, tensor) in [
+                (&mut self.k, super::buffers::Tensor::K),
+                (&mut self.v, super::buffers::Tensor::V),
+            ] {
                 raw::launch_fill_normal(
                     &gpu.stream,
                     fill,
-                    &mut buf.slice_mut(i * per_set..(i + 1) * per_set),
+                    &mut buf.slice_mut(range.clone()),
                     super::buffers::input_seed(seed, tensor),
                 )
                 .during(|| format!("filling the reference's inputs of {shape}"))?;
             }
-            Ok(buf)
-        };
-        let k = make(super::buffers::Tensor::K)?;
-        let v = make(super::buffers::Tensor::V)?;
-        let mut refs = KvRefs {
-            seeds,
-            k,
-            v,
-            per_set,
-            hash: 0,
-            key: key.0 ^ 0x0c0f_fee0_4b5e_7a11,
-        };
-        refs.hash = refs.own_hash(gpu)?;
-        Ok(refs)
+        }
+        Ok(())
     }
 
     fn set_views(&self, i: usize) -> [CudaView<'_, u16>; 2] {
         let range = i * self.per_set..(i + 1) * self.per_set;
         [self.k.slice(range.clone()), self.v.slice(range)]
-    }
-
-    fn own_hash(&self, gpu: &Gpu) -> Result<u64, GpuError> {
-        let parts = HashParts {
-            u16s: (0..self.seeds.len())
-                .flat_map(|i| self.set_views(i))
-                .collect(),
-            u32s: Vec::new(),
-        };
-        hash_parts(gpu, &parts, self.key, "the reference's inputs")
     }
 
     /// Host copies of the reference's keys and values (every set, back to back).
@@ -269,27 +331,44 @@ impl KvRefs {
         ))
     }
 
-    /// Whether `sets` (one side's inputs, filled from [`KvRefs::seeds`] in order) still
-    /// hold exactly the keys and values they were filled with.
-    pub(crate) fn inputs_unchanged(&self, gpu: &Gpu, sets: &[Inputs]) -> Result<bool, GpuError> {
-        if sets.len() != self.seeds.len() {
-            return Ok(false);
+    /// Queues the keyed hash of `sets` (a side's inputs) into `sums[0]` and of the
+    /// reference's copies into `sums[1]`: equal sums after a round mean the side's K and V
+    /// held, at every sample, exactly what the reference computed from.
+    pub(crate) fn hash_both(
+        &self,
+        gpu: &Gpu,
+        sets: &[Inputs],
+        sums: &mut CudaSlice<u64>,
+    ) -> Result<(), GpuError> {
+        if sets.len() != self.seeds.len() || sums.len() < 2 {
+            return Err(GpuError::Invalid(format!(
+                "{} input sets for {} seeds",
+                sets.len(),
+                self.seeds.len()
+            )));
         }
-        let parts = HashParts {
-            u16s: sets
-                .iter()
-                .flat_map(|s| [s.k.as_view(), s.v.as_view()])
-                .collect(),
-            u32s: Vec::new(),
-        };
-        Ok(hash_parts(gpu, &parts, self.key, "a side's inputs")? == self.hash)
+        let salt =
+            |i: usize, t: u64| self.key ^ ((i as u64) << 8 | t).wrapping_mul(0x2545_f491_4f6c_dd1d);
+        for (i, set) in sets.iter().enumerate() {
+            let [rk, rv] = self.set_views(i);
+            for (t, (side, own)) in [(s_view(&set.k), rk), (s_view(&set.v), rv)]
+                .into_iter()
+                .enumerate()
+            {
+                let hash = &gpu.kernels.hash_u16;
+                let key = salt(i, t as u64);
+                raw::launch_hash(&gpu.stream, hash, &side, key, &mut sums.slice_mut(0..1))
+                    .during(|| "hashing a side's inputs".into())?;
+                raw::launch_hash(&gpu.stream, hash, &own, key, &mut sums.slice_mut(1..2))
+                    .during(|| "hashing the reference's inputs".into())?;
+            }
+        }
+        Ok(())
     }
+}
 
-    /// Whether the reference's own copies still hold what they were filled with (a kernel
-    /// that found and changed them could have made its own wrong output look right).
-    pub fn own_unchanged(&self, gpu: &Gpu) -> Result<bool, GpuError> {
-        Ok(self.own_hash(gpu)? == self.hash)
-    }
+fn s_view(buf: &CudaSlice<u16>) -> CudaView<'_, u16> {
+    buf.as_view()
 }
 
 /// Host copies of a [`LaunchSecrets`] ([`LaunchSecrets::inspect`]).
@@ -331,8 +410,8 @@ pub struct LaunchSecrets {
     geometry: raw::LaunchGeometry,
     shape: ShapeParams,
     keys: ChaCha8Rng,
-    /// The q key and row key of what the pool holds now.
-    current: (u64, u64),
+    /// The q key, row key and K/V key of the sample now prepared.
+    current: (u64, u64, u64),
 }
 
 impl LaunchSecrets {
@@ -383,7 +462,7 @@ impl LaunchSecrets {
             geometry,
             shape: *shape,
             keys: ChaCha8Rng::from_rng(rng),
-            current: (0, 0),
+            current: (0, 0, 0),
         };
         secrets.refill(gpu)?;
         Ok(secrets)
@@ -427,9 +506,20 @@ impl LaunchSecrets {
         })
     }
 
-    /// Queues a new q for every launch: new secret keys, the pool filled from them.
+    /// The K/V key of the sample now prepared: the values of the round's K and V for it
+    /// ([`refill_inputs`], [`KvRefs::fill_for`]); never 0 (the round's first fill).
+    pub fn kv_key(&self) -> u64 {
+        self.current.2
+    }
+
+    /// Queues a new q for every launch: new secret keys (q, rows, K/V), the pool filled from
+    /// them.
     pub fn refill(&mut self, gpu: &Gpu) -> Result<(), GpuError> {
-        self.current = (self.keys.random(), self.keys.random());
+        self.current = (
+            self.keys.random(),
+            self.keys.random(),
+            self.keys.random::<u64>() | 1,
+        );
         let shape = self.shape;
         raw::launch_fill_q_pool(
             &gpu.stream,
@@ -448,7 +538,7 @@ impl LaunchSecrets {
     /// (launch i on set i mod sets).
     pub fn reference(&mut self, gpu: &Gpu, kv: &KvRefs) -> Result<(), GpuError> {
         let shape = self.shape;
-        let (key, row_key) = self.current;
+        let (key, row_key, _) = self.current;
         raw::launch_launch_rows(
             &gpu.stream,
             gpu.kernels.launch_rows(shape.dtype),

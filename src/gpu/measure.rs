@@ -20,7 +20,7 @@ use super::buffers::{Inputs, Operands, check_shape, launch_on, launch_with, rand
 use super::device::{Gpu, Kernel};
 use super::error::{DriverContext, GpuError};
 use super::integrity::{
-    HashParts, KvRefs, LaunchSecrets, OutputSlots, hash_parts, slot_budget_bytes,
+    HashParts, KvRefs, LaunchSecrets, OutputSlots, hash_parts, refill_inputs, slot_budget_bytes,
 };
 use super::raw;
 use crate::config::{CacheMode, MeasureSettings, ShapeParams, Tolerance};
@@ -58,15 +58,21 @@ fn bytes_per_set(shape: &ShapeParams) -> u64 {
     shape.elements() as u64 * (3 * 2 + 4)
 }
 
-/// Buffer sets to rotate through: 1 for hot cache; for cold cache enough that the working
-/// set is at least 3× L2, so each launch finds its inputs evicted.
+/// Buffer sets to rotate through: for hot cache two where both fit in three quarters of L2
+/// (so that no launch reads the K/V its predecessor read, and both stay warm), else one; for
+/// cold cache enough that the working set is at least 3× L2, so each launch finds its inputs
+/// evicted.
 pub(crate) fn sets_for(
     gpu: &Gpu,
     shape: &ShapeParams,
     cache: CacheMode,
 ) -> Result<usize, GpuError> {
     match cache {
-        CacheMode::Hot => Ok(1),
+        CacheMode::Hot => Ok(if 2 * bytes_per_set(shape) <= gpu.info.l2_bytes / 4 * 3 {
+            2
+        } else {
+            1
+        }),
         CacheMode::Cold => {
             let per = bytes_per_set(shape);
             let sets = (3 * gpu.info.l2_bytes).div_ceil(per).max(2);
@@ -167,7 +173,7 @@ pub fn extend(
     for _ in 0..rounds {
         let round = side.m.rounds.len() as u64;
         let t = Instant::now();
-        let kv = round_kv(b, seed, round)?;
+        let mut kv = round_kv(b, seed, round)?;
         add_phase(t, |p| &mut p.references_s);
         let t = Instant::now();
         let mut prepared = prepare_round(b, side, &kv, seed)?;
@@ -175,13 +181,12 @@ pub fn extend(
         side.m.sm_clock_mhz.extend(b.gpu.monitor.sm_clock_mhz());
         for _ in 0..b.settings.samples_per_round {
             let t = Instant::now();
-            take_sample(b, side.kernel, side.label, &mut prepared, &kv)?;
+            take_sample(b, side.kernel, side.label, &mut prepared, &mut kv)?;
             add_phase(t, |p| &mut p.sampling_s);
         }
         side.m.sm_clock_mhz.extend(b.gpu.monitor.sm_clock_mhz());
         let t = Instant::now();
-        finish_round(b, side, prepared, &kv, held)?;
-        check_kv(b, &kv, side.m.rounds.len())?;
+        finish_round(b, side, prepared, held)?;
         add_phase(t, |p| &mut p.finishing_s);
     }
     side.m.wall_s += start.elapsed().as_secs_f64();
@@ -245,7 +250,7 @@ pub fn measure_pairs(
         let start = Instant::now();
         let round = sides[1].m.rounds.len() as u64;
         let t = Instant::now();
-        let kv = round_kv(b, seed, round)?;
+        let mut kv = round_kv(b, seed, round)?;
         add_phase(t, |p| &mut p.references_s);
         let mut prepared: [Option<PreparedRound>; 2] = [None, None];
         for i in sequence {
@@ -280,7 +285,7 @@ pub fn measure_pairs(
                     &mut cand_round
                 };
                 let t = Instant::now();
-                take_sample(b, sides[i].kernel, sides[i].label, round, &kv)?;
+                take_sample(b, sides[i].kernel, sides[i].label, round, &mut kv)?;
                 add_phase(t, |p| &mut p.sampling_s);
             }
         }
@@ -291,26 +296,13 @@ pub fn measure_pairs(
         let half = start.elapsed().as_secs_f64() / 2.0;
         let t = Instant::now();
         for (side, round) in sides.iter_mut().zip([base_round, cand_round]) {
-            finish_round(b, side, round, &kv, held)?;
+            finish_round(b, side, round, held)?;
             side.m.wall_s += half;
         }
-        check_kv(b, &kv, sides[1].m.rounds.len())?;
         add_phase(t, |p| &mut p.finishing_s);
         orders.push(order);
     }
     Ok(())
-}
-
-/// The reference's own keys and values must be as they were filled: a timed kernel that
-/// changed them could have made its own wrong output look right.
-fn check_kv(b: &Bench<'_>, kv: &KvRefs, round: usize) -> Result<(), GpuError> {
-    if kv.own_unchanged(b.gpu)? {
-        Ok(())
-    } else {
-        Err(GpuError::Integrity(format!(
-            "the reference's own keys and values of round {round} were overwritten while the kernels were timed (by a kernel writing outside its output)"
-        )))
-    }
 }
 
 /// Buffers of earlier rounds, kept allocated so that each new round lands on memory the
@@ -411,6 +403,9 @@ struct PreparedRound {
     /// Bytes of the timed kernel's constant data found changed, summed over the checks of the
     /// round.
     constant_writes: CudaSlice<u64>,
+    /// The keyed hashes of the side's K/V and of the reference's copies after every sample,
+    /// summed: equal when the side's inputs held what the reference computed from.
+    kv_sums: CudaSlice<u64>,
     /// The GPU time one sample is expected to take (from the warm-up), for its deadline.
     expected: Duration,
     /// Samples across which the SM clock moved.
@@ -602,6 +597,8 @@ fn prepare_round(
     let expected = Duration::from_secs_f64(per_launch_ms * f64::from(launches) / 1000.0);
     let constant_writes = raw::alloc_zeros::<u64>(&gpu.stream, 1)
         .during(|| "allocating the constant-data check".into())?;
+    let kv_sums =
+        raw::alloc_zeros::<u64>(&gpu.stream, 2).during(|| "allocating the input check".into())?;
     let samples = settings.samples_per_round as usize;
     let events: Vec<(CudaEvent, CudaEvent)> = (0..samples)
         .map(|_| Ok((timing_event(gpu)?, timing_event(gpu)?)))
@@ -616,6 +613,7 @@ fn prepare_round(
         slots,
         secrets,
         constant_writes,
+        kv_sums,
         expected,
         clock_events: 0,
     };
@@ -666,7 +664,7 @@ fn take_sample(
     kernel: &Kernel,
     label: &'static str,
     round: &mut PreparedRound,
-    kv: &KvRefs,
+    kv: &mut KvRefs,
 ) -> Result<(), GpuError> {
     let (gpu, shape, settings) = (b.gpu, b.shape, b.settings);
     let sample = round.values.len();
@@ -678,6 +676,8 @@ fn take_sample(
     };
     let began = std::time::Instant::now();
     round.secrets.refill(gpu)?;
+    let kv_key = round.secrets.kv_key();
+    refill_inputs(gpu, shape, &kv.seeds, &mut round.inputs, kv_key)?;
     round.slots.poison(gpu)?;
     let clock_before = gpu.monitor.sm_clock_mhz();
     raw::launch_spin(&gpu.stream, &gpu.kernels.spin, LEAD_CYCLES)
@@ -691,9 +691,14 @@ fn take_sample(
         .during(|| format!("replaying the graph of shape {shape}"))?;
     end.record(&gpu.stream)
         .during(|| "recording a timing event".into())?;
-    round.secrets.reference(gpu, kv)?;
-    round.slots.check(gpu, &mut round.secrets, sample)?;
-    guard_constants(gpu, kernel, &mut round.constant_writes)?;
+    let checked = Checked {
+        inputs: &round.inputs,
+        secrets: &mut round.secrets,
+        slots: &mut round.slots,
+        kv_sums: &mut round.kv_sums,
+        constant_writes: &mut round.constant_writes,
+    };
+    check_replay(gpu, kernel, checked, kv, kv_key, sample)?;
     let what = || {
         format!(
             "kernel {} of the {label} on shape {shape} (a timed sample)",
@@ -725,6 +730,45 @@ fn take_sample(
     Ok(())
 }
 
+/// Queues the checks of a replay (untimed, after it): the reference's copies of K and V
+/// filled for this sample, both sides' K/V hashed, every launch's reference computed for its
+/// own q and scale, every slot compared with it, the constant data compared with its image.
+fn check_replay(
+    gpu: &Gpu,
+    kernel: &Kernel,
+    round: Checked<'_>,
+    kv: &mut KvRefs,
+    kv_key: u64,
+    sample: usize,
+) -> Result<(), GpuError> {
+    kv.fill_for(gpu, kv_key)?;
+    kv.hash_both(gpu, round.inputs, round.kv_sums)?;
+    round.secrets.reference(gpu, kv)?;
+    round.slots.check(gpu, round.secrets, sample)?;
+    guard_constants(gpu, kernel, round.constant_writes)
+}
+
+/// The parts of a prepared round a replay's checks use (borrowed apart from its events).
+struct Checked<'a> {
+    inputs: &'a [Inputs],
+    secrets: &'a mut LaunchSecrets,
+    slots: &'a mut OutputSlots,
+    kv_sums: &'a mut CudaSlice<u64>,
+    constant_writes: &'a mut CudaSlice<u64>,
+}
+
+impl PreparedRound {
+    fn checked(&mut self) -> Checked<'_> {
+        Checked {
+            inputs: &self.inputs,
+            secrets: &mut self.secrets,
+            slots: &mut self.slots,
+            kv_sums: &mut self.kv_sums,
+            constant_writes: &mut self.constant_writes,
+        }
+    }
+}
+
 /// Checks the round (every timed output against its launch's reference, the gaps, the
 /// inputs, the spacer, the constant data, the held buffers of earlier rounds), then stores
 /// its samples and keeps its buffers allocated (see [`Held`]).
@@ -732,7 +776,6 @@ fn finish_round(
     b: &Bench<'_>,
     side: &mut AbSide<'_>,
     round: PreparedRound,
-    kv: &KvRefs,
     held: &mut Held,
 ) -> Result<(), GpuError> {
     let gpu = b.gpu;
@@ -748,7 +791,7 @@ fn finish_round(
     if let Some(why) = outcome.failure(side.label, name) {
         return fail(why);
     }
-    if !kv.inputs_unchanged(gpu, &round.inputs)? {
+    if !inputs_held(gpu, &round)? {
         return fail(format!(
             "the {} kernel {name} changed its inputs (k or v) while it was timed",
             side.label
@@ -793,6 +836,13 @@ fn finish_round(
         .during(|| "reading free device memory".into())?;
     let cap = (free as u64 / 4).min(4 << 30);
     held.keep(gpu, round, cap)
+}
+
+/// Whether the side's K/V held, after every sample of the round, what the reference computed
+/// from (their hash sums agree).
+fn inputs_held(gpu: &Gpu, round: &PreparedRound) -> Result<bool, GpuError> {
+    let sums = gpu.read_back(&round.kv_sums, || "the input check".into())?;
+    Ok(sums.first() == sums.get(1))
 }
 
 /// Whether the spacer still holds only zeros.
@@ -879,7 +929,7 @@ pub fn calibrate_spin(gpu: &Gpu) -> Result<SpinCalibration, GpuError> {
 
 /// Runs `shape`'s kernel for about `ms` milliseconds so the GPU leaves its idle clocks
 /// before the first sample of a process is taken (an idle H200 sits at a few hundred MHz).
-pub fn spin_up(gpu: &Gpu, shape: &ShapeParams, ms: f64) -> Result<(), GpuError> {
+pub fn spin_up(gpu: &Gpu, shape: &ShapeParams, label: &str, ms: f64) -> Result<(), GpuError> {
     check_shape(shape)?;
     let kernel = gpu.kernels.attention(shape)?;
     let inputs = random_inputs(gpu, shape, 1)?;
@@ -890,7 +940,10 @@ pub fn spin_up(gpu: &Gpu, shape: &ShapeParams, ms: f64) -> Result<(), GpuError> 
             launch_on(gpu, kernel, shape, &inputs, out.slice_mut(..))?;
         }
         gpu.sync(None, || {
-            format!("kernel {} on shape {shape} (spin-up)", kernel.name)
+            format!(
+                "kernel {} of the {label} on shape {shape} (spin-up)",
+                kernel.name
+            )
         })?;
     }
     Ok(())
@@ -926,7 +979,7 @@ pub fn measure_energy(
     for r in 0..rounds {
         // Seeds apart from the timed rounds', so no window reuses a timed round's inputs.
         let index = 1_000_000 + u64::from(r);
-        let kv = round_kv(b, seed, index)?;
+        let mut kv = round_kv(b, seed, index)?;
         let order: Vec<usize> = if r % 2 == 0 {
             (0..sides.len()).collect()
         } else {
@@ -937,7 +990,15 @@ pub fn measure_energy(
             let mut round = prepare_round(b, side, &kv, seed ^ index)?;
             // Not a timed round: its address is not one of the rounds'.
             side.m.round_addresses.pop();
-            let window = energy_window(b, side.kernel, &mut round, &kv, &reader, source, updates);
+            let window = energy_window(
+                b,
+                side.kernel,
+                &mut round,
+                &mut kv,
+                &reader,
+                source,
+                updates,
+            );
             let outcome = round.slots.outcome(b.gpu, b.tolerance, 1)?;
             if let Some(why) = outcome.failure(side.label, &side.kernel.name) {
                 return Err(GpuError::Integrity(format!(
@@ -945,7 +1006,7 @@ pub fn measure_energy(
                     b.shape
                 )));
             }
-            if !kv.inputs_unchanged(b.gpu, &round.inputs)? {
+            if !inputs_held(b.gpu, &round)? {
                 return Err(GpuError::Integrity(format!(
                     "the {} kernel {} changed its inputs (k or v) in an energy window (shape {})",
                     side.label, side.kernel.name, b.shape
@@ -962,7 +1023,6 @@ pub fn measure_energy(
             }
             side.m.energy.extend(window?);
         }
-        check_kv(b, &kv, sides.first().map_or(0, |s| s.m.rounds.len()))?;
     }
     Ok(None)
 }
@@ -1014,7 +1074,7 @@ fn energy_window(
     b: &Bench<'_>,
     kernel: &Kernel,
     round: &mut PreparedRound,
-    kv: &KvRefs,
+    kv: &mut KvRefs,
     reader: &super::env::EnergyReader<'_>,
     source: crate::energy::EnergySource,
     updates: u32,
@@ -1042,6 +1102,8 @@ fn energy_window(
         // A new q for every launch of every replay, as in a timed sample: back to back,
         // no replay computes what another did, so none is worth less energy than it shows.
         round.secrets.refill(gpu)?;
+        let kv_key = round.secrets.kv_key();
+        refill_inputs(gpu, shape, &kv.seeds, &mut round.inputs, kv_key)?;
         round.slots.poison(gpu)?;
         start
             .record(&gpu.stream)
@@ -1053,9 +1115,7 @@ fn energy_window(
         end.record(&gpu.stream)
             .during(|| "recording a timing event".into())?;
         if checks.random_range(0..ENERGY_CHECK_ONE_IN) == 0 {
-            round.secrets.reference(gpu, kv)?;
-            round.slots.check(gpu, &mut round.secrets, 0)?;
-            guard_constants(gpu, kernel, &mut round.constant_writes)?;
+            check_replay(gpu, kernel, round.checked(), kv, kv_key, 0)?;
         }
         Ok((start, end))
     };

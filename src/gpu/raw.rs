@@ -366,7 +366,7 @@ pub fn launch_hash<T: DeviceRepr>(
     func: &CudaFunction,
     buf: &CudaView<'_, T>,
     key: u64,
-    out: &mut CudaSlice<u64>,
+    out: &mut CudaViewMut<'_, u64>,
 ) -> Result<(), DriverError> {
     let n = buf.len() as u64;
     if out.is_empty() || !matches!(std::mem::size_of::<T>(), 2 | 4) {
@@ -820,6 +820,46 @@ pub fn launch_check_bytes(
     // from the driver (cuModuleGetGlobal of a `__constant__` symbol of a module this context
     // holds), and the offsets (uploaded from `host_offsets`, checked above to be ascending
     // from 0 to the image's length) partition the image; grid.y = spans.
+    unsafe { b.launch(cfg) }.map(|_| ())
+}
+
+/// Copies spans of device memory into an image (`copy_bytes`): span s is `offsets[s+1] -
+/// offsets[s]` bytes at `addrs[s]`, copied to `image[offsets[s] ..]`.
+pub fn launch_copy_bytes(
+    stream: &CudaStream,
+    func: &CudaFunction,
+    addrs: &CudaSlice<u64>,
+    offsets: &CudaSlice<u64>,
+    host_offsets: &[u64],
+    image: &mut CudaSlice<u8>,
+) -> Result<(), DriverError> {
+    let spans = addrs.len();
+    if spans == 0
+        || spans > 65_535
+        || offsets.len() != spans + 1
+        || host_offsets.len() != spans + 1
+        || host_offsets.windows(2).any(|w| w[1] < w[0])
+        || host_offsets.first() != Some(&0)
+        || host_offsets.last() != Some(&(image.len() as u64))
+    {
+        return Err(invalid());
+    }
+    let longest = host_offsets
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .max()
+        .unwrap_or(1);
+    let mut cfg = fill_config(longest);
+    cfg.grid_dim.0 = cfg.grid_dim.0.min(16);
+    cfg.grid_dim.1 = spans as u32;
+    let mut b = stream.launch_builder(func);
+    b.arg(addrs).arg(offsets).arg(image);
+    // SAFETY: copy_bytes(const u64* addrs, const u64* offsets, u8* image): block row y reads
+    // the bytes addrs[y] ..+ (offsets[y+1] - offsets[y]) and writes image[offsets[y] ..+ the
+    // same]; the offsets (uploaded from `host_offsets`, checked above to be ascending from 0
+    // to the image's length) partition the image; the caller took each span from the driver
+    // (a `__constant__` section of a module this context holds: a symbol's address less its
+    // offset in the section, the section's size); grid.y = spans.
     unsafe { b.launch(cfg) }.map(|_| ())
 }
 

@@ -44,7 +44,7 @@ pub fn set_hang_handler(handler: HangHandler) {
 /// The sentence the hang handler gets.
 pub fn hang_message(what: &str, limit: Duration) -> String {
     format!(
-        "{what} did not finish within {:.0} s: the GPU is hung (a kernel that never returns), so the run ends here without a verdict",
+        "{what} did not finish within {:.0} s (a kernel that never returns, or one too slow to wait for), so the run ends here without a verdict",
         limit.as_secs_f64().max(1.0)
     )
 }

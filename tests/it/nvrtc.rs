@@ -293,13 +293,15 @@ fn the_compile_command_refuses_missing_entry_points_and_bad_launch_constants() {
         assert_eq!(out.status.code(), Some(2), "{stdout}");
         assert!(
             stdout.contains("attention.cu sm_89: ")
-                && stdout.contains("the gate cannot launch it for sm_89")
+                && stdout
+                    .contains("attention.cu is refused for sm_89: the gate could not launch it: ")
                 && stdout.contains(wanted),
             "{stdout}"
         );
         // The harness the gate runs is built in: a kernel directory needs only attention.cu.
         assert!(
-            stdout.contains("reference.cu (built in) sm_89: ok"),
+            stdout.contains("reference.cu: built into ci-gate")
+                && stdout.contains("util.cu: built into ci-gate"),
             "{stdout}"
         );
     }
