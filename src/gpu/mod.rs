@@ -11,6 +11,7 @@ pub(crate) mod env;
 pub(crate) mod error;
 pub mod integrity;
 pub(crate) mod lexcheck;
+pub mod lock;
 pub mod measure;
 pub mod parity;
 pub(crate) mod ptxas;
