@@ -24,6 +24,8 @@ mod cli_github;
 mod cli_history;
 mod cli_hostile;
 mod cli_merge;
+mod cli_peers;
+mod cli_sharing;
 mod cli_simulated;
 mod cli_simulation_refused;
 mod cli_tools;
