@@ -53,8 +53,8 @@ def shape_name(s):
 
 
 class Worker:
-    def __init__(self, script):
-        self.p = subprocess.Popen([sys.executable, "-I", "-u", script], stdin=subprocess.PIPE,
+    def __init__(self, script, python_args):
+        self.p = subprocess.Popen([sys.executable, *python_args, script], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, text=True, bufsize=1)
 
     def ask(self, req):
@@ -73,9 +73,9 @@ class Worker:
             self.p.kill()
 
 
-def run_variant(script, name, shapes, peers, m):
+def run_variant(script, python_args, name, shapes, peers, m):
     variant, warm, samples = VARIANTS[name]
-    w = Worker(script)
+    w = Worker(script, python_args)
     t = time.perf_counter()
     hello = {"cmd": "hello"}
     if warm:
@@ -126,6 +126,9 @@ def main():
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--worker", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                      "..", "peers", "torch_sdpa_worker.py"))
+    # The worker runs as ci-gate runs it (isolated: no PYTHON* variables, no user site);
+    # the tests' fake torch needs "-u" alone.
+    ap.add_argument("--python-args", default="-I -u")
     args = ap.parse_args()
     cfg = yaml.safe_load(open(args.config))
     m = {"sample_ms": 2.0, "warmup_ms": 25.0, "duty_cycle": 0.25}
@@ -140,7 +143,8 @@ def main():
         if name not in VARIANTS:
             sys.exit(f"--variants: unknown variant {name!r} ({', '.join(VARIANTS)})")
         try:
-            res["variants"][name] = run_variant(args.worker, name, shapes, peers, m)
+            res["variants"][name] = run_variant(args.worker, args.python_args.split(), name,
+                                                shapes, peers, m)
         except Exception as e:  # noqa: BLE001
             res["variants"][name] = {"error": f"{type(e).__name__}: {e}"}
         v = res["variants"][name]

@@ -36,6 +36,7 @@ mod github_comment;
 mod golden;
 mod nvrtc;
 mod nvrtc_fail_closed;
+mod peers_python;
 mod rounds_vs_scipy;
 mod stats_vs_scipy;
 mod trimmed_vs_scipy;
