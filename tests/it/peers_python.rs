@@ -197,8 +197,16 @@ fn the_gate_the_harness_and_the_variants_agree_on_a_fake_torch_and_the_old_trap_
     // of a shape builds its plan), and the per-replay overhead was then in every call.
     let short = "b1h8s512d64_f16";
     assert_eq!(variant("legacy", short, "torch-sdpa-cudnn")["launches"], 1);
-    assert_eq!(variant("warmup-sizing", short, "torch-sdpa-cudnn")["launches"], 1);
-    assert!(variant("alone", short, "torch-sdpa-cudnn")["launches"].as_u64().unwrap() > 300);
+    assert_eq!(
+        variant("warmup-sizing", short, "torch-sdpa-cudnn")["launches"],
+        1
+    );
+    assert!(
+        variant("alone", short, "torch-sdpa-cudnn")["launches"]
+            .as_u64()
+            .unwrap()
+            > 300
+    );
     let slow = variant("legacy", short, "torch-sdpa-cudnn")["p50_us"]
         .as_f64()
         .unwrap();
