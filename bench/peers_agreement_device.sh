@@ -22,7 +22,7 @@ rm -rf "$cand" && cp -r kernels "$cand" && echo "// a comment-only change" >> "$
 
 gate() {  # gate NAME: the PR config's A/B with peers; prints rc and wall, leaves $out/NAME.*
   local t0=$EPOCHREALTIME
-  timeout 200 "$bin" local --config configs/pr.yaml --base-kernels kernels --kernels "$cand" \
+  timeout 110 "$bin" local --config configs/pr.yaml --base-kernels kernels --kernels "$cand" \
     --no-profile --wide --out "$out/$1.json" > "$out/$1.txt" 2> "$out/$1.err"
   local rc=$?
   wall=$(python3 -c "print(round($EPOCHREALTIME - $t0, 1))")
@@ -37,12 +37,12 @@ gate R
 cold_wall=$wall
 
 echo "== 2. the independent harness"
-timed timeout 150 python3 bench/sdpa_bench.py configs/pr.yaml --backends flash,cudnn \
+timed timeout 90 python3 bench/sdpa_bench.py configs/pr.yaml --backends flash,cudnn \
   --replay-ms 2 --samples 40 --duty 0.25 --out "$out/H.json" > "$out/H.txt" 2>&1
 cat "$out/H.txt"
 
 echo "== 3. the worker's variants, alone on the GPU"
-timed timeout 300 python3 bench/peers_variants.py configs/pr.yaml --out "$out/V.json"
+timed timeout 200 python3 bench/peers_variants.py configs/pr.yaml --out "$out/V.json" ${VARIANTS_EXTRA:-}
 
 echo "== 4. gate against harness, and the variants"
 python3 bench/peers_compare.py "$out/R.json" "$out/H.json" "$out/V.json" \

@@ -45,8 +45,9 @@ pub enum Peer {
     #[serde(rename = "torch-sdpa-flash")]
     TorchSdpaFlash,
     /// The same with the cuDNN backend forced (PyTorch's default choice on Hopper is not
-    /// always cuDNN, and not always its fastest engine: measured 5–15% slower than forced
-    /// cuDNN on 9 of 13 PR shapes on an H200).
+    /// always cuDNN). An earlier reading that the default ran 5–15% slower than forced cuDNN
+    /// where both ran cuDNN was the worker's one-call graphs (issue 30): the default, measured
+    /// first, built cuDNN's plan inside its warm-up and was sized to one call per replay.
     #[serde(rename = "torch-sdpa-cudnn")]
     TorchSdpaCudnn,
 }
