@@ -54,7 +54,18 @@ pub fn processes_before(key: Option<&str>) -> Option<Result<Vec<GpuProcess>, Str
         return None;
     }
     let monitor = crate::gpu::env::Monitor::new(key?);
-    Some(monitor.compute_processes().map(|list| {
+    // The run that held the lock before this one has let it go, but the driver may list its
+    // process for a moment longer while its context is torn down: a process still listed
+    // after a second is another's.
+    let mut reading = monitor.compute_processes();
+    for _ in 0..5 {
+        if !reading.as_ref().is_ok_and(|l| !l.is_empty()) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        reading = monitor.compute_processes();
+    }
+    Some(reading.map(|list| {
         list.into_iter()
             .map(|(pid, bytes)| GpuProcess {
                 pid,
@@ -134,6 +145,10 @@ impl ProcessWatch {
         };
         if self.namespace == Namespace::Unknown && !list.is_empty() {
             self.namespace = if list.iter().any(|p| p.pid == self.me) {
+                // The processes seen before this one had a context can be named now.
+                for p in self.seen.values_mut().filter(|p| p.name.is_none()) {
+                    p.name = process_name(p.pid);
+                }
                 Namespace::Same
             } else {
                 // This process holds a context, yet NVML does not list its pid: the pids are
