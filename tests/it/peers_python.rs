@@ -49,6 +49,7 @@ fn python(args: &[&str], dir: &Path) -> String {
     let out = Command::new("python3")
         .args(args)
         .env("PYTHONPATH", repo("tests/peers/fake_torch"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
         .current_dir(dir)
         .output()
         .unwrap();
@@ -91,7 +92,7 @@ fn the_gate_the_harness_and_the_variants_agree_on_a_fake_torch_and_the_old_trap_
     std::fs::write(
         &wrapper,
         format!(
-            "#!/bin/sh\nfor a; do last=$a; done\nPYTHONPATH='{}' exec python3 -u \"$last\"\n",
+            "#!/bin/sh\nfor a; do last=$a; done\nPYTHONDONTWRITEBYTECODE=1 PYTHONPATH='{}' exec python3 -u \"$last\"\n",
             repo("tests/peers/fake_torch").display()
         ),
     )
