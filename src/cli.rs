@@ -559,8 +559,11 @@ pub struct CompileArgs {
     /// Directory whose attention.cu is compiled (default: kernels/ of the repository).
     #[arg(long, default_value = DEFAULT_KERNELS, value_name = "DIR")]
     pub kernels: PathBuf,
+    /// Compile attention.cu as the gate does for this config (its compile.defines).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Directory of the reference.cu and util.cu compiled with it (default: the --kernels
-    /// directory).
+    /// directory where it has them, else the copies built into ci-gate, which the gate runs).
     #[arg(long, value_name = "DIR")]
     pub harness: Option<PathBuf>,
     /// NVRTC target (repeatable), e.g. sm_89, sm_90a (default: sm_89, sm_90 and sm_90a).
@@ -595,6 +598,11 @@ fn parse_target(s: &str) -> Result<String, String> {
         .map(|r| r.strip_suffix(['a', 'f']).unwrap_or(r));
     match digits {
         Some(d) if (2..=3).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_digit()) => {
+            if d.parse::<u32>().is_ok_and(|n| n < 80) {
+                return Err(format!(
+                    "{s} is older than the sm_80 the kernels need: they use bf16 conversions, mma.sync, ldmatrix and cp.async (an L4 is sm_89, an H100 or H200 sm_90a)"
+                ));
+            }
             Ok(s.to_owned())
         }
         _ => Err(format!(

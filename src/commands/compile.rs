@@ -1,9 +1,10 @@
 //! `ci-gate compile`: compiles a kernel set with NVRTC, without a GPU, exactly as the gate
 //! does before it measures: attention.cu through every defence against hostile kernels
-//! (source reading, the lexical include check, the sandboxed compiler, the CUBIN policy), and
-//! the harness's reference.cu and util.cu through the same reading, check and sandbox.
-
-use std::path::PathBuf;
+//! (source reading, the lexical include check, the sandboxed compiler, the CUBIN policy) and
+//! the checks of its entry points and launch constants (`gpu::entries`, the rules the GPU
+//! loader applies), and the harness's reference.cu and util.cu through the same reading,
+//! check and sandbox. With `--config`, attention.cu is compiled with the config's
+//! `compile.defines`, as the gate compiles it for that config.
 
 use anyhow::{Result, bail};
 
@@ -11,39 +12,56 @@ use super::Outcome;
 use crate::cli::CompileArgs;
 use crate::gpu::compile::compile_uncached_module_for;
 use crate::gpu::cubin::check_untrusted_cubin;
+use crate::gpu::device::{Harness, harness_source};
 use crate::gpu::{GpuError, KernelSource};
 use crate::text::terminal_text;
+
+/// One source to compile: where it comes from, and whether it is the timed kernel.
+struct Input {
+    shown: String,
+    source: Result<KernelSource, GpuError>,
+    timed: bool,
+}
 
 pub fn run_compile(args: &CompileArgs) -> Result<Outcome> {
     if !crate::gpu::nvrtc_present() {
         return Err(GpuError::NoNvrtc.into());
     }
-    let harness = args.harness.as_ref().unwrap_or(&args.kernels);
-    let files: [(PathBuf, bool); 3] = [
-        (args.kernels.join("attention.cu"), true),
-        (harness.join("reference.cu"), false),
-        (harness.join("util.cu"), false),
-    ];
+    let defines = match &args.config {
+        Some(path) => crate::config::Config::load(path)?.compile.defines,
+        None => Vec::new(),
+    };
+    let attention = args.kernels.join("attention.cu");
+    let mut inputs = vec![Input {
+        shown: terminal_text(&attention.display().to_string()),
+        source: KernelSource::read(&attention).map(|s| s.with_defines(&defines)),
+        timed: true,
+    }];
+    for (file, which) in [
+        ("reference.cu", Harness::Reference),
+        ("util.cu", Harness::Util),
+    ] {
+        inputs.push(harness_input(args, file, which));
+    }
     let targets = args.targets();
     let mut failed = Vec::new();
-    for (path, timed) in &files {
-        let shown = terminal_text(&path.display().to_string());
-        let source = KernelSource::read(path);
+    for input in &inputs {
         for target in &targets {
-            match source
+            match input
+                .source
                 .as_ref()
                 .map_err(clone_error)
-                .and_then(|s| compile_one(s, target, *timed))
+                .and_then(|s| compile_one(s, target, input.timed))
             {
-                Ok((bytes, resources)) => {
-                    println!("{shown} {target}: ok ({bytes} bytes of CUBIN)");
-                    for line in resources {
-                        println!("  {}", terminal_text(&line));
+                Ok((bytes, lines)) => {
+                    println!("{} {target}: ok ({bytes} bytes of CUBIN)", input.shown);
+                    for line in lines {
+                        println!("{}", terminal_text(&line));
                     }
                 }
                 Err(e) => {
-                    print_failure(&shown, target, &e);
-                    failed.push(format!("{shown} for {target}"));
+                    print_failure(&input.shown, target, &e);
+                    failed.push(format!("{} for {target}", input.shown));
                 }
             }
         }
@@ -54,13 +72,50 @@ pub fn run_compile(args: &CompileArgs) -> Result<Outcome> {
     bail!(
         "{} of {} compiles failed or were refused: {}",
         failed.len(),
-        files.len() * targets.len(),
+        inputs.len() * targets.len(),
         failed.join(", ")
     )
 }
 
-/// One compile of one file; the timed kernel's CUBIN also passes the policy, and its
-/// entries' resources are described (all that is known without a GPU: not CTAs per SM).
+/// A harness file: from `--harness`, else from the kernel directory where it has one (a
+/// developer changing the harness), else the copy built into this binary (what the gate
+/// runs; a kernel repository needs only attention.cu).
+fn harness_input(args: &CompileArgs, file: &str, which: Harness) -> Input {
+    let dir = args.harness.as_ref().unwrap_or(&args.kernels);
+    let path = dir.join(file);
+    if args.harness.is_some() || std::fs::symlink_metadata(&path).is_ok() {
+        return Input {
+            shown: terminal_text(&path.display().to_string()),
+            source: KernelSource::read(&path),
+            timed: false,
+        };
+    }
+    let source = harness_source(which);
+    Input {
+        shown: format!("{file} (built in)"),
+        source: Ok(source),
+        timed: false,
+    }
+}
+
+/// The most dynamic shared memory a block may opt into on a target: what its NAME_launch
+/// constants are held to (kernels/README.md).
+fn max_smem_optin(target: &str) -> u32 {
+    let digits: String = target
+        .trim_start_matches("sm_")
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    match digits.parse::<u32>().unwrap_or(0) {
+        80 | 87 => 163 * 1024,
+        90 | 100 | 103 => 227 * 1024,
+        _ => 99 * 1024,
+    }
+}
+
+/// One compile of one file; the timed kernel's CUBIN also passes the policy and the entry
+/// checks, and its entries' resources are described (all that is known without a GPU: not
+/// CTAs per SM).
 fn compile_one(
     source: &KernelSource,
     target: &str,
@@ -69,45 +124,66 @@ fn compile_one(
     let (cubin, log) = compile_uncached_module_for(source, target)?;
     let mut lines = Vec::new();
     if timed {
-        check_untrusted_cubin(&cubin, &source.path.display().to_string())?;
-        lines = resource_lines(&cubin, &log, &source.path.display().to_string());
+        let file = source.path.display().to_string();
+        check_untrusted_cubin(&cubin, &file)?;
+        let entries = crate::gpu::entries::check_static(&cubin, max_smem_optin(target)).map_err(
+            |problems| {
+                GpuError::Refused(format!(
+                    "{file}: the gate cannot launch it for {target}: {}",
+                    problems.join("; ")
+                ))
+            },
+        )?;
+        lines.push(format!(
+            "  entry points and launch constants: ok ({})",
+            entries.len()
+        ));
+        lines.extend(resource_lines(&cubin, &log, &file));
     }
     Ok((cubin.len(), lines))
 }
 
-/// One line per entry: registers, spills (`?` where unknown, then why), stack frame, static
-/// shared memory and, from its `NAME_launch` constant, threads per block and dynamic shared
-/// memory: every figure of a report but CTAs per SM, which needs the GPU's driver.
+/// A table of the entries' resources, 80 columns wide: registers, spills (`?` where
+/// unknown, then why), stack frame, static + dynamic shared memory and threads per block
+/// (from `NAME_launch`): every figure of a report but CTAs per SM, which needs the GPU's
+/// driver.
 fn resource_lines(cubin: &[u8], log: &str, file: &str) -> Vec<String> {
-    match crate::gpu::ptxas::static_resources(cubin, log) {
-        Err(why) => vec![format!("{file}: its resources cannot be read: {why}")],
-        Ok(all) => all
-            .iter()
-            .map(|r| {
-                let spill = |v: Option<u64>| v.map_or_else(|| "?".into(), |v| v.to_string());
-                let mut line = format!(
-                    "{}: {} registers, spill stores/loads {}/{} bytes, stack frame {} bytes, static smem {} bytes",
-                    r.kernel.name,
-                    r.kernel.registers,
-                    spill(r.spill_store_bytes),
-                    spill(r.spill_load_bytes),
-                    r.kernel.stack_frame_bytes,
-                    r.kernel.static_smem_bytes
-                );
-                if let Some([_, threads, dynamic]) =
-                    crate::gpu::cubin::launch_constant(cubin, &r.kernel.name)
-                {
-                    line.push_str(&format!(
-                        ", {threads} threads per block, dynamic smem {dynamic} bytes"
-                    ));
-                }
-                if let Some(note) = &r.note {
-                    line.push_str(&format!(" ({note})"));
-                }
-                line
-            })
-            .collect(),
+    let all = match crate::gpu::ptxas::static_resources(cubin, log) {
+        Err(why) => return vec![format!("  {file}: its resources cannot be read: {why}")],
+        Ok(all) => all,
+    };
+    let mut lines = vec![format!(
+        "  {:<28} {:>4} {:>9} {:>5} {:>13} {:>7}",
+        "kernel", "regs", "spill B", "stack", "smem s+dyn B", "threads"
+    )];
+    let mut notes = Vec::new();
+    for r in &all {
+        let spill = |v: Option<u64>| v.map_or_else(|| "?".into(), |v| v.to_string());
+        let launch = crate::gpu::cubin::launch_constant(cubin, &r.kernel.name);
+        let smem = match launch {
+            Some([_, _, dynamic]) => format!("{}+{dynamic}", r.kernel.static_smem_bytes),
+            None => format!("{}+?", r.kernel.static_smem_bytes),
+        };
+        let threads = launch.map_or_else(|| "?".into(), |[_, t, _]| t.to_string());
+        lines.push(format!(
+            "  {:<28} {:>4} {:>9} {:>5} {:>13} {:>7}",
+            r.kernel.name,
+            r.kernel.registers,
+            format!(
+                "{}/{}",
+                spill(r.spill_store_bytes),
+                spill(r.spill_load_bytes)
+            ),
+            r.kernel.stack_frame_bytes,
+            smem,
+            threads
+        ));
+        if let Some(note) = &r.note {
+            notes.push(format!("  {}: {note}", r.kernel.name));
+        }
     }
+    lines.extend(notes);
+    lines
 }
 
 /// A read error again for each target (GpuError holds an io::Error, which is not Clone).
@@ -126,5 +202,20 @@ fn print_failure(shown: &str, target: &str, e: &GpuError) {
     );
     for line in lines {
         println!("  {}", terminal_text(line));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::max_smem_optin;
+
+    #[test]
+    fn each_target_has_its_shared_memory_limit() {
+        assert_eq!(max_smem_optin("sm_89"), 101_376);
+        assert_eq!(max_smem_optin("sm_86"), 101_376);
+        assert_eq!(max_smem_optin("sm_80"), 166_912);
+        assert_eq!(max_smem_optin("sm_90"), 232_448);
+        assert_eq!(max_smem_optin("sm_90a"), 232_448);
+        assert_eq!(max_smem_optin("sm_120"), 101_376);
     }
 }

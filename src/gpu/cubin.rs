@@ -306,6 +306,16 @@ pub(crate) fn cubin_kernels(data: &[u8]) -> Result<Vec<CubinKernel>, String> {
     Ok(kernels)
 }
 
+/// Whether a CUBIN defines `name`: its string table holds it as a whole, NUL-delimited
+/// string (so `NAME_small` is not found inside `NAME_small_launch`).
+pub fn has_symbol(cubin: &[u8], name: &str) -> bool {
+    let mut needle = Vec::with_capacity(name.len() + 2);
+    needle.push(0);
+    needle.extend_from_slice(name.as_bytes());
+    needle.push(0);
+    cubin.windows(needle.len()).any(|w| w == needle.as_slice())
+}
+
 /// The `__constant__` data symbols of a module (names, in symbol order): defined objects of
 /// non-zero size in a `.nv.constant*` section other than a kernel's own parameter bank
 /// (`.nv.constant0.<kernel>`, which every launch fills afresh). An error (one clause) where
@@ -351,26 +361,34 @@ pub(crate) fn constant_symbols(data: &[u8]) -> Result<Vec<String>, String> {
 /// section: what `ci-gate compile` can say of a launch without a GPU. `None` where the module
 /// has no such symbol or its bytes are out of bounds.
 pub(crate) fn launch_constant(data: &[u8], kernel: &str) -> Option<[u32; 3]> {
+    let v = i32_constant(data, &format!("{kernel}_launch"), 3)?;
+    Some([v[0] as u32, v[1] as u32, v[2] as u32])
+}
+
+/// The first `n` i32 of the `__constant__` array `symbol` of a module, read from the
+/// symbol's bytes in its section: what the host reads with `cuModuleGetGlobal`, known
+/// without a GPU. `None` where the module has no such symbol, it holds fewer than `n`
+/// values, or its bytes are out of bounds.
+pub(crate) fn i32_constant(data: &[u8], symbol: &str, n: usize) -> Option<Vec<i32>> {
     let header = FileHeader64::<Endianness>::parse(data).ok()?;
     let endian = header.endian().ok()?;
     let sections = header.sections(endian, data).ok()?;
     let symbols = sections.symbols(endian, data, elf::SHT_SYMTAB).ok()?;
-    let wanted = format!("{kernel}_launch");
+    let len = n.checked_mul(4)?;
     for (index, sym) in symbols.enumerate() {
-        if symbols.symbol_name(endian, sym).ok()? != wanted.as_bytes() || sym.st_size(endian) < 12 {
+        if symbols.symbol_name(endian, sym).ok()? != symbol.as_bytes()
+            || sym.st_size(endian) < len as u64
+        {
             continue;
         }
         let section = symbols.symbol_section(endian, sym, index).ok()??;
         let bytes = sections.section(section).ok()?.data(endian, data).ok()?;
         let start = usize::try_from(sym.st_value(endian)).ok()?;
-        let value = bytes.get(start..start.checked_add(12)?)?;
-        let word = |i: usize| {
-            value
-                .get(i * 4..i * 4 + 4)
-                .and_then(|w| <[u8; 4]>::try_from(w).ok())
-                .map(u32::from_le_bytes)
-        };
-        return Some([word(0)?, word(1)?, word(2)?]);
+        let value = bytes.get(start..start.checked_add(len)?)?;
+        return value
+            .chunks_exact(4)
+            .map(|w| <[u8; 4]>::try_from(w).ok().map(i32::from_le_bytes))
+            .collect();
     }
     None
 }

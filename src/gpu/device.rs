@@ -458,28 +458,23 @@ fn load_kernel(
     let func = m
         .load_function(name)
         .during(|| format!("kernel {name} in {}", src.path.display()))?;
-    let [rows, threads, smem] = raw::read_launch_constant(m, stream, &format!("{name}_launch"))
+    let values = raw::read_launch_constant(m, stream, &format!("{name}_launch"))
         .during(|| format!("reading {name}_launch in {}", src.path.display()))?;
-    if rows < 1 || !(1..=1024).contains(&threads) || smem < 0 || smem as u32 > info.max_smem_optin {
-        return Err(GpuError::Invalid(format!(
-            "{name}_launch in {} is {{{rows}, {threads}, {smem}}}: rows and threads must be positive (threads ≤ 1024) and shared memory within the device's {} bytes",
-            src.path.display(),
-            info.max_smem_optin
-        )));
-    }
+    let [rows, threads, smem] = super::entries::launch(name, values, info.max_smem_optin)
+        .map_err(|why| GpuError::Invalid(format!("{}: {why}", src.path.display())))?;
     if smem > 48 * 1024 {
         func.set_attribute(
             CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            smem,
+            smem as i32,
         )
         .during(|| format!("allowing {smem} bytes of shared memory for {name}"))?;
     }
     Ok(Kernel {
         name: name.to_owned(),
         func,
-        rows_per_block: rows as u32,
-        threads: threads as u32,
-        smem_bytes: smem as u32,
+        rows_per_block: rows,
+        threads,
+        smem_bytes: smem,
         tma: false,
         fill: None,
         sm_count: info.sm_count,
@@ -503,14 +498,9 @@ fn with_fill(
     }
     let v = raw::read_i32_constant(m, stream, &symbol, 2)
         .during(|| format!("reading {symbol} in {}", src.path.display()))?;
-    let (per_sm, max) = (v[0], v[1]);
-    if !(1..=32).contains(&per_sm) || !(1..=64).contains(&max) {
-        return Err(GpuError::Invalid(format!(
-            "{symbol} in {} is {{{per_sm}, {max}}}: CTAs per SM must be 1..=32 and tiles per CTA 1..=64 (kernels/README.md)",
-            src.path.display()
-        )));
-    }
-    kernel.fill = Some((per_sm as u32, max as u32));
+    let fill = super::entries::fill(&kernel.name, [v[0], v[1]])
+        .map_err(|why| GpuError::Invalid(format!("{}: {why}", src.path.display())))?;
+    kernel.fill = Some(fill);
     Ok(kernel)
 }
 
@@ -532,17 +522,9 @@ fn long_from(
     }
     let from = raw::read_i32_constant(m, stream, &symbol, 1)
         .during(|| format!("reading {symbol} in {}", src.path.display()))?[0];
-    u32::try_from(from).ok().filter(|f| *f >= 1).ok_or_else(|| {
-        GpuError::Invalid(format!(
-            "{symbol} in {} is {from}: it must be a seq_len of at least 1",
-            src.path.display()
-        ))
-    })
+    super::entries::long_from(long_name, from)
+        .map_err(|why| GpuError::Invalid(format!("{}: {why}", src.path.display())))
 }
-
-/// The TMA layouts a kernel may ask for with `NAME_tma` (kernels/README.md): 1 = q, k, v as
-/// 3-D maps {head_dim, seq_len, batch·heads}, 64 × 64 boxes, 128-byte swizzle.
-const TMA_LAYOUTS: [i32; 1] = [1];
 
 /// A timed kernel's optional `NAME_tma`: whether it takes the q, k, v tensor maps. Looked up
 /// in the cubin's symbols first, as `NAME_small` is.
@@ -559,12 +541,8 @@ fn with_tma(
     }
     let layout = raw::read_i32_constant(m, stream, &symbol, 1)
         .during(|| format!("reading {symbol} in {}", src.path.display()))?[0];
-    if !TMA_LAYOUTS.contains(&layout) {
-        return Err(GpuError::Invalid(format!(
-            "{symbol} in {} is {layout}: the only TMA layout is 1 (kernels/README.md)",
-            src.path.display()
-        )));
-    }
+    super::entries::tma(&kernel.name, layout)
+        .map_err(|why| GpuError::Invalid(format!("{}: {why}", src.path.display())))?;
     kernel.tma = true;
     Ok(kernel)
 }
@@ -754,15 +732,7 @@ impl Gpu {
     }
 }
 
-/// Whether a CUBIN defines `name`: its string table holds it as a whole, NUL-delimited
-/// string (so `NAME_small` is not found inside `NAME_small_launch`).
-pub fn has_symbol(cubin: &[u8], name: &str) -> bool {
-    let mut needle = Vec::with_capacity(name.len() + 2);
-    needle.push(0);
-    needle.extend_from_slice(name.as_bytes());
-    needle.push(0);
-    cubin.windows(needle.len()).any(|w| w == needle.as_slice())
-}
+pub use super::cubin::has_symbol;
 
 /// The harness's two sources, which the binary carries: trusted code checks the kernel under
 /// test, and the host code and the harness kernels it launches always match (a base commit
@@ -822,7 +792,7 @@ fn load_attention(
     let mut long = HashMap::new();
     for dtype in [Dtype::Float16, Dtype::Bfloat16] {
         for d in crate::config::SUPPORTED_HEAD_DIMS {
-            let name = format!("attention_fwd_{}_d{d}", dtype.short());
+            let name = super::entries::main_entry(dtype, d);
             let kernel = guarded(load_kernel(&module, stream, info, &src, &name)?);
             let kernel = with_tma(kernel, &cubin, &module, stream, &src)?;
             kernels.insert(

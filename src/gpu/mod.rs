@@ -7,6 +7,7 @@ pub mod cubin;
 pub mod cuda_backend;
 pub mod device;
 pub(crate) mod diagnostics;
+pub(crate) mod entries;
 pub(crate) mod env;
 pub(crate) mod error;
 pub mod integrity;

@@ -389,3 +389,177 @@ fn the_sandbox_compiles_the_shipped_kernel() {
         other => panic!("{other:?}"),
     }
 }
+
+// ---- The GPU-side attacks and controls compile (without a GPU). ----
+
+/// GPU-side attacks that the gate's own `compile` refuses (exit 2, a refusal naming one of
+/// these words): the test on the GPU expects the same of them before any launch.
+const MUST_BE_REFUSED: &[(&str, &[&str])] = &[
+    ("memo_device", &["writable device memory"]),
+    ("printf_commands", &["vprintf"]),
+];
+
+/// Attacks that a module check may refuse (after issue 29): the gate's own `compile` may end
+/// in exit 2 for them, as long as it is a refusal naming one of these words and not a compile
+/// error; plain NVRTC must still compile them, so a refusal comes from the check and not from
+/// the source. `const_bank_stash` is the red team's `cvta.const`; the other two reach the bank
+/// without it (`cvta.param` into bank 0, a relocated `generic(sym)` initialiser).
+const MAY_BE_REFUSED: &[(&str, &[&str])] = &[
+    ("const_bank_stash", &["cvta", "constant"]),
+    ("const_bank_scan", &["cvta", "param", "constant"]),
+    ("memo_every_launch", &["constant", "relocat", "generic"]),
+];
+
+/// Every `NAME.cu` of `dir`, sorted: (name, text).
+fn cu_files(dir: &Path) -> Vec<(String, String)> {
+    let mut files: Vec<(String, String)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "cu"))
+        .map(|p| {
+            (
+                p.file_stem().unwrap().to_string_lossy().into_owned(),
+                std::fs::read_to_string(&p).unwrap(),
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// The GPU-side kernels as tests/it/adversarial_gpu.rs runs them: every attack grafted on the
+/// template, every honest control whole. (name, attention.cu text).
+fn gpu_kernels() -> Vec<(String, String)> {
+    let gpu = root().join("tests/adversarial/gpu");
+    let template = std::fs::read_to_string(gpu.join("template.cu")).unwrap();
+    let mut all: Vec<(String, String)> = cu_files(&gpu.join("attacks"))
+        .into_iter()
+        .map(|(name, attack)| (name, format!("{attack}\n{template}")))
+        .collect();
+    all.extend(
+        cu_files(&gpu.join("honest"))
+            .into_iter()
+            .map(|(name, text)| (format!("honest/{name}"), text)),
+    );
+    all
+}
+
+/// Each GPU-side file says first what it tries (or that it is a control), and the README's
+/// table has a row for it.
+#[test]
+fn every_gpu_attack_says_what_it_tries_and_is_in_the_readme() {
+    let readme = std::fs::read_to_string(root().join("tests/adversarial/README.md")).unwrap();
+    let gpu = root().join("tests/adversarial/gpu");
+    let attacks = cu_files(&gpu.join("attacks"));
+    let honest = cu_files(&gpu.join("honest"));
+    assert!(attacks.len() >= 20, "{} attacks", attacks.len());
+    assert!(!honest.is_empty());
+    for (name, text) in attacks.iter().chain(&honest) {
+        let first = if name == "none" || honest.iter().any(|h| &h.0 == name) {
+            "// Control, no attack"
+        } else {
+            "// Attack: "
+        };
+        assert!(text.starts_with(first), "{name}: begins with {first:?}");
+        assert!(
+            readme.contains(&format!("`{name}.cu`")) || readme.contains(&format!("/{name}.cu`")),
+            "{name}.cu is not in the README's table"
+        );
+    }
+    for (name, _) in MUST_BE_REFUSED.iter().chain(MAY_BE_REFUSED) {
+        assert!(attacks.iter().any(|a| &a.0 == name), "{name}");
+    }
+}
+
+/// Plain NVRTC (the sandboxed compiler alone: no lexical check, no module policy) compiles
+/// every GPU-side kernel for sm_89, sm_90 and sm_90a with the gate's options. For the attacks
+/// a module check may refuse, this is what shows that a refusal is the check's, not a syntax
+/// error.
+#[test]
+#[cfg_attr(
+    ci_gate_no_nvrtc,
+    ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
+)]
+fn the_attacks_a_module_check_may_refuse_compile_with_plain_nvrtc() {
+    require_nvrtc();
+    let dir = sandbox::nvrtc_library_dir().expect("libnvrtc's directory");
+    let kernels = gpu_kernels();
+    for (name, _) in MAY_BE_REFUSED {
+        let (_, source) = kernels.iter().find(|k| &k.0 == name).unwrap();
+        for arch in ["sm_89", "sm_90", "sm_90a"] {
+            let request = Request {
+                name: "attention.cu".into(),
+                source: source.clone(),
+                options: vec![format!("--gpu-architecture={arch}"), "--std=c++17".into()],
+            };
+            let answer = sandbox::compile(
+                Path::new(env!("CARGO_BIN_EXE_ci-gate")),
+                &request,
+                &dir,
+                sandbox::TIMEOUT,
+            )
+            .unwrap_or_else(|f| panic!("{name} {arch}: no answer: {f}"));
+            match answer.outcome {
+                Outcome::Cubin { cubin, .. } => {
+                    assert!(cubin.starts_with(b"\x7fELF"), "{name} {arch}")
+                }
+                other => panic!("{name} {arch}: {other:?}"),
+            }
+        }
+    }
+}
+
+/// The gate's own `compile` (lexical check, sandboxed NVRTC, module policy) accepts every
+/// GPU-side kernel for sm_89, sm_90 and sm_90a: the attacks must reach the GPU to be stopped
+/// there. The exceptions: those of [`MUST_BE_REFUSED`], which it refuses, and those of
+/// [`MAY_BE_REFUSED`], which a module check may refuse, each in a sentence naming the file
+/// and what it refused.
+#[test]
+#[cfg_attr(
+    ci_gate_no_nvrtc,
+    ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
+)]
+fn every_gpu_attack_and_control_compiles_through_the_gate() {
+    require_nvrtc();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut wrong = Vec::new();
+    for (name, source) in gpu_kernels() {
+        let dir = tmp.path().join(name.replace('/', "-"));
+        std::fs::create_dir(&dir).unwrap();
+        let file = dir.join("attention.cu");
+        std::fs::write(&file, source).unwrap();
+        let out = bin()
+            .arg("compile")
+            .arg("--kernels")
+            .arg(&dir)
+            .arg("--harness")
+            .arg(root().join("kernels"))
+            .timeout(Duration::from_secs(300))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let all = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+        let file = file.display().to_string();
+        let ours: Vec<&str> = stdout.lines().filter(|l| l.starts_with(&file)).collect();
+        let must = MUST_BE_REFUSED.iter().find(|(n, _)| *n == name);
+        let refusable = must.or_else(|| MAY_BE_REFUSED.iter().find(|(n, _)| *n == name));
+        let compiled = out.status.code() == Some(0)
+            && ["sm_89", "sm_90", "sm_90a"].iter().all(|a| {
+                ours.iter()
+                    .any(|l| l.starts_with(&format!("{file} {a}: ok")))
+            });
+        let refused = refusable.is_some_and(|(_, words)| {
+            out.status.code() == Some(2)
+                && !ours.is_empty()
+                && ours.iter().all(|l| !l.contains(": error:"))
+                && ours.iter().any(|l| {
+                    let l = l.to_lowercase();
+                    l.contains("refused") && words.iter().any(|w| l.contains(w))
+                })
+        });
+        if !(refused || (compiled && must.is_none())) {
+            wrong.push(format!("{name}: exit {:?}\n{all}", out.status.code()));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

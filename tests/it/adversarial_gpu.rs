@@ -3,8 +3,10 @@
 //! (`CI_GATE_BIN` names the ci-gate binary when the test runs somewhere other than where it
 //! was built). Each attack must end in `error`, `parity-fail` or exit 2 — never `pass`,
 //! `improvement` or even `regression` (a verdict on its timings would mean its timings were
-//! believed) — and the plain kernel the attacks are grafted onto, and the shipped kernels
-//! against themselves, must not.
+//! believed) — and some in a particular way ([`expectation`]: refused at compile, caught by
+//! the per-launch output checks, ended by the deadline or by the GPU-time budget, naming the
+//! shape and the side). The honest controls (the plain kernel the attacks are grafted onto,
+//! the whole kernels of gpu/honest/, and the shipped kernels against themselves) must not.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -166,6 +168,174 @@ fn failed_closed(o: &Outcome) -> bool {
     }
 }
 
+/// What the gate must do with one kernel of tests/adversarial/gpu/.
+#[derive(Clone, Copy, Debug)]
+enum Expect {
+    /// An honest control: every shape passes parity (a slow kernel reads as a regression),
+    /// and the run is not exit 2.
+    Honest,
+    /// Fails closed ([`failed_closed`]).
+    Closed,
+    /// Fails closed on the checks of its outputs: exit 1, every shape `parity-fail` or
+    /// `error`, at least one `parity-fail` (not a crash, not a refusal).
+    ParityFail,
+    /// Refused before any launch: exit 2, no shape measured, the message naming one of
+    /// these words.
+    Refused(&'static [&'static str]),
+    /// Hung: exit 2 within [`HANG_WALL`], naming a causal shape and the candidate side.
+    Hang,
+    /// Slow but finishing: exit 2 within [`BUDGET_WALL`] by the run's GPU-time budget,
+    /// naming a shape and the candidate side.
+    Budget,
+    /// Slow but finishing: exit 2 within [`BUDGET_WALL`] by the budget or by the deadline of
+    /// one wait (where the fast base sized the sample graph), naming a shape and the
+    /// candidate side.
+    BudgetOrDeadline,
+}
+
+/// A hung launch ends its wait within 15 s (the config's max_wait_s is 10 s); the rest is
+/// the process's setup (device, compiles, the parity launches before the hung one).
+const HANG_WALL: Duration = Duration::from_secs(60);
+/// slow_ticking spends the config's 30 s budget in a dozen samples; its parity launches and
+/// the duty cycle's idle time come on top: 81 s in all on an H200 (2026-11-27). slow_finishing
+/// ends sooner (45 s) where the base sized its graph, by the deadline of its first replay.
+const BUDGET_WALL: Duration = Duration::from_secs(200);
+
+fn expectation(name: &str) -> Expect {
+    match name {
+        "none" => Expect::Honest,
+        "hang" => Expect::Hang,
+        "slow_finishing" | "slow_parity" => Expect::BudgetOrDeadline,
+        "slow_ticking" => Expect::Budget,
+        // Refused by the module check, before any launch (tests/it/adversarial.rs checks the
+        // same with `ci-gate compile`): the red team's `cvta.const`, and the CUBIN policy.
+        "const_bank_stash" => Expect::Refused(&["cvta", "constant"]),
+        "memo_device" => Expect::Refused(&["writable device memory"]),
+        "printf_commands" => Expect::Refused(&["vprintf"]),
+        // No way past the per-launch q and scale: the copy or the cached scores are wrong.
+        "smem_stash" | "neighbour_scan" | "qk_reuse_scale" | "const_bank_padding" => {
+            Expect::ParityFail
+        }
+        // A wrong copy, the constant bank or the spacer found changed, or (for the bank
+        // reached without `cvta.const`) a refusal: whichever comes first.
+        _ => Expect::Closed,
+    }
+}
+
+/// Everything the run said: the results file's error, every shape's error or integrity
+/// failure, and stderr.
+fn all_text(o: &Outcome) -> String {
+    let mut t = String::new();
+    if let Some(r) = &o.results {
+        if let Some(e) = r["error"].as_str() {
+            t.push_str(e);
+            t.push('\n');
+        }
+        for (name, verdict, why) in verdicts(r) {
+            t.push_str(&format!("{name} {verdict}: {why}\n"));
+        }
+    }
+    t.push_str(&o.stderr);
+    t
+}
+
+/// The shape names (`b2h4s256d64_causal_f16`) in `text`.
+fn shape_names(text: &str) -> Vec<String> {
+    let b = text.as_bytes();
+    let digits = |mut i: usize| {
+        let start = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        (i > start).then_some(i)
+    };
+    let mut found = Vec::new();
+    for start in 0..b.len() {
+        let mut i = start;
+        let mut ok = true;
+        for letter in [b'b', b'h', b's', b'd'] {
+            match (b.get(i) == Some(&letter)).then(|| digits(i + 1)).flatten() {
+                Some(next) => i = next,
+                None => {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        if ok && (start == 0 || !b[start - 1].is_ascii_alphanumeric()) {
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                i += 1;
+            }
+            found.push(text[start..i].to_owned());
+        }
+    }
+    found
+}
+
+/// Why `o` is not what `expect` asks, or `None`.
+fn unmet(expect: Expect, o: &Outcome) -> Option<String> {
+    let text = all_text(o);
+    let lower = text.to_lowercase();
+    let shapes = shape_names(&text);
+    let why = match expect {
+        Expect::Honest => {
+            let ok = o.code != Some(2)
+                && o.results.as_ref().is_some_and(|r| {
+                    let v = verdicts(r);
+                    !v.is_empty() && v.iter().all(|(_, v, _)| v != "parity-fail" && v != "error")
+                });
+            (!ok).then_some("an honest kernel did not pass parity on every shape")
+        }
+        Expect::Closed => (!failed_closed(o)).then_some("its timings were believed"),
+        Expect::ParityFail => {
+            let ok = o.code == Some(1)
+                && failed_closed(o)
+                && o.results
+                    .as_ref()
+                    .is_some_and(|r| verdicts(r).iter().any(|(_, v, _)| v == "parity-fail"));
+            (!ok).then_some("not a parity failure on every shape (exit 1)")
+        }
+        Expect::Refused(words) => {
+            let measured = o
+                .results
+                .as_ref()
+                .is_some_and(|r| verdicts(r).iter().any(|(_, v, _)| v != "error" && v != "?"));
+            let ok = o.code == Some(2) && !measured && words.iter().any(|w| lower.contains(w));
+            (!ok).then_some("not refused before any launch, naming what it refused")
+        }
+        Expect::Hang => {
+            let ok = o.code == Some(2)
+                && o.wall <= HANG_WALL
+                && text.contains("candidate")
+                && shapes.iter().any(|s| s.contains("_causal"));
+            (!ok).then_some(
+                "the hang was not ended in time, naming the causal shape and the candidate",
+            )
+        }
+        Expect::Budget => {
+            let ok = o.code == Some(2)
+                && o.wall <= BUDGET_WALL
+                && lower.contains("budget")
+                && text.contains("candidate")
+                && !shapes.is_empty();
+            (!ok).then_some(
+                "not ended by the GPU-time budget in time, naming the shape and the candidate",
+            )
+        }
+        Expect::BudgetOrDeadline => {
+            let ok = o.code == Some(2)
+                && o.wall <= BUDGET_WALL
+                && (lower.contains("budget") || lower.contains("did not finish within"))
+                && text.contains("candidate")
+                && !shapes.is_empty();
+            (!ok).then_some(
+                "not ended by the budget or a deadline in time, naming the shape and the candidate",
+            )
+        }
+    };
+    why.map(|w| format!("{w} (expected {expect:?})"))
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_attack_fails_closed_and_honest_kernels_do_not() {
@@ -202,46 +372,30 @@ fn every_attack_fails_closed_and_honest_kernels_do_not() {
         let dir = kernels_dir(tmp.path(), &name, &format!("{attack}\n{template}"));
         let o = gate(&dir, &config);
         lines.push(said(&name, &o));
-        if name == "none" {
-            // The plain kernel is right everywhere (slow: a regression, never parity-fail).
-            let ok = o.results.as_ref().is_some_and(|r| {
-                verdicts(r)
-                    .iter()
-                    .all(|(_, v, _)| v != "parity-fail" && v != "error")
-            }) && o.code != Some(2);
-            if !ok {
-                wrong.push(format!(
-                    "the plain kernel did not pass parity: {}",
-                    said(&name, &o)
-                ));
-            }
-            continue;
-        }
-        if !failed_closed(&o) {
-            wrong.push(format!("{} (stdout {})", said(&name, &o), o.stdout));
-        }
-        if name == "hang" {
-            // Ended by the deadline, with a results file that names the shape and the side.
-            let error = o
-                .results
-                .as_ref()
-                .and_then(|r| r["error"].as_str().map(str::to_owned))
-                .unwrap_or_default();
-            if o.code != Some(2)
-                || o.wall > Duration::from_secs(120)
-                || !error.contains("candidate")
-                || !error.contains("causal")
-            {
-                wrong.push(format!(
-                    "the hang was not ended as it should be: {error:?}, {}",
-                    said(&name, &o)
-                ));
-            }
+        if let Some(why) = unmet(expectation(&name), &o) {
+            wrong.push(format!("{why}: {} (stdout {})", said(&name, &o), o.stdout));
         }
         if name == "printf_commands"
             && (o.stdout.contains("::error") || o.stdout.contains("::stop-commands"))
         {
             wrong.push(format!("kernel output reached stdout: {}", o.stdout));
+        }
+    }
+
+    // The honest controls that are whole kernels (shared memory, the scale argument): they
+    // pass parity, so that the defences are shown not to hit honest kernels.
+    let mut honest: Vec<PathBuf> = std::fs::read_dir(adv.join("gpu/honest"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    honest.sort();
+    for path in honest {
+        let name = format!("honest-{}", path.file_stem().unwrap().to_string_lossy());
+        let source = std::fs::read_to_string(&path).unwrap();
+        let o = gate(&kernels_dir(tmp.path(), &name, &source), &config);
+        lines.push(said(&name, &o));
+        if let Some(why) = unmet(Expect::Honest, &o) {
+            wrong.push(format!("{why}: {}", said(&name, &o)));
         }
     }
 
@@ -270,4 +424,108 @@ fn every_attack_fails_closed_and_honest_kernels_do_not() {
         "attacks not stopped:\n{}",
         wrong.join("\n")
     );
+}
+
+/// The expectations above, on outcomes shaped as the gate reports them (the messages are the
+/// ones an H200 printed on 2026-11-27): each passes what it should and catches what it should.
+#[test]
+fn expectations_accept_what_they_should_and_nothing_else() {
+    let outcome = |code: i32, secs: u64, error: Option<&str>, shapes: &[(&str, &str)]| Outcome {
+        code: Some(code),
+        stdout: String::new(),
+        stderr: error.map(|e| format!("error: {e}\n")).unwrap_or_default(),
+        results: Some(serde_json::json!({
+            "error": error,
+            "shapes": shapes
+                .iter()
+                .map(|(name, verdict)| serde_json::json!({"name": name, "verdict": verdict}))
+                .collect::<Vec<_>>(),
+        })),
+        wall: Duration::from_secs(secs),
+    };
+    let shapes = |verdicts: [&'static str; 3]| -> Vec<(&'static str, &'static str)> {
+        [
+            "b2h4s256d64_f16",
+            "b2h4s256d64_causal_f16",
+            "b1h4s256d128_causal_bf16",
+        ]
+        .into_iter()
+        .zip(verdicts)
+        .collect()
+    };
+    let parity_fail = outcome(1, 5, None, &shapes(["parity-fail"; 3]));
+    let one_believed = outcome(
+        1,
+        5,
+        None,
+        &shapes(["parity-fail", "regression", "parity-fail"]),
+    );
+    let slow = outcome(1, 26, None, &shapes(["regression"; 3]));
+    let hang = "kernel attention_fwd_f16_d64 of the candidate on shape b2h2s17d64_causal_f16 (parity) did not finish within 10 s: the GPU is hung (a kernel that never returns), so the run ends here without a verdict";
+    let budget = "the run's GPU-time budget (measure.gpu_budget_s: 30 s of timed kernel work) is spent on shape b2h4s256d64_f16, by the candidate kernel (the candidate 32.4 s, the base 0.0 s on this shape; last: kernel attention_fwd_f16_d64 of the candidate on shape b2h4s256d64_f16 (a timed sample))";
+    let deadline = "kernel attention_fwd_f16_d64 of the candidate on shape b2h4s256d64_f16 (first replay) did not finish within 10 s: the GPU is hung";
+    let refused = "attention.cu: the kernel module converts the address of a __constant__ variable to a generic one (cvta.const), which is refused";
+
+    assert_eq!(unmet(Expect::ParityFail, &parity_fail), None);
+    assert!(unmet(Expect::ParityFail, &one_believed).is_some());
+    assert!(unmet(Expect::ParityFail, &slow).is_some());
+    assert!(unmet(Expect::ParityFail, &outcome(2, 5, Some(deadline), &[])).is_some());
+    assert_eq!(unmet(Expect::Closed, &parity_fail), None);
+    assert_eq!(
+        unmet(Expect::Closed, &outcome(2, 5, Some(deadline), &[])),
+        None
+    );
+    assert!(unmet(Expect::Closed, &one_believed).is_some());
+    assert!(unmet(Expect::Closed, &slow).is_some());
+    assert!(
+        unmet(
+            Expect::Closed,
+            &outcome(0, 5, None, &shapes(["improvement"; 3]))
+        )
+        .is_some()
+    );
+
+    assert_eq!(unmet(Expect::Honest, &slow), None);
+    assert!(unmet(Expect::Honest, &one_believed).is_some());
+    assert!(unmet(Expect::Honest, &outcome(2, 5, Some(deadline), &[])).is_some());
+
+    assert_eq!(unmet(Expect::Hang, &outcome(2, 12, Some(hang), &[])), None);
+    assert!(unmet(Expect::Hang, &outcome(2, 61, Some(hang), &[])).is_some());
+    assert!(unmet(Expect::Hang, &outcome(2, 12, Some(deadline), &[])).is_some());
+
+    assert_eq!(
+        unmet(Expect::Budget, &outcome(2, 81, Some(budget), &[])),
+        None
+    );
+    assert!(unmet(Expect::Budget, &outcome(2, 201, Some(budget), &[])).is_some());
+    assert!(unmet(Expect::Budget, &outcome(2, 45, Some(deadline), &[])).is_some());
+    assert_eq!(
+        unmet(
+            Expect::BudgetOrDeadline,
+            &outcome(2, 45, Some(deadline), &[])
+        ),
+        None
+    );
+    assert_eq!(
+        unmet(Expect::BudgetOrDeadline, &outcome(2, 81, Some(budget), &[])),
+        None
+    );
+    assert!(unmet(Expect::BudgetOrDeadline, &slow).is_some());
+
+    let words: &'static [&'static str] = &["cvta", "constant"];
+    assert_eq!(
+        unmet(Expect::Refused(words), &outcome(2, 3, Some(refused), &[])),
+        None
+    );
+    assert!(unmet(Expect::Refused(words), &parity_fail).is_some());
+    assert!(
+        unmet(
+            Expect::Refused(words),
+            &outcome(2, 3, Some("no GPU: the driver reports no devices"), &[])
+        )
+        .is_some()
+    );
+
+    assert_eq!(shape_names(hang), vec!["b2h2s17d64_causal_f16".to_string()]);
+    assert!(shape_names("no shape here, nor hbs1d2 or b1h2s3").is_empty());
 }

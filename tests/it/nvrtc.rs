@@ -237,15 +237,91 @@ fn the_compile_command_passes_the_shipped_kernels() {
             assert!(stdout.contains(&line), "{line} missing in {stdout}");
         }
     }
-    // One line per file and target, and under attention.cu's an indented line per kernel
-    // with its compiler resources.
-    let (files, kernels): (Vec<&str>, Vec<&str>) =
+    // One line per file and target, and under attention.cu's the entry check and a table
+    // of one row per kernel with its compiler resources, within 80 columns.
+    let (files, indented): (Vec<&str>, Vec<&str>) =
         stdout.lines().partition(|l| !l.starts_with("  "));
     assert_eq!(files.len(), 9, "{stdout}");
-    assert!(
-        kernels.len() >= 18 && kernels.iter().all(|l| l.contains(" registers, spill ")),
+    let rows: Vec<&&str> = indented
+        .iter()
+        .filter(|l| l.starts_with("  attention_fwd_"))
+        .collect();
+    assert!(rows.len() >= 18, "{stdout}");
+    assert_eq!(
+        indented
+            .iter()
+            .filter(|l| l.starts_with("  entry points and launch constants: ok ("))
+            .count(),
+        3,
         "{stdout}"
     );
+    assert!(stdout.lines().all(|l| l.chars().count() <= 80), "{stdout}");
+}
+
+/// A timed kernel the host could not launch is refused by `compile`, naming what is
+/// missing: a renamed entry point, a launch constant out of range.
+#[test]
+#[cfg_attr(
+    ci_gate_no_nvrtc,
+    ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
+)]
+fn the_compile_command_refuses_missing_entry_points_and_bad_launch_constants() {
+    require_nvrtc();
+    let shipped =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/attention.cu"))
+            .unwrap();
+    let renamed = shipped.replace("attention_fwd_f16_d64,", "attention_fwd_f16_d64_renamed,");
+    assert_ne!(
+        renamed, shipped,
+        "the shipped source names its entries this way"
+    );
+    for (source, wanted) in [
+        (renamed, "the entry point attention_fwd_f16_d64 is missing"),
+        (
+            with_entries("", "{64, 2048, 0}"),
+            "attention_fwd_f16_d64_launch is {64, 2048, 0}: rows and threads must be positive",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("attention.cu"), source).unwrap();
+        let out = bin()
+            .args(["compile", "--arch", "sm_89", "--kernels"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(2), "{stdout}");
+        assert!(
+            stdout.contains("attention.cu sm_89: ")
+                && stdout.contains("the gate cannot launch it for sm_89")
+                && stdout.contains(wanted),
+            "{stdout}"
+        );
+        // The harness the gate runs is built in: a kernel directory needs only attention.cu.
+        assert!(
+            stdout.contains("reference.cu (built in) sm_89: ok"),
+            "{stdout}"
+        );
+    }
+}
+
+/// `source` with the four entry points the host loads (empty kernels, `launch` as each
+/// `NAME_launch`), so that a test kernel of its own passes the entry check.
+fn with_entries(source: &str, launch: &str) -> String {
+    let mut s = source.to_string();
+    for name in [
+        "attention_fwd_f16_d64",
+        "attention_fwd_bf16_d64",
+        "attention_fwd_f16_d128",
+        "attention_fwd_bf16_d128",
+    ] {
+        s.push_str(&format!(
+            "extern \"C\" __constant__ int {name}_launch[3] = {launch};\n\
+             extern \"C\" __global__ void {name}(const unsigned short* q, const unsigned short* k, \
+             const unsigned short* v, float* out, int s, int d, float sc, int c) {{}}\n"
+        ));
+    }
+    s
 }
 
 /// `--arch` picks the targets; a name that is not a CUBIN target is refused by the parser.
@@ -384,18 +460,48 @@ fn ptxas_figures(log: &str) -> std::collections::HashMap<String, (u32, u64, u64,
     out
 }
 
-/// `ci-gate compile`'s line for `kernel` under `target` in its output.
-fn resource_line<'a>(stdout: &'a str, target: &str, kernel: &str) -> &'a str {
+/// `ci-gate compile`'s table row for `kernel` under `target` in its output, with the notes
+/// under the table that name it.
+fn resource_line(stdout: &str, target: &str, kernel: &str) -> String {
     let section = stdout
         .split(&format!("attention.cu {target}: ok"))
         .nth(1)
         .unwrap_or_else(|| panic!("no {target} build in:\n{stdout}"));
-    section
+    let lines: Vec<&str> = section
         .lines()
         .skip(1)
         .take_while(|l| l.starts_with("  "))
-        .find(|l| l.trim_start().starts_with(&format!("{kernel}: ")))
-        .unwrap_or_else(|| panic!("no {kernel} for {target} in:\n{stdout}"))
+        .collect();
+    let row = lines
+        .iter()
+        .find(|l| l.split_whitespace().next() == Some(kernel))
+        .unwrap_or_else(|| panic!("no {kernel} for {target} in:\n{stdout}"));
+    let notes: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.trim_start().starts_with(&format!("{kernel}: ")))
+        .collect();
+    let mut out = row.to_string();
+    for n in notes {
+        out.push('\n');
+        out.push_str(n);
+    }
+    out
+}
+
+/// The figures of a table row: registers, spill stores, spill loads, stack frame, static
+/// shared memory (`None` for a `?`).
+fn row_figures(row: &str) -> [Option<u64>; 5] {
+    let cells: Vec<&str> = row.lines().next().unwrap().split_whitespace().collect();
+    let num = |s: &str| s.parse::<u64>().ok();
+    let (stores, loads) = cells[2].split_once('/').unwrap();
+    let (static_smem, _) = cells[4].split_once('+').unwrap();
+    [
+        num(cells[1]),
+        num(stores),
+        num(loads),
+        num(cells[3]),
+        num(static_smem),
+    ]
 }
 
 /// Issue 23: the figures `ci-gate compile` prints (registers and stack frame from the CUBIN,
@@ -425,30 +531,31 @@ fn compiler_resources_agree_with_ptxas_on_every_target() {
         assert!(figures.contains_key("attention_fwd_f16_d128"), "{log}");
         for (kernel, (regs, frame, stores, loads, smem)) in figures {
             let line = resource_line(&stdout, target, &kernel);
-            let expected = format!(
-                "{kernel}: {regs} registers, spill stores/loads {stores}/{loads} bytes, stack frame {frame} bytes, static smem "
-            );
-            assert!(
-                line.trim_start().starts_with(&expected),
-                "{target}: {line} vs {expected}"
-            );
-            let static_smem: u64 = line
-                .split("static smem ")
-                .nth(1)
-                .and_then(|r| r.split(' ').next())
-                .unwrap()
-                .parse()
-                .unwrap();
             let reserved = if target.starts_with("sm_90") { 1024 } else { 0 };
-            assert_eq!(static_smem, smem + reserved, "{target}: {line}");
-            assert!(line.contains(" threads per block, dynamic smem "), "{line}");
+            assert_eq!(
+                row_figures(&line),
+                [
+                    Some(u64::from(regs)),
+                    Some(stores),
+                    Some(loads),
+                    Some(frame),
+                    Some(smem + reserved)
+                ],
+                "{target}: {line}"
+            );
+            // threads per block and dynamic shared memory from NAME_launch
+            assert!(!line.lines().next().unwrap().contains('?'), "{line}");
         }
     }
 }
 
 fn compile_timed(source: &str, target: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("attention.cu"), source).unwrap();
+    std::fs::write(
+        dir.path().join("attention.cu"),
+        with_entries(source, "{64, 128, 0}"),
+    )
+    .unwrap();
     let harness = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
     let out = bin()
         .arg("compile")
@@ -492,13 +599,12 @@ extern "C" __global__ void __launch_bounds__(1024, 2) pressure(const float* in, 
 "#;
     let stdout = compile_timed(source, "sm_89");
     let line = resource_line(&stdout, "sm_89", "local_array");
-    assert!(!line.contains("stack frame 0 bytes"), "{line}");
-    assert!(!line.contains('?'), "{line}");
+    let [_, stores, loads, frame, _] = row_figures(&line);
+    assert!(frame.is_some_and(|f| f > 0), "{line}");
+    assert!(stores.is_some() && loads.is_some(), "{line}");
     let line = resource_line(&stdout, "sm_89", "pressure");
-    assert!(
-        !line.contains("spill stores/loads 0/") && !line.contains('?'),
-        "{line}"
-    );
+    let [_, stores, loads, _, _] = row_figures(&line);
+    assert!(stores.is_some_and(|s| s > 0) && loads.is_some(), "{line}");
 }
 
 /// A source that writes a complete, well-formed ptxas report into the log (a `#pragma
@@ -514,9 +620,9 @@ fn a_forged_ptxas_report_makes_spills_unknown() {
     let kernel = "extern \"C\" __global__ void k(float* o) { o[threadIdx.x] = 1.f; }\n";
     let honest = compile_timed(kernel, "sm_89");
     let line = resource_line(&honest, "sm_89", "k");
-    assert!(line.contains("spill stores/loads 0/0 bytes"), "{line}");
+    assert_eq!(row_figures(&line)[1..3], [Some(0), Some(0)], "{line}");
     let stdout = compile_timed(&format!("{forged}{kernel}"), "sm_89");
     let line = resource_line(&stdout, "sm_89", "k");
-    assert!(line.contains("spill stores/loads ?/? bytes"), "{line}");
+    assert_eq!(row_figures(&line)[1..3], [None, None], "{line}");
     assert!(line.contains("names it more than once"), "{line}");
 }

@@ -89,14 +89,23 @@ fn without_landlock(cmd: &mut Command, errno: i32) {
     }
 }
 
-/// Three small kernel files, as `ci-gate compile` wants them, in `dir`.
+/// Three small kernel files, as `ci-gate compile` wants them, in `dir`: an attention.cu with
+/// the four entry points the host loads (empty), and two harness files.
 fn kernels(dir: &Path) {
     for name in ["attention", "reference", "util"] {
-        std::fs::write(
-            dir.join(format!("{name}.cu")),
-            format!("extern \"C\" __global__ void {name}_k(float* o) {{ o[0] = 1.0f; }}\n"),
-        )
-        .unwrap();
+        let mut text =
+            format!("extern \"C\" __global__ void {name}_k(float* o) {{ o[0] = 1.0f; }}\n");
+        if name == "attention" {
+            for entry in ["f16_d64", "bf16_d64", "f16_d128", "bf16_d128"] {
+                text.push_str(&format!(
+                    "extern \"C\" __constant__ int attention_fwd_{entry}_launch[3] = {{64, 128, 0}};\n\
+                     extern \"C\" __global__ void attention_fwd_{entry}(const unsigned short* q, \
+                     const unsigned short* k, const unsigned short* v, float* o, int s, int d, \
+                     float sc, int c) {{}}\n"
+                ));
+            }
+        }
+        std::fs::write(dir.join(format!("{name}.cu")), text).unwrap();
     }
 }
 

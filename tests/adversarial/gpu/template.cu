@@ -3,7 +3,8 @@
 // shared memory; slow, and right on every shape. tests/it/adversarial_gpu.rs writes
 // attacks/NAME.cu followed by this file as the attacking kernel's attention.cu; an attack
 // defines some of the hooks below (each sees q, k, v, out, seq_len, head_dim, scale, causal,
-// row, base and D).
+// row, base, D and BF16), and may set NAIVE_SMEM, the dynamic shared memory each block is
+// launched with (the plain kernel uses none).
 
 #ifndef ATTACK_BEGIN
 #define ATTACK_BEGIN()  // at entry, before any work; may return
@@ -13,6 +14,10 @@
 #endif
 #ifndef ATTACK_END
 #define ATTACK_END()  // after this thread's row is written
+#endif
+
+#ifndef NAIVE_SMEM
+#define NAIVE_SMEM 0
 #endif
 
 #define NAIVE_ROWS 64
@@ -26,10 +31,12 @@ __device__ __forceinline__ float naive_bf16(unsigned short h) {
     return __uint_as_float(((unsigned)h) << 16);
 }
 
+// Always inlined into the entry, so that an attack's inline PTX can name the entry's own
+// parameters.
 template <int D, bool BF16>
-__device__ void naive_attention(const unsigned short* q, const unsigned short* k,
-                                const unsigned short* v, float* out, int seq_len, int head_dim,
-                                float scale, int causal) {
+__device__ __forceinline__ void naive_attention(const unsigned short* q, const unsigned short* k,
+                                                const unsigned short* v, float* out, int seq_len,
+                                                int head_dim, float scale, int causal) {
     if (head_dim != D) return;
     const int row = blockIdx.x * NAIVE_ROWS + threadIdx.x;
     const size_t base = (size_t)blockIdx.y * (size_t)seq_len * D;
@@ -62,10 +69,10 @@ __device__ void naive_attention(const unsigned short* q, const unsigned short* k
 }
 
 extern "C" {
-__constant__ int attention_fwd_f16_d64_launch[3] = {NAIVE_ROWS, NAIVE_ROWS, 0};
-__constant__ int attention_fwd_bf16_d64_launch[3] = {NAIVE_ROWS, NAIVE_ROWS, 0};
-__constant__ int attention_fwd_f16_d128_launch[3] = {NAIVE_ROWS, NAIVE_ROWS, 0};
-__constant__ int attention_fwd_bf16_d128_launch[3] = {NAIVE_ROWS, NAIVE_ROWS, 0};
+__constant__ int attention_fwd_f16_d64_launch[3] = {NAIVE_ROWS, NAIVE_ROWS, NAIVE_SMEM};
+__constant__ int attention_fwd_bf16_d64_launch[3] = {NAIVE_ROWS, NAIVE_ROWS, NAIVE_SMEM};
+__constant__ int attention_fwd_f16_d128_launch[3] = {NAIVE_ROWS, NAIVE_ROWS, NAIVE_SMEM};
+__constant__ int attention_fwd_bf16_d128_launch[3] = {NAIVE_ROWS, NAIVE_ROWS, NAIVE_SMEM};
 }
 
 #define NAIVE_KERNEL(NAME, D, BF16)                                                           \

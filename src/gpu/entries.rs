@@ -1,0 +1,185 @@
+//! The entry points and launch constants a timed `attention.cu` must have
+//! (kernels/README.md, "Launch contract", "Small grids, long sequences", "Filling the GPU",
+//! "TMA"), as rules on the constants' values: the GPU loader (`device`, values read through
+//! the driver) and `ci-gate compile` (values read from the CUBIN, without a GPU) apply the
+//! same ones.
+
+use crate::config::{Dtype, SUPPORTED_HEAD_DIMS};
+
+/// The main entry of a (dtype, head_dim): `attention_fwd_f16_d64` …
+pub(crate) fn main_entry(dtype: Dtype, head_dim: u32) -> String {
+    format!("attention_fwd_{}_d{head_dim}", dtype.short())
+}
+
+/// Every main entry the host loads: one per dtype and supported head_dim.
+pub(crate) fn main_entries() -> Vec<String> {
+    let mut out = Vec::new();
+    for dtype in [Dtype::Float16, Dtype::Bfloat16] {
+        for d in SUPPORTED_HEAD_DIMS {
+            out.push(main_entry(dtype, d));
+        }
+    }
+    out
+}
+
+/// `NAME_launch` = {rows_per_block, threads_per_block, dynamic_smem_bytes}: positive rows,
+/// 1..=1024 threads, shared memory within what the device allows (`max_smem`).
+pub(crate) fn launch(name: &str, v: [i32; 3], max_smem: u32) -> Result<[u32; 3], String> {
+    let [rows, threads, smem] = v;
+    if rows < 1 || !(1..=1024).contains(&threads) || smem < 0 || smem as u32 > max_smem {
+        return Err(format!(
+            "{name}_launch is {{{rows}, {threads}, {smem}}}: rows and threads must be positive (threads ≤ 1024) and shared memory within the device's {max_smem} bytes"
+        ));
+    }
+    Ok([rows as u32, threads as u32, smem as u32])
+}
+
+/// `NAME_fill` = {CTAs per SM, most tiles per CTA}: 1..=32 and 1..=64.
+pub(crate) fn fill(name: &str, v: [i32; 2]) -> Result<(u32, u32), String> {
+    let [per_sm, max] = v;
+    if !(1..=32).contains(&per_sm) || !(1..=64).contains(&max) {
+        return Err(format!(
+            "{name}_fill is {{{per_sm}, {max}}}: CTAs per SM must be 1..=32 and tiles per CTA 1..=64 (kernels/README.md)"
+        ));
+    }
+    Ok((per_sm as u32, max as u32))
+}
+
+/// `NAME_long_from`: the shortest seq_len a `NAME_long` takes, at least 1.
+pub(crate) fn long_from(long_name: &str, from: i32) -> Result<u32, String> {
+    u32::try_from(from)
+        .ok()
+        .filter(|f| *f >= 1)
+        .ok_or_else(|| format!("{long_name}_from is {from}: it must be a seq_len of at least 1"))
+}
+
+/// The TMA layouts a kernel may ask for with `NAME_tma`: 1 = q, k, v as 3-D maps
+/// {head_dim, seq_len, batch·heads}, 64 × 64 boxes, 128-byte swizzle.
+const TMA_LAYOUTS: [i32; 1] = [1];
+
+/// `NAME_tma`: a layout the host can encode.
+pub(crate) fn tma(name: &str, layout: i32) -> Result<(), String> {
+    if TMA_LAYOUTS.contains(&layout) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name}_tma is {layout}: the only TMA layout is 1 (kernels/README.md)"
+        ))
+    }
+}
+
+/// The entries of a CUBIN checked without a GPU, as the loader will check them: every main
+/// entry with its `NAME_launch`, and each optional `NAME_small` / `NAME_long` with theirs
+/// (and `NAME_long_from`), every `NAME_fill` and `NAME_tma` valid. `max_smem` is the target's
+/// opt-in shared memory per block. One line per entry found, or every problem found (each a
+/// clause naming the symbol).
+pub(crate) fn check_static(cubin: &[u8], max_smem: u32) -> Result<Vec<String>, Vec<String>> {
+    use super::cubin::{has_symbol, i32_constant};
+    let mut problems = Vec::new();
+    let mut found = Vec::new();
+    let mut check_one = |name: &str, required: bool, problems: &mut Vec<String>| {
+        if !has_symbol(cubin, name) {
+            if required {
+                problems.push(format!(
+                    "the entry point {name} is missing (the host loads one for each dtype and head_dim: {})",
+                    main_entries().join(", ")
+                ));
+            }
+            return;
+        }
+        let mut line = name.to_string();
+        match i32_constant(cubin, &format!("{name}_launch"), 3) {
+            None => problems.push(format!(
+                "{name} has no {name}_launch of three ints (rows_per_block, threads_per_block, dynamic_smem_bytes)"
+            )),
+            Some(v) => match launch(name, [v[0], v[1], v[2]], max_smem) {
+                Ok([rows, threads, smem]) => line.push_str(&format!(
+                    ": {{{rows}, {threads}, {smem}}}"
+                )),
+                Err(e) => problems.push(e),
+            },
+        }
+        if has_symbol(cubin, &format!("{name}_fill")) {
+            match i32_constant(cubin, &format!("{name}_fill"), 2) {
+                Some(v) => match fill(name, [v[0], v[1]]) {
+                    Ok((a, b)) => line.push_str(&format!(", fill {{{a}, {b}}}")),
+                    Err(e) => problems.push(e),
+                },
+                None => problems.push(format!("{name}_fill is not two ints")),
+            }
+        }
+        if has_symbol(cubin, &format!("{name}_tma")) {
+            match i32_constant(cubin, &format!("{name}_tma"), 1) {
+                Some(v) => match tma(name, v[0]) {
+                    Ok(()) => line.push_str(", tma"),
+                    Err(e) => problems.push(e),
+                },
+                None => problems.push(format!("{name}_tma is not an int")),
+            }
+        }
+        found.push(line);
+    };
+    for main in main_entries() {
+        check_one(&main, true, &mut problems);
+        check_one(&format!("{main}_small"), false, &mut problems);
+        let long = format!("{main}_long");
+        if has_symbol(cubin, &long) {
+            check_one(&long, false, &mut problems);
+            match i32_constant(cubin, &format!("{long}_from"), 1) {
+                Some(v) => {
+                    if let Err(e) = long_from(&long, v[0]) {
+                        problems.push(e);
+                    }
+                }
+                None => problems.push(format!(
+                    "{long} has no {long}_from: the shortest seq_len it takes (kernels/README.md)"
+                )),
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(found)
+    } else {
+        Err(problems)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rules_refuse_what_the_host_cannot_launch() {
+        assert_eq!(launch("k", [64, 256, 83040], 232_448), Ok([64, 256, 83040]));
+        for bad in [
+            [0, 256, 0],
+            [64, 0, 0],
+            [64, 1025, 0],
+            [64, 256, -1],
+            [64, 256, 232_449],
+        ] {
+            assert!(launch("k", bad, 232_448).is_err(), "{bad:?}");
+        }
+        assert_eq!(fill("k", [2, 4]), Ok((2, 4)));
+        assert!(fill("k", [0, 4]).is_err() && fill("k", [2, 65]).is_err());
+        assert_eq!(long_from("k_long", 1536), Ok(1536));
+        assert!(long_from("k_long", 0).is_err());
+        assert!(tma("k", 1).is_ok() && tma("k", 2).is_err());
+        assert_eq!(main_entries().len(), 4);
+        assert!(main_entries().contains(&"attention_fwd_bf16_d128".to_string()));
+    }
+
+    #[test]
+    fn a_module_without_the_entries_is_refused_naming_them() {
+        // clean.cubin has one kernel `k` and `k_launch`: none of the entries the host loads.
+        let cubin = std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/cubin/clean.cubin"),
+        )
+        .unwrap();
+        let problems = check_static(&cubin, 101_376).unwrap_err();
+        assert_eq!(problems.len(), 4, "{problems:?}");
+        assert!(problems[0].contains("the entry point attention_fwd_f16_d64 is missing"));
+        assert!(check_static(b"garbage", 1).is_err());
+    }
+}
