@@ -491,6 +491,7 @@ fn the_attacks_a_module_check_may_refuse_compile_with_plain_nvrtc() {
                 name: "attention.cu".into(),
                 source: source.clone(),
                 options: vec![format!("--gpu-architecture={arch}"), "--std=c++17".into()],
+                allow_unconfined: false,
             };
             let answer = sandbox::compile(
                 Path::new(env!("CARGO_BIN_EXE_ci-gate")),
