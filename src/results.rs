@@ -21,6 +21,9 @@ use crate::validate::{
 pub use crate::verdict::DriftCause;
 use crate::verdict::{Policy, Verdict};
 
+/// Most other GPU processes a results file may list.
+const MAX_PROCESSES: usize = 64;
+
 /// Schema of results and baseline files this build writes. Version 1 files (before A/B and
 /// between-process spreads) still load: every field added since has a default.
 pub const SCHEMA_VERSION: u32 = 2;
@@ -400,6 +403,49 @@ pub struct RunTiming {
     /// The energy windows after everything timed (src/energy.rs).
     #[serde(default)]
     pub energy_s: f64,
+    /// Waiting for this GPU's lock before anything else (another ci-gate run held it:
+    /// `gpu::lock`); not part of `total_s`.
+    #[serde(default)]
+    pub lock_wait_s: f64,
+    /// Of `peers_s`: waiting for the PyTorch worker to be ready (its import and warm-up, which
+    /// run beside the setup; what the setup did not cover).
+    #[serde(default)]
+    pub peers_start_s: f64,
+    /// Compute processes other than this run's own (it and its PyTorch worker) that NVML saw
+    /// on the GPU during the run (at its start, between shapes, at its end): their work slowed
+    /// the timings by an unknown amount, so the comparison with the stored baseline is not
+    /// judged (`commands::pipeline`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_processes: Vec<GpuProcess>,
+    /// Why the GPU's processes could not be listed, where they could not (no NVML).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes_unknown: Option<String>,
+}
+
+/// A compute process on the GPU, as NVML listed it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuProcess {
+    /// Its pid as the driver knows it (in a container, possibly the host's).
+    pub pid: u32,
+    /// Its name (`/proc/PID/comm`), where this process can see it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// GPU memory it held, MiB, where NVML says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_mib: Option<u64>,
+}
+
+impl GpuProcess {
+    /// "python3 (pid 1234, 2048 MiB)"; without a name "pid 1234 (2048 MiB)".
+    pub fn describe(&self) -> String {
+        let mem = self.used_mib.map(|m| format!("{m} MiB"));
+        match (&self.name, mem) {
+            (Some(n), Some(m)) => format!("{} (pid {}, {m})", text::terminal_text(n), self.pid),
+            (Some(n), None) => format!("{} (pid {})", text::terminal_text(n), self.pid),
+            (None, Some(m)) => format!("pid {} ({m})", self.pid),
+            (None, None) => format!("pid {}", self.pid),
+        }
+    }
 }
 
 impl RunTiming {
@@ -418,6 +464,8 @@ impl RunTiming {
             self.sampling_s,
             self.finishing_s,
             self.energy_s,
+            self.lock_wait_s,
+            self.peers_start_s,
         ]
         .iter()
         .all(|v| v.is_finite() && *v >= 0.0)
@@ -807,10 +855,29 @@ impl Untrusted for ResultsFile {
         if let Some(e) = &self.error {
             c.text("error", e, MAX_ERROR_LEN)?;
         }
-        if let Some(t) = &self.timing
-            && !t.is_valid()
-        {
-            return Err(c.fail("timing", "every figure must be a finite, non-negative time"));
+        if let Some(t) = &self.timing {
+            if !t.is_valid() {
+                return Err(c.fail("timing", "every figure must be a finite, non-negative time"));
+            }
+            c.count(
+                "timing.other_processes",
+                t.other_processes.len(),
+                MAX_PROCESSES,
+                "processes",
+            )?;
+            for (i, p) in t.other_processes.iter().enumerate() {
+                if let Some(n) = &p.name {
+                    c.label(
+                        &format!("timing.other_processes[{i}].name"),
+                        n,
+                        MAX_SHORT_LABEL_LEN,
+                        false,
+                    )?;
+                }
+            }
+            if let Some(why) = &t.processes_unknown {
+                c.text("timing.processes_unknown", why, MAX_WARNING_LEN)?;
+            }
         }
         c.count("probes", self.probes.len(), MAX_SHAPES, "random shapes")?;
         for (i, p) in self.probes.iter().enumerate() {
@@ -820,10 +887,25 @@ impl Untrusted for ResultsFile {
                 c.text(&format!("{key}.error"), e, MAX_ERROR_LEN)?;
             }
         }
-        if let Some(p) = &self.peers
-            && let Some(r) = &p.runtime
-        {
-            c.label("peers.runtime", r, MAX_SHORT_LABEL_LEN, false)?;
+        if let Some(p) = &self.peers {
+            if let Some(r) = &p.runtime {
+                c.label("peers.runtime", r, MAX_SHORT_LABEL_LEN, false)?;
+            }
+            if let Some(m) = &p.method {
+                c.text("peers.method.note", &m.note, MAX_WARNING_LEN)?;
+                for (k, v) in [("sample_ms", m.sample_ms), ("duty_cycle", m.duty_cycle)] {
+                    c.finite(&format!("peers.method.{k}"), v)?;
+                }
+            }
+            c.count(
+                "peers.launches",
+                p.launches.len(),
+                MAX_SHAPES * crate::peers::Peer::ALL.len(),
+                "peer launch counts",
+            )?;
+            for (i, l) in p.launches.iter().enumerate() {
+                c.name(&format!("peers.launches[{i}].shape"), &l.shape)?;
+            }
         }
         if let Some(sh) = &self.shard {
             if sh.count == 0
@@ -882,6 +964,16 @@ impl Untrusted for ResultsFile {
         }
         if let Some(e) = &mut self.error {
             *e = text::clean_text(e);
+        }
+        if let Some(w) = self
+            .timing
+            .as_mut()
+            .and_then(|t| t.processes_unknown.as_mut())
+        {
+            *w = text::clean_text(w);
+        }
+        if let Some(m) = self.peers.as_mut().and_then(|p| p.method.as_mut()) {
+            m.note = text::clean_text(&m.note);
         }
         for e in self.probes.iter_mut().filter_map(|p| p.error.as_mut()) {
             *e = text::clean_text(e);

@@ -16,7 +16,7 @@ use std::path::Path;
 use crate::config::{MeasureSettings, ShapeParams, Tolerance};
 use crate::gpu::error::GpuError;
 use crate::resources::{KernelResources, ResourceSide};
-use crate::results::{Environment, GpuState, PairOrder, Parity};
+use crate::results::{Environment, GpuProcess, GpuState, PairOrder, Parity};
 
 /// Which kernels a measurement is of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -194,6 +194,12 @@ pub trait Backend {
     /// recorded timings) has none.
     fn kernel_resources(&self, _side: Side, _shapes: &[ShapeParams]) -> Vec<KernelResources> {
         Vec::new()
+    }
+    /// The compute processes on this GPU now, as NVML lists them (this process and its
+    /// PyTorch worker included: the pipeline tells its own from others'), with a name where
+    /// the backend knows one. `Err`: why they cannot be listed (a backend without NVML).
+    fn gpu_processes(&self) -> Result<Vec<GpuProcess>, String> {
+        Err("this measuring backend cannot list the GPU's processes".into())
     }
 }
 

@@ -15,7 +15,12 @@
 //! of its rounds see the SM clock move during half their samples and run 5% slow: the
 //! pipeline's re-measure rule for pairs the clock hit on one side). `regs` and `spill` set
 //! what its kernels report of the compiler (registers, 128 by default; spilled bytes stored
-//! and loaded, 0 by default), so that a test can make the sides' resources differ. The noise model is
+//! and loaded, 0 by default), so that a test can make the sides' resources differ. `others`
+//! makes another compute process appear on the simulated GPU (as NVML would list it) once a
+//! shape it applies to has begun (`*`: from the start), and `wall=MS` makes each simulated
+//! round take that many milliseconds of wall time (two runs then overlap, for the GPU lock's
+//! tests). The simulated GPU's UUID is made from the seed ([`gpu_uuid`]), so runs with the same
+//! seed share a GPU and its lock. The noise model is
 //! issue 19's ([`NoiseModel::ISSUE`]): a process shift, a drift within the process, heavy-
 //! tailed round shifts, throttled rounds, heavy-tailed samples with outliers.
 //!
@@ -95,6 +100,10 @@ pub struct SimKernel {
     pub regs: u32,
     /// Bytes spilled (stored and loaded) its kernels report.
     pub spill: u64,
+    /// Another process appears on the GPU once a shape this applies to has begun.
+    pub others: Option<String>,
+    /// Wall-clock milliseconds each simulated round takes.
+    pub wall_ms: u64,
 }
 
 impl SimKernel {
@@ -112,6 +121,8 @@ impl SimKernel {
             energy_coarse: None,
             regs: 128,
             spill: 0,
+            others: None,
+            wall_ms: 0,
         };
         for line in text.lines() {
             let Some(rest) = line.trim().strip_prefix("// ci-gate-sim:") else {
@@ -161,6 +172,16 @@ impl SimKernel {
                             .filter(|s| *s <= 1 << 20)
                             .ok_or_else(|| {
                                 format!("ci-gate-sim: spill {value:?} is not 0..=1048576")
+                            })?;
+                    }
+                    "others" => k.others = Some(value),
+                    "wall" => {
+                        k.wall_ms = value
+                            .parse::<u64>()
+                            .ok()
+                            .filter(|ms| *ms <= 10_000)
+                            .ok_or_else(|| {
+                                format!("ci-gate-sim: wall {value:?} is not 0..=10000")
                             })?;
                     }
                     _ => return Err(format!("ci-gate-sim: unknown key {key:?}")),
@@ -262,10 +283,25 @@ pub struct SimBackend {
     budget: super::GpuBudget,
     /// How long a simulated hang is waited for (`measure.max_wait_s`).
     max_wait: Duration,
+    /// Every shape begun so far (for `others`).
+    begun: Vec<ShapeParams>,
 }
 
 /// Simulated launches per sample.
 const LAUNCHES: u32 = 100;
+
+/// The simulated GPU's UUID for a seed: runs with the same seed are on the same simulated GPU
+/// (and wait for each other's lock, `gpu::lock`).
+pub fn gpu_uuid(seed: u64) -> String {
+    format!(
+        "GPU-5133d000-0000-4000-8000-{:012x}",
+        seed & 0xffff_ffff_ffff
+    )
+}
+
+/// The pid the simulated other process has (above Linux's largest pid, so no real process
+/// has it).
+pub const OTHER_PID: u32 = 4_200_000;
 
 impl SimBackend {
     /// A simulated GPU seeded by `seed`, with kernel sets of the given behaviour.
@@ -289,6 +325,7 @@ impl SimBackend {
             next_address: 0x7f00_0000_0000,
             budget: super::GpuBudget::new(f64::INFINITY),
             max_wait: Duration::from_secs(15),
+            begun: Vec::new(),
         }
     }
 
@@ -382,6 +419,14 @@ impl SimBackend {
         let values = s.noise.round(level, samples);
         let tolerance = s.tolerance;
         let side = s.sides[index].0;
+        let wall_ms = match side {
+            Side::Base => self.base.as_ref().unwrap_or(&self.candidate).wall_ms,
+            Side::Candidate => self.candidate.wall_ms,
+            Side::Other => self.other.as_ref().map_or(0, |k| k.wall_ms),
+        };
+        if wall_ms > 0 {
+            std::thread::sleep(Duration::from_millis(wall_ms));
+        }
         let gpu_s = values.iter().sum::<f64>() * f64::from(LAUNCHES) / 1e6;
         let params = s.params;
         self.budget.charge(&params, side.label(), gpu_s, || {
@@ -444,7 +489,7 @@ impl Backend for SimBackend {
         Environment {
             gpu_name: GPU_NAME.into(),
             gpu_slug: crate::results::gpu_slug(GPU_NAME),
-            gpu_uuid: None,
+            gpu_uuid: Some(gpu_uuid(self.key)),
             compute_capability: "9.0".into(),
             sm_count: Some(132),
             l2_bytes: Some(60 << 20),
@@ -468,6 +513,29 @@ impl Backend for SimBackend {
 
     fn source_hash(&self, side: Side) -> Option<String> {
         self.kernel(side).ok().map(|k| k.hash.clone())
+    }
+
+    /// This process (as NVML lists a process with a context, in the same pid namespace) and,
+    /// where a kernel's `others` applies, another process.
+    fn gpu_processes(&self) -> Result<Vec<crate::results::GpuProcess>, String> {
+        let mut list = vec![crate::results::GpuProcess {
+            pid: std::process::id(),
+            name: None,
+            used_mib: Some(1024),
+        }];
+        let others = [self.base.as_ref(), Some(&self.candidate)]
+            .into_iter()
+            .flatten()
+            .filter_map(|k| k.others.as_ref())
+            .any(|f| f == "*" || self.begun.iter().any(|s| s.name().contains(f.as_str())));
+        if others {
+            list.push(crate::results::GpuProcess {
+                pid: OTHER_PID,
+                name: Some("sim-neighbour".into()),
+                used_mib: Some(2048),
+            });
+        }
+        Ok(list)
     }
 
     fn kernel_resources(&self, side: Side, shapes: &[ShapeParams]) -> Vec<KernelResources> {
@@ -571,6 +639,7 @@ impl Backend for SimBackend {
                 "an injected slowdown needs calibrate_injection first".into(),
             ));
         }
+        self.begun.push(*shape);
         self.shapes.push(Some(SimShape {
             params: *shape,
             sides: sides.iter().map(|s| (*s, Measurement::empty())).collect(),

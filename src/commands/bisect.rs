@@ -598,6 +598,9 @@ pub fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
         .map_err(|e| anyhow::anyhow!("GOOD {}: {e}", short_commit(&good)))?
         .hash;
     pipeline::on_hang(&config, None);
+    // The GPU's lock for the whole search: no other ci-gate run measures between its steps
+    // (each step's pipeline takes it again, in this process: the same lock).
+    let _gpu = super::sharing::lock_gpu()?;
     let names: Vec<String> = shapes.iter().map(ShapeParams::name).collect();
     let commits: Vec<CommitInfo> = path.iter().map(|c| CommitInfo::read(c)).collect();
     let good_info = CommitInfo::read(&good);

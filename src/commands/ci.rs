@@ -58,10 +58,18 @@ pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
             // kernels. Their `printf` reaches this process's stdout, so workflow commands are
             // suspended around it; they resume once every GPU context is gone, before the
             // results are published.
+            // One ci-gate run per GPU at a time (`sharing`), held through the measuring and
+            // the profiles; a `--devices` child takes its own GPU's.
+            let gpu = if run.measures_here() {
+                super::sharing::lock_gpu()?
+            } else {
+                None
+            };
             let suspended = SuspendedCommands::begin()?;
             on_hang(args, config.as_ref(), shard.clone());
             let measured = run.measure(&args.profile);
             suspended.end();
+            drop(gpu);
             measured
         });
     let (results, failure) = match measured {

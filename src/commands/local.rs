@@ -46,7 +46,15 @@ pub fn run_local(args: &LocalArgs) -> Result<Outcome> {
     } else {
         None
     };
-    let results = match run.measure(&args.profile) {
+    // One ci-gate run per GPU at a time (`sharing`): held through the measuring and the
+    // profiles; a `--devices` child takes its own GPU's.
+    let measured = if run.measures_here() {
+        super::sharing::lock_gpu()
+    } else {
+        Ok(None)
+    }
+    .and_then(|_gpu| run.measure(&args.profile));
+    let results = match measured {
         Ok(results) => results,
         Err(e) => {
             // No verdict (exit 2): the results file says why, as `ci` writes it.

@@ -21,6 +21,7 @@ mod publish;
 mod request;
 mod sanitize;
 mod selftest;
+pub mod sharing;
 mod tool;
 mod untrusted;
 mod worker;

@@ -14,17 +14,17 @@
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use crate::child_env::{self, restrict};
 use crate::config::{Dtype, MeasureSettings, ShapeParams};
-use crate::peers::BACKENDS;
-use crate::peers::Peer;
+use crate::peers::{BACKENDS, PEER_SAMPLES, Peer, PeerLaunches, PeerResult};
 
 const WORKER: &str = include_str!("../../peers/torch_sdpa_worker.py");
-/// Longest wait for one answer: importing PyTorch, or one round of a long shape.
+/// Longest wait for one answer: importing PyTorch and warming every shape, or preparing one
+/// long shape.
 const ANSWER_LIMIT: Duration = Duration::from_secs(120);
 
 /// A running worker.
@@ -39,17 +39,26 @@ pub struct PeerWorker {
     _dir: tempfile::TempDir,
 }
 
+/// The interpreter of the worker: `$CI_GATE_PYTHON`, else `python3`.
+fn python() -> std::ffi::OsString {
+    std::env::var_os("CI_GATE_PYTHON")
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "python3".into())
+}
+
 impl PeerWorker {
-    /// Starts the worker with `$CI_GATE_PYTHON` (else `python3`) and checks it can reach the
-    /// GPU; `Err` says why not (for the note).
-    pub fn start() -> Result<PeerWorker, String> {
-        let python = std::env::var_os("CI_GATE_PYTHON")
-            .filter(|p| !p.is_empty())
-            .unwrap_or_else(|| "python3".into());
-        PeerWorker::start_with(&python)
+    /// Starts the worker with `python` and waits for its hello (tests; runs start it with
+    /// [`PeerSession::prestart`]).
+    #[cfg(test)]
+    fn start_with(python: &std::ffi::OsStr) -> Result<PeerWorker, String> {
+        let mut w = PeerWorker::spawn(python)?;
+        w.send(&json!({"cmd": "hello"}))?;
+        w.hello()?;
+        Ok(w)
     }
 
-    fn start_with(python: &std::ffi::OsStr) -> Result<PeerWorker, String> {
+    /// Starts the process; nothing asked yet.
+    fn spawn(python: &std::ffi::OsStr) -> Result<PeerWorker, String> {
         let (dir, script) =
             private_script().map_err(|e| format!("cannot write the worker script: {e}"))?;
         let mut cmd = Command::new(python);
@@ -74,27 +83,40 @@ impl PeerWorker {
                 }
             }
         });
-        let mut w = PeerWorker {
+        Ok(PeerWorker {
             child,
             stdin,
             lines,
             runtime: String::new(),
             _dir: dir,
-        };
-        let hello = w.ask(&json!({"cmd": "hello"}))?;
-        w.runtime = format!(
+        })
+    }
+
+    /// The worker's process id (its GPU context is this run's own, not another process's).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Reads the answer to `hello` and keeps the runtime it names.
+    fn hello(&mut self) -> Result<(), String> {
+        let hello = self.recv()?;
+        self.runtime = format!(
             "torch {}, CUDA {}",
             hello["torch"].as_str().unwrap_or("?"),
             hello["cuda"].as_str().unwrap_or("?")
         );
-        w.runtime = crate::validate::clip_text(&crate::validate::terminal_text(&w.runtime), 100);
-        Ok(w)
+        self.runtime =
+            crate::validate::clip_text(&crate::validate::terminal_text(&self.runtime), 100);
+        Ok(())
     }
 
-    fn ask(&mut self, request: &Value) -> Result<Value, String> {
+    fn send(&mut self, request: &Value) -> Result<(), String> {
         writeln!(self.stdin, "{request}")
             .and_then(|_| self.stdin.flush())
-            .map_err(|_| self.exited("stopped reading requests"))?;
+            .map_err(|_| self.exited("stopped reading requests"))
+    }
+
+    fn recv(&mut self) -> Result<Value, String> {
         let line = match self.lines.recv_timeout(ANSWER_LIMIT) {
             Ok(l) => l,
             Err(RecvTimeoutError::Timeout) => {
@@ -119,6 +141,11 @@ impl PeerWorker {
         }
     }
 
+    fn ask(&mut self, request: &Value) -> Result<Value, String> {
+        self.send(request)?;
+        self.recv()
+    }
+
     fn exited(&mut self, what: &str) -> String {
         let status = self
             .child
@@ -130,33 +157,48 @@ impl PeerWorker {
         format!("the PyTorch worker {what}{status}")
     }
 
-    /// One round of `peer` on `shape`: per-call times in µs.
-    pub fn round(
+    /// Prepares `peer` on `shape` (inputs from `seed`, `sets` of them; a graph of about
+    /// `settings.sample_ms` of calls): its calls per sample and the backend PyTorch runs.
+    pub fn prepare(
         &mut self,
         peer: Peer,
         shape: &ShapeParams,
         settings: &MeasureSettings,
         sets: usize,
         seed: u64,
-        launches: u32,
-    ) -> Result<(Vec<f64>, u32, Option<String>), String> {
+    ) -> Result<(u32, Option<String>), String> {
+        let v = self.ask(&json!({
+            "cmd": "prepare",
+            "peer": peer.name(),
+            "shape": shape_json(shape),
+            "seed": seed,
+            "sets": sets,
+            "sample_ms": settings.sample_ms,
+            "warmup_ms": settings.warmup_ms,
+        }))?;
+        let launches = v["launches"]
+            .as_u64()
+            .filter(|n| (1..=20_000).contains(n))
+            .ok_or("the worker named no number of calls per sample")? as u32;
+        // Untrusted only in the sense that it is another program's word: one of four names.
+        let backend = v["backend"]
+            .as_str()
+            .filter(|b| BACKENDS.contains(b))
+            .map(str::to_owned);
+        Ok((launches, backend))
+    }
+
+    /// One round of the prepared `peer`: per-call times in µs.
+    pub fn round(
+        &mut self,
+        peer: Peer,
+        samples: u32,
+        settings: &MeasureSettings,
+    ) -> Result<Vec<f64>, String> {
         let v = self.ask(&json!({
             "cmd": "round",
             "peer": peer.name(),
-            "shape": {
-                "batch": shape.batch,
-                "heads": shape.heads,
-                "seq_len": shape.seq_len,
-                "head_dim": shape.head_dim,
-                "causal": shape.causal,
-                "dtype": match shape.dtype { Dtype::Float16 => "float16", Dtype::Bfloat16 => "bfloat16" },
-            },
-            "seed": seed,
-            "sets": sets,
-            "launches": launches,
-            "sample_ms": settings.sample_ms,
-            "samples": settings.samples_per_round,
-            "warmup_ms": settings.warmup_ms,
+            "samples": samples,
             "duty_cycle": settings.duty_cycle,
         }))?;
         let samples: Vec<f64> = v["samples_us"]
@@ -166,14 +208,24 @@ impl PeerWorker {
         if samples.is_empty() || samples.iter().any(|x| !(x.is_finite() && *x > 0.0)) {
             return Err("the worker returned no usable times".into());
         }
-        let launches = v["launches"].as_u64().unwrap_or(0).min(20_000) as u32;
-        // Untrusted only in the sense that it is another program's word: one of four names.
-        let backend = v["backend"]
-            .as_str()
-            .filter(|b| BACKENDS.contains(b))
-            .map(str::to_owned);
-        Ok((samples, launches, backend))
+        Ok(samples)
     }
+
+    /// Frees what the worker prepared.
+    pub fn release(&mut self) -> Result<(), String> {
+        self.ask(&json!({"cmd": "release"})).map(|_| ())
+    }
+}
+
+fn shape_json(shape: &ShapeParams) -> Value {
+    json!({
+        "batch": shape.batch,
+        "heads": shape.heads,
+        "seq_len": shape.seq_len,
+        "head_dim": shape.head_dim,
+        "causal": shape.causal,
+        "dtype": match shape.dtype { Dtype::Float16 => "float16", Dtype::Bfloat16 => "bfloat16" },
+    })
 }
 
 /// A new directory only this user can enter (0700: tempfile's default is 0777 less the
@@ -202,59 +254,119 @@ impl Drop for PeerWorker {
     }
 }
 
+/// A worker started early (beside the setup: its PyTorch import, CUDA context and every
+/// shape's first call run while ci-gate compiles), not yet waited for.
+pub struct PendingPeers {
+    worker: Result<PeerWorker, String>,
+    peers: Vec<Peer>,
+}
+
+impl PendingPeers {
+    /// The worker's process id, once started.
+    pub fn pid(&self) -> Option<u32> {
+        self.worker.as_ref().ok().map(PeerWorker::pid)
+    }
+
+    /// Waits for the worker's hello (and its warm-up); a worker that cannot measure leaves a
+    /// note and no peers.
+    pub fn finish(self, notes: &mut Vec<String>) -> PeerSession {
+        let started = Instant::now();
+        let ready = self.worker.and_then(|mut w| w.hello().map(|()| w));
+        let mut session = PeerSession::none();
+        match ready {
+            Ok(w) => {
+                session.runtime = Some(w.runtime.clone());
+                session.pid = Some(w.pid());
+                session.worker = Some(w);
+                session.peers = self.peers;
+            }
+            Err(why) => notes.push(format!(
+                "the peer columns ({}) are left out: {why} (set CI_GATE_PYTHON to a Python with PyTorch)",
+                self.peers
+                    .iter()
+                    .map(|p| p.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+        session.start_wait_s = started.elapsed().as_secs_f64();
+        session
+    }
+}
+
 /// The peers of one run: the worker (if it started) and what each shape's peers measured.
 pub struct PeerSession {
     worker: Option<PeerWorker>,
     peers: Vec<Peer>,
     /// The worker's runtime, once it answered.
     pub runtime: Option<String>,
+    /// The worker's process id, while it runs.
+    pid: Option<u32>,
+    /// Seconds spent waiting for the worker to be ready.
+    pub start_wait_s: f64,
+    /// The (peer, shape) the worker holds prepared.
+    prepared: Vec<(Peer, ShapeParams)>,
+    /// Calls per sample of each peer on each shape, as prepared.
+    pub launches: Vec<PeerLaunches>,
 }
 
 impl PeerSession {
-    /// Starts the worker when the config lists peers; a worker that cannot start leaves a
-    /// note and no peers.
-    pub fn start(peers: &[Peer], notes: &mut Vec<String>) -> PeerSession {
-        if peers.is_empty() {
-            return PeerSession {
-                worker: None,
-                peers: Vec::new(),
-                runtime: None,
-            };
-        }
-        match PeerWorker::start() {
-            Ok(w) => PeerSession {
-                runtime: Some(w.runtime.clone()),
-                worker: Some(w),
-                peers: peers.to_vec(),
-            },
-            Err(why) => {
-                notes.push(format!(
-                    "the peer columns ({}) are left out: {why} (set CI_GATE_PYTHON to a Python with PyTorch)",
-                    peers
-                        .iter()
-                        .map(|p| p.name())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-                PeerSession {
-                    worker: None,
-                    peers: Vec::new(),
-                    runtime: None,
-                }
-            }
+    /// No peers.
+    pub fn none() -> PeerSession {
+        PeerSession {
+            worker: None,
+            peers: Vec::new(),
+            runtime: None,
+            pid: None,
+            start_wait_s: 0.0,
+            prepared: Vec::new(),
+            launches: Vec::new(),
         }
     }
 
-    /// How many peers run.
-    pub fn peer_count(&self) -> usize {
-        self.peers.len()
+    /// Starts the worker for `peers` without waiting for it, and asks it to make its CUDA
+    /// context and run one call of every peer on every shape of `shapes` (cuDNN builds a
+    /// shape's plan on its first call); `None` without peers.
+    pub fn prestart(peers: &[Peer], shapes: &[ShapeParams]) -> Option<PendingPeers> {
+        if peers.is_empty() {
+            return None;
+        }
+        let warm: Vec<Value> = shapes
+            .iter()
+            .flat_map(|s| {
+                peers
+                    .iter()
+                    .map(move |p| json!({"peer": p.name(), "shape": shape_json(s)}))
+            })
+            .collect();
+        let worker = PeerWorker::spawn(&python()).and_then(|mut w| {
+            w.send(&json!({"cmd": "hello", "warm": warm}))?;
+            Ok(w)
+        });
+        Some(PendingPeers {
+            worker,
+            peers: peers.to_vec(),
+        })
+    }
+
+    /// [`PeerSession::prestart`] and [`PendingPeers::finish`] at once.
+    pub fn start(peers: &[Peer], shapes: &[ShapeParams], notes: &mut Vec<String>) -> PeerSession {
+        match PeerSession::prestart(peers, shapes) {
+            Some(pending) => pending.finish(notes),
+            None => PeerSession::none(),
+        }
+    }
+
+    /// The worker's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
     }
 
     /// Empty results for a new shape, one per peer that runs.
-    pub fn results(&self) -> Vec<crate::peers::PeerResult> {
+    pub fn results(&self) -> Vec<PeerResult> {
         self.peers
             .iter()
-            .map(|&peer| crate::peers::PeerResult {
+            .map(|&peer| PeerResult {
                 peer,
                 samples_us: Vec::new(),
                 p50_us: None,
@@ -264,20 +376,19 @@ impl PeerSession {
             .collect()
     }
 
-    /// One round of every peer of `results` still without an error. A peer that cannot run
-    /// the shape keeps its error; a worker that died is dropped, with a note.
-    #[allow(clippy::too_many_arguments)]
+    /// One round ([`PEER_SAMPLES`] samples) of every peer of `results` still without an
+    /// error, each prepared on `shape` first where it is not yet. A peer that cannot run the
+    /// shape keeps its error; a worker that died is dropped, with a note.
     pub fn round(
         &mut self,
-        results: &mut [crate::peers::PeerResult],
-        launches: &mut [u32],
+        results: &mut [PeerResult],
         shape: &ShapeParams,
         settings: &MeasureSettings,
         sets: usize,
         seed: u64,
         notes: &mut Vec<String>,
     ) {
-        for (r, l) in results.iter_mut().zip(launches.iter_mut()) {
+        for r in results.iter_mut() {
             if r.error.is_some() {
                 continue;
             }
@@ -285,16 +396,32 @@ impl PeerSession {
                 r.error = Some("the PyTorch worker stopped earlier in this run".into());
                 continue;
             };
-            match worker.round(r.peer, shape, settings, sets, seed, *l) {
-                Ok((samples, n, backend)) => {
-                    *l = n;
-                    r.samples_us.push(samples);
-                    r.update_p50();
+            let measured = (|| {
+                if !self.prepared.contains(&(r.peer, *shape)) {
+                    self.prepared.retain(|(p, _)| *p != r.peer);
+                    let (launches, backend) =
+                        worker.prepare(r.peer, shape, settings, sets, seed)?;
+                    self.prepared.push((r.peer, *shape));
+                    self.launches
+                        .retain(|l| !(l.peer == r.peer && l.shape == shape.name()));
+                    self.launches.push(PeerLaunches {
+                        shape: shape.name(),
+                        peer: r.peer,
+                        launches,
+                    });
                     if r.backend.is_none() {
                         r.backend = backend;
                     }
                 }
+                worker.round(r.peer, PEER_SAMPLES, settings)
+            })();
+            match measured {
+                Ok(samples) => {
+                    r.samples_us.push(samples);
+                    r.update_p50();
+                }
                 Err(e) => {
+                    self.prepared.retain(|(p, _)| *p != r.peer);
                     let alive = worker.child.try_wait().ok().flatten().is_none()
                         && !e.starts_with("the worker gave no answer");
                     if !alive {
@@ -302,10 +429,28 @@ impl PeerSession {
                             "the PyTorch worker stopped on {shape} ({e}): later shapes have no peer times"
                         ));
                         self.worker = None;
+                        self.pid = None;
                     }
                     r.error = Some(e);
                 }
             }
+        }
+    }
+
+    /// Frees the peers prepared for a shape whose peer rounds are done.
+    pub fn release(&mut self, notes: &mut Vec<String>) {
+        if self.prepared.is_empty() {
+            return;
+        }
+        self.prepared.clear();
+        if let Some(w) = self.worker.as_mut()
+            && let Err(e) = w.release()
+        {
+            notes.push(format!(
+                "the PyTorch worker stopped ({e}): later shapes have no peer times"
+            ));
+            self.worker = None;
+            self.pid = None;
         }
     }
 }

@@ -7,7 +7,8 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 pub use super::git::BaseKernels;
-use super::peer::PeerSession;
+use super::peer::{PeerSession, PendingPeers};
+use super::sharing::ProcessWatch;
 use crate::backend::{Backend, Measurement, ShapeId, Side};
 use crate::baseline::{BaselineFile, BaselineStore};
 use crate::comparison::{Comparison, StoredSide, shape_seed};
@@ -75,10 +76,11 @@ struct ShapeRun {
     /// or the candidate alone.
     ab: bool,
     seed: u64,
-    /// The config's peers on this shape, one round after each of the kernel's rounds/pairs.
+    /// The config's peers on this shape: a few rounds spread over the first stage's pairs
+    /// (`peers::rounds_after`).
     peers: Vec<crate::peers::PeerResult>,
-    /// Calls per sample of each peer (set by its first round, then kept).
-    peer_launches: Vec<u32>,
+    /// Pairs (rounds) of the first stage: where the peer rounds go.
+    peer_stage1: u32,
     /// Seconds spent measuring the peers.
     peer_s: f64,
     /// Pairs measured again because a clock change hit one side's samples (the rule of
@@ -104,7 +106,9 @@ fn remeasure_budget(design: StageDesign) -> u32 {
 }
 
 impl ShapeRun {
-    /// Measures `n` more rounds (pairs, in A/B), each followed by one round of every peer.
+    /// Measures `n` more rounds (pairs, in A/B); in the first stage, after pair 1, the middle
+    /// pair and the last, a round of every peer (`peers::rounds_after`), whose state the
+    /// worker then frees.
     fn more(
         &mut self,
         backend: &mut dyn Backend,
@@ -121,20 +125,29 @@ impl ShapeRun {
         };
         for _ in 0..n {
             self.one(backend, config)?;
-            if !self.peers.is_empty() {
-                let round = self.cand(backend).rounds.len() as u64;
-                let t = std::time::Instant::now();
+            if self.peers.is_empty() {
+                continue;
+            }
+            let pair = self.cand(backend).rounds.len() as u32;
+            let due = crate::peers::rounds_after(pair, self.peer_stage1);
+            if due == 0 {
+                continue;
+            }
+            let t = std::time::Instant::now();
+            for _ in 0..due {
                 peers.round(
                     &mut self.peers,
-                    &mut self.peer_launches,
                     params,
                     &config.measure,
                     sets,
-                    self.seed.wrapping_add(round.wrapping_mul(0x9e37_79b9)),
+                    self.seed,
                     notes,
                 );
-                self.peer_s += t.elapsed().as_secs_f64();
             }
+            if pair >= self.peer_stage1 {
+                peers.release(notes);
+            }
+            self.peer_s += t.elapsed().as_secs_f64();
         }
         Ok(())
     }
@@ -204,20 +217,63 @@ fn open_backend(plan: &RunPlan) -> Result<Box<dyn Backend>> {
 }
 
 /// Runs the pipeline. Errors are things that prevent any verdict (no GPU, kernels that do
-/// not compile, an unreadable baseline); a shape that fails is recorded in its result.
+/// not compile, an unreadable baseline, a GPU another ci-gate run held too long); a shape that
+/// fails is recorded in its result.
+///
+/// First the GPU's lock (`commands::sharing`: one ci-gate run per GPU at a time) and a
+/// reading of the GPU's processes before this process has a context there; then the PyTorch
+/// worker is started, so that its import and warm-up run beside the compiling.
 pub fn run(plan: RunPlan) -> Result<ResultsFile> {
+    let lock = super::sharing::lock_gpu()?;
+    let before = super::sharing::processes_before(lock.as_ref().map(|l| l.key()));
     let started = std::time::Instant::now();
+    let peers = if plan.peers {
+        PeerSession::prestart(&plan.config.peers, &plan.shapes)
+    } else {
+        None
+    };
     let mut backend = open_backend(&plan)?;
-    run_with(plan, backend.as_mut(), started)
+    let prelude = Prelude {
+        lock_wait_s: lock.as_ref().map_or(0.0, |l| l.waited().as_secs_f64()),
+        processes_before: before,
+        peers,
+    };
+    let results = run_inner(plan, backend.as_mut(), started, prelude);
+    drop(backend);
+    drop(lock);
+    results
 }
 
-/// [`run`] on a backend already open (`started`: when opening it began, for the timing).
+/// What [`run`] settles before the backend is open.
+#[derive(Default)]
+struct Prelude {
+    /// Seconds spent waiting for the GPU's lock.
+    lock_wait_s: f64,
+    /// The GPU's processes before this process opened a context there.
+    processes_before: Option<Result<Vec<crate::results::GpuProcess>, String>>,
+    /// The PyTorch worker, started.
+    peers: Option<PendingPeers>,
+}
+
+/// [`run`] on a backend already open (`started`: when opening it began, for the timing),
+/// without the GPU's lock (tests, and callers that hold it).
 pub fn run_with(
     plan: RunPlan,
     backend: &mut dyn Backend,
     started: std::time::Instant,
 ) -> Result<ResultsFile> {
+    run_inner(plan, backend, started, Prelude::default())
+}
+
+fn run_inner(
+    plan: RunPlan,
+    backend: &mut dyn Backend,
+    started: std::time::Instant,
+    prelude: Prelude,
+) -> Result<ResultsFile> {
     let mut env = backend.environment();
+    let mut watch = ProcessWatch::new(prelude.processes_before);
+    let shared = std::cell::Cell::new(false);
     let mut warnings = Vec::new();
     let mut notes = Vec::new();
     let config = &plan.config;
@@ -262,6 +318,7 @@ pub fn run_with(
     }
     let mut timing = crate::results::RunTiming {
         setup_s: started.elapsed().as_secs_f64(),
+        lock_wait_s: prelude.lock_wait_s,
         ..Default::default()
     };
     if !plan.peers && !config.peers.is_empty() {
@@ -278,8 +335,22 @@ pub fn run_with(
     timing.probes_s = t.elapsed().as_secs_f64();
     let measuring = std::time::Instant::now();
     let peak_tflops = backend.peak_dense_tflops();
-    let mut peer_session =
-        PeerSession::start(if plan.peers { &config.peers } else { &[] }, &mut notes);
+    let t = std::time::Instant::now();
+    let mut peer_session = match prelude.peers {
+        Some(pending) => {
+            watch.add_ours(pending.pid());
+            pending.finish(&mut notes)
+        }
+        None => PeerSession::start(
+            if plan.peers { &config.peers } else { &[] },
+            &plan.shapes,
+            &mut notes,
+        ),
+    };
+    timing.peers_start_s = t.elapsed().as_secs_f64();
+    watch.add_ours(peer_session.pid());
+    watch.sample(backend);
+    shared.set(watch.shared());
     let bar = progress_bar(plan.progress, plan.shapes.len());
     let mut shapes: Vec<ShapeResult> = Vec::with_capacity(plan.shapes.len());
     let mut runs: Vec<Option<ShapeRun>> = Vec::with_capacity(plan.shapes.len());
@@ -358,7 +429,7 @@ pub fn run_with(
                 id,
                 ab: ab_on,
                 seed,
-                peer_launches: vec![0; peer_session.peer_count()],
+                peer_stage1: design.stage1,
                 peer_s: 0.0,
                 peers: peer_session.results(),
                 remeasured: Vec::new(),
@@ -397,9 +468,16 @@ pub fn run_with(
         }
         shapes.push(result);
         bar.inc(1);
+        watch.sample(backend);
+        shared.set(watch.shared());
     }
 
+    // Where another process shared the GPU, the stored baseline is not compared with: its
+    // timings were slowed by an unknown amount that nothing measured beside them cancels.
     let stored_of = |s: &ShapeResult| -> Option<StoredSide> {
+        if shared.get() {
+            return None;
+        }
         stored
             .as_ref()
             .and_then(|b| b.shape(&s.params, cache).map(|x| x.stored_side()))
@@ -435,10 +513,12 @@ pub fn run_with(
                     Err(e) => Failure::from(e).record(&mut shapes[i])?,
                 }
             }
+            watch.sample(backend);
+            shared.set(watch.shared());
         }
     }
     let mut passed = evaluate(&mut shapes, stored_of, gate, plan.policy)?;
-    timing.peers_s = runs.iter().flatten().map(|r| r.peer_s).sum();
+    timing.peers_s = timing.peers_start_s + runs.iter().flatten().map(|r| r.peer_s).sum::<f64>();
     timing.measure_s =
         (measuring.elapsed().as_secs_f64() - timing.parity_s - timing.peers_s).max(0.0);
     let tracing = std::time::Instant::now();
@@ -510,6 +590,15 @@ pub fn run_with(
         passed = evaluate(&mut shapes, stored_of, gate, plan.policy)?;
     }
     timing.energy_s = t.elapsed().as_secs_f64();
+    watch.sample(backend);
+    if watch.shared() {
+        shared.set(true);
+        judge_shared(&watch, &mut shapes, stored.as_ref(), cache, &mut notes);
+        passed = evaluate(&mut shapes, stored_of, gate, plan.policy)?;
+    }
+    warnings.extend(watch.warning());
+    timing.other_processes = watch.others();
+    timing.processes_unknown = watch.unknown();
     bar.finish_and_clear();
     timing.total_s = started.elapsed().as_secs_f64();
     let launched: Vec<ShapeParams> = shapes.iter().map(|s| s.params).collect();
@@ -549,14 +638,49 @@ pub fn run_with(
         fail_on_drift: plan.policy.fail_on_drift,
         profiling: None,
         shard: None,
-        peers: peer_session.runtime.map(|runtime| crate::peers::PeersInfo {
-            runtime: Some(runtime),
-        }),
+        peers: peer_session
+            .runtime
+            .clone()
+            .map(|runtime| crate::peers::PeersInfo {
+                runtime: Some(runtime),
+                method: Some(crate::peers::PeerMethod::new(
+                    config.measure.sample_ms,
+                    config.measure.duty_cycle,
+                )),
+                launches: std::mem::take(&mut peer_session.launches),
+            }),
         probes,
         timing: Some(timing),
         energy,
         kernel_resources,
     })
+}
+
+/// A run another process shared the GPU with (`sharing::ProcessWatch`): the comparison with
+/// the stored baseline is not judged (the caller evaluates again without it, with a note); a
+/// shape whose only reference is the stored baseline (no A/B) then has no verdict, an
+/// `error` that says why — never a pass that nothing judged.
+fn judge_shared(
+    watch: &ProcessWatch,
+    shapes: &mut [ShapeResult],
+    stored: Option<&BaselineFile>,
+    cache: CacheMode,
+    notes: &mut Vec<String>,
+) {
+    let Some(b) = stored else { return };
+    let mut any = false;
+    for s in shapes.iter_mut() {
+        if b.shape(&s.params, cache).is_none() {
+            continue;
+        }
+        any = true;
+        if s.base_samples_us.is_empty() && s.error.is_none() && s.integrity.is_none() {
+            s.error = Some(watch.unjudged_error());
+        }
+    }
+    if any {
+        notes.extend(watch.stored_note());
+    }
 }
 
 /// Energy windows of every measured shape after its timed pairs (src/energy.rs), when the
@@ -929,12 +1053,12 @@ fn trace_drift(
         ab: true,
         seed,
         peers: Vec::new(),
-        peer_launches: Vec::new(),
+        peer_stage1: 0,
         peer_s: 0.0,
         remeasured: Vec::new(),
         remeasure_budget: remeasure_budget(design),
     };
-    let mut no_peers = PeerSession::start(&[], &mut Vec::new());
+    let mut no_peers = PeerSession::none();
     let measured = run.more(
         backend,
         params,

@@ -59,6 +59,8 @@ pub fn run_sanitize(args: &SanitizeArgs) -> Result<Outcome> {
     if !crate::gpu::driver_present() {
         bail!("no NVIDIA driver found (libcuda.so could not be loaded): sanitize needs a CUDA GPU");
     }
+    // Its kernels run on the GPU for minutes: one ci-gate run per GPU at a time (`sharing`).
+    let _gpu = super::sharing::lock_gpu()?;
     let tools: Vec<Tool> = if args.tools.is_empty() {
         Tool::ALL.to_vec()
     } else {

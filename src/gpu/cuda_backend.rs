@@ -128,6 +128,20 @@ impl Backend for CudaBackend {
         self.gpu.monitor.state()
     }
 
+    fn gpu_processes(&self) -> Result<Vec<crate::results::GpuProcess>, String> {
+        Ok(self
+            .gpu
+            .monitor
+            .compute_processes()?
+            .into_iter()
+            .map(|(pid, bytes)| crate::results::GpuProcess {
+                pid,
+                name: None,
+                used_mib: bytes.map(|b| b.div_ceil(1 << 20)),
+            })
+            .collect())
+    }
+
     fn source_hash(&self, side: Side) -> Option<String> {
         self.set(side).map(|s| s.source_hash.clone())
     }

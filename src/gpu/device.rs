@@ -390,7 +390,7 @@ pub struct Gpu {
     pub budget: std::sync::Mutex<crate::backend::GpuBudget>,
 }
 
-fn uuid_string(bytes: &[std::ffi::c_char; 16]) -> String {
+pub(crate) fn uuid_string(bytes: &[std::ffi::c_char; 16]) -> String {
     let b: Vec<u8> = bytes.iter().map(|&c| c as u8).collect();
     let h = hex::encode(b);
     format!(

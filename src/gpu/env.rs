@@ -79,6 +79,33 @@ impl Monitor {
         Some(EnergyReader { device })
     }
 
+    /// The compute processes NVML sees on this device now: (pid, GPU memory in bytes where
+    /// NVML says). The pids are as the driver knows them: in a container with a pid namespace
+    /// of its own they are the host's, not this process's view (`commands::pipeline`'s
+    /// process watch handles that). `Err`: why NVML cannot say.
+    pub fn compute_processes(&self) -> Result<Vec<(u32, Option<u64>)>, String> {
+        use nvml_wrapper::enums::device::UsedGpuMemory;
+        let nvml = self.nvml.as_ref().ok_or("NVML could not be initialised")?;
+        let dev = nvml
+            .device_by_uuid(self.uuid.as_str())
+            .map_err(|e| format!("NVML cannot find the GPU {}: {e}", self.uuid))?;
+        // The list can grow between NVML's count and its fetch: one more try.
+        let list = dev
+            .running_compute_processes()
+            .or_else(|_| dev.running_compute_processes())
+            .map_err(|e| format!("NVML cannot list the GPU's compute processes: {e}"))?;
+        Ok(list
+            .into_iter()
+            .map(|p| {
+                let used = match p.used_gpu_memory {
+                    UsedGpuMemory::Used(b) => Some(b),
+                    UsedGpuMemory::Unavailable => None,
+                };
+                (p.pid, used)
+            })
+            .collect())
+    }
+
     /// Reads clocks, temperature, power and throttle reasons now.
     pub fn state(&self) -> Option<GpuState> {
         let nvml = self.nvml.as_ref()?;

@@ -12,6 +12,7 @@ pub(crate) mod env;
 pub(crate) mod error;
 pub mod integrity;
 pub(crate) mod lexcheck;
+pub mod lock;
 pub mod measure;
 pub mod parity;
 pub(crate) mod ptxas;

@@ -1012,3 +1012,30 @@ pub fn preload_library(path: &std::path::Path) -> Result<(), String> {
 pub fn load_nvrtc() -> bool {
     nvrtc_present() && nvrtc_version().is_some()
 }
+
+/// Tries to take an exclusive `flock(2)` on `file` without blocking (`gpu::lock`): `Ok(true)`
+/// taken, `Ok(false)` another open file description holds it. The lock goes with the
+/// descriptor: it ends when the file is closed (or the process ends, however it ends).
+pub fn try_flock_exclusive(file: &std::fs::File) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    loop {
+        // SAFETY: flock on a descriptor `file` owns and keeps open across the call; no memory
+        // is passed.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc == 0 {
+            return Ok(true);
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EWOULDBLOCK) => return Ok(false),
+            _ => return Err(e),
+        }
+    }
+}
+
+/// This process's effective user id.
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid takes no arguments, touches no memory and cannot fail.
+    unsafe { libc::geteuid() }
+}

@@ -79,6 +79,7 @@ fn the_gate_step_passes_only_the_runner_settings_of_ci_gate() {
         ("BASE_KERNELS", "base/kernels".into()),
         ("OUT", temp.join("results.json").display().to_string()),
         ("FAIL_ON_DRIFT", "false".into()),
+        ("ENERGY", "false".into()),
         ("REASON", "why".into()),
         ("PROFILE_DIR", temp.join("profiles").display().to_string()),
         ("PROFILE_SLOWEST", "0".into()),

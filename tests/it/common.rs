@@ -16,13 +16,30 @@ use ci_gate::stats::Sample;
 use ci_gate::verdict::Verdict;
 
 /// The ci-gate binary, outside GitHub Actions whatever the test runs in (the simulated GPU
-/// is refused where `GITHUB_ACTIONS` is set; a test that wants Actions sets it again).
+/// is refused where `GITHUB_ACTIONS` is set; a test that wants Actions sets it again), with
+/// GPU locks of its own ([`private_lock_dir`]): tests that run at once on the simulated GPU of
+/// one seed do not wait for each other (a test of the lock sets one directory for two runs).
 pub fn bin() -> Command {
     let mut c = Command::cargo_bin("ci-gate").unwrap();
     c.env("NO_COLOR", "1")
         .env_remove("COLUMNS")
-        .env_remove("GITHUB_ACTIONS");
+        .env_remove("GITHUB_ACTIONS")
+        .env("CI_GATE_LOCK_DIR", private_lock_dir());
     c
+}
+
+/// A GPU lock directory no other command of the test suite uses (not created: ci-gate creates
+/// it, private).
+pub fn private_lock_dir() -> PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let parent = Path::new(env!("CARGO_TARGET_TMPDIR")).join("gpu-locks");
+    std::fs::create_dir_all(&parent).unwrap();
+    parent.join(format!(
+        "{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ))
 }
 
 pub fn environment(gpu: &str) -> Environment {
