@@ -1039,3 +1039,54 @@ pub fn effective_uid() -> u32 {
     // SAFETY: geteuid takes no arguments, touches no memory and cannot fail.
     unsafe { libc::geteuid() }
 }
+
+// ---- Probes of the sandbox's tests (`gpu::sandbox`): calls the confined process must not
+// be able to make. Test builds only. ----
+
+/// Sends `signal` (0: none, only the permission check) to process `pid` (kill(2)).
+#[cfg(test)]
+pub fn send_signal(pid: i32, signal: i32) -> std::io::Result<()> {
+    // SAFETY: kill takes two integers and touches no memory of this process.
+    if unsafe { libc::kill(pid, signal) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// `unshare(0)`: creates no namespace, and succeeds wherever the call is allowed.
+#[cfg(test)]
+pub fn unshare_nothing() -> std::io::Result<()> {
+    // SAFETY: unshare with no flags changes nothing and takes no pointer.
+    if unsafe { libc::unshare(0) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Reads nothing from process `pid`'s memory (process_vm_readv(2) with no vectors): succeeds
+/// wherever the call is allowed on that process.
+#[cfg(test)]
+pub fn read_no_memory_of(pid: i32) -> std::io::Result<()> {
+    // SAFETY: zero vectors on both sides: nothing is read or written, no pointer followed.
+    let n = unsafe { libc::process_vm_readv(pid, std::ptr::null(), 0, std::ptr::null(), 0, 0) };
+    if n >= 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// `getpid` by its x32 ABI number (`__X32_SYSCALL_BIT` | 39) on x86-64: ENOSYS on a kernel
+/// without x32, the process id with it.
+#[cfg(all(test, target_arch = "x86_64"))]
+pub fn x32_getpid() -> std::io::Result<i64> {
+    // SAFETY: getpid takes no argument and touches no memory, under either ABI.
+    let r = unsafe { libc::syscall(0x4000_0000 | libc::SYS_getpid) };
+    if r >= 0 {
+        Ok(r)
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
