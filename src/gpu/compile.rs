@@ -383,7 +383,7 @@ fn warn_unconfined_once(why: &str) {
     static WARNED: AtomicBool = AtomicBool::new(false);
     if !WARNED.swap(true, Ordering::Relaxed) {
         eprintln!(
-            "warning: NVRTC compiles untrusted kernel source without the full sandbox, because {why}, as {}=1 in this runner's environment allows (only the lexical check of includes and the empty environment still apply)",
+            "warning: NVRTC compiles untrusted kernel source without the full sandbox, because {why}, as {}=1 in this runner's environment allows (what of the sandbox could be set up, the lexical check of includes and the empty environment still apply)",
             sandbox::ALLOW_UNCONFINED_ENV
         );
     }
