@@ -270,24 +270,7 @@ pub fn update(args: &BaselineUpdateArgs) -> Result<Outcome> {
         (runs, names.join(", "))
     };
     if !args.from.is_empty() {
-        // The config is not measured with here; where one is found it must be the one the
-        // results were measured with, so a mismatched pair is caught before anything is written.
-        if args.config.config.is_file() {
-            let config = crate::config::Config::load(&args.config.config)?;
-            if let Some(r) = runs.iter().find(|r| r.config.name != config.name) {
-                bail!(
-                    "--config {} is config {:?}, but the results are of config {:?}: pass the config they were measured with",
-                    args.config.config.display(),
-                    config.name,
-                    r.config.name
-                );
-            }
-        } else if args.config.config != std::path::Path::new(crate::cli::DEFAULT_CONFIG) {
-            bail!(
-                "--config {}: no such file (with --from the config only checks that the results match it)",
-                args.config.config.display()
-            );
-        }
+        check_from_matches_config(&args.config.config, &args.from, &runs)?;
     }
     let merged = merge_processes(&runs, &args.from)?;
     let first = &runs[0];
@@ -494,6 +477,66 @@ struct MergedShape {
 /// Joins the runs shape by shape. The runs must be of one config, one GPU model and one
 /// kernel, each must have reached a verdict and hold shapes; a shape missing from a run, or
 /// with an error or empty rounds in any, cannot be recorded.
+/// With `--from`, the config is not measured with, but the results must be of it: its name
+/// and exactly its shapes (the repository's baselines are of its own config), so that another
+/// repository's or another config's results are refused before anything is written.
+fn check_from_matches_config(
+    path: &std::path::Path,
+    from: &[PathBuf],
+    runs: &[ResultsFile],
+) -> Result<()> {
+    if !path.is_file() {
+        bail!(
+            "--config {}: no such file; with --from the config checks that the results are of it (its name and shapes), so pass the config they were measured with",
+            path.display()
+        );
+    }
+    let config = crate::config::Config::load(path)?;
+    let ours: std::collections::BTreeSet<String> =
+        config.shapes.iter().map(|s| s.name()).collect();
+    for (file, r) in from.iter().zip(runs) {
+        if r.config.name != config.name {
+            bail!(
+                "{} is of config {}, but --config {} is config {}: pass the config the results were measured with",
+                file.display(),
+                crate::text::quote(&r.config.name),
+                path.display(),
+                crate::text::quote(&config.name)
+            );
+        }
+        let theirs: std::collections::BTreeSet<String> =
+            r.shapes.iter().map(|s| s.name.clone()).collect();
+        let extra: Vec<&String> = theirs.difference(&ours).collect();
+        let missing: Vec<&String> = ours.difference(&theirs).collect();
+        if !extra.is_empty() || !missing.is_empty() {
+            let list = |v: &[&String]| {
+                v.iter()
+                    .map(|s| crate::text::quote(s))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            bail!(
+                "{} holds other shapes than config {} ({}): {} not in the config{}{}; record from results of this config",
+                file.display(),
+                crate::text::quote(&config.name),
+                path.display(),
+                extra.len(),
+                if extra.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", list(&extra))
+                },
+                if missing.is_empty() {
+                    String::new()
+                } else {
+                    format!(", and {} of the config missing ({})", missing.len(), list(&missing))
+                }
+            );
+        }
+    }
+    Ok(())
+}
+
 fn merge_processes(runs: &[ResultsFile], from: &[PathBuf]) -> Result<Vec<MergedShape>> {
     let name = |i: usize| {
         from.get(i).map_or_else(

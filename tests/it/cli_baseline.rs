@@ -2,23 +2,29 @@
 
 use std::path::Path;
 
-use crate::common::{bin, require_no_cuda_driver, results, write};
+use crate::common::{bin, config_matching, require_no_cuda_driver, results, write};
 use predicates::prelude::*;
 
 fn update(baselines: &Path, from: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
-    bin()
-        .args([
-            "baseline",
-            "update",
-            "--reason",
-            "approved win in #42",
-            "--baselines",
-        ])
-        .arg(baselines)
-        .arg("--from")
-        .arg(from)
-        .args(extra)
-        .assert()
+    let mut cmd = bin();
+    cmd.args([
+        "baseline",
+        "update",
+        "--reason",
+        "approved win in #42",
+        "--baselines",
+    ])
+    .arg(baselines)
+    .arg("--from")
+    .arg(from)
+    .args(extra);
+    // The config the results were measured with (the check of --from refuses another's).
+    if !extra.contains(&"--config")
+        && let Some(config) = config_matching(from, from.parent().unwrap())
+    {
+        cmd.arg("--config").arg(config);
+    }
+    cmd.assert()
 }
 
 #[test]
@@ -267,6 +273,8 @@ fn several_from_files_record_the_spread_between_processes() {
     for f in &froms {
         cmd.arg("--from").arg(f);
     }
+    cmd.arg("--config")
+        .arg(config_matching(&froms[0], dir.path()).unwrap());
     cmd.assert()
         .code(0)
         .stdout(
@@ -314,8 +322,26 @@ fn from_checks_the_config_and_show_prints_nothing_before_an_error() {
     .unwrap();
     update(&store, &from, &["--config", other.to_str().unwrap()])
         .code(2)
-        .stderr(predicate::str::contains("is config \"nightly\""))
-        .stderr(predicate::str::contains("results are of config \"pr\""));
+        .stderr(predicate::str::contains("is of config \"pr\""))
+        .stderr(predicate::str::contains("is config \"nightly\""));
+    // The same name, other shapes (another repository's config): refused, naming them.
+    let three = dir.path().join("pr.yaml");
+    std::fs::write(
+        &three,
+        "name: pr\nshapes:\n  - {batch: 2, heads: 8, seq_len: 512, head_dim: 64, dtype: float16}\n  - {batch: 1, heads: 8, seq_len: 512, head_dim: 64, dtype: float16}\n",
+    )
+    .unwrap();
+    update(&store, &from, &["--config", three.to_str().unwrap()])
+        .code(2)
+        .stderr(predicate::str::contains(
+            "holds other shapes than config \"pr\"",
+        ))
+        .stderr(predicate::str::contains(
+            "2 not in the config (\"b2h16s2048d128_causal_bf16\", \"b2h8s512d64_causal_f16\")",
+        ))
+        .stderr(predicate::str::contains(
+            "1 of the config missing (\"b1h8s512d64_f16\")",
+        ));
     update(&store, &from, &["--config", "/nonexistent/pr.yaml"])
         .code(2)
         .stderr(predicate::str::contains("no such file"));

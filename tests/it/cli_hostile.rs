@@ -94,12 +94,17 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 fn update(baselines: &Path, from: &Path) -> Assert {
-    bin()
-        .args(["baseline", "update", "--reason", "hostile", "--baselines"])
+    let mut cmd = bin();
+    cmd.args(["baseline", "update", "--reason", "hostile", "--baselines"])
         .arg(baselines)
         .arg("--from")
-        .arg(from)
-        .assert()
+        .arg(from);
+    // The config the results say they were measured with, where they can be read at all.
+    let dir = tempfile::tempdir().unwrap();
+    if let Some(config) = crate::common::config_matching(from, dir.path()) {
+        cmd.arg("--config").arg(config);
+    }
+    cmd.assert()
 }
 
 /// `comment` without a token: the body goes to `fallback.md` and `summary.md` in `dir`. No

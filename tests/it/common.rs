@@ -237,3 +237,22 @@ pub fn without_version(markdown: &str) -> String {
         "ci-gate [version]</sub>",
     )
 }
+
+/// A config file in `dir` of exactly the config name and shapes `results` (a results file)
+/// records, for `baseline update --from`, which refuses results of another config. `None`
+/// where the file cannot be read as a results file (a hostile one, refused before that).
+pub fn config_matching(results: &Path, dir: &Path) -> Option<PathBuf> {
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(results).ok()?).ok()?;
+    let name = r["config"]["name"].as_str()?;
+    let mut yaml = format!("name: {name}\nshapes:\n");
+    for s in r["shapes"].as_array()? {
+        let p = &s["params"];
+        yaml.push_str(&format!(
+            "  - {{batch: {}, heads: {}, seq_len: {}, head_dim: {}, causal: {}, dtype: {}}}\n",
+            p["batch"], p["heads"], p["seq_len"], p["head_dim"], p["causal"], p["dtype"].as_str()?
+        ));
+    }
+    let path = dir.join(format!("{name}-matching.yaml"));
+    std::fs::write(&path, yaml).ok()?;
+    Some(path)
+}
