@@ -58,6 +58,31 @@ fn library_found(prefix: &str, dirs: &[PathBuf]) -> bool {
             })
 }
 
+/// The CUDA driver API version the bindings are built for, as cudarc chooses it (its own
+/// build script: $CUDARC_CUDA_VERSION, else `nvcc --version`, else the newest it supports,
+/// 13040): `ci-gate env` says what driver that needs.
+fn cuda_api_version() -> String {
+    if let Ok(v) = std::env::var("CUDARC_CUDA_VERSION") {
+        return v;
+    }
+    let nvcc = std::process::Command::new("nvcc")
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+    nvcc.and_then(|text| {
+        let release = text.split("release ").nth(1)?;
+        let version = release.split(',').next()?;
+        let (major, minor) = version.split_once('.')?;
+        Some(format!(
+            "{}{:02}0",
+            major.trim().parse::<u32>().ok()?,
+            minor.trim().parse::<u32>().ok()?
+        ))
+    })
+    .unwrap_or_else(|| "13040".into())
+}
+
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(ci_gate_no_nvrtc)");
     println!("cargo::rustc-check-cfg=cfg(ci_gate_no_golden)");
@@ -68,9 +93,11 @@ fn main() {
         "LD_LIBRARY_PATH",
         "CI_GATE_REQUIRE_NVRTC",
         "CI_GATE_GOLDEN_DIR",
+        "CUDARC_CUDA_VERSION",
     ] {
         println!("cargo::rerun-if-env-changed={var}");
     }
+    println!("cargo::rustc-env=CI_GATE_CUDA_API={}", cuda_api_version());
     if std::env::var_os("CI_GATE_REQUIRE_NVRTC").is_none()
         && !library_found("libnvrtc.so", &library_dirs(true))
     {

@@ -669,7 +669,7 @@ pub enum BisectFormat {
 }
 
 /// Default history file (JSON Lines, docs/HISTORY.md).
-pub(crate) const DEFAULT_HISTORY: &str = "ci-gate-history.jsonl";
+pub(crate) const DEFAULT_HISTORY: &str = "history.jsonl";
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true, flatten_help = true)]

@@ -121,6 +121,53 @@ pub(crate) fn json_key<T: DeserializeOwned>(text: &str) -> Option<String> {
     (key != ".").then_some(key)
 }
 
+/// Whether a file can be written at `path` later, checked before any work that would be
+/// lost if it could not (a run's results): `path` is not a directory, and the nearest
+/// directory of it that exists can take a new file (tried with a temporary file, removed at
+/// once). Nothing is left behind, and missing directories are not created here (writing
+/// creates them).
+pub(crate) fn check_writable(path: &Path) -> Result<(), FileError> {
+    let err = |cause| FileError::Write {
+        path: path.to_owned(),
+        cause,
+    };
+    if path.is_dir() {
+        return Err(err(std::io::Error::new(
+            std::io::ErrorKind::IsADirectory,
+            "it is a directory",
+        )));
+    }
+    let mut dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    while !dir.exists() {
+        match dir.parent() {
+            Some(p) if !p.as_os_str().is_empty() => dir = p.to_owned(),
+            _ => {
+                dir = PathBuf::from(".");
+                break;
+            }
+        }
+    }
+    if !dir.is_dir() {
+        return Err(err(std::io::Error::new(
+            std::io::ErrorKind::NotADirectory,
+            format!("{} is not a directory", dir.display()),
+        )));
+    }
+    tempfile::Builder::new()
+        .prefix(".ci-gate-write-check")
+        .tempfile_in(&dir)
+        .map(drop)
+        .map_err(|e| {
+            err(std::io::Error::new(
+                e.kind(),
+                format!("{} cannot take a new file ({})", dir.display(), e.kind()),
+            ))
+        })
+}
+
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, flushed to
 /// disk, then renamed over the target. A crash leaves either the old file or the new one.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
@@ -223,6 +270,40 @@ pub fn parse_versioned_json<T: DeserializeOwned + Untrusted>(
     parsed.check(path)?;
     parsed.neutralise();
     Ok(parsed)
+}
+
+#[cfg(test)]
+mod write_check_tests {
+    use super::check_writable;
+
+    #[test]
+    fn an_unwritable_place_is_refused_and_nothing_is_created() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(check_writable(&dir.path().join("a/b/out.json")).is_ok());
+        assert!(!dir.path().join("a").exists(), "no directory is created");
+        assert!(check_writable(dir.path()).is_err(), "a directory");
+        let file = dir.path().join("f");
+        std::fs::write(&file, "x").unwrap();
+        assert!(
+            check_writable(&file.join("out.json")).is_err(),
+            "under a file"
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        if !nix_root() {
+            use std::os::unix::fs::PermissionsExt;
+            let ro = dir.path().join("ro");
+            std::fs::create_dir(&ro).unwrap();
+            std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o500)).unwrap();
+            assert!(check_writable(&ro.join("out.json")).is_err());
+        }
+    }
+
+    /// root writes anywhere: the permission case means nothing then.
+    fn nix_root() -> bool {
+        std::fs::metadata("/proc/self")
+            .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+            .unwrap_or(true)
+    }
 }
 
 #[cfg(test)]

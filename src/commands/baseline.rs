@@ -21,12 +21,20 @@ pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
     let store = BaselineStore::new(&args.baselines);
     let files = store.list(args.gpu.as_deref())?;
     if files.is_empty() {
+        // `--gpu` takes the slug (the directory's name): a GPU's name is answered with it.
+        let hint = args
+            .gpu
+            .as_deref()
+            .map(|g| (g, crate::results::gpu_slug(g)))
+            .filter(|(g, slug)| g != slug && !slug.is_empty())
+            .map(|(_, slug)| format!(" (--gpu takes the slug of a GPU's name: {slug})"))
+            .unwrap_or_default();
         println!(
-            "no baselines stored under {}{}",
+            "no baselines stored under {}{}{hint}",
             store.root().display(),
             args.gpu
                 .as_deref()
-                .map(|g| format!(" for {g}"))
+                .map(|g| format!(" for {}", terminal_text(g)))
                 .unwrap_or_default()
         );
         return Ok(Outcome::Pass);
@@ -50,29 +58,39 @@ pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
     for (path, loaded) in files {
         match loaded {
             Ok(b) => {
-                energy.extend(b.shapes.iter().filter_map(|s| {
-                    // Recomputed from the stored windows, as the reports do.
-                    let e = crate::energy::SideEnergy::from_rounds(
-                        s.energy.as_ref()?.rounds.clone(),
-                        s.params.flops(),
-                        0.95,
+                let shown = terminal_text(&path.display().to_string());
+                let lines: Vec<String> = b
+                    .shapes
+                    .iter()
+                    .filter_map(|s| {
+                        // Recomputed from the stored windows, as the reports do.
+                        let e = crate::energy::SideEnergy::from_rounds(
+                            s.energy.as_ref()?.rounds.clone(),
+                            s.params.flops(),
+                            0.95,
+                        );
+                        let mj = e.mj_per_call?;
+                        Some(terminal_text(&format!(
+                            "  {:<28} {:>10.4} {:<22} {:>7}",
+                            s.name,
+                            mj.mean,
+                            format!("[{:.4}, {:.4}]", mj.lo, mj.hi),
+                            mj.rounds
+                        )))
+                    })
+                    .collect();
+                if !lines.is_empty() {
+                    energy.push(shown.clone());
+                    energy.extend(lines);
+                }
+                if !b.kernel_resources.is_empty() {
+                    resources.push(shown);
+                    resources.extend(
+                        b.kernel_resources
+                            .iter()
+                            .map(|k| terminal_text(&resource_line(k))),
                     );
-                    let mj = e.mj_per_call?;
-                    Some(terminal_text(&format!(
-                        "{}: {} {:.4} mJ/call [{:.4}, {:.4}] over {} windows",
-                        path.display(),
-                        s.name,
-                        mj.mean,
-                        mj.lo,
-                        mj.hi,
-                        mj.rounds
-                    )))
-                }));
-                resources.extend(
-                    b.kernel_resources.iter().map(|k| {
-                        terminal_text(&format!("{}: {}", path.display(), resource_line(k)))
-                    }),
-                );
+                }
                 // Everything from the file goes through terminal_text: no escape sequence,
                 // control or bidirectional character reaches the terminal.
                 rows.push(
@@ -118,16 +136,24 @@ pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
         );
         if !resources.is_empty() {
             println!("Compiler resources recorded:");
+            println!(
+                "  {:<28} {:>4} {:>7} {:>5} {:>12} {:>7} {:>4}",
+                "kernel", "regs", "spill B", "stack", "smem s+dyn B", "threads", "CTAs"
+            );
             for line in &resources {
-                println!("  {line}");
+                println!("{line}");
             }
         }
         if !energy.is_empty() {
             println!(
-                "Energy per call recorded (mean [95% t interval] of the recording processes' windows taken together; the spread between processes is not in it):"
+                "Energy per call recorded, mJ (mean [95% t interval] over the windows of the\nrecording processes together; the spread between processes is not in it):"
+            );
+            println!(
+                "  {:<28} {:>10} {:<22} {:>7}",
+                "shape", "mean", "interval", "windows"
             );
             for line in &energy {
-                println!("  {line}");
+                println!("{line}");
             }
         }
         return Ok(Outcome::Pass);
@@ -139,18 +165,16 @@ pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
     Err(first.into())
 }
 
-/// One kernel's recorded figures on a line.
+/// One kernel's recorded figures, a row of the table under its file (80 columns).
 fn resource_line(k: &crate::resources::KernelResources) -> String {
     let opt = |v: Option<u64>| v.map_or_else(|| "?".to_string(), |v| v.to_string());
     format!(
-        "{} {} registers, spill stores/loads {}/{} B, stack {} B, static smem {} B, dynamic smem {} B, {} threads, {} CTAs/SM",
+        "  {:<28} {:>4} {:>7} {:>5} {:>12} {:>7} {:>4}",
         k.kernel,
         k.registers,
-        opt(k.spill_store_bytes),
-        opt(k.spill_load_bytes),
+        format!("{}/{}", opt(k.spill_store_bytes), opt(k.spill_load_bytes)),
         k.stack_frame_bytes,
-        k.static_smem_bytes,
-        k.dynamic_smem_bytes,
+        format!("{}+{}", k.static_smem_bytes, k.dynamic_smem_bytes),
         k.threads_per_block,
         opt(k.max_ctas_per_sm.map(u64::from)),
     )
@@ -492,8 +516,7 @@ fn check_from_matches_config(
         );
     }
     let config = crate::config::Config::load(path)?;
-    let ours: std::collections::BTreeSet<String> =
-        config.shapes.iter().map(|s| s.name()).collect();
+    let ours: std::collections::BTreeSet<String> = config.shapes.iter().map(|s| s.name()).collect();
     for (file, r) in from.iter().zip(runs) {
         if r.config.name != config.name {
             bail!(
@@ -529,7 +552,11 @@ fn check_from_matches_config(
                 if missing.is_empty() {
                     String::new()
                 } else {
-                    format!(", and {} of the config missing ({})", missing.len(), list(&missing))
+                    format!(
+                        ", and {} of the config missing ({})",
+                        missing.len(),
+                        list(&missing)
+                    )
                 }
             );
         }

@@ -548,6 +548,9 @@ fn resolve(which: &str, rev: &str) -> Result<String> {
 }
 
 pub fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
+    if let Some(out) = &args.out {
+        crate::files::check_writable(out)?;
+    }
     let started = Instant::now();
     let (config, shapes): (Config, Vec<ShapeParams>) =
         pipeline::load_config(&args.config, &args.shapes)?;

@@ -16,6 +16,7 @@ use crate::config::Config;
 use crate::shard::ShardInfo;
 
 pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
+    crate::files::check_writable(&args.out)?;
     // The pull request's gate: parity, the stored baseline, the peers unless `--no-peers`, a
     // drift traced with git.
     let request = RunRequest {

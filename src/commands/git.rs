@@ -21,8 +21,9 @@ pub struct BaseKernels {
     pub commit: Option<String>,
 }
 
-/// The kernel files a base needs.
-const KERNEL_FILES: [&str; 3] = ["attention.cu", "reference.cu", "util.cu"];
+/// The kernel files a base needs: its timed kernel only (the harness, reference.cu and
+/// util.cu, is built into ci-gate and never read from a commit).
+const KERNEL_FILES: [&str; 1] = ["attention.cu"];
 
 fn git(args: &[&str]) -> Option<String> {
     let out = restrict(&mut Command::new("git"), Child::Git)
@@ -226,6 +227,11 @@ pub fn resolve_base(
             Some(c) => {
                 let label = format!("merge-base {}", c.chars().take(12).collect::<String>());
                 (c, label)
+            }
+            None if git(&["rev-parse", "--git-dir"]).is_none() => {
+                return Ok(none(Some(
+                    "not in a git repository, so there is no base to measure against: no A/B, the stored baseline decides; pass --base-kernels DIR (the kernels to compare with)".into(),
+                )));
             }
             None => {
                 return Ok(none(Some(

@@ -59,6 +59,11 @@ fn show(args: &HistoryShowArgs) -> Result<Outcome> {
             crate::cli::DEFAULT_HISTORY,
             crate::cli::DEFAULT_HISTORY,
         ),
+        // No history here: say where the workflow keeps it.
+        Err(_) if !args.history.exists() => bail!(
+            "no history file {}: the perf-gate workflow keeps it on the branch perf-history (docs/HISTORY.md); fetch it with `git fetch origin perf-history && git show origin/perf-history:history.jsonl > history.jsonl`, or pass --history FILE",
+            args.history.display()
+        ),
         Err(e) => return Err(e.into()),
     };
     for name in &args.shapes {

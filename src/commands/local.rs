@@ -10,6 +10,10 @@ use crate::cli::LocalArgs;
 use crate::report::{Format, Report, render};
 
 pub fn run_local(args: &LocalArgs) -> Result<Outcome> {
+    // Before anything is measured: a results file that could not be written loses the run.
+    if let Some(out) = &args.out {
+        crate::files::check_writable(out)?;
+    }
     let request = RunRequest {
         config: args.config.config.clone(),
         kernels: args.config.kernels.clone(),

@@ -38,6 +38,9 @@ pub struct Rules<'a> {
 }
 
 pub fn run_merge(args: &MergeArgs) -> Result<Outcome> {
+    if let Some(out) = &args.out {
+        crate::files::check_writable(out)?;
+    }
     let mut config = None;
     let merged = (|| -> Result<ResultsFile> {
         let (c, shapes) = super::pipeline::load_config(&args.config, &[])?;

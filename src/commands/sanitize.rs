@@ -26,6 +26,9 @@ use crate::sanitize::{Exit, SanitizeOutcome, SanitizeReport, Tool, ToolRun};
 const SHOWN_PER_RUN: usize = 3;
 
 pub fn run_sanitize(args: &SanitizeArgs) -> Result<Outcome> {
+    if let Some(out) = &args.out {
+        crate::files::check_writable(out)?;
+    }
     let started = Instant::now();
     // Outside a repository (find_defaults found no configs/sanitize.yaml above): name the
     // flags that say where things are, as `local` does.

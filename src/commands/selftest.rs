@@ -77,6 +77,9 @@ struct SelftestReport {
 }
 
 pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
+    if let Some(out) = &args.out {
+        crate::files::check_writable(out)?;
+    }
     if args.trials == 0 {
         bail!("--trials must be at least 1");
     }

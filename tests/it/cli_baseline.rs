@@ -218,6 +218,52 @@ fn gpu_commands_without_a_gpu_say_so_in_one_sentence() {
             .stderr(predicate::str::contains("no NVIDIA driver found"))
             .stderr(predicate::str::contains("panicked").not());
     }
+    // `env --json` still answers in JSON, saying why.
+    let out = bin().args(["env", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["gpu"].is_null());
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("no NVIDIA driver found")
+    );
+}
+
+/// In a directory that is not a git repository, `local` says so (not that a merge-base is
+/// missing) before it needs the GPU.
+#[test]
+#[cfg_attr(
+    ci_gate_cuda_driver,
+    ignore = "a CUDA driver is installed here; this test checks the path without a GPU"
+)]
+fn local_outside_git_says_it_is_not_in_a_repository() {
+    require_no_cuda_driver();
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    std::fs::create_dir(dir.path().join("configs")).unwrap();
+    std::fs::copy(
+        root.join("configs/pr.yaml"),
+        dir.path().join("configs/pr.yaml"),
+    )
+    .unwrap();
+    std::fs::create_dir(dir.path().join("kernels")).unwrap();
+    std::fs::copy(
+        root.join("kernels/attention.cu"),
+        dir.path().join("kernels/attention.cu"),
+    )
+    .unwrap();
+    bin()
+        .current_dir(dir.path())
+        .env("GIT_CEILING_DIRECTORIES", dir.path().parent().unwrap())
+        .arg("local")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "not in a git repository, so there is no base to measure against",
+        ))
+        .stderr(predicate::str::contains("merge-base").not());
 }
 
 #[test]
@@ -354,4 +400,33 @@ fn from_checks_the_config_and_show_prints_nothing_before_an_error() {
         .assert()
         .code(2)
         .stdout(predicate::str::is_empty());
+}
+
+/// `baseline show` fits 80 columns (its table, the compiler resources and energy under it),
+/// and a GPU's name passed to `--gpu` is answered with the slug it takes.
+#[test]
+fn show_fits_80_columns_and_answers_a_gpu_name_with_its_slug() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("b");
+    let from = dir.path().join("r.json");
+    write(&from, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    update(&store, &from, &[]).code(0);
+    let out = bin()
+        .args(["baseline", "show", "--baselines"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.lines().all(|l| l.chars().count() <= 80), "{stdout}");
+    let out = bin()
+        .args(["baseline", "show", "--gpu", "NVIDIA L4", "--baselines"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("for NVIDIA L4 (--gpu takes the slug of a GPU's name: nvidia-l4)"),
+        "{stdout}"
+    );
 }

@@ -62,10 +62,30 @@ fn the_base_is_resolved_with_git_before_the_gpu_is_needed() {
         .code(2)
         .stderr(predicate::str::contains("ci-gate: base kernels from main"))
         .stderr(predicate::str::contains("no NVIDIA driver found"));
-    // Outside a repository with no default branch: no A/B, and it says so.
+    // Outside a repository: no A/B, and it says so.
     let bare = tempfile::tempdir().unwrap();
     bin()
         .current_dir(bare.path())
+        .env("GIT_CEILING_DIRECTORIES", bare.path().parent().unwrap())
+        .args(["local", "--config"])
+        .arg(dir.path().join("configs/pr.yaml"))
+        .arg("--kernels")
+        .arg(dir.path().join("kernels"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not in a git repository"));
+    // In a repository with no default branch: no A/B, and it says so.
+    let lone = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .current_dir(lone.path())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    git(&["init", "-q", "-b", "topic"]);
+    bin()
+        .current_dir(lone.path())
         .args(["local", "--config"])
         .arg(dir.path().join("configs/pr.yaml"))
         .arg("--kernels")

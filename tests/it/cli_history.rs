@@ -317,3 +317,22 @@ fn a_results_file_as_history_suggests_history_append() {
             path.display()
         )));
 }
+
+/// Without a history here, `history` says where the workflow keeps it (`history.jsonl`, the
+/// name the perf-gate workflow and the docs use, is the default).
+#[test]
+fn a_missing_history_says_where_the_workflow_keeps_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = crate::common::bin()
+        .current_dir(dir.path())
+        .arg("history")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no history file history.jsonl: the perf-gate workflow keeps it on the branch perf-history")
+            && stderr.contains("--history FILE"),
+        "{stderr}"
+    );
+}

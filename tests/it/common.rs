@@ -249,7 +249,12 @@ pub fn config_matching(results: &Path, dir: &Path) -> Option<PathBuf> {
         let p = &s["params"];
         yaml.push_str(&format!(
             "  - {{batch: {}, heads: {}, seq_len: {}, head_dim: {}, causal: {}, dtype: {}}}\n",
-            p["batch"], p["heads"], p["seq_len"], p["head_dim"], p["causal"], p["dtype"].as_str()?
+            p["batch"],
+            p["heads"],
+            p["seq_len"],
+            p["head_dim"],
+            p["causal"],
+            p["dtype"].as_str()?
         ));
     }
     let path = dir.join(format!("{name}-matching.yaml"));
