@@ -30,6 +30,7 @@ mod cli_simulated;
 mod cli_simulation_refused;
 mod cli_tools;
 mod comment_snapshots;
+mod config_doc;
 mod configs;
 mod fuzz_parsers;
 mod github_comment;
