@@ -553,3 +553,17 @@ fn the_documented_auto_gpu_budget_is_the_code_s() {
     );
     assert!(doc().contains("`auto` = 4 × the planned timed GPU time (shapes × `max_rounds` × 2 sides × `samples_per_round` × `sample_ms`) + 30 s"));
 }
+
+#[test]
+fn the_readme_s_config_example_loads() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let example = readme
+        .split("```yaml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n```").next())
+        .expect("no ```yaml block in README.md");
+    let c = Config::parse(example, Path::new("configs/pr.yaml")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(c.name, "pr");
+    assert!(!c.shapes.is_empty());
+}
