@@ -18,8 +18,10 @@ the repository made:
   - actionlint and zizmor (both personas) report nothing on its workflows;
   - with the ci-gate just built: `compile --config configs/pr.yaml`, `local` without a GPU
     (exit 2, one sentence; skipped where a CUDA driver is present), `local` on the simulated
-    GPU writing a results file, `baseline update --from` it, `baseline show`,
-    `history append` and `history`, and (template) `compare` on the README's sample files.
+    GPU writing a results file, the GPU jobs' own commands on the simulated GPU (`ci
+    --base-kernels`, `baseline update`), `baseline update --from` the results file,
+    `baseline show`, `history append` and `history`, and (template) `compare` on the sample
+    files of docs/examples.
 
   target/ci-venv/bin/python tests/workflow/adopt.py --ci-gate target/debug/ci-gate \\
       --zizmor target/ci-venv/bin/zizmor --node-modules target/ci-npm/node_modules [PATH...]
@@ -180,6 +182,14 @@ def no_gpu_steps(repo: Path, args, home: Path, compare: bool) -> None:
     # --no-base: the first run of a new repository, the stored baseline (none yet) decides.
     run([ci_gate, "local", "--no-base", "--out", "results.json"], repo, sim, 0,
         "ci-gate local --no-base on the simulated GPU")
+    # What the GPU jobs of the workflows run, on the simulated GPU: the base commit's kernels
+    # against the pull request's (here the same directory), and a baseline from fresh processes.
+    run([ci_gate, "ci", "--config", "configs/pr.yaml", "--baselines", "baselines",
+         "--base-kernels", "kernels", "--kernels", "kernels", "--out", "ci-results.json"],
+        repo, sim, 0, "ci-gate ci --base-kernels on the simulated GPU (the gpu job's command)")
+    run([ci_gate, "baseline", "update", "--config", "configs/pr.yaml", "--baselines", "sim-baselines",
+         "--kernels", "kernels", "--processes", "2", "--reason", "workflow"],
+        repo, sim, 0, "ci-gate baseline update on the simulated GPU (the measure job's command)")
     before = set((repo / "baselines").glob("*/pr.json"))
     r = run([ci_gate, "baseline", "update", "--from", "results.json", "--reason", "first baseline"],
             repo, env, 0, "ci-gate baseline update --from results.json")
