@@ -46,12 +46,14 @@ fi
 rm -rf -- "$work/_actions" "$work/_tool"
 find "$home" -mindepth 1 -maxdepth 1 -exec rm -rf -- {} +
 
-# This user's files in the shared temporary directories (the .NET runtime's own files of the
-# running runner stay).
+# This user's files in the shared temporary directories. The .NET runtime's own files of the
+# running runner stay, and so does ci-gate's GPU lock directory (/tmp/ci-gate-locks-<uid>):
+# a lock another runner's ci-gate holds on this machine must stay the file others lock.
 for dir in ${CI_GATE_CLEAN_TMP:-/tmp /dev/shm}; do
   [ -d "$dir" ] || continue
   find "$dir" -mindepth 1 -maxdepth 1 -user "$(id -u)" \
     ! -name 'clr-debug-pipe-*' ! -name 'dotnet-diagnostic-*' ! -name '.dotnet' \
+    ! -name 'ci-gate-locks-*' \
     -exec rm -rf -- {} +
 done
 echo "job-completed.sh: cleaned the workspace, $work/_actions, $work/_tool, $home and this user's temporary files"

@@ -3,7 +3,7 @@
 stand-in runner layout and asserts that it removes what a job can leave where the runner's
 user writes -- the job's workspace, the downloaded actions and tools, the home directory, the
 user's files in the temporary directories -- and keeps the work directory's other entries,
-the runner's own .NET files and everything outside; and that it refuses to clean when
+the runner's own .NET files, ci-gate's GPU lock directory and everything outside; and that it refuses to clean when
 RUNNER_TEMP, RUNNER_WORKSPACE or HOME are not where a runner puts them.
 
   python3 tests/workflow/runner_cleanup.py
@@ -52,6 +52,7 @@ def main() -> None:
             touch(work / "_temp" / "kept-by-the-runner"),
             touch(work / "_PipelineMapping" / "repo" / "PipelineFolder.json"),
             touch(tmp / "clr-debug-pipe-123-in"),
+            touch(tmp / "ci-gate-locks-1001" / "GPU-0.lock"),
             touch(outside / "data"),
             touch(t / "runner" / ".env"),
         ]
