@@ -3,7 +3,7 @@
 //! anyway, with `--ignored`, fails where its prerequisite is missing):
 //! `ci_gate_no_nvrtc` where no libnvrtc is found (unless CI_GATE_REQUIRE_NVRTC is set, as
 //! .ci/run does: then the NVRTC tests run and fail loudly), `ci_gate_no_golden` where
-//! ../shared/golden (or $CI_GATE_GOLDEN_DIR) holds no cases.json, and for the tests of the
+//! tests/golden (or $CI_GATE_GOLDEN_DIR) holds no cases.json, and for the tests of the
 //! no-GPU path: `ci_gate_cuda_driver` where a CUDA driver library (libcuda) is found,
 //! `ci_gate_system_nvrtc` where libnvrtc is found without LD_LIBRARY_PATH.
 
@@ -112,7 +112,7 @@ fn main() {
     let manifest = std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from);
     let golden = std::env::var_os("CI_GATE_GOLDEN_DIR")
         .map(PathBuf::from)
-        .or_else(|| manifest.map(|m| m.join("../shared/golden")));
+        .or_else(|| manifest.map(|m| m.join("tests/golden")));
     let cases = golden.map(|g| g.join("cases.json"));
     match cases.as_deref().filter(|c| Path::is_file(c)) {
         Some(c) => println!("cargo::rerun-if-changed={}", c.display()),

@@ -3,7 +3,7 @@
 
     python3 .ci/module-cycles.py [SRC_DIR]     (default: src)
 
-A copy of ../shared/tools/module-cycles.py, so that CI runs it from a clean clone.
+Kept in the repository so that CI runs it from a clean clone.
 
 Each file is a node (src/a/b.rs and src/a/b/mod.rs are module a::b); an edge A -> B means A names
 `crate::b...` (in a `use` or inline) and B is a file of the crate. Prints every strongly connected

@@ -17,7 +17,7 @@
 # Binaries are built elsewhere and carried in .carry: ci-gate (cargo build --release) and
 # it-tests (the integration tests, cargo test --release --test it --no-run; the GPU tests
 # of tests/it/gpu.rs run from it), stripped; .carry/golden is
-# ../shared/golden; .carry/repo.bundle is `git bundle create .carry/repo.bundle main`.
+# tests/golden; .carry/repo.bundle is `git bundle create .carry/repo.bundle main`.
 set -uo pipefail
 phase=${1:?usage: bench/ab_device.sh smoke|selftest N|record|first}
 out=${OUT:-/tmp/ci-gate-out}

@@ -5,7 +5,7 @@ What it does, in one process:
   1. compiles attention.cu / reference.cu / util.cu with NVRTC for the device's own arch
      (ctypes, as bench/nvrtc_check.py; the cubin is loaded with cupy.RawModule) and reads
      each kernel's NAME_launch constant from the module;
-  2. golden cases (/work/shared/golden or --golden): fast kernels (head_dim 64/128) and
+  2. golden cases (tests/golden or --golden): fast kernels (head_dim 64/128) and
      the reference kernel against the float64 expected output;
   3. random randn cases (odd seq_len, both dtypes, both head_dims, causal or not,
      batch/heads > 1) against float64 attention on the same upcast inputs: relative L2,
@@ -610,8 +610,9 @@ def main():
             + (f"  CTAs/SM {kv['ctas_per_sm']}" if "ctas_per_sm" in kv else ""))
 
     results = []
-    gdir = args.golden or next((d for d in (os.path.join(os.path.dirname(HERE), "golden"),
-                                            "/work/shared/golden") if os.path.isdir(d)), None)
+    gdir = args.golden or next((d for d in (os.path.join(os.path.dirname(HERE), "tests", "golden"),
+                                            os.path.join(os.path.dirname(HERE), "golden"))
+                                  if os.path.isdir(d)), None)
     sections = [("golden", lambda: check_golden(gdir, fast, ref, results) if gdir else
                  log("no golden dir")),
                 ("random", lambda: check_random(fast, ref, results)),

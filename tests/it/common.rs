@@ -161,11 +161,11 @@ pub fn write(path: &Path, r: &ResultsFile) {
     r.save(path).unwrap();
 }
 
-/// ../shared/golden (or $CI_GATE_GOLDEN_DIR) when it holds the golden cases.
+/// tests/golden (or $CI_GATE_GOLDEN_DIR) when it holds the golden cases.
 pub fn golden_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("CI_GATE_GOLDEN_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/golden"));
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden"));
     dir.join("cases.json").exists().then_some(dir)
 }
 

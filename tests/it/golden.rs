@@ -1,4 +1,4 @@
-//! The CPU float64 reference against PyTorch's float64 outputs in ../shared/golden.
+//! The CPU float64 reference against PyTorch's float64 outputs in tests/golden.
 //! Where that directory is absent `cargo test` lists the test as ignored, with why (run
 //! anyway, with `--ignored`, it fails).
 
@@ -9,10 +9,10 @@ use ci_gate::reference::{Problem, attention, decode, errors};
 #[test]
 #[cfg_attr(
     ci_gate_no_golden,
-    ignore = "no golden data at ../shared/golden (set CI_GATE_GOLDEN_DIR)"
+    ignore = "no golden data at tests/golden (set CI_GATE_GOLDEN_DIR)"
 )]
 fn cpu_reference_matches_pytorch_float64() {
-    let dir = golden_dir().expect("no golden data at ../shared/golden (set CI_GATE_GOLDEN_DIR)");
+    let dir = golden_dir().expect("no golden data at tests/golden (set CI_GATE_GOLDEN_DIR)");
     let cases: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).unwrap()).unwrap();
     let cases = cases.as_object().unwrap();

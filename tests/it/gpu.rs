@@ -88,10 +88,10 @@ fn check(name: &str, got: &[f32], want: &[f64], rel_bound: f64) {
 #[cfg_attr(not(ci_gate_no_golden), ignore = "needs a CUDA GPU")]
 #[cfg_attr(
     ci_gate_no_golden,
-    ignore = "needs a CUDA GPU, and no golden data at ../shared/golden (set CI_GATE_GOLDEN_DIR)"
+    ignore = "needs a CUDA GPU, and no golden data at tests/golden (set CI_GATE_GOLDEN_DIR)"
 )]
 fn kernels_match_pytorch_golden_outputs() {
-    let dir = golden_dir().expect("no golden data at ../shared/golden (set CI_GATE_GOLDEN_DIR)");
+    let dir = golden_dir().expect("no golden data at tests/golden (set CI_GATE_GOLDEN_DIR)");
     let gpu = gpu();
     let cases: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("cases.json")).unwrap()).unwrap();

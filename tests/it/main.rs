@@ -2,7 +2,7 @@
 //! the library and the test dependencies are linked once, not once per file. A module's
 //! tests are named after it, e.g. `cli_compare::compare_regression_table`, so
 //! `cargo test --test it cli_compare::` runs one module. The tests that need a GPU are
-//! `#[ignore]`d (`gpu::`, `adversarial_gpu::`, `gpu_tools::`; README, "Testing").
+//! `#[ignore]`d (`gpu::`, `adversarial_gpu::`, `gpu_tools::`; docs/TESTING.md).
 //!
 //! Fixtures, vectors and the other inputs are found from `CARGO_MANIFEST_DIR`; insta keeps
 //! the snapshots in `tests/it/snapshots/`, named `it__<module>__<name>.snap`.
@@ -30,6 +30,7 @@ mod cli_simulated;
 mod cli_simulation_refused;
 mod cli_tools;
 mod comment_snapshots;
+mod config_doc;
 mod configs;
 mod fuzz_parsers;
 mod github_comment;
