@@ -18,4 +18,7 @@ selftest)
   timed timeout 240 "$bin" selftest --trials "${SELFTEST_TRIALS:-2}" --wide --out "$out/selftest.json" > "$out/selftest.txt" 2>&1
   tail -40 "$out/selftest.txt" ;;
 esac; done
-(cd "$out" && tar czf ../final-results.tgz . 2>/dev/null; mv ../final-results.tgz . 2>/dev/null) || true
+# At most 8 files come back from $OUT: everything in one archive.
+tag=$(echo "$*" | tr ' ' '-')
+(cd "$out" && tar czf "/tmp/final-$tag.tgz" --exclude='*.tgz' . && find . -mindepth 1 -delete && mv "/tmp/final-$tag.tgz" .) || true
+ls -la "$out" 
