@@ -17,15 +17,17 @@
 //! docs/PERF.md).
 
 use std::borrow::Cow;
+use std::f64::consts::SQRT_2;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, Normal};
 
 use crate::config::GateSettings;
 use crate::stats::{
-    Alternative, Magnitude, MarginTest, ProcessSpread, Rounds, STAGE1_ALPHA_SHARE, Sample,
-    StatsError, TRIM, cliffs_delta, mann_whitney_u, paired_margin_test, ratio_of_medians_bootstrap,
-    round_medians, two_stage_p, unpaired_margin_test,
+    Alternative, LogShift, Magnitude, MarginTest, ProcessSpread, Rounds, STAGE1_ALPHA_SHARE,
+    Sample, StatsError, TRIM, cliffs_delta, mann_whitney_u, paired_margin_test,
+    ratio_of_medians_bootstrap, round_medians, t_quantile, two_stage_p, unpaired_margin_test,
 };
 
 /// The power at which "Detectable" is stated.
@@ -96,6 +98,11 @@ pub enum Method {
     /// i.i.d. values: `ratio` is the p50 ratio (numpy medians), its interval and bounds the
     /// seeded percentile bootstrap of the ratio of medians.
     MedianBootstrap,
+    /// i.i.d. values, fewer than [`MIN_BOOTSTRAP_VALUES`] on a side: `ratio` is `exp` of the
+    /// Hodges–Lehmann shift of the log values (the median of all pairwise log ratios), its
+    /// bounds the exact Mann–Whitney ones ([`crate::stats::LogShift`]). A shift of the whole
+    /// distribution: the p50 ratio only where every quantile moves by one factor.
+    HodgesLehmann,
     /// Recorded by an earlier version of ci-gate (Student t of round medians).
     #[default]
     #[serde(other)]
@@ -109,6 +116,7 @@ impl Method {
         match self {
             Method::PairedRounds | Method::UnpairedRounds | Method::Earlier => "Δ round p50",
             Method::MedianBootstrap => "Δp50",
+            Method::HodgesLehmann => "Δ HL shift",
         }
     }
 
@@ -117,6 +125,7 @@ impl Method {
         match self {
             Method::PairedRounds | Method::UnpairedRounds => "Yuen t",
             Method::MedianBootstrap => "bootstrap",
+            Method::HodgesLehmann => "exact Mann-Whitney",
             Method::Earlier => "t",
         }
     }
@@ -126,7 +135,7 @@ impl Method {
         match self {
             Method::PairedRounds => "pairs",
             Method::UnpairedRounds | Method::Earlier => "rounds",
-            Method::MedianBootstrap => "values",
+            Method::MedianBootstrap | Method::HodgesLehmann => "values",
         }
     }
 
@@ -142,6 +151,9 @@ impl Method {
             Method::MedianBootstrap => {
                 "ratio of the two medians, seeded percentile bootstrap (values resampled, the between-process spread added)"
             }
+            Method::HodgesLehmann => {
+                "Hodges–Lehmann shift of the log values (the median of all pairwise log ratios), exact Mann–Whitney bound (fewer than 30 values a side: too few for a bootstrap of the p50); a shift of the whole distribution, the p50 change only where every quantile moves by one factor"
+            }
             Method::Earlier => "as recorded by an earlier ci-gate (Student t of round medians)",
         }
     }
@@ -153,6 +165,7 @@ impl fmt::Display for Method {
             Method::PairedRounds => "paired-rounds",
             Method::UnpairedRounds => "unpaired-rounds",
             Method::MedianBootstrap => "median-bootstrap",
+            Method::HodgesLehmann => "hodges-lehmann",
             Method::Earlier => "earlier",
         })
     }
@@ -208,6 +221,14 @@ impl StoredSide {
         }
     }
 
+    /// How many processes the rounds came from: the recorded split, else one.
+    pub(crate) fn processes(&self) -> usize {
+        let valid = !self.process_rounds.is_empty()
+            && !self.process_rounds.contains(&0)
+            && self.process_rounds.iter().sum::<usize>() == self.rounds.len();
+        if valid { self.process_rounds.len() } else { 1 }
+    }
+
     /// The spread the comparison uses and where it came from (see [`SpreadSource`]).
     pub(crate) fn effective_spread(&self) -> (ProcessSpread, SpreadSource) {
         if let Some(sd) = self.given_sd {
@@ -256,14 +277,23 @@ pub struct Comparison {
     /// The estimate the rule tests (see [`Method`]): for rounds a ratio of round medians,
     /// for i.i.d. values the p50 ratio.
     pub ratio: f64,
-    /// Two-sided interval of `ratio` at `confidence` (the test's, all units).
+    /// Two-sided interval of `ratio` at `confidence`, of the last look's units as if they
+    /// were all there was: a description of the estimate's uncertainty, not the decision
+    /// (which is `lower_bound` / `upper_bound`, at `bound_level`).
     pub ci_low: f64,
     pub ci_high: f64,
     pub confidence: f64,
     /// One-sided lower / upper confidence bounds of `ratio` at the level the deciding look
-    /// spends (alpha, or its share at that stage of a two-stage design).
+    /// spends (alpha, or its share at that stage of a two-stage design): the rule compares
+    /// these with 1 ± m. An upper bound of `f64::INFINITY` (and a lower bound of 0) is no
+    /// bound: too few values for that level.
     pub lower_bound: f64,
     pub upper_bound: f64,
+    /// The one-sided confidence level of `lower_bound` and `upper_bound`: 1 − the alpha the
+    /// deciding look spends (0.995 at the first look of the PR design, 0.955 at the
+    /// second). `None` in files of versions that did not record it.
+    #[serde(default)]
+    pub bound_level: Option<f64>,
     /// Standard error of the log ratio and the degrees of freedom of its t law (trimmed
     /// tests; `None` for the bootstrap).
     #[serde(default)]
@@ -295,12 +325,28 @@ pub struct Comparison {
     /// Whether `process_sd` is the assumed default (no spread recorded or given).
     #[serde(default)]
     pub process_sd_assumed: bool,
+    /// Unpaired with a spread between processes: the smallest change (a fraction) the rule
+    /// could flag even with no sampling noise at all, the margin plus the spread's part of
+    /// the bound (`exp(ln(1 + m) + z·σ_P·√(1 + 1/k)) − 1`). `None` where no spread is added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_flaggable: Option<f64>,
 }
 
 impl Comparison {
     /// The pooled p50 ratio: `p50_cand / p50_base`. Cost: O(1).
     pub fn p50_ratio(&self) -> f64 {
         self.p50_cand / self.p50_base
+    }
+
+    /// The one-sided lower and upper bounds of `ratio` at level `1 − a` from the test's t law
+    /// (`exp(ln ratio ∓ t₁₋ₐ·se)`); `None` for a method without one (the bootstrap, the
+    /// Hodges–Lehmann shift), whose bounds exist only at the level they were computed for.
+    /// Cost: O(1).
+    pub(crate) fn bounds_at(&self, a: f64) -> Option<(f64, f64)> {
+        let (se, df) = (self.se?, self.df?);
+        let t = t_quantile(1.0 - a, df);
+        let est = self.ratio.ln();
+        (t.is_finite() && est.is_finite()).then(|| ((est - t * se).exp(), (est + t * se).exp()))
     }
 
     /// Whether the pooled p50 ratio lies outside the test's interval: the distribution inside
@@ -440,6 +486,7 @@ impl Comparison {
             confidence: gate.confidence,
             lower_bound: last.lower_bound(level),
             upper_bound: last.upper_bound(level),
+            bound_level: Some(1.0 - level),
             se: Some(last.se),
             df: Some(last.df),
             margin_p,
@@ -459,6 +506,7 @@ impl Comparison {
             process_sd: None,
             process_sd_source: None,
             process_sd_assumed: false,
+            min_flaggable: None,
         }
     }
 
@@ -520,13 +568,22 @@ impl Comparison {
         };
         let (bv, cv) = (base.pooled(), cand.pooled());
         let mut c = if !stored.values {
-            trimmed(&base, cand, design)?
+            let mut c = trimmed(&base, cand, design)?;
+            // With no sampling noise at all the bound is the estimate less the spread's
+            // part: t(df of the spread)·σ_P·√(1 + 1/k) at the deciding level.
+            let k = stored.processes() as f64;
+            let a = 1.0 - c.bound_level.unwrap_or(1.0 - gate.alpha);
+            c.min_flaggable = (spread.sd > 0.0).then(|| {
+                let t = t_quantile(1.0 - a, spread.df.max(1.0));
+                (m.ln_1p() + t * spread.sd * (1.0 + 1.0 / k).sqrt()).exp() - 1.0
+            });
+            c
         } else if bv.len() >= MIN_BOOTSTRAP_VALUES && cv.len() >= MIN_BOOTSTRAP_VALUES {
             Comparison::values(&base, cand, spread, gate)?
         } else {
-            // Too few values for a bootstrap of the median: each value is a round.
-            let each = |s: &Sample| Rounds::new(s.values().iter().map(|&v| vec![v]).collect());
-            trimmed(&each(bv)?, &each(cv)?, None)?
+            // Too few values for a bootstrap of the median (it under-covers): the
+            // Hodges–Lehmann shift with its exact bound, under its own name.
+            Comparison::shift(&base, cand, spread, gate)?
         };
         c.process_sd = Some(spread.sd);
         c.process_sd_source = Some(source);
@@ -561,8 +618,7 @@ impl Comparison {
         )?;
         let (m, a) = (gate.max_p50_regression, gate.alpha);
         let ci = boot.interval(gate.confidence);
-        let normal = statrs::distribution::Normal::standard();
-        use statrs::distribution::ContinuousCDF;
+        let normal = Normal::standard();
         let z = normal.inverse_cdf(1.0 - a) + normal.inverse_cdf(DETECTABLE_POWER);
         let ranks = rank_figures(b.values().to_vec(), c.values().to_vec());
         Ok(Comparison {
@@ -578,6 +634,7 @@ impl Comparison {
             confidence: gate.confidence,
             lower_bound: boot.lower_bound(a),
             upper_bound: boot.upper_bound(a),
+            bound_level: Some(1.0 - a),
             se: None,
             df: None,
             margin_p: boot.share_at_most(1.0 + m),
@@ -592,6 +649,110 @@ impl Comparison {
             process_sd: Some(spread.sd),
             process_sd_source: None,
             process_sd_assumed: false,
+            min_flaggable: (spread.sd > 0.0).then(|| {
+                (m.ln_1p() + normal.inverse_cdf(1.0 - a) * spread.sd * SQRT_2).exp() - 1.0
+            }),
+        })
+    }
+
+    /// i.i.d. values against i.i.d. values with fewer than [`MIN_BOOTSTRAP_VALUES`] on a
+    /// side ([`Method::HodgesLehmann`]): `ratio` is `exp` of the Hodges–Lehmann shift of the
+    /// log values, the bounds the exact Mann–Whitney ones ([`LogShift`]). With a spread
+    /// between processes σ_P > 0 alpha is split in half (Bonferroni): the exact bound at
+    /// `alpha/2`, moved by `z₁₋α/₂·σ_P·√2` for the difference of the two processes' shifts;
+    /// without one the exact bound at `alpha`. Where the values are too few for a bound at
+    /// that level there is none (lower 0, upper ∞): nothing is flagged. The margin p-values
+    /// are the least alpha at which the bound clears the margin; "Detectable" is the normal
+    /// approximation `ln(1 + m) + z_s·σ̂ + z_p·σ_P√2 + z₀.₈·√(σ̂² + 2σ_P²)` with σ̂ read off
+    /// the exact bound (`(estimate − bound)/z_s`).
+    ///
+    /// Cost: O(N log N) for the N = n_b·n_c pairwise differences (at most
+    /// [`crate::stats::MAX_SHIFT_PAIRS`]).
+    pub fn shift(
+        base: &Rounds,
+        cand: &Rounds,
+        spread: ProcessSpread,
+        gate: &GateSettings,
+    ) -> Result<Comparison, StatsError> {
+        let (b, c) = (base.pooled(), cand.pooled());
+        let t = LogShift::new(b, c)?;
+        let (m, alpha) = (gate.max_p50_regression, gate.alpha);
+        let normal = Normal::standard();
+        let est = t.estimate();
+        // The bounds at one-sided level 1 − a: the exact part at a/2 and the processes' at
+        // a/2 when there is a spread, else the exact part at a.
+        let bounds = |a: f64| -> (f64, f64) {
+            let (a_s, process) = if spread.sd > 0.0 {
+                (
+                    a / 2.0,
+                    normal.inverse_cdf(1.0 - a / 2.0) * spread.sd * SQRT_2,
+                )
+            } else {
+                (a, 0.0)
+            };
+            (
+                t.lower_bound(a_s).map_or(0.0, |l| (l - process).exp()),
+                t.upper_bound(a_s)
+                    .map_or(f64::INFINITY, |u| (u + process).exp()),
+            )
+        };
+        // The least alpha at which a bound clears the margin (bisection: the bounds move
+        // monotonically with alpha); the exact p itself without a spread.
+        let least = |clears: &dyn Fn(f64) -> bool, exact: f64| -> f64 {
+            if spread.sd == 0.0 {
+                return exact;
+            }
+            if !clears(1.0) {
+                return 1.0;
+            }
+            let (mut lo, mut hi) = (0.0_f64, 1.0_f64);
+            for _ in 0..60 {
+                let mid = (lo + hi) / 2.0;
+                if clears(mid) { hi = mid } else { lo = mid }
+            }
+            hi
+        };
+        let (lower, upper) = bounds(alpha);
+        let description = bounds((1.0 - gate.confidence) / 2.0);
+        let ranks = rank_figures(b.values().to_vec(), c.values().to_vec());
+        let a_s = if spread.sd > 0.0 { alpha / 2.0 } else { alpha };
+        let z_s = normal.inverse_cdf(1.0 - a_s);
+        let z_p = normal.inverse_cdf(1.0 - alpha / 2.0);
+        let sd_p = spread.sd * SQRT_2;
+        let sigma = t.lower_bound(a_s).map(|l| (est - l) / z_s);
+        let z80 = normal.inverse_cdf(DETECTABLE_POWER);
+        let process = if spread.sd > 0.0 { z_p * sd_p } else { 0.0 };
+        Ok(Comparison {
+            reference: Reference::Stored,
+            method: Method::HodgesLehmann,
+            n_base: b.len(),
+            n_cand: c.len(),
+            p50_base: b.median(),
+            p50_cand: c.median(),
+            ratio: est.exp(),
+            ci_low: description.0,
+            ci_high: description.1,
+            confidence: gate.confidence,
+            lower_bound: lower,
+            upper_bound: upper,
+            bound_level: Some(1.0 - alpha),
+            se: None,
+            df: None,
+            margin_p: least(&|a| bounds(a).0 > 1.0 + m, t.p_greater(m.ln_1p())),
+            margin_p_faster: least(&|a| bounds(a).1 < 1.0 - m, t.p_less((-m).ln_1p())),
+            stage: 1,
+            cliffs_delta: ranks.delta,
+            cliffs_magnitude: Magnitude::of(ranks.delta),
+            mwu_u: ranks.u,
+            mwu_p: ranks.p_slower,
+            mwu_p_faster: ranks.p_faster,
+            min_detectable: sigma.map_or(f64::INFINITY, |sg| {
+                (m.ln_1p() + z_s * sg + process + z80 * (sg * sg + sd_p * sd_p).sqrt()).exp() - 1.0
+            }),
+            process_sd: Some(spread.sd),
+            process_sd_source: None,
+            process_sd_assumed: false,
+            min_flaggable: (spread.sd > 0.0).then(|| (m.ln_1p() + process).exp() - 1.0),
         })
     }
 }

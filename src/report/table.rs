@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 
 use comfy_table::{Cell, CellAlignment, Color, Table, presets};
 
-use super::{Col, Exporter, Report, cell, columns, findings};
+use super::{Col, Exporter, Report, alpha_line, cell, columns, findings};
 use crate::verdict::Verdict;
 
 pub struct TableExporter {
@@ -265,7 +265,7 @@ impl Exporter for TableExporter {
                 if hidden == 1 { "" } else { "s" }
             ));
         }
-        let mut lines: Vec<String> = Vec::new();
+        let mut lines: Vec<String> = alpha_line(report).into_iter().collect();
         for row in &report.rows {
             if let Some(e) = &row.error {
                 // An integrity failure is a parity loss, not a measuring error.

@@ -12,6 +12,9 @@
 //!   A/B rounds (shown beside the paired test's interval; it decides nothing).
 //! * [`mann_whitney_u`] — one-sided Mann–Whitney U test, same `u` and `p` as
 //!   `scipy.stats.mannwhitneyu`.
+//! * [`LogShift`] — the Hodges–Lehmann shift of two samples on the log scale with its exact
+//!   Mann–Whitney bounds: the decision for sample files of fewer than 30 i.i.d. values a
+//!   side, where a bootstrap of the median under-covers.
 //! * [`cliffs_delta`] and [`Magnitude`] — effect size in O(n + m) on sorted samples.
 //! * [`holm`] — Holm step-down adjustment (not used by the rule; the calibration shows its
 //!   cost).
@@ -33,6 +36,7 @@ mod mann_whitney;
 mod margin;
 mod quantile;
 mod sample;
+mod shift;
 
 pub use bootstrap::{
     Interval, RatioDistribution, pooled_p50_ratio_of_pairs, ratio_of_medians,
@@ -47,8 +51,9 @@ pub use holm::holm;
 pub use mann_whitney::{Alternative, MannWhitney, PMethod, mann_whitney_u};
 pub(crate) use margin::t_quantile;
 pub use margin::{
-    MarginTest, ProcessSpread, STAGE1_ALPHA_SHARE, TRIM, Trimmed, median, paired_margin_test,
-    paired_margin_test_trimmed, process_spread, process_spread_trimmed, round_medians, trimmed,
-    two_stage_p, unpaired_margin_test, unpaired_margin_test_trimmed,
+    MarginTest, ProcessSpread, SETTLED_LEVEL, STAGE1_ALPHA_SHARE, TRIM, Trimmed, median,
+    paired_margin_test, paired_margin_test_trimmed, process_spread, process_spread_trimmed,
+    round_medians, trimmed, two_stage_p, unpaired_margin_test, unpaired_margin_test_trimmed,
 };
 pub use sample::{Rounds, Sample, Summary};
+pub use shift::{LogShift, MAX_SHIFT_PAIRS};

@@ -141,7 +141,12 @@ fn sample_files_with_rounds_use_the_trimmed_test_of_round_medians() {
         .stdout
         .clone();
     let text = String::from_utf8(out).unwrap();
-    for title in ["Δ round p50", "95% CI (Yuen t)", "Cliff's δ (round p50s)"] {
+    for title in [
+        "Δ round p50",
+        "One-sided bound (level)",
+        "95% CI (Yuen t, description)",
+        "Cliff's δ (round p50s)",
+    ] {
         assert!(text.contains(title), "{title}: {text}");
     }
 }
