@@ -9,7 +9,13 @@
 //!   with the between-process spread added ([`stats::unpaired_margin_test`]).
 //! * Sample files of i.i.d. values (no rounds): the p50 ratio with the seeded percentile
 //!   bootstrap of the ratio of medians ([`stats::ratio_of_medians_bootstrap`]), widened by
-//!   the process spread.
+//!   the process spread; with fewer than [`MIN_BOOTSTRAP_VALUES`] values on a side, the
+//!   Hodges–Lehmann shift with its exact Mann–Whitney bound ([`stats::LogShift`]), under its
+//!   own name ([`Method::HodgesLehmann`]).
+//!
+//! Every comparison records the one-sided level of the bounds the rule reads
+//! (`bound_level`: the share of alpha its deciding look spent); its two-sided interval is a
+//! description of the estimate, not the decision.
 //!
 //! Each margin p is per shape: no correction across the shapes of a run (the margin already
 //! protects unchanged shapes: 0 of 2.9 million unchanged shapes were flagged in the
@@ -34,8 +40,8 @@ use crate::stats::{
 pub(crate) const DETECTABLE_POWER: f64 = 0.8;
 
 /// Fewest values a side for the bootstrap of the ratio of medians to decide on a sample file
-/// of i.i.d. values; with fewer, each value is taken as a round and the trimmed test
-/// decides (a percentile bootstrap of a median under-covers on small samples).
+/// of i.i.d. values; with fewer (a percentile bootstrap of a median under-covers on small
+/// samples) the Hodges–Lehmann shift decides, under its own name ([`Comparison::shift`]).
 pub(crate) const MIN_BOOTSTRAP_VALUES: usize = 30;
 
 /// A stored spread estimated from at least this many processes is used with a floor of
@@ -200,8 +206,7 @@ pub struct StoredSide {
     pub given_sd: Option<f64>,
     /// Both sides are i.i.d. values (sample files without rounds), whatever the rounds they
     /// are held in: compared by the bootstrap of the ratio of medians of all their values
-    /// (with fewer than [`MIN_BOOTSTRAP_VALUES`] a side, each value a round, by the trimmed
-    /// test).
+    /// (with fewer than [`MIN_BOOTSTRAP_VALUES`] on a side, by the Hodges–Lehmann shift).
     pub values: bool,
 }
 
@@ -349,6 +354,23 @@ impl Comparison {
         (t.is_finite() && est.is_finite()).then(|| ((est - t * se).exp(), (est + t * se).exp()))
     }
 
+    /// `bound_level` where a file of an earlier version did not record it but its method
+    /// fixes it: every version that recorded a [`Method`] split alpha 0.2/0.8 between the
+    /// looks of `design` ([`STAGE1_ALPHA_SHARE`] has not changed since), and the bootstrap
+    /// and the Hodges–Lehmann shift decide at alpha. [`Method::Earlier`] stays unknown.
+    pub(crate) fn with_recorded_level(mut self, design: Option<StageDesign>, alpha: f64) -> Self {
+        if self.bound_level.is_none() {
+            self.bound_level = match self.method {
+                Method::PairedRounds | Method::UnpairedRounds => {
+                    Some(1.0 - look_level(alpha, design, self.stage))
+                }
+                Method::MedianBootstrap | Method::HodgesLehmann => Some(1.0 - alpha),
+                Method::Earlier => None,
+            };
+        }
+        self
+    }
+
     /// Whether the pooled p50 ratio lies outside the test's interval: the distribution inside
     /// the rounds changed shape, so the ratio of round medians is not the p50 change.
     /// Never for the bootstrap, whose ratio is the p50 ratio. Cost: O(1).
@@ -362,7 +384,7 @@ impl Comparison {
 
 /// The one-sided level a look spends: all of alpha in a one-stage design; `w·α` at the
 /// first and `(1 − w)·α` at the second look of a two-stage one.
-fn look_level(alpha: f64, design: Option<StageDesign>, stage: u32) -> f64 {
+pub(crate) fn look_level(alpha: f64, design: Option<StageDesign>, stage: u32) -> f64 {
     match design {
         Some(d) if d.two_stage() => {
             if stage == 1 {
@@ -785,4 +807,141 @@ pub(crate) fn shape_seed(run_seed: u64, shape: &str) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(center: f64, n: usize, phase: f64) -> Rounds {
+        let v = (0..n)
+            .map(|i| center * (1.0 + 0.004 * ((i as f64) * 0.7 + phase).sin()))
+            .collect();
+        Rounds::single(Sample::new(v).unwrap())
+    }
+
+    #[test]
+    fn the_shift_decides_on_its_bound_and_its_p_agrees() {
+        let gate = GateSettings::default();
+        let m = gate.max_p50_regression;
+        let base = values(9.0, 20, 0.0);
+        for (center, sd) in [
+            (9.0, 0.0),
+            (9.3, 0.0),
+            (9.5, 0.0),
+            (9.5, 0.01),
+            (10.0, 0.01),
+        ] {
+            let cand = values(center, 20, 0.4);
+            let spread = ProcessSpread {
+                sd,
+                df: f64::INFINITY,
+            };
+            let c = Comparison::shift(&base, &cand, spread, &gate).unwrap();
+            assert_eq!(c.method, Method::HodgesLehmann);
+            assert_eq!(c.bound_level, Some(1.0 - gate.alpha));
+            // The bound clears the margin exactly when the margin p is below alpha.
+            assert_eq!(
+                c.lower_bound > 1.0 + m,
+                c.margin_p < gate.alpha,
+                "{center} {sd}: {c:?}"
+            );
+            assert!(
+                c.lower_bound <= c.ratio && c.ratio <= c.upper_bound,
+                "{c:?}"
+            );
+            // The process spread takes its half of alpha and widens the bound.
+            if sd > 0.0 {
+                let none = Comparison::shift(&base, &cand, ProcessSpread::NONE, &gate).unwrap();
+                assert!(c.lower_bound < none.lower_bound, "{c:?} {none:?}");
+                let z = Normal::standard().inverse_cdf(1.0 - gate.alpha / 2.0);
+                let floor = (m.ln_1p() + z * sd * SQRT_2).exp() - 1.0;
+                assert!((c.min_flaggable.unwrap() - floor).abs() < 1e-12, "{c:?}");
+            } else {
+                assert_eq!(c.min_flaggable, None);
+            }
+        }
+        // A clear +11% shift from one process is a regression; the same with the 1% default
+        // spread still is, and +3.3% with it is not.
+        let shifted =
+            Comparison::shift(&base, &values(10.0, 20, 0.4), ProcessSpread::NONE, &gate).unwrap();
+        assert!(
+            shifted.lower_bound > 1.02 && shifted.margin_p < 0.05,
+            "{shifted:?}"
+        );
+        let small =
+            Comparison::shift(&base, &values(9.3, 20, 0.4), ProcessSpread::ASSUMED, &gate).unwrap();
+        assert!(small.lower_bound < 1.02, "{small:?}");
+    }
+
+    #[test]
+    fn files_of_earlier_versions_get_the_level_their_method_fixed() {
+        let gate = GateSettings::default();
+        let base = Rounds::new((0..24).map(|i| vec![100.0 + i as f64 * 0.1]).collect()).unwrap();
+        let cand = Rounds::new(
+            (0..24)
+                .map(|i| vec![102.0 + (i % 3) as f64 * 0.4])
+                .collect(),
+        )
+        .unwrap();
+        let design = Some(StageDesign { stage1: 8, max: 24 });
+        let c = Comparison::paired(&base, &cand, design, &gate).unwrap();
+        assert_eq!(c.stage, 2);
+        assert!((c.bound_level.unwrap() - 0.96).abs() < 1e-12, "{c:?}");
+        // The same comparison as a file without the field reads it back as None ...
+        let mut json = serde_json::to_value(&c).unwrap();
+        json.as_object_mut().unwrap().remove("bound_level");
+        let old: Comparison = serde_json::from_value(json).unwrap();
+        assert_eq!(old.bound_level, None);
+        // ... and its method and look fix it: 96% at the second look, 99% at the first,
+        // 95% with one look; a method of before then stays unknown.
+        assert_eq!(old.clone().with_recorded_level(design, gate.alpha), c);
+        let first = Comparison {
+            stage: 1,
+            ..old.clone()
+        };
+        let l = first
+            .with_recorded_level(design, gate.alpha)
+            .bound_level
+            .unwrap();
+        assert!((l - 0.99).abs() < 1e-12);
+        let l = old
+            .clone()
+            .with_recorded_level(None, gate.alpha)
+            .bound_level
+            .unwrap();
+        assert!((l - 0.95).abs() < 1e-12);
+        let earlier = Comparison {
+            method: Method::Earlier,
+            ..old
+        };
+        assert_eq!(
+            earlier.with_recorded_level(design, gate.alpha).bound_level,
+            None
+        );
+    }
+
+    #[test]
+    fn bounds_at_a_level_follow_the_t_law() {
+        let gate = GateSettings::default();
+        let base = Rounds::new((0..8).map(|i| vec![100.0 + i as f64 * 0.1]).collect()).unwrap();
+        let cand =
+            Rounds::new((0..8).map(|i| vec![103.0 + (i % 3) as f64 * 0.2]).collect()).unwrap();
+        let c = Comparison::paired(&base, &cand, None, &gate).unwrap();
+        let (lo, hi) = c.bounds_at(gate.alpha).unwrap();
+        assert!((lo - c.lower_bound).abs() < 1e-12 && (hi - c.upper_bound).abs() < 1e-12);
+        let (lo99, hi99) = c.bounds_at(0.01).unwrap();
+        assert!(lo99 < lo && hi99 > hi);
+        let v = Comparison::values(
+            &values(9.0, 40, 0.0),
+            &values(9.1, 40, 0.3),
+            ProcessSpread::NONE,
+            &GateSettings {
+                bootstrap_resamples: 200,
+                ..gate
+            },
+        )
+        .unwrap();
+        assert_eq!(v.bounds_at(0.01), None);
+    }
 }

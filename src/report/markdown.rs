@@ -499,7 +499,7 @@ fn resources_table(r: &crate::resources::ResourceSection, md: &mut String) {
 fn summary_table(report: &Report, md: &mut String) {
     let _ = writeln!(
         md,
-        "| Shape | Verdict | Deciding Δ | One-sided bound (level) | Other reference | Cand p50 µs | Parity |"
+        "| Shape | Verdict | Deciding Δ | One-sided bound | Other reference | Cand p50 µs | Parity |"
     );
     md.push_str("|---|---|--:|---|--:|--:|---|\n");
     for row in &report.rows {

@@ -132,12 +132,15 @@ fn pooled(s: &ShapeResult, gate: &GateSettings) -> Option<Pooled> {
 impl Row {
     /// The row of one shape; `gate` seeds and sizes the pooled p50 bootstrap.
     pub fn of(s: &ShapeResult, gate: &GateSettings) -> Row {
+        // Files of earlier versions did not record the level of their bounds.
+        let design = s.measurement.as_ref().and_then(|m| m.design);
+        let level = |c: &Comparison| c.clone().with_recorded_level(design, gate.alpha);
         Row {
             shape: s.name.clone(),
             p50_cand: s.summary.as_ref().map(|x| x.p50),
             tflops: s.tflops,
-            ab: s.ab.clone(),
-            stored: s.stored.clone(),
+            ab: s.ab.as_ref().map(level),
+            stored: s.stored.as_ref().map(level),
             decided_by: s.decided_by,
             drift_cause: s.drift.as_ref().map(|d| d.cause),
             parity: s.parity.clone(),
@@ -788,7 +791,7 @@ pub(crate) fn columns(report: &Report) -> Vec<(Col, String)> {
         (Col::BaseP50, "Base p50 µs".to_owned()),
         (Col::CandP50, "Cand p50 µs".to_owned()),
         (Col::Delta, method.ratio_label().to_owned()),
-        (Col::Bound, "One-sided bound (level)".to_owned()),
+        (Col::Bound, "One-sided bound".to_owned()),
         (
             Col::Interval,
             format!(
@@ -923,6 +926,40 @@ pub(crate) fn interval_text(c: &Comparison) -> String {
     format!("[{}, {}]", end(c.ci_low), end(c.ci_high))
 }
 
+/// The line under the terminal table that says what "One-sided bound" is: the bound the
+/// rule compared with ±m, at the one-sided confidence its look spent (in parentheses); the
+/// split of alpha between two looks is explained where a row was decided at one of them.
+pub(crate) fn bound_line(report: &Report) -> Option<String> {
+    let deciding: Vec<&Comparison> = report.rows.iter().filter_map(|r| r.deciding().0).collect();
+    if deciding.is_empty() {
+        return None;
+    }
+    let (a, w) = (report.gate.alpha, crate::stats::STAGE1_ALPHA_SHARE);
+    let m = report.gate.max_p50_regression * 100.0;
+    let one_look = deciding
+        .iter()
+        .all(|c| c.bound_level.is_some_and(|l| (l - (1.0 - a)).abs() < 1e-12));
+    let levels = if one_look {
+        format!(
+            "{}: all of alpha {} at one look",
+            level_text(1.0 - a),
+            level_text(a)
+        )
+    } else {
+        format!(
+            "alpha {} split {w:.1}/{:.1} between the two planned looks: {} after the first, {} after the second",
+            level_text(a),
+            1.0 - w,
+            level_text(1.0 - w * a),
+            level_text(1.0 - (1.0 - w) * a)
+        )
+    };
+    Some(format!(
+        "One-sided bound: what the rule compared with ±{m:.1}%, at the confidence in parentheses ({levels}). The {:.0}% CI (--wide) is a description, not the decision.",
+        report.gate.confidence * 100.0
+    ))
+}
+
 /// The line under every table: alpha is per shape, and what that means for the N shapes of
 /// this report (those with a comparison): at most alpha of the shapes exactly m slower are
 /// flagged each, so among N of them at least one is flagged in up to `1 − (1 − alpha)^N` of
@@ -995,7 +1032,7 @@ pub(crate) fn legend(report: &Report) -> String {
     let a = gate.alpha;
     let w = crate::stats::STAGE1_ALPHA_SHARE;
     let mut text = format!(
-        "{}A shape fails on a slowdown above {m:.1}%: the one-sided lower bound of the deciding reference (A/B when it ran, else the {}) above +{m:.1}%, per shape, or on any parity loss; an improvement is the upper bound below -{m:.1}%. The bound is at the level its look spent (\"One-sided bound (level)\"): alpha {} split {w:.1}/{:.1} between the two looks of the planned design, {} after the first look and {} after the second; {} where there is one look. The two-sided {:.0}% CI describes the estimate from the last look's units alone; it is not the decision.",
+        "{}A shape fails on a slowdown above {m:.1}%: the one-sided lower bound of the deciding reference (A/B when it ran, else the {}) above +{m:.1}%, per shape, or on any parity loss; an improvement is the upper bound below -{m:.1}%. The bound (\"One-sided bound\") is at the one-sided confidence its look spent, in parentheses: alpha {} split {w:.1}/{:.1} between the two looks of the planned design, {} after the first look and {} after the second; {} where there is one look. The two-sided {:.0}% CI describes the estimate from the last look's units alone; it is not the decision.",
         if described.is_empty() {
             String::new()
         } else {
@@ -1022,7 +1059,107 @@ pub(crate) fn legend(report: &Report) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::bisect_command;
+    use super::{bisect_command, bound_text, lower_side};
+    use crate::comparison::{Comparison, Method, Reference};
+    use crate::config::GateSettings;
+    use crate::stats::Magnitude;
+    use crate::verdict::{Evidence, Verdict, decide};
+
+    fn comparison(ratio: f64, lower: f64, upper: f64) -> Comparison {
+        Comparison {
+            reference: Reference::Ab,
+            method: Method::PairedRounds,
+            n_base: 8,
+            n_cand: 8,
+            p50_base: 100.0,
+            p50_cand: 100.0 * ratio,
+            ratio,
+            ci_low: lower * 0.999,
+            ci_high: upper * 1.001,
+            confidence: 0.95,
+            lower_bound: lower,
+            upper_bound: upper,
+            bound_level: Some(0.96),
+            se: Some(0.001),
+            df: Some(7.0),
+            margin_p: 0.5,
+            margin_p_faster: 0.5,
+            stage: 2,
+            cliffs_delta: 0.0,
+            cliffs_magnitude: Magnitude::of(0.0),
+            mwu_u: 32.0,
+            mwu_p: 0.5,
+            mwu_p_faster: 0.5,
+            min_detectable: 0.023,
+            process_sd: None,
+            process_sd_source: None,
+            process_sd_assumed: false,
+            min_flaggable: None,
+        }
+    }
+
+    #[test]
+    fn the_bound_shown_is_the_one_the_rule_compared() {
+        let gate = GateSettings::default();
+        let m = gate.max_p50_regression;
+        let mut seen = std::collections::HashSet::new();
+        for ratio in [0.95, 0.975, 0.99, 1.0, 1.01, 1.025, 1.05] {
+            for width in [0.001, 0.01, 0.03] {
+                let c = comparison(ratio, ratio * (1.0 - width), ratio * (1.0 + width));
+                let verdict = decide(
+                    &gate,
+                    &Evidence {
+                        measured: true,
+                        parity_passed: Some(true),
+                        ab: Some(&c),
+                        stored: None,
+                    },
+                )
+                .verdict;
+                seen.insert(verdict);
+                let text = bound_text(&c, verdict);
+                let value = if lower_side(&c, verdict) {
+                    c.lower_bound
+                } else {
+                    c.upper_bound
+                };
+                assert!(text.ends_with("(96%)"), "{text}");
+                assert!(text.contains(&super::pct(value)), "{text}");
+                match verdict {
+                    Verdict::Regression => {
+                        assert!(text.starts_with('≥') && value > 1.0 + m, "{text}")
+                    }
+                    Verdict::Improvement => {
+                        assert!(text.starts_with('≤') && value < 1.0 - m, "{text}")
+                    }
+                    // Neither test cleared the margin, and the bound shown says so.
+                    _ if text.starts_with('≥') => assert!(value <= 1.0 + m, "{text}"),
+                    _ => assert!(value >= 1.0 - m, "{text}"),
+                }
+            }
+        }
+        for v in [
+            Verdict::Regression,
+            Verdict::Improvement,
+            Verdict::Inconclusive,
+            Verdict::Pass,
+        ] {
+            assert!(seen.contains(&v), "{v} not exercised: {seen:?}");
+        }
+        // No bound at its level: said.
+        let mut c = comparison(1.05, 0.0, f64::INFINITY);
+        c.bound_level = Some(0.95);
+        assert_eq!(
+            bound_text(&c, Verdict::Inconclusive),
+            "none at 95% (too few values)"
+        );
+        c.bound_level = None;
+        c.lower_bound = 1.01;
+        assert_eq!(
+            bound_text(&c, Verdict::Inconclusive),
+            "≥ +1.00% (level not recorded)"
+        );
+    }
 
     #[test]
     fn bisect_command_shows_only_hex_commits_and_plain_names() {

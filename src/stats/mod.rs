@@ -16,6 +16,8 @@
 //!   Mann–Whitney bounds: the decision for sample files of fewer than 30 i.i.d. values a
 //!   side, where a bootstrap of the median under-covers.
 //! * [`cliffs_delta`] and [`Magnitude`] — effect size in O(n + m) on sorted samples.
+//! * [`binomial_interval`] — the exact (Clopper–Pearson) interval of a proportion of flagged
+//!   comparisons, as scipy's `binomtest(...).proportion_ci(method="exact")`.
 //! * [`holm`] — Holm step-down adjustment (not used by the rule; the calibration shows its
 //!   cost).
 //! * [`paired_margin_test`], [`unpaired_margin_test`], [`process_spread`], [`two_stage_p`] —
@@ -28,6 +30,7 @@
 
 #![warn(missing_docs)]
 
+mod binomial;
 mod bootstrap;
 mod cliff;
 mod error;
@@ -38,6 +41,7 @@ mod quantile;
 mod sample;
 mod shift;
 
+pub use binomial::binomial_interval;
 pub use bootstrap::{
     Interval, RatioDistribution, pooled_p50_ratio_of_pairs, ratio_of_medians,
     ratio_of_medians_bootstrap, ratio_of_medians_ci,

@@ -1059,10 +1059,13 @@ fn a_second_look_without_a_split_alpha_would_not_be_calibrated() {
 
 /// The designs of issue 30's table: how many pairs the second look goes to, and how alpha
 /// is split between the looks.
-const SPLITS: [(&str, f64, Option<f64>); 3] = [
+const SPLITS: [(&str, f64, Option<f64>); 4] = [
     ("0.2/0.8 (shipped)", STAGE1_ALPHA_SHARE, Some(SETTLED_LEVEL)),
     ("0.1/0.9", 0.1, Some(SETTLED_LEVEL)),
     ("0.05/0.95", 0.05, Some(SETTLED_LEVEL)),
+    // No first look at all: every shape measured to the last pair and tested once at the
+    // full alpha — the most any split of this test can reach at that many pairs.
+    ("one look at all pairs (no split)", 1e-9, Some(1e-9)),
 ];
 
 #[test]
@@ -1542,4 +1545,71 @@ fn iid_files_are_judged_on_their_p50() {
     assert!(consistent(tail_only, trials, 0.05, true), "{tail_only}");
     assert!(consistent(bulk, trials, 0.80, false), "{bulk}");
     assert!(bulk_default < bulk, "{bulk_default} vs {bulk}");
+}
+
+/// How often `compare BASE CAND` of two files of `n` i.i.d. values (fewer than 30: the
+/// Hodges–Lehmann path) flags a regression: the base with a slow tail of 10%, the
+/// candidate's values all scaled by `scale` with a slow tail of `tail`, both from one
+/// process unless `process_sd` says otherwise.
+fn small_iid_flag_rate(
+    n: usize,
+    scale: f64,
+    tail: f64,
+    process_sd: f64,
+    trials: usize,
+    seed: u64,
+) -> usize {
+    let gate = GateSettings::default();
+    let mut noise = Noise::new(seed, ISSUE);
+    (0..trials)
+        .filter(|_| {
+            let base = iid_values(&mut noise, n, 10.0, 0.10);
+            let cand = iid_values(&mut noise, n, 10.0 * scale, tail);
+            let stored = StoredSide {
+                given_sd: Some(process_sd),
+                values: true,
+                ..StoredSide::recorded(base, Vec::new(), None)
+            };
+            let mut s = ShapeResult::new(ShapeParams::new(1, 1, 1, 64, false, Dtype::Float16));
+            s.samples_us = cand;
+            let mut v = [s];
+            evaluate(&mut v, |_| Some(stored.clone()), &gate, Policy::default()).unwrap();
+            assert_eq!(
+                v[0].stored.as_ref().unwrap().method,
+                ci_gate::comparison::Method::HodgesLehmann
+            );
+            v[0].verdict == Verdict::Regression
+        })
+        .count()
+}
+
+#[test]
+fn small_iid_files_are_judged_by_the_shift_at_its_level() {
+    // Issue 30: fewer than 30 values a side, the Hodges–Lehmann shift with its exact
+    // Mann–Whitney bound. Its level is exact for a shift: a true +2.0% (every value × 1.02)
+    // is flagged at most 5% of the time, a true +0% never; a tail-only change (the slow
+    // share 10% → 30%: the p50 moves about +0.5%) is not read as a regression; a +6% shift
+    // is caught; the default 1% spread between processes makes +4% not confidently above.
+    let trials = count(400, 4000);
+    let aa = small_iid_flag_rate(20, 1.0, 0.10, 0.0, trials, 61);
+    let at_margin = small_iid_flag_rate(20, 1.02, 0.10, 0.0, trials, 62);
+    let tail_only = small_iid_flag_rate(20, 1.0, 0.30, 0.0, trials, 63);
+    let shift6 = small_iid_flag_rate(20, 1.06, 0.10, 0.0, trials, 64);
+    let shift4_default = small_iid_flag_rate(20, 1.04, 0.10, ProcessSpread::ASSUMED.sd, trials, 65);
+    eprintln!(
+        "i.i.d. files of 20 values, Hodges–Lehmann with the exact bound: A/A {}; +2.0% shift {}; tail-only (10% → 30% slow) {}; +6% shift {}; +4% shift with the default 1% spread {}",
+        rate(aa, trials),
+        rate(at_margin, trials),
+        rate(tail_only, trials),
+        rate(shift6, trials),
+        rate(shift4_default, trials)
+    );
+    assert_eq!(aa, 0);
+    assert!(consistent(at_margin, trials, 0.05, true), "{at_margin}");
+    assert!(consistent(tail_only, trials, 0.05, true), "{tail_only}");
+    assert!(consistent(shift6, trials, 0.95, false), "{shift6}");
+    assert!(
+        consistent(shift4_default, trials, 0.05, true),
+        "{shift4_default}"
+    );
 }

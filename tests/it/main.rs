@@ -32,6 +32,7 @@ mod github_comment;
 mod golden;
 mod nvrtc;
 mod rounds_vs_scipy;
+mod shift_vs_scipy;
 mod stats_vs_scipy;
 mod trimmed_vs_scipy;
 
