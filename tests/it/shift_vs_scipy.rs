@@ -1,6 +1,7 @@
 //! Cross-checks the Hodges–Lehmann shift and its exact Mann–Whitney bounds
 //! (`src/stats/shift.rs`, the decision for sample files of fewer than 30 i.i.d. values a
-//! side) against numpy / scipy.
+//! side), and the exact interval of a binomial proportion (`src/stats/binomial.rs`, how
+//! `selftest` reports its rates), against numpy / scipy.
 //!
 //! The reference numbers live in `tests/vectors/shift_vectors.json`, written by
 //! `tests/vectors/make_shift_vectors.py` (see its header: the estimate is numpy's median of
@@ -12,13 +13,22 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use ci_gate::stats::{LogShift, Sample};
+use ci_gate::stats::{LogShift, Sample, binomial_interval};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
 struct Vectors {
     meta: Meta,
     cases: Vec<Case>,
+    binomial: Vec<Binomial>,
+}
+
+#[derive(Deserialize)]
+struct Binomial {
+    k: u64,
+    n: u64,
+    low: f64,
+    high: f64,
 }
 
 #[derive(Deserialize)]
@@ -113,4 +123,29 @@ fn the_hodges_lehmann_shift_and_its_exact_bounds_match_scipy() {
         v.meta.scipy
     );
     assert!(bounds > 150 && none > 5, "{bounds} {none}");
+}
+
+#[test]
+fn exact_binomial_intervals_match_scipy() {
+    let v = vectors();
+    assert!(v.binomial.len() >= 10);
+    for b in &v.binomial {
+        let i = binomial_interval(b.k, b.n, 0.95).unwrap();
+        assert!(
+            (i.low - b.low).abs() < 1e-9,
+            "{}/{}: {} vs {}",
+            b.k,
+            b.n,
+            i.low,
+            b.low
+        );
+        assert!(
+            (i.high - b.high).abs() < 1e-9,
+            "{}/{}: {} vs {}",
+            b.k,
+            b.n,
+            i.high,
+            b.high
+        );
+    }
 }

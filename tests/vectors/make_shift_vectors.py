@@ -29,6 +29,9 @@ candidate shifted by a factor, some with a slow tail):
     the smallest); the lower bound is D_(k+1) for the largest k whose midpoint it rejects at
     level a (null when it rejects none), the upper bound the mirror image with the test of
     "shift >= theta".
+
+And "binomial": the exact (Clopper-Pearson) 95% interval of k flagged in n,
+scipy.stats.binomtest(k, n).proportion_ci(0.95, method="exact"), for src/stats/binomial.rs.
 """
 
 import json
@@ -117,6 +120,14 @@ for k in range(12):
     cases.append(case(f"random {k}: {nb}x{nc}, x{factor}, tail {tail}", nb, nc, factor, tail))
 cases.append(case("largest 29x29", 29, 29, 1.025, 0.1))
 
+# The exact (Clopper-Pearson) 95% interval of a count of flagged comparisons
+# (src/stats/binomial.rs, selftest's rates): scipy's binomtest(k, n).proportion_ci.
+binomial = []
+for k, n in [(0, 130), (5, 130), (127, 130), (130, 130), (473, 10000), (9634, 10000), (1, 2),
+             (0, 130000), (993, 10000), (49, 780)]:
+    ci = stats.binomtest(k, n).proportion_ci(0.95, method="exact")
+    binomial.append({"k": k, "n": n, "low": float(ci.low), "high": float(ci.high)})
+
 OUT.write_text(
     json.dumps(
         {
@@ -129,6 +140,7 @@ OUT.write_text(
                 "cases": len(cases),
             },
             "cases": cases,
+            "binomial": binomial,
         },
         indent=1,
     )
