@@ -6,7 +6,7 @@
 use crate::comparison::{Comparison, StoredSide};
 use crate::config::GateSettings;
 use crate::results::{ShapeResult, passed};
-use crate::stats::{Rounds, StatsError};
+use crate::stats::{Rounds, SETTLED_LEVEL, StatsError};
 use crate::verdict::{Evidence, Policy, Verdict, decide};
 
 /// A baseline sample that cannot be used.
@@ -90,15 +90,19 @@ pub fn evaluate(
 
 /// Whether the planned second look should measure this shape more: its first look neither
 /// settled a regression or an improvement nor excluded one (a one-sided bound of the
-/// deciding comparison still reaches past ±m). Shapes clearly inside the margin, and those
-/// already decided, stop; the second look's alpha was set aside in advance either way.
+/// deciding comparison at `1 − stats::SETTLED_LEVEL`, 99%, still reaches past ±m). Shapes
+/// clearly inside the margin, and those already decided, stop; the second look's alpha was
+/// set aside in advance either way, and stopping without a verdict spends none.
 pub fn needs_second_look(shape: &ShapeResult, gate: &GateSettings) -> bool {
     if shape.error.is_some() || matches!(shape.verdict, Verdict::Regression | Verdict::Improvement)
     {
         return false;
     }
     let m = gate.max_p50_regression;
-    shape
-        .primary()
-        .is_some_and(|c| c.upper_bound >= 1.0 + m || c.lower_bound <= 1.0 - m)
+    shape.primary().is_some_and(|c| {
+        let (low, high) = c
+            .bounds_at(SETTLED_LEVEL)
+            .unwrap_or((c.lower_bound, c.upper_bound));
+        high >= 1.0 + m || low <= 1.0 - m
+    })
 }

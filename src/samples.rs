@@ -1,7 +1,9 @@
 //! Plain sample files: one time per line, in microseconds; lines starting with `#` are
 //! comments. Blank lines separate rounds (values measured together, e.g. on one set of
-//! buffers); a file without blank lines between values holds one value per round, each an
-//! independent unit. Every rejected value is an error naming the file and line (a sample file
+//! buffers; several blank lines in a row are one separator); a file without blank lines
+//! between values holds one value per round, each an independent unit. So one stray blank
+//! line makes a file of values a file of two rounds: `compare` states which kind each file
+//! was read as and refuses a file of rounds against one of values. Every rejected value is an error naming the file and line (a sample file
 //! has no keys: its lines are its values), with text from the file shown as `validate`'s
 //! checks show it ([`quote`]).
 
@@ -215,6 +217,14 @@ mod tests {
         assert_eq!(f.rounds, vec![vec![1.0], vec![2.0], vec![3.0]]);
         // Blocks of one value each are i.i.d. values as well.
         assert!(!parse_sample_file("1\n\n2\n\n3\n", p).unwrap().has_rounds);
+        // One stray blank line in a file of values makes two rounds, and any number of blank
+        // lines in a row is one separator: `compare` says which kind each file was read as,
+        // and refuses to compare a file of rounds with one of values.
+        for text in ["1\n2\n3\n\n4\n5\n6\n", "1\n2\n3\n\n\n\n4\n5\n6\n\n"] {
+            let f = parse_sample_file(text, p).unwrap();
+            assert!(f.has_rounds, "{text:?}");
+            assert_eq!(f.rounds, vec![vec![1.0, 2.0, 3.0], vec![4.0, 5.0, 6.0]]);
+        }
     }
 
     #[test]

@@ -234,6 +234,7 @@ mod tests {
             confidence: 0.95,
             lower_bound: ci.0,
             upper_bound: ci.1,
+            bound_level: Some(0.96),
             se: Some(0.001),
             df: Some(9.0),
             margin_p: p_slow,
@@ -248,6 +249,7 @@ mod tests {
             process_sd: None,
             process_sd_source: None,
             process_sd_assumed: false,
+            min_flaggable: None,
         }
     }
 

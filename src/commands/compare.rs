@@ -7,7 +7,14 @@
 //!   warnings, notes, profiles, peers or shard notes.
 //! * Two sample files: with rounds (blank lines between them), the trimmed test of round
 //!   medians; without rounds (i.i.d. values), the p50 ratio with the seeded percentile
-//!   bootstrap of the ratio of medians. `--paired` pairs round i with round i.
+//!   bootstrap of the ratio of medians, or, with fewer than 30 values on a side (too few
+//!   for that bootstrap), the Hodges–Lehmann shift with its exact Mann–Whitney bound,
+//!   under its own name. Both files must be of one kind: a file with blank lines between
+//!   values against one without is refused, naming which is which. `--paired` pairs round
+//!   i with round i.
+//! * `--paired` on two results files is refused: two results files are two measuring
+//!   processes (unless they hold the very same run), and rounds of two processes are not
+//!   pairs — identical kernels differ between processes by the spread between them.
 //!
 //! The output has one shape for every input: the table, or a JSON array with one object per
 //! shape.
@@ -24,7 +31,7 @@ use crate::evaluate::evaluate;
 use crate::report::{Report, render};
 use crate::results::{ResultsFile, ShapeResult};
 use crate::samples::{SampleFile, parse_sample_file};
-use crate::stats::{Rounds, StatsError};
+use crate::stats::{MAX_SHIFT_PAIRS, Rounds, StatsError};
 use crate::verdict::Policy;
 
 enum Input {
@@ -119,8 +126,36 @@ fn compare_samples(
         .unwrap_or_else(|| "samples".into());
     let mut result = ShapeResult::new(ShapeParams::new(1, 1, 1, 64, false, Dtype::Float16));
     result.name = shape;
+    // One kind of file each side: blank lines between values make rounds, and mixing a file
+    // of rounds with one of i.i.d. values would silently change what is compared.
+    if base.has_rounds != cand.has_rounds {
+        let (rounds, plain) = if base.has_rounds {
+            (&args.base, &args.cand)
+        } else {
+            (&args.cand, &args.base)
+        };
+        let n = if base.has_rounds {
+            base.rounds.len()
+        } else {
+            cand.rounds.len()
+        };
+        bail!(
+            "{} separates its values into {n} rounds with blank lines and {} has no rounds (no blank line between values): compare two files of one kind (remove the blank lines, or separate the other file's rounds too)",
+            rounds.display(),
+            plain.display()
+        );
+    }
     let values = !base.has_rounds && !cand.has_rounds;
     let (n_base, n_cand) = (base.rounds.len(), cand.rounds.len());
+    let small = values && !args.paired && n_base.min(n_cand) < MIN_BOOTSTRAP_VALUES;
+    if small && n_base.saturating_mul(n_cand) > MAX_SHIFT_PAIRS {
+        bail!(
+            "{} has {n_base} values and {} {n_cand}: fewer than {MIN_BOOTSTRAP_VALUES} on a side is too few for the bootstrap of the p50, and the exact Hodges–Lehmann bound used instead builds at most {MAX_SHIFT_PAIRS} pairs of values ({} here); give at least {MIN_BOOTSTRAP_VALUES} values a side",
+            args.base.display(),
+            args.cand.display(),
+            n_base.saturating_mul(n_cand)
+        );
+    }
     if args.paired && n_base != n_cand {
         bail!(
             "--paired: {} has {n_base} rounds and {} has {n_cand}; pairs need as many of each",
@@ -153,15 +188,24 @@ fn compare_samples(
     evaluate(&mut shapes, |_| stored.clone(), &gate, Policy::default())
         .with_context(|| format!("in {}", args.base.display()))?;
     let mut report = Report::from_shapes(&shapes, gate);
+    report.notes.push(if values {
+        format!(
+            "BASE and CAND hold {n_base} and {n_cand} values without rounds (no blank line between values): compared as i.i.d. values"
+        )
+    } else {
+        format!(
+            "BASE and CAND hold {n_base} and {n_cand} rounds (blocks of values between blank lines): compared on the round medians"
+        )
+    });
     if args.paired && values {
         report.notes.push(
             "--paired with files without rounds: value i of BASE and value i of CAND form pair i"
                 .into(),
         );
     }
-    if !args.paired && values && n_base.min(n_cand) < MIN_BOOTSTRAP_VALUES {
+    if small {
         report.notes.push(format!(
-            "fewer than {MIN_BOOTSTRAP_VALUES} values a side: each value is taken as a round and the trimmed test decides (a bootstrap of the median under-covers on so few)"
+            "fewer than {MIN_BOOTSTRAP_VALUES} values on a side: too few for a bootstrap of the p50 (it under-covers), so no p50 ratio decides; the Hodges–Lehmann shift (the median of all pairwise log ratios, \"Δ HL shift\") and its exact Mann–Whitney bound decide instead: a shift of the whole distribution, the p50 change only where every quantile moves by one factor"
         ));
     }
     Ok(report)
@@ -215,6 +259,15 @@ fn compare_results(
             ..ShapeResult::new(s.params)
         })
         .collect();
+    // Pairs are rounds measured back to back in one process. Two results files are two
+    // processes unless they hold the very same run, which is all the files can prove.
+    if args.paired && *base != cand {
+        bail!(
+            "--paired: {} and {} are two results files, that is two measuring processes (they do not hold the same run), and rounds of two processes are not pairs: identical kernels measured in two processes differ by the spread between processes (0.1–0.9% on an H100/H200, more on an L4), which pairing would read as a change. Drop --paired: the files are then compared unpaired with that spread added. Pairs of one process are each file's own A/B (`ci-gate comment --from FILE`, or its JSON's `ab`)",
+            args.base.display(),
+            args.cand.display()
+        );
+    }
     let mut warnings = Vec::new();
     for shape in shapes.iter_mut() {
         let Some(b) = matching(shape) else {

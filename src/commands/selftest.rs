@@ -420,15 +420,22 @@ fn render(r: &SelftestReport, markdown: bool, wide: bool) -> String {
         r.config,
         r.stage1
     ));
+    // Each rate with its exact (Clopper–Pearson) 95% interval: a count of 130 says little
+    // more than that.
     for c in &r.conditions {
+        let interval =
+            crate::stats::binomial_interval(u64::from(c.flagged), u64::from(c.comparisons), 0.95)
+                .map(|i| format!(" [{:.1}, {:.1}]", i.low * 100.0, i.high * 100.0))
+                .unwrap_or_default();
         out.push_str(&format!(
-            " {} {}/{} ({:.1}%);",
+            " {} {}/{} ({:.1}%{interval});",
             label(c.scale),
             c.flagged,
             c.comparisons,
             100.0 * f64::from(c.flagged) / f64::from(c.comparisons.max(1))
         ));
     }
+    out.push_str(" (exact 95% intervals; alpha is per shape);");
     if let Some(inj) = &r.injected {
         out.push_str(&format!(
             " injected +{}%: {}/{} caught;",
@@ -499,6 +506,47 @@ mod tests {
         let mut short = s.clone();
         short.samples_us.truncate(10);
         assert!(decide_planned(&short, 1.0, design, &gate).is_err());
+    }
+
+    #[test]
+    fn each_rate_is_reported_with_its_exact_interval() {
+        let condition = |scale: f64, flagged: u32| Condition {
+            scale,
+            per_shape: vec![Outcomes {
+                flagged,
+                inconclusive: 0,
+                second_looks: 0,
+            }],
+            flagged,
+            comparisons: 130,
+        };
+        let report = SelftestReport {
+            config: "pr".into(),
+            gpu: Some("NVIDIA H100".into()),
+            trials: 130,
+            shapes: vec!["b1h8s512d64_f16".into()],
+            pairs: 24,
+            stage1: 8,
+            conditions: vec![condition(1.0, 0), condition(1.02, 5)],
+            injected: None,
+            stored_trials: 0,
+            stored_false_alarms: None,
+            wall_s: 1.0,
+        };
+        let out = render(&report, false, true);
+        // scipy: binomtest(0, 130) → [0, 2.80%]; binomtest(5, 130) → [1.26%, 8.75%].
+        assert!(
+            out.contains("A/A flagged 0/130 (0.0% [0.0, 2.8]);"),
+            "{out}"
+        );
+        assert!(
+            out.contains("×1.02 flagged 5/130 (3.8% [1.3, 8.7]);"),
+            "{out}"
+        );
+        assert!(
+            out.contains("(exact 95% intervals; alpha is per shape)"),
+            "{out}"
+        );
     }
 
     #[test]

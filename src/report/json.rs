@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Exporter, Report, Row};
+use super::{Exporter, Report, Row, lower_side};
 use crate::comparison::{Comparison, Method};
 
 pub struct JsonExporter;
@@ -35,8 +35,10 @@ fn comparison_json(c: &Comparison) -> Value {
         "ci_high": c.ci_high,
         "confidence": c.confidence,
         "ci_method": c.method.interval_label(),
-        "lower_bound": c.lower_bound,
-        "upper_bound": c.upper_bound,
+        "ci_is": CI_IS,
+        "lower_bound": finite(c.lower_bound),
+        "upper_bound": finite(c.upper_bound),
+        "bound_level": c.bound_level,
         "se_log": c.se,
         "df": c.df,
         "margin_p": c.margin_p,
@@ -53,7 +55,16 @@ fn comparison_json(c: &Comparison) -> Value {
         "process_sd": c.process_sd,
         "process_sd_source": c.process_sd_source,
         "process_sd_assumed": c.process_sd_assumed,
+        "min_flaggable": c.min_flaggable,
     })
+}
+
+/// What `ci_low` / `ci_high` are, beside the bounds that decide.
+const CI_IS: &str = "a two-sided description of the estimate from the last look's units alone; the decision is lower_bound > 1 + m (regression) or upper_bound < 1 - m (improvement), one-sided at bound_level";
+
+/// A bound as JSON: `null` where there is none (too few values for its level).
+fn finite(v: f64) -> Option<f64> {
+    (v.is_finite() && v > 0.0).then_some(v)
 }
 
 /// The deciding comparison's fields at the top level (A/B when it ran, else the stored
@@ -75,8 +86,16 @@ fn row_json(row: &Row) -> Value {
         "ci_high": c.map(|c| c.ci_high),
         "confidence": c.map(|c| c.confidence),
         "ci_method": c.map(|c| c.method.interval_label()),
-        "lower_bound": c.map(|c| c.lower_bound),
-        "upper_bound": c.map(|c| c.upper_bound),
+        "ci_is": c.map(|_| CI_IS),
+        "lower_bound": c.and_then(|c| finite(c.lower_bound)),
+        "upper_bound": c.and_then(|c| finite(c.upper_bound)),
+        "bound_level": c.and_then(|c| c.bound_level),
+        "deciding_bound": row.deciding().0.map(|d| json!({
+            "reference": d.reference,
+            "side": if lower_side(d, row.verdict) { "lower" } else { "upper" },
+            "value": finite(if lower_side(d, row.verdict) { d.lower_bound } else { d.upper_bound }),
+            "level": d.bound_level,
+        })),
         "margin_p": c.map(|c| c.margin_p),
         "margin_p_faster": c.map(|c| c.margin_p_faster),
         "pooled_p50_ratio": row.pooled.map(|p| p.ratio),

@@ -3,7 +3,10 @@
 
 use std::fmt::Write;
 
-use super::{Col, Exporter, Report, Row, cell, columns, findings, legend, pct};
+use super::{
+    Col, Exporter, Report, Row, alpha_line, bound_phrase, bound_text, cell, columns, findings,
+    legend, pct,
+};
 use crate::comparison::{Comparison, Reference};
 use crate::text::short_commit;
 use crate::verdict::Verdict;
@@ -192,14 +195,9 @@ fn icon(report: &Report) -> &'static str {
     }
 }
 
-/// The comparison that decided a row's verdict (A/B when it ran, the stored baseline for a
-/// drift or where no A/B ran), and the other one.
+/// The comparison that decided a row's verdict, and the other one ([`Row::deciding`]).
 fn deciding(row: &Row) -> (Option<&Comparison>, Option<&Comparison>) {
-    match row.decided_by {
-        Some(Reference::Stored) => (row.stored.as_ref(), row.ab.as_ref()),
-        Some(Reference::Ab) => (row.ab.as_ref(), row.stored.as_ref()),
-        None => (row.primary(), None),
-    }
+    row.deciding()
 }
 
 /// `A/B +0.31%` or `stored +4.47%`: a comparison's Δ, named by its reference.
@@ -278,13 +276,13 @@ fn next_steps(report: &Report) -> Vec<String> {
         let names: Vec<&str> = rows.iter().map(|r| r.shape.as_str()).collect();
         let first = rows[0];
         let (decider, other) = deciding(first);
+        // The estimate with the bound that decided, at its level.
         let figures = |c: Option<&Comparison>| {
             c.map(|c| {
                 format!(
-                    "{} [{}, {}]",
+                    "{} ({})",
                     named_delta(report, c),
-                    pct(c.ci_low),
-                    pct(c.ci_high)
+                    bound_phrase(c, first.verdict)
                 )
             })
         };
@@ -292,7 +290,7 @@ fn next_steps(report: &Report) -> Vec<String> {
         let step = match first.verdict {
             Verdict::Drift => {
                 let interval = |c: &Comparison| {
-                    format!("{} [{}, {}]", pct(c.ratio), pct(c.ci_low), pct(c.ci_high))
+                    format!("{} ({})", pct(c.ratio), bound_phrase(c, Verdict::Drift))
                 };
                 let moved = format!(
                     "{baseline} puts the candidate at {} while A/B against the base shows {}",
@@ -392,12 +390,18 @@ fn next_steps(report: &Report) -> Vec<String> {
 }
 
 /// " (about N pairs would settle it; n ran)" for an inconclusive comparison, and the pairs
-/// to ask `--rounds` for: the interval shrinks as one over the square root of the pairs,
-/// and it must shrink to the distance between the estimate and the nearer edge of the
-/// margin. At least twice the pairs that ran, at most 200 (what `--rounds` takes).
+/// to ask `--rounds` for: the distance from the estimate to the bound that decided shrinks
+/// as one over the square root of the pairs, and it must shrink to the distance between the
+/// estimate and the nearer edge of the margin. At least twice the pairs that ran, at most
+/// 200 (what `--rounds` takes).
 fn pairs_to_settle(c: &Comparison, margin: f64) -> (String, u32) {
-    let (est, lo, hi) = (c.ratio.ln(), c.ci_low.ln(), c.ci_high.ln());
-    let half = (hi - lo) / 2.0;
+    let est = c.ratio.ln();
+    let bound = if c.ratio >= 1.0 {
+        c.lower_bound
+    } else {
+        c.upper_bound
+    };
+    let half = (est - bound.ln()).abs();
     let distance = (est.abs() - (1.0 + margin).ln()).abs();
     let n = c.n_cand.max(2) as f64;
     let at_least = ((2.0 * n) as u32).clamp(2, 200);
@@ -493,10 +497,9 @@ fn resources_table(r: &crate::resources::ResourceSection, md: &mut String) {
 }
 
 fn summary_table(report: &Report, md: &mut String) {
-    let conf = report.gate.confidence * 100.0;
     let _ = writeln!(
         md,
-        "| Shape | Verdict | Deciding Δ | {conf:.0}% CI | Other reference | Cand p50 µs | Parity |"
+        "| Shape | Verdict | Deciding Δ | One-sided bound | Other reference | Cand p50 µs | Parity |"
     );
     md.push_str("|---|---|--:|---|--:|--:|---|\n");
     for row in &report.rows {
@@ -515,7 +518,7 @@ fn summary_table(report: &Report, md: &mut String) {
                 .map(|c| escape_markdown(&named_delta(report, c)))
                 .unwrap_or_else(dash),
             decider
-                .map(|c| escape_markdown(&format!("[{}, {}]", pct(c.ci_low), pct(c.ci_high))))
+                .map(|c| escape_markdown(&bound_text(c, row.verdict)))
                 .unwrap_or_else(dash),
             other
                 .map(|c| escape_markdown(&named_delta(report, c)))
@@ -526,6 +529,9 @@ fn summary_table(report: &Report, md: &mut String) {
         let _ = writeln!(md, "| {} |", cells.join(" | "));
     }
     md.push('\n');
+    if let Some(line) = alpha_line(report) {
+        let _ = writeln!(md, "<sub>{}</sub>\n", escape_markdown(&line));
+    }
 }
 
 /// Every column of the terminal's `--wide` table, Verdict second, collapsed.

@@ -132,12 +132,15 @@ fn pooled(s: &ShapeResult, gate: &GateSettings) -> Option<Pooled> {
 impl Row {
     /// The row of one shape; `gate` seeds and sizes the pooled p50 bootstrap.
     pub fn of(s: &ShapeResult, gate: &GateSettings) -> Row {
+        // Files of earlier versions did not record the level of their bounds.
+        let design = s.measurement.as_ref().and_then(|m| m.design);
+        let level = |c: &Comparison| c.clone().with_recorded_level(design, gate.alpha);
         Row {
             shape: s.name.clone(),
             p50_cand: s.summary.as_ref().map(|x| x.p50),
             tflops: s.tflops,
-            ab: s.ab.clone(),
-            stored: s.stored.clone(),
+            ab: s.ab.as_ref().map(level),
+            stored: s.stored.as_ref().map(level),
             decided_by: s.decided_by,
             drift_cause: s.drift.as_ref().map(|d| d.cause),
             parity: s.parity.clone(),
@@ -169,6 +172,77 @@ impl Row {
     /// The comparison that decides: A/B when it ran, else the stored baseline.
     pub(crate) fn primary(&self) -> Option<&Comparison> {
         self.ab.as_ref().or(self.stored.as_ref())
+    }
+
+    /// The comparison that decided this row's verdict (A/B when it ran, the stored baseline
+    /// for a drift or where no A/B ran), and the other one.
+    pub(crate) fn deciding(&self) -> (Option<&Comparison>, Option<&Comparison>) {
+        match self.decided_by {
+            Some(Reference::Stored) => (self.stored.as_ref(), self.ab.as_ref()),
+            Some(Reference::Ab) => (self.ab.as_ref(), self.stored.as_ref()),
+            None => (self.primary(), None),
+        }
+    }
+}
+
+/// Which one-sided bound of a comparison decided a verdict: the lower one (the test of "more
+/// than m slower") for a regression, a drift, and wherever the estimate is a slowdown; the
+/// upper one (the test of "more than m faster") for an improvement and wherever the
+/// estimate is a speed-up.
+pub(crate) fn lower_side(c: &Comparison, verdict: Verdict) -> bool {
+    match verdict {
+        Verdict::Regression | Verdict::Drift => true,
+        Verdict::Improvement => false,
+        _ => c.ratio >= 1.0,
+    }
+}
+
+/// The bound that decided (see [`lower_side`]) with its side and level: `≥ +2.31% (95.5%)`
+/// (the ratio is at least 1.0231 with one-sided confidence 95.5%), `≤ -4.10% (99.5%)`;
+/// `none at 95% (too few values)` where the values are too few for a bound at that level.
+pub(crate) fn bound_text(c: &Comparison, verdict: Verdict) -> String {
+    let lower = lower_side(c, verdict);
+    let (sign, value) = if lower {
+        ("≥", c.lower_bound)
+    } else {
+        ("≤", c.upper_bound)
+    };
+    let level = c
+        .bound_level
+        .map_or_else(|| "level not recorded".to_owned(), level_text);
+    if !(value.is_finite() && value > 0.0) {
+        return format!("none at {level} (too few values)");
+    }
+    format!("{sign} {} ({level})", pct(value))
+}
+
+/// The bound that decided as a phrase for prose: `one-sided 95.5% bound ≥ +2.31%`, or `no
+/// one-sided bound at 95% (too few values)`.
+pub(crate) fn bound_phrase(c: &Comparison, verdict: Verdict) -> String {
+    let lower = lower_side(c, verdict);
+    let value = if lower { c.lower_bound } else { c.upper_bound };
+    let level = c.bound_level.map(level_text);
+    if !(value.is_finite() && value > 0.0) {
+        return format!(
+            "no one-sided bound at {} (too few values)",
+            level.as_deref().unwrap_or("its level")
+        );
+    }
+    format!(
+        "one-sided {}bound {} {}",
+        level.map(|l| format!("{l} ")).unwrap_or_default(),
+        if lower { "≥" } else { "≤" },
+        pct(value)
+    )
+}
+
+/// A one-sided confidence level as a percentage: 0.955 → "95.5%", 0.95 → "95%".
+pub(crate) fn level_text(level: f64) -> String {
+    let p = level * 100.0;
+    if (p - p.round()).abs() < 1e-9 {
+        format!("{p:.0}%")
+    } else {
+        format!("{p:.1}%")
     }
 }
 
@@ -523,14 +597,39 @@ pub(crate) fn findings(report: &Report) -> (Vec<String>, Vec<String>) {
     };
     let default_sd = crate::stats::ProcessSpread::ASSUMED.sd * 100.0;
     if sources(SpreadSource::Assumed) {
+        // The smallest change the assumed spread lets the rule flag, even with no sampling
+        // noise at all (it differs with the look's level and the method).
+        let floors: Vec<f64> = report
+            .rows
+            .iter()
+            .filter_map(|r| r.stored.as_ref())
+            .filter(|c| c.process_sd_source == Some(SpreadSource::Assumed))
+            .filter_map(|c| c.min_flaggable)
+            .collect();
+        let lo = floors.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = floors.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let floor = if !lo.is_finite() {
+            String::new()
+        } else if hi - lo < 0.0005 {
+            format!(
+                "; with it, a change must exceed about {} to be flagged, even with no noise in the values at all",
+                pct(1.0 + lo)
+            )
+        } else {
+            format!(
+                "; with it, a change must exceed {} to {} (by shape) to be flagged, even with no noise in the values at all",
+                pct(1.0 + lo),
+                pct(1.0 + hi)
+            )
+        };
         notes.push(if report.stored_label == "stored baseline" {
             format!(
-                "the stored baseline records no spread between processes (recorded before ci-gate measured it, or from one process): the conservative default {default_sd:.1}% was assumed; re-record it with `ci-gate baseline update` ({} processes)",
+                "the stored baseline records no spread between processes (recorded before ci-gate measured it, or from one process): the conservative default {default_sd:.1}% was assumed{floor}; re-record it with `ci-gate baseline update` ({} processes)",
                 crate::comparison::MIN_PROCESSES
             )
         } else {
             format!(
-                "BASE and CAND are taken as measured in separate processes: the conservative default spread between processes, {default_sd:.1}% (sd of the log p50), was added; --process-sd F states the true one (0 if both came from one process)"
+                "BASE and CAND are taken as measured in separate processes: the conservative default spread between processes, {default_sd:.1}% (sd of the log p50), was added{floor}; --process-sd F states the true one (0 if both came from one process)"
             )
         });
     }
@@ -616,7 +715,9 @@ pub(crate) enum Col {
     CandP50,
     /// The deciding comparison's ratio ([`Method::ratio_label`]).
     Delta,
-    /// Its interval.
+    /// The one-sided bound that decided, with its level ([`bound_text`]).
+    Bound,
+    /// The two-sided interval of the estimate: a description, not the decision.
     Interval,
     /// A/B: the pooled p50 ratio and its pairs bootstrap interval.
     Pooled,
@@ -634,7 +735,13 @@ impl Col {
     pub fn left(self) -> bool {
         matches!(
             self,
-            Col::Shape | Col::Interval | Col::Pooled | Col::Cliff | Col::Parity | Col::Verdict
+            Col::Shape
+                | Col::Bound
+                | Col::Interval
+                | Col::Pooled
+                | Col::Cliff
+                | Col::Parity
+                | Col::Verdict
         )
     }
 
@@ -644,15 +751,16 @@ impl Col {
             Col::Shape => 0,
             Col::Verdict => 1,
             Col::Delta => 2,
-            Col::Interval => 3,
+            Col::Bound => 3,
             Col::Stored => 4,
             Col::Pooled => 5,
             Col::CandP50 => 6,
             Col::Detectable => 7,
-            Col::BaseP50 => 8,
-            Col::Cliff => 9,
-            Col::MarginP => 10,
-            Col::Parity => 11,
+            Col::Interval => 8,
+            Col::BaseP50 => 9,
+            Col::Cliff => 10,
+            Col::MarginP => 11,
+            Col::Parity => 12,
         }
     }
 }
@@ -683,10 +791,11 @@ pub(crate) fn columns(report: &Report) -> Vec<(Col, String)> {
         (Col::BaseP50, "Base p50 µs".to_owned()),
         (Col::CandP50, "Cand p50 µs".to_owned()),
         (Col::Delta, method.ratio_label().to_owned()),
+        (Col::Bound, "One-sided bound".to_owned()),
         (
             Col::Interval,
             format!(
-                "{:.0}% CI ({})",
+                "{:.0}% CI ({}, description)",
                 gate.confidence * 100.0,
                 method.interval_label()
             ),
@@ -736,9 +845,15 @@ pub(crate) fn cell(col: Col, row: &Row) -> String {
             .map(micros)
             .unwrap_or_else(dash),
         Col::Delta => c.map(|c| pct(c.ratio)).unwrap_or_else(dash),
-        Col::Interval => c
-            .map(|c| format!("[{}, {}]", pct(c.ci_low), pct(c.ci_high)))
-            .unwrap_or_else(dash),
+        Col::Bound => match row.deciding() {
+            // A drift is decided by the stored baseline while Δ shows A/B: say whose bound.
+            (Some(d), _) if row.primary().is_some_and(|p| p.reference != d.reference) => {
+                format!("stored {}", bound_text(d, row.verdict))
+            }
+            (Some(d), _) => bound_text(d, row.verdict),
+            (None, _) => dash(),
+        },
+        Col::Interval => c.map(interval_text).unwrap_or_else(dash),
         Col::Pooled => match row.pooled {
             Some(Pooled {
                 ratio,
@@ -787,9 +902,95 @@ pub(crate) fn cell(col: Col, row: &Row) -> String {
             _ => row.verdict.to_string(),
         },
         Col::Detectable => c
-            .map(|c| format!("{:.1}%", c.min_detectable * 100.0))
+            .map(|c| {
+                if c.min_detectable.is_finite() {
+                    format!("{:.1}%", c.min_detectable * 100.0)
+                } else {
+                    "none".to_owned()
+                }
+            })
             .unwrap_or_else(dash),
     }
+}
+
+/// A two-sided description interval, `[+0.05%, +5.65%]`; an end the values are too few for
+/// reads "none".
+pub(crate) fn interval_text(c: &Comparison) -> String {
+    let end = |v: f64| {
+        if v.is_finite() && v > 0.0 {
+            pct(v)
+        } else {
+            "none".to_owned()
+        }
+    };
+    format!("[{}, {}]", end(c.ci_low), end(c.ci_high))
+}
+
+/// The line under the terminal table that says what "One-sided bound" is: the bound the
+/// rule compared with ±m, at the one-sided confidence its look spent (in parentheses); the
+/// split of alpha between two looks is explained where a row was decided at one of them.
+pub(crate) fn bound_line(report: &Report) -> Option<String> {
+    let deciding: Vec<&Comparison> = report.rows.iter().filter_map(|r| r.deciding().0).collect();
+    if deciding.is_empty() {
+        return None;
+    }
+    let (a, w) = (report.gate.alpha, crate::stats::STAGE1_ALPHA_SHARE);
+    let m = report.gate.max_p50_regression * 100.0;
+    let one_look = deciding
+        .iter()
+        .all(|c| c.bound_level.is_some_and(|l| (l - (1.0 - a)).abs() < 1e-12));
+    let levels = if one_look {
+        format!(
+            "{}: all of alpha {} at one look",
+            level_text(1.0 - a),
+            level_text(a)
+        )
+    } else {
+        format!(
+            "alpha {} split {w:.1}/{:.1} between the two planned looks: {} after the first, {} after the second",
+            level_text(a),
+            1.0 - w,
+            level_text(1.0 - w * a),
+            level_text(1.0 - (1.0 - w) * a)
+        )
+    };
+    Some(format!(
+        "One-sided bound: what the rule compared with ±{m:.1}%, at the confidence in parentheses ({levels}). The {:.0}% CI (--wide) is a description, not the decision.",
+        report.gate.confidence * 100.0
+    ))
+}
+
+/// The line under every table: alpha is per shape, and what that means for the N shapes of
+/// this report (those with a comparison): at most alpha of the shapes exactly m slower are
+/// flagged each, so among N of them at least one is flagged in up to `1 − (1 − alpha)^N` of
+/// runs. `None` without a compared shape.
+pub(crate) fn alpha_line(report: &Report) -> Option<String> {
+    let n = report.rows.iter().filter(|r| r.primary().is_some()).count();
+    if n == 0 {
+        return None;
+    }
+    let (a, m) = (report.gate.alpha, report.gate.max_p50_regression * 100.0);
+    let any = 1.0 - (1.0 - a).powi(i32::try_from(n).unwrap_or(i32::MAX));
+    Some(if n == 1 {
+        format!(
+            "Alpha {:.0}% is per shape: a shape exactly {m:.1}% slower is flagged at most {:.0}% of the time; an unchanged one, {m:.1}% inside the margin, almost never.",
+            a * 100.0,
+            a * 100.0
+        )
+    } else {
+        format!(
+            "Alpha {:.0}% is per shape, not per run: a shape exactly {m:.1}% slower is flagged at most {:.0}% of the time, so if {} were exactly {m:.1}% slower, up to {:.0}% of runs would flag at least one (1 − {:.2}^{n}); an unchanged shape, {m:.1}% inside the margin, almost never is.",
+            a * 100.0,
+            a * 100.0,
+            if n == 2 {
+                "both shapes".to_owned()
+            } else {
+                format!("all {n} shapes")
+            },
+            any * 100.0,
+            1.0 - a
+        )
+    })
 }
 
 /// One sentence per method the report's deciding comparisons used: what Δ and its interval
@@ -812,29 +1013,38 @@ pub(crate) fn legend(report: &Report) -> String {
         .map(|m| {
             let name = match m {
                 Method::PairedRounds => format!("{} (A/B)", m.ratio_label()),
-                Method::UnpairedRounds | Method::MedianBootstrap => format!(
-                    "{} vs {}",
-                    m.ratio_label(),
-                    if report.stored_label == "stored baseline" {
-                        "stored"
-                    } else {
-                        report.stored_label
-                    }
-                ),
+                Method::UnpairedRounds | Method::MedianBootstrap | Method::HodgesLehmann => {
+                    format!(
+                        "{} vs {}",
+                        m.ratio_label(),
+                        if report.stored_label == "stored baseline" {
+                            "stored"
+                        } else {
+                            report.stored_label
+                        }
+                    )
+                }
                 Method::Earlier => m.ratio_label().to_owned(),
             };
             format!("{name}: {}", m.describe())
         })
         .collect();
+    let a = gate.alpha;
+    let w = crate::stats::STAGE1_ALPHA_SHARE;
     let mut text = format!(
-        "{}A shape fails on a slowdown above {m:.1}%: the one-sided {:.0}% bound of the deciding reference (A/B when it ran, else the {}) above +{m:.1}%, per shape (alpha split 0.2/0.8 between the two looks of the planned design), or on any parity loss.",
+        "{}A shape fails on a slowdown above {m:.1}%: the one-sided lower bound of the deciding reference (A/B when it ran, else the {}) above +{m:.1}%, per shape, or on any parity loss; an improvement is the upper bound below -{m:.1}%. The bound (\"One-sided bound\") is at the one-sided confidence its look spent, in parentheses: alpha {} split {w:.1}/{:.1} between the two looks of the planned design, {} after the first look and {} after the second; {} where there is one look. The two-sided {:.0}% CI describes the estimate from the last look's units alone; it is not the decision.",
         if described.is_empty() {
             String::new()
         } else {
             format!("{}. ", described.join("; "))
         },
-        (1.0 - gate.alpha) * 100.0,
         report.stored_label,
+        level_text(a),
+        1.0 - w,
+        level_text(1.0 - w * a),
+        level_text(1.0 - (1.0 - w) * a),
+        level_text(1.0 - a),
+        gate.confidence * 100.0,
     );
     if report.rows.iter().any(|r| r.pooled.is_some()) {
         text.push_str(&format!(
@@ -849,7 +1059,107 @@ pub(crate) fn legend(report: &Report) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::bisect_command;
+    use super::{bisect_command, bound_text, lower_side};
+    use crate::comparison::{Comparison, Method, Reference};
+    use crate::config::GateSettings;
+    use crate::stats::Magnitude;
+    use crate::verdict::{Evidence, Verdict, decide};
+
+    fn comparison(ratio: f64, lower: f64, upper: f64) -> Comparison {
+        Comparison {
+            reference: Reference::Ab,
+            method: Method::PairedRounds,
+            n_base: 8,
+            n_cand: 8,
+            p50_base: 100.0,
+            p50_cand: 100.0 * ratio,
+            ratio,
+            ci_low: lower * 0.999,
+            ci_high: upper * 1.001,
+            confidence: 0.95,
+            lower_bound: lower,
+            upper_bound: upper,
+            bound_level: Some(0.96),
+            se: Some(0.001),
+            df: Some(7.0),
+            margin_p: 0.5,
+            margin_p_faster: 0.5,
+            stage: 2,
+            cliffs_delta: 0.0,
+            cliffs_magnitude: Magnitude::of(0.0),
+            mwu_u: 32.0,
+            mwu_p: 0.5,
+            mwu_p_faster: 0.5,
+            min_detectable: 0.023,
+            process_sd: None,
+            process_sd_source: None,
+            process_sd_assumed: false,
+            min_flaggable: None,
+        }
+    }
+
+    #[test]
+    fn the_bound_shown_is_the_one_the_rule_compared() {
+        let gate = GateSettings::default();
+        let m = gate.max_p50_regression;
+        let mut seen = std::collections::HashSet::new();
+        for ratio in [0.95, 0.975, 0.99, 1.0, 1.01, 1.025, 1.05] {
+            for width in [0.001, 0.01, 0.03] {
+                let c = comparison(ratio, ratio * (1.0 - width), ratio * (1.0 + width));
+                let verdict = decide(
+                    &gate,
+                    &Evidence {
+                        measured: true,
+                        parity_passed: Some(true),
+                        ab: Some(&c),
+                        stored: None,
+                    },
+                )
+                .verdict;
+                seen.insert(verdict);
+                let text = bound_text(&c, verdict);
+                let value = if lower_side(&c, verdict) {
+                    c.lower_bound
+                } else {
+                    c.upper_bound
+                };
+                assert!(text.ends_with("(96%)"), "{text}");
+                assert!(text.contains(&super::pct(value)), "{text}");
+                match verdict {
+                    Verdict::Regression => {
+                        assert!(text.starts_with('≥') && value > 1.0 + m, "{text}")
+                    }
+                    Verdict::Improvement => {
+                        assert!(text.starts_with('≤') && value < 1.0 - m, "{text}")
+                    }
+                    // Neither test cleared the margin, and the bound shown says so.
+                    _ if text.starts_with('≥') => assert!(value <= 1.0 + m, "{text}"),
+                    _ => assert!(value >= 1.0 - m, "{text}"),
+                }
+            }
+        }
+        for v in [
+            Verdict::Regression,
+            Verdict::Improvement,
+            Verdict::Inconclusive,
+            Verdict::Pass,
+        ] {
+            assert!(seen.contains(&v), "{v} not exercised: {seen:?}");
+        }
+        // No bound at its level: said.
+        let mut c = comparison(1.05, 0.0, f64::INFINITY);
+        c.bound_level = Some(0.95);
+        assert_eq!(
+            bound_text(&c, Verdict::Inconclusive),
+            "none at 95% (too few values)"
+        );
+        c.bound_level = None;
+        c.lower_bound = 1.01;
+        assert_eq!(
+            bound_text(&c, Verdict::Inconclusive),
+            "≥ +1.00% (level not recorded)"
+        );
+    }
 
     #[test]
     fn bisect_command_shows_only_hex_commits_and_plain_names() {

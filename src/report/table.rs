@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 
 use comfy_table::{Cell, CellAlignment, Color, Table, presets};
 
-use super::{Col, Exporter, Report, cell, columns, findings};
+use super::{Col, Exporter, Report, alpha_line, bound_line, cell, columns, findings};
 use crate::verdict::Verdict;
 
 pub struct TableExporter {
@@ -226,10 +226,11 @@ impl Exporter for TableExporter {
                     .unwrap_or(0)
             })
             .collect();
-        // Column indices from most to least useful; shape, verdict and Δ always show.
+        // Column indices from most to least useful; shape, verdict, Δ and the bound that
+        // decided always show.
         let mut priority: Vec<usize> = (0..cols.len()).collect();
         priority.sort_by_key(|&i| cols[i].0.priority());
-        let keep = fit_columns(&widths, &priority, 3, self.width);
+        let keep = fit_columns(&widths, &priority, 4, self.width);
         let pick = |v: Vec<String>| -> Vec<String> {
             v.into_iter()
                 .zip(&keep)
@@ -265,6 +266,12 @@ impl Exporter for TableExporter {
                 if hidden == 1 { "" } else { "s" }
             ));
         }
+        // Right under the table: what its bound is, and that alpha is per shape.
+        let under: Vec<String> = bound_line(report)
+            .into_iter()
+            .chain(alpha_line(report))
+            .collect();
+        out.push_str(&wrap_lines(&under, self.width));
         let mut lines: Vec<String> = Vec::new();
         for row in &report.rows {
             if let Some(e) = &row.error {

@@ -62,6 +62,14 @@ pub enum StatsError {
         /// How many rounds there were.
         n: usize,
     },
+    /// Two samples whose pairwise differences would be too many to build.
+    #[error("{n} pairs of values, more than the {max} an exact Hodges–Lehmann bound builds")]
+    TooManyPairs {
+        /// Values of one side times values of the other.
+        n: usize,
+        /// The most that are built.
+        max: usize,
+    },
     /// A round's median is zero or negative, so it has no logarithm.
     #[error("round {round} has median {value}; times must be positive")]
     NotPositive {

@@ -12,7 +12,12 @@
 //!   A/B rounds (shown beside the paired test's interval; it decides nothing).
 //! * [`mann_whitney_u`] — one-sided Mann–Whitney U test, same `u` and `p` as
 //!   `scipy.stats.mannwhitneyu`.
+//! * [`LogShift`] — the Hodges–Lehmann shift of two samples on the log scale with its exact
+//!   Mann–Whitney bounds: the decision for sample files of fewer than 30 i.i.d. values a
+//!   side, where a bootstrap of the median under-covers.
 //! * [`cliffs_delta`] and [`Magnitude`] — effect size in O(n + m) on sorted samples.
+//! * [`binomial_interval`] — the exact (Clopper–Pearson) interval of a proportion of flagged
+//!   comparisons, as scipy's `binomtest(...).proportion_ci(method="exact")`.
 //! * [`holm`] — Holm step-down adjustment (not used by the rule; the calibration shows its
 //!   cost).
 //! * [`paired_margin_test`], [`unpaired_margin_test`], [`process_spread`], [`two_stage_p`] —
@@ -25,6 +30,7 @@
 
 #![warn(missing_docs)]
 
+mod binomial;
 mod bootstrap;
 mod cliff;
 mod error;
@@ -33,7 +39,9 @@ mod mann_whitney;
 mod margin;
 mod quantile;
 mod sample;
+mod shift;
 
+pub use binomial::binomial_interval;
 pub use bootstrap::{
     Interval, RatioDistribution, pooled_p50_ratio_of_pairs, ratio_of_medians,
     ratio_of_medians_bootstrap, ratio_of_medians_ci,
@@ -47,8 +55,9 @@ pub use holm::holm;
 pub use mann_whitney::{Alternative, MannWhitney, PMethod, mann_whitney_u};
 pub(crate) use margin::t_quantile;
 pub use margin::{
-    MarginTest, ProcessSpread, STAGE1_ALPHA_SHARE, TRIM, Trimmed, median, paired_margin_test,
-    paired_margin_test_trimmed, process_spread, process_spread_trimmed, round_medians, trimmed,
-    two_stage_p, unpaired_margin_test, unpaired_margin_test_trimmed,
+    MarginTest, ProcessSpread, SETTLED_LEVEL, STAGE1_ALPHA_SHARE, TRIM, Trimmed, median,
+    paired_margin_test, paired_margin_test_trimmed, process_spread, process_spread_trimmed,
+    round_medians, trimmed, two_stage_p, unpaired_margin_test, unpaired_margin_test_trimmed,
 };
 pub use sample::{Rounds, Sample, Summary};
+pub use shift::{LogShift, MAX_SHIFT_PAIRS};

@@ -141,7 +141,12 @@ fn sample_files_with_rounds_use_the_trimmed_test_of_round_medians() {
         .stdout
         .clone();
     let text = String::from_utf8(out).unwrap();
-    for title in ["Δ round p50", "95% CI (Yuen t)", "Cliff's δ (round p50s)"] {
+    for title in [
+        "Δ round p50",
+        "One-sided bound",
+        "95% CI (Yuen t, description)",
+        "Cliff's δ (round p50s)",
+    ] {
         assert!(text.contains(title), "{title}: {text}");
     }
 }
@@ -624,4 +629,187 @@ fn exports_for_bencher_and_github_action_benchmark() {
     assert!((entries[1]["value"].as_f64().unwrap() - p50).abs() < 1e-9);
     // The verdict, Δ and its reference in `extra`, the spread in `range`.
     insta::assert_json_snapshot!("export_benchmark_action", rounded(v));
+}
+
+#[test]
+fn paired_results_files_of_two_processes_are_refused_and_say_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.json");
+    let b = dir.path().join("b.json");
+    // The same kernels measured by two processes whose speeds differ by 2.5%: paired, the
+    // difference between processes would read as a regression.
+    write(&a, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    write(&b, &results("NVIDIA H200", &[1.025, 1.025, 1.025], 2));
+    bin()
+        .args(["compare", "--paired"])
+        .arg(&a)
+        .arg(&b)
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains(
+            "are two results files, that is two measuring processes",
+        ))
+        .stderr(predicate::str::contains(
+            "rounds of two processes are not pairs",
+        ))
+        .stderr(predicate::str::contains("Drop --paired"));
+    // Unpaired, the same two files are judged with the spread between processes added.
+    let v = compare_json(&["--format", "json"], &a, &b, Some(0));
+    for row in v.as_array().unwrap() {
+        assert_ne!(row["verdict"], "regression", "{row}");
+        assert_eq!(row["decided_by"], "stored", "{row}");
+    }
+    // One run given twice is one process: its rounds pair with themselves.
+    let v = compare_json(&["--paired", "--format", "json"], &a, &a, Some(0));
+    for row in v.as_array().unwrap() {
+        assert_eq!(row["decided_by"], "ab", "{row}");
+        assert_eq!(row["ratio"], 1.0, "{row}");
+    }
+}
+
+#[test]
+fn sample_files_of_two_kinds_are_refused_naming_which_has_rounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = write_samples(dir.path(), "plain.txt", spread(9.0, 40, 0.004, 0.0));
+    // The same values with one stray blank line: two rounds.
+    let mut text: Vec<String> = spread(9.0, 40, 0.004, 0.3)
+        .iter()
+        .map(|v| format!("{v}"))
+        .collect();
+    text.insert(17, String::new());
+    let stray = dir.path().join("stray.txt");
+    std::fs::write(&stray, text.join("\n") + "\n").unwrap();
+    for (base, cand) in [(&plain, &stray), (&stray, &plain)] {
+        bin()
+            .arg("compare")
+            .arg(base)
+            .arg(cand)
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(predicate::str::contains(
+                "stray.txt separates its values into 2 rounds with blank lines and",
+            ))
+            .stderr(predicate::str::contains("plain.txt has no rounds"));
+    }
+    // Files of one kind say which kind they were read as.
+    let out = bin()
+        .arg("compare")
+        .arg(&plain)
+        .arg(&plain)
+        .assert()
+        .code(0);
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(
+        text.contains("BASE and CAND hold 40 and 40 values without rounds"),
+        "{text}"
+    );
+}
+
+#[test]
+fn fewer_than_30_values_a_side_are_judged_by_the_hodges_lehmann_shift_under_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = write_samples(dir.path(), "base.txt", spread(9.0, 20, 0.004, 0.0));
+    // The whole distribution 10% slower, both files from one process.
+    let slow = write_samples(dir.path(), "slow.txt", spread(9.9, 20, 0.004, 0.7));
+    let v = &compare_json(
+        &["--format", "json", "--process-sd", "0"],
+        &base,
+        &slow,
+        Some(1),
+    )[0];
+    assert_eq!(v["method"], "hodges-lehmann", "{v}");
+    assert_eq!(v["verdict"], "regression", "{v}");
+    assert!((v["ratio"].as_f64().unwrap() - 1.1).abs() < 0.01, "{v}");
+    assert!(v["lower_bound"].as_f64().unwrap() > 1.02, "{v}");
+    assert_eq!(v["bound_level"], 0.95, "{v}");
+    assert!(v["ratio_of"].as_str().unwrap().contains("Hodges"), "{v}");
+    let out = bin()
+        .args(["compare", "--wide", "--process-sd", "0"])
+        .arg(&base)
+        .arg(&slow)
+        .assert()
+        .code(1);
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    for want in [
+        "Δ HL shift",
+        "95% CI (exact Mann-Whitney, description)",
+        "fewer than 30 values on a side: too few for a bootstrap of the p50",
+        "so no p50 ratio decides",
+    ] {
+        assert!(text.contains(want), "{want}: {text}");
+    }
+    assert!(
+        !text.contains("Δp50") && !text.contains("Δ round p50"),
+        "{text}"
+    );
+    // Only the slow tail grows (25% of values 20% slower instead of none): the p50 moves
+    // far less than 2%, and the shift is not confidently above +2% either.
+    let mut tail = spread(9.0, 20, 0.004, 0.3);
+    for v in tail.iter_mut().step_by(4) {
+        *v *= 1.2;
+    }
+    let tail = write_samples(dir.path(), "tail.txt", tail);
+    let v = &compare_json(
+        &["--format", "json", "--process-sd", "0"],
+        &base,
+        &tail,
+        None,
+    )[0];
+    assert_eq!(v["method"], "hodges-lehmann", "{v}");
+    assert_ne!(v["verdict"], "regression", "{v}");
+    // Two values a side are too few for any bound at 95%: said, and nothing is flagged.
+    let two = write_samples(dir.path(), "two.txt", [9.0, 9.1]);
+    let ten = write_samples(dir.path(), "ten.txt", [10.0, 10.1]);
+    let out = bin()
+        .args(["compare", "--wide", "--process-sd", "0"])
+        .arg(&two)
+        .arg(&ten)
+        .assert()
+        .code(0);
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("none at 95% (too few values)"), "{text}");
+    assert!(text.contains("inconclusive"), "{text}");
+}
+
+#[test]
+fn the_bound_shown_is_the_one_that_decided_and_alpha_is_per_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.json");
+    let cand = dir.path().join("cand.json");
+    write(&base, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    write(&cand, &results("NVIDIA H200", &[1.0, 1.06, 1.0], 2));
+    let v = compare_json(&["--format", "json"], &base, &cand, Some(1));
+    for row in v.as_array().unwrap() {
+        let d = &row["deciding_bound"];
+        let value = d["value"].as_f64().unwrap();
+        assert_eq!(d["level"], row["bound_level"], "{row}");
+        match row["verdict"].as_str().unwrap() {
+            "regression" => {
+                assert_eq!(d["side"], "lower");
+                assert!(value > 1.02 && value == row["lower_bound"].as_f64().unwrap());
+            }
+            // Not a regression: the bound the rule compared did not clear the margin.
+            _ if d["side"] == "lower" => assert!(value <= 1.02, "{row}"),
+            _ => assert!(value >= 0.98, "{row}"),
+        }
+    }
+    let out = bin().arg("compare").arg(&base).arg(&cand).assert().code(1);
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("One-sided bound"), "{text}");
+    assert!(
+        !text.contains("95% CI (Yuen t"),
+        "the description is left out before the bound: {text}"
+    );
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("Alpha 5% is per shape, not per run: a shape exactly 2.0% slower is flagged at most 5% of the time, so if all 3 shapes were exactly 2.0% slower, up to 14% of runs would flag at least one"),
+        "{flat}"
+    );
+    // The assumed spread's consequence: the smallest change it lets the rule flag.
+    assert!(
+        flat.contains("a change must exceed about +4.40% to be flagged"),
+        "{flat}"
+    );
 }
