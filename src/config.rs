@@ -178,6 +178,34 @@ fn gpu_budget_s<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error
     })
 }
 
+/// A value read and dropped (a key results files of earlier versions hold).
+fn ignored<'de, D: Deserializer<'de>>(d: D) -> Result<(), D::Error> {
+    serde::de::IgnoredAny::deserialize(d).map(|_| ())
+}
+
+/// The line of the first `key:` under the top-level `section:` of a YAML text, if any: a
+/// removed key of a shared type is refused here, so that results files that hold it still
+/// load.
+fn key_line(text: &str, section: &str, key: &str) -> Option<usize> {
+    let value: serde_yaml::Value = serde_yaml::from_str(text).ok()?;
+    value.get(section)?.get(key)?;
+    let mut in_section = false;
+    for (i, line) in text.lines().enumerate() {
+        let top = !line.starts_with([' ', '\t']) && !line.trim().is_empty();
+        if top {
+            in_section = line.trim_start().starts_with(&format!("{section}:"));
+            if in_section && line.contains(&format!("{key}:")) {
+                return Some(i + 1);
+            }
+            continue;
+        }
+        if in_section && line.trim_start().starts_with(&format!("{key}:")) {
+            return Some(i + 1);
+        }
+    }
+    Some(0)
+}
+
 /// A key that no longer exists: reading it is an error that names what replaced it.
 fn removed<'de, D: Deserializer<'de>>(d: D, key: &str, instead: &str) -> Result<(), D::Error> {
     checked(d, |_: serde::de::IgnoredAny| -> Result<(), String> {
@@ -418,10 +446,12 @@ pub struct GateSettings {
     /// A/B pairs.
     #[serde(deserialize_with = "bootstrap_resamples")]
     pub bootstrap_resamples: u32,
-    /// Not part of the rule any more (Cliff's δ is reported, not required: calibration showed
-    /// it adds no protection and costs power, docs/PERF.md); still accepted so that older
-    /// configs load.
-    pub min_effect: Magnitude,
+    /// Removed from configs (Cliff's δ is reported, never part of the rule: calibration
+    /// showed it adds no protection and costs power); a config that sets it is refused
+    /// ([`Config::parse`]), while results files of earlier versions, which recorded it, load:
+    /// here it is read and dropped, and never written.
+    #[serde(skip_serializing, deserialize_with = "ignored")]
+    pub min_effect: (),
     /// Seed of the bootstraps and of the A/B pair orders; recorded in every results file.
     pub seed: u64,
     /// A candidate more than this many times faster than its reference is an `error`, not
@@ -438,7 +468,7 @@ impl Default for GateSettings {
             alpha: 0.05,
             confidence: 0.95,
             bootstrap_resamples: 10_000,
-            min_effect: Magnitude::Small,
+            min_effect: (),
             seed: 0xC1_6A7E,
             max_speedup: 2.0,
         }
@@ -787,6 +817,16 @@ impl Config {
         if let Some(line) = crate::yaml::too_deep(text, MAX_YAML_DEPTH) {
             return Err(invalid(format!(
                 "lists and mappings nest more than {MAX_YAML_DEPTH} levels deep at line {line}; a config is 4 levels deep"
+            )));
+        }
+        if let Some(line) = key_line(text, "gate", "min_effect") {
+            return Err(invalid(format!(
+                "gate.min_effect was removed{}: Cliff's delta is reported for every shape and was never part of the rule after calibration; delete the key (the margin is gate.max_p50_regression)",
+                if line > 0 {
+                    format!(" (line {line})")
+                } else {
+                    String::new()
+                }
             )));
         }
         // Every key is checked as it is read: serde_yaml names the key by its path and
