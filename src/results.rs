@@ -215,6 +215,10 @@ pub struct ShapeResult {
     /// The peers' p50s stored with this shape's baseline (to say whether the gap moved).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stored_peers: Vec<crate::peers::StoredPeer>,
+    /// The energy per call stored with this shape's baseline (measured by `baseline update`
+    /// and the nightly run), shown where this run measured none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored_energy: Option<crate::energy::SideEnergy>,
     /// Why the kernel under test is known not to have done the checked work every time (it
     /// changed its inputs, left a timed output unwritten or wrong, wrote outside its output,
     /// or failed parity on a random shape of this kind): a parity failure, naming the side.
@@ -266,6 +270,7 @@ impl ShapeResult {
             profile: None,
             peers: Vec::new(),
             stored_peers: Vec::new(),
+            stored_energy: None,
             integrity: None,
             remeasured: Vec::new(),
             clock_events: Vec::new(),

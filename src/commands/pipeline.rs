@@ -574,6 +574,7 @@ fn run_inner(
         for s in shapes.iter_mut() {
             if let Some(x) = b.shape(&s.params, cache) {
                 s.stored_peers = x.peers.clone();
+                s.stored_energy = x.energy.clone();
             }
         }
     }

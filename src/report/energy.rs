@@ -7,6 +7,11 @@ use crate::energy::{RoundEstimate, ShapeEnergy, SideEnergy};
 
 /// The table's title, with how the figures were read.
 pub(crate) fn title(report: &Report) -> String {
+    if report.energy_from_baseline {
+        return String::from(
+            "Energy per call of the stored baseline (measured by `baseline update` or the nightly run, not by this run: NVML board energy over back-to-back replays; mean [95% t interval over the recording's windows]; not part of the verdict)",
+        );
+    }
     let mut t = String::from(
         "Energy per call (NVML board energy over back-to-back replays; mean [95% t interval over this run's windows, not the spread between runs]; not part of the verdict)",
     );
@@ -96,7 +101,7 @@ pub(crate) fn recomputed(
     shapes: &[crate::results::ShapeResult],
     confidence: f64,
 ) -> Vec<(String, ShapeEnergy)> {
-    shapes
+    let measured: Vec<(String, ShapeEnergy)> = shapes
         .iter()
         .filter_map(|s| {
             let e = s.energy.as_ref()?;
@@ -108,6 +113,33 @@ pub(crate) fn recomputed(
                 ShapeEnergy {
                     candidate: side(&e.candidate),
                     base: e.base.as_ref().map(side),
+                },
+            ))
+        })
+        .collect();
+    if !measured.is_empty() {
+        return measured;
+    }
+    // None measured in this run (a pull request's): the stored baseline's figures.
+    stored(shapes, confidence)
+}
+
+/// The energy per call the stored baseline holds for each shape (recomputed from its
+/// windows), as the candidate's side: what a run that measured none shows, labelled so.
+pub(crate) fn stored(
+    shapes: &[crate::results::ShapeResult],
+    confidence: f64,
+) -> Vec<(String, ShapeEnergy)> {
+    shapes
+        .iter()
+        .filter_map(|s| {
+            let e = s.stored_energy.as_ref()?;
+            let flops = s.params.flops();
+            Some((
+                s.name.clone(),
+                ShapeEnergy {
+                    candidate: SideEnergy::from_rounds(e.rounds.clone(), flops, confidence),
+                    base: None,
                 },
             ))
         })

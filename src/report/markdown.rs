@@ -478,6 +478,35 @@ fn table_rows(md: &mut String, header: &[String], rows: &[Vec<String>]) {
     }
 }
 
+/// Where the run's time went (the results' `timing`), folded: what a reviewer waits for.
+fn timing_details(t: &crate::results::RunTiming, md: &mut String) {
+    let _ = writeln!(
+        md,
+        "<details><summary>Where the time went: {:.1} s</summary>\n",
+        t.total_s
+    );
+    let _ = writeln!(md, "| phase | s |\n|---|---:|");
+    let rows = [
+        ("setup (GPU, compiles, spin-up)", t.setup_s),
+        ("parity on random shapes", t.probes_s),
+        ("parity on the config's shapes", t.parity_s),
+        ("measuring both sides (checks included)", t.measure_s),
+        ("peers (PyTorch)", t.peers_s),
+        ("tracing a drift", t.drift_s),
+        ("energy per call", t.energy_s),
+        (
+            "waiting for the GPU's lock (not in the total)",
+            t.lock_wait_s,
+        ),
+    ];
+    for (what, s) in rows {
+        if s > 0.0 || what.starts_with("measuring") {
+            let _ = writeln!(md, "| {what} | {s:.1} |");
+        }
+    }
+    md.push_str("\n</details>\n\n");
+}
+
 fn resources_table(r: &crate::resources::ResourceSection, md: &mut String) {
     if r.rows.is_empty() {
         let _ = writeln!(md, "<sub>{}</sub>\n", escape_markdown(&r.summary()));
@@ -671,10 +700,13 @@ impl Exporter for MarkdownExporter {
         if !peer_rows.is_empty() {
             let _ = writeln!(
                 md,
-                "**Against PyTorch** (same run, same method; ×: our p50 / theirs, below 1 is faster)\n"
+                "**Against PyTorch** (same run; ×: our p50 / theirs, as timed: see below; below 1 is faster)\n"
             );
             table_rows(&mut md, &peer_header, &peer_rows);
             md.push('\n');
+            if let Some(note) = &report.peer_note {
+                let _ = writeln!(md, "<sub>{}</sub>\n", escape_markdown(note));
+            }
         }
         let (energy_header, energy_rows, energy_why) = super::energy::energy_rows(report);
         if !energy_rows.is_empty() {
@@ -691,6 +723,9 @@ impl Exporter for MarkdownExporter {
         }
         if let Some(r) = &report.resources {
             resources_table(r, &mut md);
+        }
+        if let Some(t) = &report.timing {
+            timing_details(t, &mut md);
         }
         for (shape, p) in report.profiled() {
             md.push_str(&profile_details(shape, p));
@@ -1101,6 +1136,9 @@ mod tests {
             energy: Vec::new(),
             energy_info: None,
             resources: None,
+            energy_from_baseline: false,
+            peer_note: None,
+            timing: None,
         }
     }
 

@@ -275,8 +275,15 @@ pub struct Report {
     /// Energy per call by shape, recomputed from the windows (src/report/energy.rs).
     pub energy: Vec<(String, crate::energy::ShapeEnergy)>,
     pub energy_info: Option<crate::energy::EnergyInfo>,
+    /// The energy figures are the stored baseline's (this run measured none).
+    pub energy_from_baseline: bool,
     /// The kernels whose compiler resources moved (issue 23), when there is a reference.
     pub resources: Option<crate::resources::ResourceSection>,
+    /// How the peers were timed and what differs from the kernel's timing (a footnote of the
+    /// "Against PyTorch" table).
+    pub peer_note: Option<String>,
+    /// Where the run's time went.
+    pub timing: Option<crate::results::RunTiming>,
 }
 
 impl Report {
@@ -305,7 +312,15 @@ impl Report {
             profiling: results.profiling.clone(),
             energy: energy::recomputed(&results.shapes, results.gate.confidence),
             energy_info: results.energy.clone(),
+            energy_from_baseline: !results.shapes.iter().any(|s| s.energy.is_some())
+                && results.shapes.iter().any(|s| s.stored_energy.is_some()),
             resources: crate::resources::ResourceSection::of(&results.kernel_resources),
+            peer_note: results
+                .peers
+                .as_ref()
+                .and_then(|p| p.method.as_ref())
+                .map(|m| m.note.clone()),
+            timing: results.timing.clone(),
         }
     }
 
@@ -330,6 +345,9 @@ impl Report {
             stored_label: "stored baseline",
             profiling: None,
             energy: Vec::new(),
+            energy_from_baseline: false,
+            peer_note: None,
+            timing: None,
             energy_info: None,
             resources: None,
         }

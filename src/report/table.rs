@@ -305,7 +305,9 @@ impl Exporter for TableExporter {
         }
         let (peer_header, peer_rows) = report.peer_rows();
         if !peer_rows.is_empty() {
-            out.push_str("\nAgainst PyTorch (same run, same method; ×: our p50 / theirs):\n");
+            out.push_str(
+                "\nAgainst PyTorch (same run; ×: our p50 / theirs, as timed: see below):\n",
+            );
             let priority: Vec<usize> = (0..peer_header.len()).collect();
             let right: Vec<usize> = (1..peer_header.len()).collect();
             out.push_str(&fitted_table(
@@ -317,6 +319,12 @@ impl Exporter for TableExporter {
                 self.width,
                 "with --wide",
             ));
+            if let Some(note) = &report.peer_note {
+                let width = self.width.unwrap_or(100).max(40);
+                for line in textwrap::wrap(&crate::text::terminal_text(note), width - 2) {
+                    out.push_str(&format!("  {line}\n"));
+                }
+            }
         }
         let (energy_header, energy_rows, energy_why) = super::energy::energy_rows(report);
         if !energy_rows.is_empty() {

@@ -116,6 +116,18 @@ fn a_aa_run_passes_and_says_where_the_time_went() {
     assert!(r["timing"]["total_s"].as_f64().unwrap() >= 0.0);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("PASS"), "{text}");
+    // The PR comment's details say where the time went.
+    let md = s
+        .local(&a, &b)
+        .args(["--format", "markdown"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(
+        md.contains("<details><summary>Where the time went: ")
+            && md.contains("| measuring both sides (checks included) | "),
+        "{md}"
+    );
 }
 
 /// `[8 rounds × 10 samples]` for the samples of a results file in a snapshot: their numbers
