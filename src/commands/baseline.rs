@@ -327,6 +327,26 @@ pub fn update(args: &BaselineUpdateArgs) -> Result<Outcome> {
     if !parity_failures.is_empty() {
         refusals.push(format!("{} fail parity", parity_failures.join(", ")));
     }
+    // A baseline measured while another process used the GPU would hold that process's
+    // slowdown as the reference every later run is judged against.
+    let shared: Vec<String> = runs
+        .iter()
+        .filter_map(|r| r.timing.as_ref())
+        .flat_map(|t| t.other_processes.iter())
+        .map(|p| {
+            format!(
+                "{} (pid {})",
+                p.name.as_deref().unwrap_or("a process"),
+                p.pid
+            )
+        })
+        .collect();
+    if !shared.is_empty() {
+        refusals.push(format!(
+            "another process used the GPU while it was measured: {}",
+            shared.join(", ")
+        ));
+    }
     if let Some(prev) = &previous {
         let mut slower = Vec::new();
         for m in &merged {
