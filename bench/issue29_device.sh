@@ -15,7 +15,7 @@ tests)
   grep -hE "^test |test result|panicked|assert|off by" "$out/gpu-tests.log" | head -40 ;;
 attacks)
   echo "== attacks"
-  CI_GATE_BIN=$bin timed timeout 540 "$it_tests" --ignored --nocapture --test-threads=1 adversarial_gpu:: > "$out/attacks.log" 2>&1
+  CI_GATE_BIN=$bin timed timeout 560 "$it_tests" --ignored --nocapture --test-threads=1 adversarial_gpu:: > "$out/attacks.log" 2>&1
   grep -vE "^\s*$" "$out/attacks.log" | cut -c1-300 | tail -45 ;;
 aa)
   # The binary at 720f20f reads its harness from the kernel directories: it gets its own
