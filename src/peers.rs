@@ -10,14 +10,16 @@
 //! harness (`bench/sdpa_bench.py`), which the peer columns agree with. Each replay follows a
 //! lead-in spin and is followed by the duty cycle's idle time, as the kernel's samples are.
 //!
-//! **When**: [`PEER_ROUNDS`] rounds of [`PEER_SAMPLES`] replays per peer and shape, after
-//! pairs 1, the middle one and the last of the first stage ([`rounds_after`]): spread over
-//! the shape's pairs, so the peers see the clock states the kernel saw, on one graph prepared
-//! once per shape. In the stored results of earlier runs (8 rounds of 10 samples per peer and
-//! shape, H200 and H100) the median of such 3 × 8 samples was within 0.9% of all 80 samples'
-//! median on every shape but one (1.5%, a long cuDNN shape whose rounds then differed by up to
-//! 10%): well inside what a peer column is read to (two decimals of a ratio; ±3% against an
-//! independent harness), at about 6 s for 13 shapes and two peers instead of 18 s.
+//! **When**: [`PEER_ROUNDS`] rounds of [`PEER_SAMPLES`] replays per peer and shape, one
+//! after another, after every shape's first stage (`commands::pipeline`): the worker, started
+//! beside the setup, has had the whole first stage to import PyTorch and build its plans, so
+//! no one waits for it (it cost 6 s of a 35 s PR run with a warm compile cache when the
+//! rounds came right after the first pair), and a peer never decides anything, so it needs
+//! no second stage. In the stored results of earlier runs (8 rounds of 10 samples per peer
+//! and shape, H200 and H100) the median of 3 × 8 samples was within 0.9% of all 80 samples'
+//! median on every shape but one (1.5%, a long cuDNN shape whose rounds then differed by up
+//! to 10%): well inside what a peer column is read to (two decimals of a ratio; ±3% against
+//! an independent harness), at about 6 s for 13 shapes and two peers instead of 18 s.
 //!
 //! **What differs from the kernel's timing** ([`PeerMethod::note`]): the kernel under the gate
 //! gets a fresh q for every launch (refilled from a secret key before every sample, so not
@@ -93,7 +95,7 @@ impl std::fmt::Display for Peer {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PeerResult {
     pub peer: Peer,
-    /// Per-call times in µs, by round ([`rounds_after`] says when rounds are taken).
+    /// Per-call times in µs, by round (after the kernel's first stage).
     pub samples_us: Vec<Vec<f64>>,
     /// Median of all samples, µs.
     pub p50_us: Option<f64>,
@@ -158,21 +160,6 @@ pub const PEER_SAMPLES: u32 = 8;
 /// of the replay is then not timed).
 pub const PEER_LEAD_IN: bool = true;
 
-/// How many peer rounds follow the `pair`-th pair (1-based, pairs kept) of a shape whose
-/// first stage has `stage1` pairs: one after pair 1, one after the middle pair
-/// (`ceil(stage1 / 2)`) and one after the last; where those coincide (a stage of 1 or 2
-/// pairs), as many after it. None in the second stage: peers never decide, so a shape that
-/// needs more pairs needs no more peer time.
-pub fn rounds_after(pair: u32, stage1: u32) -> u32 {
-    if pair == 0 || pair > stage1 {
-        return 0;
-    }
-    [1, stage1.div_ceil(2), stage1]
-        .iter()
-        .filter(|&&p| p == pair)
-        .count() as u32
-}
-
 /// How the peers of a run were timed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PeerMethod {
@@ -205,7 +192,7 @@ impl PeerMethod {
     /// "PyTorch timed as a user times it: …; unlike ours, …".
     pub fn note_for(&self) -> String {
         format!(
-            "PyTorch's SDPA is timed as a PyTorch user times it: one q, k, v per shape (L2-warm), a CUDA graph of about {} ms of back-to-back calls writing their 16-bit output into one buffer, the median of {} replays ({} rounds spread over the kernel's pairs, {}at a {}% duty cycle). Our kernel's times are taken with a fresh q for every call (not L2-warm) and an fp32 output of its own per call, poisoned before each replay, so on short shapes the × columns favour PyTorch.",
+            "PyTorch's SDPA is timed as a PyTorch user times it: one q, k, v per shape (L2-warm), a CUDA graph of about {} ms of back-to-back calls writing their 16-bit output into one buffer, the median of {} replays ({} rounds after the kernel's first stage, {}at a {}% duty cycle). Our kernel's times are taken with a fresh q for every call (not L2-warm) and an fp32 output of its own per call, poisoned before each replay, so on short shapes the × columns favour PyTorch.",
             fmt_num(self.sample_ms),
             self.rounds * self.samples_per_round,
             self.rounds,
@@ -256,24 +243,6 @@ mod tests {
         assert_eq!(r.ratio(Some(9.9)), Some(0.9));
         assert_eq!(r.ratio(None), None);
         assert_eq!(ratio_text(r.ratio(Some(11.0))), "1.00×");
-    }
-
-    #[test]
-    fn three_peer_rounds_spread_over_the_first_stage() {
-        let when = |stage1: u32| -> Vec<u32> {
-            (1..=stage1 + 2)
-                .flat_map(|p| std::iter::repeat_n(p, rounds_after(p, stage1) as usize))
-                .collect()
-        };
-        assert_eq!(when(8), [1, 4, 8]);
-        assert_eq!(when(24), [1, 12, 24]);
-        assert_eq!(when(3), [1, 2, 3]);
-        assert_eq!(when(2), [1, 1, 2]);
-        assert_eq!(when(1), [1, 1, 1]);
-        assert!(when(0).is_empty());
-        for stage1 in 1..40 {
-            assert_eq!(when(stage1).len() as u32, PEER_ROUNDS, "stage1 {stage1}");
-        }
     }
 
     #[test]

@@ -76,11 +76,9 @@ struct ShapeRun {
     /// or the candidate alone.
     ab: bool,
     seed: u64,
-    /// The config's peers on this shape: a few rounds spread over the first stage's pairs
-    /// (`peers::rounds_after`).
+    /// The config's peers on this shape: a few rounds after every shape's first stage
+    /// ([`ShapeRun::peer_rounds`]).
     peers: Vec<crate::peers::PeerResult>,
-    /// Pairs (rounds) of the first stage: where the peer rounds go.
-    peer_stage1: u32,
     /// Seconds spent measuring the peers.
     peer_s: f64,
     /// Pairs measured again because a clock change hit one side's samples (the rule of
@@ -106,49 +104,43 @@ fn remeasure_budget(design: StageDesign) -> u32 {
 }
 
 impl ShapeRun {
-    /// Measures `n` more rounds (pairs, in A/B); in the first stage, after pair 1, the middle
-    /// pair and the last, a round of every peer (`peers::rounds_after`), whose state the
-    /// worker then frees.
-    fn more(
+    /// Measures `n` more rounds (pairs, in A/B).
+    fn more(&mut self, backend: &mut dyn Backend, config: &Config, n: u32) -> Result<(), GpuError> {
+        for _ in 0..n {
+            self.one(backend, config)?;
+        }
+        Ok(())
+    }
+
+    /// The peers' rounds of this shape ([`crate::peers::PEER_ROUNDS`] of every peer, one
+    /// after another), after every shape's first stage: the worker, started beside the
+    /// setup, has had the whole first stage to import PyTorch and build its plans, so no one
+    /// waits for it; then the worker frees the shape.
+    fn peer_rounds(
         &mut self,
-        backend: &mut dyn Backend,
+        backend: &dyn Backend,
         params: &ShapeParams,
         config: &Config,
-        n: u32,
         peers: &mut PeerSession,
         notes: &mut Vec<String>,
     ) -> Result<(), GpuError> {
-        let sets = if self.peers.is_empty() {
-            0
-        } else {
-            backend.input_sets(params, &config.measure)?
-        };
-        for _ in 0..n {
-            self.one(backend, config)?;
-            if self.peers.is_empty() {
-                continue;
-            }
-            let pair = self.cand(backend).rounds.len() as u32;
-            let due = crate::peers::rounds_after(pair, self.peer_stage1);
-            if due == 0 {
-                continue;
-            }
-            let t = std::time::Instant::now();
-            for _ in 0..due {
-                peers.round(
-                    &mut self.peers,
-                    params,
-                    &config.measure,
-                    sets,
-                    self.seed,
-                    notes,
-                );
-            }
-            if pair >= self.peer_stage1 {
-                peers.release(notes);
-            }
-            self.peer_s += t.elapsed().as_secs_f64();
+        if self.peers.is_empty() {
+            return Ok(());
         }
+        let sets = backend.input_sets(params, &config.measure)?;
+        let t = std::time::Instant::now();
+        for _ in 0..crate::peers::PEER_ROUNDS {
+            peers.round(
+                &mut self.peers,
+                params,
+                &config.measure,
+                sets,
+                self.seed,
+                notes,
+            );
+        }
+        peers.release(notes);
+        self.peer_s += t.elapsed().as_secs_f64();
         Ok(())
     }
 
@@ -335,20 +327,8 @@ fn run_inner(
     timing.probes_s = t.elapsed().as_secs_f64();
     let measuring = std::time::Instant::now();
     let peak_tflops = backend.peak_dense_tflops();
-    let t = std::time::Instant::now();
-    let mut peer_session = match prelude.peers {
-        Some(pending) => {
-            watch.add_ours(pending.pid());
-            pending.finish(&mut notes)
-        }
-        None => PeerSession::start(
-            if plan.peers { &config.peers } else { &[] },
-            &plan.shapes,
-            &mut notes,
-        ),
-    };
-    timing.peers_start_s = t.elapsed().as_secs_f64();
-    watch.add_ours(peer_session.pid());
+    // The peer worker started beside the setup; it is waited for only after the first stage.
+    let pending_peers = prelude.peers.inspect(|p| watch.add_ours(p.pid()));
     watch.sample(backend);
     shared.set(watch.shared());
     let bar = progress_bar(plan.progress, plan.shapes.len());
@@ -429,20 +409,12 @@ fn run_inner(
                 id,
                 ab: ab_on,
                 seed,
-                peer_stage1: design.stage1,
                 peer_s: 0.0,
-                peers: peer_session.results(),
+                peers: Vec::new(),
                 remeasured: Vec::new(),
                 remeasure_budget: remeasure_budget(design),
             };
-            run.more(
-                backend,
-                params,
-                config,
-                design.stage1,
-                &mut peer_session,
-                &mut notes,
-            )?;
+            run.more(backend, config, design.stage1)?;
             Ok(run)
         })();
         match run {
@@ -472,6 +444,31 @@ fn run_inner(
         shared.set(watch.shared());
     }
 
+    // The peers, after every shape's first stage (their rounds never decide anything).
+    let t = std::time::Instant::now();
+    let mut peer_session = match pending_peers {
+        Some(pending) => pending.finish(&mut notes),
+        None => PeerSession::start(
+            if plan.peers { &config.peers } else { &[] },
+            &plan.shapes,
+            &mut notes,
+        ),
+    };
+    timing.peers_start_s = t.elapsed().as_secs_f64();
+    watch.add_ours(peer_session.pid());
+    for (run, result) in runs.iter_mut().zip(shapes.iter_mut()) {
+        let Some(run) = run.as_mut() else { continue };
+        run.peers = peer_session.results();
+        bar.set_message(format!("{} (peers)", result.name));
+        let params = result.params;
+        if let Err(e) = run.peer_rounds(backend, &params, config, &mut peer_session, &mut notes) {
+            notes.push(format!("{}: the peers were not measured: {e}", result.name));
+        }
+        result.peers = run.peers.clone();
+    }
+    watch.sample(backend);
+    shared.set(watch.shared());
+
     // Where another process shared the GPU, the stored baseline is not compared with: its
     // timings were slowed by an unknown amount that nothing measured beside them cancels.
     let stored_of = |s: &ShapeResult| -> Option<StoredSide> {
@@ -493,14 +490,7 @@ fn run_inner(
             bar.set_message(format!("{} (second stage)", shapes[i].name));
             let params = shapes[i].params;
             if let Some(run) = runs[i].as_mut() {
-                match run.more(
-                    backend,
-                    &params,
-                    config,
-                    design.max - design.stage1,
-                    &mut peer_session,
-                    &mut notes,
-                ) {
+                match run.more(backend, config, design.max - design.stage1) {
                     Ok(()) => {
                         fill(&mut shapes[i], run, backend, cache, design);
                         let reference_p50 = match run.base(backend) {
@@ -1054,20 +1044,11 @@ fn trace_drift(
         ab: true,
         seed,
         peers: Vec::new(),
-        peer_stage1: 0,
         peer_s: 0.0,
         remeasured: Vec::new(),
         remeasure_budget: remeasure_budget(design),
     };
-    let mut no_peers = PeerSession::none();
-    let measured = run.more(
-        backend,
-        params,
-        config,
-        design.stage1,
-        &mut no_peers,
-        &mut Vec::new(),
-    );
+    let measured = run.more(backend, config, design.stage1);
     let old_samples = backend.measurement(id, 0).rounds.clone();
     let cand_samples = backend.measurement(id, 1).rounds.clone();
     backend.end(id);

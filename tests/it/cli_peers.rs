@@ -83,7 +83,7 @@ fn requests(log: &Path) -> Vec<Value> {
 }
 
 #[test]
-fn peers_are_prepared_once_per_shape_and_measured_in_three_rounds_of_the_first_stage() {
+fn peers_are_prepared_once_per_shape_and_measured_in_three_rounds_after_the_first_stage() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     std::fs::write(dir.join("sim.yaml"), CONFIG).unwrap();
