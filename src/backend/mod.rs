@@ -258,21 +258,30 @@ impl GpuBudget {
         if self.spent_s <= self.limit_s {
             return Ok(());
         }
-        let mut here: Vec<(&'static str, f64)> = self
+        // The side that spent the most in all (not on the shape at hand: a slow candidate's
+        // parity checks are charged to random shapes) and the shape it spent the most on.
+        let mut by_side: Vec<(&'static str, f64)> = Vec::new();
+        for ((_, s), t) in &self.by_side {
+            match by_side.iter_mut().find(|(x, _)| x == s) {
+                Some(entry) => entry.1 += t,
+                None => by_side.push((s, *t)),
+            }
+        }
+        by_side.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+        let (worst, _) = by_side.first().copied().unwrap_or((side, seconds));
+        let worst_shape = self
             .by_side
             .iter()
-            .filter(|((s, _), _)| *s == name)
-            .map(|((_, side), t)| (*side, *t))
-            .collect();
-        here.sort_by(|a, b| b.1.total_cmp(&a.1));
-        let (worst, _) = here.first().copied().unwrap_or((side, seconds));
-        let spent = here
+            .filter(|((_, s), _)| *s == worst)
+            .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.0.cmp(&a.0.0)))
+            .map_or(name, |((shape, _), _)| shape.clone());
+        let spent = by_side
             .iter()
             .map(|(side, t)| format!("the {side} {t:.1} s"))
             .collect::<Vec<_>>()
             .join(", ");
         Err(GpuError::Budget(format!(
-            "the run's GPU-time budget (measure.gpu_budget_s: {:.0} s of timed kernel work) is spent on shape {name}, by the {worst} kernel ({spent} on this shape; last: {}): a kernel this slow cannot be measured within the budget, so the run ends without a verdict; raise measure.gpu_budget_s if the time is real",
+            "the run's GPU-time budget (measure.gpu_budget_s: {:.0} s of timed kernel work) is spent on shape {worst_shape}, by the {worst} kernel ({spent} in all; last: {}): a kernel this slow cannot be measured within the budget, so the run ends without a verdict; raise measure.gpu_budget_s if the time is real",
             self.limit_s,
             what()
         )))
@@ -388,5 +397,36 @@ mod tests {
         assert!(!is_simulated(&env));
         env.gpu_name = sim::GPU_NAME.into();
         assert!(is_simulated(&env), "the name alone");
+    }
+}
+
+#[cfg(test)]
+mod budget_tests {
+    use super::GpuBudget;
+    use crate::config::{Dtype, ShapeParams};
+
+    #[test]
+    fn the_side_that_spent_the_budget_is_named_with_its_worst_shape() {
+        let probe = ShapeParams::new(1, 2, 209, 64, true, Dtype::Float16);
+        let shape = ShapeParams::new(2, 4, 256, 64, false, Dtype::Float16);
+        let mut b = GpuBudget::new(30.0);
+        // A candidate slow in its parity checks only, on a random shape; the budget runs
+        // out while the base is charged on another shape.
+        b.charge(&probe, "candidate", 29.5, || "parity".into())
+            .unwrap();
+        b.charge(&shape, "base", 0.3, || "parity".into()).unwrap();
+        let e = b
+            .charge(&shape, "base", 0.3, || "the base kernel (parity)".into())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("spent on shape b1h2s209d64_causal_f16, by the candidate kernel (the candidate 29.5 s, the base 0.6 s in all; last: the base kernel (parity))"),
+            "{e}"
+        );
+        assert!(b.spent_s() > 30.0);
+        // Within the budget: no error; non-finite charges count as nothing.
+        let mut b = GpuBudget::new(1.0);
+        assert!(b.charge(&shape, "base", f64::NAN, String::new).is_ok());
+        assert!(b.charge(&shape, "base", 0.9, String::new).is_ok());
     }
 }
