@@ -13,6 +13,19 @@ here=$(dirname "$0")
 for mode in "$@"; do case $mode in
 tests|attacks|aa|change) bash "$here/issue29_device.sh" "$mode" ;;
 peers) timeout 280 bash "$here/peers_agreement_device.sh" ;;
+recheck)
+  echo "== attacks re-run after a fix: $ATTACKS"
+  CI_GATE_ATTACKS="$ATTACKS" CI_GATE_BIN=$bin timed timeout 200 "$it_tests" --ignored --nocapture --test-threads=1 adversarial_gpu:: > "$out/recheck.log" 2>&1
+  grep -E "^[a-z_ -]+: exit|attacks not stopped|test result" "$out/recheck.log" | cut -c1-300 ;;
+wall)
+  rm -rf /tmp/k-wall && cp -r kernels /tmp/k-wall && echo "// a comment" >> /tmp/k-wall/attention.cu
+  export CI_GATE_CACHE_DIR=/tmp/ci-gate-cache-wall-$$
+  for run in cold warm; do
+    echo "== the PR gate with peers, $run compile cache"
+    timed timeout 110 "$bin" local --base-kernels kernels --kernels /tmp/k-wall --no-profile --out "$out/wall-$run.json" > "$out/wall-$run.txt" 2>&1
+    tail -2 "$out/wall-$run.txt" | cut -c1-200
+    python3 -c "import json; t=json.load(open('$out/wall-$run.json'))['timing']; print({k: round(v,1) for k,v in t.items() if isinstance(v,(int,float))})"
+  done ;;
 selftest)
   echo "== selftest"
   timed timeout 240 "$bin" selftest --trials "${SELFTEST_TRIALS:-2}" --wide --out "$out/selftest.json" > "$out/selftest.txt" 2>&1
