@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use chrono::Utc;
 
-use super::Outcome;
 use super::child;
 use super::pipeline::load_config;
 use super::request::RunRequest;
@@ -13,6 +12,7 @@ use crate::baseline::{BaselineFile, BaselineShape, BaselineStore, Provenance};
 use crate::cli::{BaselineShowArgs, BaselineUpdateArgs};
 use crate::comparison::Comparison;
 use crate::config::{CacheMode, ShapeParams};
+use crate::outcome::Outcome;
 use crate::results::{ResultsFile, SCHEMA_VERSION};
 use crate::stats::{ProcessSpread, Rounds, Sample, process_spread};
 use crate::text::{error_line, short_commit, terminal_text};

@@ -17,12 +17,12 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
-use super::Outcome;
 use super::git::{self, BaseKernels};
 use super::pipeline::{self, AbMode, Against, RunPlan};
 use crate::cli::{BisectArgs, BisectFormat};
 use crate::comparison::Comparison;
 use crate::config::{Config, ShapeParams};
+use crate::outcome::Outcome;
 use crate::report::pct;
 use crate::results::ResultsFile;
 use crate::text::{clip_text, quote, short_commit, terminal_text};

@@ -5,7 +5,6 @@
 
 use anyhow::Result;
 
-use super::Outcome;
 use super::pipeline::failed_run;
 use super::prepare::prepare;
 use super::publish::publish;
@@ -13,6 +12,7 @@ use super::request::RunRequest;
 use super::untrusted::SuspendedCommands;
 use crate::cli::CiArgs;
 use crate::config::Config;
+use crate::outcome::Outcome;
 use crate::shard::ShardInfo;
 
 pub fn run_ci(args: &CiArgs) -> Result<Outcome> {

@@ -3,10 +3,10 @@
 
 use anyhow::{Context, Result, anyhow};
 
-use super::Outcome;
 use crate::cli::CommentArgs;
 use crate::github::actions::append_step_summary;
 use crate::github::{CommentOutcome, GithubEnv, post_or_update_comment};
+use crate::outcome::Outcome;
 use crate::report::{Exporter, MarkdownExporter, Report};
 use crate::results::ResultsFile;
 use crate::text::terminal_text;

@@ -8,11 +8,11 @@
 
 use anyhow::{Result, bail};
 
-use super::Outcome;
 use crate::cli::CompileArgs;
 use crate::gpu::compile::compile_uncached_module_for;
 use crate::gpu::cubin::check_untrusted_cubin;
 use crate::gpu::{GpuError, KernelSource};
+use crate::outcome::Outcome;
 use crate::text::terminal_text;
 
 /// One source to compile: where it comes from, and whether it is the timed kernel.

@@ -2,11 +2,11 @@
 
 use anyhow::{Context, Result};
 
-use super::Outcome;
 use super::pipeline::{failed_run, load_config, on_hang};
 use super::prepare::prepare;
 use super::request::RunRequest;
 use crate::cli::LocalArgs;
+use crate::outcome::Outcome;
 use crate::report::{Format, Report, render};
 
 pub fn run_local(args: &LocalArgs) -> Result<Outcome> {

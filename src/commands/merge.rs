@@ -16,12 +16,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::Outcome;
 use crate::baseline::BaselineStore;
 use crate::cli::MergeArgs;
 use crate::comparison::{StageDesign, StoredSide};
 use crate::config::{Config, ShapeParams};
 use crate::evaluate::evaluate;
+use crate::outcome::Outcome;
 use crate::report::{Report, render};
 use crate::results::{BaselineRef, ResultsFile};
 use crate::verdict::Policy;
@@ -45,7 +45,7 @@ pub fn run_merge(args: &MergeArgs) -> Result<Outcome> {
     let merged = (|| -> Result<ResultsFile> {
         let (c, shapes) = super::pipeline::load_config(&args.config, &[])?;
         let c = config.insert(c);
-        let simulating = crate::backend::simulation_seed()?.is_some();
+        let simulating = crate::sim::simulation_seed()?.is_some();
         let mut shards = Vec::new();
         for path in &args.results {
             let r = ResultsFile::load(path)?;
@@ -113,17 +113,14 @@ pub fn merge(shards: Vec<(PathBuf, ResultsFile)>, rules: &Rules) -> Result<Resul
 
 /// Refuses a shard measured on the simulated GPU, whose times its kernels' own `ci-gate-sim`
 /// lines decide, unless this merge simulates too (`CI_GATE_SIMULATE`, where
-/// `backend::simulation_seed` allows it: tests, never GitHub Actions). A `--devices` run
+/// `sim::simulation_seed` allows it: tests, never GitHub Actions). A `--devices` run
 /// merges its own children, which simulate exactly when it does, so only the command asks.
 fn refuse_simulated(shards: &[(PathBuf, ResultsFile)], simulating: bool) -> Result<()> {
     if simulating {
         return Ok(());
     }
     for (p, r) in shards {
-        if r.environment
-            .as_ref()
-            .is_some_and(crate::backend::is_simulated)
-        {
+        if r.environment.as_ref().is_some_and(crate::sim::is_simulated) {
             bail!(
                 "{} was measured on the simulated GPU (CI_GATE_SIMULATE), a test device whose times the kernels' own `ci-gate-sim` lines decide: merge joins only shards measured on a GPU",
                 label(p, r)
@@ -540,14 +537,8 @@ mod tests {
     fn a_simulated_shard_is_refused_unless_merge_simulates() {
         let all = names(&[1, 2]);
         let mut sim = shard_file(1, 2, vec![shape(1)], &all);
-        let kernel =
-            crate::backend::sim::SimKernel::parse("// ci-gate-sim: factor=0.8\n", "00").unwrap();
-        let backend = crate::backend::sim::SimBackend::new(
-            1,
-            crate::backend::sim::NoiseModel::ISSUE,
-            None,
-            kernel,
-        );
+        let kernel = crate::sim::SimKernel::parse("// ci-gate-sim: factor=0.8\n", "00").unwrap();
+        let backend = crate::sim::SimBackend::new(1, crate::sim::NoiseModel::ISSUE, None, kernel);
         sim.environment = Some(crate::backend::Backend::environment(&backend));
         let mut real = shard_file(2, 2, vec![shape(2)], &all);
         let mut gpu = sim.environment.clone().unwrap();

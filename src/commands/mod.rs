@@ -30,20 +30,7 @@ use anyhow::Result;
 
 use crate::cli::{BaselineCommand, Cli, Command};
 
-/// How a command that ran to the end came out. Errors (exit 2) travel as `Err`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// Exit 0.
-    Pass,
-    /// Exit 1: a regression, a parity loss, or a refused baseline update.
-    Fail,
-}
-
-impl Outcome {
-    pub(crate) fn from_passed(passed: bool) -> Outcome {
-        if passed { Outcome::Pass } else { Outcome::Fail }
-    }
-}
+pub use crate::outcome::Outcome;
 
 /// Runs one parsed command line.
 pub fn run(cli: Cli) -> Result<Outcome> {

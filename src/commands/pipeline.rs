@@ -184,7 +184,7 @@ impl ShapeRun {
 
 /// Opens the measuring backend of a plan: the GPU, or the simulation when
 /// `CI_GATE_SIMULATE` is set (tests and CI), never in GitHub Actions
-/// (`backend::simulation_seed`).
+/// (`sim::simulation_seed`).
 fn open_backend(plan: &RunPlan) -> Result<Box<dyn Backend>> {
     // With a base, the harness (reference and utility kernels) is the base's: trusted code
     // checks the candidate, never the candidate's own reference.
@@ -192,9 +192,9 @@ fn open_backend(plan: &RunPlan) -> Result<Box<dyn Backend>> {
     let candidate = plan.base.as_ref().map(|_| plan.kernels.as_path());
     let budget_s = plan.config.gpu_budget_s();
     let max_wait = std::time::Duration::from_secs_f64(plan.config.measure.max_wait_s);
-    if let Some(seed) = crate::backend::simulation_seed()? {
+    if let Some(seed) = crate::sim::simulation_seed()? {
         return Ok(Box::new(
-            crate::backend::sim::SimBackend::open(seed, harness, candidate)?
+            crate::sim::SimBackend::open(seed, harness, candidate)?
                 .with_budget(budget_s)
                 .with_max_wait(max_wait),
         ));

@@ -4,9 +4,9 @@
 
 use anyhow::{Context, Result};
 
-use super::Outcome;
 use crate::github::GithubEnv;
 use crate::github::actions::{Level, annotation, append_step_summary, write_outputs};
+use crate::outcome::Outcome;
 use crate::report::{Exporter, MarkdownExporter, Report, TableExporter, pct};
 use crate::results::ResultsFile;
 use crate::text::clip_text;

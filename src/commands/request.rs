@@ -10,11 +10,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use super::Outcome;
 use super::pipeline::{AbMode, Against, BaseKernels, RunPlan, load_config, on_hang, run};
 use crate::baseline::BaselineStore;
 use crate::child_env::{Child, restrict};
 use crate::config::{Config, ShapeParams};
+use crate::outcome::Outcome;
 use crate::results::ResultsFile;
 use crate::shard::{ShardInfo, ShardSpec};
 use crate::verdict::Policy;
@@ -131,8 +131,8 @@ impl RunRequest {
         restrict(&mut cmd, Child::Gpu);
         static CHILDREN: AtomicU64 = AtomicU64::new(0);
         let k = CHILDREN.fetch_add(1, Ordering::Relaxed);
-        if let Some(seed) = crate::backend::simulated_child_seed(k)? {
-            cmd.env(crate::backend::SIMULATE_ENV, seed);
+        if let Some(seed) = crate::sim::simulated_child_seed(k)? {
+            cmd.env(crate::sim::SIMULATE_ENV, seed);
         }
         cmd.arg("run-request")
             .arg("--request")

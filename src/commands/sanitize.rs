@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use super::Outcome;
 use super::pipeline::load_config;
 use super::tool::{self, KernelRun};
 use crate::child_env::{Child, restrict};
@@ -19,6 +18,7 @@ use crate::cli::SanitizeArgs;
 use crate::github::actions::append_step_summary;
 use crate::gpu::KernelSource;
 use crate::gpu::compile::LINEINFO_ENV;
+use crate::outcome::Outcome;
 use crate::report::{Format, escape_markdown, fitted_table, stdout_width};
 use crate::sanitize::{Exit, SanitizeOutcome, SanitizeReport, Tool, ToolRun};
 

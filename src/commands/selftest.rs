@@ -18,13 +18,13 @@ use std::time::Instant;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
-use super::Outcome;
 use super::child;
 use super::git::BaseKernels;
 use super::pipeline::load_config;
 use super::request::RunRequest;
 use crate::cli::{SelftestArgs, SelftestFormat};
 use crate::evaluate::{evaluate, needs_second_look};
+use crate::outcome::Outcome;
 use crate::report::{escape_markdown, fitted_table, stdout_width};
 use crate::results::{ResultsFile, ShapeResult, StageDesign};
 use crate::verdict::{Policy, Verdict};

@@ -28,8 +28,8 @@ use crate::results::GpuProcess;
 /// The key of this process's GPU lock: the simulated GPU's UUID when simulating, else the
 /// UUID of CUDA device 0; `None` without a driver or device (opening the GPU then says why).
 pub fn gpu_key() -> Result<Option<String>> {
-    if let Some(seed) = crate::backend::simulation_seed()? {
-        return Ok(Some(crate::backend::sim::gpu_uuid(seed)));
+    if let Some(seed) = crate::sim::simulation_seed()? {
+        return Ok(Some(crate::sim::gpu_uuid(seed)));
     }
     Ok(lock::device0_uuid())
 }
@@ -50,7 +50,7 @@ pub fn lock_gpu() -> Result<Option<GpuLock>> {
 /// The GPU's compute processes before this process opened its CUDA context (`None` when
 /// simulating, or without a key): whatever is listed then is not this run's.
 pub fn processes_before(key: Option<&str>) -> Option<Result<Vec<GpuProcess>, String>> {
-    if crate::backend::simulation_seed().ok().flatten().is_some() {
+    if crate::sim::simulation_seed().ok().flatten().is_some() {
         return None;
     }
     let monitor = crate::gpu::env::Monitor::new(key?);

@@ -5,7 +5,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::*;
-use crate::backend::sim::{NoiseModel, SimBackend, SimKernel};
+use crate::sim::{NoiseModel, SimBackend, SimKernel};
 
 /// A judge that answers from a list: `calls[i]` for commit i against GOOD; the
 /// confirmation says `confirm`. It records what it was asked.
