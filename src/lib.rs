@@ -32,6 +32,7 @@ pub mod reference;
 pub mod report;
 pub mod resources;
 pub mod results;
+pub mod run;
 pub mod samples;
 pub(crate) mod sanitize;
 pub mod shard;

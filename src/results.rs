@@ -316,6 +316,17 @@ pub struct ConfigInfo {
     pub hash: String,
 }
 
+impl ConfigInfo {
+    /// What a results file records of `config`.
+    pub fn of(config: &crate::config::Config) -> ConfigInfo {
+        ConfigInfo {
+            name: config.name.clone(),
+            path: config.path.display().to_string(),
+            hash: config.hash.clone(),
+        }
+    }
+}
+
 /// The baseline a run was compared with.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BaselineRef {
@@ -505,6 +516,40 @@ pub struct BaseInfo {
 }
 
 impl ResultsFile {
+    /// A results file for a run that could not reach a verdict (what `ci` writes on exit
+    /// 2): `error` says why; the config, when it was read, names the run.
+    pub fn failed(config: Option<&crate::config::Config>, error: String) -> ResultsFile {
+        ResultsFile {
+            schema_version: SCHEMA_VERSION,
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            git_commit: current_git_commit(),
+            created_at: Utc::now(),
+            environment: None,
+            config: config.map(ConfigInfo::of).unwrap_or(ConfigInfo {
+                name: "unknown".into(),
+                path: String::new(),
+                hash: String::new(),
+            }),
+            kernel_source_hash: None,
+            gate: config.map(|c| c.gate.clone()).unwrap_or_default(),
+            baseline: None,
+            shapes: Vec::new(),
+            passed: false,
+            warnings: Vec::new(),
+            notes: Vec::new(),
+            error: Some(error),
+            base: None,
+            fail_on_drift: false,
+            profiling: None,
+            shard: None,
+            peers: None,
+            probes: Vec::new(),
+            timing: None,
+            energy: None,
+            kernel_resources: Vec::new(),
+        }
+    }
+
     /// The drift policy the run was judged under.
     pub fn policy(&self) -> Policy {
         Policy {

@@ -5,15 +5,15 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use chrono::Utc;
 
-use super::child;
-use super::pipeline::load_config;
-use super::request::RunRequest;
 use crate::baseline::{BaselineFile, BaselineShape, BaselineStore, Provenance};
 use crate::cli::{BaselineShowArgs, BaselineUpdateArgs};
 use crate::comparison::Comparison;
 use crate::config::{CacheMode, ShapeParams};
 use crate::outcome::Outcome;
 use crate::results::{ResultsFile, SCHEMA_VERSION};
+use crate::run::child;
+use crate::run::pipeline::load_config;
+use crate::run::request::RunRequest;
 use crate::stats::{ProcessSpread, Rounds, Sample, process_spread};
 use crate::text::{error_line, short_commit, terminal_text};
 

@@ -17,14 +17,14 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
-use super::git::{self, BaseKernels};
-use super::pipeline::{self, AbMode, Against, RunPlan};
 use crate::cli::{BisectArgs, BisectFormat};
 use crate::comparison::Comparison;
 use crate::config::{Config, ShapeParams};
 use crate::outcome::Outcome;
 use crate::report::pct;
 use crate::results::ResultsFile;
+use crate::run::git::{self, BaseKernels};
+use crate::run::pipeline::{self, AbMode, Against, RunPlan};
 use crate::text::{clip_text, quote, short_commit, terminal_text};
 use crate::verdict::{Policy, Verdict};
 
@@ -603,7 +603,7 @@ pub fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
     pipeline::on_hang(&config, None);
     // The GPU's lock for the whole search: no other ci-gate run measures between its steps
     // (each step's pipeline takes it again, in this process: the same lock).
-    let _gpu = super::sharing::lock_gpu()?;
+    let _gpu = crate::run::sharing::lock_gpu()?;
     let names: Vec<String> = shapes.iter().map(ShapeParams::name).collect();
     let commits: Vec<CommitInfo> = path.iter().map(|c| CommitInfo::read(c)).collect();
     let good_info = CommitInfo::read(&good);

@@ -5,14 +5,14 @@
 
 use anyhow::Result;
 
-use super::pipeline::failed_run;
-use super::prepare::prepare;
-use super::publish::publish;
-use super::request::RunRequest;
-use super::untrusted::SuspendedCommands;
 use crate::cli::CiArgs;
 use crate::config::Config;
 use crate::outcome::Outcome;
+use crate::run::pipeline::failed_run;
+use crate::run::prepare::prepare;
+use crate::run::publish::publish;
+use crate::run::request::RunRequest;
+use crate::run::untrusted::SuspendedCommands;
 use crate::shard::ShardInfo;
 
 pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
@@ -62,7 +62,7 @@ pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
             // One ci-gate run per GPU at a time (`sharing`), held through the measuring and
             // the profiles; a `--devices` child takes its own GPU's.
             let gpu = if run.measures_here() {
-                super::sharing::lock_gpu()?
+                crate::run::sharing::lock_gpu()?
             } else {
                 None
             };
@@ -97,7 +97,7 @@ fn on_hang(args: &CiArgs, config: Option<&Config>, shard: Option<ShardInfo>) {
         let mut failed = failed_run(config.as_ref(), &error);
         failed.shard = shard.clone();
         failed.fail_on_drift = fail_on_drift;
-        super::untrusted::resume_now();
+        crate::run::untrusted::resume_now();
         if let Err(e) = publish(failed, &out, Some(error)) {
             eprintln!("error: {e:#}");
         }

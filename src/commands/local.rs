@@ -2,12 +2,12 @@
 
 use anyhow::{Context, Result};
 
-use super::pipeline::{failed_run, load_config, on_hang};
-use super::prepare::prepare;
-use super::request::RunRequest;
 use crate::cli::LocalArgs;
 use crate::outcome::Outcome;
 use crate::report::{Format, Report, render};
+use crate::run::pipeline::{failed_run, load_config, on_hang};
+use crate::run::prepare::prepare;
+use crate::run::request::RunRequest;
 
 pub fn run_local(args: &LocalArgs) -> Result<Outcome> {
     // Before anything is measured: a results file that could not be written loses the run.
@@ -53,7 +53,7 @@ pub fn run_local(args: &LocalArgs) -> Result<Outcome> {
     // One ci-gate run per GPU at a time (`sharing`): held through the measuring and the
     // profiles; a `--devices` child takes its own GPU's.
     let measured = if run.measures_here() {
-        super::sharing::lock_gpu()
+        crate::run::sharing::lock_gpu()
     } else {
         Ok(None)
     }

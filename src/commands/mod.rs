@@ -2,28 +2,16 @@
 
 mod baseline;
 mod bisect;
-mod child;
 pub(crate) mod ci;
 mod comment;
 mod compare;
 mod compile;
-mod devices;
 mod env;
-mod git;
 mod history;
 mod local;
 mod merge;
-mod peer;
-pub mod pipeline;
-mod prepare;
-mod profile;
-mod publish;
-mod request;
 mod sanitize;
 mod selftest;
-pub mod sharing;
-mod tool;
-mod untrusted;
 mod worker;
 
 use anyhow::Result;
@@ -56,18 +44,22 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         // a tool's findings about them) run with workflow commands suspended; `ci` suspends
         // them around its GPU section only, so that its own annotations still work.
         Command::Baseline(BaselineCommand::Update(args)) => {
-            untrusted::suspended(|| baseline::update(&args))
+            crate::run::untrusted::suspended(|| baseline::update(&args))
         }
-        Command::Local(args) => untrusted::suspended(|| local::run_local(&args)),
-        Command::Selftest(args) => untrusted::suspended(|| selftest::run_selftest(&args)),
+        Command::Local(args) => crate::run::untrusted::suspended(|| local::run_local(&args)),
+        Command::Selftest(args) => {
+            crate::run::untrusted::suspended(|| selftest::run_selftest(&args))
+        }
         Command::Env(args) => env::run_env(&args),
         Command::Ci(args) => ci::run_ci(&args),
         Command::Comment(args) => comment::run_comment(&args),
-        Command::Sanitize(args) => untrusted::suspended(|| sanitize::run_sanitize(&args)),
+        Command::Sanitize(args) => {
+            crate::run::untrusted::suspended(|| sanitize::run_sanitize(&args))
+        }
         Command::KernelRun(args) => worker::run_kernels(&args),
-        Command::RunRequest(args) => request::run_request(&args.request, &args.out),
+        Command::RunRequest(args) => crate::run::request::run_request(&args.request, &args.out),
         Command::History(args) => history::run(&args),
-        Command::Bisect(args) => untrusted::suspended(|| bisect::run_bisect(&args)),
+        Command::Bisect(args) => crate::run::untrusted::suspended(|| bisect::run_bisect(&args)),
         Command::Merge(args) => merge::run_merge(&args),
         Command::Compile(args) => compile::run_compile(&args),
         Command::NvrtcSandbox => Ok(if crate::gpu::sandbox::serve() {

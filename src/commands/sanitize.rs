@@ -11,8 +11,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use super::pipeline::load_config;
-use super::tool::{self, KernelRun};
 use crate::child_env::{Child, restrict};
 use crate::cli::SanitizeArgs;
 use crate::github::actions::append_step_summary;
@@ -20,6 +18,8 @@ use crate::gpu::KernelSource;
 use crate::gpu::compile::LINEINFO_ENV;
 use crate::outcome::Outcome;
 use crate::report::{Format, escape_markdown, fitted_table, stdout_width};
+use crate::run::pipeline::load_config;
+use crate::run::tool::{self, KernelRun};
 use crate::sanitize::{Exit, SanitizeOutcome, SanitizeReport, Tool, ToolRun};
 
 /// Findings printed in full per run (the rest are counted).
@@ -41,7 +41,7 @@ pub fn run_sanitize(args: &SanitizeArgs) -> Result<Outcome> {
     }
     let (config, shapes) = load_config(&args.config, &args.shapes)?;
     let shapes = match args.shard {
-        Some(spec) => super::request::shard_of(&config, &shapes, spec)?.0,
+        Some(spec) => crate::run::request::shard_of(&config, &shapes, spec)?.0,
         None => shapes,
     };
     let harness = args.harness.clone().unwrap_or_else(|| args.kernels.clone());
@@ -63,7 +63,7 @@ pub fn run_sanitize(args: &SanitizeArgs) -> Result<Outcome> {
         bail!("no NVIDIA driver found (libcuda.so could not be loaded): sanitize needs a CUDA GPU");
     }
     // Its kernels run on the GPU for minutes: one ci-gate run per GPU at a time (`sharing`).
-    let _gpu = super::sharing::lock_gpu()?;
+    let _gpu = crate::run::sharing::lock_gpu()?;
     let tools: Vec<Tool> = if args.tools.is_empty() {
         Tool::ALL.to_vec()
     } else {

@@ -18,15 +18,15 @@ use std::time::Instant;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
-use super::child;
-use super::git::BaseKernels;
-use super::pipeline::load_config;
-use super::request::RunRequest;
 use crate::cli::{SelftestArgs, SelftestFormat};
 use crate::evaluate::{evaluate, needs_second_look};
 use crate::outcome::Outcome;
 use crate::report::{escape_markdown, fitted_table, stdout_width};
 use crate::results::{ResultsFile, ShapeResult, StageDesign};
+use crate::run::child;
+use crate::run::git::BaseKernels;
+use crate::run::pipeline::load_config;
+use crate::run::request::RunRequest;
 use crate::verdict::{Policy, Verdict};
 
 /// What the rule concluded on one condition: per shape, the runs flagged as a regression,
@@ -95,7 +95,7 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
     }
     let (config, shapes) = load_config(&args.config.config, &args.shapes)?;
     let shapes = match args.shard {
-        Some(spec) => super::request::shard_of(&config, &shapes, spec)?.0,
+        Some(spec) => crate::run::request::shard_of(&config, &shapes, spec)?.0,
         None => shapes,
     };
     let names: Vec<String> = shapes.iter().map(|s| s.name()).collect();

@@ -5,11 +5,11 @@
 
 use anyhow::Result;
 
-use super::pipeline::load_config;
 use crate::cli::KernelRunArgs;
 use crate::gpu::Gpu;
 use crate::gpu::parity::run_once;
 use crate::outcome::Outcome;
+use crate::run::pipeline::load_config;
 
 /// Prefix of the lines naming the kernels a run launches: `LAUNCHED FILE KERNEL`.
 pub const LAUNCHED: &str = "ci-gate kernel-run launched";

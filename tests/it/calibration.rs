@@ -35,7 +35,6 @@ use rand_distr::{Distribution, Normal, StudentT};
 use std::path::{Path, PathBuf};
 
 use ci_gate::backend::{Backend, Measurement, PhaseTimes, ShapeId, Side};
-use ci_gate::commands::pipeline::{AbMode, Against, BaseKernels, RunPlan, run_with};
 use ci_gate::comparison::{StageDesign, StoredSide};
 use ci_gate::config::{CacheMode, Dtype, GateSettings, ShapeParams};
 use ci_gate::config::{Config, MeasureSettings, Tolerance};
@@ -43,6 +42,7 @@ use ci_gate::evaluate::{evaluate, needs_second_look};
 use ci_gate::gpu::GpuError;
 use ci_gate::results::{Environment, GpuState, PairOrder};
 use ci_gate::results::{MeasurementInfo, ShapeResult};
+use ci_gate::run::pipeline::{AbMode, Against, BaseKernels, RunPlan, run_with};
 use ci_gate::stats::{
     self, MarginTest, ProcessSpread, Rounds, SETTLED_LEVEL, STAGE1_ALPHA_SHARE, Sample, TRIM,
     cliffs_delta, paired_margin_test_trimmed, process_spread, round_medians, two_stage_p,

@@ -319,7 +319,7 @@ mod tests {
                 .map(|x| x.summary());
             s
         };
-        let mut r = crate::commands::pipeline::failed_run(None, &anyhow::anyhow!("x"));
+        let mut r = crate::run::pipeline::failed_run(None, &anyhow::anyhow!("x"));
         r.error = None;
         r.shapes = vec![
             shape(128, 10.0, Verdict::Pass),

@@ -616,7 +616,7 @@ fn run_inner(
         git_commit: current_git_commit(),
         created_at: Utc::now(),
         environment: Some(env),
-        config: config_info(config),
+        config: ConfigInfo::of(config),
         kernel_source_hash: Some(cand_hash),
         gate: config.gate.clone(),
         baseline: baseline_ref,
@@ -1089,14 +1089,6 @@ fn trace_drift(
     })
 }
 
-pub fn config_info(config: &Config) -> ConfigInfo {
-    ConfigInfo {
-        name: config.name.clone(),
-        path: config.path.display().to_string(),
-        hash: config.hash.clone(),
-    }
-}
-
 /// Copies what a shape's sides measured into its result.
 fn fill(
     result: &mut ShapeResult,
@@ -1311,35 +1303,7 @@ pub fn on_hang(config: &Config, out: Option<PathBuf>) {
 
 /// A results file for a run that could not reach a verdict (what `ci` writes on exit 2).
 pub fn failed_run(config: Option<&Config>, error: &anyhow::Error) -> ResultsFile {
-    ResultsFile {
-        schema_version: SCHEMA_VERSION,
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        git_commit: current_git_commit(),
-        created_at: Utc::now(),
-        environment: None,
-        config: config.map(config_info).unwrap_or(ConfigInfo {
-            name: "unknown".into(),
-            path: String::new(),
-            hash: String::new(),
-        }),
-        kernel_source_hash: None,
-        gate: config.map(|c| c.gate.clone()).unwrap_or_default(),
-        baseline: None,
-        shapes: Vec::new(),
-        passed: false,
-        warnings: Vec::new(),
-        notes: Vec::new(),
-        error: Some(format!("{error:#}")),
-        base: None,
-        fail_on_drift: false,
-        profiling: None,
-        shard: None,
-        peers: None,
-        probes: Vec::new(),
-        timing: None,
-        energy: None,
-        kernel_resources: Vec::new(),
-    }
+    ResultsFile::failed(config, format!("{error:#}"))
 }
 
 #[cfg(test)]

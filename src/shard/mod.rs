@@ -14,6 +14,8 @@
 //! shape; what differs is the parity check, whose fp32 reference kernel does 2·B·H·S²·D
 //! multiply-adds per pass (three passes). [`expected_seconds`] adds the two.
 
+pub mod merge;
+
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 

@@ -7,9 +7,9 @@ use std::process::Stdio;
 
 use anyhow::{Context, Result, bail};
 
-use super::merge::{Rules, merge};
 use super::request::RunRequest;
 use crate::results::ResultsFile;
+use crate::shard::merge::{Rules, merge};
 use crate::shard::{MAX_SHARDS, ShardSpec};
 
 /// The GPUs named by `--devices`: `all`, or indices such as `0,1,3`.
