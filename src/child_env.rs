@@ -49,7 +49,7 @@ const GIT: &[&str] = &[
 ///   cannot confine NVRTC (`gpu::sandbox`), which a `--devices` child compiling needs.
 ///
 /// Never the variables that select test behaviour: `CI_GATE_SIMULATE` (the simulated GPU; a
-/// simulated `--devices` child is given its own seed explicitly, `sim::simulated_child_seed`),
+/// simulated `--devices` child is given its own seed explicitly, `run::BackendChoice::pass_to_child`),
 /// `CI_GATE_NVRTC_LINEINFO` (set explicitly by `sanitize` for its workers), and the test
 /// suite's and benches' own (`CI_GATE_FUZZ_*`, `CI_GATE_CALIBRATION*`, `CI_GATE_CANARY`,
 /// `CI_GATE_GOLDEN_DIR`, `CI_GATE_VARIANTS`, `CI_GATE_BIN`, `CI_GATE_REQUIRE_NVRTC`), nor

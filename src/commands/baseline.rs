@@ -12,8 +12,7 @@ use crate::config::{CacheMode, ShapeParams};
 use crate::outcome::Outcome;
 use crate::results::{ResultsFile, SCHEMA_VERSION};
 use crate::run::child;
-use crate::run::pipeline::load_config;
-use crate::run::request::RunRequest;
+use crate::run::{Run, RunRequest};
 use crate::stats::{ProcessSpread, Rounds, Sample, process_spread};
 use crate::text::{error_line, short_commit, terminal_text};
 
@@ -201,41 +200,10 @@ fn spread_range(b: &BaselineFile) -> String {
     format!("{:.2}–{:.2}% ({k})", lo * 100.0, hi * 100.0)
 }
 
-/// Records a baseline into `store` from results files without printing (selftest).
-pub fn record_quietly(
-    config: &std::path::Path,
-    store: &std::path::Path,
-    from: &[PathBuf],
-) -> Result<()> {
-    let exe = std::env::current_exe().context("cannot find the ci-gate executable")?;
-    let mut cmd = std::process::Command::new(exe);
-    crate::child_env::restrict(&mut cmd, crate::child_env::Child::Gpu)
-        .args([
-            "baseline", "update", "--reason", "selftest", "--force", "--config",
-        ])
-        .arg(config)
-        .arg("--baselines")
-        .arg(store);
-    for f in from {
-        cmd.arg("--from").arg(f);
-    }
-    let out = cmd
-        .stdin(std::process::Stdio::null())
-        .output()
-        .context("cannot start ci-gate baseline update")?;
-    if !out.status.success() {
-        bail!(
-            "recording the selftest baseline failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
-}
-
 /// Processes `baseline update` measures in when it measures (not `--from`): the number from
 /// which a comparison uses the estimated spread between processes with its smaller floor
 /// (`comparison::MIN_PROCESSES`; the calibration that chose it is in docs/PERF.md).
-pub const DEFAULT_PROCESSES: u32 = crate::comparison::MIN_PROCESSES as u32;
+const DEFAULT_PROCESSES: u32 = crate::comparison::MIN_PROCESSES as u32;
 
 /// Records new baselines for this GPU, from fresh measuring processes or results files.
 ///
@@ -257,31 +225,21 @@ pub fn update(args: &BaselineUpdateArgs) -> Result<Outcome> {
     }
     let store = BaselineStore::new(&args.config.baselines);
     let (runs, source): (Vec<ResultsFile>, String) = if args.from.is_empty() {
-        let (_, shapes) = load_config(&args.config.config, &[])?;
-        let names: Vec<String> = shapes.iter().map(|s| s.name()).collect();
+        // The candidate alone, every shape, parity and peers and energy windows (what the
+        // reports show of the baseline), compared with nothing.
+        let run = Run::resolve(RunRequest {
+            compare: false,
+            trace_drift: false,
+            energy: true,
+            ..RunRequest::gate(&args.config)
+        })?;
+        let names = run.shape_names();
+        let run = run.with(|r| r.shapes = names);
         let dir = child::scratch("ci-gate-baseline-")?;
         let mut runs = Vec::new();
         for p in 1..=args.processes {
             eprintln!("measuring process {p}/{}", args.processes);
-            let child = RunRequest {
-                config: args.config.config.clone(),
-                kernels: args.config.kernels.clone(),
-                baselines: args.config.baselines.clone(),
-                shapes: names.clone(),
-                shard: None,
-                base: None,
-                ab_always: false,
-                compare: false,
-                parity: true,
-                peers: true,
-                rounds: None,
-                inject: None,
-                fail_on_drift: false,
-                trace_drift: false,
-                progress: false,
-                energy: true,
-            };
-            runs.push(child.run_child(&child::file_in(&dir, &format!("process{p}.json")))?);
+            runs.push(run.run_child(&child::file_in(&dir, &format!("process{p}.json")))?);
         }
         (runs, format!("{} measuring processes", args.processes))
     } else {

@@ -24,9 +24,9 @@ use crate::outcome::Outcome;
 use crate::report::pct;
 use crate::results::ResultsFile;
 use crate::run::git::{self, BaseKernels};
-use crate::run::pipeline::{self, AbMode, Against, RunPlan};
+use crate::run::{BackendChoice, Run, RunRequest};
 use crate::text::{clip_text, quote, short_commit, terminal_text};
-use crate::verdict::{Policy, Verdict};
+use crate::verdict::Verdict;
 
 /// What one step concluded about one commit.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -553,7 +553,8 @@ pub fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
     }
     let started = Instant::now();
     let (config, shapes): (Config, Vec<ShapeParams>) =
-        pipeline::load_config(&args.config, &args.shapes)?;
+        crate::config::load_selected(&args.config, &args.shapes)?;
+    let device = BackendChoice::from_env()?;
     let good = resolve("GOOD", &args.good)?;
     let bad = resolve("BAD", &args.bad)?;
     if good == bad {
@@ -600,10 +601,10 @@ pub fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
     let good_hash = crate::gpu::compile::KernelSource::read(&good_dir.join("attention.cu"))
         .map_err(|e| anyhow::anyhow!("GOOD {}: {e}", short_commit(&good)))?
         .hash;
-    pipeline::on_hang(&config, None);
+    crate::run::pipeline::on_hang(&config, None);
     // The GPU's lock for the whole search: no other ci-gate run measures between its steps
     // (each step's pipeline takes it again, in this process: the same lock).
-    let _gpu = crate::run::sharing::lock_gpu()?;
+    let _gpu = crate::run::sharing::lock_gpu(device)?;
     let names: Vec<String> = shapes.iter().map(ShapeParams::name).collect();
     let commits: Vec<CommitInfo> = path.iter().map(|c| CommitInfo::read(c)).collect();
     let good_info = CommitInfo::read(&good);
@@ -612,7 +613,7 @@ pub fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
         .cloned()
         .unwrap_or_else(|| CommitInfo::read(&bad));
     let measure_config = config.clone();
-    let measure_shapes = shapes.clone();
+    let measure_shapes = args.shapes.clone();
     let mut seen = HashMap::new();
     seen.insert(
         good_hash,
@@ -625,12 +626,14 @@ pub fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
         kernels_dir: args.kernels.clone(),
         tmp,
         measure: Box::new(move |base: &BaseKernels, cand: &Path| {
-            pipeline::run(step_plan(
+            step(
                 measure_config.clone(),
                 measure_shapes.clone(),
                 base.clone(),
                 cand.to_path_buf(),
-            ))
+                device,
+            )?
+            .measure()
         }),
         seen,
         steps: Vec::new(),
@@ -736,31 +739,30 @@ pub fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
     }
 }
 
-/// The plan of one bisect step: `cand`'s kernels against `base`'s in one process, parity on,
-/// under the gate's own two-stage design; no stored baseline, no peers, no energy windows (a
-/// step asks one question: slower or not).
-pub(super) fn step_plan(
+/// One bisect step: `cand`'s kernels against `base`'s in one process, parity on, under the
+/// gate's own two-stage design; no stored baseline, no peers, no energy windows (a step asks
+/// one question: slower or not). `shapes`: the names judged (all of the config's when empty).
+pub(super) fn step(
     config: Config,
-    shapes: Vec<ShapeParams>,
+    shapes: Vec<String>,
     base: BaseKernels,
     cand: PathBuf,
-) -> RunPlan {
-    RunPlan {
-        config,
-        shapes,
+    device: BackendChoice,
+) -> Result<Run> {
+    let paths = crate::cli::ConfigArgs {
+        config: config.path.clone(),
         kernels: cand,
+        baselines: PathBuf::new(),
+    };
+    let request = RunRequest {
+        shapes,
         base: Some(base),
-        ab: AbMode::WhenDifferent,
-        against: Against::Nothing,
-        parity: true,
+        compare: false,
         peers: false,
-        rounds: None,
-        inject: None,
-        policy: Policy::default(),
         trace_drift: false,
-        progress: false,
-        energy: false,
-    }
+        ..RunRequest::gate(&paths)
+    };
+    Run::with_config(request, config, device)
 }
 
 #[cfg(test)]

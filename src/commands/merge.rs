@@ -19,9 +19,9 @@ pub fn run_merge(args: &MergeArgs) -> Result<Outcome> {
     }
     let mut config = None;
     let merged = (|| -> Result<ResultsFile> {
-        let (c, shapes) = crate::run::pipeline::load_config(&args.config, &[])?;
+        let (c, shapes) = crate::config::load_selected(&args.config, &[])?;
         let c = config.insert(c);
-        let simulating = crate::sim::simulation_seed()?.is_some();
+        let simulating = crate::run::BackendChoice::from_env()?.simulated();
         let mut shards = Vec::new();
         for path in &args.results {
             let r = ResultsFile::load(path)?;

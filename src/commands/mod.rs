@@ -57,7 +57,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             crate::run::untrusted::suspended(|| sanitize::run_sanitize(&args))
         }
         Command::KernelRun(args) => worker::run_kernels(&args),
-        Command::RunRequest(args) => crate::run::request::run_request(&args.request, &args.out),
+        Command::RunRequest(args) => crate::run::child::run_request(&args.request, &args.out),
         Command::History(args) => history::run(&args),
         Command::Bisect(args) => crate::run::untrusted::suspended(|| bisect::run_bisect(&args)),
         Command::Merge(args) => merge::run_merge(&args),

@@ -18,7 +18,6 @@ use crate::gpu::KernelSource;
 use crate::gpu::compile::LINEINFO_ENV;
 use crate::outcome::Outcome;
 use crate::report::{Format, escape_markdown, fitted_table, stdout_width};
-use crate::run::pipeline::load_config;
 use crate::run::tool::{self, KernelRun};
 use crate::sanitize::{Exit, SanitizeOutcome, SanitizeReport, Tool, ToolRun};
 
@@ -39,9 +38,9 @@ pub fn run_sanitize(args: &SanitizeArgs) -> Result<Outcome> {
             crate::cli::DEFAULT_SANITIZE_CONFIG
         );
     }
-    let (config, shapes) = load_config(&args.config, &args.shapes)?;
+    let (config, shapes) = crate::config::load_selected(&args.config, &args.shapes)?;
     let shapes = match args.shard {
-        Some(spec) => crate::run::request::shard_of(&config, &shapes, spec)?.0,
+        Some(spec) => crate::shard::of_run(&config, &shapes, spec)?.0,
         None => shapes,
     };
     let harness = args.harness.clone().unwrap_or_else(|| args.kernels.clone());
@@ -63,7 +62,7 @@ pub fn run_sanitize(args: &SanitizeArgs) -> Result<Outcome> {
         bail!("no NVIDIA driver found (libcuda.so could not be loaded): sanitize needs a CUDA GPU");
     }
     // Its kernels run on the GPU for minutes: one ci-gate run per GPU at a time (`sharing`).
-    let _gpu = crate::run::sharing::lock_gpu()?;
+    let _gpu = crate::run::sharing::lock_gpu(crate::run::BackendChoice::from_env()?)?;
     let tools: Vec<Tool> = if args.tools.is_empty() {
         Tool::ALL.to_vec()
     } else {

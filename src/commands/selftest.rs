@@ -19,14 +19,11 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use crate::cli::{SelftestArgs, SelftestFormat};
-use crate::evaluate::{evaluate, needs_second_look};
 use crate::outcome::Outcome;
 use crate::report::{escape_markdown, fitted_table, stdout_width};
 use crate::results::{ResultsFile, ShapeResult, StageDesign};
 use crate::run::child;
-use crate::run::git::BaseKernels;
-use crate::run::pipeline::load_config;
-use crate::run::request::RunRequest;
+use crate::run::{BaseKernels, Run, RunRequest};
 use crate::verdict::{Policy, Verdict};
 
 /// What the rule concluded on one condition: per shape, the runs flagged as a regression,
@@ -93,27 +90,13 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
     {
         bail!("--inject {f}: the slowdown must be a fraction between 0 and 1");
     }
-    let (config, shapes) = load_config(&args.config.config, &args.shapes)?;
-    let shapes = match args.shard {
-        Some(spec) => crate::run::request::shard_of(&config, &shapes, spec)?.0,
-        None => shapes,
-    };
-    let names: Vec<String> = shapes.iter().map(|s| s.name()).collect();
     let dir = child::scratch("ci-gate-selftest-")?;
-    let empty_store = dir.path().join("no-baselines");
-    let design = StageDesign {
-        stage1: config.measure.min_rounds,
-        max: config.measure.max_rounds,
-    };
-    let start = Instant::now();
     // Every trial: the candidate against itself in a fresh process, with nothing else
     // measured (the peers would only lengthen every trial: selftest measures the gate itself).
-    let ab = RunRequest {
-        config: args.config.config.clone(),
-        kernels: args.config.kernels.clone(),
-        baselines: empty_store,
-        shapes: names.clone(),
-        shard: None,
+    let ab = Run::resolve(RunRequest {
+        baselines: dir.path().join("no-baselines"),
+        shapes: args.shapes.clone(),
+        shard: args.shard,
         base: Some(BaseKernels {
             dir: args.config.kernels.clone(),
             source: format!("{} (A/A)", args.config.kernels.display()),
@@ -123,24 +106,30 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
         compare: false,
         parity: false,
         peers: false,
-        rounds: None,
-        inject: None,
-        fail_on_drift: false,
         trace_drift: false,
-        progress: false,
-        energy: false,
+        ..RunRequest::gate(&args.config)
+    })?;
+    let names = ab.shape_names();
+    // The children measure exactly these shapes, of no shard of their own.
+    let ab = ab.with(|r| {
+        r.shapes = names.clone();
+        r.shard = None;
+    });
+    let config = &ab.config;
+    let design = StageDesign {
+        stage1: config.measure.min_rounds,
+        max: config.measure.max_rounds,
     };
+    let start = Instant::now();
 
     // A/A at the design's largest number of pairs, one fresh process per trial.
     let mut trials: Vec<Vec<ShapeResult>> = Vec::new();
     let mut gpu = None;
     for trial in 1..=args.trials {
         let t0 = Instant::now();
-        let r = RunRequest {
-            rounds: Some(design.max),
-            ..ab.clone()
-        }
-        .run_child(&child::file_in(&dir, &format!("trial{trial}.json")))?;
+        let r = ab
+            .with(|r| r.rounds = Some(design.max))
+            .run_child(&child::file_in(&dir, &format!("trial{trial}.json")))?;
         gpu = r.environment.as_ref().map(|e| e.gpu_name.clone());
         trials.push(in_order(&r, &names)?);
         eprintln!(
@@ -177,11 +166,9 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
     // One real slowdown, injected in the candidate's graphs, under the normal design.
     let injected = match args.inject {
         Some(f) => {
-            let r = RunRequest {
-                inject: Some(f),
-                ..ab.clone()
-            }
-            .run_child(&child::file_in(&dir, "injected.json"))?;
+            let r = ab
+                .with(|r| r.inject = Some(f))
+                .run_child(&child::file_in(&dir, "injected.json"))?;
             let shapes = in_order(&r, &names)?;
             Some(Injected {
                 fraction: f,
@@ -201,7 +188,7 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
 
     let stored_false_alarms = match args.stored_trials {
         0 => None,
-        n => Some(stored_path(args, &dir, &names, n)?),
+        n => Some(stored_path(&ab, &dir, n)?),
     };
 
     let report = SelftestReport {
@@ -279,56 +266,47 @@ fn decide_planned(
         m.extra_rounds = (n as u32).saturating_sub(design.stage1);
         m.design = Some(design);
         s.measurement = Some(m);
-        let mut one = [s];
-        evaluate(&mut one, |_| None, gate, Policy::default())?;
-        let [s] = one;
         Ok(s)
     };
-    let first = with(design.stage1 as usize)?;
-    if design.two_stage() && needs_second_look(&first, gate) {
-        Ok((with(design.max as usize)?.verdict, true))
-    } else {
-        Ok((first.verdict, false))
-    }
+    // The gate's own two-stage decision, its second stage the rest of the pairs.
+    let mut one = [with(design.stage1 as usize)?];
+    let mut second = false;
+    crate::evaluate::decide_planned(
+        &mut one,
+        design,
+        gate,
+        Policy::default(),
+        |_| None,
+        |_, s| -> Result<()> {
+            *s = with(design.max as usize)?;
+            second = true;
+            Ok(())
+        },
+    )?;
+    let [s] = one;
+    Ok((s.verdict, second))
 }
 
 /// The stored-baseline path: a baseline recorded from separate processes, then `trials`
 /// fresh processes compared with it alone; the shape comparisons that failed.
-fn stored_path(
-    args: &SelftestArgs,
-    dir: &tempfile::TempDir,
-    names: &[String],
-    trials: u32,
-) -> Result<u32> {
+fn stored_path(ab: &Run, dir: &tempfile::TempDir, trials: u32) -> Result<u32> {
     let store = dir.path().join("baselines");
     let alone = |out: &str, compare: bool| -> Result<ResultsFile> {
-        RunRequest {
-            config: args.config.config.clone(),
-            kernels: args.config.kernels.clone(),
-            baselines: store.clone(),
-            shapes: names.to_vec(),
-            shard: None,
-            base: None,
-            ab_always: false,
-            compare,
-            parity: false,
-            peers: false,
-            rounds: None,
-            inject: None,
-            fail_on_drift: false,
-            trace_drift: false,
-            progress: false,
-            energy: false,
-        }
+        ab.with(|r| {
+            r.baselines = store.clone();
+            r.base = None;
+            r.ab_always = false;
+            r.compare = compare;
+        })
         .run_child(&child::file_in(dir, out))
     };
     let mut from = Vec::new();
-    for p in 1..=super::baseline::DEFAULT_PROCESSES {
+    for p in 1..=crate::comparison::MIN_PROCESSES {
         let name = format!("record{p}.json");
         alone(&name, false)?;
         from.push(child::file_in(dir, &name));
     }
-    super::baseline::record_quietly(&args.config.config, &store, &from)?;
+    child::record_quietly(&ab.request.config, &store, &from)?;
     let mut failed = 0;
     for t in 1..=trials {
         let r = alone(&format!("stored{t}.json"), true)?;

@@ -9,7 +9,6 @@ use crate::cli::KernelRunArgs;
 use crate::gpu::Gpu;
 use crate::gpu::parity::run_once;
 use crate::outcome::Outcome;
-use crate::run::pipeline::load_config;
 
 /// Prefix of the lines naming the kernels a run launches: `LAUNCHED FILE KERNEL`.
 pub const LAUNCHED: &str = "ci-gate kernel-run launched";
@@ -26,7 +25,7 @@ pub fn launched(output: &str) -> Vec<(&str, &str)> {
 }
 
 pub fn run_kernels(args: &KernelRunArgs) -> Result<Outcome> {
-    let (config, shapes) = load_config(&args.config, &args.shapes)?;
+    let (config, shapes) = crate::config::load_selected(&args.config, &args.shapes)?;
     let gpu = Gpu::open_with(&args.harness, &config.compile.defines)?;
     let set = gpu.load_attention_with(&args.kernels, &config.compile.defines)?;
     if args.compile_only {

@@ -78,7 +78,7 @@ pub fn profile_after(
     args: &ProfileArgs,
     config: &Path,
     candidate: &Path,
-    base: Option<&super::pipeline::BaseKernels>,
+    base: Option<&super::git::BaseKernels>,
 ) {
     let measured = results.base.as_ref().is_some_and(|b| b.measured);
     let sides = Sides {

@@ -1,21 +1,26 @@
-//! One measuring run as data: what `local`, `ci`, `selftest` and `baseline update` ask of the
-//! pipeline, and what a child process (`--devices`, selftest's trials, a baseline's
-//! processes) is given — as a JSON file, read back by the hidden `run-request` command —
-//! instead of a command line rebuilt flag by flag.
+//! The run, described once. [`RunRequest`] is what a command asks of the engine — `local`,
+//! `ci`, `selftest`, `baseline update` and `bisect` build one, and a child process
+//! (`--devices`, selftest's trials, a baseline's processes) is given one as a JSON file,
+//! read back by the hidden `run-request` command. [`Run`] is a request resolved, once: its
+//! config loaded, its shapes selected (and sharded), and the device that measures it chosen
+//! ([`BackendChoice`]). Every phase of the pipeline reads the run; nothing re-reads the
+//! config or the environment.
+//!
+//! A new run option is a field here (with its default in [`RunRequest::gate`], and its flag
+//! mapped in [`RunRequest::with_flags`] when `local` and `ci` both offer it, `cli::RunFlags`),
+//! read by the phase it changes.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::pipeline::{AbMode, Against, BaseKernels, RunPlan, load_config, on_hang, run};
+use super::device::BackendChoice;
+pub use super::git::BaseKernels;
 use crate::baseline::BaselineStore;
-use crate::child_env::{Child, restrict};
+use crate::cli::{ConfigArgs, RunFlags};
+use crate::comparison::StageDesign;
 use crate::config::{Config, ShapeParams};
-use crate::outcome::Outcome;
-use crate::results::ResultsFile;
 use crate::shard::{ShardInfo, ShardSpec};
 use crate::verdict::Policy;
 
@@ -39,8 +44,9 @@ pub struct RunRequest {
     /// Compare with the stored baseline.
     pub compare: bool,
     pub parity: bool,
+    /// Measure the config's peers (`--no-peers`, selftest and bisect leave them out).
     pub peers: bool,
-    /// Exactly this many rounds (pairs) for every shape.
+    /// Exactly this many rounds (pairs) for every shape: one stage, no second look.
     pub rounds: Option<u32>,
     /// A slowdown injected into the candidate, as a fraction of its reference's p50.
     pub inject: Option<f64>,
@@ -57,174 +63,154 @@ pub struct RunRequest {
 }
 
 impl RunRequest {
-    /// The config and this request's shapes of it (its shard's, with `shard`).
-    pub fn shapes(&self) -> Result<(Config, Vec<ShapeParams>, Option<ShardInfo>)> {
-        let (config, shapes) = load_config(&self.config, &self.shapes)?;
-        match self.shard {
-            Some(spec) => {
-                let (mine, info) = shard_of(&config, &shapes, spec)?;
-                Ok((config, mine, Some(info)))
-            }
-            None => Ok((config, shapes, None)),
+    /// The pull request's gate on the config, kernels and baselines of `paths` (what `ci`
+    /// runs): parity, the stored baseline, the peers, a drift traced with git, the config's
+    /// planned two-stage design; every shape, no base yet (the caller resolves it), nothing
+    /// injected, no energy windows. Every other request is this one with what differs.
+    pub fn gate(paths: &ConfigArgs) -> RunRequest {
+        RunRequest {
+            config: paths.config.clone(),
+            kernels: paths.kernels.clone(),
+            baselines: paths.baselines.clone(),
+            shapes: Vec::new(),
+            shard: None,
+            base: None,
+            ab_always: false,
+            compare: true,
+            parity: true,
+            peers: true,
+            rounds: None,
+            inject: None,
+            fail_on_drift: false,
+            trace_drift: true,
+            progress: false,
+            energy: false,
         }
     }
 
-    /// The pipeline's plan for `shapes` of `config`.
-    pub fn plan(&self, config: Config, shapes: Vec<ShapeParams>) -> RunPlan {
-        RunPlan {
+    /// This request with the run flags `local` and `ci` share.
+    pub fn with_flags(self, flags: &RunFlags) -> RunRequest {
+        RunRequest {
+            peers: self.peers && !flags.no_peers,
+            energy: self.energy || flags.energy,
+            ..self
+        }
+    }
+}
+
+/// A request resolved: the config loaded (once), the run's shapes (after `--shape` and its
+/// shard), and the device that measures it.
+#[derive(Clone, Debug)]
+pub struct Run {
+    pub request: RunRequest,
+    pub config: Config,
+    /// The shapes this run measures.
+    pub shapes: Vec<ShapeParams>,
+    /// What the results record of the shard, when the request names one.
+    pub shard: Option<ShardInfo>,
+    pub backend: BackendChoice,
+}
+
+impl Run {
+    /// Resolves `request`: loads its config (naming the file on errors), selects and shards
+    /// its shapes, and takes the measuring device from this process's environment
+    /// ([`BackendChoice::from_env`]: the simulation is refused in GitHub Actions).
+    pub fn resolve(request: RunRequest) -> Result<Run> {
+        let (config, _) = crate::config::load_selected(&request.config, &[])?;
+        Run::with_config(request, config, BackendChoice::from_env()?)
+    }
+
+    /// [`Run::resolve`] with the config already loaded and the device chosen (tests, and
+    /// bisect's steps, which share one config).
+    pub fn with_config(request: RunRequest, config: Config, backend: BackendChoice) -> Result<Run> {
+        let (shapes, shard) = Run::select(&request, &config)?;
+        Ok(Run {
+            request,
             config,
             shapes,
-            kernels: self.kernels.clone(),
-            base: self.base.clone(),
-            ab: if self.ab_always {
-                AbMode::Always
-            } else {
-                AbMode::WhenDifferent
+            shard,
+            backend,
+        })
+    }
+
+    /// The shapes `request` measures of `config` (its `--shape` names, then its shard), and
+    /// what the results record of the shard.
+    pub fn select(
+        request: &RunRequest,
+        config: &Config,
+    ) -> Result<(Vec<ShapeParams>, Option<ShardInfo>)> {
+        let selected = config.select_shapes(&request.shapes)?;
+        Ok(match request.shard {
+            Some(spec) => {
+                let (mine, info) = crate::shard::of_run(config, &selected, spec)?;
+                (mine, Some(info))
+            }
+            None => (selected, None),
+        })
+    }
+
+    /// The same run with `request` changed by `change` (its shapes and shard stay as they
+    /// were resolved).
+    pub fn with(&self, change: impl FnOnce(&mut RunRequest)) -> Run {
+        let mut run = self.clone();
+        change(&mut run.request);
+        run
+    }
+
+    /// The shapes' names, in order.
+    pub fn shape_names(&self) -> Vec<String> {
+        self.shapes.iter().map(ShapeParams::name).collect()
+    }
+
+    /// The stages every shape is measured in: exactly `rounds` in one stage when the request
+    /// fixes them, else the config's planned two-stage design.
+    pub fn design(&self) -> StageDesign {
+        match self.request.rounds {
+            Some(n) => StageDesign { stage1: n, max: n },
+            None => StageDesign {
+                stage1: self.config.measure.min_rounds,
+                max: self.config.measure.max_rounds,
             },
-            against: if self.compare {
-                Against::Store(BaselineStore::new(&self.baselines))
-            } else {
-                Against::Nothing
-            },
-            parity: self.parity,
-            peers: self.peers,
-            rounds: self.rounds,
-            inject: self.inject,
-            policy: Policy {
-                fail_on_drift: self.fail_on_drift,
-            },
-            trace_drift: self.trace_drift,
-            progress: self.progress,
-            // Energy windows where asked, and only where kernels are checked and timed as
-            // they are (not selftest, which measures the gate with parity off and slowdowns
-            // injected).
-            energy: self.energy && self.parity && self.inject.is_none(),
         }
     }
 
-    /// Measures in this process: the pipeline on this request's shapes, with the shard it is
-    /// recorded. (What a hung GPU does is the caller's: `pipeline::on_hang`, or `ci`'s own.)
-    pub fn measure_here(&self) -> Result<ResultsFile> {
-        let (config, shapes, shard) = self.shapes()?;
-        let mut results = run(self.plan(config, shapes))?;
-        if let Some(info) = shard {
-            results.notes.push(shard_note(&info, results.shapes.len()));
-            results.shard = Some(info);
+    /// Which verdicts fail the run.
+    pub fn policy(&self) -> Policy {
+        Policy {
+            fail_on_drift: self.request.fail_on_drift,
         }
-        Ok(results)
     }
 
-    /// A child process that measures this request (as `shard`, when given), writing its
-    /// results to `out`: `ci-gate run-request --request FILE --out OUT`, with the environment
-    /// of a GPU child. The request file is written next to `out`.
-    pub fn child(&self, out: &Path, shard: Option<ShardSpec>) -> Result<Command> {
-        let request = RunRequest {
-            shard: shard.or(self.shard),
-            progress: false,
-            ..self.clone()
-        };
-        let file = out.with_extension("request.json");
-        crate::files::write_json(&file, &request)
-            .with_context(|| format!("cannot write the run request {}", file.display()))?;
-        let exe = std::env::current_exe().context("cannot find the ci-gate executable")?;
-        let mut cmd = Command::new(&exe);
-        restrict(&mut cmd, Child::Gpu);
-        static CHILDREN: AtomicU64 = AtomicU64::new(0);
-        let k = CHILDREN.fetch_add(1, Ordering::Relaxed);
-        if let Some(seed) = crate::sim::simulated_child_seed(k)? {
-            cmd.env(crate::sim::SIMULATE_ENV, seed);
-        }
-        cmd.arg("run-request")
-            .arg("--request")
-            .arg(&file)
-            .arg("--out")
-            .arg(out);
-        Ok(cmd)
+    /// The stored baselines to compare with, when the request asks for them.
+    pub fn store(&self) -> Option<BaselineStore> {
+        self.request
+            .compare
+            .then(|| BaselineStore::new(&self.request.baselines))
     }
 
-    /// Runs [`RunRequest::child`] to the end and loads its results. A child that could not
-    /// reach a verdict (exit 2, or killed) is an error quoting its stderr.
-    pub fn run_child(&self, out: &Path) -> Result<ResultsFile> {
-        let mut cmd = self.child(out, None)?;
-        let exe = PathBuf::from(cmd.get_program());
-        let output = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .output()
-            .with_context(|| format!("cannot start {}", exe.display()))?;
-        if output.status.code() == Some(2) || output.status.code().is_none() {
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            bail!(
-                "a measuring process failed ({}): {}",
-                output.status,
-                stderr.trim()
-            );
-        }
-        ResultsFile::load(out).map_err(Into::into)
+    /// Whether energy windows are measured: where asked, and only where kernels are checked
+    /// and timed as they are (not selftest, which measures the gate with parity off and
+    /// slowdowns injected).
+    pub fn energy(&self) -> bool {
+        self.request.energy && self.request.parity && self.request.inject.is_none()
     }
-}
 
-/// The hidden `run-request` command: a child's run, from the request file its parent
-/// wrote; the results go to `out` (also without a verdict, when the GPU hangs).
-pub fn run_request(request: &Path, out: &Path) -> Result<Outcome> {
-    let text = crate::files::read_bounded(request, 1 << 20)
-        .with_context(|| format!("cannot read the run request {}", request.display()))?;
-    let req: RunRequest = serde_json::from_slice(&text)
-        .with_context(|| format!("{} is not a run request", request.display()))?;
-    let (config, _) = load_config(&req.config, &req.shapes)?;
-    on_hang(&config, Some(out.to_owned()));
-    let results = req.measure_here()?;
-    results
-        .save(out)
-        .with_context(|| "the results were measured but could not be saved")?;
-    Ok(Outcome::from_passed(results.passed()))
-}
-
-/// The shapes of `--shard K/N` among `shapes` (the run's, after `--shape`), with what its
-/// results file records for `merge`. A shard left without shapes is an error: fewer shards.
-pub fn shard_of(
-    config: &crate::config::Config,
-    shapes: &[crate::config::ShapeParams],
-    spec: crate::shard::ShardSpec,
-) -> Result<(Vec<crate::config::ShapeParams>, crate::shard::ShardInfo)> {
-    let mine = crate::shard::select(config, shapes, spec);
-    if mine.is_empty() {
-        bail!(
-            "shard {spec} holds none of the run's {} shapes: use fewer shards",
-            shapes.len()
-        );
+    /// The shard's note in its results: its verdicts are provisional.
+    pub fn shard_note(&self, measured: usize) -> Option<String> {
+        self.shard
+            .as_ref()
+            .map(|info| crate::shard::note(info, measured))
     }
-    let info = crate::shard::ShardInfo {
-        index: spec.index,
-        count: spec.count,
-        run_shapes: shapes.iter().map(|s| s.name()).collect(),
-    };
-    Ok((mine, info))
-}
-
-/// The note a shard's results carry.
-pub fn shard_note(info: &crate::shard::ShardInfo, measured: usize) -> String {
-    format!(
-        "shard {}/{}: {measured} of the run's {} shapes; its verdicts are provisional: `ci-gate merge` decides over all shards",
-        info.index,
-        info.count,
-        info.run_shapes.len()
-    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
-    #[test]
-    fn a_request_travels_as_json_and_refuses_unknown_fields() {
-        let r = RunRequest {
-            config: "configs/pr.yaml".into(),
-            kernels: "kernels".into(),
-            baselines: "baselines".into(),
+    fn request() -> RunRequest {
+        RunRequest {
             shapes: vec!["b1h8s512d64_f16".into()],
-            shard: None,
             base: Some(BaseKernels {
                 dir: "/tmp/base".into(),
                 source: "merge-base 0123".into(),
@@ -236,25 +222,56 @@ mod tests {
             peers: false,
             rounds: Some(24),
             inject: Some(0.03),
-            fail_on_drift: false,
-            trace_drift: true,
             progress: true,
-            energy: false,
-        };
+            ..RunRequest::gate(&ConfigArgs {
+                config: "configs/pr.yaml".into(),
+                kernels: "kernels".into(),
+                baselines: "baselines".into(),
+            })
+        }
+    }
+
+    #[test]
+    fn a_request_travels_as_json_and_refuses_unknown_fields() {
+        let r = request();
         let json = serde_json::to_string(&r).unwrap();
         assert_eq!(serde_json::from_str::<RunRequest>(&json).unwrap(), r);
         let extra = json.replacen('{', "{\"sneaky\": 1, ", 1);
         assert!(serde_json::from_str::<RunRequest>(&extra).is_err());
-        let plan = r.plan(
-            crate::config::Config::parse(
-                "shapes:\n  - {batch: 1, heads: 8, seq_len: 512, head_dim: 64, causal: false, dtype: float16}\n",
-                Path::new("x.yaml"),
-            )
-            .unwrap(),
-            Vec::new(),
+    }
+
+    #[test]
+    fn a_resolved_run_says_what_its_phases_read() {
+        let config = Config::parse(
+            "shapes:\n  - {batch: 1, heads: 8, seq_len: 512, head_dim: 64, causal: false, dtype: float16}\n  - {batch: 1, heads: 8, seq_len: 1024, head_dim: 64, causal: false, dtype: float16}\n",
+            Path::new("x.yaml"),
+        )
+        .unwrap();
+        let run = Run::with_config(request(), config.clone(), BackendChoice::Gpu).unwrap();
+        assert_eq!(run.shape_names(), ["b1h8s512d64_f16"]);
+        assert_eq!(
+            run.design(),
+            StageDesign {
+                stage1: 24,
+                max: 24
+            }
         );
-        assert_eq!(plan.ab, AbMode::Always);
-        assert!(matches!(plan.against, Against::Nothing));
-        assert_eq!((plan.rounds, plan.inject), (Some(24), Some(0.03)));
+        assert!(run.store().is_none() && !run.energy());
+        let energy = RunRequest {
+            energy: true,
+            parity: true,
+            inject: None,
+            ..request()
+        };
+        assert!(
+            Run::with_config(energy, config.clone(), BackendChoice::Gpu)
+                .unwrap()
+                .energy()
+        );
+        let unknown = RunRequest {
+            shapes: vec!["nope".into()],
+            ..request()
+        };
+        assert!(Run::with_config(unknown, config, BackendChoice::Gpu).is_err());
     }
 }

@@ -21,24 +21,16 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::Result;
 
+use super::device::BackendChoice;
 use crate::backend::Backend;
 use crate::gpu::lock::{self, GpuLock};
 use crate::results::GpuProcess;
 
-/// The key of this process's GPU lock: the simulated GPU's UUID when simulating, else the
-/// UUID of CUDA device 0; `None` without a driver or device (opening the GPU then says why).
-pub fn gpu_key() -> Result<Option<String>> {
-    if let Some(seed) = crate::sim::simulation_seed()? {
-        return Ok(Some(crate::sim::gpu_uuid(seed)));
-    }
-    Ok(lock::device0_uuid())
-}
-
 /// Takes this process's GPU lock (`gpu::lock`), saying on stderr, once, when it has to wait;
 /// `None` where there is no GPU to lock. Held until the handle drops; taking it again in the
 /// same process returns the same lock.
-pub fn lock_gpu() -> Result<Option<GpuLock>> {
-    let Some(key) = gpu_key()? else {
+pub fn lock_gpu(device: BackendChoice) -> Result<Option<GpuLock>> {
+    let Some(key) = device.gpu_key() else {
         return Ok(None);
     };
     let lock = lock::acquire(&key, &lock::lock_dir(), lock::wait_bound(), &mut |line| {
@@ -49,8 +41,11 @@ pub fn lock_gpu() -> Result<Option<GpuLock>> {
 
 /// The GPU's compute processes before this process opened its CUDA context (`None` when
 /// simulating, or without a key): whatever is listed then is not this run's.
-pub fn processes_before(key: Option<&str>) -> Option<Result<Vec<GpuProcess>, String>> {
-    if crate::sim::simulation_seed().ok().flatten().is_some() {
+pub fn processes_before(
+    device: BackendChoice,
+    key: Option<&str>,
+) -> Option<Result<Vec<GpuProcess>, String>> {
+    if device.simulated() {
         return None;
     }
     let monitor = crate::gpu::env::Monitor::new(key?);

@@ -215,7 +215,7 @@ const GITHUB_ACTIONS_ENV: &str = "GITHUB_ACTIONS";
 
 /// The one decision on the simulated GPU: its seed where [`SIMULATE_ENV`] selects it, None
 /// where it does not (the GPU measures), an error where it is set on a runner. Everything
-/// that reads [`SIMULATE_ENV`] asks here.
+/// that reads [`SIMULATE_ENV`] asks here (a run once, through `run::BackendChoice::from_env`).
 ///
 /// A simulated kernel's times are whatever its own `// ci-gate-sim: factor=…` line says, so
 /// a simulated run on a runner would be a verdict written by the pull request. GitHub sets
@@ -224,34 +224,30 @@ const GITHUB_ACTIONS_ENV: &str = "GITHUB_ACTIONS";
 /// set it, a value other than GitHub's is an edit of the runner's environment, and a test
 /// or a developer's machine that simulates simply does not have it (the integration tests
 /// remove it from their commands).
-pub fn simulation_seed() -> anyhow::Result<Option<u64>> {
+pub fn simulation_seed() -> Result<Option<u64>, SimulationRefused> {
     simulation_seed_from(|name| std::env::var_os(name))
 }
+
+/// The simulated GPU asked for in GitHub Actions: refused, whatever else the run asks.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{SIMULATE_ENV} is set in GitHub Actions ({GITHUB_ACTIONS_ENV} is set), but the simulated GPU is a test device whose times the kernels' own `ci-gate-sim` lines decide, never a verdict on a runner: unset {SIMULATE_ENV}"
+)]
+pub struct SimulationRefused;
 
 /// [`simulation_seed`] with the environment given (tests).
 pub fn simulation_seed_from(
     var: impl Fn(&str) -> Option<std::ffi::OsString>,
-) -> anyhow::Result<Option<u64>> {
+) -> Result<Option<u64>, SimulationRefused> {
     let Some(seed) = var(SIMULATE_ENV) else {
         return Ok(None);
     };
     if var(GITHUB_ACTIONS_ENV).is_some() {
-        anyhow::bail!(
-            "{SIMULATE_ENV} is set in GitHub Actions ({GITHUB_ACTIONS_ENV} is set), but the simulated GPU is a test device whose times the kernels' own `ci-gate-sim` lines decide, never a verdict on a runner: unset {SIMULATE_ENV}"
-        );
+        return Err(SimulationRefused);
     }
     Ok(Some(
         seed.to_string_lossy().trim().parse::<u64>().unwrap_or(1),
     ))
-}
-
-/// The simulation's seed for the `k`-th child process of this one, when simulating
-/// ([`simulation_seed`], so an error on a runner): a fresh process on a GPU has its own clock
-/// history and allocations, so a simulated child gets its own seed (hence its own process
-/// shift), reproducibly. The child is given it explicitly: no child inherits
-/// [`SIMULATE_ENV`] (`child_env`).
-pub fn simulated_child_seed(k: u64) -> anyhow::Result<Option<String>> {
-    Ok(simulation_seed()?.map(|seed| seed.wrapping_mul(1_000_003).wrapping_add(k + 1).to_string()))
 }
 
 /// The simulated GPU's UUID for a seed: runs with the same seed are on the same simulated GPU
@@ -787,7 +783,7 @@ mod selection_tests {
     use std::collections::HashMap;
     use std::ffi::OsString;
 
-    fn seed(vars: &[(&str, &str)]) -> anyhow::Result<Option<u64>> {
+    fn seed(vars: &[(&str, &str)]) -> Result<Option<u64>, SimulationRefused> {
         let map: HashMap<&str, OsString> = vars.iter().map(|(k, v)| (*k, (*v).into())).collect();
         simulation_seed_from(|k| map.get(k).cloned())
     }
