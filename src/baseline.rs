@@ -112,7 +112,7 @@ pub struct BaselineFile {
 impl BaselineFile {
     /// The stored shape with exactly these parameters and cache mode. A shape whose
     /// parameters changed is a different shape: it is never compared with the old numbers.
-    pub fn shape(&self, params: &ShapeParams, cache: CacheMode) -> Option<&BaselineShape> {
+    pub(crate) fn shape(&self, params: &ShapeParams, cache: CacheMode) -> Option<&BaselineShape> {
         self.shapes
             .iter()
             .find(|s| &s.params == params && s.cache == cache)
@@ -272,7 +272,7 @@ impl BaselineStore {
     }
 
     /// Every stored baseline file (optionally of one GPU), each loaded or with its error.
-    pub fn list(
+    pub(crate) fn list(
         &self,
         gpu_slug: Option<&str>,
     ) -> std::io::Result<Vec<(PathBuf, Result<BaselineFile, BaselineError>)>> {

@@ -11,7 +11,7 @@ use std::process::Command;
 
 /// What a child is, and so what it may see.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Child {
+pub(crate) enum Child {
     /// A plain utility (`kill`): the path, home, locale and temporary directory only.
     Plain,
     /// git reading the repository: as `Plain`, plus the variables that say which repository
@@ -81,7 +81,7 @@ const SECRET_MARKS: &[&str] = &[
 ];
 
 /// Whether a variable named `name` may reach a child of kind `child`.
-pub fn passes(name: &str, child: Child) -> bool {
+pub(crate) fn passes(name: &str, child: Child) -> bool {
     let upper = name.to_ascii_uppercase();
     if SECRET_MARKS.iter().any(|m| upper.contains(m)) {
         return false;
@@ -100,12 +100,12 @@ pub fn passes(name: &str, child: Child) -> bool {
 /// Clears `cmd`'s environment and gives it only the variables of this process that
 /// [`passes`] allows for `child`. Call it before any `cmd.env(..)` of the caller's own:
 /// clearing also drops those.
-pub fn restrict(cmd: &mut Command, child: Child) -> &mut Command {
+pub(crate) fn restrict(cmd: &mut Command, child: Child) -> &mut Command {
     restrict_from(cmd, child, std::env::vars_os())
 }
 
 /// [`restrict`] with the parent's variables given (tests).
-pub fn restrict_from(
+pub(crate) fn restrict_from(
     cmd: &mut Command,
     child: Child,
     vars: impl IntoIterator<Item = (OsString, OsString)>,

@@ -585,7 +585,7 @@ impl CompileArgs {
     }
 
     /// The targets asked for, or the defaults.
-    pub fn targets(&self) -> Vec<String> {
+    pub(crate) fn targets(&self) -> Vec<String> {
         if self.archs.is_empty() {
             DEFAULT_COMPILE_TARGETS.map(String::from).to_vec()
         } else {

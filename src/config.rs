@@ -39,7 +39,7 @@ pub(crate) const DEFAULT_CONFIG: &str = "configs/pr.yaml";
 
 /// Loads the config at `path` and the shapes named in `shapes` (all when empty), naming the
 /// file on errors; the default path missing is [`ConfigError::NoRepository`].
-pub fn load_selected(
+pub(crate) fn load_selected(
     path: &Path,
     shapes: &[String],
 ) -> Result<(Config, Vec<ShapeParams>), ConfigError> {
@@ -68,7 +68,7 @@ pub enum Dtype {
 
 impl Dtype {
     /// Short name used in shape names and kernel names.
-    pub fn short(self) -> &'static str {
+    pub(crate) fn short(self) -> &'static str {
         match self {
             Dtype::Float16 => "f16",
             Dtype::Bfloat16 => "bf16",

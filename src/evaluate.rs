@@ -95,7 +95,7 @@ pub fn evaluate(
 /// deciding comparison at `1 − stats::SETTLED_LEVEL`, 99%, still reaches past ±m). Shapes
 /// clearly inside the margin, and those already decided, stop; the second look's alpha was
 /// set aside in advance either way, and stopping without a verdict spends none.
-pub fn needs_second_look(shape: &ShapeResult, gate: &GateSettings) -> bool {
+pub(crate) fn needs_second_look(shape: &ShapeResult, gate: &GateSettings) -> bool {
     if shape.error.is_some() || matches!(shape.verdict, Verdict::Regression | Verdict::Improvement)
     {
         return false;

@@ -295,7 +295,7 @@ impl ShapeResult {
     /// Whether this shape fails the check under `policy`: its verdict fails
     /// ([`Policy::fails`]: a drift traced to the runner does not), or the kernel failed an
     /// integrity check, whatever the verdict says.
-    pub fn fails(&self, policy: Policy) -> bool {
+    pub(crate) fn fails(&self, policy: Policy) -> bool {
         self.integrity.is_some() || policy.fails(self.verdict, self.drift.as_ref().map(|d| d.cause))
     }
 }
@@ -318,7 +318,7 @@ pub struct ConfigInfo {
 
 impl ConfigInfo {
     /// What a results file records of `config`.
-    pub fn of(config: &crate::config::Config) -> ConfigInfo {
+    pub(crate) fn of(config: &crate::config::Config) -> ConfigInfo {
         ConfigInfo {
             name: config.name.clone(),
             path: config.path.display().to_string(),
@@ -453,7 +453,7 @@ pub struct GpuProcess {
 
 impl GpuProcess {
     /// "python3 (pid 1234, 2048 MiB)"; without a name "pid 1234 (2048 MiB)".
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let mem = self.used_mib.map(|m| format!("{m} MiB"));
         match (&self.name, mem) {
             (Some(n), Some(m)) => format!("{} (pid {}, {m})", text::terminal_text(n), self.pid),
@@ -518,7 +518,7 @@ pub struct BaseInfo {
 impl ResultsFile {
     /// A results file for a run that could not reach a verdict (what `ci` writes on exit
     /// 2): `error` says why; the config, when it was read, names the run.
-    pub fn failed(config: Option<&crate::config::Config>, error: String) -> ResultsFile {
+    pub(crate) fn failed(config: Option<&crate::config::Config>, error: String) -> ResultsFile {
         ResultsFile {
             schema_version: SCHEMA_VERSION,
             tool_version: env!("CARGO_PKG_VERSION").into(),
@@ -551,7 +551,7 @@ impl ResultsFile {
     }
 
     /// The drift policy the run was judged under.
-    pub fn policy(&self) -> Policy {
+    pub(crate) fn policy(&self) -> Policy {
         Policy {
             fail_on_drift: self.fail_on_drift,
         }

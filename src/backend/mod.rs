@@ -10,8 +10,8 @@
 //! backend keeps the device: compiled kernels, buffers held between rounds, the launch count
 //! of a shape, and the measurements it appends to.
 
-pub mod error;
-pub mod shapes;
+pub(crate) mod error;
+pub(crate) mod shapes;
 
 use std::path::Path;
 
@@ -33,7 +33,7 @@ pub enum Side {
 
 impl Side {
     /// Its name in messages: "base", "candidate", "baseline commit's".
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Side::Base => "base",
             Side::Candidate => "candidate",
@@ -100,7 +100,7 @@ impl Measurement {
 }
 
 /// The measurement of a shape that is not (or no longer) being measured: nothing.
-pub fn empty_measurement() -> &'static Measurement {
+pub(crate) fn empty_measurement() -> &'static Measurement {
     static EMPTY: std::sync::OnceLock<Measurement> = std::sync::OnceLock::new();
     EMPTY.get_or_init(Measurement::empty)
 }
@@ -206,7 +206,7 @@ pub trait Backend {
 }
 
 /// How a side is recorded in the results' kernel resources (the third side is not).
-pub fn resource_side(side: Side) -> Option<ResourceSide> {
+pub(crate) fn resource_side(side: Side) -> Option<ResourceSide> {
     match side {
         Side::Base => Some(ResourceSide::Base),
         Side::Candidate => Some(ResourceSide::Candidate),
@@ -235,14 +235,15 @@ impl GpuBudget {
     }
 
     /// Seconds charged so far.
-    pub fn spent_s(&self) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn spent_s(&self) -> f64 {
         self.spent_s
     }
 
     /// Charges `seconds` of GPU time of the `side` kernel (`what`: the kernel and phase, for
     /// the message) on `shape`. Past the limit: one sentence naming the shape and the side
     /// that spent the most of it there, with what each side spent.
-    pub fn charge(
+    pub(crate) fn charge(
         &mut self,
         shape: &ShapeParams,
         side: &'static str,

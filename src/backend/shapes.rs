@@ -12,7 +12,7 @@ use crate::config::{MeasureSettings, ShapeParams, Tolerance};
 use crate::results::PairOrder;
 
 /// One shape being measured.
-pub struct ShapeSlot<T> {
+pub(crate) struct ShapeSlot<T> {
     pub params: ShapeParams,
     /// The sides in the order `begin` was given them, each with what it measured so far.
     pub sides: Vec<(Side, Measurement)>,
@@ -49,7 +49,7 @@ impl<T> ShapeSlot<T> {
 }
 
 /// The shapes begun, by id; an ended shape's slot is empty.
-pub struct ShapeSlots<T> {
+pub(crate) struct ShapeSlots<T> {
     slots: Vec<Option<ShapeSlot<T>>>,
 }
 
@@ -61,7 +61,7 @@ impl<T> Default for ShapeSlots<T> {
 
 impl<T> ShapeSlots<T> {
     /// Keeps a shape just begun; its id.
-    pub fn begin(&mut self, slot: ShapeSlot<T>) -> ShapeId {
+    pub(crate) fn begin(&mut self, slot: ShapeSlot<T>) -> ShapeId {
         self.slots.push(Some(slot));
         self.slots.len() - 1
     }
@@ -72,7 +72,11 @@ impl<T> ShapeSlots<T> {
     }
 
     /// The shape `id` to measure `what` of ("a pair", "energy"): an error once it was ended.
-    pub fn live(&mut self, id: ShapeId, what: &'static str) -> Result<&mut ShapeSlot<T>, GpuError> {
+    pub(crate) fn live(
+        &mut self,
+        id: ShapeId,
+        what: &'static str,
+    ) -> Result<&mut ShapeSlot<T>, GpuError> {
         self.slots
             .get_mut(id)
             .and_then(Option::as_mut)
@@ -89,7 +93,7 @@ impl<T> ShapeSlots<T> {
     }
 
     /// Brings back a shape [`ShapeSlots::take`] took.
-    pub fn put(&mut self, id: ShapeId, slot: ShapeSlot<T>) {
+    pub(crate) fn put(&mut self, id: ShapeId, slot: ShapeSlot<T>) {
         if let Some(s) = self.slots.get_mut(id) {
             *s = Some(slot);
         }
@@ -109,7 +113,7 @@ impl<T> ShapeSlots<T> {
     }
 
     /// [`super::Backend::measurement`]: nothing for an ended or unknown shape.
-    pub fn measurement(&self, id: ShapeId, index: usize) -> &Measurement {
+    pub(crate) fn measurement(&self, id: ShapeId, index: usize) -> &Measurement {
         match self.get(id).and_then(|s| s.sides.get(index)) {
             Some((_, m)) => m,
             None => empty_measurement(),
@@ -117,12 +121,12 @@ impl<T> ShapeSlots<T> {
     }
 
     /// [`super::Backend::orders`].
-    pub fn orders(&self, id: ShapeId) -> &[PairOrder] {
+    pub(crate) fn orders(&self, id: ShapeId) -> &[PairOrder] {
         self.get(id).map_or(&[], |s| &s.orders)
     }
 
     /// [`super::Backend::end`]: forgets the shape (and drops what its state holds).
-    pub fn end(&mut self, id: ShapeId) {
+    pub(crate) fn end(&mut self, id: ShapeId) {
         if let Some(slot) = self.slots.get_mut(id) {
             *slot = None;
         }

@@ -16,7 +16,7 @@ use crate::run::{Run, RunRequest};
 use crate::stats::{ProcessSpread, Rounds, Sample, process_spread};
 use crate::text::{error_line, short_commit, terminal_text};
 
-pub fn show(args: &BaselineShowArgs) -> Result<Outcome> {
+pub(crate) fn show(args: &BaselineShowArgs) -> Result<Outcome> {
     let store = BaselineStore::new(&args.baselines);
     let files = store.list(args.gpu.as_deref())?;
     if files.is_empty() {
@@ -213,7 +213,7 @@ const DEFAULT_PROCESSES: u32 = crate::comparison::MIN_PROCESSES as u32;
 /// shapes, when a shape fails parity, would be recorded more than the gate's margin slower
 /// than the stored baseline, or when the update would drop stored shapes; `--force` records
 /// anyway. Shapes that could not be measured have nothing to record and always refuse.
-pub fn update(args: &BaselineUpdateArgs) -> Result<Outcome> {
+pub(crate) fn update(args: &BaselineUpdateArgs) -> Result<Outcome> {
     let reason = args.reason.trim();
     if reason.is_empty() {
         bail!(

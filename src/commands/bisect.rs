@@ -30,7 +30,7 @@ use crate::verdict::Verdict;
 
 /// What one step concluded about one commit.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Call {
+pub(crate) enum Call {
     /// A named shape is a `regression` against GOOD.
     Slower,
     /// No named shape is.
@@ -50,7 +50,7 @@ impl Call {
 }
 
 /// Judges the commits of a first-parent path (index 0 the oldest after GOOD, the last BAD).
-pub trait Judge {
+pub(crate) trait Judge {
     /// Commit `index` against GOOD. Called at most once per index.
     fn judge(&mut self, index: usize) -> Call;
     /// Commit `index` against its first parent (GOOD for index 0): `Slower` confirms it.
@@ -59,7 +59,7 @@ pub trait Judge {
 
 /// What a bisection found.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Found {
+pub(crate) enum Found {
     /// BAD is not slower than GOOD: nothing to bisect.
     BadNotSlower,
     /// BAD could not be judged.
@@ -75,7 +75,7 @@ pub enum Found {
 /// Binary search of the first slower commit among `n` (BAD, index `n - 1`, is judged
 /// first); skipped commits are stepped around by judging the nearest untested commit to
 /// the middle instead. At most `n` judgements; about ⌈log2(n + 1)⌉ without skips.
-pub fn search(n: usize, judge: &mut dyn Judge) -> Found {
+pub(crate) fn search(n: usize, judge: &mut dyn Judge) -> Found {
     if n == 0 {
         return Found::BadNotSlower;
     }
@@ -157,7 +157,7 @@ pub(crate) fn classify(results: &ResultsFile) -> (Call, Vec<ShapeStep>) {
 
 /// One named shape in one step.
 #[derive(Clone, Debug, Serialize)]
-pub struct ShapeStep {
+pub(crate) struct ShapeStep {
     pub shape: String,
     pub verdict: Verdict,
     /// The A/B comparison (candidate / base); absent where none ran.
@@ -195,7 +195,7 @@ impl ShapeStep {
 
 /// A commit as the report shows it.
 #[derive(Clone, Debug, Serialize)]
-pub struct CommitInfo {
+pub(crate) struct CommitInfo {
     pub commit: String,
     pub short: String,
     /// Its subject as git has it, made safe for one line (controls and escapes removed).
@@ -225,7 +225,7 @@ impl CommitInfo {
 /// What a step was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Role {
+pub(crate) enum Role {
     /// BAD against GOOD, first.
     Bad,
     /// A commit of the search against GOOD.
@@ -236,7 +236,7 @@ pub enum Role {
 
 /// One step of the report.
 #[derive(Clone, Debug, Serialize)]
-pub struct StepReport {
+pub(crate) struct StepReport {
     pub role: Role,
     pub commit: CommitInfo,
     /// What it was measured against (GOOD, or the culprit's first parent).
@@ -398,7 +398,7 @@ impl Judge for PipelineJudge<'_> {
 
 /// The JSON report (`--format json`, `--out`).
 #[derive(Clone, Debug, Serialize)]
-pub struct BisectReport {
+pub(crate) struct BisectReport {
     pub good: CommitInfo,
     pub bad: CommitInfo,
     pub config: String,
@@ -547,7 +547,7 @@ fn resolve(which: &str, rev: &str) -> Result<String> {
     Ok(commit)
 }
 
-pub fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
+pub(crate) fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
     if let Some(out) = &args.out {
         crate::files::check_writable(out)?;
     }

@@ -15,7 +15,7 @@ use crate::run::untrusted::SuspendedCommands;
 use crate::run::{BackendChoice, Run, RunRequest};
 use crate::shard::ShardInfo;
 
-pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
+pub(crate) fn run_ci(args: &CiArgs) -> Result<Outcome> {
     crate::files::check_writable(&args.out)?;
     // The pull request's gate: parity, the stored baseline, the peers unless `--no-peers`, a
     // drift traced with git.

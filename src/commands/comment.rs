@@ -11,7 +11,7 @@ use crate::report::{Exporter, MarkdownExporter, Report};
 use crate::results::ResultsFile;
 use crate::text::terminal_text;
 
-pub fn run_comment(args: &CommentArgs) -> Result<Outcome> {
+pub(crate) fn run_comment(args: &CommentArgs) -> Result<Outcome> {
     let results = ResultsFile::load(&args.from)?;
     let gh = GithubEnv::from_env();
     let mut report = Report::from_results(&results);

@@ -22,7 +22,7 @@ struct Input {
     timed: bool,
 }
 
-pub fn run_compile(args: &CompileArgs) -> Result<Outcome> {
+pub(crate) fn run_compile(args: &CompileArgs) -> Result<Outcome> {
     if !crate::gpu::nvrtc_present() {
         return Err(GpuError::NoNvrtc.into());
     }

@@ -41,7 +41,7 @@ pub(crate) fn driver_check(driver: i32, built: i32) -> Result<String, String> {
     }
 }
 
-pub fn run_env(args: &EnvArgs) -> Result<Outcome> {
+pub(crate) fn run_env(args: &EnvArgs) -> Result<Outcome> {
     let opened = open_device();
     let (_ctx, _stream, info) = match opened {
         Ok(o) => o,

@@ -9,7 +9,7 @@ use crate::run::pipeline::{failed_run, on_hang};
 use crate::run::prepare::prepare;
 use crate::run::{Run, RunRequest};
 
-pub fn run_local(args: &LocalArgs) -> Result<Outcome> {
+pub(crate) fn run_local(args: &LocalArgs) -> Result<Outcome> {
     // Before anything is measured: a results file that could not be written loses the run.
     if let Some(out) = &args.out {
         crate::files::check_writable(out)?;

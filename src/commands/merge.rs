@@ -13,7 +13,7 @@ use crate::report::{Report, render};
 use crate::results::ResultsFile;
 use crate::shard::merge::{Rules, label, merge};
 
-pub fn run_merge(args: &MergeArgs) -> Result<Outcome> {
+pub(crate) fn run_merge(args: &MergeArgs) -> Result<Outcome> {
     if let Some(out) = &args.out {
         crate::files::check_writable(out)?;
     }

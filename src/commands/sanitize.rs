@@ -24,7 +24,7 @@ use crate::sanitize::{Exit, SanitizeOutcome, SanitizeReport, Tool, ToolRun};
 /// Findings printed in full per run (the rest are counted).
 const SHOWN_PER_RUN: usize = 3;
 
-pub fn run_sanitize(args: &SanitizeArgs) -> Result<Outcome> {
+pub(crate) fn run_sanitize(args: &SanitizeArgs) -> Result<Outcome> {
     if let Some(out) = &args.out {
         crate::files::check_writable(out)?;
     }
@@ -291,7 +291,7 @@ fn headline(report: &SanitizeReport) -> String {
 }
 
 /// The terminal report: one line per tool and shape, then each finding.
-pub fn table(report: &SanitizeReport) -> String {
+pub(crate) fn table(report: &SanitizeReport) -> String {
     let rows: Vec<Vec<String>> = report
         .runs
         .iter()
@@ -373,7 +373,7 @@ pub fn table(report: &SanitizeReport) -> String {
 }
 
 /// The job summary: a headline, one row per run with a problem, the findings collapsed.
-pub fn markdown(report: &SanitizeReport) -> String {
+pub(crate) fn markdown(report: &SanitizeReport) -> String {
     let mut out = format!(
         "### ci-gate sanitize: {}\n\n",
         escape_markdown(&headline(report))

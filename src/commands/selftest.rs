@@ -73,7 +73,7 @@ struct SelftestReport {
     wall_s: f64,
 }
 
-pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
+pub(crate) fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
     if let Some(out) = &args.out {
         crate::files::check_writable(out)?;
     }

@@ -34,7 +34,7 @@ struct CudaShape {
 
 /// The GPU: the harness and base kernels in `gpu`, the candidate's when it differs, a third
 /// set when one is loaded.
-pub struct CudaBackend {
+pub(crate) struct CudaBackend {
     gpu: Gpu,
     candidate: Option<AttentionSet>,
     other: Option<AttentionSet>,

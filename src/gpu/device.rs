@@ -164,7 +164,12 @@ impl Kernel {
 /// and ⌈tiles / k⌉ CTAs, with k = ⌈tiles · batch · heads / (per_sm · SMs)⌉ clamped to
 /// 1..=max: as few CTAs as one wave at per_sm CTAs per SM, each doing at most max tiles. The
 /// kernel finds k again as ⌈tiles / gridDim.x⌉.
-pub fn grid_x(shape: &ShapeParams, rows: u32, fill: Option<(u32, u32)>, sm_count: u32) -> u32 {
+pub(crate) fn grid_x(
+    shape: &ShapeParams,
+    rows: u32,
+    fill: Option<(u32, u32)>,
+    sm_count: u32,
+) -> u32 {
     let tiles = shape.seq_len.div_ceil(rows.max(1));
     let Some((per_sm, max)) = fill else {
         return tiles;
@@ -195,7 +200,7 @@ pub struct AttentionSet {
 
 /// Which of a kernel's forms runs a shape (kernels/README.md, "Small grids, long sequences").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Form {
+pub(crate) enum Form {
     Main,
     Small,
     Long,
@@ -205,7 +210,7 @@ pub enum Form {
 /// it: `NAME_long` when the source has one and seq_len is at least its `NAME_long_from`;
 /// else `NAME_small` when the source has one and `NAME`'s grid, ⌈seq_len / rows⌉ · batch ·
 /// heads CTAs, has fewer CTAs than the GPU has SMs; else `NAME`.
-pub fn pick_form(
+pub(crate) fn pick_form(
     shape: &ShapeParams,
     main_rows_per_block: u32,
     has_small: bool,

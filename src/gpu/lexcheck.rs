@@ -51,7 +51,7 @@ const README: &str = "(kernels/README.md)";
 
 /// Refuses `text` (the source of `file`) when it has any construct that could make the
 /// compiler read a file: one sentence naming the file, the line and the construct.
-pub fn check_no_file_access(text: &str, file: &str) -> Result<(), GpuError> {
+pub(crate) fn check_no_file_access(text: &str, file: &str) -> Result<(), GpuError> {
     match find_refused(text) {
         Some(f) => Err(GpuError::Refused(f.sentence(file))),
         None => Ok(()),

@@ -118,7 +118,7 @@ fn add_phase(since: Instant, f: impl FnOnce(&mut PhaseTimes) -> &mut f64) {
 }
 
 /// The phase times so far in this process.
-pub fn phase_times() -> PhaseTimes {
+pub(crate) fn phase_times() -> PhaseTimes {
     *PHASES.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -873,7 +873,7 @@ fn spacer_untouched(gpu: &Gpu, spacer: &CudaSlice<f32>) -> Result<bool, GpuError
 }
 
 /// Measures the spin kernel alone at two lengths and fits its per-launch cost.
-pub fn calibrate_spin(gpu: &Gpu) -> Result<SpinCalibration, GpuError> {
+pub(crate) fn calibrate_spin(gpu: &Gpu) -> Result<SpinCalibration, GpuError> {
     let time = |cycles: i64| -> Result<f64, GpuError> {
         const LAUNCHES: u32 = 20;
         gpu.stream
@@ -929,7 +929,12 @@ pub fn calibrate_spin(gpu: &Gpu) -> Result<SpinCalibration, GpuError> {
 
 /// Runs `shape`'s kernel for about `ms` milliseconds so the GPU leaves its idle clocks
 /// before the first sample of a process is taken (an idle H200 sits at a few hundred MHz).
-pub fn spin_up(gpu: &Gpu, shape: &ShapeParams, label: &str, ms: f64) -> Result<(), GpuError> {
+pub(crate) fn spin_up(
+    gpu: &Gpu,
+    shape: &ShapeParams,
+    label: &str,
+    ms: f64,
+) -> Result<(), GpuError> {
     check_shape(shape)?;
     let kernel = gpu.kernels.attention(shape)?;
     let inputs = random_inputs(gpu, shape, 1)?;
@@ -956,7 +961,7 @@ pub fn spin_up(gpu: &Gpu, shape: &ShapeParams, label: &str, ms: f64) -> Result<(
 /// outputs and inputs are checked after it, so a kernel that does less work when it is
 /// replayed back to back fails parity instead of looking frugal. Appends each side's
 /// windows to its measurement. `Ok(Some(why))` when NVML cannot measure energy here.
-pub fn measure_energy(
+pub(crate) fn measure_energy(
     b: &Bench<'_>,
     sides: &mut [AbSide<'_>],
     seed: u64,

@@ -16,9 +16,9 @@ use super::Trend;
 const WIDTH: u32 = 960;
 const PANEL_HEIGHT: u32 = 300;
 /// Most runs drawn per series (the newest).
-pub const MAX_CHART_POINTS: usize = 5_000;
+pub(crate) const MAX_CHART_POINTS: usize = 5_000;
 /// Most series (panels) in one chart.
-pub const MAX_CHART_SERIES: usize = 100;
+pub(crate) const MAX_CHART_SERIES: usize = 100;
 
 const P50: RGBColor = RGBColor(31, 119, 180);
 const INTERVAL: RGBColor = RGBColor(158, 202, 225);
@@ -29,7 +29,7 @@ const ENERGY: RGBColor = RGBColor(255, 127, 14);
 const ENERGY_INTERVAL: RGBColor = RGBColor(253, 208, 162);
 
 /// The chart of `trends` as an SVG document.
-pub fn render_svg(trends: &[Trend]) -> Result<String, String> {
+pub(crate) fn render_svg(trends: &[Trend]) -> Result<String, String> {
     if trends.len() > MAX_CHART_SERIES {
         return Err(format!(
             "{} series, more than the {MAX_CHART_SERIES} one chart draws; pick shapes with --shape",

@@ -12,7 +12,7 @@ use crate::text::short_commit;
 use crate::verdict::Verdict;
 
 /// Hidden marker that identifies ci-gate's PR comment.
-pub const MARKER: &str = "<!-- ci-gate:perf-report -->";
+pub(crate) const MARKER: &str = "<!-- ci-gate:perf-report -->";
 
 pub struct MarkdownExporter;
 
@@ -83,7 +83,7 @@ fn profile_details(shape: &str, p: &crate::profile::ShapeProfile) -> String {
 /// - entities in the input stay text (`&#64;` in, `&#38;#64;` out: it shows `&#64;`);
 /// - line breaks and tabs become spaces, and control, bidirectional (U+202A–U+202E,
 ///   U+2066–U+2069, U+200E/F, ...) and zero-width characters are dropped.
-pub fn escape_markdown(text: &str) -> String {
+pub(crate) fn escape_markdown(text: &str) -> String {
     let chars: Vec<char> = text
         .chars()
         .filter_map(|c| {

@@ -15,12 +15,12 @@ pub struct TableExporter {
 }
 
 /// The width a table fits when stdout is no terminal, and the least it fits in any case.
-pub const DEFAULT_WIDTH: usize = 80;
+pub(crate) const DEFAULT_WIDTH: usize = 80;
 
 impl TableExporter {
     /// For stdout: colour when it is a terminal and NO_COLOR is unset or empty
     /// (no-color.org); the terminal's width (or `$COLUMNS`, else 80) unless `wide`.
-    pub fn for_stdout(wide: bool) -> TableExporter {
+    pub(crate) fn for_stdout(wide: bool) -> TableExporter {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         let tty = std::io::stdout().is_terminal();
         let width = std::env::var("COLUMNS")
@@ -40,14 +40,6 @@ impl TableExporter {
         TableExporter {
             color: false,
             width: None,
-        }
-    }
-
-    /// No colour, fitted to `width` characters.
-    pub fn fitted(width: usize) -> TableExporter {
-        TableExporter {
-            color: false,
-            width: Some(width),
         }
     }
 }
@@ -80,7 +72,7 @@ fn fit_columns(
 /// A plain text table of `rows` under `header` that fits `width` (see [`fit_columns`]),
 /// with the columns in `right` right-aligned, and a line saying how many were left out and
 /// how to see them (`more`). Used by every terminal table of ci-gate.
-pub fn fitted_table(
+pub(crate) fn fitted_table(
     header: &[String],
     rows: &[Vec<String>],
     priority: &[usize],
@@ -93,7 +85,7 @@ pub fn fitted_table(
 }
 
 /// [`fitted_table`], and which columns it kept.
-pub fn fitted_table_keep(
+pub(crate) fn fitted_table_keep(
     header: &[String],
     rows: &[Vec<String>],
     priority: &[usize],
@@ -179,7 +171,7 @@ fn profile_table(shape: &str, p: &crate::profile::ShapeProfile, width: Option<us
 }
 
 /// The width tables fit on stdout: `$COLUMNS`, else the terminal's, else 80, at least 80.
-pub fn stdout_width() -> usize {
+pub(crate) fn stdout_width() -> usize {
     let tty = std::io::stdout().is_terminal();
     std::env::var("COLUMNS")
         .ok()
@@ -390,7 +382,7 @@ impl Exporter for TableExporter {
 /// lines indented, or as they are without a width. Never at a hyphen inside a word: these
 /// lines name files, GPUs and clock ranges (`nvidia-h200/pr.json`, `(1965-1980 MHz)`),
 /// which must stay whole to be read or copied; only a word longer than the width is cut.
-pub fn wrap_lines(lines: &[String], width: Option<usize>) -> String {
+pub(crate) fn wrap_lines(lines: &[String], width: Option<usize>) -> String {
     let mut out = String::new();
     for line in lines {
         match width {

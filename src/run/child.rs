@@ -21,7 +21,7 @@ impl Run {
     /// its results to `out`: `ci-gate run-request --request FILE --out OUT`, with the
     /// environment of a GPU child and this run's device. The request file is written next to
     /// `out`.
-    pub fn child(&self, out: &Path, shard: Option<ShardSpec>) -> Result<Command> {
+    pub(crate) fn child(&self, out: &Path, shard: Option<ShardSpec>) -> Result<Command> {
         let request = RunRequest {
             shard: shard.or(self.request.shard),
             progress: false,
@@ -46,7 +46,7 @@ impl Run {
 
     /// Runs [`Run::child`] to the end and loads its results. A child that could not reach a
     /// verdict (exit 2, or killed) is an error quoting its stderr.
-    pub fn run_child(&self, out: &Path) -> Result<ResultsFile> {
+    pub(crate) fn run_child(&self, out: &Path) -> Result<ResultsFile> {
         let mut cmd = self.child(out, None)?;
         let exe = PathBuf::from(cmd.get_program());
         let output = cmd
@@ -69,7 +69,7 @@ impl Run {
 
 /// The hidden `run-request` command: a child's run, from the request file its parent
 /// wrote; the results go to `out` (also without a verdict, when the GPU hangs).
-pub fn run_request(request: &Path, out: &Path) -> Result<Outcome> {
+pub(crate) fn run_request(request: &Path, out: &Path) -> Result<Outcome> {
     let text = crate::files::read_bounded(request, 1 << 20)
         .with_context(|| format!("cannot read the run request {}", request.display()))?;
     let req: RunRequest = serde_json::from_slice(&text)
@@ -84,7 +84,7 @@ pub fn run_request(request: &Path, out: &Path) -> Result<Outcome> {
 }
 
 /// A temporary directory for children's results files.
-pub fn scratch(prefix: &str) -> Result<tempfile::TempDir> {
+pub(crate) fn scratch(prefix: &str) -> Result<tempfile::TempDir> {
     tempfile::Builder::new()
         .prefix(prefix)
         .tempdir()
@@ -92,13 +92,13 @@ pub fn scratch(prefix: &str) -> Result<tempfile::TempDir> {
 }
 
 /// `dir/name`.
-pub fn file_in(dir: &tempfile::TempDir, name: &str) -> PathBuf {
+pub(crate) fn file_in(dir: &tempfile::TempDir, name: &str) -> PathBuf {
     dir.path().join(name)
 }
 
 /// Records a baseline into `store` from results files, in a `baseline update` child,
 /// without printing (selftest's stored-baseline path).
-pub fn record_quietly(config: &Path, store: &Path, from: &[PathBuf]) -> Result<()> {
+pub(crate) fn record_quietly(config: &Path, store: &Path, from: &[PathBuf]) -> Result<()> {
     let exe = std::env::current_exe().context("cannot find the ci-gate executable")?;
     let mut cmd = Command::new(exe);
     restrict(&mut cmd, Child::Gpu)

@@ -26,7 +26,7 @@ impl BackendChoice {
     /// This process's device: the simulation where `CI_GATE_SIMULATE` asks for it, else the
     /// GPU; an error in GitHub Actions when the simulation is asked for
     /// (`sim::simulation_seed`, the one place that reads the variable).
-    pub fn from_env() -> Result<BackendChoice> {
+    pub(crate) fn from_env() -> Result<BackendChoice> {
         Ok(match crate::sim::simulation_seed()? {
             Some(seed) => BackendChoice::Simulated { seed },
             None => BackendChoice::Gpu,
@@ -64,13 +64,13 @@ impl BackendChoice {
     }
 
     /// Whether it is the simulated GPU.
-    pub fn simulated(self) -> bool {
+    pub(crate) fn simulated(self) -> bool {
         matches!(self, BackendChoice::Simulated { .. })
     }
 
     /// The key of the device's lock (`gpu::lock`): the simulated GPU's UUID (runs with one
     /// seed share a GPU), or device 0's; `None` where there is no GPU to lock.
-    pub fn gpu_key(self) -> Option<String> {
+    pub(crate) fn gpu_key(self) -> Option<String> {
         match self {
             BackendChoice::Simulated { seed } => Some(crate::sim::gpu_uuid(seed)),
             BackendChoice::Gpu => crate::gpu::lock::device0_uuid(),
@@ -82,7 +82,7 @@ impl BackendChoice {
     /// allocations, hence its own process shift), reproducibly. No child inherits
     /// `CI_GATE_SIMULATE` (`child_env`): it is given explicitly here, and the child resolves
     /// its own choice from it, refused in GitHub Actions as any.
-    pub fn pass_to_child(self, cmd: &mut Command, k: u64) {
+    pub(crate) fn pass_to_child(self, cmd: &mut Command, k: u64) {
         if let BackendChoice::Simulated { seed } = self {
             let child = seed.wrapping_mul(1_000_003).wrapping_add(k + 1);
             cmd.env(crate::sim::SIMULATE_ENV, child.to_string());

@@ -13,7 +13,7 @@ use crate::shard::merge::{Rules, merge};
 use crate::shard::{MAX_SHARDS, ShardSpec};
 
 /// The GPUs named by `--devices`: `all`, or indices such as `0,1,3`.
-pub fn parse_devices(list: &str) -> Result<Vec<u32>> {
+pub(crate) fn parse_devices(list: &str) -> Result<Vec<u32>> {
     if list.trim() == "all" {
         let n = crate::gpu::device::device_count()?;
         if n == 0 {
@@ -39,7 +39,7 @@ pub fn parse_devices(list: &str) -> Result<Vec<u32>> {
 
 /// Runs one shard of `request` per device at once (each a `run-request` child that sees only
 /// its GPU) and merges their results under the request's config and store.
-pub fn run_on_devices(devices: &[u32], run: &Run) -> Result<ResultsFile> {
+pub(crate) fn run_on_devices(devices: &[u32], run: &Run) -> Result<ResultsFile> {
     let dir = tempfile::Builder::new()
         .prefix("ci-gate-devices-")
         .tempdir()

@@ -84,7 +84,7 @@ impl Run {
 
     /// Measures in this process, the results recording the shard (what a hung GPU does is
     /// the caller's: [`on_hang`], or `ci`'s own).
-    pub fn measure_here(&self) -> Result<ResultsFile> {
+    pub(crate) fn measure_here(&self) -> Result<ResultsFile> {
         let mut results = self.measure()?;
         if let Some(note) = self.shard_note(results.shapes.len()) {
             results.notes.push(note);
@@ -190,7 +190,7 @@ fn setup<'r>(
 /// Installs what a hung GPU does to this process (gpu::watchdog): the message on stderr
 /// and, with `out`, a results file without a verdict whose error names the shape and side;
 /// the watchdog then ends the process with exit code 2.
-pub fn on_hang(config: &Config, out: Option<PathBuf>) {
+pub(crate) fn on_hang(config: &Config, out: Option<PathBuf>) {
     let config = config.clone();
     crate::gpu::watchdog::set_hang_handler(Box::new(move |message| {
         eprintln!("error: {message}");
@@ -207,6 +207,6 @@ pub fn on_hang(config: &Config, out: Option<PathBuf>) {
 }
 
 /// A results file for a run that could not reach a verdict (what `ci` writes on exit 2).
-pub fn failed_run(config: Option<&Config>, error: &anyhow::Error) -> ResultsFile {
+pub(crate) fn failed_run(config: Option<&Config>, error: &anyhow::Error) -> ResultsFile {
     ResultsFile::failed(config, format!("{error:#}"))
 }

@@ -13,7 +13,7 @@ use crate::results::ResultsFile;
 /// A run ready to measure: the run with its base resolved, the GPUs to fan out to, and the
 /// base (whose temporary checkout lives as long as this). Nothing here compiles or launches
 /// anything.
-pub struct PreparedRun {
+pub(crate) struct PreparedRun {
     pub run: Run,
     devices: Option<Vec<u32>>,
     base: ResolvedBase,
@@ -21,7 +21,7 @@ pub struct PreparedRun {
 
 /// Checks `run`'s request (`--inject`, `--profile`, `--devices`) and resolves its base from
 /// `base_args` (`merge_base_by_default`: `local`'s default).
-pub fn prepare(
+pub(crate) fn prepare(
     mut run: Run,
     base_args: &BaseArgs,
     profile: &ProfileArgs,
@@ -47,7 +47,7 @@ pub fn prepare(
 impl PreparedRun {
     /// What the candidate is measured against, for a line before the run: the base's source,
     /// or why there is none.
-    pub fn base_line(&self) -> Option<String> {
+    pub(crate) fn base_line(&self) -> Option<String> {
         match (&self.base.kernels, &self.base.note) {
             (Some(k), _) => Some(format!("base kernels from {}", k.source)),
             (None, note) => note.clone(),
@@ -56,7 +56,7 @@ impl PreparedRun {
 
     /// Whether the measuring happens in this process (no `--devices`): then a hung GPU is
     /// this process's to report.
-    pub fn measures_here(&self) -> bool {
+    pub(crate) fn measures_here(&self) -> bool {
         self.devices.is_none()
     }
 

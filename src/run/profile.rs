@@ -23,7 +23,7 @@ use crate::results::ResultsFile;
 use crate::verdict::Verdict;
 
 /// The kernels each side of a run used, for profiling it again.
-pub struct Sides<'a> {
+pub(crate) struct Sides<'a> {
     pub config: &'a Path,
     pub candidate: &'a Path,
     /// The base's kernels when A/B was measured; also the harness then.
@@ -31,7 +31,7 @@ pub struct Sides<'a> {
 }
 
 /// Checks `--profile` names against the config before anything is measured.
-pub fn check_request(args: &ProfileArgs, config: &Config) -> Result<()> {
+pub(crate) fn check_request(args: &ProfileArgs, config: &Config) -> Result<()> {
     config
         .select_shapes(&args.profile)
         .map(|_| ())
@@ -73,7 +73,7 @@ fn targets(results: &ResultsFile, args: &ProfileArgs) -> Vec<(String, ProfileRea
 
 /// After a run of `local` or `ci`: profiles what `args` and the verdicts ask for, with the
 /// base's kernels when A/B was measured. Nothing here fails the run: a problem is a note.
-pub fn profile_after(
+pub(crate) fn profile_after(
     results: &mut ResultsFile,
     args: &ProfileArgs,
     config: &Path,
@@ -92,7 +92,11 @@ pub fn profile_after(
 }
 
 /// Profiles what `args` and the verdicts ask for and records it in `results`.
-pub fn profile_run(results: &mut ResultsFile, args: &ProfileArgs, sides: &Sides) -> Result<()> {
+pub(crate) fn profile_run(
+    results: &mut ResultsFile,
+    args: &ProfileArgs,
+    sides: &Sides,
+) -> Result<()> {
     let targets = targets(results, args);
     if targets.is_empty() {
         return Ok(());
@@ -276,7 +280,7 @@ fn profile_one(
 }
 
 /// Refuses profile options that make no sense for a run, before it measures.
-pub fn check_args(args: &ProfileArgs) -> Result<()> {
+pub(crate) fn check_args(args: &ProfileArgs) -> Result<()> {
     if let Some(p) = &args.ncu
         && !p.is_file()
     {

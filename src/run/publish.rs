@@ -19,7 +19,7 @@ use crate::verdict::Verdict;
 /// annotates), but its exit code is its provisional verdict — 1 on a failing shape, 2
 /// without a verdict — so that no job is green on a regression; its `verdict` output is
 /// `shard`.
-pub fn publish(
+pub(crate) fn publish(
     mut results: ResultsFile,
     out: &std::path::Path,
     failure: Option<anyhow::Error>,

@@ -89,7 +89,7 @@ impl RunRequest {
     }
 
     /// This request with the run flags `local` and `ci` share.
-    pub fn with_flags(self, flags: &RunFlags) -> RunRequest {
+    pub(crate) fn with_flags(self, flags: &RunFlags) -> RunRequest {
         RunRequest {
             peers: self.peers && !flags.no_peers,
             energy: self.energy || flags.energy,
@@ -115,7 +115,7 @@ impl Run {
     /// Resolves `request`: loads its config (naming the file on errors), selects and shards
     /// its shapes, and takes the measuring device from this process's environment
     /// ([`BackendChoice::from_env`]: the simulation is refused in GitHub Actions).
-    pub fn resolve(request: RunRequest) -> Result<Run> {
+    pub(crate) fn resolve(request: RunRequest) -> Result<Run> {
         let (config, _) = crate::config::load_selected(&request.config, &[])?;
         Run::with_config(request, config, BackendChoice::from_env()?)
     }
@@ -151,20 +151,20 @@ impl Run {
 
     /// The same run with `request` changed by `change` (its shapes and shard stay as they
     /// were resolved).
-    pub fn with(&self, change: impl FnOnce(&mut RunRequest)) -> Run {
+    pub(crate) fn with(&self, change: impl FnOnce(&mut RunRequest)) -> Run {
         let mut run = self.clone();
         change(&mut run.request);
         run
     }
 
     /// The shapes' names, in order.
-    pub fn shape_names(&self) -> Vec<String> {
+    pub(crate) fn shape_names(&self) -> Vec<String> {
         self.shapes.iter().map(ShapeParams::name).collect()
     }
 
     /// The stages every shape is measured in: exactly `rounds` in one stage when the request
     /// fixes them, else the config's planned two-stage design.
-    pub fn design(&self) -> StageDesign {
+    pub(crate) fn design(&self) -> StageDesign {
         match self.request.rounds {
             Some(n) => StageDesign { stage1: n, max: n },
             None => StageDesign {
@@ -175,7 +175,7 @@ impl Run {
     }
 
     /// Which verdicts fail the run.
-    pub fn policy(&self) -> Policy {
+    pub(crate) fn policy(&self) -> Policy {
         Policy {
             fail_on_drift: self.request.fail_on_drift,
         }
@@ -191,12 +191,12 @@ impl Run {
     /// Whether energy windows are measured: where asked, and only where kernels are checked
     /// and timed as they are (not selftest, which measures the gate with parity off and
     /// slowdowns injected).
-    pub fn energy(&self) -> bool {
+    pub(crate) fn energy(&self) -> bool {
         self.request.energy && self.request.parity && self.request.inject.is_none()
     }
 
     /// The shard's note in its results: its verdicts are provisional.
-    pub fn shard_note(&self, measured: usize) -> Option<String> {
+    pub(crate) fn shard_note(&self, measured: usize) -> Option<String> {
         self.shard
             .as_ref()
             .map(|info| crate::shard::note(info, measured))

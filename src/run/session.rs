@@ -103,7 +103,7 @@ impl<'r> Session<'r> {
     }
 
     /// Reads the GPU's processes now (between shapes and phases).
-    pub fn sample_processes(&mut self, backend: &dyn Backend) {
+    pub(crate) fn sample_processes(&mut self, backend: &dyn Backend) {
         sample(&mut self.watch, &self.shared, backend);
     }
 
@@ -121,14 +121,14 @@ impl<'r> Session<'r> {
 
     /// Ends the measuring's timing (both stages and the peers; `measuring`: when the first
     /// stage began), net of the parity checks and the peers.
-    pub fn measured(&mut self, measuring: Instant) {
+    pub(crate) fn measured(&mut self, measuring: Instant) {
         let t = &mut self.timing;
         t.peers_s = t.peers_start_s + self.runs.iter().flatten().map(|r| r.peer_s).sum::<f64>();
         t.measure_s = (measuring.elapsed().as_secs_f64() - t.parity_s - t.peers_s).max(0.0);
     }
 
     /// Where the backend's measuring time went, into the timing.
-    pub fn record_phase_times(&mut self, backend: &dyn Backend) {
+    pub(crate) fn record_phase_times(&mut self, backend: &dyn Backend) {
         let phases = backend.phase_times();
         self.timing.references_s = phases.references_s;
         self.timing.preparing_s = phases.preparing_s;
@@ -137,7 +137,7 @@ impl<'r> Session<'r> {
     }
 
     /// The peers' and energy's stored figures, so the report can say whether they moved.
-    pub fn copy_stored_figures(&mut self) {
+    pub(crate) fn copy_stored_figures(&mut self) {
         for s in self.shapes.iter_mut() {
             if let Some(x) = self.stored.shape(&s.params) {
                 s.stored_peers = x.peers.clone();

@@ -56,7 +56,7 @@ impl ShapeRun {
     }
 
     /// Measures `n` more rounds (pairs, in A/B).
-    pub fn more(
+    pub(crate) fn more(
         &mut self,
         backend: &mut dyn Backend,
         config: &Config,
@@ -72,7 +72,7 @@ impl ShapeRun {
     /// after another), after every shape's first stage: the worker, started beside the
     /// setup, has had the whole first stage to import PyTorch and build its plans, so no one
     /// waits for it; then the worker frees the shape.
-    pub fn peer_rounds(
+    pub(crate) fn peer_rounds(
         &mut self,
         backend: &dyn Backend,
         params: &ShapeParams,
@@ -129,11 +129,11 @@ impl ShapeRun {
         }
     }
 
-    pub fn cand<'b>(&self, backend: &'b dyn Backend) -> &'b Measurement {
+    pub(crate) fn cand<'b>(&self, backend: &'b dyn Backend) -> &'b Measurement {
         backend.measurement(self.id, usize::from(self.ab))
     }
 
-    pub fn base<'b>(&self, backend: &'b dyn Backend) -> Option<&'b Measurement> {
+    pub(crate) fn base<'b>(&self, backend: &'b dyn Backend) -> Option<&'b Measurement> {
         self.ab.then(|| backend.measurement(self.id, 0))
     }
 }

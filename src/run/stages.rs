@@ -131,7 +131,7 @@ pub(super) struct Finishing<'a> {
 }
 
 impl<'a> Finishing<'a> {
-    pub fn of(s: &'a Session) -> Finishing<'a> {
+    pub(crate) fn of(s: &'a Session) -> Finishing<'a> {
         Finishing {
             config: &s.run.config,
             design: s.design,

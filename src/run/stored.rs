@@ -21,17 +21,17 @@ pub(super) struct Stored {
 
 impl Stored {
     /// The stored shape with these parameters (in the run's cache mode).
-    pub fn shape(&self, params: &ShapeParams) -> Option<&BaselineShape> {
+    pub(crate) fn shape(&self, params: &ShapeParams) -> Option<&BaselineShape> {
         self.file.as_ref()?.shape(params, self.cache)
     }
 
     /// That shape as the reference of an unpaired comparison.
-    pub fn side(&self, params: &ShapeParams) -> Option<StoredSide> {
+    pub(crate) fn side(&self, params: &ShapeParams) -> Option<StoredSide> {
         self.shape(params).map(BaselineShape::stored_side)
     }
 
     /// Its p50 (the reference of an injected slowdown, and of the speed limit, without A/B).
-    pub fn p50(&self, params: &ShapeParams) -> Option<f64> {
+    pub(crate) fn p50(&self, params: &ShapeParams) -> Option<f64> {
         median_of(&self.shape(params)?.samples_us)
     }
 }

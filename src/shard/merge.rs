@@ -23,7 +23,7 @@ use crate::results::{BaselineRef, ResultsFile};
 use crate::verdict::Policy;
 
 /// What a merge judges by: everything that decides a verdict, none of it from a shard file.
-pub struct Rules<'a> {
+pub(crate) struct Rules<'a> {
     /// The config the shards must have run (its hash is checked against each shard's).
     pub config: &'a Config,
     /// The run's shapes: the config's, or the `--shape` selection of a `--devices` run.

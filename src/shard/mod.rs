@@ -14,7 +14,7 @@
 //! shape; what differs is the parity check, whose fp32 reference kernel does 2·B·H·S²·D
 //! multiply-adds per pass (three passes). [`expected_seconds`] adds the two.
 
-pub mod merge;
+pub(crate) mod merge;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -24,7 +24,7 @@ use crate::config::{Config, ShapeParams};
 /// A shard that holds none of the run's shapes: fewer shards are needed.
 #[derive(Debug, thiserror::Error)]
 #[error("shard {spec} holds none of the run's {shapes} shapes: use fewer shards")]
-pub struct EmptyShard {
+pub(crate) struct EmptyShard {
     pub spec: ShardSpec,
     pub shapes: usize,
 }

@@ -46,11 +46,11 @@ pub use noise::{Noise, NoiseModel};
 
 /// The name of the simulated GPU in a results file's environment (its slug:
 /// `simulated-gpu`).
-pub const GPU_NAME: &str = "Simulated GPU";
+pub(crate) const GPU_NAME: &str = "Simulated GPU";
 
 /// What a simulated `attention.cu` does.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SimKernel {
+pub(crate) struct SimKernel {
     pub hash: String,
     pub factor: f64,
     pub parity_fail: Option<String>,
@@ -179,7 +179,7 @@ struct SimShape {
 }
 
 /// The simulated GPU.
-pub struct SimBackend {
+pub(crate) struct SimBackend {
     key: u64,
     model: NoiseModel,
     process_shift: f64,
@@ -202,13 +202,13 @@ const LAUNCHES: u32 = 100;
 
 /// Whether `env` is the simulated GPU's (what [`SimBackend`] records, and no real GPU's
 /// name: NVML's names are the vendor's, e.g. "NVIDIA L4").
-pub fn is_simulated(env: &Environment) -> bool {
+pub(crate) fn is_simulated(env: &Environment) -> bool {
     env.gpu_name.trim() == GPU_NAME || env.gpu_slug == crate::results::gpu_slug(GPU_NAME)
 }
 
 /// The environment variable that selects the simulated backend: its value seeds it
 /// ("1" or any number). Tests and CI only.
-pub const SIMULATE_ENV: &str = "CI_GATE_SIMULATE";
+pub(crate) const SIMULATE_ENV: &str = "CI_GATE_SIMULATE";
 
 /// Set by GitHub Actions in every job, on hosted and self-hosted runners alike.
 const GITHUB_ACTIONS_ENV: &str = "GITHUB_ACTIONS";
@@ -236,7 +236,7 @@ pub fn simulation_seed() -> Result<Option<u64>, SimulationRefused> {
 pub struct SimulationRefused;
 
 /// [`simulation_seed`] with the environment given (tests).
-pub fn simulation_seed_from(
+pub(crate) fn simulation_seed_from(
     var: impl Fn(&str) -> Option<std::ffi::OsString>,
 ) -> Result<Option<u64>, SimulationRefused> {
     let Some(seed) = var(SIMULATE_ENV) else {
@@ -261,7 +261,7 @@ pub fn gpu_uuid(seed: u64) -> String {
 
 /// The pid the simulated other process has (above Linux's largest pid, so no real process
 /// has it).
-pub const OTHER_PID: u32 = 4_200_000;
+pub(crate) const OTHER_PID: u32 = 4_200_000;
 
 impl SimBackend {
     /// A simulated GPU seeded by `seed`, with kernel sets of the given behaviour.
@@ -290,13 +290,13 @@ impl SimBackend {
     }
 
     /// The same simulation waiting `max_wait` for a hung kernel (`measure.max_wait_s`).
-    pub fn with_max_wait(mut self, max_wait: Duration) -> SimBackend {
+    pub(crate) fn with_max_wait(mut self, max_wait: Duration) -> SimBackend {
         self.max_wait = max_wait;
         self
     }
 
     /// The same simulation with a GPU-time budget of `seconds` (`measure.gpu_budget_s`).
-    pub fn with_budget(mut self, seconds: f64) -> SimBackend {
+    pub(crate) fn with_budget(mut self, seconds: f64) -> SimBackend {
         self.budget = crate::backend::GpuBudget::new(seconds);
         self
     }

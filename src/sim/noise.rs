@@ -134,7 +134,7 @@ impl Noise {
     }
 
     /// The shift of the next round measured alone: the walk one step on.
-    pub fn round_shift(&mut self) -> f64 {
+    pub(crate) fn round_shift(&mut self) -> f64 {
         self.drift += self.model.drift_sd * self.z();
         self.drift
     }
