@@ -554,64 +554,21 @@ pub(crate) fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
     let started = Instant::now();
     let (config, shapes): (Config, Vec<ShapeParams>) =
         crate::config::load_selected(&args.config, &args.shapes)?;
-    let device = BackendChoice::from_env()?;
     let good = resolve("GOOD", &args.good)?;
     let bad = resolve("BAD", &args.bad)?;
-    if good == bad {
-        bail!(
-            "GOOD and BAD are the same commit {}: nothing to bisect",
-            short_commit(&good)
-        );
-    }
-    if !git::is_ancestor(&good, &bad) {
-        bail!(
-            "GOOD {} is not an ancestor of BAD {}: bisect needs GOOD on BAD's first-parent history",
-            short_commit(&good),
-            short_commit(&bad)
-        );
-    }
-    let path = git::first_parent_path(&good, &bad).with_context(|| {
-        format!(
-            "cannot list the commits from GOOD {} to BAD {} with git",
-            short_commit(&good),
-            short_commit(&bad)
-        )
-    })?;
-    match path.first() {
-        Some(first) if git::first_parent(first).as_deref() == Some(good.as_str()) => {}
-        _ => bail!(
-            "GOOD {} is not on BAD {}'s first-parent history (it was merged from a side branch): pass a commit of that history as GOOD",
-            short_commit(&good),
-            short_commit(&bad)
-        ),
-    }
+    let path = first_parent_path(&good, &bad)?;
     let tmp = tempfile::Builder::new()
         .prefix("ci-gate-bisect-")
         .tempdir()
         .context("cannot create a temporary directory for the kernels of the commits")?;
-    let good_dir = tmp.path().join("good");
-    std::fs::create_dir_all(&good_dir)
-        .with_context(|| format!("cannot create {}", good_dir.display()))?;
-    let good_kernels = git::export_kernels(
-        &good,
-        &format!("GOOD {}", short_commit(&good)),
-        &args.kernels,
-        &good_dir,
-    )?;
-    let good_hash = crate::gpu::compile::KernelSource::read(&good_dir.join("attention.cu"))
-        .map_err(|e| anyhow::anyhow!("GOOD {}: {e}", short_commit(&good)))?
-        .hash;
+    let (good_kernels, good_hash) = export_good(&good, &args.kernels, tmp.path())?;
     crate::run::pipeline::on_hang(&config, None);
+    let device = BackendChoice::from_env()?;
     // The GPU's lock for the whole search: no other ci-gate run measures between its steps
     // (each step's pipeline takes it again, in this process: the same lock).
     let _gpu = crate::run::sharing::lock_gpu(device)?;
     let names: Vec<String> = shapes.iter().map(ShapeParams::name).collect();
     let commits: Vec<CommitInfo> = path.iter().map(|c| CommitInfo::read(c)).collect();
-    let good_info = CommitInfo::read(&good);
-    let bad_info = commits
-        .last()
-        .cloned()
-        .unwrap_or_else(|| CommitInfo::read(&bad));
     let measure_config = config.clone();
     let measure_shapes = args.shapes.clone();
     let mut seen = HashMap::new();
@@ -641,58 +598,20 @@ pub(crate) fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
     };
     let found = search(commits.len(), &mut judge);
     let steps = std::mem::take(&mut judge.steps);
-    let against_good: Vec<&StepReport> = steps.iter().filter(|s| s.role != Role::Confirm).collect();
-    let judged = against_good.len();
-    let measured = against_good
-        .iter()
-        .filter(|s| s.reused_from.is_none())
-        .count();
-    let skipped = against_good.iter().filter(|s| s.why.is_some()).count();
-    let (outcome, culprit, confirmed, candidates) = match &found {
-        Found::BadNotSlower => ("bad-not-slower", None, None, Vec::new()),
-        Found::BadSkipped(_) => ("bad-skipped", None, None, Vec::new()),
-        Found::Culprit {
-            index,
-            confirmation,
-        } => (
-            "culprit",
-            commits.get(*index).cloned(),
-            Some(*confirmation == Call::Slower),
-            Vec::new(),
-        ),
-        Found::Ambiguous(list) => (
-            "ambiguous",
-            None,
-            None,
-            list.iter()
-                .filter_map(|&i| commits.get(i).cloned())
-                .collect(),
-        ),
-    };
-    let report = BisectReport {
-        good: good_info,
-        bad: bad_info.clone(),
-        config: args.config.display().to_string(),
-        shapes: names.clone(),
-        margin: config.gate.max_p50_regression,
-        alpha: config.gate.alpha,
-        commits: commits.len(),
+    let bad_info = commits
+        .last()
+        .cloned()
+        .unwrap_or_else(|| CommitInfo::read(&bad));
+    let report = BisectReport::new(
+        &found,
         steps,
-        outcome: outcome.to_owned(),
-        culprit: culprit.clone(),
-        confirmed,
-        candidates,
-        judged,
-        measured,
-        skipped,
-        wall_s: started.elapsed().as_secs_f64(),
-        error_control: error_control(
-            config.gate.alpha,
-            config.gate.max_p50_regression,
-            names.len(),
-            judged,
-        ),
-    };
+        &commits,
+        (CommitInfo::read(&good), bad_info.clone()),
+        args,
+        &config,
+        names,
+        started,
+    );
     match args.format {
         BisectFormat::Table => print!("{}", render_text(&report)),
         BisectFormat::Json => {
@@ -705,9 +624,143 @@ pub(crate) fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
         crate::files::write_json(out, &report)
             .with_context(|| "the bisect report could not be saved")?;
     }
+    outcome(found, &report, &commits, &bad_info, &good, &config)
+}
+
+/// The commits on BAD's first-parent path after GOOD, oldest first: GOOD must be an
+/// ancestor of BAD, on that path, and another commit.
+fn first_parent_path(good: &str, bad: &str) -> Result<Vec<String>> {
+    if good == bad {
+        bail!(
+            "GOOD and BAD are the same commit {}: nothing to bisect",
+            short_commit(good)
+        );
+    }
+    if !git::is_ancestor(good, bad) {
+        bail!(
+            "GOOD {} is not an ancestor of BAD {}: bisect needs GOOD on BAD's first-parent history",
+            short_commit(good),
+            short_commit(bad)
+        );
+    }
+    let path = git::first_parent_path(good, bad).with_context(|| {
+        format!(
+            "cannot list the commits from GOOD {} to BAD {} with git",
+            short_commit(good),
+            short_commit(bad)
+        )
+    })?;
+    match path.first() {
+        Some(first) if git::first_parent(first).as_deref() == Some(good) => Ok(path),
+        _ => bail!(
+            "GOOD {} is not on BAD {}'s first-parent history (it was merged from a side branch): pass a commit of that history as GOOD",
+            short_commit(good),
+            short_commit(bad)
+        ),
+    }
+}
+
+/// GOOD's kernels, read with git into `dir/good`, with the hash of its attention.cu.
+fn export_good(good: &str, kernels: &Path, dir: &Path) -> Result<(BaseKernels, String)> {
+    let good_dir = dir.join("good");
+    std::fs::create_dir_all(&good_dir)
+        .with_context(|| format!("cannot create {}", good_dir.display()))?;
+    let k = git::export_kernels(
+        good,
+        &format!("GOOD {}", short_commit(good)),
+        kernels,
+        &good_dir,
+    )?;
+    let hash = crate::gpu::compile::KernelSource::read(&good_dir.join("attention.cu"))
+        .map_err(|e| anyhow::anyhow!("GOOD {}: {e}", short_commit(good)))?
+        .hash;
+    Ok((k, hash))
+}
+
+impl BisectReport {
+    /// The report of a search: its steps, what it found, and what each step's test
+    /// controls.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        found: &Found,
+        steps: Vec<StepReport>,
+        commits: &[CommitInfo],
+        (good, bad): (CommitInfo, CommitInfo),
+        args: &BisectArgs,
+        config: &Config,
+        names: Vec<String>,
+        started: Instant,
+    ) -> BisectReport {
+        let against_good: Vec<&StepReport> =
+            steps.iter().filter(|s| s.role != Role::Confirm).collect();
+        let judged = against_good.len();
+        let measured = against_good
+            .iter()
+            .filter(|s| s.reused_from.is_none())
+            .count();
+        let skipped = against_good.iter().filter(|s| s.why.is_some()).count();
+        let (outcome, culprit, confirmed, candidates) = match found {
+            Found::BadNotSlower => ("bad-not-slower", None, None, Vec::new()),
+            Found::BadSkipped(_) => ("bad-skipped", None, None, Vec::new()),
+            Found::Culprit {
+                index,
+                confirmation,
+            } => (
+                "culprit",
+                commits.get(*index).cloned(),
+                Some(*confirmation == Call::Slower),
+                Vec::new(),
+            ),
+            Found::Ambiguous(list) => (
+                "ambiguous",
+                None,
+                None,
+                list.iter()
+                    .filter_map(|&i| commits.get(i).cloned())
+                    .collect(),
+            ),
+        };
+        let shapes = names.len();
+        BisectReport {
+            good,
+            bad,
+            config: args.config.display().to_string(),
+            shapes: names,
+            margin: config.gate.max_p50_regression,
+            alpha: config.gate.alpha,
+            commits: commits.len(),
+            steps,
+            outcome: outcome.to_owned(),
+            culprit,
+            confirmed,
+            candidates,
+            judged,
+            measured,
+            skipped,
+            wall_s: started.elapsed().as_secs_f64(),
+            error_control: error_control(
+                config.gate.alpha,
+                config.gate.max_p50_regression,
+                shapes,
+                judged,
+            ),
+        }
+    }
+}
+
+/// The command's outcome: a confirmed culprit passes; anything else is no answer (exit 2),
+/// said in one sentence.
+fn outcome(
+    found: Found,
+    report: &BisectReport,
+    commits: &[CommitInfo],
+    bad: &CommitInfo,
+    good: &str,
+    config: &Config,
+) -> Result<Outcome> {
     let m = config.gate.max_p50_regression * 100.0;
     match found {
-        Found::Culprit { confirmation, .. } => match (confirmation, culprit) {
+        Found::Culprit { confirmation, .. } => match (confirmation, report.culprit.clone()) {
             (Call::Slower, Some(_)) => Ok(Outcome::Pass),
             (Call::Skipped(why), Some(c)) => bail!(
                 "the culprit {} was not confirmed: its A/B against its first parent could not be measured ({})",
@@ -721,13 +774,13 @@ pub(crate) fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
         },
         Found::BadNotSlower => bail!(
             "BAD {} is not slower than GOOD {} by more than {m:.1}% on the named shapes: nothing to bisect",
-            bad_info.short,
-            short_commit(&good)
+            bad.short,
+            short_commit(good)
         ),
         Found::BadSkipped(why) => bail!(
             "BAD {} could not be judged against GOOD {} ({why}): nothing to bisect",
-            bad_info.short,
-            short_commit(&good)
+            bad.short,
+            short_commit(good)
         ),
         Found::Ambiguous(list) => bail!(
             "skipped commits hide the first slower commit: it is one of {}",

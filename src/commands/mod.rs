@@ -1,8 +1,11 @@
-//! One module per subcommand; [`run`] dispatches.
+//! One module per subcommand (`worker` is the hidden `kernel-run`); [`run`] dispatches. The
+//! two other hidden commands are the engine's and the sandbox's: `run-request`
+//! (`run::child::run_request`) and `nvrtc-sandbox` (`gpu::sandbox::serve`). What several
+//! commands share lives below them, in `run` (the engine) and the modules it uses.
 
 mod baseline;
 mod bisect;
-pub(crate) mod ci;
+mod ci;
 mod comment;
 mod compare;
 mod compile;

@@ -18,7 +18,7 @@
 //! The design is the PR config's: 8 pairs, up to 24 for shapes the first look does not
 //! settle; 13 shapes per run, one of them changed.
 //!
-//! Requirements (README.md and docs/DECIDING.md, "Statistics"; issue 19): A/A ≤ 0.1% of shapes flagged; a true
+//! Requirements (docs/DECIDING.md, "Calibration"; issue 19): A/A ≤ 0.1% of shapes flagged; a true
 //! +2.0% ≤ 5% (≤ 10% with one throttled candidate round per stage); +2.5% ≥ 95% per shape;
 //! +3% ≥ 99% (also with one throttled base round); "Detectable" within 0.2 points of the
 //! simulated 80%-power change. Plus the stored-baseline path and i.i.d. sample files.
