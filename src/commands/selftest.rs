@@ -74,22 +74,7 @@ struct SelftestReport {
 }
 
 pub(crate) fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
-    if let Some(out) = &args.out {
-        crate::files::check_writable(out)?;
-    }
-    if args.trials == 0 {
-        bail!("--trials must be at least 1");
-    }
-    for &f in &args.scale {
-        if !(f > 1.0 && f < 2.0) {
-            bail!("--scale {f}: a slowdown factor between 1 and 2 (1.02 = +2%)");
-        }
-    }
-    if let Some(f) = args.inject
-        && !(f > 0.0 && f < 1.0)
-    {
-        bail!("--inject {f}: the slowdown must be a fraction between 0 and 1");
-    }
+    check_args(args)?;
     let dir = child::scratch("ci-gate-selftest-")?;
     // Every trial: the candidate against itself in a fresh process, with nothing else
     // measured (the peers would only lengthen every trial: selftest measures the gate itself).
@@ -115,84 +100,26 @@ pub(crate) fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
         r.shapes = names.clone();
         r.shard = None;
     });
-    let config = &ab.config;
-    let design = StageDesign {
-        stage1: config.measure.min_rounds,
-        max: config.measure.max_rounds,
-    };
+    let design = ab.design();
     let start = Instant::now();
-
-    // A/A at the design's largest number of pairs, one fresh process per trial.
-    let mut trials: Vec<Vec<ShapeResult>> = Vec::new();
-    let mut gpu = None;
-    for trial in 1..=args.trials {
-        let t0 = Instant::now();
-        let r = ab
-            .with(|r| r.rounds = Some(design.max))
-            .run_child(&child::file_in(&dir, &format!("trial{trial}.json")))?;
-        gpu = r.environment.as_ref().map(|e| e.gpu_name.clone());
-        trials.push(in_order(&r, &names)?);
-        eprintln!(
-            "trial {trial}/{}: {} shapes × {} A/A pairs ({:.0} s)",
-            args.trials,
-            names.len(),
-            design.max,
-            t0.elapsed().as_secs_f64()
-        );
-    }
-
-    // The rule on those pairs, as they are and scaled.
-    let gate = &config.gate;
-    let mut conditions = Vec::new();
-    for scale in std::iter::once(1.0).chain(args.scale.iter().copied()) {
-        let mut per_shape: Vec<Outcomes> = (0..names.len()).map(|_| Outcomes::default()).collect();
-        for trial in &trials {
-            for (s, shape) in trial.iter().enumerate() {
-                let (verdict, second) = decide_planned(shape, scale, design, gate)?;
-                let o = &mut per_shape[s];
-                o.flagged += u32::from(verdict == Verdict::Regression);
-                o.inconclusive += u32::from(verdict == Verdict::Inconclusive);
-                o.second_looks += u32::from(second);
-            }
-        }
-        conditions.push(Condition {
-            scale,
-            flagged: per_shape.iter().map(|o| o.flagged).sum(),
-            comparisons: args.trials * names.len() as u32,
-            per_shape,
-        });
-    }
-
-    // One real slowdown, injected in the candidate's graphs, under the normal design.
+    let (trials, gpu) = aa_trials(&ab, &dir, args.trials)?;
+    let scales: Vec<f64> = std::iter::once(1.0)
+        .chain(args.scale.iter().copied())
+        .collect();
+    let conditions = scales
+        .into_iter()
+        .map(|scale| condition(&trials, scale, design, &ab.config.gate))
+        .collect::<Result<Vec<_>>>()?;
     let injected = match args.inject {
-        Some(f) => {
-            let r = ab
-                .with(|r| r.inject = Some(f))
-                .run_child(&child::file_in(&dir, "injected.json"))?;
-            let shapes = in_order(&r, &names)?;
-            Some(Injected {
-                fraction: f,
-                caught: shapes
-                    .iter()
-                    .filter(|s| s.verdict == Verdict::Regression)
-                    .count() as u32,
-                shapes: shapes.len() as u32,
-                measured: shapes
-                    .iter()
-                    .map(|s| s.primary().map(|c| c.ratio - 1.0))
-                    .collect(),
-            })
-        }
+        Some(f) => Some(injected(&ab, &dir, f)?),
         None => None,
     };
-
     let stored_false_alarms = match args.stored_trials {
         0 => None,
         n => Some(stored_path(&ab, &dir, n)?),
     };
-
     let report = SelftestReport {
-        config: config.name.clone(),
+        config: ab.config.name.clone(),
         gpu,
         trials: args.trials,
         shapes: names,
@@ -216,6 +143,102 @@ pub(crate) fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
     Ok(Outcome::from_passed(
         aa_clean && report.stored_false_alarms.unwrap_or(0) == 0,
     ))
+}
+
+/// Refuses what cannot be a selftest before anything is measured.
+fn check_args(args: &SelftestArgs) -> Result<()> {
+    if let Some(out) = &args.out {
+        crate::files::check_writable(out)?;
+    }
+    if args.trials == 0 {
+        bail!("--trials must be at least 1");
+    }
+    for &f in &args.scale {
+        if !(f > 1.0 && f < 2.0) {
+            bail!("--scale {f}: a slowdown factor between 1 and 2 (1.02 = +2%)");
+        }
+    }
+    if let Some(f) = args.inject
+        && !(f > 0.0 && f < 1.0)
+    {
+        bail!("--inject {f}: the slowdown must be a fraction between 0 and 1");
+    }
+    Ok(())
+}
+
+/// A/A at the design's largest number of pairs, one fresh process per trial: every trial's
+/// shapes in the run's order, and the GPU they ran on.
+fn aa_trials(
+    ab: &Run,
+    dir: &tempfile::TempDir,
+    trials: u32,
+) -> Result<(Vec<Vec<ShapeResult>>, Option<String>)> {
+    let names = ab.shape_names();
+    let design = ab.design();
+    let mut out = Vec::new();
+    let mut gpu = None;
+    for trial in 1..=trials {
+        let t0 = Instant::now();
+        let r = ab
+            .with(|r| r.rounds = Some(design.max))
+            .run_child(&child::file_in(dir, &format!("trial{trial}.json")))?;
+        gpu = r.environment.as_ref().map(|e| e.gpu_name.clone());
+        out.push(in_order(&r, &names)?);
+        eprintln!(
+            "trial {trial}/{trials}: {} shapes × {} A/A pairs ({:.0} s)",
+            names.len(),
+            design.max,
+            t0.elapsed().as_secs_f64()
+        );
+    }
+    Ok((out, gpu))
+}
+
+/// The rule on the trials' pairs with every candidate time multiplied by `scale`.
+fn condition(
+    trials: &[Vec<ShapeResult>],
+    scale: f64,
+    design: StageDesign,
+    gate: &crate::config::GateSettings,
+) -> Result<Condition> {
+    let shapes = trials.first().map_or(0, Vec::len);
+    let mut per_shape: Vec<Outcomes> = (0..shapes).map(|_| Outcomes::default()).collect();
+    for trial in trials {
+        for (s, shape) in trial.iter().enumerate() {
+            let (verdict, second) = decide_planned(shape, scale, design, gate)?;
+            let o = &mut per_shape[s];
+            o.flagged += u32::from(verdict == Verdict::Regression);
+            o.inconclusive += u32::from(verdict == Verdict::Inconclusive);
+            o.second_looks += u32::from(second);
+        }
+    }
+    Ok(Condition {
+        scale,
+        flagged: per_shape.iter().map(|o| o.flagged).sum(),
+        comparisons: (trials.len() * shapes) as u32,
+        per_shape,
+    })
+}
+
+/// One real slowdown of `fraction`, injected in the candidate's graphs, under the normal
+/// design.
+fn injected(ab: &Run, dir: &tempfile::TempDir, fraction: f64) -> Result<Injected> {
+    let r = ab
+        .with(|r| r.inject = Some(fraction))
+        .run_child(&child::file_in(dir, "injected.json"))?;
+    let shapes = in_order(&r, &ab.shape_names())?;
+    Ok(Injected {
+        fraction,
+        caught: shapes
+            .iter()
+            .filter(|s| s.verdict == Verdict::Regression)
+            .count() as u32,
+        shapes: shapes.len() as u32,
+        measured: shapes
+            .iter()
+            .map(|s| s.primary().map(|c| c.ratio - 1.0))
+            .collect(),
+    })
 }
 
 /// The shapes of a measuring run in the order of `names`.

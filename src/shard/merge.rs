@@ -20,6 +20,7 @@ use crate::comparison::{StageDesign, StoredSide};
 use crate::config::{Config, ShapeParams};
 use crate::evaluate::evaluate;
 use crate::results::{BaselineRef, ResultsFile};
+use crate::shard::ShardInfo;
 use crate::verdict::Policy;
 
 /// What a merge judges by: everything that decides a verdict, none of it from a shard file.
@@ -67,11 +68,19 @@ pub(crate) fn label(path: &Path, r: &ResultsFile) -> String {
 
 /// The checks and the join, without comparing: pure.
 pub fn join(shards: Vec<(PathBuf, ResultsFile)>) -> Result<ResultsFile> {
-    let Some((first_path, first)) = shards.first() else {
+    let info = one_run(&shards)?;
+    Ok(joined(shards, &info))
+}
+
+/// The shard information of `shards` when they are the whole of one run: every shard
+/// reached a verdict, they agree in everything that makes them comparable, and every shard
+/// and every shape of the run is there exactly once.
+fn one_run(shards: &[(PathBuf, ResultsFile)]) -> Result<ShardInfo> {
+    if shards.is_empty() {
         bail!("no results files to merge");
-    };
+    }
     let mut infos = Vec::with_capacity(shards.len());
-    for (p, r) in &shards {
+    for (p, r) in shards {
         let Some(info) = &r.shard else {
             bail!(
                 "{}: not a shard (it has no shard information): merge joins the results of `--shard K/N` runs",
@@ -84,6 +93,75 @@ pub fn join(shards: Vec<(PathBuf, ResultsFile)>) -> Result<ResultsFile> {
         infos.push(info);
     }
     let info = infos[0].clone();
+    same_run(shards)?;
+    // Every shard exactly once.
+    let mut by_index: BTreeMap<u32, &Path> = BTreeMap::new();
+    for ((p, _), shard) in shards.iter().zip(&infos) {
+        let k = shard.index;
+        if let Some(other) = by_index.insert(k, p) {
+            bail!(
+                "shard {k}/{} is given twice: {} and {}",
+                info.count,
+                other.display(),
+                p.display()
+            );
+        }
+    }
+    let missing: Vec<String> = (1..=info.count)
+        .filter(|k| !by_index.contains_key(k))
+        .map(|k| format!("{k}/{}", info.count))
+        .collect();
+    if !missing.is_empty() {
+        bail!("shards missing: {}", missing.join(", "));
+    }
+
+    // Every shape exactly once, and only the run's.
+    let mut seen: HashMap<String, &Path> = HashMap::new();
+    for (p, r) in shards {
+        for s in &r.shapes {
+            if let Some(other) = seen.insert(s.name.clone(), p) {
+                bail!(
+                    "shape {} is in two shards: {} and {}",
+                    s.name,
+                    other.display(),
+                    p.display()
+                );
+            }
+            if !info.run_shapes.contains(&s.name) {
+                bail!(
+                    "{} has shape {}, which is not one of the run's",
+                    label(p, r),
+                    s.name
+                );
+            }
+        }
+    }
+    let absent: Vec<&str> = info
+        .run_shapes
+        .iter()
+        .filter(|n| !seen.contains_key(*n))
+        .map(String::as_str)
+        .collect();
+    if !absent.is_empty() {
+        bail!(
+            "{} of the run's {} shapes are in no shard: {}",
+            absent.len(),
+            info.run_shapes.len(),
+            absent.join(", ")
+        );
+    }
+
+    Ok(info)
+}
+
+/// Refuses shards that differ in anything that makes them comparable: their number, the
+/// config, the commit, both sides' kernels, the GPU model, the stored baseline, the run's
+/// shapes. The gate settings and the drift policy are not compared: merge takes neither
+/// from a shard (see `reevaluate`).
+fn same_run(shards: &[(PathBuf, ResultsFile)]) -> Result<()> {
+    let Some((first_path, first)) = shards.first() else {
+        return Ok(());
+    };
     // One run: everything that makes shards comparable must agree.
     let same = |what: &str, f: &dyn Fn(&ResultsFile) -> String| -> Result<()> {
         let want = f(first);
@@ -125,8 +203,6 @@ pub fn join(shards: Vec<(PathBuf, ResultsFile)>) -> Result<ResultsFile> {
             .map(|e| e.gpu_slug.clone())
             .unwrap_or_else(|| "unknown".into())
     })?;
-    // The gate settings and the drift policy are not compared: merge takes neither from a
-    // shard (see `reevaluate`).
     same("the stored baseline", &|r| {
         r.baseline
             .as_ref()
@@ -140,64 +216,13 @@ pub fn join(shards: Vec<(PathBuf, ResultsFile)>) -> Result<ResultsFile> {
             .unwrap_or_default()
     })?;
 
-    // Every shard exactly once.
-    let mut by_index: BTreeMap<u32, &Path> = BTreeMap::new();
-    for ((p, _), shard) in shards.iter().zip(&infos) {
-        let k = shard.index;
-        if let Some(other) = by_index.insert(k, p) {
-            bail!(
-                "shard {k}/{} is given twice: {} and {}",
-                info.count,
-                other.display(),
-                p.display()
-            );
-        }
-    }
-    let missing: Vec<String> = (1..=info.count)
-        .filter(|k| !by_index.contains_key(k))
-        .map(|k| format!("{k}/{}", info.count))
-        .collect();
-    if !missing.is_empty() {
-        bail!("shards missing: {}", missing.join(", "));
-    }
+    Ok(())
+}
 
-    // Every shape exactly once, and only the run's.
-    let mut seen: HashMap<String, &Path> = HashMap::new();
-    for (p, r) in &shards {
-        for s in &r.shapes {
-            if let Some(other) = seen.insert(s.name.clone(), p) {
-                bail!(
-                    "shape {} is in two shards: {} and {}",
-                    s.name,
-                    other.display(),
-                    p.display()
-                );
-            }
-            if !info.run_shapes.contains(&s.name) {
-                bail!(
-                    "{} has shape {}, which is not one of the run's",
-                    label(p, r),
-                    s.name
-                );
-            }
-        }
-    }
-    let absent: Vec<&str> = info
-        .run_shapes
-        .iter()
-        .filter(|n| !seen.contains_key(*n))
-        .map(String::as_str)
-        .collect();
-    if !absent.is_empty() {
-        bail!(
-            "{} of the run's {} shapes are in no shard: {}",
-            absent.len(),
-            info.run_shapes.len(),
-            absent.join(", ")
-        );
-    }
-
-    // The join: the run's order of shapes, every warning and note once.
+/// The join of shards of one run: the run's order of shapes, every warning, note and
+/// kernel's resources once, the profiling time summed, the latest time and the last
+/// shard's clocks after.
+fn joined(shards: Vec<(PathBuf, ResultsFile)>, info: &ShardInfo) -> ResultsFile {
     let count = shards.len();
     let mut shards = shards;
     shards.sort_by_key(|(_, r)| r.shard.as_ref().map(|s| s.index));
@@ -263,11 +288,38 @@ pub fn join(shards: Vec<(PathBuf, ResultsFile)>) -> Result<ResultsFile> {
         if uuids.len() > 1 { "s" } else { "" },
         info.run_shapes.len()
     ));
+    merged
+}
+
+/// Compares every shape again, over the whole run, under `rules`, then the verdict. From
+/// the shards only their measurements are used.
+fn reevaluate(mut merged: ResultsFile, rules: &Rules) -> Result<ResultsFile> {
+    check_shapes(&merged, rules)?;
+    let Some(env) = merged.environment.clone() else {
+        bail!("the shards record no GPU, so no stored baseline can be chosen for them");
+    };
+    let stored = stored_baseline(&mut merged, rules, &env)?;
+    let config = rules.config;
+    let cache = config.measure.cache;
+    apply_config(&mut merged, config)?;
+    let stored_of = |s: &crate::results::ShapeResult| -> Option<StoredSide> {
+        stored
+            .as_ref()
+            .and_then(|b| b.shape(&s.params, cache).map(|x| x.stored_side()))
+    };
+    let policy = Policy {
+        fail_on_drift: rules.fail_on_drift,
+    };
+    merged.gate = config.gate.clone();
+    merged.fail_on_drift = rules.fail_on_drift;
+    let gate = merged.gate.clone();
+    merged.passed = evaluate(&mut merged.shapes, stored_of, &gate, policy)?;
     Ok(merged)
 }
 
-/// Compares every shape again, over the whole run, under `rules`, then the verdict. From the shards only their measurements are used.
-fn reevaluate(mut merged: ResultsFile, rules: &Rules) -> Result<ResultsFile> {
+/// The shards' shapes must be exactly the rules' shapes, each with the parameters its name
+/// says.
+fn check_shapes(merged: &ResultsFile, rules: &Rules) -> Result<()> {
     let config = rules.config;
     // The run's shapes are the rules' shapes, each with the parameters its name says.
     let expected: BTreeMap<String, ShapeParams> =
@@ -302,12 +354,18 @@ fn reevaluate(mut merged: ResultsFile, rules: &Rules) -> Result<ResultsFile> {
             ),
         }
     }
-    let Some(env) = merged.environment.clone() else {
-        bail!("the shards record no GPU, so no stored baseline can be chosen for them");
-    };
+    Ok(())
+}
 
-    // The base commit's store decides whether a stored baseline exists: a shard that claims
-    // none cannot hide one, and one it claims must be the store's.
+/// The stored baseline the run is compared with: the base commit's store decides whether
+/// one exists (a shard that claims none cannot hide one, and one it claims must be the
+/// store's).
+fn stored_baseline(
+    merged: &mut ResultsFile,
+    rules: &Rules,
+    env: &crate::results::Environment,
+) -> Result<Option<crate::baseline::BaselineFile>> {
+    let config = rules.config;
     let store = BaselineStore::new(rules.baselines);
     let stored = store.load(&env.gpu_slug, &env.gpu_name, &config.name)?;
     match (&stored, &merged.baseline) {
@@ -344,8 +402,13 @@ fn reevaluate(mut merged: ResultsFile, rules: &Rules) -> Result<ResultsFile> {
         }
         _ => {}
     }
+    Ok(stored)
+}
 
-    // The config's rules, whatever the shards recorded.
+/// The config's rules on every shape, whatever the shards recorded (parity tolerances,
+/// design, cache mode), and an error on a shape whose shard lacks what `ci` always records
+/// of a measured shape, or whose base fails parity under those tolerances.
+fn apply_config(merged: &mut ResultsFile, config: &Config) -> Result<()> {
     let design = StageDesign {
         stage1: config.measure.min_rounds,
         max: config.measure.max_rounds,
@@ -396,19 +459,7 @@ fn reevaluate(mut merged: ResultsFile, rules: &Rules) -> Result<ResultsFile> {
             );
         }
     }
-    let stored_of = |s: &crate::results::ShapeResult| -> Option<StoredSide> {
-        stored
-            .as_ref()
-            .and_then(|b| b.shape(&s.params, cache).map(|x| x.stored_side()))
-    };
-    let policy = Policy {
-        fail_on_drift: rules.fail_on_drift,
-    };
-    merged.gate = config.gate.clone();
-    merged.fail_on_drift = rules.fail_on_drift;
-    let gate = merged.gate.clone();
-    merged.passed = evaluate(&mut merged.shapes, stored_of, &gate, policy)?;
-    Ok(merged)
+    Ok(())
 }
 
 #[cfg(test)]
