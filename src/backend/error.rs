@@ -42,8 +42,25 @@ pub enum GpuError {
     Sandbox(String),
     #[error("{what}: {cause}")]
     Driver { what: String, cause: DriverError },
+    /// A kernel source or module that does not keep the contract of `kernels/README.md`
+    /// (its launch constants, entry points, symbols), or a simulated kernel's directives:
+    /// one sentence naming the file.
     #[error("{0}")]
-    Invalid(String),
+    Kernel(String),
+    /// The kernel sets have no kernel for a shape (its dtype and head_dim).
+    #[error("{0}")]
+    Unsupported(String),
+    /// A shape this device cannot measure as configured (too large for its grid or memory, a
+    /// cold cache that does not exceed its L2).
+    #[error("shape {shape}: {why}")]
+    Shape { shape: String, why: String },
+    /// The gate's own measuring broke an invariant (or its trusted reference kernel
+    /// misbehaved): a fault of ci-gate, never of the kernel under test.
+    #[error("{0}")]
+    Internal(String),
+    /// A CUDA error a simulated kernel asks for (`ci-gate-sim: error=…`).
+    #[error("{0}")]
+    Simulated(String),
     /// A side whose kernels were never loaded ([`super::Side::Other`] before `load_other`).
     #[error("no {side} kernels are loaded")]
     NotLoaded { side: &'static str },

@@ -94,7 +94,7 @@ impl ConstantGuard {
                 .during(|| format!("finding {} in {}", section.symbol, src.path.display()))?;
             let (ptr, _record) = global.device_ptr(stream);
             let base = ptr.checked_sub(section.symbol_offset).ok_or_else(|| {
-                GpuError::Invalid(format!(
+                GpuError::Kernel(format!(
                     "{}: the driver placed {} below its section's start",
                     src.path.display(),
                     section.symbol
@@ -235,7 +235,7 @@ impl AttentionSet {
     pub fn get(&self, shape: &ShapeParams) -> Result<&Kernel, GpuError> {
         let key = (shape.dtype, shape.head_dim);
         let main = self.kernels.get(&key).ok_or_else(|| {
-            GpuError::Invalid(format!(
+            GpuError::Unsupported(format!(
                 "no attention kernel for {} head_dim {}",
                 shape.dtype, shape.head_dim
             ))
@@ -349,19 +349,19 @@ impl Kernels {
     pub fn reference(&self, dtype: Dtype) -> Result<&Kernel, GpuError> {
         self.reference
             .get(&dtype)
-            .ok_or_else(|| GpuError::Invalid(format!("no reference kernel for {dtype}")))
+            .ok_or_else(|| GpuError::Unsupported(format!("no reference kernel for {dtype}")))
     }
 
     pub(crate) fn reference_rows(&self, dtype: Dtype) -> Result<&Kernel, GpuError> {
         self.reference_rows
             .get(&dtype)
-            .ok_or_else(|| GpuError::Invalid(format!("no reference-rows kernel for {dtype}")))
+            .ok_or_else(|| GpuError::Unsupported(format!("no reference-rows kernel for {dtype}")))
     }
 
     pub(crate) fn reference_launches(&self, dtype: Dtype) -> Result<&Kernel, GpuError> {
-        self.reference_launches
-            .get(&dtype)
-            .ok_or_else(|| GpuError::Invalid(format!("no per-launch reference kernel for {dtype}")))
+        self.reference_launches.get(&dtype).ok_or_else(|| {
+            GpuError::Unsupported(format!("no per-launch reference kernel for {dtype}"))
+        })
     }
 
     pub(crate) fn fill_normal(&self, dtype: Dtype) -> &CudaFunction {
@@ -477,7 +477,7 @@ fn load_kernel(
     let values = raw::read_launch_constant(m, stream, &format!("{name}_launch"))
         .during(|| format!("reading {name}_launch in {}", src.path.display()))?;
     let [rows, threads, smem] = super::entries::launch(name, values, info.max_smem_optin)
-        .map_err(|why| GpuError::Invalid(format!("{}: {why}", src.path.display())))?;
+        .map_err(|why| GpuError::Kernel(format!("{}: {why}", src.path.display())))?;
     if smem > 48 * 1024 {
         func.set_attribute(
             CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -515,7 +515,7 @@ fn with_fill(
     let v = raw::read_i32_constant(m, stream, &symbol, 2)
         .during(|| format!("reading {symbol} in {}", src.path.display()))?;
     let fill = super::entries::fill(&kernel.name, [v[0], v[1]])
-        .map_err(|why| GpuError::Invalid(format!("{}: {why}", src.path.display())))?;
+        .map_err(|why| GpuError::Kernel(format!("{}: {why}", src.path.display())))?;
     kernel.fill = Some(fill);
     Ok(kernel)
 }
@@ -531,7 +531,7 @@ fn long_from(
 ) -> Result<u32, GpuError> {
     let symbol = format!("{long_name}_from");
     if !has_symbol(cubin, &symbol) {
-        return Err(GpuError::Invalid(format!(
+        return Err(GpuError::Kernel(format!(
             "{} has {long_name} but no {symbol}: the shortest seq_len it takes (kernels/README.md)",
             src.path.display()
         )));
@@ -539,7 +539,7 @@ fn long_from(
     let from = raw::read_i32_constant(m, stream, &symbol, 1)
         .during(|| format!("reading {symbol} in {}", src.path.display()))?[0];
     super::entries::long_from(long_name, from)
-        .map_err(|why| GpuError::Invalid(format!("{}: {why}", src.path.display())))
+        .map_err(|why| GpuError::Kernel(format!("{}: {why}", src.path.display())))
 }
 
 /// A timed kernel's optional `NAME_tma`: whether it takes the q, k, v tensor maps. Looked up
@@ -558,7 +558,7 @@ fn with_tma(
     let layout = raw::read_i32_constant(m, stream, &symbol, 1)
         .during(|| format!("reading {symbol} in {}", src.path.display()))?[0];
     super::entries::tma(&kernel.name, layout)
-        .map_err(|why| GpuError::Invalid(format!("{}: {why}", src.path.display())))?;
+        .map_err(|why| GpuError::Kernel(format!("{}: {why}", src.path.display())))?;
     kernel.tma = true;
     Ok(kernel)
 }

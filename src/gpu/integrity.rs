@@ -175,7 +175,7 @@ impl RefSet {
         let host = gpu.read_back(&refs, || format!("the reference outputs of {shape}"))?;
         let bad = host.iter().filter(|x| !x.is_finite()).count();
         if bad > 0 {
-            return Err(GpuError::Invalid(format!(
+            return Err(GpuError::Internal(format!(
                 "the reference kernel left {bad} of {} elements unwritten or non-finite on shape {shape}",
                 host.len()
             )));
@@ -275,9 +275,12 @@ impl KvRefs {
         key: RunKey,
     ) -> Result<KvRefs, GpuError> {
         let per_set = shape.elements();
-        let total = per_set.checked_mul(seeds.len()).ok_or_else(|| {
-            GpuError::Invalid(format!("shape {shape}: the input sets are too large"))
-        })?;
+        let total = per_set
+            .checked_mul(seeds.len())
+            .ok_or_else(|| GpuError::Shape {
+                shape: shape.name(),
+                why: "the input sets are too large".into(),
+            })?;
         let alloc = || {
             raw::alloc_zeros::<u16>(&gpu.stream, total)
                 .during(|| format!("allocating the reference's inputs of {shape}"))
@@ -341,7 +344,7 @@ impl KvRefs {
         sums: &mut CudaSlice<u64>,
     ) -> Result<(), GpuError> {
         if sets.len() != self.seeds.len() || sums.len() < 2 {
-            return Err(GpuError::Invalid(format!(
+            return Err(GpuError::Internal(format!(
                 "{} input sets for {} seeds",
                 sets.len(),
                 self.seeds.len()
@@ -432,10 +435,9 @@ impl LaunchSecrets {
             head_dim: shape.head_dim as usize,
             nrows: ROWS_PER_LAUNCH,
         };
-        let too_large = || {
-            GpuError::Invalid(format!(
-                "shape {shape}: the per-launch inputs are too large"
-            ))
+        let too_large = || GpuError::Shape {
+            shape: shape.name(),
+            why: "the per-launch inputs are too large".into(),
         };
         let total = n.checked_mul(launches).ok_or_else(too_large)?;
         let compact = geometry.compact().ok_or_else(too_large)?;
@@ -643,8 +645,9 @@ impl OutputSlots {
         let tail = 64 * rng.random_range(1..=256u64);
         gaps.push((at, tail));
         at += tail;
-        let total = usize::try_from(at).map_err(|_| {
-            GpuError::Invalid(format!("shape {shape}: the output slots are too large"))
+        let total = usize::try_from(at).map_err(|_| GpuError::Shape {
+            shape: shape.name(),
+            why: "the output slots are too large".into(),
         })?;
         let per_launch =
             (shape.batch * shape.heads) as u64 * ROWS_PER_LAUNCH as u64 * u64::from(shape.head_dim);
@@ -725,7 +728,7 @@ impl OutputSlots {
     ) -> Result<(), GpuError> {
         let slots = self.launches();
         if secrets.geometry.launches != slots {
-            return Err(GpuError::Invalid(format!(
+            return Err(GpuError::Internal(format!(
                 "{slots} output slots but {} launches' references",
                 secrets.geometry.launches
             )));

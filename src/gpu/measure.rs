@@ -82,15 +82,21 @@ pub(crate) fn sets_for(
                 .mem_get_info()
                 .during(|| "reading free device memory".into())?;
             if total > free as u64 / 2 {
-                return Err(GpuError::Invalid(format!(
-                    "shape {shape}: a cold-cache working set of {total} bytes does not fit in half the free device memory"
-                )));
+                return Err(GpuError::Shape {
+                    shape: shape.name(),
+                    why: format!(
+                        "a cold-cache working set of {total} bytes does not fit in half the free device memory"
+                    ),
+                });
             }
             if total <= gpu.info.l2_bytes {
-                return Err(GpuError::Invalid(format!(
-                    "shape {shape}: cold-cache working set {total} bytes does not exceed L2 ({} bytes)",
-                    gpu.info.l2_bytes
-                )));
+                return Err(GpuError::Shape {
+                    shape: shape.name(),
+                    why: format!(
+                        "cold-cache working set {total} bytes does not exceed L2 ({} bytes)",
+                        gpu.info.l2_bytes
+                    ),
+                });
             }
             Ok(sets as usize)
         }
@@ -265,7 +271,7 @@ pub fn measure_pairs(
             add_phase(t, |p| &mut p.preparing_s);
         }
         let [Some(mut base_round), Some(mut cand_round)] = prepared else {
-            return Err(GpuError::Invalid(format!(
+            return Err(GpuError::Internal(format!(
                 "a pair of rounds on shape {} was not prepared",
                 b.shape
             )));
@@ -579,7 +585,7 @@ fn capture_graph(
         });
     captured?;
     let graph = graph?.ok_or_else(|| {
-        GpuError::Invalid(format!("the CUDA graph for shape {shape} came back empty"))
+        GpuError::Internal(format!("the CUDA graph for shape {shape} came back empty"))
     })?;
     Ok(graph)
 }
@@ -717,7 +723,7 @@ fn take_sample(
     let (gpu, shape, settings) = (b.gpu, b.shape, b.settings);
     let sample = round.values.len();
     let Some((start, end)) = round.events.get(sample) else {
-        return Err(GpuError::Invalid(format!(
+        return Err(GpuError::Internal(format!(
             "more samples than the {} of a round on shape {shape}",
             round.events.len()
         )));
@@ -935,7 +941,7 @@ pub(crate) fn calibrate_spin(gpu: &Gpu) -> Result<SpinCalibration, GpuError> {
             .during(|| "capturing spin kernels".into());
         captured.during(|| "capturing spin kernels".into())?;
         let graph =
-            graph?.ok_or_else(|| GpuError::Invalid("the spin graph came back empty".into()))?;
+            graph?.ok_or_else(|| GpuError::Internal("the spin graph came back empty".into()))?;
         graph
             .launch()
             .during(|| "replaying the spin graph".into())?;
@@ -965,7 +971,7 @@ pub(crate) fn calibrate_spin(gpu: &Gpu) -> Result<SpinCalibration, GpuError> {
     let (t1, t2) = (time(c1)?, time(c2)?);
     let us_per_cycle = (t2 - t1) / (c2 - c1) as f64;
     if us_per_cycle.is_nan() || us_per_cycle <= 0.0 {
-        return Err(GpuError::Invalid(format!(
+        return Err(GpuError::Internal(format!(
             "spin calibration failed: {c1} cycles took {t1:.3} µs and {c2} took {t2:.3} µs"
         )));
     }

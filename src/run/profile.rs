@@ -157,10 +157,7 @@ fn profile_with(
         for (side, kernels) in plan {
             let left = budget.saturating_sub(started.elapsed());
             let outcome = if left.is_zero() {
-                Err(format!(
-                    "the profiling budget ({} s) ran out",
-                    args.profile_budget_s
-                ))
+                Err(ProfileError::BudgetSpent(args.profile_budget_s))
             } else {
                 profile_one(&ncu, args, sides.config, kernels, harness, name, side, left)
             };
@@ -170,7 +167,7 @@ fn profile_with(
                     _ => profile.candidate = Some(p),
                 },
                 Err(e) => {
-                    if e.contains("ERR_NVGPUCTRPERM") {
+                    if matches!(e, ProfileError::CountersBlocked) {
                         blocked = Some(
                             "ncu may not read this GPU's performance counters (ERR_NVGPUCTRPERM): allow it for non-admin users (NVreg_RestrictProfilingToAdminUsers=0) on the runner".into(),
                         );
@@ -206,6 +203,28 @@ fn profile_with(
     Ok(())
 }
 
+/// Why one side of one shape was not profiled. A GPU whose counters ncu may not read
+/// ([`ProfileError::CountersBlocked`]) stops the profiling of the run; the rest is said on
+/// the shape.
+#[derive(Debug, thiserror::Error)]
+enum ProfileError {
+    #[error("the profiling budget ({0} s) ran out")]
+    BudgetSpent(u64),
+    #[error("ncu timed out after {0:.0} s")]
+    TimedOut(f64),
+    /// ncu may not read this GPU's performance counters.
+    #[error("ncu failed (ERR_NVGPUCTRPERM)")]
+    CountersBlocked,
+    /// ncu failed otherwise: the last line it printed.
+    #[error("ncu failed ({0})")]
+    Failed(String),
+    #[error("ncu --import failed ({0})")]
+    Import(String),
+    /// ncu could not be started, or its raw page not read.
+    #[error("{0}")]
+    Tool(String),
+}
+
 /// One side of one shape: ncu on a `kernel-run` process, then its raw page read back.
 #[allow(clippy::too_many_arguments)]
 fn profile_one(
@@ -217,7 +236,7 @@ fn profile_one(
     shape: &str,
     side: &str,
     limit: Duration,
-) -> Result<KernelProfile, String> {
+) -> Result<KernelProfile, ProfileError> {
     // The shape name is a validated config name and `side` a constant: a plain file name.
     let stem = format!("{shape}-{side}");
     let rep = args.profile_dir.join(format!("{stem}.ncu-rep"));
@@ -230,7 +249,7 @@ fn profile_one(
         no_reference: true,
     }
     .args()
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| ProfileError::Tool(e.to_string()))?;
     let mut cmd = Command::new(ncu);
     restrict(&mut cmd, Child::Gpu);
     // --clock-control none: the GPU's clocks as the gate measured them (and never changed).
@@ -250,31 +269,31 @@ fn profile_one(
         .arg(args.profile_dir.join(&stem))
         .arg("--force-overwrite")
         .args(&program);
-    let ran = tool::run_bounded(cmd, limit).map_err(|e| e.to_string())?;
+    let ran = tool::run_bounded(cmd, limit).map_err(|e| ProfileError::Tool(e.to_string()))?;
     if ran.timed_out() {
-        return Err(format!("ncu timed out after {:.0} s", ran.seconds));
+        return Err(ProfileError::TimedOut(ran.seconds));
     }
     if !ran.success() || !rep.is_file() {
-        let why = if ran.output.contains("ERR_NVGPUCTRPERM") {
-            "ERR_NVGPUCTRPERM".to_string()
+        return Err(if ran.output.contains("ERR_NVGPUCTRPERM") {
+            ProfileError::CountersBlocked
         } else {
-            ran.last_line()
-        };
-        return Err(format!("ncu failed ({why})"));
+            ProfileError::Failed(ran.last_line())
+        });
     }
     let mut cmd = Command::new(ncu);
     restrict(&mut cmd, Child::Gpu)
         .arg("--import")
         .arg(&rep)
         .args(["--csv", "--page", "raw", "--print-units", "base"]);
-    let ran = tool::run_bounded(cmd, Duration::from_secs(120)).map_err(|e| e.to_string())?;
+    let ran = tool::run_bounded(cmd, Duration::from_secs(120))
+        .map_err(|e| ProfileError::Tool(e.to_string()))?;
     if !ran.success() {
-        return Err(format!("ncu --import failed ({})", ran.last_line()));
+        return Err(ProfileError::Import(ran.last_line()));
     }
     // ncu's own messages (`==PROF==`, warnings) may share the output: the CSV's lines are
     // the quoted ones.
     let csv: Vec<&str> = ran.output.lines().filter(|l| l.starts_with('"')).collect();
-    let mut p = parse_raw_csv(&csv.join("\n"), "attention_fwd_")?;
+    let mut p = parse_raw_csv(&csv.join("\n"), "attention_fwd_").map_err(ProfileError::Tool)?;
     p.report_file = Some(format!("{stem}.ncu-rep"));
     Ok(p)
 }

@@ -312,7 +312,7 @@ impl SimBackend {
             let src = KernelSource::read(&dir.join("attention.cu"))?;
             crate::gpu::lexcheck::check_no_file_access(&src.text, &src.path.display().to_string())?;
             SimKernel::parse(&src.text, &src.hash)
-                .map_err(|e| GpuError::Invalid(format!("{}: {e}", src.path.display())))
+                .map_err(|e| GpuError::Kernel(format!("{}: {e}", src.path.display())))
         };
         let first = read(harness)?;
         let (base, cand) = match candidate {
@@ -345,7 +345,7 @@ impl SimBackend {
             );
         }
         if SimKernel::hits(&k.error, shape) {
-            return Err(GpuError::Invalid(format!(
+            return Err(GpuError::Simulated(format!(
                 "kernel attention_fwd of the {} on shape {shape}: CUDA_ERROR_ILLEGAL_ADDRESS (simulated)",
                 side.label()
             )));
@@ -575,7 +575,7 @@ impl Backend for SimBackend {
         let src = KernelSource::read(&dir.join("attention.cu"))?;
         self.other = Some(
             SimKernel::parse(&src.text, &src.hash)
-                .map_err(|e| GpuError::Invalid(format!("{}: {e}", src.path.display())))?,
+                .map_err(|e| GpuError::Kernel(format!("{}: {e}", src.path.display())))?,
         );
         Ok(())
     }

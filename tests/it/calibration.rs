@@ -282,12 +282,10 @@ impl Backend for Replay<'_> {
         _: Tolerance,
         _: u64,
     ) -> Result<ci_gate::results::Parity, GpuError> {
-        Err(GpuError::Invalid("the replay measures no parity".into()))
+        Err(GpuError::Misuse("the replay measures no parity"))
     }
     fn load_other(&mut self, _: &Path, _: &[String]) -> Result<(), GpuError> {
-        Err(GpuError::Invalid(
-            "the replay has no third kernel set".into(),
-        ))
+        Err(GpuError::Misuse("the replay has no third kernel set"))
     }
     fn begin(
         &mut self,
@@ -303,7 +301,7 @@ impl Backend for Replay<'_> {
             .params
             .iter()
             .position(|p| p == shape)
-            .ok_or_else(|| GpuError::Invalid(format!("no drawn shape {shape}")))?;
+            .ok_or_else(|| GpuError::Unsupported(format!("no drawn shape {shape}")))?;
         self.begun
             .push((i, [Measurement::empty(), Measurement::empty()], Vec::new()));
         Ok(self.begun.len() - 1)
@@ -322,7 +320,7 @@ impl Backend for Replay<'_> {
         Ok(PairOrder::BaseFirst)
     }
     fn round(&mut self, _: ShapeId) -> Result<(), GpuError> {
-        Err(GpuError::Invalid("the replay measures pairs".into()))
+        Err(GpuError::Misuse("the replay measures pairs"))
     }
     fn energy(&mut self, _: ShapeId, _: u32, _: u32) -> Result<Option<String>, GpuError> {
         Ok(Some("replayed timings carry no energy".into()))
