@@ -11,7 +11,7 @@
 //! of a shape, and the measurements it appends to.
 
 pub(crate) mod error;
-pub(crate) mod shapes;
+pub mod shapes;
 
 use std::path::Path;
 
@@ -19,6 +19,7 @@ use crate::config::{MeasureSettings, ShapeParams, Tolerance};
 use crate::resources::{KernelResources, ResourceSide};
 use crate::results::{Environment, GpuProcess, GpuState, PairOrder, Parity};
 pub use error::GpuError;
+pub use shapes::Bookkeeping;
 
 /// Which kernels a measurement is of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -180,14 +181,27 @@ pub trait Backend {
         rounds: u32,
         updates: u32,
     ) -> Result<Option<String>, GpuError>;
+    /// The shapes begun, as the backend keeps them (both of ci-gate's in
+    /// [`shapes::ShapeSlots`]): what the four methods below read and drop.
+    fn shapes(&self) -> &dyn Bookkeeping;
+    /// [`Backend::shapes`], to drop from.
+    fn shapes_mut(&mut self) -> &mut dyn Bookkeeping;
     /// Forgets the last pair (or round).
-    fn drop_last(&mut self, id: ShapeId);
+    fn drop_last(&mut self, id: ShapeId) {
+        self.shapes_mut().drop_last(id);
+    }
     /// What side `index` (of those given to `begin`) measured so far.
-    fn measurement(&self, id: ShapeId, index: usize) -> &Measurement;
+    fn measurement(&self, id: ShapeId, index: usize) -> &Measurement {
+        self.shapes().measurement(id, index)
+    }
     /// The order of each pair kept.
-    fn orders(&self, id: ShapeId) -> &[PairOrder];
+    fn orders(&self, id: ShapeId) -> &[PairOrder] {
+        self.shapes().orders(id)
+    }
     /// Releases the shape's buffers.
-    fn end(&mut self, id: ShapeId);
+    fn end(&mut self, id: ShapeId) {
+        self.shapes_mut().end(id);
+    }
     /// Where the measuring's time went so far.
     fn phase_times(&self) -> PhaseTimes;
     /// What the compiler gave the kernels of `side` (base or candidate) that run `shapes`,

@@ -12,7 +12,7 @@ use crate::config::{MeasureSettings, ShapeParams, Tolerance};
 use crate::results::PairOrder;
 
 /// One shape being measured.
-pub(crate) struct ShapeSlot<T> {
+pub struct ShapeSlot<T> {
     pub params: ShapeParams,
     /// The sides in the order `begin` was given them, each with what it measured so far.
     pub sides: Vec<(Side, Measurement)>,
@@ -49,7 +49,7 @@ impl<T> ShapeSlot<T> {
 }
 
 /// The shapes begun, by id; an ended shape's slot is empty.
-pub(crate) struct ShapeSlots<T> {
+pub struct ShapeSlots<T> {
     slots: Vec<Option<ShapeSlot<T>>>,
 }
 
@@ -61,7 +61,7 @@ impl<T> Default for ShapeSlots<T> {
 
 impl<T> ShapeSlots<T> {
     /// Keeps a shape just begun; its id.
-    pub(crate) fn begin(&mut self, slot: ShapeSlot<T>) -> ShapeId {
+    pub fn begin(&mut self, slot: ShapeSlot<T>) -> ShapeId {
         self.slots.push(Some(slot));
         self.slots.len() - 1
     }
@@ -72,11 +72,7 @@ impl<T> ShapeSlots<T> {
     }
 
     /// The shape `id` to measure `what` of ("a pair", "energy"): an error once it was ended.
-    pub(crate) fn live(
-        &mut self,
-        id: ShapeId,
-        what: &'static str,
-    ) -> Result<&mut ShapeSlot<T>, GpuError> {
+    pub fn live(&mut self, id: ShapeId, what: &'static str) -> Result<&mut ShapeSlot<T>, GpuError> {
         self.slots
             .get_mut(id)
             .and_then(Option::as_mut)
@@ -93,15 +89,28 @@ impl<T> ShapeSlots<T> {
     }
 
     /// Brings back a shape [`ShapeSlots::take`] took.
-    pub(crate) fn put(&mut self, id: ShapeId, slot: ShapeSlot<T>) {
+    pub fn put(&mut self, id: ShapeId, slot: ShapeSlot<T>) {
         if let Some(s) = self.slots.get_mut(id) {
             *s = Some(slot);
         }
     }
+}
 
-    /// [`super::Backend::drop_last`]: forgets the last round of every side, and the last
-    /// pair's order.
-    pub fn drop_last(&mut self, id: ShapeId) {
+/// What the pipeline reads and drops of the shapes a backend measures (through
+/// [`super::Backend`]'s provided methods), whatever else the backend keeps of them.
+pub trait Bookkeeping {
+    /// Forgets the last round of every side of shape `id`, and the last pair's order.
+    fn drop_last(&mut self, id: ShapeId);
+    /// What side `index` of shape `id` measured so far; nothing once it was ended.
+    fn measurement(&self, id: ShapeId, index: usize) -> &Measurement;
+    /// The order of each pair of shape `id` kept.
+    fn orders(&self, id: ShapeId) -> &[PairOrder];
+    /// Forgets shape `id` (and drops what its state holds).
+    fn end(&mut self, id: ShapeId);
+}
+
+impl<T> Bookkeeping for ShapeSlots<T> {
+    fn drop_last(&mut self, id: ShapeId) {
         if let Some(s) = self.slots.get_mut(id).and_then(Option::as_mut) {
             for (_, m) in &mut s.sides {
                 m.drop_last();
@@ -112,21 +121,18 @@ impl<T> ShapeSlots<T> {
         }
     }
 
-    /// [`super::Backend::measurement`]: nothing for an ended or unknown shape.
-    pub(crate) fn measurement(&self, id: ShapeId, index: usize) -> &Measurement {
+    fn measurement(&self, id: ShapeId, index: usize) -> &Measurement {
         match self.get(id).and_then(|s| s.sides.get(index)) {
             Some((_, m)) => m,
             None => empty_measurement(),
         }
     }
 
-    /// [`super::Backend::orders`].
-    pub(crate) fn orders(&self, id: ShapeId) -> &[PairOrder] {
+    fn orders(&self, id: ShapeId) -> &[PairOrder] {
         self.get(id).map_or(&[], |s| &s.orders)
     }
 
-    /// [`super::Backend::end`]: forgets the shape (and drops what its state holds).
-    pub(crate) fn end(&mut self, id: ShapeId) {
+    fn end(&mut self, id: ShapeId) {
         if let Some(slot) = self.slots.get_mut(id) {
             *slot = None;
         }

@@ -13,7 +13,7 @@ use super::measure::{
 };
 use super::parity::check_parity;
 use crate::backend::shapes::{ShapeSlot, ShapeSlots};
-use crate::backend::{Backend, Measurement, PhaseTimes, ShapeId, Side};
+use crate::backend::{Backend, Bookkeeping, Measurement, PhaseTimes, ShapeId, Side};
 use crate::config::{MeasureSettings, ShapeParams, Tolerance};
 use crate::resources::KernelResources;
 use crate::results::{Environment, GpuState, PairOrder, Parity};
@@ -357,20 +357,12 @@ impl Backend for CudaBackend {
         result
     }
 
-    fn drop_last(&mut self, id: ShapeId) {
-        self.shapes.drop_last(id);
+    fn shapes(&self) -> &dyn Bookkeeping {
+        &self.shapes
     }
 
-    fn measurement(&self, id: ShapeId, index: usize) -> &Measurement {
-        self.shapes.measurement(id, index)
-    }
-
-    fn orders(&self, id: ShapeId) -> &[PairOrder] {
-        self.shapes.orders(id)
-    }
-
-    fn end(&mut self, id: ShapeId) {
-        self.shapes.end(id);
+    fn shapes_mut(&mut self) -> &mut dyn Bookkeeping {
+        &mut self.shapes
     }
 
     fn phase_times(&self) -> PhaseTimes {

@@ -37,7 +37,7 @@ pub mod noise;
 use rand::RngExt;
 
 use crate::backend::shapes::{ShapeSlot, ShapeSlots};
-use crate::backend::{Backend, GpuError, Measurement, PhaseTimes, ShapeId, Side};
+use crate::backend::{Backend, Bookkeeping, GpuError, PhaseTimes, ShapeId, Side};
 use crate::config::{MeasureSettings, ShapeParams, Tolerance};
 use crate::gpu::compile::KernelSource;
 use crate::resources::KernelResources;
@@ -694,20 +694,12 @@ impl Backend for SimBackend {
         Ok(None)
     }
 
-    fn drop_last(&mut self, id: ShapeId) {
-        self.shapes.drop_last(id);
+    fn shapes(&self) -> &dyn Bookkeeping {
+        &self.shapes
     }
 
-    fn measurement(&self, id: ShapeId, index: usize) -> &Measurement {
-        self.shapes.measurement(id, index)
-    }
-
-    fn orders(&self, id: ShapeId) -> &[PairOrder] {
-        self.shapes.orders(id)
-    }
-
-    fn end(&mut self, id: ShapeId) {
-        self.shapes.end(id);
+    fn shapes_mut(&mut self) -> &mut dyn Bookkeeping {
+        &mut self.shapes
     }
 
     fn phase_times(&self) -> PhaseTimes {

@@ -34,7 +34,8 @@ use rand_chacha::ChaCha8Rng;
 
 use std::path::{Path, PathBuf};
 
-use ci_gate::backend::{Backend, GpuError, Measurement, PhaseTimes, ShapeId, Side};
+use ci_gate::backend::shapes::{ShapeSlot, ShapeSlots};
+use ci_gate::backend::{Backend, Bookkeeping, GpuError, PhaseTimes, ShapeId, Side};
 use ci_gate::cli::ConfigArgs;
 use ci_gate::comparison::{StageDesign, StoredSide};
 use ci_gate::config::{CacheMode, Dtype, GateSettings, ShapeParams};
@@ -233,9 +234,11 @@ fn replay_config(shapes: usize, design: StageDesign) -> Config {
 /// A measuring backend that serves pre-drawn pairs: shape `i` of the config gets the pairs
 /// of `shapes[i]`, drawn as the pipeline asks for them.
 struct Replay<'a> {
-    shapes: &'a mut [AbShape],
+    drawn: &'a mut [AbShape],
     params: Vec<ShapeParams>,
-    begun: Vec<(usize, [Measurement; 2], Vec<PairOrder>)>,
+    /// The shapes begun (as the real backends keep them), each with the index of its drawn
+    /// pairs.
+    begun: ShapeSlots<usize>,
 }
 
 impl Backend for Replay<'_> {
@@ -290,11 +293,11 @@ impl Backend for Replay<'_> {
     fn begin(
         &mut self,
         shape: &ShapeParams,
-        _: &[Side],
-        _: &MeasureSettings,
-        _: Tolerance,
+        sides: &[Side],
+        settings: &MeasureSettings,
+        tolerance: Tolerance,
         _: Option<f64>,
-        _: u64,
+        coin_seed: u64,
         _: u64,
     ) -> Result<ShapeId, GpuError> {
         let i = self
@@ -302,21 +305,21 @@ impl Backend for Replay<'_> {
             .iter()
             .position(|p| p == shape)
             .ok_or_else(|| GpuError::Unsupported(format!("no drawn shape {shape}")))?;
-        self.begun
-            .push((i, [Measurement::empty(), Measurement::empty()], Vec::new()));
-        Ok(self.begun.len() - 1)
+        Ok(self.begun.begin(ShapeSlot::new(
+            *shape, sides, settings, tolerance, coin_seed, i,
+        )))
     }
     fn pair(&mut self, id: ShapeId) -> Result<PairOrder, GpuError> {
-        let (i, m, orders) = &mut self.begun[id];
-        let n = m[1].rounds.len();
-        let s = self.shapes[*i].ensure(n + 1);
+        let slot = self.begun.live(id, "a pair")?;
+        let n = slot.sides[1].1.rounds.len();
+        let s = self.drawn[slot.state].ensure(n + 1);
         let (base, cand) = (s.base[n].clone(), s.cand[n].clone());
-        for (side, round) in m.iter_mut().zip([base, cand]) {
+        for ((_, side), round) in slot.sides.iter_mut().zip([base, cand]) {
             side.rounds.push(round);
             side.clock_events.push(0);
             side.launches_per_sample = 100;
         }
-        orders.push(PairOrder::BaseFirst);
+        slot.orders.push(PairOrder::BaseFirst);
         Ok(PairOrder::BaseFirst)
     }
     fn round(&mut self, _: ShapeId) -> Result<(), GpuError> {
@@ -326,18 +329,12 @@ impl Backend for Replay<'_> {
         Ok(Some("replayed timings carry no energy".into()))
     }
 
-    fn drop_last(&mut self, id: ShapeId) {
-        let (_, m, orders) = &mut self.begun[id];
-        m.iter_mut().for_each(Measurement::drop_last);
-        orders.pop();
+    fn shapes(&self) -> &dyn Bookkeeping {
+        &self.begun
     }
-    fn measurement(&self, id: ShapeId, index: usize) -> &Measurement {
-        &self.begun[id].1[index]
+    fn shapes_mut(&mut self) -> &mut dyn Bookkeeping {
+        &mut self.begun
     }
-    fn orders(&self, id: ShapeId) -> &[PairOrder] {
-        &self.begun[id].2
-    }
-    fn end(&mut self, _: ShapeId) {}
     fn phase_times(&self) -> PhaseTimes {
         PhaseTimes::default()
     }
@@ -378,9 +375,9 @@ fn shipped(shapes: &mut [AbShape], gate: &GateSettings) -> Outcome {
     // The device is the replay below, not the GPU the run would open.
     let run = Run::with_config(request, config, BackendChoice::Gpu).expect("the replay's run");
     let mut replay = Replay {
-        shapes,
+        drawn: shapes,
         params,
-        begun: Vec::new(),
+        begun: ShapeSlots::default(),
     };
     let results = run
         .measure_with(&mut replay, std::time::Instant::now())
