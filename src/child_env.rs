@@ -44,7 +44,7 @@ const GIT: &[&str] = &[
 /// Of ci-gate's own variables only the runner's settings pass, by name (an allow-list, so a
 /// variable added one day passes only when someone decides it should):
 /// - `CI_GATE_CACHE_DIR`: where compiled kernels are cached (`gpu::compile`);
-/// - `CI_GATE_PYTHON`: the interpreter of the PyTorch peer worker (`commands::peer`);
+/// - `CI_GATE_PYTHON`: the interpreter of the PyTorch peer worker (`run::peer`);
 /// - `CI_GATE_ALLOW_UNCONFINED_NVRTC`: the runner owner's leave to compile where the sandbox
 ///   cannot confine NVRTC (`gpu::sandbox`), which a `--devices` child compiling needs.
 ///

@@ -1,7 +1,7 @@
 //! Peers: other implementations of the same attention, measured on the same shapes in the
 //! same run, so that every report answers "how does it stand against PyTorch?". A peer never
 //! decides anything: its times are shown next to the kernel's, and stored with the baseline so
-//! a later run can say whether the gap moved. No GPU here: `commands::peer` runs the PyTorch
+//! a later run can say whether the gap moved. No GPU here: `run::peer` runs the PyTorch
 //! worker; this module holds what it measured and when it measures.
 //!
 //! **How a peer is timed**: as a PyTorch user times it (issue 30): one q, k, v per shape, a
@@ -11,7 +11,7 @@
 //! lead-in spin and is followed by the duty cycle's idle time, as the kernel's samples are.
 //!
 //! **When**: [`PEER_ROUNDS`] rounds of [`PEER_SAMPLES`] replays per peer and shape, one
-//! after another, after every shape's first stage (`commands::pipeline`): the worker, started
+//! after another, after every shape's first stage (`run::stages`): the worker, started
 //! beside the setup, has had the whole first stage to import PyTorch and build its plans, so
 //! no one waits for it (it cost 6 s of a 35 s PR run with a warm compile cache when the
 //! rounds came right after the first pair), and a peer never decides anything, so it needs

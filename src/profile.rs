@@ -1,6 +1,6 @@
 //! Nsight Compute figures of one kernel launch, base against candidate: what the report shows
 //! for a shape that regressed (or one asked for with `--profile`). No GPU here:
-//! `commands::profile` runs ncu; this module reads its raw CSV page
+//! `run::profile` runs ncu; this module reads its raw CSV page
 //! (`ncu --import R.ncu-rep --csv --page raw --print-units base`) and holds the figures.
 //!
 //! The raw page has one header row of metric names, one row of units and one row per

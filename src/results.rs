@@ -430,7 +430,7 @@ pub struct RunTiming {
     /// Compute processes other than this run's own (it and its PyTorch worker) that NVML saw
     /// on the GPU during the run (at its start, between shapes, at its end): their work slowed
     /// the timings by an unknown amount, so the comparison with the stored baseline is not
-    /// judged (`commands::pipeline`).
+    /// judged (`run::assemble`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub other_processes: Vec<GpuProcess>,
     /// Why the GPU's processes could not be listed, where they could not (no NVML).

@@ -81,7 +81,7 @@ impl Monitor {
 
     /// The compute processes NVML sees on this device now: (pid, GPU memory in bytes where
     /// NVML says). The pids are as the driver knows them: in a container with a pid namespace
-    /// of its own they are the host's, not this process's view (`commands::pipeline`'s
+    /// of its own they are the host's, not this process's view (`run::sharing`'s
     /// process watch handles that). `Err`: why NVML cannot say.
     pub(crate) fn compute_processes(&self) -> Result<Vec<(u32, Option<u64>)>, String> {
         use nvml_wrapper::enums::device::UsedGpuMemory;

@@ -1,6 +1,6 @@
 //! `--devices`: one shard per GPU of this machine, each a `run-request` child (the run's
 //! request as data, its shard K/N) that sees only its GPU (`CUDA_VISIBLE_DEVICES`), all at
-//! once; their results are merged (`commands::merge`), so the verdict is over the whole run.
+//! once; their results are merged (`shard::merge`), so the verdict is over the whole run.
 
 use std::path::PathBuf;
 use std::process::Stdio;

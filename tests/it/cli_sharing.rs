@@ -3,7 +3,7 @@
 //! GPU's is made from its seed), saying so once on stderr, and give up after the wait bound
 //! (exit 2); another process on the GPU (`// ci-gate-sim: others=…`, as NVML would list it)
 //! is named in the results and a warning, and the comparison with the stored baseline is not
-//! judged beside it (`commands::sharing`).
+//! judged beside it (`run::sharing`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
