@@ -3,7 +3,7 @@
 //! is never silently replaced.
 
 use std::collections::HashSet;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -112,7 +112,7 @@ pub struct BaselineFile {
 impl BaselineFile {
     /// The stored shape with exactly these parameters and cache mode. A shape whose
     /// parameters changed is a different shape: it is never compared with the old numbers.
-    pub fn shape(&self, params: &ShapeParams, cache: CacheMode) -> Option<&BaselineShape> {
+    pub(crate) fn shape(&self, params: &ShapeParams, cache: CacheMode) -> Option<&BaselineShape> {
         self.shapes
             .iter()
             .find(|s| &s.params == params && s.cache == cache)
@@ -189,19 +189,13 @@ impl BaselineStore {
         };
         validate::path_component(gpu_slug).map_err(|m| unsafe_name("gpu_slug", m))?;
         validate::path_component(config_name).map_err(|m| unsafe_name("config.name", m))?;
+        // Two plain names (no separator, no `..`, not absolute: `path_component`) make a path
+        // of exactly two normal components under the root; only a link can lead outside.
         let path = self.root.join(gpu_slug).join(format!("{config_name}.json"));
         let outside = || BaselineError::OutsideRoot {
             root: self.root.clone(),
             path: path.clone(),
         };
-        let relative = path.strip_prefix(&self.root).map_err(|_| outside())?;
-        if relative.components().count() != 2
-            || !relative
-                .components()
-                .all(|c| matches!(c, Component::Normal(_)))
-        {
-            return Err(outside());
-        }
         // A GPU directory that is a link to elsewhere is not inside the root.
         let dir = self.root.join(gpu_slug);
         if let (Ok(root), Ok(real_dir)) = (self.root.canonicalize(), dir.canonicalize())
@@ -225,7 +219,9 @@ impl BaselineStore {
         if !path.exists() {
             return Ok(None);
         }
+        // Read and checked (`Untrusted`): its slug is its GPU name's and its environment's.
         let file: BaselineFile = files::read_versioned_json(&path, SCHEMA_VERSION)?;
+        // Then it is in the directory of its GPU: `path` is under `gpu_slug`'s.
         if file.gpu_slug != gpu_slug || file.environment.gpu_name != gpu_name {
             return Err(BaselineError::OtherGpu {
                 path,
@@ -233,7 +229,6 @@ impl BaselineStore {
                 expected: gpu_name.to_owned(),
             });
         }
-        Self::check_slug(&path, &file)?;
         if file.config.name != config_name {
             return Err(BaselineError::OtherConfig {
                 path,
@@ -254,7 +249,8 @@ impl BaselineStore {
         Ok(path)
     }
 
-    /// A file must record the GPU its directory is named after.
+    /// A file must record the GPU its directory is named after (a file found by [`Self::list`];
+    /// [`Self::load`] reads only the file of the directory it asks for).
     fn check_slug(path: &Path, file: &BaselineFile) -> Result<(), BaselineError> {
         let dir = path
             .parent()
@@ -272,7 +268,7 @@ impl BaselineStore {
     }
 
     /// Every stored baseline file (optionally of one GPU), each loaded or with its error.
-    pub fn list(
+    pub(crate) fn list(
         &self,
         gpu_slug: Option<&str>,
     ) -> std::io::Result<Vec<(PathBuf, Result<BaselineFile, BaselineError>)>> {

@@ -11,7 +11,7 @@ use std::process::Command;
 
 /// What a child is, and so what it may see.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Child {
+pub(crate) enum Child {
     /// A plain utility (`kill`): the path, home, locale and temporary directory only.
     Plain,
     /// git reading the repository: as `Plain`, plus the variables that say which repository
@@ -44,12 +44,12 @@ const GIT: &[&str] = &[
 /// Of ci-gate's own variables only the runner's settings pass, by name (an allow-list, so a
 /// variable added one day passes only when someone decides it should):
 /// - `CI_GATE_CACHE_DIR`: where compiled kernels are cached (`gpu::compile`);
-/// - `CI_GATE_PYTHON`: the interpreter of the PyTorch peer worker (`commands::peer`);
+/// - `CI_GATE_PYTHON`: the interpreter of the PyTorch peer worker (`run::peer`);
 /// - `CI_GATE_ALLOW_UNCONFINED_NVRTC`: the runner owner's leave to compile where the sandbox
 ///   cannot confine NVRTC (`gpu::sandbox`), which a `--devices` child compiling needs.
 ///
 /// Never the variables that select test behaviour: `CI_GATE_SIMULATE` (the simulated GPU; a
-/// simulated `--devices` child is given its own seed explicitly, `backend::simulated_child_seed`),
+/// simulated `--devices` child is given its own seed explicitly, `run::BackendChoice::pass_to_child`),
 /// `CI_GATE_NVRTC_LINEINFO` (set explicitly by `sanitize` for its workers), and the test
 /// suite's and benches' own (`CI_GATE_FUZZ_*`, `CI_GATE_CALIBRATION*`, `CI_GATE_CANARY`,
 /// `CI_GATE_GOLDEN_DIR`, `CI_GATE_VARIANTS`, `CI_GATE_BIN`, `CI_GATE_REQUIRE_NVRTC`), nor
@@ -81,7 +81,7 @@ const SECRET_MARKS: &[&str] = &[
 ];
 
 /// Whether a variable named `name` may reach a child of kind `child`.
-pub fn passes(name: &str, child: Child) -> bool {
+pub(crate) fn passes(name: &str, child: Child) -> bool {
     let upper = name.to_ascii_uppercase();
     if SECRET_MARKS.iter().any(|m| upper.contains(m)) {
         return false;
@@ -100,12 +100,12 @@ pub fn passes(name: &str, child: Child) -> bool {
 /// Clears `cmd`'s environment and gives it only the variables of this process that
 /// [`passes`] allows for `child`. Call it before any `cmd.env(..)` of the caller's own:
 /// clearing also drops those.
-pub fn restrict(cmd: &mut Command, child: Child) -> &mut Command {
+pub(crate) fn restrict(cmd: &mut Command, child: Child) -> &mut Command {
     restrict_from(cmd, child, std::env::vars_os())
 }
 
 /// [`restrict`] with the parent's variables given (tests).
-pub fn restrict_from(
+pub(crate) fn restrict_from(
     cmd: &mut Command,
     child: Child,
     vars: impl IntoIterator<Item = (OsString, OsString)>,

@@ -139,6 +139,22 @@ pub struct ProfileArgs {
     pub ncu: Option<PathBuf>,
 }
 
+/// The run options `local` and `ci` share (a new one of both goes here, and into
+/// `run::RunRequest::with_flags`).
+#[derive(Debug, Clone, Args)]
+pub struct RunFlags {
+    /// Leave out the config's peers (PyTorch's scaled_dot_product_attention): no "Against
+    /// PyTorch" table, a shorter run.
+    #[arg(long)]
+    pub no_peers: bool,
+    /// Also measure energy per call (measure.energy_rounds windows per side after the timed
+    /// pairs; about 2.5 s per shape on an H100). Never part of the verdict: off by default
+    /// (a pull request's verdict does not wait for it), on in `baseline update`, whose
+    /// stored figures the report shows, and on the nightly run.
+    #[arg(long)]
+    pub energy: bool,
+}
+
 /// Where the base kernels of an A/B run come from.
 #[derive(Debug, Clone, Args)]
 pub struct BaseArgs {
@@ -158,7 +174,7 @@ pub struct BaseArgs {
 }
 
 /// The defaults of [`ConfigArgs`], relative to the repository root.
-pub(crate) const DEFAULT_CONFIG: &str = "configs/pr.yaml";
+pub(crate) use crate::config::DEFAULT_CONFIG;
 pub(crate) const DEFAULT_BASELINES: &str = "baselines";
 pub(crate) const DEFAULT_KERNELS: &str = "kernels";
 
@@ -243,15 +259,8 @@ pub struct LocalArgs {
     /// Skip the parity check (selftest, which only measures timing).
     #[arg(long, hide = true)]
     pub no_parity: bool,
-    /// Leave out the config's peers (PyTorch's scaled_dot_product_attention): no "Against
-    /// PyTorch" table, a shorter run.
-    #[arg(long)]
-    pub no_peers: bool,
-    /// Also measure energy per call (measure.energy_rounds windows per side after the timed
-    /// pairs; about 2.5 s per shape on an H100). Never part of the verdict: off by default,
-    /// on in `baseline update`, whose stored figures the report shows.
-    #[arg(long)]
-    pub energy: bool,
+    #[command(flatten)]
+    pub run: RunFlags,
     /// Slow the candidate down by this fraction of the reference's p50 (selftest).
     #[arg(long, value_name = "FRACTION", hide = true)]
     pub inject: Option<f64>,
@@ -270,14 +279,8 @@ pub struct CiArgs {
     /// Where to write the results file.
     #[arg(long, default_value = "ci-gate-results.json", value_name = "FILE")]
     pub out: PathBuf,
-    /// Leave out the config's peers (PyTorch's scaled_dot_product_attention): no "Against
-    /// PyTorch" table, a shorter run.
-    #[arg(long)]
-    pub no_peers: bool,
-    /// Also measure energy per call (as `local --energy`): the nightly run does; a pull
-    /// request's verdict does not wait for it.
-    #[arg(long)]
-    pub energy: bool,
+    #[command(flatten)]
+    pub run: RunFlags,
 }
 
 #[derive(Debug, Args)]
@@ -582,7 +585,7 @@ impl CompileArgs {
     }
 
     /// The targets asked for, or the defaults.
-    pub fn targets(&self) -> Vec<String> {
+    pub(crate) fn targets(&self) -> Vec<String> {
         if self.archs.is_empty() {
             DEFAULT_COMPILE_TARGETS.map(String::from).to_vec()
         } else {

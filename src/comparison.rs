@@ -137,7 +137,7 @@ impl Method {
     }
 
     /// What the units counted in `n_base` / `n_cand` are.
-    pub fn units(self) -> &'static str {
+    pub(crate) fn units(self) -> &'static str {
         match self {
             Method::PairedRounds => "pairs",
             Method::UnpairedRounds | Method::Earlier => "rounds",
@@ -339,7 +339,7 @@ pub struct Comparison {
 
 impl Comparison {
     /// The pooled p50 ratio: `p50_cand / p50_base`. Cost: O(1).
-    pub fn p50_ratio(&self) -> f64 {
+    pub(crate) fn p50_ratio(&self) -> f64 {
         self.p50_cand / self.p50_base
     }
 
@@ -690,7 +690,7 @@ impl Comparison {
     ///
     /// Cost: O(N log N) for the N = n_b·n_c pairwise differences (at most
     /// [`crate::stats::MAX_SHIFT_PAIRS`]).
-    pub fn shift(
+    pub(crate) fn shift(
         base: &Rounds,
         cand: &Rounds,
         spread: ProcessSpread,

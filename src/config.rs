@@ -27,6 +27,33 @@ pub enum ConfigError {
     },
     #[error("config {path}: {message}")]
     Invalid { path: PathBuf, message: String },
+    /// The default config is not where the commands look for it.
+    #[error(
+        "no {DEFAULT_CONFIG} here or in any parent directory: run ci-gate inside your repository, or pass --config FILE (with --baselines DIR and --kernels DIR)"
+    )]
+    NoRepository,
+}
+
+/// The config the commands read by default, relative to the repository root.
+pub(crate) const DEFAULT_CONFIG: &str = "configs/pr.yaml";
+
+/// Loads the config at `path` and the shapes named in `shapes` (all when empty), naming the
+/// file on errors; the default path missing is [`ConfigError::NoRepository`].
+pub(crate) fn load_selected(
+    path: &Path,
+    shapes: &[String],
+) -> Result<(Config, Vec<ShapeParams>), ConfigError> {
+    let config = match Config::load(path) {
+        Err(ConfigError::Read { cause, .. })
+            if cause.kind() == std::io::ErrorKind::NotFound
+                && path == Path::new(DEFAULT_CONFIG) =>
+        {
+            return Err(ConfigError::NoRepository);
+        }
+        other => other?,
+    };
+    let selected = config.select_shapes(shapes)?;
+    Ok((config, selected))
 }
 
 /// Element type of the attention inputs.
@@ -41,7 +68,7 @@ pub enum Dtype {
 
 impl Dtype {
     /// Short name used in shape names and kernel names.
-    pub fn short(self) -> &'static str {
+    pub(crate) fn short(self) -> &'static str {
         match self {
             Dtype::Float16 => "f16",
             Dtype::Bfloat16 => "bf16",

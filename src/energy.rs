@@ -27,10 +27,10 @@ use serde::{Deserialize, Serialize};
 
 /// The largest uncertainty of one window's energy, as a fraction of it, for its round to be
 /// used: past it the counter's resolution, not the kernel, would set the figure.
-pub const MAX_RESOLUTION: f64 = 0.03;
+pub(crate) const MAX_RESOLUTION: f64 = 0.03;
 
 /// The smallest share of a window's GPU time that must be the kernel's own replays.
-pub const MIN_REPLAY_FRACTION: f64 = 0.5;
+pub(crate) const MIN_REPLAY_FRACTION: f64 = 0.5;
 
 /// Where a window's energy came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,13 +69,13 @@ pub struct EnergyRound {
 
 impl EnergyRound {
     /// Millijoules per call: mean power × one call's time.
-    pub fn mj_per_call(&self) -> f64 {
+    pub(crate) fn mj_per_call(&self) -> f64 {
         self.power_w * self.call_ms
     }
 
     /// The window's relative uncertainty, at worst: both ends' timing (half a bracket each)
     /// over the span, plus the counter's 1 mJ step over the energy counted.
-    pub fn resolution(&self) -> f64 {
+    pub(crate) fn resolution(&self) -> f64 {
         let timing = self.read_ms / self.span_ms.max(f64::MIN_POSITIVE);
         let step = match self.source {
             EnergySource::Counter => 1.0 / self.span_mj.max(f64::MIN_POSITIVE),
@@ -85,7 +85,7 @@ impl EnergyRound {
     }
 
     /// Why this round's figure cannot be used, if it cannot.
-    pub fn unusable(&self) -> Option<String> {
+    pub(crate) fn unusable(&self) -> Option<String> {
         let finite = [
             self.power_w,
             self.call_ms,
@@ -138,7 +138,7 @@ pub struct RoundEstimate {
 impl RoundEstimate {
     /// The mean of `values` (independent rounds) and its `confidence` t interval (Student t
     /// with n − 1 degrees of freedom); None for fewer than two values. O(n).
-    pub fn of(values: &[f64], confidence: f64) -> Option<RoundEstimate> {
+    pub(crate) fn of(values: &[f64], confidence: f64) -> Option<RoundEstimate> {
         let n = values.len();
         if n < 2 || values.iter().any(|v| !v.is_finite()) {
             return None;
@@ -154,11 +154,6 @@ impl RoundEstimate {
             hi: mean + half,
             rounds: n as u32,
         })
-    }
-
-    /// Half the interval's width over the mean.
-    pub fn relative_half_width(&self) -> f64 {
-        (self.hi - self.lo) / 2.0 / self.mean.abs().max(f64::MIN_POSITIVE)
     }
 }
 
@@ -177,7 +172,7 @@ pub struct SideEnergy {
 
 impl SideEnergy {
     /// Summarises `rounds` of a shape of `flops` per call with `confidence` intervals.
-    pub fn from_rounds(rounds: Vec<EnergyRound>, flops: f64, confidence: f64) -> SideEnergy {
+    pub(crate) fn from_rounds(rounds: Vec<EnergyRound>, flops: f64, confidence: f64) -> SideEnergy {
         let usable: Vec<&EnergyRound> = rounds.iter().filter(|r| r.unusable().is_none()).collect();
         let mj: Vec<f64> = usable.iter().map(|r| r.mj_per_call()).collect();
         let tpw: Vec<f64> = mj.iter().map(|mj| flops / (mj * 1e-3) / 1e12).collect();

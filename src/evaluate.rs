@@ -1,9 +1,11 @@
 //! Turns measured shapes into verdicts: compare each with its references (A/B rounds in the
 //! shape itself, the stored baseline through `stored_of`), then apply the one rule in
 //! [`crate::verdict::decide`], per shape (no correction across the shapes of a run: each
-//! shape's verdict depends on its own data only).
+//! shape's verdict depends on its own data only) — [`evaluate`]; and the planned two-stage
+//! design around it, [`decide_planned`]: the one place that decides when a shape gets its
+//! second look, for the pipeline, `selftest` and the calibration tests alike.
 
-use crate::comparison::{Comparison, StoredSide};
+use crate::comparison::{Comparison, StageDesign, StoredSide};
 use crate::config::GateSettings;
 use crate::results::{ShapeResult, passed};
 use crate::stats::{Rounds, SETTLED_LEVEL, StatsError};
@@ -93,7 +95,7 @@ pub fn evaluate(
 /// deciding comparison at `1 − stats::SETTLED_LEVEL`, 99%, still reaches past ±m). Shapes
 /// clearly inside the margin, and those already decided, stop; the second look's alpha was
 /// set aside in advance either way, and stopping without a verdict spends none.
-pub fn needs_second_look(shape: &ShapeResult, gate: &GateSettings) -> bool {
+pub(crate) fn needs_second_look(shape: &ShapeResult, gate: &GateSettings) -> bool {
     if shape.error.is_some() || matches!(shape.verdict, Verdict::Regression | Verdict::Improvement)
     {
         return false;
@@ -105,4 +107,32 @@ pub fn needs_second_look(shape: &ShapeResult, gate: &GateSettings) -> bool {
             .unwrap_or((c.lower_bound, c.upper_bound));
         high >= 1.0 + m || low <= 1.0 - m
     })
+}
+
+/// The planned two-stage decision over `shapes` (their first stage measured): every shape
+/// judged ([`evaluate`]); where the design has a second stage, `second_stage(i, shape)`
+/// measures each shape whose first look leaves it open ([`needs_second_look`]) up to the
+/// design's largest number of rounds; every shape judged again. Returns whether the shapes
+/// pass under `policy`. The second look's alpha was set aside in advance
+/// (`stats::STAGE1_ALPHA_SHARE`), so measuring more where the first look is open keeps every
+/// shape's error rate at most alpha.
+///
+/// Cost: two [`evaluate`]s, and what `second_stage` costs.
+pub fn decide_planned<E: From<BadBaseline>>(
+    shapes: &mut [ShapeResult],
+    design: StageDesign,
+    gate: &GateSettings,
+    policy: Policy,
+    mut stored_of: impl FnMut(&ShapeResult) -> Option<StoredSide>,
+    mut second_stage: impl FnMut(usize, &mut ShapeResult) -> Result<(), E>,
+) -> Result<bool, E> {
+    evaluate(shapes, &mut stored_of, gate, policy)?;
+    if design.two_stage() {
+        for (i, shape) in shapes.iter_mut().enumerate() {
+            if needs_second_look(shape, gate) {
+                second_stage(i, shape)?;
+            }
+        }
+    }
+    Ok(evaluate(shapes, stored_of, gate, policy)?)
 }

@@ -1,12 +1,26 @@
 //! ci-gate: a performance regression gate for CUDA kernels.
 //!
-//! Dependencies point one way, and no modules import each other in a circle
-//! (`.ci/module-cycles.py` checks it in CI): `stats`, `verdict`, `comparison`, `evaluate`,
-//! `energy`, `baseline`, `results`, `resources`, `report`, `profile`, `peers`, `sanitize`,
-//! `history`, `shard` and `validate` know nothing of `gpu`, `cli`, `commands` or `github`; `text` (showing untrusted
-//! text), `yaml` (the depth of YAML text) and `child_env` (what a started process may see of
-//! the environment) know nothing of the crate at all. Modules the integration tests do not
-//! use are `pub(crate)`, so the compiler reports what is dead.
+//! Layers, from the top (a module imports only from layers below its own, and no modules
+//! import each other in a circle: `.ci/module-cycles.py`):
+//!
+//! 1. `main` and `commands` (one module per subcommand, and the dispatcher);
+//! 2. `run`, the engine: a run described and resolved once (`run::RunRequest`, `run::Run`),
+//!    the pipeline's phases, child processes, profiling and publishing;
+//! 3. `cli` (the command line's types, which the engine takes its options from), the
+//!    measuring devices `gpu` (cudarc) and `sim` (the seeded simulation, and its noise
+//!    model), both implementing `backend::Backend`, and `github` (the API and Actions);
+//! 4. `backend` (the measuring interface, its error and per-shape bookkeeping), `evaluate`
+//!    (verdicts, and the planned two-stage decision), `report`, `history`, `profile`,
+//!    `sanitize`, `peers`, `shard` (shards and their merge), `baseline`, `results`,
+//!    `resources`, `energy`, `comparison`, `verdict`, `config`, `samples`, `files`,
+//!    `validate`, `stats`: none of them knows `gpu`, `sim`, `run`, `cli`, `commands` or
+//!    `github`;
+//! 5. `outcome` (a command's exit), `text` (showing untrusted text), `yaml` (the depth of
+//!    YAML text) and `child_env` (what a started process may see of the environment) know
+//!    nothing of the crate at all.
+//!
+//! Items the binary and the integration tests do not use are `pub(crate)`, so the compiler
+//! reports what is dead.
 //!
 //! `unsafe` is denied everywhere but in `gpu::raw`, the bindings to the CUDA driver.
 
@@ -19,21 +33,24 @@ pub mod cli;
 pub mod commands;
 pub mod comparison;
 pub mod config;
-pub mod energy;
+pub(crate) mod energy;
 pub mod evaluate;
 pub mod files;
 pub mod github;
 pub mod gpu;
 pub(crate) mod history;
+pub(crate) mod outcome;
 pub(crate) mod peers;
 pub(crate) mod profile;
 pub mod reference;
 pub mod report;
 pub mod resources;
 pub mod results;
+pub mod run;
 pub mod samples;
 pub(crate) mod sanitize;
 pub mod shard;
+pub mod sim;
 pub mod stats;
 pub mod text;
 pub mod validate;

@@ -1,7 +1,7 @@
 //! Peers: other implementations of the same attention, measured on the same shapes in the
 //! same run, so that every report answers "how does it stand against PyTorch?". A peer never
 //! decides anything: its times are shown next to the kernel's, and stored with the baseline so
-//! a later run can say whether the gap moved. No GPU here: `commands::peer` runs the PyTorch
+//! a later run can say whether the gap moved. No GPU here: `run::peer` runs the PyTorch
 //! worker; this module holds what it measured and when it measures.
 //!
 //! **How a peer is timed**: as a PyTorch user times it (issue 30): one q, k, v per shape, a
@@ -11,7 +11,7 @@
 //! lead-in spin and is followed by the duty cycle's idle time, as the kernel's samples are.
 //!
 //! **When**: [`PEER_ROUNDS`] rounds of [`PEER_SAMPLES`] replays per peer and shape, one
-//! after another, after every shape's first stage (`commands::pipeline`): the worker, started
+//! after another, after every shape's first stage (`run::stages`): the worker, started
 //! beside the setup, has had the whole first stage to import PyTorch and build its plans, so
 //! no one waits for it (it cost 6 s of a 35 s PR run with a warm compile cache when the
 //! rounds came right after the first pair), and a peer never decides anything, so it needs
@@ -32,7 +32,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The backend names the PyTorch worker reports.
-pub const BACKENDS: [&str; 4] = ["cudnn", "flash", "efficient", "math"];
+pub(crate) const BACKENDS: [&str; 4] = ["cudnn", "flash", "efficient", "math"];
 
 /// A peer a config can list. (The variants share their prefix because the peers are all
 /// PyTorch's SDPA, with different backends: the names mirror the config's.)
@@ -55,7 +55,7 @@ pub enum Peer {
 }
 
 impl Peer {
-    pub const ALL: [Peer; 3] = [Peer::TorchSdpa, Peer::TorchSdpaFlash, Peer::TorchSdpaCudnn];
+    pub(crate) const ALL: [Peer; 3] = [Peer::TorchSdpa, Peer::TorchSdpaFlash, Peer::TorchSdpaCudnn];
 
     /// The name in configs, results and the worker's protocol.
     pub fn name(self) -> &'static str {
@@ -67,7 +67,7 @@ impl Peer {
     }
 
     /// The column of the report: "vs SDPA (default)", "vs FA2", "vs cuDNN".
-    pub fn column(self) -> &'static str {
+    pub(crate) fn column(self) -> &'static str {
         match self {
             Peer::TorchSdpa => "vs SDPA (default)",
             Peer::TorchSdpaFlash => "vs FA2",
@@ -76,7 +76,7 @@ impl Peer {
     }
 
     /// The column of its times: "SDPA µs", "FA2 µs", "cuDNN µs".
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Peer::TorchSdpa => "SDPA",
             Peer::TorchSdpaFlash => "FA2",
@@ -117,7 +117,7 @@ impl PeerResult {
     }
 
     /// Recomputes `p50_us` from the samples (after each round).
-    pub fn update_p50(&mut self) {
+    pub(crate) fn update_p50(&mut self) {
         let all: Vec<f64> = self.samples_us.iter().flatten().copied().collect();
         self.p50_us = crate::stats::Sample::new(all).ok().map(|s| s.median());
     }
@@ -153,12 +153,12 @@ pub struct PeerLaunches {
 }
 
 /// Rounds per peer and shape.
-pub const PEER_ROUNDS: u32 = 3;
+pub(crate) const PEER_ROUNDS: u32 = 3;
 /// Samples (CUDA-graph replays) per peer round.
-pub const PEER_SAMPLES: u32 = 8;
+pub(crate) const PEER_SAMPLES: u32 = 8;
 /// Whether a peer's replay follows a lead-in spin (as the kernel's do: the host's submission
 /// of the replay is then not timed).
-pub const PEER_LEAD_IN: bool = true;
+pub(crate) const PEER_LEAD_IN: bool = true;
 
 /// How the peers of a run were timed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -190,7 +190,7 @@ impl PeerMethod {
     }
 
     /// "PyTorch timed as a user times it: …; unlike ours, …".
-    pub fn note_for(&self) -> String {
+    pub(crate) fn note_for(&self) -> String {
         format!(
             "PyTorch's SDPA is timed as a PyTorch user times it: one q, k, v per shape (L2-warm), a CUDA graph of about {} ms of back-to-back calls writing their 16-bit output into one buffer, the median of {} replays ({} rounds after the kernel's first stage, {}at a {}% duty cycle). Our kernel's times are taken with a fresh q for every call (not L2-warm) and an fp32 output of its own per call, poisoned before each replay, so on short shapes the × columns favour PyTorch.",
             fmt_num(self.sample_ms),
@@ -215,7 +215,7 @@ fn fmt_num(x: f64) -> String {
 }
 
 /// "0.93×" for a ratio, "—" without one.
-pub fn ratio_text(r: Option<f64>) -> String {
+pub(crate) fn ratio_text(r: Option<f64>) -> String {
     r.map(|r| format!("{r:.2}×")).unwrap_or_else(|| "—".into())
 }
 

@@ -1,6 +1,6 @@
 //! Nsight Compute figures of one kernel launch, base against candidate: what the report shows
 //! for a shape that regressed (or one asked for with `--profile`). No GPU here:
-//! `commands::profile` runs ncu; this module reads its raw CSV page
+//! `run::profile` runs ncu; this module reads its raw CSV page
 //! (`ncu --import R.ncu-rep --csv --page raw --print-units base`) and holds the figures.
 //!
 //! The raw page has one header row of metric names, one row of units and one row per
@@ -61,7 +61,7 @@ pub struct KernelProfile {
 }
 
 /// Stall reasons kept per launch.
-pub const TOP_STALLS: usize = 3;
+pub(crate) const TOP_STALLS: usize = 3;
 
 /// Sets one figure of a profile from a raw metric's value.
 type Setter = fn(&mut KernelProfile, f64);
@@ -98,7 +98,7 @@ const METRICS: &[(&str, Setter)] = &[
 ];
 
 /// Every raw metric the profile needs beyond ncu's sections (`--metrics`).
-pub const EXTRA_METRICS: &[&str] = &[
+pub(crate) const EXTRA_METRICS: &[&str] = &[
     "lts__t_sector_hit_rate.pct",
     "launch__registers_per_thread",
     "launch__shared_mem_per_block_static",
@@ -106,7 +106,8 @@ pub const EXTRA_METRICS: &[&str] = &[
 ];
 
 /// ncu's sections the profile needs (`--section`).
-pub const SECTIONS: &[&str] = &["SpeedOfLight", "Occupancy", "LaunchStats", "WarpStateStats"];
+pub(crate) const SECTIONS: &[&str] =
+    &["SpeedOfLight", "Occupancy", "LaunchStats", "WarpStateStats"];
 
 const STALL_PREFIX: &str = "smsp__average_warps_issue_stalled_";
 const STALL_SUFFIX: &str = "_per_issue_active.ratio";
@@ -114,7 +115,7 @@ const STALL_SUFFIX: &str = "_per_issue_active.ratio";
 const MAX_NAME: usize = 200;
 
 /// Reads the first launch of ncu's raw CSV page whose kernel name starts with `kernel_prefix`.
-pub fn parse_raw_csv(text: &str, kernel_prefix: &str) -> Result<KernelProfile, String> {
+pub(crate) fn parse_raw_csv(text: &str, kernel_prefix: &str) -> Result<KernelProfile, String> {
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(true)
@@ -227,7 +228,7 @@ impl KernelProfile {
     }
 
     /// The figures by their labels in the report, in its order.
-    pub fn figures(&self) -> [(&'static str, Option<f64>); 7] {
+    pub(crate) fn figures(&self) -> [(&'static str, Option<f64>); 7] {
         [
             ("duration (µs)", self.duration_us),
             ("SM throughput (%)", self.sm_throughput_pct),
@@ -253,7 +254,7 @@ pub struct ShapeProfile {
 impl ShapeProfile {
     /// Rows of the base-versus-candidate table: label, base, candidate, change. The stall rows
     /// list each side's top reasons.
-    pub fn rows(&self) -> Vec<[String; 4]> {
+    pub(crate) fn rows(&self) -> Vec<[String; 4]> {
         let fmt = |v: Option<f64>| match v {
             Some(v) if v.abs() >= 1000.0 => format!("{v:.0}"),
             Some(v) => format!("{v:.2}"),

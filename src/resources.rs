@@ -74,18 +74,18 @@ impl KernelResources {
 }
 
 /// Most kernels recorded per file (both sides together).
-pub const MAX_KERNEL_RESOURCES: usize = 256;
+pub(crate) const MAX_KERNEL_RESOURCES: usize = 256;
 
 /// A kernel whose figures differ between the two sets (or that only one set has).
 #[derive(Clone, Debug, PartialEq)]
-pub struct ResourceChange<'a> {
+pub(crate) struct ResourceChange<'a> {
     pub kernel: &'a str,
     pub before: Option<&'a KernelResources>,
     pub after: Option<&'a KernelResources>,
 }
 
 /// The kernels whose figures changed from `before` to `after`, by name, and how many did not.
-pub fn resource_changes<'a>(
+pub(crate) fn resource_changes<'a>(
     before: &'a [KernelResources],
     after: &'a [KernelResources],
 ) -> (Vec<ResourceChange<'a>>, usize) {
@@ -114,7 +114,7 @@ pub fn resource_changes<'a>(
 }
 
 /// The figures of one side.
-pub fn of_side(all: &[KernelResources], side: ResourceSide) -> Vec<KernelResources> {
+pub(crate) fn of_side(all: &[KernelResources], side: ResourceSide) -> Vec<KernelResources> {
     all.iter().filter(|k| k.side == side).cloned().collect()
 }
 
@@ -133,7 +133,7 @@ pub struct ResourceSection {
 impl ResourceSection {
     /// The candidate against the base where the file has the base's figures, else against
     /// the stored baseline's; `None` where it has neither (nothing to compare).
-    pub fn of(all: &[KernelResources]) -> Option<ResourceSection> {
+    pub(crate) fn of(all: &[KernelResources]) -> Option<ResourceSection> {
         let candidate = of_side(all, ResourceSide::Candidate);
         let (before, against) = [
             (ResourceSide::Base, "base"),
@@ -174,7 +174,7 @@ impl ResourceSection {
     /// the kernel is launched with (a kernel that reallocates with `setmaxnreg` runs its
     /// warps with others), and the CUBIN's static shared memory includes what the module
     /// reserves for the driver (1 KiB on sm_90).
-    pub const LEGEND: &'static str = "regs: per thread at launch (setmaxnreg can move them while it runs); spills from ptxas's report (? where it could not be believed); static smem: the CUBIN's, with the 1 KiB sm_90 reserves for the driver; CTAs/SM: the driver's occupancy for this launch's block and dynamic shared memory";
+    pub(crate) const LEGEND: &'static str = "regs: per thread at launch (setmaxnreg can move them while it runs); spills from ptxas's report (? where it could not be believed); static smem: the CUBIN's, with the 1 KiB sm_90 reserves for the driver; CTAs/SM: the driver's occupancy for this launch's block and dynamic shared memory";
 
     /// The line under the table (or alone, where nothing moved).
     pub fn summary(&self) -> String {
@@ -196,7 +196,7 @@ impl ResourceSection {
 }
 
 /// The columns of the reports' "Compiler resources" table, each with how to show one side.
-pub const COLUMNS: [&str; 7] = [
+pub(crate) const COLUMNS: [&str; 7] = [
     "regs",
     "spill st/ld B",
     "stack B",
@@ -225,7 +225,7 @@ fn cells(k: &KernelResources) -> [String; 7] {
 
 /// A change as cells: `before → after` where a figure moved, the figure alone where it did
 /// not, `—` for a side without the kernel.
-pub fn change_cells(change: &ResourceChange<'_>) -> [String; 7] {
+pub(crate) fn change_cells(change: &ResourceChange<'_>) -> [String; 7] {
     let none = || std::array::from_fn(|_| "—".to_string());
     let b = change.before.map_or_else(none, cells);
     let a = change.after.map_or_else(none, cells);
@@ -297,7 +297,7 @@ pub(crate) fn check_resources(c: &Checker<'_>, key: &str, all: &[KernelResources
 }
 
 /// Replaces control, bidirectional and zero-width characters in the notes.
-pub fn neutralise_resources(all: &mut [KernelResources]) {
+pub(crate) fn neutralise_resources(all: &mut [KernelResources]) {
     for k in all {
         if let Some(n) = &mut k.note {
             *n = crate::text::clean_text(n);

@@ -295,7 +295,7 @@ impl ShapeResult {
     /// Whether this shape fails the check under `policy`: its verdict fails
     /// ([`Policy::fails`]: a drift traced to the runner does not), or the kernel failed an
     /// integrity check, whatever the verdict says.
-    pub fn fails(&self, policy: Policy) -> bool {
+    pub(crate) fn fails(&self, policy: Policy) -> bool {
         self.integrity.is_some() || policy.fails(self.verdict, self.drift.as_ref().map(|d| d.cause))
     }
 }
@@ -314,6 +314,17 @@ pub struct ConfigInfo {
     pub name: String,
     pub path: String,
     pub hash: String,
+}
+
+impl ConfigInfo {
+    /// What a results file records of `config`.
+    pub(crate) fn of(config: &crate::config::Config) -> ConfigInfo {
+        ConfigInfo {
+            name: config.name.clone(),
+            path: config.path.display().to_string(),
+            hash: config.hash.clone(),
+        }
+    }
 }
 
 /// The baseline a run was compared with.
@@ -419,7 +430,7 @@ pub struct RunTiming {
     /// Compute processes other than this run's own (it and its PyTorch worker) that NVML saw
     /// on the GPU during the run (at its start, between shapes, at its end): their work slowed
     /// the timings by an unknown amount, so the comparison with the stored baseline is not
-    /// judged (`commands::pipeline`).
+    /// judged (`run::assemble`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub other_processes: Vec<GpuProcess>,
     /// Why the GPU's processes could not be listed, where they could not (no NVML).
@@ -442,7 +453,7 @@ pub struct GpuProcess {
 
 impl GpuProcess {
     /// "python3 (pid 1234, 2048 MiB)"; without a name "pid 1234 (2048 MiB)".
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let mem = self.used_mib.map(|m| format!("{m} MiB"));
         match (&self.name, mem) {
             (Some(n), Some(m)) => format!("{} (pid {}, {m})", text::terminal_text(n), self.pid),
@@ -505,8 +516,42 @@ pub struct BaseInfo {
 }
 
 impl ResultsFile {
+    /// A results file for a run that could not reach a verdict (what `ci` writes on exit
+    /// 2): `error` says why; the config, when it was read, names the run.
+    pub(crate) fn failed(config: Option<&crate::config::Config>, error: String) -> ResultsFile {
+        ResultsFile {
+            schema_version: SCHEMA_VERSION,
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            git_commit: current_git_commit(),
+            created_at: Utc::now(),
+            environment: None,
+            config: config.map(ConfigInfo::of).unwrap_or(ConfigInfo {
+                name: "unknown".into(),
+                path: String::new(),
+                hash: String::new(),
+            }),
+            kernel_source_hash: None,
+            gate: config.map(|c| c.gate.clone()).unwrap_or_default(),
+            baseline: None,
+            shapes: Vec::new(),
+            passed: false,
+            warnings: Vec::new(),
+            notes: Vec::new(),
+            error: Some(error),
+            base: None,
+            fail_on_drift: false,
+            profiling: None,
+            shard: None,
+            peers: None,
+            probes: Vec::new(),
+            timing: None,
+            energy: None,
+            kernel_resources: Vec::new(),
+        }
+    }
+
     /// The drift policy the run was judged under.
-    pub fn policy(&self) -> Policy {
+    pub(crate) fn policy(&self) -> Policy {
         Policy {
             fail_on_drift: self.fail_on_drift,
         }
@@ -810,6 +855,96 @@ fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
     Ok(())
 }
 
+/// The timing of a results file: finite, non-negative figures; the other processes named.
+fn check_timing(c: &Checker, t: &RunTiming) -> Check {
+    if !t.is_valid() {
+        return Err(c.fail("timing", "every figure must be a finite, non-negative time"));
+    }
+    c.count(
+        "timing.other_processes",
+        t.other_processes.len(),
+        MAX_PROCESSES,
+        "processes",
+    )?;
+    for (i, p) in t.other_processes.iter().enumerate() {
+        if let Some(n) = &p.name {
+            c.label(
+                &format!("timing.other_processes[{i}].name"),
+                n,
+                MAX_SHORT_LABEL_LEN,
+                false,
+            )?;
+        }
+    }
+    if let Some(why) = &t.processes_unknown {
+        c.text("timing.processes_unknown", why, MAX_WARNING_LEN)?;
+    }
+    Ok(())
+}
+
+/// The peers of a results file: their runtime, method and launch counts.
+fn check_peers(c: &Checker, p: &crate::peers::PeersInfo) -> Check {
+    if let Some(r) = &p.runtime {
+        c.label("peers.runtime", r, MAX_SHORT_LABEL_LEN, false)?;
+    }
+    if let Some(m) = &p.method {
+        c.text("peers.method.note", &m.note, MAX_WARNING_LEN)?;
+        for (k, v) in [("sample_ms", m.sample_ms), ("duty_cycle", m.duty_cycle)] {
+            c.finite(&format!("peers.method.{k}"), v)?;
+        }
+    }
+    c.count(
+        "peers.launches",
+        p.launches.len(),
+        MAX_SHAPES * crate::peers::Peer::ALL.len(),
+        "peer launch counts",
+    )?;
+    for (i, l) in p.launches.iter().enumerate() {
+        c.name(&format!("peers.launches[{i}].shape"), &l.shape)?;
+    }
+    Ok(())
+}
+
+/// The shard of a results file: K/N with 1 ≤ K ≤ N ≤ the most shards, and the run's shapes.
+fn check_shard(c: &Checker, sh: &crate::shard::ShardInfo) -> Check {
+    if sh.count == 0 || sh.count > crate::shard::MAX_SHARDS || sh.index == 0 || sh.index > sh.count
+    {
+        return Err(c.fail(
+            "shard",
+            format!(
+                "shard {}/{} is not K/N with 1 ≤ K ≤ N ≤ {}",
+                sh.index,
+                sh.count,
+                crate::shard::MAX_SHARDS
+            ),
+        ));
+    }
+    c.count(
+        "shard.run_shapes",
+        sh.run_shapes.len(),
+        MAX_SHAPES,
+        "shapes",
+    )?;
+    for (i, n) in sh.run_shapes.iter().enumerate() {
+        c.name(&format!("shard.run_shapes[{i}]"), n)?;
+    }
+    Ok(())
+}
+
+/// The profiling of a results file: its labels and a finite, non-negative time.
+fn check_profiling(c: &Checker, p: &crate::profile::ProfilingInfo) -> Check {
+    if let Some(v) = &p.ncu_version {
+        c.label("profiling.ncu_version", v, MAX_SHORT_LABEL_LEN, true)?;
+    }
+    if let Some(d) = &p.dir {
+        c.label("profiling.dir", d, MAX_LABEL_LEN, false)?;
+    }
+    if !(p.seconds.is_finite() && p.seconds >= 0.0 && p.budget_s.is_finite()) {
+        return Err(c.fail("profiling.seconds", "must be a finite, non-negative time"));
+    }
+    Ok(())
+}
+
 impl Untrusted for ResultsFile {
     fn check(&self, path: &Path) -> Check {
         let c = Checker::at(path, None);
@@ -861,28 +996,7 @@ impl Untrusted for ResultsFile {
             c.text("error", e, MAX_ERROR_LEN)?;
         }
         if let Some(t) = &self.timing {
-            if !t.is_valid() {
-                return Err(c.fail("timing", "every figure must be a finite, non-negative time"));
-            }
-            c.count(
-                "timing.other_processes",
-                t.other_processes.len(),
-                MAX_PROCESSES,
-                "processes",
-            )?;
-            for (i, p) in t.other_processes.iter().enumerate() {
-                if let Some(n) = &p.name {
-                    c.label(
-                        &format!("timing.other_processes[{i}].name"),
-                        n,
-                        MAX_SHORT_LABEL_LEN,
-                        false,
-                    )?;
-                }
-            }
-            if let Some(why) = &t.processes_unknown {
-                c.text("timing.processes_unknown", why, MAX_WARNING_LEN)?;
-            }
+            check_timing(&c, t)?;
         }
         c.count("probes", self.probes.len(), MAX_SHAPES, "random shapes")?;
         for (i, p) in self.probes.iter().enumerate() {
@@ -893,61 +1007,13 @@ impl Untrusted for ResultsFile {
             }
         }
         if let Some(p) = &self.peers {
-            if let Some(r) = &p.runtime {
-                c.label("peers.runtime", r, MAX_SHORT_LABEL_LEN, false)?;
-            }
-            if let Some(m) = &p.method {
-                c.text("peers.method.note", &m.note, MAX_WARNING_LEN)?;
-                for (k, v) in [("sample_ms", m.sample_ms), ("duty_cycle", m.duty_cycle)] {
-                    c.finite(&format!("peers.method.{k}"), v)?;
-                }
-            }
-            c.count(
-                "peers.launches",
-                p.launches.len(),
-                MAX_SHAPES * crate::peers::Peer::ALL.len(),
-                "peer launch counts",
-            )?;
-            for (i, l) in p.launches.iter().enumerate() {
-                c.name(&format!("peers.launches[{i}].shape"), &l.shape)?;
-            }
+            check_peers(&c, p)?;
         }
         if let Some(sh) = &self.shard {
-            if sh.count == 0
-                || sh.count > crate::shard::MAX_SHARDS
-                || sh.index == 0
-                || sh.index > sh.count
-            {
-                return Err(c.fail(
-                    "shard",
-                    format!(
-                        "shard {}/{} is not K/N with 1 ≤ K ≤ N ≤ {}",
-                        sh.index,
-                        sh.count,
-                        crate::shard::MAX_SHARDS
-                    ),
-                ));
-            }
-            c.count(
-                "shard.run_shapes",
-                sh.run_shapes.len(),
-                MAX_SHAPES,
-                "shapes",
-            )?;
-            for (i, n) in sh.run_shapes.iter().enumerate() {
-                c.name(&format!("shard.run_shapes[{i}]"), n)?;
-            }
+            check_shard(&c, sh)?;
         }
         if let Some(p) = &self.profiling {
-            if let Some(v) = &p.ncu_version {
-                c.label("profiling.ncu_version", v, MAX_SHORT_LABEL_LEN, true)?;
-            }
-            if let Some(d) = &p.dir {
-                c.label("profiling.dir", d, MAX_LABEL_LEN, false)?;
-            }
-            if !(p.seconds.is_finite() && p.seconds >= 0.0 && p.budget_s.is_finite()) {
-                return Err(c.fail("profiling.seconds", "must be a finite, non-negative time"));
-            }
+            check_profiling(&c, p)?;
         }
         crate::resources::check_resources(&c, "kernel_resources", &self.kernel_resources)
     }

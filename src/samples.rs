@@ -49,7 +49,7 @@ pub struct SampleFile {
 
 /// Parses sample text (see the module docs); `path` names it in errors. At least two values
 /// are required. Cost: O(n) for n values.
-pub(crate) fn parse_sample_file(text: &str, path: &Path) -> Result<SampleFile, SampleFileError> {
+pub fn parse_sample_file(text: &str, path: &Path) -> Result<SampleFile, SampleFileError> {
     let rounds = parse_sample_rounds(text, path)?;
     // Values of a file without rounds come back one per round; a file with rounds has at
     // least one round of several values or several blank-line separated blocks — and a
@@ -125,39 +125,15 @@ fn parse_value(line: &str, path: &Path, line_no: usize) -> Result<f64, SampleFil
     Ok(v)
 }
 
-/// Parses sample text as one flat list of values; `path` names it in errors. At least two
-/// values are required.
-pub fn parse_samples(text: &str, path: &Path) -> Result<Vec<f64>, SampleFileError> {
-    let mut values = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        if values.len() == MAX_SAMPLE_VALUES {
-            return Err(too_many(path, i + 1));
-        }
-        values.push(parse_value(line, path, i + 1)?);
-    }
-    match values.len() {
-        0 => Err(SampleFileError::File {
-            path: path.to_owned(),
-            message: "no samples (the file is empty)".into(),
-        }),
-        1 => Err(SampleFileError::File {
-            path: path.to_owned(),
-            message: "only one sample; at least 2 are needed to compare".into(),
-        }),
-        _ => Ok(values),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The values of a sample file, in order.
     fn parse(t: &str) -> Result<Vec<f64>, String> {
-        parse_samples(t, Path::new("base.txt")).map_err(|e| e.to_string())
+        parse_sample_file(t, Path::new("base.txt"))
+            .map(|f| f.rounds.concat())
+            .map_err(|e| e.to_string())
     }
 
     #[test]
@@ -166,6 +142,9 @@ mod tests {
             parse("# µs\n9.1\n\n 9.3 \n1e1\n").unwrap(),
             vec![9.1, 9.3, 10.0]
         );
+        let f = parse_sample_file("# µs\n9.1\n\n 9.3 \n1e1\n", Path::new("b")).unwrap();
+        assert_eq!(f.rounds, vec![vec![9.1], vec![9.3, 10.0]]);
+        assert!(f.has_rounds);
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub enum Tool {
 }
 
 impl Tool {
-    pub const ALL: [Tool; 4] = [
+    pub(crate) const ALL: [Tool; 4] = [
         Tool::Memcheck,
         Tool::Racecheck,
         Tool::Initcheck,
@@ -64,7 +64,7 @@ impl std::fmt::Display for Tool {
 
 /// One report of compute-sanitizer.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Finding {
+pub(crate) struct Finding {
     /// The kernel (entry point) it happened in: from the log's frames, else from the file of
     /// its location and the kernels that run launched (see [`ToolRun::judge`]). `None` for a
     /// host API error after a fault.
@@ -83,7 +83,7 @@ pub struct Finding {
 
 /// What one run of one tool found.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ParsedLog {
+pub(crate) struct ParsedLog {
     /// Findings the parser could read, in the order of the log.
     pub findings: Vec<Finding>,
     /// The tool's own count of errors, when the log has its summary line.
@@ -101,7 +101,7 @@ impl ParsedLog {
     }
 
     /// Whether the log ended with the tool's summary (else the run was cut short).
-    pub fn complete(&self) -> bool {
+    pub(crate) fn complete(&self) -> bool {
         self.summary_errors.is_some()
     }
 }
@@ -114,7 +114,7 @@ const MAX_FINDINGS: usize = 50;
 
 /// Reads a compute-sanitizer text log. Lines without the tool's prefix (the program's own
 /// output) are ignored; any input is accepted.
-pub fn parse_log(text: &str) -> ParsedLog {
+pub(crate) fn parse_log(text: &str) -> ParsedLog {
     let mut log = ParsedLog::default();
     let mut current: Option<Finding> = None;
     let flush = |current: &mut Option<Finding>, log: &mut ParsedLog| {
@@ -308,7 +308,7 @@ fn read_detail(f: &mut Finding, line: &str) {
 
 /// One kernel set, shape and tool: how it went.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ToolRun {
+pub(crate) struct ToolRun {
     pub tool: Tool,
     /// The shape's name (as in the config).
     pub shape: String,
@@ -324,7 +324,7 @@ pub struct ToolRun {
 
 /// How the program under the tool ended.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Exit {
+pub(crate) enum Exit {
     Success,
     /// A non-zero exit; the output's last line.
     Failed(String),
@@ -341,7 +341,7 @@ impl ToolRun {
     /// `launched` maps each source file of the run to the kernel it launched from it (e.g.
     /// `attention.cu` → `attention_fwd_f16_d64`): a finding whose frames name no entry point
     /// (racecheck prints only the inlined device function) gets its kernel from its file.
-    pub fn judge(
+    pub(crate) fn judge(
         tool: Tool,
         shape: &str,
         log_text: &str,
@@ -404,7 +404,7 @@ impl ToolRun {
 /// The outcome of `ci-gate sanitize`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum SanitizeOutcome {
+pub(crate) enum SanitizeOutcome {
     /// Every tool ran on every shape and found nothing (exit 0).
     Clean,
     /// At least one finding (exit 1).
@@ -415,7 +415,7 @@ pub enum SanitizeOutcome {
 
 /// Everything one `ci-gate sanitize` run did.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SanitizeReport {
+pub(crate) struct SanitizeReport {
     /// The kernels directory (as given) and the SHA-256 of its attention.cu.
     pub kernels: String,
     pub kernel_source_hash: Option<String>,
@@ -428,7 +428,7 @@ pub struct SanitizeReport {
 }
 
 impl SanitizeReport {
-    pub fn outcome(&self) -> SanitizeOutcome {
+    pub(crate) fn outcome(&self) -> SanitizeOutcome {
         if self.runs.iter().any(|r| r.errors > 0) {
             SanitizeOutcome::Findings
         } else if self.runs.is_empty() || self.runs.iter().any(|r| r.failure.is_some()) {

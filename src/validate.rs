@@ -28,7 +28,7 @@ use serde::{Deserialize, Deserializer};
 use crate::stats::Summary;
 use crate::text::is_line_break;
 /// Text helpers of [`crate::text`], also under this path for the callers that still name
-/// them here (`commands::peer`, `github`, `report::markdown`).
+/// them here (`run::peer`, `github`, `report::markdown`).
 pub(crate) use crate::text::{clip_text, is_hidden, quote, terminal_text};
 
 /// Longest config name or GPU slug (each names a file or directory).

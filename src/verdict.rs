@@ -76,7 +76,7 @@ pub struct Policy {
 impl Policy {
     /// Whether a shape with this verdict fails the check; `drift` is what a drift was traced
     /// to (`None`: not traced).
-    pub fn fails(self, verdict: Verdict, drift: Option<DriftCause>) -> bool {
+    pub(crate) fn fails(self, verdict: Verdict, drift: Option<DriftCause>) -> bool {
         match verdict {
             Verdict::Drift => self.fail_on_drift && drift != Some(DriftCause::Runner),
             v => v.fails(self),
@@ -87,7 +87,7 @@ impl Policy {
 impl Verdict {
     /// Whether this verdict fails the check under `policy`, a drift taken as not traced to
     /// the runner (see [`Policy::fails`], which knows).
-    pub fn fails(self, policy: Policy) -> bool {
+    pub(crate) fn fails(self, policy: Policy) -> bool {
         match self {
             Verdict::Error | Verdict::ParityFail | Verdict::Regression => true,
             Verdict::Drift => policy.fail_on_drift,

@@ -335,7 +335,7 @@ impl Scanner {
 
 /// Whether YAML `text` nests sequences and mappings (block or flow) deeper than `limit`, and
 /// if so the line (from 1) where it first does. Linear in the text, whatever it holds.
-pub fn too_deep(text: &str, limit: usize) -> Option<usize> {
+pub(crate) fn too_deep(text: &str, limit: usize) -> Option<usize> {
     let mut s = Scanner {
         blocks: Vec::new(),
         flows: Vec::new(),

@@ -1,22 +1,25 @@
 //! The measuring backend: everything the pipeline asks of a GPU, behind one trait, so that
 //! the whole pipeline — stages, statistics, drift tracing, reports, exit codes — also runs
 //! without one. Two implementations: the GPU (`gpu::cuda_backend`, cudarc) and a seeded
-//! simulation ([`sim`]) that `CI_GATE_SIMULATE` selects (tests and CI; never a verdict on
-//! real kernels: its environment says "simulated", it is refused in GitHub Actions
-//! ([`simulation_seed`]), and `merge` refuses its shards unless it simulates too).
+//! simulation (`crate::sim`; tests and CI, never a verdict on real kernels). A run holds
+//! which one measures as a value (`run::BackendChoice`). This module imports neither: the
+//! trait, its types, its error ([`GpuError`]) and the bookkeeping both keep of the shapes
+//! they measure are the layer below them.
 //!
 //! The pipeline keeps the decisions (order of work, stages, re-measuring, verdicts); the
 //! backend keeps the device: compiled kernels, buffers held between rounds, the launch count
 //! of a shape, and the measurements it appends to.
 
-pub mod sim;
+pub(crate) mod error;
+pub mod shapes;
 
 use std::path::Path;
 
 use crate::config::{MeasureSettings, ShapeParams, Tolerance};
-use crate::gpu::error::GpuError;
 use crate::resources::{KernelResources, ResourceSide};
 use crate::results::{Environment, GpuProcess, GpuState, PairOrder, Parity};
+pub use error::GpuError;
+pub use shapes::Bookkeeping;
 
 /// Which kernels a measurement is of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,7 +34,7 @@ pub enum Side {
 
 impl Side {
     /// Its name in messages: "base", "candidate", "baseline commit's".
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Side::Base => "base",
             Side::Candidate => "candidate",
@@ -98,7 +101,7 @@ impl Measurement {
 }
 
 /// The measurement of a shape that is not (or no longer) being measured: nothing.
-pub fn empty_measurement() -> &'static Measurement {
+pub(crate) fn empty_measurement() -> &'static Measurement {
     static EMPTY: std::sync::OnceLock<Measurement> = std::sync::OnceLock::new();
     EMPTY.get_or_init(Measurement::empty)
 }
@@ -178,14 +181,27 @@ pub trait Backend {
         rounds: u32,
         updates: u32,
     ) -> Result<Option<String>, GpuError>;
+    /// The shapes begun, as the backend keeps them (both of ci-gate's in
+    /// [`shapes::ShapeSlots`]): what the four methods below read and drop.
+    fn shapes(&self) -> &dyn Bookkeeping;
+    /// [`Backend::shapes`], to drop from.
+    fn shapes_mut(&mut self) -> &mut dyn Bookkeeping;
     /// Forgets the last pair (or round).
-    fn drop_last(&mut self, id: ShapeId);
+    fn drop_last(&mut self, id: ShapeId) {
+        self.shapes_mut().drop_last(id);
+    }
     /// What side `index` (of those given to `begin`) measured so far.
-    fn measurement(&self, id: ShapeId, index: usize) -> &Measurement;
+    fn measurement(&self, id: ShapeId, index: usize) -> &Measurement {
+        self.shapes().measurement(id, index)
+    }
     /// The order of each pair kept.
-    fn orders(&self, id: ShapeId) -> &[PairOrder];
+    fn orders(&self, id: ShapeId) -> &[PairOrder] {
+        self.shapes().orders(id)
+    }
     /// Releases the shape's buffers.
-    fn end(&mut self, id: ShapeId);
+    fn end(&mut self, id: ShapeId) {
+        self.shapes_mut().end(id);
+    }
     /// Where the measuring's time went so far.
     fn phase_times(&self) -> PhaseTimes;
     /// What the compiler gave the kernels of `side` (base or candidate) that run `shapes`,
@@ -204,7 +220,7 @@ pub trait Backend {
 }
 
 /// How a side is recorded in the results' kernel resources (the third side is not).
-pub fn resource_side(side: Side) -> Option<ResourceSide> {
+pub(crate) fn resource_side(side: Side) -> Option<ResourceSide> {
     match side {
         Side::Base => Some(ResourceSide::Base),
         Side::Candidate => Some(ResourceSide::Candidate),
@@ -233,14 +249,15 @@ impl GpuBudget {
     }
 
     /// Seconds charged so far.
-    pub fn spent_s(&self) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn spent_s(&self) -> f64 {
         self.spent_s
     }
 
     /// Charges `seconds` of GPU time of the `side` kernel (`what`: the kernel and phase, for
     /// the message) on `shape`. Past the limit: one sentence naming the shape and the side
     /// that spent the most of it there, with what each side spent.
-    pub fn charge(
+    pub(crate) fn charge(
         &mut self,
         shape: &ShapeParams,
         side: &'static str,
@@ -285,118 +302,6 @@ impl GpuBudget {
             self.limit_s,
             what()
         )))
-    }
-}
-
-/// The environment variable that selects the simulated backend: its value seeds it
-/// ("1" or any number). Tests and CI only.
-pub const SIMULATE_ENV: &str = "CI_GATE_SIMULATE";
-
-/// Set by GitHub Actions in every job, on hosted and self-hosted runners alike.
-const GITHUB_ACTIONS_ENV: &str = "GITHUB_ACTIONS";
-
-/// The one decision on the simulated GPU: its seed where [`SIMULATE_ENV`] selects it, None
-/// where it does not (the GPU measures), an error where it is set on a runner. Everything
-/// that reads [`SIMULATE_ENV`] asks here.
-///
-/// A simulated kernel's times are whatever its own `// ci-gate-sim: factor=…` line says, so
-/// a simulated run on a runner would be a verdict written by the pull request. GitHub sets
-/// `GITHUB_ACTIONS=true` in every job; the simulation is refused wherever the variable is
-/// present, whatever its value (an empty or odd value included): only GitHub has a reason to
-/// set it, a value other than GitHub's is an edit of the runner's environment, and a test
-/// or a developer's machine that simulates simply does not have it (the integration tests
-/// remove it from their commands).
-pub fn simulation_seed() -> anyhow::Result<Option<u64>> {
-    simulation_seed_from(|name| std::env::var_os(name))
-}
-
-/// [`simulation_seed`] with the environment given (tests).
-pub fn simulation_seed_from(
-    var: impl Fn(&str) -> Option<std::ffi::OsString>,
-) -> anyhow::Result<Option<u64>> {
-    let Some(seed) = var(SIMULATE_ENV) else {
-        return Ok(None);
-    };
-    if var(GITHUB_ACTIONS_ENV).is_some() {
-        anyhow::bail!(
-            "{SIMULATE_ENV} is set in GitHub Actions ({GITHUB_ACTIONS_ENV} is set), but the simulated GPU is a test device whose times the kernels' own `ci-gate-sim` lines decide, never a verdict on a runner: unset {SIMULATE_ENV}"
-        );
-    }
-    Ok(Some(
-        seed.to_string_lossy().trim().parse::<u64>().unwrap_or(1),
-    ))
-}
-
-/// The simulation's seed for the `k`-th child process of this one, when simulating
-/// ([`simulation_seed`], so an error on a runner): a fresh process on a GPU has its own clock
-/// history and allocations, so a simulated child gets its own seed (hence its own process
-/// shift), reproducibly. The child is given it explicitly: no child inherits
-/// [`SIMULATE_ENV`] (`child_env`).
-pub fn simulated_child_seed(k: u64) -> anyhow::Result<Option<String>> {
-    Ok(simulation_seed()?.map(|seed| seed.wrapping_mul(1_000_003).wrapping_add(k + 1).to_string()))
-}
-
-/// Whether `env` is the simulated GPU's (what [`sim::SimBackend`] records, and no real GPU's
-/// name: NVML's names are the vendor's, e.g. "NVIDIA L4").
-pub fn is_simulated(env: &Environment) -> bool {
-    env.gpu_name.trim() == sim::GPU_NAME || env.gpu_slug == crate::results::gpu_slug(sim::GPU_NAME)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::HashMap;
-    use std::ffi::OsString;
-
-    fn seed(vars: &[(&str, &str)]) -> anyhow::Result<Option<u64>> {
-        let map: HashMap<&str, OsString> = vars.iter().map(|(k, v)| (*k, (*v).into())).collect();
-        simulation_seed_from(|k| map.get(k).cloned())
-    }
-
-    #[test]
-    fn the_simulation_is_refused_wherever_github_actions_is_set() {
-        assert_eq!(seed(&[]).unwrap(), None);
-        assert_eq!(seed(&[("GITHUB_ACTIONS", "true")]).unwrap(), None);
-        assert_eq!(seed(&[("CI_GATE_SIMULATE", "7")]).unwrap(), Some(7));
-        assert_eq!(seed(&[("CI_GATE_SIMULATE", " 7 ")]).unwrap(), Some(7));
-        assert_eq!(seed(&[("CI_GATE_SIMULATE", "yes")]).unwrap(), Some(1));
-        for value in ["true", "false", "", "1"] {
-            let e = seed(&[("CI_GATE_SIMULATE", "1"), ("GITHUB_ACTIONS", value)])
-                .unwrap_err()
-                .to_string();
-            assert_eq!(
-                e,
-                "CI_GATE_SIMULATE is set in GitHub Actions (GITHUB_ACTIONS is set), but the simulated GPU is a test device whose times the kernels' own `ci-gate-sim` lines decide, never a verdict on a runner: unset CI_GATE_SIMULATE",
-                "{value:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn the_simulated_gpu_is_told_by_its_name_or_slug() {
-        let kernel = sim::SimKernel::parse("// ci-gate-sim: factor=1\n", "00").unwrap();
-        let backend = sim::SimBackend::new(1, sim::NoiseModel::ISSUE, None, kernel);
-        assert!(is_simulated(&backend.environment()));
-        let mut env = Environment {
-            gpu_name: sim::GPU_NAME.into(),
-            gpu_slug: "simulated-gpu".into(),
-            gpu_uuid: None,
-            compute_capability: "9.0".into(),
-            sm_count: None,
-            l2_bytes: None,
-            driver_version: None,
-            cuda_driver_version: None,
-            nvrtc_version: None,
-            state_before: None,
-            state_after: None,
-        };
-        assert!(is_simulated(&env));
-        env.gpu_name = "NVIDIA H200".into();
-        assert!(is_simulated(&env), "the slug alone");
-        env.gpu_slug = crate::results::gpu_slug("NVIDIA H200");
-        assert!(!is_simulated(&env));
-        env.gpu_name = sim::GPU_NAME.into();
-        assert!(is_simulated(&env), "the name alone");
     }
 }
 

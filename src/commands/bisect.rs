@@ -17,20 +17,20 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
-use super::Outcome;
-use super::git::{self, BaseKernels};
-use super::pipeline::{self, AbMode, Against, RunPlan};
 use crate::cli::{BisectArgs, BisectFormat};
 use crate::comparison::Comparison;
 use crate::config::{Config, ShapeParams};
+use crate::outcome::Outcome;
 use crate::report::pct;
 use crate::results::ResultsFile;
+use crate::run::git::{self, BaseKernels};
+use crate::run::{BackendChoice, Run, RunRequest};
 use crate::text::{clip_text, quote, short_commit, terminal_text};
-use crate::verdict::{Policy, Verdict};
+use crate::verdict::Verdict;
 
 /// What one step concluded about one commit.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Call {
+pub(crate) enum Call {
     /// A named shape is a `regression` against GOOD.
     Slower,
     /// No named shape is.
@@ -50,7 +50,7 @@ impl Call {
 }
 
 /// Judges the commits of a first-parent path (index 0 the oldest after GOOD, the last BAD).
-pub trait Judge {
+pub(crate) trait Judge {
     /// Commit `index` against GOOD. Called at most once per index.
     fn judge(&mut self, index: usize) -> Call;
     /// Commit `index` against its first parent (GOOD for index 0): `Slower` confirms it.
@@ -59,7 +59,7 @@ pub trait Judge {
 
 /// What a bisection found.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Found {
+pub(crate) enum Found {
     /// BAD is not slower than GOOD: nothing to bisect.
     BadNotSlower,
     /// BAD could not be judged.
@@ -75,7 +75,7 @@ pub enum Found {
 /// Binary search of the first slower commit among `n` (BAD, index `n - 1`, is judged
 /// first); skipped commits are stepped around by judging the nearest untested commit to
 /// the middle instead. At most `n` judgements; about ⌈log2(n + 1)⌉ without skips.
-pub fn search(n: usize, judge: &mut dyn Judge) -> Found {
+pub(crate) fn search(n: usize, judge: &mut dyn Judge) -> Found {
     if n == 0 {
         return Found::BadNotSlower;
     }
@@ -157,7 +157,7 @@ pub(crate) fn classify(results: &ResultsFile) -> (Call, Vec<ShapeStep>) {
 
 /// One named shape in one step.
 #[derive(Clone, Debug, Serialize)]
-pub struct ShapeStep {
+pub(crate) struct ShapeStep {
     pub shape: String,
     pub verdict: Verdict,
     /// The A/B comparison (candidate / base); absent where none ran.
@@ -195,7 +195,7 @@ impl ShapeStep {
 
 /// A commit as the report shows it.
 #[derive(Clone, Debug, Serialize)]
-pub struct CommitInfo {
+pub(crate) struct CommitInfo {
     pub commit: String,
     pub short: String,
     /// Its subject as git has it, made safe for one line (controls and escapes removed).
@@ -225,7 +225,7 @@ impl CommitInfo {
 /// What a step was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Role {
+pub(crate) enum Role {
     /// BAD against GOOD, first.
     Bad,
     /// A commit of the search against GOOD.
@@ -236,7 +236,7 @@ pub enum Role {
 
 /// One step of the report.
 #[derive(Clone, Debug, Serialize)]
-pub struct StepReport {
+pub(crate) struct StepReport {
     pub role: Role,
     pub commit: CommitInfo,
     /// What it was measured against (GOOD, or the culprit's first parent).
@@ -398,7 +398,7 @@ impl Judge for PipelineJudge<'_> {
 
 /// The JSON report (`--format json`, `--out`).
 #[derive(Clone, Debug, Serialize)]
-pub struct BisectReport {
+pub(crate) struct BisectReport {
     pub good: CommitInfo,
     pub bad: CommitInfo,
     pub config: String,
@@ -547,72 +547,30 @@ fn resolve(which: &str, rev: &str) -> Result<String> {
     Ok(commit)
 }
 
-pub fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
+pub(crate) fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
     if let Some(out) = &args.out {
         crate::files::check_writable(out)?;
     }
     let started = Instant::now();
     let (config, shapes): (Config, Vec<ShapeParams>) =
-        pipeline::load_config(&args.config, &args.shapes)?;
+        crate::config::load_selected(&args.config, &args.shapes)?;
     let good = resolve("GOOD", &args.good)?;
     let bad = resolve("BAD", &args.bad)?;
-    if good == bad {
-        bail!(
-            "GOOD and BAD are the same commit {}: nothing to bisect",
-            short_commit(&good)
-        );
-    }
-    if !git::is_ancestor(&good, &bad) {
-        bail!(
-            "GOOD {} is not an ancestor of BAD {}: bisect needs GOOD on BAD's first-parent history",
-            short_commit(&good),
-            short_commit(&bad)
-        );
-    }
-    let path = git::first_parent_path(&good, &bad).with_context(|| {
-        format!(
-            "cannot list the commits from GOOD {} to BAD {} with git",
-            short_commit(&good),
-            short_commit(&bad)
-        )
-    })?;
-    match path.first() {
-        Some(first) if git::first_parent(first).as_deref() == Some(good.as_str()) => {}
-        _ => bail!(
-            "GOOD {} is not on BAD {}'s first-parent history (it was merged from a side branch): pass a commit of that history as GOOD",
-            short_commit(&good),
-            short_commit(&bad)
-        ),
-    }
+    let path = first_parent_path(&good, &bad)?;
     let tmp = tempfile::Builder::new()
         .prefix("ci-gate-bisect-")
         .tempdir()
         .context("cannot create a temporary directory for the kernels of the commits")?;
-    let good_dir = tmp.path().join("good");
-    std::fs::create_dir_all(&good_dir)
-        .with_context(|| format!("cannot create {}", good_dir.display()))?;
-    let good_kernels = git::export_kernels(
-        &good,
-        &format!("GOOD {}", short_commit(&good)),
-        &args.kernels,
-        &good_dir,
-    )?;
-    let good_hash = crate::gpu::compile::KernelSource::read(&good_dir.join("attention.cu"))
-        .map_err(|e| anyhow::anyhow!("GOOD {}: {e}", short_commit(&good)))?
-        .hash;
-    pipeline::on_hang(&config, None);
+    let (good_kernels, good_hash) = export_good(&good, &args.kernels, tmp.path())?;
+    crate::run::pipeline::on_hang(&config, None);
+    let device = BackendChoice::from_env()?;
     // The GPU's lock for the whole search: no other ci-gate run measures between its steps
     // (each step's pipeline takes it again, in this process: the same lock).
-    let _gpu = super::sharing::lock_gpu()?;
+    let _gpu = crate::run::sharing::lock_gpu(device)?;
     let names: Vec<String> = shapes.iter().map(ShapeParams::name).collect();
     let commits: Vec<CommitInfo> = path.iter().map(|c| CommitInfo::read(c)).collect();
-    let good_info = CommitInfo::read(&good);
-    let bad_info = commits
-        .last()
-        .cloned()
-        .unwrap_or_else(|| CommitInfo::read(&bad));
     let measure_config = config.clone();
-    let measure_shapes = shapes.clone();
+    let measure_shapes = args.shapes.clone();
     let mut seen = HashMap::new();
     seen.insert(
         good_hash,
@@ -625,12 +583,14 @@ pub fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
         kernels_dir: args.kernels.clone(),
         tmp,
         measure: Box::new(move |base: &BaseKernels, cand: &Path| {
-            pipeline::run(step_plan(
+            step(
                 measure_config.clone(),
                 measure_shapes.clone(),
                 base.clone(),
                 cand.to_path_buf(),
-            ))
+                device,
+            )?
+            .measure()
         }),
         seen,
         steps: Vec::new(),
@@ -638,58 +598,20 @@ pub fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
     };
     let found = search(commits.len(), &mut judge);
     let steps = std::mem::take(&mut judge.steps);
-    let against_good: Vec<&StepReport> = steps.iter().filter(|s| s.role != Role::Confirm).collect();
-    let judged = against_good.len();
-    let measured = against_good
-        .iter()
-        .filter(|s| s.reused_from.is_none())
-        .count();
-    let skipped = against_good.iter().filter(|s| s.why.is_some()).count();
-    let (outcome, culprit, confirmed, candidates) = match &found {
-        Found::BadNotSlower => ("bad-not-slower", None, None, Vec::new()),
-        Found::BadSkipped(_) => ("bad-skipped", None, None, Vec::new()),
-        Found::Culprit {
-            index,
-            confirmation,
-        } => (
-            "culprit",
-            commits.get(*index).cloned(),
-            Some(*confirmation == Call::Slower),
-            Vec::new(),
-        ),
-        Found::Ambiguous(list) => (
-            "ambiguous",
-            None,
-            None,
-            list.iter()
-                .filter_map(|&i| commits.get(i).cloned())
-                .collect(),
-        ),
-    };
-    let report = BisectReport {
-        good: good_info,
-        bad: bad_info.clone(),
-        config: args.config.display().to_string(),
-        shapes: names.clone(),
-        margin: config.gate.max_p50_regression,
-        alpha: config.gate.alpha,
-        commits: commits.len(),
+    let bad_info = commits
+        .last()
+        .cloned()
+        .unwrap_or_else(|| CommitInfo::read(&bad));
+    let report = BisectReport::new(
+        &found,
         steps,
-        outcome: outcome.to_owned(),
-        culprit: culprit.clone(),
-        confirmed,
-        candidates,
-        judged,
-        measured,
-        skipped,
-        wall_s: started.elapsed().as_secs_f64(),
-        error_control: error_control(
-            config.gate.alpha,
-            config.gate.max_p50_regression,
-            names.len(),
-            judged,
-        ),
-    };
+        &commits,
+        (CommitInfo::read(&good), bad_info.clone()),
+        args,
+        &config,
+        names,
+        started,
+    );
     match args.format {
         BisectFormat::Table => print!("{}", render_text(&report)),
         BisectFormat::Json => {
@@ -702,9 +624,143 @@ pub fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
         crate::files::write_json(out, &report)
             .with_context(|| "the bisect report could not be saved")?;
     }
+    outcome(found, &report, &commits, &bad_info, &good, &config)
+}
+
+/// The commits on BAD's first-parent path after GOOD, oldest first: GOOD must be an
+/// ancestor of BAD, on that path, and another commit.
+fn first_parent_path(good: &str, bad: &str) -> Result<Vec<String>> {
+    if good == bad {
+        bail!(
+            "GOOD and BAD are the same commit {}: nothing to bisect",
+            short_commit(good)
+        );
+    }
+    if !git::is_ancestor(good, bad) {
+        bail!(
+            "GOOD {} is not an ancestor of BAD {}: bisect needs GOOD on BAD's first-parent history",
+            short_commit(good),
+            short_commit(bad)
+        );
+    }
+    let path = git::first_parent_path(good, bad).with_context(|| {
+        format!(
+            "cannot list the commits from GOOD {} to BAD {} with git",
+            short_commit(good),
+            short_commit(bad)
+        )
+    })?;
+    match path.first() {
+        Some(first) if git::first_parent(first).as_deref() == Some(good) => Ok(path),
+        _ => bail!(
+            "GOOD {} is not on BAD {}'s first-parent history (it was merged from a side branch): pass a commit of that history as GOOD",
+            short_commit(good),
+            short_commit(bad)
+        ),
+    }
+}
+
+/// GOOD's kernels, read with git into `dir/good`, with the hash of its attention.cu.
+fn export_good(good: &str, kernels: &Path, dir: &Path) -> Result<(BaseKernels, String)> {
+    let good_dir = dir.join("good");
+    std::fs::create_dir_all(&good_dir)
+        .with_context(|| format!("cannot create {}", good_dir.display()))?;
+    let k = git::export_kernels(
+        good,
+        &format!("GOOD {}", short_commit(good)),
+        kernels,
+        &good_dir,
+    )?;
+    let hash = crate::gpu::compile::KernelSource::read(&good_dir.join("attention.cu"))
+        .map_err(|e| anyhow::anyhow!("GOOD {}: {e}", short_commit(good)))?
+        .hash;
+    Ok((k, hash))
+}
+
+impl BisectReport {
+    /// The report of a search: its steps, what it found, and what each step's test
+    /// controls.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        found: &Found,
+        steps: Vec<StepReport>,
+        commits: &[CommitInfo],
+        (good, bad): (CommitInfo, CommitInfo),
+        args: &BisectArgs,
+        config: &Config,
+        names: Vec<String>,
+        started: Instant,
+    ) -> BisectReport {
+        let against_good: Vec<&StepReport> =
+            steps.iter().filter(|s| s.role != Role::Confirm).collect();
+        let judged = against_good.len();
+        let measured = against_good
+            .iter()
+            .filter(|s| s.reused_from.is_none())
+            .count();
+        let skipped = against_good.iter().filter(|s| s.why.is_some()).count();
+        let (outcome, culprit, confirmed, candidates) = match found {
+            Found::BadNotSlower => ("bad-not-slower", None, None, Vec::new()),
+            Found::BadSkipped(_) => ("bad-skipped", None, None, Vec::new()),
+            Found::Culprit {
+                index,
+                confirmation,
+            } => (
+                "culprit",
+                commits.get(*index).cloned(),
+                Some(*confirmation == Call::Slower),
+                Vec::new(),
+            ),
+            Found::Ambiguous(list) => (
+                "ambiguous",
+                None,
+                None,
+                list.iter()
+                    .filter_map(|&i| commits.get(i).cloned())
+                    .collect(),
+            ),
+        };
+        let shapes = names.len();
+        BisectReport {
+            good,
+            bad,
+            config: args.config.display().to_string(),
+            shapes: names,
+            margin: config.gate.max_p50_regression,
+            alpha: config.gate.alpha,
+            commits: commits.len(),
+            steps,
+            outcome: outcome.to_owned(),
+            culprit,
+            confirmed,
+            candidates,
+            judged,
+            measured,
+            skipped,
+            wall_s: started.elapsed().as_secs_f64(),
+            error_control: error_control(
+                config.gate.alpha,
+                config.gate.max_p50_regression,
+                shapes,
+                judged,
+            ),
+        }
+    }
+}
+
+/// The command's outcome: a confirmed culprit passes; anything else is no answer (exit 2),
+/// said in one sentence.
+fn outcome(
+    found: Found,
+    report: &BisectReport,
+    commits: &[CommitInfo],
+    bad: &CommitInfo,
+    good: &str,
+    config: &Config,
+) -> Result<Outcome> {
     let m = config.gate.max_p50_regression * 100.0;
     match found {
-        Found::Culprit { confirmation, .. } => match (confirmation, culprit) {
+        Found::Culprit { confirmation, .. } => match (confirmation, report.culprit.clone()) {
             (Call::Slower, Some(_)) => Ok(Outcome::Pass),
             (Call::Skipped(why), Some(c)) => bail!(
                 "the culprit {} was not confirmed: its A/B against its first parent could not be measured ({})",
@@ -718,13 +774,13 @@ pub fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
         },
         Found::BadNotSlower => bail!(
             "BAD {} is not slower than GOOD {} by more than {m:.1}% on the named shapes: nothing to bisect",
-            bad_info.short,
-            short_commit(&good)
+            bad.short,
+            short_commit(good)
         ),
         Found::BadSkipped(why) => bail!(
             "BAD {} could not be judged against GOOD {} ({why}): nothing to bisect",
-            bad_info.short,
-            short_commit(&good)
+            bad.short,
+            short_commit(good)
         ),
         Found::Ambiguous(list) => bail!(
             "skipped commits hide the first slower commit: it is one of {}",
@@ -736,31 +792,30 @@ pub fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
     }
 }
 
-/// The plan of one bisect step: `cand`'s kernels against `base`'s in one process, parity on,
-/// under the gate's own two-stage design; no stored baseline, no peers, no energy windows (a
-/// step asks one question: slower or not).
-pub(super) fn step_plan(
+/// One bisect step: `cand`'s kernels against `base`'s in one process, parity on, under the
+/// gate's own two-stage design; no stored baseline, no peers, no energy windows (a step asks
+/// one question: slower or not). `shapes`: the names judged (all of the config's when empty).
+pub(super) fn step(
     config: Config,
-    shapes: Vec<ShapeParams>,
+    shapes: Vec<String>,
     base: BaseKernels,
     cand: PathBuf,
-) -> RunPlan {
-    RunPlan {
-        config,
-        shapes,
+    device: BackendChoice,
+) -> Result<Run> {
+    let paths = crate::cli::ConfigArgs {
+        config: config.path.clone(),
         kernels: cand,
+        baselines: PathBuf::new(),
+    };
+    let request = RunRequest {
+        shapes,
         base: Some(base),
-        ab: AbMode::WhenDifferent,
-        against: Against::Nothing,
-        parity: true,
+        compare: false,
         peers: false,
-        rounds: None,
-        inject: None,
-        policy: Policy::default(),
         trace_drift: false,
-        progress: false,
-        energy: false,
-    }
+        ..RunRequest::gate(&paths)
+    };
+    Run::with_config(request, config, device)
 }
 
 #[cfg(test)]

@@ -1,74 +1,72 @@
 //! `ci-gate ci`: the pipeline for GitHub Actions. Writes the results file (also when no
 //! verdict could be reached), the job summary, one annotation per failing shape, and step
 //! outputs. Exit codes as everywhere: 0 pass, 1 fail, 2 no verdict. It measures as `local`
-//! does (one [`RunRequest`], one [`prepare`]); only the publishing differs.
+//! does (one [`RunRequest`], one `prepare`); only the publishing differs.
 
 use anyhow::Result;
 
-use super::Outcome;
-use super::pipeline::failed_run;
-use super::prepare::prepare;
-use super::publish::publish;
-use super::request::RunRequest;
-use super::untrusted::SuspendedCommands;
 use crate::cli::CiArgs;
 use crate::config::Config;
+use crate::outcome::Outcome;
+use crate::run::pipeline::failed_run;
+use crate::run::prepare::prepare;
+use crate::run::publish::publish;
+use crate::run::untrusted::SuspendedCommands;
+use crate::run::{BackendChoice, Run, RunRequest};
 use crate::shard::ShardInfo;
 
-pub fn run_ci(args: &CiArgs) -> Result<Outcome> {
+pub(crate) fn run_ci(args: &CiArgs) -> Result<Outcome> {
     crate::files::check_writable(&args.out)?;
     // The pull request's gate: parity, the stored baseline, the peers unless `--no-peers`, a
     // drift traced with git.
     let request = RunRequest {
-        config: args.config.config.clone(),
-        kernels: args.config.kernels.clone(),
-        baselines: args.config.baselines.clone(),
-        shapes: Vec::new(),
         shard: args.sharding.shard,
-        base: None,
-        ab_always: false,
-        compare: true,
-        parity: true,
-        peers: !args.no_peers,
-        rounds: None,
-        inject: None,
         fail_on_drift: args.base.fail_on_drift,
-        trace_drift: true,
-        progress: false,
-        energy: args.energy,
-    };
+        ..RunRequest::gate(&args.config)
+    }
+    .with_flags(&args.run);
     // Known as early as possible, so that a results file without a verdict still names the
     // config and the shard (merge then says which shard failed, and why).
     let mut config: Option<Config> = None;
     let mut shard: Option<ShardInfo> = None;
-    let measured = request
-        .shapes()
-        .and_then(|(c, _, s)| {
-            config = Some(c);
-            shard = s;
-            prepare(
+    let measured = crate::config::load_selected(&request.config, &[])
+        .map_err(anyhow::Error::from)
+        .and_then(|(c, _)| {
+            let (shapes, info) = Run::select(&request, &c)?;
+            config = Some(c.clone());
+            shard = info.clone();
+            Ok(Run {
                 request,
+                config: c,
+                shapes,
+                shard: info,
+                backend: BackendChoice::from_env()?,
+            })
+        })
+        .and_then(|run| {
+            prepare(
+                run,
                 &args.base,
                 &args.profile,
                 args.sharding.devices.as_deref(),
                 false,
             )
         })
-        .and_then(|run| {
+        .and_then(|prepared| {
             // The GPU section, the only code that compiles or launches the pull request's
             // kernels. Their `printf` reaches this process's stdout, so workflow commands are
             // suspended around it; they resume once every GPU context is gone, before the
             // results are published.
             // One ci-gate run per GPU at a time (`sharing`), held through the measuring and
             // the profiles; a `--devices` child takes its own GPU's.
-            let gpu = if run.measures_here() {
-                super::sharing::lock_gpu()?
+            let gpu = if prepared.measures_here() {
+                crate::run::sharing::lock_gpu(prepared.run.backend)?
             } else {
                 None
             };
             let suspended = SuspendedCommands::begin()?;
             on_hang(args, config.as_ref(), shard.clone());
-            let measured = run.measure(&args.profile);
+            let measured = prepared.measure(&args.profile);
             suspended.end();
             drop(gpu);
             measured
@@ -97,7 +95,7 @@ fn on_hang(args: &CiArgs, config: Option<&Config>, shard: Option<ShardInfo>) {
         let mut failed = failed_run(config.as_ref(), &error);
         failed.shard = shard.clone();
         failed.fail_on_drift = fail_on_drift;
-        super::untrusted::resume_now();
+        crate::run::untrusted::resume_now();
         if let Err(e) = publish(failed, &out, Some(error)) {
             eprintln!("error: {e:#}");
         }

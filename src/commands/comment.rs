@@ -3,15 +3,15 @@
 
 use anyhow::{Context, Result, anyhow};
 
-use super::Outcome;
 use crate::cli::CommentArgs;
 use crate::github::actions::append_step_summary;
 use crate::github::{CommentOutcome, GithubEnv, post_or_update_comment};
+use crate::outcome::Outcome;
 use crate::report::{Exporter, MarkdownExporter, Report};
 use crate::results::ResultsFile;
 use crate::text::terminal_text;
 
-pub fn run_comment(args: &CommentArgs) -> Result<Outcome> {
+pub(crate) fn run_comment(args: &CommentArgs) -> Result<Outcome> {
     let results = ResultsFile::load(&args.from)?;
     let gh = GithubEnv::from_env();
     let mut report = Report::from_results(&results);

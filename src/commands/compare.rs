@@ -23,11 +23,11 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
-use super::Outcome;
 use crate::cli::CompareArgs;
 use crate::comparison::{MIN_BOOTSTRAP_VALUES, StoredSide};
 use crate::config::{Config, Dtype, GateSettings, ShapeParams};
 use crate::evaluate::evaluate;
+use crate::outcome::Outcome;
 use crate::report::{Report, render};
 use crate::results::{ResultsFile, ShapeResult};
 use crate::samples::{SampleFile, parse_sample_file};

@@ -8,11 +8,11 @@
 
 use anyhow::{Result, bail};
 
-use super::Outcome;
 use crate::cli::CompileArgs;
 use crate::gpu::compile::compile_uncached_module_for;
 use crate::gpu::cubin::check_untrusted_cubin;
 use crate::gpu::{GpuError, KernelSource};
+use crate::outcome::Outcome;
 use crate::text::terminal_text;
 
 /// One source to compile: where it comes from, and whether it is the timed kernel.
@@ -22,7 +22,7 @@ struct Input {
     timed: bool,
 }
 
-pub fn run_compile(args: &CompileArgs) -> Result<Outcome> {
+pub(crate) fn run_compile(args: &CompileArgs) -> Result<Outcome> {
     if !crate::gpu::nvrtc_present() {
         return Err(GpuError::NoNvrtc.into());
     }
@@ -48,12 +48,12 @@ pub fn run_compile(args: &CompileArgs) -> Result<Outcome> {
     let mut failed = Vec::new();
     for input in &inputs {
         for target in &targets {
-            match input
-                .source
-                .as_ref()
-                .map_err(clone_error)
-                .and_then(|s| compile_one(s, target, input.timed))
-            {
+            // A source that could not be read fails every target, with the same error.
+            let compiled = match &input.source {
+                Ok(s) => compile_one(s, target, input.timed).map_err(Some),
+                Err(_) => Err(None),
+            };
+            match compiled {
                 Ok((bytes, lines)) => {
                     println!("{} {target}: ok ({bytes} bytes of CUBIN)", input.shown);
                     for line in lines {
@@ -61,7 +61,10 @@ pub fn run_compile(args: &CompileArgs) -> Result<Outcome> {
                     }
                 }
                 Err(e) => {
-                    print_failure(&input.shown, target, &e);
+                    let read = input.source.as_ref().err();
+                    if let Some(e) = e.as_ref().or(read) {
+                        print_failure(&input.shown, target, e);
+                    }
                     failed.push(format!("{} for {target}", input.shown));
                 }
             }
@@ -177,11 +180,6 @@ fn resource_lines(cubin: &[u8], log: &str, file: &str) -> Vec<String> {
     }
     lines.extend(notes);
     lines
-}
-
-/// A read error again for each target (GpuError holds an io::Error, which is not Clone).
-fn clone_error(e: &GpuError) -> GpuError {
-    GpuError::Invalid(e.to_string())
 }
 
 /// `FILE TARGET: SENTENCE`, then the kept diagnostics, each indented on its own line (every

@@ -2,10 +2,10 @@
 
 use anyhow::Result;
 
-use super::Outcome;
 use crate::cli::EnvArgs;
 use crate::gpu::device::open_device;
 use crate::gpu::env::{Monitor, environment};
+use crate::outcome::Outcome;
 
 /// The CUDA driver API version the binary's bindings were built for (build.rs), as the
 /// driver reports versions: 1000 × major + 10 × minor.
@@ -41,7 +41,7 @@ pub(crate) fn driver_check(driver: i32, built: i32) -> Result<String, String> {
     }
 }
 
-pub fn run_env(args: &EnvArgs) -> Result<Outcome> {
+pub(crate) fn run_env(args: &EnvArgs) -> Result<Outcome> {
     let opened = open_device();
     let (_ctx, _stream, info) = match opened {
         Ok(o) => o,

@@ -5,11 +5,11 @@
 use anyhow::{Result, bail};
 use serde_json::json;
 
-use super::Outcome;
 use crate::cli::{HistoryAppendArgs, HistoryArgs, HistoryCommand, HistoryFormat, HistoryShowArgs};
 use crate::history::{
     self, Appended, Filter, History, Trend, changepoint, records_from_results, trends,
 };
+use crate::outcome::Outcome;
 use crate::report::{fitted_table, fitted_table_keep, stdout_width};
 use crate::results::ResultsFile;
 use crate::text::{quote, short_commit};

@@ -2,68 +2,61 @@
 
 use anyhow::{Context, Result};
 
-use super::Outcome;
-use super::pipeline::{failed_run, load_config, on_hang};
-use super::prepare::prepare;
-use super::request::RunRequest;
 use crate::cli::LocalArgs;
+use crate::outcome::Outcome;
 use crate::report::{Format, Report, render};
+use crate::run::pipeline::{failed_run, on_hang};
+use crate::run::prepare::prepare;
+use crate::run::{Run, RunRequest};
 
-pub fn run_local(args: &LocalArgs) -> Result<Outcome> {
+pub(crate) fn run_local(args: &LocalArgs) -> Result<Outcome> {
     // Before anything is measured: a results file that could not be written loses the run.
     if let Some(out) = &args.out {
         crate::files::check_writable(out)?;
     }
     let request = RunRequest {
-        config: args.config.config.clone(),
-        kernels: args.config.kernels.clone(),
-        baselines: args.config.baselines.clone(),
         shapes: args.shapes.clone(),
         shard: args.sharding.shard,
-        base: None,
         ab_always: args.ab_always,
         compare: !args.no_compare,
         parity: !args.no_parity,
-        peers: !args.no_peers,
         rounds: args.rounds,
         inject: args.inject,
         fail_on_drift: args.base.fail_on_drift,
-        trace_drift: true,
         progress: args.format == Format::Table,
-        energy: args.energy,
-    };
-    let run = prepare(
-        request,
+        ..RunRequest::gate(&args.config)
+    }
+    .with_flags(&args.run);
+    let prepared = prepare(
+        Run::resolve(request)?,
         &args.base,
         &args.profile,
         args.sharding.devices.as_deref(),
         true,
     )?;
     // Said first, on stderr (stdout stays the report): what the candidate is measured against.
-    if let Some(line) = run.base_line() {
+    if let Some(line) = prepared.base_line() {
         eprintln!("ci-gate: {line}");
     }
-    let config = if run.measures_here() {
-        let (config, _) = load_config(&args.config.config, &args.shapes)?;
-        on_hang(&config, args.out.clone());
-        Some(config)
-    } else {
-        None
-    };
+    let run = &prepared.run;
+    if prepared.measures_here() {
+        on_hang(&run.config, args.out.clone());
+    }
     // One ci-gate run per GPU at a time (`sharing`): held through the measuring and the
     // profiles; a `--devices` child takes its own GPU's.
-    let measured = if run.measures_here() {
-        super::sharing::lock_gpu()
+    let measured = if prepared.measures_here() {
+        crate::run::sharing::lock_gpu(run.backend)
     } else {
         Ok(None)
     }
-    .and_then(|_gpu| run.measure(&args.profile));
+    .and_then(|_gpu| prepared.measure(&args.profile));
     let results = match measured {
         Ok(results) => results,
         Err(e) => {
             // No verdict (exit 2): the results file says why, as `ci` writes it.
             if let Some(out) = &args.out
-                && let Err(save) = failed_run(config.as_ref(), &e).save(out)
+                && let Err(save) =
+                    failed_run(prepared.measures_here().then_some(&run.config), &e).save(out)
             {
                 eprintln!(
                     "error: the results could not be saved to {}: {save:#}",

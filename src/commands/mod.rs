@@ -1,49 +1,27 @@
-//! One module per subcommand; [`run`] dispatches.
+//! One module per subcommand (`worker` is the hidden `kernel-run`); [`run`] dispatches. The
+//! two other hidden commands are the engine's and the sandbox's: `run-request`
+//! (`run::child::run_request`) and `nvrtc-sandbox` (`gpu::sandbox::serve`). What several
+//! commands share lives below them, in `run` (the engine) and the modules it uses.
 
 mod baseline;
 mod bisect;
-mod child;
-pub(crate) mod ci;
+mod ci;
 mod comment;
 mod compare;
 mod compile;
-mod devices;
 mod env;
-mod git;
 mod history;
 mod local;
 mod merge;
-mod peer;
-pub mod pipeline;
-mod prepare;
-mod profile;
-mod publish;
-mod request;
 mod sanitize;
 mod selftest;
-pub mod sharing;
-mod tool;
-mod untrusted;
 mod worker;
 
 use anyhow::Result;
 
 use crate::cli::{BaselineCommand, Cli, Command};
 
-/// How a command that ran to the end came out. Errors (exit 2) travel as `Err`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// Exit 0.
-    Pass,
-    /// Exit 1: a regression, a parity loss, or a refused baseline update.
-    Fail,
-}
-
-impl Outcome {
-    pub(crate) fn from_passed(passed: bool) -> Outcome {
-        if passed { Outcome::Pass } else { Outcome::Fail }
-    }
-}
+pub use crate::outcome::Outcome;
 
 /// Runs one parsed command line.
 pub fn run(cli: Cli) -> Result<Outcome> {
@@ -69,18 +47,22 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         // a tool's findings about them) run with workflow commands suspended; `ci` suspends
         // them around its GPU section only, so that its own annotations still work.
         Command::Baseline(BaselineCommand::Update(args)) => {
-            untrusted::suspended(|| baseline::update(&args))
+            crate::run::untrusted::suspended(|| baseline::update(&args))
         }
-        Command::Local(args) => untrusted::suspended(|| local::run_local(&args)),
-        Command::Selftest(args) => untrusted::suspended(|| selftest::run_selftest(&args)),
+        Command::Local(args) => crate::run::untrusted::suspended(|| local::run_local(&args)),
+        Command::Selftest(args) => {
+            crate::run::untrusted::suspended(|| selftest::run_selftest(&args))
+        }
         Command::Env(args) => env::run_env(&args),
         Command::Ci(args) => ci::run_ci(&args),
         Command::Comment(args) => comment::run_comment(&args),
-        Command::Sanitize(args) => untrusted::suspended(|| sanitize::run_sanitize(&args)),
+        Command::Sanitize(args) => {
+            crate::run::untrusted::suspended(|| sanitize::run_sanitize(&args))
+        }
         Command::KernelRun(args) => worker::run_kernels(&args),
-        Command::RunRequest(args) => request::run_request(&args.request, &args.out),
+        Command::RunRequest(args) => crate::run::child::run_request(&args.request, &args.out),
         Command::History(args) => history::run(&args),
-        Command::Bisect(args) => untrusted::suspended(|| bisect::run_bisect(&args)),
+        Command::Bisect(args) => crate::run::untrusted::suspended(|| bisect::run_bisect(&args)),
         Command::Merge(args) => merge::run_merge(&args),
         Command::Compile(args) => compile::run_compile(&args),
         Command::NvrtcSandbox => Ok(if crate::gpu::sandbox::serve() {

@@ -11,59 +11,27 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use super::Outcome;
-use super::pipeline::load_config;
-use super::tool::{self, KernelRun};
 use crate::child_env::{Child, restrict};
 use crate::cli::SanitizeArgs;
 use crate::github::actions::append_step_summary;
 use crate::gpu::KernelSource;
 use crate::gpu::compile::LINEINFO_ENV;
+use crate::outcome::Outcome;
 use crate::report::{Format, escape_markdown, fitted_table, stdout_width};
+use crate::run::tool::{self, KernelRun};
 use crate::sanitize::{Exit, SanitizeOutcome, SanitizeReport, Tool, ToolRun};
 
 /// Findings printed in full per run (the rest are counted).
 const SHOWN_PER_RUN: usize = 3;
 
-pub fn run_sanitize(args: &SanitizeArgs) -> Result<Outcome> {
+pub(crate) fn run_sanitize(args: &SanitizeArgs) -> Result<Outcome> {
     if let Some(out) = &args.out {
         crate::files::check_writable(out)?;
     }
     let started = Instant::now();
-    // Outside a repository (find_defaults found no configs/sanitize.yaml above): name the
-    // flags that say where things are, as `local` does.
-    if args.config == Path::new(crate::cli::DEFAULT_SANITIZE_CONFIG) && !args.config.is_file() {
-        bail!(
-            "no {} here or in any parent directory: run ci-gate sanitize inside your repository, or pass --config FILE (e.g. your repository's {}) and --kernels DIR (the directory of attention.cu; --harness DIR if its reference.cu and util.cu are elsewhere)",
-            crate::cli::DEFAULT_SANITIZE_CONFIG,
-            crate::cli::DEFAULT_SANITIZE_CONFIG
-        );
-    }
-    let (config, shapes) = load_config(&args.config, &args.shapes)?;
-    let shapes = match args.shard {
-        Some(spec) => super::request::shard_of(&config, &shapes, spec)?.0,
-        None => shapes,
-    };
-    let harness = args.harness.clone().unwrap_or_else(|| args.kernels.clone());
-    let attention = KernelSource::read(&args.kernels.join("attention.cu"))?;
-    for f in ["reference.cu", "util.cu"] {
-        if !harness.join(f).is_file() {
-            bail!(
-                "{}: no {f} (the harness that runs with the kernels; pass --harness DIR)",
-                harness.display()
-            );
-        }
-    }
-    let Some(sanitizer) = tool::find("compute-sanitizer", args.sanitizer.as_deref())? else {
-        bail!(
-            "compute-sanitizer not found on the PATH, in $CUDA_HOME/bin or /usr/local/cuda/bin: install the CUDA toolkit or pass --sanitizer PATH"
-        );
-    };
-    if !crate::gpu::driver_present() {
-        bail!("no NVIDIA driver found (libcuda.so could not be loaded): sanitize needs a CUDA GPU");
-    }
+    let set = KernelSet::of(args)?;
     // Its kernels run on the GPU for minutes: one ci-gate run per GPU at a time (`sharing`).
-    let _gpu = super::sharing::lock_gpu()?;
+    let _gpu = crate::run::sharing::lock_gpu(crate::run::BackendChoice::from_env()?)?;
     let tools: Vec<Tool> = if args.tools.is_empty() {
         Tool::ALL.to_vec()
     } else {
@@ -72,40 +40,136 @@ pub fn run_sanitize(args: &SanitizeArgs) -> Result<Outcome> {
             .filter(|t| args.tools.contains(t))
             .collect()
     };
-    let names: Vec<String> = shapes.iter().map(|s| s.name()).collect();
-
-    // Compile once outside the tools (with line info, as the runs will): the runs then read
-    // the NVRTC cache, and a set that does not compile is an error here, not 4×N of them.
-    let compile = KernelRun {
-        config: &args.config,
-        kernels: &args.kernels,
-        harness: &harness,
-        shapes: &names,
-        no_reference: false,
-    };
-    let mut argv = compile.args()?;
-    argv.push("--compile-only".into());
-    let mut cmd = Command::new(&argv[0]);
-    restrict(&mut cmd, Child::Gpu)
-        .args(&argv[1..])
-        .env(LINEINFO_ENV, "1");
-    let ran = tool::run_bounded(cmd, Duration::from_secs(args.timeout_s))?;
-    if !ran.success() {
-        bail!(
-            "the kernels in {} could not be compiled and loaded: {}",
-            args.kernels.display(),
-            ran.last_line()
-        );
-    }
-
+    set.compile(args)?;
     if let Some(dir) = &args.logs {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create the log directory {}", dir.display()))?;
     }
     let jobs: Vec<(Tool, String)> = tools
         .iter()
-        .flat_map(|&t| names.iter().map(move |n| (t, n.clone())))
+        .flat_map(|&t| set.shapes.iter().map(move |n| (t, n.clone())))
         .collect();
+    let report = SanitizeReport {
+        kernels: args.kernels.display().to_string(),
+        kernel_source_hash: Some(set.attention_hash.clone()),
+        config: args.config.display().to_string(),
+        sanitizer_version: tool::version(&set.sanitizer),
+        gpu: gpu_name(),
+        runs: run_all(args, &set, &jobs)?,
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    if let Some(out) = &args.out {
+        let json = serde_json::to_string_pretty(&report)?;
+        std::fs::write(out, json + "\n")
+            .with_context(|| format!("cannot write the report to {}", out.display()))?;
+    }
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        Format::Markdown => print!("{}", markdown(&report)),
+        _ => print!("{}", table(&report)),
+    }
+    if let Some(path) = crate::github::GithubEnv::from_env().step_summary {
+        append_step_summary(&path, &markdown(&report))
+            .with_context(|| format!("cannot write the job summary {}", path.display()))?;
+    }
+    match report.outcome() {
+        SanitizeOutcome::Clean => Ok(Outcome::Pass),
+        SanitizeOutcome::Findings => Ok(Outcome::Fail),
+        SanitizeOutcome::Incomplete => bail!(
+            "compute-sanitizer gave no answer for {} of {} runs (see the report above): no verdict",
+            report.runs.iter().filter(|r| r.failure.is_some()).count(),
+            report.runs.len()
+        ),
+    }
+}
+
+/// What a sanitize run checks: the shapes (by name), the harness that runs with the kernels,
+/// the hash of their attention.cu, and the compute-sanitizer found.
+struct KernelSet {
+    shapes: Vec<String>,
+    harness: PathBuf,
+    attention_hash: String,
+    sanitizer: PathBuf,
+}
+
+impl KernelSet {
+    /// Checks the arguments (the config and its shapes, the kernels and harness, the tool, a
+    /// driver) before anything runs.
+    fn of(args: &SanitizeArgs) -> Result<KernelSet> {
+        // Outside a repository (find_defaults found no configs/sanitize.yaml above): name
+        // the flags that say where things are, as `local` does.
+        if args.config == Path::new(crate::cli::DEFAULT_SANITIZE_CONFIG) && !args.config.is_file() {
+            bail!(
+                "no {} here or in any parent directory: run ci-gate sanitize inside your repository, or pass --config FILE (e.g. your repository's {}) and --kernels DIR (the directory of attention.cu; --harness DIR if its reference.cu and util.cu are elsewhere)",
+                crate::cli::DEFAULT_SANITIZE_CONFIG,
+                crate::cli::DEFAULT_SANITIZE_CONFIG
+            );
+        }
+        let (config, shapes) = crate::config::load_selected(&args.config, &args.shapes)?;
+        let shapes = match args.shard {
+            Some(spec) => crate::shard::of_run(&config, &shapes, spec)?.0,
+            None => shapes,
+        };
+        let harness = args.harness.clone().unwrap_or_else(|| args.kernels.clone());
+        let attention = KernelSource::read(&args.kernels.join("attention.cu"))?;
+        for f in ["reference.cu", "util.cu"] {
+            if !harness.join(f).is_file() {
+                bail!(
+                    "{}: no {f} (the harness that runs with the kernels; pass --harness DIR)",
+                    harness.display()
+                );
+            }
+        }
+        let Some(sanitizer) = tool::find("compute-sanitizer", args.sanitizer.as_deref())? else {
+            bail!(
+                "compute-sanitizer not found on the PATH, in $CUDA_HOME/bin or /usr/local/cuda/bin: install the CUDA toolkit or pass --sanitizer PATH"
+            );
+        };
+        if !crate::gpu::driver_present() {
+            bail!(
+                "no NVIDIA driver found (libcuda.so could not be loaded): sanitize needs a CUDA GPU"
+            );
+        }
+        Ok(KernelSet {
+            shapes: shapes.iter().map(|s| s.name()).collect(),
+            harness,
+            attention_hash: attention.hash,
+            sanitizer,
+        })
+    }
+
+    /// Compiles once outside the tools (with line info, as the runs will): the runs then
+    /// read the NVRTC cache, and a set that does not compile is an error here, not 4×N of
+    /// them.
+    fn compile(&self, args: &SanitizeArgs) -> Result<()> {
+        let compile = KernelRun {
+            config: &args.config,
+            kernels: &args.kernels,
+            harness: &self.harness,
+            shapes: &self.shapes,
+            no_reference: false,
+        };
+        let mut argv = compile.args()?;
+        argv.push("--compile-only".into());
+        let mut cmd = Command::new(&argv[0]);
+        restrict(&mut cmd, Child::Gpu)
+            .args(&argv[1..])
+            .env(LINEINFO_ENV, "1");
+        let ran = tool::run_bounded(cmd, Duration::from_secs(args.timeout_s))?;
+        if !ran.success() {
+            bail!(
+                "the kernels in {} could not be compiled and loaded: {}",
+                args.kernels.display(),
+                ran.last_line()
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Every (tool, shape) run, `--jobs` at a time, in the order of `jobs`; the first error of
+/// any ends the command.
+fn run_all(args: &SanitizeArgs, set: &KernelSet, jobs: &[(Tool, String)]) -> Result<Vec<ToolRun>> {
     let next = AtomicUsize::new(0);
     let runs: Mutex<Vec<(usize, ToolRun)>> = Mutex::new(Vec::new());
     let first_error: Mutex<Option<anyhow::Error>> = Mutex::new(None);
@@ -118,7 +182,7 @@ pub fn run_sanitize(args: &SanitizeArgs) -> Result<Outcome> {
                 loop {
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     let Some((t, shape)) = jobs.get(i) else { break };
-                    match run_one(args, &sanitizer, &harness, *t, shape) {
+                    match run_one(args, &set.sanitizer, &set.harness, *t, shape) {
                         Ok(r) => {
                             if show_progress {
                                 eprintln!(
@@ -150,38 +214,7 @@ pub fn run_sanitize(args: &SanitizeArgs) -> Result<Outcome> {
     }
     let mut runs = runs.into_inner().unwrap_or_else(PoisonError::into_inner);
     runs.sort_by_key(|(i, _)| *i);
-    let report = SanitizeReport {
-        kernels: args.kernels.display().to_string(),
-        kernel_source_hash: Some(attention.hash.clone()),
-        config: args.config.display().to_string(),
-        sanitizer_version: tool::version(&sanitizer),
-        gpu: gpu_name(),
-        runs: runs.into_iter().map(|(_, r)| r).collect(),
-        seconds: started.elapsed().as_secs_f64(),
-    };
-    if let Some(out) = &args.out {
-        let json = serde_json::to_string_pretty(&report)?;
-        std::fs::write(out, json + "\n")
-            .with_context(|| format!("cannot write the report to {}", out.display()))?;
-    }
-    match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        Format::Markdown => print!("{}", markdown(&report)),
-        _ => print!("{}", table(&report)),
-    }
-    if let Some(path) = crate::github::GithubEnv::from_env().step_summary {
-        append_step_summary(&path, &markdown(&report))
-            .with_context(|| format!("cannot write the job summary {}", path.display()))?;
-    }
-    match report.outcome() {
-        SanitizeOutcome::Clean => Ok(Outcome::Pass),
-        SanitizeOutcome::Findings => Ok(Outcome::Fail),
-        SanitizeOutcome::Incomplete => bail!(
-            "compute-sanitizer gave no answer for {} of {} runs (see the report above): no verdict",
-            report.runs.iter().filter(|r| r.failure.is_some()).count(),
-            report.runs.len()
-        ),
-    }
+    Ok(runs.into_iter().map(|(_, r)| r).collect())
 }
 
 fn status_word(r: &ToolRun) -> String {
@@ -292,7 +325,7 @@ fn headline(report: &SanitizeReport) -> String {
 }
 
 /// The terminal report: one line per tool and shape, then each finding.
-pub fn table(report: &SanitizeReport) -> String {
+pub(crate) fn table(report: &SanitizeReport) -> String {
     let rows: Vec<Vec<String>> = report
         .runs
         .iter()
@@ -374,7 +407,7 @@ pub fn table(report: &SanitizeReport) -> String {
 }
 
 /// The job summary: a headline, one row per run with a problem, the findings collapsed.
-pub fn markdown(report: &SanitizeReport) -> String {
+pub(crate) fn markdown(report: &SanitizeReport) -> String {
     let mut out = format!(
         "### ci-gate sanitize: {}\n\n",
         escape_markdown(&headline(report))

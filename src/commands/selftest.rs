@@ -18,15 +18,12 @@ use std::time::Instant;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
-use super::Outcome;
-use super::child;
-use super::git::BaseKernels;
-use super::pipeline::load_config;
-use super::request::RunRequest;
 use crate::cli::{SelftestArgs, SelftestFormat};
-use crate::evaluate::{evaluate, needs_second_look};
+use crate::outcome::Outcome;
 use crate::report::{escape_markdown, fitted_table, stdout_width};
 use crate::results::{ResultsFile, ShapeResult, StageDesign};
+use crate::run::child;
+use crate::run::{BaseKernels, Run, RunRequest};
 use crate::verdict::{Policy, Verdict};
 
 /// What the rule concluded on one condition: per shape, the runs flagged as a regression,
@@ -76,44 +73,15 @@ struct SelftestReport {
     wall_s: f64,
 }
 
-pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
-    if let Some(out) = &args.out {
-        crate::files::check_writable(out)?;
-    }
-    if args.trials == 0 {
-        bail!("--trials must be at least 1");
-    }
-    for &f in &args.scale {
-        if !(f > 1.0 && f < 2.0) {
-            bail!("--scale {f}: a slowdown factor between 1 and 2 (1.02 = +2%)");
-        }
-    }
-    if let Some(f) = args.inject
-        && !(f > 0.0 && f < 1.0)
-    {
-        bail!("--inject {f}: the slowdown must be a fraction between 0 and 1");
-    }
-    let (config, shapes) = load_config(&args.config.config, &args.shapes)?;
-    let shapes = match args.shard {
-        Some(spec) => super::request::shard_of(&config, &shapes, spec)?.0,
-        None => shapes,
-    };
-    let names: Vec<String> = shapes.iter().map(|s| s.name()).collect();
+pub(crate) fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
+    check_args(args)?;
     let dir = child::scratch("ci-gate-selftest-")?;
-    let empty_store = dir.path().join("no-baselines");
-    let design = StageDesign {
-        stage1: config.measure.min_rounds,
-        max: config.measure.max_rounds,
-    };
-    let start = Instant::now();
     // Every trial: the candidate against itself in a fresh process, with nothing else
     // measured (the peers would only lengthen every trial: selftest measures the gate itself).
-    let ab = RunRequest {
-        config: args.config.config.clone(),
-        kernels: args.config.kernels.clone(),
-        baselines: empty_store,
-        shapes: names.clone(),
-        shard: None,
+    let ab = Run::resolve(RunRequest {
+        baselines: dir.path().join("no-baselines"),
+        shapes: args.shapes.clone(),
+        shard: args.shard,
         base: Some(BaseKernels {
             dir: args.config.kernels.clone(),
             source: format!("{} (A/A)", args.config.kernels.display()),
@@ -123,89 +91,35 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
         compare: false,
         parity: false,
         peers: false,
-        rounds: None,
-        inject: None,
-        fail_on_drift: false,
         trace_drift: false,
-        progress: false,
-        energy: false,
-    };
-
-    // A/A at the design's largest number of pairs, one fresh process per trial.
-    let mut trials: Vec<Vec<ShapeResult>> = Vec::new();
-    let mut gpu = None;
-    for trial in 1..=args.trials {
-        let t0 = Instant::now();
-        let r = RunRequest {
-            rounds: Some(design.max),
-            ..ab.clone()
-        }
-        .run_child(&child::file_in(&dir, &format!("trial{trial}.json")))?;
-        gpu = r.environment.as_ref().map(|e| e.gpu_name.clone());
-        trials.push(in_order(&r, &names)?);
-        eprintln!(
-            "trial {trial}/{}: {} shapes × {} A/A pairs ({:.0} s)",
-            args.trials,
-            names.len(),
-            design.max,
-            t0.elapsed().as_secs_f64()
-        );
-    }
-
-    // The rule on those pairs, as they are and scaled.
-    let gate = &config.gate;
-    let mut conditions = Vec::new();
-    for scale in std::iter::once(1.0).chain(args.scale.iter().copied()) {
-        let mut per_shape: Vec<Outcomes> = (0..names.len()).map(|_| Outcomes::default()).collect();
-        for trial in &trials {
-            for (s, shape) in trial.iter().enumerate() {
-                let (verdict, second) = decide_planned(shape, scale, design, gate)?;
-                let o = &mut per_shape[s];
-                o.flagged += u32::from(verdict == Verdict::Regression);
-                o.inconclusive += u32::from(verdict == Verdict::Inconclusive);
-                o.second_looks += u32::from(second);
-            }
-        }
-        conditions.push(Condition {
-            scale,
-            flagged: per_shape.iter().map(|o| o.flagged).sum(),
-            comparisons: args.trials * names.len() as u32,
-            per_shape,
-        });
-    }
-
-    // One real slowdown, injected in the candidate's graphs, under the normal design.
+        ..RunRequest::gate(&args.config)
+    })?;
+    let names = ab.shape_names();
+    // The children measure exactly these shapes, of no shard of their own.
+    let ab = ab.with(|r| {
+        r.shapes = names.clone();
+        r.shard = None;
+    });
+    let design = ab.design();
+    let start = Instant::now();
+    let (trials, gpu) = aa_trials(&ab, &dir, args.trials)?;
+    let scales: Vec<f64> = std::iter::once(1.0)
+        .chain(args.scale.iter().copied())
+        .collect();
+    let conditions = scales
+        .into_iter()
+        .map(|scale| condition(&trials, scale, design, &ab.config.gate))
+        .collect::<Result<Vec<_>>>()?;
     let injected = match args.inject {
-        Some(f) => {
-            let r = RunRequest {
-                inject: Some(f),
-                ..ab.clone()
-            }
-            .run_child(&child::file_in(&dir, "injected.json"))?;
-            let shapes = in_order(&r, &names)?;
-            Some(Injected {
-                fraction: f,
-                caught: shapes
-                    .iter()
-                    .filter(|s| s.verdict == Verdict::Regression)
-                    .count() as u32,
-                shapes: shapes.len() as u32,
-                measured: shapes
-                    .iter()
-                    .map(|s| s.primary().map(|c| c.ratio - 1.0))
-                    .collect(),
-            })
-        }
+        Some(f) => Some(injected(&ab, &dir, f)?),
         None => None,
     };
-
     let stored_false_alarms = match args.stored_trials {
         0 => None,
-        n => Some(stored_path(args, &dir, &names, n)?),
+        n => Some(stored_path(&ab, &dir, n)?),
     };
-
     let report = SelftestReport {
-        config: config.name.clone(),
+        config: ab.config.name.clone(),
         gpu,
         trials: args.trials,
         shapes: names,
@@ -229,6 +143,102 @@ pub fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
     Ok(Outcome::from_passed(
         aa_clean && report.stored_false_alarms.unwrap_or(0) == 0,
     ))
+}
+
+/// Refuses what cannot be a selftest before anything is measured.
+fn check_args(args: &SelftestArgs) -> Result<()> {
+    if let Some(out) = &args.out {
+        crate::files::check_writable(out)?;
+    }
+    if args.trials == 0 {
+        bail!("--trials must be at least 1");
+    }
+    for &f in &args.scale {
+        if !(f > 1.0 && f < 2.0) {
+            bail!("--scale {f}: a slowdown factor between 1 and 2 (1.02 = +2%)");
+        }
+    }
+    if let Some(f) = args.inject
+        && !(f > 0.0 && f < 1.0)
+    {
+        bail!("--inject {f}: the slowdown must be a fraction between 0 and 1");
+    }
+    Ok(())
+}
+
+/// A/A at the design's largest number of pairs, one fresh process per trial: every trial's
+/// shapes in the run's order, and the GPU they ran on.
+fn aa_trials(
+    ab: &Run,
+    dir: &tempfile::TempDir,
+    trials: u32,
+) -> Result<(Vec<Vec<ShapeResult>>, Option<String>)> {
+    let names = ab.shape_names();
+    let design = ab.design();
+    let mut out = Vec::new();
+    let mut gpu = None;
+    for trial in 1..=trials {
+        let t0 = Instant::now();
+        let r = ab
+            .with(|r| r.rounds = Some(design.max))
+            .run_child(&child::file_in(dir, &format!("trial{trial}.json")))?;
+        gpu = r.environment.as_ref().map(|e| e.gpu_name.clone());
+        out.push(in_order(&r, &names)?);
+        eprintln!(
+            "trial {trial}/{trials}: {} shapes × {} A/A pairs ({:.0} s)",
+            names.len(),
+            design.max,
+            t0.elapsed().as_secs_f64()
+        );
+    }
+    Ok((out, gpu))
+}
+
+/// The rule on the trials' pairs with every candidate time multiplied by `scale`.
+fn condition(
+    trials: &[Vec<ShapeResult>],
+    scale: f64,
+    design: StageDesign,
+    gate: &crate::config::GateSettings,
+) -> Result<Condition> {
+    let shapes = trials.first().map_or(0, Vec::len);
+    let mut per_shape: Vec<Outcomes> = (0..shapes).map(|_| Outcomes::default()).collect();
+    for trial in trials {
+        for (s, shape) in trial.iter().enumerate() {
+            let (verdict, second) = decide_planned(shape, scale, design, gate)?;
+            let o = &mut per_shape[s];
+            o.flagged += u32::from(verdict == Verdict::Regression);
+            o.inconclusive += u32::from(verdict == Verdict::Inconclusive);
+            o.second_looks += u32::from(second);
+        }
+    }
+    Ok(Condition {
+        scale,
+        flagged: per_shape.iter().map(|o| o.flagged).sum(),
+        comparisons: (trials.len() * shapes) as u32,
+        per_shape,
+    })
+}
+
+/// One real slowdown of `fraction`, injected in the candidate's graphs, under the normal
+/// design.
+fn injected(ab: &Run, dir: &tempfile::TempDir, fraction: f64) -> Result<Injected> {
+    let r = ab
+        .with(|r| r.inject = Some(fraction))
+        .run_child(&child::file_in(dir, "injected.json"))?;
+    let shapes = in_order(&r, &ab.shape_names())?;
+    Ok(Injected {
+        fraction,
+        caught: shapes
+            .iter()
+            .filter(|s| s.verdict == Verdict::Regression)
+            .count() as u32,
+        shapes: shapes.len() as u32,
+        measured: shapes
+            .iter()
+            .map(|s| s.primary().map(|c| c.ratio - 1.0))
+            .collect(),
+    })
 }
 
 /// The shapes of a measuring run in the order of `names`.
@@ -279,56 +289,47 @@ fn decide_planned(
         m.extra_rounds = (n as u32).saturating_sub(design.stage1);
         m.design = Some(design);
         s.measurement = Some(m);
-        let mut one = [s];
-        evaluate(&mut one, |_| None, gate, Policy::default())?;
-        let [s] = one;
         Ok(s)
     };
-    let first = with(design.stage1 as usize)?;
-    if design.two_stage() && needs_second_look(&first, gate) {
-        Ok((with(design.max as usize)?.verdict, true))
-    } else {
-        Ok((first.verdict, false))
-    }
+    // The gate's own two-stage decision, its second stage the rest of the pairs.
+    let mut one = [with(design.stage1 as usize)?];
+    let mut second = false;
+    crate::evaluate::decide_planned(
+        &mut one,
+        design,
+        gate,
+        Policy::default(),
+        |_| None,
+        |_, s| -> Result<()> {
+            *s = with(design.max as usize)?;
+            second = true;
+            Ok(())
+        },
+    )?;
+    let [s] = one;
+    Ok((s.verdict, second))
 }
 
 /// The stored-baseline path: a baseline recorded from separate processes, then `trials`
 /// fresh processes compared with it alone; the shape comparisons that failed.
-fn stored_path(
-    args: &SelftestArgs,
-    dir: &tempfile::TempDir,
-    names: &[String],
-    trials: u32,
-) -> Result<u32> {
+fn stored_path(ab: &Run, dir: &tempfile::TempDir, trials: u32) -> Result<u32> {
     let store = dir.path().join("baselines");
     let alone = |out: &str, compare: bool| -> Result<ResultsFile> {
-        RunRequest {
-            config: args.config.config.clone(),
-            kernels: args.config.kernels.clone(),
-            baselines: store.clone(),
-            shapes: names.to_vec(),
-            shard: None,
-            base: None,
-            ab_always: false,
-            compare,
-            parity: false,
-            peers: false,
-            rounds: None,
-            inject: None,
-            fail_on_drift: false,
-            trace_drift: false,
-            progress: false,
-            energy: false,
-        }
+        ab.with(|r| {
+            r.baselines = store.clone();
+            r.base = None;
+            r.ab_always = false;
+            r.compare = compare;
+        })
         .run_child(&child::file_in(dir, out))
     };
     let mut from = Vec::new();
-    for p in 1..=super::baseline::DEFAULT_PROCESSES {
+    for p in 1..=crate::comparison::MIN_PROCESSES {
         let name = format!("record{p}.json");
         alone(&name, false)?;
         from.push(child::file_in(dir, &name));
     }
-    super::baseline::record_quietly(&args.config.config, &store, &from)?;
+    child::record_quietly(&ab.request.config, &store, &from)?;
     let mut failed = 0;
     for t in 1..=trials {
         let r = alone(&format!("stored{t}.json"), true)?;

@@ -5,17 +5,16 @@
 
 use anyhow::Result;
 
-use super::Outcome;
-use super::pipeline::load_config;
 use crate::cli::KernelRunArgs;
 use crate::gpu::Gpu;
 use crate::gpu::parity::run_once;
+use crate::outcome::Outcome;
 
 /// Prefix of the lines naming the kernels a run launches: `LAUNCHED FILE KERNEL`.
-pub const LAUNCHED: &str = "ci-gate kernel-run launched";
+pub(crate) const LAUNCHED: &str = "ci-gate kernel-run launched";
 
 /// The (file, kernel) pairs named in a `kernel-run`'s output.
-pub fn launched(output: &str) -> Vec<(&str, &str)> {
+pub(crate) fn launched(output: &str) -> Vec<(&str, &str)> {
     output
         .lines()
         .filter_map(|l| {
@@ -25,8 +24,8 @@ pub fn launched(output: &str) -> Vec<(&str, &str)> {
         .collect()
 }
 
-pub fn run_kernels(args: &KernelRunArgs) -> Result<Outcome> {
-    let (config, shapes) = load_config(&args.config, &args.shapes)?;
+pub(crate) fn run_kernels(args: &KernelRunArgs) -> Result<Outcome> {
+    let (config, shapes) = crate::config::load_selected(&args.config, &args.shapes)?;
     let gpu = Gpu::open_with(&args.harness, &config.compile.defines)?;
     let set = gpu.load_attention_with(&args.kernels, &config.compile.defines)?;
     if args.compile_only {

@@ -11,10 +11,9 @@ use std::path::Path;
 
 /// The severity of an annotation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Level {
+pub(crate) enum Level {
     Error,
     Warning,
-    Notice,
 }
 
 impl fmt::Display for Level {
@@ -22,13 +21,12 @@ impl fmt::Display for Level {
         f.write_str(match self {
             Level::Error => "error",
             Level::Warning => "warning",
-            Level::Notice => "notice",
         })
     }
 }
 
 /// Escape the message part of a workflow command: `%`, `\r` and `\n`.
-pub fn escape_data(text: &str) -> String {
+pub(crate) fn escape_data(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -43,7 +41,7 @@ pub fn escape_data(text: &str) -> String {
 
 /// Escape a property value of a workflow command (`title=`, `file=`): the data escapes plus
 /// `:` and `,`, which would otherwise end the property.
-pub fn escape_property(text: &str) -> String {
+pub(crate) fn escape_property(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -60,13 +58,13 @@ pub fn escape_property(text: &str) -> String {
 
 /// Whether this process runs in GitHub Actions (`GITHUB_ACTIONS=true`): only there are
 /// workflow commands (`::error …`) printed; elsewhere they would be noise in a terminal.
-pub fn in_actions() -> bool {
+pub(crate) fn in_actions() -> bool {
     std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true")
 }
 
 /// The workflow command line for an annotation, e.g. `::error title=T::MSG`; without a title
 /// when `title` is empty. Print it on its own line on stdout.
-pub fn annotation(level: Level, title: &str, message: &str) -> String {
+pub(crate) fn annotation(level: Level, title: &str, message: &str) -> String {
     if title.is_empty() {
         format!("::{level}::{}", escape_data(message))
     } else {
@@ -81,7 +79,7 @@ pub fn annotation(level: Level, title: &str, message: &str) -> String {
 /// A fresh token for `::stop-commands::`: 128 bits from the operating system's random
 /// number generator, in hex. Code whose output shares the log cannot guess it, so it cannot
 /// resume command processing early; a token drawn from a seeded generator could be.
-pub fn stop_token() -> io::Result<String> {
+pub(crate) fn stop_token() -> io::Result<String> {
     use rand::TryRng;
     let mut bytes = [0u8; 16];
     rand::rngs::SysRng
@@ -92,25 +90,25 @@ pub fn stop_token() -> io::Result<String> {
 
 /// The line that suspends workflow-command processing until [`resume_commands`] of the
 /// same token: while suspended, GitHub reads no line of the step's output as a command.
-pub fn stop_commands(token: &str) -> String {
+pub(crate) fn stop_commands(token: &str) -> String {
     format!("::stop-commands::{token}")
 }
 
 /// The line that resumes workflow-command processing after [`stop_commands`].
-pub fn resume_commands(token: &str) -> String {
+pub(crate) fn resume_commands(token: &str) -> String {
     format!("::{token}::")
 }
 
 /// GitHub's limit on one step's job summary: 1 MiB (a larger summary is not shown at all).
-pub const STEP_SUMMARY_LIMIT: usize = 1024 * 1024;
+pub(crate) const STEP_SUMMARY_LIMIT: usize = 1024 * 1024;
 
 /// The note that ends a truncated job summary.
-pub const SUMMARY_TRUNCATION_NOTE: &str = "… truncated: GitHub shows at most 1 MiB of job summary per step; the full report is in the results artifact.";
+pub(crate) const SUMMARY_TRUNCATION_NOTE: &str = "… truncated: GitHub shows at most 1 MiB of job summary per step; the full report is in the results artifact.";
 
 /// Append Markdown to the job summary file (`GITHUB_STEP_SUMMARY`), ending it with a newline.
 /// The file stays within [`STEP_SUMMARY_LIMIT`], what it held before included: a longer
 /// report is cut on a line boundary and ends with [`SUMMARY_TRUNCATION_NOTE`].
-pub fn append_step_summary(path: &Path, markdown: &str) -> io::Result<()> {
+pub(crate) fn append_step_summary(path: &Path, markdown: &str) -> io::Result<()> {
     let existing = match std::fs::metadata(path) {
         Ok(m) => usize::try_from(m.len()).unwrap_or(usize::MAX),
         Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
@@ -167,7 +165,7 @@ fn pick_delimiter(value: &str, mut next: impl FnMut() -> u128) -> String {
 /// its newlines) can end early or set another output. All outputs are written with one write.
 /// A name other than letters, digits, `_` and `-` is an `InvalidInput` error and nothing is
 /// written.
-pub fn write_outputs(path: &Path, outputs: &[(&str, String)]) -> io::Result<()> {
+pub(crate) fn write_outputs(path: &Path, outputs: &[(&str, String)]) -> io::Result<()> {
     let mut text = String::new();
     for (name, value) in outputs {
         if !valid_output_name(name) {
@@ -217,7 +215,6 @@ mod tests {
             annotation(Level::Warning, "", "no baseline"),
             "::warning::no baseline"
         );
-        assert_eq!(annotation(Level::Notice, "n", "m"), "::notice title=n::m");
     }
 
     #[test]

@@ -55,7 +55,7 @@ impl Reply {
 
     /// 429, or a 403 that is a (primary or secondary) rate limit rather than a refusal:
     /// `x-ratelimit-remaining: 0`, a `Retry-After`, or GitHub's "... rate limit ..." message.
-    pub fn is_rate_limited(&self) -> bool {
+    pub(crate) fn is_rate_limited(&self) -> bool {
         self.status == 429
             || (self.status == 403
                 && (self.ratelimit_remaining.as_deref().map(str::trim) == Some("0")
@@ -63,18 +63,18 @@ impl Reply {
                     || self.message.to_ascii_lowercase().contains("rate limit")))
     }
 
-    pub fn is_server_error(&self) -> bool {
+    pub(crate) fn is_server_error(&self) -> bool {
         (500..600).contains(&self.status)
     }
 
     /// `503 Service Unavailable`-style short description for error messages.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!("{} {}", self.status, self.message)
     }
 }
 
 /// How one attempt ended when it did not succeed: an answer to judge, or none at all.
-pub(crate) enum Failure {
+pub enum Failure {
     Answer(Reply),
     /// A connection error or no answer in time, described without the token.
     Transport(String),
@@ -175,7 +175,7 @@ impl ApiBase {
 
     /// Whether the token may be sent here: https, or plain http to a loopback address only
     /// (127.0.0.0/8, `localhost`, `[::1]`: a local test server or proxy).
-    pub fn is_secure(&self) -> bool {
+    pub(crate) fn is_secure(&self) -> bool {
         let Some(authority) = self.uri.authority() else {
             return false;
         };
@@ -207,7 +207,7 @@ impl ApiBase {
     }
 
     /// Whether `link` points at this API (same scheme and host, or a path on it).
-    pub fn owns(&self, link: &Uri) -> bool {
+    pub(crate) fn owns(&self, link: &Uri) -> bool {
         match (link.scheme(), link.authority()) {
             (None, None) => link.path().starts_with('/'),
             (scheme, authority) => scheme == self.uri.scheme() && authority == self.uri.authority(),
@@ -328,7 +328,7 @@ impl Rest {
         })
     }
 
-    pub fn scrub(&self, text: &str) -> String {
+    pub(crate) fn scrub(&self, text: &str) -> String {
         self.token.scrub(text)
     }
 
@@ -343,19 +343,19 @@ impl Rest {
     }
 
     /// `GET https://api.github.com/repos/…`: the whole URL, for errors about the answer.
-    pub fn request_url(&self, method: &Method, target: &str) -> String {
+    pub(crate) fn request_url(&self, method: &Method, target: &str) -> String {
         let path = self.with_prefix(target);
         self.scrub(&format!("{method} {}{path}", self.base.origin()))
     }
 
     /// `GET /repos/…` as named in messages (with the API path prefix).
-    pub fn request_name(&self, method: &Method, target: &str) -> String {
+    pub(crate) fn request_name(&self, method: &Method, target: &str) -> String {
         self.scrub(&format!("{method} {}", self.with_prefix(target)))
     }
 
     /// A page's next link as the target it names (path and query), or an error if it leaves
     /// the API's host (octocrab's `get_page` would follow it there, without the token).
-    pub fn next_target(&self, request: &str, link: &Uri) -> Result<String, GithubError> {
+    pub(crate) fn next_target(&self, request: &str, link: &Uri) -> Result<String, GithubError> {
         if !self.base.owns(link) {
             return Err(GithubError::ForeignLink {
                 request: request.to_owned(),
@@ -370,7 +370,7 @@ impl Rest {
     /// One exchange under the request deadline, no retries. The inner `Err` is a failure to
     /// judge (an answer that is not a success, or none); the outer one is final: an answer
     /// larger than [`MAX_BODY_BYTES`], or one that could not be read.
-    pub async fn once<T>(
+    pub(crate) async fn once<T>(
         &self,
         method: &Method,
         target: &str,
@@ -414,7 +414,7 @@ impl Rest {
     }
 
     /// The wait before retrying after this failure of attempt `attempt`, or `None` if final.
-    pub fn delay_after(&self, failure: &Failure, attempt: u32) -> Option<Duration> {
+    pub(crate) fn delay_after(&self, failure: &Failure, attempt: u32) -> Option<Duration> {
         match failure {
             Failure::Answer(reply) => retry_delay(reply, attempt, &self.policy, now_unix()),
             Failure::Transport(_) => Some(backoff(attempt, &self.policy)),
@@ -422,14 +422,14 @@ impl Rest {
     }
 
     /// One-line description of a failure for the "gave up" error.
-    pub fn describe(&self, failure: &Failure) -> String {
+    pub(crate) fn describe(&self, failure: &Failure) -> String {
         match failure {
             Failure::Answer(reply) => reply.describe(),
             Failure::Transport(transport) => transport.clone(),
         }
     }
 
-    pub fn attempts(&self) -> u32 {
+    pub(crate) fn attempts(&self) -> u32 {
         self.policy.max_attempts.max(1)
     }
 

@@ -15,7 +15,7 @@ use super::{
 };
 
 /// The note that ends a truncated comment.
-pub const TRUNCATION_NOTE: &str =
+pub(crate) const TRUNCATION_NOTE: &str =
     "… truncated: the full report is in the job summary and the results artifact.";
 
 /// Listing stops (with an error) after this many pages of 100 comments.
@@ -50,12 +50,12 @@ fn leaves_fence_open(text: &str) -> bool {
 /// line boundary (mid-line, at a char boundary, only if the last line break would throw away
 /// more than half of what fits), an open code fence is closed, and [`TRUNCATION_NOTE`]
 /// follows after a blank line. Never splits a UTF-8 character.
-pub fn truncate_body(body: &str, limit: usize) -> String {
+pub(crate) fn truncate_body(body: &str, limit: usize) -> String {
     truncate_with_note(body, limit, TRUNCATION_NOTE)
 }
 
 /// [`truncate_body`] with another note (the job summary's).
-pub fn truncate_with_note(body: &str, limit: usize, note: &str) -> String {
+pub(crate) fn truncate_with_note(body: &str, limit: usize, note: &str) -> String {
     if body.len() <= limit {
         return body.to_owned();
     }

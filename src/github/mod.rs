@@ -10,11 +10,12 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub mod actions;
+pub(crate) mod actions;
 mod client;
 mod comment;
 
-pub use comment::{post_or_update_comment, truncate_body, truncate_with_note};
+pub use comment::post_or_update_comment;
+pub(crate) use comment::truncate_with_note;
 
 /// The hidden marker that identifies ci-gate's comment on a pull request.
 pub const COMMENT_MARKER: &str = crate::report::MARKER;
@@ -24,10 +25,10 @@ pub const COMMENT_MARKER: &str = crate::report::MARKER;
 pub const COMMENT_SIZE_LIMIT: usize = 65_536;
 
 /// The login that comments made with the Actions `GITHUB_TOKEN` are authored by.
-pub const ACTIONS_BOT_LOGIN: &str = "github-actions[bot]";
+pub(crate) const ACTIONS_BOT_LOGIN: &str = "github-actions[bot]";
 
 /// The default REST endpoint (github.com); GitHub Enterprise sets `GITHUB_API_URL`.
-pub const DEFAULT_API_URL: &str = "https://api.github.com";
+pub(crate) const DEFAULT_API_URL: &str = "https://api.github.com";
 
 /// A GitHub token. It never prints: `Debug` and `Display` show `***`.
 #[derive(Clone, PartialEq, Eq)]
@@ -40,7 +41,7 @@ impl Token {
     }
 
     /// The secret itself, for the `Authorization` header and nothing else.
-    pub fn expose_secret(&self) -> &str {
+    pub(crate) fn expose_secret(&self) -> &str {
         &self.0
     }
 
@@ -128,7 +129,7 @@ pub struct GithubEnv {
 impl GithubEnv {
     /// Read the environment of the current process. Unset, empty and non-UTF-8 variables are
     /// treated alike, as absent.
-    pub fn from_env() -> GithubEnv {
+    pub(crate) fn from_env() -> GithubEnv {
         GithubEnv::from_lookup(|name| std::env::var(name).ok())
     }
 
@@ -163,7 +164,7 @@ impl GithubEnv {
     }
 
     /// The link to this workflow run, when the repository and run id are known.
-    pub fn run_url(&self) -> Option<String> {
+    pub(crate) fn run_url(&self) -> Option<String> {
         let repo = self.repository.as_deref()?;
         let run = self.run_id.as_deref()?;
         Some(format!("{}/{repo}/actions/runs/{run}", self.server_url))
@@ -171,7 +172,7 @@ impl GithubEnv {
 
     /// The pull request this run is for: `pull_request.number` of the event payload, or
     /// `issue.number` (comment events). `Ok(None)` when there is no event file or no number.
-    pub fn pr_number(&self) -> Result<Option<u64>, GithubError> {
+    pub(crate) fn pr_number(&self) -> Result<Option<u64>, GithubError> {
         let Some(path) = self.event_path.as_deref() else {
             return Ok(None);
         };
@@ -180,7 +181,7 @@ impl GithubEnv {
 }
 
 /// Largest event payload read (GitHub's webhook payloads are at most 25 MB).
-pub const MAX_EVENT_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_EVENT_BYTES: u64 = 64 * 1024 * 1024;
 
 fn pr_number_from_event(path: &Path) -> Result<Option<u64>, GithubError> {
     let event_error = |message: String| GithubError::Event {

@@ -24,10 +24,13 @@ pub(crate) struct Inputs {
 /// Checks that the launch grid of `shape` fits the device's limits.
 pub(crate) fn check_shape(shape: &ShapeParams) -> Result<(), GpuError> {
     if shape.batch as u64 * shape.heads as u64 > 65_535 {
-        return Err(GpuError::Invalid(format!(
-            "shape {shape}: batch × heads = {} exceeds the 65535 blocks a grid's y dimension holds",
-            shape.batch as u64 * shape.heads as u64
-        )));
+        return Err(GpuError::Shape {
+            shape: shape.name(),
+            why: format!(
+                "batch × heads = {} exceeds the 65535 blocks a grid's y dimension holds",
+                shape.batch as u64 * shape.heads as u64
+            ),
+        });
     }
     Ok(())
 }

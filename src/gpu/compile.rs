@@ -231,7 +231,7 @@ fn disk_dir_from(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<Pat
 /// A compiled module: the CUBIN and the compiler's log of it (ptxas's report, with what the
 /// source wrote into it: untrusted, see `ptxas`).
 #[derive(Clone, Debug)]
-pub struct CompiledModule {
+pub(crate) struct CompiledModule {
     pub cubin: Arc<Vec<u8>>,
     pub log: Arc<str>,
 }
@@ -259,7 +259,10 @@ fn read_cached_log(path: &Path) -> Option<String> {
 
 /// [`compile`], with the compiler's log: the cache keeps the log beside the CUBIN
 /// (`KEY.cubin`, `KEY.log`), so that a cached module still has its spills.
-pub fn compile_module(source: &KernelSource, arch: Arch) -> Result<CompiledModule, GpuError> {
+pub(crate) fn compile_module(
+    source: &KernelSource,
+    arch: Arch,
+) -> Result<CompiledModule, GpuError> {
     // Before the cache too: whether a source is refused never depends on what was cached.
     lexcheck::check_no_file_access(&source.text, &source.path.display().to_string())?;
     if !raw::nvrtc_present() {

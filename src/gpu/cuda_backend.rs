@@ -5,9 +5,6 @@
 use std::path::Path;
 use std::time::Duration;
 
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
-
 use super::device::{AttentionSet, Gpu, Kernel};
 use super::error::GpuError;
 use super::measure::{
@@ -15,7 +12,8 @@ use super::measure::{
     measure_pairs, phase_times, sets_for, spin_up,
 };
 use super::parity::check_parity;
-use crate::backend::{Backend, Measurement, PhaseTimes, ShapeId, Side};
+use crate::backend::shapes::{ShapeSlot, ShapeSlots};
+use crate::backend::{Backend, Bookkeeping, Measurement, PhaseTimes, ShapeId, Side};
 use crate::config::{MeasureSettings, ShapeParams, Tolerance};
 use crate::resources::KernelResources;
 use crate::results::{Environment, GpuState, PairOrder, Parity};
@@ -24,27 +22,24 @@ use crate::results::{Environment, GpuState, PairOrder, Parity};
 /// idle H200 sits at a few hundred MHz).
 const SPIN_UP_MS: f64 = 300.0;
 
-/// A shape being measured on the GPU.
+/// What the GPU keeps of a shape besides its measurements.
 struct CudaShape {
-    params: ShapeParams,
-    sides: Vec<(Side, Measurement)>,
-    settings: MeasureSettings,
-    tolerance: Tolerance,
+    /// The slowdown injected into the last side.
     injection: Option<Injection>,
-    coin: ChaCha8Rng,
+    /// Seeds the shape's inputs.
     seed: u64,
+    /// Buffers held between rounds.
     held: Held,
-    orders: Vec<PairOrder>,
 }
 
 /// The GPU: the harness and base kernels in `gpu`, the candidate's when it differs, a third
 /// set when one is loaded.
-pub struct CudaBackend {
+pub(crate) struct CudaBackend {
     gpu: Gpu,
     candidate: Option<AttentionSet>,
     other: Option<AttentionSet>,
     calibration: Option<SpinCalibration>,
-    shapes: Vec<Option<CudaShape>>,
+    shapes: ShapeSlots<CudaShape>,
     /// How long the base's parity check of each shape took: the candidate's kernel on that
     /// shape is then given 20 times as long (at least 5 s, at most `measure.max_wait_s`)
     /// before it counts as hung.
@@ -77,7 +72,7 @@ impl CudaBackend {
             candidate,
             other: None,
             calibration: None,
-            shapes: Vec::new(),
+            shapes: ShapeSlots::default(),
             parity_times: std::collections::HashMap::new(),
         })
     }
@@ -114,7 +109,7 @@ impl CudaBackend {
 
     fn kernel(&self, side: Side, shape: &ShapeParams) -> Result<&Kernel, GpuError> {
         self.set(side)
-            .ok_or_else(|| GpuError::Invalid(format!("no {} kernels are loaded", side.label())))?
+            .ok_or(GpuError::NotLoaded { side: side.label() })?
             .get(shape)
     }
 }
@@ -233,34 +228,28 @@ impl Backend for CudaBackend {
                 calibration,
             }),
             (Some(_), None) => {
-                return Err(GpuError::Invalid(
-                    "an injected slowdown needs calibrate_injection first".into(),
+                return Err(GpuError::Misuse(
+                    "an injected slowdown needs calibrate_injection first",
                 ));
             }
             (None, _) => None,
         };
-        self.shapes.push(Some(CudaShape {
-            params: *shape,
-            sides: sides.iter().map(|s| (*s, Measurement::empty())).collect(),
-            settings: settings.clone(),
-            tolerance,
+        let state = CudaShape {
             injection,
-            coin: ChaCha8Rng::seed_from_u64(coin_seed),
             seed,
             held: Held::default(),
-            orders: Vec::new(),
-        }));
-        Ok(self.shapes.len() - 1)
+        };
+        Ok(self.shapes.begin(ShapeSlot::new(
+            *shape, sides, settings, tolerance, coin_seed, state,
+        )))
     }
 
     fn pair(&mut self, id: ShapeId) -> Result<PairOrder, GpuError> {
-        let mut s = self.shapes[id]
-            .take()
-            .ok_or_else(|| GpuError::Invalid("a pair of a shape that was ended".into()))?;
+        let mut s = self.shapes.take(id, "a pair")?;
         let result = (|| {
             let [(first, m0), (second, m1)] = s.sides.as_mut_slice() else {
-                return Err(GpuError::Invalid(
-                    "a pair needs two sides (begin() was given one)".into(),
+                return Err(GpuError::Misuse(
+                    "a pair needs two sides (begin() was given one)",
                 ));
             };
             let bench = Bench {
@@ -278,7 +267,7 @@ impl Backend for CudaBackend {
                 },
                 AbSide {
                     kernel: self.kernel(*second, &s.params)?,
-                    injection: s.injection,
+                    injection: s.state.injection,
                     label: second.label(),
                     m: std::mem::replace(m1, Measurement::empty()),
                 },
@@ -287,8 +276,8 @@ impl Backend for CudaBackend {
                 &bench,
                 &mut pair,
                 &mut s.coin,
-                s.seed,
-                &mut s.held,
+                s.state.seed,
+                &mut s.state.held,
                 &mut s.orders,
                 1,
             );
@@ -299,19 +288,17 @@ impl Backend for CudaBackend {
             s.orders
                 .last()
                 .copied()
-                .ok_or_else(|| GpuError::Invalid("a pair was measured but not recorded".into()))
+                .ok_or(GpuError::Misuse("a pair was measured but not recorded"))
         })();
-        self.shapes[id] = Some(s);
+        self.shapes.put(id, s);
         result
     }
 
     fn round(&mut self, id: ShapeId) -> Result<(), GpuError> {
-        let mut s = self.shapes[id]
-            .take()
-            .ok_or_else(|| GpuError::Invalid("a round of a shape that was ended".into()))?;
+        let mut s = self.shapes.take(id, "a round")?;
         let result = (|| {
             let Some((side, m)) = s.sides.last_mut() else {
-                return Err(GpuError::Invalid("a shape without sides".into()));
+                return Err(GpuError::Misuse("a shape without sides"));
             };
             let bench = Bench {
                 gpu: &self.gpu,
@@ -321,15 +308,15 @@ impl Backend for CudaBackend {
             };
             let mut one = AbSide {
                 kernel: self.kernel(*side, &s.params)?,
-                injection: s.injection,
+                injection: s.state.injection,
                 label: side.label(),
                 m: std::mem::replace(m, Measurement::empty()),
             };
-            let r = extend(&bench, &mut one, s.seed, &mut s.held, 1);
+            let r = extend(&bench, &mut one, s.state.seed, &mut s.state.held, 1);
             *m = one.m;
             r
         })();
-        self.shapes[id] = Some(s);
+        self.shapes.put(id, s);
         result
     }
 
@@ -339,9 +326,7 @@ impl Backend for CudaBackend {
         rounds: u32,
         updates: u32,
     ) -> Result<Option<String>, GpuError> {
-        let mut s = self.shapes[id]
-            .take()
-            .ok_or_else(|| GpuError::Invalid("energy of a shape that was ended".into()))?;
+        let mut s = self.shapes.take(id, "energy")?;
         let result = (|| {
             let bench = Bench {
                 gpu: &self.gpu,
@@ -362,50 +347,22 @@ impl Backend for CudaBackend {
                     })
                 })
                 .collect::<Result<Vec<_>, GpuError>>()?;
-            let r = measure_energy(&bench, &mut sides, s.seed, rounds, updates);
+            let r = measure_energy(&bench, &mut sides, s.state.seed, rounds, updates);
             for ((_, m), side) in s.sides.iter_mut().zip(sides) {
                 *m = side.m;
             }
             r
         })();
-        self.shapes[id] = Some(s);
+        self.shapes.put(id, s);
         result
     }
 
-    fn drop_last(&mut self, id: ShapeId) {
-        if let Some(s) = self.shapes[id].as_mut() {
-            for (_, m) in &mut s.sides {
-                m.drop_last();
-            }
-            if s.sides.len() == 2 {
-                s.orders.pop();
-            }
-        }
+    fn shapes(&self) -> &dyn Bookkeeping {
+        &self.shapes
     }
 
-    fn measurement(&self, id: ShapeId, index: usize) -> &Measurement {
-        match self
-            .shapes
-            .get(id)
-            .and_then(|s| s.as_ref())
-            .and_then(|s| s.sides.get(index))
-        {
-            Some((_, m)) => m,
-            None => crate::backend::empty_measurement(),
-        }
-    }
-
-    fn orders(&self, id: ShapeId) -> &[PairOrder] {
-        self.shapes
-            .get(id)
-            .and_then(|s| s.as_ref())
-            .map_or(&[], |s| &s.orders)
-    }
-
-    fn end(&mut self, id: ShapeId) {
-        if let Some(slot) = self.shapes.get_mut(id) {
-            *slot = None;
-        }
+    fn shapes_mut(&mut self) -> &mut dyn Bookkeeping {
+        &mut self.shapes
     }
 
     fn phase_times(&self) -> PhaseTimes {

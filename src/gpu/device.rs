@@ -94,7 +94,7 @@ impl ConstantGuard {
                 .during(|| format!("finding {} in {}", section.symbol, src.path.display()))?;
             let (ptr, _record) = global.device_ptr(stream);
             let base = ptr.checked_sub(section.symbol_offset).ok_or_else(|| {
-                GpuError::Invalid(format!(
+                GpuError::Kernel(format!(
                     "{}: the driver placed {} below its section's start",
                     src.path.display(),
                     section.symbol
@@ -164,7 +164,12 @@ impl Kernel {
 /// and ⌈tiles / k⌉ CTAs, with k = ⌈tiles · batch · heads / (per_sm · SMs)⌉ clamped to
 /// 1..=max: as few CTAs as one wave at per_sm CTAs per SM, each doing at most max tiles. The
 /// kernel finds k again as ⌈tiles / gridDim.x⌉.
-pub fn grid_x(shape: &ShapeParams, rows: u32, fill: Option<(u32, u32)>, sm_count: u32) -> u32 {
+pub(crate) fn grid_x(
+    shape: &ShapeParams,
+    rows: u32,
+    fill: Option<(u32, u32)>,
+    sm_count: u32,
+) -> u32 {
     let tiles = shape.seq_len.div_ceil(rows.max(1));
     let Some((per_sm, max)) = fill else {
         return tiles;
@@ -195,7 +200,7 @@ pub struct AttentionSet {
 
 /// Which of a kernel's forms runs a shape (kernels/README.md, "Small grids, long sequences").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Form {
+pub(crate) enum Form {
     Main,
     Small,
     Long,
@@ -205,7 +210,7 @@ pub enum Form {
 /// it: `NAME_long` when the source has one and seq_len is at least its `NAME_long_from`;
 /// else `NAME_small` when the source has one and `NAME`'s grid, ⌈seq_len / rows⌉ · batch ·
 /// heads CTAs, has fewer CTAs than the GPU has SMs; else `NAME`.
-pub fn pick_form(
+pub(crate) fn pick_form(
     shape: &ShapeParams,
     main_rows_per_block: u32,
     has_small: bool,
@@ -230,7 +235,7 @@ impl AttentionSet {
     pub fn get(&self, shape: &ShapeParams) -> Result<&Kernel, GpuError> {
         let key = (shape.dtype, shape.head_dim);
         let main = self.kernels.get(&key).ok_or_else(|| {
-            GpuError::Invalid(format!(
+            GpuError::Unsupported(format!(
                 "no attention kernel for {} head_dim {}",
                 shape.dtype, shape.head_dim
             ))
@@ -344,19 +349,19 @@ impl Kernels {
     pub fn reference(&self, dtype: Dtype) -> Result<&Kernel, GpuError> {
         self.reference
             .get(&dtype)
-            .ok_or_else(|| GpuError::Invalid(format!("no reference kernel for {dtype}")))
+            .ok_or_else(|| GpuError::Unsupported(format!("no reference kernel for {dtype}")))
     }
 
     pub(crate) fn reference_rows(&self, dtype: Dtype) -> Result<&Kernel, GpuError> {
         self.reference_rows
             .get(&dtype)
-            .ok_or_else(|| GpuError::Invalid(format!("no reference-rows kernel for {dtype}")))
+            .ok_or_else(|| GpuError::Unsupported(format!("no reference-rows kernel for {dtype}")))
     }
 
     pub(crate) fn reference_launches(&self, dtype: Dtype) -> Result<&Kernel, GpuError> {
-        self.reference_launches
-            .get(&dtype)
-            .ok_or_else(|| GpuError::Invalid(format!("no per-launch reference kernel for {dtype}")))
+        self.reference_launches.get(&dtype).ok_or_else(|| {
+            GpuError::Unsupported(format!("no per-launch reference kernel for {dtype}"))
+        })
     }
 
     pub(crate) fn fill_normal(&self, dtype: Dtype) -> &CudaFunction {
@@ -472,7 +477,7 @@ fn load_kernel(
     let values = raw::read_launch_constant(m, stream, &format!("{name}_launch"))
         .during(|| format!("reading {name}_launch in {}", src.path.display()))?;
     let [rows, threads, smem] = super::entries::launch(name, values, info.max_smem_optin)
-        .map_err(|why| GpuError::Invalid(format!("{}: {why}", src.path.display())))?;
+        .map_err(|why| GpuError::Kernel(format!("{}: {why}", src.path.display())))?;
     if smem > 48 * 1024 {
         func.set_attribute(
             CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -510,7 +515,7 @@ fn with_fill(
     let v = raw::read_i32_constant(m, stream, &symbol, 2)
         .during(|| format!("reading {symbol} in {}", src.path.display()))?;
     let fill = super::entries::fill(&kernel.name, [v[0], v[1]])
-        .map_err(|why| GpuError::Invalid(format!("{}: {why}", src.path.display())))?;
+        .map_err(|why| GpuError::Kernel(format!("{}: {why}", src.path.display())))?;
     kernel.fill = Some(fill);
     Ok(kernel)
 }
@@ -526,7 +531,7 @@ fn long_from(
 ) -> Result<u32, GpuError> {
     let symbol = format!("{long_name}_from");
     if !has_symbol(cubin, &symbol) {
-        return Err(GpuError::Invalid(format!(
+        return Err(GpuError::Kernel(format!(
             "{} has {long_name} but no {symbol}: the shortest seq_len it takes (kernels/README.md)",
             src.path.display()
         )));
@@ -534,7 +539,7 @@ fn long_from(
     let from = raw::read_i32_constant(m, stream, &symbol, 1)
         .during(|| format!("reading {symbol} in {}", src.path.display()))?[0];
     super::entries::long_from(long_name, from)
-        .map_err(|why| GpuError::Invalid(format!("{}: {why}", src.path.display())))
+        .map_err(|why| GpuError::Kernel(format!("{}: {why}", src.path.display())))
 }
 
 /// A timed kernel's optional `NAME_tma`: whether it takes the q, k, v tensor maps. Looked up
@@ -553,7 +558,7 @@ fn with_tma(
     let layout = raw::read_i32_constant(m, stream, &symbol, 1)
         .during(|| format!("reading {symbol} in {}", src.path.display()))?[0];
     super::entries::tma(&kernel.name, layout)
-        .map_err(|why| GpuError::Invalid(format!("{}: {why}", src.path.display())))?;
+        .map_err(|why| GpuError::Kernel(format!("{}: {why}", src.path.display())))?;
     kernel.tma = true;
     Ok(kernel)
 }

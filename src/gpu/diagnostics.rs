@@ -23,7 +23,7 @@ const SEVERITIES: &[&str] = &[
 
 /// The publishable part of an NVRTC log.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Diagnostics {
+pub(crate) struct Diagnostics {
     /// `NAME:LINE:COL: SEVERITY: MESSAGE` (COL when NVRTC drew a caret), in log order.
     pub kept: Vec<String>,
     /// Diagnostics of the source past [`MAX_KEPT`].
@@ -51,7 +51,7 @@ impl Diagnostics {
 
 /// The diagnostics of `name` in `log` (NVRTC's program log for a source it was given under
 /// that name).
-pub fn filter_log(log: &str, name: &str) -> Diagnostics {
+pub(crate) fn filter_log(log: &str, name: &str) -> Diagnostics {
     let lines: Vec<&str> = log.lines().collect();
     let mut out = Diagnostics::default();
     for (i, line) in lines.iter().enumerate() {

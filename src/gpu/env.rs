@@ -25,7 +25,7 @@ pub struct DeviceInfo {
 
 /// Throttle reasons that mean the clocks were held down (idle and application-clock
 /// settings are not slowdowns of a running kernel).
-pub const SLOWDOWN_REASONS: &[&str] = &[
+pub(crate) const SLOWDOWN_REASONS: &[&str] = &[
     "SW_POWER_CAP",
     "HW_SLOWDOWN",
     "SW_THERMAL_SLOWDOWN",
@@ -49,12 +49,12 @@ impl Monitor {
     }
 
     /// The driver version string NVML reports, e.g. "580.159.04".
-    pub fn driver_version(&self) -> Option<String> {
+    pub(crate) fn driver_version(&self) -> Option<String> {
         self.nvml.as_ref()?.sys_driver_version().ok()
     }
 
     /// The SM clock now, in MHz.
-    pub fn sm_clock_mhz(&self) -> Option<u32> {
+    pub(crate) fn sm_clock_mhz(&self) -> Option<u32> {
         let nvml = self.nvml.as_ref()?;
         nvml.device_by_uuid(self.uuid.as_str())
             .ok()?
@@ -63,7 +63,7 @@ impl Monitor {
     }
 
     /// The highest SM clock the device supports, in MHz.
-    pub fn max_sm_clock_mhz(&self) -> Option<u32> {
+    pub(crate) fn max_sm_clock_mhz(&self) -> Option<u32> {
         let nvml = self.nvml.as_ref()?;
         nvml.device_by_uuid(self.uuid.as_str())
             .ok()?
@@ -73,7 +73,7 @@ impl Monitor {
 
     /// A reader of this device's energy counter and power samples (src/energy.rs), holding
     /// the device handle so each read is one NVML call.
-    pub fn energy_reader(&self) -> Option<EnergyReader<'_>> {
+    pub(crate) fn energy_reader(&self) -> Option<EnergyReader<'_>> {
         let nvml = self.nvml.as_ref()?;
         let device = nvml.device_by_uuid(self.uuid.as_str()).ok()?;
         Some(EnergyReader { device })
@@ -81,9 +81,9 @@ impl Monitor {
 
     /// The compute processes NVML sees on this device now: (pid, GPU memory in bytes where
     /// NVML says). The pids are as the driver knows them: in a container with a pid namespace
-    /// of its own they are the host's, not this process's view (`commands::pipeline`'s
+    /// of its own they are the host's, not this process's view (`run::sharing`'s
     /// process watch handles that). `Err`: why NVML cannot say.
-    pub fn compute_processes(&self) -> Result<Vec<(u32, Option<u64>)>, String> {
+    pub(crate) fn compute_processes(&self) -> Result<Vec<(u32, Option<u64>)>, String> {
         use nvml_wrapper::enums::device::UsedGpuMemory;
         let nvml = self.nvml.as_ref().ok_or("NVML could not be initialised")?;
         let dev = nvml
@@ -130,19 +130,19 @@ impl Monitor {
 }
 
 /// NVML's energy readings of one device.
-pub struct EnergyReader<'a> {
+pub(crate) struct EnergyReader<'a> {
     device: nvml_wrapper::Device<'a>,
 }
 
 impl EnergyReader<'_> {
     /// The board's total energy since the driver loaded, mJ (None: not supported).
-    pub fn energy_mj(&self) -> Option<u64> {
+    pub(crate) fn energy_mj(&self) -> Option<u64> {
         self.device.total_energy_consumption().ok()
     }
 
     /// NVML's power samples newer than `since_us` (CPU time, µs since the epoch): each as
     /// (time µs, mW).
-    pub fn power_samples(&self, since_us: u64) -> Vec<(u64, f64)> {
+    pub(crate) fn power_samples(&self, since_us: u64) -> Vec<(u64, f64)> {
         use nvml_wrapper::enum_wrappers::device::Sampling;
         use nvml_wrapper::enums::device::SampleValue;
         self.device
@@ -165,7 +165,7 @@ impl EnergyReader<'_> {
 }
 
 /// The environment record of a run on this device, with the state read now as "before".
-pub fn environment(info: &DeviceInfo, monitor: &Monitor) -> Environment {
+pub(crate) fn environment(info: &DeviceInfo, monitor: &Monitor) -> Environment {
     let cuda = info.driver_cuda_version;
     Environment {
         gpu_name: info.name.clone(),
@@ -183,7 +183,7 @@ pub fn environment(info: &DeviceInfo, monitor: &Monitor) -> Environment {
 }
 
 /// Whether any of these reasons is a real slowdown.
-pub fn throttled(reasons: &[String]) -> Vec<String> {
+pub(crate) fn throttled(reasons: &[String]) -> Vec<String> {
     reasons
         .iter()
         .filter(|r| SLOWDOWN_REASONS.contains(&r.as_str()))

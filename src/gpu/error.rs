@@ -1,55 +1,9 @@
-//! Errors of the GPU side, each one sentence that names the kernel, shape or file involved.
-
-use std::path::PathBuf;
+//! The GPU side's use of the backend's error ([`GpuError`], defined in `backend::error`):
+//! CUDA driver errors with a description of the kernel, shape or step.
 
 use cudarc::driver::DriverError;
 
-#[derive(Debug, thiserror::Error)]
-pub enum GpuError {
-    #[error(
-        "no NVIDIA driver found (libcuda.so could not be loaded): this command needs a CUDA GPU (ci-gate compare works without one)"
-    )]
-    NoDriver,
-    #[error("no CUDA GPU is usable: {0}")]
-    NoDevice(String),
-    #[error(
-        "NVRTC could not be loaded (libnvrtc.so): install the CUDA toolkit, or `pip install nvidia-cuda-nvrtc` and add its lib directory to LD_LIBRARY_PATH"
-    )]
-    NoNvrtc,
-    #[error("cannot read kernel source {path}: {cause}")]
-    Source {
-        path: PathBuf,
-        cause: std::io::Error,
-    },
-    #[error("{file} does not compile for {arch} with NVRTC:\n{log}")]
-    Compile {
-        file: String,
-        arch: String,
-        log: String,
-    },
-    /// A kernel source or its compiled module refused by a defence against hostile kernels
-    /// (a link, an oversized file, an include, writable device memory, …): one sentence
-    /// naming the file and the line or symbol.
-    #[error("{0}")]
-    Refused(String),
-    /// The sandboxed NVRTC process failed (could not start, timed out, crashed): one
-    /// sentence naming the file.
-    #[error("{0}")]
-    Sandbox(String),
-    #[error("{what}: {cause}")]
-    Driver { what: String, cause: DriverError },
-    #[error("{0}")]
-    Invalid(String),
-    /// The kernel under test did not do, every time, the work it was checked to do (it
-    /// changed its inputs, skipped or faked timed launches, wrote outside its output): a
-    /// parity failure of the side it names, not a measuring error.
-    #[error("{0}")]
-    Integrity(String),
-    /// The run's GPU-time budget (`measure.gpu_budget_s`) is spent: the run ends here
-    /// without a verdict (exit 2), naming the shape and the side that spent it.
-    #[error("{0}")]
-    Budget(String),
-}
+pub use crate::backend::error::GpuError;
 
 /// Attaches a description (kernel, shape, step) to a CUDA driver error.
 pub(crate) trait DriverContext<T> {

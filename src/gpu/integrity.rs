@@ -43,7 +43,7 @@ use crate::results::Parity;
 
 /// A random quiet-NaN bit pattern that arithmetic does not produce (not the canonical NaNs
 /// 0x7fffffff, 0x7fc00000 or their negatives): what an unwritten output element holds.
-pub fn poison_pattern(rng: &mut impl Rng) -> u32 {
+pub(crate) fn poison_pattern(rng: &mut impl Rng) -> u32 {
     loop {
         let sign = if rng.random::<bool>() { 0x8000_0000 } else { 0 };
         let payload = rng.random::<u32>() & 0x003f_ffff;
@@ -117,7 +117,7 @@ pub(crate) fn hash_parts(
 /// The reference output of one input set on every row (parity), made from the reference's
 /// own copies of the inputs (dropped once used), with the hash the side's inputs must still
 /// have after its launch.
-pub struct RefSet {
+pub(crate) struct RefSet {
     /// [batch·heads, seq_len, head_dim]: exactly the layout of the output.
     pub refs: CudaSlice<f32>,
     input_hash: u64,
@@ -175,7 +175,7 @@ impl RefSet {
         let host = gpu.read_back(&refs, || format!("the reference outputs of {shape}"))?;
         let bad = host.iter().filter(|x| !x.is_finite()).count();
         if bad > 0 {
-            return Err(GpuError::Invalid(format!(
+            return Err(GpuError::Internal(format!(
                 "the reference kernel left {bad} of {} elements unwritten or non-finite on shape {shape}",
                 host.len()
             )));
@@ -275,9 +275,12 @@ impl KvRefs {
         key: RunKey,
     ) -> Result<KvRefs, GpuError> {
         let per_set = shape.elements();
-        let total = per_set.checked_mul(seeds.len()).ok_or_else(|| {
-            GpuError::Invalid(format!("shape {shape}: the input sets are too large"))
-        })?;
+        let total = per_set
+            .checked_mul(seeds.len())
+            .ok_or_else(|| GpuError::Shape {
+                shape: shape.name(),
+                why: "the input sets are too large".into(),
+            })?;
         let alloc = || {
             raw::alloc_zeros::<u16>(&gpu.stream, total)
                 .during(|| format!("allocating the reference's inputs of {shape}"))
@@ -296,7 +299,7 @@ impl KvRefs {
 
     /// Fills the reference's copies with the values of the sample whose K/V key is `kv_key`
     /// (queued; after that sample).
-    pub fn fill_for(&mut self, gpu: &Gpu, kv_key: u64) -> Result<(), GpuError> {
+    pub(crate) fn fill_for(&mut self, gpu: &Gpu, kv_key: u64) -> Result<(), GpuError> {
         let shape = self.shape;
         let fill = gpu.kernels.fill_normal(shape.dtype);
         for i in 0..self.seeds.len() {
@@ -341,7 +344,7 @@ impl KvRefs {
         sums: &mut CudaSlice<u64>,
     ) -> Result<(), GpuError> {
         if sets.len() != self.seeds.len() || sums.len() < 2 {
-            return Err(GpuError::Invalid(format!(
+            return Err(GpuError::Internal(format!(
                 "{} input sets for {} seeds",
                 sets.len(),
                 self.seeds.len()
@@ -432,10 +435,9 @@ impl LaunchSecrets {
             head_dim: shape.head_dim as usize,
             nrows: ROWS_PER_LAUNCH,
         };
-        let too_large = || {
-            GpuError::Invalid(format!(
-                "shape {shape}: the per-launch inputs are too large"
-            ))
+        let too_large = || GpuError::Shape {
+            shape: shape.name(),
+            why: "the per-launch inputs are too large".into(),
         };
         let total = n.checked_mul(launches).ok_or_else(too_large)?;
         let compact = geometry.compact().ok_or_else(too_large)?;
@@ -469,7 +471,7 @@ impl LaunchSecrets {
     }
 
     /// Launch i's q (a slice of the pool).
-    pub fn q(&self, i: usize) -> CudaView<'_, u16> {
+    pub(crate) fn q(&self, i: usize) -> CudaView<'_, u16> {
         let i = i % self.geometry.launches;
         self.pool.slice(i * self.n..(i + 1) * self.n)
     }
@@ -480,13 +482,13 @@ impl LaunchSecrets {
     }
 
     /// Device address of the pool (the report's proof that rounds used fresh memory).
-    pub fn address(&self, gpu: &Gpu) -> u64 {
+    pub(crate) fn address(&self, gpu: &Gpu) -> u64 {
         let (ptr, _sync) = self.pool.device_ptr(&gpu.stream);
         ptr
     }
 
     /// The pool, for the hash of the buffers held after the round.
-    pub fn pool(&self) -> CudaView<'_, u16> {
+    pub(crate) fn pool(&self) -> CudaView<'_, u16> {
         self.pool.as_view()
     }
 
@@ -508,7 +510,7 @@ impl LaunchSecrets {
 
     /// The K/V key of the sample now prepared: the values of the round's K and V for it
     /// ([`refill_inputs`], [`KvRefs::fill_for`]); never 0 (the round's first fill).
-    pub fn kv_key(&self) -> u64 {
+    pub(crate) fn kv_key(&self) -> u64 {
         self.current.2
     }
 
@@ -573,7 +575,7 @@ impl LaunchSecrets {
 const CHECK_WORDS: usize = 5;
 
 /// The output slots of one side's round: one per launch of its sample graph.
-pub struct OutputSlots {
+pub(crate) struct OutputSlots {
     region: CudaSlice<f32>,
     /// Element offset of each launch's slot in `region`, by launch index.
     slot_offsets: Vec<u64>,
@@ -597,7 +599,7 @@ pub struct OutputSlots {
 
 /// The most device memory one side's output slots may take: launches per sample are capped
 /// so that the slots fit (a shorter sample, never a slot shared by two launches).
-pub fn slot_budget_bytes(gpu: &Gpu) -> Result<u64, GpuError> {
+pub(crate) fn slot_budget_bytes(gpu: &Gpu) -> Result<u64, GpuError> {
     let (free, _) = gpu
         .ctx
         .mem_get_info()
@@ -643,8 +645,9 @@ impl OutputSlots {
         let tail = 64 * rng.random_range(1..=256u64);
         gaps.push((at, tail));
         at += tail;
-        let total = usize::try_from(at).map_err(|_| {
-            GpuError::Invalid(format!("shape {shape}: the output slots are too large"))
+        let total = usize::try_from(at).map_err(|_| GpuError::Shape {
+            shape: shape.name(),
+            why: "the output slots are too large".into(),
         })?;
         let per_launch =
             (shape.batch * shape.heads) as u64 * ROWS_PER_LAUNCH as u64 * u64::from(shape.head_dim);
@@ -683,7 +686,7 @@ impl OutputSlots {
         })
     }
 
-    pub fn launches(&self) -> usize {
+    pub(crate) fn launches(&self) -> usize {
         self.slot_offsets.len()
     }
 
@@ -692,18 +695,18 @@ impl OutputSlots {
     }
 
     /// The region as 32-bit words (its hash, held after the round).
-    pub fn region(&self) -> CudaView<'_, f32> {
+    pub(crate) fn region(&self) -> CudaView<'_, f32> {
         self.region.as_view()
     }
 
     /// The output of launch `i` (its slot).
-    pub fn slot(&mut self, i: usize) -> cudarc::driver::CudaViewMut<'_, f32> {
+    pub(crate) fn slot(&mut self, i: usize) -> cudarc::driver::CudaViewMut<'_, f32> {
         let start = self.slot_offsets[i % self.slot_offsets.len()] as usize;
         self.region.slice_mut(start..start + self.elements)
     }
 
     /// Poisons every slot and gap again (queued on the stream, before a sample).
-    pub fn poison(&mut self, gpu: &Gpu) -> Result<(), GpuError> {
+    pub(crate) fn poison(&mut self, gpu: &Gpu) -> Result<(), GpuError> {
         raw::launch_fill_u32(
             &gpu.stream,
             &gpu.kernels.fill_u32,
@@ -725,7 +728,7 @@ impl OutputSlots {
     ) -> Result<(), GpuError> {
         let slots = self.launches();
         if secrets.geometry.launches != slots {
-            return Err(GpuError::Invalid(format!(
+            return Err(GpuError::Internal(format!(
                 "{slots} output slots but {} launches' references",
                 secrets.geometry.launches
             )));
@@ -778,7 +781,7 @@ impl OutputSlots {
     /// Reads the checks of the round back: the worst launch's error against the reference
     /// (largest max-abs error, or any unwritten or non-finite element), the number of
     /// launches checked and the number of gap words that were written.
-    pub fn outcome(
+    pub(crate) fn outcome(
         &self,
         gpu: &Gpu,
         tolerance: Tolerance,
@@ -836,7 +839,7 @@ impl OutputSlots {
 
 /// What the output checks of one round found.
 #[derive(Clone, Debug)]
-pub struct SlotOutcome {
+pub(crate) struct SlotOutcome {
     pub worst: Option<Parity>,
     pub failed_launches: u64,
     pub checked_launches: u64,
@@ -846,7 +849,7 @@ pub struct SlotOutcome {
 impl SlotOutcome {
     /// One sentence on what failed, naming the side and kernel, or `None` when every timed
     /// launch matched the reference and nothing was written outside the slots.
-    pub fn failure(&self, side: &str, kernel: &str) -> Option<String> {
+    pub(crate) fn failure(&self, side: &str, kernel: &str) -> Option<String> {
         if self.gap_words_written > 0 {
             return Some(format!(
                 "the {side} kernel {kernel} wrote {} words outside its output during timed launches",

@@ -51,7 +51,7 @@ const README: &str = "(kernels/README.md)";
 
 /// Refuses `text` (the source of `file`) when it has any construct that could make the
 /// compiler read a file: one sentence naming the file, the line and the construct.
-pub fn check_no_file_access(text: &str, file: &str) -> Result<(), GpuError> {
+pub(crate) fn check_no_file_access(text: &str, file: &str) -> Result<(), GpuError> {
     match find_refused(text) {
         Some(f) => Err(GpuError::Refused(f.sentence(file))),
         None => Ok(()),
@@ -297,6 +297,69 @@ fn is_ident_char(b: u8) -> bool {
 /// Encoding prefixes of string and character literals; those ending in R start raw strings.
 const LITERAL_PREFIXES: &[&str] = &["L", "u", "U", "u8", "R", "LR", "uR", "UR", "u8R"];
 
+/// The end of the block comment that starts at `i`; a line it spans makes the next token the
+/// first of its line.
+fn skip_block_comment(c: &[Ch], mut i: usize, first: &mut bool) -> usize {
+    let at = |i: usize| c.get(i).map(|ch| ch.b);
+    i += 2;
+    loop {
+        match at(i) {
+            None => return i,
+            Some(b'*') if at(i + 1) == Some(b'/') => return i + 2,
+            Some(b'\n') => {
+                *first = true;
+                i += 1;
+            }
+            Some(_) => i += 1,
+        }
+    }
+}
+
+/// The identifier that starts at `i`, or the literal it prefixes (`u8"…"`, `R"(…)"`): where
+/// it ends, and the token.
+fn identifier(c: &[Ch], src: &[u8], mut i: usize, r: Reading) -> (usize, Tok) {
+    let start = i;
+    while i < c.len() && is_ident_char(c[i].b) {
+        i += 1;
+    }
+    let name: String = c[start..i].iter().map(|ch| ch.b as char).collect();
+    match c.get(i).map(|ch| ch.b) {
+        Some(q @ (b'"' | b'\'')) if LITERAL_PREFIXES.contains(&name.as_str()) => {
+            let end = if q == b'"' && name.ends_with('R') && r.raw_strings {
+                skip_raw_string(c, src, i)
+            } else {
+                skip_literal(c, i)
+            };
+            (end, Tok::Literal)
+        }
+        _ => (i, Tok::Ident(name)),
+    }
+}
+
+/// The `#` (or its trigraph `??=`) or `##` that starts at `i`: where it ends, and the token.
+fn hash(c: &[Ch], src: &[u8], i: usize) -> (usize, Tok) {
+    let spelling = if src.get(c[i].off) == Some(&b'?') {
+        "??="
+    } else {
+        "#"
+    };
+    if c.get(i + 1).map(|ch| ch.b) == Some(b'#') {
+        (i + 2, Tok::HashHash)
+    } else {
+        (i + 1, Tok::Hash(spelling))
+    }
+}
+
+/// The digraph `%:` (`#`) or `%:%:` (`##`) that starts at `i`: where it ends, and the token.
+fn hash_digraph(c: &[Ch], i: usize) -> (usize, Tok) {
+    let at = |i: usize| c.get(i).map(|ch| ch.b);
+    if at(i + 2) == Some(b'%') && at(i + 3) == Some(b':') {
+        (i + 4, Tok::HashHash)
+    } else {
+        (i + 2, Tok::Hash("%:"))
+    }
+}
+
 /// Splits `c` into preprocessing tokens, or the first character no kernel needs in code.
 fn tokenize(c: &[Ch], src: &[u8], r: Reading) -> Result<Vec<Token>, Finding> {
     let mut toks = Vec::new();
@@ -330,23 +393,7 @@ fn tokenize(c: &[Ch], src: &[u8], r: Reading) -> Result<Vec<Token>, Finding> {
                     i += 1;
                 }
             }
-            b'/' if at(i + 1) == Some(b'*') => {
-                i += 2;
-                loop {
-                    match at(i) {
-                        None => break,
-                        Some(b'*') if at(i + 1) == Some(b'/') => {
-                            i += 2;
-                            break;
-                        }
-                        Some(b'\n') => {
-                            first = true;
-                            i += 1;
-                        }
-                        Some(_) => i += 1,
-                    }
-                }
-            }
+            b'/' if at(i + 1) == Some(b'*') => i = skip_block_comment(c, i, &mut first),
             b'"' | b'\'' => {
                 i = skip_literal(c, i);
                 push(Tok::Literal, &mut toks, &mut first);
@@ -360,45 +407,19 @@ fn tokenize(c: &[Ch], src: &[u8], r: Reading) -> Result<Vec<Token>, Finding> {
                 push(Tok::Number, &mut toks, &mut first);
             }
             _ if is_ident_start(b) => {
-                let start = i;
-                while i < c.len() && is_ident_char(c[i].b) {
-                    i += 1;
-                }
-                let name: String = c[start..i].iter().map(|ch| ch.b as char).collect();
-                match at(i) {
-                    Some(q @ (b'"' | b'\'')) if LITERAL_PREFIXES.contains(&name.as_str()) => {
-                        i = if q == b'"' && name.ends_with('R') && r.raw_strings {
-                            skip_raw_string(c, src, i)
-                        } else {
-                            skip_literal(c, i)
-                        };
-                        push(Tok::Literal, &mut toks, &mut first);
-                    }
-                    _ => push(Tok::Ident(name), &mut toks, &mut first),
-                }
+                let tok;
+                (i, tok) = identifier(c, src, i, r);
+                push(tok, &mut toks, &mut first);
             }
             b'#' => {
-                let spelling = if src.get(c[i].off) == Some(&b'?') {
-                    "??="
-                } else {
-                    "#"
-                };
-                if at(i + 1) == Some(b'#') {
-                    i += 2;
-                    push(Tok::HashHash, &mut toks, &mut first);
-                } else {
-                    i += 1;
-                    push(Tok::Hash(spelling), &mut toks, &mut first);
-                }
+                let tok;
+                (i, tok) = hash(c, src, i);
+                push(tok, &mut toks, &mut first);
             }
             b'%' if at(i + 1) == Some(b':') => {
-                if at(i + 2) == Some(b'%') && at(i + 3) == Some(b':') {
-                    i += 4;
-                    push(Tok::HashHash, &mut toks, &mut first);
-                } else {
-                    i += 2;
-                    push(Tok::Hash("%:"), &mut toks, &mut first);
-                }
+                let tok;
+                (i, tok) = hash_digraph(c, i);
+                push(tok, &mut toks, &mut first);
             }
             // `<%` and `<:` are digraphs of `{` and `[`: read as one token so that their `%`
             // or `:` never starts a `%:`.

@@ -34,17 +34,17 @@ use super::raw;
 
 /// Overrides where the locks live (tests; like every test setting, not passed to children
 /// and unset by action.yml).
-pub const LOCK_DIR_ENV: &str = "CI_GATE_LOCK_DIR";
+pub(crate) const LOCK_DIR_ENV: &str = "CI_GATE_LOCK_DIR";
 /// Overrides how long a run waits for its GPU, in seconds (tests).
-pub const LOCK_WAIT_ENV: &str = "CI_GATE_LOCK_WAIT_S";
+pub(crate) const LOCK_WAIT_ENV: &str = "CI_GATE_LOCK_WAIT_S";
 /// How long a run waits for another run's lock before it gives up: a PR gate takes under a
 /// minute and a nightly run a few; past this the holder is stuck, or the queue is.
-pub const DEFAULT_WAIT: Duration = Duration::from_secs(30 * 60);
+pub(crate) const DEFAULT_WAIT: Duration = Duration::from_secs(30 * 60);
 /// How often a waiting run tries again.
 const POLL: Duration = Duration::from_millis(200);
 
 /// The directory of the locks: `$CI_GATE_LOCK_DIR`, else `/tmp/ci-gate-locks-<uid>`.
-pub fn lock_dir() -> PathBuf {
+pub(crate) fn lock_dir() -> PathBuf {
     match std::env::var_os(LOCK_DIR_ENV).filter(|v| !v.is_empty()) {
         Some(dir) => PathBuf::from(dir),
         None => PathBuf::from(format!("/tmp/ci-gate-locks-{}", raw::effective_uid())),
@@ -53,7 +53,7 @@ pub fn lock_dir() -> PathBuf {
 
 /// How long to wait for a GPU: `$CI_GATE_LOCK_WAIT_S` where it is a number of seconds, else
 /// [`DEFAULT_WAIT`].
-pub fn wait_bound() -> Duration {
+pub(crate) fn wait_bound() -> Duration {
     std::env::var(LOCK_WAIT_ENV)
         .ok()
         .and_then(|v| v.trim().parse::<f64>().ok())
@@ -64,7 +64,7 @@ pub fn wait_bound() -> Duration {
 /// The UUID of this process's CUDA device 0 (the GPU it measures on, after
 /// `CUDA_VISIBLE_DEVICES`), read from the driver without creating a context; `None` without a
 /// driver or a device (opening the GPU then fails with the reason).
-pub fn device0_uuid() -> Option<String> {
+pub(crate) fn device0_uuid() -> Option<String> {
     use cudarc::driver::result;
     if !raw::driver_present() {
         return None;
@@ -91,12 +91,12 @@ struct Held {
 
 impl GpuLock {
     /// The GPU's key (its UUID).
-    pub fn key(&self) -> &str {
+    pub(crate) fn key(&self) -> &str {
         &self.held.key
     }
 
     /// How long this process waited for it (when it first took it).
-    pub fn waited(&self) -> Duration {
+    pub(crate) fn waited(&self) -> Duration {
         self.held.waited
     }
 

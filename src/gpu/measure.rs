@@ -82,15 +82,21 @@ pub(crate) fn sets_for(
                 .mem_get_info()
                 .during(|| "reading free device memory".into())?;
             if total > free as u64 / 2 {
-                return Err(GpuError::Invalid(format!(
-                    "shape {shape}: a cold-cache working set of {total} bytes does not fit in half the free device memory"
-                )));
+                return Err(GpuError::Shape {
+                    shape: shape.name(),
+                    why: format!(
+                        "a cold-cache working set of {total} bytes does not fit in half the free device memory"
+                    ),
+                });
             }
             if total <= gpu.info.l2_bytes {
-                return Err(GpuError::Invalid(format!(
-                    "shape {shape}: cold-cache working set {total} bytes does not exceed L2 ({} bytes)",
-                    gpu.info.l2_bytes
-                )));
+                return Err(GpuError::Shape {
+                    shape: shape.name(),
+                    why: format!(
+                        "cold-cache working set {total} bytes does not exceed L2 ({} bytes)",
+                        gpu.info.l2_bytes
+                    ),
+                });
             }
             Ok(sets as usize)
         }
@@ -118,7 +124,7 @@ fn add_phase(since: Instant, f: impl FnOnce(&mut PhaseTimes) -> &mut f64) {
 }
 
 /// The phase times so far in this process.
-pub fn phase_times() -> PhaseTimes {
+pub(crate) fn phase_times() -> PhaseTimes {
     *PHASES.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -265,7 +271,7 @@ pub fn measure_pairs(
             add_phase(t, |p| &mut p.preparing_s);
         }
         let [Some(mut base_round), Some(mut cand_round)] = prepared else {
-            return Err(GpuError::Invalid(format!(
+            return Err(GpuError::Internal(format!(
                 "a pair of rounds on shape {} was not prepared",
                 b.shape
             )));
@@ -438,38 +444,23 @@ fn launches_that_fit(gpu: &Gpu, shape: &ShapeParams) -> Result<u64, GpuError> {
     Ok((slot_budget_bytes(gpu)? / per_launch).max(1))
 }
 
-/// Allocates a round's buffers (inputs filled from `kv`'s seeds), warms up, sizes and
-/// captures its graph (the first round of `side` sets the launches per sample, capped so
-/// that one output slot and one q per launch fit) and records the round's address.
-fn prepare_round(
+/// Warms the GPU up for a round of `kernel`: direct launches in growing batches until
+/// `warmup_ms` has passed on the GPU, into a scratch output (not timed, not checked); the last
+/// batch gives the per-launch estimate (ms) that sizes the graph. Only the first round of a
+/// side (`previous`: no estimate yet) warms up for `warmup_ms`; a later round finds the GPU
+/// warm, keeps the estimate, and the first replay of its graph (untimed) warms its new
+/// buffers. `(e0, e1)`: the timing events of the batches (the caller's, which outlive the
+/// round's preparation).
+fn warm_up(
     b: &Bench<'_>,
-    side: &mut AbSide<'_>,
-    kv: &KvRefs,
-    seed: u64,
-) -> Result<PreparedRound, GpuError> {
+    label: &'static str,
+    kernel: &Kernel,
+    previous: Option<f64>,
+    inputs: &[Inputs],
+    (e0, e1): (&CudaEvent, &CudaEvent),
+) -> Result<f64, GpuError> {
     let (gpu, shape, settings) = (b.gpu, b.shape, b.settings);
-    let kernel = side.kernel;
-    let m = &mut side.m;
-    let round = m.rounds.len() as u64;
-    let mut rng = gpu
-        .run_key
-        .rng(seed ^ round.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ kernel_salt(side.label));
-    // A random-sized spacer, allocated first, moves this round's buffers to new addresses.
-    let spacer_words = 64 * rng.random_range(1..=65_536usize);
-    let spacer = raw::alloc_zeros::<f32>(&gpu.stream, spacer_words)
-        .during(|| "allocating the address spacer".into())?;
-    let inputs: Vec<Inputs> = kv
-        .seeds
-        .iter()
-        .map(|&s| random_inputs(gpu, shape, s))
-        .collect::<Result<_, _>>()?;
     let n_sets = inputs.len().max(1);
-    m.working_set_bytes = n_sets as u64 * bytes_per_set(shape);
-
-    // Warm-up: direct launches in growing batches until `warmup_ms` has passed on the GPU,
-    // into a scratch output (not timed, not checked); the last batch gives the per-launch
-    // estimate that sizes the graph.
-    let (e0, e1) = (timing_event(gpu)?, timing_event(gpu)?);
     let mut spent_ms = 0.0f64;
     let mut batch = 1u32;
     let mut per_launch_ms = f64::MAX;
@@ -477,12 +468,12 @@ fn prepare_round(
     let what = |phase: &str| {
         format!(
             "kernel {} of the {} on shape {shape} ({phase})",
-            kernel.name, side.label
+            kernel.name, label
         )
     };
     // Only the first round warms up for warmup_ms and sizes the graph; a later round finds the
     // GPU warm, and the first replay of its graph (below, untimed) warms its new buffers.
-    let warmup_ms = match m.per_launch_ms {
+    let warmup_ms = match previous {
         None => settings.warmup_ms,
         Some(ms) => {
             per_launch_ms = ms;
@@ -521,37 +512,45 @@ fn prepare_round(
             .then(|| Duration::from_secs_f64(per_launch_ms * f64::from(batch) / 1000.0));
         gpu.sync(expected, || what("warm-up"))?;
         let ms = f64::from(
-            e0.elapsed_ms(&e1)
+            e0.elapsed_ms(e1)
                 .during(|| "reading a timing event".into())?,
         );
-        charge(b, side.label, ms, || what("warm-up"))?;
+        charge(b, label, ms, || what("warm-up"))?;
         spent_ms += ms;
         per_launch_ms = ms / f64::from(batch);
         batch = (batch * 2).min(256);
     }
     drop(scratch);
-    m.per_launch_ms = Some(per_launch_ms);
-    if m.launches_per_sample == 0 {
-        let l = (settings.sample_ms / per_launch_ms.max(1e-6)).round();
-        let fit = launches_that_fit(gpu, shape)?;
-        m.launches_per_sample = l.clamp(1.0, 20_000.0).min(fit as f64) as u32;
-    }
-    let launches = m.launches_per_sample;
-    let secrets = LaunchSecrets::new(gpu, shape, launches, &mut rng)?;
-    m.round_addresses.push(secrets.address(gpu));
-    let mut slots = OutputSlots::new(gpu, shape, launches, settings.samples_per_round, &mut rng)?;
+    Ok(per_launch_ms)
+}
 
-    // Spin kernels for an injected slowdown: about one per 5 µs of added time, spread evenly.
-    let spins = side.injection.map(|inj| {
-        let total_us = inj.us_per_launch * f64::from(launches);
-        let count = ((total_us / 5.0).floor() as u32).clamp(1, launches);
-        let every = launches.div_ceil(count);
-        let count = launches / every;
-        let each_us = total_us / f64::from(count.max(1));
-        let cycles =
-            ((each_us - inj.calibration.overhead_us) / inj.calibration.us_per_cycle).max(0.0);
-        (every, cycles as i64)
-    });
+/// Spin kernels for an injected slowdown of `launches` launches: about one per 5 µs of added
+/// time, spread evenly; (a spin after every this many launches, its cycles).
+fn spin_plan(inj: Injection, launches: u32) -> (u32, i64) {
+    let total_us = inj.us_per_launch * f64::from(launches);
+    let count = ((total_us / 5.0).floor() as u32).clamp(1, launches);
+    let every = launches.div_ceil(count);
+    let count = launches / every;
+    let each_us = total_us / f64::from(count.max(1));
+    let cycles = ((each_us - inj.calibration.overhead_us) / inj.calibration.us_per_cycle).max(0.0);
+    (every, cycles as i64)
+}
+
+/// Captures a round's CUDA graph: `launches` launches of `kernel`, each with its own secret
+/// q and scale into its own output slot, cycling through the input sets, with the injected
+/// spins; the capture is ended whatever a launch did.
+#[allow(clippy::too_many_arguments)]
+fn capture_graph(
+    gpu: &Gpu,
+    kernel: &Kernel,
+    shape: &ShapeParams,
+    inputs: &[Inputs],
+    secrets: &LaunchSecrets,
+    slots: &mut OutputSlots,
+    launches: u32,
+    spins: Option<(u32, i64)>,
+) -> Result<CudaGraph, GpuError> {
+    let n_sets = inputs.len().max(1);
 
     gpu.stream
         .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
@@ -586,8 +585,63 @@ fn prepare_round(
         });
     captured?;
     let graph = graph?.ok_or_else(|| {
-        GpuError::Invalid(format!("the CUDA graph for shape {shape} came back empty"))
+        GpuError::Internal(format!("the CUDA graph for shape {shape} came back empty"))
     })?;
+    Ok(graph)
+}
+
+/// Allocates a round's buffers (inputs filled from `kv`'s seeds), warms up, sizes and
+/// captures its graph (the first round of `side` sets the launches per sample, capped so
+/// that one output slot and one q per launch fit) and records the round's address.
+fn prepare_round(
+    b: &Bench<'_>,
+    side: &mut AbSide<'_>,
+    kv: &KvRefs,
+    seed: u64,
+) -> Result<PreparedRound, GpuError> {
+    let (gpu, shape, settings) = (b.gpu, b.shape, b.settings);
+    let kernel = side.kernel;
+    let m = &mut side.m;
+    let round = m.rounds.len() as u64;
+    let mut rng = gpu
+        .run_key
+        .rng(seed ^ round.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ kernel_salt(side.label));
+    // A random-sized spacer, allocated first, moves this round's buffers to new addresses.
+    let spacer_words = 64 * rng.random_range(1..=65_536usize);
+    let spacer = raw::alloc_zeros::<f32>(&gpu.stream, spacer_words)
+        .during(|| "allocating the address spacer".into())?;
+    let inputs: Vec<Inputs> = kv
+        .seeds
+        .iter()
+        .map(|&s| random_inputs(gpu, shape, s))
+        .collect::<Result<_, _>>()?;
+    let n_sets = inputs.len().max(1);
+    m.working_set_bytes = n_sets as u64 * bytes_per_set(shape);
+
+    let what = |phase: &str| {
+        format!(
+            "kernel {} of the {} on shape {shape} ({phase})",
+            kernel.name, side.label
+        )
+    };
+    // Warm-up: direct launches in growing batches, timed with these two events.
+    let (e0, e1) = (timing_event(gpu)?, timing_event(gpu)?);
+    let per_launch_ms = warm_up(b, side.label, kernel, m.per_launch_ms, &inputs, (&e0, &e1))?;
+    m.per_launch_ms = Some(per_launch_ms);
+    if m.launches_per_sample == 0 {
+        let l = (settings.sample_ms / per_launch_ms.max(1e-6)).round();
+        let fit = launches_that_fit(gpu, shape)?;
+        m.launches_per_sample = l.clamp(1.0, 20_000.0).min(fit as f64) as u32;
+    }
+    let launches = m.launches_per_sample;
+    let secrets = LaunchSecrets::new(gpu, shape, launches, &mut rng)?;
+    m.round_addresses.push(secrets.address(gpu));
+    let mut slots = OutputSlots::new(gpu, shape, launches, settings.samples_per_round, &mut rng)?;
+
+    let spins = side.injection.map(|inj| spin_plan(inj, launches));
+    let graph = capture_graph(
+        gpu, kernel, shape, &inputs, &secrets, &mut slots, launches, spins,
+    )?;
     graph
         .upload()
         .during(|| "uploading the CUDA graph".into())?;
@@ -669,7 +723,7 @@ fn take_sample(
     let (gpu, shape, settings) = (b.gpu, b.shape, b.settings);
     let sample = round.values.len();
     let Some((start, end)) = round.events.get(sample) else {
-        return Err(GpuError::Invalid(format!(
+        return Err(GpuError::Internal(format!(
             "more samples than the {} of a round on shape {shape}",
             round.events.len()
         )));
@@ -873,7 +927,7 @@ fn spacer_untouched(gpu: &Gpu, spacer: &CudaSlice<f32>) -> Result<bool, GpuError
 }
 
 /// Measures the spin kernel alone at two lengths and fits its per-launch cost.
-pub fn calibrate_spin(gpu: &Gpu) -> Result<SpinCalibration, GpuError> {
+pub(crate) fn calibrate_spin(gpu: &Gpu) -> Result<SpinCalibration, GpuError> {
     let time = |cycles: i64| -> Result<f64, GpuError> {
         const LAUNCHES: u32 = 20;
         gpu.stream
@@ -887,7 +941,7 @@ pub fn calibrate_spin(gpu: &Gpu) -> Result<SpinCalibration, GpuError> {
             .during(|| "capturing spin kernels".into());
         captured.during(|| "capturing spin kernels".into())?;
         let graph =
-            graph?.ok_or_else(|| GpuError::Invalid("the spin graph came back empty".into()))?;
+            graph?.ok_or_else(|| GpuError::Internal("the spin graph came back empty".into()))?;
         graph
             .launch()
             .during(|| "replaying the spin graph".into())?;
@@ -917,7 +971,7 @@ pub fn calibrate_spin(gpu: &Gpu) -> Result<SpinCalibration, GpuError> {
     let (t1, t2) = (time(c1)?, time(c2)?);
     let us_per_cycle = (t2 - t1) / (c2 - c1) as f64;
     if us_per_cycle.is_nan() || us_per_cycle <= 0.0 {
-        return Err(GpuError::Invalid(format!(
+        return Err(GpuError::Internal(format!(
             "spin calibration failed: {c1} cycles took {t1:.3} µs and {c2} took {t2:.3} µs"
         )));
     }
@@ -929,7 +983,12 @@ pub fn calibrate_spin(gpu: &Gpu) -> Result<SpinCalibration, GpuError> {
 
 /// Runs `shape`'s kernel for about `ms` milliseconds so the GPU leaves its idle clocks
 /// before the first sample of a process is taken (an idle H200 sits at a few hundred MHz).
-pub fn spin_up(gpu: &Gpu, shape: &ShapeParams, label: &str, ms: f64) -> Result<(), GpuError> {
+pub(crate) fn spin_up(
+    gpu: &Gpu,
+    shape: &ShapeParams,
+    label: &str,
+    ms: f64,
+) -> Result<(), GpuError> {
     check_shape(shape)?;
     let kernel = gpu.kernels.attention(shape)?;
     let inputs = random_inputs(gpu, shape, 1)?;
@@ -956,7 +1015,7 @@ pub fn spin_up(gpu: &Gpu, shape: &ShapeParams, label: &str, ms: f64) -> Result<(
 /// outputs and inputs are checked after it, so a kernel that does less work when it is
 /// replayed back to back fails parity instead of looking frugal. Appends each side's
 /// windows to its measurement. `Ok(Some(why))` when NVML cannot measure energy here.
-pub fn measure_energy(
+pub(crate) fn measure_energy(
     b: &Bench<'_>,
     sides: &mut [AbSide<'_>],
     seed: u64,
@@ -1063,6 +1122,181 @@ fn best_span(moves: &[(f64, f64, u64)], updates: usize) -> Option<(usize, usize)
     best.map(|(_, i, j)| (i, j))
 }
 
+/// One replay of an energy window, enqueued between its two timing events: a new q for
+/// every launch of every replay, as in a timed sample (back to back, no replay computes
+/// what another did, so none is worth less energy than it shows), the inputs refilled, the
+/// outputs poisoned; one in [`ENERGY_CHECK_ONE_IN`], drawn from `checks`, checked after.
+fn enqueue_replay(
+    b: &Bench<'_>,
+    kernel: &Kernel,
+    round: &mut PreparedRound,
+    kv: &mut KvRefs,
+    checks: &mut ChaCha8Rng,
+) -> Result<(CudaEvent, CudaEvent), GpuError> {
+    let (gpu, shape) = (b.gpu, b.shape);
+    let (start, end) = (timing_event(gpu)?, timing_event(gpu)?);
+    round.secrets.refill(gpu)?;
+    let kv_key = round.secrets.kv_key();
+    refill_inputs(gpu, shape, &kv.seeds, &mut round.inputs, kv_key)?;
+    round.slots.poison(gpu)?;
+    start
+        .record(&gpu.stream)
+        .during(|| "recording a timing event".into())?;
+    round
+        .graph
+        .launch()
+        .during(|| format!("replaying the graph of shape {shape} (energy window)"))?;
+    end.record(&gpu.stream)
+        .during(|| "recording a timing event".into())?;
+    if checks.random_range(0..ENERGY_CHECK_ONE_IN) == 0 {
+        check_replay(gpu, kernel, round.checked(), kv, kv_key, 0)?;
+    }
+    Ok((start, end))
+}
+
+/// Whether an energy window has what it needs: for the counter, `updates` moves after its
+/// first and a best span between two moves timed to within a third of
+/// [`crate::energy::MAX_RESOLUTION`]; for power samples, `updates` tenths of a second (and
+/// 50 ms for the power to settle).
+fn window_done(
+    source: crate::energy::EnergySource,
+    moves: &Moves,
+    updates: u32,
+    elapsed: Duration,
+) -> bool {
+    use crate::energy::{EnergySource, MAX_RESOLUTION};
+    let updates_n = updates as usize;
+    match source {
+        EnergySource::Counter => {
+            let m = moves.lock().unwrap_or_else(|e| e.into_inner());
+            m.len() > updates_n
+                && best_span(&m, updates_n).is_some_and(|(i, j)| {
+                    let (a, z) = (m[i], m[j]);
+                    let span = (z.0 + z.1 - a.0 - a.1) / 2.0;
+                    ((a.1 - a.0) + (z.1 - z.0)) / 2.0 / span <= MAX_RESOLUTION / 3.0
+                })
+        }
+        EnergySource::PowerSamples => elapsed.as_secs_f64() >= 0.1 * f64::from(updates) + 0.05,
+    }
+}
+
+/// The energy window's counter thread: reads back to back until `stop`, each move bracketed
+/// by two reads (2–5 ms each on an H100), never by the GPU feeding the window.
+fn read_counter(
+    reader: &super::env::EnergyReader<'_>,
+    began: Instant,
+    moves: &Moves,
+    stop: &std::sync::atomic::AtomicBool,
+) {
+    let mut last: Option<(f64, u64)> = None;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let from = began.elapsed().as_secs_f64();
+        let Some(value) = reader.energy_mj() else {
+            break;
+        };
+        let to = began.elapsed().as_secs_f64();
+        if let Some((prev_from, prev)) = last
+            && value != prev
+        {
+            let mut m = moves.lock().unwrap_or_else(|e| e.into_inner());
+            if m.len() < 1000 {
+                m.push((prev_from, to, value));
+            }
+        }
+        last = Some((from, value));
+    }
+}
+
+/// What an energy window measured of its replays: one call's mean time, the calls, their
+/// share of the GPU's busy time, the window's wall time and when it began.
+struct Measured {
+    call_ms: f64,
+    calls: u64,
+    replay_fraction: f64,
+    window_s: f64,
+    wall_start_us: u64,
+}
+
+impl Measured {
+    /// The window's round: the board's energy between the best-timed pair of counter moves,
+    /// or the mean of NVML's power samples inside the window (from 50 ms in).
+    fn reading(
+        &self,
+        source: crate::energy::EnergySource,
+        moves: &[(f64, f64, u64)],
+        updates_n: usize,
+        reader: &super::env::EnergyReader<'_>,
+    ) -> crate::energy::EnergyRound {
+        use crate::energy::{EnergyRound, EnergySource};
+        let Measured {
+            call_ms,
+            calls,
+            replay_fraction,
+            window_s,
+            wall_start_us,
+        } = *self;
+        match source {
+            EnergySource::Counter => match best_span(moves, updates_n) {
+                Some((i, j)) => {
+                    let (a, z) = (moves[i], moves[j]);
+                    let span_ms = (z.0 + z.1 - a.0 - a.1) / 2.0 * 1000.0;
+                    let span_mj = z.2.saturating_sub(a.2) as f64;
+                    EnergyRound {
+                        source,
+                        power_w: span_mj / span_ms,
+                        call_ms,
+                        calls,
+                        span_ms,
+                        span_mj,
+                        updates: (j - i + 1) as u32,
+                        read_ms: ((a.1 - a.0) + (z.1 - z.0)) / 2.0 * 1000.0,
+                        replay_fraction,
+                    }
+                }
+                None => EnergyRound {
+                    source,
+                    power_w: 0.0,
+                    call_ms,
+                    calls,
+                    span_ms: window_s * 1000.0,
+                    span_mj: 0.0,
+                    updates: moves.len() as u32,
+                    read_ms: 0.0,
+                    replay_fraction,
+                },
+            },
+            EnergySource::PowerSamples => {
+                // Samples from 50 ms into the window (the power settling) to its end.
+                let from = wall_start_us + 50_000;
+                let to = wall_start_us + (window_s * 1e6) as u64;
+                let inside: Vec<f64> = reader
+                    .power_samples(from)
+                    .into_iter()
+                    .filter(|(t, _)| (from..=to).contains(t))
+                    .map(|(_, mw)| mw / 1000.0)
+                    .collect();
+                let power_w = if inside.is_empty() {
+                    0.0
+                } else {
+                    inside.iter().sum::<f64>() / inside.len() as f64
+                };
+                let span_ms = (to - from) as f64 / 1000.0;
+                EnergyRound {
+                    source,
+                    power_w,
+                    call_ms,
+                    calls,
+                    span_ms,
+                    span_mj: power_w * span_ms,
+                    updates: inside.len() as u32,
+                    read_ms: 0.0,
+                    replay_fraction,
+                }
+            }
+        }
+    }
+}
+
 /// One energy window: `round`'s graph replayed back to back (each replay poisoned first, a
 /// secret quarter of them checked after) while a thread of its own reads the counter in a
 /// loop, until the counter has moved `updates` times after its first move and the best span
@@ -1079,7 +1313,7 @@ fn energy_window(
     source: crate::energy::EnergySource,
     updates: u32,
 ) -> Result<Option<crate::energy::EnergyRound>, GpuError> {
-    use crate::energy::{EnergyRound, EnergySource, MAX_RESOLUTION};
+    use crate::energy::EnergySource;
     use std::sync::atomic::{AtomicBool, Ordering};
     let gpu = b.gpu;
     let shape = b.shape;
@@ -1097,71 +1331,17 @@ fn energy_window(
         std::collections::VecDeque::new();
     let mut replay_ms = 0.0f64;
     let mut replays = 0u64;
-    let mut enqueue = |round: &mut PreparedRound| -> Result<(CudaEvent, CudaEvent), GpuError> {
-        let (start, end) = (timing_event(gpu)?, timing_event(gpu)?);
-        // A new q for every launch of every replay, as in a timed sample: back to back,
-        // no replay computes what another did, so none is worth less energy than it shows.
-        round.secrets.refill(gpu)?;
-        let kv_key = round.secrets.kv_key();
-        refill_inputs(gpu, shape, &kv.seeds, &mut round.inputs, kv_key)?;
-        round.slots.poison(gpu)?;
-        start
-            .record(&gpu.stream)
-            .during(|| "recording a timing event".into())?;
-        round
-            .graph
-            .launch()
-            .during(|| format!("replaying the graph of shape {shape} (energy window)"))?;
-        end.record(&gpu.stream)
-            .during(|| "recording a timing event".into())?;
-        if checks.random_range(0..ENERGY_CHECK_ONE_IN) == 0 {
-            check_replay(gpu, kernel, round.checked(), kv, kv_key, 0)?;
-        }
-        Ok((start, end))
-    };
+    let mut enqueue = |round: &mut PreparedRound| enqueue_replay(b, kernel, round, kv, &mut checks);
     let began = Instant::now();
     let wall_start_us = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as u64);
     let moves: Moves = std::sync::Mutex::new(Vec::new());
     let stop = AtomicBool::new(false);
-    let done = |elapsed: Duration| -> bool {
-        match source {
-            EnergySource::Counter => {
-                let m = moves.lock().unwrap_or_else(|e| e.into_inner());
-                m.len() > updates_n
-                    && best_span(&m, updates_n).is_some_and(|(i, j)| {
-                        let (a, z) = (m[i], m[j]);
-                        let span = (z.0 + z.1 - a.0 - a.1) / 2.0;
-                        ((a.1 - a.0) + (z.1 - z.0)) / 2.0 / span <= MAX_RESOLUTION / 3.0
-                    })
-            }
-            EnergySource::PowerSamples => elapsed.as_secs_f64() >= 0.1 * f64::from(updates) + 0.05,
-        }
-    };
+    let done = |elapsed: Duration| window_done(source, &moves, updates, elapsed);
     let fed = std::thread::scope(|scope| -> Result<(), GpuError> {
         if source == EnergySource::Counter {
-            scope.spawn(|| {
-                // Reads back to back: each move is bracketed by two reads (2–5 ms each on
-                // an H100), never by the GPU feeding below.
-                let mut last: Option<(f64, u64)> = None;
-                while !stop.load(Ordering::Relaxed) {
-                    let from = began.elapsed().as_secs_f64();
-                    let Some(value) = reader.energy_mj() else {
-                        break;
-                    };
-                    let to = began.elapsed().as_secs_f64();
-                    if let Some((prev_from, prev)) = last
-                        && value != prev
-                    {
-                        let mut m = moves.lock().unwrap_or_else(|e| e.into_inner());
-                        if m.len() < 1000 {
-                            m.push((prev_from, to, value));
-                        }
-                    }
-                    last = Some((from, value));
-                }
-            });
+            scope.spawn(|| read_counter(reader, began, &moves, &stop));
         }
         let fed = (|| {
             loop {
@@ -1220,65 +1400,14 @@ fn energy_window(
     let call_ms = replay_ms / calls as f64;
     let replay_fraction = (replay_ms / busy_ms).min(1.0);
     let moves = moves.into_inner().unwrap_or_else(|e| e.into_inner());
-    let reading = match source {
-        EnergySource::Counter => match best_span(&moves, updates_n) {
-            Some((i, j)) => {
-                let (a, z) = (moves[i], moves[j]);
-                let span_ms = (z.0 + z.1 - a.0 - a.1) / 2.0 * 1000.0;
-                let span_mj = z.2.saturating_sub(a.2) as f64;
-                EnergyRound {
-                    source,
-                    power_w: span_mj / span_ms,
-                    call_ms,
-                    calls,
-                    span_ms,
-                    span_mj,
-                    updates: (j - i + 1) as u32,
-                    read_ms: ((a.1 - a.0) + (z.1 - z.0)) / 2.0 * 1000.0,
-                    replay_fraction,
-                }
-            }
-            None => EnergyRound {
-                source,
-                power_w: 0.0,
-                call_ms,
-                calls,
-                span_ms: window_s * 1000.0,
-                span_mj: 0.0,
-                updates: moves.len() as u32,
-                read_ms: 0.0,
-                replay_fraction,
-            },
-        },
-        EnergySource::PowerSamples => {
-            // Samples from 50 ms into the window (the power settling) to its end.
-            let from = wall_start_us + 50_000;
-            let to = wall_start_us + (window_s * 1e6) as u64;
-            let inside: Vec<f64> = reader
-                .power_samples(from)
-                .into_iter()
-                .filter(|(t, _)| (from..=to).contains(t))
-                .map(|(_, mw)| mw / 1000.0)
-                .collect();
-            let power_w = if inside.is_empty() {
-                0.0
-            } else {
-                inside.iter().sum::<f64>() / inside.len() as f64
-            };
-            let span_ms = (to - from) as f64 / 1000.0;
-            EnergyRound {
-                source,
-                power_w,
-                call_ms,
-                calls,
-                span_ms,
-                span_mj: power_w * span_ms,
-                updates: inside.len() as u32,
-                read_ms: 0.0,
-                replay_fraction,
-            }
-        }
+    let measured = Measured {
+        call_ms,
+        calls,
+        replay_fraction,
+        window_s,
+        wall_start_us,
     };
+    let reading = measured.reading(source, &moves, updates_n, reader);
     Ok(Some(reading))
 }
 

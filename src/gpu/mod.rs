@@ -4,7 +4,7 @@
 pub(crate) mod buffers;
 pub mod compile;
 pub mod cubin;
-pub mod cuda_backend;
+pub(crate) mod cuda_backend;
 pub mod device;
 pub(crate) mod diagnostics;
 pub(crate) mod entries;

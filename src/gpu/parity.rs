@@ -134,7 +134,7 @@ pub fn attention_on_host(
     check_shape(shape)?;
     let n = shape.elements();
     if q.len() != n || k.len() != n || v.len() != n {
-        return Err(GpuError::Invalid(format!(
+        return Err(GpuError::Internal(format!(
             "shape {shape} needs {n} elements per input, got {}, {} and {}",
             q.len(),
             k.len(),

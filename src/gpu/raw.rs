@@ -22,7 +22,7 @@ unsafe extern "C" {
 }
 
 /// Flushes every C stdio output stream (`fflush(NULL)`).
-pub fn flush_c_stdio() {
+pub(crate) fn flush_c_stdio() {
     // SAFETY: fflush with a null pointer flushes all open output streams; no memory of ours
     // is passed or kept.
     unsafe {
@@ -37,7 +37,7 @@ pub fn nvrtc_present() -> bool {
 }
 
 /// NVRTC's version, e.g. (13, 0). Callers check [`nvrtc_present`] first.
-pub fn nvrtc_version() -> Option<(i32, i32)> {
+pub(crate) fn nvrtc_version() -> Option<(i32, i32)> {
     let (mut major, mut minor) = (0, 0);
     // SAFETY: both pointers are to live locals; the library is loaded (checked by callers).
     let status = unsafe { nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
@@ -45,7 +45,7 @@ pub fn nvrtc_version() -> Option<(i32, i32)> {
 }
 
 /// The CUDA version the driver supports, as 13000 for 13.0.
-pub fn driver_cuda_version() -> Result<i32, DriverError> {
+pub(crate) fn driver_cuda_version() -> Result<i32, DriverError> {
     let mut v = 0;
     // SAFETY: writes one int to a live local; the library is loaded (checked by callers).
     unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) }.result()?;
@@ -53,7 +53,7 @@ pub fn driver_cuda_version() -> Result<i32, DriverError> {
 }
 
 /// Result of compiling one source with NVRTC.
-pub enum Compiled {
+pub(crate) enum Compiled {
     /// The CUBIN and the program log (ptxas's report with `--ptxas-options=-v`).
     Cubin {
         cubin: Vec<u8>,
@@ -77,7 +77,11 @@ fn program_log(prog: nvrtc::sys::nvrtcProgram) -> String {
 }
 
 /// Compiles CUDA C++ `source` to a CUBIN for the architecture named in `options`.
-pub fn nvrtc_compile(source: &str, name: &str, options: &[String]) -> Result<Compiled, String> {
+pub(crate) fn nvrtc_compile(
+    source: &str,
+    name: &str,
+    options: &[String],
+) -> Result<Compiled, String> {
     let src = CString::new(source).map_err(|_| format!("{name} contains a NUL byte"))?;
     let cname = CString::new(name).map_err(|_| format!("{name:?} contains a NUL byte"))?;
     let prog = nvrtc::result::create_program(&src, Some(&cname))
@@ -115,7 +119,7 @@ pub fn nvrtc_compile(source: &str, name: &str, options: &[String]) -> Result<Com
 
 /// Stops cudarc from recording an event per buffer per launch: ci-gate uses one stream, and
 /// events recorded inside a CUDA-graph capture would become part of the graph.
-pub fn disable_event_tracking(ctx: &Arc<CudaContext>) {
+pub(crate) fn disable_event_tracking(ctx: &Arc<CudaContext>) {
     // SAFETY: called right after the context is created, before any buffer or stream of it
     // exists, and ci-gate orders all work on a single stream.
     unsafe { ctx.disable_event_tracking() }
@@ -124,7 +128,7 @@ pub fn disable_event_tracking(ctx: &Arc<CudaContext>) {
 /// Ends the process at once with `code`, running no destructor and no exit handler: what
 /// the watchdog does when the GPU is hung, because anything that touches the hung context
 /// (freeing a buffer, destroying the context at exit) could block forever.
-pub fn exit_now(code: i32) -> ! {
+pub(crate) fn exit_now(code: i32) -> ! {
     use std::io::Write;
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
@@ -134,7 +138,7 @@ pub fn exit_now(code: i32) -> ! {
 }
 
 /// Allocates `len` zeroed elements.
-pub fn alloc_zeros<T: DeviceRepr + ValidAsZeroBits>(
+pub(crate) fn alloc_zeros<T: DeviceRepr + ValidAsZeroBits>(
     stream: &Arc<CudaStream>,
     len: usize,
 ) -> Result<CudaSlice<T>, DriverError> {
@@ -142,7 +146,7 @@ pub fn alloc_zeros<T: DeviceRepr + ValidAsZeroBits>(
 }
 
 /// Allocates `len` u16 elements and fills them with standard-normal values from `seed`.
-pub fn alloc_normal(
+pub(crate) fn alloc_normal(
     stream: &Arc<CudaStream>,
     fill: &CudaFunction,
     len: usize,
@@ -156,7 +160,7 @@ pub fn alloc_normal(
 }
 
 /// Allocates `len` f32 elements, all holding the bit pattern `value`.
-pub fn alloc_filled(
+pub(crate) fn alloc_filled(
     stream: &Arc<CudaStream>,
     fill_u32: &CudaFunction,
     len: usize,
@@ -169,7 +173,7 @@ pub fn alloc_filled(
 }
 
 /// The arguments of every attention kernel (fast and reference), in the ABI's order.
-pub struct AttentionArgs<'a> {
+pub(crate) struct AttentionArgs<'a> {
     pub q: CudaView<'a, u16>,
     pub k: CudaView<'a, u16>,
     pub v: CudaView<'a, u16>,
@@ -187,7 +191,7 @@ pub struct AttentionArgs<'a> {
 /// kernel declares it `const __grid_constant__`, so it lives in the launch's parameter space.
 #[repr(transparent)]
 #[derive(Clone, Copy)]
-pub struct TensorMapArg(cudarc::driver::sys::CUtensorMap);
+pub(crate) struct TensorMapArg(cudarc::driver::sys::CUtensorMap);
 
 // SAFETY: a plain-old-data struct of 16 u64 (CUtensorMap) that the driver copies into the
 // kernel's parameter space, exactly what the kernel's parameter of the same size expects.
@@ -195,7 +199,7 @@ unsafe impl DeviceRepr for TensorMapArg {}
 
 /// The TMA box of the ABI's tensor maps, {head_dim elements, rows}: 64 × 64 16-bit values =
 /// one 8 KiB atom of the 128-byte swizzle (kernels/README.md, "TMA").
-pub const TMA_BOX: [u32; 2] = [64, 64];
+pub(crate) const TMA_BOX: [u32; 2] = [64, 64];
 
 /// Encodes the ABI's tensor map of one [batch·heads, seq_len, head_dim] 16-bit tensor: 3-D
 /// {head_dim, seq_len, batch·heads} (innermost first), box [`TMA_BOX`] × 1, 128-byte swizzle,
@@ -257,7 +261,7 @@ fn invalid() -> DriverError {
 /// Launches an attention kernel on `stream`. The buffers' lengths are checked against the
 /// launch shape first (in every build): a mismatch is CUDA_ERROR_INVALID_VALUE, never a
 /// launch that could read or write past a buffer.
-pub fn launch_attention(
+pub(crate) fn launch_attention(
     stream: &CudaStream,
     func: &CudaFunction,
     cfg: LaunchConfig,
@@ -313,7 +317,7 @@ pub fn launch_attention(
 }
 
 /// Fills `dst` with standard-normal values of a 16-bit dtype (`fill_normal_f16/bf16`).
-pub fn launch_fill_normal(
+pub(crate) fn launch_fill_normal(
     stream: &CudaStream,
     func: &CudaFunction,
     dst: &mut CudaViewMut<'_, u16>,
@@ -328,7 +332,7 @@ pub fn launch_fill_normal(
 }
 
 /// Fills `dst` with the 32-bit pattern `value` (`fill_u32`), e.g. to poison an output.
-pub fn launch_fill_u32(
+pub(crate) fn launch_fill_u32(
     stream: &CudaStream,
     func: &CudaFunction,
     dst: &mut CudaSlice<f32>,
@@ -343,7 +347,7 @@ pub fn launch_fill_u32(
 }
 
 /// One thread busy-waits `cycles` SM clock cycles (`spin_cycles`): a calibrated slowdown.
-pub fn launch_spin(
+pub(crate) fn launch_spin(
     stream: &CudaStream,
     func: &CudaFunction,
     cycles: i64,
@@ -361,7 +365,7 @@ pub fn launch_spin(
 
 /// Adds a keyed hash of `n` elements at `buf` to `out[0]` (`hash_u16`, or `hash_u32` for
 /// 32-bit elements): see kernels/util.cu.
-pub fn launch_hash<T: DeviceRepr>(
+pub(crate) fn launch_hash<T: DeviceRepr>(
     stream: &CudaStream,
     func: &CudaFunction,
     buf: &CudaView<'_, T>,
@@ -381,7 +385,7 @@ pub fn launch_hash<T: DeviceRepr>(
 }
 
 /// Where the output slots of one sample lie in their region, and what to compare them with.
-pub struct SlotTable<'a> {
+pub(crate) struct SlotTable<'a> {
     pub region: &'a CudaSlice<f32>,
     /// Element offset of each slot in `region` (device copy).
     pub slot_offsets: &'a CudaSlice<u64>,
@@ -408,7 +412,7 @@ pub struct SlotTable<'a> {
 
 /// Checks every slot of `t` against its reference (`check_outputs`), accumulating into
 /// `results` (five u64 words per slot, zeroed by the caller).
-pub fn launch_check_outputs(
+pub(crate) fn launch_check_outputs(
     stream: &CudaStream,
     func: &CudaFunction,
     t: &SlotTable<'_>,
@@ -488,7 +492,7 @@ pub fn launch_check_outputs(
 }
 
 /// The arguments of a reference-rows launch (`attention_ref_rows_*`).
-pub struct ReferenceRows<'a> {
+pub(crate) struct ReferenceRows<'a> {
     pub q: &'a CudaSlice<u16>,
     pub k: &'a CudaSlice<u16>,
     pub v: &'a CudaSlice<u16>,
@@ -506,7 +510,7 @@ pub struct ReferenceRows<'a> {
 }
 
 /// Launches the reference for the listed query rows only (kernels/reference.cu).
-pub fn launch_reference_rows(
+pub(crate) fn launch_reference_rows(
     stream: &CudaStream,
     func: &CudaFunction,
     threads: u32,
@@ -565,7 +569,7 @@ pub fn launch_reference_rows(
 /// Counts the words of the spans (`offsets[i] ..+ lens[i]` of `region`) that do not hold
 /// `value` (`check_fill`), adding to `mismatches[0]`.
 #[allow(clippy::too_many_arguments)]
-pub fn launch_check_fill(
+pub(crate) fn launch_check_fill(
     stream: &CudaStream,
     func: &CudaFunction,
     region: &CudaSlice<f32>,
@@ -606,7 +610,7 @@ pub fn launch_check_fill(
 
 /// Fills the q of every timed launch of a sample (`fill_q_pool_*`): `launches` slices of
 /// `n` elements of `pool`, slice i from the seed `cg_launch_seed(key, i)`.
-pub fn launch_fill_q_pool(
+pub(crate) fn launch_fill_q_pool(
     stream: &CudaStream,
     func: &CudaFunction,
     pool: &mut CudaSlice<u16>,
@@ -633,7 +637,7 @@ pub fn launch_fill_q_pool(
 /// The geometry of one sample's per-launch reference: `launches` launches of `heads` =
 /// batch · heads slices of seq_len × head_dim, `nrows` rows of each compared.
 #[derive(Clone, Copy, Debug)]
-pub struct LaunchGeometry {
+pub(crate) struct LaunchGeometry {
     pub launches: usize,
     pub heads: usize,
     pub seq_len: usize,
@@ -643,7 +647,7 @@ pub struct LaunchGeometry {
 
 impl LaunchGeometry {
     /// Elements of the compact per-launch rows: launches · heads · nrows · head_dim.
-    pub fn compact(&self) -> Option<usize> {
+    pub(crate) fn compact(&self) -> Option<usize> {
         self.launches
             .checked_mul(self.heads)?
             .checked_mul(self.nrows)?
@@ -674,7 +678,7 @@ impl LaunchGeometry {
 
 /// Writes the compared rows of every launch of a sample and their q values (`launch_rows_*`,
 /// from the sample's q key and row key) into `rows` and `qrows`.
-pub fn launch_launch_rows(
+pub(crate) fn launch_launch_rows(
     stream: &CudaStream,
     func: &CudaFunction,
     g: LaunchGeometry,
@@ -710,7 +714,7 @@ pub fn launch_launch_rows(
 }
 
 /// The buffers of one sample's per-launch reference (`attention_ref_launches_*`).
-pub struct LaunchReference<'a> {
+pub(crate) struct LaunchReference<'a> {
     pub qrows: &'a CudaSlice<f32>,
     /// The reference's own keys and values: `sets` sets back to back.
     pub k: &'a CudaSlice<u16>,
@@ -724,10 +728,10 @@ pub struct LaunchReference<'a> {
 }
 
 /// Threads of a block of `attention_ref_launches_*` (REF_L_THREADS in reference.cu).
-pub const REF_LAUNCH_THREADS: u32 = 128;
+pub(crate) const REF_LAUNCH_THREADS: u32 = 128;
 
 /// Computes the reference of every launch of a sample on its compared rows.
-pub fn launch_reference_launches(
+pub(crate) fn launch_reference_launches(
     stream: &CudaStream,
     func: &CudaFunction,
     g: LaunchGeometry,
@@ -783,7 +787,7 @@ pub fn launch_reference_launches(
 /// Compares spans of device memory with an image (`check_bytes`): span s is
 /// `offsets[s+1] - offsets[s]` bytes at the device address `addrs[s]`, compared with
 /// `image[offsets[s] ..]`; differing bytes are counted into `mismatches[0]`.
-pub fn launch_check_bytes(
+pub(crate) fn launch_check_bytes(
     stream: &CudaStream,
     func: &CudaFunction,
     addrs: &CudaSlice<u64>,
@@ -825,7 +829,7 @@ pub fn launch_check_bytes(
 
 /// Copies spans of device memory into an image (`copy_bytes`): span s is `offsets[s+1] -
 /// offsets[s]` bytes at `addrs[s]`, copied to `image[offsets[s] ..]`.
-pub fn launch_copy_bytes(
+pub(crate) fn launch_copy_bytes(
     stream: &CudaStream,
     func: &CudaFunction,
     addrs: &CudaSlice<u64>,
@@ -884,7 +888,7 @@ fn fill_config(n: u64) -> LaunchConfig {
 }
 
 /// Reads a kernel's `NAME_launch` constant: {rows_per_block, threads_per_block, dynamic_smem}.
-pub fn read_launch_constant(
+pub(crate) fn read_launch_constant(
     module: &Arc<cudarc::driver::CudaModule>,
     stream: &Arc<CudaStream>,
     symbol: &str,
@@ -895,7 +899,7 @@ pub fn read_launch_constant(
 
 /// Reads the first `n` i32 of a `__constant__` array of a module (CUDA_ERROR_INVALID_VALUE
 /// when the symbol holds fewer bytes).
-pub fn read_i32_constant(
+pub(crate) fn read_i32_constant(
     module: &Arc<cudarc::driver::CudaModule>,
     stream: &Arc<CudaStream>,
     symbol: &str,
@@ -914,7 +918,7 @@ pub fn read_i32_constant(
 
 /// A resource limit the NVRTC child sets on itself before it reads any source.
 #[derive(Clone, Copy, Debug)]
-pub enum Limit {
+pub(crate) enum Limit {
     /// Bytes of address space.
     AddressSpace,
     /// Seconds of CPU time (SIGXCPU at the value, SIGKILL one second later).
@@ -927,7 +931,7 @@ pub enum Limit {
 
 /// Sets `limit` to `value` for this process and its threads (soft and hard; the hard limit of
 /// CPU time one second higher, so that the soft signal comes first).
-pub fn set_limit(limit: Limit, value: u64) -> std::io::Result<()> {
+pub(crate) fn set_limit(limit: Limit, value: u64) -> std::io::Result<()> {
     let hard = match limit {
         Limit::CpuSeconds => value.saturating_add(1),
         _ => value,
@@ -956,7 +960,7 @@ pub fn set_limit(limit: Limit, value: u64) -> std::io::Result<()> {
 /// Closes every file descriptor above stderr that this process inherited: the child must hold
 /// nothing of its parent's (a descriptor opened without close-on-exec by a library there).
 /// Best effort: a kernel without close_range(2) (before 5.9) leaves them.
-pub fn close_inherited_descriptors() {
+pub(crate) fn close_inherited_descriptors() {
     // SAFETY: close_range closes descriptors 3.. of this process; it runs first thing in the
     // child, before anything in this process opened a descriptor it still uses (std opens none
     // at start-up).
@@ -965,7 +969,7 @@ pub fn close_inherited_descriptors() {
 
 /// Takes this process's stdout for the child's answer and points descriptor 1 at stderr, so
 /// that nothing else written to stdout (by NVRTC or anything it loads) can corrupt the answer.
-pub fn take_stdout() -> std::io::Result<std::fs::File> {
+pub(crate) fn take_stdout() -> std::io::Result<std::fs::File> {
     use std::os::fd::FromRawFd;
     // SAFETY: duplicates descriptor 1 to a new descriptor (>= 3, close-on-exec); touches no
     // memory.
@@ -985,7 +989,7 @@ pub fn take_stdout() -> std::io::Result<std::fs::File> {
 /// Loads the shared library at `path` and keeps it loaded for the life of the process, so
 /// that what it needs (its own dependencies) is mapped now, before the sandbox closes the
 /// file system.
-pub fn preload_library(path: &std::path::Path) -> Result<(), String> {
+pub(crate) fn preload_library(path: &std::path::Path) -> Result<(), String> {
     use std::os::unix::ffi::OsStrExt;
     let cpath = CString::new(path.as_os_str().as_bytes())
         .map_err(|_| format!("{} contains a NUL byte", path.display()))?;
@@ -1009,14 +1013,14 @@ pub fn preload_library(path: &std::path::Path) -> Result<(), String> {
 }
 
 /// Loads NVRTC for good (as compiling does), so that its directory shows in /proc/self/maps.
-pub fn load_nvrtc() -> bool {
+pub(crate) fn load_nvrtc() -> bool {
     nvrtc_present() && nvrtc_version().is_some()
 }
 
 /// Tries to take an exclusive `flock(2)` on `file` without blocking (`gpu::lock`): `Ok(true)`
 /// taken, `Ok(false)` another open file description holds it. The lock goes with the
 /// descriptor: it ends when the file is closed (or the process ends, however it ends).
-pub fn try_flock_exclusive(file: &std::fs::File) -> std::io::Result<bool> {
+pub(crate) fn try_flock_exclusive(file: &std::fs::File) -> std::io::Result<bool> {
     use std::os::fd::AsRawFd;
     loop {
         // SAFETY: flock on a descriptor `file` owns and keeps open across the call; no memory
@@ -1035,7 +1039,7 @@ pub fn try_flock_exclusive(file: &std::fs::File) -> std::io::Result<bool> {
 }
 
 /// This process's effective user id.
-pub fn effective_uid() -> u32 {
+pub(crate) fn effective_uid() -> u32 {
     // SAFETY: geteuid takes no arguments, touches no memory and cannot fail.
     unsafe { libc::geteuid() }
 }
@@ -1045,7 +1049,7 @@ pub fn effective_uid() -> u32 {
 
 /// Sends `signal` (0: none, only the permission check) to process `pid` (kill(2)).
 #[cfg(test)]
-pub fn send_signal(pid: i32, signal: i32) -> std::io::Result<()> {
+pub(crate) fn send_signal(pid: i32, signal: i32) -> std::io::Result<()> {
     // SAFETY: kill takes two integers and touches no memory of this process.
     if unsafe { libc::kill(pid, signal) } == 0 {
         Ok(())
@@ -1056,7 +1060,7 @@ pub fn send_signal(pid: i32, signal: i32) -> std::io::Result<()> {
 
 /// `unshare(0)`: creates no namespace, and succeeds wherever the call is allowed.
 #[cfg(test)]
-pub fn unshare_nothing() -> std::io::Result<()> {
+pub(crate) fn unshare_nothing() -> std::io::Result<()> {
     // SAFETY: unshare with no flags changes nothing and takes no pointer.
     if unsafe { libc::unshare(0) } == 0 {
         Ok(())
@@ -1068,7 +1072,7 @@ pub fn unshare_nothing() -> std::io::Result<()> {
 /// Reads nothing from process `pid`'s memory (process_vm_readv(2) with no vectors): succeeds
 /// wherever the call is allowed on that process.
 #[cfg(test)]
-pub fn read_no_memory_of(pid: i32) -> std::io::Result<()> {
+pub(crate) fn read_no_memory_of(pid: i32) -> std::io::Result<()> {
     // SAFETY: zero vectors on both sides: nothing is read or written, no pointer followed.
     let n = unsafe { libc::process_vm_readv(pid, std::ptr::null(), 0, std::ptr::null(), 0, 0) };
     if n >= 0 {
@@ -1081,7 +1085,7 @@ pub fn read_no_memory_of(pid: i32) -> std::io::Result<()> {
 /// `getpid` by its x32 ABI number (`__X32_SYSCALL_BIT` | 39) on x86-64: ENOSYS on a kernel
 /// without x32, the process id with it.
 #[cfg(all(test, target_arch = "x86_64"))]
-pub fn x32_getpid() -> std::io::Result<i64> {
+pub(crate) fn x32_getpid() -> std::io::Result<i64> {
     // SAFETY: getpid takes no argument and touches no memory, under either ABI.
     let r = unsafe { libc::syscall(0x4000_0000 | libc::SYS_getpid) };
     if r >= 0 {

@@ -84,13 +84,13 @@ pub const ALLOW_UNCONFINED_ENV: &str = "CI_GATE_ALLOW_UNCONFINED_NVRTC";
 
 /// Whether this process's environment allows compiling without the full sandbox
 /// ([`ALLOW_UNCONFINED_ENV`] is exactly `1`).
-pub fn unconfined_allowed() -> bool {
+pub(crate) fn unconfined_allowed() -> bool {
     std::env::var_os(ALLOW_UNCONFINED_ENV).is_some_and(|v| v == "1")
 }
 
 /// The sentence (after `FILE (TARGET): `) that refuses a compile the sandbox cannot confine:
 /// `why` says what is missing; it names the opt-out.
-pub fn refusal(why: &str) -> String {
+pub(crate) fn refusal(why: &str) -> String {
     format!(
         "not compiled, because the sandbox cannot confine NVRTC here: {why}; a runner's owner who accepts that risk sets {ALLOW_UNCONFINED_ENV}=1 in the runner's own environment (README, \"Compiling reads nothing\")"
     )
@@ -338,7 +338,7 @@ pub fn compile(
 }
 
 /// What a child left.
-pub struct ChildOutput {
+pub(crate) struct ChildOutput {
     pub status: ExitStatus,
     /// At most [`MAX_ANSWER`] bytes (an answer past it is no answer).
     pub stdout: Vec<u8>,
@@ -425,7 +425,7 @@ pub(crate) fn run_child(
 
 /// The `nvrtc-sandbox` subcommand: reads one request on stdin, writes one answer on stdout.
 /// Returns false when no answer could be written.
-pub fn serve() -> bool {
+pub(crate) fn serve() -> bool {
     raw::close_inherited_descriptors();
     let Ok(mut answer_out) = raw::take_stdout() else {
         return false;

@@ -11,12 +11,12 @@ use rand_chacha::ChaCha8Rng;
 pub struct RunKey(pub u64);
 
 impl RunKey {
-    pub fn from_os() -> RunKey {
+    pub(crate) fn from_os() -> RunKey {
         RunKey(rand::rng().next_u64())
     }
 
     /// A generator for one round's placements and poison, from the run's key and `salt`.
-    pub fn rng(&self, salt: u64) -> ChaCha8Rng {
+    pub(crate) fn rng(&self, salt: u64) -> ChaCha8Rng {
         ChaCha8Rng::seed_from_u64(self.0 ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15))
     }
 }

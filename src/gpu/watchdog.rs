@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 /// What the command does when the GPU hangs, before the process exits with code 2: it gets
 /// one sentence naming what hung.
-pub type HangHandler = Box<dyn Fn(&str) + Send + Sync>;
+pub(crate) type HangHandler = Box<dyn Fn(&str) + Send + Sync>;
 
 #[derive(Default)]
 struct State {
@@ -37,12 +37,12 @@ fn state() -> MutexGuard<'static, State> {
 }
 
 /// Installs what runs when a wait passes its deadline (replacing any earlier handler).
-pub fn set_hang_handler(handler: HangHandler) {
+pub(crate) fn set_hang_handler(handler: HangHandler) {
     state().handler = Some(std::sync::Arc::new(handler));
 }
 
 /// The sentence the hang handler gets.
-pub fn hang_message(what: &str, limit: Duration) -> String {
+pub(crate) fn hang_message(what: &str, limit: Duration) -> String {
     format!(
         "{what} did not finish within {:.0} s (a kernel that never returns, or one too slow to wait for), so the run ends here without a verdict",
         limit.as_secs_f64().max(1.0)
@@ -52,7 +52,11 @@ pub fn hang_message(what: &str, limit: Duration) -> String {
 /// Runs `f` (a call that waits for the GPU) with a deadline `limit` from now; `what` names
 /// the work waited for (kernel, shape, side), e.g. "kernel attention_fwd_f16_d64 of the
 /// candidate on shape b1h8s512d64".
-pub fn guarded<T>(limit: Duration, what: impl FnOnce() -> String, f: impl FnOnce() -> T) -> T {
+pub(crate) fn guarded<T>(
+    limit: Duration,
+    what: impl FnOnce() -> String,
+    f: impl FnOnce() -> T,
+) -> T {
     let depth = {
         let mut s = state();
         s.armed.push((Instant::now() + limit, limit, what()));
@@ -91,7 +95,7 @@ fn end(message: &str, handler: Option<std::sync::Arc<HangHandler>>) -> ! {
 
 /// What a hang does, now: the simulated backend's hung kernel takes this path, so that the
 /// hang handling of every command is tested without a GPU.
-pub fn hang_now(what: &str, limit: Duration) -> ! {
+pub(crate) fn hang_now(what: &str, limit: Duration) -> ! {
     let handler = state().handler.clone();
     end(&hang_message(what, limit), handler)
 }

@@ -32,7 +32,7 @@ use std::collections::VecDeque;
 
 /// Parameters of [`detect`].
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Params {
+pub(crate) struct Params {
     /// The penalty per change point is this × ln n.
     pub penalty_factor: f64,
     /// Fewest runs in a level.
@@ -60,7 +60,7 @@ impl Default for Params {
 
 /// A place where the level of a series moved.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ChangePoint {
+pub(crate) struct ChangePoint {
     /// Index of the first value of the new level.
     pub index: usize,
     /// Median of the level before and of the level from `index` on.
@@ -83,7 +83,7 @@ fn median(values: &[f64]) -> f64 {
 /// Robust noise sd of a series with level shifts: MAD of the first differences, scaled to
 /// a normal sd (× 1.4826) and divided by √2 (a difference of two values has twice the
 /// variance of one).
-pub fn noise_sd(x: &[f64]) -> f64 {
+pub(crate) fn noise_sd(x: &[f64]) -> f64 {
     let d: Vec<f64> = x.windows(2).map(|w| w[1] - w[0]).collect();
     if d.is_empty() {
         return 0.0;
@@ -100,7 +100,7 @@ pub fn noise_sd(x: &[f64]) -> f64 {
 /// Pruning with a minimum segment length: a candidate τ beaten at time t (F(τ) + C(τ, t) >
 /// F(t)) can never be optimal at any T where t itself may start the last segment, that is
 /// T ≥ t + min_segment; it is dropped then, not before.
-pub fn pelt(z: &[f64], penalty: f64, min_segment: usize) -> Vec<usize> {
+pub(crate) fn pelt(z: &[f64], penalty: f64, min_segment: usize) -> Vec<usize> {
     let n = z.len();
     let m = min_segment.max(1);
     if n < m {
@@ -172,7 +172,7 @@ pub fn pelt(z: &[f64], penalty: f64, min_segment: usize) -> Vec<usize> {
 
 /// The change points of a series of positive values (p50s in run order), as described in
 /// the module docs. A series holding a value that is not positive and finite has none.
-pub fn detect(values: &[f64], params: &Params) -> Vec<ChangePoint> {
+pub(crate) fn detect(values: &[f64], params: &Params) -> Vec<ChangePoint> {
     if values.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
         return Vec::new();
     }

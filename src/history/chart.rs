@@ -16,9 +16,9 @@ use super::Trend;
 const WIDTH: u32 = 960;
 const PANEL_HEIGHT: u32 = 300;
 /// Most runs drawn per series (the newest).
-pub const MAX_CHART_POINTS: usize = 5_000;
+pub(crate) const MAX_CHART_POINTS: usize = 5_000;
 /// Most series (panels) in one chart.
-pub const MAX_CHART_SERIES: usize = 100;
+pub(crate) const MAX_CHART_SERIES: usize = 100;
 
 const P50: RGBColor = RGBColor(31, 119, 180);
 const INTERVAL: RGBColor = RGBColor(158, 202, 225);
@@ -29,7 +29,7 @@ const ENERGY: RGBColor = RGBColor(255, 127, 14);
 const ENERGY_INTERVAL: RGBColor = RGBColor(253, 208, 162);
 
 /// The chart of `trends` as an SVG document.
-pub fn render_svg(trends: &[Trend]) -> Result<String, String> {
+pub(crate) fn render_svg(trends: &[Trend]) -> Result<String, String> {
     if trends.len() > MAX_CHART_SERIES {
         return Err(format!(
             "{} series, more than the {MAX_CHART_SERIES} one chart draws; pick shapes with --shape",
@@ -67,11 +67,8 @@ fn us(v: f64) -> String {
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 
-fn panel(trend: &Trend, area: &Area<'_>) -> Result<(), Box<dyn std::error::Error>> {
-    let s = &trend.series;
-    let skip = s.points.len().saturating_sub(MAX_CHART_POINTS);
-    let points = &s.points[skip..];
-    let n = i32::try_from(points.len()).unwrap_or(i32::MAX);
+/// The p50 axis of a panel: every p50 and interval, padded; `None` without a finite value.
+fn p50_range(points: &[super::Point]) -> Option<(f64, f64)> {
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     for p in points {
         let (a, b) = p
@@ -81,10 +78,55 @@ fn panel(trend: &Trend, area: &Area<'_>) -> Result<(), Box<dyn std::error::Error
         hi = hi.max(b.max(p.p50_us));
     }
     if !(lo.is_finite() && hi.is_finite()) {
-        return Ok(());
+        return None;
     }
     let pad = ((hi - lo) * 0.08).max(hi * 0.005);
-    let (lo, hi) = ((lo - pad).max(0.0), hi + pad);
+    Some(((lo - pad).max(0.0), hi + pad))
+}
+
+/// The energy axis (mJ per call, on the right), where runs measured it.
+fn energy_range(points: &[super::Point]) -> Option<(f64, f64)> {
+    let (mut elo, mut ehi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for p in points {
+        if let Some(mj) = p.mj_per_call {
+            let (a, b) = p.mj_interval.map_or((mj, mj), |i| (i.low, i.high));
+            elo = elo.min(a.min(mj));
+            ehi = ehi.max(b.max(mj));
+        }
+    }
+    (elo.is_finite() && ehi.is_finite()).then(|| {
+        let pad = ((ehi - elo) * 0.08).max(ehi.abs() * 0.005).max(1e-9);
+        ((elo - pad).max(0.0), ehi + pad)
+    })
+}
+
+/// The levels between change points, as (first point, last point, level): from each change
+/// point (or the start) to the next (or the end). `changes`: each change point's index
+/// among the `count` points shown.
+fn levels(changes: &[(usize, &super::LevelShift)], count: usize) -> Vec<(usize, usize, f64)> {
+    let mut starts: Vec<(usize, f64)> = Vec::new();
+    if let Some((_, first)) = changes.first() {
+        starts.push((0, first.before_us));
+    }
+    starts.extend(changes.iter().map(|(i, c)| (*i, c.after_us)));
+    starts
+        .iter()
+        .enumerate()
+        .map(|(k, &(start, level))| {
+            let end = starts.get(k + 1).map_or(count, |s| s.0);
+            (start, end.saturating_sub(1), level)
+        })
+        .collect()
+}
+
+fn panel(trend: &Trend, area: &Area<'_>) -> Result<(), Box<dyn std::error::Error>> {
+    let s = &trend.series;
+    let skip = s.points.len().saturating_sub(MAX_CHART_POINTS);
+    let points = &s.points[skip..];
+    let n = i32::try_from(points.len()).unwrap_or(i32::MAX);
+    let Some((lo, hi)) = p50_range(points) else {
+        return Ok(());
+    };
     let cache = match s.key.cache {
         Some(c) => format!(" · {c} cache"),
         None => String::new(),
@@ -102,18 +144,7 @@ fn panel(trend: &Trend, area: &Area<'_>) -> Result<(), Box<dyn std::error::Error
     };
     let y_label = |y: &f64| us(*y);
     // Energy per call, where runs measured it: its own range, on the right.
-    let (mut elo, mut ehi) = (f64::INFINITY, f64::NEG_INFINITY);
-    for p in points {
-        if let Some(mj) = p.mj_per_call {
-            let (a, b) = p.mj_interval.map_or((mj, mj), |i| (i.low, i.high));
-            elo = elo.min(a.min(mj));
-            ehi = ehi.max(b.max(mj));
-        }
-    }
-    let energy_range = (elo.is_finite() && ehi.is_finite()).then(|| {
-        let pad = ((ehi - elo) * 0.08).max(ehi.abs() * 0.005).max(1e-9);
-        ((elo - pad).max(0.0), ehi + pad)
-    });
+    let energy_range = energy_range(points);
     let mut chart = ChartBuilder::on(area)
         .caption(caption, ("sans-serif", 18))
         .margin(12)
@@ -150,22 +181,15 @@ fn panel(trend: &Trend, area: &Area<'_>) -> Result<(), Box<dyn std::error::Error
             .enumerate()
             .map(|(i, p)| Circle::new(xy(i, p.p50_us), 3, P50.filled())),
     )?;
-    // Levels: from each change point (or the start) to the next (or the end).
     let changes: Vec<_> = trend
         .changes
         .iter()
         .filter(|c| c.index >= skip)
         .map(|c| (c.index - skip, c))
         .collect();
-    let mut starts: Vec<(usize, f64)> = Vec::new();
-    if let Some((_, first)) = changes.first() {
-        starts.push((0, first.before_us));
-    }
-    starts.extend(changes.iter().map(|(i, c)| (*i, c.after_us)));
-    for (k, &(start, level)) in starts.iter().enumerate() {
-        let end = starts.get(k + 1).map_or(points.len(), |s| s.0);
+    for (start, end, level) in levels(&changes, points.len()) {
         chart.draw_series(std::iter::once(PathElement::new(
-            vec![xy(start, level), xy(end.saturating_sub(1), level)],
+            vec![xy(start, level), xy(end, level)],
             LEVEL.stroke_width(2),
         )))?;
     }

@@ -13,7 +13,7 @@
 //!
 //! Pure: no GPU, command line or GitHub code.
 
-pub mod changepoint;
+pub(crate) mod changepoint;
 mod chart;
 
 use std::collections::{BTreeMap, HashMap};
@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 
-pub use chart::render_svg;
+pub(crate) use chart::render_svg;
 
 use crate::config::CacheMode;
 use crate::files::{self, FileError};
@@ -33,28 +33,28 @@ use crate::text::{quote, short_commit};
 use crate::validate::{self, Checker, Rejected, Untrusted};
 
 /// Schema of the history records this build writes and reads.
-pub const HISTORY_SCHEMA_VERSION: u32 = 1;
+pub(crate) const HISTORY_SCHEMA_VERSION: u32 = 1;
 /// Largest history file ci-gate reads (and grows by appending); prune it past this.
-pub const MAX_HISTORY_BYTES: u64 = 256 * 1024 * 1024;
+pub(crate) const MAX_HISTORY_BYTES: u64 = 256 * 1024 * 1024;
 /// Longest line of a history file (a record is a few hundred bytes).
-pub const MAX_LINE_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_LINE_BYTES: usize = 64 * 1024;
 /// Deepest nesting of one record (it nests 2 deep).
-pub const MAX_LINE_DEPTH: usize = 8;
+pub(crate) const MAX_LINE_DEPTH: usize = 8;
 /// Most peers in one record.
-pub const MAX_PEERS: usize = 64;
+pub(crate) const MAX_PEERS: usize = 64;
 /// Confidence of a record's interval.
-pub const INTERVAL_CONFIDENCE: f64 = 0.95;
+pub(crate) const INTERVAL_CONFIDENCE: f64 = 0.95;
 
 /// An interval of a run's p50, µs.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Span {
+pub(crate) struct Span {
     pub low: f64,
     pub high: f64,
 }
 
 /// One line of the history: one shape of one run on the default branch.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Record {
+pub(crate) struct Record {
     pub schema_version: u32,
     /// The commit measured (full id as the run recorded it).
     pub commit: String,
@@ -98,7 +98,7 @@ pub struct Record {
 
 /// A history file that cannot be read, or a results file that cannot be appended.
 #[derive(Debug, thiserror::Error)]
-pub enum HistoryError {
+pub(crate) enum HistoryError {
     #[error(transparent)]
     File(#[from] FileError),
     #[error("{}:{line}: {message}", path.display())]
@@ -113,14 +113,14 @@ pub enum HistoryError {
 
 /// A record and the line (from 1) it was read from.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub line: usize,
     pub record: Record,
 }
 
 /// A history file, read and checked.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct History {
+pub(crate) struct History {
     pub entries: Vec<Entry>,
 }
 
@@ -308,7 +308,7 @@ fn utf8(bytes: Vec<u8>, path: &Path) -> Result<String, HistoryError> {
 /// medians. It reflects the spread between rounds of the one run (not between processes
 /// or runners), and centres on the geometric mean of the round medians, which lies close to
 /// but need not equal the pooled p50. `None` with fewer than 2 rounds.
-pub fn run_interval(samples_us: &[Vec<f64>]) -> Option<Span> {
+pub(crate) fn run_interval(samples_us: &[Vec<f64>]) -> Option<Span> {
     let rounds = Rounds::new(samples_us.to_vec()).ok()?;
     let logs: Vec<f64> = round_medians(&rounds)
         .into_iter()
@@ -333,7 +333,7 @@ pub fn run_interval(samples_us: &[Vec<f64>]) -> Option<Span> {
 /// The records of one results file: one per shape measured (shapes that errored or have no
 /// summary are left out, each with a note saying so). A run that reached no verdict, or one
 /// without a commit or a GPU, cannot be appended.
-pub fn records_from_results(
+pub(crate) fn records_from_results(
     results: &ResultsFile,
     path: &Path,
 ) -> Result<(Vec<Record>, Vec<String>), HistoryError> {
@@ -420,7 +420,7 @@ fn record_of(
 
 /// What [`append`] did.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Appended {
+pub(crate) enum Appended {
     /// This many lines were appended.
     Lines(usize),
     /// The history already holds this run (same commit, config and GPU), from this line:
@@ -433,7 +433,7 @@ pub enum Appended {
 /// line) and nothing is written. Earlier lines are never rewritten; if the last line lacks
 /// its newline, one is added before the new lines. A run the history already holds (same
 /// commit, config and GPU) is not appended again.
-pub fn append(path: &Path, records: &[Record]) -> Result<Appended, HistoryError> {
+pub(crate) fn append(path: &Path, records: &[Record]) -> Result<Appended, HistoryError> {
     let existing = match files::read_bounded(path, MAX_HISTORY_BYTES) {
         Ok(bytes) => utf8(bytes, path)?,
         Err(FileError::Read { cause, .. }) if cause.kind() == std::io::ErrorKind::NotFound => {
@@ -504,7 +504,7 @@ pub fn append(path: &Path, records: &[Record]) -> Result<Appended, HistoryError>
 }
 
 /// `--since`: a date (`2026-01-31`, midnight UTC) or an RFC 3339 time.
-pub fn parse_since(text: &str) -> Result<DateTime<Utc>, String> {
+pub(crate) fn parse_since(text: &str) -> Result<DateTime<Utc>, String> {
     let t = text.trim();
     if let Ok(d) = NaiveDate::parse_from_str(t, "%Y-%m-%d")
         && let Some(dt) = d.and_hms_opt(0, 0, 0)
@@ -523,7 +523,7 @@ pub fn parse_since(text: &str) -> Result<DateTime<Utc>, String> {
 
 /// Which records a report covers.
 #[derive(Clone, Debug, Default)]
-pub struct Filter {
+pub(crate) struct Filter {
     /// Only these shapes (all when empty).
     pub shapes: Vec<String>,
     /// Only runs at or after this time.
@@ -539,7 +539,7 @@ impl Filter {
 
 /// What makes a series: the same shape, GPU model, config and cache mode.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub struct SeriesKey {
+pub(crate) struct SeriesKey {
     pub shape: String,
     pub gpu_slug: String,
     pub config: String,
@@ -548,7 +548,7 @@ pub struct SeriesKey {
 
 impl SeriesKey {
     /// `shape` and, for a cold-cache series, ` (cold)`.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match self.cache {
             Some(CacheMode::Cold) => format!("{} (cold)", self.shape),
             _ => self.shape.clone(),
@@ -558,7 +558,7 @@ impl SeriesKey {
 
 /// One run of a series.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Point {
+pub(crate) struct Point {
     pub commit: String,
     pub time: DateTime<Utc>,
     pub p50_us: f64,
@@ -576,7 +576,7 @@ pub struct Point {
 
 /// A shape's p50 over the runs of the default branch, in the order they were appended.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Series {
+pub(crate) struct Series {
     #[serde(flatten)]
     pub key: SeriesKey,
     /// The GPU's name, as the newest run recorded it.
@@ -586,7 +586,7 @@ pub struct Series {
 
 impl Series {
     /// Index of the run with the lowest p50 (the earliest of equals).
-    pub fn best_index(&self) -> Option<usize> {
+    pub(crate) fn best_index(&self) -> Option<usize> {
         let mut best: Option<usize> = None;
         for (i, p) in self.points.iter().enumerate() {
             if best.is_none_or(|b| p.p50_us < self.points[b].p50_us) {
@@ -599,7 +599,7 @@ impl Series {
 
 /// The series of the records `filter` keeps, in the order their first record appears in
 /// the file; each series' points in file (append) order.
-pub fn series(history: &History, filter: &Filter) -> Vec<Series> {
+pub(crate) fn series(history: &History, filter: &Filter) -> Vec<Series> {
     let mut out: Vec<Series> = Vec::new();
     let mut index: HashMap<SeriesKey, usize> = HashMap::new();
     for e in &history.entries {
@@ -638,7 +638,7 @@ pub fn series(history: &History, filter: &Filter) -> Vec<Series> {
 
 /// A change point of a series, located at a commit.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct LevelShift {
+pub(crate) struct LevelShift {
     /// Index of the first point of the new level.
     pub index: usize,
     /// The commit where the level moved (first commit of the new level).
@@ -653,7 +653,7 @@ pub struct LevelShift {
 
 /// A series with its best run and its change points.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Trend {
+pub(crate) struct Trend {
     #[serde(flatten)]
     pub series: Series,
     /// Index of the best run.
@@ -663,7 +663,7 @@ pub struct Trend {
 
 /// Analyses each series: its best run and its change points ([`changepoint::detect`] with
 /// `params`). Series without points are left out.
-pub fn trends(series: Vec<Series>, params: &changepoint::Params) -> Vec<Trend> {
+pub(crate) fn trends(series: Vec<Series>, params: &changepoint::Params) -> Vec<Trend> {
     series
         .into_iter()
         .filter_map(|s| {

@@ -16,7 +16,7 @@ fn range(row: &Row) -> Option<(f64, f64)> {
 /// Bencher Metric Format: `{shape: {"latency": {value, lower_value, upper_value}}}` in
 /// nanoseconds (Bencher's built-in latency measure), plus `"tflops"` where known. The bounds
 /// are the lowest and highest round median of the candidate.
-pub struct BmfExporter;
+pub(crate) struct BmfExporter;
 
 impl Exporter for BmfExporter {
     fn render(&self, report: &Report) -> String {
@@ -46,7 +46,7 @@ impl Exporter for BmfExporter {
 
 /// github-action-benchmark's `customSmallerIsBetter`: `[{name, unit: "us", value, range,
 /// extra}]`, with the range of the candidate's round medians and the verdict in `extra`.
-pub struct BenchmarkActionExporter;
+pub(crate) struct BenchmarkActionExporter;
 
 impl Exporter for BenchmarkActionExporter {
     fn render(&self, report: &Report) -> String {

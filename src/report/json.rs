@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::{Exporter, Report, Row, lower_side};
 use crate::comparison::{Comparison, Method};
 
-pub struct JsonExporter;
+pub(crate) struct JsonExporter;
 
 /// What Cliff's δ and Mann-Whitney U of a comparison are computed on.
 fn rank_units(c: &Comparison) -> &'static str {

@@ -12,7 +12,7 @@ use crate::text::short_commit;
 use crate::verdict::Verdict;
 
 /// Hidden marker that identifies ci-gate's PR comment.
-pub const MARKER: &str = "<!-- ci-gate:perf-report -->";
+pub(crate) const MARKER: &str = "<!-- ci-gate:perf-report -->";
 
 pub struct MarkdownExporter;
 
@@ -83,7 +83,7 @@ fn profile_details(shape: &str, p: &crate::profile::ShapeProfile) -> String {
 /// - entities in the input stay text (`&#64;` in, `&#38;#64;` out: it shows `&#64;`);
 /// - line breaks and tabs become spaces, and control, bidirectional (U+202A–U+202E,
 ///   U+2066–U+2069, U+200E/F, ...) and zero-width characters are dropped.
-pub fn escape_markdown(text: &str) -> String {
+pub(crate) fn escape_markdown(text: &str) -> String {
     let chars: Vec<char> = text
         .chars()
         .filter_map(|c| {
@@ -237,7 +237,6 @@ fn command(text: &str) -> String {
 /// One line per kind of non-pass verdict: which shapes, what decided it, and what to do
 /// next. Every text from the file is escaped.
 fn next_steps(report: &Report) -> Vec<String> {
-    let config = report.config_path();
     let mut groups: Vec<(String, Vec<&Row>)> = Vec::new();
     for row in report.rows.iter().filter(|r| r.verdict != Verdict::Pass) {
         let key = verdict_text(row);
@@ -249,6 +248,101 @@ fn next_steps(report: &Report) -> Vec<String> {
     // Worst first, as the headline counts them.
     let order = |v: Verdict| report.counts().iter().position(|(c, _)| *c == v);
     groups.sort_by_key(|(_, rows)| order(rows[0].verdict));
+    groups
+        .iter()
+        .filter_map(|(key, rows)| {
+            let names: Vec<&str> = rows.iter().map(|r| r.shape.as_str()).collect();
+            let step = next_step(report, rows[0])?;
+            Some(format!(
+                "- **{}** on {}: {step}",
+                escape_markdown(key),
+                some_names(&names, 4)
+            ))
+        })
+        .collect()
+}
+
+/// What to do next about the shapes of `first`'s kind, from what decided `first`; `None`
+/// for a pass.
+fn next_step(report: &Report, first: &Row) -> Option<String> {
+    let config = report.config_path();
+    let (decider, _) = deciding(first);
+    // The estimate with the bound that decided, at its level.
+    let figures = |c: Option<&Comparison>| {
+        c.map(|c| {
+            format!(
+                "{} ({})",
+                named_delta(report, c),
+                bound_phrase(c, first.verdict)
+            )
+        })
+    };
+    let shape_arg = format!("--shape {}", first.shape);
+    Some(match first.verdict {
+        Verdict::Drift => drift_step(report, first),
+        Verdict::Inconclusive => {
+            let (settle, pairs) = decider
+                .map(|c| pairs_to_settle(c, report.gate.max_p50_regression))
+                .unwrap_or_default();
+            format!(
+                "{} reaches past the ±{:.1}% margin without settling either way{settle}: measure more pairs on the runner with {}, or re-run the job",
+                figures(decider).unwrap_or_else(|| "the interval".into()),
+                report.gate.max_p50_regression * 100.0,
+                command(&format!("ci-gate local {shape_arg} --rounds {pairs}"))
+            )
+        }
+        Verdict::ParityFail => {
+            let detail = match (&first.error, &first.parity) {
+                (Some(e), _) => escape_markdown(e),
+                (None, Some(p)) => parity_detail(p),
+                _ => "the candidate's output differs from the fp32 reference".into(),
+            };
+            format!(
+                "the candidate's output against the fp32 reference: {detail}; reproduce with {} (parity runs before any timing)",
+                command(&format!("ci-gate local {shape_arg}"))
+            )
+        }
+        Verdict::Error => format!(
+            "{}; fix that and push again ({} checks that the kernels compile, without a GPU)",
+            first
+                .error
+                .as_deref()
+                .map(escape_markdown)
+                .unwrap_or_else(|| "it could not be measured".into()),
+            command("ci-gate compile")
+        ),
+        Verdict::Regression => format!(
+            "{} against the base: see the Nsight Compute figures below, or profile on the runner with {}",
+            figures(decider).unwrap_or_else(|| "slower".into()),
+            command(&format!(
+                "ci-gate local {shape_arg} --profile {}",
+                first.shape
+            ))
+        ),
+        Verdict::Improvement => format!(
+            "{}: after merging, record the faster kernel as the baseline so later pull requests are measured against it (Actions → baseline-update)",
+            figures(decider).unwrap_or_else(|| "faster".into())
+        ),
+        Verdict::NoBaseline => format!(
+            "no reference: {}; record this GPU's baseline (Actions → baseline-update, or {})",
+            if report.base.is_some() {
+                "A/B did not run (identical kernels) and there is no stored baseline"
+            } else {
+                "no base kernels and no stored baseline"
+            },
+            command(&format!(
+                "ci-gate baseline update --config {config} --reason \"first baseline\""
+            ))
+        ),
+        Verdict::Pass => return None,
+    })
+}
+
+/// What to do about a drift: what moved (the runner, the code, or either), and how to
+/// re-record the baseline or find the commit that crept.
+fn drift_step(report: &Report, first: &Row) -> String {
+    let config = report.config_path();
+    let shape_arg = format!("--shape {}", first.shape);
     let baseline = report
         .baseline
         .as_ref()
@@ -271,122 +365,38 @@ fn next_steps(report: &Report) -> Vec<String> {
             "ci-gate baseline update --config {config} --reason \"…\""
         ))
     );
-    let mut lines = Vec::new();
-    for (key, rows) in &groups {
-        let names: Vec<&str> = rows.iter().map(|r| r.shape.as_str()).collect();
-        let first = rows[0];
-        let (decider, other) = deciding(first);
-        // The estimate with the bound that decided, at its level.
-        let figures = |c: Option<&Comparison>| {
-            c.map(|c| {
-                format!(
-                    "{} ({})",
-                    named_delta(report, c),
-                    bound_phrase(c, first.verdict)
-                )
-            })
-        };
-        let shape_arg = format!("--shape {}", first.shape);
-        let step = match first.verdict {
-            Verdict::Drift => {
-                let interval = |c: &Comparison| {
-                    format!("{} ({})", pct(c.ratio), bound_phrase(c, Verdict::Drift))
-                };
-                let moved = format!(
-                    "{baseline} puts the candidate at {} while A/B against the base shows {}",
-                    first
-                        .stored
-                        .as_ref()
-                        .map(interval)
-                        .unwrap_or_else(|| "slower".into()),
-                    first
-                        .ab
-                        .as_ref()
-                        .map(|c| pct(c.ratio))
-                        .unwrap_or_else(|| "no change".into())
-                );
-                match first.drift_cause {
-                    Some(crate::results::DriftCause::Runner) => format!(
-                        "{moved}; the baseline's own kernels are as slow now, so the runner moved and the baseline is stale: {rerecord}"
-                    ),
-                    Some(crate::results::DriftCause::Code) => format!(
-                        "{moved}; the code is slower than the baseline's kernels measured now, so earlier merges crept: find the commit with {} before re-recording",
-                        command(
-                            &report
-                                .bisect_command(&first.shape)
-                                .unwrap_or_else(|| format!("ci-gate history {shape_arg}"))
-                        )
-                    ),
-                    _ => format!(
-                        "{moved}: the runner or earlier merges moved; if the runner changed, {rerecord}; else find the commit with {}",
-                        command(&format!("ci-gate history {shape_arg}"))
-                    ),
-                }
-            }
-            Verdict::Inconclusive => {
-                let (settle, pairs) = decider
-                    .map(|c| pairs_to_settle(c, report.gate.max_p50_regression))
-                    .unwrap_or_default();
-                format!(
-                    "{} reaches past the ±{:.1}% margin without settling either way{settle}: measure more pairs on the runner with {}, or re-run the job",
-                    figures(decider).unwrap_or_else(|| "the interval".into()),
-                    report.gate.max_p50_regression * 100.0,
-                    command(&format!("ci-gate local {shape_arg} --rounds {pairs}"))
-                )
-            }
-            Verdict::ParityFail => {
-                let detail = match (&first.error, &first.parity) {
-                    (Some(e), _) => escape_markdown(e),
-                    (None, Some(p)) => parity_detail(p),
-                    _ => "the candidate's output differs from the fp32 reference".into(),
-                };
-                format!(
-                    "the candidate's output against the fp32 reference: {detail}; reproduce with {} (parity runs before any timing)",
-                    command(&format!("ci-gate local {shape_arg}"))
-                )
-            }
-            Verdict::Error => format!(
-                "{}; fix that and push again ({} checks that the kernels compile, without a GPU)",
-                first
-                    .error
-                    .as_deref()
-                    .map(escape_markdown)
-                    .unwrap_or_else(|| "it could not be measured".into()),
-                command("ci-gate compile")
-            ),
-            Verdict::Regression => format!(
-                "{} against the base: see the Nsight Compute figures below, or profile on the runner with {}",
-                figures(decider).unwrap_or_else(|| "slower".into()),
-                command(&format!(
-                    "ci-gate local {shape_arg} --profile {}",
-                    first.shape
-                ))
-            ),
-            Verdict::Improvement => format!(
-                "{}: after merging, record the faster kernel as the baseline so later pull requests are measured against it (Actions → baseline-update)",
-                figures(decider).unwrap_or_else(|| "faster".into())
-            ),
-            Verdict::NoBaseline => format!(
-                "no reference: {}; record this GPU's baseline (Actions → baseline-update, or {})",
-                if report.base.is_some() {
-                    "A/B did not run (identical kernels) and there is no stored baseline"
-                } else {
-                    "no base kernels and no stored baseline"
-                },
-                command(&format!(
-                    "ci-gate baseline update --config {config} --reason \"first baseline\""
-                ))
-            ),
-            Verdict::Pass => continue,
-        };
-        let _ = other;
-        lines.push(format!(
-            "- **{}** on {}: {step}",
-            escape_markdown(key),
-            some_names(&names, 4)
-        ));
+    let interval =
+        |c: &Comparison| format!("{} ({})", pct(c.ratio), bound_phrase(c, Verdict::Drift));
+    let moved = format!(
+        "{baseline} puts the candidate at {} while A/B against the base shows {}",
+        first
+            .stored
+            .as_ref()
+            .map(interval)
+            .unwrap_or_else(|| "slower".into()),
+        first
+            .ab
+            .as_ref()
+            .map(|c| pct(c.ratio))
+            .unwrap_or_else(|| "no change".into())
+    );
+    match first.drift_cause {
+        Some(crate::results::DriftCause::Runner) => format!(
+            "{moved}; the baseline's own kernels are as slow now, so the runner moved and the baseline is stale: {rerecord}"
+        ),
+        Some(crate::results::DriftCause::Code) => format!(
+            "{moved}; the code is slower than the baseline's kernels measured now, so earlier merges crept: find the commit with {} before re-recording",
+            command(
+                &report
+                    .bisect_command(&first.shape)
+                    .unwrap_or_else(|| format!("ci-gate history {shape_arg}"))
+            )
+        ),
+        _ => format!(
+            "{moved}: the runner or earlier merges moved; if the runner changed, {rerecord}; else find the commit with {}",
+            command(&format!("ci-gate history {shape_arg}"))
+        ),
     }
-    lines
 }
 
 /// " (about N pairs would settle it; n ran)" for an inconclusive comparison, and the pairs
@@ -620,107 +630,9 @@ impl Exporter for MarkdownExporter {
         if !report.rows.is_empty() {
             summary_table(report, &mut md);
         }
-
-        let compared: Vec<_> = report
-            .rows
-            .iter()
-            .filter_map(|r| r.primary().map(|c| (r, c)))
-            .collect();
-        if !compared.is_empty() {
-            let labels: Vec<String> = compared
-                .iter()
-                .map(|(r, _)| format!("\"{}\"", mermaid_label(&r.shape)))
-                .collect();
-            let values: Vec<String> = compared
-                .iter()
-                .map(|(_, c)| format!("{:.2}", (c.ratio - 1.0) * 100.0))
-                .collect();
-            let m = report.gate.max_p50_regression * 100.0;
-            let lo = compared
-                .iter()
-                .map(|(_, c)| (c.ratio - 1.0) * 100.0)
-                .fold(-m, f64::min)
-                .floor();
-            let hi = compared
-                .iter()
-                .map(|(_, c)| (c.ratio - 1.0) * 100.0)
-                .fold(m, f64::max)
-                .ceil();
-            let _ = writeln!(md, "```mermaid");
-            let _ = writeln!(md, "xychart-beta");
-            let label = mermaid_label(
-                &compared
-                    .first()
-                    .map_or("Δp50", |(_, c)| c.method.ratio_label())
-                    .replace("Δ ", "Δ")
-                    .replace('Δ', "change of "),
-            )
-            .replace('_', " ");
-            let _ = writeln!(md, "    title \"{label} per shape (%), gate at +{m:.1}%\"");
-            let _ = writeln!(md, "    x-axis [{}]", labels.join(", "));
-            let _ = writeln!(md, "    y-axis \"{label} %\" {lo} --> {hi}");
-            let _ = writeln!(md, "    bar [{}]", values.join(", "));
-            let _ = writeln!(md, "```\n");
-        }
-
-        for row in &report.rows {
-            if let Some(e) = &row.error {
-                let _ = writeln!(
-                    md,
-                    "> **error** {}: {}",
-                    escape_markdown(&row.shape),
-                    escape_markdown(e)
-                );
-            }
-        }
-        // ⚠️ only for what a reviewer must act on; the rest (a clock that moved, as it does
-        // on most runs) is information.
-        let (found_warnings, found_notes) = findings(report);
-        let actionable = report.actionable_warnings();
-        for w in actionable.iter().copied().chain(found_warnings.iter()) {
-            let _ = writeln!(md, "> ⚠️ {}", escape_markdown(w));
-        }
-        let informational = report
-            .warnings
-            .iter()
-            .filter(|w| super::is_informational(w));
-        for n in informational.chain(&report.notes).chain(&found_notes) {
-            let _ = writeln!(md, "> ℹ️ {}", escape_markdown(n));
-        }
-        if report.rows.iter().any(|r| r.error.is_some())
-            || !report.warnings.is_empty()
-            || !report.notes.is_empty()
-            || !found_warnings.is_empty()
-            || !found_notes.is_empty()
-        {
-            md.push('\n');
-        }
-
-        let (peer_header, peer_rows) = report.peer_rows();
-        if !peer_rows.is_empty() {
-            let _ = writeln!(
-                md,
-                "**Against PyTorch** (same run; ×: our p50 / theirs, as timed: see below; below 1 is faster)\n"
-            );
-            table_rows(&mut md, &peer_header, &peer_rows);
-            md.push('\n');
-            if let Some(note) = &report.peer_note {
-                let _ = writeln!(md, "<sub>{}</sub>\n", escape_markdown(note));
-            }
-        }
-        let (energy_header, energy_rows, energy_why) = super::energy::energy_rows(report);
-        if !energy_rows.is_empty() {
-            let _ = writeln!(
-                md,
-                "<details><summary>{}</summary>\n",
-                escape_markdown(&super::energy::title(report))
-            );
-            table_rows(&mut md, &energy_header, &energy_rows);
-            for w in &energy_why {
-                let _ = writeln!(md, "\n<sub>{}</sub>", escape_markdown(w));
-            }
-            md.push_str("\n</details>\n\n");
-        }
+        chart(report, &mut md);
+        messages(report, &mut md);
+        peers_and_energy(report, &mut md);
         if let Some(r) = &report.resources {
             resources_table(r, &mut md);
         }
@@ -738,102 +650,220 @@ impl Exporter for MarkdownExporter {
             full_table(report, &mut md);
         }
         let _ = writeln!(md, "<sub>{}</sub>\n", escape_markdown(&legend(report)));
-
-        if let Some(env) = &report.environment {
-            let _ = writeln!(md, "<details><summary>Environment</summary>\n");
-            let _ = writeln!(md, "| | |\n|---|---|");
-            let mut kv = |k: &str, v: String| {
-                let _ = writeln!(md, "| {k} | {} |", escape_markdown(&v));
-            };
-            kv(
-                "GPU",
-                format!(
-                    "{} (sm_{})",
-                    env.gpu_name,
-                    env.compute_capability.replace('.', "")
-                ),
-            );
-            if let Some(d) = &env.driver_version {
-                kv("Driver", d.clone());
-            }
-            if let Some(c) = &env.cuda_driver_version {
-                kv("CUDA (driver)", c.clone());
-            }
-            if let Some(n) = &env.nvrtc_version {
-                kv("NVRTC", n.clone());
-            }
-            for (label, state) in [("Before", &env.state_before), ("After", &env.state_after)] {
-                if let Some(s) = state {
-                    kv(
-                        label,
-                        format!(
-                            "SM {} MHz, mem {} MHz, {} °C, {} W",
-                            s.sm_clock_mhz.map_or("?".into(), |v| v.to_string()),
-                            s.mem_clock_mhz.map_or("?".into(), |v| v.to_string()),
-                            s.temperature_c.map_or("?".into(), |v| v.to_string()),
-                            s.power_w.map_or("?".into(), |v| format!("{v:.0}")),
-                        ),
-                    );
-                }
-            }
-            let throttle = env.throttle_reasons();
-            kv(
-                "Throttling",
-                if throttle.is_empty() {
-                    "none".into()
-                } else {
-                    throttle.join(", ")
-                },
-            );
-            if let Some(b) = &report.baseline {
-                kv(
-                    "Baseline",
-                    format!(
-                        "{} ({}, {})",
-                        b.path,
-                        b.commit
-                            .as_deref()
-                            .map_or_else(|| "no commit".to_owned(), short_commit),
-                        b.recorded_at.format("%Y-%m-%d")
-                    ),
-                );
-            }
-            if let Some(b) = &report.base {
-                kv(
-                    "A/B base",
-                    format!(
-                        "{}{}",
-                        b.commit
-                            .as_deref()
-                            .map_or_else(|| b.source.clone(), short_commit),
-                        if b.measured {
-                            ""
-                        } else {
-                            " (timed kernel identical: not measured)"
-                        }
-                    ),
-                );
-            }
-            let _ = writeln!(md, "\n</details>\n");
-        }
-
-        let mut footer = Vec::new();
-        if let Some(url) = &report.run_url {
-            footer.push(format!(
-                "[workflow run]({})",
-                url.replace(['(', ')', ' '], "")
-            ));
-        }
-        if let Some(c) = &report.commit {
-            footer.push(format!(
-                "commit <code>{}</code>",
-                escape_markdown(&short_commit(c))
-            ));
-        }
-        footer.push(format!("ci-gate {}", env!("CARGO_PKG_VERSION")));
-        let _ = writeln!(md, "<sub>{}</sub>", footer.join(" · "));
+        environment_details(report, &mut md);
+        footer(report, &mut md);
         md
     }
+}
+
+/// The Mermaid chart of every compared shape's change, with the gate's margin in range.
+fn chart(report: &Report, md: &mut String) {
+    let compared: Vec<_> = report
+        .rows
+        .iter()
+        .filter_map(|r| r.primary().map(|c| (r, c)))
+        .collect();
+    if !compared.is_empty() {
+        let labels: Vec<String> = compared
+            .iter()
+            .map(|(r, _)| format!("\"{}\"", mermaid_label(&r.shape)))
+            .collect();
+        let values: Vec<String> = compared
+            .iter()
+            .map(|(_, c)| format!("{:.2}", (c.ratio - 1.0) * 100.0))
+            .collect();
+        let m = report.gate.max_p50_regression * 100.0;
+        let lo = compared
+            .iter()
+            .map(|(_, c)| (c.ratio - 1.0) * 100.0)
+            .fold(-m, f64::min)
+            .floor();
+        let hi = compared
+            .iter()
+            .map(|(_, c)| (c.ratio - 1.0) * 100.0)
+            .fold(m, f64::max)
+            .ceil();
+        let _ = writeln!(md, "```mermaid");
+        let _ = writeln!(md, "xychart-beta");
+        let label = mermaid_label(
+            &compared
+                .first()
+                .map_or("Δp50", |(_, c)| c.method.ratio_label())
+                .replace("Δ ", "Δ")
+                .replace('Δ', "change of "),
+        )
+        .replace('_', " ");
+        let _ = writeln!(md, "    title \"{label} per shape (%), gate at +{m:.1}%\"");
+        let _ = writeln!(md, "    x-axis [{}]", labels.join(", "));
+        let _ = writeln!(md, "    y-axis \"{label} %\" {lo} --> {hi}");
+        let _ = writeln!(md, "    bar [{}]", values.join(", "));
+        let _ = writeln!(md, "```\n");
+    }
+}
+
+/// Each shape's error, then the warnings a reviewer must act on (⚠️) and the information
+/// (ℹ️): a clock that moved, as it does on most runs, is information.
+fn messages(report: &Report, md: &mut String) {
+    for row in &report.rows {
+        if let Some(e) = &row.error {
+            let _ = writeln!(
+                md,
+                "> **error** {}: {}",
+                escape_markdown(&row.shape),
+                escape_markdown(e)
+            );
+        }
+    }
+    let (found_warnings, found_notes) = findings(report);
+    let actionable = report.actionable_warnings();
+    for w in actionable.iter().copied().chain(found_warnings.iter()) {
+        let _ = writeln!(md, "> ⚠️ {}", escape_markdown(w));
+    }
+    let informational = report
+        .warnings
+        .iter()
+        .filter(|w| super::is_informational(w));
+    for n in informational.chain(&report.notes).chain(&found_notes) {
+        let _ = writeln!(md, "> ℹ️ {}", escape_markdown(n));
+    }
+    if report.rows.iter().any(|r| r.error.is_some())
+        || !report.warnings.is_empty()
+        || !report.notes.is_empty()
+        || !found_warnings.is_empty()
+        || !found_notes.is_empty()
+    {
+        md.push('\n');
+    }
+}
+
+/// The peers' table (against PyTorch) and the energy per call, where measured.
+fn peers_and_energy(report: &Report, md: &mut String) {
+    let (peer_header, peer_rows) = report.peer_rows();
+    if !peer_rows.is_empty() {
+        let _ = writeln!(
+            md,
+            "**Against PyTorch** (same run; ×: our p50 / theirs, as timed: see below; below 1 is faster)\n"
+        );
+        table_rows(md, &peer_header, &peer_rows);
+        md.push('\n');
+        if let Some(note) = &report.peer_note {
+            let _ = writeln!(md, "<sub>{}</sub>\n", escape_markdown(note));
+        }
+    }
+    let (energy_header, energy_rows, energy_why) = super::energy::energy_rows(report);
+    if !energy_rows.is_empty() {
+        let _ = writeln!(
+            md,
+            "<details><summary>{}</summary>\n",
+            escape_markdown(&super::energy::title(report))
+        );
+        table_rows(md, &energy_header, &energy_rows);
+        for w in &energy_why {
+            let _ = writeln!(md, "\n<sub>{}</sub>", escape_markdown(w));
+        }
+        md.push_str("\n</details>\n\n");
+    }
+}
+
+/// The environment's details: GPU, driver, CUDA, NVRTC, clocks before and after,
+/// throttling, the stored baseline and the A/B base.
+fn environment_details(report: &Report, md: &mut String) {
+    if let Some(env) = &report.environment {
+        let _ = writeln!(md, "<details><summary>Environment</summary>\n");
+        let _ = writeln!(md, "| | |\n|---|---|");
+        let mut kv = |k: &str, v: String| {
+            let _ = writeln!(md, "| {k} | {} |", escape_markdown(&v));
+        };
+        kv(
+            "GPU",
+            format!(
+                "{} (sm_{})",
+                env.gpu_name,
+                env.compute_capability.replace('.', "")
+            ),
+        );
+        if let Some(d) = &env.driver_version {
+            kv("Driver", d.clone());
+        }
+        if let Some(c) = &env.cuda_driver_version {
+            kv("CUDA (driver)", c.clone());
+        }
+        if let Some(n) = &env.nvrtc_version {
+            kv("NVRTC", n.clone());
+        }
+        for (label, state) in [("Before", &env.state_before), ("After", &env.state_after)] {
+            if let Some(s) = state {
+                kv(
+                    label,
+                    format!(
+                        "SM {} MHz, mem {} MHz, {} °C, {} W",
+                        s.sm_clock_mhz.map_or("?".into(), |v| v.to_string()),
+                        s.mem_clock_mhz.map_or("?".into(), |v| v.to_string()),
+                        s.temperature_c.map_or("?".into(), |v| v.to_string()),
+                        s.power_w.map_or("?".into(), |v| format!("{v:.0}")),
+                    ),
+                );
+            }
+        }
+        let throttle = env.throttle_reasons();
+        kv(
+            "Throttling",
+            if throttle.is_empty() {
+                "none".into()
+            } else {
+                throttle.join(", ")
+            },
+        );
+        if let Some(b) = &report.baseline {
+            kv(
+                "Baseline",
+                format!(
+                    "{} ({}, {})",
+                    b.path,
+                    b.commit
+                        .as_deref()
+                        .map_or_else(|| "no commit".to_owned(), short_commit),
+                    b.recorded_at.format("%Y-%m-%d")
+                ),
+            );
+        }
+        if let Some(b) = &report.base {
+            kv(
+                "A/B base",
+                format!(
+                    "{}{}",
+                    b.commit
+                        .as_deref()
+                        .map_or_else(|| b.source.clone(), short_commit),
+                    if b.measured {
+                        ""
+                    } else {
+                        " (timed kernel identical: not measured)"
+                    }
+                ),
+            );
+        }
+        let _ = writeln!(md, "\n</details>\n");
+    }
+}
+
+/// The last line: the workflow run, the commit, ci-gate's version.
+fn footer(report: &Report, md: &mut String) {
+    let mut footer = Vec::new();
+    if let Some(url) = &report.run_url {
+        footer.push(format!(
+            "[workflow run]({})",
+            url.replace(['(', ')', ' '], "")
+        ));
+    }
+    if let Some(c) = &report.commit {
+        footer.push(format!(
+            "commit <code>{}</code>",
+            escape_markdown(&short_commit(c))
+        ));
+    }
+    footer.push(format!("ci-gate {}", env!("CARGO_PKG_VERSION")));
+    let _ = writeln!(md, "<sub>{}</sub>", footer.join(" · "));
 }
 
 #[cfg(test)]

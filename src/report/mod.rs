@@ -131,7 +131,7 @@ fn pooled(s: &ShapeResult, gate: &GateSettings) -> Option<Pooled> {
 
 impl Row {
     /// The row of one shape; `gate` seeds and sizes the pooled p50 bootstrap.
-    pub fn of(s: &ShapeResult, gate: &GateSettings) -> Row {
+    pub(crate) fn of(s: &ShapeResult, gate: &GateSettings) -> Row {
         // Files of earlier versions did not record the level of their bounds.
         let design = s.measurement.as_ref().and_then(|m| m.design);
         let level = |c: &Comparison| c.clone().with_recorded_level(design, gate.alpha);
@@ -165,7 +165,7 @@ impl Row {
 
     /// Whether this row fails the check under `policy` (a drift traced to the runner does
     /// not).
-    pub fn fails(&self, policy: Policy) -> bool {
+    pub(crate) fn fails(&self, policy: Policy) -> bool {
         policy.fails(self.verdict, self.drift_cause)
     }
 
@@ -355,7 +355,7 @@ impl Report {
 
     /// The warnings a reader must act on: all but the informational ones
     /// ([`is_informational`]).
-    pub fn actionable_warnings(&self) -> Vec<&String> {
+    pub(crate) fn actionable_warnings(&self) -> Vec<&String> {
         self.warnings
             .iter()
             .filter(|w| !is_informational(w))
@@ -365,7 +365,7 @@ impl Report {
     /// The config as a repository path for suggested commands: `configs/NAME.yaml` out of
     /// the recorded path (which in CI is under a checkout directory, e.g.
     /// `base/configs/pr.yaml`), else `configs/<config name>.yaml`.
-    pub fn config_path(&self) -> String {
+    pub(crate) fn config_path(&self) -> String {
         if let Some(p) = &self.config_path
             && let Some(i) = p.rfind("configs/")
         {
@@ -387,7 +387,7 @@ impl Report {
     }
 
     /// The peers any row measured, in their order.
-    pub fn peers(&self) -> Vec<crate::peers::Peer> {
+    pub(crate) fn peers(&self) -> Vec<crate::peers::Peer> {
         let mut all: Vec<crate::peers::Peer> = self
             .rows
             .iter()
@@ -505,7 +505,7 @@ impl Report {
     }
 
     /// Counts of each verdict, worst first, leaving out zeros.
-    pub fn counts(&self) -> Vec<(Verdict, usize)> {
+    pub(crate) fn counts(&self) -> Vec<(Verdict, usize)> {
         use Verdict::*;
         [
             Error,
@@ -562,7 +562,7 @@ impl Report {
 /// clock moving while a shape was measured happens on most runs of a boosting GPU (the
 /// paired design cancels it), so it is shown as a note, not a ⚠️, and makes no "PASS with
 /// warnings".
-pub fn is_informational(warning: &str) -> bool {
+pub(crate) fn is_informational(warning: &str) -> bool {
     warning.starts_with("the SM clock changed while measuring")
 }
 
@@ -701,7 +701,7 @@ pub(crate) fn bisect_command(
 }
 
 /// Δ of a ratio as a signed percentage: 1.0312 → "+3.12%".
-pub fn pct(ratio: f64) -> String {
+pub(crate) fn pct(ratio: f64) -> String {
     format!("{:+.2}%", (ratio - 1.0) * 100.0)
 }
 
@@ -750,7 +750,7 @@ pub(crate) enum Col {
 
 impl Col {
     /// Left-aligned columns (text); the others are numbers, right-aligned.
-    pub fn left(self) -> bool {
+    pub(crate) fn left(self) -> bool {
         matches!(
             self,
             Col::Shape

@@ -15,12 +15,12 @@ pub struct TableExporter {
 }
 
 /// The width a table fits when stdout is no terminal, and the least it fits in any case.
-pub const DEFAULT_WIDTH: usize = 80;
+pub(crate) const DEFAULT_WIDTH: usize = 80;
 
 impl TableExporter {
     /// For stdout: colour when it is a terminal and NO_COLOR is unset or empty
     /// (no-color.org); the terminal's width (or `$COLUMNS`, else 80) unless `wide`.
-    pub fn for_stdout(wide: bool) -> TableExporter {
+    pub(crate) fn for_stdout(wide: bool) -> TableExporter {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         let tty = std::io::stdout().is_terminal();
         let width = std::env::var("COLUMNS")
@@ -40,14 +40,6 @@ impl TableExporter {
         TableExporter {
             color: false,
             width: None,
-        }
-    }
-
-    /// No colour, fitted to `width` characters.
-    pub fn fitted(width: usize) -> TableExporter {
-        TableExporter {
-            color: false,
-            width: Some(width),
         }
     }
 }
@@ -80,7 +72,7 @@ fn fit_columns(
 /// A plain text table of `rows` under `header` that fits `width` (see [`fit_columns`]),
 /// with the columns in `right` right-aligned, and a line saying how many were left out and
 /// how to see them (`more`). Used by every terminal table of ci-gate.
-pub fn fitted_table(
+pub(crate) fn fitted_table(
     header: &[String],
     rows: &[Vec<String>],
     priority: &[usize],
@@ -93,7 +85,7 @@ pub fn fitted_table(
 }
 
 /// [`fitted_table`], and which columns it kept.
-pub fn fitted_table_keep(
+pub(crate) fn fitted_table_keep(
     header: &[String],
     rows: &[Vec<String>],
     priority: &[usize],
@@ -179,7 +171,7 @@ fn profile_table(shape: &str, p: &crate::profile::ShapeProfile, width: Option<us
 }
 
 /// The width tables fit on stdout: `$COLUMNS`, else the terminal's, else 80, at least 80.
-pub fn stdout_width() -> usize {
+pub(crate) fn stdout_width() -> usize {
     let tty = std::io::stdout().is_terminal();
     std::env::var("COLUMNS")
         .ok()
@@ -201,6 +193,37 @@ fn verdict_color(fails: bool, v: Verdict) -> Color {
 
 impl Exporter for TableExporter {
     fn render(&self, report: &Report) -> String {
+        let mut out = self.verdicts(report);
+        // Right under the table: what its bound is, and that alpha is per shape.
+        let under: Vec<String> = bound_line(report)
+            .into_iter()
+            .chain(alpha_line(report))
+            .collect();
+        out.push_str(&wrap_lines(&under, self.width));
+        let mut lines = messages(report);
+        self.peers(report, &mut out);
+        self.energy(report, &mut out);
+        if let Some(r) = &report.resources {
+            if r.rows.is_empty() {
+                lines.push(r.summary());
+            } else {
+                self.resources(r, &mut out);
+            }
+        }
+        for (shape, p) in report.profiled() {
+            out.push_str(&profile_table(shape, p, self.width));
+        }
+        lines.extend(report.profiling_line());
+        lines.push(format!("ci-gate: {}", report.headline()));
+        out.push_str(&wrap_lines(&lines, self.width));
+        out
+    }
+}
+
+impl TableExporter {
+    /// The table of verdicts, its columns fitted to the width (the shape, the verdict, Δ and
+    /// the bound that decided always show), with how many were left out.
+    fn verdicts(&self, report: &Report) -> String {
         let mut table = Table::new();
         table.load_style(presets::UTF8_FULL_CONDENSED);
         table.force_no_tty();
@@ -226,8 +249,7 @@ impl Exporter for TableExporter {
                     .unwrap_or(0)
             })
             .collect();
-        // Column indices from most to least useful; shape, verdict, Δ and the bound that
-        // decided always show.
+        // Column indices from most to least useful.
         let mut priority: Vec<usize> = (0..cols.len()).collect();
         priority.sort_by_key(|&i| cols[i].0.priority());
         let keep = fit_columns(&widths, &priority, 4, self.width);
@@ -266,131 +288,131 @@ impl Exporter for TableExporter {
                 if hidden == 1 { "" } else { "s" }
             ));
         }
-        // Right under the table: what its bound is, and that alpha is per shape.
-        let under: Vec<String> = bound_line(report)
-            .into_iter()
-            .chain(alpha_line(report))
-            .collect();
-        out.push_str(&wrap_lines(&under, self.width));
-        let mut lines: Vec<String> = Vec::new();
-        for row in &report.rows {
-            if let Some(e) = &row.error {
-                // An integrity failure is a parity loss, not a measuring error.
-                let kind = match row.verdict {
-                    crate::verdict::Verdict::ParityFail => "parity-fail",
-                    _ => "error",
-                };
-                lines.push(format!("{kind}: {}: {e}", row.shape));
-            }
-        }
-        let (found_warnings, found_notes) = findings(report);
-        lines.extend(
-            report
-                .actionable_warnings()
-                .into_iter()
-                .chain(&found_warnings)
-                .map(|w| format!("warning: {w}")),
-        );
-        lines.extend(
-            report
-                .warnings
-                .iter()
-                .filter(|w| super::is_informational(w))
-                .chain(&report.notes)
-                .chain(&found_notes)
-                .map(|n| format!("note: {n}")),
-        );
-        if let Some(e) = &report.error {
-            lines.push(format!("error: {e}"));
-        }
-        let (peer_header, peer_rows) = report.peer_rows();
-        if !peer_rows.is_empty() {
-            out.push_str(
-                "\nAgainst PyTorch (same run; ×: our p50 / theirs, as timed: see below):\n",
-            );
-            let priority: Vec<usize> = (0..peer_header.len()).collect();
-            let right: Vec<usize> = (1..peer_header.len()).collect();
-            out.push_str(&fitted_table(
-                &peer_header,
-                &peer_rows,
-                &priority,
-                2,
-                &right,
-                self.width,
-                "with --wide",
-            ));
-            if let Some(note) = &report.peer_note {
-                let width = self.width.unwrap_or(100).max(40);
-                for line in textwrap::wrap(&crate::text::terminal_text(note), width - 2) {
-                    out.push_str(&format!("  {line}\n"));
-                }
-            }
-        }
-        let (energy_header, energy_rows, energy_why) = super::energy::energy_rows(report);
-        if !energy_rows.is_empty() {
-            out.push('\n');
-            out.push_str(&wrap_lines(&[super::energy::title(report)], self.width));
-            // Shape and the candidate's figure first, then the ratio, the base, TFLOP/s/W.
-            let priority: Vec<usize> = if energy_header.len() == 5 {
-                vec![0, 2, 3, 1, 4]
-            } else {
-                (0..energy_header.len()).collect()
-            };
-            let right: Vec<usize> = (1..energy_header.len()).collect();
-            out.push_str(&fitted_table(
-                &energy_header,
-                &energy_rows,
-                &priority,
-                2,
-                &right,
-                self.width,
-                "with --wide",
-            ));
-            out.push_str(&wrap_lines(&energy_why, self.width));
-        }
-        if let Some(r) = &report.resources {
-            if r.rows.is_empty() {
-                lines.push(r.summary());
-            } else {
-                out.push_str(&format!("\nCompiler resources {}:\n", r.summary()));
-                let rows: Vec<Vec<String>> = r
-                    .rows
-                    .iter()
-                    .map(|row| row.iter().map(|c| crate::text::terminal_text(c)).collect())
-                    .collect();
-                // Registers and CTAs per SM say most of why a kernel's time moved.
-                let priority = [0, 1, 7, 2, 3, 5, 4, 6];
-                let right: Vec<usize> = (1..r.header.len()).collect();
-                out.push_str(&fitted_table(
-                    &r.header,
-                    &rows,
-                    &priority,
-                    2,
-                    &right,
-                    self.width,
-                    "with --wide",
-                ));
-                out.push_str(&wrap_lines(
-                    &[crate::resources::ResourceSection::LEGEND.to_string()],
-                    self.width,
-                ));
-            }
-        }
-        for (shape, p) in report.profiled() {
-            out.push_str(&profile_table(shape, p, self.width));
-        }
-        lines.extend(report.profiling_line());
-        lines.push(format!("ci-gate: {}", report.headline()));
-        out.push_str(&wrap_lines(&lines, self.width));
         out
     }
+
+    /// The peers' table (against PyTorch), with how they were timed.
+    fn peers(&self, report: &Report, out: &mut String) {
+        let (peer_header, peer_rows) = report.peer_rows();
+        if peer_rows.is_empty() {
+            return;
+        }
+        out.push_str("\nAgainst PyTorch (same run; ×: our p50 / theirs, as timed: see below):\n");
+        let priority: Vec<usize> = (0..peer_header.len()).collect();
+        let right: Vec<usize> = (1..peer_header.len()).collect();
+        out.push_str(&fitted_table(
+            &peer_header,
+            &peer_rows,
+            &priority,
+            2,
+            &right,
+            self.width,
+            "with --wide",
+        ));
+        if let Some(note) = &report.peer_note {
+            let width = self.width.unwrap_or(100).max(40);
+            for line in textwrap::wrap(&crate::text::terminal_text(note), width - 2) {
+                out.push_str(&format!("  {line}\n"));
+            }
+        }
+    }
+
+    /// Energy per call, where measured (or stored).
+    fn energy(&self, report: &Report, out: &mut String) {
+        let (energy_header, energy_rows, energy_why) = super::energy::energy_rows(report);
+        if energy_rows.is_empty() {
+            return;
+        }
+        out.push('\n');
+        out.push_str(&wrap_lines(&[super::energy::title(report)], self.width));
+        // Shape and the candidate's figure first, then the ratio, the base, TFLOP/s/W.
+        let priority: Vec<usize> = if energy_header.len() == 5 {
+            vec![0, 2, 3, 1, 4]
+        } else {
+            (0..energy_header.len()).collect()
+        };
+        let right: Vec<usize> = (1..energy_header.len()).collect();
+        out.push_str(&fitted_table(
+            &energy_header,
+            &energy_rows,
+            &priority,
+            2,
+            &right,
+            self.width,
+            "with --wide",
+        ));
+        out.push_str(&wrap_lines(&energy_why, self.width));
+    }
+
+    /// The compiler resources of the kernels that ran, with their legend.
+    fn resources(&self, r: &crate::resources::ResourceSection, out: &mut String) {
+        out.push_str(&format!("\nCompiler resources {}:\n", r.summary()));
+        let rows: Vec<Vec<String>> = r
+            .rows
+            .iter()
+            .map(|row| row.iter().map(|c| crate::text::terminal_text(c)).collect())
+            .collect();
+        // Registers and CTAs per SM say most of why a kernel's time moved.
+        let priority = [0, 1, 7, 2, 3, 5, 4, 6];
+        let right: Vec<usize> = (1..r.header.len()).collect();
+        out.push_str(&fitted_table(
+            &r.header,
+            &rows,
+            &priority,
+            2,
+            &right,
+            self.width,
+            "with --wide",
+        ));
+        out.push_str(&wrap_lines(
+            &[crate::resources::ResourceSection::LEGEND.to_string()],
+            self.width,
+        ));
+    }
+}
+
+/// The lines under the tables: each shape's error (an integrity failure is a parity loss,
+/// not a measuring error), the warnings a reader must act on, the information, the run's
+/// error.
+fn messages(report: &Report) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for row in &report.rows {
+        if let Some(e) = &row.error {
+            let kind = match row.verdict {
+                crate::verdict::Verdict::ParityFail => "parity-fail",
+                _ => "error",
+            };
+            lines.push(format!("{kind}: {}: {e}", row.shape));
+        }
+    }
+    let (found_warnings, found_notes) = findings(report);
+    lines.extend(
+        report
+            .actionable_warnings()
+            .into_iter()
+            .chain(&found_warnings)
+            .map(|w| format!("warning: {w}")),
+    );
+    lines.extend(
+        report
+            .warnings
+            .iter()
+            .filter(|w| super::is_informational(w))
+            .chain(&report.notes)
+            .chain(&found_notes)
+            .map(|n| format!("note: {n}")),
+    );
+    if let Some(e) = &report.error {
+        lines.push(format!("error: {e}"));
+    }
+    lines
 }
 
 /// Prose lines for the terminal: each wrapped between words to `width` with continuation
 /// lines indented, or as they are without a width. Never at a hyphen inside a word: these
 /// lines name files, GPUs and clock ranges (`nvidia-h200/pr.json`, `(1965-1980 MHz)`),
 /// which must stay whole to be read or copied; only a word longer than the width is cut.
-pub fn wrap_lines(lines: &[String], width: Option<usize>) -> String {
+pub(crate) fn wrap_lines(lines: &[String], width: Option<usize>) -> String {
     let mut out = String::new();
     for line in lines {
         match width {

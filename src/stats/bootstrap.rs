@@ -38,7 +38,8 @@ impl RatioDistribution {
     }
 
     /// The resampled ratios, ascending. Cost: O(1).
-    pub fn ratios(&self) -> &[f64] {
+    #[cfg(test)]
+    pub(crate) fn ratios(&self) -> &[f64] {
         &self.sorted
     }
 
@@ -69,13 +70,13 @@ impl RatioDistribution {
 
     /// The share of resampled ratios at most `x`: the bootstrap p-value of "ratio > x".
     /// Cost: O(log B).
-    pub fn share_at_most(&self, x: f64) -> f64 {
+    pub(crate) fn share_at_most(&self, x: f64) -> f64 {
         self.sorted.partition_point(|r| *r <= x) as f64 / self.sorted.len() as f64
     }
 
     /// The share of resampled ratios at least `x`: the bootstrap p-value of "ratio < x".
     /// Cost: O(log B).
-    pub fn share_at_least(&self, x: f64) -> f64 {
+    pub(crate) fn share_at_least(&self, x: f64) -> f64 {
         let below = self.sorted.partition_point(|r| *r < x);
         let nan = self.sorted.iter().rev().take_while(|r| r.is_nan()).count();
         (self.sorted.len() - below - nan) as f64 / self.sorted.len() as f64
@@ -83,7 +84,7 @@ impl RatioDistribution {
 
     /// A robust standard deviation of the log ratios: half the distance between their
     /// 15.87% and 84.13% quantiles (one normal sd each way). Cost: O(1).
-    pub fn log_sd(&self) -> f64 {
+    pub(crate) fn log_sd(&self) -> f64 {
         (self.quantile(0.841_344_746).ln() - self.quantile(0.158_655_254).ln()) / 2.0
     }
 }
@@ -104,7 +105,8 @@ impl Interval {
     }
 
     /// `high − low`. Cost: O(1).
-    pub fn width(&self) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn width(&self) -> f64 {
         self.high - self.low
     }
 }
@@ -196,11 +198,11 @@ pub fn ratio_of_medians_bootstrap(
 
 /// Most elementary steps (values scanned or compared) [`pooled_p50_pairs_bootstrap`] spends:
 /// it uses fewer resamples where the data would cost more, keeping any input under a second.
-pub const PAIRS_BOOTSTRAP_BUDGET: f64 = 5e7;
+pub(crate) const PAIRS_BOOTSTRAP_BUDGET: f64 = 5e7;
 
 /// Fewest resamples [`pooled_p50_pairs_bootstrap`] computes an interval from; below this (a
 /// very large input) it gives none.
-pub const PAIRS_BOOTSTRAP_MIN_RESAMPLES: u32 = 1000;
+pub(crate) const PAIRS_BOOTSTRAP_MIN_RESAMPLES: u32 = 1000;
 
 /// The pooled p50 ratio of one resample of pairs: `numpy.median` of all values of the
 /// candidate rounds of the pairs listed in `pairs` (with repetition), over the same of the
@@ -240,7 +242,7 @@ pub fn pooled_p50_ratio_of_pairs(base: &Rounds, cand: &Rounds, pairs: &[usize]) 
 ///
 /// Errors: [`StatsError::NoResamples`] for `resamples == 0`, [`StatsError::Unpaired`] when
 /// the sides have different round counts.
-pub fn pooled_p50_pairs_bootstrap(
+pub(crate) fn pooled_p50_pairs_bootstrap(
     base: &Rounds,
     cand: &Rounds,
     resamples: u32,

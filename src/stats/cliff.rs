@@ -57,7 +57,7 @@ pub enum Magnitude {
 
 impl Magnitude {
     /// The label of |delta|. Cost: O(1).
-    pub fn of(delta: f64) -> Magnitude {
+    pub(crate) fn of(delta: f64) -> Magnitude {
         let d = delta.abs();
         if d < 0.147 {
             Magnitude::Negligible

@@ -72,7 +72,7 @@ const DF_EXPANSION: f64 = 1000.0;
 /// degrees of freedom statrs' inversion; from there the Cornish–Fisher expansion around the
 /// normal quantile to 1/ν⁴ (Abramowitz & Stegun 26.7.5); the normal quantile for infinite
 /// df. Cost: O(1).
-pub fn t_quantile(q: f64, df: f64) -> f64 {
+pub(crate) fn t_quantile(q: f64, df: f64) -> f64 {
     if !(q > 0.0 && q < 1.0) || df.is_nan() || df <= 0.0 {
         return f64::NAN;
     }
@@ -362,7 +362,7 @@ impl ProcessSpread {
 
 /// Smallest between-process sd an estimate is allowed to report: with three processes an
 /// estimate of zero is common even where the true spread is not.
-pub const MIN_PROCESS_SD: f64 = 0.001;
+pub(crate) const MIN_PROCESS_SD: f64 = 0.001;
 
 /// The between-process spread with the gate's trimming ([`TRIM`]); see
 /// [`process_spread_trimmed`].

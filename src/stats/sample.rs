@@ -67,13 +67,8 @@ impl Sample {
     }
 
     /// Arithmetic mean (compensated summation). Cost: O(n).
-    pub fn mean(&self) -> f64 {
+    pub(crate) fn mean(&self) -> f64 {
         mean(&self.values)
-    }
-
-    /// Sample standard deviation with `ddof = 1` (two-pass, compensated). Cost: O(n).
-    pub fn stdev(&self) -> f64 {
-        stdev(&self.values, self.mean())
     }
 
     /// Minimum value. Cost: O(1).
@@ -184,7 +179,7 @@ impl Rounds {
     }
 
     /// The rounds, given back (validated). Cost: O(1).
-    pub fn into_rounds(self) -> Vec<Vec<f64>> {
+    pub(crate) fn into_rounds(self) -> Vec<Vec<f64>> {
         self.rounds
     }
 }

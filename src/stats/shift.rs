@@ -22,7 +22,7 @@
 use super::{Sample, StatsError};
 
 /// Most pairwise differences [`LogShift`] builds (a million values a side would be 10¹²).
-pub const MAX_SHIFT_PAIRS: usize = 250_000;
+pub(crate) const MAX_SHIFT_PAIRS: usize = 250_000;
 
 /// Two samples' pairwise log differences and the exact null law of U: see the module docs.
 #[derive(Clone, Debug)]

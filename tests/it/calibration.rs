@@ -1,6 +1,7 @@
-//! Calibration of the gate by seeded simulation: the decision path the pipeline runs
-//! (`evaluate`, the planned second look through `needs_second_look`, `evaluate` again, and
-//! the one rule in `verdict::decide`) on timings drawn from the noise model of issue 19:
+//! Calibration of the gate by seeded simulation: the decision path the pipeline runs (the
+//! planned two-stage design of `evaluate::decide_planned`, and the one rule in
+//! `verdict::decide`) on timings drawn from the simulated GPU's own noise model
+//! (`ci_gate::sim::noise`, issue 19's model and issue 30's):
 //!
 //! * a process shift shared by everything one process measures (sd 0.3%; cancels in A/B
 //!   pairs; it is what a stored baseline must carry as its between-process spread);
@@ -17,7 +18,7 @@
 //! The design is the PR config's: 8 pairs, up to 24 for shapes the first look does not
 //! settle; 13 shapes per run, one of them changed.
 //!
-//! Requirements (DESIGN.md, "Statistics"; issue 19): A/A ≤ 0.1% of shapes flagged; a true
+//! Requirements (docs/DECIDING.md, "Calibration"; issue 19): A/A ≤ 0.1% of shapes flagged; a true
 //! +2.0% ≤ 5% (≤ 10% with one throttled candidate round per stage); +2.5% ≥ 95% per shape;
 //! +3% ≥ 99% (also with one throttled base round); "Detectable" within 0.2 points of the
 //! simulated 80%-power change. Plus the stored-baseline path and i.i.d. sample files.
@@ -30,19 +31,20 @@
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rand_distr::{Distribution, Normal, StudentT};
 
 use std::path::{Path, PathBuf};
 
-use ci_gate::backend::{Backend, Measurement, PhaseTimes, ShapeId, Side};
-use ci_gate::commands::pipeline::{AbMode, Against, BaseKernels, RunPlan, run_with};
+use ci_gate::backend::shapes::{ShapeSlot, ShapeSlots};
+use ci_gate::backend::{Backend, Bookkeeping, GpuError, PhaseTimes, ShapeId, Side};
+use ci_gate::cli::ConfigArgs;
 use ci_gate::comparison::{StageDesign, StoredSide};
 use ci_gate::config::{CacheMode, Dtype, GateSettings, ShapeParams};
 use ci_gate::config::{Config, MeasureSettings, Tolerance};
-use ci_gate::evaluate::{evaluate, needs_second_look};
-use ci_gate::gpu::GpuError;
+use ci_gate::evaluate::{BadBaseline, decide_planned, evaluate};
 use ci_gate::results::{Environment, GpuState, PairOrder};
 use ci_gate::results::{MeasurementInfo, ShapeResult};
+use ci_gate::run::{BackendChoice, BaseKernels, Run, RunRequest};
+use ci_gate::sim::noise::{Noise, NoiseModel};
 use ci_gate::stats::{
     self, MarginTest, ProcessSpread, Rounds, SETTLED_LEVEL, STAGE1_ALPHA_SHARE, Sample, TRIM,
     cliffs_delta, paired_margin_test_trimmed, process_spread, round_medians, two_stage_p,
@@ -81,36 +83,15 @@ struct Setting {
     design: StageDesign,
 }
 
-/// The noise model (see the module docs); all sds are of the log time.
-#[derive(Clone, Copy, Debug)]
-struct Model {
-    process_sd: f64,
-    drift_sd: f64,
-    /// A level shared by the two rounds of a pair, drawn afresh for each pair (a clock the
-    /// power cap swings, moving both sides of an alternated pair alike); 0 in the issue's
-    /// model.
-    pair_sd: f64,
-    round_sd: f64,
-    round_df: f64,
-    within_sd: f64,
-    within_df: f64,
-    outliers: f64,
-    throttled: f64,
-    samples: usize,
-}
+/// The noise model (`ci_gate::sim::noise`, the simulated GPU's); all sds are of the log
+/// time.
+type Model = NoiseModel;
 
-const ISSUE: Model = Model {
-    process_sd: 0.003,
-    drift_sd: 0.001,
-    pair_sd: 0.0,
-    round_sd: 0.002,
-    round_df: 3.0,
-    within_sd: 0.01,
-    within_df: 5.0,
-    outliers: 0.02,
-    throttled: 0.02,
-    samples: 10,
-};
+/// Samples a round.
+const SAMPLES: usize = 10;
+
+/// Issue 19's model: what the simulated GPU measures with.
+const ISSUE: Model = NoiseModel::ISSUE;
 
 /// Issue 19's model with the PR config's design as shipped.
 const ISSUE_19: Setting = Setting {
@@ -136,68 +117,6 @@ const AUDIT: Model = Model {
     ..ISSUE
 };
 
-struct Noise {
-    rng: ChaCha8Rng,
-    normal: Normal<f64>,
-    round_t: StudentT<f64>,
-    within_t: StudentT<f64>,
-    model: Model,
-}
-
-impl Noise {
-    /// A t variate with `df` degrees of freedom scaled to unit variance.
-    fn unit_t(&mut self, heavy: bool) -> f64 {
-        let (t, df) = if heavy {
-            (&self.round_t, self.model.round_df)
-        } else {
-            (&self.within_t, self.model.within_df)
-        };
-        if df.is_infinite() {
-            return self.normal.sample(&mut self.rng);
-        }
-        t.sample(&mut self.rng) * ((df - 2.0) / df).sqrt()
-    }
-
-    fn new(seed: u64, model: Model) -> Noise {
-        // An infinite df is the normal law (no t variate is drawn for it).
-        let t = |df: f64| StudentT::new(if df.is_finite() { df } else { 1.0 }).unwrap();
-        Noise {
-            rng: ChaCha8Rng::seed_from_u64(seed),
-            normal: Normal::new(0.0, 1.0).unwrap(),
-            round_t: t(model.round_df),
-            within_t: t(model.within_df),
-            model,
-        }
-    }
-
-    fn z(&mut self) -> f64 {
-        self.normal.sample(&mut self.rng)
-    }
-
-    fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.rng.random::<f64>()
-    }
-
-    /// One round around `level` (log scale): its own heavy-tailed shift, throttled with the
-    /// model's probability or when `throttle` says so.
-    fn round(&mut self, level: f64, throttle: bool) -> Vec<f64> {
-        let m = self.model;
-        let mut level = level + m.round_sd * self.unit_t(true);
-        if throttle || self.rng.random::<f64>() < m.throttled {
-            level += self.uniform(0.03, 0.08).ln_1p();
-        }
-        (0..m.samples)
-            .map(|_| {
-                let mut x = (level + m.within_sd * self.unit_t(false)).exp();
-                if self.rng.random::<f64>() < m.outliers {
-                    x *= 1.0 + self.uniform(0.05, 0.30);
-                }
-                x
-            })
-            .collect()
-    }
-}
-
 /// Rounds forced to be throttled, besides the model's random ones.
 #[derive(Clone, Copy, Debug, Default)]
 struct Forced {
@@ -216,7 +135,6 @@ struct AbShape {
     change: f64,
     center: f64,
     process: f64,
-    drift: f64,
     /// Pairs whose base (resp. candidate) round is forced to be throttled.
     base_bad: Option<usize>,
     cand_bad: Option<(usize, usize)>,
@@ -236,20 +154,16 @@ impl AbShape {
         let mut noise = Noise::new(seed, model);
         let (s1, max) = (design.stage1 as usize, design.max as usize);
         let process = model.process_sd * noise.z();
-        let base_bad = forced.base_in_stage1.then(|| noise.rng.random_range(0..s1));
-        let cand_bad = forced.cand_per_stage.then(|| {
-            (
-                noise.rng.random_range(0..s1),
-                noise.rng.random_range(s1..max),
-            )
-        });
+        let base_bad = forced.base_in_stage1.then(|| noise.index(0..s1));
+        let cand_bad = forced
+            .cand_per_stage
+            .then(|| (noise.index(0..s1), noise.index(s1..max)));
         AbShape {
             noise,
             design,
             change,
             center,
             process,
-            drift: 0.0,
             base_bad,
             cand_bad,
             base: Vec::new(),
@@ -262,13 +176,12 @@ impl AbShape {
         while self.base.len() < n {
             let i = self.base.len();
             let noise = &mut self.noise;
-            self.drift += noise.model.drift_sd * noise.z();
-            let level =
-                self.center.ln() + self.process + self.drift + noise.model.pair_sd * noise.z();
-            self.base.push(noise.round(level, self.base_bad == Some(i)));
+            let level = self.center.ln() + self.process + noise.pair_shift();
+            self.base
+                .push(noise.round(level, SAMPLES, self.base_bad == Some(i)));
             let bad = self.cand_bad.is_some_and(|(a, b)| a == i || b == i);
             self.cand
-                .push(noise.round(level + self.change.ln_1p(), bad));
+                .push(noise.round(level + self.change.ln_1p(), SAMPLES, bad));
         }
         self
     }
@@ -321,9 +234,11 @@ fn replay_config(shapes: usize, design: StageDesign) -> Config {
 /// A measuring backend that serves pre-drawn pairs: shape `i` of the config gets the pairs
 /// of `shapes[i]`, drawn as the pipeline asks for them.
 struct Replay<'a> {
-    shapes: &'a mut [AbShape],
+    drawn: &'a mut [AbShape],
     params: Vec<ShapeParams>,
-    begun: Vec<(usize, [Measurement; 2], Vec<PairOrder>)>,
+    /// The shapes begun (as the real backends keep them), each with the index of its drawn
+    /// pairs.
+    begun: ShapeSlots<usize>,
 }
 
 impl Backend for Replay<'_> {
@@ -370,72 +285,65 @@ impl Backend for Replay<'_> {
         _: Tolerance,
         _: u64,
     ) -> Result<ci_gate::results::Parity, GpuError> {
-        Err(GpuError::Invalid("the replay measures no parity".into()))
+        Err(GpuError::Misuse("the replay measures no parity"))
     }
     fn load_other(&mut self, _: &Path, _: &[String]) -> Result<(), GpuError> {
-        Err(GpuError::Invalid(
-            "the replay has no third kernel set".into(),
-        ))
+        Err(GpuError::Misuse("the replay has no third kernel set"))
     }
     fn begin(
         &mut self,
         shape: &ShapeParams,
-        _: &[Side],
-        _: &MeasureSettings,
-        _: Tolerance,
+        sides: &[Side],
+        settings: &MeasureSettings,
+        tolerance: Tolerance,
         _: Option<f64>,
-        _: u64,
+        coin_seed: u64,
         _: u64,
     ) -> Result<ShapeId, GpuError> {
         let i = self
             .params
             .iter()
             .position(|p| p == shape)
-            .ok_or_else(|| GpuError::Invalid(format!("no drawn shape {shape}")))?;
-        self.begun
-            .push((i, [Measurement::empty(), Measurement::empty()], Vec::new()));
-        Ok(self.begun.len() - 1)
+            .ok_or_else(|| GpuError::Unsupported(format!("no drawn shape {shape}")))?;
+        Ok(self.begun.begin(ShapeSlot::new(
+            *shape, sides, settings, tolerance, coin_seed, i,
+        )))
     }
     fn pair(&mut self, id: ShapeId) -> Result<PairOrder, GpuError> {
-        let (i, m, orders) = &mut self.begun[id];
-        let n = m[1].rounds.len();
-        let s = self.shapes[*i].ensure(n + 1);
+        let slot = self.begun.live(id, "a pair")?;
+        let n = slot.sides[1].1.rounds.len();
+        let s = self.drawn[slot.state].ensure(n + 1);
         let (base, cand) = (s.base[n].clone(), s.cand[n].clone());
-        for (side, round) in m.iter_mut().zip([base, cand]) {
+        for ((_, side), round) in slot.sides.iter_mut().zip([base, cand]) {
             side.rounds.push(round);
             side.clock_events.push(0);
             side.launches_per_sample = 100;
         }
-        orders.push(PairOrder::BaseFirst);
+        slot.orders.push(PairOrder::BaseFirst);
         Ok(PairOrder::BaseFirst)
     }
     fn round(&mut self, _: ShapeId) -> Result<(), GpuError> {
-        Err(GpuError::Invalid("the replay measures pairs".into()))
+        Err(GpuError::Misuse("the replay measures pairs"))
     }
     fn energy(&mut self, _: ShapeId, _: u32, _: u32) -> Result<Option<String>, GpuError> {
         Ok(Some("replayed timings carry no energy".into()))
     }
 
-    fn drop_last(&mut self, id: ShapeId) {
-        let (_, m, orders) = &mut self.begun[id];
-        m.iter_mut().for_each(Measurement::drop_last);
-        orders.pop();
+    fn shapes(&self) -> &dyn Bookkeeping {
+        &self.begun
     }
-    fn measurement(&self, id: ShapeId, index: usize) -> &Measurement {
-        &self.begun[id].1[index]
+    fn shapes_mut(&mut self) -> &mut dyn Bookkeeping {
+        &mut self.begun
     }
-    fn orders(&self, id: ShapeId) -> &[PairOrder] {
-        &self.begun[id].2
-    }
-    fn end(&mut self, _: ShapeId) {}
     fn phase_times(&self) -> PhaseTimes {
         PhaseTimes::default()
     }
 }
 
-/// The gate as it runs: the real pipeline (`commands::pipeline::run_with`: the first stage,
-/// `evaluate`, the second look where `needs_second_look` asks, `evaluate` again, the one rule)
-/// on the [`Replay`] backend, which serves these shapes' pre-drawn pairs as the pipeline asks.
+/// The gate as it runs: the real pipeline (`Run::measure_with`: the first stage, then
+/// `evaluate::decide_planned` — `evaluate`, the second stage where `needs_second_look` asks,
+/// `evaluate` again, the one rule) on the [`Replay`] backend, which serves these shapes'
+/// pre-drawn pairs as the pipeline asks.
 fn shipped(shapes: &mut [AbShape], gate: &GateSettings) -> Outcome {
     assert_eq!(
         *gate,
@@ -446,32 +354,34 @@ fn shipped(shapes: &mut [AbShape], gate: &GateSettings) -> Outcome {
     let config = replay_config(SHAPES, design);
     let params = config.shapes.clone();
     assert_eq!(params.len(), shapes.len());
-    let plan = RunPlan {
-        shapes: params.clone(),
-        config,
-        kernels: PathBuf::from("."),
+    // A/A-style pairs of both sides always, nothing stored, nothing but the timings.
+    let request = RunRequest {
         base: Some(BaseKernels {
             dir: PathBuf::from("."),
             source: "replay".into(),
             commit: None,
         }),
-        ab: AbMode::Always,
-        against: Against::Nothing,
+        ab_always: true,
+        compare: false,
         parity: false,
         peers: false,
-        rounds: None,
-        inject: None,
-        policy: Policy::default(),
         trace_drift: false,
-        progress: false,
-        energy: false,
+        ..RunRequest::gate(&ConfigArgs {
+            config: PathBuf::from("calibration.yaml"),
+            kernels: PathBuf::from("."),
+            baselines: PathBuf::from("."),
+        })
     };
+    // The device is the replay below, not the GPU the run would open.
+    let run = Run::with_config(request, config, BackendChoice::Gpu).expect("the replay's run");
     let mut replay = Replay {
-        shapes,
+        drawn: shapes,
         params,
-        begun: Vec::new(),
+        begun: ShapeSlots::default(),
     };
-    let results = run_with(plan, &mut replay, std::time::Instant::now()).expect("a replayed run");
+    let results = run
+        .measure_with(&mut replay, std::time::Instant::now())
+        .expect("a replayed run");
     Outcome {
         flagged: results
             .shapes
@@ -1248,16 +1158,16 @@ impl StoredCase {
         let center = 10f64.ln();
         let mut all = Vec::new();
         for _ in 0..processes {
-            let shift = noise.model.process_sd * noise.z();
+            let shift = noise.model().process_sd * noise.z();
             for _ in 0..8 {
-                all.push(noise.round(center + shift, false));
+                all.push(noise.round(center + shift, SAMPLES, false));
             }
         }
         let process_rounds = vec![8; processes];
         let spread = process_spread(&Rounds::new(all.clone()).unwrap(), &process_rounds);
-        let shift = noise.model.process_sd * noise.z();
+        let shift = noise.model().process_sd * noise.z();
         let cand = (0..DESIGN.max)
-            .map(|_| noise.round(center + change.ln_1p() + shift, false))
+            .map(|_| noise.round(center + change.ln_1p() + shift, SAMPLES, false))
             .collect();
         StoredCase {
             stored: StoredSide::recorded(all, process_rounds, spread),
@@ -1266,29 +1176,24 @@ impl StoredCase {
     }
 
     /// The gate as the pipeline runs it with the stored baseline deciding alone (no A/B):
-    /// `evaluate` on the first 8 rounds, all 24 where `needs_second_look` asks.
-    /// Flagged, and the "Detectable" stated.
+    /// the planned two-stage decision (`evaluate::decide_planned`) on the first 8 rounds,
+    /// all of them where the first look leaves it open. Flagged, and the "Detectable" stated.
     fn shipped(&self, gate: &GateSettings) -> (bool, f64) {
         let mut s = shape_result(0, DESIGN);
         s.samples_us = self.cand[..DESIGN.stage1 as usize].to_vec();
         let mut v = [s];
-        evaluate(
+        decide_planned(
             &mut v,
-            |_| Some(self.stored.clone()),
+            DESIGN,
             gate,
             Policy::default(),
+            |_| Some(self.stored.clone()),
+            |_, s| {
+                s.samples_us = self.cand.clone();
+                Ok::<(), BadBaseline>(())
+            },
         )
         .unwrap();
-        if needs_second_look(&v[0], gate) {
-            v[0].samples_us = self.cand.clone();
-            evaluate(
-                &mut v,
-                |_| Some(self.stored.clone()),
-                gate,
-                Policy::default(),
-            )
-            .unwrap();
-        }
         (
             v[0].verdict == Verdict::Regression,
             v[0].stored.as_ref().map_or(f64::NAN, |c| c.min_detectable),
@@ -1487,7 +1392,7 @@ fn iid_values(noise: &mut Noise, n: usize, center: f64, tail: f64) -> Vec<Vec<f6
     (0..n)
         .map(|_| {
             let mut x = center * (0.01 * noise.z()).exp();
-            if noise.rng.random::<f64>() < tail {
+            if noise.chance(tail) {
                 x *= 1.0 + noise.uniform(0.05, 0.30);
             }
             vec![x]

@@ -3,7 +3,7 @@
 //! GPU's is made from its seed), saying so once on stderr, and give up after the wait bound
 //! (exit 2); another process on the GPU (`// ci-gate-sim: others=…`, as NVML would list it)
 //! is named in the results and a warning, and the comparison with the stored baseline is not
-//! judged beside it (`commands::sharing`).
+//! judged beside it (`run::sharing`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -145,7 +145,7 @@ fn two_runs_on_one_gpu_take_turns_and_the_second_says_it_waits() {
     let a = s.kernels("a", "factor=1.0 wall=25");
     let b = s.kernels("b", "factor=1.0 wall=25");
     let locks = private_lock_dir();
-    let uuid = ci_gate::backend::sim::gpu_uuid(1);
+    let uuid = ci_gate::sim::gpu_uuid(1);
     let spawn = |out: &str| {
         s.local(Some(&a), &b, "1", out)
             .env("CI_GATE_LOCK_DIR", &locks)
@@ -195,7 +195,7 @@ fn a_gpu_held_past_the_wait_bound_ends_the_run_without_a_verdict() {
     let s = Sim::new();
     let a = s.kernels("a", "factor=1.0");
     let locks = private_lock_dir();
-    let uuid = ci_gate::backend::sim::gpu_uuid(1);
+    let uuid = ci_gate::sim::gpu_uuid(1);
     // Held by this test process, as another ci-gate run would hold it.
     let held = ci_gate::gpu::lock::acquire(&uuid, &locks, Duration::ZERO, &mut |_| {}).unwrap();
     let out = s

@@ -332,7 +332,7 @@ fn a_kernel_that_is_slow_but_finishes_ends_the_run_when_the_gpu_budget_is_spent(
     assert!(r["shapes"].as_array().unwrap().is_empty());
 }
 
-/// In GitHub Actions the simulated GPU is refused (`backend::simulation_seed`): a simulated
+/// In GitHub Actions the simulated GPU is refused (`sim::simulation_seed`): a simulated
 /// kernel's times are what its own `ci-gate-sim` line says, so its verdict would be the pull
 /// request's. `ci` still publishes: exit 2, a results file and outputs that say why, the
 /// annotation after workflow commands resumed. (The simulated verdicts and hangs published

@@ -1,6 +1,6 @@
 //! A simulated GPU is a test device, never a verdict on a runner: a simulated kernel's times
 //! are what its own `// ci-gate-sim: factor=…` line says. So `CI_GATE_SIMULATE` is refused in
-//! GitHub Actions (`backend::simulation_seed`), by every command that would measure or
+//! GitHub Actions (`sim::simulation_seed`), by every command that would measure or
 //! merge, and `merge` refuses shards measured on the simulated GPU unless it simulates
 //! itself (as the tests do).
 

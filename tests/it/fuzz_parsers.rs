@@ -24,7 +24,7 @@ use ci_gate::config::Config as GateConfig;
 use ci_gate::files::parse_versioned_json;
 use ci_gate::report::{Exporter, MarkdownExporter, Report, TableExporter};
 use ci_gate::results::{ResultsFile, SCHEMA_VERSION};
-use ci_gate::samples::{MAX_SAMPLE_VALUES, parse_samples};
+use ci_gate::samples::{MAX_SAMPLE_VALUES, parse_sample_file};
 use ci_gate::text;
 use ci_gate::validate::{self, Untrusted};
 
@@ -491,11 +491,18 @@ fn check_config(text: &str) -> bool {
     true
 }
 
+/// What `compare` reads of a sample file (`parse_sample_file`): rounds of positive finite
+/// values, at least two in all and at most the bound, every round holding a value; a file
+/// "of values" (no round of several) holds one value per round, and the statistics need two
+/// units either way.
 fn check_samples(text: &str) -> bool {
-    match parse_samples(text, Path::new("fuzz.txt")) {
-        Ok(v) => {
-            assert!((2..=MAX_SAMPLE_VALUES).contains(&v.len()));
-            assert!(v.iter().all(|x| x.is_finite() && *x > 0.0));
+    match parse_sample_file(text, Path::new("fuzz.txt")) {
+        Ok(f) => {
+            let values: Vec<f64> = f.rounds.concat();
+            assert!((2..=MAX_SAMPLE_VALUES).contains(&values.len()));
+            assert!(values.iter().all(|x| x.is_finite() && *x > 0.0));
+            assert!(f.rounds.len() >= 2 && f.rounds.iter().all(|r| !r.is_empty()));
+            assert_eq!(f.has_rounds, f.rounds.iter().any(|r| r.len() > 1));
             true
         }
         Err(e) => {

@@ -5,7 +5,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::*;
-use crate::backend::sim::{NoiseModel, SimBackend, SimKernel};
+use crate::sim::{NoiseModel, SimBackend, SimKernel};
 
 /// A judge that answers from a list: `calls[i]` for commit i against GOOD; the
 /// confirmation says `confirm`. It records what it was asked.
@@ -189,7 +189,7 @@ fn kernel(hash: String, factor: f64) -> SimKernel {
 
 /// Commits whose simulated kernels have these time factors (GOOD: 1), every commit's
 /// kernels distinct (so none is reused): each step a fresh simulated process of
-/// `NoiseModel::ISSUE`, through `pipeline::run_with` and [`classify`].
+/// `NoiseModel::ISSUE`, through `Run::measure_with` and [`classify`].
 struct SimJudge {
     factors: Vec<f64>,
     config: Config,
@@ -206,18 +206,20 @@ impl SimJudge {
             Some(base),
             cand,
         );
-        // The command's own step plan.
-        let plan = step_plan(
+        // The command's own step.
+        let step = step(
             self.config.clone(),
-            self.config.shapes.clone(),
+            Vec::new(),
             BaseKernels {
                 dir: PathBuf::from("base"),
                 source: "base".into(),
                 commit: None,
             },
             PathBuf::from("cand"),
-        );
-        match pipeline::run_with(plan, &mut backend, Instant::now()) {
+            BackendChoice::Gpu,
+        )
+        .unwrap();
+        match step.measure_with(&mut backend, Instant::now()) {
             Ok(r) => classify(&r).0,
             Err(e) => Call::Skipped(e.to_string()),
         }

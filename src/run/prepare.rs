@@ -1,57 +1,53 @@
-//! What `local` and `ci` settle before the GPU section, and the GPU work they share: the
-//! request checked, the base resolved, the measuring (here, or one child per device) and the
+//! The prepare phase of `local` and `ci`: what they settle before the GPU section (the run
+//! resolved, the request's options checked, the base resolved, the devices of `--devices`),
+//! and the GPU work they share: the measuring (here, or one child per device) and the
 //! profiles. The two commands differ only in how they publish.
 
 use anyhow::{Result, bail};
 
 use super::git::{ResolvedBase, resolve_base};
-use super::request::RunRequest;
+use super::request::Run;
 use crate::cli::{BaseArgs, ProfileArgs};
 use crate::results::ResultsFile;
 
-/// A run ready to measure: its request with the base resolved, the GPUs to fan out to, and
-/// the base (whose temporary checkout lives as long as this). What `local` and `ci` settle
-/// before the GPU section; nothing here compiles or launches anything.
-pub struct PreparedRun {
-    pub request: RunRequest,
+/// A run ready to measure: the run with its base resolved, the GPUs to fan out to, and the
+/// base (whose temporary checkout lives as long as this). Nothing here compiles or launches
+/// anything.
+pub(crate) struct PreparedRun {
+    pub run: Run,
     devices: Option<Vec<u32>>,
     base: ResolvedBase,
 }
 
-/// Checks `request` (its config, shapes and shard, `--inject`, `--profile`, `--devices`)
-/// and resolves its base from `base_args` (`merge_base_by_default`: `local`'s default).
-pub fn prepare(
-    mut request: RunRequest,
+/// Checks `run`'s request (`--inject`, `--profile`, `--devices`) and resolves its base from
+/// `base_args` (`merge_base_by_default`: `local`'s default).
+pub(crate) fn prepare(
+    mut run: Run,
     base_args: &BaseArgs,
     profile: &ProfileArgs,
     devices: Option<&str>,
     merge_base_by_default: bool,
 ) -> Result<PreparedRun> {
-    let (config, _, _) = request.shapes()?;
-    if let Some(f) = request.inject
+    if let Some(f) = run.request.inject
         && !(f > 0.0 && f < 1.0)
     {
         bail!("--inject {f}: the slowdown must be a fraction between 0 and 1");
     }
     super::profile::check_args(profile)?;
-    super::profile::check_request(profile, &config)?;
+    super::profile::check_request(profile, &run.config)?;
     let devices = match devices {
         Some(list) => Some(super::devices::parse_devices(list)?),
         None => None,
     };
-    let base = resolve_base(base_args, &request.kernels, merge_base_by_default)?;
-    request.base = base.kernels.clone();
-    Ok(PreparedRun {
-        request,
-        devices,
-        base,
-    })
+    let base = resolve_base(base_args, &run.request.kernels, merge_base_by_default)?;
+    run.request.base = base.kernels.clone();
+    Ok(PreparedRun { run, devices, base })
 }
 
 impl PreparedRun {
     /// What the candidate is measured against, for a line before the run: the base's source,
     /// or why there is none.
-    pub fn base_line(&self) -> Option<String> {
+    pub(crate) fn base_line(&self) -> Option<String> {
         match (&self.base.kernels, &self.base.note) {
             (Some(k), _) => Some(format!("base kernels from {}", k.source)),
             (None, note) => note.clone(),
@@ -60,23 +56,23 @@ impl PreparedRun {
 
     /// Whether the measuring happens in this process (no `--devices`): then a hung GPU is
     /// this process's to report.
-    pub fn measures_here(&self) -> bool {
+    pub(crate) fn measures_here(&self) -> bool {
         self.devices.is_none()
     }
 
     /// The GPU work: measure (here, or one child per device), then profile (`profile`).
     pub fn measure(&self, profile: &ProfileArgs) -> Result<ResultsFile> {
-        let request = &self.request;
+        let run = &self.run;
         let mut results = match &self.devices {
-            Some(devices) => super::devices::run_on_devices(devices, request)?,
-            None => request.measure_here()?,
+            Some(devices) => super::devices::run_on_devices(devices, run)?,
+            None => run.measure_here()?,
         };
         results.notes.extend(self.base.note.clone());
         super::profile::profile_after(
             &mut results,
             profile,
-            &request.config,
-            &request.kernels,
+            &run.request.config,
+            &run.request.kernels,
             self.base.kernels.as_ref(),
         );
         Ok(results)

@@ -46,7 +46,7 @@ fn check_rev(rev: &str) -> Result<()> {
 }
 
 /// The full commit a revision names, if this is a repository that has it.
-pub fn resolve(rev: &str) -> Option<String> {
+pub(crate) fn resolve(rev: &str) -> Option<String> {
     check_rev(rev).ok()?;
     git(&[
         "rev-parse",
@@ -110,7 +110,7 @@ pub(crate) fn subject(commit: &str) -> String {
 
 /// The merge-base of HEAD with the default branch (origin's HEAD, else `main`, else
 /// `master`); `None` outside a repository or where none of those exists.
-pub fn default_base() -> Option<String> {
+pub(crate) fn default_base() -> Option<String> {
     let branch = git(&["symbolic-ref", "--quiet", "refs/remotes/origin/HEAD"]).or_else(|| {
         ["origin/main", "main", "origin/master", "master"]
             .into_iter()
@@ -147,7 +147,7 @@ fn path_in_repo(dir: &Path) -> Result<String> {
 /// Writes the kernel files of `commit` (under the path `kernels_dir` has in this repository,
 /// or `kernels/` where it lies outside, as a pull request's checkout does) into `into`, and
 /// describes them as a base named `label`.
-pub fn export_kernels(
+pub(crate) fn export_kernels(
     commit: &str,
     label: &str,
     kernels_dir: &Path,
@@ -177,7 +177,7 @@ pub fn export_kernels(
 
 /// The base kernels a run measures against, with the temporary directory that holds them
 /// when they were read from git (removed when this is dropped).
-pub struct ResolvedBase {
+pub(crate) struct ResolvedBase {
     pub kernels: Option<BaseKernels>,
     pub note: Option<String>,
     _tmp: Option<tempfile::TempDir>,
@@ -185,7 +185,7 @@ pub struct ResolvedBase {
 
 /// Resolves `--base`, `--base-kernels` and `--no-base`. Without any of them, `local` takes
 /// the merge-base with the default branch (`merge_base_by_default`) and `ci` none.
-pub fn resolve_base(
+pub(crate) fn resolve_base(
     args: &BaseArgs,
     kernels: &Path,
     merge_base_by_default: bool,

@@ -20,71 +20,37 @@
 //! shape it applies to has begun (`*`: from the start), and `wall=MS` makes each simulated
 //! round take that many milliseconds of wall time (two runs then overlap, for the GPU lock's
 //! tests). The simulated GPU's UUID is made from the seed ([`gpu_uuid`]), so runs with the same
-//! seed share a GPU and its lock. The noise model is
-//! issue 19's ([`NoiseModel::ISSUE`]): a process shift, a drift within the process, heavy-
-//! tailed round shifts, throttled rounds, heavy-tailed samples with outliers.
+//! seed share a GPU and its lock. The noise model ([`noise`], shared with the calibration of
+//! the gate in `tests/it/calibration.rs`) is issue 19's ([`NoiseModel::ISSUE`]): a process
+//! shift, a drift within the process, heavy-tailed round shifts, throttled rounds,
+//! heavy-tailed samples with outliers.
 //!
 //! Nothing of it ever measures a real kernel: its GPU is named "Simulated GPU" ([`GPU_NAME`],
 //! how `merge` tells a simulated shard), and it is refused in GitHub Actions
-//! (`backend::simulation_seed`).
+//! ([`simulation_seed`]).
 
 use std::path::Path;
 use std::time::Duration;
 
-use rand::{RngExt, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-use rand_distr::{Distribution, Normal, StudentT};
+pub mod noise;
 
-use super::{Backend, Measurement, PhaseTimes, ShapeId, Side};
+use rand::RngExt;
+
+use crate::backend::shapes::{ShapeSlot, ShapeSlots};
+use crate::backend::{Backend, Bookkeeping, GpuError, PhaseTimes, ShapeId, Side};
 use crate::config::{MeasureSettings, ShapeParams, Tolerance};
 use crate::gpu::compile::KernelSource;
-use crate::gpu::error::GpuError;
 use crate::resources::KernelResources;
 use crate::results::{Environment, GpuState, PairOrder, Parity};
+pub use noise::{Noise, NoiseModel};
 
 /// The name of the simulated GPU in a results file's environment (its slug:
 /// `simulated-gpu`).
-pub const GPU_NAME: &str = "Simulated GPU";
-
-/// The noise of the simulated timings; every sd is of the log time.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct NoiseModel {
-    /// Shared by everything one process measures (cancels in A/B pairs).
-    pub process_sd: f64,
-    /// A random walk within the process, per pair (shared by the two rounds of a pair).
-    pub drift_sd: f64,
-    /// A level shared by the two rounds of a pair, drawn afresh for each pair.
-    pub pair_sd: f64,
-    /// Each round's own shift: Student t with `round_df` degrees of freedom.
-    pub round_sd: f64,
-    pub round_df: f64,
-    /// Within a round: Student t with `within_df` degrees of freedom.
-    pub within_sd: f64,
-    pub within_df: f64,
-    /// Share of samples 5–30% slow.
-    pub outliers: f64,
-    /// Share of rounds (per side) 3–8% slow.
-    pub throttled: f64,
-}
-
-impl NoiseModel {
-    /// The model of issue 19 (and of `tests/it/calibration.rs`).
-    pub const ISSUE: NoiseModel = NoiseModel {
-        process_sd: 0.003,
-        drift_sd: 0.001,
-        pair_sd: 0.0,
-        round_sd: 0.002,
-        round_df: 3.0,
-        within_sd: 0.01,
-        within_df: 5.0,
-        outliers: 0.02,
-        throttled: 0.02,
-    };
-}
+pub(crate) const GPU_NAME: &str = "Simulated GPU";
 
 /// What a simulated `attention.cu` does.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SimKernel {
+pub(crate) struct SimKernel {
     pub hash: String,
     pub factor: f64,
     pub parity_fail: Option<String>,
@@ -204,72 +170,16 @@ fn base_us(shape: &ShapeParams) -> f64 {
     (shape.flops() / 300e12 * 1e6).max(2.0)
 }
 
-struct Noise {
-    rng: ChaCha8Rng,
-    normal: Normal<f64>,
-    round_t: StudentT<f64>,
-    within_t: StudentT<f64>,
-    model: NoiseModel,
-}
-
-impl Noise {
-    fn new(seed: u64, model: NoiseModel) -> Noise {
-        Noise {
-            rng: ChaCha8Rng::seed_from_u64(seed),
-            normal: Normal::new(0.0, 1.0).expect("a standard normal"),
-            round_t: StudentT::new(model.round_df.max(2.5)).expect("positive degrees"),
-            within_t: StudentT::new(model.within_df.max(2.5)).expect("positive degrees"),
-            model,
-        }
-    }
-
-    /// A t variate scaled to unit variance.
-    fn unit_t(&mut self, round: bool) -> f64 {
-        let (t, df) = if round {
-            (&self.round_t, self.model.round_df.max(2.5))
-        } else {
-            (&self.within_t, self.model.within_df.max(2.5))
-        };
-        t.sample(&mut self.rng) * ((df - 2.0) / df).sqrt()
-    }
-
-    fn z(&mut self) -> f64 {
-        self.normal.sample(&mut self.rng)
-    }
-
-    /// One round of `samples` values around `level` (log µs).
-    fn round(&mut self, level: f64, samples: u32) -> Vec<f64> {
-        let m = self.model;
-        let mut level = level + m.round_sd * self.unit_t(true);
-        if self.rng.random::<f64>() < m.throttled {
-            level += (0.03 + 0.05 * self.rng.random::<f64>()).ln_1p();
-        }
-        (0..samples.max(1))
-            .map(|_| {
-                let mut x = level + m.within_sd * self.unit_t(false);
-                if self.rng.random::<f64>() < m.outliers {
-                    x += (0.05 + 0.25 * self.rng.random::<f64>()).ln_1p();
-                }
-                x.exp()
-            })
-            .collect()
-    }
-}
-
+/// What the simulation keeps of a shape besides its measurements.
 struct SimShape {
-    params: ShapeParams,
-    sides: Vec<(Side, Measurement)>,
-    settings: MeasureSettings,
-    tolerance: Tolerance,
+    /// The slowdown injected into the last side, µs per launch.
     inject_us: Option<f64>,
-    coin: ChaCha8Rng,
+    /// The shape's own stream of the noise model.
     noise: Noise,
-    drift: f64,
-    orders: Vec<PairOrder>,
 }
 
 /// The simulated GPU.
-pub struct SimBackend {
+pub(crate) struct SimBackend {
     key: u64,
     model: NoiseModel,
     process_shift: f64,
@@ -277,10 +187,10 @@ pub struct SimBackend {
     candidate: SimKernel,
     other: Option<SimKernel>,
     calibrated: bool,
-    shapes: Vec<Option<SimShape>>,
+    shapes: ShapeSlots<SimShape>,
     next_address: u64,
     /// The run's GPU-time budget, charged with the simulated samples' time.
-    budget: super::GpuBudget,
+    budget: crate::backend::GpuBudget,
     /// How long a simulated hang is waited for (`measure.max_wait_s`).
     max_wait: Duration,
     /// Every shape begun so far (for `others`).
@@ -289,6 +199,56 @@ pub struct SimBackend {
 
 /// Simulated launches per sample.
 const LAUNCHES: u32 = 100;
+
+/// Whether `env` is the simulated GPU's (what [`SimBackend`] records, and no real GPU's
+/// name: NVML's names are the vendor's, e.g. "NVIDIA L4").
+pub(crate) fn is_simulated(env: &Environment) -> bool {
+    env.gpu_name.trim() == GPU_NAME || env.gpu_slug == crate::results::gpu_slug(GPU_NAME)
+}
+
+/// The environment variable that selects the simulated backend: its value seeds it
+/// ("1" or any number). Tests and CI only.
+pub(crate) const SIMULATE_ENV: &str = "CI_GATE_SIMULATE";
+
+/// Set by GitHub Actions in every job, on hosted and self-hosted runners alike.
+const GITHUB_ACTIONS_ENV: &str = "GITHUB_ACTIONS";
+
+/// The one decision on the simulated GPU: its seed where [`SIMULATE_ENV`] selects it, None
+/// where it does not (the GPU measures), an error where it is set on a runner. Everything
+/// that reads [`SIMULATE_ENV`] asks here (a run once, through `run::BackendChoice::from_env`).
+///
+/// A simulated kernel's times are whatever its own `// ci-gate-sim: factor=…` line says, so
+/// a simulated run on a runner would be a verdict written by the pull request. GitHub sets
+/// `GITHUB_ACTIONS=true` in every job; the simulation is refused wherever the variable is
+/// present, whatever its value (an empty or odd value included): only GitHub has a reason to
+/// set it, a value other than GitHub's is an edit of the runner's environment, and a test
+/// or a developer's machine that simulates simply does not have it (the integration tests
+/// remove it from their commands).
+pub fn simulation_seed() -> Result<Option<u64>, SimulationRefused> {
+    simulation_seed_from(|name| std::env::var_os(name))
+}
+
+/// The simulated GPU asked for in GitHub Actions: refused, whatever else the run asks.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{SIMULATE_ENV} is set in GitHub Actions ({GITHUB_ACTIONS_ENV} is set), but the simulated GPU is a test device whose times the kernels' own `ci-gate-sim` lines decide, never a verdict on a runner: unset {SIMULATE_ENV}"
+)]
+pub struct SimulationRefused;
+
+/// [`simulation_seed`] with the environment given (tests).
+pub(crate) fn simulation_seed_from(
+    var: impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> Result<Option<u64>, SimulationRefused> {
+    let Some(seed) = var(SIMULATE_ENV) else {
+        return Ok(None);
+    };
+    if var(GITHUB_ACTIONS_ENV).is_some() {
+        return Err(SimulationRefused);
+    }
+    Ok(Some(
+        seed.to_string_lossy().trim().parse::<u64>().unwrap_or(1),
+    ))
+}
 
 /// The simulated GPU's UUID for a seed: runs with the same seed are on the same simulated GPU
 /// (and wait for each other's lock, `gpu::lock`).
@@ -301,7 +261,7 @@ pub fn gpu_uuid(seed: u64) -> String {
 
 /// The pid the simulated other process has (above Linux's largest pid, so no real process
 /// has it).
-pub const OTHER_PID: u32 = 4_200_000;
+pub(crate) const OTHER_PID: u32 = 4_200_000;
 
 impl SimBackend {
     /// A simulated GPU seeded by `seed`, with kernel sets of the given behaviour.
@@ -321,23 +281,23 @@ impl SimBackend {
             candidate,
             other: None,
             calibrated: false,
-            shapes: Vec::new(),
+            shapes: ShapeSlots::default(),
             next_address: 0x7f00_0000_0000,
-            budget: super::GpuBudget::new(f64::INFINITY),
+            budget: crate::backend::GpuBudget::new(f64::INFINITY),
             max_wait: Duration::from_secs(15),
             begun: Vec::new(),
         }
     }
 
     /// The same simulation waiting `max_wait` for a hung kernel (`measure.max_wait_s`).
-    pub fn with_max_wait(mut self, max_wait: Duration) -> SimBackend {
+    pub(crate) fn with_max_wait(mut self, max_wait: Duration) -> SimBackend {
         self.max_wait = max_wait;
         self
     }
 
     /// The same simulation with a GPU-time budget of `seconds` (`measure.gpu_budget_s`).
-    pub fn with_budget(mut self, seconds: f64) -> SimBackend {
-        self.budget = super::GpuBudget::new(seconds);
+    pub(crate) fn with_budget(mut self, seconds: f64) -> SimBackend {
+        self.budget = crate::backend::GpuBudget::new(seconds);
         self
     }
 
@@ -352,7 +312,7 @@ impl SimBackend {
             let src = KernelSource::read(&dir.join("attention.cu"))?;
             crate::gpu::lexcheck::check_no_file_access(&src.text, &src.path.display().to_string())?;
             SimKernel::parse(&src.text, &src.hash)
-                .map_err(|e| GpuError::Invalid(format!("{}: {e}", src.path.display())))
+                .map_err(|e| GpuError::Kernel(format!("{}: {e}", src.path.display())))
         };
         let first = read(harness)?;
         let (base, cand) = match candidate {
@@ -368,7 +328,7 @@ impl SimBackend {
             Side::Candidate => Some(&self.candidate),
             Side::Other => self.other.as_ref(),
         }
-        .ok_or_else(|| GpuError::Invalid(format!("no {} kernels are loaded", side.label())))
+        .ok_or(GpuError::NotLoaded { side: side.label() })
     }
 
     /// The faults of a launch of `side` on `shape`: a hang ends the process (the watchdog's
@@ -385,7 +345,7 @@ impl SimBackend {
             );
         }
         if SimKernel::hits(&k.error, shape) {
-            return Err(GpuError::Invalid(format!(
+            return Err(GpuError::Simulated(format!(
                 "kernel attention_fwd of the {} on shape {shape}: CUDA_ERROR_ILLEGAL_ADDRESS (simulated)",
                 side.label()
             )));
@@ -396,9 +356,7 @@ impl SimBackend {
     fn round_of(&mut self, id: ShapeId, index: usize, level: f64) -> Result<(), GpuError> {
         let address = self.next_address;
         self.next_address += 0x10_0000;
-        let s = self.shapes[id]
-            .as_mut()
-            .ok_or_else(|| GpuError::Invalid("a round of a shape that was ended".into()))?;
+        let s = self.shapes.live(id, "a round")?;
         let samples = s.settings.samples_per_round;
         // A clock event on this side's kernel: a quarter of its rounds, drawn from the
         // shape's own coin (seeded), see the clock move during half their samples.
@@ -416,7 +374,7 @@ impl SimBackend {
         } else {
             level
         };
-        let values = s.noise.round(level, samples);
+        let values = s.state.noise.round(level, samples as usize, false);
         let tolerance = s.tolerance;
         let side = s.sides[index].0;
         let wall_ms = match side {
@@ -462,9 +420,10 @@ impl SimBackend {
 
     /// The log time of a side's round on this shape, before the round's own noise.
     fn level(&self, id: ShapeId, index: usize, shared: f64) -> Result<f64, GpuError> {
-        let s = self.shapes[id]
-            .as_ref()
-            .ok_or_else(|| GpuError::Invalid("a shape that was ended".into()))?;
+        let s = self
+            .shapes
+            .get(id)
+            .ok_or(GpuError::Ended { what: "a round" })?;
         let (side, _) = s.sides[index];
         let k = self.kernel(side)?;
         if SimKernel::hits(&k.skip, &s.params) {
@@ -476,7 +435,7 @@ impl SimBackend {
         }
         let mut us = base_us(&s.params) * k.factor;
         if index + 1 == s.sides.len()
-            && let Some(extra) = s.inject_us
+            && let Some(extra) = s.state.inject_us
         {
             us += extra;
         }
@@ -539,7 +498,7 @@ impl Backend for SimBackend {
     }
 
     fn kernel_resources(&self, side: Side, shapes: &[ShapeParams]) -> Vec<KernelResources> {
-        let (Ok(k), Some(side)) = (self.kernel(side), super::resource_side(side)) else {
+        let (Ok(k), Some(side)) = (self.kernel(side), crate::backend::resource_side(side)) else {
             return Vec::new();
         };
         let mut names: Vec<String> = shapes
@@ -616,7 +575,7 @@ impl Backend for SimBackend {
         let src = KernelSource::read(&dir.join("attention.cu"))?;
         self.other = Some(
             SimKernel::parse(&src.text, &src.hash)
-                .map_err(|e| GpuError::Invalid(format!("{}: {e}", src.path.display())))?,
+                .map_err(|e| GpuError::Kernel(format!("{}: {e}", src.path.display())))?,
         );
         Ok(())
     }
@@ -635,33 +594,26 @@ impl Backend for SimBackend {
             self.launch(*side, shape, "warm-up")?;
         }
         if inject_us.is_some() && !self.calibrated {
-            return Err(GpuError::Invalid(
-                "an injected slowdown needs calibrate_injection first".into(),
+            return Err(GpuError::Misuse(
+                "an injected slowdown needs calibrate_injection first",
             ));
         }
         self.begun.push(*shape);
-        self.shapes.push(Some(SimShape {
-            params: *shape,
-            sides: sides.iter().map(|s| (*s, Measurement::empty())).collect(),
-            settings: settings.clone(),
-            tolerance,
+        let state = SimShape {
             inject_us,
-            coin: ChaCha8Rng::seed_from_u64(coin_seed),
             noise: Noise::new(seed ^ self.key.rotate_left(7), self.model),
-            drift: 0.0,
-            orders: Vec::new(),
-        }));
-        Ok(self.shapes.len() - 1)
+        };
+        Ok(self.shapes.begin(ShapeSlot::new(
+            *shape, sides, settings, tolerance, coin_seed, state,
+        )))
     }
 
     fn pair(&mut self, id: ShapeId) -> Result<PairOrder, GpuError> {
         let (order, shared) = {
-            let s = self.shapes[id]
-                .as_mut()
-                .ok_or_else(|| GpuError::Invalid("a pair of a shape that was ended".into()))?;
+            let s = self.shapes.live(id, "a pair")?;
             if s.sides.len() != 2 {
-                return Err(GpuError::Invalid(
-                    "a pair needs two sides (begin() was given one)".into(),
+                return Err(GpuError::Misuse(
+                    "a pair needs two sides (begin() was given one)",
                 ));
             }
             let order = if s.coin.random::<bool>() {
@@ -669,27 +621,20 @@ impl Backend for SimBackend {
             } else {
                 PairOrder::CandFirst
             };
-            s.drift += s.noise.model.drift_sd * s.noise.z();
-            let pair = s.noise.model.pair_sd * s.noise.z();
-            (order, s.drift + pair)
+            (order, s.state.noise.pair_shift())
         };
         let levels = [self.level(id, 0, shared)?, self.level(id, 1, shared)?];
         for (index, level) in levels.into_iter().enumerate() {
             self.round_of(id, index, level)?;
         }
-        if let Some(s) = self.shapes[id].as_mut() {
-            s.orders.push(order);
-        }
+        self.shapes.live(id, "a pair")?.orders.push(order);
         Ok(order)
     }
 
     fn round(&mut self, id: ShapeId) -> Result<(), GpuError> {
         let (index, shared) = {
-            let s = self.shapes[id]
-                .as_mut()
-                .ok_or_else(|| GpuError::Invalid("a round of a shape that was ended".into()))?;
-            s.drift += s.noise.model.drift_sd * s.noise.z();
-            (s.sides.len() - 1, s.drift)
+            let s = self.shapes.live(id, "a round")?;
+            (s.sides.len() - 1, s.state.noise.round_shift())
         };
         let level = self.level(id, index, shared)?;
         self.round_of(id, index, level)
@@ -702,17 +647,16 @@ impl Backend for SimBackend {
         updates: u32,
     ) -> Result<Option<String>, GpuError> {
         let kernels: Vec<SimKernel> = {
-            let s = self.shapes[id]
-                .as_ref()
-                .ok_or_else(|| GpuError::Invalid("energy of a shape that was ended".into()))?;
+            let s = self
+                .shapes
+                .get(id)
+                .ok_or(GpuError::Ended { what: "energy" })?;
             s.sides
                 .iter()
                 .map(|(side, _)| self.kernel(*side).cloned())
                 .collect::<Result<_, _>>()?
         };
-        let s = self.shapes[id]
-            .as_mut()
-            .ok_or_else(|| GpuError::Invalid("energy of a shape that was ended".into()))?;
+        let s = self.shapes.live(id, "energy")?;
         for _ in 0..rounds {
             for (i, k) in kernels.iter().enumerate() {
                 if SimKernel::hits(&k.skip, &s.params) {
@@ -725,8 +669,9 @@ impl Backend for SimBackend {
                 // A 400 W board (times the kernel's `power`) with 1% noise per window; the
                 // counter moves every 100 ms and a read brackets a move to 2 ms (20 ms where
                 // the directive makes it coarse).
-                let power_w = 400.0 * k.power * (0.01 * s.noise.z()).exp();
-                let call_ms = base_us(&s.params) * k.factor / 1000.0 * (0.002 * s.noise.z()).exp();
+                let power_w = 400.0 * k.power * (0.01 * s.state.noise.z()).exp();
+                let call_ms =
+                    base_us(&s.params) * k.factor / 1000.0 * (0.002 * s.state.noise.z()).exp();
                 let span_ms = 100.0 * f64::from(updates);
                 let replay_ms = call_ms * f64::from(LAUNCHES);
                 s.sides[i].1.energy.push(crate::energy::EnergyRound {
@@ -749,40 +694,12 @@ impl Backend for SimBackend {
         Ok(None)
     }
 
-    fn drop_last(&mut self, id: ShapeId) {
-        if let Some(s) = self.shapes[id].as_mut() {
-            for (_, m) in &mut s.sides {
-                m.drop_last();
-            }
-            if s.sides.len() == 2 {
-                s.orders.pop();
-            }
-        }
+    fn shapes(&self) -> &dyn Bookkeeping {
+        &self.shapes
     }
 
-    fn measurement(&self, id: ShapeId, index: usize) -> &Measurement {
-        match self
-            .shapes
-            .get(id)
-            .and_then(|s| s.as_ref())
-            .and_then(|s| s.sides.get(index))
-        {
-            Some((_, m)) => m,
-            None => super::empty_measurement(),
-        }
-    }
-
-    fn orders(&self, id: ShapeId) -> &[PairOrder] {
-        self.shapes
-            .get(id)
-            .and_then(|s| s.as_ref())
-            .map_or(&[], |s| &s.orders)
-    }
-
-    fn end(&mut self, id: ShapeId) {
-        if let Some(slot) = self.shapes.get_mut(id) {
-            *slot = None;
-        }
+    fn shapes_mut(&mut self) -> &mut dyn Bookkeeping {
+        &mut self.shapes
     }
 
     fn phase_times(&self) -> PhaseTimes {
@@ -849,5 +766,63 @@ mod tests {
         let ratio = cand / base;
         assert!((1.07..1.13).contains(&ratio), "{ratio}");
         assert_eq!(run(), (base, cand, orders));
+    }
+}
+
+#[cfg(test)]
+mod selection_tests {
+    use super::*;
+    use std::collections::HashMap;
+    use std::ffi::OsString;
+
+    fn seed(vars: &[(&str, &str)]) -> Result<Option<u64>, SimulationRefused> {
+        let map: HashMap<&str, OsString> = vars.iter().map(|(k, v)| (*k, (*v).into())).collect();
+        simulation_seed_from(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn the_simulation_is_refused_wherever_github_actions_is_set() {
+        assert_eq!(seed(&[]).unwrap(), None);
+        assert_eq!(seed(&[("GITHUB_ACTIONS", "true")]).unwrap(), None);
+        assert_eq!(seed(&[("CI_GATE_SIMULATE", "7")]).unwrap(), Some(7));
+        assert_eq!(seed(&[("CI_GATE_SIMULATE", " 7 ")]).unwrap(), Some(7));
+        assert_eq!(seed(&[("CI_GATE_SIMULATE", "yes")]).unwrap(), Some(1));
+        for value in ["true", "false", "", "1"] {
+            let e = seed(&[("CI_GATE_SIMULATE", "1"), ("GITHUB_ACTIONS", value)])
+                .unwrap_err()
+                .to_string();
+            assert_eq!(
+                e,
+                "CI_GATE_SIMULATE is set in GitHub Actions (GITHUB_ACTIONS is set), but the simulated GPU is a test device whose times the kernels' own `ci-gate-sim` lines decide, never a verdict on a runner: unset CI_GATE_SIMULATE",
+                "{value:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_simulated_gpu_is_told_by_its_name_or_slug() {
+        let kernel = SimKernel::parse("// ci-gate-sim: factor=1\n", "00").unwrap();
+        let backend = SimBackend::new(1, NoiseModel::ISSUE, None, kernel);
+        assert!(is_simulated(&backend.environment()));
+        let mut env = Environment {
+            gpu_name: GPU_NAME.into(),
+            gpu_slug: "simulated-gpu".into(),
+            gpu_uuid: None,
+            compute_capability: "9.0".into(),
+            sm_count: None,
+            l2_bytes: None,
+            driver_version: None,
+            cuda_driver_version: None,
+            nvrtc_version: None,
+            state_before: None,
+            state_after: None,
+        };
+        assert!(is_simulated(&env));
+        env.gpu_name = "NVIDIA H200".into();
+        assert!(is_simulated(&env), "the slug alone");
+        env.gpu_slug = crate::results::gpu_slug("NVIDIA H200");
+        assert!(!is_simulated(&env));
+        env.gpu_name = GPU_NAME.into();
+        assert!(is_simulated(&env), "the name alone");
     }
 }

@@ -33,7 +33,7 @@ pub fn find(name: &str, explicit: Option<&Path>) -> Result<Option<PathBuf>> {
 }
 
 /// The last non-empty line of `tool --version` (e.g. "Version 2025.3.1"), if it answers.
-pub fn version(tool: &Path) -> Option<String> {
+pub(crate) fn version(tool: &Path) -> Option<String> {
     let out = restrict(&mut Command::new(tool), Child::Gpu)
         .arg("--version")
         .stdin(Stdio::null())
@@ -48,7 +48,7 @@ pub fn version(tool: &Path) -> Option<String> {
 }
 
 /// How a bounded run ended.
-pub struct Ran {
+pub(crate) struct Ran {
     /// `None` when it was killed at the time limit.
     pub status: Option<ExitStatus>,
     pub seconds: f64,
@@ -58,7 +58,7 @@ pub struct Ran {
 }
 
 impl Ran {
-    pub fn timed_out(&self) -> bool {
+    pub(crate) fn timed_out(&self) -> bool {
         self.status.is_none()
     }
 
@@ -67,7 +67,7 @@ impl Ran {
     }
 
     /// The output's last non-empty line, cleaned for a terminal, for error messages.
-    pub fn last_line(&self) -> String {
+    pub(crate) fn last_line(&self) -> String {
         let line = self
             .output
             .lines()
@@ -83,7 +83,7 @@ const OUTPUT_KEPT: u64 = 8 * 1024 * 1024;
 
 /// Runs `cmd` with stdin closed and stdout and stderr to a temporary file, killing its
 /// whole process group after `limit`.
-pub fn run_bounded(mut cmd: Command, limit: Duration) -> Result<Ran> {
+pub(crate) fn run_bounded(mut cmd: Command, limit: Duration) -> Result<Ran> {
     let log = tempfile::tempfile().context("cannot create a temporary file")?;
     let started = Instant::now();
     let mut child = cmd
@@ -129,7 +129,7 @@ fn tail(mut f: File) -> String {
 }
 
 /// The command line of `ci-gate kernel-run` for one kernel set.
-pub struct KernelRun<'a> {
+pub(crate) struct KernelRun<'a> {
     pub config: &'a Path,
     pub kernels: &'a Path,
     pub harness: &'a Path,

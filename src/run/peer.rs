@@ -28,7 +28,7 @@ const WORKER: &str = include_str!("../../peers/torch_sdpa_worker.py");
 const ANSWER_LIMIT: Duration = Duration::from_secs(120);
 
 /// A running worker.
-pub struct PeerWorker {
+pub(crate) struct PeerWorker {
     child: Child,
     stdin: ChildStdin,
     lines: Receiver<String>,
@@ -93,7 +93,7 @@ impl PeerWorker {
     }
 
     /// The worker's process id (its GPU context is this run's own, not another process's).
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
@@ -159,7 +159,7 @@ impl PeerWorker {
 
     /// Prepares `peer` on `shape` (inputs from `seed`, `sets` of them; a graph of about
     /// `settings.sample_ms` of calls): its calls per sample and the backend PyTorch runs.
-    pub fn prepare(
+    pub(crate) fn prepare(
         &mut self,
         peer: Peer,
         shape: &ShapeParams,
@@ -212,7 +212,7 @@ impl PeerWorker {
     }
 
     /// Frees what the worker prepared.
-    pub fn release(&mut self) -> Result<(), String> {
+    pub(crate) fn release(&mut self) -> Result<(), String> {
         self.ask(&json!({"cmd": "release"})).map(|_| ())
     }
 }
@@ -256,14 +256,14 @@ impl Drop for PeerWorker {
 
 /// A worker started early (beside the setup: its PyTorch import, CUDA context and every
 /// shape's first call run while ci-gate compiles), not yet waited for.
-pub struct PendingPeers {
+pub(crate) struct PendingPeers {
     worker: Result<PeerWorker, String>,
     peers: Vec<Peer>,
 }
 
 impl PendingPeers {
     /// The worker's process id, once started.
-    pub fn pid(&self) -> Option<u32> {
+    pub(crate) fn pid(&self) -> Option<u32> {
         self.worker.as_ref().ok().map(PeerWorker::pid)
     }
 
@@ -295,7 +295,7 @@ impl PendingPeers {
 }
 
 /// The peers of one run: the worker (if it started) and what each shape's peers measured.
-pub struct PeerSession {
+pub(crate) struct PeerSession {
     worker: Option<PeerWorker>,
     peers: Vec<Peer>,
     /// The worker's runtime, once it answered.
@@ -312,7 +312,7 @@ pub struct PeerSession {
 
 impl PeerSession {
     /// No peers.
-    pub fn none() -> PeerSession {
+    pub(crate) fn none() -> PeerSession {
         PeerSession {
             worker: None,
             peers: Vec::new(),
@@ -327,7 +327,7 @@ impl PeerSession {
     /// Starts the worker for `peers` without waiting for it, and asks it to make its CUDA
     /// context and run one call of every peer on every shape of `shapes` (cuDNN builds a
     /// shape's plan on its first call); `None` without peers.
-    pub fn prestart(peers: &[Peer], shapes: &[ShapeParams]) -> Option<PendingPeers> {
+    pub(crate) fn prestart(peers: &[Peer], shapes: &[ShapeParams]) -> Option<PendingPeers> {
         if peers.is_empty() {
             return None;
         }
@@ -358,7 +358,7 @@ impl PeerSession {
     }
 
     /// The worker's process id, while it runs.
-    pub fn pid(&self) -> Option<u32> {
+    pub(crate) fn pid(&self) -> Option<u32> {
         self.pid
     }
 
@@ -438,7 +438,7 @@ impl PeerSession {
     }
 
     /// Frees the peers prepared for a shape whose peer rounds are done.
-    pub fn release(&mut self, notes: &mut Vec<String>) {
+    pub(crate) fn release(&mut self, notes: &mut Vec<String>) {
         if self.prepared.is_empty() {
             return;
         }

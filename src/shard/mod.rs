@@ -14,10 +14,52 @@
 //! shape; what differs is the parity check, whose fp32 reference kernel does 2·B·H·S²·D
 //! multiply-adds per pass (three passes). [`expected_seconds`] adds the two.
 
+pub(crate) mod merge;
+
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::config::{Config, ShapeParams};
+
+/// A shard that holds none of the run's shapes: fewer shards are needed.
+#[derive(Debug, thiserror::Error)]
+#[error("shard {spec} holds none of the run's {shapes} shapes: use fewer shards")]
+pub(crate) struct EmptyShard {
+    pub spec: ShardSpec,
+    pub shapes: usize,
+}
+
+/// The shapes of `--shard K/N` among `shapes` (the run's, after `--shape`), with what its
+/// results file records for `merge`.
+pub(crate) fn of_run(
+    config: &Config,
+    shapes: &[ShapeParams],
+    spec: ShardSpec,
+) -> Result<(Vec<ShapeParams>, ShardInfo), EmptyShard> {
+    let mine = select(config, shapes, spec);
+    if mine.is_empty() {
+        return Err(EmptyShard {
+            spec,
+            shapes: shapes.len(),
+        });
+    }
+    let info = ShardInfo {
+        index: spec.index,
+        count: spec.count,
+        run_shapes: shapes.iter().map(|s| s.name()).collect(),
+    };
+    Ok((mine, info))
+}
+
+/// The note a shard's results carry: `measured` of the run's shapes, verdicts provisional.
+pub(crate) fn note(info: &ShardInfo, measured: usize) -> String {
+    format!(
+        "shard {}/{}: {measured} of the run's {} shapes; its verdicts are provisional: `ci-gate merge` decides over all shards",
+        info.index,
+        info.count,
+        info.run_shapes.len()
+    )
+}
 
 /// Most shards of one run.
 pub(crate) const MAX_SHARDS: u32 = 64;

@@ -18,7 +18,7 @@ static ACTIVE: Mutex<Option<String>> = Mutex::new(None);
 /// Workflow commands suspended (in GitHub Actions; elsewhere nothing happens) until this is
 /// ended or dropped.
 #[must_use = "commands resume when this is dropped"]
-pub struct SuspendedCommands {
+pub(crate) struct SuspendedCommands {
     active: bool,
 }
 
@@ -27,7 +27,7 @@ impl SuspendedCommands {
     /// 128-bit token from the operating system, and flushes it. Call it before anything
     /// untrusted is compiled or launched. An error (no random bytes, stdout closed) means
     /// untrusted code must not run.
-    pub fn begin() -> Result<SuspendedCommands> {
+    pub(crate) fn begin() -> Result<SuspendedCommands> {
         if std::env::var("GITHUB_ACTIONS").as_deref() != Ok("true") {
             return Ok(SuspendedCommands { active: false });
         }
@@ -42,7 +42,7 @@ impl SuspendedCommands {
 
     /// Resumes command processing: call it after every GPU context of the untrusted work is
     /// gone, before the gate's own annotations are printed.
-    pub fn end(self) {}
+    pub(crate) fn end(self) {}
 }
 
 impl Drop for SuspendedCommands {
@@ -55,7 +55,7 @@ impl Drop for SuspendedCommands {
 
 /// Resumes the suspension in force, if any (once): what dropping [`SuspendedCommands`]
 /// does, and what a hang handler calls before it reports and the process ends.
-pub fn resume_now() {
+pub(crate) fn resume_now() {
     let token = ACTIVE.lock().unwrap_or_else(|e| e.into_inner()).take();
     if let Some(token) = token {
         // Kernel printf text goes out through the C library's stdout, not Rust's. The CUDA 13
@@ -72,7 +72,7 @@ pub fn resume_now() {
 }
 
 /// Runs `work` with workflow commands suspended (see [`SuspendedCommands`]).
-pub fn suspended<T>(work: impl FnOnce() -> Result<T>) -> Result<T> {
+pub(crate) fn suspended<T>(work: impl FnOnce() -> Result<T>) -> Result<T> {
     let commands = SuspendedCommands::begin()?;
     let result = work();
     commands.end();

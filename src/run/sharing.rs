@@ -21,24 +21,16 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::Result;
 
+use super::device::BackendChoice;
 use crate::backend::Backend;
 use crate::gpu::lock::{self, GpuLock};
 use crate::results::GpuProcess;
 
-/// The key of this process's GPU lock: the simulated GPU's UUID when simulating, else the
-/// UUID of CUDA device 0; `None` without a driver or device (opening the GPU then says why).
-pub fn gpu_key() -> Result<Option<String>> {
-    if let Some(seed) = crate::backend::simulation_seed()? {
-        return Ok(Some(crate::backend::sim::gpu_uuid(seed)));
-    }
-    Ok(lock::device0_uuid())
-}
-
 /// Takes this process's GPU lock (`gpu::lock`), saying on stderr, once, when it has to wait;
 /// `None` where there is no GPU to lock. Held until the handle drops; taking it again in the
 /// same process returns the same lock.
-pub fn lock_gpu() -> Result<Option<GpuLock>> {
-    let Some(key) = gpu_key()? else {
+pub(crate) fn lock_gpu(device: BackendChoice) -> Result<Option<GpuLock>> {
+    let Some(key) = device.gpu_key() else {
         return Ok(None);
     };
     let lock = lock::acquire(&key, &lock::lock_dir(), lock::wait_bound(), &mut |line| {
@@ -49,8 +41,11 @@ pub fn lock_gpu() -> Result<Option<GpuLock>> {
 
 /// The GPU's compute processes before this process opened its CUDA context (`None` when
 /// simulating, or without a key): whatever is listed then is not this run's.
-pub fn processes_before(key: Option<&str>) -> Option<Result<Vec<GpuProcess>, String>> {
-    if crate::backend::simulation_seed().ok().flatten().is_some() {
+pub(crate) fn processes_before(
+    device: BackendChoice,
+    key: Option<&str>,
+) -> Option<Result<Vec<GpuProcess>, String>> {
+    if device.simulated() {
         return None;
     }
     let monitor = crate::gpu::env::Monitor::new(key?);
@@ -88,7 +83,7 @@ enum Namespace {
 }
 
 /// Other processes seen on the GPU during a run.
-pub struct ProcessWatch {
+pub(crate) struct ProcessWatch {
     me: u32,
     ours: BTreeSet<u32>,
     before: Option<BTreeSet<u32>>,
@@ -125,7 +120,7 @@ impl ProcessWatch {
     }
 
     /// A process of this run's own (the PyTorch worker).
-    pub fn add_ours(&mut self, pid: Option<u32>) {
+    pub(crate) fn add_ours(&mut self, pid: Option<u32>) {
         self.ours.extend(pid);
     }
 
@@ -178,17 +173,17 @@ impl ProcessWatch {
     }
 
     /// Whether another process was seen.
-    pub fn shared(&self) -> bool {
+    pub(crate) fn shared(&self) -> bool {
         !self.seen.is_empty()
     }
 
     /// The other processes seen, by pid.
-    pub fn others(&self) -> Vec<GpuProcess> {
+    pub(crate) fn others(&self) -> Vec<GpuProcess> {
         self.seen.values().cloned().collect()
     }
 
     /// Why the processes could not be listed, where they could not.
-    pub fn unknown(&self) -> Option<String> {
+    pub(crate) fn unknown(&self) -> Option<String> {
         self.unknown.clone()
     }
 
@@ -218,7 +213,7 @@ impl ProcessWatch {
     }
 
     /// The warning of a shared run: who, and what it does to the timings.
-    pub fn warning(&self) -> Option<String> {
+    pub(crate) fn warning(&self) -> Option<String> {
         if !self.shared() {
             return None;
         }
@@ -240,7 +235,7 @@ impl ProcessWatch {
     }
 
     /// The note on the stored comparison of a shared run.
-    pub fn stored_note(&self) -> Option<String> {
+    pub(crate) fn stored_note(&self) -> Option<String> {
         self.shared().then(|| {
             format!(
                 "the comparison with the stored baseline is not judged: {}",
@@ -250,7 +245,7 @@ impl ProcessWatch {
     }
 
     /// The error of a shape whose only reference is the stored baseline, in a shared run.
-    pub fn unjudged_error(&self) -> String {
+    pub(crate) fn unjudged_error(&self) -> String {
         format!(
             "the stored baseline is this shape's only reference and {}, so it has no verdict: run it again when the GPU is free",
             self.who()

@@ -1,19 +1,19 @@
 //! `--devices`: one shard per GPU of this machine, each a `run-request` child (the run's
 //! request as data, its shard K/N) that sees only its GPU (`CUDA_VISIBLE_DEVICES`), all at
-//! once; their results are merged (`commands::merge`), so the verdict is over the whole run.
+//! once; their results are merged (`shard::merge`), so the verdict is over the whole run.
 
 use std::path::PathBuf;
 use std::process::Stdio;
 
 use anyhow::{Context, Result, bail};
 
-use super::merge::{Rules, merge};
-use super::request::RunRequest;
+use super::request::Run;
 use crate::results::ResultsFile;
+use crate::shard::merge::{Rules, merge};
 use crate::shard::{MAX_SHARDS, ShardSpec};
 
 /// The GPUs named by `--devices`: `all`, or indices such as `0,1,3`.
-pub fn parse_devices(list: &str) -> Result<Vec<u32>> {
+pub(crate) fn parse_devices(list: &str) -> Result<Vec<u32>> {
     if list.trim() == "all" {
         let n = crate::gpu::device::device_count()?;
         if n == 0 {
@@ -39,7 +39,7 @@ pub fn parse_devices(list: &str) -> Result<Vec<u32>> {
 
 /// Runs one shard of `request` per device at once (each a `run-request` child that sees only
 /// its GPU) and merges their results under the request's config and store.
-pub fn run_on_devices(devices: &[u32], request: &RunRequest) -> Result<ResultsFile> {
+pub(crate) fn run_on_devices(devices: &[u32], run: &Run) -> Result<ResultsFile> {
     let dir = tempfile::Builder::new()
         .prefix("ci-gate-devices-")
         .tempdir()
@@ -53,7 +53,7 @@ pub fn run_on_devices(devices: &[u32], request: &RunRequest) -> Result<ResultsFi
             index: i as u32 + 1,
             count: n as u32,
         };
-        let mut cmd = request.child(&out, Some(spec))?;
+        let mut cmd = run.child(&out, Some(spec))?;
         cmd.env("CUDA_VISIBLE_DEVICES", dev.to_string());
         let exe = PathBuf::from(cmd.get_program());
         let child = cmd
@@ -89,14 +89,13 @@ pub fn run_on_devices(devices: &[u32], request: &RunRequest) -> Result<ResultsFi
     }
     // The children are this process's own, but their files are judged as any shard's: by
     // the config and store they were given, and this run's drift policy.
-    let (config, shapes) = super::pipeline::load_config(&request.config, &request.shapes)?;
     let mut merged = merge(
         shards,
         &Rules {
-            config: &config,
-            shapes: &shapes,
-            baselines: &request.baselines,
-            fail_on_drift: request.fail_on_drift,
+            config: &run.config,
+            shapes: &run.shapes,
+            baselines: &run.request.baselines,
+            fail_on_drift: run.request.fail_on_drift,
         },
     )?;
     merged.notes.push(format!(

@@ -23,7 +23,7 @@ use crate::results::ResultsFile;
 use crate::verdict::Verdict;
 
 /// The kernels each side of a run used, for profiling it again.
-pub struct Sides<'a> {
+pub(crate) struct Sides<'a> {
     pub config: &'a Path,
     pub candidate: &'a Path,
     /// The base's kernels when A/B was measured; also the harness then.
@@ -31,7 +31,7 @@ pub struct Sides<'a> {
 }
 
 /// Checks `--profile` names against the config before anything is measured.
-pub fn check_request(args: &ProfileArgs, config: &Config) -> Result<()> {
+pub(crate) fn check_request(args: &ProfileArgs, config: &Config) -> Result<()> {
     config
         .select_shapes(&args.profile)
         .map(|_| ())
@@ -73,12 +73,12 @@ fn targets(results: &ResultsFile, args: &ProfileArgs) -> Vec<(String, ProfileRea
 
 /// After a run of `local` or `ci`: profiles what `args` and the verdicts ask for, with the
 /// base's kernels when A/B was measured. Nothing here fails the run: a problem is a note.
-pub fn profile_after(
+pub(crate) fn profile_after(
     results: &mut ResultsFile,
     args: &ProfileArgs,
     config: &Path,
     candidate: &Path,
-    base: Option<&super::pipeline::BaseKernels>,
+    base: Option<&super::git::BaseKernels>,
 ) {
     let measured = results.base.as_ref().is_some_and(|b| b.measured);
     let sides = Sides {
@@ -92,7 +92,11 @@ pub fn profile_after(
 }
 
 /// Profiles what `args` and the verdicts ask for and records it in `results`.
-pub fn profile_run(results: &mut ResultsFile, args: &ProfileArgs, sides: &Sides) -> Result<()> {
+pub(crate) fn profile_run(
+    results: &mut ResultsFile,
+    args: &ProfileArgs,
+    sides: &Sides,
+) -> Result<()> {
     let targets = targets(results, args);
     if targets.is_empty() {
         return Ok(());
@@ -153,10 +157,7 @@ fn profile_with(
         for (side, kernels) in plan {
             let left = budget.saturating_sub(started.elapsed());
             let outcome = if left.is_zero() {
-                Err(format!(
-                    "the profiling budget ({} s) ran out",
-                    args.profile_budget_s
-                ))
+                Err(ProfileError::BudgetSpent(args.profile_budget_s))
             } else {
                 profile_one(&ncu, args, sides.config, kernels, harness, name, side, left)
             };
@@ -166,7 +167,7 @@ fn profile_with(
                     _ => profile.candidate = Some(p),
                 },
                 Err(e) => {
-                    if e.contains("ERR_NVGPUCTRPERM") {
+                    if matches!(e, ProfileError::CountersBlocked) {
                         blocked = Some(
                             "ncu may not read this GPU's performance counters (ERR_NVGPUCTRPERM): allow it for non-admin users (NVreg_RestrictProfilingToAdminUsers=0) on the runner".into(),
                         );
@@ -202,6 +203,28 @@ fn profile_with(
     Ok(())
 }
 
+/// Why one side of one shape was not profiled. A GPU whose counters ncu may not read
+/// ([`ProfileError::CountersBlocked`]) stops the profiling of the run; the rest is said on
+/// the shape.
+#[derive(Debug, thiserror::Error)]
+enum ProfileError {
+    #[error("the profiling budget ({0} s) ran out")]
+    BudgetSpent(u64),
+    #[error("ncu timed out after {0:.0} s")]
+    TimedOut(f64),
+    /// ncu may not read this GPU's performance counters.
+    #[error("ncu failed (ERR_NVGPUCTRPERM)")]
+    CountersBlocked,
+    /// ncu failed otherwise: the last line it printed.
+    #[error("ncu failed ({0})")]
+    Failed(String),
+    #[error("ncu --import failed ({0})")]
+    Import(String),
+    /// ncu could not be started, or its raw page not read.
+    #[error("{0}")]
+    Tool(String),
+}
+
 /// One side of one shape: ncu on a `kernel-run` process, then its raw page read back.
 #[allow(clippy::too_many_arguments)]
 fn profile_one(
@@ -213,7 +236,7 @@ fn profile_one(
     shape: &str,
     side: &str,
     limit: Duration,
-) -> Result<KernelProfile, String> {
+) -> Result<KernelProfile, ProfileError> {
     // The shape name is a validated config name and `side` a constant: a plain file name.
     let stem = format!("{shape}-{side}");
     let rep = args.profile_dir.join(format!("{stem}.ncu-rep"));
@@ -226,7 +249,7 @@ fn profile_one(
         no_reference: true,
     }
     .args()
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| ProfileError::Tool(e.to_string()))?;
     let mut cmd = Command::new(ncu);
     restrict(&mut cmd, Child::Gpu);
     // --clock-control none: the GPU's clocks as the gate measured them (and never changed).
@@ -246,37 +269,37 @@ fn profile_one(
         .arg(args.profile_dir.join(&stem))
         .arg("--force-overwrite")
         .args(&program);
-    let ran = tool::run_bounded(cmd, limit).map_err(|e| e.to_string())?;
+    let ran = tool::run_bounded(cmd, limit).map_err(|e| ProfileError::Tool(e.to_string()))?;
     if ran.timed_out() {
-        return Err(format!("ncu timed out after {:.0} s", ran.seconds));
+        return Err(ProfileError::TimedOut(ran.seconds));
     }
     if !ran.success() || !rep.is_file() {
-        let why = if ran.output.contains("ERR_NVGPUCTRPERM") {
-            "ERR_NVGPUCTRPERM".to_string()
+        return Err(if ran.output.contains("ERR_NVGPUCTRPERM") {
+            ProfileError::CountersBlocked
         } else {
-            ran.last_line()
-        };
-        return Err(format!("ncu failed ({why})"));
+            ProfileError::Failed(ran.last_line())
+        });
     }
     let mut cmd = Command::new(ncu);
     restrict(&mut cmd, Child::Gpu)
         .arg("--import")
         .arg(&rep)
         .args(["--csv", "--page", "raw", "--print-units", "base"]);
-    let ran = tool::run_bounded(cmd, Duration::from_secs(120)).map_err(|e| e.to_string())?;
+    let ran = tool::run_bounded(cmd, Duration::from_secs(120))
+        .map_err(|e| ProfileError::Tool(e.to_string()))?;
     if !ran.success() {
-        return Err(format!("ncu --import failed ({})", ran.last_line()));
+        return Err(ProfileError::Import(ran.last_line()));
     }
     // ncu's own messages (`==PROF==`, warnings) may share the output: the CSV's lines are
     // the quoted ones.
     let csv: Vec<&str> = ran.output.lines().filter(|l| l.starts_with('"')).collect();
-    let mut p = parse_raw_csv(&csv.join("\n"), "attention_fwd_")?;
+    let mut p = parse_raw_csv(&csv.join("\n"), "attention_fwd_").map_err(ProfileError::Tool)?;
     p.report_file = Some(format!("{stem}.ncu-rep"));
     Ok(p)
 }
 
 /// Refuses profile options that make no sense for a run, before it measures.
-pub fn check_args(args: &ProfileArgs) -> Result<()> {
+pub(crate) fn check_args(args: &ProfileArgs) -> Result<()> {
     if let Some(p) = &args.ncu
         && !p.is_file()
     {
@@ -319,7 +342,7 @@ mod tests {
                 .map(|x| x.summary());
             s
         };
-        let mut r = crate::commands::pipeline::failed_run(None, &anyhow::anyhow!("x"));
+        let mut r = crate::run::pipeline::failed_run(None, &anyhow::anyhow!("x"));
         r.error = None;
         r.shapes = vec![
             shape(128, 10.0, Verdict::Pass),

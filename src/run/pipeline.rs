@@ -1,0 +1,212 @@
+//! The measuring pipeline of one [`Run`], in its phases:
+//!
+//! 1. **setup** ([`setup`], here): the GPU's lock and a reading of its processes, the PyTorch
+//!    worker started beside the compiling, the backend opened, the environment, the stored
+//!    baseline and the stage design;
+//! 2. **parity** (`parity`): the candidate on random shapes it cannot predict, then, before
+//!    each shape's first stage, both sides on that shape;
+//! 3. **stages** (`stages`): every shape's first stage (pairs of rounds, or the candidate
+//!    alone), then the peers;
+//! 4. **decide** (`decide`): the verdicts under the planned two-stage design
+//!    (`evaluate::decide_planned`), measuring the second stage where the first look leaves
+//!    a shape open;
+//! 5. **drift** (`drift`): a drift traced with the baseline commit's kernels;
+//! 6. **energy** (`energy`): energy windows after everything timed;
+//! 7. **results** (`assemble`): a GPU shared with another process judged, the verdicts
+//!    settled, the results file assembled.
+//!
+//! After the pipeline, `profile` profiles regressions with ncu and `publish` (or `local`'s
+//! report) publishes the results.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Result;
+
+use super::peer::{PeerSession, PendingPeers};
+use super::request::Run;
+use super::session::{Session, Sides};
+use super::sharing::ProcessWatch;
+use crate::backend::{Backend, Side};
+use crate::config::Config;
+use crate::results::{BaseInfo, GpuProcess, ResultsFile, RunTiming};
+
+/// What [`Run::measure`] settles before the backend is open.
+#[derive(Default)]
+pub(super) struct Prelude {
+    /// Seconds spent waiting for the GPU's lock.
+    lock_wait_s: f64,
+    /// The GPU's processes before this process opened a context there.
+    processes_before: Option<Result<Vec<GpuProcess>, String>>,
+    /// The PyTorch worker, started.
+    peers: Option<PendingPeers>,
+}
+
+impl Run {
+    /// Runs the pipeline on this run's device. Errors are things that prevent any verdict
+    /// (no GPU, kernels that do not compile, an unreadable baseline, a GPU another ci-gate
+    /// run held too long, the GPU-time budget spent); a shape that fails is recorded in its
+    /// result.
+    ///
+    /// First the GPU's lock (`sharing`: one ci-gate run per GPU at a time) and a reading of
+    /// the GPU's processes before this process has a context there; then the PyTorch worker
+    /// is started, so that its import and warm-up run beside the compiling.
+    pub fn measure(&self) -> Result<ResultsFile> {
+        let lock = super::sharing::lock_gpu(self.backend)?;
+        let before = super::sharing::processes_before(self.backend, lock.as_ref().map(|l| l.key()));
+        let started = Instant::now();
+        let peers = if self.request.peers {
+            PeerSession::prestart(&self.config.peers, &self.shapes)
+        } else {
+            None
+        };
+        let mut backend = self.backend.open(
+            &self.request.kernels,
+            self.request.base.as_ref(),
+            &self.config,
+        )?;
+        let prelude = Prelude {
+            lock_wait_s: lock.as_ref().map_or(0.0, |l| l.waited().as_secs_f64()),
+            processes_before: before,
+            peers,
+        };
+        let results = pipeline(self, backend.as_mut(), started, prelude);
+        drop(backend);
+        drop(lock);
+        results
+    }
+
+    /// [`Run::measure`] on a backend already open (`started`: when opening it began, for the
+    /// timing), without the GPU's lock (tests, and callers that hold it).
+    pub fn measure_with(&self, backend: &mut dyn Backend, started: Instant) -> Result<ResultsFile> {
+        pipeline(self, backend, started, Prelude::default())
+    }
+
+    /// Measures in this process, the results recording the shard (what a hung GPU does is
+    /// the caller's: [`on_hang`], or `ci`'s own).
+    pub(crate) fn measure_here(&self) -> Result<ResultsFile> {
+        let mut results = self.measure()?;
+        if let Some(note) = self.shard_note(results.shapes.len()) {
+            results.notes.push(note);
+            results.shard = self.shard.clone();
+        }
+        Ok(results)
+    }
+}
+
+/// The phases, in order (see the module docs).
+fn pipeline(
+    run: &Run,
+    backend: &mut dyn Backend,
+    started: Instant,
+    prelude: Prelude,
+) -> Result<ResultsFile> {
+    let mut s = setup(run, backend, started, prelude)?;
+    super::parity::probes(&mut s, backend);
+    let measuring = Instant::now();
+    super::stages::first_stages(&mut s, backend)?;
+    super::stages::peers(&mut s, backend);
+    super::decide::decide(&mut s, backend)?;
+    s.measured(measuring);
+    let tracing = Instant::now();
+    let traced = super::drift::trace(&mut s, backend)?;
+    s.timing.drift_s = tracing.elapsed().as_secs_f64();
+    s.record_phase_times(backend);
+    s.copy_stored_figures();
+    s.env.state_after = backend.state();
+    let energy = super::energy::measure(&mut s, backend);
+    super::assemble::results(s, backend, traced || energy)
+}
+
+/// The setup phase: the environment, the two sides' kernels (A/B runs when their timed
+/// kernels differ, or always where the request says so), the stored baseline, the stage
+/// design; the injection calibrated and the clocks spun up.
+fn setup<'r>(
+    run: &'r Run,
+    backend: &mut dyn Backend,
+    started: Instant,
+    prelude: Prelude,
+) -> Result<Session<'r>> {
+    let env = backend.environment();
+    let watch = ProcessWatch::new(prelude.processes_before);
+    let mut warnings = Vec::new();
+    let mut notes = Vec::new();
+    let cand_hash = backend.source_hash(Side::Candidate).unwrap_or_default();
+    let base_hash = run
+        .request
+        .base
+        .as_ref()
+        .and_then(|_| backend.source_hash(Side::Base));
+    let identical = base_hash.as_deref() == Some(cand_hash.as_str());
+    let ab = base_hash.is_some() && (!identical || run.request.ab_always);
+    let base_info = run.request.base.as_ref().map(|b| BaseInfo {
+        source: b.source.clone(),
+        commit: b.commit.clone(),
+        kernel_source_hash: base_hash.clone().unwrap_or_default(),
+        measured: ab,
+    });
+    if let Some(b) = &run.request.base
+        && !ab
+    {
+        notes.push(format!(
+            "the timed kernel (attention.cu) is byte-identical in the base ({}) and the candidate: no A/B was measured, the stored baseline decides",
+            b.source
+        ));
+    }
+    let stored = super::stored::load(run, &env, ab, &mut warnings)?;
+    if run.request.inject.is_some() {
+        backend.calibrate_injection()?;
+    }
+    if let Some(first) = run.shapes.first() {
+        backend.spin_up(first)?;
+    }
+    let timing = RunTiming {
+        setup_s: started.elapsed().as_secs_f64(),
+        lock_wait_s: prelude.lock_wait_s,
+        ..Default::default()
+    };
+    if !run.request.peers && !run.config.peers.is_empty() {
+        notes.push("peers left out (--no-peers): no \"Against PyTorch\" table".into());
+    }
+    Ok(Session::new(
+        run,
+        started,
+        env,
+        watch,
+        warnings,
+        notes,
+        timing,
+        stored,
+        Sides {
+            cand_hash,
+            base_hash,
+            ab,
+            base_info,
+        },
+        prelude.peers,
+    ))
+}
+
+/// Installs what a hung GPU does to this process (gpu::watchdog): the message on stderr
+/// and, with `out`, a results file without a verdict whose error names the shape and side;
+/// the watchdog then ends the process with exit code 2.
+pub(crate) fn on_hang(config: &Config, out: Option<PathBuf>) {
+    let config = config.clone();
+    crate::gpu::watchdog::set_hang_handler(Box::new(move |message| {
+        eprintln!("error: {message}");
+        if let Some(out) = &out {
+            let r = ResultsFile::failed(Some(&config), message.to_owned());
+            if let Err(e) = r.save(out) {
+                eprintln!(
+                    "error: the results could not be saved to {}: {e}",
+                    out.display()
+                );
+            }
+        }
+    }));
+}
+
+/// A results file for a run that could not reach a verdict (what `ci` writes on exit 2).
+pub(crate) fn failed_run(config: Option<&Config>, error: &anyhow::Error) -> ResultsFile {
+    ResultsFile::failed(config, format!("{error:#}"))
+}

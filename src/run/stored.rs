@@ -1,0 +1,152 @@
+//! The stored baseline a run compares with ([`Stored`]): loaded in the setup, where the run
+//! asks for it, with what a reader needs to know about it.
+
+use anyhow::{Result, bail};
+
+use super::request::Run;
+use crate::baseline::{BaselineFile, BaselineShape};
+use crate::comparison::StoredSide;
+use crate::config::{CacheMode, ShapeParams};
+use crate::results::{BaselineRef, Environment};
+use crate::stats::Sample;
+
+/// The stored baseline of a run (none where it compares with none, or none is stored).
+pub(super) struct Stored {
+    pub file: Option<BaselineFile>,
+    /// What the results record of it.
+    pub reference: Option<BaselineRef>,
+    /// The run's cache mode: a stored shape is the same shape only in the same mode.
+    pub cache: CacheMode,
+}
+
+impl Stored {
+    /// The stored shape with these parameters (in the run's cache mode).
+    pub(crate) fn shape(&self, params: &ShapeParams) -> Option<&BaselineShape> {
+        self.file.as_ref()?.shape(params, self.cache)
+    }
+
+    /// That shape as the reference of an unpaired comparison.
+    pub(crate) fn side(&self, params: &ShapeParams) -> Option<StoredSide> {
+        self.shape(params).map(BaselineShape::stored_side)
+    }
+
+    /// Its p50 (the reference of an injected slowdown, and of the speed limit, without A/B).
+    pub(crate) fn p50(&self, params: &ShapeParams) -> Option<f64> {
+        median_of(&self.shape(params)?.samples_us)
+    }
+}
+
+/// The median of every value of `rounds`; `None` for fewer than two or non-finite ones.
+pub(super) fn median_of(rounds: &[Vec<f64>]) -> Option<f64> {
+    Sample::new(rounds.iter().flatten().copied().collect())
+        .ok()
+        .map(|s| s.median())
+}
+
+/// Loads the stored baseline (if the run asks for it) and says what a reader needs to know
+/// about it: none stored, none of the shapes in it (an error where no A/B runs either: then
+/// nothing can decide), another driver or CUDA version.
+pub(super) fn load(
+    run: &Run,
+    env: &Environment,
+    ab: bool,
+    warnings: &mut Vec<String>,
+) -> Result<Stored> {
+    let config = &run.config;
+    let cache = config.measure.cache;
+    let none = Stored {
+        file: None,
+        reference: None,
+        cache,
+    };
+    let Some(store) = run.store() else {
+        return Ok(none);
+    };
+    let path = store.path(&env.gpu_slug, &config.name);
+    let Some(b) = store.load(&env.gpu_slug, &env.gpu_name, &config.name)? else {
+        warnings.push(format!(
+            "no stored baseline for {} and config {} at {}{}",
+            env.gpu_name,
+            config.name,
+            path.display(),
+            if ab {
+                ": A/B alone decides"
+            } else {
+                ": every shape reads no-baseline"
+            }
+        ));
+        return Ok(none);
+    };
+    if !run.shapes.iter().any(|s| b.shape(s, cache).is_some()) {
+        let what = format!(
+            "the stored baseline {} matches none of the shapes measured (parameters and {cache} cache)",
+            path.display()
+        );
+        if !ab {
+            bail!("{what}, and no A/B ran: nothing can decide");
+        }
+        warnings.push(format!("{what}: A/B alone decides"));
+    }
+    warnings.extend(version_warnings(&b.environment, env));
+    let reference = BaselineRef {
+        path: path.display().to_string(),
+        commit: b.provenance.commit.clone(),
+        recorded_at: b.provenance.recorded_at,
+    };
+    Ok(Stored {
+        file: Some(b),
+        reference: Some(reference),
+        cache,
+    })
+}
+
+/// Warnings for a baseline recorded under another driver or CUDA version: still the same GPU
+/// model, so still compared, but a reader should know.
+fn version_warnings(old: &Environment, env: &Environment) -> Vec<String> {
+    let mut w = Vec::new();
+    if old.driver_version != env.driver_version {
+        w.push(format!(
+            "the baseline was recorded with driver {}, this run uses {}",
+            old.driver_version.as_deref().unwrap_or("?"),
+            env.driver_version.as_deref().unwrap_or("?")
+        ));
+    }
+    if old.cuda_driver_version != env.cuda_driver_version {
+        w.push(format!(
+            "the baseline was recorded with CUDA {}, this run uses {}",
+            old.cuda_driver_version.as_deref().unwrap_or("?"),
+            env.cuda_driver_version.as_deref().unwrap_or("?")
+        ));
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(driver: &str, cuda: &str) -> Environment {
+        Environment {
+            gpu_name: "NVIDIA H200".into(),
+            gpu_slug: "nvidia-h200".into(),
+            gpu_uuid: None,
+            compute_capability: "9.0".into(),
+            sm_count: None,
+            l2_bytes: None,
+            driver_version: Some(driver.into()),
+            cuda_driver_version: Some(cuda.into()),
+            nvrtc_version: None,
+            state_before: None,
+            state_after: None,
+        }
+    }
+
+    #[test]
+    fn driver_and_cuda_changes_are_warnings() {
+        assert!(version_warnings(&env("580.1", "13.0"), &env("580.1", "13.0")).is_empty());
+        let w = version_warnings(&env("570.9", "12.8"), &env("580.1", "13.0"));
+        assert_eq!(w.len(), 2);
+        assert!(w[0].contains("driver 570.9, this run uses 580.1"), "{w:?}");
+        assert!(w[1].contains("CUDA 12.8, this run uses 13.0"), "{w:?}");
+    }
+}
