@@ -22,7 +22,7 @@ pub use crate::verdict::DriftCause;
 use crate::verdict::{Policy, Verdict};
 
 /// Most other GPU processes a results file may list.
-const MAX_PROCESSES: usize = 64;
+pub(crate) const MAX_PROCESSES: usize = 64;
 
 /// Schema of results and baseline files this build writes. Version 1 files (before A/B and
 /// between-process spreads) still load: every field added since has a default.

@@ -54,8 +54,25 @@ pub fn merge(shards: Vec<(PathBuf, ResultsFile)>, rules: &Rules) -> Result<Resul
             );
         }
     }
+    let shared = shared_shapes(&shards);
     let joined = join(shards)?;
-    reevaluate(joined, rules)
+    reevaluate(joined, rules, &shared)
+}
+
+/// The shapes of the shards that another process shared the GPU with. The run that measured
+/// them did not judge their comparison with the stored baseline (`run::assemble`): the other
+/// process slowed them by an unknown amount. Merge keeps that, shard by shard, rather than
+/// comparing them with the stored baseline after all.
+fn shared_shapes(shards: &[(PathBuf, ResultsFile)]) -> BTreeSet<String> {
+    shards
+        .iter()
+        .filter(|(_, r)| {
+            r.timing
+                .as_ref()
+                .is_some_and(|t| !t.other_processes.is_empty())
+        })
+        .flat_map(|(_, r)| r.shapes.iter().map(|s| s.name.clone()))
+        .collect()
 }
 
 /// Names a shard file in messages: `shard 2/4 (path)`.
@@ -255,6 +272,16 @@ fn joined(shards: Vec<(PathBuf, ResultsFile)>, info: &ShardInfo) -> ResultsFile 
         if let Some(p) = &r.profiling {
             profiling_s += p.seconds;
         }
+        // Every process any shard saw beside it (the first shard's timing is the merged one).
+        if let (Some(t), Some(m)) = (&r.timing, merged.timing.as_mut()) {
+            for p in &t.other_processes {
+                if m.other_processes.len() < crate::results::MAX_PROCESSES
+                    && !m.other_processes.iter().any(|o| o.pid == p.pid)
+                {
+                    m.other_processes.push(p.clone());
+                }
+            }
+        }
         if let Some(u) = r.environment.as_ref().and_then(|e| e.gpu_uuid.clone())
             && !uuids.contains(&u)
         {
@@ -292,8 +319,13 @@ fn joined(shards: Vec<(PathBuf, ResultsFile)>, info: &ShardInfo) -> ResultsFile 
 }
 
 /// Compares every shape again, over the whole run, under `rules`, then the verdict. From
-/// the shards only their measurements are used.
-fn reevaluate(mut merged: ResultsFile, rules: &Rules) -> Result<ResultsFile> {
+/// the shards only their measurements are used, and whether another process shared their GPU
+/// (`shared`: those shapes are not compared with the stored baseline).
+fn reevaluate(
+    mut merged: ResultsFile,
+    rules: &Rules,
+    shared: &BTreeSet<String>,
+) -> Result<ResultsFile> {
     check_shapes(&merged, rules)?;
     let Some(env) = merged.environment.clone() else {
         bail!("the shards record no GPU, so no stored baseline can be chosen for them");
@@ -302,10 +334,27 @@ fn reevaluate(mut merged: ResultsFile, rules: &Rules) -> Result<ResultsFile> {
     let config = rules.config;
     let cache = config.measure.cache;
     apply_config(&mut merged, config)?;
+    let stored_shape =
+        |s: &crate::results::ShapeResult| stored.as_ref().and_then(|b| b.shape(&s.params, cache));
+    // A shared shape whose only reference is the stored baseline has no verdict (never a pass
+    // nothing judged), as in the run that measured it.
+    for s in merged.shapes.iter_mut() {
+        if shared.contains(&s.name)
+            && s.base_samples_us.is_empty()
+            && s.error.is_none()
+            && s.integrity.is_none()
+            && stored_shape(s).is_some()
+        {
+            s.error = Some(
+                "the stored baseline is this shape's only reference and another process shared the GPU with its shard, so it has no verdict: run it again when the GPU is free".into(),
+            );
+        }
+    }
     let stored_of = |s: &crate::results::ShapeResult| -> Option<StoredSide> {
-        stored
-            .as_ref()
-            .and_then(|b| b.shape(&s.params, cache).map(|x| x.stored_side()))
+        if shared.contains(&s.name) {
+            return None;
+        }
+        stored_shape(s).map(|x| x.stored_side())
     };
     let policy = Policy {
         fail_on_drift: rules.fail_on_drift,

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::common::{bin, require_no_cuda_driver, results};
 use ci_gate::config::{Config, Tolerance};
 use ci_gate::evaluate::evaluate;
-use ci_gate::results::{ResultsFile, passed};
+use ci_gate::results::{GpuProcess, ResultsFile, RunTiming, passed};
 use ci_gate::shard::ShardInfo;
 use ci_gate::verdict::{Policy, Verdict};
 use predicates::prelude::*;
@@ -63,6 +63,24 @@ impl Setup {
             .arg("--baselines")
             .arg(&self.store);
         c
+    }
+
+    /// Records the store's baseline from a results file of three shapes at `factors` times
+    /// 100 µs (no GPU needed).
+    fn record(&self, factors: &[f64]) {
+        let mut recorded = results("NVIDIA H200", factors, 11);
+        recorded.config.hash = self.hash.clone();
+        let from = self.path("recorded.json");
+        recorded.save(&from).unwrap();
+        bin()
+            .args(["baseline", "update", "--reason", "test", "--from"])
+            .arg(&from)
+            .arg("--config")
+            .arg(&self.config)
+            .arg("--baselines")
+            .arg(&self.store)
+            .assert()
+            .success();
     }
 
     /// An A/B run of three shapes, the candidate `factors` times the base's p50, measured
@@ -284,19 +302,7 @@ fn a_shard_of_another_config_is_refused_by_name() {
 fn a_shard_cannot_hide_the_stored_baseline() {
     let s = Setup::new();
     // Record the base's baseline (from a results file: no GPU needed).
-    let mut recorded = results("NVIDIA H200", &[1.0, 1.0, 1.0], 11);
-    recorded.config.hash = s.hash.clone();
-    let from = s.path("recorded.json");
-    recorded.save(&from).unwrap();
-    bin()
-        .args(["baseline", "update", "--reason", "test", "--from"])
-        .arg(&from)
-        .arg("--config")
-        .arg(&s.config)
-        .arg("--baselines")
-        .arg(&s.store)
-        .assert()
-        .success();
+    s.record(&[1.0, 1.0, 1.0]);
 
     // 10% slower, no A/B, and no stored baseline claimed.
     let mut slower = results("NVIDIA H200", &[1.1, 1.1, 1.1], 12);
@@ -340,6 +346,95 @@ fn a_shard_cannot_hide_the_stored_baseline() {
     );
 }
 
+/// A shard that shared its GPU with another process was not compared with the stored
+/// baseline by the run that measured it; merge keeps it so, shard by shard: its A/B still
+/// decides, a shape the stored baseline alone would judge has no verdict (a fail), and the
+/// other shards are compared with the stored baseline as usual.
+#[test]
+fn a_shared_shard_is_not_compared_with_the_stored_baseline() {
+    let s = Setup::new();
+    s.record(&[1.0, 1.0, 1.0]);
+    // Both sides 10% slower than the stored baseline, as beside a busy neighbour: against
+    // the stored baseline alone every shape would read slower.
+    let slowed = |seed| results("NVIDIA H200", &[1.1, 1.1, 1.1], seed);
+    let mut r = slowed(7);
+    for (c, b) in r.shapes.iter_mut().zip(&slowed(8).shapes) {
+        c.base_samples_us = b.samples_us.clone();
+    }
+    r.config.hash = s.hash.clone();
+    let paths = save_shards(s.dir.path(), &r, &[&[0, 2], &[1]]);
+    let neighbour = GpuProcess {
+        pid: 4200000,
+        name: Some("trainer".into()),
+        used_mib: Some(2048),
+    };
+    let mut first = ResultsFile::load(&paths[0]).unwrap();
+    first.timing = Some(RunTiming {
+        other_processes: vec![neighbour.clone()],
+        ..RunTiming::default()
+    });
+    first.save(&paths[0]).unwrap();
+
+    let out = s.path("merged.json");
+    let merged = |paths: &[PathBuf], code: i32| {
+        s.merge()
+            .args(paths)
+            .arg("--fail-on-drift")
+            .arg("--out")
+            .arg(&out)
+            .assert()
+            .code(code);
+        ResultsFile::load(&out).unwrap()
+    };
+    // The unshared shard's shape is compared with the stored baseline: a drift (+10% on
+    // both sides), which --fail-on-drift fails; the shared shard's shapes are decided by A/B.
+    let m = merged(&paths, 1);
+    let by_name = |m: &ResultsFile, i: usize| m.shapes[i].clone();
+    for i in [0, 2] {
+        let shape = by_name(&m, i);
+        assert!(shape.stored.is_none(), "{}", shape.name);
+        assert_eq!(shape.verdict, Verdict::Pass, "{}", shape.name);
+    }
+    let unshared = by_name(&m, 1);
+    assert!(unshared.stored.is_some(), "{}", unshared.name);
+    assert_eq!(unshared.verdict, Verdict::Drift, "{}", unshared.name);
+    assert_eq!(
+        m.timing.as_ref().unwrap().other_processes,
+        vec![neighbour.clone()]
+    );
+
+    // Without A/B the stored baseline is the only reference: the shared shard's shapes
+    // have no verdict, which fails the run (exit 1, as in the run that measured them) even
+    // where every other shape passes (here the unshared one, now as fast as the stored).
+    let as_stored = results("NVIDIA H200", &[1.0, 1.0, 1.0], 9);
+    for p in &paths {
+        let mut shard = ResultsFile::load(p).unwrap();
+        for shape in shard.shapes.iter_mut() {
+            shape.base_samples_us.clear();
+            if shape.name == as_stored.shapes[1].name {
+                shape.samples_us = as_stored.shapes[1].samples_us.clone();
+            }
+        }
+        shard.save(p).unwrap();
+    }
+    let m = merged(&paths, 1);
+    for i in [0, 2] {
+        let shape = by_name(&m, i);
+        assert_eq!(shape.verdict, Verdict::Error, "{}", shape.name);
+        assert!(
+            shape
+                .error
+                .as_deref()
+                .unwrap()
+                .contains("another process shared the GPU with its shard"),
+            "{:?}",
+            shape.error
+        );
+    }
+    assert_eq!(by_name(&m, 1).verdict, Verdict::Pass);
+    assert!(!m.passed);
+}
+
 /// The drift policy is merge's own flag: a shard that says a drift fails cannot turn it on,
 /// and one that says it does not cannot turn it off.
 #[test]
@@ -347,19 +442,7 @@ fn the_drift_policy_comes_from_the_flag() {
     let s = Setup::new();
     // The stored baseline 10% faster than both sides of an A/B run that shows no change:
     // a drift on every shape.
-    let mut recorded = results("NVIDIA H200", &[0.9, 0.9, 0.9], 11);
-    recorded.config.hash = s.hash.clone();
-    let from = s.path("recorded.json");
-    recorded.save(&from).unwrap();
-    bin()
-        .args(["baseline", "update", "--reason", "test", "--from"])
-        .arg(&from)
-        .arg("--config")
-        .arg(&s.config)
-        .arg("--baselines")
-        .arg(&s.store)
-        .assert()
-        .success();
+    s.record(&[0.9, 0.9, 0.9]);
     let mut r = s.run(&[1.0, 1.0, 1.0]);
     r.fail_on_drift = true;
     let paths = save_shards(s.dir.path(), &r, &[&[0, 1, 2]]);
