@@ -809,9 +809,13 @@ fn load_attention(
         .map_err(|why| format!("{}: {why}", src.path.display()));
     let module = load_module(ctx, info, &src)?;
     let constants = ConstantGuard::new(&module, stream, copy_bytes, &cubin, &src)?.map(Arc::new);
-    let guarded = |mut kernel: Kernel| {
+    // An entry as it is launched: its constant banks guarded, its TMA maps and its grid fill
+    // read from the module.
+    let entry = |name: &str| -> Result<Kernel, GpuError> {
+        let mut kernel = load_kernel(&module, stream, info, &src, name)?;
         kernel.constants = constants.clone();
-        kernel
+        let kernel = with_tma(kernel, &cubin, &module, stream, &src)?;
+        with_fill(kernel, &cubin, &module, stream, &src)
     };
     let mut kernels = HashMap::new();
     let mut small = HashMap::new();
@@ -819,30 +823,18 @@ fn load_attention(
     for dtype in [Dtype::Float16, Dtype::Bfloat16] {
         for d in crate::config::SUPPORTED_HEAD_DIMS {
             let name = super::entries::main_entry(dtype, d);
-            let kernel = guarded(load_kernel(&module, stream, info, &src, &name)?);
-            let kernel = with_tma(kernel, &cubin, &module, stream, &src)?;
-            kernels.insert(
-                (dtype, d),
-                with_fill(kernel, &cubin, &module, stream, &src)?,
-            );
+            kernels.insert((dtype, d), entry(&name)?);
             // Optional: a source without it runs NAME on every grid. Looked up in the
             // cubin's symbols, not by asking the driver for a function that may not exist
             // (compute-sanitizer counts that failed call as an error).
             let small_name = format!("{name}_small");
             if has_symbol(&cubin, &small_name) {
-                let kernel = guarded(load_kernel(&module, stream, info, &src, &small_name)?);
-                let kernel = with_tma(kernel, &cubin, &module, stream, &src)?;
-                small.insert(
-                    (dtype, d),
-                    with_fill(kernel, &cubin, &module, stream, &src)?,
-                );
+                small.insert((dtype, d), entry(&small_name)?);
             }
             // Optional too: NAME_long with NAME_long_from, the shortest seq_len it takes.
             let long_name = format!("{name}_long");
             if has_symbol(&cubin, &long_name) {
-                let kernel = guarded(load_kernel(&module, stream, info, &src, &long_name)?);
-                let kernel = with_tma(kernel, &cubin, &module, stream, &src)?;
-                let kernel = with_fill(kernel, &cubin, &module, stream, &src)?;
+                let kernel = entry(&long_name)?;
                 let from = long_from(&cubin, &module, stream, &src, &long_name)?;
                 long.insert((dtype, d), (kernel, from));
             }
