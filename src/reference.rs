@@ -1,6 +1,6 @@
 //! A CPU attention reference in float64, written to be obviously correct: it is what the
 //! GPU kernels are checked against in tests, and it is itself checked against PyTorch's
-//! float64 outputs in `../shared/golden`.
+//! float64 outputs in `tests/golden` (made by `bench/make_golden.py`).
 
 use crate::config::Dtype;
 
