@@ -84,7 +84,6 @@ fn the_gate_step_passes_only_the_runner_settings_of_ci_gate() {
         ("PROFILE_DIR", temp.join("profiles").display().to_string()),
         ("PROFILE_SLOWEST", "0".into()),
         ("SHARD", String::new()),
-        ("ENERGY", "false".into()),
     ]
     .into_iter()
     .collect();

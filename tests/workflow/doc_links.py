@@ -1,8 +1,7 @@
 #!/usr/bin/env python3
 """Every relative link in the repository's Markdown files points at a file that exists and,
 with a #fragment, at a heading of that file (GitHub's anchors: lower case, punctuation
-dropped, spaces to hyphens). docs/DECIDING.md is written on another branch: until it lands,
-links to it are listed, not failed.
+dropped, spaces to hyphens).
 
   python3 tests/workflow/doc_links.py
 """
@@ -16,7 +15,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
-PENDING = {ROOT / "docs" / "DECIDING.md"}
 
 
 def anchors(path: Path) -> set[str]:
@@ -38,7 +36,7 @@ def anchors(path: Path) -> set[str]:
 def main() -> None:
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "*.md"], cwd=ROOT,
                            capture_output=True, text=True, check=True).stdout.split()
-    broken, pending = [], []
+    broken = []
     for f in files:
         path = ROOT / f
         text = path.read_text(encoding="utf-8")
@@ -49,12 +47,10 @@ def main() -> None:
             file_part, _, frag = target.partition("#")
             dest = (path.parent / file_part).resolve() if file_part else path
             if not dest.exists():
-                (pending if dest in PENDING else broken).append(f"{f}: {target}")
+                broken.append(f"{f}: {target}")
                 continue
             if frag and dest.suffix == ".md" and frag not in anchors(dest):
                 broken.append(f"{f}: {target} (no such heading)")
-    for p in pending:
-        print(f"pending (docs/DECIDING.md is not here yet): {p}")
     if broken:
         print("FAIL: broken links:\n  " + "\n  ".join(broken), file=sys.stderr)
         sys.exit(1)
