@@ -8,7 +8,9 @@
 //!    the pipeline's phases, child processes, profiling and publishing;
 //! 3. `cli` (the command line's types, which the engine takes its options from), the
 //!    measuring devices `gpu` (cudarc) and `sim` (the seeded simulation, and its noise
-//!    model), both implementing `backend::Backend`, and `github` (the API and Actions);
+//!    model), both implementing `backend::Backend`, and `github` (the API and Actions).
+//!    The one import within this layer: `sim` reads and checks a kernel source as `gpu`
+//!    does (`gpu::compile::KernelSource`, `gpu::lexcheck`, `gpu::watchdog`);
 //! 4. `backend` (the measuring interface, its error and per-shape bookkeeping), `evaluate`
 //!    (verdicts, and the planned two-stage decision), `report`, `history`, `profile`,
 //!    `sanitize`, `peers`, `shard` (shards and their merge), `baseline`, `results`,

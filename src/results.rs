@@ -278,6 +278,12 @@ impl ShapeResult {
         }
     }
 
+    /// Whether the stored baseline would be this shape's only reference: it has no A/B rounds,
+    /// and neither an error nor an integrity failure has ended it already.
+    pub(crate) fn only_stored_could_judge(&self) -> bool {
+        self.base_samples_us.is_empty() && self.error.is_none() && self.integrity.is_none()
+    }
+
     /// Whether the candidate kept parity: its parity check passed and no integrity check
     /// failed. `None` when parity was not checked and nothing failed (offline compare).
     pub(crate) fn parity_passed(&self) -> Option<bool> {

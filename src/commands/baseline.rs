@@ -534,9 +534,6 @@ struct MergedShape {
     error: Option<String>,
 }
 
-/// Joins the runs shape by shape. The runs must be of one config, one GPU model and one
-/// kernel, each must have reached a verdict and hold shapes; a shape missing from a run, or
-/// with an error or empty rounds in any, cannot be recorded.
 /// With `--from`, the config is not measured with, but the results must be of it: its name
 /// and exactly its shapes (the repository's baselines are of its own config), so that another
 /// repository's or another config's results are refused before anything is written.
@@ -600,6 +597,9 @@ fn check_from_matches_config(
     Ok(())
 }
 
+/// Joins the runs shape by shape. The runs must be of one config, one GPU model and one
+/// kernel, each must have reached a verdict and hold shapes; a shape missing from a run, or
+/// with an error or empty rounds in any, cannot be recorded.
 fn merge_processes(runs: &[ResultsFile], from: &[PathBuf]) -> Result<Vec<MergedShape>> {
     let name = |i: usize| {
         from.get(i).map_or_else(

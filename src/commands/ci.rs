@@ -57,13 +57,7 @@ pub(crate) fn run_ci(args: &CiArgs) -> Result<Outcome> {
             // kernels. Their `printf` reaches this process's stdout, so workflow commands are
             // suspended around it; they resume once every GPU context is gone, before the
             // results are published.
-            // One ci-gate run per GPU at a time (`sharing`), held through the measuring and
-            // the profiles; a `--devices` child takes its own GPU's.
-            let gpu = if prepared.measures_here() {
-                crate::run::sharing::lock_gpu(prepared.run.backend)?
-            } else {
-                None
-            };
+            let gpu = prepared.lock_gpu()?;
             let suspended = SuspendedCommands::begin()?;
             on_hang(args, config.as_ref(), shard.clone());
             let measured = prepared.measure(&args.profile);

@@ -42,14 +42,9 @@ pub(crate) fn run_local(args: &LocalArgs) -> Result<Outcome> {
     if prepared.measures_here() {
         on_hang(&run.config, args.out.clone());
     }
-    // One ci-gate run per GPU at a time (`sharing`): held through the measuring and the
-    // profiles; a `--devices` child takes its own GPU's.
-    let measured = if prepared.measures_here() {
-        crate::run::sharing::lock_gpu(run.backend)
-    } else {
-        Ok(None)
-    }
-    .and_then(|_gpu| prepared.measure(&args.profile));
+    let measured = prepared
+        .lock_gpu()
+        .and_then(|_gpu| prepared.measure(&args.profile));
     let results = match measured {
         Ok(results) => results,
         Err(e) => {

@@ -742,13 +742,11 @@ impl OutputSlots {
             refs: &secrets.refs,
             rows: &secrets.rows,
             nrows: ROWS_PER_LAUNCH,
-            rows_per_slot: true,
             seq_len: self.seq_len,
             head_dim: self.head_dim,
             elements: self.elements,
             host_slot_offsets: &self.slot_offsets,
             host_ref_offsets: &self.ref_offsets,
-            host_rows: None,
         };
         raw::launch_check_outputs(
             &gpu.stream,

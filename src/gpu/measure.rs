@@ -359,7 +359,7 @@ impl Held {
     /// Keeps a round's buffers (hashed now), dropping the oldest rounds beyond `cap` bytes.
     fn keep(&mut self, gpu: &Gpu, round: PreparedRound, cap: u64) -> Result<(), GpuError> {
         let bytes = round.spacer.len() as u64 * 4
-            + round.inputs.len() as u64 * 3 * 2 * round.slots_elements()
+            + round.inputs.len() as u64 * 3 * 2 * round.input_elements()
             + round.slots.bytes()
             + round.secrets.bytes();
         let mut held = HeldRound {
@@ -419,7 +419,8 @@ struct PreparedRound {
 }
 
 impl PreparedRound {
-    fn slots_elements(&self) -> u64 {
+    /// Elements of one tensor of an input set (its Q, K and V are the same size).
+    fn input_elements(&self) -> u64 {
         self.inputs.first().map_or(0, |i| i.k.len() as u64)
     }
 }

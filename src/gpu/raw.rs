@@ -391,13 +391,13 @@ pub(crate) struct SlotTable<'a> {
     pub slot_offsets: &'a CudaSlice<u64>,
     /// Element offset of each slot's reference rows in `refs` (device copy).
     pub ref_offsets: &'a CudaSlice<u64>,
-    /// Reference rows, compact: [batch·heads, rows, head_dim] per input set.
+    /// Reference rows, compact: [batch·heads, rows, head_dim] per slot (each launch has its
+    /// own reference).
     pub refs: &'a CudaSlice<f32>,
-    /// The query rows the reference computed (device copy): one list for every slot, or
-    /// (`rows_per_slot`) a list of `nrows` per slot, back to back.
+    /// The query rows each slot's reference computed (device copy): a list of `nrows` per
+    /// slot, back to back, made on the device, where the check kernel bounds them.
     pub rows: &'a CudaSlice<i32>,
     pub nrows: usize,
-    pub rows_per_slot: bool,
     pub seq_len: usize,
     pub head_dim: usize,
     /// Elements of one output: batch·heads·seq_len·head_dim.
@@ -405,9 +405,6 @@ pub(crate) struct SlotTable<'a> {
     /// The host copies, checked against the buffers' lengths before any launch.
     pub host_slot_offsets: &'a [u64],
     pub host_ref_offsets: &'a [u64],
-    /// The host copy of a list shared by every slot (checked to be rows < seq_len); lists
-    /// of their own per slot are made on the device, where the check kernel bounds them.
-    pub host_rows: Option<&'a [i32]>,
 }
 
 /// Checks every slot of `t` against its reference (`check_outputs`), accumulating into
@@ -440,20 +437,12 @@ pub(crate) fn launch_check_outputs(
     ) else {
         return Err(invalid());
     };
-    let rows_stride = if t.rows_per_slot { nrows_i32 } else { 0 };
-    let rows_len = if t.rows_per_slot {
-        slots.checked_mul(nrows).ok_or_else(invalid)?
-    } else {
-        nrows
-    };
+    let rows_stride = nrows_i32;
+    let rows_len = slots.checked_mul(nrows).ok_or_else(invalid)?;
     if slots == 0
         || slots > 65_535
         || nrows == 0
         || t.rows.len() != rows_len
-        || (!t.rows_per_slot && t.host_rows.is_none_or(|h| h.len() != nrows))
-        || !t
-            .host_rows
-            .is_none_or(|h| h.iter().all(|&r| r >= 0 && r < seq_len))
         || t.host_ref_offsets.len() != slots
         || t.slot_offsets.len() != slots
         || t.ref_offsets.len() != slots
@@ -482,8 +471,8 @@ pub(crate) fn launch_check_outputs(
     // SAFETY: check_outputs(const float*, const u64* slot_offsets, const u64* ref_offsets,
     // const float* refs, const int* rows, int nrows, int rows_stride, int seq_len,
     // int head_dim, u64 n, unsigned poison, CgCheck* results): block row y reads
-    // rows[y·rows_stride ..+ nrows) (rows holds slots·nrows entries where the stride is
-    // nrows, else nrows: checked), region[slot_offsets[y] ..+ n), within it only rows the
+    // rows[y·rows_stride ..+ nrows) (rows_stride = nrows and rows holds slots·nrows
+    // entries: checked), region[slot_offsets[y] ..+ n), within it only rows the
     // kernel itself bounds to 0..seq_len of each of the n / (seq_len·head_dim) heads, and
     // refs[ref_offsets[y] ..+ m); all in bounds (checked above against the host copies,
     // which the caller uploaded as the device copies); it adds to the 5 words (40 bytes,

@@ -195,11 +195,6 @@ fn icon(report: &Report) -> &'static str {
     }
 }
 
-/// The comparison that decided a row's verdict, and the other one ([`Row::deciding`]).
-fn deciding(row: &Row) -> (Option<&Comparison>, Option<&Comparison>) {
-    row.deciding()
-}
-
 /// `A/B +0.31%` or `stored +4.47%`: a comparison's Δ, named by its reference.
 fn named_delta(report: &Report, c: &Comparison) -> String {
     let name = match c.reference {
@@ -266,7 +261,7 @@ fn next_steps(report: &Report) -> Vec<String> {
 /// for a pass.
 fn next_step(report: &Report, first: &Row) -> Option<String> {
     let config = report.config_path();
-    let (decider, _) = deciding(first);
+    let (decider, _) = first.deciding();
     // The estimate with the bound that decided, at its level.
     let figures = |c: Option<&Comparison>| {
         c.map(|c| {
@@ -542,7 +537,7 @@ fn summary_table(report: &Report, md: &mut String) {
     );
     md.push_str("|---|---|--:|---|--:|--:|---|\n");
     for row in &report.rows {
-        let (decider, other) = deciding(row);
+        let (decider, other) = row.deciding();
         let verdict = escape_markdown(&verdict_text(row));
         let verdict = if row.fails(report.policy) {
             format!("**{verdict}**")

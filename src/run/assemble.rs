@@ -120,7 +120,7 @@ fn judge_shared(
             continue;
         }
         any = true;
-        if s.base_samples_us.is_empty() && s.error.is_none() && s.integrity.is_none() {
+        if s.only_stored_could_judge() {
             s.error = Some(watch.unjudged_error());
         }
     }

@@ -14,12 +14,12 @@
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::child_env::{self, restrict};
-use crate::config::{Dtype, MeasureSettings, ShapeParams};
+use crate::config::{MeasureSettings, ShapeParams};
 use crate::peers::{BACKENDS, PEER_SAMPLES, Peer, PeerLaunches, PeerResult};
 
 const WORKER: &str = include_str!("../../peers/torch_sdpa_worker.py");
@@ -224,7 +224,7 @@ fn shape_json(shape: &ShapeParams) -> Value {
         "seq_len": shape.seq_len,
         "head_dim": shape.head_dim,
         "causal": shape.causal,
-        "dtype": match shape.dtype { Dtype::Float16 => "float16", Dtype::Bfloat16 => "bfloat16" },
+        "dtype": shape.dtype.to_string(),
     })
 }
 
@@ -270,13 +270,11 @@ impl PendingPeers {
     /// Waits for the worker's hello (and its warm-up); a worker that cannot measure leaves a
     /// note and no peers.
     pub fn finish(self, notes: &mut Vec<String>) -> PeerSession {
-        let started = Instant::now();
         let ready = self.worker.and_then(|mut w| w.hello().map(|()| w));
         let mut session = PeerSession::none();
         match ready {
             Ok(w) => {
                 session.runtime = Some(w.runtime.clone());
-                session.pid = Some(w.pid());
                 session.worker = Some(w);
                 session.peers = self.peers;
             }
@@ -289,7 +287,6 @@ impl PendingPeers {
                     .join(", ")
             )),
         }
-        session.start_wait_s = started.elapsed().as_secs_f64();
         session
     }
 }
@@ -300,10 +297,6 @@ pub(crate) struct PeerSession {
     peers: Vec<Peer>,
     /// The worker's runtime, once it answered.
     pub runtime: Option<String>,
-    /// The worker's process id, while it runs.
-    pid: Option<u32>,
-    /// Seconds spent waiting for the worker to be ready.
-    pub start_wait_s: f64,
     /// The (peer, shape) the worker holds prepared.
     prepared: Vec<(Peer, ShapeParams)>,
     /// Calls per sample of each peer on each shape, as prepared.
@@ -317,8 +310,6 @@ impl PeerSession {
             worker: None,
             peers: Vec::new(),
             runtime: None,
-            pid: None,
-            start_wait_s: 0.0,
             prepared: Vec::new(),
             launches: Vec::new(),
         }
@@ -359,7 +350,7 @@ impl PeerSession {
 
     /// The worker's process id, while it runs.
     pub(crate) fn pid(&self) -> Option<u32> {
-        self.pid
+        self.worker.as_ref().map(PeerWorker::pid)
     }
 
     /// Empty results for a new shape, one per peer that runs.
@@ -429,7 +420,6 @@ impl PeerSession {
                             "the PyTorch worker stopped on {shape} ({e}): later shapes have no peer times"
                         ));
                         self.worker = None;
-                        self.pid = None;
                     }
                     r.error = Some(e);
                 }
@@ -450,7 +440,6 @@ impl PeerSession {
                 "the PyTorch worker stopped ({e}): later shapes have no peer times"
             ));
             self.worker = None;
-            self.pid = None;
         }
     }
 }

@@ -60,6 +60,17 @@ impl PreparedRun {
         self.devices.is_none()
     }
 
+    /// One ci-gate run per GPU at a time (`sharing`): the lock of this run's GPU, to be held
+    /// through the measuring and the profiles. None with `--devices` (each child takes its
+    /// own GPU's) or where the backend has no GPU.
+    pub(crate) fn lock_gpu(&self) -> Result<Option<crate::gpu::lock::GpuLock>> {
+        if self.measures_here() {
+            super::sharing::lock_gpu(self.run.backend)
+        } else {
+            Ok(None)
+        }
+    }
+
     /// The GPU work: measure (here, or one child per device), then profile (`profile`).
     pub fn measure(&self, profile: &ProfileArgs) -> Result<ResultsFile> {
         let run = &self.run;

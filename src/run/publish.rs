@@ -25,7 +25,6 @@ pub(crate) fn publish(
     failure: Option<anyhow::Error>,
 ) -> Result<Outcome> {
     let gh = GithubEnv::from_env();
-    let args_out = out;
     // Error texts can be a compiler's log of the pull request's kernels: bounded as a reader
     // checks them, so that the comment job can always load the file.
     for e in results
@@ -38,8 +37,8 @@ pub(crate) fn publish(
     }
     // The results file is written even without a verdict, so the comment job can say why.
     results
-        .save(args_out)
-        .with_context(|| format!("cannot save the results to {}", args_out.display()))?;
+        .save(out)
+        .with_context(|| format!("cannot save the results to {}", out.display()))?;
     // Error texts can quote the pull request's kernels (a compiler log): on one line, without
     // control characters, before anything is printed to the log.
     results.neutralise();
@@ -59,7 +58,7 @@ pub(crate) fn publish(
         annotate_failures(&results);
     }
     if let Some(path) = &gh.output {
-        write_step_outputs(path, &results, args_out, failure.is_some())?;
+        write_step_outputs(path, &results, out, failure.is_some())?;
     }
     match failure {
         Some(e) => Err(e),

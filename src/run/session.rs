@@ -35,8 +35,8 @@ pub(super) struct Session<'r> {
     pub env: Environment,
     /// Other processes on the GPU.
     pub watch: ProcessWatch,
-    /// Whether another process was seen on the GPU at the last reading: the stored
-    /// comparison is then not judged ([`Session::stored_side`]).
+    /// Whether another process has been seen on the GPU at any reading so far (it never
+    /// goes back to false): the stored comparison is then not judged ([`stored_side`]).
     pub shared: Cell<bool>,
     pub warnings: Vec<String>,
     pub notes: Vec<String>,

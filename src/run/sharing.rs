@@ -9,7 +9,7 @@
 //!   start, between shapes and at its end. This run's own processes (itself and its PyTorch
 //!   worker) are left out; every other one is named in the results and a warning, and the
 //!   comparison with the stored baseline — which nothing measured beside it cancels — is not
-//!   judged (`pipeline`).
+//!   judged (`assemble::judge_shared`, `session::stored_side`).
 //!
 //! NVML names processes by the driver's pids. Inside a container with a pid namespace of its
 //! own those are the host's, and this process's own pid is not among them: the watch then

@@ -215,9 +215,7 @@ fn fill(
     }
     let cand = run.cand(backend);
     result.samples_us = cand.rounds.clone();
-    match median_of(&cand.rounds)
-        .and(Sample::new(cand.rounds.iter().flatten().copied().collect()).ok())
-    {
+    match Sample::new(cand.rounds.iter().flatten().copied().collect()).ok() {
         Some(s) => {
             let summary = s.summary();
             result.tflops = Some(result.params.flops() / (summary.p50 * 1e-6) / 1e12);

@@ -339,12 +339,7 @@ fn reevaluate(
     // A shared shape whose only reference is the stored baseline has no verdict (never a pass
     // nothing judged), as in the run that measured it.
     for s in merged.shapes.iter_mut() {
-        if shared.contains(&s.name)
-            && s.base_samples_us.is_empty()
-            && s.error.is_none()
-            && s.integrity.is_none()
-            && stored_shape(s).is_some()
-        {
+        if shared.contains(&s.name) && s.only_stored_could_judge() && stored_shape(s).is_some() {
             s.error = Some(
                 "the stored baseline is this shape's only reference and another process shared the GPU with its shard, so it has no verdict: run it again when the GPU is free".into(),
             );

@@ -358,17 +358,17 @@ impl SimBackend {
         self.next_address += 0x10_0000;
         let s = self.shapes.live(id, "a round")?;
         let samples = s.settings.samples_per_round;
+        let side = s.sides[index].0;
+        // `Self::kernel` by field (`s` holds `self.shapes`); `level` has already refused an
+        // `Other` side with no kernel.
+        let kernel = match side {
+            Side::Base => self.base.as_ref().unwrap_or(&self.candidate),
+            Side::Candidate => &self.candidate,
+            Side::Other => self.other.as_ref().unwrap_or(&self.candidate),
+        };
         // A clock event on this side's kernel: a quarter of its rounds, drawn from the
         // shape's own coin (seeded), see the clock move during half their samples.
-        let clocked = {
-            let side = s.sides[index].0;
-            let kernel = match side {
-                Side::Base => self.base.as_ref().unwrap_or(&self.candidate),
-                Side::Candidate => &self.candidate,
-                Side::Other => self.other.as_ref().unwrap_or(&self.candidate),
-            };
-            SimKernel::hits(&kernel.clock, &s.params) && s.coin.random::<f64>() < 0.25
-        };
+        let clocked = SimKernel::hits(&kernel.clock, &s.params) && s.coin.random::<f64>() < 0.25;
         let level = if clocked {
             level + 0.05f64.ln_1p()
         } else {
@@ -376,12 +376,7 @@ impl SimBackend {
         };
         let values = s.state.noise.round(level, samples as usize, false);
         let tolerance = s.tolerance;
-        let side = s.sides[index].0;
-        let wall_ms = match side {
-            Side::Base => self.base.as_ref().unwrap_or(&self.candidate).wall_ms,
-            Side::Candidate => self.candidate.wall_ms,
-            Side::Other => self.other.as_ref().map_or(0, |k| k.wall_ms),
-        };
+        let wall_ms = kernel.wall_ms;
         if wall_ms > 0 {
             std::thread::sleep(Duration::from_millis(wall_ms));
         }

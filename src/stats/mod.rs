@@ -42,15 +42,14 @@ mod sample;
 mod shift;
 
 pub use binomial::binomial_interval;
-pub use bootstrap::{Interval, ratio_of_medians_ci};
+pub use bootstrap::{
+    Interval, RatioDistribution, pooled_p50_ratio_of_pairs, ratio_of_medians,
+    ratio_of_medians_bootstrap, ratio_of_medians_ci,
+};
 pub(crate) use bootstrap::{
     PAIRS_BOOTSTRAP_BUDGET, PAIRS_BOOTSTRAP_MIN_RESAMPLES, pooled_p50_pairs_bootstrap,
 };
-pub use bootstrap::{
-    RatioDistribution, pooled_p50_ratio_of_pairs, ratio_of_medians, ratio_of_medians_bootstrap,
-};
-pub use cliff::Magnitude;
-pub use cliff::cliffs_delta;
+pub use cliff::{Magnitude, cliffs_delta};
 pub use error::StatsError;
 pub use holm::holm;
 pub use mann_whitney::{Alternative, MannWhitney, PMethod, mann_whitney_u};
@@ -61,7 +60,6 @@ pub use margin::{
     paired_margin_test_trimmed, process_spread, process_spread_trimmed, round_medians, trimmed,
     two_stage_p, unpaired_margin_test, unpaired_margin_test_trimmed,
 };
-pub use sample::Summary;
-pub use sample::{Rounds, Sample};
+pub use sample::{Rounds, Sample, Summary};
 pub use shift::LogShift;
 pub(crate) use shift::MAX_SHIFT_PAIRS;

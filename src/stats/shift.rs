@@ -27,10 +27,6 @@ pub(crate) const MAX_SHIFT_PAIRS: usize = 250_000;
 /// Two samples' pairwise log differences and the exact null law of U: see the module docs.
 #[derive(Clone, Debug)]
 pub struct LogShift {
-    /// Values of the base and of the candidate.
-    pub n_base: usize,
-    /// Values of the candidate.
-    pub n_cand: usize,
     /// The pairwise differences `ln cand_j − ln base_i`, ascending.
     diffs: Vec<f64>,
     /// `upper[c] = P(U ≥ c)` under the null, c = 0..=N.
@@ -78,8 +74,6 @@ impl LogShift {
         }
         diffs.sort_unstable_by(f64::total_cmp);
         Ok(LogShift {
-            n_base: nb,
-            n_cand: nc,
             diffs,
             upper: upper_tails(nb.min(nc), nb.max(nc)),
         })

@@ -100,7 +100,6 @@ impl Repo {
     fn bisect(&self, good: &str, bad: &str, more: &[&str]) -> std::process::Output {
         bin()
             .env("CI_GATE_SIMULATE", "3")
-            .env_remove("GITHUB_ACTIONS")
             .current_dir(&self.root)
             .arg("bisect")
             .arg(good)
@@ -291,7 +290,6 @@ fn local(repo: &Repo, args: &[&str], seed: &str) -> std::process::Output {
     std::fs::create_dir_all(&baselines).unwrap();
     bin()
         .env("CI_GATE_SIMULATE", seed)
-        .env_remove("GITHUB_ACTIONS")
         .env_remove("GITHUB_SHA")
         .current_dir(&repo.root)
         .arg("local")

@@ -191,7 +191,6 @@ fn ci_outside_actions_prints_no_workflow_commands() {
     for extra in [&[][..], &["--no-peers"][..]] {
         let assert = bin()
             .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .env_remove("GITHUB_ACTIONS")
             .env_remove("GITHUB_OUTPUT")
             .env_remove("GITHUB_STEP_SUMMARY")
             .args(["ci", "--out"])
@@ -273,7 +272,6 @@ fn ci_suspends_workflow_commands_around_the_gpu_section() {
     let dir = tempfile::tempdir().unwrap();
     let assert = bin()
         .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env_remove("GITHUB_ACTIONS")
         .env_remove("GITHUB_OUTPUT")
         .env_remove("GITHUB_STEP_SUMMARY")
         .args(["ci", "--out"])

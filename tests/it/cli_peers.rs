@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::bin;
+use crate::common::{bin, sim_kernels};
 
 const CONFIG: &str = "\
 name: sim
@@ -63,14 +63,7 @@ done
 }
 
 fn kernels(dir: &Path, name: &str, directive: &str) -> PathBuf {
-    let d = dir.join(name);
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(
-        d.join("attention.cu"),
-        format!("// {name}\n// ci-gate-sim: {directive}\n"),
-    )
-    .unwrap();
-    d
+    sim_kernels(dir, name, directive)
 }
 
 /// The requests the fake worker got, as JSON.

@@ -6,12 +6,12 @@
 //! judged beside it (`run::sharing`).
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::private_lock_dir;
+use crate::common::{private_lock_dir, sim_kernels, stderr};
 
 /// The ci-gate binary as `common::bin` sets it up, as a std `Command` (to spawn two at once).
 fn ci_gate() -> Command {
@@ -54,14 +54,7 @@ impl Sim {
     }
 
     fn kernels(&self, name: &str, directive: &str) -> PathBuf {
-        let d = self.path(name);
-        std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(
-            d.join("attention.cu"),
-            format!("// {name}\n// ci-gate-sim: {directive}\n"),
-        )
-        .unwrap();
-        d
+        sim_kernels(self.dir.path(), name, directive)
     }
 
     /// `ci-gate local` of `cand` against `base` (or alone), simulation `seed`, results to
@@ -107,10 +100,6 @@ impl Sim {
         let out = rec.output().unwrap();
         assert!(out.status.success(), "{}", stderr(&out));
     }
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 fn waiting_lines(text: &str) -> Vec<&str> {

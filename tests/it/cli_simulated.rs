@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{bin, rounded};
+use crate::common::{bin, rounded, sim_kernels};
 
 const CONFIG: &str = "\
 name: sim
@@ -43,20 +43,12 @@ impl Sim {
 
     /// A kernels directory whose simulated kernel follows `directive`.
     fn kernels(&self, name: &str, directive: &str) -> PathBuf {
-        let d = self.path(name);
-        std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(
-            d.join("attention.cu"),
-            format!("// {name}\n// ci-gate-sim: {directive}\n"),
-        )
-        .unwrap();
-        d
+        sim_kernels(self.dir.path(), name, directive)
     }
 
     fn local(&self, base: &Path, cand: &Path) -> assert_cmd::Command {
         let mut c = bin();
         c.env("CI_GATE_SIMULATE", "1")
-            .env_remove("GITHUB_ACTIONS")
             .current_dir(self.dir.path())
             .arg("local")
             .arg("--config")
@@ -158,7 +150,6 @@ fn the_results_file_of_an_ab_run() {
     s.kernels("b", "factor=1.05");
     let out = bin()
         .env("CI_GATE_SIMULATE", "1")
-        .env_remove("GITHUB_ACTIONS")
         .env_remove("GITHUB_SHA")
         .current_dir(s.dir.path())
         .args(["local", "--config", "sim.yaml", "--baselines", "baselines"])
@@ -444,7 +435,6 @@ fn repo_with_kernels(s: &Sim, directive: &str) -> PathBuf {
 fn local_in_repo(s: &Sim, repo: &Path, args: &[&str], seed: &str) -> std::process::Output {
     bin()
         .env("CI_GATE_SIMULATE", seed)
-        .env_remove("GITHUB_ACTIONS")
         .env_remove("GITHUB_SHA")
         .current_dir(repo)
         .arg("local")
@@ -567,7 +557,6 @@ fn selftest_runs_its_trials_in_fresh_processes_and_calibrates() {
     let k = s.kernels("k", "factor=1.0");
     let out = bin()
         .env("CI_GATE_SIMULATE", "3")
-        .env_remove("GITHUB_ACTIONS")
         .current_dir(s.dir.path())
         .arg("selftest")
         .arg("--config")

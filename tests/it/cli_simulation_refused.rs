@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{bin, results};
+use crate::common::{bin, results, sim_kernels, stderr};
 use ci_gate::config::Config;
 use ci_gate::results::ResultsFile;
 use ci_gate::shard::ShardInfo;
@@ -33,13 +33,7 @@ impl Scratch {
         std::fs::write(dir.path().join("sim.yaml"), SIM_CONFIG).unwrap();
         std::fs::create_dir(dir.path().join("baselines")).unwrap();
         for (name, directive) in [("base", "factor=1.0"), ("cand", "factor=0.80")] {
-            let d = dir.path().join(name);
-            std::fs::create_dir(&d).unwrap();
-            std::fs::write(
-                d.join("attention.cu"),
-                format!("// ci-gate-sim: {directive}\n"),
-            )
-            .unwrap();
+            sim_kernels(dir.path(), name, directive);
         }
         Scratch { dir }
     }
@@ -89,20 +83,11 @@ impl Scratch {
                     .args(["--shard", &format!("{k}/2")])
                     .output()
                     .unwrap();
-                assert_eq!(
-                    out.status.code(),
-                    Some(0),
-                    "{}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
+                assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
                 self.path(&name)
             })
             .collect()
     }
-}
-
-fn stderr(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// Every command that measures refuses, whatever value GitHub Actions' variable has: `local`,

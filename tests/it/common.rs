@@ -28,6 +28,24 @@ pub fn bin() -> Command {
     c
 }
 
+/// `DIR/NAME/attention.cu`, a kernel for the simulated GPU that follows `directive` (the
+/// first line names it, so that kernels of other names differ); returns `DIR/NAME`.
+pub fn sim_kernels(dir: &Path, name: &str, directive: &str) -> PathBuf {
+    let d = dir.join(name);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(
+        d.join("attention.cu"),
+        format!("// {name}\n// ci-gate-sim: {directive}\n"),
+    )
+    .unwrap();
+    d
+}
+
+/// A finished command's stderr, as text.
+pub fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// A GPU lock directory no other command of the test suite uses (not created: ci-gate creates
 /// it, private).
 pub fn private_lock_dir() -> PathBuf {

@@ -14,7 +14,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::bin;
+use crate::common::{bin, sim_kernels};
 
 const CONFIG: &str = "\
 name: sim
@@ -72,14 +72,7 @@ fn json(path: &Path) -> Value {
 }
 
 fn kernels(dir: &Path, name: &str) -> PathBuf {
-    let d = dir.join(name);
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(
-        d.join("attention.cu"),
-        format!("// {name}\n// ci-gate-sim: factor=1.0\n"),
-    )
-    .unwrap();
-    d
+    sim_kernels(dir, name, "factor=1.0")
 }
 
 #[test]
