@@ -427,10 +427,14 @@ pub(crate) struct BisectReport {
 /// The footer: what each step's test controls and what that gives the whole search.
 pub(crate) fn error_control(alpha: f64, margin: f64, shapes: usize, steps: usize) -> String {
     let k = steps.max(1);
+    let w = crate::stats::STAGE1_ALPHA_SHARE;
+    let level = crate::report::level_text;
     format!(
-        "Error control: each step is the gate's one-sided margin test per shape (alpha = {alpha}: \"slower\" when the {:.0}% lower bound of Δ is above +{:.1}%). A false \"slower\" at a commit whose kernels are as fast as GOOD's has probability at most alpha per shape (much less at a true ratio of 1, since the test is against 1 + m); a missed slowdown has probability 1 − power (the \"Detectable\" slowdown of `ci-gate local` is caught with 80% power). Over the k = {k} steps (about ⌈log2(n + 1)⌉ for n commits), P(wrong culprit) ≤ the sum of the step errors ≤ k·(shapes·alpha + 1 − power) = {k}·({shapes}·{alpha} + 1 − power) by the union bound; the confirming A/B of the culprit against its first parent is one more check.",
-        (1.0 - alpha) * 100.0,
+        "Error control: each step is the gate's one-sided margin test per shape, in its two planned looks (alpha = {alpha}, split {w:.1}/{:.1} between them: \"slower\" when the lower bound of Δ is above +{:.1}% at {} confidence after the first look, {} after the second). A false \"slower\" at a commit whose kernels are as fast as GOOD's has probability at most alpha per shape (much less at a true ratio of 1, since the test is against 1 + m); a missed slowdown has probability 1 − power (the \"Detectable\" slowdown of `ci-gate local` is caught with 80% power). Over the k = {k} steps (about ⌈log2(n + 1)⌉ for n commits), P(wrong culprit) ≤ the sum of the step errors ≤ k·(shapes·alpha + 1 − power) = {k}·({shapes}·{alpha} + 1 − power) by the union bound; the confirming A/B of the culprit against its first parent is one more check.",
+        1.0 - w,
         margin * 100.0,
+        level(1.0 - w * alpha),
+        level(1.0 - (1.0 - w) * alpha),
     )
 }
 

@@ -342,6 +342,10 @@ fn bisect_error_control_footer_states_the_bound() {
     let t = error_control(0.05, 0.02, 3, 5);
     assert!(t.contains("alpha = 0.05"), "{t}");
     assert!(t.contains("+2.0%"), "{t}");
+    assert!(
+        t.contains("at 99% confidence after the first look, 96% after the second"),
+        "{t}"
+    );
     assert!(t.contains("5·(3·0.05 + 1 − power)"), "{t}");
     assert!(t.contains("union bound"), "{t}");
 }
