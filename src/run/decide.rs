@@ -4,7 +4,9 @@
 
 use anyhow::Result;
 
-use super::session::{Session, sample, stored_side};
+use std::cell::Cell;
+
+use super::session::{Session, stored_side};
 use super::shape::Failure;
 use super::stages::Finishing;
 use crate::backend::Backend;
@@ -14,7 +16,10 @@ use crate::backend::Backend;
 pub(super) fn decide(s: &mut Session, backend: &mut dyn Backend) -> Result<()> {
     let run = s.run;
     let design = s.design;
-    let (stored, shared) = (&s.stored, &s.shared);
+    // Whether another process has been seen on the GPU so far (`ProcessWatch::shared`), read
+    // again after each second stage: the watch itself is the second stage's to sample.
+    let shared = Cell::new(s.watch.shared());
+    let stored = &s.stored;
     let finishing = Finishing {
         config: &run.config,
         design,
@@ -30,7 +35,8 @@ pub(super) fn decide(s: &mut Session, backend: &mut dyn Backend) -> Result<()> {
                 Err(e) => Failure::from(e).record(shape)?,
             }
         }
-        sample(watch, shared, backend);
+        watch.sample(backend);
+        shared.set(watch.shared());
         Ok(())
     };
     s.passed = crate::evaluate::decide_planned(
@@ -38,7 +44,7 @@ pub(super) fn decide(s: &mut Session, backend: &mut dyn Backend) -> Result<()> {
         design,
         &run.config.gate,
         run.policy(),
-        |shape| stored_side(stored, shared, shape),
+        |shape| stored_side(stored, shared.get(), shape),
         second_stage,
     )?;
     Ok(())

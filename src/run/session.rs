@@ -1,7 +1,6 @@
 //! A run in progress: what the pipeline's phases share ([`Session`]), from the setup to the
 //! results file.
 
-use std::cell::Cell;
 use std::io::IsTerminal;
 use std::time::Instant;
 
@@ -35,9 +34,6 @@ pub(super) struct Session<'r> {
     pub env: Environment,
     /// Other processes on the GPU.
     pub watch: ProcessWatch,
-    /// Whether another process has been seen on the GPU at any reading so far (it never
-    /// goes back to false): the stored comparison is then not judged ([`stored_side`]).
-    pub shared: Cell<bool>,
     pub warnings: Vec<String>,
     pub notes: Vec<String>,
     pub timing: RunTiming,
@@ -83,7 +79,6 @@ impl<'r> Session<'r> {
             started,
             env,
             watch,
-            shared: Cell::new(false),
             warnings,
             notes,
             timing,
@@ -104,12 +99,12 @@ impl<'r> Session<'r> {
 
     /// Reads the GPU's processes now (between shapes and phases).
     pub(crate) fn sample_processes(&mut self, backend: &dyn Backend) {
-        sample(&mut self.watch, &self.shared, backend);
+        self.watch.sample(backend);
     }
 
     /// Decides every shape again on what it holds now ([`crate::evaluate::evaluate`]).
     pub fn evaluate(&mut self) -> anyhow::Result<()> {
-        let (stored, shared) = (&self.stored, &self.shared);
+        let (stored, shared) = (&self.stored, self.watch.shared());
         self.passed = crate::evaluate::evaluate(
             &mut self.shapes,
             |s| stored_side(stored, shared, s),
@@ -120,10 +115,9 @@ impl<'r> Session<'r> {
     }
 
     /// Ends the measuring's timing (both stages and the peers; `measuring`: when the first
-    /// stage began), net of the parity checks and the peers.
+    /// stage began), net of the parity checks and the peers (`stages::peers` timed them).
     pub(crate) fn measured(&mut self, measuring: Instant) {
         let t = &mut self.timing;
-        t.peers_s = t.peers_start_s + self.runs.iter().flatten().map(|r| r.peer_s).sum::<f64>();
         t.measure_s = (measuring.elapsed().as_secs_f64() - t.parity_s - t.peers_s).max(0.0);
     }
 
@@ -147,21 +141,11 @@ impl<'r> Session<'r> {
     }
 }
 
-/// Reads the GPU's processes now, and whether another one was seen.
-pub(super) fn sample(watch: &mut ProcessWatch, shared: &Cell<bool>, backend: &dyn Backend) {
-    watch.sample(backend);
-    shared.set(watch.shared());
-}
-
 /// The stored side of a shape for its comparison: none where the run shares the GPU with
-/// another process (its timings were slowed by an unknown amount that nothing measured
-/// beside them cancels).
-pub(super) fn stored_side(
-    stored: &Stored,
-    shared: &Cell<bool>,
-    s: &ShapeResult,
-) -> Option<StoredSide> {
-    if shared.get() {
+/// another process (`shared`: its timings were slowed by an unknown amount that nothing
+/// measured beside them cancels).
+pub(super) fn stored_side(stored: &Stored, shared: bool, s: &ShapeResult) -> Option<StoredSide> {
+    if shared {
         return None;
     }
     stored.side(&s.params)

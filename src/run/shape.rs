@@ -2,8 +2,6 @@
 //! hit on one side measured again ([`unbalanced`]), its peers' rounds; and why a shape has no
 //! measurement ([`Failure`]).
 
-use std::time::Instant;
-
 use anyhow::{Result, bail};
 
 use super::peer::PeerSession;
@@ -12,18 +10,13 @@ use crate::config::{Config, ShapeParams};
 use crate::results::{RemeasuredPair, ShapeResult, StageDesign};
 
 /// One shape's measurement in progress: the backend holds its measurements; this holds the
-/// peers and the re-measuring.
+/// re-measuring.
 pub(super) struct ShapeRun {
     pub id: ShapeId,
     /// Two sides in pairs (A/B, or the baseline commit's kernels against the candidate's),
     /// or the candidate alone.
     pub ab: bool,
     seed: u64,
-    /// The config's peers on this shape: a few rounds after every shape's first stage
-    /// ([`ShapeRun::peer_rounds`]).
-    pub peers: Vec<crate::peers::PeerResult>,
-    /// Seconds spent measuring the peers.
-    pub peer_s: f64,
     /// Pairs measured again because a clock change hit one side's samples (the rule of
     /// [`unbalanced`]), and how many more it may take.
     pub remeasured: Vec<RemeasuredPair>,
@@ -48,8 +41,6 @@ impl ShapeRun {
             id,
             ab,
             seed,
-            peers: Vec::new(),
-            peer_s: 0.0,
             remeasured: Vec::new(),
             remeasure_budget: (design.max / 4).max(2),
         }
@@ -72,31 +63,24 @@ impl ShapeRun {
     /// after another), after every shape's first stage: the worker, started beside the
     /// setup, has had the whole first stage to import PyTorch and build its plans, so no one
     /// waits for it; then the worker frees the shape.
+    /// `results`: one per peer that runs ([`PeerSession::results`]), filled here.
     pub(crate) fn peer_rounds(
-        &mut self,
+        &self,
         backend: &dyn Backend,
         params: &ShapeParams,
         config: &Config,
         peers: &mut PeerSession,
+        results: &mut [crate::peers::PeerResult],
         notes: &mut Vec<String>,
     ) -> Result<(), GpuError> {
-        if self.peers.is_empty() {
+        if results.is_empty() {
             return Ok(());
         }
         let sets = backend.input_sets(params, &config.measure)?;
-        let t = Instant::now();
         for _ in 0..crate::peers::PEER_ROUNDS {
-            peers.round(
-                &mut self.peers,
-                params,
-                &config.measure,
-                sets,
-                self.seed,
-                notes,
-            );
+            peers.round(results, params, &config.measure, sets, self.seed, notes);
         }
         peers.release(notes);
-        self.peer_s += t.elapsed().as_secs_f64();
         Ok(())
     }
 

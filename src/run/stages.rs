@@ -181,16 +181,22 @@ pub(super) fn peers(s: &mut Session, backend: &mut dyn Backend) {
         let Some(shape) = shape.as_mut() else {
             continue;
         };
-        shape.peers = session.results();
+        result.peers = session.results();
         s.bar.set_message(format!("{} (peers)", result.name));
         let params = result.params;
-        if let Err(e) = shape.peer_rounds(backend, &params, &run.config, &mut session, &mut s.notes)
-        {
+        if let Err(e) = shape.peer_rounds(
+            backend,
+            &params,
+            &run.config,
+            &mut session,
+            &mut result.peers,
+            &mut s.notes,
+        ) {
             s.notes
                 .push(format!("{}: the peers were not measured: {e}", result.name));
         }
-        result.peers = shape.peers.clone();
     }
+    s.timing.peers_s = t.elapsed().as_secs_f64();
     s.peer_session = Some(session);
     s.sample_processes(backend);
 }
@@ -203,7 +209,6 @@ fn fill(
     cache: CacheMode,
     design: StageDesign,
 ) {
-    result.peers = run.peers.clone();
     result.remeasured = run.remeasured.clone();
     let sides: Vec<&Measurement> = run
         .base(backend)
