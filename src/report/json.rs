@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Exporter, Report, Row, lower_side};
+use super::{Exporter, Report, Row, deciding_bound, finite_bound};
 use crate::comparison::{Comparison, Method};
 
 pub(crate) struct JsonExporter;
@@ -36,8 +36,8 @@ fn comparison_json(c: &Comparison) -> Value {
         "confidence": c.confidence,
         "ci_method": c.method.interval_label(),
         "ci_is": CI_IS,
-        "lower_bound": finite(c.lower_bound),
-        "upper_bound": finite(c.upper_bound),
+        "lower_bound": finite_bound(c.lower_bound),
+        "upper_bound": finite_bound(c.upper_bound),
         "bound_level": c.bound_level,
         "se_log": c.se,
         "df": c.df,
@@ -62,11 +62,6 @@ fn comparison_json(c: &Comparison) -> Value {
 /// What `ci_low` / `ci_high` are, beside the bounds that decide.
 const CI_IS: &str = "a two-sided description of the estimate from the last look's units alone; the decision is lower_bound > 1 + m (regression) or upper_bound < 1 - m (improvement), one-sided at bound_level";
 
-/// A bound as JSON: `null` where there is none (too few values for its level).
-fn finite(v: f64) -> Option<f64> {
-    (v.is_finite() && v > 0.0).then_some(v)
-}
-
 /// The deciding comparison's fields at the top level (A/B when it ran, else the stored
 /// baseline or BASE); `ab` and `stored` hold both.
 fn row_json(row: &Row) -> Value {
@@ -87,15 +82,18 @@ fn row_json(row: &Row) -> Value {
         "confidence": c.map(|c| c.confidence),
         "ci_method": c.map(|c| c.method.interval_label()),
         "ci_is": c.map(|_| CI_IS),
-        "lower_bound": c.and_then(|c| finite(c.lower_bound)),
-        "upper_bound": c.and_then(|c| finite(c.upper_bound)),
+        "lower_bound": c.and_then(|c| finite_bound(c.lower_bound)),
+        "upper_bound": c.and_then(|c| finite_bound(c.upper_bound)),
         "bound_level": c.and_then(|c| c.bound_level),
-        "deciding_bound": row.deciding().0.map(|d| json!({
-            "reference": d.reference,
-            "side": if lower_side(d, row.verdict) { "lower" } else { "upper" },
-            "value": finite(if lower_side(d, row.verdict) { d.lower_bound } else { d.upper_bound }),
-            "level": d.bound_level,
-        })),
+        "deciding_bound": row.deciding().0.map(|d| {
+            let (lower, value) = deciding_bound(d, row.verdict);
+            json!({
+                "reference": d.reference,
+                "side": if lower { "lower" } else { "upper" },
+                "value": value,
+                "level": d.bound_level,
+            })
+        }),
         "margin_p": c.map(|c| c.margin_p),
         "margin_p_faster": c.map(|c| c.margin_p_faster),
         "pooled_p50_ratio": row.pooled.map(|p| p.ratio),

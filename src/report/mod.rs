@@ -197,37 +197,45 @@ pub(crate) fn lower_side(c: &Comparison, verdict: Verdict) -> bool {
     }
 }
 
+/// A bound or interval end as a ratio: `None` where there is none (the values are too few
+/// for its level, recorded as 0 or a non-finite number).
+pub(crate) fn finite_bound(v: f64) -> Option<f64> {
+    (v.is_finite() && v > 0.0).then_some(v)
+}
+
+/// The bound that decided: whether it is the lower one ([`lower_side`]), and its value where
+/// there is one.
+pub(crate) fn deciding_bound(c: &Comparison, verdict: Verdict) -> (bool, Option<f64>) {
+    let lower = lower_side(c, verdict);
+    let value = if lower { c.lower_bound } else { c.upper_bound };
+    (lower, finite_bound(value))
+}
+
 /// The bound that decided (see [`lower_side`]) with its side and level: `≥ +2.31% (95.5%)`
 /// (the ratio is at least 1.0231 with one-sided confidence 95.5%), `≤ -4.10% (99.5%)`;
 /// `none at 95% (too few values)` where the values are too few for a bound at that level.
 pub(crate) fn bound_text(c: &Comparison, verdict: Verdict) -> String {
-    let lower = lower_side(c, verdict);
-    let (sign, value) = if lower {
-        ("≥", c.lower_bound)
-    } else {
-        ("≤", c.upper_bound)
-    };
+    let (lower, value) = deciding_bound(c, verdict);
     let level = c
         .bound_level
         .map_or_else(|| "level not recorded".to_owned(), level_text);
-    if !(value.is_finite() && value > 0.0) {
+    let Some(value) = value else {
         return format!("none at {level} (too few values)");
-    }
-    format!("{sign} {} ({level})", pct(value))
+    };
+    format!("{} {} ({level})", if lower { "≥" } else { "≤" }, pct(value))
 }
 
 /// The bound that decided as a phrase for prose: `one-sided 95.5% bound ≥ +2.31%`, or `no
 /// one-sided bound at 95% (too few values)`.
 pub(crate) fn bound_phrase(c: &Comparison, verdict: Verdict) -> String {
-    let lower = lower_side(c, verdict);
-    let value = if lower { c.lower_bound } else { c.upper_bound };
+    let (lower, value) = deciding_bound(c, verdict);
     let level = c.bound_level.map(level_text);
-    if !(value.is_finite() && value > 0.0) {
+    let Some(value) = value else {
         return format!(
             "no one-sided bound at {} (too few values)",
             level.as_deref().unwrap_or("its level")
         );
-    }
+    };
     format!(
         "one-sided {}bound {} {}",
         level.map(|l| format!("{l} ")).unwrap_or_default(),
@@ -934,13 +942,7 @@ pub(crate) fn cell(col: Col, row: &Row) -> String {
 /// A two-sided description interval, `[+0.05%, +5.65%]`; an end the values are too few for
 /// reads "none".
 pub(crate) fn interval_text(c: &Comparison) -> String {
-    let end = |v: f64| {
-        if v.is_finite() && v > 0.0 {
-            pct(v)
-        } else {
-            "none".to_owned()
-        }
-    };
+    let end = |v: f64| finite_bound(v).map_or_else(|| "none".to_owned(), pct);
     format!("[{}, {}]", end(c.ci_low), end(c.ci_high))
 }
 
