@@ -323,8 +323,7 @@ fn check_baseline_shape(path: &Path, i: usize, s: &BaselineShape) -> Check {
         c.finite(&format!("{key}.tflops"), t)?;
     }
     if !s.process_rounds.is_empty()
-        && (s.process_rounds.contains(&0)
-            || s.process_rounds.iter().sum::<usize>() != s.samples_us.len())
+        && !crate::stats::is_process_split(&s.process_rounds, s.samples_us.len())
     {
         return Err(c.fail(
             &format!("{key}.process_rounds"),

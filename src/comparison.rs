@@ -228,10 +228,11 @@ impl StoredSide {
 
     /// How many processes the rounds came from: the recorded split, else one.
     pub(crate) fn processes(&self) -> usize {
-        let valid = !self.process_rounds.is_empty()
-            && !self.process_rounds.contains(&0)
-            && self.process_rounds.iter().sum::<usize>() == self.rounds.len();
-        if valid { self.process_rounds.len() } else { 1 }
+        if crate::stats::is_process_split(&self.process_rounds, self.rounds.len()) {
+            self.process_rounds.len()
+        } else {
+            1
+        }
     }
 
     /// The spread the comparison uses and where it came from (see [`SpreadSource`]).

@@ -305,15 +305,15 @@ fn headline(report: &SanitizeReport) -> String {
     };
     let verdict = match report.outcome() {
         SanitizeOutcome::Clean => "clean".to_string(),
-        SanitizeOutcome::Findings => format!(
-            "{} finding{}",
-            report.runs.iter().map(|r| r.errors).sum::<u64>(),
-            if report.runs.iter().map(|r| r.errors).sum::<u64>() == 1 {
-                ""
-            } else {
-                "s"
-            }
-        ),
+        SanitizeOutcome::Findings => {
+            // The counts are read from the tool's log, which the kernel under test can print
+            // into: saturating, never an overflow.
+            let n = report
+                .runs
+                .iter()
+                .fold(0u64, |sum, r| sum.saturating_add(r.errors));
+            format!("{n} finding{}", if n == 1 { "" } else { "s" })
+        }
         SanitizeOutcome::Incomplete => "incomplete".to_string(),
     };
     format!(

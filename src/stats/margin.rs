@@ -364,6 +364,17 @@ impl ProcessSpread {
 /// estimate of zero is common even where the true spread is not.
 pub(crate) const MIN_PROCESS_SD: f64 = 0.001;
 
+/// Whether `process_rounds` splits `rounds` rounds into processes, in order: at least one
+/// part, none empty, adding up to `rounds` (a sum that overflows adds up to nothing).
+pub(crate) fn is_process_split(process_rounds: &[usize], rounds: usize) -> bool {
+    !process_rounds.is_empty()
+        && !process_rounds.contains(&0)
+        && process_rounds
+            .iter()
+            .try_fold(0usize, |sum, &r| sum.checked_add(r))
+            == Some(rounds)
+}
+
 /// The between-process spread with the gate's trimming ([`TRIM`]); see
 /// [`process_spread_trimmed`].
 pub fn process_spread(rounds: &Rounds, process_rounds: &[usize]) -> Option<ProcessSpread> {
@@ -395,8 +406,7 @@ pub fn process_spread_trimmed(
     let k = process_rounds.len();
     if k < 2
         || !(0.0..0.5).contains(&trim)
-        || process_rounds.contains(&0)
-        || process_rounds.iter().sum::<usize>() != rounds.round_count()
+        || !is_process_split(process_rounds, rounds.round_count())
     {
         return None;
     }
@@ -485,13 +495,10 @@ pub fn unpaired_margin_test_trimmed(
         return Err(StatsError::TooFewRounds { n: nb.min(nc) });
     }
     let one = [nb];
-    let parts: &[usize] = if process_rounds.is_empty()
-        || process_rounds.contains(&0)
-        || process_rounds.iter().sum::<usize>() != nb
-    {
-        &one
-    } else {
+    let parts: &[usize] = if is_process_split(process_rounds, nb) {
         process_rounds
+    } else {
+        &one
     };
     let k = parts.len();
     let b = log_medians(base)?;

@@ -54,12 +54,12 @@ pub use error::StatsError;
 pub use holm::holm;
 pub use mann_whitney::{Alternative, MannWhitney, PMethod, mann_whitney_u};
 pub use margin::Trimmed;
-pub(crate) use margin::t_quantile;
 pub use margin::{
     MarginTest, ProcessSpread, SETTLED_LEVEL, STAGE1_ALPHA_SHARE, TRIM, median, paired_margin_test,
     paired_margin_test_trimmed, process_spread, process_spread_trimmed, round_medians, trimmed,
     two_stage_p, unpaired_margin_test, unpaired_margin_test_trimmed,
 };
+pub(crate) use margin::{is_process_split, t_quantile};
 pub use sample::{Rounds, Sample, Summary};
 pub use shift::LogShift;
 pub(crate) use shift::MAX_SHIFT_PAIRS;

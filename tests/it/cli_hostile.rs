@@ -344,6 +344,32 @@ fn a_markdown_attack_in_the_config_name_is_refused_before_anything_is_posted() {
     assert!(!dir.path().join("summary.md").exists());
 }
 
+/// Rounds per process whose sum overflows (and, wrapped, would equal the rounds recorded)
+/// are refused when the baseline is read, naming the key: never a panic in the statistics.
+#[test]
+fn rounds_per_process_that_overflow_are_refused_by_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("baselines");
+    copy_dir(&hostile("baselines-reason-escapes"), &store);
+    let file = store.join("nvidia-h200/pr.json");
+    let mut raw: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let rounds = raw["shapes"][0]["samples_us"].as_array().unwrap().len() as u64;
+    // u64::MAX + (rounds + 1) wraps to `rounds`.
+    raw["shapes"][0]["process_rounds"] = serde_json::json!([u64::MAX, rounds + 1]);
+    std::fs::write(&file, raw.to_string()).unwrap();
+    let a = bin()
+        .args(["baseline", "show", "--baselines"])
+        .arg(&store)
+        .assert()
+        .code(2);
+    let err = assert_clean_error(&a);
+    assert!(
+        err.contains("shapes[0].process_rounds") && err.contains("add up to the rounds"),
+        "{err}"
+    );
+}
+
 #[test]
 fn escape_sequences_in_a_reason_are_stripped_in_baseline_show() {
     let a = bin()
