@@ -99,9 +99,6 @@ impl CudaBackend {
         phase: &str,
     ) -> Result<(), GpuError> {
         self.gpu
-            .budget
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
             .charge(shape, side.label(), spent.as_secs_f64(), || {
                 format!("the {} kernel on shape {shape} ({phase})", side.label())
             })

@@ -564,6 +564,22 @@ fn with_tma(
 }
 
 impl Gpu {
+    /// Charges `seconds` of the `side` kernel's GPU time on `shape` to the run's budget
+    /// ([`crate::backend::GpuBudget`]): an error naming the side that spent the most once it
+    /// is spent. A poisoned lock is still the budget (it only adds up numbers).
+    pub(crate) fn charge(
+        &self,
+        shape: &ShapeParams,
+        side: &'static str,
+        seconds: f64,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), GpuError> {
+        self.budget
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .charge(shape, side, seconds, what)
+    }
+
     /// How long a wait for work expected to take `expected` may last before the GPU counts
     /// as hung: 20× the expectation and at least 5 s, never more than [`Gpu::max_wait`]
     /// (the whole of it when nothing is known).

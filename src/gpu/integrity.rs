@@ -29,7 +29,7 @@
 //! fill of every launch's q, the reference of 4 rows per head per launch, a poison fill and a
 //! compare of every slot; per round the hashes of the inputs and of the held buffers.
 
-use cudarc::driver::{CudaSlice, CudaView, DevicePtr};
+use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DevicePtr};
 use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -246,21 +246,36 @@ pub(crate) fn refill_inputs(
     sets: &mut [Inputs],
     kv_key: u64,
 ) -> Result<(), GpuError> {
-    let fill = gpu.kernels.fill_normal(shape.dtype);
     for (i, set) in sets.iter_mut().enumerate() {
         let seed = sample_seed(seeds, i, kv_key);
-        for (buf, tensor) in [
-            (&mut set.k, super::buffers::Tensor::K),
-            (&mut set.v, super::buffers::Tensor::V),
-        ] {
-            raw::launch_fill_normal(
-                &gpu.stream,
-                fill,
-                &mut buf.slice_mut(..),
-                super::buffers::input_seed(seed, tensor),
-            )
-            .during(|| format!("filling the keys and values of {shape}"))?;
-        }
+        let (k, v) = (&mut set.k.slice_mut(..), &mut set.v.slice_mut(..));
+        fill_kv(gpu, shape, seed, k, v, "the keys and values")?;
+    }
+    Ok(())
+}
+
+/// Fills a set's K and V with the values of input seed `seed` (queued): one function for the
+/// timed inputs and the reference's copies, so that both hold the same values.
+fn fill_kv<'a>(
+    gpu: &Gpu,
+    shape: &ShapeParams,
+    seed: u64,
+    k: &mut CudaViewMut<'a, u16>,
+    v: &mut CudaViewMut<'a, u16>,
+    what: &str,
+) -> Result<(), GpuError> {
+    let fill = gpu.kernels.fill_normal(shape.dtype);
+    for (buf, tensor) in [
+        (k, super::buffers::Tensor::K),
+        (v, super::buffers::Tensor::V),
+    ] {
+        raw::launch_fill_normal(
+            &gpu.stream,
+            fill,
+            buf,
+            super::buffers::input_seed(seed, tensor),
+        )
+        .during(|| format!("filling {what} of {shape}"))?;
     }
     Ok(())
 }
@@ -300,23 +315,12 @@ impl KvRefs {
     /// Fills the reference's copies with the values of the sample whose K/V key is `kv_key`
     /// (queued; after that sample).
     pub(crate) fn fill_for(&mut self, gpu: &Gpu, kv_key: u64) -> Result<(), GpuError> {
-        let shape = self.shape;
-        let fill = gpu.kernels.fill_normal(shape.dtype);
         for i in 0..self.seeds.len() {
             let seed = sample_seed(&self.seeds, i, kv_key);
             let range = i * self.per_set..(i + 1) * self.per_set;
-            for (buf, tensor) in [
-                (&mut self.k, super::buffers::Tensor::K),
-                (&mut self.v, super::buffers::Tensor::V),
-            ] {
-                raw::launch_fill_normal(
-                    &gpu.stream,
-                    fill,
-                    &mut buf.slice_mut(range.clone()),
-                    super::buffers::input_seed(seed, tensor),
-                )
-                .during(|| format!("filling the reference's inputs of {shape}"))?;
-            }
+            let k = &mut self.k.slice_mut(range.clone());
+            let v = &mut self.v.slice_mut(range);
+            fill_kv(gpu, &self.shape, seed, k, v, "the reference's inputs")?;
         }
         Ok(())
     }
@@ -555,6 +559,7 @@ impl LaunchSecrets {
         raw::launch_reference_launches(
             &gpu.stream,
             &reference.func,
+            reference.threads,
             self.geometry,
             raw::LaunchReference {
                 qrows: &self.qrows,

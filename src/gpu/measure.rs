@@ -681,18 +681,14 @@ fn prepare_round(
     Ok(prepared)
 }
 
-/// Charges `ms` of GPU time of the `side` kernel to the run's budget (`Gpu::budget`).
+/// Charges `ms` of GPU time of the `side` kernel on the bench's shape to the run's budget.
 fn charge(
     b: &Bench<'_>,
     side: &'static str,
     ms: f64,
     what: impl FnOnce() -> String,
 ) -> Result<(), GpuError> {
-    b.gpu
-        .budget
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .charge(b.shape, side, ms / 1000.0, what)
+    b.gpu.charge(b.shape, side, ms / 1000.0, what)
 }
 
 /// A different placement stream for each side of a pair.

@@ -716,13 +716,13 @@ pub(crate) struct LaunchReference<'a> {
     pub out: &'a mut CudaSlice<f32>,
 }
 
-/// Threads of a block of `attention_ref_launches_*` (REF_L_THREADS in reference.cu).
-pub(crate) const REF_LAUNCH_THREADS: u32 = 128;
-
-/// Computes the reference of every launch of a sample on its compared rows.
+/// Computes the reference of every launch of a sample on its compared rows. `threads`: the
+/// block size the module states for it (`attention_ref_launches_*_launch`, REF_L_THREADS in
+/// reference.cu).
 pub(crate) fn launch_reference_launches(
     stream: &CudaStream,
     func: &CudaFunction,
+    threads: u32,
     g: LaunchGeometry,
     a: LaunchReference<'_>,
 ) -> Result<(), DriverError> {
@@ -747,7 +747,7 @@ pub(crate) fn launch_reference_launches(
     let causal = i32::from(a.causal);
     let cfg = LaunchConfig {
         grid_dim: (g.heads as u32, g.launches as u32, 1),
-        block_dim: (REF_LAUNCH_THREADS, 1, 1),
+        block_dim: (threads, 1, 1),
         shared_mem_bytes: 0,
     };
     let mut b = stream.launch_builder(func);
@@ -769,7 +769,8 @@ pub(crate) fn launch_reference_launches(
     // ((i·heads + h)·nrows) · head_dim ..+ nrows·head_dim, reads rows[i·nrows ..+ nrows]
     // (clamped to 0..seq_len by the kernel), scales[i], and rows < seq_len of slice h of set
     // i % sets of k and v; grid = (heads, launches) and every buffer holds what those
-    // indices reach (checked above).
+    // indices reach (checked above); block = `threads`, the module's own REF_L_THREADS (the
+    // harness is built into ci-gate), which its shared arrays are sized by.
     unsafe { b.launch(cfg) }.map(|_| ())
 }
 
