@@ -50,8 +50,12 @@ pub(crate) fn run_compile(args: &CompileArgs) -> Result<Outcome> {
         for target in &targets {
             // A source that could not be read fails every target, with the same error.
             let compiled = match &input.source {
-                Ok(s) => compile_one(s, target, input.timed).map_err(Some),
-                Err(_) => Err(None),
+                Ok(s) => compile_one(s, target, input.timed),
+                Err(e) => {
+                    print_failure(&input.shown, target, e);
+                    failed.push(format!("{} for {target}", input.shown));
+                    continue;
+                }
             };
             match compiled {
                 Ok((bytes, lines)) => {
@@ -61,10 +65,7 @@ pub(crate) fn run_compile(args: &CompileArgs) -> Result<Outcome> {
                     }
                 }
                 Err(e) => {
-                    let read = input.source.as_ref().err();
-                    if let Some(e) = e.as_ref().or(read) {
-                        print_failure(&input.shown, target, e);
-                    }
+                    print_failure(&input.shown, target, &e);
                     failed.push(format!("{} for {target}", input.shown));
                 }
             }
