@@ -393,8 +393,9 @@ fn the_sandbox_compiles_the_shipped_kernel() {
 // ---- The GPU-side attacks and controls compile (without a GPU). ----
 
 /// GPU-side attacks that the gate's own `compile` refuses (exit 2, a refusal naming one of
-/// these words): the test on the GPU expects the same of them before any launch.
-const MUST_BE_REFUSED: &[(&str, &[&str])] = &[
+/// these words): the test on the GPU expects the same of them before any launch
+/// (`adversarial_gpu::expectation` reads this table).
+pub(crate) const MUST_BE_REFUSED: &[(&str, &[&str])] = &[
     ("memo_device", &["writable device memory"]),
     ("printf_commands", &["vprintf"]),
     ("tma_layout", &["tma layout"]),

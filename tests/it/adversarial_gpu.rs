@@ -202,15 +202,19 @@ const HANG_WALL: Duration = Duration::from_secs(60);
 const BUDGET_WALL: Duration = Duration::from_secs(200);
 
 fn expectation(name: &str) -> Expect {
+    // Refused by the module check, before any launch: the attacks `ci-gate compile` refuses
+    // (tests/it/adversarial.rs, one table for both tests).
+    if let Some((_, words)) = crate::adversarial::MUST_BE_REFUSED
+        .iter()
+        .find(|(n, _)| *n == name)
+    {
+        return Expect::Refused(words);
+    }
     match name {
         "none" => Expect::Honest,
         "hang" => Expect::Hang,
         "slow_finishing" | "slow_parity" => Expect::BudgetOrDeadline,
         "slow_ticking" => Expect::Budget,
-        // Refused by the module check, before any launch (tests/it/adversarial.rs checks the
-        // same with `ci-gate compile`): the CUBIN policy.
-        "memo_device" => Expect::Refused(&["writable device memory"]),
-        "printf_commands" => Expect::Refused(&["vprintf"]),
         // No way past the per-launch q and scale: the copy or the cached scores are wrong.
         "smem_stash" | "neighbour_scan" | "qk_reuse_scale" | "const_bank_padding" => {
             Expect::ParityFail
