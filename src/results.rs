@@ -783,6 +783,9 @@ fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
             check_side_energy(&c, &format!("{key}.energy.base"), b)?;
         }
     }
+    if let Some(e) = &s.stored_energy {
+        check_side_energy(&c, &format!("{key}.stored_energy"), e)?;
+    }
     if s.peers.len() > crate::peers::Peer::ALL.len() {
         return Err(c.fail(&format!("{key}.peers"), "more peers than there are"));
     }
