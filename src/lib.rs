@@ -17,7 +17,8 @@
 //!    `resources`, `energy`, `comparison`, `verdict`, `config`, `samples`, `files`,
 //!    `validate`, `stats`: none of them knows `gpu`, `sim`, `run`, `cli`, `commands` or
 //!    `github`;
-//! 5. `outcome` (a command's exit), `text` (showing untrusted text), `yaml` (the depth of
+//! 5. `method` (what decides what a time means: the harness kernels' text and the
+//!    scheme's version), `outcome` (a command's exit), `text` (showing untrusted text), `yaml` (the depth of
 //!    YAML text) and `child_env` (what a started process may see of the environment) know
 //!    nothing of the crate at all.
 //!
@@ -41,6 +42,7 @@ pub mod files;
 pub mod github;
 pub mod gpu;
 pub(crate) mod history;
+pub mod method;
 pub(crate) mod outcome;
 pub(crate) mod peers;
 pub(crate) mod profile;
