@@ -2,7 +2,7 @@
 //! millijoules per call and what it delivers in TFLOP/s per watt, with an interval over
 //! rounds. Reported and stored, never part of a verdict.
 //!
-//! How it is measured (`gpu::measure::energy_window`): after everything timed, each side of a
+//! How it is measured (`gpu::energy_windows::energy_window`): after everything timed, each side of a
 //! shape gets `measure.energy_rounds` windows of its own graph replayed back to back (every
 //! replay poisoned, a secret quarter of them checked like a timed sample, so a kernel that
 //! skips work in a window fails parity). NVML's total-energy counter does not count

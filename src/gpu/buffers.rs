@@ -43,7 +43,7 @@ pub(crate) enum Tensor {
     V,
 }
 
-/// The seed `fill_normal_*` fills `tensor` of the input set of `seed` from (one stream of
+/// The seed `fill_input_*` fills `tensor` of the input set of `seed` from (one stream of
 /// values per tensor): the sides' inputs and the reference's own copies use this one rule.
 pub(crate) fn input_seed(seed: u64, tensor: Tensor) -> u64 {
     let salt = match tensor {
@@ -54,19 +54,64 @@ pub(crate) fn input_seed(seed: u64, tensor: Tensor) -> u64 {
     seed.wrapping_mul(3).wrapping_add(salt)
 }
 
-/// Standard-normal Q, K, V from `seed` (one stream of values per tensor).
+impl Tensor {
+    /// Its role in the input mixture (kernels/util.cu).
+    pub(crate) fn role(self) -> super::mixture::Role {
+        match self {
+            Tensor::Q => super::mixture::Role::Q,
+            Tensor::K => super::mixture::Role::K,
+            Tensor::V => super::mixture::Role::V,
+        }
+    }
+
+    /// How `fill_input_*` lays this tensor of `shape` out.
+    pub(crate) fn layout(self, shape: &ShapeParams) -> raw::InputLayout {
+        raw::InputLayout {
+            role: self.role(),
+            seq_len: shape.seq_len,
+            head_dim: shape.head_dim,
+        }
+    }
+}
+
+/// Q, K, V from `seed` (one stream of values per tensor), each drawn from the input mixture
+/// (kernels/util.cu, "The input mixture": a class of its own per (batch, head) slice).
 pub(crate) fn random_inputs(gpu: &Gpu, shape: &ShapeParams, seed: u64) -> Result<Inputs, GpuError> {
     let n = shape.elements();
-    let fill = gpu.kernels.fill_normal(shape.dtype);
+    let fill = gpu.kernels.fill_input(shape.dtype);
     let make = |tensor: Tensor| -> Result<CudaSlice<u16>, GpuError> {
-        raw::alloc_normal(&gpu.stream, fill, n, input_seed(seed, tensor))
-            .during(|| format!("allocating and filling inputs of {shape}"))
+        raw::alloc_input(
+            &gpu.stream,
+            fill,
+            n,
+            input_seed(seed, tensor),
+            tensor.layout(shape),
+        )
+        .during(|| format!("allocating and filling inputs of {shape}"))
     };
     Ok(Inputs {
         q: make(Tensor::Q)?,
         k: make(Tensor::K)?,
         v: make(Tensor::V)?,
     })
+}
+
+/// The scales s_V of the V slices of the input set of `seed`, one per (batch, head): what a
+/// parity error on that slice is measured in (gpu::mixture).
+pub(crate) fn v_scales(shape: &ShapeParams, seed: u64) -> Vec<f32> {
+    super::mixture::v_scales(
+        input_seed(seed, Tensor::V),
+        (shape.batch * shape.heads) as usize,
+    )
+}
+
+/// A softmax scale for one launch: 1/√head_dim times a factor in [0.8, 1.25], log-uniform,
+/// drawn from `rng`. Every launch the gate makes -- timed, parity, probes, warm-up, spin-up,
+/// sanitize and ncu -- draws its scale this way, so that none can tell from its scale
+/// whether it is timed, checked or watched by a tool (issue 36).
+pub(crate) fn draw_scale(shape: &ShapeParams, rng: &mut impl rand::Rng) -> f32 {
+    use rand::RngExt;
+    shape.scale() * rng.random_range(0.8f32.ln()..=1.25f32.ln()).exp()
 }
 
 /// An output buffer poisoned with [`POISON`].
@@ -84,20 +129,21 @@ pub(crate) fn poisoned_with(
 }
 
 /// Queues one attention kernel on `inputs` into `out` (the launch contract of
-/// kernels/README.md) with the shape's own scale, 1/√head_dim, naming kernel and shape on
-/// failure.
+/// kernels/README.md) with softmax scale `scale` ([`draw_scale`]), naming kernel and shape
+/// on failure.
 pub(crate) fn launch_on(
     gpu: &Gpu,
     kernel: &super::device::Kernel,
     shape: &ShapeParams,
     inputs: &Inputs,
     out: CudaViewMut<'_, f32>,
+    scale: f32,
 ) -> Result<(), GpuError> {
     let operands = Operands {
         q: inputs.q.as_view(),
         k: inputs.k.as_view(),
         v: inputs.v.as_view(),
-        scale: shape.scale(),
+        scale,
     };
     launch_with(gpu, kernel, shape, operands, out)
 }

@@ -6,9 +6,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::device::{AttentionSet, Gpu, Kernel};
+use super::energy_windows::measure_energy;
 use super::error::GpuError;
 use super::measure::{
-    AbSide, Bench, Held, Injection, SpinCalibration, calibrate_spin, extend, measure_energy,
+    AbSide, Bench, Held, Injection, SpinCalibration, calibrate_spin, extend,
     measure_pairs, phase_times, sets_for, spin_up,
 };
 use super::parity::check_parity;

@@ -41,18 +41,21 @@ pub struct Kernel {
 
 /// The `__constant__` data of a timed kernel's module, as loaded: a kernel can write it
 /// through a generic address (PTX `cvta.const`, or an address it found) and a later launch
-/// would read what an earlier one left there. So after the warm-up and after every sample
+/// would read what an earlier one left there. So after the warm-up and after every replay
 /// of a round, `check_bytes` (kernels/util.cu) compares every byte of every `__constant__`
 /// symbol with this image and counts the ones that differ: a round with any is an
 /// integrity failure (the shape fails parity), and so is every later round of that module,
 /// whose data stays changed.
+///
+/// The image and the addresses are kept in host memory (read back once, at load, before any
+/// kernel of the module ran) and uploaded again for every check, after the launches it
+/// checks: a copy on the device could be rewritten by the kernel it guards (issue 36).
 pub struct ConstantGuard {
     /// The symbols, in order (for messages).
     pub symbols: Vec<String>,
-    addrs: cudarc::driver::CudaSlice<u64>,
-    offsets: cudarc::driver::CudaSlice<u64>,
+    host_addrs: Vec<u64>,
     host_offsets: Vec<u64>,
-    image: cudarc::driver::CudaSlice<u8>,
+    host_image: Vec<u8>,
 }
 
 impl std::fmt::Debug for ConstantGuard {
@@ -105,39 +108,50 @@ impl ConstantGuard {
             host_offsets.push(end);
         }
         let upload = |what: &str| format!("uploading the {what} of {}", src.path.display());
-        let addrs = stream
+        let d_addrs = stream
             .clone_htod(&addrs)
             .during(|| upload("constant addresses"))?;
-        let offsets = stream
+        let d_offsets = stream
             .clone_htod(&host_offsets)
             .during(|| upload("constant offsets"))?;
         let total = host_offsets.last().copied().unwrap_or(0) as usize;
         let mut image =
             raw::alloc_zeros::<u8>(stream, total).during(|| upload("constant image"))?;
-        raw::launch_copy_bytes(stream, copy, &addrs, &offsets, &host_offsets, &mut image)
+        raw::launch_copy_bytes(stream, copy, &d_addrs, &d_offsets, &host_offsets, &mut image)
             .during(|| format!("copying the constant data of {}", src.path.display()))?;
+        // The snapshot leaves the device now, before any kernel of the module has run.
+        let host_image = stream
+            .clone_dtoh(&image)
+            .during(|| format!("reading the constant data of {}", src.path.display()))?;
+        stream
+            .synchronize()
+            .during(|| format!("reading the constant data of {}", src.path.display()))?;
         Ok(Some(ConstantGuard {
             symbols: sections.into_iter().map(|s| s.symbol).collect(),
-            addrs,
-            offsets,
+            host_addrs: addrs,
             host_offsets,
-            image,
+            host_image,
         }))
     }
 
-    /// Queues the comparison of every byte (differing bytes counted into `mismatches[0]`).
+    /// Queues the comparison of every byte (differing bytes counted into `mismatches[0]`),
+    /// with the image, the addresses and the offsets uploaded from host memory first.
     pub(crate) fn check(
         &self,
         gpu: &Gpu,
-        mismatches: &mut cudarc::driver::CudaSlice<u64>,
+        mismatches: &mut cudarc::driver::CudaViewMut<'_, u64>,
     ) -> Result<(), GpuError> {
+        let what = || "uploading the constant-data check".to_string();
+        let addrs = gpu.stream.clone_htod(&self.host_addrs).during(what)?;
+        let offsets = gpu.stream.clone_htod(&self.host_offsets).during(what)?;
+        let image = gpu.stream.clone_htod(&self.host_image).during(what)?;
         raw::launch_check_bytes(
             &gpu.stream,
             &gpu.kernels.check_bytes,
-            &self.addrs,
-            &self.offsets,
+            &addrs,
+            &offsets,
             &self.host_offsets,
-            &self.image,
+            &image,
             mismatches,
         )
         .during(|| "checking the timed kernel's constant memory".into())
@@ -322,7 +336,8 @@ pub struct Kernels {
     reference_rows: HashMap<Dtype, Kernel>,
     /// The reference of every timed launch of a sample (`attention_ref_launches_*`).
     reference_launches: HashMap<Dtype, Kernel>,
-    fill_normal: HashMap<Dtype, CudaFunction>,
+    /// Inputs drawn from the input mixture (`fill_input_*`).
+    fill_input: HashMap<Dtype, CudaFunction>,
     /// Every timed launch's own q (`fill_q_pool_*`) and its compared rows (`launch_rows_*`).
     fill_q_pool: HashMap<Dtype, CudaFunction>,
     launch_rows: HashMap<Dtype, CudaFunction>,
@@ -364,8 +379,8 @@ impl Kernels {
         })
     }
 
-    pub(crate) fn fill_normal(&self, dtype: Dtype) -> &CudaFunction {
-        &self.fill_normal[&dtype]
+    pub(crate) fn fill_input(&self, dtype: Dtype) -> &CudaFunction {
+        &self.fill_input[&dtype]
     }
 
     pub(crate) fn fill_q_pool(&self, dtype: Dtype) -> &CudaFunction {
@@ -692,7 +707,7 @@ impl Gpu {
         let mut reference = HashMap::new();
         let mut reference_rows = HashMap::new();
         let mut reference_launches = HashMap::new();
-        let mut fill_normal = HashMap::new();
+        let mut fill_input = HashMap::new();
         let mut fill_q_pool = HashMap::new();
         let mut launch_rows = HashMap::new();
         for dtype in [Dtype::Float16, Dtype::Bfloat16] {
@@ -711,8 +726,8 @@ impl Gpu {
                 dtype,
                 load_kernel(&reference_mod, &stream, &info, &reference_src, &name)?,
             );
-            let name = format!("fill_normal_{}", dtype.short());
-            fill_normal.insert(dtype, function(&util_mod, &util_src, &name)?);
+            let name = format!("fill_input_{}", dtype.short());
+            fill_input.insert(dtype, function(&util_mod, &util_src, &name)?);
             let name = format!("fill_q_pool_{}", dtype.short());
             fill_q_pool.insert(dtype, function(&util_mod, &util_src, &name)?);
             let name = format!("launch_rows_{}", dtype.short());
@@ -723,7 +738,7 @@ impl Gpu {
             reference,
             reference_rows,
             reference_launches,
-            fill_normal,
+            fill_input,
             fill_q_pool,
             launch_rows,
             copy_bytes: copy_bytes.clone(),

@@ -126,8 +126,15 @@ pub(crate) struct RefSet {
 
 impl RefSet {
     /// Fills the reference's own inputs from `seed`, hashes them, runs the reference kernel
-    /// on every row, and checks that it wrote every element with a finite value.
-    pub fn new(gpu: &Gpu, shape: &ShapeParams, seed: u64, key: RunKey) -> Result<RefSet, GpuError> {
+    /// on every row with softmax scale `scale` (the one the checked launch had), and checks
+    /// that it wrote every element with a finite value.
+    pub fn new(
+        gpu: &Gpu,
+        shape: &ShapeParams,
+        seed: u64,
+        key: RunKey,
+        scale: f32,
+    ) -> Result<RefSet, GpuError> {
         let rows: Vec<i32> = (0..shape.seq_len as i32).collect();
         let heads = shape.batch * shape.heads;
         let key = key.0 ^ 0x005e_ed0f_1e7e_5e75;
@@ -161,7 +168,7 @@ impl RefSet {
                 out: refs.slice_mut(..),
                 seq_len: shape.seq_len as i32,
                 head_dim: shape.head_dim as i32,
-                scale: shape.scale(),
+                scale,
                 causal: i32::from(shape.causal),
                 rows: &d_rows,
                 host_rows: &rows,
@@ -264,16 +271,17 @@ fn fill_kv<'a>(
     v: &mut CudaViewMut<'a, u16>,
     what: &str,
 ) -> Result<(), GpuError> {
-    let fill = gpu.kernels.fill_normal(shape.dtype);
+    let fill = gpu.kernels.fill_input(shape.dtype);
     for (buf, tensor) in [
         (k, super::buffers::Tensor::K),
         (v, super::buffers::Tensor::V),
     ] {
-        raw::launch_fill_normal(
+        raw::launch_fill_input(
             &gpu.stream,
             fill,
             buf,
             super::buffers::input_seed(seed, tensor),
+            tensor.layout(shape),
         )
         .during(|| format!("filling {what} of {shape}"))?;
     }
@@ -281,8 +289,9 @@ fn fill_kv<'a>(
 }
 
 impl KvRefs {
-    /// The reference's copies of the K and V of the sets of `seeds` (filled after each
-    /// sample, [`KvRefs::fill_for`]; filled now from the round's seeds).
+    /// The reference's copies of the K and V of the sets of `seeds`, zeros until they are
+    /// filled after a replay ([`KvRefs::fill_for`]): no kernel under test runs while they
+    /// hold the values it computes with.
     pub fn new(
         gpu: &Gpu,
         shape: &ShapeParams,
@@ -300,21 +309,27 @@ impl KvRefs {
             raw::alloc_zeros::<u16>(&gpu.stream, total)
                 .during(|| format!("allocating the reference's inputs of {shape}"))
         };
-        let mut refs = KvRefs {
+        Ok(KvRefs {
             seeds,
             k: alloc()?,
             v: alloc()?,
             per_set,
             shape: *shape,
             key: key.0 ^ 0x0c0f_fee0_4b5e_7a11,
-        };
-        refs.fill_for(gpu, 0)?;
-        Ok(refs)
+        })
+    }
+
+    /// The scales s_V of every (set, batch·head) V slice of the sample with K/V key `kv_key`,
+    /// set by set: what the check of a launch that read set s measures its error in.
+    pub(crate) fn v_scales(&self, kv_key: u64) -> Vec<f32> {
+        (0..self.seeds.len())
+            .flat_map(|i| super::buffers::v_scales(&self.shape, sample_seed(&self.seeds, i, kv_key)))
+            .collect()
     }
 
     /// Fills the reference's copies with the values of the sample whose K/V key is `kv_key`
     /// (queued; after that sample).
-    pub(crate) fn fill_for(&mut self, gpu: &Gpu, kv_key: u64) -> Result<(), GpuError> {
+    pub fn fill_for(&mut self, gpu: &Gpu, kv_key: u64) -> Result<(), GpuError> {
         for i in 0..self.seeds.len() {
             let seed = sample_seed(&self.seeds, i, kv_key);
             let range = i * self.per_set..(i + 1) * self.per_set;
@@ -338,16 +353,18 @@ impl KvRefs {
         ))
     }
 
-    /// Queues the keyed hash of `sets` (a side's inputs) into `sums[0]` and of the
-    /// reference's copies into `sums[1]`: equal sums after a round mean the side's K and V
-    /// held, at every sample, exactly what the reference computed from.
+    /// Queues the keyed hash of `sets` (a side's inputs) into `side[0]` and of the
+    /// reference's copies into `own[0]` (both zeroed by the caller after the replay): equal
+    /// words mean the side's K and V held, after the replay, exactly what the reference
+    /// computed from.
     pub(crate) fn hash_both(
         &self,
         gpu: &Gpu,
         sets: &[Inputs],
-        sums: &mut CudaSlice<u64>,
+        side: &mut CudaViewMut<'_, u64>,
+        own: &mut CudaViewMut<'_, u64>,
     ) -> Result<(), GpuError> {
-        if sets.len() != self.seeds.len() || sums.len() < 2 {
+        if sets.len() != self.seeds.len() || side.is_empty() || own.is_empty() {
             return Err(GpuError::Internal(format!(
                 "{} input sets for {} seeds",
                 sets.len(),
@@ -356,17 +373,17 @@ impl KvRefs {
         }
         let salt =
             |i: usize, t: u64| self.key ^ ((i as u64) << 8 | t).wrapping_mul(0x2545_f491_4f6c_dd1d);
+        let hash = &gpu.kernels.hash_u16;
         for (i, set) in sets.iter().enumerate() {
             let [rk, rv] = self.set_views(i);
-            for (t, (side, own)) in [(s_view(&set.k), rk), (s_view(&set.v), rv)]
+            for (t, (theirs, ours)) in [(s_view(&set.k), rk), (s_view(&set.v), rv)]
                 .into_iter()
                 .enumerate()
             {
-                let hash = &gpu.kernels.hash_u16;
                 let key = salt(i, t as u64);
-                raw::launch_hash(&gpu.stream, hash, &side, key, &mut sums.slice_mut(0..1))
+                raw::launch_hash(&gpu.stream, hash, &theirs, key, side)
                     .during(|| "hashing a side's inputs".into())?;
-                raw::launch_hash(&gpu.stream, hash, &own, key, &mut sums.slice_mut(1..2))
+                raw::launch_hash(&gpu.stream, hash, &ours, key, own)
                     .during(|| "hashing the reference's inputs".into())?;
             }
         }
@@ -446,7 +463,7 @@ impl LaunchSecrets {
         let total = n.checked_mul(launches).ok_or_else(too_large)?;
         let compact = geometry.compact().ok_or_else(too_large)?;
         let scales: Vec<f32> = (0..launches)
-            .map(|_| shape.scale() * rng.random_range(0.8f32.ln()..=1.25f32.ln()).exp())
+            .map(|_| super::buffers::draw_scale(shape, rng))
             .collect();
         let alloc_f32 = |len: usize| {
             raw::alloc_zeros::<f32>(&gpu.stream, len)
@@ -514,7 +531,7 @@ impl LaunchSecrets {
 
     /// The K/V key of the sample now prepared: the values of the round's K and V for it
     /// ([`refill_inputs`], [`KvRefs::fill_for`]); never 0 (the round's first fill).
-    pub(crate) fn kv_key(&self) -> u64 {
+    pub fn kv_key(&self) -> u64 {
         self.current.2
     }
 
@@ -534,6 +551,7 @@ impl LaunchSecrets {
             self.n,
             self.geometry.launches,
             self.current.0,
+            super::buffers::Tensor::Q.layout(&shape),
         )
         .during(|| format!("filling the q of every launch of {shape}"))
     }
@@ -541,10 +559,21 @@ impl LaunchSecrets {
     /// Queues the reference of every launch for the q now in the pool (after the sample
     /// that read it): its compared rows, their q values regenerated from the key, and the
     /// reference kernel on them with each launch's scale and `kv`'s own keys and values
-    /// (launch i on set i mod sets).
+    /// (launch i on set i mod sets). The scales are uploaded from host memory first: the
+    /// device copy is memory the timed kernel could reach, so it is written after it ran.
     pub fn reference(&mut self, gpu: &Gpu, kv: &KvRefs) -> Result<(), GpuError> {
         let shape = self.shape;
         let (key, row_key, _) = self.current;
+        if self.d_scales.len() != self.scales.len() {
+            return Err(GpuError::Internal(format!(
+                "{} launch scales for {} on the device",
+                self.scales.len(),
+                self.d_scales.len()
+            )));
+        }
+        gpu.stream
+            .memcpy_htod(&self.scales, &mut self.d_scales)
+            .during(|| format!("uploading the launch scales of {shape}"))?;
         raw::launch_launch_rows(
             &gpu.stream,
             gpu.kernels.launch_rows(shape.dtype),
@@ -579,16 +608,68 @@ impl LaunchSecrets {
 /// Words per slot result on the device (CgCheck in kernels/util.cu).
 const CHECK_WORDS: usize = 5;
 
+/// Where the checks of one replay write their words, in one device buffer that is zeroed
+/// right after the replay (nothing a kernel left there counts) and copied to host memory
+/// right after the checks (nothing a later replay writes there counts): [`CHECK_WORDS`] per
+/// launch's slot, then one word each for the gap words written, the constant bytes changed,
+/// the side's K/V hash, the reference's K/V hash, the round's set-q hash and the spacer
+/// words written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CheckLayout {
+    pub launches: usize,
+}
+
+impl CheckLayout {
+    const EXTRA: usize = 6;
+
+    /// Words in all.
+    pub(crate) fn len(self) -> usize {
+        self.launches * CHECK_WORDS + Self::EXTRA
+    }
+
+    pub(crate) fn slots(self) -> std::ops::Range<usize> {
+        0..self.launches * CHECK_WORDS
+    }
+
+    fn word(self, i: usize) -> std::ops::Range<usize> {
+        let at = self.launches * CHECK_WORDS + i;
+        at..at + 1
+    }
+
+    pub(crate) fn gaps(self) -> std::ops::Range<usize> {
+        self.word(0)
+    }
+    pub(crate) fn constants(self) -> std::ops::Range<usize> {
+        self.word(1)
+    }
+    pub(crate) fn kv_side(self) -> std::ops::Range<usize> {
+        self.word(2)
+    }
+    pub(crate) fn kv_reference(self) -> std::ops::Range<usize> {
+        self.word(3)
+    }
+    pub(crate) fn set_q(self) -> std::ops::Range<usize> {
+        self.word(4)
+    }
+    pub(crate) fn spacer(self) -> std::ops::Range<usize> {
+        self.word(5)
+    }
+}
+
 /// The output slots of one side's round: one per launch of its sample graph.
 pub(crate) struct OutputSlots {
     region: CudaSlice<f32>,
     /// Element offset of each launch's slot in `region`, by launch index.
     slot_offsets: Vec<u64>,
     ref_offsets: Vec<u64>,
+    /// The device copies of the tables above and of the gaps': written from the host copies
+    /// before every check (the timed kernel could have rewritten them).
     d_slot_offsets: CudaSlice<u64>,
     d_ref_offsets: CudaSlice<u64>,
     /// The poisoned gaps around the slots: (offset, length) in elements.
     gaps: Vec<(u64, u64)>,
+    gap_offsets: Vec<u64>,
+    gap_lens: Vec<u64>,
     d_gap_offsets: CudaSlice<u64>,
     d_gap_lens: CudaSlice<u64>,
     elements: usize,
@@ -596,10 +677,6 @@ pub(crate) struct OutputSlots {
     head_dim: usize,
     /// This round's poison pattern.
     poison: u32,
-    /// CHECK_WORDS per slot per sample.
-    results: CudaSlice<u64>,
-    samples: usize,
-    mismatches: CudaSlice<u64>,
 }
 
 /// The most device memory one side's output slots may take: launches per sample are capped
@@ -612,15 +689,33 @@ pub(crate) fn slot_budget_bytes(gpu: &Gpu) -> Result<u64, GpuError> {
     Ok((free as u64 / 8).min(2 << 30))
 }
 
+/// Uploads `host` into `dev` (same length), queued on the stream.
+fn upload_into<T: cudarc::driver::DeviceRepr>(
+    gpu: &Gpu,
+    host: &[T],
+    dev: &mut CudaSlice<T>,
+    what: &str,
+) -> Result<(), GpuError> {
+    if host.len() != dev.len() {
+        return Err(GpuError::Internal(format!(
+            "{what}: {} host entries for {} on the device",
+            host.len(),
+            dev.len()
+        )));
+    }
+    gpu.stream
+        .memcpy_htod(host, dev)
+        .during(|| format!("uploading {what}"))
+}
+
 impl OutputSlots {
-    /// Slots for `launches` launches of `shape`, each compared in every sample with its own
-    /// reference rows ([`LaunchSecrets`]: launch i's at i · batch·heads·[`ROWS_PER_LAUNCH`]
-    /// ·head_dim), checked over `samples` samples, placed by `rng`.
+    /// Slots for `launches` launches of `shape`, each compared after every replay with its
+    /// own reference rows ([`LaunchSecrets`]: launch i's at i · batch·heads·
+    /// [`ROWS_PER_LAUNCH`]·head_dim), placed by `rng`.
     pub fn new(
         gpu: &Gpu,
         shape: &ShapeParams,
         launches: u32,
-        samples: u32,
         rng: &mut ChaCha8Rng,
     ) -> Result<OutputSlots, GpuError> {
         let n = shape.elements() as u64;
@@ -674,20 +769,14 @@ impl OutputSlots {
             d_gap_lens: upload(&gap_lens)?,
             seq_len: shape.seq_len as usize,
             head_dim: shape.head_dim as usize,
-            results: raw::alloc_zeros::<u64>(
-                &gpu.stream,
-                launches * samples.max(1) as usize * CHECK_WORDS,
-            )
-            .during(|| "allocating the output checks".into())?,
-            mismatches: raw::alloc_zeros::<u64>(&gpu.stream, 1)
-                .during(|| "allocating the output checks".into())?,
             region,
             slot_offsets,
             ref_offsets,
             gaps,
+            gap_offsets,
+            gap_lens,
             elements: n as usize,
             poison,
-            samples: samples.max(1) as usize,
         })
     }
 
@@ -722,24 +811,42 @@ impl OutputSlots {
     }
 
     /// Queues the check of every slot against its launch's reference in `secrets` (which
-    /// must have computed this sample's, [`LaunchSecrets::reference`]) and of every gap, for
-    /// sample `sample`; then poisons the reference rows, so that no later launch can find
-    /// them.
+    /// must have computed this replay's, [`LaunchSecrets::reference`]) and of every gap, into
+    /// `words` (laid out by `layout`, zeroed after the replay); then poisons the reference
+    /// rows, so that no later launch can find them. Every table the checks read is uploaded
+    /// from host memory first. `v_scales`: s_V of every (input set, batch·head) slice of this
+    /// replay ([`KvRefs::v_scales`]).
     pub fn check(
         &mut self,
         gpu: &Gpu,
         secrets: &mut LaunchSecrets,
-        sample: usize,
+        v_scales: &[f32],
+        words: &mut CudaSlice<u64>,
+        layout: CheckLayout,
     ) -> Result<(), GpuError> {
         let slots = self.launches();
-        if secrets.geometry.launches != slots {
+        if secrets.geometry.launches != slots || layout.launches != slots || words.len() != layout.len()
+        {
             return Err(GpuError::Internal(format!(
-                "{slots} output slots but {} launches' references",
-                secrets.geometry.launches
+                "{slots} output slots, {} launches' references and {} launches' check words",
+                secrets.geometry.launches, layout.launches
             )));
         }
-        let words = slots * CHECK_WORDS;
-        let start = sample.min(self.samples - 1) * words;
+        let heads = secrets.geometry.heads;
+        if heads == 0 || v_scales.is_empty() || v_scales.len() % heads != 0 {
+            return Err(GpuError::Internal(format!(
+                "{} V scales for {heads} slices per set",
+                v_scales.len()
+            )));
+        }
+        upload_into(gpu, &self.slot_offsets, &mut self.d_slot_offsets, "the slot table")?;
+        upload_into(gpu, &self.ref_offsets, &mut self.d_ref_offsets, "the slot table")?;
+        upload_into(gpu, &self.gap_offsets, &mut self.d_gap_offsets, "the gap table")?;
+        upload_into(gpu, &self.gap_lens, &mut self.d_gap_lens, "the gap table")?;
+        let d_scales = gpu
+            .stream
+            .clone_htod(v_scales)
+            .during(|| "uploading the V scales".into())?;
         let table = raw::SlotTable {
             region: &self.region,
             slot_offsets: &self.d_slot_offsets,
@@ -752,13 +859,15 @@ impl OutputSlots {
             elements: self.elements,
             host_slot_offsets: &self.slot_offsets,
             host_ref_offsets: &self.ref_offsets,
+            v_scales: &d_scales,
+            sets: v_scales.len() / heads,
         };
         raw::launch_check_outputs(
             &gpu.stream,
             &gpu.kernels.check_outputs,
             &table,
             self.poison,
-            &mut self.results.slice_mut(start..start + words),
+            &mut words.slice_mut(layout.slots()),
         )
         .during(|| "checking the timed outputs".into())?;
         raw::launch_fill_u32(
@@ -776,72 +885,119 @@ impl OutputSlots {
             &self.d_gap_lens,
             &self.gaps,
             self.poison,
-            &mut self.mismatches,
+            &mut words.slice_mut(layout.gaps()),
         )
         .during(|| "checking the gaps between the timed outputs".into())
     }
+}
 
-    /// Reads the checks of the round back: the worst launch's error against the reference
-    /// (largest max-abs error, or any unwritten or non-finite element), the number of
-    /// launches checked and the number of gap words that were written.
-    pub(crate) fn outcome(
-        &self,
-        gpu: &Gpu,
+/// One launch's check words (`CgCheck`) as a parity figure. The largest error is read at its
+/// full 64-bit width: a word above 32 bits was never written by `check_outputs` (which
+/// stores a float's bits), so it counts as a failed launch, never as a small error.
+fn launch_parity(chunk: &[u64], tolerance: Tolerance) -> Parity {
+    let diff2 = f64::from_bits(chunk[3]);
+    let ref2 = f64::from_bits(chunk[4]);
+    let max_abs = match u32::try_from(chunk[2]) {
+        Ok(bits) => f64::from(f32::from_bits(bits)),
+        Err(_) => f64::INFINITY,
+    };
+    Parity {
+        max_abs,
+        rel_l2: if ref2 > 0.0 {
+            (diff2 / ref2).sqrt()
+        } else {
+            diff2.sqrt()
+        },
+        nan_or_inf: chunk[1],
+        unwritten: chunk[0],
+        tolerance,
+        seed: 0,
+    }
+}
+
+/// What the checks of the replays of a round found, summed over the replays read so far.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RoundFindings {
+    pub slots: SlotOutcome,
+    /// Replays whose side's K/V did not hash as the reference's copies did.
+    pub inputs_changed: u64,
+    /// Bytes of the timed kernel's constant data found changed.
+    pub constant_bytes: u64,
+    /// Replays after which the round's own input sets' q no longer hashed as when filled.
+    pub set_q_changed: u64,
+    /// Words of the address spacer found non-zero.
+    pub spacer_words: u64,
+    /// Replays read.
+    pub replays: u64,
+}
+
+impl RoundFindings {
+    /// Adds one replay's words (`layout`), checked against `tolerance`; `set_q_hash`: what
+    /// the round's set-q hashed to when it was filled.
+    pub(crate) fn add(
+        &mut self,
+        words: &[u64],
+        layout: CheckLayout,
         tolerance: Tolerance,
-        samples_taken: usize,
-    ) -> Result<SlotOutcome, GpuError> {
-        let words = gpu.read_back(&self.results, || "reading the output checks".into())?;
-        let mismatches = gpu.read_back(&self.mismatches, || "reading the gap checks".into())?[0];
-        let per_sample = self.launches() * CHECK_WORDS;
-        let mut worst: Option<Parity> = None;
-        let mut failed = 0u64;
-        let mut checked = 0u64;
-        for chunk in words
-            .chunks_exact(CHECK_WORDS)
-            .take(per_sample / CHECK_WORDS * samples_taken.min(self.samples))
-        {
-            let diff2 = f64::from_bits(chunk[3]);
-            let ref2 = f64::from_bits(chunk[4]);
-            let p = Parity {
-                max_abs: f64::from(f32::from_bits(chunk[2] as u32)),
-                rel_l2: if ref2 > 0.0 {
-                    (diff2 / ref2).sqrt()
-                } else {
-                    diff2.sqrt()
-                },
-                nan_or_inf: chunk[1],
-                unwritten: chunk[0],
-                tolerance,
-                seed: 0,
-            };
-            checked += 1;
-            if !p.passed() {
-                failed += 1;
-            }
-            let worse = match &worst {
-                None => true,
-                Some(w) => {
-                    (w.passed() && !p.passed())
-                        || (w.passed() == p.passed()
-                            && (p.unwritten + p.nan_or_inf, p.max_abs)
-                                > (w.unwritten + w.nan_or_inf, w.max_abs))
-                }
-            };
-            if worse {
-                worst = Some(p);
-            }
+        set_q_hash: u64,
+    ) -> Result<(), GpuError> {
+        if words.len() != layout.len() {
+            return Err(GpuError::Internal(format!(
+                "{} check words for a layout of {}",
+                words.len(),
+                layout.len()
+            )));
         }
-        Ok(SlotOutcome {
-            worst,
-            failed_launches: failed,
-            checked_launches: checked,
-            gap_words_written: mismatches,
-        })
+        let one = |r: std::ops::Range<usize>| words[r.start];
+        for chunk in words[layout.slots()].chunks_exact(CHECK_WORDS) {
+            self.slots.add(launch_parity(chunk, tolerance));
+        }
+        self.slots.gap_words_written = self.slots.gap_words_written.saturating_add(one(layout.gaps()));
+        self.constant_bytes = self.constant_bytes.saturating_add(one(layout.constants()));
+        if one(layout.kv_side()) != one(layout.kv_reference()) {
+            self.inputs_changed += 1;
+        }
+        if one(layout.set_q()) != set_q_hash {
+            self.set_q_changed += 1;
+        }
+        self.spacer_words = self.spacer_words.saturating_add(one(layout.spacer()));
+        self.replays += 1;
+        Ok(())
+    }
+
+    /// One sentence on what failed, naming the side and kernel, or `None` when every checked
+    /// launch matched its reference and nothing else was written.
+    pub(crate) fn failure(&self, side: &str, kernel: &str) -> Option<String> {
+        if let Some(why) = self.slots.failure(side, kernel) {
+            return Some(why);
+        }
+        if self.inputs_changed > 0 {
+            return Some(format!(
+                "the {side} kernel {kernel} changed its inputs (k or v) while it was timed"
+            ));
+        }
+        if self.constant_bytes > 0 {
+            return Some(format!(
+                "the {side} kernel {kernel} wrote {} bytes of its module's __constant__ data while it was timed: state that survives a launch is refused",
+                self.constant_bytes
+            ));
+        }
+        if self.spacer_words > 0 {
+            return Some(format!(
+                "the {side} kernel {kernel} wrote to memory outside its output (the address spacer below its buffers) while it was timed"
+            ));
+        }
+        if self.set_q_changed > 0 {
+            return Some(format!(
+                "the {side} kernel {kernel} wrote to its round's own input buffer (the warm-up's q) while it was timed"
+            ));
+        }
+        None
     }
 }
 
 /// What the output checks of one round found.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct SlotOutcome {
     pub worst: Option<Parity>,
     pub failed_launches: u64,
@@ -850,6 +1006,27 @@ pub(crate) struct SlotOutcome {
 }
 
 impl SlotOutcome {
+    /// Counts one checked launch, keeping the worst (a failure before a pass, then the most
+    /// unwritten and non-finite elements, then the largest error).
+    fn add(&mut self, p: Parity) {
+        self.checked_launches += 1;
+        if !p.passed() {
+            self.failed_launches += 1;
+        }
+        let worse = match &self.worst {
+            None => true,
+            Some(w) => {
+                (w.passed() && !p.passed())
+                    || (w.passed() == p.passed()
+                        && (p.unwritten + p.nan_or_inf, p.max_abs)
+                            > (w.unwritten + w.nan_or_inf, w.max_abs))
+            }
+        };
+        if worse {
+            self.worst = Some(p);
+        }
+    }
+
     /// One sentence on what failed, naming the side and kernel, or `None` when every timed
     /// launch matched the reference and nothing was written outside the slots.
     pub(crate) fn failure(&self, side: &str, kernel: &str) -> Option<String> {
@@ -864,7 +1041,7 @@ impl SlotOutcome {
             return None;
         }
         Some(format!(
-            "{} of the {side} kernel {kernel}'s {} timed launches did not reproduce the reference (worst: {} unwritten, {} NaN/Inf, max abs {:.2e}, rel L2 {:.2e}): the timed work is not the checked work",
+            "{} of the {side} kernel {kernel}'s {} timed launches did not reproduce the reference (worst: {} unwritten, {} NaN/Inf, max abs/s_V {:.2e}, rel L2 {:.2e}): the timed work is not the checked work",
             self.failed_launches,
             self.checked_launches,
             w.unwritten,
@@ -893,6 +1070,83 @@ mod tests {
         }
         // Different every time: a kernel cannot test for one fixed pattern.
         assert!(seen.len() > 9_900);
+    }
+
+    fn tol() -> Tolerance {
+        Tolerance {
+            max_abs: 1e-2,
+            rel_l2: 1e-3,
+        }
+    }
+
+    /// One replay's words for `launches` launches that all matched (error 1e-3 of s_V),
+    /// with the given K/V and set-q hashes.
+    fn clean_words(layout: CheckLayout, kv: (u64, u64), set_q: u64) -> Vec<u64> {
+        let mut w = vec![0u64; layout.len()];
+        for chunk in w[layout.slots()].chunks_exact_mut(CHECK_WORDS) {
+            chunk[2] = u64::from(1e-3f32.to_bits());
+            chunk[3] = 1e-8f64.to_bits();
+            chunk[4] = 1.0f64.to_bits();
+        }
+        w[layout.kv_side().start] = kv.0;
+        w[layout.kv_reference().start] = kv.1;
+        w[layout.set_q().start] = set_q;
+        w
+    }
+
+    #[test]
+    fn a_clean_replay_passes_and_each_finding_fails_it() {
+        let layout = CheckLayout { launches: 3 };
+        let mut f = RoundFindings::default();
+        f.add(&clean_words(layout, (7, 7), 9), layout, tol(), 9)
+            .unwrap();
+        assert_eq!(f.failure("candidate", "k"), None);
+        assert_eq!((f.replays, f.slots.checked_launches), (1, 3));
+
+        // The side's K/V hashed apart from the reference's copies.
+        let mut f = RoundFindings::default();
+        f.add(&clean_words(layout, (7, 8), 9), layout, tol(), 9)
+            .unwrap();
+        assert!(f.failure("candidate", "k").unwrap().contains("changed its inputs"));
+        // The round's own q written.
+        let mut f = RoundFindings::default();
+        f.add(&clean_words(layout, (7, 7), 10), layout, tol(), 9)
+            .unwrap();
+        assert!(f.failure("candidate", "k").unwrap().contains("warm-up's q"));
+        // Constant bytes, spacer words, gap words.
+        for (word, what) in [
+            (layout.constants(), "__constant__"),
+            (layout.spacer(), "spacer"),
+            (layout.gaps(), "outside its output"),
+        ] {
+            let mut w = clean_words(layout, (7, 7), 9);
+            w[word.start] = 3;
+            let mut f = RoundFindings::default();
+            f.add(&w, layout, tol(), 9).unwrap();
+            assert!(f.failure("candidate", "k").unwrap().contains(what), "{what}");
+        }
+        // Words of another layout are refused, never read past.
+        let mut f = RoundFindings::default();
+        assert!(f.add(&[0u64; 4], layout, tol(), 9).is_err());
+    }
+
+    #[test]
+    fn the_largest_error_is_read_at_its_full_width() {
+        // A pre-set high word (a kernel that wrote the accumulator before the check) must not
+        // read as a small error: the word is not a float's bits, so the launch fails.
+        let layout = CheckLayout { launches: 2 };
+        let mut w = clean_words(layout, (1, 1), 2);
+        w[2] = 1u64 << 32;
+        let mut f = RoundFindings::default();
+        f.add(&w, layout, tol(), 2).unwrap();
+        assert_eq!(f.slots.failed_launches, 1);
+        assert!(f.failure("candidate", "k").unwrap().contains("1 of the candidate"));
+        // A NaN sum fails too (NaN compares false with every bound).
+        let mut w = clean_words(layout, (1, 1), 2);
+        w[CHECK_WORDS + 3] = f64::NAN.to_bits();
+        let mut f = RoundFindings::default();
+        f.add(&w, layout, tol(), 2).unwrap();
+        assert_eq!(f.slots.failed_launches, 1);
     }
 
     #[test]

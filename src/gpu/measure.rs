@@ -16,11 +16,14 @@ use cudarc::driver::{CudaEvent, CudaGraph, CudaSlice};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
-use super::buffers::{Inputs, Operands, check_shape, launch_on, launch_with, random_inputs};
+use super::buffers::{
+    Inputs, Operands, check_shape, draw_scale, launch_on, launch_with, random_inputs,
+};
 use super::device::{Gpu, Kernel};
 use super::error::{DriverContext, GpuError};
 use super::integrity::{
-    HashParts, KvRefs, LaunchSecrets, OutputSlots, hash_parts, refill_inputs, slot_budget_bytes,
+    CheckLayout, HashParts, KvRefs, LaunchSecrets, OutputSlots, RoundFindings, hash_parts,
+    refill_inputs, slot_budget_bytes,
 };
 use super::raw;
 use crate::config::{CacheMode, MeasureSettings, ShapeParams, Tolerance};
@@ -103,7 +106,7 @@ pub(crate) fn sets_for(
     }
 }
 
-fn timing_event(gpu: &Gpu) -> Result<CudaEvent, GpuError> {
+pub(super) fn timing_event(gpu: &Gpu) -> Result<CudaEvent, GpuError> {
     gpu.ctx
         .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
         .during(|| "creating a timing event".into())
@@ -142,7 +145,7 @@ fn round_seeds(gpu: &Gpu, seed: u64, round: u64, sets: usize) -> Vec<u64> {
 
 /// The reference's own keys and values of round `round`: fresh input sets of its own seeds
 /// (the cache mode's sets of them), which the sides' inputs are filled from too.
-fn round_kv(b: &Bench<'_>, seed: u64, round: u64) -> Result<KvRefs, GpuError> {
+pub(super) fn round_kv(b: &Bench<'_>, seed: u64, round: u64) -> Result<KvRefs, GpuError> {
     let sets = sets_for(b.gpu, b.shape, b.settings.cache)?;
     KvRefs::new(
         b.gpu,
@@ -182,7 +185,8 @@ pub fn extend(
         let mut kv = round_kv(b, seed, round)?;
         add_phase(t, |p| &mut p.references_s);
         let t = Instant::now();
-        let mut prepared = prepare_round(b, side, &kv, seed)?;
+        let checked = b.settings.samples_per_round as usize + 1;
+        let mut prepared = prepare_round(b, side, &mut kv, seed, checked)?;
         add_phase(t, |p| &mut p.preparing_s);
         side.m.sm_clock_mhz.extend(b.gpu.monitor.sm_clock_mhz());
         for _ in 0..b.settings.samples_per_round {
@@ -267,7 +271,8 @@ pub fn measure_pairs(
             let side = &mut sides[i];
             side.m.launches_per_sample = launches;
             let t = Instant::now();
-            prepared[i] = Some(prepare_round(b, side, &kv, seed)?);
+            let checked = b.settings.samples_per_round as usize + 1;
+            prepared[i] = Some(prepare_round(b, side, &mut kv, seed, checked)?);
             add_phase(t, |p| &mut p.preparing_s);
         }
         let [Some(mut base_round), Some(mut cand_round)] = prepared else {
@@ -394,26 +399,41 @@ impl Held {
 
 /// A round made ready to sample: its buffers (fresh, behind a spacer), its CUDA graph of
 /// `launches_per_sample` launches, each with its own q and scale into its own output slot
-/// (already replayed once), its timing events and the samples taken so far.
-struct PreparedRound {
-    graph: CudaGraph,
+/// (already replayed once, and that replay checked), its timing events and the samples
+/// taken so far.
+///
+/// The checker's state and the rule it follows (docs/MEASURING.md, "Nothing the checker
+/// reads was in the kernel's reach"): everything a check or a reference reads is written
+/// after the replay it checks, from host memory or by the harness's own kernels from
+/// secret keys passed by value (scales, slot and gap tables, the constant image and its
+/// addresses, the reference's K/V and q rows, the V scales); every accumulator is zeroed
+/// after the replay ([`PreparedRound::words`]) and copied to page-locked host memory right
+/// after the checks ([`PreparedRound::host`]), in stream order, before the next replay can
+/// run; every replay is checked, the first included; and every kernel node's parameters
+/// are set again from the graph's host copy before every replay.
+pub(super) struct PreparedRound {
+    pub(super) graph: raw::ReplayGraph,
     events: Vec<(CudaEvent, CudaEvent)>,
-    launches: u32,
+    pub(super) launches: u32,
     values: Vec<f64>,
     /// Zeros allocated before the round's buffers (to move them to new addresses); they
-    /// must still be zeros after the round.
+    /// must still be zeros after every replay.
     spacer: CudaSlice<f32>,
     inputs: Vec<Inputs>,
     slots: OutputSlots,
     secrets: LaunchSecrets,
-    /// Bytes of the timed kernel's constant data found changed, summed over the checks of the
-    /// round.
-    constant_writes: CudaSlice<u64>,
-    /// The keyed hashes of the side's K/V and of the reference's copies after every sample,
-    /// summed: equal when the side's inputs held what the reference computed from.
-    kv_sums: CudaSlice<u64>,
-    /// The GPU time one sample is expected to take (from the warm-up), for its deadline.
-    expected: Duration,
+    /// The words one replay's checks write (zeroed after every replay).
+    words: CudaSlice<u64>,
+    layout: CheckLayout,
+    /// Every checked replay's words, copied out in stream order; `copied` of them so far.
+    host: raw::HostWords,
+    copied: usize,
+    /// The keyed hash of the input sets' q when they were filled (the warm-up reads them,
+    /// no timed launch does: a kernel may not keep anything there either), and its key.
+    set_q_hash: u64,
+    set_q_key: u64,
+    /// The GPU time one replay is expected to take (from the warm-up), for its deadline.
+    pub(super) expected: Duration,
     /// Samples across which the SM clock moved.
     clock_events: u32,
 }
@@ -423,18 +443,10 @@ impl PreparedRound {
     fn input_elements(&self) -> u64 {
         self.inputs.first().map_or(0, |i| i.k.len() as u64)
     }
-}
 
-/// Queues the check of the timed kernel's constant data, counting changed bytes into
-/// `writes`.
-fn guard_constants(
-    gpu: &Gpu,
-    kernel: &Kernel,
-    writes: &mut CudaSlice<u64>,
-) -> Result<(), GpuError> {
-    match &kernel.constants {
-        Some(guard) => guard.check(gpu, writes),
-        None => Ok(()),
+    /// Replays the checks' words can still be copied out for.
+    pub(super) fn check_room(&self) -> usize {
+        (self.host.len() / self.layout.len()).saturating_sub(self.copied)
     }
 }
 
@@ -445,21 +457,32 @@ fn launches_that_fit(gpu: &Gpu, shape: &ShapeParams) -> Result<u64, GpuError> {
     Ok((slot_budget_bytes(gpu)? / per_launch).max(1))
 }
 
+/// What a warm-up runs: the side's label and kernel, the per-launch estimate of an earlier
+/// round (none: warm up for `warmup_ms`), the round's input sets and the two timing events
+/// of its batches (the caller's, which outlive the round's preparation).
+struct WarmUp<'a> {
+    label: &'static str,
+    kernel: &'a Kernel,
+    previous: Option<f64>,
+    inputs: &'a [Inputs],
+    events: (&'a CudaEvent, &'a CudaEvent),
+}
+
 /// Warms the GPU up for a round of `kernel`: direct launches in growing batches until
 /// `warmup_ms` has passed on the GPU, into a scratch output (not timed, not checked); the last
 /// batch gives the per-launch estimate (ms) that sizes the graph. Only the first round of a
 /// side (`previous`: no estimate yet) warms up for `warmup_ms`; a later round finds the GPU
 /// warm, keeps the estimate, and the first replay of its graph (untimed) warms its new
-/// buffers. `(e0, e1)`: the timing events of the batches (the caller's, which outlive the
-/// round's preparation).
-fn warm_up(
-    b: &Bench<'_>,
-    label: &'static str,
-    kernel: &Kernel,
-    previous: Option<f64>,
-    inputs: &[Inputs],
-    (e0, e1): (&CudaEvent, &CudaEvent),
-) -> Result<f64, GpuError> {
+/// buffers. Every launch draws its scale as a timed launch does, on inputs drawn from the
+/// same mixture.
+fn warm_up(b: &Bench<'_>, w: WarmUp<'_>, rng: &mut ChaCha8Rng) -> Result<f64, GpuError> {
+    let WarmUp {
+        label,
+        kernel,
+        previous,
+        inputs,
+        events: (e0, e1),
+    } = w;
     let (gpu, shape, settings) = (b.gpu, b.shape, b.settings);
     let n_sets = inputs.len().max(1);
     let mut spent_ms = 0.0f64;
@@ -504,6 +527,7 @@ fn warm_up(
                 shape,
                 &inputs[next % n_sets],
                 scratch.slice_mut(..),
+                draw_scale(shape, rng),
             )?;
             next += 1;
         }
@@ -591,14 +615,43 @@ fn capture_graph(
     Ok(graph)
 }
 
+/// The key of the hash the round's set-q must keep.
+fn set_q_key(gpu: &Gpu, seed: u64, round: u64, label: &str) -> u64 {
+    gpu.run_key.0 ^ 0x5e7a_0001_0000_0000 ^ seed.rotate_left(7) ^ round ^ kernel_salt(label)
+}
+
+/// Queues the keyed hash of every input set's q into `out[0]` (zeroed by the caller).
+fn hash_set_q(
+    gpu: &Gpu,
+    inputs: &[Inputs],
+    key: u64,
+    out: &mut cudarc::driver::CudaViewMut<'_, u64>,
+) -> Result<(), GpuError> {
+    for (i, set) in inputs.iter().enumerate() {
+        raw::launch_hash(
+            &gpu.stream,
+            &gpu.kernels.hash_u16,
+            &set.q.as_view(),
+            key ^ (i as u64 + 1).wrapping_mul(0x2545_f491_4f6c_dd1d),
+            out,
+        )
+        .during(|| "hashing the round's own q".into())?;
+    }
+    Ok(())
+}
+
 /// Allocates a round's buffers (inputs filled from `kv`'s seeds), warms up, sizes and
 /// captures its graph (the first round of `side` sets the launches per sample, capped so
-/// that one output slot and one q per launch fit) and records the round's address.
-fn prepare_round(
+/// that one output slot and one q per launch fit), records the round's address, and
+/// replays the graph once, untimed but checked like every sample and charged as measured.
+/// `checked_replays`: how many replays' check words the round can keep (the samples and
+/// the first replay, or an energy window's checks).
+pub(super) fn prepare_round(
     b: &Bench<'_>,
     side: &mut AbSide<'_>,
-    kv: &KvRefs,
+    kv: &mut KvRefs,
     seed: u64,
+    checked_replays: usize,
 ) -> Result<PreparedRound, GpuError> {
     let (gpu, shape, settings) = (b.gpu, b.shape, b.settings);
     let kernel = side.kernel;
@@ -618,6 +671,12 @@ fn prepare_round(
         .collect::<Result<_, _>>()?;
     let n_sets = inputs.len().max(1);
     m.working_set_bytes = n_sets as u64 * bytes_per_set(shape);
+    // What the round's own q must keep hashing to: taken before any launch of the round.
+    let set_q_key = set_q_key(gpu, seed, round, side.label);
+    let mut acc =
+        raw::alloc_zeros::<u64>(&gpu.stream, 1).during(|| "allocating a hash".into())?;
+    hash_set_q(gpu, &inputs, set_q_key, &mut acc.slice_mut(..))?;
+    let set_q_hash = gpu.read_back(&acc, || "hashing the round's own q".into())?[0];
 
     let what = |phase: &str| {
         format!(
@@ -627,7 +686,14 @@ fn prepare_round(
     };
     // Warm-up: direct launches in growing batches, timed with these two events.
     let (e0, e1) = (timing_event(gpu)?, timing_event(gpu)?);
-    let per_launch_ms = warm_up(b, side.label, kernel, m.per_launch_ms, &inputs, (&e0, &e1))?;
+    let warm = WarmUp {
+        label: side.label,
+        kernel,
+        previous: m.per_launch_ms,
+        inputs: &inputs,
+        events: (&e0, &e1),
+    };
+    let per_launch_ms = warm_up(b, warm, &mut rng)?;
     m.per_launch_ms = Some(per_launch_ms);
     if m.launches_per_sample == 0 {
         let l = (settings.sample_ms / per_launch_ms.max(1e-6)).round();
@@ -637,27 +703,32 @@ fn prepare_round(
     let launches = m.launches_per_sample;
     let secrets = LaunchSecrets::new(gpu, shape, launches, &mut rng)?;
     m.round_addresses.push(secrets.address(gpu));
-    let mut slots = OutputSlots::new(gpu, shape, launches, settings.samples_per_round, &mut rng)?;
+    let mut slots = OutputSlots::new(gpu, shape, launches, &mut rng)?;
 
     let spins = side.injection.map(|inj| spin_plan(inj, launches));
     let graph = capture_graph(
         gpu, kernel, shape, &inputs, &secrets, &mut slots, launches, spins,
     )?;
-    graph
-        .upload()
-        .during(|| "uploading the CUDA graph".into())?;
-    graph
-        .launch()
-        .during(|| format!("replaying the graph of shape {shape}"))?;
+    let graph = raw::ReplayGraph::new(graph, &gpu.stream)
+        .during(|| format!("reading the CUDA graph of shape {shape}"))?;
+    if graph.kernel_nodes() < launches as usize {
+        return Err(GpuError::Internal(format!(
+            "the CUDA graph of shape {shape} holds {} kernel nodes for {launches} launches",
+            graph.kernel_nodes()
+        )));
+    }
     let expected = Duration::from_secs_f64(per_launch_ms * f64::from(launches) / 1000.0);
-    let constant_writes = raw::alloc_zeros::<u64>(&gpu.stream, 1)
-        .during(|| "allocating the constant-data check".into())?;
-    let kv_sums =
-        raw::alloc_zeros::<u64>(&gpu.stream, 2).during(|| "allocating the input check".into())?;
+    let layout = CheckLayout {
+        launches: launches as usize,
+    };
     let samples = settings.samples_per_round as usize;
     let events: Vec<(CudaEvent, CudaEvent)> = (0..samples)
         .map(|_| Ok((timing_event(gpu)?, timing_event(gpu)?)))
         .collect::<Result<_, GpuError>>()?;
+    let host_len = layout
+        .len()
+        .checked_mul(checked_replays.max(1))
+        .ok_or_else(|| GpuError::Internal("too many check words".into()))?;
     let mut prepared = PreparedRound {
         graph,
         events,
@@ -667,22 +738,44 @@ fn prepare_round(
         inputs,
         slots,
         secrets,
-        constant_writes,
-        kv_sums,
+        words: raw::alloc_zeros::<u64>(&gpu.stream, layout.len())
+            .during(|| "allocating the replay checks".into())?,
+        layout,
+        host: raw::HostWords::new(&gpu.ctx, host_len)
+            .during(|| "allocating the replay checks' host copy".into())?,
+        copied: 0,
+        set_q_hash,
+        set_q_key,
         expected,
         clock_events: 0,
     };
-    // What the warm-up and the first replay wrote there counts too.
-    guard_constants(gpu, kernel, &mut prepared.constant_writes)?;
+    // The first replay: untimed, but checked like a sample (it runs on inputs and keys no
+    // later replay uses, and what it wrote anywhere is checked now) and charged as measured.
+    let kv_key = queue_replay(gpu, shape, &mut prepared, kv)?;
+    prepared
+        .graph
+        .upload()
+        .during(|| "uploading the CUDA graph".into())?;
+    e0.record(&gpu.stream)
+        .during(|| "recording a timing event".into())?;
+    prepared
+        .graph
+        .launch()
+        .during(|| format!("replaying the graph of shape {shape}"))?;
+    e1.record(&gpu.stream)
+        .during(|| "recording a timing event".into())?;
+    queue_checks(gpu, kernel, &mut prepared, kv, kv_key)?;
     gpu.sync(Some(expected), || what("first replay"))?;
-    charge(b, side.label, expected.as_secs_f64() * 1000.0, || {
-        what("first replay")
-    })?;
+    let ms = f64::from(
+        e0.elapsed_ms(&e1)
+            .during(|| "reading a timing event".into())?,
+    );
+    charge(b, side.label, ms, || what("first replay"))?;
     Ok(prepared)
 }
 
 /// Charges `ms` of GPU time of the `side` kernel on the bench's shape to the run's budget.
-fn charge(
+pub(super) fn charge(
     b: &Bench<'_>,
     side: &'static str,
     ms: f64,
@@ -698,18 +791,114 @@ fn kernel_salt(label: &str) -> u64 {
     })
 }
 
-/// One sample: a new q for every launch and every output slot poisoned, then a replay of the
-/// round's graph bracketed by its own events, then (untimed) the reference of every launch
-/// for its own q and scale, every slot compared with it on the device, and the kernel's
-/// constant data verified. A short spin launched first keeps the stream busy
-/// while the host enqueues the replay, so no submission latency is timed. After it the GPU
-/// idles long enough that it is busy only `duty_cycle` of the time: on an H200, back-to-back
-/// replays of a heavy kernel reached the power cap after ~1 s and its clocks then swung by
-/// several percent (docs/PERF.md), while short bursts with idle gaps stayed at full clock and
-/// repeated to within 0.1% across processes. The idle time is counted from the sample's
-/// start (its q and poisoning), so the host's work between samples (the checks, the clock
-/// readings, the sync) is part of it instead of being added to it: a sample's period is its
-/// timed length over `duty_cycle`.
+/// Queues what comes before a replay of the round's graph: a new q for every launch (new
+/// secret keys), the input sets' K and V refilled for the new K/V key, every output slot
+/// poisoned, and every kernel node's parameters set again from the graph's host copy.
+/// Returns the replay's K/V key.
+pub(super) fn queue_replay(
+    gpu: &Gpu,
+    shape: &ShapeParams,
+    round: &mut PreparedRound,
+    kv: &KvRefs,
+) -> Result<u64, GpuError> {
+    round.secrets.refill(gpu)?;
+    let kv_key = round.secrets.kv_key();
+    refill_inputs(gpu, shape, &kv.seeds, &mut round.inputs, kv_key)?;
+    round.slots.poison(gpu)?;
+    round
+        .graph
+        .reset_params()
+        .during(|| format!("setting the launch parameters of shape {shape}"))?;
+    Ok(kv_key)
+}
+
+/// Queues the checks of a replay (untimed, after it) and the copy of their words to host
+/// memory: the words zeroed; the reference's copies of K and V filled for this replay and
+/// both sides' K/V hashed; every launch's reference computed for its own q and scale and
+/// every slot compared with it (in units of its V slice's scale); the gaps, the constant
+/// data, the round's own q and the spacer verified. Everything these read is written now,
+/// after the replay.
+pub(super) fn queue_checks(
+    gpu: &Gpu,
+    kernel: &Kernel,
+    round: &mut PreparedRound,
+    kv: &mut KvRefs,
+    kv_key: u64,
+) -> Result<(), GpuError> {
+    if round.check_room() == 0 {
+        return Err(GpuError::Internal(
+            "more checked replays than the round has room for".into(),
+        ));
+    }
+    let layout = round.layout;
+    let words = &mut round.words;
+    gpu.stream
+        .memset_zeros(words)
+        .during(|| "zeroing the replay checks".into())?;
+    kv.fill_for(gpu, kv_key)?;
+    {
+        let (mut head, mut tail) = words.split_at_mut(layout.kv_reference().start);
+        let side = layout.kv_side();
+        let mut side = head.slice_mut(side.start..side.end);
+        kv.hash_both(gpu, &round.inputs, &mut side, &mut tail.slice_mut(0..1))?;
+    }
+    round.secrets.reference(gpu, kv)?;
+    let v_scales = kv.v_scales(kv_key);
+    round
+        .slots
+        .check(gpu, &mut round.secrets, &v_scales, words, layout)?;
+    if let Some(guard) = &kernel.constants {
+        guard.check(gpu, &mut words.slice_mut(layout.constants()))?;
+    }
+    hash_set_q(
+        gpu,
+        &round.inputs,
+        round.set_q_key,
+        &mut words.slice_mut(layout.set_q()),
+    )?;
+    check_spacer(gpu, &round.spacer, &mut words.slice_mut(layout.spacer()))?;
+    let at = round.copied * layout.len();
+    round
+        .host
+        .copy_from(&gpu.stream, &words.as_view(), at)
+        .during(|| "copying the replay checks to the host".into())?;
+    round.copied += 1;
+    Ok(())
+}
+
+/// Queues the count of the spacer's words that are not zero into `out[0]`.
+fn check_spacer(
+    gpu: &Gpu,
+    spacer: &CudaSlice<f32>,
+    out: &mut cudarc::driver::CudaViewMut<'_, u64>,
+) -> Result<(), GpuError> {
+    let spans = [(0u64, spacer.len() as u64)];
+    let what = || "checking the address spacer".to_string();
+    let offsets = gpu.stream.clone_htod(&[0u64]).during(what)?;
+    let lens = gpu.stream.clone_htod(&[spacer.len() as u64]).during(what)?;
+    raw::launch_check_fill(
+        &gpu.stream,
+        &gpu.kernels.check_fill,
+        spacer,
+        &offsets,
+        &lens,
+        &spans,
+        0,
+        out,
+    )
+    .during(what)
+}
+
+/// One sample: the replay prepared ([`queue_replay`]) and the graph uploaded, then a replay
+/// bracketed by its own events, then (untimed) its checks ([`queue_checks`]). A short spin
+/// launched first keeps the stream busy while the host enqueues the replay, so no
+/// submission latency is timed. After it the GPU idles long enough that it is busy only
+/// `duty_cycle` of the time: on an H200, back-to-back replays of a heavy kernel reached the
+/// power cap after ~1 s and its clocks then swung by several percent (docs/PERF.md), while
+/// short bursts with idle gaps stayed at full clock and repeated to within 0.1% across
+/// processes. The idle time is counted from the sample's start (its q and poisoning), so
+/// the host's work between samples (the checks, the clock readings, the sync) is part of it
+/// instead of being added to it: a sample's period is its timed length over `duty_cycle`.
 fn take_sample(
     b: &Bench<'_>,
     kernel: &Kernel,
@@ -719,20 +908,22 @@ fn take_sample(
 ) -> Result<(), GpuError> {
     let (gpu, shape, settings) = (b.gpu, b.shape, b.settings);
     let sample = round.values.len();
-    let Some((start, end)) = round.events.get(sample) else {
+    if sample >= round.events.len() {
         return Err(GpuError::Internal(format!(
             "more samples than the {} of a round on shape {shape}",
             round.events.len()
         )));
-    };
+    }
     let began = std::time::Instant::now();
-    round.secrets.refill(gpu)?;
-    let kv_key = round.secrets.kv_key();
-    refill_inputs(gpu, shape, &kv.seeds, &mut round.inputs, kv_key)?;
-    round.slots.poison(gpu)?;
+    let kv_key = queue_replay(gpu, shape, round, kv)?;
+    round
+        .graph
+        .upload()
+        .during(|| "uploading the CUDA graph".into())?;
     let clock_before = gpu.monitor.sm_clock_mhz();
     raw::launch_spin(&gpu.stream, &gpu.kernels.spin, LEAD_CYCLES)
         .during(|| "launching the lead-in spin".into())?;
+    let (start, end) = &round.events[sample];
     start
         .record(&gpu.stream)
         .during(|| "recording a timing event".into())?;
@@ -742,14 +933,7 @@ fn take_sample(
         .during(|| format!("replaying the graph of shape {shape}"))?;
     end.record(&gpu.stream)
         .during(|| "recording a timing event".into())?;
-    let checked = Checked {
-        inputs: &round.inputs,
-        secrets: &mut round.secrets,
-        slots: &mut round.slots,
-        kv_sums: &mut round.kv_sums,
-        constant_writes: &mut round.constant_writes,
-    };
-    check_replay(gpu, kernel, checked, kv, kv_key, sample)?;
+    queue_checks(gpu, kernel, round, kv, kv_key)?;
     let what = || {
         format!(
             "kernel {} of the {label} on shape {shape} (a timed sample)",
@@ -765,6 +949,7 @@ fn take_sample(
     {
         round.clock_events += 1;
     }
+    let (start, end) = &round.events[sample];
     let ms = f64::from(
         start
             .elapsed_ms(end)
@@ -781,48 +966,29 @@ fn take_sample(
     Ok(())
 }
 
-/// Queues the checks of a replay (untimed, after it): the reference's copies of K and V
-/// filled for this sample, both sides' K/V hashed, every launch's reference computed for its
-/// own q and scale, every slot compared with it, the constant data compared with its image.
-fn check_replay(
-    gpu: &Gpu,
-    kernel: &Kernel,
-    round: Checked<'_>,
-    kv: &mut KvRefs,
-    kv_key: u64,
-    sample: usize,
-) -> Result<(), GpuError> {
-    kv.fill_for(gpu, kv_key)?;
-    kv.hash_both(gpu, round.inputs, round.kv_sums)?;
-    round.secrets.reference(gpu, kv)?;
-    round.slots.check(gpu, round.secrets, sample)?;
-    guard_constants(gpu, kernel, round.constant_writes)
-}
-
-/// The parts of a prepared round a replay's checks use (borrowed apart from its events).
-struct Checked<'a> {
-    inputs: &'a [Inputs],
-    secrets: &'a mut LaunchSecrets,
-    slots: &'a mut OutputSlots,
-    kv_sums: &'a mut CudaSlice<u64>,
-    constant_writes: &'a mut CudaSlice<u64>,
-}
-
-impl PreparedRound {
-    fn checked(&mut self) -> Checked<'_> {
-        Checked {
-            inputs: &self.inputs,
-            secrets: &mut self.secrets,
-            slots: &mut self.slots,
-            kv_sums: &mut self.kv_sums,
-            constant_writes: &mut self.constant_writes,
-        }
+/// What the checks of every replay of `round` found (after the stream was synchronized).
+pub(super) fn round_findings(b: &Bench<'_>, round: &PreparedRound) -> Result<RoundFindings, GpuError> {
+    let words = round
+        .host
+        .words()
+        .during(|| "reading the replay checks".into())?;
+    let len = round.layout.len();
+    let mut findings = RoundFindings::default();
+    for i in 0..round.copied {
+        findings.add(
+            &words[i * len..(i + 1) * len],
+            round.layout,
+            b.tolerance,
+            round.set_q_hash,
+        )?;
     }
+    Ok(findings)
 }
 
-/// Checks the round (every timed output against its launch's reference, the gaps, the
-/// inputs, the spacer, the constant data, the held buffers of earlier rounds), then stores
-/// its samples and keeps its buffers allocated (see [`Held`]).
+/// Checks the round (what every replay's checks found: every timed output against its
+/// launch's reference, the gaps, the inputs, the spacer, the constant data, the round's own
+/// q; then the held buffers of earlier rounds), then stores its samples and keeps its
+/// buffers allocated (see [`Held`]).
 fn finish_round(
     b: &Bench<'_>,
     side: &mut AbSide<'_>,
@@ -838,29 +1004,9 @@ fn finish_round(
             b.shape
         )))
     };
-    let outcome = round.slots.outcome(gpu, b.tolerance, round.values.len())?;
-    if let Some(why) = outcome.failure(side.label, name) {
+    let findings = round_findings(b, &round)?;
+    if let Some(why) = findings.failure(side.label, name) {
         return fail(why);
-    }
-    if !inputs_held(gpu, &round)? {
-        return fail(format!(
-            "the {} kernel {name} changed its inputs (k or v) while it was timed",
-            side.label
-        ));
-    }
-    let constant_writes =
-        gpu.read_back(&round.constant_writes, || "the constant-data check".into())?[0];
-    if constant_writes > 0 {
-        return fail(format!(
-            "the {} kernel {name} wrote {constant_writes} bytes of its module's __constant__ data while it was timed: state that survives a launch is refused",
-            side.label
-        ));
-    }
-    if !spacer_untouched(gpu, &round.spacer)? {
-        return fail(format!(
-            "the {} kernel {name} wrote to memory outside its output (the address spacer below its buffers) while it was timed",
-            side.label
-        ));
     }
     if !held.verify(gpu)? {
         return fail(format!(
@@ -869,8 +1015,9 @@ fn finish_round(
         ));
     }
     let m = &mut side.m;
-    m.checked_launches += outcome.checked_launches;
-    if let Some(w) = outcome.worst
+    // The first replay's launches are checked but not timed: counted with the rest.
+    m.checked_launches += findings.slots.checked_launches;
+    if let Some(w) = findings.slots.worst
         && m.worst_timed
             .as_ref()
             .is_none_or(|old| w.max_abs > old.max_abs)
@@ -887,40 +1034,6 @@ fn finish_round(
         .during(|| "reading free device memory".into())?;
     let cap = (free as u64 / 4).min(4 << 30);
     held.keep(gpu, round, cap)
-}
-
-/// Whether the side's K/V held, after every sample of the round, what the reference computed
-/// from (their hash sums agree).
-fn inputs_held(gpu: &Gpu, round: &PreparedRound) -> Result<bool, GpuError> {
-    let sums = gpu.read_back(&round.kv_sums, || "the input check".into())?;
-    Ok(sums.first() == sums.get(1))
-}
-
-/// Whether the spacer still holds only zeros.
-fn spacer_untouched(gpu: &Gpu, spacer: &CudaSlice<f32>) -> Result<bool, GpuError> {
-    let spans = [(0u64, spacer.len() as u64)];
-    let offsets = gpu
-        .stream
-        .clone_htod(&[0u64])
-        .during(|| "uploading the spacer check".into())?;
-    let lens = gpu
-        .stream
-        .clone_htod(&[spacer.len() as u64])
-        .during(|| "uploading the spacer check".into())?;
-    let mut written =
-        raw::alloc_zeros::<u64>(&gpu.stream, 1).during(|| "allocating the spacer check".into())?;
-    raw::launch_check_fill(
-        &gpu.stream,
-        &gpu.kernels.check_fill,
-        spacer,
-        &offsets,
-        &lens,
-        &spans,
-        0,
-        &mut written,
-    )
-    .during(|| "checking the address spacer".into())?;
-    Ok(gpu.read_back(&written, || "the spacer check".into())?[0] == 0)
 }
 
 /// Measures the spin kernel alone at two lengths and fits its per-launch cost.
@@ -988,12 +1101,15 @@ pub(crate) fn spin_up(
 ) -> Result<(), GpuError> {
     check_shape(shape)?;
     let kernel = gpu.kernels.attention(shape)?;
-    let inputs = random_inputs(gpu, shape, 1)?;
+    // Inputs and scales as every other launch draws them (from the run's secret).
+    let mut rng = gpu.run_key.rng(0x5b1e_0f00 ^ kernel_salt(label));
+    let inputs = random_inputs(gpu, shape, rng.random())?;
     let mut out = super::buffers::poisoned_output(gpu, shape)?;
     let start = Instant::now();
     while start.elapsed().as_secs_f64() * 1000.0 < ms {
         for _ in 0..8 {
-            launch_on(gpu, kernel, shape, &inputs, out.slice_mut(..))?;
+            let scale = draw_scale(shape, &mut rng);
+            launch_on(gpu, kernel, shape, &inputs, out.slice_mut(..), scale)?;
         }
         gpu.sync(None, || {
             format!(
@@ -1003,430 +1119,4 @@ pub(crate) fn spin_up(
         })?;
     }
     Ok(())
-}
-
-/// Energy windows of a shape's sides after its timed rounds (see `crate::energy`): `rounds`
-/// times, fresh buffers and a graph for every side, prepared like a timed round (never
-/// timed or kept as one), then one window per side, the order alternating by round. Every
-/// replay in a window is poisoned and checked like a timed sample, and the reference
-/// outputs and inputs are checked after it, so a kernel that does less work when it is
-/// replayed back to back fails parity instead of looking frugal. Appends each side's
-/// windows to its measurement. `Ok(Some(why))` when NVML cannot measure energy here.
-pub(crate) fn measure_energy(
-    b: &Bench<'_>,
-    sides: &mut [AbSide<'_>],
-    seed: u64,
-    rounds: u32,
-    updates: u32,
-) -> Result<Option<String>, GpuError> {
-    check_shape(b.shape)?;
-    let Some(reader) = b.gpu.monitor.energy_reader() else {
-        return Ok(Some("NVML is not available".into()));
-    };
-    let source = if reader.energy_mj().is_some() {
-        crate::energy::EnergySource::Counter
-    } else if !reader.power_samples(0).is_empty() {
-        crate::energy::EnergySource::PowerSamples
-    } else {
-        return Ok(Some(
-            "NVML reports neither an energy counter nor power samples for this GPU".into(),
-        ));
-    };
-    for r in 0..rounds {
-        // Seeds apart from the timed rounds', so no window reuses a timed round's inputs.
-        let index = 1_000_000 + u64::from(r);
-        let mut kv = round_kv(b, seed, index)?;
-        let order: Vec<usize> = if r % 2 == 0 {
-            (0..sides.len()).collect()
-        } else {
-            (0..sides.len()).rev().collect()
-        };
-        for i in order {
-            let side = &mut sides[i];
-            let mut round = prepare_round(b, side, &kv, seed ^ index)?;
-            // Not a timed round: its address is not one of the rounds'.
-            side.m.round_addresses.pop();
-            let window = energy_window(
-                b,
-                side.kernel,
-                &mut round,
-                &mut kv,
-                &reader,
-                source,
-                updates,
-            );
-            let outcome = round.slots.outcome(b.gpu, b.tolerance, 1)?;
-            if let Some(why) = outcome.failure(side.label, &side.kernel.name) {
-                return Err(GpuError::Integrity(format!(
-                    "{why} (an energy window, shape {})",
-                    b.shape
-                )));
-            }
-            if !inputs_held(b.gpu, &round)? {
-                return Err(GpuError::Integrity(format!(
-                    "the {} kernel {} changed its inputs (k or v) in an energy window (shape {})",
-                    side.label, side.kernel.name, b.shape
-                )));
-            }
-            let constant_writes = b
-                .gpu
-                .read_back(&round.constant_writes, || "the constant-data check".into())?[0];
-            if constant_writes > 0 {
-                return Err(GpuError::Integrity(format!(
-                    "the {} kernel {} wrote {constant_writes} bytes of its module's __constant__ data in an energy window (shape {})",
-                    side.label, side.kernel.name, b.shape
-                )));
-            }
-            side.m.energy.extend(window?);
-        }
-    }
-    Ok(None)
-}
-
-/// Replays in flight at once in an energy window: the GPU never waits for the host.
-const ENERGY_DEPTH: usize = 4;
-
-/// The share of an energy window's replays whose outputs are checked, drawn with the run's
-/// secret key: every replay is poisoned first and none can tell whether it will be checked,
-/// so a kernel that skips the work on a fraction f of n replays escapes with probability
-/// (1 − 1/4)^(f·n) — nil at the hundreds of replays of a window — while the checks' own GPU
-/// time (which would dilute the kernel's power) falls to a quarter.
-const ENERGY_CHECK_ONE_IN: u32 = 4;
-
-/// Counter moves seen by the polling thread: (bracket start s, bracket end s, value mJ),
-/// from the start of the read that still saw the old value to the end of the read that saw
-/// the new one.
-type Moves = std::sync::Mutex<Vec<(f64, f64, u64)>>;
-
-/// Of the counter moves, the pair at least `updates` moves apart whose span is known best:
-/// the smallest (half-bracket + half-bracket) / span. Returns (first, last) indices.
-fn best_span(moves: &[(f64, f64, u64)], updates: usize) -> Option<(usize, usize)> {
-    let mid = |m: &(f64, f64, u64)| (m.0 + m.1) / 2.0;
-    let half = |m: &(f64, f64, u64)| (m.1 - m.0) / 2.0;
-    let mut best: Option<(f64, usize, usize)> = None;
-    for i in 0..moves.len() {
-        for j in i + updates.max(1)..moves.len() {
-            let span = mid(&moves[j]) - mid(&moves[i]);
-            if span <= 0.0 {
-                continue;
-            }
-            let r = (half(&moves[i]) + half(&moves[j])) / span;
-            if best.is_none_or(|b| r < b.0) {
-                best = Some((r, i, j));
-            }
-        }
-    }
-    best.map(|(_, i, j)| (i, j))
-}
-
-/// One replay of an energy window, enqueued between its two timing events: a new q for
-/// every launch of every replay, as in a timed sample (back to back, no replay computes
-/// what another did, so none is worth less energy than it shows), the inputs refilled, the
-/// outputs poisoned; one in [`ENERGY_CHECK_ONE_IN`], drawn from `checks`, checked after.
-fn enqueue_replay(
-    b: &Bench<'_>,
-    kernel: &Kernel,
-    round: &mut PreparedRound,
-    kv: &mut KvRefs,
-    checks: &mut ChaCha8Rng,
-) -> Result<(CudaEvent, CudaEvent), GpuError> {
-    let (gpu, shape) = (b.gpu, b.shape);
-    let (start, end) = (timing_event(gpu)?, timing_event(gpu)?);
-    round.secrets.refill(gpu)?;
-    let kv_key = round.secrets.kv_key();
-    refill_inputs(gpu, shape, &kv.seeds, &mut round.inputs, kv_key)?;
-    round.slots.poison(gpu)?;
-    start
-        .record(&gpu.stream)
-        .during(|| "recording a timing event".into())?;
-    round
-        .graph
-        .launch()
-        .during(|| format!("replaying the graph of shape {shape} (energy window)"))?;
-    end.record(&gpu.stream)
-        .during(|| "recording a timing event".into())?;
-    if checks.random_range(0..ENERGY_CHECK_ONE_IN) == 0 {
-        check_replay(gpu, kernel, round.checked(), kv, kv_key, 0)?;
-    }
-    Ok((start, end))
-}
-
-/// Whether an energy window has what it needs: for the counter, `updates` moves after its
-/// first and a best span between two moves timed to within a third of
-/// [`crate::energy::MAX_RESOLUTION`]; for power samples, `updates` tenths of a second (and
-/// 50 ms for the power to settle).
-fn window_done(
-    source: crate::energy::EnergySource,
-    moves: &Moves,
-    updates: u32,
-    elapsed: Duration,
-) -> bool {
-    use crate::energy::{EnergySource, MAX_RESOLUTION};
-    let updates_n = updates as usize;
-    match source {
-        EnergySource::Counter => {
-            let m = moves.lock().unwrap_or_else(|e| e.into_inner());
-            m.len() > updates_n
-                && best_span(&m, updates_n).is_some_and(|(i, j)| {
-                    let (a, z) = (m[i], m[j]);
-                    let span = (z.0 + z.1 - a.0 - a.1) / 2.0;
-                    ((a.1 - a.0) + (z.1 - z.0)) / 2.0 / span <= MAX_RESOLUTION / 3.0
-                })
-        }
-        EnergySource::PowerSamples => elapsed.as_secs_f64() >= 0.1 * f64::from(updates) + 0.05,
-    }
-}
-
-/// The energy window's counter thread: reads back to back until `stop`, each move bracketed
-/// by two reads (2–5 ms each on an H100), never by the GPU feeding the window.
-fn read_counter(
-    reader: &super::env::EnergyReader<'_>,
-    began: Instant,
-    moves: &Moves,
-    stop: &std::sync::atomic::AtomicBool,
-) {
-    let mut last: Option<(f64, u64)> = None;
-    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-        let from = began.elapsed().as_secs_f64();
-        let Some(value) = reader.energy_mj() else {
-            break;
-        };
-        let to = began.elapsed().as_secs_f64();
-        if let Some((prev_from, prev)) = last
-            && value != prev
-        {
-            let mut m = moves.lock().unwrap_or_else(|e| e.into_inner());
-            if m.len() < 1000 {
-                m.push((prev_from, to, value));
-            }
-        }
-        last = Some((from, value));
-    }
-}
-
-/// What an energy window measured of its replays: one call's mean time, the calls, their
-/// share of the GPU's busy time, the window's wall time and when it began.
-struct Measured {
-    call_ms: f64,
-    calls: u64,
-    replay_fraction: f64,
-    window_s: f64,
-    wall_start_us: u64,
-}
-
-impl Measured {
-    /// The window's round: the board's energy between the best-timed pair of counter moves,
-    /// or the mean of NVML's power samples inside the window (from 50 ms in).
-    fn reading(
-        &self,
-        source: crate::energy::EnergySource,
-        moves: &[(f64, f64, u64)],
-        updates_n: usize,
-        reader: &super::env::EnergyReader<'_>,
-    ) -> crate::energy::EnergyRound {
-        use crate::energy::{EnergyRound, EnergySource};
-        let Measured {
-            call_ms,
-            calls,
-            replay_fraction,
-            window_s,
-            wall_start_us,
-        } = *self;
-        match source {
-            EnergySource::Counter => match best_span(moves, updates_n) {
-                Some((i, j)) => {
-                    let (a, z) = (moves[i], moves[j]);
-                    let span_ms = (z.0 + z.1 - a.0 - a.1) / 2.0 * 1000.0;
-                    let span_mj = z.2.saturating_sub(a.2) as f64;
-                    EnergyRound {
-                        source,
-                        power_w: span_mj / span_ms,
-                        call_ms,
-                        calls,
-                        span_ms,
-                        span_mj,
-                        updates: (j - i + 1) as u32,
-                        read_ms: ((a.1 - a.0) + (z.1 - z.0)) / 2.0 * 1000.0,
-                        replay_fraction,
-                    }
-                }
-                None => EnergyRound {
-                    source,
-                    power_w: 0.0,
-                    call_ms,
-                    calls,
-                    span_ms: window_s * 1000.0,
-                    span_mj: 0.0,
-                    updates: moves.len() as u32,
-                    read_ms: 0.0,
-                    replay_fraction,
-                },
-            },
-            EnergySource::PowerSamples => {
-                // Samples from 50 ms into the window (the power settling) to its end.
-                let from = wall_start_us + 50_000;
-                let to = wall_start_us + (window_s * 1e6) as u64;
-                let inside: Vec<f64> = reader
-                    .power_samples(from)
-                    .into_iter()
-                    .filter(|(t, _)| (from..=to).contains(t))
-                    .map(|(_, mw)| mw / 1000.0)
-                    .collect();
-                let power_w = if inside.is_empty() {
-                    0.0
-                } else {
-                    inside.iter().sum::<f64>() / inside.len() as f64
-                };
-                let span_ms = (to - from) as f64 / 1000.0;
-                EnergyRound {
-                    source,
-                    power_w,
-                    call_ms,
-                    calls,
-                    span_ms,
-                    span_mj: power_w * span_ms,
-                    updates: inside.len() as u32,
-                    read_ms: 0.0,
-                    replay_fraction,
-                }
-            }
-        }
-    }
-}
-
-/// One energy window: `round`'s graph replayed back to back (each replay poisoned first, a
-/// secret quarter of them checked after) while a thread of its own reads the counter in a
-/// loop, until the counter has moved `updates` times after its first move and the best span
-/// between two moves is timed to within a third of [`crate::energy::MAX_RESOLUTION`] (or
-/// the deadline passes; for power samples, `updates` tenths of a second). A window that sees
-/// too few moves still returns its reading, which `crate::energy` then declines to use and
-/// says why.
-fn energy_window(
-    b: &Bench<'_>,
-    kernel: &Kernel,
-    round: &mut PreparedRound,
-    kv: &mut KvRefs,
-    reader: &super::env::EnergyReader<'_>,
-    source: crate::energy::EnergySource,
-    updates: u32,
-) -> Result<Option<crate::energy::EnergyRound>, GpuError> {
-    use crate::energy::EnergySource;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    let gpu = b.gpu;
-    let shape = b.shape;
-    let updates_n = updates as usize;
-    // The counter moves every ~100 ms on the GPUs measured; no window runs past 0.4 s per
-    // update asked plus one second.
-    let deadline = Duration::from_secs_f64(1.0 + 0.4 * f64::from(updates));
-    let mut checks = gpu.run_key.rng(round.launches as u64 ^ 0x0e4e_c4ec_0001);
-    let window_start = timing_event(gpu)?;
-    let window_end = timing_event(gpu)?;
-    window_start
-        .record(&gpu.stream)
-        .during(|| "recording a timing event".into())?;
-    let mut in_flight: std::collections::VecDeque<(CudaEvent, CudaEvent)> =
-        std::collections::VecDeque::new();
-    let mut replay_ms = 0.0f64;
-    let mut replays = 0u64;
-    let mut enqueue = |round: &mut PreparedRound| enqueue_replay(b, kernel, round, kv, &mut checks);
-    let began = Instant::now();
-    let wall_start_us = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as u64);
-    let moves: Moves = std::sync::Mutex::new(Vec::new());
-    let stop = AtomicBool::new(false);
-    let done = |elapsed: Duration| window_done(source, &moves, updates, elapsed);
-    let fed = std::thread::scope(|scope| -> Result<(), GpuError> {
-        if source == EnergySource::Counter {
-            scope.spawn(|| read_counter(reader, began, &moves, &stop));
-        }
-        let fed = (|| {
-            loop {
-                if in_flight.len() < ENERGY_DEPTH {
-                    in_flight.push_back(enqueue(round)?);
-                    continue;
-                }
-                if in_flight.front().is_some_and(|(_, end)| end.is_complete()) {
-                    if let Some((start, end)) = in_flight.pop_front() {
-                        replay_ms += f64::from(
-                            start
-                                .elapsed_ms(&end)
-                                .during(|| "reading a timing event".into())?,
-                        );
-                        replays += 1;
-                    }
-                    continue;
-                }
-                let elapsed = began.elapsed();
-                if done(elapsed) || elapsed > deadline {
-                    return Ok(());
-                }
-                std::thread::sleep(Duration::from_micros(200));
-            }
-        })();
-        stop.store(true, Ordering::Relaxed);
-        fed
-    });
-    let window_s = began.elapsed().as_secs_f64();
-    window_end
-        .record(&gpu.stream)
-        .during(|| "recording a timing event".into())?;
-    let expected =
-        Duration::from_secs_f64(round.expected.as_secs_f64() * (ENERGY_DEPTH as f64 + 1.0) + 0.1);
-    gpu.sync(Some(expected), || {
-        format!("kernel {} on shape {shape} (an energy window)", kernel.name)
-    })?;
-    fed?;
-    for (start, end) in in_flight.drain(..) {
-        replay_ms += f64::from(
-            start
-                .elapsed_ms(&end)
-                .during(|| "reading a timing event".into())?,
-        );
-        replays += 1;
-    }
-    let busy_ms = f64::from(
-        window_start
-            .elapsed_ms(&window_end)
-            .during(|| "reading a timing event".into())?,
-    );
-    let calls = replays * u64::from(round.launches);
-    if calls == 0 || busy_ms <= 0.0 {
-        return Ok(None);
-    }
-    let call_ms = replay_ms / calls as f64;
-    let replay_fraction = (replay_ms / busy_ms).min(1.0);
-    let moves = moves.into_inner().unwrap_or_else(|e| e.into_inner());
-    let measured = Measured {
-        call_ms,
-        calls,
-        replay_fraction,
-        window_s,
-        wall_start_us,
-    };
-    let reading = measured.reading(source, &moves, updates_n, reader);
-    Ok(Some(reading))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::best_span;
-
-    #[test]
-    fn the_span_is_between_the_best_timed_moves_at_least_updates_apart() {
-        // Moves every 100 ms; the second is bracketed loosely (40 ms), the rest to 6 ms.
-        let m = [
-            (0.097, 0.103, 10),
-            (0.180, 0.220, 20),
-            (0.297, 0.303, 30),
-            (0.397, 0.403, 40),
-            (0.497, 0.503, 50),
-        ];
-        // Three apart: (0, 3) and (1, 4) span 300 ms; (0, 3) is timed to 6 ms, (1, 4) to
-        // 23 ms; four apart, (0, 4) spans 400 ms at 6 ms: the best.
-        assert_eq!(best_span(&m, 3), Some((0, 4)));
-        assert_eq!(best_span(&m[..4], 3), Some((0, 3)));
-        assert_eq!(best_span(&m[..3], 3), None, "two moves apart are not three");
-        assert_eq!(best_span(&[], 1), None);
-    }
 }

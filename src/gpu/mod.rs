@@ -7,6 +7,7 @@ pub mod cubin;
 pub(crate) mod cuda_backend;
 pub mod device;
 pub(crate) mod diagnostics;
+mod energy_windows;
 pub(crate) mod entries;
 pub(crate) mod env;
 pub(crate) mod error;
@@ -14,6 +15,7 @@ pub mod integrity;
 pub(crate) mod lexcheck;
 pub mod lock;
 pub mod measure;
+pub mod mixture;
 pub mod parity;
 pub(crate) mod ptxas;
 // The one module allowed `unsafe`: the CUDA driver's C interface.

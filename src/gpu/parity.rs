@@ -7,30 +7,35 @@ use cudarc::driver::CudaSlice;
 
 pub use super::buffers::POISON;
 use super::buffers::{
-    Inputs, check_shape, launch_on, poisoned_output, poisoned_with, random_inputs,
+    Inputs, check_shape, draw_scale, launch_on, poisoned_output, poisoned_with, random_inputs,
+    v_scales,
 };
 use super::device::Gpu;
 use super::error::{DriverContext, GpuError};
 use crate::config::{ShapeParams, Tolerance};
 use crate::results::Parity;
 
-/// Runs one attention kernel into `out` and waits for it, naming kernel and shape on failure.
+/// Runs one attention kernel into `out` with softmax scale `scale` and waits for it, naming
+/// kernel and shape on failure.
 pub(crate) fn run_kernel(
     gpu: &Gpu,
     kernel: &super::device::Kernel,
     shape: &ShapeParams,
     inputs: &Inputs,
     out: &mut CudaSlice<f32>,
+    scale: f32,
 ) -> Result<(), GpuError> {
-    launch_on(gpu, kernel, shape, inputs, out.slice_mut(..))?;
+    launch_on(gpu, kernel, shape, inputs, out.slice_mut(..), scale)?;
     gpu.sync(None, || format!("kernel {} on shape {shape}", kernel.name))
 }
 
 /// Compares `kernel` (the `side` kernel, "base" or "candidate", for this shape) with the
-/// harness's reference kernel on fresh inputs from `seed`: the kernel runs first into an
-/// output poisoned with a pattern drawn for this check; then the reference's own copies of
-/// the inputs are made and it runs on them; the kernel's inputs must still hash as the
-/// reference's copies did (else [`GpuError::Integrity`], naming the side).
+/// harness's reference kernel on fresh inputs from `seed`, drawn from the input mixture, at
+/// a softmax scale drawn as a timed launch's is: the kernel runs first into an output
+/// poisoned with a pattern drawn for this check; then the reference's own copies of the
+/// inputs are made and it runs on them; the kernel's inputs must still hash as the
+/// reference's copies did (else [`GpuError::Integrity`], naming the side). `max_abs` is the
+/// largest |out − ref| over s_V of the element's V slice.
 pub fn check_parity(
     gpu: &Gpu,
     kernel: &super::device::Kernel,
@@ -43,9 +48,10 @@ pub fn check_parity(
     check_shape(shape)?;
     let mut rng = gpu.run_key.rng(seed ^ 0x9a71_7e5e);
     let poison = super::integrity::poison_pattern(&mut rng);
+    let scale = draw_scale(shape, &mut rng);
     let inputs = random_inputs(gpu, shape, seed)?;
     let mut out = poisoned_with(gpu, shape, poison)?;
-    launch_on(gpu, kernel, shape, &inputs, out.slice_mut(..))?;
+    launch_on(gpu, kernel, shape, &inputs, out.slice_mut(..), scale)?;
     gpu.sync(expected, || {
         format!(
             "kernel {} of the {side} on shape {shape} (parity)",
@@ -53,7 +59,7 @@ pub fn check_parity(
         )
     })?;
     // Only now, after the kernel finished: the reference's inputs and output.
-    let refs = super::integrity::RefSet::new(gpu, shape, seed, gpu.run_key)?;
+    let refs = super::integrity::RefSet::new(gpu, shape, seed, gpu.run_key, scale)?;
     if !refs.inputs_unchanged(gpu, &inputs)? {
         return Err(GpuError::Integrity(format!(
             "the {side} kernel {} changed its inputs (q, k or v) on shape {shape}",
@@ -62,12 +68,18 @@ pub fn check_parity(
     }
     let got = gpu.read_back(&out, || format!("the output of {shape}"))?;
     let want = gpu.read_back(&refs.refs, || format!("the reference output of {shape}"))?;
-    Ok(compare_outputs_with(&got, &want, tolerance, seed, poison))
+    let scales = OutputScales {
+        per_slice: v_scales(shape, seed),
+        slice_len: shape.seq_len as usize * shape.head_dim as usize,
+    };
+    Ok(compare_outputs_with(&got, &want, tolerance, seed, poison, &scales))
 }
 
 /// Runs `kernel` once on fresh inputs from `seed` and, with `with_reference`, the harness's
 /// reference kernel after it, waiting for each: what `ci-gate sanitize` runs under
-/// compute-sanitizer and `--profile` under ncu. Nothing is compared.
+/// compute-sanitizer and `--profile` under ncu. Nothing is compared. The inputs come from
+/// the input mixture and the scale is drawn as a timed launch's is, so that a kernel cannot
+/// tell a tool's launch from a timed one.
 pub(crate) fn run_once(
     gpu: &Gpu,
     kernel: &super::device::Kernel,
@@ -82,7 +94,17 @@ pub(crate) fn run_once(
     check_shape(shape)?;
     let inputs = random_inputs(gpu, shape, seed)?;
     let mut out = poisoned_output(gpu, shape)?;
-    run_kernel(gpu, kernel, shape, &inputs, &mut out)
+    run_kernel(gpu, kernel, shape, &inputs, &mut out, tool_scale(shape, seed))
+}
+
+/// The scale of a tool's launch of `shape` on inputs from `seed` (drawn as a timed
+/// launch's; the same for the kernel and the reference after it).
+fn tool_scale(shape: &ShapeParams, seed: u64) -> f32 {
+    use rand::SeedableRng;
+    draw_scale(
+        shape,
+        &mut rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x7001_5ca1),
+    )
 }
 
 /// Runs `kernel`, then the harness's reference kernel, on the same fresh inputs from `seed`,
@@ -95,8 +117,9 @@ fn run_with_reference(
 ) -> Result<(CudaSlice<f32>, CudaSlice<f32>), GpuError> {
     check_shape(shape)?;
     let inputs = random_inputs(gpu, shape, seed)?;
+    let scale = tool_scale(shape, seed);
     let mut out = poisoned_output(gpu, shape)?;
-    run_kernel(gpu, kernel, shape, &inputs, &mut out)?;
+    run_kernel(gpu, kernel, shape, &inputs, &mut out, scale)?;
     // Only now: while the kernel runs, nothing may be allocated right after its output.
     // compute-sanitizer sees only accesses outside every live allocation, so a write past
     // the end of `out` that landed in `reference` went unreported (the planted bug in
@@ -108,8 +131,35 @@ fn run_with_reference(
         shape,
         &inputs,
         &mut reference,
+        scale,
     )?;
     Ok((out, reference))
+}
+
+/// One tensor of `shape` filled on the device from the input mixture (`fill_input_*`, the
+/// fill every launch's inputs come from) with `seed`, read back as bits: the GPU tests hold
+/// it against the host's mirror (gpu::mixture).
+pub fn mixture_on_device(
+    gpu: &Gpu,
+    shape: &ShapeParams,
+    role: super::mixture::Role,
+    seed: u64,
+) -> Result<Vec<u16>, GpuError> {
+    check_shape(shape)?;
+    let layout = super::raw::InputLayout {
+        role,
+        seq_len: shape.seq_len,
+        head_dim: shape.head_dim,
+    };
+    let buf = super::raw::alloc_input(
+        &gpu.stream,
+        gpu.kernels.fill_input(shape.dtype),
+        shape.elements(),
+        seed,
+        layout,
+    )
+    .during(|| format!("filling a {role:?} of {shape} from the input mixture"))?;
+    gpu.read_back(&buf, || format!("a {role:?} of {shape}"))
 }
 
 /// Which attention kernel to run.
@@ -156,26 +206,54 @@ pub fn attention_on_host(
         Which::Fast => gpu.kernels.attention(shape)?,
         Which::Reference => gpu.kernels.reference(shape.dtype)?,
     };
-    run_kernel(gpu, kernel, shape, &inputs, &mut out)?;
+    // The golden files (PyTorch) were made with the default scale, 1/√head_dim.
+    run_kernel(gpu, kernel, shape, &inputs, &mut out, shape.scale())?;
     gpu.read_back(&out, || format!("the output of {shape}"))
 }
 
-/// Error metrics of `got` against `want` (host side, float64 accumulation). Non-finite and
-/// unwritten elements (holding `poison`, [`POISON`] for a parity check's output) are counted,
-/// and left out of the error norms so those stay numbers.
+/// What errors are measured in: s_V of each (batch, head) slice of the output, whose
+/// elements come `slice_len` at a time (seq_len · head_dim).
+pub(crate) struct OutputScales {
+    pub per_slice: Vec<f32>,
+    pub slice_len: usize,
+}
+
+impl OutputScales {
+    /// Every slice in units of 1.
+    #[cfg(test)]
+    pub(crate) fn unit() -> OutputScales {
+        OutputScales {
+            per_slice: Vec::new(),
+            slice_len: usize::MAX,
+        }
+    }
+
+    fn of(&self, element: usize) -> f64 {
+        self.per_slice
+            .get(element / self.slice_len.max(1))
+            .map_or(1.0, |&s| f64::from(s))
+    }
+}
+
+/// Error metrics of `got` against `want` (host side, float64 accumulation): `max_abs` is
+/// the largest |got − want| / s_V of the element's V slice (`scales`), the relative L2 error
+/// is over all elements. Non-finite and unwritten elements (holding `poison`, [`POISON`] for
+/// a parity check's output) are counted, and left out of the error norms so those stay
+/// numbers.
 pub(crate) fn compare_outputs_with(
     got: &[f32],
     want: &[f32],
     tolerance: Tolerance,
     seed: u64,
     poison: u32,
+    scales: &OutputScales,
 ) -> Parity {
     let (mut unwritten, mut nan_or_inf) = (0u64, 0u64);
     let (mut max_abs, mut diff2, mut ref2) = (0f64, 0f64, 0f64);
     if got.len() != want.len() {
         unwritten = want.len().abs_diff(got.len()) as u64;
     }
-    for (&g, &w) in got.iter().zip(want) {
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
         if g.to_bits() == poison {
             unwritten += 1;
             continue;
@@ -185,7 +263,7 @@ pub(crate) fn compare_outputs_with(
             continue;
         }
         let d = f64::from(g) - f64::from(w);
-        max_abs = max_abs.max(d.abs());
+        max_abs = max_abs.max(d.abs() / scales.of(i));
         diff2 += d * d;
         ref2 += f64::from(w) * f64::from(w);
     }
@@ -215,12 +293,37 @@ mod tests {
         };
         let want = [1.0f32, 2.0, 3.0, 4.0];
         let got = [1.0f32, f32::from_bits(POISON), f32::NAN, 4.5];
-        let p = compare_outputs_with(&got, &want, tol, 7, POISON);
+        let unit = OutputScales::unit();
+        let p = compare_outputs_with(&got, &want, tol, 7, POISON, &unit);
         assert_eq!((p.unwritten, p.nan_or_inf), (1, 1));
         assert_eq!(p.max_abs, 0.5);
         assert!(!p.passed());
         assert!(f32::from_bits(POISON).is_nan());
-        let p = compare_outputs_with(&want, &want, tol, 7, POISON);
+        let p = compare_outputs_with(&want, &want, tol, 7, POISON, &unit);
         assert!(p.passed() && p.rel_l2 == 0.0);
+    }
+
+    #[test]
+    fn the_largest_error_is_measured_in_its_v_slices_scale() {
+        let tol = Tolerance {
+            max_abs: 1e-2,
+            rel_l2: 1e-1,
+        };
+        // Two slices of two elements: V of scale 1, then V of scale 10.
+        let scales = OutputScales {
+            per_slice: vec![1.0, 10.0],
+            slice_len: 2,
+        };
+        let want = [1.0f32, 1.0, 10.0, 10.0];
+        // 0.05 off on the second slice is 0.005 of its scale: within 1e-2.
+        let got = [1.0f32, 1.0, 10.05, 10.0];
+        let p = compare_outputs_with(&got, &want, tol, 1, POISON, &scales);
+        assert!((p.max_abs - 0.005).abs() < 1e-6, "{}", p.max_abs);
+        assert!(p.passed());
+        // The same 0.05 on the first slice is 5% of its scale: a failure.
+        let got = [1.05f32, 1.0, 10.0, 10.0];
+        let p = compare_outputs_with(&got, &want, tol, 1, POISON, &scales);
+        assert!((p.max_abs - 0.05).abs() < 1e-6, "{}", p.max_abs);
+        assert!(!p.passed());
     }
 }

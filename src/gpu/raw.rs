@@ -125,6 +125,156 @@ pub(crate) fn disable_event_tracking(ctx: &Arc<CudaContext>) {
     unsafe { ctx.disable_event_tracking() }
 }
 
+/// A captured CUDA graph with the parameters each of its kernel nodes was captured with.
+///
+/// A launch's parameter memory on the device is writable through a generic address (the
+/// padding of a `__grid_constant__` tensor map, say) and persists from one replay of an
+/// executable graph to the next (issue 36: a kernel kept forged state there). So before
+/// every replay each kernel node's parameters are set again ([`ReplayGraph::reset_params`])
+/// from the graph's own copy, which lives in host memory the driver keeps with the graph
+/// and no kernel can reach. Cost: one driver call per kernel node per replay (host time,
+/// outside the timed region).
+pub(crate) struct ReplayGraph {
+    /// (node, its captured parameters): the parameters' `kernelParams` point into memory the
+    /// driver keeps with `graph`, which this struct owns, so they live as long as it does.
+    nodes: Vec<(
+        cudarc::driver::sys::CUgraphNode,
+        cudarc::driver::sys::CUDA_KERNEL_NODE_PARAMS,
+    )>,
+    graph: cudarc::driver::CudaGraph,
+    stream: Arc<CudaStream>,
+}
+
+impl ReplayGraph {
+    /// Reads the kernel nodes of `graph` (captured and instantiated on `stream`).
+    pub(crate) fn new(
+        graph: cudarc::driver::CudaGraph,
+        stream: &Arc<CudaStream>,
+    ) -> Result<ReplayGraph, DriverError> {
+        use cudarc::driver::sys;
+        stream.context().bind_to_thread()?;
+        let g = graph.cu_graph();
+        let mut count = 0usize;
+        // SAFETY: `g` is the live graph `graph` owns; a null array asks for the count only,
+        // written to a live local.
+        unsafe { sys::cuGraphGetNodes(g, std::ptr::null_mut(), &mut count) }.result()?;
+        let mut handles: Vec<sys::CUgraphNode> = vec![std::ptr::null_mut(); count];
+        // SAFETY: `handles` holds `count` entries, the most the call writes (it updates
+        // `count` to what it wrote).
+        unsafe { sys::cuGraphGetNodes(g, handles.as_mut_ptr(), &mut count) }.result()?;
+        handles.truncate(count);
+        let mut nodes = Vec::with_capacity(handles.len());
+        for node in handles {
+            let mut kind = sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_EMPTY;
+            // SAFETY: `node` is a node of the live graph; one enum written to a live local.
+            unsafe { sys::cuGraphNodeGetType(node, &mut kind) }.result()?;
+            if kind != sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_KERNEL {
+                continue;
+            }
+            let mut params = std::mem::MaybeUninit::<sys::CUDA_KERNEL_NODE_PARAMS>::zeroed();
+            // SAFETY: a kernel node of the live graph; the struct is written whole by a
+            // successful call (zeroed first, so every field is initialised either way).
+            unsafe { sys::cuGraphKernelNodeGetParams_v2(node, params.as_mut_ptr()) }.result()?;
+            // SAFETY: zero-initialised, then written by the driver: plain data and pointers.
+            nodes.push((node, unsafe { params.assume_init() }));
+        }
+        Ok(ReplayGraph {
+            nodes,
+            graph,
+            stream: stream.clone(),
+        })
+    }
+
+    /// Kernel nodes (for messages and tests).
+    pub(crate) fn kernel_nodes(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Sets every kernel node's parameters of the executable graph again from the captured
+    /// ones. Launches of the graph already queued keep the parameters they were queued with
+    /// (the driver's rule for updates of an executable graph); the next launch uses these.
+    pub(crate) fn reset_params(&self) -> Result<(), DriverError> {
+        self.stream.context().bind_to_thread()?;
+        let exec = self.graph.cu_graph_exec();
+        for (node, params) in &self.nodes {
+            // SAFETY: `exec` was instantiated from the graph `node` belongs to (both owned by
+            // self.graph); `params` are that node's own captured parameters, whose pointers
+            // (function, kernelParams) stay valid while self.graph lives.
+            unsafe {
+                cudarc::driver::sys::cuGraphExecKernelNodeSetParams_v2(exec, *node, params)
+            }
+            .result()?;
+        }
+        Ok(())
+    }
+
+    /// Uploads the executable graph (its parameters included) on the stream, so that the next
+    /// launch does not do it inside a timed region.
+    pub(crate) fn upload(&self) -> Result<(), DriverError> {
+        self.graph.upload()
+    }
+
+    /// Launches the graph on its stream.
+    pub(crate) fn launch(&self) -> Result<(), DriverError> {
+        self.graph.launch()
+    }
+}
+
+/// Page-locked host memory the checks' words are copied into, in stream order, right after
+/// the checks that wrote them: a kernel launched later on the stream cannot change a word
+/// that has left the device (issue 36: every accumulator the checker reads is out of the
+/// kernel's reach by the time the next replay runs). Read only after the stream has been
+/// synchronized.
+pub(crate) struct HostWords {
+    words: cudarc::driver::PinnedHostSlice<u64>,
+}
+
+impl HostWords {
+    /// `len` words of page-locked memory (cached: the host reads them), zeroed.
+    pub(crate) fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<HostWords, DriverError> {
+        // SAFETY: flags 0 (cacheable, this context only); the memory is uninitialised until
+        // it is zeroed on the next line, and never read before.
+        let mut words = unsafe { ctx.alloc_pinned_with_flags::<u64>(len.max(1), 0) }?;
+        words.as_mut_slice()?.fill(0);
+        Ok(HostWords { words })
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.words.len()
+    }
+
+    /// Queues the copy of `src` into words `at ..+ src.len()`.
+    pub(crate) fn copy_from(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        src: &CudaView<'_, u64>,
+        at: usize,
+    ) -> Result<(), DriverError> {
+        use cudarc::driver::DevicePtr;
+        let end = at.checked_add(src.len()).ok_or_else(invalid)?;
+        if end > self.words.len() {
+            return Err(invalid());
+        }
+        stream.context().bind_to_thread()?;
+        // Waits for this slice's own event, which only cudarc's copies record (never these),
+        // so it does not block.
+        let host = self.words.as_mut_slice()?;
+        let (ptr, _record) = src.device_ptr(stream);
+        // SAFETY: `host[at..end]` is page-locked memory this struct owns, `src.len()` words
+        // long as the copy (checked above), and it outlives the copy (the caller synchronizes
+        // the stream before reading or dropping it); `ptr` is the start of a live device
+        // view of src.len() u64.
+        unsafe {
+            cudarc::driver::result::memcpy_dtoh_async(&mut host[at..end], ptr, stream.cu_stream())
+        }
+    }
+
+    /// The words, after the stream was synchronized.
+    pub(crate) fn words(&self) -> Result<&[u64], DriverError> {
+        self.words.as_slice()
+    }
+}
+
 /// Ends the process at once with `code`, running no destructor and no exit handler: what
 /// the watchdog does when the GPU is hung, because anything that touches the hung context
 /// (freeing a buffer, destroying the context at exit) could block forever.
@@ -145,18 +295,30 @@ pub(crate) fn alloc_zeros<T: DeviceRepr + ValidAsZeroBits>(
     stream.alloc_zeros::<T>(len)
 }
 
-/// Allocates `len` u16 elements and fills them with standard-normal values from `seed`.
-pub(crate) fn alloc_normal(
+/// Allocates a tensor of `shape`-sized 16-bit elements of `input.role` and fills it from
+/// the input mixture with `seed` (`fill_input_*`).
+pub(crate) fn alloc_input(
     stream: &Arc<CudaStream>,
     fill: &CudaFunction,
     len: usize,
     seed: u64,
+    input: InputLayout,
 ) -> Result<CudaSlice<u16>, DriverError> {
-    // SAFETY: fill_normal writes every one of the `len` elements before anything reads them
+    // SAFETY: fill_input writes every one of the `len` elements before anything reads them
     // (same stream, queued right after the allocation).
     let mut buf = unsafe { stream.alloc::<u16>(len) }?;
-    launch_fill_normal(stream, fill, &mut buf.slice_mut(..), seed)?;
+    launch_fill_input(stream, fill, &mut buf.slice_mut(..), seed, input)?;
     Ok(buf)
+}
+
+/// What `fill_input_*` needs to know of a tensor beyond its seed: its role (0 q, 1 k, 2 v:
+/// each draws its own classes) and the [batch·heads, seq_len, head_dim] geometry that maps
+/// an element to its (batch, head) slice, row and column.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct InputLayout {
+    pub role: super::mixture::Role,
+    pub seq_len: u32,
+    pub head_dim: u32,
 }
 
 /// Allocates `len` f32 elements, all holding the bit pattern `value`.
@@ -316,18 +478,35 @@ pub(crate) fn launch_attention(
     unsafe { b.launch(cfg) }.map(|_| ())
 }
 
-/// Fills `dst` with standard-normal values of a 16-bit dtype (`fill_normal_f16/bf16`).
-pub(crate) fn launch_fill_normal(
+/// Fills `dst` with values of a 16-bit dtype drawn from the input mixture
+/// (`fill_input_f16/bf16`).
+pub(crate) fn launch_fill_input(
     stream: &CudaStream,
     func: &CudaFunction,
     dst: &mut CudaViewMut<'_, u16>,
     seed: u64,
+    input: InputLayout,
 ) -> Result<(), DriverError> {
     let n = dst.len() as u64;
+    let (Ok(seq_len), Ok(head_dim)) = (i32::try_from(input.seq_len), i32::try_from(input.head_dim))
+    else {
+        return Err(invalid());
+    };
+    if seq_len < 1 || head_dim < 1 {
+        return Err(invalid());
+    }
+    let role = input.role as i32;
     let mut b = stream.launch_builder(func);
-    b.arg(dst).arg(&n).arg(&seed);
-    // SAFETY: fill_normal_*(unsigned short*, unsigned long long n, unsigned long long seed)
-    // writes exactly indices < n with a grid-stride loop; `n` is the buffer's length.
+    b.arg(dst)
+        .arg(&n)
+        .arg(&seed)
+        .arg(&role)
+        .arg(&seq_len)
+        .arg(&head_dim);
+    // SAFETY: fill_input_*(unsigned short*, unsigned long long n, unsigned long long seed,
+    // int role, int seq_len, int head_dim) writes exactly indices < n with a grid-stride
+    // loop (`n` is the buffer's length); seq_len and head_dim only divide indices (both >= 1,
+    // checked).
     unsafe { b.launch(fill_config(n)) }.map(|_| ())
 }
 
@@ -405,6 +584,10 @@ pub(crate) struct SlotTable<'a> {
     /// The host copies, checked against the buffers' lengths before any launch.
     pub host_slot_offsets: &'a [u64],
     pub host_ref_offsets: &'a [u64],
+    /// s_V of every (input set, batch·head) slice: `sets` · batch·heads scales (device copy,
+    /// uploaded after the launches it checks); launch s read set s % sets.
+    pub v_scales: &'a CudaSlice<f32>,
+    pub sets: usize,
 }
 
 /// Checks every slot of `t` against its reference (`check_outputs`), accumulating into
@@ -439,6 +622,12 @@ pub(crate) fn launch_check_outputs(
     };
     let rows_stride = nrows_i32;
     let rows_len = slots.checked_mul(nrows).ok_or_else(invalid)?;
+    let Ok(sets) = i32::try_from(t.sets) else {
+        return Err(invalid());
+    };
+    if sets < 1 || Some(t.v_scales.len()) != (t.elements / row_len).checked_mul(t.sets) {
+        return Err(invalid());
+    }
     if slots == 0
         || slots > 65_535
         || nrows == 0
@@ -467,10 +656,14 @@ pub(crate) fn launch_check_outputs(
         .arg(&head_dim)
         .arg(&n)
         .arg(&poison)
+        .arg(t.v_scales)
+        .arg(&sets)
         .arg(results);
     // SAFETY: check_outputs(const float*, const u64* slot_offsets, const u64* ref_offsets,
     // const float* refs, const int* rows, int nrows, int rows_stride, int seq_len,
-    // int head_dim, u64 n, unsigned poison, CgCheck* results): block row y reads
+    // int head_dim, u64 n, unsigned poison, const float* v_scales, int sets,
+    // CgCheck* results): block row y reads v_scales[(y % sets)·heads ..+ heads) (it holds
+    // sets·heads, heads = n / (seq_len·head_dim): checked) and
     // rows[y·rows_stride ..+ nrows) (rows_stride = nrows and rows holds slots·nrows
     // entries: checked), region[slot_offsets[y] ..+ n), within it only rows the
     // kernel itself bounds to 0..seq_len of each of the n / (seq_len·head_dim) heads, and
@@ -566,7 +759,7 @@ pub(crate) fn launch_check_fill(
     lens: &CudaSlice<u64>,
     host_spans: &[(u64, u64)],
     value: u32,
-    mismatches: &mut CudaSlice<u64>,
+    mismatches: &mut CudaViewMut<'_, u64>,
 ) -> Result<(), DriverError> {
     let spans = host_spans.len();
     if spans == 0
@@ -598,7 +791,8 @@ pub(crate) fn launch_check_fill(
 }
 
 /// Fills the q of every timed launch of a sample (`fill_q_pool_*`): `launches` slices of
-/// `n` elements of `pool`, slice i from the seed `cg_launch_seed(key, i)`.
+/// `n` elements of `pool`, slice i from the seed `cg_launch_seed(key, i)`, each drawn from
+/// the input mixture (the layout's role is q).
 pub(crate) fn launch_fill_q_pool(
     stream: &CudaStream,
     func: &CudaFunction,
@@ -606,8 +800,16 @@ pub(crate) fn launch_fill_q_pool(
     n: usize,
     launches: usize,
     key: u64,
+    layout: InputLayout,
 ) -> Result<(), DriverError> {
     if n == 0 || launches == 0 || launches > 65_535 || n.checked_mul(launches) != Some(pool.len()) {
+        return Err(invalid());
+    }
+    let (Ok(seq_len), Ok(head_dim)) = (i32::try_from(layout.seq_len), i32::try_from(layout.head_dim))
+    else {
+        return Err(invalid());
+    };
+    if seq_len < 1 || head_dim < 1 {
         return Err(invalid());
     }
     let mut cfg = fill_config(n as u64);
@@ -616,10 +818,11 @@ pub(crate) fn launch_fill_q_pool(
     cfg.grid_dim.1 = launches as u32;
     let n = n as u64;
     let mut b = stream.launch_builder(func);
-    b.arg(pool).arg(&n).arg(&key);
-    // SAFETY: fill_q_pool_*(unsigned short* dst, u64 n, u64 key): block row y writes
-    // dst[y·n ..+ n) with a grid-stride loop; grid.y = launches and the pool holds exactly
-    // launches · n elements (checked above).
+    b.arg(pool).arg(&n).arg(&key).arg(&seq_len).arg(&head_dim);
+    // SAFETY: fill_q_pool_*(unsigned short* dst, u64 n, u64 key, int seq_len, int head_dim):
+    // block row y writes dst[y·n ..+ n) with a grid-stride loop; grid.y = launches and the
+    // pool holds exactly launches · n elements (checked above); seq_len and head_dim (>= 1)
+    // only divide indices.
     unsafe { b.launch(cfg) }.map(|_| ())
 }
 
@@ -784,7 +987,7 @@ pub(crate) fn launch_check_bytes(
     offsets: &CudaSlice<u64>,
     host_offsets: &[u64],
     image: &CudaSlice<u8>,
-    mismatches: &mut CudaSlice<u64>,
+    mismatches: &mut CudaViewMut<'_, u64>,
 ) -> Result<(), DriverError> {
     let spans = addrs.len();
     if spans == 0

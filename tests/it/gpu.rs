@@ -399,14 +399,19 @@ fn every_launch_has_its_own_q_and_scale_and_its_own_reference() {
     ] {
         let launches = 5u32;
         let mut rng = ChaCha8Rng::seed_from_u64(9);
-        let kv = KvRefs::new(&gpu, &shape, vec![21, 22], gpu.run_key).unwrap();
+        let mut kv = KvRefs::new(&gpu, &shape, vec![21, 22], gpu.run_key).unwrap();
         let mut secrets = LaunchSecrets::new(&gpu, &shape, launches, &mut rng).unwrap();
+        // As after a replay: the reference's K and V filled for the replay's K/V key.
+        kv.fill_for(&gpu, secrets.kv_key()).unwrap();
         secrets.reference(&gpu, &kv).unwrap();
         let first = secrets.inspect(&gpu).unwrap();
+        let (k, v) = kv.host_kv(&gpu).unwrap();
         secrets.refill(&gpu).unwrap();
+        kv.fill_for(&gpu, secrets.kv_key()).unwrap();
         secrets.reference(&gpu, &kv).unwrap();
         let second = secrets.inspect(&gpu).unwrap();
-        let (k, v) = kv.host_kv(&gpu).unwrap();
+        let (k2, v2) = kv.host_kv(&gpu).unwrap();
+        assert_ne!(k, k2, "{shape}: K is new for every replay");
         let n = first.n;
         assert_eq!(n, shape.elements());
         let slice = |x: &[u16], i: usize| x[i * n..(i + 1) * n].to_vec();
@@ -434,13 +439,21 @@ fn every_launch_has_its_own_q_and_scale_and_its_own_reference() {
         assert!(first.scales.windows(2).any(|w| w[0] != w[1]));
         let heads = (shape.batch * shape.heads) as usize;
         let d = shape.head_dim as usize;
-        for snap in [&first, &second] {
+        for (snap, k, v) in [(&first, &k, &v), (&second, &k2, &v2)] {
             let mut worst = 0.0f64;
             for i in 0..launches as usize {
                 let set = i % 2;
                 let q = decode(shape.dtype, &slice(&snap.pool, i));
                 let kk = decode(shape.dtype, &k[set * n..(set + 1) * n]);
                 let vv = decode(shape.dtype, &v[set * n..(set + 1) * n]);
+                // The input mixture: V may have a mean of 10 and a spread of 30, so the
+                // reference's error is measured in each slice's largest |v|.
+                let slice_scale = |h: usize| {
+                    let len = shape.seq_len as usize * d;
+                    vv[h * len..(h + 1) * len]
+                        .iter()
+                        .fold(1.0f64, |m, x| m.max(x.abs()))
+                };
                 let want = attention(
                     &q,
                     &kk,
@@ -459,12 +472,18 @@ fn every_launch_has_its_own_q_and_scale_and_its_own_reference() {
                     shape.seq_len as i32 - 1,
                     "the last row is always compared"
                 );
+                assert!(
+                    rows[1] % 64 == 0 || rows[1] % 64 == 63 || rows[1] == shape.seq_len as i32 - 1,
+                    "the second row is at a tile edge: {}",
+                    rows[1]
+                );
                 for h in 0..heads {
+                    let scale = slice_scale(h);
                     for (t, &row) in rows.iter().enumerate() {
                         for c in 0..d {
                             let got = snap.refs[((i * heads + h) * ROWS_PER_LAUNCH + t) * d + c];
                             let w = want[(h * shape.seq_len as usize + row as usize) * d + c];
-                            worst = worst.max((f64::from(got) - w).abs());
+                            worst = worst.max((f64::from(got) - w).abs() / scale);
                         }
                     }
                 }
@@ -474,5 +493,119 @@ fn every_launch_has_its_own_q_and_scale_and_its_own_reference() {
                 "{shape}: the per-launch reference is off by {worst}"
             );
         }
+    }
+}
+
+/// The device fills every input from the documented mixture (kernels/util.cu), value for
+/// value what the host's mirror (gpu::mixture, pinned to bench/mixture_study.py by
+/// tests/vectors/mixture.json) computes, up to the dtype's rounding: the classes, their
+/// parameters and the element layout agree on every slice.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_input_mixture_on_the_device_is_the_documented_one() {
+    use ci_gate::gpu::mixture::{self, Role};
+    use ci_gate::gpu::parity::mixture_on_device;
+    let gpu = gpu();
+    for (shape, seed) in [
+        (ShapeParams::new(2, 16, 256, 64, true, Dtype::Float16), 11u64),
+        (ShapeParams::new(1, 24, 77, 128, false, Dtype::Bfloat16), 12),
+        (ShapeParams::new(4, 8, 512, 64, false, Dtype::Float16), 13),
+    ] {
+        for role in [Role::Q, Role::K, Role::V] {
+            let bits = mixture_on_device(&gpu, &shape, role, seed).unwrap();
+            let got = decode(shape.dtype, &bits);
+            let key = mixture::fill_key(seed);
+            let half_ulp = match shape.dtype {
+                Dtype::Float16 => 2f64.powi(-11),
+                Dtype::Bfloat16 => 2f64.powi(-8),
+            };
+            let mut off = 0usize;
+            for (i, g) in got.iter().enumerate() {
+                let want = f64::from(mixture::value(
+                    key,
+                    role,
+                    i as u64,
+                    shape.seq_len,
+                    shape.head_dim,
+                ));
+                // The dtype's rounding, and the last bit of logf/cosf (which may move a value
+                // across a rounding boundary: one ulp).
+                if (g - want).abs() > want.abs() * half_ulp * 2.0 + 6.2e-5 {
+                    off += 1;
+                    assert!(off < 4, "{shape} {role:?} element {i}: device {g}, host {want}");
+                }
+            }
+        }
+    }
+}
+
+/// The shipped kernel on every class of the input mixture: for each (batch, head) slice its
+/// error against float64 on the host, as the gate measures it (max |out - ref| / s_V and the
+/// relative L2 error), within the config's tolerance; the worst per class is printed (for
+/// docs/PERF.md).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_shipped_kernel_is_right_on_every_input_class() {
+    use ci_gate::gpu::mixture::{self, Role};
+    use ci_gate::gpu::parity::mixture_on_device;
+    let gpu = gpu();
+    let mut worst: std::collections::BTreeMap<String, (f64, f64)> = Default::default();
+    for (shape, seeds) in [
+        (ShapeParams::new(2, 16, 512, 64, true, Dtype::Float16), 0..4u64),
+        (ShapeParams::new(1, 16, 1024, 64, false, Dtype::Float16), 4..6),
+        (ShapeParams::new(1, 16, 640, 128, true, Dtype::Float16), 6..8),
+        (ShapeParams::new(1, 16, 512, 128, true, Dtype::Bfloat16), 8..12),
+    ] {
+        let tol = ci_gate::config::ParitySettings::default().tolerance(shape.dtype);
+        for seed in seeds {
+            let fill = |role: Role, salt: u64| {
+                let s = seed.wrapping_mul(0x9e37_79b9).wrapping_add(salt);
+                (s, mixture_on_device(&gpu, &shape, role, s).unwrap())
+            };
+            let ((qs, q), (ks, k), (vs, v)) = (fill(Role::Q, 1), fill(Role::K, 2), fill(Role::V, 3));
+            let out = attention_on_host(&gpu, Which::Fast, &shape, &q, &k, &v).unwrap();
+            let heads = (shape.batch * shape.heads) as usize;
+            let (s, d) = (shape.seq_len as usize, shape.head_dim as usize);
+            let want = attention(
+                &decode(shape.dtype, &q),
+                &decode(shape.dtype, &k),
+                &decode(shape.dtype, &v),
+                Problem {
+                    batch_heads: heads,
+                    seq_len: s,
+                    head_dim: d,
+                    scale: f64::from(shape.scale()),
+                    causal: shape.causal,
+                },
+            );
+            for h in 0..heads {
+                let class = |role: Role, seed: u64| {
+                    let key = mixture::fill_key(seed);
+                    mixture::class(role, mixture::head_hash(key, role, h as u64))
+                };
+                let name = format!(
+                    "{} {}/{}/{}",
+                    shape.dtype,
+                    mixture::Q_CLASSES[class(Role::Q, qs)],
+                    mixture::K_CLASSES[class(Role::K, ks)],
+                    mixture::V_CLASSES[class(Role::V, vs)]
+                );
+                let s_v = f64::from(mixture::v_scale(mixture::fill_key(vs), h as u64));
+                let range = h * s * d..(h + 1) * s * d;
+                let got: Vec<f64> = out[range.clone()].iter().map(|x| f64::from(*x)).collect();
+                let (max_abs, rel) = errors(&got, &want[range]);
+                let max_abs = max_abs / s_v;
+                assert!(
+                    max_abs <= tol.max_abs && rel <= tol.rel_l2,
+                    "{shape} slice {h} ({name}): max abs/s_V {max_abs:.2e}, rel L2 {rel:.2e} over {tol:?}"
+                );
+                let e = worst.entry(name).or_default();
+                *e = (e.0.max(max_abs), e.1.max(rel));
+            }
+        }
+    }
+    println!("class (dtype q/k/v): worst max abs/s_V, worst rel L2");
+    for (name, (m, r)) in &worst {
+        println!("{name}: {m:.2e} {r:.2e}");
     }
 }

@@ -1,0 +1,375 @@
+#!/usr/bin/env python3
+"""The input mixture on the CPU: what an honest kernel's error is on each input class, and
+what kernels that are right only on N(0,1) inputs do there (issue 36).
+
+This is the yardstick the parity tolerances were chosen by (docs/MEASURING.md, "The input
+mixture"). It generates every class exactly as kernels/util.cu does (same hashes, same
+formulas; the Box-Muller values may differ from CUDA's logf/cosf in the last bit, which
+changes nothing measured here), rounds to fp16/bf16, and runs in numpy:
+
+  truth    float64 softmax attention on the rounded inputs;
+  ref32    the harness's reference algorithm in float32 (sequential fp32 dot products,
+           online softmax over chunks of 128 keys, as attention_ref_launches_*);
+  honest   a FlashAttention-2-style kernel as kernels/attention.cu computes it: key tiles
+           of 64, fp32 scores, online softmax in fp32, P rounded to the input dtype for
+           P.V, fp32 accumulation, l summed from fp32 p;
+  frozen   the row maximum fixed after the first visible key tile, never rescaled
+           (the 8-line attack of issue 36);
+  lazy16   rescaled only when the maximum grows by more than 16 nats (beyond fp16's
+           e^11 headroom): exact on N(0,1), where the maximum never grows that much;
+  norescale  the maximum moves but the old O and l are not rescaled;
+  l16      honest but the running sum l kept in fp16.
+
+Errors are reported as the gate computes them: max |out - truth| / s_V (s_V: the V class's
+scale, 1 for N(0,1)) and the relative L2 error, per (class, shape); non-finite outputs are
+counted. Usage: python3 bench/mixture_study.py [--quick]. Needs numpy. CPU only.
+"""
+
+import argparse
+import sys
+
+import numpy as np
+
+M64 = (1 << 64) - 1
+GOLDEN = 0x9E3779B97F4A7C15
+
+
+def splitmix64(x):
+    """Vectorised splitmix64 over uint64 arrays (wrapping arithmetic)."""
+    x = np.asarray(x, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        x = x + np.uint64(GOLDEN)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+def splitmix64_int(x):
+    return int(splitmix64(np.uint64(x & M64)))
+
+
+def cg_normal(key, idx):
+    """kernels/util.cu cg_normal(key, i) for an array of indices."""
+    with np.errstate(over="ignore"):
+        h = splitmix64(np.uint64(key) + np.asarray(idx, dtype=np.uint64))
+    u1 = ((h >> np.uint64(40)).astype(np.float32) + np.float32(1)) * np.float32(5.9604644775390625e-8)
+    u2 = ((h >> np.uint64(8)) & np.uint64(0xFFFFFF)).astype(np.float32) * np.float32(
+        5.9604644775390625e-8
+    )
+    return (np.sqrt(np.float32(-2) * np.log(u1)) * np.cos(np.float32(6.283185307179586) * u2)).astype(
+        np.float32
+    )
+
+
+# ---- the mixture (mirrors kernels/util.cu "The input mixture") ----
+ROLE_SALT = 0xA24BAED4963EE407
+Q, K, V = 0, 1, 2
+Q_CLASSES = ["normal", "large", "outliers", "biased"]
+K_CLASSES = ["normal", "late", "sink", "ties"]
+V_CLASSES = ["normal", "offset", "wide"]
+
+
+def head_hash(key, role, bh):
+    return splitmix64_int(key ^ ((ROLE_SALT * (role + 1)) & M64) ^ (((bh + 1) * GOLDEN) & M64))
+
+
+def unit(h, shift):
+    return np.float32(((h >> shift) & 0xFFFF) * (1.0 / 65536.0))
+
+
+def decile(h):
+    return (((h >> 32) & 0xFFFF) * 10) >> 16
+
+
+def class_of(role, h):
+    d = decile(h)
+    if role == Q:
+        return 0 if d < 3 else 1 if d < 6 else 2 if d < 8 else 3
+    if role == K:
+        return 0 if d < 3 else 1 if d < 6 else 2 if d < 8 else 3
+    return 0 if d < 4 else 1 if d < 7 else 2
+
+
+def v_scale(h, cls):
+    if cls == 1:
+        mu = np.float32(2) + np.float32(8) * unit(h, 0)
+        sigma = np.float32(0.5) + np.float32(3.5) * unit(h, 16)
+        return float(mu + sigma)
+    if cls == 2:
+        return float(np.float32(8) + np.float32(24) * unit(h, 0))
+    return 1.0
+
+
+def head_values(key, role, bh, S, d, cls=None):
+    """One (batch, head) slice [S, d] of role `role`, values before dtype rounding, and the
+    class used. `cls` overrides the hashed class (the study covers every class)."""
+    h = head_hash(key, role, bh)
+    if cls is None:
+        cls = class_of(role, h)
+    base = bh * S * d
+    z = cg_normal(key, base + np.arange(S * d, dtype=np.uint64)).reshape(S, d)
+    c = np.arange(d, dtype=np.uint64)
+    j = np.arange(S, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        if role == Q:
+            if cls == 1:
+                return z * (np.float32(2.5) + np.float32(2.5) * unit(h, 0)), cls
+            if cls == 2:
+                out_ch = (splitmix64(np.uint64(h) ^ ((c + np.uint64(1)) * np.uint64(GOLDEN))) >> np.uint64(60)) == 0
+                b = np.float32(8) + np.float32(8) * unit(h, 16)
+                return np.where(out_ch[None, :], z * b, z), cls
+            if cls == 3:
+                return z + (np.float32(0.5) + unit(h, 0)), cls
+            return z, cls
+        if role == K:
+            if cls == 1:
+                late0 = max(1, S // 4)
+                strong = (splitmix64(np.uint64(h) ^ ((j + np.uint64(1)) * np.uint64(GOLDEN))) >> np.uint64(61)) == 0
+                strong &= j >= late0
+                g = np.float32(3) + np.float32(5) * unit(h, 0)
+                return np.where(strong[:, None], z * g, z), cls
+            if cls == 2:
+                g0 = np.float32(2) + np.float32(2) * unit(h, 0)
+                out = z.copy()
+                out[0] = g0 * (np.float32(1) + np.float32(0.25) * z[0])
+                return out, cls
+            if cls == 3:
+                base_c = cg_normal(h, np.uint64(0x7F000000) + c)
+                return base_c[None, :] + np.float32(0.01) * z, cls
+            return z, cls
+        if cls == 1:
+            sign = np.float32(-1) if (h >> 63) & 1 else np.float32(1)
+            mu = sign * (np.float32(2) + np.float32(8) * unit(h, 0))
+            sigma = np.float32(0.5) + np.float32(3.5) * unit(h, 16)
+            return mu + sigma * z, cls
+        if cls == 2:
+            return (np.float32(8) + np.float32(24) * unit(h, 0)) * z, cls
+        return z, cls
+
+
+def to_bf16(x):
+    b = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    b = (b + 0x7FFF + ((b >> 16) & 1)) >> 16 << 16
+    return b.astype(np.uint32).view(np.float32)
+
+
+def round_dtype(x, bf16):
+    return to_bf16(x) if bf16 else np.asarray(x, dtype=np.float16).astype(np.float32)
+
+
+# ---- the algorithms ----
+def truth(q, k, v, scale, causal):
+    s = (q.astype(np.float64) @ k.astype(np.float64).T) * float(scale)
+    if causal:
+        s = np.where(np.tril(np.ones_like(s, dtype=bool)), s, -np.inf)
+    s -= s.max(axis=1, keepdims=True)
+    p = np.exp(s)
+    return (p @ v.astype(np.float64)) / p.sum(axis=1, keepdims=True)
+
+
+def ref32(q, k, v, scale, causal, chunk=128):
+    """attention_ref_launches_*: fp32 sequential dots, online softmax over 128-key chunks."""
+    S = q.shape[0]
+    # Sequential fp32 dot products: cumulative sums in float32 over the head dimension.
+    dots = np.zeros((S, k.shape[0]), dtype=np.float32)
+    for c in range(q.shape[1]):
+        dots += q[:, c, None].astype(np.float32) * k[None, :, c].astype(np.float32)
+    s = (dots * np.float32(scale)).astype(np.float32)
+    if causal:
+        s = np.where(np.tril(np.ones((S, S), dtype=bool)), s, np.float32(-np.inf))
+    m = np.full(S, -np.inf, dtype=np.float32)
+    l = np.zeros(S, dtype=np.float32)
+    acc = np.zeros((S, v.shape[1]), dtype=np.float32)
+    for j0 in range(0, S, chunk):
+        t = s[:, j0 : j0 + chunk]
+        m_new = np.maximum(m, t.max(axis=1))
+        with np.errstate(invalid="ignore"):
+            p = np.exp(t - m_new[:, None]).astype(np.float32)
+            alpha = np.exp(m - m_new).astype(np.float32)
+        alpha = np.nan_to_num(alpha, nan=0.0)
+        p = np.nan_to_num(p, nan=0.0)
+        l = l * alpha + p.sum(axis=1, dtype=np.float32)
+        acc = (acc * alpha[:, None] + (p.astype(np.float64) @ v[j0 : j0 + chunk].astype(np.float64))).astype(
+            np.float32
+        )
+        m = m_new
+    return acc / l[:, None]
+
+
+def flash(q, k, v, scale, causal, bf16, mode="honest", tile=64):
+    """A FlashAttention-2-style forward as kernels/attention.cu does it, or an attack."""
+    S = q.shape[0]
+    s_all = ((q.astype(np.float64) @ k.astype(np.float64).T)).astype(np.float32) * np.float32(scale)
+    rows = np.arange(S)
+    m = np.full(S, -np.inf, dtype=np.float32)
+    l = np.zeros(S, dtype=np.float32)
+    l16 = np.zeros(S, dtype=np.float16)
+    acc = np.zeros((S, v.shape[1]), dtype=np.float32)
+    frozen = None
+    with np.errstate(over="ignore", invalid="ignore"):
+        for j0 in range(0, S, tile):
+            t = s_all[:, j0 : j0 + tile].copy()
+            if causal:
+                t[(j0 + np.arange(t.shape[1]))[None, :] > rows[:, None]] = -np.inf
+            tmax = t.max(axis=1)
+            if mode == "lazy16":
+                # rescale only when the maximum grows by more than 16 nats (past fp16's
+                # e^11 headroom): a "skipped rescale" that is exact on N(0,1)
+                grow = np.where(np.isneginf(m), np.inf, tmax - m)
+                m_new = np.where(grow > 16, tmax, np.where(np.isneginf(m), tmax, m))
+            elif mode == "frozen":
+                if frozen is None:
+                    frozen = tmax.copy()
+                else:
+                    # rows that saw no key yet (causal) take their first visible tile's max
+                    frozen = np.where(np.isneginf(frozen), tmax, frozen)
+                m_new = frozen
+            else:
+                m_new = np.maximum(m, tmax)
+            base = np.where(np.isneginf(m_new), np.float32(0), m_new)
+            p = np.exp(t - base[:, None]).astype(np.float32)
+            alpha = np.exp(m - base).astype(np.float32)
+            alpha = np.where(np.isneginf(m), np.float32(0), alpha)
+            if mode in ("frozen", "norescale"):
+                alpha = np.where(np.isneginf(m), np.float32(0), np.float32(1))
+            # lazy16: alpha is exp(m - m_new), 1 where the maximum was kept
+            pv = round_dtype(p, bf16)
+            acc = (acc * alpha[:, None] + (pv.astype(np.float64) @ v[j0 : j0 + tile].astype(np.float64))).astype(
+                np.float32
+            )
+            if mode == "l16":
+                l16 = (l16.astype(np.float32) * alpha + p.sum(axis=1, dtype=np.float32)).astype(np.float16)
+            else:
+                l = l * alpha + p.sum(axis=1, dtype=np.float32)
+            m = m_new
+        if mode == "l16":
+            l = l16.astype(np.float32)
+        return acc / l[:, None]
+
+
+def errors(out, want, s_v):
+    finite = np.isfinite(out)
+    bad = int((~finite).sum())
+    d = np.where(finite, out - want, 0.0)
+    max_abs = float(np.abs(d).max()) / s_v
+    rel = float(np.sqrt((d * d).sum() / (want * want).sum()))
+    return max_abs, rel, bad
+
+
+def study(quick):
+    shapes = [(512, 64, False), (512, 64, True), (2048, 64, True)]
+    if not quick:
+        shapes += [(1024, 128, False), (2048, 128, True)]
+    rng = np.random.default_rng(20261201)
+    rows = []
+    for S, d, causal in shapes:
+        for bf16 in (False, True):
+            if bf16 and d != 128 and not quick:
+                continue
+            for qc in range(4):
+                for kc in range(4):
+                    for vc in range(3):
+                        keys = [int(x) for x in rng.integers(0, 2**63, size=3)]
+                        bh = int(rng.integers(0, 64))
+                        qv, _ = head_values(keys[0], Q, bh, S, d, qc)
+                        kv, _ = head_values(keys[1], K, bh, S, d, kc)
+                        vv, _ = head_values(keys[2], V, bh, S, d, vc)
+                        q, k, v = (round_dtype(x, bf16) for x in (qv, kv, vv))
+                        s_v = v_scale(head_hash(keys[2], V, bh), vc)
+                        scale = np.float32(1 / np.sqrt(d)) * np.float32(np.exp(rng.uniform(np.log(0.8), np.log(1.25))))
+                        want = truth(q, k, v, scale, causal)
+                        rec = {
+                            "shape": f"s{S}d{d}{'c' if causal else ''}{'-bf16' if bf16 else ''}",
+                            "cls": f"{Q_CLASSES[qc]}/{K_CLASSES[kc]}/{V_CLASSES[vc]}",
+                            "bf16": bf16,
+                        }
+                        rec["ref32"] = errors(ref32(q, k, v, scale, causal), want, s_v)
+                        for mode in ("honest", "frozen", "norescale", "lazy16", "l16"):
+                            rec[mode] = errors(flash(q, k, v, scale, causal, bf16, mode), want, s_v)
+                        # the logit span a row sees (max - min over visible keys), the largest row
+                        s = (q.astype(np.float64) @ k.astype(np.float64).T) * float(scale)
+                        if causal:
+                            s = np.where(np.tril(np.ones_like(s, dtype=bool)), s, np.nan)
+                        rec["span"] = float(np.nanmax(np.nanmax(s, axis=1) - np.nanmin(s, axis=1)))
+                        rows.append(rec)
+    return rows
+
+
+def fails(e, tol):
+    max_abs, rel, bad = e
+    return bad > 0 or max_abs > tol[0] or rel > tol[1]
+
+
+def vectors(path):
+    """Classes and V scales of 200 random (seed, slice) pairs: src/gpu/mixture.rs's test
+    vectors (the host's mirror of the mixture must agree with this port)."""
+    import json
+
+    rng = np.random.default_rng(20261201)
+    cases = []
+    for _ in range(200):
+        seed = int(rng.integers(0, 2**63)) * 2 + int(rng.integers(0, 2))
+        bh = int(rng.integers(0, 4096))
+        key = splitmix64_int(seed)
+        case = {"seed": str(seed), "bh": bh}
+        for role, name in ((Q, "q"), (K, "k"), (V, "v")):
+            case[name] = class_of(role, head_hash(key, role, bh))
+        hv = head_hash(key, V, bh)
+        case["v_scale"] = v_scale(hv, case["v"])
+        S, d = int(rng.choice([64, 77, 512, 2048])), int(rng.choice([64, 128]))
+        case["seq_len"], case["head_dim"] = S, d
+        for role, name in ((Q, "q_values"), (K, "k_values"), (V, "v_values")):
+            vals, _ = head_values(key, role, bh, S, d)
+            flat = vals.reshape(-1)
+            picks = [0, 1, d - 1, d, S * d // 4 * 1 + 3, S * d - 1] + [int(x) for x in rng.integers(0, S * d, size=4)]
+            case[name] = [[bh * S * d + p, float(flat[p])] for p in picks]
+        cases.append(case)
+    with open(path, "w") as f:
+        json.dump(cases, f, indent=0)
+        f.write("\n")
+    print(f"wrote {len(cases)} cases to {path}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="three shapes, fp16 and bf16 at d64")
+    ap.add_argument("--vectors", metavar="FILE", help="write the host mirror's test vectors and stop")
+    args = ap.parse_args()
+    if args.vectors:
+        vectors(args.vectors)
+        return 0
+    rows = study(args.quick)
+    tol = {False: (1e-2, 1e-3), True: (6e-2, 8e-3)}
+    print(f"{'shape':<14} {'q/k/v class':<24} {'span':>6} {'ref32 rel':>9} {'honest max/sV':>13} {'honest rel':>10}  frozen  norescale  lazy16  l16")
+    for r in rows:
+        t = tol[r["bf16"]]
+        mark = lambda m: ("FAIL" if fails(r[m], t) else "pass") + (f"({r[m][2]}nf)" if r[m][2] else "")
+        print(
+            f"{r['shape']:<14} {r['cls']:<24} {r['span']:6.1f} {r['ref32'][1]:9.1e} {r['honest'][0]:13.2e} {r['honest'][1]:10.2e}  "
+            f"{mark('frozen'):<7} {mark('norescale'):<10} {mark('lazy16'):<7} {mark('l16')}"
+        )
+    print()
+    for bf16 in (False, True):
+        sel = [r for r in rows if r["bf16"] == bf16]
+        if not sel:
+            continue
+        t = tol[bf16]
+        name = "bfloat16" if bf16 else "float16"
+        hm = max(r["honest"][0] for r in sel)
+        hr = max(r["honest"][1] for r in sel)
+        rr = max(r["ref32"][1] for r in sel)
+        rm = max(r["ref32"][0] for r in sel)
+        print(f"{name}: {len(sel)} cases; tolerance max_abs/sV {t[0]:.0e}, rel_l2 {t[1]:.0e}")
+        print(f"  honest fp16/bf16-P kernel: worst max_abs/sV {hm:.2e} ({t[0] / hm:.1f}x under), worst rel_l2 {hr:.2e} ({t[1] / hr:.1f}x under), failures {sum(fails(r['honest'], t) for r in sel)}")
+        print(f"  fp32 reference vs float64: worst max_abs/sV {rm:.1e}, worst rel_l2 {rr:.1e}")
+        for mode in ("frozen", "norescale", "lazy16", "l16"):
+            n = sum(fails(r[mode], t) for r in sel)
+            nf = sum(r[mode][2] > 0 for r in sel)
+            normal = [r for r in sel if r["cls"] == "normal/normal/normal"]
+            nn = sum(fails(r[mode], t) for r in normal)
+            print(f"  {mode:<9}: fails {n}/{len(sel)} cases ({nf} with non-finite outputs); on N(0,1) alone {nn}/{len(normal)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
