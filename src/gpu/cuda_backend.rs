@@ -9,8 +9,8 @@ use super::device::{AttentionSet, Gpu, Kernel};
 use super::energy_windows::measure_energy;
 use super::error::GpuError;
 use super::measure::{
-    AbSide, Bench, Held, Injection, SpinCalibration, calibrate_spin, extend,
-    measure_pairs, phase_times, sets_for, spin_up,
+    AbSide, Bench, Held, Injection, SpinCalibration, calibrate_spin, extend, measure_pairs,
+    phase_times, sets_for, spin_up,
 };
 use super::parity::check_parity;
 use crate::backend::shapes::{ShapeSlot, ShapeSlots};

@@ -117,8 +117,15 @@ impl ConstantGuard {
         let total = host_offsets.last().copied().unwrap_or(0) as usize;
         let mut image =
             raw::alloc_zeros::<u8>(stream, total).during(|| upload("constant image"))?;
-        raw::launch_copy_bytes(stream, copy, &d_addrs, &d_offsets, &host_offsets, &mut image)
-            .during(|| format!("copying the constant data of {}", src.path.display()))?;
+        raw::launch_copy_bytes(
+            stream,
+            copy,
+            &d_addrs,
+            &d_offsets,
+            &host_offsets,
+            &mut image,
+        )
+        .during(|| format!("copying the constant data of {}", src.path.display()))?;
         // The snapshot leaves the device now, before any kernel of the module has run.
         let host_image = stream
             .clone_dtoh(&image)

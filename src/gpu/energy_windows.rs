@@ -17,8 +17,8 @@ use super::device::Kernel;
 use super::error::{DriverContext, GpuError};
 use super::integrity::{CheckLayout, KvRefs};
 use super::measure::{
-    AbSide, Bench, PreparedRound, charge, prepare_round, queue_checks, queue_replay, round_findings,
-    round_kv, timing_event,
+    AbSide, Bench, PreparedRound, charge, prepare_round, queue_checks, queue_replay,
+    round_findings, round_kv, timing_event,
 };
 
 /// Energy windows of a shape's sides after its timed rounds (see `crate::energy`): `rounds`

@@ -323,7 +323,9 @@ impl KvRefs {
     /// set by set: what the check of a launch that read set s measures its error in.
     pub(crate) fn v_scales(&self, kv_key: u64) -> Vec<f32> {
         (0..self.seeds.len())
-            .flat_map(|i| super::buffers::v_scales(&self.shape, sample_seed(&self.seeds, i, kv_key)))
+            .flat_map(|i| {
+                super::buffers::v_scales(&self.shape, sample_seed(&self.seeds, i, kv_key))
+            })
             .collect()
     }
 
@@ -825,7 +827,9 @@ impl OutputSlots {
         layout: CheckLayout,
     ) -> Result<(), GpuError> {
         let slots = self.launches();
-        if secrets.geometry.launches != slots || layout.launches != slots || words.len() != layout.len()
+        if secrets.geometry.launches != slots
+            || layout.launches != slots
+            || words.len() != layout.len()
         {
             return Err(GpuError::Internal(format!(
                 "{slots} output slots, {} launches' references and {} launches' check words",
@@ -839,9 +843,24 @@ impl OutputSlots {
                 v_scales.len()
             )));
         }
-        upload_into(gpu, &self.slot_offsets, &mut self.d_slot_offsets, "the slot table")?;
-        upload_into(gpu, &self.ref_offsets, &mut self.d_ref_offsets, "the slot table")?;
-        upload_into(gpu, &self.gap_offsets, &mut self.d_gap_offsets, "the gap table")?;
+        upload_into(
+            gpu,
+            &self.slot_offsets,
+            &mut self.d_slot_offsets,
+            "the slot table",
+        )?;
+        upload_into(
+            gpu,
+            &self.ref_offsets,
+            &mut self.d_ref_offsets,
+            "the slot table",
+        )?;
+        upload_into(
+            gpu,
+            &self.gap_offsets,
+            &mut self.d_gap_offsets,
+            "the gap table",
+        )?;
         upload_into(gpu, &self.gap_lens, &mut self.d_gap_lens, "the gap table")?;
         let d_scales = gpu
             .stream
@@ -952,7 +971,10 @@ impl RoundFindings {
         for chunk in words[layout.slots()].chunks_exact(CHECK_WORDS) {
             self.slots.add(launch_parity(chunk, tolerance));
         }
-        self.slots.gap_words_written = self.slots.gap_words_written.saturating_add(one(layout.gaps()));
+        self.slots.gap_words_written = self
+            .slots
+            .gap_words_written
+            .saturating_add(one(layout.gaps()));
         self.constant_bytes = self.constant_bytes.saturating_add(one(layout.constants()));
         if one(layout.kv_side()) != one(layout.kv_reference()) {
             self.inputs_changed += 1;
@@ -1107,7 +1129,11 @@ mod tests {
         let mut f = RoundFindings::default();
         f.add(&clean_words(layout, (7, 8), 9), layout, tol(), 9)
             .unwrap();
-        assert!(f.failure("candidate", "k").unwrap().contains("changed its inputs"));
+        assert!(
+            f.failure("candidate", "k")
+                .unwrap()
+                .contains("changed its inputs")
+        );
         // The round's own q written.
         let mut f = RoundFindings::default();
         f.add(&clean_words(layout, (7, 7), 10), layout, tol(), 9)
@@ -1123,7 +1149,10 @@ mod tests {
             w[word.start] = 3;
             let mut f = RoundFindings::default();
             f.add(&w, layout, tol(), 9).unwrap();
-            assert!(f.failure("candidate", "k").unwrap().contains(what), "{what}");
+            assert!(
+                f.failure("candidate", "k").unwrap().contains(what),
+                "{what}"
+            );
         }
         // Words of another layout are refused, never read past.
         let mut f = RoundFindings::default();
@@ -1140,7 +1169,11 @@ mod tests {
         let mut f = RoundFindings::default();
         f.add(&w, layout, tol(), 2).unwrap();
         assert_eq!(f.slots.failed_launches, 1);
-        assert!(f.failure("candidate", "k").unwrap().contains("1 of the candidate"));
+        assert!(
+            f.failure("candidate", "k")
+                .unwrap()
+                .contains("1 of the candidate")
+        );
         // A NaN sum fails too (NaN compares false with every bound).
         let mut w = clean_words(layout, (1, 1), 2);
         w[CHECK_WORDS + 3] = f64::NAN.to_bits();

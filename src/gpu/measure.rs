@@ -673,8 +673,7 @@ pub(super) fn prepare_round(
     m.working_set_bytes = n_sets as u64 * bytes_per_set(shape);
     // What the round's own q must keep hashing to: taken before any launch of the round.
     let set_q_key = set_q_key(gpu, seed, round, side.label);
-    let mut acc =
-        raw::alloc_zeros::<u64>(&gpu.stream, 1).during(|| "allocating a hash".into())?;
+    let mut acc = raw::alloc_zeros::<u64>(&gpu.stream, 1).during(|| "allocating a hash".into())?;
     hash_set_q(gpu, &inputs, set_q_key, &mut acc.slice_mut(..))?;
     let set_q_hash = gpu.read_back(&acc, || "hashing the round's own q".into())?[0];
 
@@ -967,7 +966,10 @@ fn take_sample(
 }
 
 /// What the checks of every replay of `round` found (after the stream was synchronized).
-pub(super) fn round_findings(b: &Bench<'_>, round: &PreparedRound) -> Result<RoundFindings, GpuError> {
+pub(super) fn round_findings(
+    b: &Bench<'_>,
+    round: &PreparedRound,
+) -> Result<RoundFindings, GpuError> {
     let words = round
         .host
         .words()

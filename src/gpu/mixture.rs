@@ -99,7 +99,11 @@ pub fn value(key: u64, role: Role, i: u64, seq_len: u32, head_dim: u32) -> f32 {
         (Role::Q, 1) => z * lerp(2.5, 2.5, h, 0),
         (Role::Q, 2) => {
             let outlier = splitmix64(h ^ (col + 1).wrapping_mul(GOLDEN)) >> 60 == 0;
-            if outlier { z * lerp(8.0, 8.0, h, 16) } else { z }
+            if outlier {
+                z * lerp(8.0, 8.0, h, 16)
+            } else {
+                z
+            }
         }
         (Role::Q, 3) => z + lerp(0.5, 1.0, h, 0),
         (Role::K, 1) => {
@@ -192,7 +196,9 @@ mod tests {
                 .find(|&k| class(role, head_hash(k, role, 0)) == want)
                 .unwrap()
         };
-        let rms = |x: &[f32]| (x.iter().map(|v| f64::from(*v).powi(2)).sum::<f64>() / x.len() as f64).sqrt();
+        let rms = |x: &[f32]| {
+            (x.iter().map(|v| f64::from(*v).powi(2)).sum::<f64>() / x.len() as f64).sqrt()
+        };
         let mean = |x: &[f32]| x.iter().map(|v| f64::from(*v)).sum::<f64>() / x.len() as f64;
         let normal_q = slice(key_of(Role::Q, 0), Role::Q);
         assert!((rms(&normal_q) - 1.0).abs() < 0.05, "{}", rms(&normal_q));
@@ -200,16 +206,30 @@ mod tests {
         assert!(mean(&slice(key_of(Role::Q, 3), Role::Q)) > 0.45);
         // Late: the strongest key of the slice is past the first quarter.
         let k = slice(key_of(Role::K, 1), Role::K);
-        let norm = |j: usize| k[j * d as usize..(j + 1) * d as usize].iter().map(|v| v * v).sum::<f32>();
-        let strongest = (0..s as usize).max_by(|&a, &b| norm(a).total_cmp(&norm(b))).unwrap();
+        let norm = |j: usize| {
+            k[j * d as usize..(j + 1) * d as usize]
+                .iter()
+                .map(|v| v * v)
+                .sum::<f32>()
+        };
+        let strongest = (0..s as usize)
+            .max_by(|&a, &b| norm(a).total_cmp(&norm(b)))
+            .unwrap();
         assert!(strongest >= s as usize / 4, "{strongest}");
         // Sink: key 0 is the strongest key.
         let k = slice(key_of(Role::K, 2), Role::K);
-        let norm = |j: usize| k[j * d as usize..(j + 1) * d as usize].iter().map(|v| v * v).sum::<f32>();
+        let norm = |j: usize| {
+            k[j * d as usize..(j + 1) * d as usize]
+                .iter()
+                .map(|v| v * v)
+                .sum::<f32>()
+        };
         assert!((1..s as usize).all(|j| norm(0) > norm(j)));
         // Ties: every key within a hundredth (times a normal) of the first.
         let k = slice(key_of(Role::K, 3), Role::K);
-        let dev = (0..k.len()).map(|i| (k[i] - k[i % d as usize]).abs()).fold(0f32, f32::max);
+        let dev = (0..k.len())
+            .map(|i| (k[i] - k[i % d as usize]).abs())
+            .fold(0f32, f32::max);
         assert!(dev < 0.13, "{dev}");
         // Offset V: the mean is the class's mu.
         let key = key_of(Role::V, 1);
@@ -221,8 +241,15 @@ mod tests {
         // Every value is far inside fp16's range.
         for role in [Role::Q, Role::K, Role::V] {
             for c in 0..4 {
-                if let Some(k) = (0u64..2000).map(fill_key).find(|&k| class(role, head_hash(k, role, 0)) == c) {
-                    assert!(slice(k, role).iter().all(|v| v.is_finite() && v.abs() < 300.0));
+                if let Some(k) = (0u64..2000)
+                    .map(fill_key)
+                    .find(|&k| class(role, head_hash(k, role, 0)) == c)
+                {
+                    assert!(
+                        slice(k, role)
+                            .iter()
+                            .all(|v| v.is_finite() && v.abs() < 300.0)
+                    );
                 }
             }
         }
@@ -248,13 +275,23 @@ mod tests {
             assert_eq!(v_scale(key, bh), s, "{case}");
             // A few values of each tensor (numpy's log and cos may differ from Rust's in the
             // last bit).
-            let (sl, d) = (case["seq_len"].as_u64().unwrap() as u32, case["head_dim"].as_u64().unwrap() as u32);
-            for (role, name) in [(Role::Q, "q_values"), (Role::K, "k_values"), (Role::V, "v_values")] {
+            let (sl, d) = (
+                case["seq_len"].as_u64().unwrap() as u32,
+                case["head_dim"].as_u64().unwrap() as u32,
+            );
+            for (role, name) in [
+                (Role::Q, "q_values"),
+                (Role::K, "k_values"),
+                (Role::V, "v_values"),
+            ] {
                 for pair in case[name].as_array().unwrap() {
                     let i = pair[0].as_u64().unwrap();
                     let want = pair[1].as_f64().unwrap();
                     let got = f64::from(value(key, role, i, sl, d));
-                    assert!((got - want).abs() <= 1e-5 * want.abs().max(1.0), "{case}: {name} {i}: {got} != {want}");
+                    assert!(
+                        (got - want).abs() <= 1e-5 * want.abs().max(1.0),
+                        "{case}: {name} {i}: {got} != {want}"
+                    );
                 }
             }
         }

@@ -72,7 +72,9 @@ pub fn check_parity(
         per_slice: v_scales(shape, seed),
         slice_len: shape.seq_len as usize * shape.head_dim as usize,
     };
-    Ok(compare_outputs_with(&got, &want, tolerance, seed, poison, &scales))
+    Ok(compare_outputs_with(
+        &got, &want, tolerance, seed, poison, &scales,
+    ))
 }
 
 /// Runs `kernel` once on fresh inputs from `seed` and, with `with_reference`, the harness's
@@ -94,7 +96,14 @@ pub(crate) fn run_once(
     check_shape(shape)?;
     let inputs = random_inputs(gpu, shape, seed)?;
     let mut out = poisoned_output(gpu, shape)?;
-    run_kernel(gpu, kernel, shape, &inputs, &mut out, tool_scale(shape, seed))
+    run_kernel(
+        gpu,
+        kernel,
+        shape,
+        &inputs,
+        &mut out,
+        tool_scale(shape, seed),
+    )
 }
 
 /// The scale of a tool's launch of `shape` on inputs from `seed` (drawn as a timed

@@ -200,10 +200,8 @@ impl ReplayGraph {
             // SAFETY: `exec` was instantiated from the graph `node` belongs to (both owned by
             // self.graph); `params` are that node's own captured parameters, whose pointers
             // (function, kernelParams) stay valid while self.graph lives.
-            unsafe {
-                cudarc::driver::sys::cuGraphExecKernelNodeSetParams_v2(exec, *node, params)
-            }
-            .result()?;
+            unsafe { cudarc::driver::sys::cuGraphExecKernelNodeSetParams_v2(exec, *node, params) }
+                .result()?;
         }
         Ok(())
     }
@@ -805,8 +803,10 @@ pub(crate) fn launch_fill_q_pool(
     if n == 0 || launches == 0 || launches > 65_535 || n.checked_mul(launches) != Some(pool.len()) {
         return Err(invalid());
     }
-    let (Ok(seq_len), Ok(head_dim)) = (i32::try_from(layout.seq_len), i32::try_from(layout.head_dim))
-    else {
+    let (Ok(seq_len), Ok(head_dim)) = (
+        i32::try_from(layout.seq_len),
+        i32::try_from(layout.head_dim),
+    ) else {
         return Err(invalid());
     };
     if seq_len < 1 || head_dim < 1 {

@@ -429,8 +429,79 @@ fn cu_files(dir: &Path) -> Vec<(String, String)> {
     files
 }
 
+/// Applies a `tests/adversarial/gpu/shipped/*.patch` to `kernel`: its hunks, each
+/// `<<<<<<< find`, the exact lines to find, `=======`, the lines to put in their place,
+/// `>>>>>>> replace`; every find text must occur exactly once in `kernel` (a patch that no
+/// longer applies to the shipped kernel is an error, never a silent no-op). Lines before the
+/// first hunk are the patch's description.
+pub(crate) fn apply_patch(kernel: &str, patch: &str) -> Result<String, String> {
+    let mut out = kernel.to_owned();
+    let mut lines = patch.lines();
+    let mut hunks = 0;
+    while let Some(line) = lines.next() {
+        if line != "<<<<<<< find" {
+            continue;
+        }
+        let find: Vec<&str> = lines.by_ref().take_while(|l| *l != "=======").collect();
+        let replace: Vec<&str> = lines.by_ref().take_while(|l| *l != ">>>>>>> replace").collect();
+        let (find, replace) = (find.join("\n"), replace.join("\n"));
+        match out.matches(&find).count() {
+            1 => out = out.replacen(&find, &replace, 1),
+            n => return Err(format!("hunk {} is found {n} times, not once:\n{find}", hunks + 1)),
+        }
+        hunks += 1;
+    }
+    if hunks == 0 {
+        return Err("no hunk".into());
+    }
+    Ok(out)
+}
+
+/// The shipped kernel with each patch of tests/adversarial/gpu/shipped/: (name, text).
+pub(crate) fn shipped_attacks() -> Vec<(String, String)> {
+    let kernel = std::fs::read_to_string(root().join("kernels/attention.cu")).unwrap();
+    let dir = root().join("tests/adversarial/gpu/shipped");
+    let mut all: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "patch"))
+        .map(|p| {
+            let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+            let patch = std::fs::read_to_string(&p).unwrap();
+            let text = apply_patch(&kernel, &patch).unwrap_or_else(|e| panic!("{name}: {e}"));
+            (format!("shipped/{name}"), text)
+        })
+        .collect();
+    all.sort();
+    all
+}
+
+#[test]
+fn patches_apply_once_each_and_say_what_they_try() {
+    let shipped = shipped_attacks();
+    assert!(shipped.len() >= 3, "{} shipped-kernel attacks", shipped.len());
+    let readme = std::fs::read_to_string(root().join("tests/adversarial/README.md")).unwrap();
+    let dir = root().join("tests/adversarial/gpu/shipped");
+    for (name, text) in &shipped {
+        let file = name.trim_start_matches("shipped/");
+        let patch = std::fs::read_to_string(dir.join(format!("{file}.patch"))).unwrap();
+        assert!(patch.starts_with("// Attack: "), "{name}");
+        assert!(text.contains("attack"), "{name}: the patch changed nothing");
+        assert!(readme.contains(&format!("`{file}.patch`")), "{name} is not in the README");
+    }
+    // The format refuses what does not apply.
+    assert!(apply_patch("a\nb\n", "<<<<<<< find\nc\n=======\nd\n>>>>>>> replace\n").is_err());
+    assert!(apply_patch("a\na\n", "<<<<<<< find\na\n=======\nd\n>>>>>>> replace\n").is_err());
+    assert!(apply_patch("a\n", "// nothing\n").is_err());
+    assert_eq!(
+        apply_patch("x\na\ny", "<<<<<<< find\na\n=======\nb\nc\n>>>>>>> replace\n").unwrap(),
+        "x\nb\nc\ny"
+    );
+}
+
 /// The GPU-side kernels as tests/it/adversarial_gpu.rs runs them: every attack grafted on the
-/// template, every honest control whole. (name, attention.cu text).
+/// template, every honest control whole, every shipped-kernel patch applied. (name,
+/// attention.cu text).
 fn gpu_kernels() -> Vec<(String, String)> {
     let gpu = root().join("tests/adversarial/gpu");
     let template = std::fs::read_to_string(gpu.join("template.cu")).unwrap();
@@ -443,6 +514,7 @@ fn gpu_kernels() -> Vec<(String, String)> {
             .into_iter()
             .map(|(name, text)| (format!("honest/{name}"), text)),
     );
+    all.extend(shipped_attacks());
     all
 }
 
@@ -533,7 +605,7 @@ fn every_gpu_attack_and_control_compiles_through_the_gate() {
         std::fs::write(&file, source).unwrap();
         // Attacks for the target the lent GPUs run (sm_90a), the honest controls for every
         // target; the harness is built in and compiled by the NVRTC tests.
-        let archs: &[&str] = if name.starts_with("honest/") || name == "none" {
+        let archs: &[&str] = if name.starts_with("honest/") || name.starts_with("shipped/") || name == "none" {
             &["sm_89", "sm_90", "sm_90a"]
         } else {
             &["sm_90a"]

@@ -125,6 +125,10 @@ fn verdicts(r: &Value) -> Vec<(String, String, String)> {
         .unwrap_or_default()
 }
 
+fn shipped_text() -> String {
+    std::fs::read_to_string(root().join("kernels/attention.cu")).unwrap()
+}
+
 /// One line for the record: what the gate said about an attack.
 fn said(name: &str, o: &Outcome) -> String {
     let first = o
@@ -191,6 +195,11 @@ enum Expect {
     /// one wait (where the fast base sized the sample graph), naming a shape and the
     /// candidate side.
     BudgetOrDeadline,
+    /// A fast kernel whose numerics hold only on easy inputs (the shipped kernel, patched):
+    /// the run fails (exit 1 or 2) with at least one shape `parity-fail`, and no shape reads
+    /// `improvement` (a shape where the patch is within tolerance may pass: its output is as
+    /// right as the config asks).
+    PrecisionFail,
 }
 
 /// A hung launch ends its wait within 15 s (the config's max_wait_s is 10 s); the rest is
@@ -219,6 +228,11 @@ fn expectation(name: &str) -> Expect {
         "smem_stash" | "neighbour_scan" | "qk_reuse_scale" | "const_bank_padding" => {
             Expect::ParityFail
         }
+        // Skips the work on every launch whose scale is not exactly 1/sqrt(head_dim): every
+        // launch now, parity's included.
+        "watched_by_scale" => Expect::ParityFail,
+        // The shipped kernel with a precision flaw (tests/adversarial/gpu/shipped/).
+        n if n.starts_with("shipped/") => Expect::PrecisionFail,
         // A wrong copy, the constant bank (its whole sections, compared after every sample)
         // or the spacer found changed, or a refusal: whichever comes first. The red team's
         // `cvta.const` stash (const_bank_stash) is among these: the gate verifies the banks
@@ -327,6 +341,15 @@ fn unmet(expect: Expect, o: &Outcome) -> Option<String> {
                 "not ended by the GPU-time budget in time, naming the shape and the candidate",
             )
         }
+        Expect::PrecisionFail => {
+            let ok = matches!(o.code, Some(1) | Some(2))
+                && o.results.as_ref().is_some_and(|r| {
+                    let v = verdicts(r);
+                    v.iter().any(|(_, v, _)| v == "parity-fail")
+                        && !v.iter().any(|(_, v, _)| v == "improvement")
+                });
+            (!ok).then_some("not a parity failure, or an improvement believed")
+        }
         Expect::BudgetOrDeadline => {
             let ok = o.code == Some(2)
                 && o.wall <= BUDGET_WALL
@@ -410,6 +433,36 @@ fn every_attack_fails_closed_and_honest_kernels_do_not() {
         let o = gate(&kernels_dir(tmp.path(), &name, &source), &config);
         lines.push(said(&name, &o));
         if let Some(why) = unmet(Expect::Honest, &o) {
+            wrong.push(format!("{why}: {}", said(&name, &o)));
+        }
+    }
+
+    // The shipped kernel with a precision flaw that holds on N(0,1) inputs only, under a
+    // config of real shapes (long rows included), and the shipped kernel itself under it.
+    let precision = adv.join("gpu/precision.yaml");
+    let mut shipped = crate::adversarial::shipped_attacks();
+    shipped.retain(|(name, _)| {
+        only.as_ref()
+            .is_none_or(|o| o.iter().any(|n| name.trim_start_matches("shipped/") == n))
+    });
+    if only.is_none() {
+        let aa = gate(
+            &kernels_dir(
+                tmp.path(),
+                "shipped-precision-aa",
+                &format!("{shipped_src}\n// a comment\n", shipped_src = shipped_text()),
+            ),
+            &precision,
+        );
+        lines.push(said("shipped kernels, precision config, comment-only change", &aa));
+        if aa.code != Some(0) {
+            wrong.push(format!("A/A under precision.yaml: {}", said("a/a", &aa)));
+        }
+    }
+    for (name, source) in shipped {
+        let o = gate(&kernels_dir(tmp.path(), &name.replace('/', "-"), &source), &precision);
+        lines.push(said(&name, &o));
+        if let Some(why) = unmet(expectation(&name), &o) {
             wrong.push(format!("{why}: {}", said(&name, &o)));
         }
     }

@@ -507,7 +507,10 @@ fn the_input_mixture_on_the_device_is_the_documented_one() {
     use ci_gate::gpu::parity::mixture_on_device;
     let gpu = gpu();
     for (shape, seed) in [
-        (ShapeParams::new(2, 16, 256, 64, true, Dtype::Float16), 11u64),
+        (
+            ShapeParams::new(2, 16, 256, 64, true, Dtype::Float16),
+            11u64,
+        ),
         (ShapeParams::new(1, 24, 77, 128, false, Dtype::Bfloat16), 12),
         (ShapeParams::new(4, 8, 512, 64, false, Dtype::Float16), 13),
     ] {
@@ -532,7 +535,10 @@ fn the_input_mixture_on_the_device_is_the_documented_one() {
                 // across a rounding boundary: one ulp).
                 if (g - want).abs() > want.abs() * half_ulp * 2.0 + 6.2e-5 {
                     off += 1;
-                    assert!(off < 4, "{shape} {role:?} element {i}: device {g}, host {want}");
+                    assert!(
+                        off < 4,
+                        "{shape} {role:?} element {i}: device {g}, host {want}"
+                    );
                 }
             }
         }
@@ -551,10 +557,22 @@ fn the_shipped_kernel_is_right_on_every_input_class() {
     let gpu = gpu();
     let mut worst: std::collections::BTreeMap<String, (f64, f64)> = Default::default();
     for (shape, seeds) in [
-        (ShapeParams::new(2, 16, 512, 64, true, Dtype::Float16), 0..4u64),
-        (ShapeParams::new(1, 16, 1024, 64, false, Dtype::Float16), 4..6),
-        (ShapeParams::new(1, 16, 640, 128, true, Dtype::Float16), 6..8),
-        (ShapeParams::new(1, 16, 512, 128, true, Dtype::Bfloat16), 8..12),
+        (
+            ShapeParams::new(2, 16, 512, 64, true, Dtype::Float16),
+            0..4u64,
+        ),
+        (
+            ShapeParams::new(1, 16, 1024, 64, false, Dtype::Float16),
+            4..6,
+        ),
+        (
+            ShapeParams::new(1, 16, 640, 128, true, Dtype::Float16),
+            6..8,
+        ),
+        (
+            ShapeParams::new(1, 16, 512, 128, true, Dtype::Bfloat16),
+            8..12,
+        ),
     ] {
         let tol = ci_gate::config::ParitySettings::default().tolerance(shape.dtype);
         for seed in seeds {
@@ -562,7 +580,8 @@ fn the_shipped_kernel_is_right_on_every_input_class() {
                 let s = seed.wrapping_mul(0x9e37_79b9).wrapping_add(salt);
                 (s, mixture_on_device(&gpu, &shape, role, s).unwrap())
             };
-            let ((qs, q), (ks, k), (vs, v)) = (fill(Role::Q, 1), fill(Role::K, 2), fill(Role::V, 3));
+            let ((qs, q), (ks, k), (vs, v)) =
+                (fill(Role::Q, 1), fill(Role::K, 2), fill(Role::V, 3));
             let out = attention_on_host(&gpu, Which::Fast, &shape, &q, &k, &v).unwrap();
             let heads = (shape.batch * shape.heads) as usize;
             let (s, d) = (shape.seq_len as usize, shape.head_dim as usize);
