@@ -4,10 +4,13 @@
 //! an `Authorization` header, ...) that no child needs, and some children run the pull
 //! request's kernels: what a child is not given, nothing in it can read or leak.
 //!
-//! A leaf module: it uses nothing else of the crate.
+//! It uses nothing else of the crate but `runner_settings`, whose resolved values a GPU
+//! child is given in place of the environment's.
 
 use std::ffi::OsString;
 use std::process::Command;
+
+use crate::runner_settings;
 
 /// What a child is, and so what it may see.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,7 +45,9 @@ const GIT: &[&str] = &[
 /// its results agree with the parent's.
 ///
 /// Of ci-gate's own variables only the runner's settings pass, by name (an allow-list, so a
-/// variable added one day passes only when someone decides it should):
+/// variable added one day passes only when someone decides it should), and with the values
+/// this process uses ([`runner_settings`]: in GitHub Actions the runner's own file's, never a
+/// workflow's), not the environment's:
 /// - `CI_GATE_CACHE_DIR`: where compiled kernels are cached (`gpu::compile`);
 /// - `CI_GATE_PYTHON`: the interpreter of the PyTorch peer worker (`run::peer`);
 /// - `CI_GATE_ALLOW_UNCONFINED_NVRTC`: the runner owner's leave to compile where the sandbox
@@ -62,9 +67,9 @@ const GPU: &[&str] = &[
     "GITHUB_ACTIONS",
     "GITHUB_SHA",
     "NO_COLOR",
-    "CI_GATE_CACHE_DIR",
-    "CI_GATE_PYTHON",
-    "CI_GATE_ALLOW_UNCONFINED_NVRTC",
+    runner_settings::CACHE_DIR,
+    runner_settings::PYTHON,
+    runner_settings::ALLOW_UNCONFINED_NVRTC,
 ];
 const GPU_PREFIXES: &[&str] = &["CUDA_", "NVIDIA_"];
 
@@ -98,10 +103,34 @@ pub(crate) fn passes(name: &str, child: Child) -> bool {
 }
 
 /// Clears `cmd`'s environment and gives it only the variables of this process that
-/// [`passes`] allows for `child`. Call it before any `cmd.env(..)` of the caller's own:
-/// clearing also drops those.
+/// [`passes`] allows for `child`, the runner settings with the values this process uses
+/// ([`runner_settings::resolved_vars`]). Call it before any `cmd.env(..)` of the caller's
+/// own: clearing also drops those.
 pub(crate) fn restrict(cmd: &mut Command, child: Child) -> &mut Command {
-    restrict_from(cmd, child, std::env::vars_os())
+    restrict_with_settings(cmd, child, std::env::vars_os(), || {
+        runner_settings::resolved_vars().collect()
+    })
+}
+
+/// [`restrict_from`], the runner settings among `vars` replaced by those `settings` gives
+/// (called only for a GPU child, the one kind they reach: a git child is started by commands
+/// that never read them).
+fn restrict_with_settings(
+    cmd: &mut Command,
+    child: Child,
+    vars: impl IntoIterator<Item = (OsString, OsString)>,
+    settings: impl FnOnce() -> Vec<(OsString, OsString)>,
+) -> &mut Command {
+    let vars = vars.into_iter().filter(|(name, _)| {
+        !runner_settings::NAMES
+            .iter()
+            .any(|n| name.as_os_str() == std::ffi::OsStr::new(n))
+    });
+    if child == Child::Gpu {
+        restrict_from(cmd, child, vars.chain(settings()))
+    } else {
+        restrict_from(cmd, child, vars)
+    }
 }
 
 /// [`restrict`] with the parent's variables given (tests).
@@ -205,6 +234,43 @@ mod tests {
             for child in [Child::Plain, Child::Git, Child::Gpu] {
                 assert!(!passes(test, child), "{test} reaches {child:?}");
             }
+        }
+    }
+
+    /// A GPU child gets the runner settings this process uses, not the environment's (in
+    /// GitHub Actions a workflow's `env:` may hold others); other children get none of them.
+    #[test]
+    fn a_gpu_child_gets_the_resolved_runner_settings() {
+        let parent = [
+            ("PATH", "/usr/bin:/bin"),
+            ("CI_GATE_PYTHON", "/workflow/python"),
+            ("CI_GATE_ALLOW_UNCONFINED_NVRTC", "1"),
+            ("CI_GATE_CACHE_DIR", "/workflow/cache"),
+        ]
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)));
+        let mut cmd = Command::new("true");
+        restrict_with_settings(&mut cmd, Child::Gpu, parent.clone(), || {
+            vec![("CI_GATE_PYTHON".into(), "/runner/python".into())]
+        });
+        let mut seen: Vec<(String, String)> = cmd
+            .get_envs()
+            .filter_map(|(k, v)| Some((k.to_str()?.to_owned(), v?.to_str()?.to_owned())))
+            .collect();
+        seen.sort();
+        assert_eq!(
+            seen,
+            [
+                ("CI_GATE_PYTHON".to_owned(), "/runner/python".to_owned()),
+                ("PATH".to_owned(), "/usr/bin:/bin".to_owned())
+            ]
+        );
+        for child in [Child::Plain, Child::Git] {
+            let mut cmd = Command::new("true");
+            restrict_with_settings(&mut cmd, child, parent.clone(), || {
+                panic!("settings resolved for a {child:?} child")
+            });
+            let names: Vec<_> = cmd.get_envs().map(|(k, _)| k.to_owned()).collect();
+            assert_eq!(names, [OsString::from("PATH")], "{child:?}");
         }
     }
 

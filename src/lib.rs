@@ -19,8 +19,9 @@
 //!    `github`;
 //! 5. `method` (what decides what a time means: the harness kernels' text and the
 //!    scheme's version), `outcome` (a command's exit), `text` (showing untrusted text), `yaml` (the depth of
-//!    YAML text) and `child_env` (what a started process may see of the environment) know
-//!    nothing of the crate at all.
+//!    YAML text) and `runner_settings` (the runner owner's settings, from the runner's own
+//!    environment file in GitHub Actions) know nothing of the crate at all; `child_env` (what
+//!    a started process may see of the environment) knows only `runner_settings`.
 //!
 //! Items the binary and the integration tests do not use are `pub(crate)`, so the compiler
 //! reports what is dead.
@@ -51,6 +52,7 @@ pub mod report;
 pub mod resources;
 pub mod results;
 pub mod run;
+pub(crate) mod runner_settings;
 pub mod samples;
 pub(crate) mod sanitize;
 pub mod shard;

@@ -207,7 +207,11 @@ fn options(target: &str, defines: &[String]) -> Vec<String> {
 }
 
 fn disk_dir() -> Option<PathBuf> {
-    disk_dir_from(|name| std::env::var_os(name).filter(|v| !v.is_empty()))
+    disk_dir_from(|name| match name {
+        // The runner's setting: in GitHub Actions from the runner's own file only.
+        crate::runner_settings::CACHE_DIR => crate::runner_settings::get(name),
+        _ => std::env::var_os(name).filter(|v| !v.is_empty()),
+    })
 }
 
 /// Where compiled kernels are cached, from these environment variables:

@@ -78,14 +78,16 @@ const ANSWER_MAGIC: &[u8] = b"ci-gate nvrtc answer 2\n";
 
 /// The variable by which a runner's owner lets NVRTC compile untrusted source where the
 /// sandbox cannot confine it: `1` allows, anything else (or nothing) refuses. It belongs in
-/// the runner's own environment (a self-hosted runner's `.env` file or service), not in a
-/// workflow: docs/MEASURING.md, "Compiling reads nothing".
-pub const ALLOW_UNCONFINED_ENV: &str = "CI_GATE_ALLOW_UNCONFINED_NVRTC";
+/// the runner's own environment file (a self-hosted runner's `.env`), never in a workflow;
+/// in GitHub Actions it is read from there only (`runner_settings`): docs/MEASURING.md,
+/// "Compiling reads nothing".
+pub const ALLOW_UNCONFINED_ENV: &str = crate::runner_settings::ALLOW_UNCONFINED_NVRTC;
 
-/// Whether this process's environment allows compiling without the full sandbox
-/// ([`ALLOW_UNCONFINED_ENV`] is exactly `1`).
+/// Whether the runner's owner allows compiling without the full sandbox
+/// ([`ALLOW_UNCONFINED_ENV`] is exactly `1`; in GitHub Actions in the runner's own
+/// environment file, never a workflow's: `runner_settings`).
 pub(crate) fn unconfined_allowed() -> bool {
-    std::env::var_os(ALLOW_UNCONFINED_ENV).is_some_and(|v| v == "1")
+    crate::runner_settings::get(ALLOW_UNCONFINED_ENV).is_some_and(|v| v == "1")
 }
 
 /// The sentence (after `FILE (TARGET): `) that refuses a compile the sandbox cannot confine:

@@ -39,11 +39,10 @@ pub(crate) struct PeerWorker {
     _dir: tempfile::TempDir,
 }
 
-/// The interpreter of the worker: `$CI_GATE_PYTHON`, else `python3`.
+/// The interpreter of the worker: `$CI_GATE_PYTHON` (a runner setting: in GitHub Actions from
+/// the runner's own environment file only), else `python3`.
 fn python() -> std::ffi::OsString {
-    std::env::var_os("CI_GATE_PYTHON")
-        .filter(|p| !p.is_empty())
-        .unwrap_or_else(|| "python3".into())
+    crate::runner_settings::get(crate::runner_settings::PYTHON).unwrap_or_else(|| "python3".into())
 }
 
 impl PeerWorker {

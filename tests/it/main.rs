@@ -39,6 +39,7 @@ mod nvrtc;
 mod nvrtc_fail_closed;
 mod peers_python;
 mod rounds_vs_scipy;
+mod runner_settings;
 mod shift_vs_scipy;
 mod stats_vs_scipy;
 mod trimmed_vs_scipy;

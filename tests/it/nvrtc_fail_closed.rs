@@ -62,7 +62,7 @@ fn failing_filter(calls: [libc::c_long; 3], errno: i32) -> Vec<libc::sock_filter
 /// Installs [`landlock_filter`] in the child between fork and exec: no_new_privs first (an
 /// unprivileged process may install a filter only then), then the filter, which the child's
 /// own children (the sandboxed NVRTC process) inherit and cannot remove.
-fn without_landlock(cmd: &mut Command, errno: i32) {
+pub(crate) fn without_landlock(cmd: &mut Command, errno: i32) {
     with_filter(cmd, landlock_filter(errno));
 }
 
@@ -102,7 +102,7 @@ fn with_filter(cmd: &mut Command, filter: Vec<libc::sock_filter>) {
 
 /// Three small kernel files, as `ci-gate compile` wants them, in `dir`: an attention.cu with
 /// the four entry points the host loads (empty), and two harness files.
-fn kernels(dir: &Path) {
+pub(crate) fn kernels(dir: &Path) {
     for name in ["attention", "reference", "util"] {
         let mut text =
             format!("extern \"C\" __global__ void {name}_k(float* o) {{ o[0] = 1.0f; }}\n");
