@@ -25,7 +25,7 @@ ATTN_ABI = [
     "attention_fwd_bf16_d64", "attention_fwd_bf16_d128",
     "attention_ref_f16", "attention_ref_bf16",
 ]
-UTIL_KERNELS = ["fill_normal_f16", "fill_normal_bf16", "fill_u32", "spin_cycles"]
+UTIL_KERNELS = ["fill_input_f16", "fill_input_bf16", "fill_u32", "spin_cycles"]
 
 _lib = None
 

@@ -118,8 +118,20 @@ __device__ __forceinline__ float cg_input(unsigned long long key, int role, unsi
                                           int seq_len, int head_dim) {
     const unsigned long long d = (unsigned long long)head_dim;
     const unsigned long long per_head = (unsigned long long)seq_len * d;
-    const unsigned long long bh = i / per_head, rest = i % per_head;
-    const unsigned long long row = rest / d, col = rest % d;
+    unsigned long long bh, row, col;
+    if (i <= 0xFFFFFFFFull && per_head <= 0xFFFFFFFFull) {
+        // 32-bit divisions where the indices fit (every fill of one launch's tensors).
+        const unsigned ii = (unsigned)i, ph = (unsigned)per_head, dd = (unsigned)head_dim;
+        const unsigned rest = ii % ph;
+        bh = ii / ph;
+        row = rest / dd;
+        col = rest % dd;
+    } else {
+        const unsigned long long rest = i % per_head;
+        bh = i / per_head;
+        row = rest / d;
+        col = rest % d;
+    }
     const unsigned long long h = cg_head_hash(key, role, bh);
     const int cls = cg_class(role, h);
     const float z = cg_normal(key, i);

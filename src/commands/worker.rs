@@ -42,7 +42,7 @@ pub(crate) fn run_kernels(args: &KernelRunArgs) -> Result<Outcome> {
                 gpu.kernels.reference(shape.dtype)?.name
             );
         }
-        println!("{LAUNCHED} util.cu fill_normal_{}", shape.dtype.short());
+        println!("{LAUNCHED} util.cu fill_input_{}", shape.dtype.short());
         run_once(&gpu, kernel, shape, config.parity.seed, !args.no_reference)?;
     }
     Ok(Outcome::Pass)
@@ -53,14 +53,14 @@ mod tests {
     #[test]
     fn launched_lines_are_read_back() {
         let out = format!(
-            "noise\n{0} attention.cu attention_fwd_f16_d64_small\n{0} util.cu fill_normal_f16\n{0} bad\n",
+            "noise\n{0} attention.cu attention_fwd_f16_d64_small\n{0} util.cu fill_input_f16\n{0} bad\n",
             super::LAUNCHED
         );
         assert_eq!(
             super::launched(&out),
             [
                 ("attention.cu", "attention_fwd_f16_d64_small"),
-                ("util.cu", "fill_normal_f16")
+                ("util.cu", "fill_input_f16")
             ]
         );
     }

@@ -70,8 +70,8 @@ fn kernels_compile_for_sm89_sm90_and_sm90a() {
         (
             "util.cu",
             &[
-                "fill_normal_f16",
-                "fill_normal_bf16",
+                "fill_input_f16",
+                "fill_input_bf16",
                 "fill_u32",
                 "spin_cycles",
             ],
