@@ -11,7 +11,10 @@ use serde::{Deserialize, Serialize};
 use crate::comparison::StoredSide;
 use crate::config::{CacheMode, ShapeParams};
 use crate::files::{self, FileError};
-use crate::results::{ConfigInfo, Environment, Parity, SCHEMA_VERSION, check_stored_peers};
+use crate::method::Method;
+use crate::results::{
+    ConfigInfo, Environment, Parity, SCHEMA_VERSION, check_method, check_stored_peers,
+};
 use crate::stats::{ProcessSpread, Summary};
 use crate::text::{self, quote};
 use crate::validate::{
@@ -100,6 +103,11 @@ pub struct BaselineFile {
     pub gpu_slug: String,
     pub config: ConfigInfo,
     pub provenance: Provenance,
+    /// What measured the stored times (`crate::method`): the method of the results it was
+    /// recorded from. `None` in files recorded before ci-gate named its method: a run then
+    /// compares with it no shape (verdict `other-method`) until it is recorded again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<Method>,
     pub environment: Environment,
     pub kernel_source_hash: Option<String>,
     pub shapes: Vec<BaselineShape>,
@@ -117,6 +125,35 @@ impl BaselineFile {
             .iter()
             .find(|s| &s.params == params && s.cache == cache)
     }
+
+    /// Whether this baseline's times are of `method` (the candidate's): otherwise it is no
+    /// reference for them ([`Method::same`]: a baseline that names no method matches none).
+    pub(crate) fn measured_by(&self, method: Option<&Method>) -> bool {
+        Method::same(self.method.as_ref(), method)
+    }
+}
+
+/// The one sentence said of a stored baseline (at `path`) whose method is not the run's:
+/// both methods, that it judges nothing (and what decides instead: the A/B, where `ab`), and
+/// the command that records it again (with the run's config, `config_path`).
+pub(crate) fn other_method_sentence(
+    path: &str,
+    stored: Option<&Method>,
+    run: Option<&Method>,
+    config_path: &str,
+    ab: bool,
+) -> String {
+    format!(
+        "the stored baseline {path} was measured by method {} and this run by {}: times of two methods are not comparable, so it judges no shape ({}); record it again with this ci-gate: `ci-gate baseline update --config {config_path} --reason \"measuring method {}\"`",
+        Method::describe(stored),
+        Method::describe(run),
+        if ab {
+            "A/B alone decides"
+        } else {
+            "every shape it holds reads other-method"
+        },
+        Method::describe(run),
+    )
 }
 
 /// A baseline that cannot be used.
@@ -357,6 +394,9 @@ impl Untrusted for BaselineFile {
             ));
         }
         self.config.check(&c)?;
+        if let Some(m) = &self.method {
+            check_method(&c, "method", m)?;
+        }
         let p = &self.provenance;
         if let Some(commit) = &p.commit {
             c.commit("provenance.commit", commit)?;

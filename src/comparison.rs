@@ -208,6 +208,10 @@ pub struct StoredSide {
     /// are held in: compared by the bootstrap of the ratio of medians of all their values
     /// (with fewer than [`MIN_BOOTSTRAP_VALUES`] on a side, by the Hodges–Lehmann shift).
     pub values: bool,
+    /// Measured by another method than the candidate (`crate::method`): never compared.
+    /// `evaluate` marks the shape instead (`ShapeResult::stored_other_method`), and the
+    /// rule makes it `other-method` where no A/B decides.
+    pub other_method: bool,
 }
 
 impl StoredSide {
@@ -223,6 +227,7 @@ impl StoredSide {
             spread,
             given_sd: None,
             values: false,
+            other_method: false,
         }
     }
 

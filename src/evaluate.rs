@@ -19,10 +19,11 @@ pub struct BadBaseline {
     pub cause: StatsError,
 }
 
-/// Fills `ab`, `stored`, `verdict` and `decided_by` of every shape; returns whether the
-/// shapes pass under `policy` ([`passed`]; a drift traced to the runner, `shape.drift`,
-/// does not fail).
-/// `stored_of` gives the stored baseline of a shape, or `None`.
+/// Fills `ab`, `stored`, `stored_other_method`, `verdict` and `decided_by` of every shape;
+/// returns whether the shapes pass under `policy` ([`passed`]; a drift traced to the
+/// runner, `shape.drift`, does not fail).
+/// `stored_of` gives the stored baseline of a shape, or `None`; one measured by another
+/// method (`StoredSide::other_method`) is not compared, and marks the shape.
 ///
 /// Cost: per shape, O(N log N) for its N values (plus the bootstrap's resamples for sample
 /// files of i.i.d. values).
@@ -36,12 +37,19 @@ pub fn evaluate(
         shape.ab = None;
         shape.stored = None;
         shape.decided_by = None;
+        shape.stored_other_method = false;
         // Nothing to compare: it could not be measured, or it already failed an integrity
         // check (which decide() turns into parity-fail).
         if shape.error.is_some() || shape.integrity.is_some() {
             continue;
         }
-        let stored = stored_of(shape);
+        let mut stored = stored_of(shape);
+        // A stored baseline of another method is never compared: the shape is marked, and
+        // the rule reads it (`verdict::decide`).
+        if stored.as_ref().is_some_and(|s| s.other_method) {
+            shape.stored_other_method = true;
+            stored = None;
+        }
         let cand = match Rounds::new(shape.samples_us.clone()) {
             Ok(c) => c,
             Err(e) => {
@@ -82,6 +90,7 @@ pub fn evaluate(
                 parity_passed: shape.parity_passed(),
                 ab: shape.ab.as_ref(),
                 stored: shape.stored.as_ref(),
+                stored_other_method: shape.stored_other_method,
             },
         );
         shape.verdict = d.verdict;

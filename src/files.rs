@@ -44,8 +44,79 @@ pub enum FileError {
     TooLarge { path: PathBuf, limit: u64 },
     #[error("{path} nests arrays and objects more than {limit} deep")]
     TooDeep { path: PathBuf, limit: usize },
+    #[error("{path} is {}, not a results file (what `ci-gate local --out` and `ci-gate ci --out` write): {}", kind.what(), kind.use_instead())]
+    OtherKind { path: PathBuf, kind: FileKind },
     #[error(transparent)]
     Rejected(#[from] Rejected),
+}
+
+/// The kinds of file ci-gate writes besides results files, told apart by their keys
+/// ([`other_kind`]) so that a file given where a results file belongs is named for what it
+/// is, with what takes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    /// `baselines/<gpu-slug>/<config>.json`, written by `ci-gate baseline update`.
+    Baseline,
+    /// The report `ci-gate selftest --out` writes.
+    SelftestReport,
+    /// A history of the default branch's runs (JSON Lines), `ci-gate history append`.
+    History,
+}
+
+impl FileKind {
+    /// What the file is, as a noun phrase.
+    pub fn what(self) -> &'static str {
+        match self {
+            FileKind::Baseline => {
+                "a baseline file (baselines/<gpu>/<config>.json, written by `ci-gate baseline update`)"
+            }
+            FileKind::SelftestReport => "a selftest report (written by `ci-gate selftest --out`)",
+            FileKind::History => {
+                "a history file (JSON Lines, one shape of one run per line, written by `ci-gate history append`)"
+            }
+        }
+    }
+
+    /// Which command takes it.
+    pub fn use_instead(self) -> &'static str {
+        match self {
+            FileKind::Baseline => {
+                "runs compare with it themselves (`ci-gate local --no-base` judges the kernels against it alone) and `ci-gate baseline show` lists it"
+            }
+            FileKind::SelftestReport => {
+                "it is the record of a selftest, which no command reads back; `ci-gate selftest --format markdown` prints it again as a table"
+            }
+            FileKind::History => "`ci-gate history --history FILE` reads it",
+        }
+    }
+}
+
+/// The kind of ci-gate file `text` is, where its keys say it is one of [`FileKind`]:
+/// `provenance` and `gpu_slug` (a baseline), `conditions` and `trials` (a selftest report),
+/// or a first line that is a history record (`commit`, `shape`, `p50_us`). `None` for
+/// anything else (a results file, or no ci-gate file). Bounded like every read: the size
+/// and depth are checked before anything is parsed, and only the top-level keys are read.
+pub(crate) fn other_kind(text: &str) -> Option<FileKind> {
+    if text.len() as u64 > MAX_JSON_BYTES || json_too_deep(text, MAX_JSON_DEPTH) {
+        return None;
+    }
+    let has = |v: &serde_json::Value, keys: &[&str]| keys.iter().all(|k| v.get(k).is_some());
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(text) {
+        if !v.is_object() {
+            return None;
+        }
+        if has(&v, &["provenance", "gpu_slug", "shapes"]) {
+            return Some(FileKind::Baseline);
+        }
+        if has(&v, &["conditions", "trials"]) {
+            return Some(FileKind::SelftestReport);
+        }
+        return has(&v, &["commit", "shape", "p50_us"]).then_some(FileKind::History);
+    }
+    // Not one JSON value: JSON Lines whose first record is a history record.
+    let first = text.lines().find(|l| !l.trim().is_empty())?;
+    let v: serde_json::Value = serde_json::from_str(first).ok()?;
+    has(&v, &["commit", "shape", "p50_us"]).then_some(FileKind::History)
 }
 
 /// Reads at most `limit` bytes of `path`; a longer file (or an endless one, such as a
@@ -378,6 +449,32 @@ mod tests {
         assert_eq!(e, "d.json: x: is negative");
         let d: Doc = parse_versioned_json("{\"schema_version\": 1, \"x\": 1e9}", p, 1).unwrap();
         assert_eq!(d.x, 1e6);
+    }
+
+    #[test]
+    fn other_kinds_are_told_by_their_keys() {
+        let baseline = r#"{"schema_version": 2, "gpu_slug": "x", "provenance": {}, "shapes": []}"#;
+        assert_eq!(other_kind(baseline), Some(FileKind::Baseline));
+        let selftest = r#"{"config": "pr", "trials": 3, "conditions": []}"#;
+        assert_eq!(other_kind(selftest), Some(FileKind::SelftestReport));
+        let record = r#"{"schema_version": 1, "commit": "abc1234", "shape": "s", "p50_us": 1.0}"#;
+        assert_eq!(other_kind(record), Some(FileKind::History));
+        assert_eq!(
+            other_kind(&format!("{record}\n{record}\n")),
+            Some(FileKind::History)
+        );
+        for other in [
+            r#"{"schema_version": 2, "shapes": [], "gate": {}}"#,
+            "[1, 2]",
+            "",
+            "1.0\n2.0\n",
+            "{\"commit\": ",
+        ] {
+            assert_eq!(other_kind(other), None, "{other}");
+        }
+        // Bounded: a deep text is nothing, read in linear time.
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        assert_eq!(other_kind(&deep), None);
     }
 
     #[test]

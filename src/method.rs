@@ -24,6 +24,9 @@ use sha2::{Digest, Sha256};
 /// checked and the launch parameters re-set before every replay (issue 36).
 pub const METHOD_VERSION: u32 = 3;
 
+/// What a file that names no method was measured by, as it is shown.
+pub const UNKNOWN: &str = "unknown (recorded before ci-gate named its method)";
+
 /// The harness kernels whose text is part of the method.
 const HARNESS: [(&str, &str); 2] = [
     ("util.cu", include_str!("../kernels/util.cu")),
@@ -55,6 +58,24 @@ impl Method {
         }
     }
 
+    /// Whether `a` and `b` are one method: both named, and the same. A method a file does not
+    /// name (`None`: written before ci-gate named its method) is the same as no other, not
+    /// even another unnamed one: nothing shows that two such files were measured alike.
+    pub fn same(a: Option<&Method>, b: Option<&Method>) -> bool {
+        matches!((a, b), (Some(a), Some(b)) if a == b)
+    }
+
+    /// How a method a file records is shown: its fingerprint, or [`UNKNOWN`] where the file
+    /// names none. A fingerprint that is not well formed is never shown (files are checked
+    /// on reading; this is the last guard).
+    pub fn describe(method: Option<&Method>) -> String {
+        match method {
+            Some(m) if Method::is_valid_fingerprint(&m.fingerprint) => m.fingerprint.clone(),
+            Some(_) => "malformed".to_owned(),
+            None => UNKNOWN.to_owned(),
+        }
+    }
+
     /// Whether `fingerprint` is well formed (`m<digits>-<12 lowercase hex>`): a file's value
     /// is shown only when it is.
     pub fn is_valid_fingerprint(fingerprint: &str) -> bool {
@@ -71,6 +92,12 @@ impl Method {
             && digest
                 .bytes()
                 .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    }
+}
+
+impl std::fmt::Display for Method {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&Method::describe(Some(self)))
     }
 }
 
@@ -104,5 +131,22 @@ mod tests {
             assert!(!Method::is_valid_fingerprint(bad), "{bad:?}");
         }
         assert!(Method::is_valid_fingerprint("m2-0123456789ab"));
+    }
+
+    #[test]
+    fn only_two_named_equal_methods_are_one() {
+        let m = |fp: &str| Method {
+            version: 3,
+            fingerprint: fp.into(),
+        };
+        let (a, b) = (m("m3-0123456789ab"), m("m3-fedcba987654"));
+        assert!(Method::same(Some(&a), Some(&a.clone())));
+        assert!(!Method::same(Some(&a), Some(&b)));
+        assert!(!Method::same(Some(&a), None));
+        assert!(!Method::same(None, Some(&a)));
+        assert!(!Method::same(None, None));
+        assert_eq!(Method::describe(None), UNKNOWN);
+        assert_eq!(a.to_string(), "m3-0123456789ab");
+        assert_eq!(m("m3-\u{1b}[31m").to_string(), "malformed");
     }
 }

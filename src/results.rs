@@ -12,6 +12,7 @@ pub use crate::comparison::StageDesign;
 use crate::comparison::{Comparison, Reference};
 use crate::config::{CacheMode, GateSettings, ShapeParams, Tolerance};
 use crate::files::{self, FileError};
+use crate::method::Method;
 use crate::stats::Summary;
 use crate::text::{self, quote};
 use crate::validate::{
@@ -202,6 +203,11 @@ pub struct ShapeResult {
     /// Which reference decided the verdict, when one did.
     #[serde(default)]
     pub decided_by: Option<Reference>,
+    /// The stored baseline holds this shape but was measured by another method than the
+    /// candidate (`crate::method`), so it was not compared: the shape reads `other-method`
+    /// where no A/B decides. Set by [`crate::evaluate::evaluate`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stored_other_method: bool,
     /// A drift traced with the baseline commit's kernels.
     #[serde(default)]
     pub drift: Option<DriftCheck>,
@@ -265,6 +271,7 @@ impl ShapeResult {
             ab: None,
             stored: None,
             decided_by: None,
+            stored_other_method: false,
             drift: None,
             measurement: None,
             profile: None,
@@ -314,12 +321,17 @@ pub fn passed(error: Option<&str>, shapes: &[ShapeResult], policy: Policy) -> bo
     error.is_none() && !shapes.is_empty() && !shapes.iter().any(|s| s.fails(policy))
 }
 
-/// Config identity recorded in results and baselines.
+/// Config identity recorded in results and baselines: its name, where it was read, the
+/// hash of its content and the compile defines it gave the timed kernels (part of its
+/// content, recorded on their own so that a message can name them).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConfigInfo {
     pub name: String,
     pub path: String,
     pub hash: String,
+    /// `compile.defines`; empty where there are none, and in files of earlier versions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub defines: Vec<String>,
 }
 
 impl ConfigInfo {
@@ -329,7 +341,41 @@ impl ConfigInfo {
             name: config.name.clone(),
             path: config.path.display().to_string(),
             hash: config.hash.clone(),
+            defines: config.compile.defines.clone(),
         }
+    }
+
+    /// Whether `self` and `other` are one config: the same name, content hash and compile
+    /// defines (where the path it was read from may differ).
+    pub(crate) fn same_config(&self, other: &ConfigInfo) -> bool {
+        self.name == other.name && self.hash == other.hash && self.defines == other.defines
+    }
+
+    /// `config "pr" (hash 0123456789ab…, defines CG_ADA_TILES)`, for messages: every part
+    /// was checked on reading (a plain name, hex, defines of identifier characters).
+    pub(crate) fn describe(&self) -> String {
+        let hash = if self.hash.is_empty() {
+            "no hash".to_owned()
+        } else {
+            format!("hash {}…", self.hash.chars().take(12).collect::<String>())
+        };
+        let defines = if self.defines.is_empty() {
+            "no compile defines".to_owned()
+        } else {
+            format!("defines {}", self.defines.join(" "))
+        };
+        format!("config {} ({hash}, {defines})", quote(&self.name))
+    }
+}
+
+/// A config's path for a command a message suggests: `configs/NAME.yaml` out of the path a
+/// run read (in CI under a checkout directory, e.g. `base/configs/pr.yaml`), else the path
+/// as it was read (a local run's own), else `configs/<name>.yaml`.
+pub(crate) fn repo_config_path(read_from: &str, name: &str) -> String {
+    match read_from.rfind("configs/") {
+        Some(i) => read_from[i..].to_owned(),
+        None if !read_from.is_empty() => read_from.to_owned(),
+        None => format!("configs/{name}.yaml"),
     }
 }
 
@@ -339,6 +385,10 @@ pub struct BaselineRef {
     pub path: String,
     pub commit: Option<String>,
     pub recorded_at: DateTime<Utc>,
+    /// The method it was measured by (`None`: it names none, or the results file was
+    /// written before ci-gate recorded it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<Method>,
 }
 
 /// A results file.
@@ -350,6 +400,10 @@ pub struct ResultsFile {
     pub created_at: DateTime<Utc>,
     pub environment: Option<Environment>,
     pub config: ConfigInfo,
+    /// What measured the times (`crate::method`); `None` in files written before ci-gate
+    /// named its method, which are then of a method known to be the same as no other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<Method>,
     pub kernel_source_hash: Option<String>,
     pub gate: GateSettings,
     pub baseline: Option<BaselineRef>,
@@ -535,7 +589,9 @@ impl ResultsFile {
                 name: "unknown".into(),
                 path: String::new(),
                 hash: String::new(),
+                defines: Vec::new(),
             }),
+            method: Some(Method::current()),
             kernel_source_hash: None,
             gate: config.map(|c| c.gate.clone()).unwrap_or_default(),
             baseline: None,
@@ -569,8 +625,30 @@ impl ResultsFile {
         passed(self.error.as_deref(), &self.shapes, self.policy())
     }
 
+    /// Reads a results file ([`ResultsFile::parse`]).
     pub fn load(path: &Path) -> Result<ResultsFile, FileError> {
-        files::read_versioned_json(path, SCHEMA_VERSION)
+        let bytes = files::read_bounded(path, files::MAX_JSON_BYTES)?;
+        let text = String::from_utf8(bytes).map_err(|_| FileError::Invalid {
+            path: path.to_owned(),
+            message: "not UTF-8 text".into(),
+        })?;
+        ResultsFile::parse(&text, path)
+    }
+
+    /// Parses and checks a results file's text (`files::parse_versioned_json`); a file of
+    /// another kind that ci-gate writes (a baseline, a selftest report, a history) is named
+    /// for what it is, with the command that takes it, rather than by the field it lacks.
+    pub fn parse(text: &str, path: &Path) -> Result<ResultsFile, FileError> {
+        files::parse_versioned_json(text, path, SCHEMA_VERSION).map_err(|e| match e {
+            FileError::Invalid { .. } | FileError::Rejected(_) => match files::other_kind(text) {
+                Some(kind) => FileError::OtherKind {
+                    path: path.to_owned(),
+                    kind,
+                },
+                None => e,
+            },
+            e => e,
+        })
     }
 
     pub fn save(&self, path: &Path) -> Result<(), FileError> {
@@ -612,8 +690,56 @@ impl ConfigInfo {
     pub(crate) fn check(&self, c: &Checker) -> Check {
         validate::config_name(&self.name).map_err(|m| c.fail("config.name", m))?;
         c.label("config.path", &self.path, MAX_LABEL_LEN, true)?;
-        c.hash("config.hash", &self.hash, true)
+        c.hash("config.hash", &self.hash, true)?;
+        c.count("config.defines", self.defines.len(), MAX_DEFINES, "defines")?;
+        for (i, d) in self.defines.iter().enumerate() {
+            if !is_define(d) {
+                return Err(c.fail(
+                    &format!("config.defines[{i}]"),
+                    format!("{} is not NAME or NAME=VALUE", quote(d)),
+                ));
+            }
+        }
+        Ok(())
     }
+}
+
+/// Most compile defines a file may record (a config allows 16).
+const MAX_DEFINES: usize = 64;
+
+/// A compile define as a file may record it: `NAME` or `NAME=VALUE` of at most 64 letters,
+/// digits and `_` (the name) and `_ . + -` (the value), as `compile.defines` allows.
+fn is_define(d: &str) -> bool {
+    let (name, value) = d.split_once('=').unwrap_or((d, ""));
+    let ident = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 64
+            && !s.starts_with(|c: char| c.is_ascii_digit())
+            && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    };
+    ident(name)
+        && value.len() <= 64
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'+' | b'-'))
+}
+
+/// Checks a method a file records, under `key`: a well-formed fingerprint of its version
+/// (`m<version>-<12 hex>`), so that it can be shown and compared.
+pub(crate) fn check_method(c: &Checker, key: &str, m: &Method) -> Check {
+    let fp = &m.fingerprint;
+    if !Method::is_valid_fingerprint(fp) || !fp.starts_with(&format!("m{}-", m.version)) {
+        return Err(c.fail(
+            &format!("{key}.fingerprint"),
+            format!(
+                "{} is not the fingerprint of a method of version {} (m{}-<12 hex digits>)",
+                quote(fp),
+                m.version,
+                m.version
+            ),
+        ));
+    }
+    Ok(())
 }
 
 impl Environment {
@@ -694,6 +820,9 @@ impl BaselineRef {
         c.label("baseline.path", &self.path, MAX_LABEL_LEN, false)?;
         if let Some(commit) = &self.commit {
             c.commit("baseline.commit", commit)?;
+        }
+        if let Some(m) = &self.method {
+            check_method(c, "baseline.method", m)?;
         }
         Ok(())
     }
@@ -967,6 +1096,9 @@ impl Untrusted for ResultsFile {
             c.commit("git_commit", commit)?;
         }
         self.config.check(&c)?;
+        if let Some(m) = &self.method {
+            check_method(&c, "method", m)?;
+        }
         if let Some(h) = &self.kernel_source_hash {
             c.hash("kernel_source_hash", h, false)?;
         }

@@ -34,6 +34,10 @@ pub enum Verdict {
     Drift,
     /// The point estimate is past ±m but the evidence is not conclusive.
     Inconclusive,
+    /// No A/B ran and the stored baseline was measured by another method
+    /// (`crate::method`): not comparable, so nothing was judged. A warning, not a failure,
+    /// as `no-baseline` is: the run measured fine and no reference could judge it.
+    OtherMethod,
     /// Neither reference exists: a warning, not a failure.
     NoBaseline,
     Pass,
@@ -99,7 +103,7 @@ impl Verdict {
     pub(crate) fn warns(self) -> bool {
         matches!(
             self,
-            Verdict::NoBaseline | Verdict::Inconclusive | Verdict::Drift
+            Verdict::NoBaseline | Verdict::OtherMethod | Verdict::Inconclusive | Verdict::Drift
         )
     }
 
@@ -111,6 +115,7 @@ impl Verdict {
             Verdict::Improvement => "improvement",
             Verdict::Drift => "drift",
             Verdict::Inconclusive => "inconclusive",
+            Verdict::OtherMethod => "other-method",
             Verdict::NoBaseline => "no-baseline",
             Verdict::Pass => "pass",
         }
@@ -135,6 +140,9 @@ pub struct Evidence<'a> {
     pub ab: Option<&'a Comparison>,
     /// Candidate against the stored baseline.
     pub stored: Option<&'a Comparison>,
+    /// The stored baseline holds the shape but was measured by another method: it is not a
+    /// reference (whatever `stored` holds), and without A/B the shape reads `other-method`.
+    pub stored_other_method: bool,
 }
 
 /// A verdict and the reference that decided it (`None` where no comparison did).
@@ -171,7 +179,9 @@ fn past_margin(gate: &GateSettings, c: &Comparison) -> bool {
 /// 5. `drift` — A/B ran and shows no change past ±m, but the stored baseline says more than
 ///    m slower with confidence;
 /// 6. `inconclusive` — the deciding reference's estimate is past ±m without that evidence;
-/// 7. `no-baseline` — neither reference exists; 8. `pass`.
+/// 7. `other-method` — no A/B, and the stored baseline was measured by another method (it
+///    is never a reference: times of two methods are not comparable); `no-baseline` —
+///    neither reference exists; 8. `pass`.
 pub fn decide(gate: &GateSettings, e: &Evidence) -> Decision {
     let by = |verdict, reference| Decision {
         verdict,
@@ -183,8 +193,19 @@ pub fn decide(gate: &GateSettings, e: &Evidence) -> Decision {
     if e.parity_passed == Some(false) {
         return by(Verdict::ParityFail, None);
     }
-    let Some(primary) = e.ab.or(e.stored) else {
-        return by(Verdict::NoBaseline, None);
+    // A stored baseline of another method is no reference, whatever was computed from it.
+    let stored = if e.stored_other_method {
+        None
+    } else {
+        e.stored
+    };
+    let Some(primary) = e.ab.or(stored) else {
+        let nothing = if e.stored_other_method {
+            Verdict::OtherMethod
+        } else {
+            Verdict::NoBaseline
+        };
+        return by(nothing, None);
     };
     let who = Some(primary.reference);
     if slower_with_confidence(gate, primary) {
@@ -193,7 +214,7 @@ pub fn decide(gate: &GateSettings, e: &Evidence) -> Decision {
     if faster_with_confidence(gate, primary) {
         return by(Verdict::Improvement, who);
     }
-    if let (Some(ab), Some(stored)) = (e.ab, e.stored)
+    if let (Some(ab), Some(stored)) = (e.ab, stored)
         && !past_margin(gate, ab)
         && slower_with_confidence(gate, stored)
     {
@@ -271,6 +292,7 @@ mod tests {
             parity_passed: Some(true),
             ab,
             stored,
+            stored_other_method: false,
         }
     }
 
@@ -325,6 +347,51 @@ mod tests {
             ..ev(Some(&c), None)
         };
         assert_eq!(v(&e), Verdict::Pass);
+    }
+
+    #[test]
+    fn a_stored_baseline_of_another_method_is_no_reference() {
+        fn other(e: Evidence<'_>) -> Evidence<'_> {
+            Evidence {
+                stored_other_method: true,
+                ..e
+            }
+        }
+        // Alone: other-method, whatever the stored numbers would have said.
+        let slow = stored(1.10, (1.08, 1.12), 0.001, 0.999, 0.9);
+        assert_eq!(
+            decide(&gate(), &other(ev(None, Some(&slow)))),
+            Decision {
+                verdict: Verdict::OtherMethod,
+                decided_by: None
+            }
+        );
+        assert_eq!(v(&other(ev(None, None))), Verdict::OtherMethod);
+        // With A/B, the A/B decides, and no drift is read from the stored numbers.
+        let a = same();
+        assert_eq!(v(&ev(Some(&a), Some(&slow))), Verdict::Drift);
+        assert_eq!(
+            decide(&gate(), &other(ev(Some(&a), Some(&slow)))),
+            Decision {
+                verdict: Verdict::Pass,
+                decided_by: Some(Reference::Ab)
+            }
+        );
+        let r = ab(1.05, (1.03, 1.07), 0.001, 0.999, 0.6);
+        assert_eq!(v(&other(ev(Some(&r), None))), Verdict::Regression);
+        // Errors and parity come first, as ever.
+        let e = Evidence {
+            parity_passed: Some(false),
+            ..other(ev(None, None))
+        };
+        assert_eq!(v(&e), Verdict::ParityFail);
+        // It warns and never fails, under either policy.
+        assert!(Verdict::OtherMethod.warns());
+        let push = Policy {
+            fail_on_drift: true,
+        };
+        assert!(!Policy::default().fails(Verdict::OtherMethod, None));
+        assert!(!push.fails(Verdict::OtherMethod, None));
     }
 
     #[test]

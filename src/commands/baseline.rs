@@ -9,8 +9,9 @@ use crate::baseline::{BaselineFile, BaselineShape, BaselineStore, Provenance};
 use crate::cli::{BaselineShowArgs, BaselineUpdateArgs};
 use crate::comparison::Comparison;
 use crate::config::{CacheMode, ShapeParams};
+use crate::method::Method;
 use crate::outcome::Outcome;
-use crate::results::{ResultsFile, SCHEMA_VERSION};
+use crate::results::{ConfigInfo, ResultsFile, SCHEMA_VERSION};
 use crate::run::child;
 use crate::run::{Run, RunRequest};
 use crate::stats::{ProcessSpread, Rounds, Sample, process_spread};
@@ -121,6 +122,7 @@ impl Listing {
                     if b.provenance.forced { " (forced)" } else { "" }
                 ),
                 spread_range(b),
+                Method::describe(b.method.as_ref()),
             ]
             .map(|cell| terminal_text(&cell))
             .to_vec(),
@@ -137,6 +139,7 @@ impl Listing {
             "Recorded",
             "Reason",
             "Spread (processes)",
+            "Method",
         ]
         .map(String::from)
         .to_vec();
@@ -147,7 +150,7 @@ impl Listing {
             crate::report::fitted_table(
                 &header,
                 &self.rows,
-                &[0, 5, 7, 1, 3, 6, 4, 2],
+                &[0, 5, 7, 1, 3, 8, 6, 4, 2],
                 1,
                 &[3],
                 (!wide).then(crate::report::stdout_width),
@@ -253,23 +256,31 @@ pub(crate) fn update(args: &BaselineUpdateArgs) -> Result<Outcome> {
         .map(|m| m.name.clone())
         .collect();
     if !unmeasured.is_empty() {
-        eprintln!(
-            "refusing to record: {} could not be measured in {source}, so there is nothing to record for {}",
-            unmeasured.join(", "),
-            if unmeasured.len() == 1 { "it" } else { "them" }
+        tell(
+            &format!(
+                "refusing to record: {} could not be measured in {source}, so there is nothing to record for {}:",
+                count(unmeasured.len()),
+                if unmeasured.len() == 1 { "it" } else { "them" }
+            ),
+            &unmeasured,
         );
         return Ok(Outcome::Fail);
     }
+    let method = first.method.clone();
+    say_methods(method.as_ref(), previous.as_ref());
     let refusals = refusals(&merged, &runs, previous.as_ref(), &source)?;
     if !refusals.is_empty() && !args.force {
-        eprintln!(
-            "refusing to record: {}; pass --force to record anyway",
-            refusals.join("; and ")
-        );
+        tell("refusing to record (pass --force to record anyway):", &[]);
+        for r in &refusals {
+            tell(&format!("- {}", r.why), &r.shapes);
+        }
         return Ok(Outcome::Fail);
     }
     for r in &refusals {
-        eprintln!("warning: recording with --force although {r}");
+        tell(
+            &format!("warning: recording with --force although {}", r.why),
+            &r.shapes,
+        );
     }
     warn_about_spreads(&merged);
     let provenance = Provenance {
@@ -286,6 +297,7 @@ pub(crate) fn update(args: &BaselineUpdateArgs) -> Result<Outcome> {
         gpu_slug: env.gpu_slug.clone(),
         config: first.config.clone(),
         provenance,
+        method,
         environment: env,
         kernel_source_hash: first.kernel_source_hash.clone(),
         shapes: stored_shapes(merged, first.gate.confidence)?,
@@ -331,16 +343,23 @@ fn gather(args: &BaselineUpdateArgs) -> Result<(Vec<ResultsFile>, String)> {
     Ok((runs, format!("{} measuring processes", args.processes)))
 }
 
+/// A reason not to record, and the shapes it is about (listed one per line).
+struct Refusal {
+    why: String,
+    shapes: Vec<String>,
+}
+
 /// Why the merged shapes should not be recorded (`--force` records anyway): a shape fails
 /// parity; another process used the GPU while they were measured; a shape would be
-/// recorded more than the gate's margin slower than the stored baseline; the update would
-/// drop stored shapes.
+/// recorded more than the gate's margin slower than the stored baseline (only where the
+/// stored baseline is of the same method: times of two methods are not comparable); the
+/// update would drop stored shapes.
 fn refusals(
     merged: &[MergedShape],
     runs: &[ResultsFile],
     previous: Option<&BaselineFile>,
     source: &str,
-) -> Result<Vec<String>> {
+) -> Result<Vec<Refusal>> {
     let gate = &runs[0].gate;
     let mut refusals = Vec::new();
     let parity_failures: Vec<String> = merged
@@ -349,7 +368,18 @@ fn refusals(
         .map(|m| m.name.clone())
         .collect();
     if !parity_failures.is_empty() {
-        refusals.push(format!("{} fail parity", parity_failures.join(", ")));
+        refusals.push(Refusal {
+            why: format!(
+                "{} {} parity:",
+                count(parity_failures.len()),
+                if parity_failures.len() == 1 {
+                    "fails"
+                } else {
+                    "fail"
+                }
+            ),
+            shapes: parity_failures,
+        });
     }
     // A baseline measured while another process used the GPU would hold that process's
     // slowdown as the reference every later run is judged against.
@@ -360,19 +390,21 @@ fn refusals(
         .map(|p| {
             format!(
                 "{} (pid {})",
-                p.name.as_deref().unwrap_or("a process"),
+                terminal_text(p.name.as_deref().unwrap_or("a process")),
                 p.pid
             )
         })
         .collect();
     if !shared.is_empty() {
-        refusals.push(format!(
-            "another process used the GPU while it was measured: {}",
-            shared.join(", ")
-        ));
+        refusals.push(Refusal {
+            why: "another process used the GPU while it was measured:".into(),
+            shapes: shared,
+        });
     }
     if let Some(prev) = previous {
-        refusals.extend(slower_than_stored(merged, prev, gate)?);
+        if prev.measured_by(runs[0].method.as_ref()) {
+            refusals.extend(slower_than_stored(merged, prev, gate)?);
+        }
         let dropped: Vec<String> = prev
             .shapes
             .iter()
@@ -384,12 +416,14 @@ fn refusals(
             .map(|old| old.name.clone())
             .collect();
         if !dropped.is_empty() {
-            refusals.push(format!(
-                "the update would drop {} stored shape{} ({}) that {source} did not measure",
-                dropped.len(),
-                if dropped.len() == 1 { "" } else { "s" },
-                dropped.join(", ")
-            ));
+            refusals.push(Refusal {
+                why: format!(
+                    "the update would drop {} stored shape{} that {source} did not measure:",
+                    dropped.len(),
+                    if dropped.len() == 1 { "" } else { "s" },
+                ),
+                shapes: dropped,
+            });
         }
     }
     Ok(refusals)
@@ -401,7 +435,7 @@ fn slower_than_stored(
     merged: &[MergedShape],
     prev: &BaselineFile,
     gate: &crate::config::GateSettings,
-) -> Result<Option<String>> {
+) -> Result<Option<Refusal>> {
     let mut slower = Vec::new();
     for m in merged {
         let Some(old) = prev.shape(&m.params, m.cache) else {
@@ -418,13 +452,64 @@ fn slower_than_stored(
             slower.push(format!("{} ({})", m.name, crate::report::pct(c.ratio)));
         }
     }
-    Ok((!slower.is_empty()).then(|| {
-        format!(
-            "{} would be recorded more than {:.1}% slower than the stored baseline",
-            slower.join(", "),
+    Ok((!slower.is_empty()).then(|| Refusal {
+        why: format!(
+            "{} would be recorded more than {:.1}% slower than the stored baseline:",
+            count(slower.len()),
             gate.max_p50_regression * 100.0
-        )
+        ),
+        shapes: slower,
     }))
+}
+
+/// "1 shape", "13 shapes".
+fn count(n: usize) -> String {
+    format!("{n} shape{}", if n == 1 { "" } else { "s" })
+}
+
+/// Prints `text` on stderr wrapped to the terminal's width (80 columns at least, the
+/// continuation lines indented), then `items` one per line as a list: what `baseline
+/// update` says fits 80 columns however many shapes it names.
+fn tell(text: &str, items: &[String]) {
+    eprint!("{}", wrapped(text));
+    for item in items {
+        eprintln!("    {item}");
+    }
+}
+
+/// `text` wrapped as [`tell`] wraps it.
+fn wrapped(text: &str) -> String {
+    crate::report::wrap_lines(&[text.to_owned()], Some(crate::report::stdout_width()))
+}
+
+/// What a reader must know of the methods (`crate::method`): results measured by another
+/// method than this ci-gate's make a baseline this ci-gate's runs do not compare with; a
+/// stored baseline of another method than the results is replaced without being compared
+/// with them (a new method is no kernel change).
+fn say_methods(method: Option<&Method>, previous: Option<&BaselineFile>) {
+    let current = Method::current();
+    if !Method::same(method, Some(&current)) {
+        tell(
+            &format!(
+                "note: the results were measured by method {}, not this ci-gate's {}: runs of this ci-gate will not compare with the baseline (every shape reads other-method) until it is recorded from results of this ci-gate",
+                Method::describe(method),
+                current
+            ),
+            &[],
+        );
+    }
+    if let Some(prev) = previous
+        && !prev.measured_by(method)
+    {
+        tell(
+            &format!(
+                "note: the stored baseline was measured by method {} and these results by {}: times of two methods are not comparable, so the new numbers are not checked against the old ones (the stored shapes must still all be measured)",
+                Method::describe(prev.method.as_ref()),
+                Method::describe(method)
+            ),
+            &[],
+        );
+    }
 }
 
 /// Warns where the spread between processes is not recorded (one process) or estimated from
@@ -436,11 +521,14 @@ fn warn_about_spreads(merged: &[MergedShape]) {
         .map(|m| m.name.clone())
         .collect();
     if !single.is_empty() {
-        eprintln!(
-            "warning: {} {} measured in one process only: no spread between processes is recorded, and comparisons will assume {:.1}%; record from {DEFAULT_PROCESSES} processes",
-            single.join(", "),
-            if single.len() == 1 { "was" } else { "were" },
-            crate::stats::ProcessSpread::ASSUMED.sd * 100.0
+        tell(
+            &format!(
+                "warning: {} {} measured in one process only: no spread between processes is recorded, and comparisons will assume {:.1}%; record from {DEFAULT_PROCESSES} processes:",
+                count(single.len()),
+                if single.len() == 1 { "was" } else { "were" },
+                crate::stats::ProcessSpread::ASSUMED.sd * 100.0
+            ),
+            &single,
         );
     }
     let few: Vec<String> = merged
@@ -449,10 +537,13 @@ fn warn_about_spreads(merged: &[MergedShape]) {
         .map(|m| m.name.clone())
         .collect();
     if !few.is_empty() {
-        eprintln!(
-            "warning: the spread between processes of {} is estimated from fewer than {DEFAULT_PROCESSES} processes, so comparisons will take it as at least {:.1}%; record from {DEFAULT_PROCESSES} processes for a sharper one",
-            few.join(", "),
-            crate::comparison::FEW_PROCESSES_FLOOR * 100.0
+        tell(
+            &format!(
+                "warning: the spread between processes of {} is estimated from fewer than {DEFAULT_PROCESSES} processes, so comparisons will take it as at least {:.1}%; record from {DEFAULT_PROCESSES} processes for a sharper one:",
+                count(few.len()),
+                crate::comparison::FEW_PROCESSES_FLOOR * 100.0
+            ),
+            &few,
         );
     }
 }
@@ -499,21 +590,25 @@ fn say_recorded(file: &BaselineFile, path: &std::path::Path, source: &str) {
         .iter()
         .filter_map(|s| s.process_spread.map(|p| p.sd))
         .collect();
-    println!(
-        "recorded {} shape{} for {} in {} from {source}{}",
-        file.shapes.len(),
-        if file.shapes.len() == 1 { "" } else { "s" },
-        file.environment.gpu_name,
-        path.display(),
-        if spreads.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "; spread between processes {:.2}%–{:.2}%",
-                spreads.iter().copied().fold(f64::INFINITY, f64::min) * 100.0,
-                spreads.iter().copied().fold(0.0, f64::max) * 100.0
-            )
-        }
+    print!(
+        "{}",
+        wrapped(&format!(
+            "recorded {} shape{} for {} in {}, measured by method {}, from {source}{}",
+            file.shapes.len(),
+            if file.shapes.len() == 1 { "" } else { "s" },
+            terminal_text(&file.environment.gpu_name),
+            path.display(),
+            Method::describe(file.method.as_ref()),
+            if spreads.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; spread between processes {:.2}%–{:.2}%",
+                    spreads.iter().copied().fold(f64::INFINITY, f64::min) * 100.0,
+                    spreads.iter().copied().fold(0.0, f64::max) * 100.0
+                )
+            }
+        ))
     );
 }
 
@@ -593,6 +688,16 @@ fn check_from_matches_config(
                 }
             );
         }
+        let ours = ConfigInfo::of(&config);
+        if !ours.same_config(&r.config) {
+            bail!(
+                "{} ran {}, but --config {} is {}: the config changed since those results were measured (its content hash or compile defines differ); record from results of this config",
+                file.display(),
+                r.config.describe(),
+                path.display(),
+                ours.describe()
+            );
+        }
     }
     Ok(())
 }
@@ -635,6 +740,21 @@ fn merge_processes(runs: &[ResultsFile], from: &[PathBuf]) -> Result<Vec<MergedS
                 "{} and {} were measured on different GPU models",
                 name(0),
                 name(i)
+            );
+        }
+        if r.method.is_none() {
+            bail!(
+                "{} names no measuring method (a ci-gate before it recorded one wrote it): a baseline recorded from it would be of no known method, which no run compares with; measure again with this ci-gate",
+                name(i)
+            );
+        }
+        if !Method::same(r.method.as_ref(), first.method.as_ref()) {
+            bail!(
+                "{} was measured by method {} and {} by method {}: one baseline is of one method (times of two are not comparable); record from results of one ci-gate",
+                name(0),
+                Method::describe(first.method.as_ref()),
+                name(i),
+                Method::describe(r.method.as_ref())
             );
         }
         if r.kernel_source_hash != first.kernel_source_hash {

@@ -4,7 +4,11 @@
 //!   (two runs are two processes: the spread between processes is added, `--process-sd` or
 //!   the conservative default), whatever either file measured against its own base or
 //!   stored baseline. Only what this comparison finds is printed: none of CAND's own
-//!   warnings, notes, profiles, peers or shard notes.
+//!   warnings, notes, profiles, peers or shard notes. Only like is compared with like
+//!   (`comparable`, exit 2 otherwise): one GPU model, one config (name, content hash and
+//!   compile defines; `--config`, where given, must be that config), one measuring method
+//!   (`crate::method`), and every shape of BASE in CAND. A file of another kind that
+//!   ci-gate writes (a baseline, a selftest report, a history) is named as such.
 //! * Two sample files: with rounds (blank lines between them), the trimmed test of round
 //!   medians; without rounds (i.i.d. values), the p50 ratio with the seeded percentile
 //!   bootstrap of the ratio of medians, or, with fewer than 30 values on a side (too few
@@ -27,9 +31,10 @@ use crate::cli::CompareArgs;
 use crate::comparison::{MIN_BOOTSTRAP_VALUES, StoredSide};
 use crate::config::{Config, Dtype, GateSettings, ShapeParams};
 use crate::evaluate::evaluate;
+use crate::method::Method;
 use crate::outcome::Outcome;
 use crate::report::{Report, render};
-use crate::results::{ResultsFile, ShapeResult};
+use crate::results::{ConfigInfo, ResultsFile, ShapeResult};
 use crate::samples::{SampleFile, parse_sample_file};
 use crate::stats::{MAX_SHIFT_PAIRS, Rounds, StatsError};
 use crate::verdict::Policy;
@@ -44,8 +49,7 @@ fn read_input(path: &Path) -> Result<Input> {
     let text = String::from_utf8(bytes)
         .map_err(|_| anyhow::anyhow!("{}: not UTF-8 text", path.display()))?;
     if text.trim_start().starts_with('{') {
-        let results: ResultsFile =
-            crate::files::parse_versioned_json(&text, path, crate::results::SCHEMA_VERSION)?;
+        let results = ResultsFile::parse(&text, path)?;
         if let Some(e) = &results.error {
             bail!(
                 "{} records a run that reached no verdict ({}); there is nothing to compare",
@@ -65,11 +69,11 @@ fn read_input(path: &Path) -> Result<Input> {
     }
 }
 
-fn gate_for(args: &CompareArgs, from_results: Option<&GateSettings>) -> Result<GateSettings> {
-    Ok(match (&args.config, from_results) {
-        (Some(path), _) => Config::load(path)?.gate,
-        (None, Some(g)) => g.clone(),
-        (None, None) => GateSettings::default(),
+/// The gate settings of a comparison of sample files: `--config`'s, else the defaults.
+fn gate_for(args: &CompareArgs) -> Result<GateSettings> {
+    Ok(match &args.config {
+        Some(path) => Config::load(path)?.gate,
+        None => GateSettings::default(),
     })
 }
 
@@ -83,11 +87,13 @@ pub fn run(args: &CompareArgs) -> Result<Outcome> {
     let cand = read_input(&args.cand)?;
     let report = match (base, cand) {
         (Input::Samples(b), Input::Samples(c)) => {
-            let gate = gate_for(args, None)?;
+            let gate = gate_for(args)?;
             compare_samples(b, c, args, gate)?
         }
         (Input::Results(b), Input::Results(c)) => {
-            let gate = gate_for(args, Some(&c.gate))?;
+            let config = args.config.as_deref().map(Config::load).transpose()?;
+            comparable(&b, &c, args, config.as_ref())?;
+            let gate = config.map_or_else(|| c.gate.clone(), |c| c.gate);
             compare_results(&b, *c, args, gate)?
         }
         _ => bail!(
@@ -211,23 +217,88 @@ fn compare_samples(
     Ok(report)
 }
 
+/// Refuses, exit 2, two results files that cannot be compared like with like: from two GPU
+/// models, two configs (name, content hash or compile defines; also a `--config` other than
+/// the one they ran) or two measuring methods (`crate::method`; a file that names none is
+/// of no known method), or where CAND lacks a shape BASE measured (nothing would judge it,
+/// and a comparison that judged less than BASE holds must not pass).
+fn comparable(
+    base: &ResultsFile,
+    cand: &ResultsFile,
+    args: &CompareArgs,
+    config: Option<&Config>,
+) -> Result<()> {
+    let (b_path, c_path) = (args.base.display(), args.cand.display());
+    if let (Some(b), Some(c)) = (&base.environment, &cand.environment)
+        && b.gpu_slug != c.gpu_slug
+    {
+        bail!(
+            "{b_path} was measured on {} and {c_path} on {}: results from different GPU models are never compared",
+            b.gpu_name,
+            c.gpu_name
+        );
+    }
+    if !base.config.same_config(&cand.config) {
+        bail!(
+            "{b_path} ran {} and {c_path} ran {}: results of two configs are never compared (their shapes, gate, measuring or compile defines may differ); measure both with one config",
+            base.config.describe(),
+            cand.config.describe()
+        );
+    }
+    if let Some(config) = config {
+        let given = ConfigInfo::of(config);
+        if !given.same_config(&cand.config) {
+            bail!(
+                "--config {} is {}, but {b_path} and {c_path} ran {}: pass the config they ran, or leave --config out (the gate settings are then theirs)",
+                config.path.display(),
+                given.describe(),
+                cand.config.describe()
+            );
+        }
+    }
+    if !Method::same(base.method.as_ref(), cand.method.as_ref()) {
+        bail!(
+            "{b_path} was measured by method {} and {c_path} by method {}: times of two measuring methods are not comparable (docs/MEASURING.md, \"The method\"); measure both with one ci-gate, e.g. `ci-gate local --base REF`, which measures both kernel sets side by side",
+            Method::describe(base.method.as_ref()),
+            Method::describe(cand.method.as_ref())
+        );
+    }
+    let key = |s: &ShapeResult| (s.params, s.measurement.as_ref().map(|m| m.cache));
+    let lacking: Vec<&str> = base
+        .shapes
+        .iter()
+        .filter(|b| !cand.shapes.iter().any(|c| key(c) == key(b)))
+        .map(|b| b.name.as_str())
+        .collect();
+    // None in common at all is said by `compare_results` ("share no measured shape").
+    if !lacking.is_empty() && lacking.len() < base.shapes.len() {
+        bail!(
+            "{c_path} lacks {} of the {} shapes of {b_path} ({}): nothing would judge {}, and a comparison of fewer shapes than BASE measured cannot pass; compare runs of the same shapes",
+            lacking.len(),
+            base.shapes.len(),
+            names(&lacking, 10),
+            if lacking.len() == 1 { "it" } else { "them" }
+        );
+    }
+    Ok(())
+}
+
+/// At most `max` names, then "and N more".
+fn names(all: &[&str], max: usize) -> String {
+    let shown = all[..all.len().min(max)].join(", ");
+    if all.len() > max {
+        format!("{shown} and {} more", all.len() - max)
+    } else {
+        shown
+    }
+}
+
 fn compare_results(
     base: &ResultsFile,
     cand: ResultsFile,
     args: &CompareArgs,
     gate: GateSettings,
 ) -> Result<Report> {
-    if let (Some(b), Some(c)) = (&base.environment, &cand.environment)
-        && b.gpu_slug != c.gpu_slug
-    {
-        bail!(
-            "{} was measured on {} and {} on {}: results from different GPU models are never compared",
-            args.base.display(),
-            b.gpu_name,
-            args.cand.display(),
-            c.gpu_name
-        );
-    }
     let matching = |shape: &ShapeResult| {
         let cache = shape.measurement.as_ref().map(|m| m.cache);
         base.shapes.iter().find(|b| {

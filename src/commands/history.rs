@@ -235,6 +235,7 @@ fn table(trends: &[Trend], params: &changepoint::Params, width: Option<usize>) -
     if !hidden_same.is_empty() {
         lines.push(format!("Every series: {}.", hidden_same.join(", ")));
     }
+    lines.extend(method_lines(trends));
     if changes.is_empty() {
         lines.push("No change points.".to_owned());
     } else {
@@ -262,6 +263,37 @@ fn table(trends: &[Trend], params: &changepoint::Params, width: Option<usize>) -
     lines.push(method_line(params));
     out.push_str(&crate::report::wrap_lines(&lines, width));
     out
+}
+
+/// One line per change of the measuring method (the same change in several series once):
+/// where it happened, from what to what, and that no change point is read across it.
+fn method_lines(trends: &[Trend]) -> Vec<String> {
+    let mut seen: Vec<(&str, &str, &str, usize)> = Vec::new();
+    for t in trends {
+        for m in &t.method_changes {
+            match seen
+                .iter_mut()
+                .find(|(c, f, to, _)| *c == m.commit && *f == m.from && *to == m.to)
+            {
+                Some(entry) => entry.3 += 1,
+                None => seen.push((&m.commit, &m.from, &m.to, 1)),
+            }
+        }
+    }
+    seen.iter()
+        .map(|(commit, from, to, n)| {
+            let when = trends
+                .iter()
+                .flat_map(|t| &t.method_changes)
+                .find(|m| m.commit == *commit)
+                .map(|m| m.time.format(" (%Y-%m-%d)").to_string())
+                .unwrap_or_default();
+            format!(
+                "The measuring method changed at commit {}{when} in {n} series: {from} → {to}. Times of two methods are not comparable: no change point is read across it (docs/HISTORY.md).",
+                short_commit(commit),
+            )
+        })
+        .collect()
 }
 
 /// For each change point of `t` where the level rose (a slowdown), the `ci-gate bisect`
@@ -309,6 +341,7 @@ fn to_json(
                     "p50_us": p.p50_us,
                 })),
                 "changes": t.changes,
+                "method_changes": t.method_changes,
                 "bisect": bisect_commands(t),
             })
         })

@@ -2,12 +2,15 @@
 //! written as `<text>` elements for the viewer to render, so no font is read).
 //!
 //! One panel per series, stacked: the p50 of each run (blue line and dots) with its
-//! interval (light blue bars), the level of each segment between change points (red), a
-//! grey line with the change in % at each change point, and the best run ringed in green.
+//! interval (light blue bars), the level of each segment between change points and method
+//! changes (red), a grey line with the change in % at each change point, a purple line
+//! "method changed" where the measuring method changed (never a change point), and the
+//! best run ringed in green.
 //! The x axis is the runs in append order, labelled with short commits; the y axis is µs.
 //! Where runs measured energy, each run's millijoules per call (orange, with its interval)
 //! is drawn against a second y axis on the right.
 
+use plotters::coord::types::{RangedCoordf64, RangedCoordi32};
 use plotters::prelude::*;
 
 use super::Trend;
@@ -27,6 +30,7 @@ const CHANGE: RGBColor = RGBColor(127, 127, 127);
 const BEST: RGBColor = RGBColor(44, 160, 44);
 const ENERGY: RGBColor = RGBColor(255, 127, 14);
 const ENERGY_INTERVAL: RGBColor = RGBColor(253, 208, 162);
+const METHOD: RGBColor = RGBColor(148, 103, 189);
 
 /// The chart of `trends` as an SVG document.
 pub(crate) fn render_svg(trends: &[Trend]) -> Result<String, String> {
@@ -100,23 +104,90 @@ fn energy_range(points: &[super::Point]) -> Option<(f64, f64)> {
     })
 }
 
-/// The levels between change points, as (first point, last point, level): from each change
-/// point (or the start) to the next (or the end). `changes`: each change point's index
-/// among the `count` points shown.
-fn levels(changes: &[(usize, &super::LevelShift)], count: usize) -> Vec<(usize, usize, f64)> {
-    let mut starts: Vec<(usize, f64)> = Vec::new();
-    if let Some((_, first)) = changes.first() {
-        starts.push((0, first.before_us));
+/// The levels between change points and method changes, as (first point, last point,
+/// level): the median p50 of the runs from each boundary (or the start) to the next (or
+/// the end). `boundaries`: the first index of each new level among the `points` shown;
+/// none, no levels.
+fn levels(points: &[super::Point], boundaries: &[usize]) -> Vec<(usize, usize, f64)> {
+    if boundaries.is_empty() {
+        return Vec::new();
     }
-    starts.extend(changes.iter().map(|(i, c)| (*i, c.after_us)));
-    starts
-        .iter()
-        .enumerate()
-        .map(|(k, &(start, level))| {
-            let end = starts.get(k + 1).map_or(count, |s| s.0);
-            (start, end.saturating_sub(1), level)
+    let mut cuts: Vec<usize> = std::iter::once(0)
+        .chain(boundaries.iter().copied())
+        .chain(std::iter::once(points.len()))
+        .collect();
+    cuts.sort_unstable();
+    cuts.dedup();
+    cuts.windows(2)
+        .filter(|w| w[0] < w[1])
+        .filter_map(|w| {
+            let v: Vec<f64> = points[w[0]..w[1]].iter().map(|p| p.p50_us).collect();
+            Some((w[0], w[1] - 1, crate::stats::median(&v)?))
         })
         .collect()
+}
+
+/// The primary coordinates of a panel: runs by index, µs.
+type Panel<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordi32, RangedCoordf64>>;
+
+/// What a panel marks on its runs (`points`, the newest, after `skip` older ones): the level
+/// of each segment between change points and method changes (red), each change point (a grey
+/// line and its change in %), and each method change (a purple line, "method changed"; never
+/// a change point). `(lo, hi)`: the panel's µs range.
+fn marks(
+    chart: &mut Panel<'_, '_>,
+    trend: &Trend,
+    skip: usize,
+    points: &[super::Point],
+    (lo, hi): (f64, f64),
+) -> Result<(), Box<dyn std::error::Error>> {
+    let xy = |i: usize, v: f64| (i32::try_from(i).unwrap_or(i32::MAX), v);
+    let changes: Vec<_> = trend
+        .changes
+        .iter()
+        .filter(|c| c.index >= skip)
+        .map(|c| (c.index - skip, c))
+        .collect();
+    let methods: Vec<usize> = trend
+        .method_changes
+        .iter()
+        .filter(|m| m.index >= skip)
+        .map(|m| m.index - skip)
+        .collect();
+    let boundaries: Vec<usize> = changes
+        .iter()
+        .map(|(i, _)| *i)
+        .chain(methods.clone())
+        .collect();
+    for (start, end, level) in levels(points, &boundaries) {
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![xy(start, level), xy(end, level)],
+            LEVEL.stroke_width(2),
+        )))?;
+    }
+    for (i, c) in &changes {
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![xy(*i, lo), xy(*i, hi)],
+            CHANGE.stroke_width(1),
+        )))?;
+        chart.draw_series(std::iter::once(Text::new(
+            format!("{:+.1}%", c.change_pct),
+            xy(*i, hi),
+            ("sans-serif", 14).into_font().color(&LEVEL),
+        )))?;
+    }
+    for i in &methods {
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![xy(*i, lo), xy(*i, hi)],
+            METHOD.stroke_width(2),
+        )))?;
+        chart.draw_series(std::iter::once(Text::new(
+            "method changed",
+            xy(*i, lo + (hi - lo) * 0.05),
+            ("sans-serif", 13).into_font().color(&METHOD),
+        )))?;
+    }
+    Ok(())
 }
 
 fn panel(trend: &Trend, area: &Area<'_>) -> Result<(), Box<dyn std::error::Error>> {
@@ -181,29 +252,7 @@ fn panel(trend: &Trend, area: &Area<'_>) -> Result<(), Box<dyn std::error::Error
             .enumerate()
             .map(|(i, p)| Circle::new(xy(i, p.p50_us), 3, P50.filled())),
     )?;
-    let changes: Vec<_> = trend
-        .changes
-        .iter()
-        .filter(|c| c.index >= skip)
-        .map(|c| (c.index - skip, c))
-        .collect();
-    for (start, end, level) in levels(&changes, points.len()) {
-        chart.draw_series(std::iter::once(PathElement::new(
-            vec![xy(start, level), xy(end, level)],
-            LEVEL.stroke_width(2),
-        )))?;
-    }
-    for (i, c) in &changes {
-        chart.draw_series(std::iter::once(PathElement::new(
-            vec![xy(*i, lo), xy(*i, hi)],
-            CHANGE.stroke_width(1),
-        )))?;
-        chart.draw_series(std::iter::once(Text::new(
-            format!("{:+.1}%", c.change_pct),
-            xy(*i, hi),
-            ("sans-serif", 14).into_font().color(&LEVEL),
-        )))?;
-    }
+    marks(&mut chart, trend, skip, points, (lo, hi))?;
     if energy_range.is_some() {
         chart
             .configure_secondary_axes()

@@ -94,6 +94,11 @@ pub(crate) struct Record {
     pub mj_per_call: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mj_interval: Option<Span>,
+    /// The fingerprint of the method that measured it (`crate::method`); absent in records
+    /// of runs before ci-gate named its method. Runs of two methods are never one level:
+    /// change points are found within the runs of one method only ([`trends`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
 }
 
 /// A history file that cannot be read, or a results file that cannot be appended.
@@ -185,6 +190,17 @@ impl Untrusted for Record {
                     format!("low {} is above high {}", s.low, s.high),
                 ));
             }
+        }
+        if let Some(m) = &self.method
+            && !crate::method::Method::is_valid_fingerprint(m)
+        {
+            return Err(c.fail(
+                "method",
+                format!(
+                    "{} is not a method fingerprint (m<version>-<12 hex digits>)",
+                    quote(m)
+                ),
+            ));
         }
         c.count("peers", self.peers.len(), MAX_PEERS, "peers")?;
         for (name, &t) in &self.peers {
@@ -415,6 +431,7 @@ fn record_of(
             low: e.lo,
             high: e.hi,
         }),
+        method: results.method.as_ref().map(|m| m.fingerprint.clone()),
     })
 }
 
@@ -570,6 +587,8 @@ pub(crate) struct Point {
     pub mj_per_call: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mj_interval: Option<Span>,
+    /// The fingerprint of the method that measured it; `null` where the record names none.
+    pub method: Option<String>,
     /// Line of the history file it came from.
     pub line: usize,
 }
@@ -630,6 +649,7 @@ pub(crate) fn series(history: &History, filter: &Filter) -> Vec<Series> {
             peers: r.peers.clone(),
             mj_per_call: r.mj_per_call,
             mj_interval: r.mj_interval,
+            method: r.method.clone(),
             line: e.line,
         });
     }
@@ -651,7 +671,21 @@ pub(crate) struct LevelShift {
     pub change_pct: f64,
 }
 
-/// A series with its best run and its change points.
+/// Where the measuring method changed between two consecutive runs of a series (a
+/// ci-gate upgrade that changed what a time means): marked, and never a change point.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub(crate) struct MethodChange {
+    /// Index of the first run of the new method.
+    pub index: usize,
+    /// Its commit and time.
+    pub commit: String,
+    pub time: DateTime<Utc>,
+    /// The methods before and after, as shown (`crate::method::Method::describe`).
+    pub from: String,
+    pub to: String,
+}
+
+/// A series with its best run, its change points and where its method changed.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub(crate) struct Trend {
     #[serde(flatten)]
@@ -659,22 +693,66 @@ pub(crate) struct Trend {
     /// Index of the best run.
     pub best: usize,
     pub changes: Vec<LevelShift>,
+    pub method_changes: Vec<MethodChange>,
 }
 
-/// Analyses each series: its best run and its change points ([`changepoint::detect`] with
-/// `params`). Series without points are left out.
+/// The method changes of `points`: every run whose recorded method differs from the run
+/// before it. Records that name no method read as one method, unknown: a change among
+/// them cannot be seen, and the first named method after them is a change.
+fn method_changes(points: &[Point]) -> Vec<MethodChange> {
+    // Fingerprints were checked on reading (`Record::check`).
+    let shown = |m: &Option<String>| {
+        m.clone()
+            .unwrap_or_else(|| crate::method::UNKNOWN.to_owned())
+    };
+    points
+        .windows(2)
+        .enumerate()
+        .filter(|(_, w)| w[0].method != w[1].method)
+        .map(|(i, w)| MethodChange {
+            index: i + 1,
+            commit: w[1].commit.clone(),
+            time: w[1].time,
+            from: shown(&w[0].method),
+            to: shown(&w[1].method),
+        })
+        .collect()
+}
+
+/// Analyses each series: its best run, where its method changed, and its change points
+/// ([`changepoint::detect`] with `params`) found within the runs of each method separately,
+/// so that a method change is never reported as a change of the kernel (a step that came
+/// with an upgrade of ci-gate is no level of the code). As before the methods were told
+/// apart, only the newest `params.max_points` runs are analysed (which bounds the cost: the
+/// pieces together are at most that long). Series without points are left out.
 pub(crate) fn trends(series: Vec<Series>, params: &changepoint::Params) -> Vec<Trend> {
     series
         .into_iter()
         .filter_map(|s| {
             let best = s.best_index()?;
-            let values: Vec<f64> = s.points.iter().map(|p| p.p50_us).collect();
-            let changes = changepoint::detect(&values, params)
-                .into_iter()
-                .filter_map(|c| {
-                    let p = s.points.get(c.index)?;
+            let method_changes = method_changes(&s.points);
+            let newest = s.points.len().saturating_sub(params.max_points.max(1));
+            let bounds: Vec<usize> = std::iter::once(newest)
+                .chain(
+                    method_changes
+                        .iter()
+                        .map(|m| m.index)
+                        .filter(|&i| i > newest),
+                )
+                .chain(std::iter::once(s.points.len()))
+                .collect();
+            let changes = bounds
+                .windows(2)
+                .flat_map(|w| {
+                    let values: Vec<f64> = s.points[w[0]..w[1]].iter().map(|p| p.p50_us).collect();
+                    changepoint::detect(&values, params)
+                        .into_iter()
+                        .map(move |c| (w[0] + c.index, c))
+                })
+                .filter_map(|(index, c)| {
+                    let p = s.points.get(index)?;
                     Some(LevelShift {
-                        index: c.index,
+                        index,
                         commit: p.commit.clone(),
                         time: p.time,
                         before_us: c.before,
@@ -687,6 +765,7 @@ pub(crate) fn trends(series: Vec<Series>, params: &changepoint::Params) -> Vec<T
                 series: s,
                 best,
                 changes,
+                method_changes,
             })
         })
         .collect()

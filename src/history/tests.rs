@@ -33,6 +33,7 @@ fn record(i: usize, shape: &str, p50: f64) -> Record {
         tool_version: "0.1.0".into(),
         mj_per_call: None,
         mj_interval: None,
+        method: Some("m3-0123456789ab".into()),
     }
 }
 
@@ -99,7 +100,9 @@ fn results(commit: Option<&str>, shapes: &[(ShapeParams, Option<f64>)]) -> Resul
             name: "pr".into(),
             path: "configs/pr.yaml".into(),
             hash: "0".repeat(64),
+            defines: Vec::new(),
         },
+        method: Some(crate::method::Method::current()),
         kernel_source_hash: None,
         gate: GateSettings::default(),
         baseline: None,

@@ -111,6 +111,7 @@ fn row_json(row: &Row) -> Value {
         "ab": row.ab.as_ref().map(comparison_json),
         "stored": row.stored.as_ref().map(comparison_json),
         "decided_by": row.decided_by,
+        "stored_other_method": row.stored_other_method,
         "drift_cause": row.drift_cause,
         "tflops": row.tflops,
         "parity": row.parity,

@@ -8,6 +8,7 @@ use super::{
     legend, pct,
 };
 use crate::comparison::{Comparison, Reference};
+use crate::method::Method;
 use crate::text::short_commit;
 use crate::verdict::Verdict;
 
@@ -318,6 +319,7 @@ fn next_step(report: &Report, first: &Row) -> Option<String> {
             "{}: after merging, record the faster kernel as the baseline so later pull requests are measured against it (Actions → baseline-update)",
             figures(decider).unwrap_or_else(|| "faster".into())
         ),
+        Verdict::OtherMethod => other_method_step(report),
         Verdict::NoBaseline => format!(
             "no reference: {}; record this GPU's baseline (Actions → baseline-update, or {})",
             if report.base.is_some() {
@@ -331,6 +333,23 @@ fn next_step(report: &Report, first: &Row) -> Option<String> {
         ),
         Verdict::Pass => return None,
     })
+}
+
+/// What to do about shapes whose stored baseline was measured by another method: nothing
+/// judged them (the warning under the table names both methods); record the baseline again
+/// with this ci-gate.
+fn other_method_step(report: &Report) -> String {
+    format!(
+        "not compared: the stored baseline was measured by method {}, this run by {} (times of two methods are not comparable); record it again on the runner: Actions → baseline-update → Run workflow, or {}",
+        escape_markdown(&Method::describe(
+            report.baseline.as_ref().and_then(|b| b.method.as_ref())
+        )),
+        escape_markdown(&Method::describe(report.method.as_ref())),
+        command(&format!(
+            "ci-gate baseline update --config {} --reason \"measuring method\"",
+            report.config_path()
+        ))
+    )
 }
 
 /// What to do about a drift: what moved (the runner, the code, or either), and how to
@@ -1149,6 +1168,7 @@ mod tests {
             gate: crate::config::GateSettings::default(),
             environment: None,
             baseline: None,
+            method: None,
             commit: Some("é€😀".repeat(10)),
             run_url: None,
             warnings: vec!["@alice see https://evil.example <img src=x>".into()],

@@ -62,6 +62,9 @@ pub struct Row {
     /// Against the stored baseline.
     pub stored: Option<Comparison>,
     pub decided_by: Option<Reference>,
+    /// The stored baseline holds the shape but was measured by another method: not
+    /// compared (`ShapeResult::stored_other_method`).
+    pub stored_other_method: bool,
     pub drift_cause: Option<DriftCause>,
     pub parity: Option<Parity>,
     pub verdict: Verdict,
@@ -142,6 +145,7 @@ impl Row {
             ab: s.ab.as_ref().map(level),
             stored: s.stored.as_ref().map(level),
             decided_by: s.decided_by,
+            stored_other_method: s.stored_other_method,
             drift_cause: s.drift.as_ref().map(|d| d.cause),
             parity: s.parity.clone(),
             verdict: s.verdict,
@@ -265,6 +269,8 @@ pub struct Report {
     pub gate: GateSettings,
     pub environment: Option<Environment>,
     pub baseline: Option<BaselineRef>,
+    /// The method that measured the run (`crate::method`), where it is known.
+    pub method: Option<crate::method::Method>,
     pub commit: Option<String>,
     pub run_url: Option<String>,
     pub warnings: Vec<String>,
@@ -309,6 +315,7 @@ impl Report {
             gate: results.gate.clone(),
             environment: results.environment.clone(),
             baseline: results.baseline.clone(),
+            method: results.method.clone(),
             commit: results.git_commit.clone(),
             run_url: None,
             warnings: results.warnings.clone(),
@@ -343,6 +350,7 @@ impl Report {
             gate,
             environment: None,
             baseline: None,
+            method: None,
             commit: None,
             run_url: None,
             warnings: Vec::new(),
@@ -521,6 +529,7 @@ impl Report {
             Regression,
             Drift,
             Inconclusive,
+            OtherMethod,
             NoBaseline,
             Improvement,
             Pass,
@@ -1133,6 +1142,7 @@ mod tests {
                         parity_passed: Some(true),
                         ab: Some(&c),
                         stored: None,
+                        stored_other_method: false,
                     },
                 )
                 .verdict;

@@ -64,6 +64,7 @@ pub(super) fn results(
         created_at: Utc::now(),
         environment: Some(s.env),
         config: ConfigInfo::of(config),
+        method: Some(crate::method::Method::current()),
         kernel_source_hash: Some(s.sides.cand_hash),
         gate: config.gate.clone(),
         baseline: s.stored.reference,
@@ -116,7 +117,9 @@ fn judge_shared(
     }
     let mut any = false;
     for s in shapes.iter_mut() {
-        if stored.shape(&s.params).is_none() {
+        // Only where the stored baseline would have judged it (one of another method judges
+        // nothing either way).
+        if !stored.judges(&s.params) {
             continue;
         }
         any = true;

@@ -4,10 +4,11 @@
 use anyhow::{Result, bail};
 
 use super::request::Run;
-use crate::baseline::{BaselineFile, BaselineShape};
+use crate::baseline::{BaselineFile, BaselineShape, other_method_sentence};
 use crate::comparison::StoredSide;
 use crate::config::{CacheMode, ShapeParams};
-use crate::results::{BaselineRef, Environment};
+use crate::method::Method;
+use crate::results::{BaselineRef, Environment, repo_config_path};
 use crate::stats::Sample;
 
 /// The stored baseline of a run (none where it compares with none, or none is stored).
@@ -17,6 +18,9 @@ pub(super) struct Stored {
     pub reference: Option<BaselineRef>,
     /// The run's cache mode: a stored shape is the same shape only in the same mode.
     pub cache: CacheMode,
+    /// It was measured by another method than this run's (`crate::method`): it is then no
+    /// reference, and the shapes it holds read `other-method` where no A/B decides.
+    pub other_method: bool,
 }
 
 impl Stored {
@@ -25,9 +29,18 @@ impl Stored {
         self.file.as_ref()?.shape(params, self.cache)
     }
 
-    /// That shape as the reference of an unpaired comparison.
+    /// That shape as the reference of an unpaired comparison (marked where it is of another
+    /// method: `evaluate` then does not compare it).
     pub(crate) fn side(&self, params: &ShapeParams) -> Option<StoredSide> {
-        self.shape(params).map(BaselineShape::stored_side)
+        self.shape(params).map(|s| StoredSide {
+            other_method: self.other_method,
+            ..s.stored_side()
+        })
+    }
+
+    /// Whether it would judge this shape: it holds it, measured by this run's method.
+    pub(crate) fn judges(&self, params: &ShapeParams) -> bool {
+        !self.other_method && self.shape(params).is_some()
     }
 
     /// Its p50 (the reference of an injected slowdown, and of the speed limit, without A/B).
@@ -58,6 +71,7 @@ pub(super) fn load(
         file: None,
         reference: None,
         cache,
+        other_method: false,
     };
     let Some(store) = run.store() else {
         return Ok(none);
@@ -87,16 +101,30 @@ pub(super) fn load(
         }
         warnings.push(format!("{what}: A/B alone decides"));
     }
-    warnings.extend(version_warnings(&b.environment, env));
+    let method = Method::current();
+    let other_method = !b.measured_by(Some(&method));
+    if other_method {
+        warnings.push(other_method_sentence(
+            &path.display().to_string(),
+            b.method.as_ref(),
+            Some(&method),
+            &repo_config_path(&config.path.display().to_string(), &config.name),
+            ab,
+        ));
+    } else {
+        warnings.extend(version_warnings(&b.environment, env));
+    }
     let reference = BaselineRef {
         path: path.display().to_string(),
         commit: b.provenance.commit.clone(),
         recorded_at: b.provenance.recorded_at,
+        method: b.method.clone(),
     };
     Ok(Stored {
         file: Some(b),
         reference: Some(reference),
         cache,
+        other_method,
     })
 }
 

@@ -15,10 +15,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 
-use crate::baseline::BaselineStore;
+use crate::baseline::{BaselineStore, other_method_sentence};
 use crate::comparison::{StageDesign, StoredSide};
 use crate::config::{Config, ShapeParams};
 use crate::evaluate::evaluate;
+use crate::method::Method;
 use crate::results::{BaselineRef, ResultsFile};
 use crate::shard::ShardInfo;
 use crate::verdict::Policy;
@@ -197,9 +198,8 @@ fn same_run(shards: &[(PathBuf, ResultsFile)]) -> Result<()> {
     same("the number of shards", &|r| {
         r.shard.as_ref().map(|s| s.count).unwrap_or(0).to_string()
     })?;
-    same("the config", &|r| {
-        format!("{} {}", r.config.name, r.config.hash)
-    })?;
+    same("the config", &|r| r.config.describe())?;
+    same("the method", &|r| Method::describe(r.method.as_ref()))?;
     same("the commit", &|r| {
         r.git_commit.clone().unwrap_or_else(|| "none".into())
     })?;
@@ -334,12 +334,36 @@ fn reevaluate(
     let config = rules.config;
     let cache = config.measure.cache;
     apply_config(&mut merged, config)?;
+    // A stored baseline of another method than the shards' is no reference (the shards
+    // agree in their method: `same_run`); the one sentence that says so, once.
+    let other_method = stored
+        .as_ref()
+        .is_some_and(|b| !b.measured_by(merged.method.as_ref()));
+    if let (Some(b), Some(reference)) = (&stored, merged.baseline.as_mut()) {
+        reference.method = b.method.clone();
+    }
+    if let (true, Some(b), Some(reference)) = (other_method, &stored, &merged.baseline) {
+        let sentence = other_method_sentence(
+            &reference.path,
+            b.method.as_ref(),
+            merged.method.as_ref(),
+            &crate::results::repo_config_path(&config.path.display().to_string(), &config.name),
+            merged.base.as_ref().is_some_and(|b| b.measured),
+        );
+        if !merged.warnings.contains(&sentence) {
+            merged.warnings.push(sentence);
+        }
+    }
     let stored_shape =
         |s: &crate::results::ShapeResult| stored.as_ref().and_then(|b| b.shape(&s.params, cache));
     // A shared shape whose only reference is the stored baseline has no verdict (never a pass
     // nothing judged), as in the run that measured it.
     for s in merged.shapes.iter_mut() {
-        if shared.contains(&s.name) && s.only_stored_could_judge() && stored_shape(s).is_some() {
+        if shared.contains(&s.name)
+            && s.only_stored_could_judge()
+            && stored_shape(s).is_some()
+            && !other_method
+        {
             s.error = Some(
                 "the stored baseline is this shape's only reference and another process shared the GPU with its shard, so it has no verdict: run it again when the GPU is free".into(),
             );
@@ -349,7 +373,10 @@ fn reevaluate(
         if shared.contains(&s.name) {
             return None;
         }
-        stored_shape(s).map(|x| x.stored_side())
+        stored_shape(s).map(|x| StoredSide {
+            other_method,
+            ..x.stored_side()
+        })
     };
     let policy = Policy {
         fail_on_drift: rules.fail_on_drift,
@@ -442,6 +469,7 @@ fn stored_baseline(
                 path: path.display().to_string(),
                 commit: b.provenance.commit.clone(),
                 recorded_at: b.provenance.recorded_at,
+                method: b.method.clone(),
             });
         }
         _ => {}

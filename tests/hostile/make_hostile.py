@@ -62,6 +62,9 @@ def results():
         "schema_version": 1, "tool_version": "0.1.0", "git_commit": COMMIT,
         "created_at": "2026-11-21T21:15:58Z", "environment": copy.deepcopy(ENV),
         "config": {"name": "pr", "path": "configs/pr.yaml", "hash": "0" * 64},
+        # The measuring method (issue 37): results of two methods, or of none, are never
+        # compared, so every results file here names the same one.
+        "method": {"version": 3, "fingerprint": "m3-0123456789ab"},
         "kernel_source_hash": "f" * 64,
         "gate": {"max_p50_regression": 0.02, "alpha": 0.05, "confidence": 0.95,
                  "bootstrap_resamples": 10000, "min_effect": "small", "seed": 12648430},

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::common::{bin, config_matching, require_no_cuda_driver, results, write};
+use crate::common::{bin, config_matching, measured_with, require_no_cuda_driver, results, write};
 use predicates::prelude::*;
 
 fn update(baselines: &Path, from: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
@@ -20,7 +20,7 @@ fn update(baselines: &Path, from: &Path, extra: &[&str]) -> assert_cmd::assert::
     .args(extra);
     // The config the results were measured with (the check of --from refuses another's).
     if !extra.contains(&"--config")
-        && let Some(config) = config_matching(from, from.parent().unwrap())
+        && let Some(config) = measured_with(from, from.parent().unwrap())
     {
         cmd.arg("--config").arg(config);
     }
@@ -93,7 +93,7 @@ fn refuses_parity_failures_naming_the_shape() {
     update(&dir.path().join("b"), &from, &[])
         .code(1)
         .stderr(predicate::str::contains(
-            "b2h16s2048d128_causal_bf16 fail parity",
+            "1 shape fails parity:\n    b2h16s2048d128_causal_bf16\n",
         ));
     assert!(!dir.path().join("b/nvidia-h200/pr.json").exists());
 }
@@ -319,19 +319,26 @@ fn several_from_files_record_the_spread_between_processes() {
     for f in &froms {
         cmd.arg("--from").arg(f);
     }
+    for f in &froms {
+        measured_with(f, dir.path()).unwrap();
+    }
     cmd.arg("--config")
         .arg(config_matching(&froms[0], dir.path()).unwrap());
-    cmd.assert()
-        .code(0)
-        .stdout(
-            predicate::str::contains("from 3 measuring processes")
-                .or(predicate::str::contains("p0.json, ")),
-        )
-        .stdout(predicate::str::contains("spread between processes"))
-        // Three processes are fewer than the five a usable spread needs: said, with the
-        // floor comparisons will use.
-        .stderr(predicate::str::contains("fewer than 5 processes"))
-        .stderr(predicate::str::contains("at least 0.3%"));
+    let out = cmd.assert().code(0).get_output().clone();
+    // The output wraps at 80 columns: read as flowing text.
+    let flat = |b: &[u8]| {
+        String::from_utf8_lossy(b)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let (stdout, stderr) = (flat(&out.stdout), flat(&out.stderr));
+    assert!(stdout.contains("p0.json,"), "{stdout}");
+    assert!(stdout.contains("spread between processes"), "{stdout}");
+    // Three processes are fewer than the five a usable spread needs: said, with the floor
+    // comparisons will use.
+    assert!(stderr.contains("fewer than 5 processes"), "{stderr}");
+    assert!(stderr.contains("at least 0.3%"), "{stderr}");
     let file = ci_gate::baseline::BaselineStore::new(&store)
         .load("nvidia-h200", "NVIDIA H200", "pr")
         .unwrap()
@@ -428,5 +435,300 @@ fn show_fits_80_columns_and_answers_a_gpu_name_with_its_slug() {
     assert!(
         stdout.contains("for NVIDIA L4 (--gpu takes the slug of a GPU's name: nvidia-l4)"),
         "{stdout}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// The method a baseline was measured by (issue 37)
+
+/// Edits the JSON of the file at `path` with `f` (a file of another ci-gate is only JSON).
+fn edit(path: &Path, f: impl FnOnce(&mut serde_json::Value)) {
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    f(&mut v);
+    std::fs::write(path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+}
+
+/// A method as a file records it (its version is the fingerprint's).
+fn method(fingerprint: &str) -> serde_json::Value {
+    let version: u32 = fingerprint[1..2].parse().unwrap();
+    serde_json::json!({"version": version, "fingerprint": fingerprint})
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn update_records_the_method_of_the_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("b");
+    let from = dir.path().join("r.json");
+    write(&from, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    edit(&from, |v| v["method"] = method("m3-0123456789ab"));
+    update(&store, &from, &[]).code(0);
+    let stored = read_json(&store.join("nvidia-h200/pr.json"));
+    assert_eq!(
+        stored["method"]["fingerprint"], "m3-0123456789ab",
+        "{stored}"
+    );
+    assert_eq!(stored["method"]["version"], 3, "{stored}");
+    // `baseline show` names it.
+    bin()
+        .args(["baseline", "show", "--wide", "--baselines"])
+        .arg(&store)
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("m3-0123456789ab"));
+}
+
+#[test]
+fn from_refuses_results_of_another_method_or_of_none_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("b");
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    write(&a, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    write(&b, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 2));
+    edit(&a, |v| v["method"] = method("m3-0123456789ab"));
+    edit(&b, |v| v["method"] = method("m3-fedcba987654"));
+    measured_with(&b, dir.path()).unwrap();
+    let config = measured_with(&a, dir.path()).unwrap();
+    let two = |first: &Path, second: &Path| {
+        bin()
+            .args(["baseline", "update", "--reason", "r", "--baselines"])
+            .arg(&store)
+            .arg("--config")
+            .arg(&config)
+            .arg("--from")
+            .arg(first)
+            .arg("--from")
+            .arg(second)
+            .assert()
+    };
+    two(&a, &b)
+        .code(2)
+        .stderr(predicate::str::contains("b.json"))
+        .stderr(predicate::str::contains("m3-0123456789ab"))
+        .stderr(predicate::str::contains("m3-fedcba987654"));
+    // A results file that names no method: a baseline of it would compare with nothing.
+    edit(&b, |v| {
+        v.as_object_mut().unwrap().remove("method");
+    });
+    update(&store, &b, &[])
+        .code(2)
+        .stderr(predicate::str::contains("b.json"))
+        .stderr(predicate::str::contains("names no measuring method"));
+    assert!(!store.exists(), "nothing may be written");
+}
+
+#[test]
+fn from_refuses_results_of_another_config_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("b");
+    let from = dir.path().join("r.json");
+    write(&from, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    let config = measured_with(&from, dir.path()).unwrap();
+    // The same name and shapes, but the results ran another content of the config.
+    edit(&from, |v| v["config"]["hash"] = "ab".repeat(32).into());
+    update(&store, &from, &["--config", config.to_str().unwrap()])
+        .code(2)
+        .stderr(predicate::str::contains("r.json"))
+        .stderr(predicate::str::contains("hash"));
+    // Or other compile defines.
+    write(&from, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    measured_with(&from, dir.path()).unwrap();
+    edit(&from, |v| {
+        v["config"]["defines"] = serde_json::json!(["CG_ADA_TILES"])
+    });
+    update(&store, &from, &["--config", config.to_str().unwrap()])
+        .code(2)
+        .stderr(predicate::str::contains("r.json"))
+        .stderr(predicate::str::contains("CG_ADA_TILES"));
+    // A selftest report is not a results file.
+    let selftest = dir.path().join("selftest.json");
+    std::fs::write(
+        &selftest,
+        r#"{"config": "pr", "gpu": null, "trials": 2, "shapes": [], "pairs": 8, "stage1": 8,
+            "conditions": [], "injected": null, "stored_trials": 0, "wall_s": 1.0}"#,
+    )
+    .unwrap();
+    update(&store, &selftest, &["--config", config.to_str().unwrap()])
+        .code(2)
+        .stderr(predicate::str::contains(
+            "selftest.json is a selftest report",
+        ));
+    assert!(!store.exists(), "nothing may be written");
+}
+
+/// Re-recording after the method changed: the old numbers are of another method, so the
+/// new ones are not refused as slower than them (a gate upgrade is no kernel change), and
+/// the output says so.
+#[test]
+fn a_recording_of_a_new_method_is_not_compared_with_the_old_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("b");
+    let old = dir.path().join("old.json");
+    write(&old, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    edit(&old, |v| v["method"] = method("m2-0123456789ab"));
+    update(&store, &old, &[]).code(0);
+    let new = dir.path().join("new.json");
+    write(&new, &results("NVIDIA H200", &[1.06, 1.06, 1.06], 2));
+    edit(&new, |v| v["method"] = method("m3-fedcba987654"));
+    let out = update(&store, &new, &[]).code(0);
+    let text = String::from_utf8(out.get_output().stderr.clone()).unwrap()
+        + &String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("m2-0123456789ab"), "{flat}");
+    assert!(!flat.contains("slower than the stored baseline"), "{flat}");
+    let stored = read_json(&store.join("nvidia-h200/pr.json"));
+    assert_eq!(stored["method"]["fingerprint"], "m3-fedcba987654");
+    assert_eq!(stored["provenance"]["forced"], false);
+}
+
+/// `baseline update` fits 80 columns: the shapes are a list, one per line, and the prose
+/// wraps (it printed 13 shapes on one line of 429 columns).
+#[test]
+fn update_output_fits_80_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("b");
+    let from = dir.path().join("r.json");
+    let mut r = results("NVIDIA H200", &[1.0, 1.0, 1.0], 1);
+    let first = r.shapes.clone();
+    for batch in 3..8 {
+        for s in &first {
+            let mut more = s.clone();
+            more.params.batch = batch;
+            more.name = more.params.name();
+            r.shapes.push(more);
+        }
+    }
+    r.shapes.truncate(13);
+    write(&from, &r);
+    let check = |out: &std::process::Output| {
+        for stream in [&out.stdout, &out.stderr] {
+            let text = String::from_utf8_lossy(stream);
+            for line in text.lines() {
+                assert!(
+                    line.chars().count() <= 80,
+                    "{} columns: {line}\n{text}",
+                    line.chars().count()
+                );
+            }
+        }
+    };
+    let out = update(&store, &from, &[]).code(0).get_output().clone();
+    check(&out);
+    let text = String::from_utf8_lossy(&out.stderr);
+    // Every shape named, each on a line of its own.
+    for s in &r.shapes {
+        assert!(
+            text.lines()
+                .any(|l| l.trim().trim_start_matches("- ") == s.name),
+            "{}: {text}",
+            s.name
+        );
+    }
+    // A refusal lists its shapes the same way.
+    let mut slower = r.clone();
+    for s in slower.shapes.iter_mut() {
+        for v in s.samples_us.iter_mut().flatten() {
+            *v *= 1.1;
+        }
+    }
+    write(&from, &slower);
+    let out = update(&store, &from, &[]).code(1).get_output().clone();
+    check(&out);
+}
+
+/// The simulated pipeline's config (tests/it/cli_simulated.rs has the same).
+const SIM_CONFIG: &str = "\
+name: sim
+gate: {max_p50_regression: 0.02, alpha: 0.05, seed: 7}
+measure: {cache: hot, samples_per_round: 10, min_rounds: 8, max_rounds: 24}
+shapes:
+  - {batch: 2, heads: 8, seq_len: 512, head_dim: 64, causal: false, dtype: float16}
+  - {batch: 2, heads: 8, seq_len: 512, head_dim: 64, causal: true, dtype: float16}
+";
+
+/// A run compared with a stored baseline of another method (the shipped baselines, recorded
+/// before ci-gate named its method, against this ci-gate): the stored comparison is not
+/// judged. Without a base every shape reads `other-method` (a warning that passes) where
+/// the stored numbers, 10% faster, would read as regressions; with a base the A/B decides
+/// and no drift is reported. One sentence names both methods and the command that
+/// re-records.
+#[test]
+fn a_run_against_a_baseline_of_another_method_is_not_judged() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("sim.yaml");
+    std::fs::write(&config, SIM_CONFIG).unwrap();
+    let kernels = crate::common::sim_kernels(dir.path(), "k", "factor=1.0");
+    let store = dir.path().join("baselines");
+    let sim = |args: &[&str]| {
+        let mut c = bin();
+        c.env("CI_GATE_SIMULATE", "1")
+            .current_dir(dir.path())
+            .args(args)
+            .arg("--config")
+            .arg(&config)
+            .arg("--baselines")
+            .arg(&store)
+            .arg("--kernels")
+            .arg(&kernels);
+        c
+    };
+    sim(&["baseline", "update", "--reason", "r", "--processes", "2"])
+        .assert()
+        .code(0);
+    let file = store.join("simulated-gpu/sim.json");
+    edit(&file, |v| {
+        v.as_object_mut().unwrap().remove("method");
+        for s in v["shapes"].as_array_mut().unwrap() {
+            for round in s["samples_us"].as_array_mut().unwrap() {
+                for x in round.as_array_mut().unwrap() {
+                    *x = (x.as_f64().unwrap() * 0.9).into();
+                }
+            }
+        }
+    });
+    let out_file = dir.path().join("r.json");
+    let local = |extra: &[&str]| {
+        let mut c = sim(&["local", "--no-peers", "--no-profile"]);
+        c.args(extra).arg("--out").arg(&out_file);
+        c.assert()
+    };
+    let out = local(&["--no-base"]).code(0).get_output().clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let r = read_json(&out_file);
+    for s in r["shapes"].as_array().unwrap() {
+        assert_eq!(s["verdict"], "other-method", "{s}");
+        assert!(s["stored"].is_null(), "{s}");
+    }
+    let current = r["method"]["fingerprint"].as_str().unwrap().to_owned();
+    assert!(flat.contains("2 other-method"), "{flat}");
+    assert!(
+        flat.contains("unknown (recorded before ci-gate named its method)"),
+        "{flat}"
+    );
+    assert!(flat.contains(&current), "{flat}");
+    assert!(flat.contains("ci-gate baseline update"), "{flat}");
+    // With a base (kernels that time the same, in another file: A/B runs), the A/B decides:
+    // a pass, no drift.
+    let base = crate::common::sim_kernels(dir.path(), "base", "factor=1.0");
+    let base = base.to_str().unwrap().to_owned();
+    local(&["--base-kernels", &base]).code(0);
+    let r = read_json(&out_file);
+    for s in r["shapes"].as_array().unwrap() {
+        assert_eq!(s["verdict"], "pass", "{s}");
+        assert!(s["stored"].is_null(), "{s}");
+    }
+    // The Markdown comment says it too.
+    let out = local(&["--base-kernels", &base, "--format", "markdown"])
+        .code(0)
+        .get_output()
+        .clone();
+    let md = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        md.contains("unknown (recorded before ci-gate named its method)"),
+        "{md}"
     );
 }

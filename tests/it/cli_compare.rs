@@ -813,3 +813,214 @@ fn the_bound_shown_is_the_one_that_decided_and_alpha_is_per_shape() {
         "{flat}"
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// What compare cannot judge is refused, exit 2 (issue 37). Files are edited as JSON: a file
+// written by another ci-gate, or by hand, is only JSON.
+
+/// Edits the JSON of the file at `path` with `f`.
+fn edit(path: &Path, f: impl FnOnce(&mut serde_json::Value)) {
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    f(&mut v);
+    std::fs::write(path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+}
+
+/// A method as a file records it (its version is the fingerprint's).
+fn method(fingerprint: &str) -> serde_json::Value {
+    let version: u32 = fingerprint[1..2].parse().unwrap();
+    serde_json::json!({"version": version, "fingerprint": fingerprint})
+}
+
+/// `compare BASE CAND ARGS...`: exit 2, nothing on stdout, no panic; returns stderr.
+fn refused(base: &Path, cand: &Path, args: &[&str]) -> String {
+    let out = bin()
+        .arg("compare")
+        .args(args)
+        .arg(base)
+        .arg(cand)
+        .assert()
+        .code(2)
+        .stdout("")
+        .get_output()
+        .clone();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+#[test]
+fn cand_without_a_shape_of_base_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, cand) = (dir.path().join("base.json"), dir.path().join("cand.json"));
+    write(&base, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    // CAND is BASE without its last shape: nothing judged it, so it cannot pass.
+    write(&cand, &results("NVIDIA H200", &[1.0, 1.0], 2));
+    let last = crate::common::shapes()[2].name();
+    let err = refused(&base, &cand, &[]);
+    assert!(err.contains(&last), "{err}");
+    assert!(
+        err.contains("cand.json") && err.contains("base.json"),
+        "{err}"
+    );
+    // The other way round (CAND measured a shape BASE did not) is judged: no-baseline.
+    let v = compare_json(&["--format", "json"], &cand, &base, Some(0));
+    assert_eq!(v[2]["verdict"], "no-baseline", "{v}");
+}
+
+#[test]
+fn results_of_another_config_are_refused_naming_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, cand) = (dir.path().join("base.json"), dir.path().join("cand.json"));
+    write(&base, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    // Another config: pr-ada compiles the kernel with other defines.
+    let mut ada = results("NVIDIA H200", &[1.0, 1.0, 1.0], 2);
+    ada.config.name = "pr-ada".into();
+    ada.config.path = "configs/pr-ada.yaml".into();
+    ada.config.hash = "ab".repeat(32);
+    write(&cand, &ada);
+    edit(&cand, |v| {
+        v["config"]["defines"] = serde_json::json!(["CG_ADA_TILES"])
+    });
+    let err = refused(&base, &cand, &[]);
+    assert!(err.contains("pr-ada") && err.contains("\"pr\""), "{err}");
+    assert!(err.contains("CG_ADA_TILES"), "{err}");
+    // The same name, another content (the file was edited between the runs).
+    write(&cand, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 2));
+    edit(&cand, |v| v["config"]["hash"] = "cd".repeat(32).into());
+    let err = refused(&base, &cand, &[]);
+    assert!(
+        err.contains("hash") && err.contains(&"cd".repeat(6)),
+        "{err}"
+    );
+    // The same name and hash, other compile defines.
+    write(&cand, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 2));
+    edit(&cand, |v| {
+        v["config"]["defines"] = serde_json::json!(["CG_ADA_TILES"])
+    });
+    let err = refused(&base, &cand, &[]);
+    assert!(err.contains("CG_ADA_TILES"), "{err}");
+}
+
+#[test]
+fn a_config_flag_of_another_config_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, cand) = (dir.path().join("base.json"), dir.path().join("cand.json"));
+    write(&base, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    write(&cand, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 2));
+    let shapes: String = crate::common::shapes()
+        .iter()
+        .map(|s| {
+            format!(
+                "  - {{batch: {}, heads: {}, seq_len: {}, head_dim: {}, causal: {}, dtype: {}}}\n",
+                s.batch,
+                s.heads,
+                s.seq_len,
+                s.head_dim,
+                s.causal,
+                serde_json::to_value(s.dtype).unwrap().as_str().unwrap()
+            )
+        })
+        .collect();
+    let nightly = dir.path().join("nightly.yaml");
+    std::fs::write(&nightly, format!("name: nightly\nshapes:\n{shapes}")).unwrap();
+    let err = refused(&base, &cand, &["--config", nightly.to_str().unwrap()]);
+    assert!(err.contains("nightly") && err.contains("\"pr\""), "{err}");
+    // Config pr, but not the content the runs read (another margin).
+    let edited = dir.path().join("pr.yaml");
+    std::fs::write(
+        &edited,
+        format!("name: pr\ngate: {{max_p50_regression: 0.05}}\nshapes:\n{shapes}"),
+    )
+    .unwrap();
+    let err = refused(&base, &cand, &["--config", edited.to_str().unwrap()]);
+    assert!(err.contains("hash"), "{err}");
+    // The config the runs read is accepted.
+    crate::common::measured_with(&cand, dir.path()).unwrap();
+    let same = crate::common::measured_with(&base, dir.path()).unwrap();
+    compare_json(
+        &["--format", "json", "--config", same.to_str().unwrap()],
+        &base,
+        &cand,
+        Some(0),
+    );
+}
+
+#[test]
+fn results_of_another_method_are_refused_naming_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, cand) = (dir.path().join("base.json"), dir.path().join("cand.json"));
+    write(&base, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    write(&cand, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 2));
+    edit(&base, |v| v["method"] = method("m2-0123456789ab"));
+    edit(&cand, |v| v["method"] = method("m3-fedcba987654"));
+    let err = refused(&base, &cand, &[]);
+    assert!(
+        err.contains("m2-0123456789ab") && err.contains("m3-fedcba987654"),
+        "{err}"
+    );
+    // A file written before ci-gate named its method is of no known method.
+    edit(&cand, |v| {
+        v.as_object_mut().unwrap().remove("method");
+    });
+    let err = refused(&base, &cand, &[]);
+    assert!(
+        err.contains("unknown (recorded before ci-gate named its method)"),
+        "{err}"
+    );
+    // A fingerprint that is not one is refused on reading, by key, and never shown.
+    edit(&cand, |v| {
+        v["method"] = method("m3-\u{1b}]8;;https://x\u{7}ab")
+    });
+    let err = refused(&base, &cand, &[]);
+    assert!(err.contains("method.fingerprint"), "{err}");
+    assert!(!err.contains('\u{1b}'), "{err}");
+}
+
+#[test]
+fn a_file_of_another_kind_is_named_with_the_command_that_takes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, cand) = (dir.path().join("base.json"), dir.path().join("cand.json"));
+    write(&base, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    write(&cand, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 2));
+    // A baseline file, recorded from BASE.
+    let store = dir.path().join("baselines");
+    let config = crate::common::measured_with(&base, dir.path()).unwrap();
+    bin()
+        .args(["baseline", "update", "--reason", "r", "--baselines"])
+        .arg(&store)
+        .arg("--from")
+        .arg(&base)
+        .arg("--config")
+        .arg(&config)
+        .assert()
+        .code(0);
+    let baseline = store.join("nvidia-h200/pr.json");
+    for (b, c) in [(&baseline, &cand), (&cand, &baseline)] {
+        let err = refused(b, c, &[]);
+        assert!(err.contains("pr.json is a baseline file"), "{err}");
+        assert!(err.contains("ci-gate local --no-base"), "{err}");
+    }
+    // A history file (JSON Lines), appended from BASE.
+    let history = dir.path().join("history.jsonl");
+    bin()
+        .args(["history", "append", "--results"])
+        .arg(&base)
+        .arg("--history")
+        .arg(&history)
+        .assert()
+        .code(0);
+    let err = refused(&base, &history, &[]);
+    assert!(err.contains("history.jsonl is a history file"), "{err}");
+    assert!(err.contains("ci-gate history --history"), "{err}");
+    // A selftest report.
+    let selftest = dir.path().join("selftest.json");
+    std::fs::write(
+        &selftest,
+        r#"{"config": "pr", "gpu": "NVIDIA H200", "trials": 20, "shapes": ["b2h8s512d64_f16"],
+            "pairs": 24, "stage1": 8, "conditions": [], "injected": null, "stored_trials": 0,
+            "stored_false_alarms": null, "wall_s": 12.5}"#,
+    )
+    .unwrap();
+    let err = refused(&selftest, &cand, &[]);
+    assert!(err.contains("selftest.json is a selftest report"), "{err}");
+}

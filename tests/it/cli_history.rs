@@ -336,3 +336,78 @@ fn a_missing_history_says_where_the_workflow_keeps_it() {
         "{stderr}"
     );
 }
+
+/// The history of one shape whose runs changed method at [`STEP_AT`] (a ci-gate upgrade)
+/// and moved 5% there: `step_with_method` says whether the 5% came with the method change.
+fn history_across_a_method_change(dir: &Path, step_at: usize) -> PathBuf {
+    let history = dir.join("history.jsonl");
+    for run in 0..RUNS {
+        let step = if run >= step_at { 1.05 } else { 1.0 };
+        let mut r = results("NVIDIA H200", &[step], run as u64);
+        r.git_commit = Some(commit(run));
+        r.created_at =
+            Utc.with_ymd_and_hms(2026, 1, 1, 6, 0, 0).unwrap() + Duration::days(run as i64);
+        let path = dir.join(format!("results-{run}.json"));
+        write(&path, &r);
+        let fingerprint = if run >= STEP_AT {
+            "m3-fedcba987654"
+        } else {
+            "m2-0123456789ab"
+        };
+        let mut v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let version: u32 = fingerprint[1..2].parse().unwrap();
+        v["method"] = serde_json::json!({"version": version, "fingerprint": fingerprint});
+        std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+        bin()
+            .args(["history", "append", "--results"])
+            .arg(&path)
+            .arg("--history")
+            .arg(&history)
+            .assert()
+            .success();
+    }
+    history
+}
+
+/// A method change (issue 37) is marked where it happened and is never a change point of
+/// the kernel: the levels are found within each method's runs only.
+#[test]
+fn a_method_change_is_marked_and_never_a_change_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = history_across_a_method_change(dir.path(), STEP_AT);
+    let v = history_json(&history, &[]);
+    let s = &v["series"][0];
+    assert_eq!(s["changes"].as_array().unwrap().len(), 0, "{s}");
+    assert_eq!(s["bisect"].as_array().unwrap().len(), 0, "{s}");
+    let marks = s["method_changes"].as_array().unwrap();
+    assert_eq!(marks.len(), 1, "{s}");
+    assert_eq!(marks[0]["index"], STEP_AT);
+    assert_eq!(marks[0]["commit"], commit(STEP_AT));
+    assert_eq!(marks[0]["from"], "m2-0123456789ab");
+    assert_eq!(marks[0]["to"], "m3-fedcba987654");
+    assert_eq!(s["points"][0]["method"], "m2-0123456789ab");
+    let out = bin()
+        .args(["history", "--history"])
+        .arg(&history)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("No change points."), "{text}");
+    assert!(flat.contains("method changed"), "{text}");
+    assert!(flat.contains(&commit(STEP_AT)[..12]), "{text}");
+    for line in text.lines() {
+        assert!(line.chars().count() <= 80, "{line}\n{text}");
+    }
+    // A step within one method's runs is still found (here 5 runs after the change).
+    let dir = tempfile::tempdir().unwrap();
+    let history = history_across_a_method_change(dir.path(), STEP_AT + 5);
+    let v = history_json(&history, &[]);
+    let changes = v["series"][0]["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 1, "{v}");
+    assert_eq!(changes[0]["commit"], commit(STEP_AT + 5));
+}

@@ -94,14 +94,17 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 fn update(baselines: &Path, from: &Path) -> Assert {
+    // A copy of the file (of the same name), with the config it says it was measured with,
+    // where it can be read at all (`common::measured_with`).
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join(from.file_name().unwrap());
+    std::fs::copy(from, &copy).unwrap();
     let mut cmd = bin();
     cmd.args(["baseline", "update", "--reason", "hostile", "--baselines"])
         .arg(baselines)
         .arg("--from")
-        .arg(from);
-    // The config the results say they were measured with, where they can be read at all.
-    let dir = tempfile::tempdir().unwrap();
-    if let Some(config) = crate::common::config_matching(from, dir.path()) {
+        .arg(&copy);
+    if let Some(config) = crate::common::measured_with(&copy, dir.path()) {
         cmd.arg("--config").arg(config);
     }
     cmd.assert()

@@ -532,3 +532,104 @@ fn notes_do_not_wrap_at_hyphens_inside_identifiers() {
         assert!(!line.ends_with('-'), "{out}");
     }
 }
+
+/// Edits the JSON of the file at `path` with `f` (a file of another ci-gate is only JSON).
+fn edit(path: &Path, f: impl FnOnce(&mut serde_json::Value)) {
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    f(&mut v);
+    std::fs::write(path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+}
+
+/// Shards measured by two methods are not one run (issue 37).
+#[test]
+fn shards_of_two_methods_are_refused_naming_both() {
+    let s = Setup::new();
+    let whole = whole_run(&s);
+    let paths = save_shards(s.dir.path(), &whole, &[&[0, 2], &[1]]);
+    let method = |fp: &str| serde_json::json!({"version": 3, "fingerprint": fp});
+    edit(&paths[0], |v| v["method"] = method("m3-0123456789ab"));
+    edit(&paths[1], |v| v["method"] = method("m3-fedcba987654"));
+    s.merge()
+        .args(&paths)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("differ in the method"))
+        .stderr(predicate::str::contains("m3-0123456789ab"))
+        .stderr(predicate::str::contains("m3-fedcba987654"));
+}
+
+/// A stored baseline measured by another method (here: one written before ci-gate named its
+/// method, as the shipped baselines are) is never judged against: without A/B the shapes
+/// read `other-method`, a warning that passes, never a regression; with A/B, the A/B
+/// decides and no drift is looked for. The warning names both methods and the command that
+/// re-records the baseline.
+#[test]
+fn a_stored_baseline_of_another_method_is_not_judged() {
+    let s = Setup::new();
+    s.record(&[1.0, 1.0, 1.0]);
+    edit(&s.store.join("nvidia-h200/pr.json"), |v| {
+        v.as_object_mut().unwrap().remove("method");
+    });
+    // 10% slower than the stored numbers, no A/B: read against them, a regression.
+    let mut slower = results("NVIDIA H200", &[1.1, 1.1, 1.1], 12);
+    slower.config.hash = s.hash.clone();
+    let paths = save_shards(s.dir.path(), &slower, &[&[0, 1, 2]]);
+    let out = s.path("merged.json");
+    let assert = s
+        .merge()
+        .args(&paths)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .code(0);
+    let text = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
+    let merged = ResultsFile::load(&out).unwrap();
+    for shape in &merged.shapes {
+        assert_eq!(
+            serde_json::to_value(shape.verdict).unwrap(),
+            "other-method",
+            "{}",
+            shape.name
+        );
+        assert!(shape.stored.is_none(), "{}", shape.name);
+    }
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("3 other-method"), "{flat}");
+    assert!(
+        flat.contains("unknown (recorded before ci-gate named its method)"),
+        "{flat}"
+    );
+    assert!(flat.contains("ci-gate baseline update"), "{flat}");
+    // With A/B (both sides as fast as each other, 10% slower than the stored numbers: a
+    // drift if they were compared), the A/B decides.
+    let mut ab = s.run(&[1.1, 1.1, 1.1]);
+    let base = results("NVIDIA H200", &[1.1, 1.1, 1.1], 8);
+    for (c, b) in ab.shapes.iter_mut().zip(&base.shapes) {
+        c.base_samples_us = b.samples_us.clone();
+    }
+    let paths = save_shards(s.dir.path(), &ab, &[&[0, 1, 2]]);
+    s.merge()
+        .args(&paths)
+        .arg("--fail-on-drift")
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .code(0);
+    let merged = ResultsFile::load(&out).unwrap();
+    for shape in &merged.shapes {
+        assert_eq!(shape.verdict, Verdict::Pass, "{}", shape.name);
+        assert!(shape.stored.is_none(), "{}", shape.name);
+    }
+}
+
+/// A baseline file where shards belong is named as what it is.
+#[test]
+fn a_baseline_file_is_not_a_shard() {
+    let s = Setup::new();
+    s.record(&[1.0, 1.0, 1.0]);
+    s.merge()
+        .arg(s.store.join("nvidia-h200/pr.json"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("pr.json is a baseline file"));
+}

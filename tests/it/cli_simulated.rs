@@ -140,7 +140,8 @@ fn rounds_of_samples(value: &Value) -> Value {
 
 /// The results file (`--out`) of an A/B run, whole: its keys, the verdicts, the statistics,
 /// the probes and the warnings. Redacted: what differs from run to run (when it was
-/// written, the phases' wall times), from build to build (the tool's version) and from
+/// written, the phases' wall times), from build to build (the tool's version and the
+/// method's fingerprint) and from
 /// place to place (the commit of the working directory); paths are relative to the run's
 /// directory. The samples are summarised by their shape.
 #[test]
@@ -175,6 +176,8 @@ fn the_results_file_of_an_ab_run() {
     v["created_at"] = "[created_at]".into();
     v["tool_version"] = "[tool_version]".into();
     v["git_commit"] = "[git_commit]".into();
+    // The method's fingerprint follows the harness kernels' text (src/method.rs).
+    v["method"]["fingerprint"] = "[fingerprint]".into();
     // The values, not the keys.
     for t in v["timing"].as_object_mut().unwrap().values_mut() {
         if t.as_f64().is_some() {

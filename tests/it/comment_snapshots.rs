@@ -89,6 +89,7 @@ fn mixed_run() -> ResultsFile {
         path: "base/baselines/nvidia-h200/pr.json".into(),
         commit: Some("a1b2c3d4e5f6a1b2c3d4e5f6a1b2c3d4e5f6a1b2".into()),
         recorded_at: Utc.with_ymd_and_hms(2026, 11, 2, 9, 30, 0).unwrap(),
+        method: r.method.clone(),
     });
     r.warnings = vec![
         "the SM clock changed while measuring b1h8s512d64_f16 (1965-1980 MHz): those timings carry the change".into(),

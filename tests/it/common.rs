@@ -154,7 +154,9 @@ pub fn results(gpu: &str, factors: &[f64], seed: u64) -> ResultsFile {
             name: "pr".into(),
             path: "configs/pr.yaml".into(),
             hash: "0".repeat(64),
+            defines: Vec::new(),
         },
+        method: Some(ci_gate::method::Method::current()),
         kernel_source_hash: Some("f".repeat(64)),
         gate: GateSettings::default(),
         baseline: None,
@@ -257,8 +259,9 @@ pub fn without_version(markdown: &str) -> String {
 }
 
 /// A config file in `dir` of exactly the config name and shapes `results` (a results file)
-/// records, for `baseline update --from`, which refuses results of another config. `None`
-/// where the file cannot be read as a results file (a hostile one, refused before that).
+/// records. `None` where the file cannot be read as a results file (a hostile one, refused
+/// before that). The results record another content hash (they are made, not measured with
+/// it): [`measured_with`] makes them agree.
 pub fn config_matching(results: &Path, dir: &Path) -> Option<PathBuf> {
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(results).ok()?).ok()?;
     let name = r["config"]["name"].as_str()?;
@@ -278,4 +281,17 @@ pub fn config_matching(results: &Path, dir: &Path) -> Option<PathBuf> {
     let path = dir.join(format!("{name}-matching.yaml"));
     std::fs::write(&path, yaml).ok()?;
     Some(path)
+}
+
+/// The config `results` (a results file the test wrote) was measured with, for `baseline
+/// update --from` and `compare --config`, which refuse results of another config (its name,
+/// shapes and content hash): [`config_matching`], and the results file made to record that
+/// config's hash. `None` (and the file untouched) where it cannot be read as a results
+/// file. Never call it on a file of the source tree.
+pub fn measured_with(results: &Path, dir: &Path) -> Option<PathBuf> {
+    let config = config_matching(results, dir)?;
+    let mut r = ResultsFile::load(results).ok()?;
+    r.config.hash = ci_gate::config::Config::load(&config).ok()?.hash;
+    r.save(results).ok()?;
+    Some(config)
 }
