@@ -18,7 +18,9 @@ changes nothing measured here), rounds to fp16/bf16, and runs in numpy:
   lazy16   rescaled only when the maximum grows by more than 16 nats (beyond fp16's
            e^11 headroom): exact on N(0,1), where the maximum never grows that much;
   norescale  the maximum moves but the old O and l are not rescaled;
-  l16      honest but the running sum l kept in fp16.
+  l16      honest but the running sum l kept in fp16;
+  sums16   honest but l and the output accumulators O kept in fp16 (rounded after every
+           key tile): tests/adversarial/gpu/shipped/fp16_sums.patch.
 
 Errors are reported as the gate computes them: max |out - truth| / s_V (s_V: the V class's
 scale, 1 for N(0,1)) and the relative L2 error, per (class, shape); non-finite outputs are
@@ -241,6 +243,9 @@ def flash(q, k, v, scale, causal, bf16, mode="honest", tile=64):
                 l16 = (l16.astype(np.float32) * alpha + p.sum(axis=1, dtype=np.float32)).astype(np.float16)
             else:
                 l = l * alpha + p.sum(axis=1, dtype=np.float32)
+            if mode == "sums16":
+                l = l.astype(np.float16).astype(np.float32)
+                acc = acc.astype(np.float16).astype(np.float32)
             m = m_new
         if mode == "l16":
             l = l16.astype(np.float32)
@@ -284,7 +289,7 @@ def study(quick):
                             "bf16": bf16,
                         }
                         rec["ref32"] = errors(ref32(q, k, v, scale, causal), want, s_v)
-                        for mode in ("honest", "frozen", "norescale", "lazy16", "l16"):
+                        for mode in ("honest", "frozen", "norescale", "lazy16", "l16", "sums16"):
                             rec[mode] = errors(flash(q, k, v, scale, causal, bf16, mode), want, s_v)
                         # the logit span a row sees (max - min over visible keys), the largest row
                         s = (q.astype(np.float64) @ k.astype(np.float64).T) * float(scale)
@@ -340,13 +345,13 @@ def main():
         return 0
     rows = study(args.quick)
     tol = {False: (1e-2, 1e-3), True: (6e-2, 8e-3)}
-    print(f"{'shape':<14} {'q/k/v class':<24} {'span':>6} {'ref32 rel':>9} {'honest max/sV':>13} {'honest rel':>10}  frozen  norescale  lazy16  l16")
+    print(f"{'shape':<14} {'q/k/v class':<24} {'span':>6} {'ref32 rel':>9} {'honest max/sV':>13} {'honest rel':>10}  frozen  norescale  lazy16  l16  sums16")
     for r in rows:
         t = tol[r["bf16"]]
         mark = lambda m: ("FAIL" if fails(r[m], t) else "pass") + (f"({r[m][2]}nf)" if r[m][2] else "")
         print(
             f"{r['shape']:<14} {r['cls']:<24} {r['span']:6.1f} {r['ref32'][1]:9.1e} {r['honest'][0]:13.2e} {r['honest'][1]:10.2e}  "
-            f"{mark('frozen'):<7} {mark('norescale'):<10} {mark('lazy16'):<7} {mark('l16')}"
+            f"{mark('frozen'):<7} {mark('norescale'):<10} {mark('lazy16'):<7} {mark('l16'):<4} {mark('sums16')}"
         )
     print()
     for bf16 in (False, True):
@@ -362,7 +367,7 @@ def main():
         print(f"{name}: {len(sel)} cases; tolerance max_abs/sV {t[0]:.0e}, rel_l2 {t[1]:.0e}")
         print(f"  honest fp16/bf16-P kernel: worst max_abs/sV {hm:.2e} ({t[0] / hm:.1f}x under), worst rel_l2 {hr:.2e} ({t[1] / hr:.1f}x under), failures {sum(fails(r['honest'], t) for r in sel)}")
         print(f"  fp32 reference vs float64: worst max_abs/sV {rm:.1e}, worst rel_l2 {rr:.1e}")
-        for mode in ("frozen", "norescale", "lazy16", "l16"):
+        for mode in ("frozen", "norescale", "lazy16", "l16", "sums16"):
             n = sum(fails(r[mode], t) for r in sel)
             nf = sum(r[mode][2] > 0 for r in sel)
             normal = [r for r in sel if r["cls"] == "normal/normal/normal"]

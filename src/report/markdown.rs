@@ -469,7 +469,7 @@ fn parity_detail(p: &crate::results::Parity) -> String {
     }
     if p.max_abs > p.tolerance.max_abs {
         parts.push(format!(
-            "max abs error {:.2e} above the tolerance {:.1e}",
+            "max abs error over s_V {:.2e} above the tolerance {:.1e}",
             p.max_abs, p.tolerance.max_abs
         ));
     }

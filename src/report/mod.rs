@@ -860,7 +860,7 @@ pub(crate) fn columns(report: &Report) -> Vec<(Col, String)> {
     cols.extend([
         (Col::Cliff, format!("Cliff's δ ({units})")),
         (Col::MarginP, format!("Margin p (±{m:.1}%)")),
-        (Col::Parity, "Parity rel L2 / max abs".to_owned()),
+        (Col::Parity, "Parity rel L2 / max abs/s_V".to_owned()),
         (Col::Verdict, "Verdict".to_owned()),
         (Col::Detectable, "Detectable (80%)".to_owned()),
     ]);
