@@ -138,136 +138,113 @@ fn probes_line(results: &ResultsFile) -> ProbesLine {
     }
 }
 
+/// Why a shape failed parity, in one phrase.
+fn parity_failure(s: &ShapeResult) -> String {
+    match (&s.integrity, &s.parity) {
+        (Some(i), _) => clean(i),
+        (None, Some(p)) => format!(
+            "rel L2 {:.2e} (tolerance {:.1e}), max abs {:.2e} (tolerance {:.1e}), {} NaN/Inf, {} unwritten",
+            p.rel_l2, p.tolerance.rel_l2, p.max_abs, p.tolerance.max_abs, p.nan_or_inf, p.unwritten
+        ),
+        (None, None) => "failed".into(),
+    }
+}
+
+/// `error` or `parity-fail` and why, where the results say either (the gate's order: any
+/// shape not measured, then any parity failure, on its shapes or on random ones).
+fn failure_of(
+    results: &ResultsFile,
+    expected: &[String],
+    probes: &ProbesLine,
+) -> Option<(Verdict, String)> {
+    if let Some(e) = &results.error {
+        return Some((Verdict::Error, clean(e)));
+    }
+    let names: Vec<&str> = results.shapes.iter().map(|s| s.name.as_str()).collect();
+    if names != expected {
+        let why = format!(
+            "the measuring process returned the shapes [{}], not the {} asked for",
+            clean(&names.join(", ")),
+            expected.len()
+        );
+        return Some((Verdict::Error, why));
+    }
+    if let Some(s) = results.shapes.iter().find(|s| s.error.is_some()) {
+        let why = clean(s.error.as_deref().unwrap_or_default());
+        return Some((Verdict::Error, format!("{}: {why}", s.name)));
+    }
+    let failed = |s: &&ShapeResult| s.parity_passed() == Some(false);
+    if let Some(s) = results.shapes.iter().find(failed) {
+        let why = format!("parity fails on {}: {}", s.name, parity_failure(s));
+        return Some((Verdict::ParityFail, why));
+    }
+    if let Some(first) = probes.failed.first() {
+        let why = format!("parity fails on a random shape: {first}");
+        return Some((Verdict::ParityFail, why));
+    }
+    let unjudged = |s: &&ShapeResult| s.parity.is_none() || s.ab.is_none();
+    if let Some(s) = results.shapes.iter().find(unjudged) {
+        let what = if s.parity.is_none() {
+            "parity"
+        } else {
+            "A/B comparison"
+        };
+        return Some((
+            Verdict::Error,
+            format!("{}: no {what} was measured", s.name),
+        ));
+    }
+    None
+}
+
 /// The candidate's verdict and one sentence, from the shapes' own (see the module docs).
 fn verdict_of(
     results: &ResultsFile,
     expected: &[String],
     probes: &ProbesLine,
 ) -> (Verdict, String) {
-    if let Some(e) = &results.error {
-        return (Verdict::Error, clean(e));
-    }
-    let names: Vec<&str> = results.shapes.iter().map(|s| s.name.as_str()).collect();
-    if names != expected {
-        return (
-            Verdict::Error,
-            format!(
-                "the measuring process returned the shapes [{}], not the {} asked for",
-                clean(&names.join(", ")),
-                expected.len()
-            ),
-        );
-    }
-    if let Some(s) = results.shapes.iter().find(|s| s.error.is_some()) {
-        return (
-            Verdict::Error,
-            format!(
-                "{}: {}",
-                s.name,
-                clean(s.error.as_deref().unwrap_or_default())
-            ),
-        );
-    }
-    if let Some(s) = results
-        .shapes
-        .iter()
-        .find(|s| s.parity_passed() == Some(false))
-    {
-        let why = match (&s.integrity, &s.parity) {
-            (Some(i), _) => clean(i),
-            (None, Some(p)) => format!(
-                "rel L2 {:.2e} (tolerance {:.1e}), max abs {:.2e} (tolerance {:.1e}), {} NaN/Inf, {} unwritten",
-                p.rel_l2,
-                p.tolerance.rel_l2,
-                p.max_abs,
-                p.tolerance.max_abs,
-                p.nan_or_inf,
-                p.unwritten
-            ),
-            (None, None) => "failed".into(),
-        };
-        return (
-            Verdict::ParityFail,
-            format!("parity fails on {}: {why}", s.name),
-        );
-    }
-    if let Some(first) = probes.failed.first() {
-        return (
-            Verdict::ParityFail,
-            format!("parity fails on a random shape: {first}"),
-        );
-    }
-    if let Some(s) = results
-        .shapes
-        .iter()
-        .find(|s| s.parity.is_none() || s.ab.is_none())
-    {
-        return (
-            Verdict::Error,
-            format!(
-                "{}: no {} was measured",
-                s.name,
-                if s.parity.is_none() {
-                    "parity"
-                } else {
-                    "A/B comparison"
-                }
-            ),
-        );
+    if let Some(failed) = failure_of(results, expected, probes) {
+        return failed;
     }
     let named = |v: ShapeVerdict| -> Vec<String> {
+        let ratio = |s: &ShapeResult| percent(s.ab.as_ref().map_or(1.0, |c| c.ratio));
         results
             .shapes
             .iter()
             .filter(|s| s.verdict == v)
-            .map(|s| {
-                format!(
-                    "{} ({})",
-                    s.name,
-                    percent(s.ab.as_ref().map_or(1.0, |c| c.ratio))
-                )
-            })
+            .map(|s| format!("{} ({})", s.name, ratio(s)))
             .collect()
     };
     let m = format!("{:.1}%", results.gate.max_p50_regression * 100.0);
     let slower = named(ShapeVerdict::Regression);
     if !slower.is_empty() {
-        return (
-            Verdict::Slower,
-            format!(
-                "slower than the reference by more than {m} with confidence on {}",
-                slower.join(", ")
-            ),
+        let why = format!(
+            "slower than the reference by more than {m} with confidence on {}",
+            slower.join(", ")
         );
+        return (Verdict::Slower, why);
     }
     let faster = named(ShapeVerdict::Improvement);
     if !faster.is_empty() {
-        return (
-            Verdict::Faster,
-            format!(
-                "faster than the reference by more than {m} with confidence on {}, slower on none",
-                faster.join(", ")
-            ),
+        let why = format!(
+            "faster than the reference by more than {m} with confidence on {}, slower on none",
+            faster.join(", ")
         );
+        return (Verdict::Faster, why);
     }
-    let ratios: Vec<f64> = results
+    let ratios = results
         .shapes
         .iter()
-        .filter_map(|s| s.ab.as_ref().map(|c| c.ratio))
-        .collect();
-    let (lo, hi) = ratios
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), r| {
-            (a.min(*r), b.max(*r))
-        });
-    (
-        Verdict::Same,
-        format!(
-            "no shape is more than {m} faster or slower with confidence (ratios {} to {})",
-            percent(lo),
-            percent(hi)
-        ),
-    )
+        .filter_map(|s| s.ab.as_ref().map(|c| c.ratio));
+    let (lo, hi) = ratios.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), r| {
+        (a.min(r), b.max(r))
+    });
+    let why = format!(
+        "no shape is more than {m} faster or slower with confidence (ratios {} to {})",
+        percent(lo),
+        percent(hi)
+    );
+    (Verdict::Same, why)
 }
 
 /// The acceptance rule on one measurement: (meets, wins, why).

@@ -16,6 +16,8 @@
 //! In the layers of `lib.rs` it sits with `run` (the engine it drives): it imports `run`,
 //! `gpu` and `sim`; nothing below imports it.
 
+#[cfg(test)]
+mod calibration;
 pub(crate) mod coordinator;
 pub mod judge;
 pub mod leaderboard;
