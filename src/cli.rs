@@ -74,6 +74,91 @@ pub enum Command {
     /// that commit's kernels against GOOD's on this GPU under the gate's own rule. Exit 0
     /// when a culprit is found and confirmed against its first parent, else 2.
     Bisect(BisectArgs),
+    /// An evaluator for optimisation loops: candidates as JSON lines on stdin (an id, an
+    /// attention.cu path or its source, defines), one JSON line per candidate on stdout (its
+    /// verdict faster, same, slower, parity-fail, refused or error, and per shape the ratio to
+    /// the reference with its bounds, p50s, TFLOP/s and parity; docs/EVAL.md). Every check of
+    /// the gate, each candidate in a fresh process; a leaderboard under the seeds' rule. Exit
+    /// 0 when no candidate ended in `error`, 1 when one did, 2 when the evaluator could not
+    /// run.
+    Eval(EvalArgs),
+    /// Internal: one candidate's measuring process (or `--describe`: the device's facts).
+    #[command(hide = true, name = "eval-worker")]
+    EvalWorker(EvalWorkerArgs),
+}
+
+/// What `ci-gate eval` measures candidates against.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Against {
+    /// The base kernels (`--base-kernels`).
+    Base,
+    /// The leaderboard's best (the base while it is empty); each accepted candidate becomes
+    /// the reference of the next.
+    Best,
+}
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// Config whose shapes, gate, measurement and `eval` settings are used (default:
+    /// configs/pr.yaml of the repository; configs/eval.yaml is sized for loops).
+    #[arg(long, short, default_value = DEFAULT_CONFIG, value_name = "FILE")]
+    pub config: PathBuf,
+    /// Directory whose attention.cu is the base (default: kernels/ of the repository).
+    #[arg(long, default_value = DEFAULT_KERNELS, value_name = "DIR")]
+    pub base_kernels: PathBuf,
+    /// Measure only this shape of the config (repeatable).
+    #[arg(long = "shape", value_name = "NAME")]
+    pub shapes: Vec<String>,
+    /// The reference: `base`, or `best` (the leaderboard's best; needs --leaderboard).
+    /// Default: best with --leaderboard, else base.
+    #[arg(long, value_enum, value_name = "base|best")]
+    pub against: Option<Against>,
+    /// Keep accepted candidates here (JSON; created when absent): a candidate that meets the
+    /// config's `eval` rule against the current best, and again in two confirming
+    /// measurements in fresh processes (hot and cold cache), is appended.
+    #[arg(long, value_name = "FILE")]
+    pub leaderboard: Option<PathBuf>,
+    /// One measuring worker per GPU of this host, one queue: device indices (0,1,3) or `all`.
+    #[arg(long, value_name = "LIST")]
+    pub devices: Option<String>,
+    /// Candidates compiled at once, ahead of the GPU (default: the CPU cores less one, at
+    /// most 8).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub jobs: Option<u32>,
+    /// Compile ahead for this NVRTC target (e.g. sm_90a) instead of each device's own; with
+    /// the simulated GPU, compile real sources with NVRTC as a GPU host would.
+    #[arg(long, value_name = "SM", value_parser = parse_target)]
+    pub arch: Option<String>,
+}
+
+impl EvalArgs {
+    /// [`find_defaults`] from `configs/pr.yaml`: the config and the base kernels.
+    pub(crate) fn find_defaults(&mut self, start: &Path) {
+        find_defaults(
+            start,
+            DEFAULT_CONFIG,
+            &mut [
+                (&mut self.config, DEFAULT_CONFIG),
+                (&mut self.base_kernels, DEFAULT_KERNELS),
+            ],
+        );
+    }
+}
+
+/// The hidden `eval-worker` command's arguments.
+#[derive(Debug, Args)]
+pub struct EvalWorkerArgs {
+    /// The request the evaluator wrote.
+    #[arg(long, value_name = "FILE", required_unless_present = "describe")]
+    pub request: Option<PathBuf>,
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Write the device's facts (architecture, shared memory) instead of measuring.
+    #[arg(long)]
+    pub describe: bool,
 }
 
 /// The hidden `run-request` command's arguments.

@@ -260,6 +260,16 @@ fn max_wait_s<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     checked(d, |v: f64| positive_f64_at_most(v, limits::MAX_WAIT_S))
 }
 
+fn min_shapes<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    checked(d, |v: i64| positive_at_most(v, limits::MAX_SHAPES as u32))
+}
+
+fn eval_timeout_s<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    checked(d, |v: f64| {
+        positive_f64_at_most(v, limits::MAX_EVAL_TIMEOUT_S)
+    })
+}
+
 fn samples_per_round<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
     checked(d, |v: i64| {
         positive_at_most(v, limits::MAX_SAMPLES_PER_ROUND)
@@ -338,6 +348,7 @@ pub(crate) mod limits {
     pub(crate) const MAX_TOLERANCE: f64 = 1.0;
     pub(crate) const MAX_ENERGY_ROUNDS: i64 = 32;
     pub(crate) const MAX_ENERGY_UPDATES: u32 = 20;
+    pub(crate) const MAX_EVAL_TIMEOUT_S: f64 = 86_400.0;
     pub const MAX_SHAPES: usize = crate::validate::MAX_SHAPES;
 }
 
@@ -683,6 +694,8 @@ struct RawConfig {
     peers: Vec<crate::peers::Peer>,
     #[serde(default)]
     compile: CompileSettings,
+    #[serde(default)]
+    eval: EvalSettings,
     #[serde(deserialize_with = "shapes")]
     shapes: Vec<ShapeParams>,
 }
@@ -765,12 +778,12 @@ fn defines<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
     })
 }
 
-/// Most `compile.defines`.
-const MAX_DEFINES: usize = 16;
+/// Most `compile.defines` (and most defines of one `ci-gate eval` candidate).
+pub(crate) const MAX_DEFINES: usize = 16;
 
 /// `NAME` or `NAME=VALUE`: a C identifier of at most 64 characters, a value of at most 64
 /// letters, digits, '_', '.', '+' or '-' (nothing NVRTC could read as another option).
-fn define(d: &str) -> bool {
+pub(crate) fn define(d: &str) -> bool {
     let (name, value) = match d.split_once('=') {
         Some((n, v)) => (n, Some(v)),
         None => (d, None),
@@ -790,6 +803,39 @@ fn define(d: &str) -> bool {
     ident && value_ok
 }
 
+/// `eval`: the seeds' acceptance rule of `ci-gate eval`'s leaderboard (docs/EVAL.md) and
+/// how long one candidate may take. A shape is a *win* when the gate's rule
+/// (`verdict::faster_with_confidence`) says it is faster than the reference by more than
+/// `min_speedup`, with confidence; a candidate is accepted when at least `min_shapes` shapes
+/// are wins, no shape's ratio estimate is above 1 + `gate.max_p50_regression` (the seeds'
+/// "> 2% p50 regression", the gate's margin), parity passed everywhere, and all of that
+/// holds again in two confirming measurements in fresh processes (hot and cold cache).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EvalSettings {
+    /// The speed-up a shape must show with confidence to count as a win (0.03 = 3%).
+    #[serde(deserialize_with = "fraction")]
+    pub min_speedup: f64,
+    /// How many shapes must be wins.
+    #[serde(deserialize_with = "min_shapes")]
+    pub min_shapes: u32,
+    /// Seconds one measuring process of a candidate may run before it is killed (the
+    /// candidate's line is then an `error`): a backstop behind the run's own GPU-time budget
+    /// and waits.
+    #[serde(deserialize_with = "eval_timeout_s")]
+    pub timeout_s: f64,
+}
+
+impl Default for EvalSettings {
+    fn default() -> Self {
+        EvalSettings {
+            min_speedup: 0.03,
+            min_shapes: 2,
+            timeout_s: 300.0,
+        }
+    }
+}
+
 /// A loaded, validated config.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -803,6 +849,8 @@ pub struct Config {
     /// Other implementations measured next to the kernel (`peers:`); they never decide.
     pub peers: Vec<crate::peers::Peer>,
     pub compile: CompileSettings,
+    /// `ci-gate eval`'s acceptance rule and limits.
+    pub eval: EvalSettings,
     pub shapes: Vec<ShapeParams>,
 }
 
@@ -888,6 +936,7 @@ impl Config {
                 p
             },
             compile: raw.compile,
+            eval: raw.eval,
             shapes: raw.shapes,
         })
     }

@@ -5,7 +5,9 @@
 //!
 //! 1. `main` and `commands` (one module per subcommand, and the dispatcher);
 //! 2. `run`, the engine: a run described and resolved once (`run::RunRequest`, `run::Run`),
-//!    the pipeline's phases, child processes, profiling and publishing;
+//!    the pipeline's phases, child processes, profiling and publishing; and `eval`, the
+//!    evaluator for optimisation loops, which drives the engine (one measuring process per
+//!    candidate) and which `run` never imports;
 //! 3. `cli` (the command line's types, which the engine takes its options from), the
 //!    measuring devices `gpu` (cudarc) and `sim` (the seeded simulation, and its noise
 //!    model), both implementing `backend::Backend`, and `github` (the API and Actions).
@@ -38,6 +40,7 @@ pub mod commands;
 pub mod comparison;
 pub mod config;
 pub(crate) mod energy;
+pub mod eval;
 pub mod evaluate;
 pub mod files;
 pub mod github;

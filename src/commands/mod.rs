@@ -1,7 +1,8 @@
 //! One module per subcommand (`worker` is the hidden `kernel-run`); [`run`] dispatches. The
-//! two other hidden commands are the engine's and the sandbox's: `run-request`
-//! (`run::child::run_request`) and `nvrtc-sandbox` (`gpu::sandbox::serve`). What several
-//! commands share lives below them, in `run` (the engine) and the modules it uses.
+//! other hidden commands are the engine's, the sandbox's and the evaluator's: `run-request`
+//! (`run::child::run_request`), `nvrtc-sandbox` (`gpu::sandbox::serve`) and `eval-worker`
+//! (`eval::worker`). What several commands share lives below them, in `run` (the engine),
+//! `eval` (the evaluator) and the modules they use.
 
 mod baseline;
 mod bisect;
@@ -10,6 +11,7 @@ mod comment;
 mod compare;
 mod compile;
 mod env;
+mod eval;
 mod history;
 mod local;
 mod merge;
@@ -37,6 +39,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             Command::Merge(a) => a.find_defaults(&here),
             Command::Compile(a) => a.find_defaults(&here),
             Command::Bisect(a) => a.find_defaults(&here),
+            Command::Eval(a) => a.find_defaults(&here),
             _ => {}
         }
     }
@@ -65,6 +68,8 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Bisect(args) => crate::run::untrusted::suspended(|| bisect::run_bisect(&args)),
         Command::Merge(args) => merge::run_merge(&args),
         Command::Compile(args) => compile::run_compile(&args),
+        Command::Eval(args) => eval::run_eval(&args),
+        Command::EvalWorker(args) => eval::run_worker(&args),
         Command::NvrtcSandbox => Ok(if crate::gpu::sandbox::serve() {
             Outcome::Pass
         } else {

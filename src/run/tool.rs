@@ -110,7 +110,7 @@ pub(crate) fn run_bounded(mut cmd: Command, limit: Duration) -> Result<Ran> {
 }
 
 /// Ends a process group by its leader's id (the tool and the program it launched).
-fn kill_group(pid: u32) {
+pub(crate) fn kill_group(pid: u32) {
     let _ = restrict(&mut Command::new("kill"), Child::Plain)
         .args(["-KILL", "--", &format!("-{pid}")])
         .stdin(Stdio::null())

@@ -9,7 +9,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use ci_gate::config::{
-    CompileSettings, Config, Dtype, GateSettings, MeasureSettings, ParitySettings, ShapeParams,
+    CompileSettings, Config, Dtype, EvalSettings, GateSettings, MeasureSettings, ParitySettings,
+    ShapeParams,
 };
 use serde_yaml::{Mapping, Value};
 
@@ -142,6 +143,11 @@ fn serialized_keys() -> BTreeSet<String> {
         &mut keys,
     );
     flat_keys(
+        "eval",
+        &serde_json::to_value(EvalSettings::default()).unwrap(),
+        &mut keys,
+    );
+    flat_keys(
         "shapes[]",
         &serde_json::to_value(shape()).unwrap(),
         &mut keys,
@@ -174,7 +180,7 @@ fn parser_keys() -> BTreeSet<String> {
     let mut keys = BTreeSet::new();
     for top in expected_keys(&format!("bogus_key: 1\n{SHAPE}")) {
         let (mapping, with_shape) = match top.as_str() {
-            "gate" | "parity" | "measure" | "compile" => (true, true),
+            "gate" | "parity" | "measure" | "compile" | "eval" => (true, true),
             _ => (false, false),
         };
         if !mapping {
@@ -297,6 +303,7 @@ fn a_config_of_every_documented_default_is_the_built_in_default() {
     assert_eq!(c.parity, ParitySettings::default(), "parity");
     assert_eq!(c.measure, MeasureSettings::default(), "measure");
     assert_eq!(c.compile, CompileSettings::default(), "compile");
+    assert_eq!(c.eval, EvalSettings::default(), "eval");
     assert!(c.peers.is_empty());
     assert_eq!(c.shapes, [shape()], "shapes[].causal's default");
     // `name`'s default: the file's name without .yaml.
@@ -316,6 +323,7 @@ fn integer(key: &str) -> bool {
         "gate" => serde_json::to_value(GateSettings::default()).unwrap(),
         "parity" => serde_json::to_value(ParitySettings::default()).unwrap(),
         "measure" => serde_json::to_value(MeasureSettings::default()).unwrap(),
+        "eval" => serde_json::to_value(EvalSettings::default()).unwrap(),
         "shapes[]" => serde_json::to_value(shape()).unwrap(),
         _ => panic!("{key}"),
     };

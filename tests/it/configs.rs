@@ -80,3 +80,22 @@ fn the_ada_and_sanitize_configs_hold_what_they_promise() {
     // The nightly names all three: PyTorch's own choice, forced cuDNN and FlashAttention-2.
     assert_eq!(load("nightly.yaml").peers.len(), 3);
 }
+
+/// The evaluator's config: four shapes of the PR config, the PR gate's margin and parity, the
+/// seeds' rule, and a design that spends less of the GPU than the PR config's.
+#[test]
+fn the_eval_config_is_four_pr_shapes_under_the_seeds_rule() {
+    let pr = load("pr.yaml");
+    let e = load("eval.yaml");
+    assert_eq!(e.shapes.len(), 4);
+    assert!(e.shapes.iter().all(|s| pr.shapes.contains(s)));
+    assert_eq!(e.gate, pr.gate);
+    assert_eq!(e.parity, pr.parity);
+    assert!(e.peers.is_empty());
+    assert_eq!((e.eval.min_speedup, e.eval.min_shapes), (0.03, 2));
+    let planned = |c: &ci_gate::config::Config| {
+        let m = &c.measure;
+        f64::from(m.min_rounds) * f64::from(m.samples_per_round) * m.sample_ms / m.duty_cycle
+    };
+    assert!(planned(&e) < planned(&pr) / 4.0);
+}
