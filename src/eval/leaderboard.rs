@@ -265,6 +265,7 @@ mod tests {
                 name: "eval".into(),
                 path: "configs/eval.yaml".into(),
                 hash: "0".repeat(64),
+                defines: Vec::new(),
             },
             source: source.into(),
         }
