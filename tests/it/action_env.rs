@@ -5,6 +5,7 @@
 //! runner's `.env` could set them. The runner's settings (the NVRTC cache, the peer's
 //! Python, the owner's leave to compile unconfined, the comment's author) still arrive.
 
+use crate::common::stderr_text;
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -114,7 +115,7 @@ fn the_gate_step_passes_only_the_runner_settings_of_ci_gate() {
             out.status.success(),
             "{command}: {}\n{}",
             String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+            stderr_text(&out.stderr)
         );
         let seen = std::fs::read_to_string(&log).expect("the step ran ci-gate");
         assert_eq!(seen.matches("args=").count(), 1, "{command}: {seen}");
