@@ -19,6 +19,8 @@ mod cli_baseline;
 mod cli_bisect;
 mod cli_child_env;
 mod cli_compare;
+mod cli_env;
+mod cli_errors;
 mod cli_git_base;
 mod cli_github;
 mod cli_history;
