@@ -28,6 +28,10 @@
 //! `unsafe` is denied everywhere but in `gpu::raw`, the bindings to the CUDA driver.
 
 #![deny(unsafe_code)]
+// rust-version 1.91 (Cargo.toml) turns on clippy's lints for what Rust 1.87 made available:
+// `is_multiple_of` is wanted at one place, src/gpu/measure.rs (`% every == 0`), which another
+// branch is changing; allowed here until that line uses it, then remove this.
+#![allow(clippy::manual_is_multiple_of)]
 
 pub mod backend;
 pub mod baseline;
