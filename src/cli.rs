@@ -41,7 +41,10 @@ pub enum Command {
     /// Measure the gate itself on this runner: false alarms on A/A runs, detection of an
     /// injected slowdown.
     Selftest(SelftestArgs),
-    /// Print the GPU, driver, CUDA and clock fingerprint.
+    /// The runner's pre-flight: one line per check (the NVIDIA driver and its CUDA version,
+    /// the GPU, NVRTC of the version this binary needs, the NVRTC sandbox, NVML), then the
+    /// GPU, driver, CUDA and clock fingerprint. Exit 0 when no check fails, else 2 naming
+    /// what to install.
     Env(EnvArgs),
     /// Join the results files of a sharded run (`--shard K/N`) into one: one verdict over every
     /// shape, one report and one results file for `comment`. No GPU.

@@ -210,6 +210,28 @@ fn ignored<'de, D: Deserializer<'de>>(d: D) -> Result<(), D::Error> {
     serde::de::IgnoredAny::deserialize(d).map(|_| ())
 }
 
+/// Keys a config may no longer set (docs/CONFIG.md, "removed key"), which their types still
+/// read, to refuse them by name or to load older results files, so that serde lists them
+/// among the expected keys.
+const REMOVED_KEYS: &[&str] = &["min_effect", "budget_s", "target_ci_half_width"];
+
+/// serde's message for an unknown key, `unknown field `x`, expected one of `a`, `b`, …`,
+/// with the [`REMOVED_KEYS`] left out of the expected ones: a typo is not told to use a key
+/// that is refused. Any other message is returned as it is.
+fn without_removed_keys(message: &str) -> String {
+    let Some((head, expected)) = message.split_once(", expected one of ") else {
+        return message.to_owned();
+    };
+    let mut expected = expected.to_owned();
+    for key in REMOVED_KEYS {
+        let quoted = format!("`{key}`");
+        expected = expected
+            .replace(&format!("{quoted}, "), "")
+            .replace(&format!(", {quoted}"), "");
+    }
+    format!("{head}, expected one of {expected}")
+}
+
 /// The line of the first `key:` under the top-level `section:` of a YAML text, if any: a
 /// removed key of a shared type is refused here, so that results files that hold it still
 /// load.
@@ -907,8 +929,11 @@ impl Config {
         }
         // Every key is checked as it is read: serde_yaml names the key by its path and
         // line (text quoted from the file is escaped by the checks themselves).
-        let raw: RawConfig = serde_yaml::from_str(text)
-            .map_err(|e| invalid(crate::text::terminal_text(&e.to_string())))?;
+        let raw: RawConfig = serde_yaml::from_str(text).map_err(|e| {
+            invalid(crate::text::terminal_text(&without_removed_keys(
+                &e.to_string(),
+            )))
+        })?;
         let name = match raw.name {
             Some(Name(n)) => n,
             None => {
@@ -1030,6 +1055,39 @@ mod tests {
         assert_eq!(c.gate.max_p50_regression, 0.02);
         assert_eq!(c.shapes[0].name(), "b1h8s512d64_causal_f16");
         assert_eq!(c.hash.len(), 64);
+    }
+
+    #[test]
+    fn a_typo_d_gate_key_is_not_told_to_use_the_removed_min_effect() {
+        let e = parse("gate:\n  max_p50_regresion: 0.02\nshapes:\n  - {batch: 1, heads: 8, seq_len: 512, head_dim: 64, dtype: float16}\n").unwrap_err();
+        assert!(e.contains("unknown field `max_p50_regresion`"), "{e}");
+        assert!(e.contains("line 2"), "{e}");
+        assert!(
+            e.contains("expected one of `max_p50_regression`, `alpha`, `confidence`, `bootstrap_resamples`, `seed`, `max_speedup`"),
+            "{e}"
+        );
+        assert!(!e.contains("min_effect"), "{e}");
+        // Nor a typo'd measure key to use the removed budget_s or target_ci_half_width.
+        let e = parse("measure:\n  min_round: 8\nshapes: []\n").unwrap_err();
+        assert!(e.contains("expected one of `cache`"), "{e}");
+        assert!(e.contains("`gpu_budget_s`"), "{e}");
+        assert!(
+            !e.contains("`budget_s`") && !e.contains("target_ci_half_width"),
+            "{e}"
+        );
+        // The removed key itself is still refused by name, and other messages are untouched.
+        let e = parse("gate:\n  min_effect: small\nshapes: []\n").unwrap_err();
+        assert!(e.contains("gate.min_effect was removed (line 2)"), "{e}");
+        assert_eq!(
+            without_removed_keys("unknown field `min_effect`, expected `a` or `b`"),
+            "unknown field `min_effect`, expected `a` or `b`"
+        );
+        assert_eq!(
+            without_removed_keys(
+                "x: unknown field `y`, expected one of `min_effect`, `a`, `b` at line 1"
+            ),
+            "x: unknown field `y`, expected one of `a`, `b` at line 1"
+        );
     }
 
     #[test]

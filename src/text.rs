@@ -160,6 +160,95 @@ pub fn error_line(message: &str) -> String {
     format!("{}… ({} bytes cut)", &line[..cut], line.len() - cut)
 }
 
+/// Columns that every line of an error message fits in ([`error_message`]).
+pub const ERROR_WIDTH: usize = 80;
+
+/// Widest word of an error message: one that fits on its first line, after `error: `.
+const MAX_ERROR_WORD: usize = ERROR_WIDTH - "error: ".len();
+
+/// An error as printed: `error: ` and [`error_line`]'s text, wrapped (textwrap) to lines of at
+/// most [`ERROR_WIDTH`] columns, the lines after the first indented by two spaces. Lines break
+/// at spaces, never at a hyphen; a word wider than a line (a long path) is cut. No line but
+/// the first begins with `:`, so that attacker text in the message cannot start a line that
+/// is a GitHub workflow command (one that begins, after spaces, with `::`): a space before a
+/// colon is no break, and a long word is not cut before one. A line that ends inside a cut
+/// word ends with `\`: joined to the next line without it and without a space, and every
+/// other line joined with one space, the lines give the message again. Cost: linear in the
+/// message.
+pub fn error_message(message: &str) -> String {
+    let options = textwrap::Options::new(ERROR_WIDTH)
+        .initial_indent("error: ")
+        .subsequent_indent("  ")
+        .break_words(false)
+        .word_separator(textwrap::WordSeparator::Custom(error_words))
+        .word_splitter(textwrap::WordSplitter::NoHyphenation);
+    textwrap::fill(&error_line(message), options)
+}
+
+/// The words of an error message for textwrap: runs of text with the spaces after them, split
+/// at spaces that are not followed by a colon (see [`error_message`]), a word wider than
+/// [`MAX_ERROR_WORD`] cut into pieces ([`push_error_word`]).
+fn error_words(line: &str) -> Box<dyn Iterator<Item = textwrap::core::Word<'_>> + '_> {
+    let mut words = Vec::new();
+    let (mut start, mut at) = (0, 0);
+    let bytes = line.as_bytes();
+    while at < bytes.len() {
+        if bytes[at] != b' ' {
+            at += 1;
+            continue;
+        }
+        let mut end = at;
+        while end < bytes.len() && bytes[end] == b' ' {
+            end += 1;
+        }
+        if end < bytes.len() && bytes[end] != b':' {
+            push_error_word(&mut words, &line[start..end]);
+            start = end;
+        }
+        at = end;
+    }
+    if start < line.len() {
+        push_error_word(&mut words, &line[start..]);
+    }
+    Box::new(words.into_iter())
+}
+
+/// `word` (with the spaces after it) as textwrap words: itself, or where it is wider than
+/// [`MAX_ERROR_WORD`], pieces of at most one column less, none of which begins with a colon or
+/// with spaces and a colon (but where the rest is colons alone: a line `::::` names no
+/// command). Each piece but the last ends its line with a `\` where the line breaks after it
+/// (its textwrap penalty), so that a reader, or a test, joins it to the next without a space.
+fn push_error_word<'a>(words: &mut Vec<textwrap::core::Word<'a>>, word: &'a str) {
+    use textwrap::core::{Word, display_width};
+    let mut rest = word;
+    while display_width(rest.trim_end_matches(' ')) > MAX_ERROR_WORD {
+        let (mut fits, mut width) = (0, 0);
+        for (i, c) in rest.char_indices() {
+            width += display_width(&rest[i..i + c.len_utf8()]);
+            if width > MAX_ERROR_WORD - 1 {
+                break;
+            }
+            fits = i + c.len_utf8();
+        }
+        let starts_a_command = |cut: usize| rest[cut..].trim_start_matches(' ').starts_with(':');
+        let mut cut = fits;
+        while cut > 0 && starts_a_command(cut) {
+            cut = rest[..cut].char_indices().next_back().map_or(0, |(i, _)| i);
+        }
+        if cut == 0 {
+            // Colons (and spaces) alone up to the width, or one character wider than it.
+            cut = fits.max(rest.chars().next().map_or(rest.len(), char::len_utf8));
+        }
+        let mut piece = Word::from(&rest[..cut]);
+        piece.penalty = "\\";
+        words.push(piece);
+        rest = &rest[cut..];
+    }
+    if !rest.is_empty() {
+        words.push(Word::from(rest));
+    }
+}
+
 /// Attacker text for an error message: at most 60 characters, in double quotes, with every
 /// character that is not plainly printable written as `\u{…}`.
 pub(crate) fn quote(text: &str) -> String {
@@ -184,6 +273,100 @@ pub(crate) fn quote(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The lines of an error message and its text again: the lines after the first without
+    /// their indent, joined by a space, or where a line ends with `\\` (a cut word) without it
+    /// and without a space.
+    fn unwrapped(printed: &str) -> (Vec<&str>, String) {
+        let lines: Vec<&str> = printed.lines().collect();
+        let mut text = lines[0].strip_prefix("error: ").unwrap().to_owned();
+        for line in &lines[1..] {
+            if text.ends_with('\\') {
+                text.pop();
+            } else {
+                text.push(' ');
+            }
+            text.push_str(line.strip_prefix("  ").unwrap());
+        }
+        (lines, text)
+    }
+
+    #[test]
+    fn an_error_message_fits_80_columns_with_its_text_intact() {
+        assert_eq!(error_message("error: short"), "error: short");
+        let long = "config configs/pr.yaml: gate: unknown field `max_p50_regresion`, expected one of `max_p50_regression`, `alpha`, `confidence`, `bootstrap_resamples`, `seed`, `max_speedup` at line 12 column 3; a-hyphenated-word-that-stays-whole";
+        let printed = error_message(long);
+        let (lines, text) = unwrapped(&printed);
+        assert!(lines.len() >= 3, "{printed}");
+        assert!(
+            lines.iter().all(|l| l.chars().count() <= ERROR_WIDTH),
+            "{printed}"
+        );
+        assert_eq!(text, long);
+        assert!(
+            printed.contains("a-hyphenated-word-that-stays-whole"),
+            "{printed}"
+        );
+        // A word wider than a line is cut, each cut marked by a `\` at the end of its line;
+        // nothing is lost. A long first word (a file name) is cut on the first line too.
+        for path in [
+            format!(
+                "cannot read /{}/results.json: gone",
+                "very-long-directory".repeat(9)
+            ),
+            format!(
+                "/work/{}/tests/hostile/pr.json: provenance.commit: \"x\" is not a commit",
+                "checkout".repeat(6)
+            ),
+        ] {
+            let printed = error_message(&path);
+            let (lines, text) = unwrapped(&printed);
+            assert!(
+                lines.iter().all(|l| l.chars().count() <= ERROR_WIDTH),
+                "{printed}"
+            );
+            assert!(lines.iter().any(|l| l.ends_with('\\')), "{printed}");
+            assert_eq!(text, path);
+        }
+        // Wide characters count as two columns.
+        let wide = "界".repeat(100);
+        let printed = error_message(&wide);
+        assert!(
+            printed
+                .lines()
+                .all(|l| textwrap::core::display_width(l) <= ERROR_WIDTH),
+            "{printed}"
+        );
+        assert_eq!(unwrapped(&printed).1, wide);
+    }
+
+    #[test]
+    fn no_continuation_line_of_an_error_can_be_a_workflow_command() {
+        for n in 0..200 {
+            for message in [
+                format!(
+                    "{}::error::pwned and more text after it",
+                    "ab ".repeat(n / 3)
+                ),
+                format!("{} ::error::pwned", "ab ".repeat(n / 3)),
+                format!("{}  ::warning::x", "y".repeat(n)),
+                format!("{}::add-mask::x{}", "y".repeat(n), ":".repeat(n % 7)),
+                format!("{} {}", "z".repeat(n % 80), ":".repeat(n)),
+            ] {
+                let printed = error_message(&message);
+                for (i, line) in printed.lines().enumerate() {
+                    assert!(line.chars().count() <= ERROR_WIDTH, "{printed}");
+                    let starts = line.trim_start();
+                    // Colons alone (the last case; the `\` marks a cut) name no command.
+                    let colons_only = starts.trim_end_matches('\\').chars().all(|c| c == ':');
+                    assert!(
+                        i == 0 || !starts.starts_with(':') || colons_only,
+                        "line {i} of {message:?}:\n{printed}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn short_commit_counts_characters() {

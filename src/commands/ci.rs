@@ -91,7 +91,7 @@ fn on_hang(args: &CiArgs, config: Option<&Config>, shard: Option<ShardInfo>) {
         failed.fail_on_drift = fail_on_drift;
         crate::run::untrusted::resume_now();
         if let Err(e) = publish(failed, &out, Some(error)) {
-            eprintln!("error: {e:#}");
+            eprintln!("{}", crate::text::error_message(&format!("{e:#}")));
         }
     }));
 }

@@ -54,8 +54,11 @@ pub(crate) fn run_local(args: &LocalArgs) -> Result<Outcome> {
                     failed_run(prepared.measures_here().then_some(&run.config), &e).save(out)
             {
                 eprintln!(
-                    "error: the results could not be saved to {}: {save:#}",
-                    out.display()
+                    "{}",
+                    crate::text::error_message(&format!(
+                        "the results could not be saved to {}: {save:#}",
+                        out.display()
+                    ))
                 );
             }
             return Err(e);

@@ -115,11 +115,11 @@ pub(crate) fn retry_delay(
     if let Some(secs) = seconds(&reply.retry_after) {
         return Some(Duration::from_secs(secs).min(policy.max_delay));
     }
-    if reply.ratelimit_remaining.as_deref().map(str::trim) == Some("0") {
-        if let Some(reset) = seconds(&reply.ratelimit_reset) {
-            let wait = Duration::from_secs(reset.saturating_sub(now_unix));
-            return Some(wait.max(policy.base_delay).min(policy.max_delay));
-        }
+    if reply.ratelimit_remaining.as_deref().map(str::trim) == Some("0")
+        && let Some(reset) = seconds(&reply.ratelimit_reset)
+    {
+        let wait = Duration::from_secs(reset.saturating_sub(now_unix));
+        return Some(wait.max(policy.base_delay).min(policy.max_delay));
     }
     Some(backoff(attempt, policy))
 }

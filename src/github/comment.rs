@@ -361,10 +361,8 @@ impl Job<'_> {
             if !last {
                 tokio::time::sleep(delay).await;
             }
-            if maybe_applied {
-                if let Some(found) = self.find(identity).await? {
-                    return Ok(Posted::Created(found));
-                }
+            if maybe_applied && let Some(found) = self.find(identity).await? {
+                return Ok(Posted::Created(found));
             }
             if last {
                 return Err(GithubError::GaveUp {

@@ -1,12 +1,110 @@
 //! The environment fingerprint: the device facts from CUDA, clocks and state from NVML
 //! (nvml-wrapper). NVML being unavailable is not fatal: the fields stay empty.
+//!
+//! Also the facts `ci-gate env`'s pre-flight checks judge ([`driver_cuda_version`],
+//! [`nvrtc_found`], [`probe_sandbox`]), each read without a GPU and without panicking where a
+//! library is missing.
+
+use std::path::PathBuf;
 
 use nvml_wrapper::Nvml;
 use nvml_wrapper::bitmasks::device::ThrottleReasons;
 use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
 
 use super::compile::Arch;
+use super::raw;
+use super::sandbox::{self, Outcome, Request};
 use crate::results::{Environment, GpuState, gpu_slug};
+
+/// The CUDA version the installed driver supports (1000 × major + 10 × minor, e.g. 13000),
+/// read with `cuDriverGetVersion`, which needs no GPU and no `cuInit`. Err: why there is
+/// none, one clause (no libcuda, or the call failed).
+pub(crate) fn driver_cuda_version() -> Result<i32, String> {
+    if !raw::driver_present() {
+        return Err("no NVIDIA driver found (libcuda.so could not be loaded)".into());
+    }
+    raw::driver_cuda_version()
+        .map_err(|e| format!("the NVIDIA driver did not report its CUDA version ({e:?})"))
+}
+
+/// The NVRTC this process loads, as compiling would load it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct NvrtcFound {
+    /// (major, minor) as NVRTC reports it; None where it did not answer.
+    pub version: Option<(i32, i32)>,
+    /// The directory it was loaded from (/proc/self/maps), where that could be read.
+    pub dir: Option<PathBuf>,
+}
+
+/// The NVRTC the loader finds (the names cudarc tries: `libnvrtc.so`, then
+/// `libnvrtc.so.MAJOR` and older majors), or None where there is none. Loads it: a few ms.
+pub(crate) fn nvrtc_found() -> Option<NvrtcFound> {
+    if !raw::nvrtc_present() {
+        return None;
+    }
+    Some(NvrtcFound {
+        version: raw::nvrtc_version(),
+        dir: sandbox::nvrtc_library_dir(),
+    })
+}
+
+/// How the NVRTC sandbox answered a test compile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum SandboxProbe {
+    /// The test kernel compiled to a CUBIN with the sandbox enforced (Landlock and seccomp).
+    Confined,
+    /// The sandbox cannot be enforced here: why (the child refused to compile).
+    NotEnforceable(String),
+    /// The probe itself failed (the child did not start or answer, NVRTC failed): why.
+    Failed(String),
+}
+
+/// A kernel that reads nothing: what the sandbox probe compiles.
+const PROBE_SOURCE: &str =
+    "extern \"C\" __global__ void ci_gate_env_probe(float* out) { out[0] = 1.0f; }\n";
+
+/// Whether the NVRTC sandbox (`gpu::sandbox`) can be enforced here, found by doing what every
+/// compile of a kernel does: a sandboxed child run from this executable, with NVRTC's
+/// directory and nothing else, applies Landlock and the seccomp filter and compiles
+/// [`PROBE_SOURCE`] for sm_89, never unconfined (the runner owner's opt-out is not passed:
+/// the answer says whether the sandbox holds, not whether the owner allows it not to). Costs
+/// one process and one tiny compile (well under a second). Callers check [`nvrtc_found`]
+/// first.
+pub(crate) fn probe_sandbox() -> SandboxProbe {
+    let Some(dir) = sandbox::nvrtc_library_dir() else {
+        return SandboxProbe::Failed(
+            "the directory libnvrtc was loaded from is not in /proc/self/maps".into(),
+        );
+    };
+    let exe = match sandbox::compiler_executable() {
+        Ok(exe) => exe,
+        Err(e) => {
+            return SandboxProbe::Failed(format!("the ci-gate executable cannot be found: {e}"));
+        }
+    };
+    let request = Request {
+        name: "ci-gate-env-probe.cu".into(),
+        source: PROBE_SOURCE.into(),
+        options: vec!["--gpu-architecture=sm_89".into()],
+        allow_unconfined: false,
+    };
+    match sandbox::compile(&exe, &request, &dir, sandbox::TIMEOUT) {
+        Err(failure) => SandboxProbe::Failed(failure.to_string()),
+        Ok(answer) => match (answer.unconfined, answer.outcome) {
+            (Some(why), _) => SandboxProbe::NotEnforceable(why),
+            (None, Outcome::Cubin { cubin, .. }) if cubin.starts_with(b"\x7fELF") => {
+                SandboxProbe::Confined
+            }
+            (None, Outcome::Cubin { .. }) => {
+                SandboxProbe::Failed("NVRTC's output is not a CUBIN".into())
+            }
+            (None, Outcome::Failed(_)) => {
+                SandboxProbe::Failed("NVRTC did not compile the test kernel in the sandbox".into())
+            }
+            (None, Outcome::Error(why)) => SandboxProbe::Failed(why),
+        },
+    }
+}
 
 /// Facts about the device that measurement and reports need.
 #[derive(Clone, Debug)]

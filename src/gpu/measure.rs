@@ -591,7 +591,7 @@ fn capture_graph(
             };
             launch_with(gpu, kernel, shape, operands, slots.slot(i))?;
             if let Some((every, cycles)) = spins
-                && (i as u32 + 1) % every == 0
+                && (i as u32 + 1).is_multiple_of(every)
             {
                 raw::launch_spin(&gpu.stream, &gpu.kernels.spin, cycles)
                     .during(|| "capturing the injected spin".into())?;

@@ -601,7 +601,7 @@ pub(crate) fn launch_check_outputs(
     let n = t.elements as u64;
     let nrows = t.nrows;
     let row_len = t.seq_len.checked_mul(t.head_dim).ok_or_else(invalid)?;
-    if row_len == 0 || t.elements % row_len != 0 {
+    if row_len == 0 || !t.elements.is_multiple_of(row_len) {
         return Err(invalid());
     }
     // Reference elements per slot: batch·heads · rows · head_dim.

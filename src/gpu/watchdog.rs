@@ -88,7 +88,7 @@ fn watch() {
 fn end(message: &str, handler: Option<std::sync::Arc<HangHandler>>) -> ! {
     match handler {
         Some(h) => h(message),
-        None => eprintln!("error: {message}"),
+        None => eprintln!("{}", crate::text::error_message(message)),
     }
     super::raw::exit_now(2)
 }

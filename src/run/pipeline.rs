@@ -193,13 +193,16 @@ fn setup<'r>(
 pub(crate) fn on_hang(config: &Config, out: Option<PathBuf>) {
     let config = config.clone();
     crate::gpu::watchdog::set_hang_handler(Box::new(move |message| {
-        eprintln!("error: {message}");
+        eprintln!("{}", crate::text::error_message(message));
         if let Some(out) = &out {
             let r = ResultsFile::failed(Some(&config), message.to_owned());
             if let Err(e) = r.save(out) {
                 eprintln!(
-                    "error: the results could not be saved to {}: {e}",
-                    out.display()
+                    "{}",
+                    crate::text::error_message(&format!(
+                        "the results could not be saved to {}: {e}",
+                        out.display()
+                    ))
                 );
             }
         }

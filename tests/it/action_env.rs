@@ -7,6 +7,7 @@
 //! to judge (in GitHub Actions it takes them from the runner's own `.env` only:
 //! `runner_settings`), and the step sets none of them itself; the comment's author arrives.
 
+use crate::common::stderr_text;
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -120,7 +121,7 @@ fn the_gate_step_passes_only_the_runner_settings_of_ci_gate() {
             out.status.success(),
             "{command}: {}\n{}",
             String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+            stderr_text(&out.stderr)
         );
         let seen = std::fs::read_to_string(&log).expect("the step ran ci-gate");
         assert_eq!(seen.matches("args=").count(), 1, "{command}: {seen}");

@@ -8,6 +8,7 @@
 //! The last tests take the lexical check away and give the sandboxed NVRTC process the
 //! includes directly: the sandbox alone must read nothing either.
 
+use crate::common::stderr_text;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
@@ -76,7 +77,7 @@ impl Scene {
     /// Exit 2, the file and `defence` named, the canary nowhere.
     fn assert_refused(&self, out: &Output, file: &Path, defence: &str) {
         let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = stderr_text(&out.stderr);
         let all = format!("{stdout}{stderr}");
         assert_eq!(out.status.code(), Some(2), "{all}");
         let file = file.display().to_string();
@@ -617,7 +618,7 @@ fn every_gpu_attack_and_control_compiles_through_the_gate() {
         }
         let out = cmd.timeout(Duration::from_secs(300)).output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
-        let all = format!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+        let all = format!("{stdout}{}", stderr_text(&out.stderr));
         let file = file.display().to_string();
         let ours: Vec<&str> = stdout.lines().filter(|l| l.starts_with(&file)).collect();
         let must = MUST_BE_REFUSED.iter().find(|(n, _)| *n == name);

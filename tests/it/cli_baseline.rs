@@ -1,5 +1,6 @@
 //! `ci-gate baseline update --from` and `baseline show`, and bad baseline files: no GPU needed.
 
+use crate::common::stderr_has;
 use std::path::Path;
 
 use crate::common::{bin, config_matching, measured_with, require_no_cuda_driver, results, write};
@@ -56,8 +57,8 @@ fn records_then_refuses_a_slower_baseline_unless_forced() {
     let before = std::fs::read(&file).unwrap();
     update(&store, &slower, &[])
         .code(1)
-        .stderr(predicate::str::contains("b2h8s512d64_causal_f16 (+5.9"))
-        .stderr(predicate::str::contains("--force"));
+        .stderr(stderr_has("b2h8s512d64_causal_f16 (+5.9"))
+        .stderr(stderr_has("--force"));
     assert_eq!(std::fs::read(&file).unwrap(), before);
 
     update(&store, &slower, &["--force"]).code(0);
@@ -92,9 +93,8 @@ fn refuses_parity_failures_naming_the_shape() {
     write(&from, &r);
     update(&dir.path().join("b"), &from, &[])
         .code(1)
-        .stderr(predicate::str::contains(
-            "1 shape fails parity:\n    b2h16s2048d128_causal_bf16\n",
-        ));
+        .stderr(stderr_has("1 shape fails parity"))
+        .stderr(stderr_has("b2h16s2048d128_causal_bf16"));
     assert!(!dir.path().join("b/nvidia-h200/pr.json").exists());
 }
 
@@ -128,8 +128,8 @@ fn bad_baseline_files_are_errors_naming_the_file_and_are_kept() {
         std::fs::write(&file, &content).unwrap();
         update(&store, &from, &[])
             .code(2)
-            .stderr(predicate::str::contains("nvidia-h200/pr.json"))
-            .stderr(predicate::str::contains(want));
+            .stderr(stderr_has("nvidia-h200/pr.json"))
+            .stderr(stderr_has(want));
         assert_eq!(
             std::fs::read_to_string(&file).unwrap(),
             content,
@@ -140,7 +140,7 @@ fn bad_baseline_files_are_errors_naming_the_file_and_are_kept() {
             .arg(&store)
             .assert()
             .code(2)
-            .stderr(predicate::str::contains("nvidia-h200/pr.json"));
+            .stderr(stderr_has("nvidia-h200/pr.json"));
     }
 }
 
@@ -178,14 +178,12 @@ fn update_input_errors() {
         .arg(&from)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("--reason is empty"));
+        .stderr(stderr_has("--reason is empty"));
     r.environment = None;
     write(&from, &r);
     update(&dir.path().join("b"), &from, &[])
         .code(2)
-        .stderr(predicate::str::contains(
-            "the GPU it was measured on is unknown",
-        ));
+        .stderr(stderr_has("the GPU it was measured on is unknown"));
 }
 
 #[test]
@@ -215,8 +213,8 @@ fn gpu_commands_without_a_gpu_say_so_in_one_sentence() {
         }
         c.assert()
             .code(2)
-            .stderr(predicate::str::contains("no NVIDIA driver found"))
-            .stderr(predicate::str::contains("panicked").not());
+            .stderr(stderr_has("no NVIDIA driver found"))
+            .stderr(stderr_has("panicked").not());
     }
     // `env --json` still answers in JSON, saying why.
     let out = bin().args(["env", "--json"]).output().unwrap();
@@ -260,10 +258,10 @@ fn local_outside_git_says_it_is_not_in_a_repository() {
         .arg("local")
         .assert()
         .code(2)
-        .stderr(predicate::str::contains(
+        .stderr(stderr_has(
             "not in a git repository, so there is no base to measure against",
         ))
-        .stderr(predicate::str::contains("merge-base").not());
+        .stderr(stderr_has("merge-base").not());
 }
 
 #[test]
@@ -357,8 +355,8 @@ fn several_from_files_record_the_spread_between_processes() {
     write(&p, &fewer);
     update(&store, &p, &[])
         .code(1)
-        .stderr(predicate::str::contains("would drop 1 stored shape"))
-        .stderr(predicate::str::contains("b2h16s2048d128_causal_bf16"));
+        .stderr(stderr_has("would drop 1 stored shape"))
+        .stderr(stderr_has("b2h16s2048d128_causal_bf16"));
 }
 
 #[test]
@@ -375,8 +373,8 @@ fn from_checks_the_config_and_show_prints_nothing_before_an_error() {
     .unwrap();
     update(&store, &from, &["--config", other.to_str().unwrap()])
         .code(2)
-        .stderr(predicate::str::contains("is of config \"pr\""))
-        .stderr(predicate::str::contains("is config \"nightly\""));
+        .stderr(stderr_has("is of config \"pr\""))
+        .stderr(stderr_has("is config \"nightly\""));
     // The same name, other shapes (another repository's config): refused, naming them.
     let three = dir.path().join("pr.yaml");
     std::fs::write(
@@ -386,18 +384,14 @@ fn from_checks_the_config_and_show_prints_nothing_before_an_error() {
     .unwrap();
     update(&store, &from, &["--config", three.to_str().unwrap()])
         .code(2)
-        .stderr(predicate::str::contains(
-            "holds other shapes than config \"pr\"",
-        ))
-        .stderr(predicate::str::contains(
+        .stderr(stderr_has("holds other shapes than config \"pr\""))
+        .stderr(stderr_has(
             "2 not in the config (\"b2h16s2048d128_causal_bf16\", \"b2h8s512d64_causal_f16\")",
         ))
-        .stderr(predicate::str::contains(
-            "1 of the config missing (\"b1h8s512d64_f16\")",
-        ));
+        .stderr(stderr_has("1 of the config missing (\"b1h8s512d64_f16\")"));
     update(&store, &from, &["--config", "/nonexistent/pr.yaml"])
         .code(2)
-        .stderr(predicate::str::contains("no such file"));
+        .stderr(stderr_has("no such file"));
     assert!(!store.exists(), "nothing may be written");
     update(&store, &from, &[]).code(0);
     std::fs::write(store.join("nvidia-h200/pr.json"), "{").unwrap();

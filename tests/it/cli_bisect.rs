@@ -2,6 +2,7 @@
 //! repository in a temporary directory whose commits' `attention.cu` say what their
 //! simulated kernels do (`// ci-gate-sim: factor=1.06`, `parity-fail=*`).
 
+use crate::common::stderr_text;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -74,11 +75,7 @@ impl Repo {
             .args(args)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "{}", stderr_text(&out.stderr));
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 
@@ -147,7 +144,7 @@ fn history() -> Repo {
 fn text(out: &std::process::Output) -> (String, String) {
     (
         String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+        stderr_text(&out.stderr),
     )
 }
 

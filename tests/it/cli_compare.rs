@@ -1,5 +1,6 @@
 //! `ci-gate compare` end to end: the binary on sample files and results files.
 
+use crate::common::stderr_has;
 use std::path::Path;
 
 use crate::common::{bin, results, rounded, without_version, write};
@@ -215,8 +216,8 @@ fn bad_sample_files_exit_2_naming_file_and_line() {
             .assert()
             .code(2)
             .stdout("")
-            .stderr(predicate::str::contains(*want))
-            .stderr(predicate::str::contains("panicked").not());
+            .stderr(stderr_has(*want))
+            .stderr(stderr_has("panicked").not());
     }
     bin()
         .arg("compare")
@@ -224,7 +225,7 @@ fn bad_sample_files_exit_2_naming_file_and_line() {
         .arg(dir.path().join("missing.txt"))
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("missing.txt"));
+        .stderr(stderr_has("missing.txt"));
 }
 
 #[test]
@@ -308,7 +309,7 @@ fn results_from_another_gpu_are_refused() {
         .arg(&cand)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("different GPU models"));
+        .stderr(stderr_has("different GPU models"));
 }
 
 #[test]
@@ -323,7 +324,7 @@ fn mixed_kinds_and_bad_json_are_errors() {
         .arg(&samples)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("not the same kind of file"));
+        .stderr(stderr_has("not the same kind of file"));
     let broken = dir.path().join("broken.json");
     std::fs::write(&broken, "{\"schema_version\": 1, \"shapes\": [").unwrap();
     bin()
@@ -332,9 +333,7 @@ fn mixed_kinds_and_bad_json_are_errors() {
         .arg(&broken)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains(
-            "broken.json is not valid ci-gate JSON",
-        ));
+        .stderr(stderr_has("broken.json is not valid ci-gate JSON"));
     let newer = dir.path().join("newer.json");
     std::fs::write(&newer, "{\"schema_version\": 99}").unwrap();
     bin()
@@ -343,7 +342,7 @@ fn mixed_kinds_and_bad_json_are_errors() {
         .arg(&newer)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("newer.json has schema_version 99"));
+        .stderr(stderr_has("newer.json has schema_version 99"));
 }
 
 /// A sample file of rounds separated by blank lines.
@@ -474,8 +473,8 @@ fn paired_needs_as_many_rounds_on_each_side() {
         .arg(&c)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("base.txt has 5 rounds"))
-        .stderr(predicate::str::contains("cand.txt has 4"));
+        .stderr(stderr_has("base.txt has 5 rounds"))
+        .stderr(stderr_has("cand.txt has 4"));
 }
 
 #[test]
@@ -540,9 +539,9 @@ fn results_files_that_cannot_decide_exit_2() {
         .arg(&cand)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("share no measured shape"))
-        .stderr(predicate::str::contains("base.json"))
-        .stderr(predicate::str::contains("cand.json"));
+        .stderr(stderr_has("share no measured shape"))
+        .stderr(stderr_has("base.json"))
+        .stderr(stderr_has("cand.json"));
     // A run that reached no verdict.
     let mut failed = results("NVIDIA H200", &[1.0, 1.0, 1.0], 2);
     failed.error = Some("no NVIDIA driver found".into());
@@ -553,7 +552,7 @@ fn results_files_that_cannot_decide_exit_2() {
         .arg(&cand)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("reached no verdict"));
+        .stderr(stderr_has("reached no verdict"));
     // A candidate shape that could not be measured fails the check, never passes.
     let mut broken = results("NVIDIA H200", &[1.0, 1.0, 1.0], 2);
     broken.shapes[1].error = Some("CUDA error".into());
@@ -589,7 +588,7 @@ fn a_comment_from_a_file_without_a_verdict_exits_2() {
         .stdout(predicate::str::contains(
             "ERROR: no verdict could be reached",
         ))
-        .stderr(predicate::str::contains("holds no shapes"));
+        .stderr(stderr_has("holds no shapes"));
     assert!(
         std::fs::read_to_string(&fallback)
             .unwrap()
@@ -647,13 +646,11 @@ fn paired_results_files_of_two_processes_are_refused_and_say_why() {
         .assert()
         .code(2)
         .stdout("")
-        .stderr(predicate::str::contains(
+        .stderr(stderr_has(
             "are two results files, that is two measuring processes",
         ))
-        .stderr(predicate::str::contains(
-            "rounds of two processes are not pairs",
-        ))
-        .stderr(predicate::str::contains("Drop --paired"));
+        .stderr(stderr_has("rounds of two processes are not pairs"))
+        .stderr(stderr_has("Drop --paired"));
     // Unpaired, the same two files are judged with the spread between processes added.
     let v = compare_json(&["--format", "json"], &a, &b, Some(0));
     for row in v.as_array().unwrap() {
@@ -688,10 +685,10 @@ fn sample_files_of_two_kinds_are_refused_naming_which_has_rounds() {
             .assert()
             .code(2)
             .stdout("")
-            .stderr(predicate::str::contains(
+            .stderr(stderr_has(
                 "stray.txt separates its values into 2 rounds with blank lines and",
             ))
-            .stderr(predicate::str::contains("plain.txt has no rounds"));
+            .stderr(stderr_has("plain.txt has no rounds"));
     }
     // Files of one kind say which kind they were read as.
     let out = bin()

@@ -2,6 +2,7 @@
 //! `--base REF`) before it touches the GPU: without a GPU the base is still resolved, and a
 //! bad revision is an error naming it. The working tree is never touched.
 
+use crate::common::stderr_has;
 use std::path::Path;
 use std::process::Command;
 
@@ -51,17 +52,15 @@ fn the_base_is_resolved_with_git_before_the_gpu_is_needed() {
         .args(["local"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains(
-            "ci-gate: base kernels from merge-base ",
-        ))
-        .stderr(predicate::str::contains("no NVIDIA driver found"));
+        .stderr(stderr_has("ci-gate: base kernels from merge-base "))
+        .stderr(stderr_has("no NVIDIA driver found"));
     bin()
         .current_dir(dir.path())
         .args(["local", "--base", "main"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("ci-gate: base kernels from main"))
-        .stderr(predicate::str::contains("no NVIDIA driver found"));
+        .stderr(stderr_has("ci-gate: base kernels from main"))
+        .stderr(stderr_has("no NVIDIA driver found"));
     // Outside a repository: no A/B, and it says so.
     let bare = tempfile::tempdir().unwrap();
     bin()
@@ -73,7 +72,7 @@ fn the_base_is_resolved_with_git_before_the_gpu_is_needed() {
         .arg(dir.path().join("kernels"))
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("not in a git repository"));
+        .stderr(stderr_has("not in a git repository"));
     // In a repository with no default branch: no A/B, and it says so.
     let lone = tempfile::tempdir().unwrap();
     let git = |args: &[&str]| {
@@ -92,26 +91,19 @@ fn the_base_is_resolved_with_git_before_the_gpu_is_needed() {
         .arg(dir.path().join("kernels"))
         .assert()
         .code(2)
-        .stderr(predicate::str::contains(
-            "no merge-base with a default branch",
-        ));
+        .stderr(stderr_has("no merge-base with a default branch"));
     bin()
         .current_dir(dir.path())
         .args(["local", "--base", "no-such-branch"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains(
-            "--base \"no-such-branch\": no such commit",
-        ));
+        .stderr(stderr_has("--base \"no-such-branch\": no such commit"));
     bin()
         .current_dir(dir.path())
         .args(["local", "--base=--output=/tmp/x"])
         .assert()
         .code(2)
-        .stderr(
-            predicate::str::contains("is not a git revision")
-                .or(predicate::str::contains("no such commit")),
-        );
+        .stderr(stderr_has("is not a git revision").or(stderr_has("no such commit")));
     let after = std::fs::read_to_string(dir.path().join("kernels/attention.cu")).unwrap();
     assert_eq!(before, after, "the working tree was touched");
 }

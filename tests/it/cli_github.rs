@@ -2,6 +2,7 @@
 //! GitHub REST API on 127.0.0.1.
 
 use crate::common::{bin, require_no_cuda_driver, results, without_version, write};
+use crate::common::{stderr_has, stderr_text};
 use crate::github_common::*;
 use predicates::prelude::*;
 
@@ -137,9 +138,7 @@ fn an_unreadable_results_file_is_exit_2() {
     comment_cmd(&server, Some(ACTIONS_TOKEN), &from, dir.path())
         .assert()
         .code(2)
-        .stderr(predicate::str::contains(
-            "results.json is not valid ci-gate JSON",
-        ));
+        .stderr(stderr_has("results.json is not valid ci-gate JSON"));
 }
 
 #[test]
@@ -160,7 +159,7 @@ fn ci_without_a_gpu_fails_closed_with_results_outputs_and_annotation() {
         .arg(&out)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("no NVIDIA driver found"));
+        .stderr(stderr_has("no NVIDIA driver found"));
     let stdout = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
     assert!(
         stdout.contains("::error title=ci-gate%3A no verdict::"),
@@ -198,7 +197,7 @@ fn ci_outside_actions_prints_no_workflow_commands() {
             .args(extra)
             .assert()
             .code(2)
-            .stderr(predicate::str::contains("no NVIDIA driver found"));
+            .stderr(stderr_has("no NVIDIA driver found"));
         let stdout = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
         assert!(!stdout.contains("::"), "{stdout}");
     }
@@ -241,7 +240,7 @@ fn ci_suspends_workflow_commands_around_the_gpu_section() {
             .assert()
             .code(2);
         let stdout = String::from_utf8(assert.get_output().stdout.clone()).unwrap();
-        let stderr = String::from_utf8(assert.get_output().stderr.clone()).unwrap();
+        let stderr = stderr_text(&assert.get_output().stderr);
         let (token, start, end) = bracket(&stdout).expect("a stop and a resume line");
         assert_eq!(start, 0, "the stop line comes first: {stdout}");
         assert!(
@@ -375,7 +374,7 @@ fn the_fallback_file_is_kept_on_any_failure() {
                 .arg(&from);
         }
         let a = c.assert().code(2);
-        let err = String::from_utf8(a.get_output().stderr.clone()).unwrap();
+        let err = stderr_text(&a.get_output().stderr);
         assert!(err.contains(why), "{why}: {err}");
         assert!(err.contains("the report is in"), "{why}: {err}");
         assert!(!err.contains(ACTIONS_TOKEN));

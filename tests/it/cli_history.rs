@@ -1,6 +1,7 @@
 //! `ci-gate history` end to end: appending results files run after run, then the table,
 //! JSON and SVG of the history.
 
+use crate::common::{stderr_has, stderr_text};
 use std::path::{Path, PathBuf};
 
 use crate::common::{bin, results, write};
@@ -111,7 +112,7 @@ fn shape_and_since_filters() {
         .arg(&history)
         .assert()
         .code(2)
-        .stderr(predicates::str::contains("no shape \"b1h1s1d1_f16\""));
+        .stderr(stderr_has("no shape \"b1h1s1d1_f16\""));
     bin()
         .args(["history", "--since", "last week", "--history"])
         .arg(&history)
@@ -122,7 +123,7 @@ fn shape_and_since_filters() {
         .arg(&history)
         .assert()
         .code(2)
-        .stderr(predicates::str::contains("no runs since"));
+        .stderr(stderr_has("no runs since"));
 }
 
 #[test]
@@ -202,31 +203,25 @@ fn appending_a_run_twice_is_a_no_op_and_a_bad_history_is_refused() {
     std::fs::write(&history, &text).unwrap();
     r.git_commit = Some(commit(2));
     write(&path, &r);
-    append()
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains("h.jsonl:4: "));
+    append().assert().code(2).stderr(stderr_has("h.jsonl:4: "));
     assert_eq!(std::fs::read(&history).unwrap(), text);
     bin()
         .args(["history", "--history"])
         .arg(&history)
         .assert()
         .code(2)
-        .stderr(predicates::str::contains("h.jsonl:4: "));
+        .stderr(stderr_has("h.jsonl:4: "));
     // A results file without a commit cannot be appended.
     r.git_commit = None;
     write(&path, &r);
-    append()
-        .assert()
-        .code(2)
-        .stderr(predicates::str::contains("git commit"));
+    append().assert().code(2).stderr(stderr_has("git commit"));
     // A missing history is an error for reading (not for appending).
     bin()
         .args(["history", "--history"])
         .arg(dir.path().join("absent.jsonl"))
         .assert()
         .code(2)
-        .stderr(predicates::str::contains("absent.jsonl"));
+        .stderr(stderr_has("absent.jsonl"));
 }
 
 /// Two GPUs and two configs of one shape: at 80 columns the GPU and the config still show,
@@ -309,10 +304,8 @@ fn a_results_file_as_history_suggests_history_append() {
         .arg(&path)
         .assert()
         .code(2)
-        .stderr(predicates::str::contains(
-            "is a results file, not a history",
-        ))
-        .stderr(predicates::str::contains(format!(
+        .stderr(stderr_has("is a results file, not a history"))
+        .stderr(stderr_has(format!(
             "ci-gate history append --results {}",
             path.display()
         )));
@@ -329,7 +322,7 @@ fn a_missing_history_says_where_the_workflow_keeps_it() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = stderr_text(&out.stderr);
     assert!(
         stderr.contains("no history file history.jsonl: the perf-gate workflow keeps it on the branch perf-history")
             && stderr.contains("--history FILE"),

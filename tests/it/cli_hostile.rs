@@ -4,6 +4,7 @@
 //! never a panic, a write outside `--baselines`, raw markup in the comment, a control
 //! character on the terminal, a second line that could be a workflow command, or the token.
 
+use crate::common::stderr_text;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -29,23 +30,37 @@ fn stdout(a: &Assert) -> String {
 }
 
 fn stderr(a: &Assert) -> String {
-    String::from_utf8(a.get_output().stderr.clone()).unwrap()
+    stderr_text(&a.get_output().stderr)
 }
 
-/// No panic, and stderr is one line (attacker text cannot start a second one).
+/// No panic, and stderr is one error message that attacker text cannot break out of: its
+/// first line starts `error: `, every other line continues it (wrapped at 80 columns,
+/// indented) and none begins with `:` (a line of its own, such as a workflow command, cannot
+/// start). Returns the message on one line.
 fn assert_clean_error(a: &Assert) -> String {
+    let raw = String::from_utf8(a.get_output().stderr.clone()).unwrap();
+    assert!(!raw.contains("panicked"), "{raw}");
+    let lines: Vec<&str> = raw.trim_end().lines().collect();
+    assert!(
+        lines[0].starts_with("error: ") && !lines[0].starts_with("error: error:"),
+        "{raw}"
+    );
+    for line in &lines {
+        assert!(line.chars().count() <= 80, "wider than 80 columns: {raw:?}");
+    }
+    for line in &lines[1..] {
+        assert!(
+            line.starts_with("  ") && !line.trim_start().starts_with(':'),
+            "a line of its own: {raw:?}"
+        );
+    }
+    assert_terminal_safe(&raw);
     let err = stderr(a);
-    assert!(!err.contains("panicked"), "{err}");
     assert_eq!(
         err.trim_end().lines().count(),
         1,
-        "more than one line: {err:?}"
+        "more than one message: {err:?}"
     );
-    assert!(
-        err.starts_with("error: ") && !err.starts_with("error: error:"),
-        "{err}"
-    );
-    assert_terminal_safe(&err);
     err
 }
 

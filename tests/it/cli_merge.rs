@@ -4,6 +4,7 @@
 //! tolerances and the design come from `--config`, the stored baseline from `--baselines`,
 //! the drift policy from `--fail-on-drift`.
 
+use crate::common::stderr_has;
 use std::path::{Path, PathBuf};
 
 use crate::common::{bin, require_no_cuda_driver, results};
@@ -12,7 +13,6 @@ use ci_gate::evaluate::evaluate;
 use ci_gate::results::{GpuProcess, ResultsFile, RunTiming, passed};
 use ci_gate::shard::ShardInfo;
 use ci_gate::verdict::{Policy, Verdict};
-use predicates::prelude::*;
 
 /// The config of `common::shapes()`, one stage of 8 rounds (what `common::results` has).
 const CONFIG: &str = "\
@@ -172,13 +172,13 @@ fn what_is_not_one_run_is_refused_with_exit_2() {
         .args(&paths)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("in no shard"))
-        .stderr(predicate::str::contains(&whole.shapes[2].name));
+        .stderr(stderr_has("in no shard"))
+        .stderr(stderr_has(&whole.shapes[2].name));
     s.merge()
         .arg(&paths[0])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("shards missing: 2/2"));
+        .stderr(stderr_has("shards missing: 2/2"));
     // Another GPU model in one shard.
     let mut other = ResultsFile::load(&paths[1]).unwrap();
     let env = other.environment.as_mut().unwrap();
@@ -191,7 +191,7 @@ fn what_is_not_one_run_is_refused_with_exit_2() {
         .arg(&odd)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("differ in the GPU model"));
+        .stderr(stderr_has("differ in the GPU model"));
     // A whole run is not a shard; --ci still writes a results file that says why.
     let whole_path = s.path("whole.json");
     whole.save(&whole_path).unwrap();
@@ -205,7 +205,7 @@ fn what_is_not_one_run_is_refused_with_exit_2() {
         .env_remove("GITHUB_OUTPUT")
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("not a shard"));
+        .stderr(stderr_has("not a shard"));
     let failed = ResultsFile::load(&out).unwrap();
     assert!(failed.error.unwrap().contains("not a shard"));
     // Without --config there are no rules to judge by.
@@ -214,7 +214,7 @@ fn what_is_not_one_run_is_refused_with_exit_2() {
         .args(&paths)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("--config"));
+        .stderr(stderr_has("--config"));
 }
 
 /// The forgery that used to pass: a shard that records `alpha: 1e-300` (no p-value is ever
@@ -278,12 +278,12 @@ fn a_shard_of_another_config_is_refused_by_name() {
         .args(&paths)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains(format!(
+        .stderr(stderr_has(format!(
             "shard 2/2 ({}) ran a config with hash {}",
             paths[1].display(),
             "ab".repeat(32)
         )))
-        .stderr(predicate::str::contains(&s.hash));
+        .stderr(stderr_has(&s.hash));
     // Both shards of the other config: still refused, the config is the base's, not theirs.
     let mut first = ResultsFile::load(&paths[0]).unwrap();
     first.config.hash = "ab".repeat(32);
@@ -293,7 +293,7 @@ fn a_shard_of_another_config_is_refused_by_name() {
         .args(&paths)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("ran a config with hash"));
+        .stderr(stderr_has("ran a config with hash"));
 }
 
 /// The stored baseline of the base commit decides whenever it has the shape: a shard that
@@ -504,11 +504,11 @@ fn a_failed_shard_is_named_with_its_error() {
         .arg(&failed)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains(format!(
+        .stderr(stderr_has(format!(
             "shard 2/2 ({}) reached no verdict: ",
             failed.display()
         )))
-        .stderr(predicate::str::contains("no NVIDIA driver"));
+        .stderr(stderr_has("no NVIDIA driver"));
 }
 
 /// The terminal notes wrap between words, never at a hyphen inside a file name, GPU slug or

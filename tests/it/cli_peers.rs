@@ -5,6 +5,7 @@
 //! prepared once per shape, measured in 3 rounds of 8 samples spread over the first stage's
 //! pairs (never in the second stage), and released at the shape's end.
 
+use crate::common::stderr_text;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -102,7 +103,7 @@ fn peers_are_prepared_once_per_shape_and_measured_in_three_rounds_after_the_firs
     assert!(
         matches!(out.status.code(), Some(0 | 1)),
         "{}",
-        String::from_utf8_lossy(&out.stderr)
+        stderr_text(&out.stderr)
     );
     let r: Value =
         serde_json::from_slice(&std::fs::read(dir.join("results.json")).unwrap()).unwrap();

@@ -5,6 +5,7 @@
 //! stages, the statistics, the integrity and speed checks, drift tracing, the reports, the
 //! GitHub Actions publishing and the exit codes all run as on a GPU.
 
+use crate::common::stderr_text;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -83,12 +84,7 @@ fn a_aa_run_passes_and_says_where_the_time_went() {
     let s = Sim::new();
     let (a, b) = (s.kernels("a", "factor=1.0"), s.kernels("b", "factor=1.0"));
     let out = s.local(&a, &b).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out.stderr));
     let r = s.results();
     assert!(
         verdicts(&r)
@@ -165,12 +161,7 @@ fn the_results_file_of_an_ab_run() {
         .args(["--out", "results.json"])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out.stderr));
     // Redacted by hand (insta's redactions would bring a parser generator into the build).
     let mut v = rounded(s.results());
     v["created_at"] = "[created_at]".into();
@@ -197,20 +188,10 @@ fn a_slowdown_is_a_regression_and_its_mirror_an_improvement() {
     let s = Sim::new();
     let (a, b) = (s.kernels("a", "factor=1.0"), s.kernels("b", "factor=1.05"));
     let out = s.local(&a, &b).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out.stderr));
     assert!(verdicts(&s.results()).iter().all(|v| v == "regression"));
     let out = s.local(&b, &a).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out.stderr));
     assert!(verdicts(&s.results()).iter().all(|v| v == "improvement"));
 }
 
@@ -291,7 +272,7 @@ fn a_hung_kernel_ends_the_run_with_exit_2_and_a_results_file_naming_it() {
     let b = s.kernels("hang", "hang=causal");
     let out = s.local(&a, &b).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = stderr_text(&out.stderr);
     assert!(stderr.contains("did not finish within 15 s"), "{stderr}");
     // It hangs on the first causal shape it is launched on: a random parity shape, before
     // anything is timed.
@@ -313,7 +294,7 @@ fn a_kernel_that_is_slow_but_finishes_ends_the_run_when_the_gpu_budget_is_spent(
     let b = s.kernels("slow", "factor=20000");
     let out = s.local(&a, &b).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{out:?}");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = stderr_text(&out.stderr);
     assert!(stderr.contains("measure.gpu_budget_s: 42 s"), "{stderr}");
     let r = s.results();
     let error = r["error"].as_str().unwrap();
@@ -358,7 +339,7 @@ fn ci_in_actions_refuses_the_simulated_gpu_and_publishes_why() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = stderr_text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
     let why = "CI_GATE_SIMULATE is set in GitHub Actions (GITHUB_ACTIONS is set), but the simulated GPU is a test device whose times the kernels' own `ci-gate-sim` lines decide, never a verdict on a runner: unset CI_GATE_SIMULATE";
     assert!(stderr.contains(why), "{stderr}");
@@ -420,11 +401,7 @@ fn repo_with_kernels(s: &Sim, directive: &str) -> PathBuf {
             .args(args)
             .output()
             .unwrap();
-        assert!(
-            ok.status.success(),
-            "{}",
-            String::from_utf8_lossy(&ok.stderr)
-        );
+        assert!(ok.status.success(), "{}", stderr_text(&ok.stderr));
         String::from_utf8_lossy(&ok.stdout).trim().to_owned()
     };
     git(&["init", "-q", "-b", "main"]);
@@ -465,22 +442,13 @@ fn record_baseline_in_repo(s: &Sim, repo: &Path, reason: &str) {
         .arg(s.path("baselines"));
     for p in 1..=5 {
         let out = local_in_repo(s, repo, &["--no-base", "--no-compare"], &p.to_string());
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out.stderr));
         let f = s.path(&format!("process{p}.json"));
         std::fs::copy(s.path("results.json"), &f).unwrap();
         rec.arg("--from").arg(f);
     }
     let rec = rec.output().unwrap();
-    assert!(
-        rec.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rec.stderr)
-    );
+    assert!(rec.status.success(), "{}", stderr_text(&rec.stderr));
 }
 
 /// The working tree's kernels become `directive`; the run compares them A/B with an
@@ -571,12 +539,7 @@ fn selftest_runs_its_trials_in_fresh_processes_and_calibrates() {
         .arg(s.path("selftest.json"))
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out.stderr));
     let r: Value =
         serde_json::from_slice(&std::fs::read(s.path("selftest.json")).unwrap()).unwrap();
     assert_eq!(r["gpu"], "Simulated GPU", "{r}");
@@ -598,7 +561,7 @@ fn selftest_runs_its_trials_in_fresh_processes_and_calibrates() {
     assert_eq!(r["injected"]["caught"], 3, "{r}");
     assert_eq!(r["stored_false_alarms"], 0, "{r}");
     // Every trial was its own measuring process.
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = stderr_text(&out.stderr);
     assert_eq!(stderr.matches("A/A pairs").count(), 4, "{stderr}");
 }
 
@@ -608,12 +571,7 @@ fn devices_fan_out_one_shard_per_device_and_merge() {
     let s = Sim::new();
     let (a, b) = (s.kernels("a", "factor=1.0"), s.kernels("b", "factor=1.05"));
     let out = s.local(&a, &b).args(["--devices", "0,1"]).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out.stderr));
     let r = s.results();
     assert_eq!(verdicts(&r), ["regression"; 3], "{r}");
     let notes = r["notes"].to_string();
@@ -635,7 +593,7 @@ fn a_pair_the_clock_hit_on_one_side_is_measured_again_within_its_budget() {
         s.kernels("b", "factor=1.0 clock=*"),
     );
     let out = s.local(&a, &b).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = stderr_text(&out.stderr);
     let r = s.results();
     let mut remeasured = 0;
     for shape in r["shapes"].as_array().unwrap() {
@@ -682,12 +640,7 @@ fn energy_per_call_is_reported_per_side_withheld_where_unresolved_and_never_deci
     let a = s.kernels("a", "factor=1.0");
     let b = s.kernels("b", "factor=1.05 power=1.2 energy-coarse=s2048");
     let out = s.local(&a, &b).arg("--energy").output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out.stderr));
     let table = String::from_utf8_lossy(&out.stdout).to_string();
     let r = s.results();
     let with_energy = verdicts(&r);
@@ -764,12 +717,7 @@ fn energy_per_call_is_reported_per_side_withheld_where_unresolved_and_never_deci
     )
     .unwrap();
     let out = s.local(&a, &b).arg("--energy").output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out.stderr));
     let r = s.results();
     assert!(r.get("energy").is_none() && r["shapes"][0].get("energy").is_none());
     assert_eq!(verdicts(&r), with_energy);
@@ -859,11 +807,7 @@ fn compiler_resources_that_moved_are_shown_and_identical_ones_are_not() {
         .arg(s.path("results.json"))
         .output()
         .unwrap();
-    assert!(
-        rec.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rec.stderr)
-    );
+    assert!(rec.status.success(), "{}", stderr_text(&rec.stderr));
     let shown = bin()
         .args(["baseline", "show", "--baselines"])
         .arg(s.path("baselines"))
@@ -895,7 +839,7 @@ fn compiler_resources_that_moved_are_shown_and_identical_ones_are_not() {
     assert!(
         table.contains("Compiler resources (vs stored baseline: before → after):"),
         "{}{table}",
-        String::from_utf8_lossy(&out.stderr)
+        stderr_text(&out.stderr)
     );
     assert!(has_row(&table), "{table}");
 }

@@ -1,6 +1,7 @@
 //! `ci-gate sanitize` and `--profile` through the binary where they cannot run: every way of
 //! not running is exit 2 with a message that names what is missing (no GPU here).
 
+use crate::common::stderr_has;
 use crate::common::{bin, require_no_cuda_driver};
 use predicates::prelude::*;
 
@@ -17,16 +18,14 @@ fn sanitize_without_compute_sanitizer_is_exit_2_and_says_so() {
         .env("CUDA_HOME", "/nonexistent")
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("compute-sanitizer not found"))
-        .stderr(predicate::str::contains("--sanitizer PATH"));
+        .stderr(stderr_has("compute-sanitizer not found"))
+        .stderr(stderr_has("--sanitizer PATH"));
     bin()
         .current_dir(root())
         .args(["sanitize", "--sanitizer", "/nonexistent/compute-sanitizer"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains(
-            "/nonexistent/compute-sanitizer: no such file",
-        ));
+        .stderr(stderr_has("/nonexistent/compute-sanitizer: no such file"));
 }
 
 #[test]
@@ -48,7 +47,7 @@ fn sanitize_without_a_gpu_is_exit_2_and_says_so() {
         .assert()
         .code(2)
         .stdout(predicate::str::is_empty())
-        .stderr(predicate::str::contains("sanitize needs a CUDA GPU"));
+        .stderr(stderr_has("sanitize needs a CUDA GPU"));
 }
 
 #[test]
@@ -58,8 +57,8 @@ fn sanitize_names_an_unknown_shape_and_a_missing_kernel() {
         .args(["sanitize", "--shape", "b1h1s1d64_f32"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("b1h1s1d64_f32"))
-        .stderr(predicate::str::contains("b1h2s77d64_causal_f16"));
+        .stderr(stderr_has("b1h1s1d64_f32"))
+        .stderr(stderr_has("b1h2s77d64_causal_f16"));
     let empty = tempfile::tempdir().unwrap();
     bin()
         .current_dir(root())
@@ -67,14 +66,14 @@ fn sanitize_names_an_unknown_shape_and_a_missing_kernel() {
         .arg(empty.path())
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("attention.cu"));
+        .stderr(stderr_has("attention.cu"));
     // Planted-bug kernels come without a harness: it must be named.
     bin()
         .current_dir(root())
         .args(["sanitize", "--kernels", "tests/sanitize/oob"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("--harness"));
+        .stderr(stderr_has("--harness"));
 }
 
 #[test]
@@ -84,7 +83,7 @@ fn the_default_sanitize_config_is_found_from_a_subdirectory() {
         .args(["sanitize", "--shape", "nope"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("sanitize.yaml"));
+        .stderr(stderr_has("sanitize.yaml"));
 }
 
 #[test]
@@ -95,17 +94,15 @@ fn an_unknown_profile_shape_is_refused_before_anything_runs() {
         .assert()
         .code(2)
         .stdout(predicate::str::is_empty())
-        .stderr(predicate::str::contains("--profile"))
-        .stderr(predicate::str::contains("b9h9s9d64_f16"));
+        .stderr(stderr_has("--profile"))
+        .stderr(stderr_has("b9h9s9d64_f16"));
     bin()
         .current_dir(root())
         .args(["ci", "--no-base", "--ncu", "/nonexistent/ncu", "--out"])
         .arg(std::env::temp_dir().join("ci-gate-cli-tools-results.json"))
         .assert()
         .code(2)
-        .stderr(predicate::str::contains(
-            "--ncu /nonexistent/ncu: no such file",
-        ));
+        .stderr(stderr_has("--ncu /nonexistent/ncu: no such file"));
 }
 
 #[test]
@@ -128,25 +125,25 @@ fn shard_and_device_mistakes_are_refused_before_anything_runs() {
         .args(["local", "--no-base", "--shard", &format!("{empty}/{n}")])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("holds none of the run's"));
+        .stderr(stderr_has("holds none of the run's"));
     bin()
         .current_dir(root())
         .args(["local", "--no-base", "--shard", "3/2"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("is not a shard"));
+        .stderr(stderr_has("is not a shard"));
     bin()
         .current_dir(root())
         .args(["local", "--no-base", "--devices", "0,0"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("device 0 is named twice"));
+        .stderr(stderr_has("device 0 is named twice"));
     bin()
         .current_dir(root())
         .args(["local", "--shard", "1/2", "--devices", "0,1"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("cannot be used with"));
+        .stderr(stderr_has("cannot be used with"));
 }
 
 /// Outside a repository `sanitize` names the flags to pass (issue 21), before it looks for
@@ -159,11 +156,11 @@ fn sanitize_outside_a_repository_names_the_flags_to_pass() {
         .args(["sanitize"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains(
+        .stderr(stderr_has(
             "no configs/sanitize.yaml here or in any parent directory",
         ))
-        .stderr(predicate::str::contains("--config FILE"))
-        .stderr(predicate::str::contains("--kernels DIR"));
+        .stderr(stderr_has("--config FILE"))
+        .stderr(stderr_has("--kernels DIR"));
 }
 
 /// `selftest --help` offers the formats selftest has: table, json and markdown (issue 21).
@@ -180,5 +177,5 @@ fn selftest_help_lists_only_its_formats() {
         .args(["selftest", "--format", "bmf"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("invalid value 'bmf'"));
+        .stderr(stderr_has("invalid value 'bmf'"));
 }

@@ -41,9 +41,65 @@ pub fn sim_kernels(dir: &Path, name: &str, directive: &str) -> PathBuf {
     d
 }
 
-/// A finished command's stderr, as text.
+/// A finished command's stderr, as text, its error messages unwrapped ([`stderr_text`]).
 pub fn stderr(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    stderr_text(&out.stderr)
+}
+
+/// stderr as text with every error message on one line again: ci-gate wraps a message at 80
+/// columns (`text::error_message`), continuing it on lines indented by two spaces (a line
+/// that ends inside a cut word ends with `\`), and a test that looks for a phrase must find
+/// it wherever the line broke (the break moves with the length of a temporary path). Only the
+/// lines that continue an `error: ` line are joined.
+pub fn stderr_text(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let mut out = String::with_capacity(text.len());
+    let mut in_error = false;
+    for line in text.split_inclusive('\n') {
+        if in_error && line.starts_with("  ") && !line.trim().is_empty() {
+            // The previous line's newline becomes one space, or with its `\` nothing.
+            out.pop();
+            if out.ends_with('\\') {
+                out.pop();
+            } else {
+                out.push(' ');
+            }
+            out.push_str(&line[2..]);
+            continue;
+        }
+        in_error = line.starts_with("error: ");
+        out.push_str(line);
+    }
+    out
+}
+
+/// A predicate on a command's stderr: it holds `needle` once its error messages are
+/// unwrapped ([`stderr_text`]). For `assert_cmd`'s `.stderr(...)`, like
+/// `predicates::str::contains`.
+pub fn stderr_has(needle: impl Into<String>) -> StderrHas {
+    StderrHas(needle.into())
+}
+
+/// See [`stderr_has`].
+#[derive(Debug)]
+pub struct StderrHas(String);
+
+impl std::fmt::Display for StderrHas {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "stderr (its error messages unwrapped) contains {:?}",
+            self.0
+        )
+    }
+}
+
+impl predicates::reflection::PredicateReflection for StderrHas {}
+
+impl predicates::Predicate<[u8]> for StderrHas {
+    fn eval(&self, stderr: &[u8]) -> bool {
+        stderr_text(stderr).contains(&self.0)
+    }
 }
 
 /// A GPU lock directory no other command of the test suite uses (not created: ci-gate creates

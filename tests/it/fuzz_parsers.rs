@@ -252,11 +252,11 @@ fn apply(doc: &mut Value, m: &Mutation) {
             | Mutation::Duplicate(at)
             | Mutation::Rename(at, _) => *at,
         };
-        if *n == target {
-            if let Mutation::Replace(_, new) = m {
-                *v = new.clone();
-                return true;
-            }
+        if *n == target
+            && let Mutation::Replace(_, new) = m
+        {
+            *v = new.clone();
+            return true;
         }
         *n += 1;
         match v {

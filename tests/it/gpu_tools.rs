@@ -3,6 +3,7 @@
 //! compute-sanitizer and ncu. `CI_GATE_BIN` names the ci-gate binary when the test runs
 //! somewhere other than where it was built.
 
+use crate::common::stderr_text;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -32,7 +33,7 @@ fn json_of(out: &std::process::Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "stdout is not JSON ({e}); stderr: {}",
-            String::from_utf8_lossy(&out.stderr)
+            stderr_text(&out.stderr)
         )
     })
 }
@@ -72,7 +73,7 @@ fn planted_bugs_are_found_naming_the_kernel_and_the_shape() {
             out.status.code(),
             Some(1),
             "{plant}: {}",
-            String::from_utf8_lossy(&out.stderr)
+            stderr_text(&out.stderr)
         );
         let report = json_of(&out);
         let run = &report["runs"][0];
@@ -101,7 +102,7 @@ fn shipped_kernels_are_clean_under_every_tool() {
         out.status.code(),
         Some(0),
         "{}\n{report:#}",
-        String::from_utf8_lossy(&out.stderr)
+        stderr_text(&out.stderr)
     );
     let runs = report["runs"].as_array().unwrap();
     assert_eq!(
@@ -146,7 +147,7 @@ fn a_profiled_shape_has_figures_for_both_sides() {
     assert!(
         matches!(out.status.code(), Some(0 | 1)),
         "{}",
-        String::from_utf8_lossy(&out.stderr)
+        stderr_text(&out.stderr)
     );
     let rows = json_of(&out);
     let profile = &rows[0]["profile"];
@@ -195,7 +196,7 @@ fn peers_are_measured_unless_left_out() {
         assert!(
             matches!(run.status.code(), Some(0 | 1)),
             "{}",
-            String::from_utf8_lossy(&run.stderr)
+            stderr_text(&run.stderr)
         );
         let text = std::fs::read_to_string(&out).unwrap();
         serde_json::from_str::<Value>(&text).unwrap()

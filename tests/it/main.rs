@@ -20,6 +20,8 @@ mod cli_bisect;
 mod cli_child_env;
 mod cli_compare;
 mod cli_eval;
+mod cli_env;
+mod cli_errors;
 mod cli_git_base;
 mod cli_github;
 mod cli_history;

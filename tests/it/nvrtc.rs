@@ -8,6 +8,7 @@
 //! tests compile through the binary: its `compile` command, or the library with the binary
 //! named as the compiler (a test executable cannot be that child).
 
+use crate::common::stderr_text;
 use std::path::Path;
 
 use crate::common::{bin, require_nvrtc};
@@ -229,7 +230,7 @@ fn the_compile_command_passes_the_shipped_kernels() {
         out.status.code(),
         Some(0),
         "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
+        stderr_text(&out.stderr)
     );
     for file in ["attention.cu", "reference.cu", "util.cu"] {
         for target in TARGETS {
@@ -350,7 +351,7 @@ fn the_compile_command_takes_targets() {
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("not an NVRTC CUBIN target"));
+    assert!(stderr_text(&bad.stderr).contains("not an NVRTC CUBIN target"));
 }
 
 #[test]
@@ -375,7 +376,7 @@ fn a_compile_error_names_the_file_and_arch() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = stderr_text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
     let file = dir.path().join("attention.cu").display().to_string();
     assert!(
@@ -425,7 +426,7 @@ fn without_nvrtc_the_compile_command_says_how_to_get_it() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
-        String::from_utf8_lossy(&out.stderr).trim(),
+        stderr_text(&out.stderr).trim(),
         format!("error: {}", ci_gate::gpu::GpuError::NoNvrtc)
     );
     assert!(out.stdout.is_empty());

@@ -16,6 +16,7 @@
 //! written for x86-64 and aarch64, elsewhere the module is not built.
 #![cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 
+use crate::common::stderr_text;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -167,7 +168,7 @@ fn without_landlock_nothing_is_compiled_and_the_opt_out_is_named() {
         for (errno, why) in cases {
             let out = compile_without_landlock(dir.path(), errno, allow);
             let stdout = String::from_utf8_lossy(&out.stdout);
-            let stderr = String::from_utf8_lossy(&out.stderr);
+            let stderr = stderr_text(&out.stderr);
             assert_eq!(
                 out.status.code(),
                 Some(2),
@@ -210,7 +211,7 @@ fn without_landlock_nothing_is_compiled_and_the_opt_out_is_named() {
     for (errno, why) in cases {
         let out = compile_without_landlock(dir.path(), errno, Some("1"));
         let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = stderr_text(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{why}\n{stdout}\n{stderr}");
         for file in ["attention.cu", "reference.cu", "util.cu"] {
             let path = dir.path().join("kernels").join(file);
@@ -268,7 +269,7 @@ fn with_landlock_the_same_compile_is_confined() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = stderr_text(&out.stderr);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -308,7 +309,7 @@ fn without_seccomp_filters_nothing_is_compiled_and_the_opt_out_is_named() {
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
+            stderr_text(&out.stderr),
         )
     };
     let (code, stdout, stderr) = run(None);
@@ -500,7 +501,7 @@ fn on_landlock_abi_1_and_4_the_sandbox_holds_and_compiles() {
     for (abi, landlock) in [(1, ABI::V1), (4, ABI::V4)] {
         let (out, calls) = on_landlock_abi(compile_command(dir.path(), None), abi);
         let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = stderr_text(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "ABI {abi}\n{stdout}\n{stderr}");
         assert_eq!(
             stdout.matches("bytes of CUBIN").count(),

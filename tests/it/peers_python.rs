@@ -9,6 +9,7 @@
 //! the old warm-up, which then sized a one-call graph — and the tests show the method now
 //! sizes a graph of about 2 ms where the old one sized one call.
 
+use crate::common::stderr_text;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -62,7 +63,7 @@ fn python(args: &[&str], dir: &Path) -> String {
         out.status.success(),
         "python3 {args:?}: {}{}",
         String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        stderr_text(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -112,12 +113,7 @@ fn the_gate_the_harness_and_the_variants_agree_on_a_fake_torch_and_the_old_trap_
         .args(["--no-profile", "--out", "R.json"])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out.stderr));
     let r = json(&dir.join("R.json"));
     assert_eq!(r["peers"]["runtime"], "torch 0.0+fake, CUDA 13.0", "{r}");
     // The worker sized ~2 ms graphs: 5 µs calls → about 394 per replay, not 1.

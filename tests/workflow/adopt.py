@@ -8,14 +8,19 @@ end without a GPU or GitHub:
             written, copying examples/consumer/ from a stand-in clone of ci-gate.
 
 Only the values of the variables at the top of each block are replaced (a test owner and
-team, the stand-in clone, this repository's kernels/attention.cu as "your kernel"). Then, in
-the repository made:
+team, the stand-in clone, this repository's kernels/attention.cu as "your kernel"). The
+consumer block reads the ci-gate repository's name from the stand-in clone's `origin`; before
+it runs as a new user runs it, it is shown to stop, listing them and changing nothing, where the
+kernel repository has a file the template would replace (kernels/README.md), and where the
+origin is not on GitHub; then FORCE=1 replaces the file. Then, in the repository made:
 
   - no placeholder is left (OWNER/ci-gate, forty zeros, @MAINTAINERS, @octo/..., <...>,
     vX.Y.Z) and every ci-gate pin names the same repository and commit;
   - the consumer's `binary` job accepts its pins, and refuses the unfilled template's in one
     sentence; the action's input check accepts the pinned action;
   - actionlint and zizmor (both personas) report nothing on its workflows;
+  - the self-hosted runner labels its workflows ask for are exactly those README.md and
+    docs/GITHUB.md tell the runner to carry and its .github/actionlint.yaml names;
   - with the ci-gate just built: `compile --config configs/pr.yaml`, `local` without a GPU
     (exit 2, one sentence; skipped where a CUDA driver is present), `local` on the simulated
     GPU writing a results file, the GPU jobs' own commands on the simulated GPU (`ci
@@ -138,6 +143,29 @@ def lint(repo: Path, args, extra: list[str]) -> None:
         check(r.returncode == 0, f"zizmor {' '.join(persona)}:\n{r.stdout}{r.stderr}")
 
 
+def runner_labels(repo: Path) -> None:
+    """The self-hosted labels the workflows ask for = the README's runner labels = the
+    `--labels` of docs/GITHUB.md's runner setup = the labels of .github/actionlint.yaml."""
+    asked = set()
+    for wf in (repo / ".github" / "workflows").glob("*.yml"):
+        for job in (yaml.safe_load(wf.read_text(encoding="utf-8")).get("jobs") or {}).values():
+            runs_on = job.get("runs-on")
+            if isinstance(runs_on, list) and "self-hosted" in runs_on:
+                asked |= set(runs_on) - {"self-hosted"}
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    step = re.search(r"runner with the labels (.*?), a driver", readme, re.S)
+    check(step is not None, "README.md no longer says which labels the runner carries")
+    in_readme = set(re.findall(r"`([\w-]+)`", step.group(1)))
+    setup = re.search(r"--labels ([\w,-]+)", GUIDE.read_text(encoding="utf-8"))
+    check(setup is not None, "docs/GITHUB.md no longer registers the runner with --labels")
+    in_guide = set(setup.group(1).split(","))
+    config = yaml.safe_load((repo / ".github" / "actionlint.yaml").read_text(encoding="utf-8"))
+    in_actionlint = set(config["self-hosted-runner"]["labels"])
+    check(asked == in_readme == in_guide == in_actionlint,
+          f"runner labels differ: workflows {sorted(asked)}, README.md {sorted(in_readme)}, "
+          f"docs/GITHUB.md {sorted(in_guide)}, actionlint.yaml {sorted(in_actionlint)}")
+
+
 def step_script(workflow: Path, job: str, name: str) -> tuple[str, dict]:
     w = yaml.safe_load(workflow.read_text(encoding="utf-8"))
     for s in w["jobs"][job]["steps"]:
@@ -218,8 +246,42 @@ def template(tmp: Path, args) -> None:
     check((repo / "kernels" / "attention.cu").read_text().endswith("// our kernel\n"), "the kernel was not copied")
     check("@adopt-test/perf" in (repo / ".github" / "CODEOWNERS").read_text(), "CODEOWNERS not filled in")
     no_placeholders(repo, [".github", "configs"])
+    runner_labels(repo)
     lint(repo, args, ["action.yml"])
     no_gpu_steps(repo, args, tmp / "home", compare=True)
+
+
+def snapshot(repo: Path) -> dict[str, bytes]:
+    """Every file of the repository but .git, with its content."""
+    return {str(p.relative_to(repo)): p.read_bytes() for p in sorted(repo.rglob("*"))
+            if p.is_file() and ".git" not in p.relative_to(repo).parts}
+
+
+def consumer_refuses(repo: Path, src: Path, values: dict[str, str]) -> None:
+    """The consumer block stops, changing nothing, where the kernel repository has a file the
+    template would replace (listed; a file equal to the template's is not) and where the
+    clone's origin is not on GitHub."""
+    (repo / "kernels").mkdir()
+    (repo / "kernels" / "README.md").write_text("# Our kernels\n\nNotes of our own.\n")
+    (repo / "configs").mkdir()
+    shutil.copy(src / "examples" / "consumer" / "configs" / "pr.yaml", repo / "configs" / "pr.yaml")
+    run(["git", "add", "-A"], repo)
+    run(["git", "commit", "-q", "-m", "our kernel repository"], repo)
+    (repo / "notes.txt").write_text("not ours to commit\n")
+    before = snapshot(repo)
+    head = run(["git", "rev-parse", "HEAD"], repo).stdout
+    r = run(["bash", "-euo", "pipefail", "-c", fill(block("consumer"), values)], repo, None, 1,
+            "the consumer block over an existing kernels/README.md")
+    listed = [line.strip() for line in r.stderr.splitlines() if line.startswith("  ")]
+    check(listed == ["kernels/README.md"] and "FORCE=1" in r.stderr,
+          f"the consumer block did not stop listing kernels/README.md alone: {r.stdout}{r.stderr}")
+    check(snapshot(repo) == before and run(["git", "rev-parse", "HEAD"], repo).stdout == head,
+          "the consumer block changed the repository before it stopped")
+    run(["git", "remote", "set-url", "origin", "https://gitlab.example/adopt-test/ci-gate.git"], src)
+    r = run(["bash", "-euo", "pipefail", "-c", fill(block("consumer"), {**values, "FORCE": "1"})],
+            repo, None, 1, "the consumer block with an origin not on GitHub")
+    check("not a GitHub repository" in r.stderr and snapshot(repo) == before,
+          f"the consumer block did not stop on an origin not on GitHub: {r.stderr}")
 
 
 def consumer(tmp: Path, args) -> None:
@@ -229,14 +291,24 @@ def consumer(tmp: Path, args) -> None:
     copy_tree(files, ROOT, src)
     run(["git", "add", "-A"], src)
     run(["git", "commit", "-q", "-m", "ci-gate"], src)
+    owner_repo = "adopt-test/ci-gate"
+    run(["git", "remote", "add", "origin", f"https://github.com/{owner_repo}.git"], src)
     rev = run(["git", "rev-parse", "HEAD"], src).stdout.strip()
     repo = tmp / "kernel-repo"
     git_repo(repo)
-    owner_repo = "adopt-test/ci-gate"
-    script = fill(block("consumer"), {"REPO": owner_repo, "CI_GATE_SRC": str(src),
-                                      "MAINTAINERS": "@adopt-test", "KERNEL": str(my_kernel(tmp))})
-    run(["bash", "-euo", "pipefail", "-c", script], repo, None, 0, "the consumer block")
+    values = {"CI_GATE_SRC": str(src), "MAINTAINERS": "@adopt-test", "KERNEL": str(my_kernel(tmp))}
+    consumer_refuses(repo, src, values)
+    # Told to, it replaces the file; the origin in the other form GitHub gives (ssh).
+    run(["git", "remote", "set-url", "origin", f"git@github.com:{owner_repo}.git"], src)
+    script = fill(block("consumer"), {**values, "FORCE": "1"})
+    run(["bash", "-euo", "pipefail", "-c", script], repo, None, 0, "the consumer block (FORCE=1)")
+    check((repo / "kernels" / "README.md").read_bytes()
+          == (src / "examples" / "consumer" / "kernels" / "README.md").read_bytes(),
+          "FORCE=1 did not replace kernels/README.md")
+    status = run(["git", "status", "--porcelain"], repo).stdout.splitlines()
+    check(status == ["?? notes.txt"], f"the block committed more or less than its files: {status}")
     no_placeholders(repo, ["."])
+    runner_labels(repo)
     pins = set()
     for wf in (repo / ".github" / "workflows").glob("*.yml"):
         pins |= set(re.findall(r"uses:\s*(\S+/ci-gate@\S+)", wf.read_text()))
