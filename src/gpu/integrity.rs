@@ -837,7 +837,7 @@ impl OutputSlots {
             )));
         }
         let heads = secrets.geometry.heads;
-        if heads == 0 || v_scales.is_empty() || v_scales.len() % heads != 0 {
+        if heads == 0 || v_scales.is_empty() || !v_scales.len().is_multiple_of(heads) {
             return Err(GpuError::Internal(format!(
                 "{} V scales for {heads} slices per set",
                 v_scales.len()

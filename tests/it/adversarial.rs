@@ -444,11 +444,19 @@ pub(crate) fn apply_patch(kernel: &str, patch: &str) -> Result<String, String> {
             continue;
         }
         let find: Vec<&str> = lines.by_ref().take_while(|l| *l != "=======").collect();
-        let replace: Vec<&str> = lines.by_ref().take_while(|l| *l != ">>>>>>> replace").collect();
+        let replace: Vec<&str> = lines
+            .by_ref()
+            .take_while(|l| *l != ">>>>>>> replace")
+            .collect();
         let (find, replace) = (find.join("\n"), replace.join("\n"));
         match out.matches(&find).count() {
             1 => out = out.replacen(&find, &replace, 1),
-            n => return Err(format!("hunk {} is found {n} times, not once:\n{find}", hunks + 1)),
+            n => {
+                return Err(format!(
+                    "hunk {} is found {n} times, not once:\n{find}",
+                    hunks + 1
+                ));
+            }
         }
         hunks += 1;
     }
@@ -480,7 +488,11 @@ pub(crate) fn shipped_attacks() -> Vec<(String, String)> {
 #[test]
 fn patches_apply_once_each_and_say_what_they_try() {
     let shipped = shipped_attacks();
-    assert!(shipped.len() >= 3, "{} shipped-kernel attacks", shipped.len());
+    assert!(
+        shipped.len() >= 3,
+        "{} shipped-kernel attacks",
+        shipped.len()
+    );
     let readme = std::fs::read_to_string(root().join("tests/adversarial/README.md")).unwrap();
     let dir = root().join("tests/adversarial/gpu/shipped");
     for (name, text) in &shipped {
@@ -488,14 +500,21 @@ fn patches_apply_once_each_and_say_what_they_try() {
         let patch = std::fs::read_to_string(dir.join(format!("{file}.patch"))).unwrap();
         assert!(patch.starts_with("// Attack: "), "{name}");
         assert!(text.contains("attack"), "{name}: the patch changed nothing");
-        assert!(readme.contains(&format!("`{file}.patch`")), "{name} is not in the README");
+        assert!(
+            readme.contains(&format!("`{file}.patch`")),
+            "{name} is not in the README"
+        );
     }
     // The format refuses what does not apply.
     assert!(apply_patch("a\nb\n", "<<<<<<< find\nc\n=======\nd\n>>>>>>> replace\n").is_err());
     assert!(apply_patch("a\na\n", "<<<<<<< find\na\n=======\nd\n>>>>>>> replace\n").is_err());
     assert!(apply_patch("a\n", "// nothing\n").is_err());
     assert_eq!(
-        apply_patch("x\na\ny", "<<<<<<< find\na\n=======\nb\nc\n>>>>>>> replace\n").unwrap(),
+        apply_patch(
+            "x\na\ny",
+            "<<<<<<< find\na\n=======\nb\nc\n>>>>>>> replace\n"
+        )
+        .unwrap(),
         "x\nb\nc\ny"
     );
 }
@@ -606,11 +625,12 @@ fn every_gpu_attack_and_control_compiles_through_the_gate() {
         std::fs::write(&file, source).unwrap();
         // Attacks for the target the lent GPUs run (sm_90a), the honest controls for every
         // target; the harness is built in and compiled by the NVRTC tests.
-        let archs: &[&str] = if name.starts_with("honest/") || name.starts_with("shipped/") || name == "none" {
-            &["sm_89", "sm_90", "sm_90a"]
-        } else {
-            &["sm_90a"]
-        };
+        let archs: &[&str] =
+            if name.starts_with("honest/") || name.starts_with("shipped/") || name == "none" {
+                &["sm_89", "sm_90", "sm_90a"]
+            } else {
+                &["sm_90a"]
+            };
         let mut cmd = bin();
         cmd.arg("compile").arg("--kernels").arg(&dir);
         for a in archs {

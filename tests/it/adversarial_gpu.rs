@@ -450,17 +450,26 @@ fn every_attack_fails_closed_and_honest_kernels_do_not() {
             &kernels_dir(
                 tmp.path(),
                 "shipped-precision-aa",
-                &format!("{shipped_src}\n// a comment\n", shipped_src = shipped_text()),
+                &format!(
+                    "{shipped_src}\n// a comment\n",
+                    shipped_src = shipped_text()
+                ),
             ),
             &precision,
         );
-        lines.push(said("shipped kernels, precision config, comment-only change", &aa));
+        lines.push(said(
+            "shipped kernels, precision config, comment-only change",
+            &aa,
+        ));
         if aa.code != Some(0) {
             wrong.push(format!("A/A under precision.yaml: {}", said("a/a", &aa)));
         }
     }
     for (name, source) in shipped {
-        let o = gate(&kernels_dir(tmp.path(), &name.replace('/', "-"), &source), &precision);
+        let o = gate(
+            &kernels_dir(tmp.path(), &name.replace('/', "-"), &source),
+            &precision,
+        );
         lines.push(said(&name, &o));
         if let Some(why) = unmet(expectation(&name), &o) {
             wrong.push(format!("{why}: {}", said(&name, &o)));

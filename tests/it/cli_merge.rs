@@ -553,9 +553,9 @@ fn shards_of_two_methods_are_refused_naming_both() {
         .args(&paths)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("differ in the method"))
-        .stderr(predicate::str::contains("m3-0123456789ab"))
-        .stderr(predicate::str::contains("m3-fedcba987654"));
+        .stderr(stderr_has("differ in the method"))
+        .stderr(stderr_has("m3-0123456789ab"))
+        .stderr(stderr_has("m3-fedcba987654"));
 }
 
 /// A stored baseline measured by another method (here: one written before ci-gate named its
@@ -631,5 +631,5 @@ fn a_baseline_file_is_not_a_shard() {
         .arg(s.store.join("nvidia-h200/pr.json"))
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("pr.json is a baseline file"));
+        .stderr(stderr_has("pr.json is a baseline file"));
 }
