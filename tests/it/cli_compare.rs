@@ -840,7 +840,8 @@ fn refused(base: &Path, cand: &Path, args: &[&str]) -> String {
         .stdout("")
         .get_output()
         .clone();
-    let err = String::from_utf8(out.stderr).unwrap();
+    // The message as one text: error lines wrap at 80 columns.
+    let err = crate::common::stderr_text(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
     err
 }
