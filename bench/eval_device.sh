@@ -17,6 +17,7 @@
 #                it must be measured as if the attack never ran (`same`);
 #   evolve       examples/evolve for 3 minutes against the shipped kernel, with a leaderboard.
 #
+# EVAL_TIMEOUT (s, 400) bounds each eval run, EVOLVE_MINUTES (3) the evolve loop.
 # Carried: .carry/ci-gate (cargo build --release). Results go to $OUT: each mode's JSON lines,
 # stderr and summary (bench/eval_summary.py), for docs/PERF.md.
 set -uo pipefail
@@ -45,7 +46,7 @@ run_eval() {
   local input=$1 name=$2; shift 2
   export CI_GATE_CACHE_DIR=$work/cache-$name
   local t0=$EPOCHREALTIME
-  "$bin" eval "$@" < "$input" > "$out/$name.jsonl" 2> "$out/$name.stderr"
+  timeout "${EVAL_TIMEOUT:-400}" "$bin" eval "$@" < "$input" > "$out/$name.jsonl" 2> "$out/$name.stderr"
   local rc=$?
   local wall
   wall=$(python3 -c "print(round($EPOCHREALTIME - $t0, 2))")
@@ -100,7 +101,7 @@ PY
 evolve)
   export CI_GATE_CACHE_DIR=$work/cache-evolve
   timed timeout 300 python3 examples/evolve/evolve.py --ci-gate "$bin" --config configs/eval.yaml \
-    --kernels kernels --minutes 3 --population 6 --leaderboard "$out/evolve-board.json" \
+    --kernels kernels --minutes "${EVOLVE_MINUTES:-3}" --population 6 --leaderboard "$out/evolve-board.json" \
     --work "$work/evolve" > "$out/evolve.txt" 2>&1
   tail -40 "$out/evolve.txt" ;;
 *) echo "unknown mode $mode" ;;

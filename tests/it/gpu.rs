@@ -222,10 +222,11 @@ fn parity_and_measurement_of_a_pr_shape() {
     };
     let m = measure(&bench, 4, None, 3).unwrap();
     assert_eq!(m.rounds.len(), 4);
-    // Every launch of every sample wrote its own output, checked against the reference.
+    // Every launch of every replay wrote its own output, checked against the reference: the
+    // samples and each round's first replay (checked and charged, though not a sample).
     assert_eq!(
         m.checked_launches,
-        4 * u64::from(settings.samples_per_round) * u64::from(m.launches_per_sample)
+        4 * u64::from(settings.samples_per_round + 1) * u64::from(m.launches_per_sample)
     );
     let worst = m
         .worst_timed
