@@ -12,7 +12,7 @@ use super::measure::{
     AbSide, Bench, Held, Injection, SpinCalibration, calibrate_spin, extend, measure_pairs,
     phase_times, sets_for, spin_up,
 };
-use super::parity::check_parity;
+use super::parity::{ParityReferences, check_parity_with};
 use crate::backend::shapes::{ShapeSlot, ShapeSlots};
 use crate::backend::{Backend, Bookkeeping, Measurement, PhaseTimes, ShapeId, Side};
 use crate::config::{MeasureSettings, ShapeParams, Tolerance};
@@ -45,6 +45,8 @@ pub(crate) struct CudaBackend {
     /// shape is then given 20 times as long (at least 5 s, at most `measure.max_wait_s`)
     /// before it counts as hung.
     parity_times: std::collections::HashMap<ShapeParams, Duration>,
+    /// The last parity check's reference output, for the other side of the same shape.
+    parity_references: ParityReferences,
 }
 
 impl CudaBackend {
@@ -75,6 +77,7 @@ impl CudaBackend {
             calibration: None,
             shapes: ShapeSlots::default(),
             parity_times: std::collections::HashMap::new(),
+            parity_references: ParityReferences::default(),
         })
     }
 
@@ -180,21 +183,22 @@ impl Backend for CudaBackend {
         tolerance: Tolerance,
         seed: u64,
     ) -> Result<Parity, GpuError> {
+        let mut references = std::mem::take(&mut self.parity_references);
         let kernel = self.kernel(side, shape)?;
         let expected = match side {
             Side::Base => None,
             Side::Candidate | Side::Other => self.parity_times.get(shape).copied(),
         };
         let started = std::time::Instant::now();
-        let parity = check_parity(
+        let parity = check_parity_with(
             &self.gpu,
             kernel,
             side.label(),
             shape,
-            tolerance,
-            seed,
-            expected,
+            (tolerance, seed, expected),
+            &mut references,
         );
+        self.parity_references = references;
         if side == Side::Base && parity.is_ok() {
             self.parity_times.insert(*shape, started.elapsed());
         }

@@ -116,10 +116,11 @@ pub(crate) fn hash_parts(
 
 /// The reference output of one input set on every row (parity), made from the reference's
 /// own copies of the inputs (dropped once used), with the hash the side's inputs must still
-/// have after its launch.
+/// have after its launch. The output is held in host memory only (read back once, the device
+/// copy freed): no launch can address it, so it may serve a later check of the same inputs.
 pub(crate) struct RefSet {
     /// [batch·heads, seq_len, head_dim]: exactly the layout of the output.
-    pub refs: CudaSlice<f32>,
+    pub refs: Vec<f32>,
     input_hash: u64,
     key: u64,
 }
@@ -188,7 +189,7 @@ impl RefSet {
             )));
         }
         Ok(RefSet {
-            refs,
+            refs: host,
             input_hash,
             key,
         })
