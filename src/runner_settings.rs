@@ -56,7 +56,7 @@ const MAX_ANCESTORS: usize = 256;
 /// The runner's process that runs a job.
 const WORKER: &str = "Runner.Worker";
 /// Where the warnings send the reader.
-const DOC: &str = "docs/GITHUB.md, \"Runner settings\"";
+const DOC: &str = "docs/RUNNER.md, \"Runner settings\"";
 
 /// Why no runner environment file is used in GitHub Actions.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The cleanup a persistent GPU runner needs after every job (docs/GITHUB.md, "One L4
-# runner"). Install it outside the runner's directory, owned by root and not writable by the
-# runner's user, and name it in the runner's .env:
+# The cleanup a persistent GPU runner needs after every job (docs/RUNNER.md, "What one
+# persistent runner costs in trust"). Install it outside the runner's directory, owned by
+# root and not writable by the runner's user, and name it in the runner's .env:
 #
 #   ACTIONS_RUNNER_HOOK_JOB_COMPLETED=/usr/local/libexec/ci-gate/job-completed.sh
 #

@@ -89,7 +89,7 @@ fn nvrtc_install(major: i32) -> String {
         m => format!("`pip install nvidia-cuda-nvrtc-cu{m}`"),
     };
     format!(
-        "install NVRTC {major} (libnvrtc.so.{major}): the CUDA {major} toolkit, or {wheel} in a virtual environment the runner's user cannot write, with its lib directory on LD_LIBRARY_PATH (docs/GITHUB.md, \"One L4 runner\")"
+        "install NVRTC {major} (libnvrtc.so.{major}): the CUDA {major} toolkit, or {wheel} in a virtual environment the runner's user cannot write, with its lib directory on LD_LIBRARY_PATH (docs/RUNNER.md, \"One L4 runner\")"
     )
 }
 

@@ -320,7 +320,7 @@ fn in_actions_a_workflow_value_is_ignored_and_said_once() {
     assert_eq!(
         s.warning.as_deref(),
         Some(
-            "warning: CI_GATE_ALLOW_UNCONFINED_NVRTC in this job's environment is ignored: in GitHub Actions ci-gate takes it from the runner's environment file only, and this value is not the file's (a workflow's env: or $GITHUB_ENV set it, or the file changed after the runner started); the runner's environment file cannot be found (no Runner.Worker among this process's ancestors) (docs/GITHUB.md, \"Runner settings\")"
+            "warning: CI_GATE_ALLOW_UNCONFINED_NVRTC in this job's environment is ignored: in GitHub Actions ci-gate takes it from the runner's environment file only, and this value is not the file's (a workflow's env: or $GITHUB_ENV set it, or the file changed after the runner started); the runner's environment file cannot be found (no Runner.Worker among this process's ancestors) (docs/RUNNER.md, \"Runner settings\")"
         )
     );
     // A runner file without the key, and one with another value: ignored, one line for all.
@@ -350,7 +350,7 @@ fn in_actions_a_workflow_value_is_ignored_and_said_once() {
     );
     assert!(
         warning.ends_with(
-            "; the runner's environment file is /opt/actions-runner/.env (docs/GITHUB.md, \"Runner settings\")"
+            "; the runner's environment file is /opt/actions-runner/.env (docs/RUNNER.md, \"Runner settings\")"
         ),
         "{warning}"
     );
@@ -406,7 +406,7 @@ fn in_actions_a_refused_file_gives_no_setting_and_says_why() {
     assert_eq!(
         s.warning.as_deref(),
         Some(
-            "warning: the runner's environment file /opt/actions-runner/.env is not used: users other than its owner can write it (mode 666), so no runner setting (CI_GATE_ALLOW_UNCONFINED_NVRTC, CI_GATE_PYTHON, CI_GATE_CACHE_DIR) applies in this job (docs/GITHUB.md, \"Runner settings\")"
+            "warning: the runner's environment file /opt/actions-runner/.env is not used: users other than its owner can write it (mode 666), so no runner setting (CI_GATE_ALLOW_UNCONFINED_NVRTC, CI_GATE_PYTHON, CI_GATE_CACHE_DIR) applies in this job (docs/RUNNER.md, \"Runner settings\")"
         )
     );
     // With a value in the environment: still one line, naming both.

@@ -1,7 +1,7 @@
 //! In GitHub Actions the runner owner's leave to compile unconfined
 //! (`CI_GATE_ALLOW_UNCONFINED_NVRTC=1`) counts only from the self-hosted runner's own
 //! environment file, never from the job's environment that a workflow's `env:` sets
-//! (docs/GITHUB.md, "Runner settings"). Shown through the binary where the sandbox cannot
+//! (docs/RUNNER.md, "Runner settings"). Shown through the binary where the sandbox cannot
 //! hold (Landlock made to fail by a seccomp filter, as in `nvrtc_fail_closed`):
 //!
 //! - `ci-gate compile` runs under a stand-in runner: a copy of `sh` installed as
@@ -139,7 +139,7 @@ fn a_workflow_cannot_allow_unconfined_nvrtc() {
     assert_eq!(
         ignored_lines(&stderr),
         [format!(
-            "warning: CI_GATE_ALLOW_UNCONFINED_NVRTC in this job's environment is ignored: in GitHub Actions ci-gate takes it from the runner's environment file only, and this value is not the file's (a workflow's env: or $GITHUB_ENV set it, or the file changed after the runner started); the runner's environment file {} does not exist (docs/GITHUB.md, \"Runner settings\")",
+            "warning: CI_GATE_ALLOW_UNCONFINED_NVRTC in this job's environment is ignored: in GitHub Actions ci-gate takes it from the runner's environment file only, and this value is not the file's (a workflow's env: or $GITHUB_ENV set it, or the file changed after the runner started); the runner's environment file {} does not exist (docs/RUNNER.md, \"Runner settings\")",
             env_file.display()
         )],
         "{stderr}"
@@ -158,7 +158,7 @@ fn a_workflow_cannot_allow_unconfined_nvrtc() {
     assert_eq!(ignored_lines(&stderr).len(), 1, "{stderr}");
     assert!(
         ignored_lines(&stderr)[0].ends_with(&format!(
-            "the runner's environment file is {} (docs/GITHUB.md, \"Runner settings\")",
+            "the runner's environment file is {} (docs/RUNNER.md, \"Runner settings\")",
             env_file.display()
         )),
         "{stderr}"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Both ways of adopting ci-gate (docs/GITHUB.md, "Adopting it: two ways"), followed end to
+"""Both ways of adopting ci-gate (docs/ADOPTING.md, "Two ways to adopt it"), followed end to
 end without a GPU or GitHub:
 
   template  a repository made from this one (its tracked and unignored files), then the
@@ -20,7 +20,7 @@ origin is not on GitHub; then FORCE=1 replaces the file. Then, in the repository
     sentence; the action's input check accepts the pinned action;
   - actionlint and zizmor (both personas) report nothing on its workflows;
   - the self-hosted runner labels its workflows ask for are exactly those README.md and
-    docs/GITHUB.md tell the runner to carry and its .github/actionlint.yaml names;
+    docs/RUNNER.md tell the runner to carry and its .github/actionlint.yaml names;
   - with the ci-gate just built: `compile --config configs/pr.yaml`, `local` without a GPU
     (exit 2, one sentence; skipped where a CUDA driver is present), `local` on the simulated
     GPU writing a results file, the GPU jobs' own commands on the simulated GPU (`ci
@@ -50,7 +50,9 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-GUIDE = ROOT / "docs" / "GITHUB.md"
+# The adoption blocks are read from ADOPTING.md, the runner's labels from RUNNER.md.
+ADOPTING = ROOT / "docs" / "ADOPTING.md"
+RUNNER = ROOT / "docs" / "RUNNER.md"
 ZEROS = "0" * 40
 PLACEHOLDERS = re.compile(
     r"OWNER/ci-gate|" + ZEROS + r"|@MAINTAINERS|@octo/|octo/ci-gate|"
@@ -70,10 +72,10 @@ def check(cond: bool, message: str) -> None:
 
 
 def block(name: str) -> str:
-    """The ```sh block after `<!-- adopt: NAME -->` in docs/GITHUB.md."""
-    text = GUIDE.read_text(encoding="utf-8")
+    """The ```sh block after `<!-- adopt: NAME -->` in docs/ADOPTING.md."""
+    text = ADOPTING.read_text(encoding="utf-8")
     marker = f"<!-- adopt: {name} -->"
-    check(marker in text, f"docs/GITHUB.md has no {marker}")
+    check(marker in text, f"docs/ADOPTING.md has no {marker}")
     rest = text.split(marker, 1)[1].lstrip("\n")
     check(rest.startswith("```sh\n"), f"no ```sh block right after {marker}")
     return rest[len("```sh\n"):].split("\n```", 1)[0] + "\n"
@@ -145,7 +147,7 @@ def lint(repo: Path, args, extra: list[str]) -> None:
 
 def runner_labels(repo: Path) -> None:
     """The self-hosted labels the workflows ask for = the README's runner labels = the
-    `--labels` of docs/GITHUB.md's runner setup = the labels of .github/actionlint.yaml."""
+    `--labels` of docs/RUNNER.md's runner setup = the labels of .github/actionlint.yaml."""
     asked = set()
     for wf in (repo / ".github" / "workflows").glob("*.yml"):
         for job in (yaml.safe_load(wf.read_text(encoding="utf-8")).get("jobs") or {}).values():
@@ -156,14 +158,14 @@ def runner_labels(repo: Path) -> None:
     step = re.search(r"runner with the labels (.*?), a driver", readme, re.S)
     check(step is not None, "README.md no longer says which labels the runner carries")
     in_readme = set(re.findall(r"`([\w-]+)`", step.group(1)))
-    setup = re.search(r"--labels ([\w,-]+)", GUIDE.read_text(encoding="utf-8"))
-    check(setup is not None, "docs/GITHUB.md no longer registers the runner with --labels")
+    setup = re.search(r"--labels ([\w,-]+)", RUNNER.read_text(encoding="utf-8"))
+    check(setup is not None, "docs/RUNNER.md no longer registers the runner with --labels")
     in_guide = set(setup.group(1).split(","))
     config = yaml.safe_load((repo / ".github" / "actionlint.yaml").read_text(encoding="utf-8"))
     in_actionlint = set(config["self-hosted-runner"]["labels"])
     check(asked == in_readme == in_guide == in_actionlint,
           f"runner labels differ: workflows {sorted(asked)}, README.md {sorted(in_readme)}, "
-          f"docs/GITHUB.md {sorted(in_guide)}, actionlint.yaml {sorted(in_actionlint)}")
+          f"docs/RUNNER.md {sorted(in_guide)}, actionlint.yaml {sorted(in_actionlint)}")
 
 
 def step_script(workflow: Path, job: str, name: str) -> tuple[str, dict]:

@@ -2,7 +2,7 @@
 """Plays every outcome of perf-gate.yml's jobs through its final check and asserts that only
 an all-pass run of a pull request into the default branch (or of a push to it) passes it.
 
-The check is the job named "ci-gate verdict": the one check admins require (docs/GITHUB.md).
+The check is the job named "ci-gate verdict": the one check admins require (docs/MAINTAINING.md).
 This script reads .github/workflows/perf-gate.yml, and the template for other repositories
 (examples/consumer/.github/workflows/perf-gate.yml), takes that job's one step, and runs the
 step's `run:` script exactly as the runner does (`bash --noprofile --norc -eo pipefail`),
