@@ -41,17 +41,17 @@ const GIT: &[&str] = &[
 ];
 
 /// `GITHUB_ACTIONS` and `RUNNER_TEMP` place the NVRTC cache in the job's own temporary
-/// directory (`gpu::compile`); `GITHUB_SHA` is the commit a `local` child records, so that
+/// directory (`kernel::compile`); `GITHUB_SHA` is the commit a `local` child records, so that
 /// its results agree with the parent's.
 ///
 /// Of ci-gate's own variables only the runner's settings pass, by name (an allow-list, so a
 /// variable added one day passes only when someone decides it should), and with the values
 /// this process uses ([`runner_settings`]: in GitHub Actions the runner's own file's, never a
 /// workflow's), not the environment's:
-/// - `CI_GATE_CACHE_DIR`: where compiled kernels are cached (`gpu::compile`);
+/// - `CI_GATE_CACHE_DIR`: where compiled kernels are cached (`kernel::compile`);
 /// - `CI_GATE_PYTHON`: the interpreter of the PyTorch peer worker (`run::peer`);
 /// - `CI_GATE_ALLOW_UNCONFINED_NVRTC`: the runner owner's leave to compile where the sandbox
-///   cannot confine NVRTC (`gpu::sandbox`), which a `--devices` child compiling needs.
+///   cannot confine NVRTC (`kernel::sandbox`), which a `--devices` child compiling needs.
 ///
 /// Never the variables that select test behaviour: `CI_GATE_SIMULATE` (the simulated GPU; a
 /// simulated `--devices` child is given its own seed explicitly, `run::BackendChoice::pass_to_child`),

@@ -10,9 +10,12 @@
 //!    candidate) and which `run` never imports;
 //! 3. `cli` (the command line's types, which the engine takes its options from), the
 //!    measuring devices `gpu` (cudarc) and `sim` (the seeded simulation, and its noise
-//!    model), both implementing `backend::Backend`, and `github` (the API and Actions).
-//!    The one import within this layer: `sim` reads and checks a kernel source as `gpu`
-//!    does (`gpu::compile::KernelSource`, `gpu::lexcheck`, `gpu::watchdog`);
+//!    model), both implementing `backend::Backend`, and `github` (the API and Actions);
+//! 3½. `kernel`, the kernel-source boundary both devices use: a kernel directory and its
+//!    files (`kernel::KernelDir`, `kernel::KernelRoles`), a source read as untrusted input,
+//!    the lexical check, NVRTC in a sandbox with its cache, the CUBIN policy, the entry
+//!    points. Its one import above it is `gpu::raw` (every `unsafe` call of the crate: the
+//!    sandbox's NVRTC and process calls are foreign functions);
 //! 4. `backend` (the measuring interface, its error and per-shape bookkeeping), `evaluate`
 //!    (verdicts, and the planned two-stage decision), `report`, `history`, `profile`,
 //!    `sanitize`, `peers`, `shard` (shards and their merge), `baseline`, `results`,
@@ -46,6 +49,7 @@ pub mod files;
 pub mod github;
 pub mod gpu;
 pub(crate) mod history;
+pub mod kernel;
 pub mod method;
 pub(crate) mod outcome;
 pub(crate) mod peers;

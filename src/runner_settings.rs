@@ -40,11 +40,11 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 /// The runner owner's leave to compile untrusted source where the NVRTC sandbox cannot
-/// confine it (`gpu::sandbox`): exactly `1` allows.
+/// confine it (`kernel::sandbox`): exactly `1` allows.
 pub(crate) const ALLOW_UNCONFINED_NVRTC: &str = "CI_GATE_ALLOW_UNCONFINED_NVRTC";
 /// The interpreter of the PyTorch peer worker (`run::peer`).
 pub(crate) const PYTHON: &str = "CI_GATE_PYTHON";
-/// Where compiled kernels are cached (`gpu::compile`).
+/// Where compiled kernels are cached (`kernel::compile`).
 pub(crate) const CACHE_DIR: &str = "CI_GATE_CACHE_DIR";
 /// Every runner setting.
 pub(crate) const NAMES: [&str; 3] = [ALLOW_UNCONFINED_NVRTC, PYTHON, CACHE_DIR];

@@ -11,11 +11,11 @@
 //! of a shape, and the measurements it appends to.
 
 pub(crate) mod error;
+pub(crate) mod hang;
 pub mod shapes;
 
-use std::path::Path;
-
 use crate::config::{MeasureSettings, ShapeParams, Tolerance};
+use crate::kernel::KernelDir;
 use crate::resources::{KernelResources, ResourceSide};
 use crate::results::{Environment, GpuProcess, GpuState, PairOrder, Parity};
 pub use error::GpuError;
@@ -151,7 +151,7 @@ pub trait Backend {
         seed: u64,
     ) -> Result<Parity, GpuError>;
     /// Compiles and loads a third `attention.cu` ([`Side::Other`]).
-    fn load_other(&mut self, dir: &Path, defines: &[String]) -> Result<(), GpuError>;
+    fn load_other(&mut self, dir: &KernelDir, defines: &[String]) -> Result<(), GpuError>;
     /// Starts measuring `shape`: one side alone, or two in pairs of rounds (`sides[0]`
     /// first in the report: base or other; `sides[1]` the candidate). `inject_us` slows the
     /// last side by that much per launch (after [`Backend::calibrate_injection`]).

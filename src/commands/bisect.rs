@@ -20,6 +20,7 @@ use serde::Serialize;
 use crate::cli::{BisectArgs, BisectFormat};
 use crate::comparison::Comparison;
 use crate::config::{Config, ShapeParams};
+use crate::kernel::KernelDir;
 use crate::outcome::Outcome;
 use crate::report::pct;
 use crate::results::ResultsFile;
@@ -275,7 +276,8 @@ impl PipelineJudge<'_> {
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
         let k = git::export_kernels(commit, label, &self.kernels_dir, &dir)?;
-        let hash = crate::gpu::compile::KernelSource::read(&dir.join("attention.cu"))
+        let hash = KernelDir::new(&dir)
+            .read_timed()
             .map_err(|e| anyhow::anyhow!("{e}"))?
             .hash;
         Ok((k, hash))
@@ -675,7 +677,8 @@ fn export_good(good: &str, kernels: &Path, dir: &Path) -> Result<(BaseKernels, S
         kernels,
         &good_dir,
     )?;
-    let hash = crate::gpu::compile::KernelSource::read(&good_dir.join("attention.cu"))
+    let hash = KernelDir::new(&good_dir)
+        .read_timed()
         .map_err(|e| anyhow::anyhow!("GOOD {}: {e}", short_commit(good)))?
         .hash;
     Ok((k, hash))

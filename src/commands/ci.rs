@@ -84,7 +84,7 @@ fn on_hang(args: &CiArgs, config: Option<&Config>, shard: Option<ShardInfo>) {
     let config = config.cloned();
     let out = args.out.clone();
     let fail_on_drift = args.base.fail_on_drift;
-    crate::gpu::watchdog::set_hang_handler(Box::new(move |message| {
+    crate::backend::hang::set_handler(Box::new(move |message| {
         let error = anyhow::anyhow!("{message}");
         let mut failed = failed_run(config.as_ref(), &error);
         failed.shard = shard.clone();

@@ -1,17 +1,18 @@
 //! `ci-gate compile`: compiles a kernel set with NVRTC, without a GPU, exactly as the gate
 //! does before it measures: attention.cu through every defence against hostile kernels
 //! (source reading, the lexical include check, the sandboxed compiler, the CUBIN policy) and
-//! the checks of its entry points and launch constants (`gpu::entries`, the rules the GPU
+//! the checks of its entry points and launch constants (`kernel::entries`, the rules the GPU
 //! loader applies), and the harness's reference.cu and util.cu through the same reading,
 //! check and sandbox. With `--config`, attention.cu is compiled with the config's
 //! `compile.defines`, as the gate compiles it for that config.
 
 use anyhow::{Result, bail};
 
+use crate::backend::GpuError;
 use crate::cli::CompileArgs;
-use crate::gpu::compile::compile_uncached_module_for;
-use crate::gpu::cubin::check_untrusted_cubin;
-use crate::gpu::{GpuError, KernelSource};
+use crate::kernel::compile::compile_uncached_module_for;
+use crate::kernel::cubin::check_untrusted_cubin;
+use crate::kernel::{KernelDir, KernelSource, REFERENCE_FILE, UTIL_FILE};
 use crate::outcome::Outcome;
 use crate::text::terminal_text;
 
@@ -30,13 +31,13 @@ pub(crate) fn run_compile(args: &CompileArgs) -> Result<Outcome> {
         Some(path) => crate::config::Config::load(path)?.compile.defines,
         None => Vec::new(),
     };
-    let attention = args.kernels.join("attention.cu");
+    let attention = KernelDir::new(&args.kernels).timed();
     let mut inputs = vec![Input {
         shown: terminal_text(&attention.display().to_string()),
         source: KernelSource::read(&attention).map(|s| s.with_defines(&defines)),
         timed: true,
     }];
-    for file in ["reference.cu", "util.cu"] {
+    for file in [REFERENCE_FILE, UTIL_FILE] {
         match harness_input(args, file) {
             Some(input) => inputs.push(input),
             None => println!(
@@ -123,14 +124,13 @@ fn compile_one(
     if timed {
         let file = source.path.display().to_string();
         check_untrusted_cubin(&cubin, &file)?;
-        let entries = crate::gpu::entries::check_static(&cubin, max_smem_optin(target)).map_err(
-            |problems| {
+        let entries = crate::kernel::entries::check_static(&cubin, max_smem_optin(target))
+            .map_err(|problems| {
                 GpuError::Refused(format!(
                     "{file} is refused for {target}: the gate could not launch it: {}",
                     problems.join("; ")
                 ))
-            },
-        )?;
+            })?;
         lines.push(format!(
             "  entry points and launch constants: ok ({})",
             entries.len()
@@ -145,7 +145,7 @@ fn compile_one(
 /// (from `NAME_launch`): every figure of a report but CTAs per SM, which needs the GPU's
 /// driver.
 fn resource_lines(cubin: &[u8], log: &str, file: &str) -> Vec<String> {
-    let all = match crate::gpu::ptxas::static_resources(cubin, log) {
+    let all = match crate::kernel::ptxas::static_resources(cubin, log) {
         Err(why) => return vec![format!("  {file}: its resources cannot be read: {why}")],
         Ok(all) => all,
     };
@@ -156,7 +156,7 @@ fn resource_lines(cubin: &[u8], log: &str, file: &str) -> Vec<String> {
     let mut notes = Vec::new();
     for r in &all {
         let spill = |v: Option<u64>| v.map_or_else(|| "?".into(), |v| v.to_string());
-        let launch = crate::gpu::cubin::launch_constant(cubin, &r.kernel.name);
+        let launch = crate::kernel::cubin::launch_constant(cubin, &r.kernel.name);
         let smem = match launch {
             Some([_, _, dynamic]) => format!("{}+{dynamic}", r.kernel.static_smem_bytes),
             None => format!("{}+?", r.kernel.static_smem_bytes),

@@ -17,7 +17,7 @@ use crate::gpu::env::{
     DeviceInfo, Monitor, NvrtcFound, SandboxProbe, driver_cuda_version, environment, nvrtc_found,
     probe_sandbox,
 };
-use crate::gpu::sandbox::{ALLOW_UNCONFINED_ENV, unconfined_allowed};
+use crate::kernel::sandbox::{ALLOW_UNCONFINED_ENV, unconfined_allowed};
 use crate::outcome::Outcome;
 
 /// The CUDA driver API version the binary's bindings were built for (build.rs, as cudarc

@@ -1,6 +1,6 @@
 //! One module per subcommand (`worker` is the hidden `kernel-run`); [`run`] dispatches. The
 //! other hidden commands are the engine's, the sandbox's and the evaluator's: `run-request`
-//! (`run::child::run_request`), `nvrtc-sandbox` (`gpu::sandbox::serve`) and `eval-worker`
+//! (`run::child::run_request`), `nvrtc-sandbox` (`kernel::sandbox::serve`) and `eval-worker`
 //! (`eval::worker`). What several commands share lives below them, in `run` (the engine),
 //! `eval` (the evaluator) and the modules they use.
 
@@ -70,7 +70,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Compile(args) => compile::run_compile(&args),
         Command::Eval(args) => eval::run_eval(&args),
         Command::EvalWorker(args) => eval::run_worker(&args),
-        Command::NvrtcSandbox => Ok(if crate::gpu::sandbox::serve() {
+        Command::NvrtcSandbox => Ok(if crate::kernel::sandbox::serve() {
             Outcome::Pass
         } else {
             Outcome::Fail

@@ -14,8 +14,8 @@ use anyhow::{Context, Result, bail};
 use crate::child_env::{Child, restrict};
 use crate::cli::SanitizeArgs;
 use crate::github::actions::append_step_summary;
-use crate::gpu::KernelSource;
-use crate::gpu::compile::LINEINFO_ENV;
+use crate::kernel::compile::LINEINFO_ENV;
+use crate::kernel::{KernelDir, REFERENCE_FILE, UTIL_FILE};
 use crate::outcome::Outcome;
 use crate::report::{Format, escape_markdown, fitted_table, stdout_width};
 use crate::run::tool::{self, KernelRun};
@@ -111,8 +111,8 @@ impl KernelSet {
             None => shapes,
         };
         let harness = args.harness.clone().unwrap_or_else(|| args.kernels.clone());
-        let attention = KernelSource::read(&args.kernels.join("attention.cu"))?;
-        for f in ["reference.cu", "util.cu"] {
+        let attention = KernelDir::new(&args.kernels).read_timed()?;
+        for f in [REFERENCE_FILE, UTIL_FILE] {
             if !harness.join(f).is_file() {
                 bail!(
                     "{}: no {f} (the harness that runs with the kernels; pass --harness DIR)",

@@ -37,9 +37,10 @@ use super::protocol::{
 use super::source::KernelText;
 use super::startup::{Board, Reference, Settings, start};
 use super::worker::{Finished, WorkerRequest, measure_args};
+use crate::backend::GpuError;
 use crate::cli::{Against, EvalArgs};
 use crate::config::CacheMode;
-use crate::gpu::{GpuError, KernelSource};
+use crate::kernel::KernelSource;
 use crate::outcome::Outcome;
 use crate::run::RunRequest;
 

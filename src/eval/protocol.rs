@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::gpu::compile::MAX_SOURCE_BYTES;
+use crate::kernel::source::MAX_SOURCE_BYTES;
 use crate::method::Method;
 use crate::resources::KernelResources;
 use crate::results::Parity;

@@ -20,11 +20,9 @@ use std::time::Instant;
 
 use sha2::{Digest, Sha256};
 
-use crate::gpu::GpuError;
-use crate::gpu::compile::{Arch, KernelSource, MAX_SOURCE_BYTES};
-
-/// The file name the measuring process reads in a kernel directory.
-pub(crate) const KERNEL_FILE: &str = "attention.cu";
+use crate::backend::GpuError;
+use crate::kernel::source::MAX_SOURCE_BYTES;
+use crate::kernel::{Arch, KernelSource, TIMED_FILE};
 
 /// A candidate's source and defines, and the text compiled from them.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,7 +79,7 @@ impl KernelText {
     /// own: never a path made from a candidate's strings).
     pub fn write(&self, dir: &Path) -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
-        std::fs::write(dir.join(KERNEL_FILE), &self.text)
+        std::fs::write(dir.join(TIMED_FILE), &self.text)
     }
 }
 
@@ -108,23 +106,23 @@ impl Precompile {
     /// source's line.
     pub fn check(&self, text: &KernelText, dir: &Path) -> Result<f64, GpuError> {
         let started = Instant::now();
-        crate::gpu::lexcheck::check_no_file_access(&text.source, KERNEL_FILE)?;
-        let source = KernelSource::read(&dir.join(KERNEL_FILE))?;
+        crate::kernel::lexcheck::check_no_file_access(&text.source, TIMED_FILE)?;
+        let source = KernelSource::read(&dir.join(TIMED_FILE))?;
         match self {
             Precompile::Simulated => {
                 crate::sim::SimKernel::parse(&source.text, &source.hash)
-                    .map_err(|e| GpuError::Kernel(format!("{KERNEL_FILE}: {e}")))?;
+                    .map_err(|e| GpuError::Kernel(format!("{TIMED_FILE}: {e}")))?;
             }
             Precompile::Nvrtc { targets, defines } => {
                 let source = source.with_defines(defines);
                 for (arch, max_smem) in targets {
-                    let module = crate::gpu::compile::compile_module(&source, *arch)?;
-                    crate::gpu::cubin::check_untrusted_cubin(&module.cubin, KERNEL_FILE)?;
+                    let module = crate::kernel::compile::compile_module(&source, *arch)?;
+                    crate::kernel::cubin::check_untrusted_cubin(&module.cubin, TIMED_FILE)?;
                     if let Some(max) = max_smem {
-                        crate::gpu::entries::check_static(&module.cubin, *max).map_err(
+                        crate::kernel::entries::check_static(&module.cubin, *max).map_err(
                             |problems| {
                                 GpuError::Refused(format!(
-                                    "{KERNEL_FILE} is refused for {}: the gate could not launch it: {}",
+                                    "{TIMED_FILE} is refused for {}: the gate could not launch it: {}",
                                     arch.target(),
                                     problems.join("; ")
                                 ))

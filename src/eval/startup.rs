@@ -11,11 +11,11 @@ use anyhow::{Context, Result, bail};
 use super::judge::Rule;
 use super::leaderboard::Leaderboard;
 use super::protocol::{ReferenceKind, ReferenceLine};
-use super::source::{KERNEL_FILE, KernelText, Precompile};
+use super::source::{KernelText, Precompile};
 use super::worker::{Spawner, describe_args, read_facts};
 use crate::cli::{Against, EvalArgs};
 use crate::config::Config;
-use crate::gpu::compile::{Arch, KernelSource};
+use crate::kernel::{Arch, KernelSource, TIMED_FILE};
 use crate::run::{BackendChoice, BaseKernels};
 
 /// What the evaluator runs with, fixed at its start.
@@ -280,7 +280,7 @@ pub(crate) fn start(args: &EvalArgs) -> Result<(Settings, Board)> {
         against,
         leaderboard: args.leaderboard.clone(),
     };
-    let base_file = args.base_kernels.join(KERNEL_FILE);
+    let base_file = args.base_kernels.join(TIMED_FILE);
     let base_source = KernelSource::read(&base_file)?;
     let base_text =
         KernelText::new(base_source.text, &[]).map_err(|why| anyhow::anyhow!("{why}"))?;

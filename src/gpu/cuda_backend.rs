@@ -16,6 +16,7 @@ use super::parity::{ParityReferences, check_parity_with};
 use crate::backend::shapes::{ShapeSlot, ShapeSlots};
 use crate::backend::{Backend, Bookkeeping, Measurement, PhaseTimes, ShapeId, Side};
 use crate::config::{MeasureSettings, ShapeParams, Tolerance};
+use crate::kernel::{KernelDir, KernelRoles};
 use crate::resources::KernelResources;
 use crate::results::{Environment, GpuState, PairOrder, Parity};
 
@@ -50,26 +51,24 @@ pub(crate) struct CudaBackend {
 }
 
 impl CudaBackend {
-    /// Opens device 0 with the harness of `harness` (its reference and utility kernels, and
-    /// its `attention.cu` as the base) and, when `candidate` is another directory, that
-    /// directory's `attention.cu` as the candidate; all compiled in parallel, with
-    /// `defines`. Every wait for the GPU is bounded by `max_wait`, and the timed kernels may
-    /// take `gpu_budget_s` seconds of GPU time in all (`measure.gpu_budget_s`).
+    /// Opens device 0 with the harness (its reference and utility kernels) and the
+    /// `attention.cu` of `kernels.with_harness` (the base) and, where the candidate is another
+    /// directory, that directory's `attention.cu` as the candidate; all compiled in parallel,
+    /// with `defines`. Every wait for the GPU is bounded by `max_wait`, and the timed kernels
+    /// may take `gpu_budget_s` seconds of GPU time in all (`measure.gpu_budget_s`).
     pub fn open(
-        harness: &Path,
-        candidate: Option<&Path>,
+        kernels: &KernelRoles,
         defines: &[String],
         max_wait: Duration,
         gpu_budget_s: f64,
     ) -> Result<CudaBackend, GpuError> {
+        let harness = kernels.with_harness.path();
+        let candidate = kernels.candidate.as_ref().map(KernelDir::path);
         let others: Vec<&Path> = candidate.into_iter().collect();
-        let mut gpu = Gpu::open_compiling(harness, defines, &others)?;
+        let (mut gpu, mut loaded) = Gpu::open_compiling(harness, defines, &others)?;
         gpu.max_wait = max_wait;
         gpu.budget = std::sync::Mutex::new(crate::backend::GpuBudget::new(gpu_budget_s));
-        let candidate = match candidate {
-            Some(dir) => Some(gpu.load_attention_with(dir, defines)?),
-            None => None,
-        };
+        let candidate = loaded.pop();
         Ok(CudaBackend {
             gpu,
             candidate,
@@ -206,8 +205,8 @@ impl Backend for CudaBackend {
         parity
     }
 
-    fn load_other(&mut self, dir: &Path, defines: &[String]) -> Result<(), GpuError> {
-        self.other = Some(self.gpu.load_attention_with(dir, defines)?);
+    fn load_other(&mut self, dir: &KernelDir, defines: &[String]) -> Result<(), GpuError> {
+        self.other = Some(self.gpu.load_attention_with(dir.path(), defines)?);
         Ok(())
     }
 

@@ -9,11 +9,12 @@ use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig};
 use cudarc::nvrtc::Ptx;
 
-use super::compile::{Arch, KernelSource, compile, compile_module};
 use super::error::{DriverContext, GpuError};
-use super::ptxas::StaticResources;
 use super::raw;
 use crate::config::{Dtype, ShapeParams};
+use crate::kernel::compile::{Arch, compile, compile_module};
+use crate::kernel::ptxas::StaticResources;
+use crate::kernel::{KernelDir, KernelSource};
 use crate::resources::{KernelResources, ResourceSide};
 
 pub use super::env::DeviceInfo;
@@ -80,7 +81,7 @@ impl ConstantGuard {
         src: &KernelSource,
     ) -> Result<Option<ConstantGuard>, GpuError> {
         use cudarc::driver::DevicePtr;
-        let sections = super::cubin::constant_sections(cubin).map_err(|why| {
+        let sections = crate::kernel::cubin::constant_sections(cubin).map_err(|why| {
             GpuError::Refused(format!(
                 "{}: its compiled module cannot be checked, so it is refused: {why}",
                 src.path.display()
@@ -498,8 +499,9 @@ fn load_kernel(
         .during(|| format!("kernel {name} in {}", src.path.display()))?;
     let values = raw::read_launch_constant(m, stream, &format!("{name}_launch"))
         .during(|| format!("reading {name}_launch in {}", src.path.display()))?;
-    let [rows, threads, smem] = super::entries::launch(name, values, info.max_smem_optin)
-        .map_err(|why| GpuError::Kernel(format!("{}: {why}", src.path.display())))?;
+    let [rows, threads, smem] =
+        crate::kernel::entries::launch(name, values, info.max_smem_optin)
+            .map_err(|why| GpuError::Kernel(format!("{}: {why}", src.path.display())))?;
     if smem > 48 * 1024 {
         func.set_attribute(
             CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -536,7 +538,7 @@ fn with_fill(
     }
     let v = raw::read_i32_constant(m, stream, &symbol, 2)
         .during(|| format!("reading {symbol} in {}", src.path.display()))?;
-    let fill = super::entries::fill(&kernel.name, [v[0], v[1]])
+    let fill = crate::kernel::entries::fill(&kernel.name, [v[0], v[1]])
         .map_err(|why| GpuError::Kernel(format!("{}: {why}", src.path.display())))?;
     kernel.fill = Some(fill);
     Ok(kernel)
@@ -560,7 +562,7 @@ fn long_from(
     }
     let from = raw::read_i32_constant(m, stream, &symbol, 1)
         .during(|| format!("reading {symbol} in {}", src.path.display()))?[0];
-    super::entries::long_from(long_name, from)
+    crate::kernel::entries::long_from(long_name, from)
         .map_err(|why| GpuError::Kernel(format!("{}: {why}", src.path.display())))
 }
 
@@ -579,7 +581,7 @@ fn with_tma(
     }
     let layout = raw::read_i32_constant(m, stream, &symbol, 1)
         .during(|| format!("reading {symbol} in {}", src.path.display()))?[0];
-    super::entries::tma(&kernel.name, layout)
+    crate::kernel::entries::tma(&kernel.name, layout)
         .map_err(|why| GpuError::Kernel(format!("{}: {why}", src.path.display())))?;
     kernel.tma = true;
     Ok(kernel)
@@ -672,30 +674,35 @@ impl Gpu {
     /// [`Gpu::open`], with the attention kernels compiled with `defines` (the config's
     /// `compile.defines`; the harness never gets them).
     pub(crate) fn open_with(kernels_dir: &Path, defines: &[String]) -> Result<Gpu, GpuError> {
-        Gpu::open_compiling(kernels_dir, defines, &[])
+        Gpu::open_compiling(kernels_dir, defines, &[]).map(|(gpu, _)| gpu)
     }
 
-    /// [`Gpu::open_with`], compiling in parallel first, besides this directory's three
-    /// sources, the `attention.cu` of each of `others` (the other side of an A/B run): each
-    /// compile is a process of its own (gpu::sandbox), so four take the time of the longest.
-    /// A source that fails here fails again, with its error, where it is loaded.
+    /// [`Gpu::open_with`], with the `attention.cu` of each of `others` (the other side of an
+    /// A/B run) loaded too, in their order. Each source is read once; all are compiled in
+    /// parallel first, besides the harness's two: each compile is a process of its own
+    /// (kernel::sandbox), so four take the time of the longest. A source that cannot be read
+    /// or compiled fails, with its error, where it is loaded.
     pub(crate) fn open_compiling(
         kernels_dir: &Path,
         defines: &[String],
         others: &[&Path],
-    ) -> Result<Gpu, GpuError> {
+    ) -> Result<(Gpu, Vec<AttentionSet>), GpuError> {
         let (ctx, stream, info) = open_device()?;
         if !raw::nvrtc_present() {
             return Err(GpuError::NoNvrtc);
         }
         let reference_src = harness_source(Harness::Reference);
         let util_src = harness_source(Harness::Util);
-        let mut sources: Vec<KernelSource> = vec![reference_src.clone(), util_src.clone()];
-        for dir in std::iter::once(&kernels_dir).chain(others) {
-            if let Ok(src) = KernelSource::read(&dir.join("attention.cu")) {
-                sources.push(src.with_defines(defines));
-            }
-        }
+        let read = |dir: &Path| {
+            KernelDir::new(dir)
+                .read_timed()
+                .map(|src| src.with_defines(defines))
+        };
+        let first = read(kernels_dir);
+        let other_sources: Vec<Result<KernelSource, GpuError>> =
+            others.iter().map(|dir| read(dir)).collect();
+        let mut sources: Vec<&KernelSource> = vec![&reference_src, &util_src];
+        sources.extend(std::iter::once(&first).chain(&other_sources).flatten());
         std::thread::scope(|scope| {
             for src in &sources {
                 scope.spawn(move || {
@@ -710,7 +717,7 @@ impl Gpu {
                 .during(|| format!("kernel {name} in {}", src.path.display()))
         };
         let copy_bytes = function(&util_mod, &util_src, "copy_bytes")?;
-        let attention = load_attention(&ctx, &stream, &info, &copy_bytes, kernels_dir, defines)?;
+        let attention = load_attention(&ctx, &stream, &info, &copy_bytes, first?)?;
         let mut reference = HashMap::new();
         let mut reference_rows = HashMap::new();
         let mut reference_launches = HashMap::new();
@@ -759,7 +766,7 @@ impl Gpu {
             _modules: vec![reference_mod, util_mod],
         };
         let monitor = super::env::Monitor::new(&info.uuid);
-        Ok(Gpu {
+        let gpu = Gpu {
             monitor,
             run_key: super::secret::RunKey::from_os(),
             max_wait: Duration::from_secs(15),
@@ -769,7 +776,12 @@ impl Gpu {
             stream,
             info,
             kernels,
-        })
+        };
+        let sets = other_sources
+            .into_iter()
+            .map(|src| gpu.load_attention_source(src?))
+            .collect::<Result<Vec<_>, GpuError>>()?;
+        Ok((gpu, sets))
     }
 
     /// Compiles and loads another `attention.cu` (the other side of an A/B run) on this
@@ -784,18 +796,25 @@ impl Gpu {
         kernels_dir: &Path,
         defines: &[String],
     ) -> Result<AttentionSet, GpuError> {
+        let src = KernelDir::new(kernels_dir)
+            .read_timed()?
+            .with_defines(defines);
+        self.load_attention_source(src)
+    }
+
+    /// Compiles and loads an `attention.cu` already read.
+    fn load_attention_source(&self, src: KernelSource) -> Result<AttentionSet, GpuError> {
         load_attention(
             &self.ctx,
             &self.stream,
             &self.info,
             &self.kernels.copy_bytes,
-            kernels_dir,
-            defines,
+            src,
         )
     }
 }
 
-pub use super::cubin::has_symbol;
+pub use crate::kernel::cubin::has_symbol;
 
 /// The harness's two sources, which the binary carries: trusted code checks the kernel under
 /// test, and the host code and the harness kernels it launches always match (a base commit
@@ -834,16 +853,14 @@ fn load_attention(
     stream: &Arc<CudaStream>,
     info: &DeviceInfo,
     copy_bytes: &CudaFunction,
-    kernels_dir: &Path,
-    defines: &[String],
+    src: KernelSource,
 ) -> Result<AttentionSet, GpuError> {
-    let src = KernelSource::read(&kernels_dir.join("attention.cu"))?.with_defines(defines);
     // The module check comes before the driver sees the module: writable device memory,
     // malloc, printf or assert in the timed kernel are refused, not loaded.
     let compiled = compile_module(&src, info.arch)?;
     let cubin = compiled.cubin.clone();
-    super::cubin::check_untrusted_cubin(&cubin, &src.path.display().to_string())?;
-    let resources = super::ptxas::static_resources(&cubin, &compiled.log)
+    crate::kernel::cubin::check_untrusted_cubin(&cubin, &src.path.display().to_string())?;
+    let resources = crate::kernel::ptxas::static_resources(&cubin, &compiled.log)
         .map_err(|why| format!("{}: {why}", src.path.display()));
     let module = load_module(ctx, info, &src)?;
     let constants = ConstantGuard::new(&module, stream, copy_bytes, &cubin, &src)?.map(Arc::new);
@@ -860,7 +877,7 @@ fn load_attention(
     let mut long = HashMap::new();
     for dtype in [Dtype::Float16, Dtype::Bfloat16] {
         for d in crate::config::SUPPORTED_HEAD_DIMS {
-            let name = super::entries::main_entry(dtype, d);
+            let name = crate::kernel::entries::main_entry(dtype, d);
             kernels.insert((dtype, d), entry(&name)?);
             // Optional: a source without it runs NAME on every grid. Looked up in the
             // cubin's symbols, not by asking the driver for a function that may not exist

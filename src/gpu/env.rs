@@ -11,9 +11,9 @@ use nvml_wrapper::Nvml;
 use nvml_wrapper::bitmasks::device::ThrottleReasons;
 use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
 
-use super::compile::Arch;
 use super::raw;
-use super::sandbox::{self, Outcome, Request};
+use crate::kernel::compile::Arch;
+use crate::kernel::sandbox::{self, Outcome, Request};
 use crate::results::{Environment, GpuState, gpu_slug};
 
 /// The CUDA version the installed driver supports (1000 × major + 10 × minor, e.g. 13000),
@@ -63,7 +63,7 @@ pub(crate) enum SandboxProbe {
 const PROBE_SOURCE: &str =
     "extern \"C\" __global__ void ci_gate_env_probe(float* out) { out[0] = 1.0f; }\n";
 
-/// Whether the NVRTC sandbox (`gpu::sandbox`) can be enforced here, found by doing what every
+/// Whether the NVRTC sandbox (`kernel::sandbox`) can be enforced here, found by doing what every
 /// compile of a kernel does: a sandboxed child run from this executable, with NVRTC's
 /// directory and nothing else, applies Landlock and the seccomp filter and compiles
 /// [`PROBE_SOURCE`] for sm_89, never unconfined (the runner owner's opt-out is not passed:

@@ -1,31 +1,25 @@
-//! The GPU side (cudarc): NVRTC compilation with a cache, parity against the reference
-//! kernel, timing, and the NVML fingerprint. All `unsafe` is in [`raw`].
+//! The GPU side (cudarc): the device and its kernels (compiled through `crate::kernel`),
+//! parity against the reference kernel, timing, energy windows, and the NVML fingerprint.
+//! All `unsafe` is in `raw`.
 
 pub(crate) mod buffers;
-pub mod compile;
-pub mod cubin;
 pub(crate) mod cuda_backend;
 pub mod device;
-pub(crate) mod diagnostics;
 mod energy_windows;
-pub(crate) mod entries;
 pub(crate) mod env;
 pub(crate) mod error;
 pub mod integrity;
-pub(crate) mod lexcheck;
 pub mod lock;
 pub mod measure;
 pub mod mixture;
 pub mod parity;
-pub(crate) mod ptxas;
-// The one module allowed `unsafe`: the CUDA driver's C interface.
+// The one module allowed `unsafe`: the C interfaces of the CUDA driver and NVRTC, and the
+// process calls of the sandboxed compiler (`crate::kernel::sandbox`).
 #[allow(unsafe_code)]
-mod raw;
-pub mod sandbox;
+pub(crate) mod raw;
 mod secret;
 pub(crate) mod watchdog;
 
-pub use compile::{Arch, KernelSource};
 pub use device::Gpu;
 pub use error::GpuError;
 

@@ -1107,7 +1107,7 @@ pub(crate) fn read_i32_constant(
     stream.clone_dtoh(&view)
 }
 
-// ---- The sandboxed NVRTC process (`gpu::sandbox`): process-level calls of the child. ----
+// ---- The sandboxed NVRTC process (`kernel::sandbox`): process-level calls of the child. ----
 
 /// A resource limit the NVRTC child sets on itself before it reads any source.
 #[derive(Clone, Copy, Debug)]
@@ -1237,7 +1237,7 @@ pub(crate) fn effective_uid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-// ---- Probes of the sandbox's tests (`gpu::sandbox`): calls the confined process must not
+// ---- Probes of the sandbox's tests (`kernel::sandbox`): calls the confined process must not
 // be able to make. Test builds only. ----
 
 /// Sends `signal` (0: none, only the permission check) to process `pid` (kill(2)).

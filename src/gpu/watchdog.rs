@@ -5,22 +5,19 @@
 //! blocks with it. So the waits are not timed by the thread that waits: each is armed here
 //! with a deadline, and one watchdog thread checks the deadlines. Past one, the process
 //! cannot go on (the context is hung, and unwinding would free buffers on it): the watchdog
-//! hands the message to the hang handler the command installed (which writes the results
-//! file and says which shape and side hung) and ends the process with exit code 2 without
-//! running destructors.
+//! hands the message to the hang handler the engine installed (`backend::hang`: it writes the
+//! results file and says which shape and side hung) and ends the process with exit code 2
+//! without running destructors.
 
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-/// What the command does when the GPU hangs, before the process exits with code 2: it gets
-/// one sentence naming what hung.
-pub(crate) type HangHandler = Box<dyn Fn(&str) + Send + Sync>;
+use crate::backend::hang;
 
 #[derive(Default)]
 struct State {
     /// Armed waits, innermost last: (deadline, limit, what is waited for).
     armed: Vec<(Instant, Duration, String)>,
-    handler: Option<std::sync::Arc<HangHandler>>,
 }
 
 fn state() -> MutexGuard<'static, State> {
@@ -34,19 +31,6 @@ fn state() -> MutexGuard<'static, State> {
     });
     // A panic while the lock was held leaves plain data behind: keep using it.
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Installs what runs when a wait passes its deadline (replacing any earlier handler).
-pub(crate) fn set_hang_handler(handler: HangHandler) {
-    state().handler = Some(std::sync::Arc::new(handler));
-}
-
-/// The sentence the hang handler gets.
-pub(crate) fn hang_message(what: &str, limit: Duration) -> String {
-    format!(
-        "{what} did not finish within {:.0} s (a kernel that never returns, or one too slow to wait for), so the run ends here without a verdict",
-        limit.as_secs_f64().max(1.0)
-    )
 }
 
 /// Runs `f` (a call that waits for the GPU) with a deadline `limit` from now; `what` names
@@ -76,28 +60,13 @@ fn watch() {
             s.armed
                 .iter()
                 .find(|(deadline, _, _)| now >= *deadline)
-                .map(|(_, limit, what)| (hang_message(what, *limit), s.handler.clone()))
+                .map(|(_, limit, what)| hang::message(what, *limit))
         };
-        if let Some((message, handler)) = expired {
-            end(&message, handler);
+        if let Some(message) = expired {
+            hang::report(&message);
+            super::raw::exit_now(2)
         }
     }
-}
-
-/// Runs the hang handler with `message` and ends the process with exit code 2.
-fn end(message: &str, handler: Option<std::sync::Arc<HangHandler>>) -> ! {
-    match handler {
-        Some(h) => h(message),
-        None => eprintln!("{}", crate::text::error_message(message)),
-    }
-    super::raw::exit_now(2)
-}
-
-/// What a hang does, now: the simulated backend's hung kernel takes this path, so that the
-/// hang handling of every command is tested without a GPU.
-pub(crate) fn hang_now(what: &str, limit: Duration) -> ! {
-    let handler = state().handler.clone();
-    end(&hang_message(what, limit), handler)
 }
 
 #[cfg(test)]
@@ -122,15 +91,5 @@ mod tests {
                 .iter()
                 .all(|(_, _, w)| w != "a quick wait" && w != "a nested wait")
         );
-    }
-
-    #[test]
-    fn the_message_names_what_hung_and_the_limit() {
-        let m = hang_message(
-            "kernel attention_fwd_f16_d64 of the candidate on shape b1h8s512d64",
-            Duration::from_secs(60),
-        );
-        assert!(m.starts_with("kernel attention_fwd_f16_d64 of the candidate"));
-        assert!(m.contains("within 60 s"));
     }
 }

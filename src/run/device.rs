@@ -12,6 +12,7 @@ use anyhow::Result;
 use super::git::BaseKernels;
 use crate::backend::Backend;
 use crate::config::Config;
+use crate::kernel::KernelRoles;
 
 /// The device a run measures with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,19 +44,17 @@ impl BackendChoice {
         base: Option<&BaseKernels>,
         config: &Config,
     ) -> Result<Box<dyn Backend>> {
-        let harness = base.map_or(kernels, |b| &b.dir);
-        let candidate = base.map(|_| kernels);
+        let roles = KernelRoles::new(kernels, base.map(|b| b.dir.as_path()));
         let budget_s = config.gpu_budget_s();
         let max_wait = Duration::from_secs_f64(config.measure.max_wait_s);
         Ok(match self {
             BackendChoice::Simulated { seed } => Box::new(
-                crate::sim::SimBackend::open(seed, harness, candidate)?
+                crate::sim::SimBackend::open(seed, &roles)?
                     .with_budget(budget_s)
                     .with_max_wait(max_wait),
             ),
             BackendChoice::Gpu => Box::new(crate::gpu::cuda_backend::CudaBackend::open(
-                harness,
-                candidate,
+                &roles,
                 &config.compile.defines,
                 max_wait,
                 budget_s,

@@ -11,6 +11,7 @@ use crate::backend::{Backend, GpuError, Side};
 use crate::baseline::BaselineFile;
 use crate::comparison::{Comparison, shape_seed};
 use crate::config::Config;
+use crate::kernel::KernelDir;
 use crate::results::{DriftCause, DriftCheck, ShapeResult, StageDesign};
 use crate::stats::{Rounds, StatsError};
 use crate::verdict::Verdict;
@@ -53,7 +54,7 @@ pub(super) fn trace(s: &mut Session, backend: &mut dyn Backend) -> Result<bool> 
             return Ok(false);
         }
     };
-    backend.load_other(&old.dir, &run.config.compile.defines)?;
+    backend.load_other(&KernelDir::new(&old.dir), &run.config.compile.defines)?;
     for i in drifting {
         let shape = &s.shapes[i];
         s.bar
@@ -92,7 +93,7 @@ fn drift_kernels(
     let label = format!("the baseline's commit {short}");
     let k = super::git::export_kernels(&full, &label, kernels, tmp.path())?;
     if let Some(measured) = measured_hash {
-        let at_commit = crate::gpu::KernelSource::read(&k.dir.join("attention.cu"))?.hash;
+        let at_commit = KernelDir::new(&k.dir).read_timed()?.hash;
         if at_commit != measured {
             bail!(
                 "the stored baseline's commit {short} holds an attention.cu (SHA-256 {}…) other than the one the baseline measured ({}…): it was recorded from uncommitted kernels",

@@ -10,6 +10,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::child_env::{Child, restrict};
 use crate::cli::BaseArgs;
+use crate::kernel::KernelDir;
 
 /// The base side of an A/B run: a directory holding its `kernels/` files.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -23,7 +24,7 @@ pub struct BaseKernels {
 
 /// The kernel files a base needs: its timed kernel only (the harness, reference.cu and
 /// util.cu, is built into ci-gate and never read from a commit).
-const KERNEL_FILES: [&str; 1] = ["attention.cu"];
+const KERNEL_FILES: [&str; 1] = [crate::kernel::TIMED_FILE];
 
 fn git(args: &[&str]) -> Option<String> {
     let out = restrict(&mut Command::new("git"), Child::Git)
@@ -201,7 +202,7 @@ pub(crate) fn resolve_base(
         )));
     }
     if let Some(dir) = &args.base_kernels {
-        if !dir.join("attention.cu").is_file() {
+        if !KernelDir::new(dir).timed().is_file() {
             bail!(
                 "--base-kernels {}: no attention.cu in that directory",
                 dir.display()

@@ -192,7 +192,7 @@ fn setup<'r>(
 /// the watchdog then ends the process with exit code 2.
 pub(crate) fn on_hang(config: &Config, out: Option<PathBuf>) {
     let config = config.clone();
-    crate::gpu::watchdog::set_hang_handler(Box::new(move |message| {
+    crate::backend::hang::set_handler(Box::new(move |message| {
         eprintln!("{}", crate::text::error_message(message));
         if let Some(out) = &out {
             let r = ResultsFile::failed(Some(&config), message.to_owned());

@@ -29,7 +29,6 @@
 //! how `merge` tells a simulated shard), and it is refused in GitHub Actions
 //! ([`simulation_seed`]).
 
-use std::path::Path;
 use std::time::Duration;
 
 pub mod noise;
@@ -39,7 +38,7 @@ use rand::RngExt;
 use crate::backend::shapes::{ShapeSlot, ShapeSlots};
 use crate::backend::{Backend, Bookkeeping, GpuError, PhaseTimes, ShapeId, Side};
 use crate::config::{MeasureSettings, ShapeParams, Tolerance};
-use crate::gpu::compile::KernelSource;
+use crate::kernel::{KernelDir, KernelRoles};
 use crate::resources::KernelResources;
 use crate::results::{Environment, GpuState, PairOrder, Parity};
 pub use noise::{Noise, NoiseModel};
@@ -155,6 +154,15 @@ impl SimKernel {
             }
         }
         Ok(k)
+    }
+
+    /// The `attention.cu` of `dir`, read and checked as the gate reads every kernel source
+    /// (`kernel::source`, `kernel::lexcheck`), then its directives.
+    fn read(dir: &KernelDir) -> Result<SimKernel, GpuError> {
+        let src = dir.read_timed()?;
+        let file = src.path.display().to_string();
+        crate::kernel::lexcheck::check_no_file_access(&src.text, &file)?;
+        SimKernel::parse(&src.text, &src.hash).map_err(|e| GpuError::Kernel(format!("{file}: {e}")))
     }
 
     fn hits(fault: &Option<String>, shape: &ShapeParams) -> bool {
@@ -301,22 +309,13 @@ impl SimBackend {
         self
     }
 
-    /// Opens the simulation for the `attention.cu` of `harness` (the base, when `candidate`
-    /// is another directory) and of `candidate`, read as the gate reads kernel sources.
-    pub fn open(
-        seed: u64,
-        harness: &Path,
-        candidate: Option<&Path>,
-    ) -> Result<SimBackend, GpuError> {
-        let read = |dir: &Path| -> Result<SimKernel, GpuError> {
-            let src = KernelSource::read(&dir.join("attention.cu"))?;
-            crate::gpu::lexcheck::check_no_file_access(&src.text, &src.path.display().to_string())?;
-            SimKernel::parse(&src.text, &src.hash)
-                .map_err(|e| GpuError::Kernel(format!("{}: {e}", src.path.display())))
-        };
-        let first = read(harness)?;
-        let (base, cand) = match candidate {
-            Some(dir) => (Some(first), read(dir)?),
+    /// Opens the simulation for the `attention.cu` of each directory of `kernels` (the base
+    /// and the candidate in A/B, else the candidate alone), read as the gate reads kernel
+    /// sources.
+    pub fn open(seed: u64, kernels: &KernelRoles) -> Result<SimBackend, GpuError> {
+        let first = SimKernel::read(&kernels.with_harness)?;
+        let (base, cand) = match &kernels.candidate {
+            Some(dir) => (Some(first), SimKernel::read(dir)?),
             None => (None, first),
         };
         Ok(SimBackend::new(seed, NoiseModel::ISSUE, base, cand))
@@ -336,7 +335,7 @@ impl SimBackend {
     fn launch(&self, side: Side, shape: &ShapeParams, what: &str) -> Result<(), GpuError> {
         let k = self.kernel(side)?;
         if SimKernel::hits(&k.hang, shape) {
-            crate::gpu::watchdog::hang_now(
+            crate::backend::hang::end_simulated(
                 &format!(
                     "kernel attention_fwd of the {} on shape {shape} ({what})",
                     side.label()
@@ -566,12 +565,8 @@ impl Backend for SimBackend {
         })
     }
 
-    fn load_other(&mut self, dir: &Path, _: &[String]) -> Result<(), GpuError> {
-        let src = KernelSource::read(&dir.join("attention.cu"))?;
-        self.other = Some(
-            SimKernel::parse(&src.text, &src.hash)
-                .map_err(|e| GpuError::Kernel(format!("{}: {e}", src.path.display())))?,
-        );
+    fn load_other(&mut self, dir: &KernelDir, _: &[String]) -> Result<(), GpuError> {
+        self.other = Some(SimKernel::read(dir)?);
         Ok(())
     }
 

@@ -14,7 +14,7 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use crate::common::{bin, require_nvrtc};
-use ci_gate::gpu::sandbox::{self, Outcome, Request};
+use ci_gate::kernel::sandbox::{self, Outcome, Request};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -41,6 +41,7 @@ use ci_gate::comparison::{StageDesign, StoredSide};
 use ci_gate::config::{CacheMode, Dtype, GateSettings, ShapeParams};
 use ci_gate::config::{Config, MeasureSettings, Tolerance};
 use ci_gate::evaluate::{BadBaseline, decide_planned, evaluate};
+use ci_gate::kernel::KernelDir;
 use ci_gate::results::{Environment, GpuState, PairOrder};
 use ci_gate::results::{MeasurementInfo, ShapeResult};
 use ci_gate::run::{BackendChoice, BaseKernels, Run, RunRequest};
@@ -287,7 +288,7 @@ impl Backend for Replay<'_> {
     ) -> Result<ci_gate::results::Parity, GpuError> {
         Err(GpuError::Misuse("the replay measures no parity"))
     }
-    fn load_other(&mut self, _: &Path, _: &[String]) -> Result<(), GpuError> {
+    fn load_other(&mut self, _: &KernelDir, _: &[String]) -> Result<(), GpuError> {
         Err(GpuError::Misuse("the replay has no third kernel set"))
     }
     fn begin(

@@ -7,7 +7,7 @@
 use std::process::{Command, Output};
 
 use crate::common::{bin, require_nvrtc, stderr_text};
-use ci_gate::gpu::sandbox::ALLOW_UNCONFINED_ENV;
+use ci_gate::kernel::sandbox::ALLOW_UNCONFINED_ENV;
 
 /// The checks `env` prints, in order.
 const CHECKS: [&str; 5] = ["NVIDIA driver", "GPU", "NVRTC", "NVRTC sandbox", "NVML"];

@@ -268,7 +268,7 @@ pub fn read_f32(path: &Path) -> Vec<f64> {
 /// libnvrtc cannot be loaded.
 #[track_caller]
 pub fn require_nvrtc() {
-    ci_gate::gpu::sandbox::use_compiler_executable(env!("CARGO_BIN_EXE_ci-gate"));
+    ci_gate::kernel::sandbox::use_compiler_executable(env!("CARGO_BIN_EXE_ci-gate"));
     assert!(
         ci_gate::gpu::nvrtc_present(),
         "libnvrtc cannot be loaded: `pip install nvidia-cuda-nvrtc` and add its lib dir to \

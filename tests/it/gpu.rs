@@ -20,7 +20,7 @@ use ci_gate::stats::{Rounds, paired_margin_test};
 fn gpu() -> Gpu {
     // NVRTC runs in a sandboxed child that is the ci-gate executable, not this test binary:
     // $CI_GATE_BIN where the binaries were carried to another machine, else cargo's build.
-    ci_gate::gpu::sandbox::use_compiler_executable(
+    ci_gate::kernel::sandbox::use_compiler_executable(
         std::env::var_os("CI_GATE_BIN")
             .map(std::path::PathBuf::from)
             .unwrap_or_else(|| env!("CARGO_BIN_EXE_ci-gate").into()),

@@ -12,9 +12,9 @@ use crate::common::stderr_text;
 use std::path::Path;
 
 use crate::common::{bin, require_nvrtc};
-use ci_gate::gpu::compile::compile_uncached_for;
-use ci_gate::gpu::cubin::check_untrusted_cubin;
-use ci_gate::gpu::{Arch, KernelSource};
+use ci_gate::kernel::compile::compile_uncached_for;
+use ci_gate::kernel::cubin::check_untrusted_cubin;
+use ci_gate::kernel::{Arch, KernelSource};
 
 /// The L4, portable Hopper (the mma.sync kernels), Hopper with wgmma (what the gate uses there).
 const TARGETS: [&str; 3] = ["sm_89", "sm_90", "sm_90a"];
@@ -529,7 +529,7 @@ fn compiler_resources_agree_with_ptxas_on_every_target() {
     assert!(out.status.success(), "{stdout}");
     let src = KernelSource::read(&dir.join("attention.cu")).unwrap();
     for target in TARGETS {
-        let (_, log) = ci_gate::gpu::compile::compile_uncached_module_for(&src, target).unwrap();
+        let (_, log) = ci_gate::kernel::compile::compile_uncached_module_for(&src, target).unwrap();
         let figures = ptxas_figures(&log);
         assert!(figures.contains_key("attention_fwd_f16_d128"), "{log}");
         for (kernel, (regs, frame, stores, loads, smem)) in figures {

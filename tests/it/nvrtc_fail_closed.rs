@@ -22,7 +22,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use crate::common::require_nvrtc;
-use ci_gate::gpu::sandbox::ALLOW_UNCONFINED_ENV;
+use ci_gate::kernel::sandbox::ALLOW_UNCONFINED_ENV;
 
 /// `AUDIT_ARCH_*` of linux/audit.h: what `seccomp_data.arch` holds for this target.
 #[cfg(target_arch = "x86_64")]

@@ -18,7 +18,7 @@ use std::process::{Command, Output};
 
 use crate::common::require_nvrtc;
 use crate::nvrtc_fail_closed::{kernels, without_landlock};
-use ci_gate::gpu::sandbox::ALLOW_UNCONFINED_ENV;
+use ci_gate::kernel::sandbox::ALLOW_UNCONFINED_ENV;
 
 /// What the refusal says for each of the three files (Landlock missing: ENOSYS).
 const WHY: &str = "this Linux kernel has no Landlock";

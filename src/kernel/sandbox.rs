@@ -54,7 +54,7 @@ use std::time::Duration;
 
 use wait_timeout::ChildExt;
 
-use super::raw::{self, Compiled, Limit};
+use crate::gpu::raw::{self, Compiled, Limit};
 
 /// The hidden subcommand the child runs (see `cli::Command::NvrtcSandbox`).
 pub(crate) const SUBCOMMAND: &str = "nvrtc-sandbox";
@@ -1320,7 +1320,7 @@ mod tests {
             std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
             let out = Command::new(std::env::current_exe().unwrap())
                 .args([
-                    "gpu::sandbox::tests::sandbox_probe",
+                    "kernel::sandbox::tests::sandbox_probe",
                     "--exact",
                     "--ignored",
                     "--nocapture",
