@@ -11,18 +11,18 @@
 //! 3. `cli` (the command line's types, which the engine takes its options from), the
 //!    measuring devices `gpu` (cudarc) and `sim` (the seeded simulation, and its noise
 //!    model), both implementing `backend::Backend`, and `github` (the API and Actions);
-//! 3½. `kernel`, the kernel-source boundary both devices use: a kernel directory and its
+//! 4. `kernel`, the kernel-source boundary both devices use: a kernel directory and its
 //!    files (`kernel::KernelDir`, `kernel::KernelRoles`), a source read as untrusted input,
 //!    the lexical check, NVRTC in a sandbox with its cache, the CUBIN policy, the entry
 //!    points. Its one import above it is `gpu::raw` (every `unsafe` call of the crate: the
 //!    sandbox's NVRTC and process calls are foreign functions);
-//! 4. `backend` (the measuring interface, its error and per-shape bookkeeping), `evaluate`
+//! 5. `backend` (the measuring interface, its error and per-shape bookkeeping), `evaluate`
 //!    (verdicts, and the planned two-stage decision), `report`, `history`, `profile`,
 //!    `sanitize`, `peers`, `shard` (shards and their merge), `baseline`, `results`,
 //!    `resources`, `energy`, `comparison`, `verdict`, `config`, `samples`, `files`,
 //!    `validate`, `stats`: none of them knows `gpu`, `sim`, `run`, `cli`, `commands` or
 //!    `github`;
-//! 5. `method` (what decides what a time means: the harness kernels' text and the
+//! 6. `method` (what decides what a time means: the harness kernels' text and the
 //!    scheme's version), `outcome` (a command's exit), `text` (showing untrusted text), `yaml` (the depth of
 //!    YAML text) and `runner_settings` (the runner owner's settings, from the runner's own
 //!    environment file in GitHub Actions) know nothing of the crate at all; `child_env` (what
