@@ -677,12 +677,6 @@ pub(super) fn prepare_round(
     hash_set_q(gpu, &inputs, set_q_key, &mut acc.slice_mut(..))?;
     let set_q_hash = gpu.read_back(&acc, || "hashing the round's own q".into())?[0];
 
-    let what = |phase: &str| {
-        format!(
-            "kernel {} of the {} on shape {shape} ({phase})",
-            kernel.name, side.label
-        )
-    };
     // Warm-up: direct launches in growing batches, timed with these two events.
     let (e0, e1) = (timing_event(gpu)?, timing_event(gpu)?);
     let warm = WarmUp {
@@ -748,9 +742,28 @@ pub(super) fn prepare_round(
         expected,
         clock_events: 0,
     };
-    // The first replay: untimed, but checked like a sample (it runs on inputs and keys no
-    // later replay uses, and what it wrote anywhere is checked now) and charged as measured.
-    let kv_key = queue_replay(gpu, shape, &mut prepared, kv)?;
+    first_replay(b, (side.label, kernel), &mut prepared, kv, (&e0, &e1))?;
+    Ok(prepared)
+}
+
+/// A round's first replay (after its graph is uploaded): untimed, but checked like a sample
+/// (it runs on inputs and keys no later replay uses, and what it wrote anywhere is checked
+/// now) and charged as measured, from the two events around it.
+fn first_replay(
+    b: &Bench<'_>,
+    (label, kernel): (&'static str, &Kernel),
+    prepared: &mut PreparedRound,
+    kv: &mut KvRefs,
+    (e0, e1): (&CudaEvent, &CudaEvent),
+) -> Result<(), GpuError> {
+    let (gpu, shape) = (b.gpu, b.shape);
+    let what = || {
+        format!(
+            "kernel {} of the {label} on shape {shape} (first replay)",
+            kernel.name
+        )
+    };
+    let kv_key = queue_replay(gpu, shape, prepared, kv)?;
     prepared
         .graph
         .upload()
@@ -763,14 +776,13 @@ pub(super) fn prepare_round(
         .during(|| format!("replaying the graph of shape {shape}"))?;
     e1.record(&gpu.stream)
         .during(|| "recording a timing event".into())?;
-    queue_checks(gpu, kernel, &mut prepared, kv, kv_key)?;
-    gpu.sync(Some(expected), || what("first replay"))?;
+    queue_checks(gpu, kernel, prepared, kv, kv_key)?;
+    gpu.sync(Some(prepared.expected), what)?;
     let ms = f64::from(
-        e0.elapsed_ms(&e1)
+        e0.elapsed_ms(e1)
             .during(|| "reading a timing event".into())?,
     );
-    charge(b, side.label, ms, || what("first replay"))?;
-    Ok(prepared)
+    charge(b, label, ms, what)
 }
 
 /// Charges `ms` of GPU time of the `side` kernel on the bench's shape to the run's budget.
