@@ -3,6 +3,11 @@
 //! (`run::child::run_request`), `nvrtc-sandbox` (`kernel::sandbox::serve`) and `eval-worker`
 //! (`eval::worker`). What several commands share lives below them, in `run` (the engine),
 //! `eval` (the evaluator) and the modules they use.
+//!
+//! Names: a file here is named after its subcommand, so `baseline`, `comment`, `compile`,
+//! `env`, `merge` and `sanitize` repeat the name of the library module the subcommand is a
+//! front for (`crate::baseline`, `github::comment`, `kernel::compile`, `gpu::env`,
+//! `shard::merge`, `crate::sanitize`): here the arguments and the exit code, there the work.
 
 mod baseline;
 mod bisect;

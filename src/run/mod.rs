@@ -7,7 +7,10 @@
 //!   the base resolved with `git`, the devices of `--devices`), and the GPU work they share.
 //! - [`pipeline`]: the measuring, phase by phase: setup, `parity`, `stages`, `decide`,
 //!   `drift`, `energy`, `assemble` (the results file); the state they share is a `session`,
-//!   the stored baseline `stored`.
+//!   the stored baseline `stored`. A phase's file is named after the phase, so `parity`,
+//!   `energy` and `profile` repeat the name of the module that does the device work or
+//!   holds the figures (`gpu::parity`, `crate::energy`, `crate::profile`): here when and
+//!   for which shapes, there how. `device` is which device measures, `gpu::device` the GPU.
 //! - `profile`: ncu profiles after the verdicts; `publish`: what `ci` (and `merge --ci`)
 //!   leaves in GitHub Actions.
 //! - `child` (fresh measuring processes, `run-request`), `devices` (`--devices`), `peer`
