@@ -14,17 +14,13 @@
 #                                             --no-peers`) against baselines/, before and after
 #                                             re-recording pr and pr-ada with this binary
 # Carried: .carry/ci-gate (cargo build --release), .carry/ci-gate-old (the same at c09918f),
-# .carry/kernels-old (kernels/ at c09918f: the old binary runs with its own harness, from a
-# copy of this tree), .carry/it-tests (cargo test --release --test it --no-run).
+# .carry/it-tests (cargo test --release --test it --no-run). Each binary carries its own
+# harness kernels (built in), so the old one needs no kernels of its own.
 # CI_GATE_ATTACKS=a,b (attacks) and OLD_ATTACKS=a,b (attacks-old) run those attacks only.
 set -uo pipefail
 here=$(dirname "$0")
 . "$here/device_env.sh"
 old=$PWD/.carry/ci-gate-old
-# The old binary's tree: this one with kernels/ as they were at c09918f.
-oldtree=/tmp/ci-gate-oldtree
-rm -rf "$oldtree" && mkdir -p "$oldtree" && tar cf - --exclude=./bench/results --exclude=./.carry . | tar xf - -C "$oldtree"
-cp .carry/kernels-old/*.cu "$oldtree/kernels/"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv,noheader
 for mode in "$@"; do case $mode in
 tests)
@@ -32,18 +28,18 @@ tests)
   CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 400 "$it_tests" --ignored --nocapture --test-threads=1 gpu:: --skip adversarial_gpu:: --skip gpu_tools:: > "$out/gpu-tests.log" 2>&1
   grep -hE "^test |test result|panicked|class|/|off by" "$out/gpu-tests.log" | head -80 ;;
 attacks|attacks-old)
-  b=$bin; dir=$PWD; only=${CI_GATE_ATTACKS:-}
-  [ $mode = attacks-old ] && { b=$old; dir=$oldtree; only=${OLD_ATTACKS:-}; }
+  b=$bin; only=${CI_GATE_ATTACKS:-}
+  [ $mode = attacks-old ] && { b=$old; only=${OLD_ATTACKS:-}; }
   echo "== attacks ($mode${only:+: $only})"
-  (cd "$dir" && CI_GATE_ATTACKS=$only CI_GATE_BIN=$b timed timeout 580 "$it_tests" --ignored --nocapture --test-threads=1 adversarial_gpu::) > "$out/$mode.log" 2>&1
+  CI_GATE_ATTACKS=$only CI_GATE_BIN=$b timed timeout 580 "$it_tests" --ignored --nocapture --test-threads=1 adversarial_gpu:: > "$out/$mode.log" 2>&1
   grep -vE "^\s*$" "$out/$mode.log" | cut -c1-300 | tail -60 ;;
 aa)
   for who in old new; do
-    b=$bin; dir=$PWD; [ $who = old ] && { b=$old; dir=$oldtree; }
-    rm -rf /tmp/k-comment && cp -r "$dir/kernels" /tmp/k-comment && echo "// a comment" >> /tmp/k-comment/attention.cu
+    b=$bin; [ $who = old ] && b=$old
+    rm -rf /tmp/k-comment && cp -r kernels /tmp/k-comment && echo "// a comment" >> /tmp/k-comment/attention.cu
     echo "== PR config, shipped kernels vs a comment-only change, $who binary (no peers)"
     export CI_GATE_CACHE_DIR=/tmp/ci-gate-cache-$who-$$
-    (cd "$dir" && timed timeout 200 "$b" local --base-kernels kernels --kernels /tmp/k-comment --no-peers --no-profile --wide --out "$out/aa-$who.json") > "$out/aa-$who.txt" 2>&1
+    timed timeout 200 "$b" local --base-kernels kernels --kernels /tmp/k-comment --no-peers --no-profile --wide --out "$out/aa-$who.json" > "$out/aa-$who.txt" 2>&1
     tail -3 "$out/aa-$who.txt" | cut -c1-200
     python3 - "$out/aa-$who.json" <<'PY'
 import json,sys

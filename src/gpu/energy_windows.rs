@@ -18,7 +18,7 @@ use super::error::{DriverContext, GpuError};
 use super::integrity::{CheckLayout, KvRefs};
 use super::measure::{
     AbSide, Bench, PreparedRound, charge, prepare_round, queue_checks, queue_replay,
-    round_findings, round_kv, timing_event,
+    replay_between, round_findings, round_kv, timing_event,
 };
 
 /// Energy windows of a shape's sides after its timed rounds (see `crate::energy`): `rounds`
@@ -148,15 +148,7 @@ fn enqueue_replay(
     let (gpu, shape) = (b.gpu, b.shape);
     let (start, end) = (timing_event(gpu)?, timing_event(gpu)?);
     let kv_key = queue_replay(gpu, shape, round, kv)?;
-    start
-        .record(&gpu.stream)
-        .during(|| "recording a timing event".into())?;
-    round
-        .graph
-        .launch()
-        .during(|| format!("replaying the graph of shape {shape} (energy window)"))?;
-    end.record(&gpu.stream)
-        .during(|| "recording a timing event".into())?;
+    replay_between(gpu, shape, round, (&start, &end), " (energy window)")?;
     if checks.random_range(0..ENERGY_CHECK_ONE_IN) == 0 {
         queue_checks(gpu, kernel, round, kv, kv_key)?;
     }

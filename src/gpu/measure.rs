@@ -768,14 +768,7 @@ fn first_replay(
         .graph
         .upload()
         .during(|| "uploading the CUDA graph".into())?;
-    e0.record(&gpu.stream)
-        .during(|| "recording a timing event".into())?;
-    prepared
-        .graph
-        .launch()
-        .during(|| format!("replaying the graph of shape {shape}"))?;
-    e1.record(&gpu.stream)
-        .during(|| "recording a timing event".into())?;
+    replay_between(gpu, shape, prepared, (e0, e1), "")?;
     queue_checks(gpu, kernel, prepared, kv, kv_key)?;
     gpu.sync(Some(prepared.expected), what)?;
     let ms = f64::from(
@@ -783,6 +776,26 @@ fn first_replay(
             .during(|| "reading a timing event".into())?,
     );
     charge(b, label, ms, what)
+}
+
+/// Replays `round`'s graph between the events `start` and `end` on the stream; `context`
+/// follows the shape in the error (e.g. " (energy window)").
+pub(super) fn replay_between(
+    gpu: &Gpu,
+    shape: &ShapeParams,
+    round: &PreparedRound,
+    (start, end): (&CudaEvent, &CudaEvent),
+    context: &str,
+) -> Result<(), GpuError> {
+    start
+        .record(&gpu.stream)
+        .during(|| "recording a timing event".into())?;
+    round
+        .graph
+        .launch()
+        .during(|| format!("replaying the graph of shape {shape}{context}"))?;
+    end.record(&gpu.stream)
+        .during(|| "recording a timing event".into())
 }
 
 /// Charges `ms` of GPU time of the `side` kernel on the bench's shape to the run's budget.
@@ -935,15 +948,7 @@ fn take_sample(
     raw::launch_spin(&gpu.stream, &gpu.kernels.spin, LEAD_CYCLES)
         .during(|| "launching the lead-in spin".into())?;
     let (start, end) = &round.events[sample];
-    start
-        .record(&gpu.stream)
-        .during(|| "recording a timing event".into())?;
-    round
-        .graph
-        .launch()
-        .during(|| format!("replaying the graph of shape {shape}"))?;
-    end.record(&gpu.stream)
-        .during(|| "recording a timing event".into())?;
+    replay_between(gpu, shape, round, (start, end), "")?;
     queue_checks(gpu, kernel, round, kv, kv_key)?;
     let what = || {
         format!(
