@@ -62,6 +62,9 @@ def main() -> int:
         ("  parity on random shapes", [r.get("probes_s") for r in run]),
         ("  parity of both sides, each shape", [r.get("parity_s") for r in run]),
         ("  timed pairs (both stages, checks included)", [r.get("measure_s") for r in run]),
+        ("    of which: preparing rounds", [r.get("preparing_s") for r in run]),
+        ("    sampling (checks and idle time included)", [r.get("sampling_s") for r in run]),
+        ("    finishing rounds", [r.get("finishing_s") for r in run]),
         ("  the run inside the process", [r.get("total_s") for r in run]),
         ("confirmations (accepted candidates)", [x["confirm_s"] for x in t if x["confirm_s"] > 0]),
         ("read to written", [x["total_s"] for x in t]),
@@ -70,6 +73,13 @@ def main() -> int:
     print("| --- | --- | --- |")
     for name, xs in rows:
         print(f"| {name} | {mean(xs):.3f} | {median(xs):.3f} |")
+    spans = sorted({k for r in run for k in (r.get("detail_s") or {})})
+    if spans:
+        print("| span (timing.run.detail_s) | mean s | median s |")
+        print("| --- | --- | --- |")
+        for k in spans:
+            xs = [(r.get("detail_s") or {}).get(k, 0.0) for r in run if r.get("detail_s")]
+            print(f"| {k} | {mean(xs):.3f} | {median(xs):.3f} |")
     pairs = [s.get("pairs") for l in measured for s in l["shapes"] if s.get("pairs")]
     if pairs:
         print(f"pairs per shape: mean {mean(pairs):.1f}, median {median(pairs):.0f}, max {max(pairs)}")

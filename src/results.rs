@@ -476,6 +476,10 @@ pub struct RunTiming {
     pub sampling_s: f64,
     #[serde(default)]
     pub finishing_s: f64,
+    /// Finer than the phases (`backend::spans`): opening the device, the spin-up, the parts
+    /// of a parity check, of preparing and of finishing a round; seconds by span name.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub detail_s: std::collections::BTreeMap<String, f64>,
     /// The energy windows after everything timed (src/energy.rs).
     #[serde(default)]
     pub energy_s: f64,
@@ -544,8 +548,21 @@ impl RunTiming {
             self.peers_start_s,
         ]
         .iter()
+        .chain(self.detail_s.values())
         .all(|v| v.is_finite() && *v >= 0.0)
+            && self.detail_s.len() <= 64
+            && self.detail_s.keys().all(|k| valid_span_name(k))
     }
+}
+
+/// Whether `name` may be a span's name in `timing.detail_s`: 1 to 40 of `a-z 0-9 _ .` (a
+/// results file from a pull request's run is read as hostile, and `ci-gate eval` echoes
+/// these names).
+pub(crate) fn valid_span_name(name: &str) -> bool {
+    (1..=40).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'.')
 }
 
 /// Parity of both sides on one random shape.
@@ -996,7 +1013,10 @@ fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
 /// The timing of a results file: finite, non-negative figures; the other processes named.
 fn check_timing(c: &Checker, t: &RunTiming) -> Check {
     if !t.is_valid() {
-        return Err(c.fail("timing", "every figure must be a finite, non-negative time"));
+        return Err(c.fail(
+            "timing",
+            "every figure must be a finite, non-negative time, and detail_s at most 64 spans named with a-z, 0-9, _ and .",
+        ));
     }
     c.count(
         "timing.other_processes",
@@ -1197,6 +1217,25 @@ impl Untrusted for ResultsFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timing_detail_is_checked_as_hostile() {
+        let mut t = RunTiming::default();
+        t.detail_s.insert("parity.compare".into(), 0.25);
+        assert!(t.is_valid());
+        for bad in ["", "Parity", "a b", "x\u{1b}[2J", &"a".repeat(41)] {
+            let mut u = RunTiming::default();
+            u.detail_s.insert(bad.to_owned(), 0.1);
+            assert!(!u.is_valid(), "{bad:?}");
+        }
+        t.detail_s.insert("setup.open".into(), f64::NAN);
+        assert!(!t.is_valid());
+        let mut many = RunTiming::default();
+        for i in 0..65 {
+            many.detail_s.insert(format!("s{i}"), 0.0);
+        }
+        assert!(!many.is_valid());
+    }
 
     #[test]
     fn slugs() {

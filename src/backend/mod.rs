@@ -13,6 +13,7 @@
 pub(crate) mod error;
 pub(crate) mod hang;
 pub mod shapes;
+pub(crate) mod spans;
 
 use crate::config::{MeasureSettings, ShapeParams, Tolerance};
 use crate::kernel::KernelDir;
@@ -138,8 +139,9 @@ pub trait Backend {
         shape: &ShapeParams,
         settings: &MeasureSettings,
     ) -> Result<usize, GpuError>;
-    /// Brings the clocks up before the first sample of the process.
-    fn spin_up(&mut self, shape: &ShapeParams) -> Result<(), GpuError>;
+    /// Brings the clocks up before the first sample of the process: `shape`'s kernel for
+    /// `ms` of wall time (`measure.spin_up_ms`).
+    fn spin_up(&mut self, shape: &ShapeParams, ms: f64) -> Result<(), GpuError>;
     /// Fits the cost of the spin kernel that injects slowdowns (selftest's `--inject`).
     fn calibrate_injection(&mut self) -> Result<(), GpuError>;
     /// One side's output on fresh inputs from `seed` against the reference.

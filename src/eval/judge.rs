@@ -114,6 +114,7 @@ fn shape_line(s: &ShapeResult, rule: &Rule) -> ShapeLine {
         parity: (s.parity.is_some() || s.base_parity.is_some()).then(|| ParityLine {
             reference: s.base_parity.clone(),
             candidate: s.parity.clone(),
+            reference_from_line: None,
         }),
         win: ab.is_some_and(|c| rule.win(c)),
     }
@@ -333,6 +334,11 @@ pub(crate) fn run_line(results: &ResultsFile) -> Option<RunLine> {
         parity_s: t.parity_s,
         measure_s: t.measure_s,
         total_s: t.total_s,
+        references_s: t.references_s,
+        preparing_s: t.preparing_s,
+        sampling_s: t.sampling_s,
+        finishing_s: t.finishing_s,
+        detail_s: t.detail_s.clone(),
     })
 }
 

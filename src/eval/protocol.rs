@@ -421,6 +421,11 @@ pub struct SidesLine {
 pub struct ParityLine {
     pub reference: Option<Parity>,
     pub candidate: Option<Parity>,
+    /// Where `reference` comes from when this measurement did not check the reference again:
+    /// the input line whose measurement did (the evaluator checks a reference once); `None`:
+    /// checked in this measurement.
+    #[serde(default)]
+    pub reference_from_line: Option<u64>,
 }
 
 /// Parity on random shapes.
@@ -513,6 +518,17 @@ pub struct RunLine {
     pub measure_s: f64,
     /// The whole run inside the process.
     pub total_s: f64,
+    /// Of `measure_s`: making the rounds' reference inputs, preparing rounds (buffers,
+    /// warm-up, graph, the first replay), taking the samples (their checks and the duty
+    /// cycle's idle time included), finishing rounds (reading the checks back, the held
+    /// buffers verified).
+    pub references_s: f64,
+    pub preparing_s: f64,
+    pub sampling_s: f64,
+    pub finishing_s: f64,
+    /// Finer spans of the process by name (`setup.open`, `setup.spin_up`, `parity.*`,
+    /// `round.*`, `sample.*`), seconds; empty on the simulated GPU.
+    pub detail_s: std::collections::BTreeMap<String, f64>,
 }
 
 /// The GPU that measured a candidate.

@@ -20,10 +20,6 @@ use crate::kernel::{KernelDir, KernelRoles};
 use crate::resources::KernelResources;
 use crate::results::{Environment, GpuState, PairOrder, Parity};
 
-/// GPU time spent at the start of a process to bring the clocks up before measuring (an
-/// idle H200 sits at a few hundred MHz).
-const SPIN_UP_MS: f64 = 300.0;
-
 /// What the GPU keeps of a shape besides its measurements.
 struct CudaShape {
     /// The slowdown injected into the last side.
@@ -65,7 +61,9 @@ impl CudaBackend {
         let harness = kernels.with_harness.path();
         let candidate = kernels.candidate.as_ref().map(KernelDir::path);
         let others: Vec<&Path> = candidate.into_iter().collect();
+        let t = std::time::Instant::now();
         let (mut gpu, mut loaded) = Gpu::open_compiling(harness, defines, &others)?;
+        crate::backend::spans::add("setup.open", t);
         gpu.max_wait = max_wait;
         gpu.budget = std::sync::Mutex::new(crate::backend::GpuBudget::new(gpu_budget_s));
         let candidate = loaded.pop();
@@ -157,7 +155,7 @@ impl Backend for CudaBackend {
         sets_for(&self.gpu, shape, settings.cache)
     }
 
-    fn spin_up(&mut self, shape: &ShapeParams) -> Result<(), GpuError> {
+    fn spin_up(&mut self, shape: &ShapeParams, ms: f64) -> Result<(), GpuError> {
         // The harness directory's attention.cu: the base's with a base, else the candidate's.
         let side = if self.candidate.is_some() {
             Side::Base
@@ -165,7 +163,9 @@ impl Backend for CudaBackend {
             Side::Candidate
         };
         let started = std::time::Instant::now();
-        let r = spin_up(&self.gpu, shape, side.label(), SPIN_UP_MS);
+        let r = crate::backend::spans::time("setup.spin_up", || {
+            spin_up(&self.gpu, shape, side.label(), ms)
+        });
         self.charge(shape, side, started.elapsed(), "spin-up")?;
         r
     }

@@ -40,8 +40,10 @@ pub(crate) const LOCK_WAIT_ENV: &str = "CI_GATE_LOCK_WAIT_S";
 /// How long a run waits for another run's lock before it gives up: a PR gate takes under a
 /// minute and a nightly run a few; past this the holder is stuck, or the queue is.
 pub(crate) const DEFAULT_WAIT: Duration = Duration::from_secs(30 * 60);
-/// How often a waiting run tries again.
-const POLL: Duration = Duration::from_millis(200);
+/// How often a waiting run tries again: often enough that `ci-gate eval`'s next measuring
+/// process, started while the current one measures, takes the GPU within a few ms of its
+/// release (a try is one `flock` and a read of a few bytes).
+const POLL: Duration = Duration::from_millis(10);
 
 /// The directory of the locks: `$CI_GATE_LOCK_DIR`, else `/tmp/ci-gate-locks-<uid>`.
 pub(crate) fn lock_dir() -> PathBuf {

@@ -26,6 +26,7 @@ use super::integrity::{
     refill_inputs, slot_budget_bytes,
 };
 use super::raw;
+use crate::backend::spans;
 use crate::config::{CacheMode, MeasureSettings, ShapeParams, Tolerance};
 use crate::results::PairOrder;
 
@@ -660,6 +661,7 @@ pub(super) fn prepare_round(
     let mut rng = gpu
         .run_key
         .rng(seed ^ round.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ kernel_salt(side.label));
+    let t = Instant::now();
     // A random-sized spacer, allocated first, moves this round's buffers to new addresses.
     let spacer_words = 64 * rng.random_range(1..=65_536usize);
     let spacer = raw::alloc_zeros::<f32>(&gpu.stream, spacer_words)
@@ -676,6 +678,8 @@ pub(super) fn prepare_round(
     let mut acc = raw::alloc_zeros::<u64>(&gpu.stream, 1).during(|| "allocating a hash".into())?;
     hash_set_q(gpu, &inputs, set_q_key, &mut acc.slice_mut(..))?;
     let set_q_hash = gpu.read_back(&acc, || "hashing the round's own q".into())?[0];
+    spans::add("round.inputs", t);
+    let t = Instant::now();
 
     // Warm-up: direct launches in growing batches, timed with these two events.
     let (e0, e1) = (timing_event(gpu)?, timing_event(gpu)?);
@@ -687,6 +691,8 @@ pub(super) fn prepare_round(
         events: (&e0, &e1),
     };
     let per_launch_ms = warm_up(b, warm, &mut rng)?;
+    spans::add("round.warm_up", t);
+    let t = Instant::now();
     m.per_launch_ms = Some(per_launch_ms);
     if m.launches_per_sample == 0 {
         let l = (settings.sample_ms / per_launch_ms.max(1e-6)).round();
@@ -697,6 +703,8 @@ pub(super) fn prepare_round(
     let secrets = LaunchSecrets::new(gpu, shape, launches, &mut rng)?;
     m.round_addresses.push(secrets.address(gpu));
     let mut slots = OutputSlots::new(gpu, shape, launches, &mut rng)?;
+    spans::add("round.launch_buffers", t);
+    let t = Instant::now();
 
     let spins = side.injection.map(|inj| spin_plan(inj, launches));
     let graph = capture_graph(
@@ -710,6 +718,8 @@ pub(super) fn prepare_round(
             graph.kernel_nodes()
         )));
     }
+    spans::add("round.graph", t);
+    let t = Instant::now();
     let expected = Duration::from_secs_f64(per_launch_ms * f64::from(launches) / 1000.0);
     let layout = CheckLayout {
         launches: launches as usize,
@@ -742,7 +752,10 @@ pub(super) fn prepare_round(
         expected,
         clock_events: 0,
     };
-    first_replay(b, (side.label, kernel), &mut prepared, kv, (&e0, &e1))?;
+    spans::add("round.check_buffers", t);
+    spans::time("round.first_replay", || {
+        first_replay(b, (side.label, kernel), &mut prepared, kv, (&e0, &e1))
+    })?;
     Ok(prepared)
 }
 
@@ -939,7 +952,7 @@ fn take_sample(
         )));
     }
     let began = std::time::Instant::now();
-    let kv_key = queue_replay(gpu, shape, round, kv)?;
+    let kv_key = spans::time("sample.inputs", || queue_replay(gpu, shape, round, kv))?;
     round
         .graph
         .upload()
@@ -976,7 +989,7 @@ fn take_sample(
     if settings.duty_cycle < 1.0 {
         let period = Duration::from_secs_f64(ms / settings.duty_cycle / 1000.0);
         if let Some(idle) = period.checked_sub(began.elapsed()) {
-            std::thread::sleep(idle);
+            spans::time("sample.idle", || std::thread::sleep(idle));
         }
     }
     Ok(())
@@ -1023,11 +1036,11 @@ fn finish_round(
             b.shape
         )))
     };
-    let findings = round_findings(b, &round)?;
+    let findings = spans::time("round.findings", || round_findings(b, &round))?;
     if let Some(why) = findings.failure(side.label, name) {
         return fail(why);
     }
-    if !held.verify(gpu)? {
+    if !spans::time("round.held_verify", || held.verify(gpu))? {
         return fail(format!(
             "the {} kernel {name} wrote to buffers of an earlier round while it was timed",
             side.label
@@ -1052,7 +1065,7 @@ fn finish_round(
         .mem_get_info()
         .during(|| "reading free device memory".into())?;
     let cap = (free as u64 / 4).min(4 << 30);
-    held.keep(gpu, round, cap)
+    spans::time("round.held_keep", || held.keep(gpu, round, cap))
 }
 
 /// Measures the spin kernel alone at two lengths and fits its per-launch cost.

@@ -3,6 +3,8 @@
 //! computes from its own copies of the inputs, made after the kernel ran, and the kernel's
 //! inputs must be unchanged by its launch (gpu::integrity).
 
+use std::time::Instant;
+
 use cudarc::driver::CudaSlice;
 
 pub use super::buffers::POISON;
@@ -12,6 +14,7 @@ use super::buffers::{
 };
 use super::device::Gpu;
 use super::error::{DriverContext, GpuError};
+use crate::backend::spans;
 use crate::config::{ShapeParams, Tolerance};
 use crate::results::Parity;
 
@@ -81,8 +84,11 @@ pub(crate) fn check_parity_with(
     let mut rng = gpu.run_key.rng(seed ^ 0x9a71_7e5e);
     let poison = super::integrity::poison_pattern(&mut rng);
     let scale = draw_scale(shape, &mut rng);
+    let t = Instant::now();
     let inputs = random_inputs(gpu, shape, seed)?;
     let mut out = poisoned_with(gpu, shape, poison)?;
+    spans::add("parity.inputs", t);
+    let t = Instant::now();
     launch_on(gpu, kernel, shape, &inputs, out.slice_mut(..), scale)?;
     gpu.sync(expected, || {
         format!(
@@ -90,12 +96,16 @@ pub(crate) fn check_parity_with(
             kernel.name
         )
     })?;
+    spans::add("parity.launch", t);
     // Only now, after the kernel finished: the reference's inputs and output (or those the
     // other side's check made from the same seed, before this kernel existed on the device).
     let refs = match references.last.take() {
         Some((s, sd, sc, refs)) if s == *shape && sd == seed && sc == scale.to_bits() => refs,
-        _ => super::integrity::RefSet::new(gpu, shape, seed, gpu.run_key, scale)?,
+        _ => spans::time("parity.reference", || {
+            super::integrity::RefSet::new(gpu, shape, seed, gpu.run_key, scale)
+        })?,
     };
+    let t = Instant::now();
     if !refs.inputs_unchanged(gpu, &inputs)? {
         return Err(GpuError::Integrity(format!(
             "the {side} kernel {} changed its inputs (q, k or v) on shape {shape}",
@@ -103,11 +113,14 @@ pub(crate) fn check_parity_with(
         )));
     }
     let got = gpu.read_back(&out, || format!("the output of {shape}"))?;
+    spans::add("parity.read_back", t);
     let scales = OutputScales {
         per_slice: v_scales(shape, seed),
         slice_len: shape.seq_len as usize * shape.head_dim as usize,
     };
-    let parity = compare_outputs_with(&got, &refs.refs, tolerance, seed, poison, &scales);
+    let parity = spans::time("parity.compare", || {
+        compare_outputs_with(&got, &refs.refs, tolerance, seed, poison, &scales)
+    });
     references.last = Some((*shape, seed, scale.to_bits(), refs));
     Ok(parity)
 }
@@ -272,10 +285,9 @@ impl OutputScales {
         }
     }
 
-    fn of(&self, element: usize) -> f64 {
-        self.per_slice
-            .get(element / self.slice_len.max(1))
-            .map_or(1.0, |&s| f64::from(s))
+    /// The scale of V slice `slice` (1 past the listed ones).
+    fn of_slice(&self, slice: usize) -> f64 {
+        self.per_slice.get(slice).map_or(1.0, |&s| f64::from(s))
     }
 }
 
@@ -284,6 +296,10 @@ impl OutputScales {
 /// is over all elements. Non-finite and unwritten elements (holding `poison`, [`POISON`] for
 /// a parity check's output) are counted, and left out of the error norms so those stay
 /// numbers.
+///
+/// Cost: one pass over both outputs, V slice by V slice (one division per slice, not per
+/// element), split over up to 8 threads for outputs past 4 Mi elements: the long shapes'
+/// outputs are 8–17 Mi elements, and the comparison ran on one core for 90 ms each.
 pub(crate) fn compare_outputs_with(
     got: &[f32],
     want: &[f32],
@@ -292,36 +308,101 @@ pub(crate) fn compare_outputs_with(
     poison: u32,
     scales: &OutputScales,
 ) -> Parity {
-    let (mut unwritten, mut nan_or_inf) = (0u64, 0u64);
-    let (mut max_abs, mut diff2, mut ref2) = (0f64, 0f64, 0f64);
-    if got.len() != want.len() {
-        unwritten = want.len().abs_diff(got.len()) as u64;
-    }
-    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-        if g.to_bits() == poison {
-            unwritten += 1;
-            continue;
+    let slice_len = scales.slice_len.max(1);
+    let n = got.len().min(want.len());
+    let slices = n.div_ceil(slice_len).max(1);
+    let threads = if n < (4 << 20) {
+        1
+    } else {
+        std::thread::available_parallelism()
+            .map_or(1, |p| p.get())
+            .min(8)
+            .min(slices)
+    };
+    let per_thread = slices.div_ceil(threads);
+    let part = |first: usize| {
+        let mut e = ErrorSums::default();
+        for slice in first..(first + per_thread).min(slices) {
+            let range = slice * slice_len..((slice + 1) * slice_len).min(n);
+            e.add_slice(
+                &got[range.clone()],
+                &want[range],
+                poison,
+                scales.of_slice(slice),
+            );
         }
-        if !g.is_finite() {
-            nan_or_inf += 1;
-            continue;
-        }
-        let d = f64::from(g) - f64::from(w);
-        max_abs = max_abs.max(d.abs() / scales.of(i));
-        diff2 += d * d;
-        ref2 += f64::from(w) * f64::from(w);
-    }
+        e
+    };
+    let mut sums = if threads == 1 {
+        part(0)
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| scope.spawn(move || part(t * per_thread)))
+                .collect();
+            handles
+                .into_iter()
+                .fold(ErrorSums::default(), |acc, h| match h.join() {
+                    Ok(e) => acc.merge(e),
+                    Err(p) => std::panic::resume_unwind(p),
+                })
+        })
+    };
+    sums.unwritten += want.len().abs_diff(got.len()) as u64;
     Parity {
-        max_abs,
-        rel_l2: if ref2 > 0.0 {
-            (diff2 / ref2).sqrt()
+        max_abs: sums.max_abs,
+        rel_l2: if sums.ref2 > 0.0 {
+            (sums.diff2 / sums.ref2).sqrt()
         } else {
-            diff2.sqrt()
+            sums.diff2.sqrt()
         },
-        nan_or_inf,
-        unwritten,
+        nan_or_inf: sums.nan_or_inf,
+        unwritten: sums.unwritten,
         tolerance,
         seed,
+    }
+}
+
+/// What [`compare_outputs_with`] sums over a part of the output.
+#[derive(Default)]
+struct ErrorSums {
+    unwritten: u64,
+    nan_or_inf: u64,
+    max_abs: f64,
+    diff2: f64,
+    ref2: f64,
+}
+
+impl ErrorSums {
+    /// Adds one V slice (or a part of one), whose errors are measured in `scale`.
+    fn add_slice(&mut self, got: &[f32], want: &[f32], poison: u32, scale: f64) {
+        let mut largest = 0f64;
+        for (&g, &w) in got.iter().zip(want) {
+            if g.to_bits() == poison {
+                self.unwritten += 1;
+                continue;
+            }
+            if !g.is_finite() {
+                self.nan_or_inf += 1;
+                continue;
+            }
+            let d = f64::from(g) - f64::from(w);
+            largest = largest.max(d.abs());
+            self.diff2 += d * d;
+            self.ref2 += f64::from(w) * f64::from(w);
+        }
+        // Dividing the largest error by the slice's positive scale is the largest quotient.
+        self.max_abs = self.max_abs.max(largest / scale);
+    }
+
+    fn merge(self, o: ErrorSums) -> ErrorSums {
+        ErrorSums {
+            unwritten: self.unwritten + o.unwritten,
+            nan_or_inf: self.nan_or_inf + o.nan_or_inf,
+            max_abs: self.max_abs.max(o.max_abs),
+            diff2: self.diff2 + o.diff2,
+            ref2: self.ref2 + o.ref2,
+        }
     }
 }
 
@@ -369,5 +450,56 @@ mod tests {
         let p = compare_outputs_with(&got, &want, tol, 1, POISON, &scales);
         assert!((p.max_abs - 0.05).abs() < 1e-6, "{}", p.max_abs);
         assert!(!p.passed());
+    }
+
+    /// The threaded comparison of a long output (past 4 Mi elements, ragged last slice,
+    /// findings in several threads' parts) against the plain per-element definition.
+    #[test]
+    fn a_long_output_is_compared_as_element_by_element() {
+        let tol = Tolerance {
+            max_abs: 1e-2,
+            rel_l2: 1e-3,
+        };
+        let (n, slice_len) = (5_000_003usize, 300_007usize);
+        let slices = n.div_ceil(slice_len);
+        let scales = OutputScales {
+            per_slice: (0..slices).map(|i| 1.0 + i as f32 * 0.5).collect(),
+            slice_len,
+        };
+        let want: Vec<f32> = (0..n).map(|i| ((i * 7919) % 1013) as f32 * 1e-2).collect();
+        let mut got: Vec<f32> = want
+            .iter()
+            .enumerate()
+            .map(|(i, w)| w + ((i % 17) as f32 - 8.0) * 1e-5)
+            .collect();
+        for i in [3, 1_200_000, 4_999_999] {
+            got[i] = f32::from_bits(POISON);
+        }
+        for i in [17, 2_500_000] {
+            got[i] = f32::INFINITY;
+        }
+        got[3_700_001] += 0.25;
+        let (mut max_abs, mut diff2, mut ref2) = (0f64, 0f64, 0f64);
+        for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+            if g.to_bits() == POISON || !g.is_finite() {
+                continue;
+            }
+            let d = f64::from(g) - f64::from(w);
+            max_abs = max_abs.max(d.abs() / f64::from(scales.per_slice[i / slice_len]));
+            diff2 += d * d;
+            ref2 += f64::from(w) * f64::from(w);
+        }
+        let p = compare_outputs_with(&got, &want, tol, 3, POISON, &scales);
+        assert_eq!((p.unwritten, p.nan_or_inf), (3, 2));
+        assert_eq!(p.max_abs, max_abs);
+        let rel = (diff2 / ref2).sqrt();
+        assert!(
+            (p.rel_l2 - rel).abs() <= 1e-9 * rel,
+            "{} vs {rel}",
+            p.rel_l2
+        );
+        // A shorter output: the missing elements count as unwritten.
+        let p = compare_outputs_with(&got[..n - 10], &want, tol, 3, POISON, &scales);
+        assert_eq!(p.unwritten, 3 - 1 + 10);
     }
 }

@@ -21,8 +21,9 @@ pub(super) fn probes(s: &mut Session, backend: &mut dyn Backend) {
 }
 
 /// Parity of a shape before its first stage, where the run checks parity: the base first
-/// (in A/B; how long its check took bounds the candidate's wait), whose failure leaves the
-/// A/B without a valid reference (an error), then the candidate.
+/// (in A/B, unless the request says where it was checked already; how long its check took
+/// bounds the candidate's wait), whose failure leaves the A/B without a valid reference (an
+/// error), then the candidate.
 pub(super) fn shape(
     s: &mut Session,
     backend: &mut dyn Backend,
@@ -35,7 +36,7 @@ pub(super) fn shape(
     }
     let params = result.params;
     let t = Instant::now();
-    if s.sides.ab {
+    if s.sides.ab && s.run.request.base_parity_checked.is_none() {
         let p = backend.parity(Side::Base, &params, tolerance, seed)?;
         let failed = !p.passed();
         let summary = format!("rel L2 {:.2e}, max abs {:.2e}", p.rel_l2, p.max_abs);

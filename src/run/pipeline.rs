@@ -53,7 +53,9 @@ impl Run {
     /// is started, so that its import and warm-up run beside the compiling.
     pub fn measure(&self) -> Result<ResultsFile> {
         let lock = super::sharing::lock_gpu(self.backend)?;
-        let before = super::sharing::processes_before(self.backend, lock.as_ref().map(|l| l.key()));
+        let before = crate::backend::spans::time("setup.processes_before", || {
+            super::sharing::processes_before(self.backend, lock.as_ref().map(|l| l.key()))
+        });
         let started = Instant::now();
         let peers = if self.request.peers {
             PeerSession::prestart(&self.config.peers, &self.shapes)
@@ -157,14 +159,24 @@ fn setup<'r>(
     if run.request.inject.is_some() {
         backend.calibrate_injection()?;
     }
-    if let Some(first) = run.shapes.first() {
-        backend.spin_up(first)?;
+    if let Some(first) = run.shapes.first()
+        && run.config.measure.spin_up_ms > 0.0
+    {
+        backend.spin_up(first, run.config.measure.spin_up_ms)?;
     }
     let timing = RunTiming {
         setup_s: started.elapsed().as_secs_f64(),
         lock_wait_s: prelude.lock_wait_s,
         ..Default::default()
     };
+    if let Some(checked) = &run.request.base_parity_checked
+        && ab
+        && run.request.parity
+    {
+        notes.push(format!(
+            "the base's parity on the configured shapes was not checked again: {checked}"
+        ));
+    }
     if !run.request.peers && !run.config.peers.is_empty() {
         notes.push("peers left out (--no-peers): no \"Against PyTorch\" table".into());
     }

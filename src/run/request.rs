@@ -60,6 +60,12 @@ pub struct RunRequest {
     /// a figure that is not part of it.
     #[serde(default)]
     pub energy: bool,
+    /// Where the base's parity on the configured shapes was already checked, so that this
+    /// run checks the candidate's only: `ci-gate eval` checks its reference once (the first
+    /// measurement against it) and says so here for the rest. `None`: both sides, as the
+    /// gate does. The base's every timed launch is still checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_parity_checked: Option<String>,
 }
 
 impl RunRequest {
@@ -85,6 +91,7 @@ impl RunRequest {
             trace_drift: true,
             progress: false,
             energy: false,
+            base_parity_checked: None,
         }
     }
 

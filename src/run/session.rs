@@ -128,6 +128,7 @@ impl<'r> Session<'r> {
         self.timing.preparing_s = phases.preparing_s;
         self.timing.sampling_s = phases.sampling_s;
         self.timing.finishing_s = phases.finishing_s;
+        self.timing.detail_s = crate::backend::spans::all();
     }
 
     /// The peers' and energy's stored figures, so the report can say whether they moved.

@@ -537,7 +537,7 @@ impl Backend for SimBackend {
         Ok(1)
     }
 
-    fn spin_up(&mut self, _: &ShapeParams) -> Result<(), GpuError> {
+    fn spin_up(&mut self, _: &ShapeParams, _: f64) -> Result<(), GpuError> {
         Ok(())
     }
 

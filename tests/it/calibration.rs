@@ -273,7 +273,7 @@ impl Backend for Replay<'_> {
     fn input_sets(&self, _: &ShapeParams, _: &MeasureSettings) -> Result<usize, GpuError> {
         Ok(1)
     }
-    fn spin_up(&mut self, _: &ShapeParams) -> Result<(), GpuError> {
+    fn spin_up(&mut self, _: &ShapeParams, _: f64) -> Result<(), GpuError> {
         Ok(())
     }
     fn calibrate_injection(&mut self) -> Result<(), GpuError> {

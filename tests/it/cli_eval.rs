@@ -225,6 +225,40 @@ fn every_verdict_comes_back_as_one_line_with_its_figures() {
 }
 
 #[test]
+fn the_reference_is_checked_once_and_its_parity_shown_on_every_line() {
+    let e = Eval::new();
+    let input: Vec<String> = (1..=5)
+        .map(|i| candidate(&format!("c{i}"), "factor=1.0"))
+        .collect();
+    let r = e.run(&input.join("\n"), &[]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let mut reused = 0;
+    for l in &r.lines {
+        for s in l["shapes"].as_array().unwrap() {
+            let p = &s["parity"];
+            assert!(p["reference"]["rel_l2"].is_number(), "{l}");
+            let Some(from) = p["reference_from_line"].as_u64() else {
+                continue;
+            };
+            // The line that checked it did so itself, and showed the same figures.
+            reused += 1;
+            assert_ne!(Some(from), l["line"].as_u64(), "{l}");
+            let checker = r.lines.iter().find(|o| o["line"] == from).unwrap();
+            let there = checker["shapes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|o| o["name"] == s["name"])
+                .unwrap();
+            assert_eq!(there["parity"]["reference_from_line"], Value::Null);
+            assert_eq!(there["parity"]["reference"], p["reference"]);
+        }
+    }
+    // The first measurement checks it; the other four find it checked (3 shapes each).
+    assert_eq!(reused, 4 * 3, "{}", r.stdout);
+}
+
+#[test]
 fn attacks_end_alone_and_the_honest_candidates_after_them_are_measured_as_if_they_never_ran() {
     let e = Eval::new();
     let stream = [
