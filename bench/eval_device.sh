@@ -2,7 +2,7 @@
 # Issue 38 on a lent GPU (H200): `ci-gate eval`, in one call (about 8 minutes; each mode
 # alone is shorter):
 #
-#   bench/eval_device.sh [throughput4] [throughput1] [prdesign] [attacks] [evolve]
+#   bench/eval_device.sh [throughput4] [throughput1] [prdesign] [attacks] [evolve] [diag]
 #
 #   throughput4  configs/eval.yaml (4 shapes): 40 candidates, each a source the evaluator has
 #                not compiled before (the shipped kernel plus a line of its own), from a cold
@@ -15,7 +15,11 @@
 #                honest candidate (the shipped kernel with a comment), then the honest
 #                controls; every attack must end `error`/`parity-fail`, every honest one after
 #                it must be measured as if the attack never ran (`same`);
-#   evolve       examples/evolve for 3 minutes against the shipped kernel, with a leaderboard.
+#   evolve       examples/evolve for 3 minutes against the shipped kernel, with a leaderboard;
+#   diag         one measuring run of configs/eval.yaml (`ci-gate local`, the shipped kernel
+#                against a comment-only copy) with CI_GATE_SYNC_SPANS=1: the GPU time of each
+#                step of a sample's preparation and checks (timing.detail_s; its timings mean
+#                nothing, the waits slow every sample).
 #
 # EVAL_TIMEOUT (s, 400) bounds each eval run, EVOLVE_MINUTES (3) the evolve loop.
 # Carried: .carry/ci-gate (cargo build --release). Results go to $OUT: each mode's JSON lines,
@@ -104,5 +108,18 @@ evolve)
     --kernels kernels --minutes "${EVOLVE_MINUTES:-3}" --population 6 --leaderboard "$out/evolve-board.json" \
     --work "$work/evolve" > "$out/evolve.txt" 2>&1
   tail -40 "$out/evolve.txt" ;;
+diag)
+  cand=$work/diag-kernels && mkdir -p "$cand" && cp kernels/attention.cu "$cand/" && echo "// diag" >> "$cand/attention.cu"
+  CI_GATE_SYNC_SPANS=1 timed timeout 120 "$bin" local --config configs/eval.yaml --base-kernels kernels \
+    --kernels "$cand" --no-peers --no-profile --out "$out/diag.json" > "$out/diag.txt" 2>&1
+  tail -3 "$out/diag.txt"
+  python3 - "$out/diag.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))["timing"]
+print({k: round(v, 3) for k, v in t.items() if isinstance(v, float)})
+for k, v in sorted(t.get("detail_s", {}).items(), key=lambda kv: -kv[1]):
+    print(f"  {k:<24} {v:8.3f} s")
+PY
+  ;;
 *) echo "unknown mode $mode" ;;
 esac; done

@@ -121,8 +121,6 @@ __device__ void attention_ref(const unsigned short* __restrict__ q,
 extern "C" {
 __constant__ int attention_ref_f16_launch[3] = {1, REF_THREADS, 0};
 __constant__ int attention_ref_bf16_launch[3] = {1, REF_THREADS, 0};
-__constant__ int attention_ref_rows_f16_launch[3] = {1, REF_THREADS, 0};
-__constant__ int attention_ref_rows_bf16_launch[3] = {1, REF_THREADS, 0};
 }
 
 extern "C" __global__ void __launch_bounds__(REF_THREADS)
@@ -145,33 +143,163 @@ extern "C" __global__ void __launch_bounds__(REF_THREADS)
         head_dim, scale, causal, row);
 }
 
-// The same reference for the query rows rows[0 .. nrows) only (grid.x = nrows): block (x, y)
-// computes row rows[x] of (batch, head) y into out[(y * nrows + x) * head_dim ..], a compact
-// [batch * heads, nrows, head_dim]. With rows = 0 .. seq_len-1 that is exactly the layout and
-// the values of attention_ref_*; the gate checks every timed launch against a random sample
-// of rows (secret, new every round) with it, at a fraction of the full reference's cost.
-extern "C" __global__ void __launch_bounds__(REF_THREADS)
-    attention_ref_rows_f16(const unsigned short* __restrict__ q,
-                           const unsigned short* __restrict__ k,
-                           const unsigned short* __restrict__ v, float* __restrict__ out,
-                           int seq_len, int head_dim, float scale, int causal,
-                           const int* __restrict__ rows, int nrows) {
-    if ((int)blockIdx.x >= nrows) return;
-    cg_ref::attention_ref<false>(
-        q, k, v, out + ((size_t)blockIdx.y * nrows + blockIdx.x) * (size_t)head_dim, seq_len,
-        head_dim, scale, causal, rows[blockIdx.x]);
+// ---- The same reference for every row, tiled (what parity checks against) ----
+//
+//   attention_ref_full_f16 / attention_ref_full_bf16: the ABI of attention_ref_* above;
+//   grid (ceil(seq_len / REF_T_ROWS), batch * heads), block REF_T_THREADS.
+// Block (x, y) computes rows x*REF_T_ROWS .. +REF_T_ROWS-1 of (batch, head) y. The math is
+// attention_ref's: fp32, the accurate expf, no online softmax, no tensor cores. Pass 1: the
+// row maximum m over every visible key; pass 2: l = sum_j exp(s_j - m) and
+// acc = sum_j exp(s_j - m) * v_j; out = acc / l. Each score is one thread's dot product in
+// the order of the head dimension, computed the same way in both passes. What the tiling
+// changes is only where the operands come from: REF_T_ROWS query rows and REF_T_KEYS keys
+// (then values) at a time in shared memory as fp32, each row read once per key tile
+// instead of once per (row, key) pair, so the whole output costs about what one row of
+// attention_ref costs per key tile (parity on a 4096-long d128 shape went from ~0.2 s).
+// Thread t owns row t / 8 of the block and, in a key tile, keys (t % 8) and (t % 8) + 8; in
+// P.V it owns output dims 4 ((t % 8) + 8i) .. + 3 of its row. Operands are read from shared
+// memory 4 floats at a time (rows zero-padded to a multiple of 4). Rows past seq_len are
+// computed as row seq_len - 1 and not written. Limits: 1 <= head_dim <= REF_MAX_D.
+
+#define REF_T_ROWS 16
+#define REF_T_KEYS 16
+#define REF_T_THREADS 128
+#define REF_T_LANES (REF_T_THREADS / REF_T_ROWS)   // 8 threads per row, 2 keys each
+#define REF_T_PAD (REF_MAX_D + 4)                  // a row of fp32 in shared memory, padded
+
+namespace cg_ref {
+
+__device__ __forceinline__ float4 ld4(const float* p) {
+    return *reinterpret_cast<const float4*>(p);
 }
 
-extern "C" __global__ void __launch_bounds__(REF_THREADS)
-    attention_ref_rows_bf16(const unsigned short* __restrict__ q,
+// Loads `n` rows (from row `first`; rows past `limit` are zeros) of a [seq_len, d] slice
+// into dst as fp32, each padded with zeros from d up to d4 (d rounded up to 4), so that a
+// dot product over d4 is the one over d (the padding adds 0 * 0).
+template <bool BF16>
+__device__ __forceinline__ void load_rows(float (*dst)[REF_T_PAD], const unsigned short* src,
+                                          int first, int n, int limit, int d, int d4) {
+    for (int x = threadIdx.x; x < n * d4; x += REF_T_THREADS) {
+        const int r = x / d4, c = x % d4, row = first + r;
+        dst[r][c] = (row < limit && c < d) ? to_f32<BF16>(src[(size_t)row * d + c]) : 0.f;
+    }
+}
+
+// scale * dot(q, k0) and scale * dot(q, k1) over d4 (a multiple of 4), each summed in the
+// order of the head dimension.
+__device__ __forceinline__ float2 scores2(const float* q, const float* k0, const float* k1,
+                                          int d4, float scale) {
+    float s0 = 0.f, s1 = 0.f;
+    for (int c = 0; c < d4; c += 4) {
+        const float4 x = ld4(q + c), y0 = ld4(k0 + c), y1 = ld4(k1 + c);
+        s0 += x.x * y0.x; s0 += x.y * y0.y; s0 += x.z * y0.z; s0 += x.w * y0.w;
+        s1 += x.x * y1.x; s1 += x.y * y1.y; s1 += x.z * y1.z; s1 += x.w * y1.w;
+    }
+    return make_float2(s0 * scale, s1 * scale);
+}
+
+template <bool BF16>
+__device__ void attention_ref_tiled(const unsigned short* __restrict__ q,
+                                    const unsigned short* __restrict__ k,
+                                    const unsigned short* __restrict__ v,
+                                    float* __restrict__ out, int seq_len, int head_dim,
+                                    float scale, int causal) {
+    __shared__ __align__(16) float qs[REF_T_ROWS][REF_T_PAD];
+    __shared__ __align__(16) float ks[REF_T_KEYS][REF_T_PAD];  // keys, then values
+    __shared__ float ps[REF_T_ROWS][REF_T_KEYS];
+    if (head_dim < 1 || head_dim > REF_MAX_D || seq_len < 1) return;
+    const int d = head_dim, d4 = (head_dim + 3) & ~3, tid = threadIdx.x;
+    const int r = tid / REF_T_LANES, lane = tid % REF_T_LANES;
+    const int first = blockIdx.x * REF_T_ROWS;
+    if (first >= seq_len) return;
+    const int row = min(first + r, seq_len - 1);  // rows past the end: computed, not written
+    const int last = min(first + REF_T_ROWS, seq_len) - 1;
+    const size_t base = (size_t)blockIdx.y * (size_t)seq_len * (size_t)d;
+    const int n_keys = causal ? last + 1 : seq_len;  // keys any row of the block sees
+    const int visible = causal ? row + 1 : seq_len;  // keys this thread's row sees
+    const int k0 = lane, k1 = lane + REF_T_LANES;    // this thread's keys in a tile
+
+    for (int x = tid; x < REF_T_ROWS * d4; x += REF_T_THREADS) {
+        const int rr = min(first + x / d4, seq_len - 1), c = x % d4;
+        qs[x / d4][c] = c < d ? to_f32<BF16>(q[base + (size_t)rr * d + c]) : 0.f;
+    }
+
+    // pass 1: row maximum (key 0 is visible to every row, so it is finite)
+    float mx = -__int_as_float(0x7f800000);
+    for (int j0 = 0; j0 < n_keys; j0 += REF_T_KEYS) {
+        __syncthreads();
+        load_rows<BF16>(ks, k + base, j0, REF_T_KEYS, seq_len, d, d4);
+        __syncthreads();
+        const float2 s = scores2(qs[r], ks[k0], ks[k1], d4, scale);
+        if (j0 + k0 < visible) mx = fmaxf(mx, s.x);
+        if (j0 + k1 < visible) mx = fmaxf(mx, s.y);
+    }
+    // the row's 8 threads are 8 consecutive lanes of one warp
+    for (int m = REF_T_LANES / 2; m > 0; m >>= 1)
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, m));
+
+    // pass 2: sum of exponentials and the weighted sum of V; thread owns the 4-wide columns
+    // 4 * (lane + 8 i) .. + 3 of its row
+    float sum = 0.f;
+    float4 acc[REF_MAX_D / (4 * REF_T_LANES)];
+    for (int i = 0; i < REF_MAX_D / (4 * REF_T_LANES); ++i) acc[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int j0 = 0; j0 < n_keys; j0 += REF_T_KEYS) {
+        __syncthreads();
+        load_rows<BF16>(ks, k + base, j0, REF_T_KEYS, seq_len, d, d4);
+        __syncthreads();
+        const float2 s = scores2(qs[r], ks[k0], ks[k1], d4, scale);
+        ps[r][k0] = j0 + k0 < visible ? expf(s.x - mx) : 0.f;
+        ps[r][k1] = j0 + k1 < visible ? expf(s.y - mx) : 0.f;
+        __syncthreads();
+        load_rows<BF16>(ks, v + base, j0, REF_T_KEYS, seq_len, d, d4);
+        __syncthreads();
+        const int keys = min(REF_T_KEYS, n_keys - j0);
+        for (int kk = 0; kk < keys; ++kk) {
+            const float p = ps[r][kk];
+            sum += p;
+            for (int i = 0; i < REF_MAX_D / (4 * REF_T_LANES); ++i) {
+                const int c = 4 * (lane + i * REF_T_LANES);
+                if (c < d4) {
+                    const float4 x = ld4(&ks[kk][c]);
+                    acc[i].x += p * x.x; acc[i].y += p * x.y;
+                    acc[i].z += p * x.z; acc[i].w += p * x.w;
+                }
+            }
+        }
+    }
+    if (first + r < seq_len) {
+        float* o = out + base + (size_t)(first + r) * d;
+        for (int i = 0; i < REF_MAX_D / (4 * REF_T_LANES); ++i) {
+            const int c = 4 * (lane + i * REF_T_LANES);
+            const float a[4] = {acc[i].x, acc[i].y, acc[i].z, acc[i].w};
+            for (int e = 0; e < 4; ++e)
+                if (c + e < d) o[c + e] = a[e] / sum;
+        }
+    }
+}
+
+}  // namespace cg_ref
+
+// launch contract (all shared memory static: (16 + 16) x 260 + 16 x 16 floats = 34,304 bytes)
+extern "C" {
+__constant__ int attention_ref_full_f16_launch[3] = {REF_T_ROWS, REF_T_THREADS, 0};
+__constant__ int attention_ref_full_bf16_launch[3] = {REF_T_ROWS, REF_T_THREADS, 0};
+}
+
+extern "C" __global__ void __launch_bounds__(REF_T_THREADS)
+    attention_ref_full_f16(const unsigned short* __restrict__ q,
+                           const unsigned short* __restrict__ k,
+                           const unsigned short* __restrict__ v, float* __restrict__ out,
+                           int seq_len, int head_dim, float scale, int causal) {
+    cg_ref::attention_ref_tiled<false>(q, k, v, out, seq_len, head_dim, scale, causal);
+}
+
+extern "C" __global__ void __launch_bounds__(REF_T_THREADS)
+    attention_ref_full_bf16(const unsigned short* __restrict__ q,
                             const unsigned short* __restrict__ k,
                             const unsigned short* __restrict__ v, float* __restrict__ out,
-                            int seq_len, int head_dim, float scale, int causal,
-                            const int* __restrict__ rows, int nrows) {
-    if ((int)blockIdx.x >= nrows) return;
-    cg_ref::attention_ref<true>(
-        q, k, v, out + ((size_t)blockIdx.y * nrows + blockIdx.x) * (size_t)head_dim, seq_len,
-        head_dim, scale, causal, rows[blockIdx.x]);
+                            int seq_len, int head_dim, float scale, int causal) {
+    cg_ref::attention_ref_tiled<true>(q, k, v, out, seq_len, head_dim, scale, causal);
 }
 
 // ---- The reference of every timed launch (each launch its own q and scale) ----
@@ -191,7 +319,11 @@ extern "C" __global__ void __launch_bounds__(REF_THREADS)
 //   online across chunks (running max and sum per row, the accumulated output rescaled
 //   when the max grows). Causal: row r sees keys 0 ..= r. head_dim 1 .. REF_MAX_D.
 
-#define REF_L_THREADS 128
+// 512 threads: a sample's launches of a long shape are few (2 of b2h16s4096d128 in 1 ms), so
+// the grid is small (64 CTAs there) and each CTA's walk over the keys is the check's time;
+// 512 keys a chunk makes that walk 4 times shorter than 128 did (1.4 ms of GPU time a sample
+// there, more than the timed launches, on an H200: docs/PERF.md 2026-12-02).
+#define REF_L_THREADS 512
 #define REF_L_MAX_ROWS 8
 #define REF_L_ACC (REF_L_MAX_ROWS * REF_MAX_D / REF_L_THREADS)
 
@@ -239,15 +371,36 @@ __device__ void attention_ref_launch(const float* __restrict__ qrows,
     for (int a = 0; a < REF_L_ACC; ++a) acc[a] = 0.f;
 
     for (int j0 = 0; j0 < n_keys; j0 += REF_L_THREADS) {
-        // Scores: thread tid takes key j0 + tid, for every row.
+        // Scores: thread tid takes key j0 + tid, for every row at once (each element of the
+        // key read once: 8 at a time where the row is 16-byte aligned), each row's dot product
+        // summed in the order of the head dimension.
         const int j = j0 + tid;
+        float dots[REF_L_MAX_ROWS];
+        for (int t = 0; t < REF_L_MAX_ROWS; ++t) dots[t] = 0.f;
+        if (j < n_keys) {
+            const unsigned short* krow = kb + (size_t)j * d;
+            if ((d & 7) == 0 && (((size_t)krow) & 15) == 0) {
+                for (int c0 = 0; c0 < d; c0 += 8) {
+                    const uint4 w = *reinterpret_cast<const uint4*>(krow + c0);
+                    const unsigned int words[4] = {w.x, w.y, w.z, w.w};
+                    for (int e = 0; e < 8; ++e) {
+                        const float kv = to_f32<BF16>(
+                            (unsigned short)(words[e >> 1] >> ((e & 1) * 16)));
+                        for (int t = 0; t < REF_L_MAX_ROWS; ++t)
+                            if (t < nrows) dots[t] += qs[t][c0 + e] * kv;
+                    }
+                }
+            } else {
+                for (int c = 0; c < d; ++c) {
+                    const float kv = to_f32<BF16>(krow[c]);
+                    for (int t = 0; t < REF_L_MAX_ROWS; ++t)
+                        if (t < nrows) dots[t] += qs[t][c] * kv;
+                }
+            }
+        }
         for (int t = 0; t < nrows; ++t) {
             float s = -__int_as_float(0x7f800000);
-            if (j < n_keys && (!causal || j <= row_of[t])) {
-                float dot = 0.f;
-                for (int c = 0; c < d; ++c) dot += qs[t][c] * to_f32<BF16>(kb[(size_t)j * d + c]);
-                s = dot * scale;
-            }
+            if (j < n_keys && (!causal || j <= row_of[t])) s = dots[t] * scale;
             ps[t][tid] = s;
         }
         __syncthreads();

@@ -224,8 +224,8 @@ extern "C" __global__ void spin_cycles(long long cycles) {
 //       non-finite ones (all n), and compares the query rows rs[0 .. nrows) of every
 //       (batch, head), rs = rows + s * rows_stride (0: one list for every slot; nrows: a list
 //       of its own per slot, as launch_rows_* writes them), with the reference at
-//       refs + ref_offsets[s] (compact [batch*heads, nrows, head_dim], as attention_ref_rows
-//       and attention_ref_launches write it), accumulating into results[s] the largest
+//       refs + ref_offsets[s] (compact [batch*heads, nrows, head_dim], as attention_ref_launches
+//       writes it), accumulating into results[s] the largest
 //       |out - ref| / s_V (as float bits, in a 64-bit word: read it whole) with s_V =
 //       v_scales[(s % sets) * batch*heads + bh], the scale of the V slice the launch read
 //       (the input mixture), and the sums of (out - ref)^2 and ref^2 (the relative L2

@@ -28,6 +28,34 @@ pub(crate) fn time<T>(name: &'static str, f: impl FnOnce() -> T) -> T {
     r
 }
 
+/// Whether `CI_GATE_SYNC_SPANS` is set: a maintainer's diagnosis, never a measurement. The
+/// GPU work of a sample's preparation and checks is queued without waiting, so its spans
+/// would time only the queueing; with this set, [`gpu_step`] waits for the GPU before and
+/// after each step so that its span holds the step's GPU time (and the samples are slower
+/// by the waits: the timings of such a run mean nothing).
+pub(crate) fn sync_spans() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("CI_GATE_SYNC_SPANS").is_some_and(|v| !v.is_empty()))
+}
+
+/// Runs the queueing step `f` under the span `name`; with [`sync_spans`], `wait` (the
+/// stream's synchronisation) before and after it, so the span holds its GPU time.
+pub(crate) fn gpu_step<T, E>(
+    name: &'static str,
+    wait: impl Fn() -> Result<(), E>,
+    f: impl FnOnce() -> Result<T, E>,
+) -> Result<T, E> {
+    if !sync_spans() {
+        return f();
+    }
+    wait()?;
+    let t = Instant::now();
+    let r = f()?;
+    wait()?;
+    add(name, t);
+    Ok(r)
+}
+
 /// Every span so far in this process, seconds.
 pub(crate) fn all() -> BTreeMap<String, f64> {
     let spans = SPANS.lock().unwrap_or_else(|e| e.into_inner());

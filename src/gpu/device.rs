@@ -340,8 +340,9 @@ impl AttentionSet {
 pub struct Kernels {
     pub attention: AttentionSet,
     reference: HashMap<Dtype, Kernel>,
-    /// The reference for listed query rows only (`attention_ref_rows_*`).
-    reference_rows: HashMap<Dtype, Kernel>,
+    /// The same reference tiled over every row (`attention_ref_full_*`): what parity checks
+    /// against.
+    reference_full: HashMap<Dtype, Kernel>,
     /// The reference of every timed launch of a sample (`attention_ref_launches_*`).
     reference_launches: HashMap<Dtype, Kernel>,
     /// Inputs drawn from the input mixture (`fill_input_*`).
@@ -375,10 +376,10 @@ impl Kernels {
             .ok_or_else(|| GpuError::Unsupported(format!("no reference kernel for {dtype}")))
     }
 
-    pub(crate) fn reference_rows(&self, dtype: Dtype) -> Result<&Kernel, GpuError> {
-        self.reference_rows
+    pub fn reference_full(&self, dtype: Dtype) -> Result<&Kernel, GpuError> {
+        self.reference_full
             .get(&dtype)
-            .ok_or_else(|| GpuError::Unsupported(format!("no reference-rows kernel for {dtype}")))
+            .ok_or_else(|| GpuError::Unsupported(format!("no tiled reference kernel for {dtype}")))
     }
 
     pub(crate) fn reference_launches(&self, dtype: Dtype) -> Result<&Kernel, GpuError> {
@@ -719,7 +720,7 @@ impl Gpu {
         let copy_bytes = function(&util_mod, &util_src, "copy_bytes")?;
         let attention = load_attention(&ctx, &stream, &info, &copy_bytes, first?)?;
         let mut reference = HashMap::new();
-        let mut reference_rows = HashMap::new();
+        let mut reference_full = HashMap::new();
         let mut reference_launches = HashMap::new();
         let mut fill_input = HashMap::new();
         let mut fill_q_pool = HashMap::new();
@@ -730,8 +731,8 @@ impl Gpu {
                 dtype,
                 load_kernel(&reference_mod, &stream, &info, &reference_src, &name)?,
             );
-            let name = format!("attention_ref_rows_{}", dtype.short());
-            reference_rows.insert(
+            let name = format!("attention_ref_full_{}", dtype.short());
+            reference_full.insert(
                 dtype,
                 load_kernel(&reference_mod, &stream, &info, &reference_src, &name)?,
             );
@@ -750,7 +751,7 @@ impl Gpu {
         let kernels = Kernels {
             attention,
             reference,
-            reference_rows,
+            reference_full,
             reference_launches,
             fill_input,
             fill_q_pool,

@@ -136,14 +136,8 @@ impl RefSet {
         key: RunKey,
         scale: f32,
     ) -> Result<RefSet, GpuError> {
-        let rows: Vec<i32> = (0..shape.seq_len as i32).collect();
-        let heads = shape.batch * shape.heads;
         let key = key.0 ^ 0x005e_ed0f_1e7e_5e75;
-        let reference = gpu.kernels.reference_rows(shape.dtype)?;
-        let d_rows = gpu
-            .stream
-            .clone_htod(&rows)
-            .during(|| format!("uploading the reference rows of {shape}"))?;
+        let reference = gpu.kernels.reference_full(shape.dtype)?;
         let mut refs = raw::alloc_filled(
             &gpu.stream,
             &gpu.kernels.fill_u32,
@@ -158,25 +152,7 @@ impl RefSet {
             key,
             "the reference's inputs",
         )?;
-        raw::launch_reference_rows(
-            &gpu.stream,
-            &reference.func,
-            reference.threads,
-            raw::ReferenceRows {
-                q: &inputs.q,
-                k: &inputs.k,
-                v: &inputs.v,
-                out: refs.slice_mut(..),
-                seq_len: shape.seq_len as i32,
-                head_dim: shape.head_dim as i32,
-                scale,
-                causal: i32::from(shape.causal),
-                rows: &d_rows,
-                host_rows: &rows,
-                heads,
-            },
-        )
-        .during(|| format!("launching {} on shape {shape}", reference.name))?;
+        super::buffers::launch_on(gpu, reference, shape, &inputs, refs.slice_mut(..), scale)?;
         gpu.sync(None, || {
             format!("the reference kernel {} on shape {shape}", reference.name)
         })?;

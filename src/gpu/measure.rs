@@ -838,14 +838,19 @@ pub(super) fn queue_replay(
     round: &mut PreparedRound,
     kv: &KvRefs,
 ) -> Result<u64, GpuError> {
-    round.secrets.refill(gpu)?;
+    let wait = || gpu.sync(None, || "a diagnostic wait (CI_GATE_SYNC_SPANS)".into());
+    spans::gpu_step("sample.q_fill", wait, || round.secrets.refill(gpu))?;
     let kv_key = round.secrets.kv_key();
-    refill_inputs(gpu, shape, &kv.seeds, &mut round.inputs, kv_key)?;
-    round.slots.poison(gpu)?;
-    round
-        .graph
-        .reset_params()
-        .during(|| format!("setting the launch parameters of shape {shape}"))?;
+    spans::gpu_step("sample.kv_fill", wait, || {
+        refill_inputs(gpu, shape, &kv.seeds, &mut round.inputs, kv_key)
+    })?;
+    spans::gpu_step("sample.poison", wait, || round.slots.poison(gpu))?;
+    spans::gpu_step("sample.params", wait, || {
+        round
+            .graph
+            .reset_params()
+            .during(|| format!("setting the launch parameters of shape {shape}"))
+    })?;
     Ok(kv_key)
 }
 
@@ -869,31 +874,40 @@ pub(super) fn queue_checks(
     }
     let layout = round.layout;
     let words = &mut round.words;
+    let wait = || gpu.sync(None, || "a diagnostic wait (CI_GATE_SYNC_SPANS)".into());
     gpu.stream
         .memset_zeros(words)
         .during(|| "zeroing the replay checks".into())?;
-    kv.fill_for(gpu, kv_key)?;
-    {
+    spans::gpu_step("check.kv_fill", wait, || kv.fill_for(gpu, kv_key))?;
+    spans::gpu_step("check.kv_hash", wait, || {
         let (mut head, mut tail) = words.split_at_mut(layout.kv_reference().start);
         let side = layout.kv_side();
         let mut side = head.slice_mut(side.start..side.end);
-        kv.hash_both(gpu, &round.inputs, &mut side, &mut tail.slice_mut(0..1))?;
-    }
-    round.secrets.reference(gpu, kv)?;
+        kv.hash_both(gpu, &round.inputs, &mut side, &mut tail.slice_mut(0..1))
+    })?;
+    spans::gpu_step("check.reference", wait, || round.secrets.reference(gpu, kv))?;
     let v_scales = kv.v_scales(kv_key);
-    round
-        .slots
-        .check(gpu, &mut round.secrets, &v_scales, words, layout)?;
+    spans::gpu_step("check.outputs", wait, || {
+        round
+            .slots
+            .check(gpu, &mut round.secrets, &v_scales, words, layout)
+    })?;
     if let Some(guard) = &kernel.constants {
-        guard.check(gpu, &mut words.slice_mut(layout.constants()))?;
+        spans::gpu_step("check.constants", wait, || {
+            guard.check(gpu, &mut words.slice_mut(layout.constants()))
+        })?;
     }
-    hash_set_q(
-        gpu,
-        &round.inputs,
-        round.set_q_key,
-        &mut words.slice_mut(layout.set_q()),
-    )?;
-    check_spacer(gpu, &round.spacer, &mut words.slice_mut(layout.spacer()))?;
+    spans::gpu_step("check.set_q", wait, || {
+        hash_set_q(
+            gpu,
+            &round.inputs,
+            round.set_q_key,
+            &mut words.slice_mut(layout.set_q()),
+        )
+    })?;
+    spans::gpu_step("check.spacer", wait, || {
+        check_spacer(gpu, &round.spacer, &mut words.slice_mut(layout.spacer()))
+    })?;
     let at = round.copied * layout.len();
     round
         .host
@@ -961,7 +975,10 @@ fn take_sample(
     raw::launch_spin(&gpu.stream, &gpu.kernels.spin, LEAD_CYCLES)
         .during(|| "launching the lead-in spin".into())?;
     let (start, end) = &round.events[sample];
-    replay_between(gpu, shape, round, (start, end), "")?;
+    let wait = || gpu.sync(None, || "a diagnostic wait (CI_GATE_SYNC_SPANS)".into());
+    spans::gpu_step("sample.replay", wait, || {
+        replay_between(gpu, shape, round, (start, end), "")
+    })?;
     queue_checks(gpu, kernel, round, kv, kv_key)?;
     let what = || {
         format!(
@@ -969,7 +986,7 @@ fn take_sample(
             kernel.name
         )
     };
-    gpu.sync(Some(round.expected), what)?;
+    spans::time("sample.wait", || gpu.sync(Some(round.expected), what))?;
     // A clock that moved across the sample (read before its launch and after it ended, not
     // after the idle time): an event this sample may carry.
     let clock_after = gpu.monitor.sm_clock_mhz();

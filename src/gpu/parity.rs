@@ -224,8 +224,10 @@ pub fn mixture_on_device(
 pub enum Which {
     /// The kernel under the gate (kernels/attention.cu).
     Fast,
-    /// The fp32 reference (kernels/reference.cu).
+    /// The fp32 reference (kernels/reference.cu), one row per CTA.
     Reference,
+    /// The same reference tiled over every row (what parity checks against).
+    TiledReference,
 }
 
 /// Runs one attention kernel on inputs given as 16-bit patterns on the host and returns its
@@ -262,6 +264,7 @@ pub fn attention_on_host(
     let kernel = match which {
         Which::Fast => gpu.kernels.attention(shape)?,
         Which::Reference => gpu.kernels.reference(shape.dtype)?,
+        Which::TiledReference => gpu.kernels.reference_full(shape.dtype)?,
     };
     // The golden files (PyTorch) were made with the default scale, 1/√head_dim.
     run_kernel(gpu, kernel, shape, &inputs, &mut out, shape.scale())?;
