@@ -809,7 +809,7 @@ pub(super) fn step(
     cand: PathBuf,
     device: BackendChoice,
 ) -> Result<Run> {
-    let paths = crate::cli::ConfigArgs {
+    let paths = crate::run::RunPaths {
         config: config.path.clone(),
         kernels: cand,
         baselines: PathBuf::new(),
@@ -820,7 +820,7 @@ pub(super) fn step(
         compare: false,
         peers: false,
         trace_drift: false,
-        ..RunRequest::gate(&paths)
+        ..RunRequest::gate(paths)
     };
     Run::with_config(request, config, device)
 }

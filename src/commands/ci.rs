@@ -15,16 +15,20 @@ use crate::run::untrusted::SuspendedCommands;
 use crate::run::{BackendChoice, Run, RunRequest};
 use crate::shard::ShardInfo;
 
+use super::requests::with_flags;
+
 pub(crate) fn run_ci(args: &CiArgs) -> Result<Outcome> {
     crate::files::check_writable(&args.out)?;
     // The pull request's gate: parity, the stored baseline, the peers unless `--no-peers`, a
     // drift traced with git.
-    let request = RunRequest {
-        shard: args.sharding.shard,
-        fail_on_drift: args.base.fail_on_drift,
-        ..RunRequest::gate(&args.config)
-    }
-    .with_flags(&args.run);
+    let request = with_flags(
+        RunRequest {
+            shard: args.sharding.shard,
+            fail_on_drift: args.base.fail_on_drift,
+            ..RunRequest::gate(&args.config)
+        },
+        &args.run,
+    );
     // Known as early as possible, so that a results file without a verdict still names the
     // config and the shard (merge then says which shard failed, and why).
     let mut config: Option<Config> = None;
@@ -46,8 +50,8 @@ pub(crate) fn run_ci(args: &CiArgs) -> Result<Outcome> {
         .and_then(|run| {
             prepare(
                 run,
-                &args.base,
-                &args.profile,
+                &(&args.base).into(),
+                (&args.profile).into(),
                 args.sharding.devices.as_deref(),
                 false,
             )
@@ -60,7 +64,7 @@ pub(crate) fn run_ci(args: &CiArgs) -> Result<Outcome> {
             let gpu = prepared.lock_gpu()?;
             let suspended = SuspendedCommands::begin()?;
             on_hang(args, config.as_ref(), shard.clone());
-            let measured = prepared.measure(&args.profile);
+            let measured = prepared.measure();
             suspended.end();
             drop(gpu);
             measured

@@ -6,9 +6,13 @@
 //! ([`BackendChoice`]). Every phase of the pipeline reads the run; nothing re-reads the
 //! config or the environment.
 //!
+//! The engine takes no command-line types: a command converts its options into these plain
+//! values (`commands::requests`), so that what the engine is asked does not depend on how
+//! clap spells it, and a child's request is only data.
+//!
 //! A new run option is a field here (with its default in [`RunRequest::gate`], and its flag
-//! mapped in [`RunRequest::with_flags`] when `local` and `ci` both offer it, `cli::RunFlags`),
-//! read by the phase it changes.
+//! mapped in `commands::requests::with_flags` when `local` and `ci` both offer it,
+//! `cli::RunFlags`), read by the phase it changes.
 
 use std::path::PathBuf;
 
@@ -18,11 +22,18 @@ use serde::{Deserialize, Serialize};
 use super::device::BackendChoice;
 pub use super::git::BaseKernels;
 use crate::baseline::BaselineStore;
-use crate::cli::{ConfigArgs, RunFlags};
 use crate::comparison::StageDesign;
 use crate::config::{Config, ShapeParams};
 use crate::shard::{ShardInfo, ShardSpec};
 use crate::verdict::Policy;
+
+/// Where a run's files are: the config, the candidate's kernels and the stored baselines.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunPaths {
+    pub config: PathBuf,
+    pub kernels: PathBuf,
+    pub baselines: PathBuf,
+}
 
 /// Everything one measuring run needs. Paths are as the parent saw them (children run in
 /// the parent's directory).
@@ -67,11 +78,16 @@ impl RunRequest {
     /// runs): parity, the stored baseline, the peers, a drift traced with git, the config's
     /// planned two-stage design; every shape, no base yet (the caller resolves it), nothing
     /// injected, no energy windows. Every other request is this one with what differs.
-    pub fn gate(paths: &ConfigArgs) -> RunRequest {
+    pub fn gate(paths: impl Into<RunPaths>) -> RunRequest {
+        let RunPaths {
+            config,
+            kernels,
+            baselines,
+        } = paths.into();
         RunRequest {
-            config: paths.config.clone(),
-            kernels: paths.kernels.clone(),
-            baselines: paths.baselines.clone(),
+            config,
+            kernels,
+            baselines,
             shapes: Vec::new(),
             shard: None,
             base: None,
@@ -85,15 +101,6 @@ impl RunRequest {
             trace_drift: true,
             progress: false,
             energy: false,
-        }
-    }
-
-    /// This request with the run flags `local` and `ci` share.
-    pub(crate) fn with_flags(self, flags: &RunFlags) -> RunRequest {
-        RunRequest {
-            peers: self.peers && !flags.no_peers,
-            energy: self.energy || flags.energy,
-            ..self
         }
     }
 }
@@ -223,7 +230,7 @@ mod tests {
             rounds: Some(24),
             inject: Some(0.03),
             progress: true,
-            ..RunRequest::gate(&ConfigArgs {
+            ..RunRequest::gate(RunPaths {
                 config: "configs/pr.yaml".into(),
                 kernels: "kernels".into(),
                 baselines: "baselines".into(),
