@@ -64,7 +64,7 @@ pub(crate) fn run_ci(args: &CiArgs) -> Result<Outcome> {
             let gpu = prepared.lock_gpu()?;
             let suspended = SuspendedCommands::begin()?;
             on_hang(args, config.as_ref(), shard.clone());
-            let measured = prepared.measure();
+            let measured = prepared.measure(&gpu);
             suspended.end();
             drop(gpu);
             measured

@@ -46,7 +46,7 @@ pub(crate) fn run_local(args: &LocalArgs) -> Result<Outcome> {
     if prepared.measures_here() {
         on_hang(&run.config, args.out.clone());
     }
-    let measured = prepared.lock_gpu().and_then(|_gpu| prepared.measure());
+    let measured = prepared.lock_gpu().and_then(|gpu| prepared.measure(&gpu));
     let results = match measured {
         Ok(results) => results,
         Err(e) => {

@@ -1,8 +1,8 @@
 //! The measuring pipeline of one [`Run`], in its phases:
 //!
-//! 1. **setup** ([`setup`], here): the GPU's lock and a reading of its processes, the PyTorch
-//!    worker started beside the compiling, the backend opened, the environment, the stored
-//!    baseline and the stage design;
+//! 1. **setup** ([`setup`], here): a reading of the GPU's processes (under the GPU's lock, which
+//!    the caller holds), the PyTorch worker started beside the compiling, the backend opened,
+//!    the environment, the stored baseline and the stage design;
 //! 2. **parity** (`parity`): the candidate on random shapes it cannot predict, then, before
 //!    each shape's first stage, both sides on that shape;
 //! 3. **stages** (`stages`): every shape's first stage (pairs of rounds, or the candidate
@@ -26,7 +26,7 @@ use anyhow::Result;
 use super::peer::{PeerSession, PendingPeers};
 use super::request::Run;
 use super::session::{Session, Sides};
-use super::sharing::ProcessWatch;
+use super::sharing::{GpuHold, ProcessWatch};
 use crate::backend::{Backend, Side};
 use crate::config::Config;
 use crate::results::{BaseInfo, GpuProcess, ResultsFile, RunTiming};
@@ -43,17 +43,17 @@ pub(super) struct Prelude {
 }
 
 impl Run {
-    /// Runs the pipeline on this run's device. Errors are things that prevent any verdict
-    /// (no GPU, kernels that do not compile, an unreadable baseline, a GPU another ci-gate
-    /// run held too long, the GPU-time budget spent); a shape that fails is recorded in its
-    /// result.
+    /// Runs the pipeline on this run's device, under `gpu`, the GPU's lock its caller took
+    /// for the run (`sharing`: one ci-gate run per GPU at a time; the pipeline never takes
+    /// it), and records the shard in the results. Errors are things that prevent any verdict
+    /// (no GPU, kernels that do not compile, an unreadable baseline, the GPU-time budget
+    /// spent); a shape that fails is recorded in its result.
     ///
-    /// First the GPU's lock (`sharing`: one ci-gate run per GPU at a time) and a reading of
-    /// the GPU's processes before this process has a context there; then the PyTorch worker
-    /// is started, so that its import and warm-up run beside the compiling.
-    pub fn measure(&self) -> Result<ResultsFile> {
-        let lock = super::sharing::lock_gpu(self.backend)?;
-        let before = super::sharing::processes_before(self.backend, lock.as_ref().map(|l| l.key()));
+    /// First a reading of the GPU's processes before this process has a context there; then
+    /// the PyTorch worker is started, so that its import and warm-up run beside the
+    /// compiling. What a hung GPU does is the caller's (`on_hang`).
+    pub(crate) fn measure(&self, gpu: &GpuHold) -> Result<ResultsFile> {
+        let before = super::sharing::processes_before(self.backend, gpu.key());
         let started = Instant::now();
         let peers = if self.request.peers {
             PeerSession::prestart(&self.config.peers, &self.shapes)
@@ -66,31 +66,31 @@ impl Run {
             &self.config,
         )?;
         let prelude = Prelude {
-            lock_wait_s: lock.as_ref().map_or(0.0, |l| l.waited().as_secs_f64()),
+            lock_wait_s: gpu.waited_s(),
             processes_before: before,
             peers,
         };
-        let results = pipeline(self, backend.as_mut(), started, prelude);
+        let mut results = pipeline(self, backend.as_mut(), started, prelude)?;
         drop(backend);
-        drop(lock);
-        results
-    }
-
-    /// [`Run::measure`] on a backend already open (`started`: when opening it began, for the
-    /// timing), without the GPU's lock (tests, and callers that hold it).
-    pub fn measure_with(&self, backend: &mut dyn Backend, started: Instant) -> Result<ResultsFile> {
-        pipeline(self, backend, started, Prelude::default())
-    }
-
-    /// Measures in this process, the results recording the shard (what a hung GPU does is
-    /// the caller's: [`on_hang`], or `ci`'s own).
-    pub(crate) fn measure_here(&self) -> Result<ResultsFile> {
-        let mut results = self.measure()?;
         if let Some(note) = self.shard_note(results.shapes.len()) {
             results.notes.push(note);
             results.shard = self.shard.clone();
         }
         Ok(results)
+    }
+
+    /// [`Run::measure`] on a backend already open (`started`: when opening it began, for the
+    /// timing), without the GPU's lock (tests, and the evaluator's calibration on the
+    /// simulated GPU).
+    pub fn measure_with(&self, backend: &mut dyn Backend, started: Instant) -> Result<ResultsFile> {
+        pipeline(self, backend, started, Prelude::default())
+    }
+
+    /// [`Run::measure`] for a process whose GPU work is this one run (a child's
+    /// `run-request`, the evaluator's worker): the GPU's lock taken for it, and released
+    /// after.
+    pub(crate) fn measure_here(&self) -> Result<ResultsFile> {
+        self.measure(&GpuHold::take(self.backend)?)
     }
 }
 

@@ -8,6 +8,7 @@ use anyhow::{Result, bail};
 use super::git::{BaseChoice, ResolvedBase, resolve_base};
 use super::profile::ProfileRequest;
 use super::request::Run;
+use super::sharing::GpuHold;
 use crate::results::ResultsFile;
 
 /// A run ready to measure: the run with its base resolved, the GPUs to fan out to, the
@@ -66,23 +67,24 @@ impl PreparedRun {
         self.devices.is_none()
     }
 
-    /// One ci-gate run per GPU at a time (`sharing`): the lock of this run's GPU, to be held
-    /// through the measuring and the profiles. None with `--devices` (each child takes its
-    /// own GPU's) or where the backend has no GPU.
-    pub(crate) fn lock_gpu(&self) -> Result<Option<crate::gpu::lock::GpuLock>> {
+    /// One ci-gate run per GPU at a time (`sharing`): the lock of this run's GPU, taken once,
+    /// to be held through the measuring and the profiles ([`PreparedRun::measure`]). Empty
+    /// with `--devices` (each child takes its own GPU's) or where the backend has no GPU.
+    pub(crate) fn lock_gpu(&self) -> Result<GpuHold> {
         if self.measures_here() {
-            super::sharing::lock_gpu(self.run.backend)
+            GpuHold::take(self.run.backend)
         } else {
-            Ok(None)
+            Ok(GpuHold::none())
         }
     }
 
-    /// The GPU work: measure (here, or one child per device), then profile (`profile`).
-    pub fn measure(&self) -> Result<ResultsFile> {
+    /// The GPU work, under `gpu` (from [`PreparedRun::lock_gpu`]): measure (here, or one
+    /// child per device), then profile (`profile`).
+    pub(crate) fn measure(&self, gpu: &GpuHold) -> Result<ResultsFile> {
         let run = &self.run;
         let mut results = match &self.devices {
             Some(devices) => super::devices::run_on_devices(devices, run)?,
-            None => run.measure_here()?,
+            None => run.measure(gpu)?,
         };
         results.notes.extend(self.base.note.clone());
         super::profile::profile_after(
