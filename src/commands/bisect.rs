@@ -568,7 +568,10 @@ pub(crate) fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
         .tempdir()
         .context("cannot create a temporary directory for the kernels of the commits")?;
     let (good_kernels, good_hash) = export_good(&good, &args.kernels, tmp.path())?;
-    crate::run::pipeline::on_hang(&config, None);
+    crate::run::pipeline::on_hang(
+        crate::run::pipeline::NoVerdict::config(&config),
+        crate::run::pipeline::HangOut::Save(None),
+    );
     let device = BackendChoice::from_env()?;
     // The GPU's lock, taken once for the whole search: no other ci-gate run measures between
     // its steps, each of which measures under it.

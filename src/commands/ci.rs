@@ -6,14 +6,12 @@
 use anyhow::Result;
 
 use crate::cli::CiArgs;
-use crate::config::Config;
 use crate::outcome::Outcome;
-use crate::run::pipeline::failed_run;
+use crate::run::pipeline::{HangOut, NoVerdict, on_hang};
 use crate::run::prepare::prepare;
 use crate::run::publish::publish;
 use crate::run::untrusted::SuspendedCommands;
 use crate::run::{BackendChoice, Run, RunRequest};
-use crate::shard::ShardInfo;
 
 use super::requests::with_flags;
 
@@ -31,14 +29,16 @@ pub(crate) fn run_ci(args: &CiArgs) -> Result<Outcome> {
     );
     // Known as early as possible, so that a results file without a verdict still names the
     // config and the shard (merge then says which shard failed, and why).
-    let mut config: Option<Config> = None;
-    let mut shard: Option<ShardInfo> = None;
+    let mut record = NoVerdict {
+        fail_on_drift: request.fail_on_drift,
+        ..NoVerdict::default()
+    };
     let measured = crate::config::load_selected(&request.config, &[])
         .map_err(anyhow::Error::from)
         .and_then(|(c, _)| {
             let (shapes, info) = Run::select(&request, &c)?;
-            config = Some(c.clone());
-            shard = info.clone();
+            record.config = Some(c.clone());
+            record.shard = info.clone();
             Ok(Run {
                 request,
                 config: c,
@@ -63,7 +63,7 @@ pub(crate) fn run_ci(args: &CiArgs) -> Result<Outcome> {
             // results are published.
             let gpu = prepared.lock_gpu()?;
             let suspended = SuspendedCommands::begin()?;
-            on_hang(args, config.as_ref(), shard.clone());
+            on_hang(record.clone(), HangOut::Publish(args.out.clone()));
             let measured = prepared.measure(&gpu);
             suspended.end();
             drop(gpu);
@@ -71,31 +71,7 @@ pub(crate) fn run_ci(args: &CiArgs) -> Result<Outcome> {
         });
     let (results, failure) = match measured {
         Ok(r) => (r, None),
-        Err(e) => {
-            let mut failed = failed_run(config.as_ref(), &e);
-            failed.shard = shard;
-            failed.fail_on_drift = args.base.fail_on_drift;
-            (failed, Some(e))
-        }
+        Err(e) => (record.results(&e), Some(e)),
     };
     publish(results, &args.out, failure)
-}
-
-/// What a hung GPU does to `ci` (gpu::watchdog ends the process with exit 2 right after):
-/// workflow commands resume, and the results file, job summary, annotation and step outputs
-/// say which shape and side hung, as for any run without a verdict.
-fn on_hang(args: &CiArgs, config: Option<&Config>, shard: Option<ShardInfo>) {
-    let config = config.cloned();
-    let out = args.out.clone();
-    let fail_on_drift = args.base.fail_on_drift;
-    crate::backend::hang::set_handler(Box::new(move |message| {
-        let error = anyhow::anyhow!("{message}");
-        let mut failed = failed_run(config.as_ref(), &error);
-        failed.shard = shard.clone();
-        failed.fail_on_drift = fail_on_drift;
-        crate::run::untrusted::resume_now();
-        if let Err(e) = publish(failed, &out, Some(error)) {
-            eprintln!("{}", crate::text::error_message(&format!("{e:#}")));
-        }
-    }));
 }

@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use crate::cli::LocalArgs;
 use crate::outcome::Outcome;
 use crate::report::{Format, Report, render};
-use crate::run::pipeline::{failed_run, on_hang};
+use crate::run::pipeline::{HangOut, NoVerdict, failed_run, on_hang};
 use crate::run::prepare::prepare;
 use crate::run::{Run, RunRequest};
 
@@ -44,7 +44,10 @@ pub(crate) fn run_local(args: &LocalArgs) -> Result<Outcome> {
     }
     let run = &prepared.run;
     if prepared.measures_here() {
-        on_hang(&run.config, args.out.clone());
+        on_hang(
+            NoVerdict::config(&run.config),
+            HangOut::Save(args.out.clone()),
+        );
     }
     let measured = prepared.lock_gpu().and_then(|gpu| prepared.measure(&gpu));
     let results = match measured {

@@ -30,6 +30,7 @@ use super::sharing::{GpuHold, ProcessWatch};
 use crate::backend::{Backend, Side};
 use crate::config::Config;
 use crate::results::{BaseInfo, GpuProcess, ResultsFile, RunTiming};
+use crate::shard::ShardInfo;
 
 /// What [`Run::measure`] settles before the backend is open.
 #[derive(Default)]
@@ -187,23 +188,70 @@ fn setup<'r>(
     ))
 }
 
-/// Installs what a hung GPU does to this process (gpu::watchdog): the message on stderr
-/// and, with `out`, a results file without a verdict whose error names the shape and side;
-/// the watchdog then ends the process with exit code 2.
-pub(crate) fn on_hang(config: &Config, out: Option<PathBuf>) {
-    let config = config.clone();
+/// What a results file without a verdict records of its run: the config and the shard, where
+/// they were resolved, and whether a drift fails it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct NoVerdict {
+    pub config: Option<Config>,
+    pub shard: Option<ShardInfo>,
+    pub fail_on_drift: bool,
+}
+
+impl NoVerdict {
+    /// The config alone (what `local`, a child and the evaluator's worker record).
+    pub(crate) fn config(config: &Config) -> NoVerdict {
+        NoVerdict {
+            config: Some(config.clone()),
+            ..NoVerdict::default()
+        }
+    }
+
+    /// The results file without a verdict that `error` ended.
+    pub(crate) fn results(&self, error: &anyhow::Error) -> ResultsFile {
+        let mut failed = failed_run(self.config.as_ref(), error);
+        failed.shard = self.shard.clone();
+        failed.fail_on_drift = self.fail_on_drift;
+        failed
+    }
+}
+
+/// Where a run without a verdict is told, when its device hangs.
+pub(crate) enum HangOut {
+    /// The message on stderr, and the results file saved here, where there is one (`local
+    /// --out`, a child's, the evaluator's worker's; `bisect` has none).
+    Save(Option<PathBuf>),
+    /// Published as `ci` publishes any run without a verdict (`publish`): workflow commands
+    /// resume, then the results file, job summary, annotation and step outputs say which
+    /// shape and side hung.
+    Publish(PathBuf),
+}
+
+/// Installs the one hang handler (`backend::hang`) for this process's run: a results file
+/// without a verdict recording `record`, whose error names the shape and side that hung,
+/// told as `out` says; the watchdog then ends the process with exit code 2.
+pub(crate) fn on_hang(record: NoVerdict, out: HangOut) {
     crate::backend::hang::set_handler(Box::new(move |message| {
-        eprintln!("{}", crate::text::error_message(message));
-        if let Some(out) = &out {
-            let r = ResultsFile::failed(Some(&config), message.to_owned());
-            if let Err(e) = r.save(out) {
-                eprintln!(
-                    "{}",
-                    crate::text::error_message(&format!(
-                        "the results could not be saved to {}: {e}",
-                        out.display()
-                    ))
-                );
+        let error = anyhow::anyhow!("{message}");
+        match &out {
+            HangOut::Save(file) => {
+                eprintln!("{}", crate::text::error_message(message));
+                if let Some(file) = file
+                    && let Err(e) = record.results(&error).save(file)
+                {
+                    eprintln!(
+                        "{}",
+                        crate::text::error_message(&format!(
+                            "the results could not be saved to {}: {e}",
+                            file.display()
+                        ))
+                    );
+                }
+            }
+            HangOut::Publish(file) => {
+                super::untrusted::resume_now();
+                if let Err(e) = super::publish::publish(record.results(&error), file, Some(error)) {
+                    eprintln!("{}", crate::text::error_message(&format!("{e:#}")));
+                }
             }
         }
     }));
