@@ -206,6 +206,15 @@ impl NoVerdict {
         }
     }
 
+    /// All of `run` (what `ci` records: `merge` then says which shard failed, and why).
+    pub(crate) fn of(run: &Run) -> NoVerdict {
+        NoVerdict {
+            config: Some(run.config.clone()),
+            shard: run.shard.clone(),
+            fail_on_drift: run.request.fail_on_drift,
+        }
+    }
+
     /// The results file without a verdict that `error` ended.
     pub(crate) fn results(&self, error: &anyhow::Error) -> ResultsFile {
         let mut failed = failed_run(self.config.as_ref(), error);

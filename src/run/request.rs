@@ -105,6 +105,39 @@ impl RunRequest {
     }
 }
 
+/// A request [`Run::resolve`] could not resolve: why, and its config and shard where only
+/// the device could not be chosen. `ci` records them in its results file without a verdict
+/// (`merge` then says which shard failed, and why); to everyone else this is the error it
+/// wraps, shown as that error is.
+#[derive(Debug)]
+pub(crate) struct Unresolved {
+    pub error: anyhow::Error,
+    /// The config and the shard, where they were resolved (boxed: an error stays small).
+    pub resolved: Option<Box<(Config, Option<ShardInfo>)>>,
+}
+
+impl From<anyhow::Error> for Unresolved {
+    fn from(error: anyhow::Error) -> Unresolved {
+        Unresolved {
+            error,
+            resolved: None,
+        }
+    }
+}
+
+impl std::fmt::Display for Unresolved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&self.error, f)
+    }
+}
+
+/// The wrapped error's causes are this one's, so that `{:#}` reads as the error alone.
+impl std::error::Error for Unresolved {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error.source()
+    }
+}
+
 /// A request resolved: the config loaded (once), the run's shapes (after `--shape` and its
 /// shard), and the device that measures it.
 #[derive(Clone, Debug)]
@@ -119,12 +152,31 @@ pub struct Run {
 }
 
 impl Run {
-    /// Resolves `request`: loads its config (naming the file on errors), selects and shards
-    /// its shapes, and takes the measuring device from this process's environment
-    /// ([`BackendChoice::from_env`]: the simulation is refused in GitHub Actions).
-    pub(crate) fn resolve(request: RunRequest) -> Result<Run> {
-        let (config, _) = crate::config::load_selected(&request.config, &[])?;
-        Run::with_config(request, config, BackendChoice::from_env()?)
+    /// Resolves `request`, the one way every command's run is made: loads its config
+    /// (naming the file on errors), selects and shards its shapes, and takes the measuring
+    /// device from this process's environment ([`BackendChoice::from_env`]: the simulation is
+    /// refused in GitHub Actions). The device comes last, so that a refused one still leaves
+    /// the config and the shard for a results file without a verdict ([`Unresolved`]).
+    pub(crate) fn resolve(request: RunRequest) -> Result<Run, Unresolved> {
+        let (config, _) = crate::config::load_selected(&request.config, &[])
+            .map_err(|e| Unresolved::from(anyhow::Error::from(e)))?;
+        let (shapes, shard) = Run::select(&request, &config)?;
+        let backend = match BackendChoice::from_env() {
+            Ok(backend) => backend,
+            Err(e) => {
+                return Err(Unresolved {
+                    error: e,
+                    resolved: Some(Box::new((config, shard))),
+                });
+            }
+        };
+        Ok(Run {
+            request,
+            config,
+            shapes,
+            shard,
+            backend,
+        })
     }
 
     /// [`Run::resolve`] with the config already loaded and the device chosen (tests, and
@@ -245,6 +297,15 @@ mod tests {
         assert_eq!(serde_json::from_str::<RunRequest>(&json).unwrap(), r);
         let extra = json.replacen('{', "{\"sneaky\": 1, ", 1);
         assert!(serde_json::from_str::<RunRequest>(&extra).is_err());
+    }
+
+    #[test]
+    fn an_unresolved_request_reads_as_the_error_it_wraps() {
+        let inner = anyhow::anyhow!("the cause").context("the error");
+        let shown = format!("{inner:#}");
+        let wrapped = anyhow::Error::from(Unresolved::from(inner));
+        assert_eq!(format!("{wrapped:#}"), shown);
+        assert_eq!(format!("{wrapped}"), "the error");
     }
 
     #[test]
