@@ -228,7 +228,7 @@ pub struct ProfileArgs {
 }
 
 /// The run options `local` and `ci` share (a new one of both goes here, and into
-/// `run::RunRequest::with_flags`).
+/// `commands::requests::with_flags`).
 #[derive(Debug, Clone, Args)]
 pub struct RunFlags {
     /// Leave out the config's peers (PyTorch's scaled_dot_product_attention): no "Against

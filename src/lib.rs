@@ -8,7 +8,8 @@
 //!    the pipeline's phases, child processes, profiling and publishing; and `eval`, the
 //!    evaluator for optimisation loops, which drives the engine (one measuring process per
 //!    candidate) and which `run` never imports;
-//! 3. `cli` (the command line's types, which the engine takes its options from), the
+//! 3. `cli` (the command line's types: `commands` converts them into the engine's own request
+//!    types, so `run` never imports it; `eval` reads its options from it), the
 //!    measuring devices `gpu` (cudarc) and `sim` (the seeded simulation, and its noise
 //!    model), both implementing `backend::Backend`, and `github` (the API and Actions);
 //! 4. `kernel`, the kernel-source boundary both devices use: a kernel directory and its

@@ -1,6 +1,6 @@
 //! What a hung device does to this process, for every backend alike: the one hang handler
-//! the engine installs ([`set_handler`]: the results file without a verdict, published as
-//! the command publishes any), run with one sentence that names what hung ([`report`]); the
+//! the engine installs ([`set_handler`], from `run::pipeline::on_hang`: the results file
+//! without a verdict, saved or published as the command publishes any), run with one sentence that names what hung ([`report`]); the
 //! process then ends with exit code 2. The GPU's watchdog (`gpu::watchdog`) reports a wait
 //! past its deadline here and ends the process without running destructors (the driver's
 //! teardown could wait on the hung kernel); the simulated GPU's hung kernel takes the same

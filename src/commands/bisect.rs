@@ -568,11 +568,15 @@ pub(crate) fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
         .tempdir()
         .context("cannot create a temporary directory for the kernels of the commits")?;
     let (good_kernels, good_hash) = export_good(&good, &args.kernels, tmp.path())?;
-    crate::run::pipeline::on_hang(&config, None);
+    crate::run::pipeline::on_hang(
+        crate::run::pipeline::NoVerdict::config(&config),
+        crate::run::pipeline::HangOut::Save(None),
+    );
     let device = BackendChoice::from_env()?;
-    // The GPU's lock for the whole search: no other ci-gate run measures between its steps
-    // (each step's pipeline takes it again, in this process: the same lock).
-    let _gpu = crate::run::sharing::lock_gpu(device)?;
+    // The GPU's lock, taken once for the whole search: no other ci-gate run measures between
+    // its steps, each of which measures under it.
+    let gpu = crate::run::sharing::GpuHold::take(device)?;
+    let gpu = &gpu;
     let names: Vec<String> = shapes.iter().map(ShapeParams::name).collect();
     let commits: Vec<CommitInfo> = path.iter().map(|c| CommitInfo::read(c)).collect();
     let measure_config = config.clone();
@@ -596,7 +600,7 @@ pub(crate) fn run_bisect(args: &BisectArgs) -> Result<Outcome> {
                 cand.to_path_buf(),
                 device,
             )?
-            .measure()
+            .measure(gpu)
         }),
         seen,
         steps: Vec::new(),
@@ -809,7 +813,7 @@ pub(super) fn step(
     cand: PathBuf,
     device: BackendChoice,
 ) -> Result<Run> {
-    let paths = crate::cli::ConfigArgs {
+    let paths = crate::run::RunPaths {
         config: config.path.clone(),
         kernels: cand,
         baselines: PathBuf::new(),
@@ -820,7 +824,7 @@ pub(super) fn step(
         compare: false,
         peers: false,
         trace_drift: false,
-        ..RunRequest::gate(&paths)
+        ..RunRequest::gate(paths)
     };
     Run::with_config(request, config, device)
 }

@@ -5,32 +5,36 @@ use anyhow::{Context, Result};
 use crate::cli::LocalArgs;
 use crate::outcome::Outcome;
 use crate::report::{Format, Report, render};
-use crate::run::pipeline::{failed_run, on_hang};
+use crate::run::pipeline::{HangOut, NoVerdict, failed_run, on_hang};
 use crate::run::prepare::prepare;
 use crate::run::{Run, RunRequest};
+
+use super::requests::with_flags;
 
 pub(crate) fn run_local(args: &LocalArgs) -> Result<Outcome> {
     // Before anything is measured: a results file that could not be written loses the run.
     if let Some(out) = &args.out {
         crate::files::check_writable(out)?;
     }
-    let request = RunRequest {
-        shapes: args.shapes.clone(),
-        shard: args.sharding.shard,
-        ab_always: args.ab_always,
-        compare: !args.no_compare,
-        parity: !args.no_parity,
-        rounds: args.rounds,
-        inject: args.inject,
-        fail_on_drift: args.base.fail_on_drift,
-        progress: args.format == Format::Table,
-        ..RunRequest::gate(&args.config)
-    }
-    .with_flags(&args.run);
+    let request = with_flags(
+        RunRequest {
+            shapes: args.shapes.clone(),
+            shard: args.sharding.shard,
+            ab_always: args.ab_always,
+            compare: !args.no_compare,
+            parity: !args.no_parity,
+            rounds: args.rounds,
+            inject: args.inject,
+            fail_on_drift: args.base.fail_on_drift,
+            progress: args.format == Format::Table,
+            ..RunRequest::gate(&args.config)
+        },
+        &args.run,
+    );
     let prepared = prepare(
         Run::resolve(request)?,
-        &args.base,
-        &args.profile,
+        &(&args.base).into(),
+        (&args.profile).into(),
         args.sharding.devices.as_deref(),
         true,
     )?;
@@ -40,11 +44,12 @@ pub(crate) fn run_local(args: &LocalArgs) -> Result<Outcome> {
     }
     let run = &prepared.run;
     if prepared.measures_here() {
-        on_hang(&run.config, args.out.clone());
+        on_hang(
+            NoVerdict::config(&run.config),
+            HangOut::Save(args.out.clone()),
+        );
     }
-    let measured = prepared
-        .lock_gpu()
-        .and_then(|_gpu| prepared.measure(&args.profile));
+    let measured = prepared.lock_gpu().and_then(|gpu| prepared.measure(&gpu));
     let results = match measured {
         Ok(results) => results,
         Err(e) => {

@@ -2,7 +2,8 @@
 //! other hidden commands are the engine's, the sandbox's and the evaluator's: `run-request`
 //! (`run::child::run_request`), `nvrtc-sandbox` (`kernel::sandbox::serve`) and `eval-worker`
 //! (`eval::worker`). What several commands share lives below them, in `run` (the engine),
-//! `eval` (the evaluator) and the modules they use.
+//! `eval` (the evaluator) and the modules they use. The engine takes no clap types:
+//! `requests` converts the command line into its requests.
 //!
 //! Names: a file here is named after its subcommand, so `baseline`, `comment`, `compile`,
 //! `env`, `merge` and `sanitize` repeat the name of the library module the subcommand is a
@@ -20,6 +21,7 @@ mod eval;
 mod history;
 mod local;
 mod merge;
+mod requests;
 mod sanitize;
 mod selftest;
 mod worker;

@@ -31,7 +31,7 @@ pub(crate) fn run_sanitize(args: &SanitizeArgs) -> Result<Outcome> {
     let started = Instant::now();
     let set = KernelSet::of(args)?;
     // Its kernels run on the GPU for minutes: one ci-gate run per GPU at a time (`sharing`).
-    let _gpu = crate::run::sharing::lock_gpu(crate::run::BackendChoice::from_env()?)?;
+    let _gpu = crate::run::sharing::GpuHold::take(crate::run::BackendChoice::from_env()?)?;
     let tools: Vec<Tool> = if args.tools.is_empty() {
         Tool::ALL.to_vec()
     } else {

@@ -58,7 +58,10 @@ pub(crate) fn serve(request: &Path, out: &Path) -> Result<Outcome> {
         config.measure.cache = cache;
     }
     let run = Run::with_config(req.run, config, BackendChoice::from_env()?)?;
-    crate::run::pipeline::on_hang(&run.config, Some(out.to_owned()));
+    crate::run::pipeline::on_hang(
+        crate::run::pipeline::NoVerdict::config(&run.config),
+        crate::run::pipeline::HangOut::Save(Some(out.to_owned())),
+    );
     match run.measure_here() {
         Ok(results) => {
             results

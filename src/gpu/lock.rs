@@ -19,13 +19,15 @@
 //! `$CI_GATE_LOCK_WAIT_S` for tests) the run ends without a verdict (exit 2), saying so.
 //!
 //! The lock is keyed by a string (the UUID of the GPU, or of the simulated GPU), so all of it
-//! runs without one. Within a process it is re-entrant: `bisect` holds it across its steps,
-//! each of which takes it again.
+//! runs without one. It is taken once per run (`run::sharing::GpuHold`, held by whoever owns
+//! the run's GPU work; the pipeline is handed it, `bisect` holds it across its steps) and is
+//! not re-entrant: `flock` belongs to an open file, so a second [`acquire`] in a process that
+//! holds the lock waits like any other process, and a run that took its GPU twice would wait
+//! for itself until the bound.
 
 use std::fs::File;
 use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
@@ -77,13 +79,8 @@ pub(crate) fn device0_uuid() -> Option<String> {
     Some(super::device::uuid_string(&uuid.bytes))
 }
 
-/// A GPU held by this process; released when the last handle of the process drops.
-#[derive(Clone)]
+/// A GPU held by this process; released when this drops (or the process ends).
 pub struct GpuLock {
-    held: Arc<Held>,
-}
-
-struct Held {
     /// The locked file: the lock lives as long as this descriptor.
     _file: File,
     key: String,
@@ -94,22 +91,19 @@ struct Held {
 impl GpuLock {
     /// The GPU's key (its UUID).
     pub(crate) fn key(&self) -> &str {
-        &self.held.key
+        &self.key
     }
 
-    /// How long this process waited for it (when it first took it).
+    /// How long this process waited for it.
     pub(crate) fn waited(&self) -> Duration {
-        self.held.waited
+        self.waited
     }
 
     /// The lock file.
     pub fn path(&self) -> &Path {
-        &self.held.path
+        &self.path
     }
 }
-
-/// The locks this process holds, by file: taking one again returns the same lock.
-static HELD: Mutex<Vec<(PathBuf, Weak<Held>)>> = Mutex::new(Vec::new());
 
 /// Takes the lock of GPU `key` in `dir`, waiting at most `wait` for another process that
 /// holds it; `on_wait` gets the waiting line, once, when there is a wait. An error is one
@@ -121,9 +115,6 @@ pub fn acquire(
     on_wait: &mut dyn FnMut(&str),
 ) -> Result<GpuLock> {
     let path = dir.join(file_name(key));
-    if let Some(held) = held_here(&path) {
-        return Ok(GpuLock { held });
-    }
     ensure_private_dir(dir)?;
     let file = open_lock_file(&path)?;
     let started = Instant::now();
@@ -164,23 +155,12 @@ pub fn acquire(
     if let Err(e) = written {
         bail!("cannot write to the GPU lock file {}: {e}", path.display());
     }
-    let held = Arc::new(Held {
+    Ok(GpuLock {
         _file: file,
         key: key.to_owned(),
-        path: path.clone(),
+        path,
         waited,
-    });
-    let mut all = HELD.lock().unwrap_or_else(|e| e.into_inner());
-    all.retain(|(_, w)| w.strong_count() > 0);
-    all.push((path, Arc::downgrade(&held)));
-    Ok(GpuLock { held })
-}
-
-fn held_here(path: &Path) -> Option<Arc<Held>> {
-    let all = HELD.lock().unwrap_or_else(|e| e.into_inner());
-    all.iter()
-        .find(|(p, _)| p == path)
-        .and_then(|(_, w)| w.upgrade())
+    })
 }
 
 /// The lock file's name: the key itself where it is a plain name (a UUID is), else a hash of
@@ -352,29 +332,27 @@ mod tests {
             text.starts_with(&format!("pid {}\nsince ", std::process::id())),
             "{text}"
         );
-        // Within the process it is re-entrant.
-        let again = acquire(key, &dir, Duration::ZERO, &mut |_| panic!("no wait")).unwrap();
-        assert_eq!(again.key(), key);
-        // Another open file description (as another process has) must wait: taken on a thread
-        // of its own through the file, as the registry would hand this process its own lock.
-        let file = open_lock_file(first.path()).unwrap();
-        assert!(!raw::try_flock_exclusive(&file).unwrap(), "held");
-        let holder = Holder::read(&file);
-        assert_eq!(holder.pid, Some(std::process::id()));
-        let line = waiting_line(key, &holder);
+        // Not re-entrant: a second take in this process waits as another process's would,
+        // saying so once, and gives up at the bound.
+        let mut lines = Vec::new();
+        let e = match acquire(key, &dir, Duration::ZERO, &mut |l| lines.push(l.to_owned())) {
+            Ok(_) => panic!("the lock is held"),
+            Err(e) => e.to_string(),
+        };
+        assert_eq!(lines.len(), 1, "{lines:?}");
         assert!(
-            line.starts_with(&format!(
+            lines[0].starts_with(&format!(
                 "ci-gate: waiting for GPU {key} (held by pid {} since 20",
                 std::process::id()
-            )) && line.ends_with(" UTC)"),
-            "{line}"
+            )) && lines[0].ends_with(" UTC)"),
+            "{lines:?}"
         );
+        assert!(e.contains("is still held by pid"), "{e}");
+        // Another open file description (as another process has) cannot take it either.
+        let file = open_lock_file(first.path()).unwrap();
+        assert!(!raw::try_flock_exclusive(&file).unwrap(), "held");
+        assert_eq!(Holder::read(&file).pid, Some(std::process::id()));
         drop(first);
-        assert!(
-            !raw::try_flock_exclusive(&file).unwrap(),
-            "a handle is left"
-        );
-        drop(again);
         assert!(raw::try_flock_exclusive(&file).unwrap(), "released");
     }
 
@@ -384,7 +362,7 @@ mod tests {
         let dir = tmp.path().join("locks");
         ensure_private_dir(&dir).unwrap();
         let key = "GPU-aaaa";
-        // A holder that is not this process's registry: a plain flock on the file.
+        // Another holder: a plain flock on the file.
         let path = dir.join(file_name(key));
         let other = open_lock_file(&path).unwrap();
         assert!(raw::try_flock_exclusive(&other).unwrap());

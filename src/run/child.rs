@@ -75,7 +75,10 @@ pub(crate) fn run_request(request: &Path, out: &Path) -> Result<Outcome> {
     let req: RunRequest = serde_json::from_slice(&text)
         .with_context(|| format!("{} is not a run request", request.display()))?;
     let run = Run::resolve(req)?;
-    super::pipeline::on_hang(&run.config, Some(out.to_owned()));
+    super::pipeline::on_hang(
+        super::pipeline::NoVerdict::config(&run.config),
+        super::pipeline::HangOut::Save(Some(out.to_owned())),
+    );
     let results = run.measure_here()?;
     results
         .save(out)

@@ -9,7 +9,6 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, Result, bail};
 
 use crate::child_env::{Child, restrict};
-use crate::cli::BaseArgs;
 use crate::kernel::KernelDir;
 
 /// The base side of an A/B run: a directory holding its `kernels/` files.
@@ -184,10 +183,24 @@ pub(crate) struct ResolvedBase {
     _tmp: Option<tempfile::TempDir>,
 }
 
-/// Resolves `--base`, `--base-kernels` and `--no-base`. Without any of them, `local` takes
-/// the merge-base with the default branch (`merge_base_by_default`) and `ci` none.
+/// Where the base kernels of a run come from, as the command asked (`--no-base`,
+/// `--base-kernels`, `--base`, or none of them).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum BaseChoice {
+    /// No A/B: the stored baseline decides (`--no-base`, said in a note).
+    NoBase,
+    /// The kernels in this directory (`--base-kernels DIR`).
+    Dir(PathBuf),
+    /// The kernels of this git revision (`--base REF`).
+    Rev(String),
+    /// None asked: the command's default ([`resolve_base`]'s `merge_base_by_default`).
+    Default,
+}
+
+/// Resolves the base `choice`. Without one, `local` takes the merge-base with the default
+/// branch (`merge_base_by_default`) and `ci` none.
 pub(crate) fn resolve_base(
-    args: &BaseArgs,
+    choice: &BaseChoice,
     kernels: &Path,
     merge_base_by_default: bool,
 ) -> Result<ResolvedBase> {
@@ -196,29 +209,33 @@ pub(crate) fn resolve_base(
         note,
         _tmp: None,
     };
-    if args.no_base {
-        return Ok(none(Some(
-            "--no-base: no A/B, the stored baseline decides".into(),
-        )));
-    }
-    if let Some(dir) = &args.base_kernels {
-        if !KernelDir::new(dir).timed().is_file() {
-            bail!(
-                "--base-kernels {}: no attention.cu in that directory",
-                dir.display()
-            );
+    let rev = match choice {
+        BaseChoice::NoBase => {
+            return Ok(none(Some(
+                "--no-base: no A/B, the stored baseline decides".into(),
+            )));
         }
-        return Ok(ResolvedBase {
-            kernels: Some(BaseKernels {
-                dir: dir.clone(),
-                source: dir.display().to_string(),
-                commit: None,
-            }),
-            note: None,
-            _tmp: None,
-        });
-    }
-    let (commit, label) = match &args.base {
+        BaseChoice::Dir(dir) => {
+            if !KernelDir::new(dir).timed().is_file() {
+                bail!(
+                    "--base-kernels {}: no attention.cu in that directory",
+                    dir.display()
+                );
+            }
+            return Ok(ResolvedBase {
+                kernels: Some(BaseKernels {
+                    dir: dir.clone(),
+                    source: dir.display().to_string(),
+                    commit: None,
+                }),
+                note: None,
+                _tmp: None,
+            });
+        }
+        BaseChoice::Rev(rev) => Some(rev),
+        BaseChoice::Default => None,
+    };
+    let (commit, label) = match rev {
         Some(rev) => {
             let commit = resolve(rev)
                 .with_context(|| format!("--base {rev:?}: no such commit in this repository"))?;

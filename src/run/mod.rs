@@ -42,4 +42,4 @@ pub(crate) mod tool;
 pub(crate) mod untrusted;
 
 pub use device::BackendChoice;
-pub use request::{BaseKernels, Run, RunRequest};
+pub use request::{BaseKernels, Run, RunPaths, RunRequest};

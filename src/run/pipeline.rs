@@ -1,8 +1,8 @@
 //! The measuring pipeline of one [`Run`], in its phases:
 //!
-//! 1. **setup** ([`setup`], here): the GPU's lock and a reading of its processes, the PyTorch
-//!    worker started beside the compiling, the backend opened, the environment, the stored
-//!    baseline and the stage design;
+//! 1. **setup** ([`setup`], here): a reading of the GPU's processes (under the GPU's lock, which
+//!    the caller holds), the PyTorch worker started beside the compiling, the backend opened,
+//!    the environment, the stored baseline and the stage design;
 //! 2. **parity** (`parity`): the candidate on random shapes it cannot predict, then, before
 //!    each shape's first stage, both sides on that shape;
 //! 3. **stages** (`stages`): every shape's first stage (pairs of rounds, or the candidate
@@ -26,10 +26,11 @@ use anyhow::Result;
 use super::peer::{PeerSession, PendingPeers};
 use super::request::Run;
 use super::session::{Session, Sides};
-use super::sharing::ProcessWatch;
+use super::sharing::{GpuHold, ProcessWatch};
 use crate::backend::{Backend, Side};
 use crate::config::Config;
 use crate::results::{BaseInfo, GpuProcess, ResultsFile, RunTiming};
+use crate::shard::ShardInfo;
 
 /// What [`Run::measure`] settles before the backend is open.
 #[derive(Default)]
@@ -43,18 +44,18 @@ pub(super) struct Prelude {
 }
 
 impl Run {
-    /// Runs the pipeline on this run's device. Errors are things that prevent any verdict
-    /// (no GPU, kernels that do not compile, an unreadable baseline, a GPU another ci-gate
-    /// run held too long, the GPU-time budget spent); a shape that fails is recorded in its
-    /// result.
+    /// Runs the pipeline on this run's device, under `gpu`, the GPU's lock its caller took
+    /// for the run (`sharing`: one ci-gate run per GPU at a time; the pipeline never takes
+    /// it), and records the shard in the results. Errors are things that prevent any verdict
+    /// (no GPU, kernels that do not compile, an unreadable baseline, the GPU-time budget
+    /// spent); a shape that fails is recorded in its result.
     ///
-    /// First the GPU's lock (`sharing`: one ci-gate run per GPU at a time) and a reading of
-    /// the GPU's processes before this process has a context there; then the PyTorch worker
-    /// is started, so that its import and warm-up run beside the compiling.
-    pub fn measure(&self) -> Result<ResultsFile> {
-        let lock = super::sharing::lock_gpu(self.backend)?;
+    /// First a reading of the GPU's processes before this process has a context there; then
+    /// the PyTorch worker is started, so that its import and warm-up run beside the
+    /// compiling. What a hung GPU does is the caller's (`on_hang`).
+    pub(crate) fn measure(&self, gpu: &GpuHold) -> Result<ResultsFile> {
         let before = crate::backend::spans::time("setup.processes_before", || {
-            super::sharing::processes_before(self.backend, lock.as_ref().map(|l| l.key()))
+            super::sharing::processes_before(self.backend, gpu.key())
         });
         let started = Instant::now();
         let peers = if self.request.peers {
@@ -68,31 +69,31 @@ impl Run {
             &self.config,
         )?;
         let prelude = Prelude {
-            lock_wait_s: lock.as_ref().map_or(0.0, |l| l.waited().as_secs_f64()),
+            lock_wait_s: gpu.waited_s(),
             processes_before: before,
             peers,
         };
-        let results = pipeline(self, backend.as_mut(), started, prelude);
+        let mut results = pipeline(self, backend.as_mut(), started, prelude)?;
         drop(backend);
-        drop(lock);
-        results
-    }
-
-    /// [`Run::measure`] on a backend already open (`started`: when opening it began, for the
-    /// timing), without the GPU's lock (tests, and callers that hold it).
-    pub fn measure_with(&self, backend: &mut dyn Backend, started: Instant) -> Result<ResultsFile> {
-        pipeline(self, backend, started, Prelude::default())
-    }
-
-    /// Measures in this process, the results recording the shard (what a hung GPU does is
-    /// the caller's: [`on_hang`], or `ci`'s own).
-    pub(crate) fn measure_here(&self) -> Result<ResultsFile> {
-        let mut results = self.measure()?;
         if let Some(note) = self.shard_note(results.shapes.len()) {
             results.notes.push(note);
             results.shard = self.shard.clone();
         }
         Ok(results)
+    }
+
+    /// [`Run::measure`] on a backend already open (`started`: when opening it began, for the
+    /// timing), without the GPU's lock (tests, and the evaluator's calibration on the
+    /// simulated GPU).
+    pub fn measure_with(&self, backend: &mut dyn Backend, started: Instant) -> Result<ResultsFile> {
+        pipeline(self, backend, started, Prelude::default())
+    }
+
+    /// [`Run::measure`] for a process whose GPU work is this one run (a child's
+    /// `run-request`, the evaluator's worker): the GPU's lock taken for it, and released
+    /// after.
+    pub(crate) fn measure_here(&self) -> Result<ResultsFile> {
+        self.measure(&GpuHold::take(self.backend)?)
     }
 }
 
@@ -199,23 +200,79 @@ fn setup<'r>(
     ))
 }
 
-/// Installs what a hung GPU does to this process (gpu::watchdog): the message on stderr
-/// and, with `out`, a results file without a verdict whose error names the shape and side;
-/// the watchdog then ends the process with exit code 2.
-pub(crate) fn on_hang(config: &Config, out: Option<PathBuf>) {
-    let config = config.clone();
+/// What a results file without a verdict records of its run: the config and the shard, where
+/// they were resolved, and whether a drift fails it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct NoVerdict {
+    pub config: Option<Config>,
+    pub shard: Option<ShardInfo>,
+    pub fail_on_drift: bool,
+}
+
+impl NoVerdict {
+    /// The config alone (what `local`, a child and the evaluator's worker record).
+    pub(crate) fn config(config: &Config) -> NoVerdict {
+        NoVerdict {
+            config: Some(config.clone()),
+            ..NoVerdict::default()
+        }
+    }
+
+    /// All of `run` (what `ci` records: `merge` then says which shard failed, and why).
+    pub(crate) fn of(run: &Run) -> NoVerdict {
+        NoVerdict {
+            config: Some(run.config.clone()),
+            shard: run.shard.clone(),
+            fail_on_drift: run.request.fail_on_drift,
+        }
+    }
+
+    /// The results file without a verdict that `error` ended.
+    pub(crate) fn results(&self, error: &anyhow::Error) -> ResultsFile {
+        let mut failed = failed_run(self.config.as_ref(), error);
+        failed.shard = self.shard.clone();
+        failed.fail_on_drift = self.fail_on_drift;
+        failed
+    }
+}
+
+/// Where a run without a verdict is told, when its device hangs.
+pub(crate) enum HangOut {
+    /// The message on stderr, and the results file saved here, where there is one (`local
+    /// --out`, a child's, the evaluator's worker's; `bisect` has none).
+    Save(Option<PathBuf>),
+    /// Published as `ci` publishes any run without a verdict (`publish`): workflow commands
+    /// resume, then the results file, job summary, annotation and step outputs say which
+    /// shape and side hung.
+    Publish(PathBuf),
+}
+
+/// Installs the one hang handler (`backend::hang`) for this process's run: a results file
+/// without a verdict recording `record`, whose error names the shape and side that hung,
+/// told as `out` says; the watchdog then ends the process with exit code 2.
+pub(crate) fn on_hang(record: NoVerdict, out: HangOut) {
     crate::backend::hang::set_handler(Box::new(move |message| {
-        eprintln!("{}", crate::text::error_message(message));
-        if let Some(out) = &out {
-            let r = ResultsFile::failed(Some(&config), message.to_owned());
-            if let Err(e) = r.save(out) {
-                eprintln!(
-                    "{}",
-                    crate::text::error_message(&format!(
-                        "the results could not be saved to {}: {e}",
-                        out.display()
-                    ))
-                );
+        let error = anyhow::anyhow!("{message}");
+        match &out {
+            HangOut::Save(file) => {
+                eprintln!("{}", crate::text::error_message(message));
+                if let Some(file) = file
+                    && let Err(e) = record.results(&error).save(file)
+                {
+                    eprintln!(
+                        "{}",
+                        crate::text::error_message(&format!(
+                            "the results could not be saved to {}: {e}",
+                            file.display()
+                        ))
+                    );
+                }
+            }
+            HangOut::Publish(file) => {
+                super::untrusted::resume_now();
+                if let Err(e) = super::publish::publish(record.results(&error), file, Some(error)) {
+                    eprintln!("{}", crate::text::error_message(&format!("{e:#}")));
+                }
             }
         }
     }));

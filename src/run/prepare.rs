@@ -5,26 +5,28 @@
 
 use anyhow::{Result, bail};
 
-use super::git::{ResolvedBase, resolve_base};
+use super::git::{BaseChoice, ResolvedBase, resolve_base};
+use super::profile::ProfileRequest;
 use super::request::Run;
-use crate::cli::{BaseArgs, ProfileArgs};
+use super::sharing::GpuHold;
 use crate::results::ResultsFile;
 
-/// A run ready to measure: the run with its base resolved, the GPUs to fan out to, and the
-/// base (whose temporary checkout lives as long as this). Nothing here compiles or launches
-/// anything.
+/// A run ready to measure: the run with its base resolved, the GPUs to fan out to, the
+/// base (whose temporary checkout lives as long as this), and the profiles asked for.
+/// Nothing here compiles or launches anything.
 pub(crate) struct PreparedRun {
     pub run: Run,
     devices: Option<Vec<u32>>,
     base: ResolvedBase,
+    profile: ProfileRequest,
 }
 
 /// Checks `run`'s request (`--inject`, `--profile`, `--devices`) and resolves its base from
-/// `base_args` (`merge_base_by_default`: `local`'s default).
+/// `base` (`merge_base_by_default`: `local`'s default).
 pub(crate) fn prepare(
     mut run: Run,
-    base_args: &BaseArgs,
-    profile: &ProfileArgs,
+    base: &BaseChoice,
+    profile: ProfileRequest,
     devices: Option<&str>,
     merge_base_by_default: bool,
 ) -> Result<PreparedRun> {
@@ -33,15 +35,20 @@ pub(crate) fn prepare(
     {
         bail!("--inject {f}: the slowdown must be a fraction between 0 and 1");
     }
-    super::profile::check_args(profile)?;
-    super::profile::check_request(profile, &run.config)?;
+    super::profile::check_args(&profile)?;
+    super::profile::check_request(&profile, &run.config)?;
     let devices = match devices {
         Some(list) => Some(super::devices::parse_devices(list)?),
         None => None,
     };
-    let base = resolve_base(base_args, &run.request.kernels, merge_base_by_default)?;
+    let base = resolve_base(base, &run.request.kernels, merge_base_by_default)?;
     run.request.base = base.kernels.clone();
-    Ok(PreparedRun { run, devices, base })
+    Ok(PreparedRun {
+        run,
+        devices,
+        base,
+        profile,
+    })
 }
 
 impl PreparedRun {
@@ -60,28 +67,29 @@ impl PreparedRun {
         self.devices.is_none()
     }
 
-    /// One ci-gate run per GPU at a time (`sharing`): the lock of this run's GPU, to be held
-    /// through the measuring and the profiles. None with `--devices` (each child takes its
-    /// own GPU's) or where the backend has no GPU.
-    pub(crate) fn lock_gpu(&self) -> Result<Option<crate::gpu::lock::GpuLock>> {
+    /// One ci-gate run per GPU at a time (`sharing`): the lock of this run's GPU, taken once,
+    /// to be held through the measuring and the profiles ([`PreparedRun::measure`]). Empty
+    /// with `--devices` (each child takes its own GPU's) or where the backend has no GPU.
+    pub(crate) fn lock_gpu(&self) -> Result<GpuHold> {
         if self.measures_here() {
-            super::sharing::lock_gpu(self.run.backend)
+            GpuHold::take(self.run.backend)
         } else {
-            Ok(None)
+            Ok(GpuHold::none())
         }
     }
 
-    /// The GPU work: measure (here, or one child per device), then profile (`profile`).
-    pub fn measure(&self, profile: &ProfileArgs) -> Result<ResultsFile> {
+    /// The GPU work, under `gpu` (from [`PreparedRun::lock_gpu`]): measure (here, or one
+    /// child per device), then profile (`profile`).
+    pub(crate) fn measure(&self, gpu: &GpuHold) -> Result<ResultsFile> {
         let run = &self.run;
         let mut results = match &self.devices {
             Some(devices) => super::devices::run_on_devices(devices, run)?,
-            None => run.measure_here()?,
+            None => run.measure(gpu)?,
         };
         results.notes.extend(self.base.note.clone());
         super::profile::profile_after(
             &mut results,
-            profile,
+            &self.profile,
             &run.request.config,
             &run.request.kernels,
             self.base.kernels.as_ref(),

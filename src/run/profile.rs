@@ -5,7 +5,7 @@
 //! `--profile-dir`. Without ncu, or without access to the GPU's counters, the run gets one
 //! note and the gate is unaffected. All profiling shares one time budget.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -13,7 +13,6 @@ use anyhow::{Context, Result, bail};
 
 use super::tool::{self, KernelRun};
 use crate::child_env::{Child, restrict};
-use crate::cli::ProfileArgs;
 use crate::config::Config;
 use crate::profile::{
     EXTRA_METRICS, KernelProfile, ProfileReason, ProfilingInfo, SECTIONS, ShapeProfile,
@@ -21,6 +20,24 @@ use crate::profile::{
 };
 use crate::results::ResultsFile;
 use crate::verdict::Verdict;
+
+/// What a run's profiling is asked for (`local`'s and `ci`'s `--profile…` options, and
+/// `--ncu`).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ProfileRequest {
+    /// Shapes profiled as well as every regression (`--profile`).
+    pub profile: Vec<String>,
+    /// Also the shapes with the largest candidate p50, this many (`--profile-slowest`).
+    pub profile_slowest: u32,
+    /// Nothing profiled, not even regressions (`--no-profile`).
+    pub no_profile: bool,
+    /// Where the `.ncu-rep` files go.
+    pub profile_dir: PathBuf,
+    /// The wall-time limit of all profiling in one run, seconds.
+    pub profile_budget_s: u64,
+    /// The ncu executable, where the command names one (else it is looked for).
+    pub ncu: Option<PathBuf>,
+}
 
 /// The kernels each side of a run used, for profiling it again.
 pub(crate) struct Sides<'a> {
@@ -31,7 +48,7 @@ pub(crate) struct Sides<'a> {
 }
 
 /// Checks `--profile` names against the config before anything is measured.
-pub(crate) fn check_request(args: &ProfileArgs, config: &Config) -> Result<()> {
+pub(crate) fn check_request(args: &ProfileRequest, config: &Config) -> Result<()> {
     config
         .select_shapes(&args.profile)
         .map(|_| ())
@@ -39,7 +56,7 @@ pub(crate) fn check_request(args: &ProfileArgs, config: &Config) -> Result<()> {
 }
 
 /// Which shapes to profile, and why: regressions, then `--profile`, then the slowest.
-fn targets(results: &ResultsFile, args: &ProfileArgs) -> Vec<(String, ProfileReason)> {
+fn targets(results: &ResultsFile, args: &ProfileRequest) -> Vec<(String, ProfileReason)> {
     if args.no_profile {
         return Vec::new();
     }
@@ -75,7 +92,7 @@ fn targets(results: &ResultsFile, args: &ProfileArgs) -> Vec<(String, ProfileRea
 /// base's kernels when A/B was measured. Nothing here fails the run: a problem is a note.
 pub(crate) fn profile_after(
     results: &mut ResultsFile,
-    args: &ProfileArgs,
+    args: &ProfileRequest,
     config: &Path,
     candidate: &Path,
     base: Option<&super::git::BaseKernels>,
@@ -94,7 +111,7 @@ pub(crate) fn profile_after(
 /// Profiles what `args` and the verdicts ask for and records it in `results`.
 pub(crate) fn profile_run(
     results: &mut ResultsFile,
-    args: &ProfileArgs,
+    args: &ProfileRequest,
     sides: &Sides,
 ) -> Result<()> {
     let targets = targets(results, args);
@@ -108,7 +125,7 @@ pub(crate) fn profile_run(
 /// [`profile_run`] of `targets` with ncu found (or not).
 fn profile_with(
     results: &mut ResultsFile,
-    args: &ProfileArgs,
+    args: &ProfileRequest,
     sides: &Sides,
     targets: &[(String, ProfileReason)],
     ncu: Option<std::path::PathBuf>,
@@ -229,7 +246,7 @@ enum ProfileError {
 #[allow(clippy::too_many_arguments)]
 fn profile_one(
     ncu: &Path,
-    args: &ProfileArgs,
+    args: &ProfileRequest,
     config: &Path,
     kernels: &Path,
     harness: &Path,
@@ -299,7 +316,7 @@ fn profile_one(
 }
 
 /// Refuses profile options that make no sense for a run, before it measures.
-pub(crate) fn check_args(args: &ProfileArgs) -> Result<()> {
+pub(crate) fn check_args(args: &ProfileRequest) -> Result<()> {
     if let Some(p) = &args.ncu
         && !p.is_file()
     {
@@ -314,8 +331,8 @@ mod tests {
     use crate::config::{Dtype, ShapeParams};
     use crate::results::ShapeResult;
 
-    fn args(profile: &[&str], slowest: u32, no_profile: bool) -> ProfileArgs {
-        ProfileArgs {
+    fn args(profile: &[&str], slowest: u32, no_profile: bool) -> ProfileRequest {
+        ProfileRequest {
             profile: profile.iter().map(|s| s.to_string()).collect(),
             profile_slowest: slowest,
             no_profile,

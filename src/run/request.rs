@@ -6,9 +6,13 @@
 //! ([`BackendChoice`]). Every phase of the pipeline reads the run; nothing re-reads the
 //! config or the environment.
 //!
+//! The engine takes no command-line types: a command converts its options into these plain
+//! values (`commands::requests`), so that what the engine is asked does not depend on how
+//! clap spells it, and a child's request is only data.
+//!
 //! A new run option is a field here (with its default in [`RunRequest::gate`], and its flag
-//! mapped in [`RunRequest::with_flags`] when `local` and `ci` both offer it, `cli::RunFlags`),
-//! read by the phase it changes.
+//! mapped in `commands::requests::with_flags` when `local` and `ci` both offer it,
+//! `cli::RunFlags`), read by the phase it changes.
 
 use std::path::PathBuf;
 
@@ -18,11 +22,18 @@ use serde::{Deserialize, Serialize};
 use super::device::BackendChoice;
 pub use super::git::BaseKernels;
 use crate::baseline::BaselineStore;
-use crate::cli::{ConfigArgs, RunFlags};
 use crate::comparison::StageDesign;
 use crate::config::{Config, ShapeParams};
 use crate::shard::{ShardInfo, ShardSpec};
 use crate::verdict::Policy;
+
+/// Where a run's files are: the config, the candidate's kernels and the stored baselines.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunPaths {
+    pub config: PathBuf,
+    pub kernels: PathBuf,
+    pub baselines: PathBuf,
+}
 
 /// Everything one measuring run needs. Paths are as the parent saw them (children run in
 /// the parent's directory).
@@ -73,11 +84,16 @@ impl RunRequest {
     /// runs): parity, the stored baseline, the peers, a drift traced with git, the config's
     /// planned two-stage design; every shape, no base yet (the caller resolves it), nothing
     /// injected, no energy windows. Every other request is this one with what differs.
-    pub fn gate(paths: &ConfigArgs) -> RunRequest {
+    pub fn gate(paths: impl Into<RunPaths>) -> RunRequest {
+        let RunPaths {
+            config,
+            kernels,
+            baselines,
+        } = paths.into();
         RunRequest {
-            config: paths.config.clone(),
-            kernels: paths.kernels.clone(),
-            baselines: paths.baselines.clone(),
+            config,
+            kernels,
+            baselines,
             shapes: Vec::new(),
             shard: None,
             base: None,
@@ -94,14 +110,38 @@ impl RunRequest {
             base_parity_checked: None,
         }
     }
+}
 
-    /// This request with the run flags `local` and `ci` share.
-    pub(crate) fn with_flags(self, flags: &RunFlags) -> RunRequest {
-        RunRequest {
-            peers: self.peers && !flags.no_peers,
-            energy: self.energy || flags.energy,
-            ..self
+/// A request [`Run::resolve`] could not resolve: why, and its config and shard where only
+/// the device could not be chosen. `ci` records them in its results file without a verdict
+/// (`merge` then says which shard failed, and why); to everyone else this is the error it
+/// wraps, shown as that error is.
+#[derive(Debug)]
+pub(crate) struct Unresolved {
+    pub error: anyhow::Error,
+    /// The config and the shard, where they were resolved (boxed: an error stays small).
+    pub resolved: Option<Box<(Config, Option<ShardInfo>)>>,
+}
+
+impl From<anyhow::Error> for Unresolved {
+    fn from(error: anyhow::Error) -> Unresolved {
+        Unresolved {
+            error,
+            resolved: None,
         }
+    }
+}
+
+impl std::fmt::Display for Unresolved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&self.error, f)
+    }
+}
+
+/// The wrapped error's causes are this one's, so that `{:#}` reads as the error alone.
+impl std::error::Error for Unresolved {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error.source()
     }
 }
 
@@ -119,12 +159,31 @@ pub struct Run {
 }
 
 impl Run {
-    /// Resolves `request`: loads its config (naming the file on errors), selects and shards
-    /// its shapes, and takes the measuring device from this process's environment
-    /// ([`BackendChoice::from_env`]: the simulation is refused in GitHub Actions).
-    pub(crate) fn resolve(request: RunRequest) -> Result<Run> {
-        let (config, _) = crate::config::load_selected(&request.config, &[])?;
-        Run::with_config(request, config, BackendChoice::from_env()?)
+    /// Resolves `request`, the one way every command's run is made: loads its config
+    /// (naming the file on errors), selects and shards its shapes, and takes the measuring
+    /// device from this process's environment ([`BackendChoice::from_env`]: the simulation is
+    /// refused in GitHub Actions). The device comes last, so that a refused one still leaves
+    /// the config and the shard for a results file without a verdict ([`Unresolved`]).
+    pub(crate) fn resolve(request: RunRequest) -> Result<Run, Unresolved> {
+        let (config, _) = crate::config::load_selected(&request.config, &[])
+            .map_err(|e| Unresolved::from(anyhow::Error::from(e)))?;
+        let (shapes, shard) = Run::select(&request, &config)?;
+        let backend = match BackendChoice::from_env() {
+            Ok(backend) => backend,
+            Err(e) => {
+                return Err(Unresolved {
+                    error: e,
+                    resolved: Some(Box::new((config, shard))),
+                });
+            }
+        };
+        Ok(Run {
+            request,
+            config,
+            shapes,
+            shard,
+            backend,
+        })
     }
 
     /// [`Run::resolve`] with the config already loaded and the device chosen (tests, and
@@ -230,7 +289,7 @@ mod tests {
             rounds: Some(24),
             inject: Some(0.03),
             progress: true,
-            ..RunRequest::gate(&ConfigArgs {
+            ..RunRequest::gate(RunPaths {
                 config: "configs/pr.yaml".into(),
                 kernels: "kernels".into(),
                 baselines: "baselines".into(),
@@ -245,6 +304,15 @@ mod tests {
         assert_eq!(serde_json::from_str::<RunRequest>(&json).unwrap(), r);
         let extra = json.replacen('{', "{\"sneaky\": 1, ", 1);
         assert!(serde_json::from_str::<RunRequest>(&extra).is_err());
+    }
+
+    #[test]
+    fn an_unresolved_request_reads_as_the_error_it_wraps() {
+        let inner = anyhow::anyhow!("the cause").context("the error");
+        let shown = format!("{inner:#}");
+        let wrapped = anyhow::Error::from(Unresolved::from(inner));
+        assert_eq!(format!("{wrapped:#}"), shown);
+        assert_eq!(format!("{wrapped}"), "the error");
     }
 
     #[test]

@@ -1,9 +1,12 @@
 //! Whether a run had its GPU to itself (issue 30: two runs on one GPU did not notice each
 //! other, and one run's comparison with the stored baseline moved from −6.4% to +6.9%).
 //!
-//! - [`lock_gpu`]: ci-gate's own runs on one GPU are serialised by a per-GPU lock
-//!   (`gpu::lock`), taken before anything is launched and held to the end of the process's GPU
-//!   work.
+//! - [`GpuHold`]: ci-gate's own runs on one GPU are serialised by a per-GPU lock
+//!   (`gpu::lock`), taken once per run, before anything is launched, by whoever owns the
+//!   run's GPU work (`local` and `ci` for the measuring and the profiles, a child process or
+//!   the evaluator's worker for its run, `bisect` for its whole search, `sanitize` for its
+//!   tools), and held by that value until it drops. [`Run::measure`](super::request::Run::measure) takes it by reference: the
+//!   pipeline never locks, so nothing takes a lock twice and the lock needs no re-entry.
 //! - [`ProcessWatch`]: anything else on the GPU (another user's run, a notebook, a stray
 //!   training job) is seen in NVML's list of the GPU's compute processes, read at the run's
 //!   start, between shapes and at its end. This run's own processes (itself and its PyTorch
@@ -26,17 +29,42 @@ use crate::backend::Backend;
 use crate::gpu::lock::{self, GpuLock};
 use crate::results::GpuProcess;
 
-/// Takes this process's GPU lock (`gpu::lock`), saying on stderr, once, when it has to wait;
-/// `None` where there is no GPU to lock. Held until the handle drops; taking it again in the
-/// same process returns the same lock.
-pub(crate) fn lock_gpu(device: BackendChoice) -> Result<Option<GpuLock>> {
-    let Some(key) = device.gpu_key() else {
-        return Ok(None);
-    };
-    let lock = lock::acquire(&key, &lock::lock_dir(), lock::wait_bound(), &mut |line| {
-        eprintln!("{line}")
-    })?;
-    Ok(Some(lock))
+/// This process's hold on its run's GPU (`gpu::lock`): one ci-gate run per GPU at a time.
+/// Taken once per run, before anything is launched, and released when this drops; the
+/// pipeline is handed it ([`Run::measure`](super::request::Run::measure)) and reads from it
+/// the GPU's key and how long the run waited. Empty where there is no GPU to lock (no driver: opening the GPU then
+/// fails with the reason) and where children measure (`--devices`: each takes its own GPU's).
+pub(crate) struct GpuHold {
+    lock: Option<GpuLock>,
+}
+
+impl GpuHold {
+    /// Takes the lock of `device`'s GPU, saying on stderr, once, when it has to wait. An
+    /// error is a sentence: the lock cannot be used, or the wait ran out.
+    pub(crate) fn take(device: BackendChoice) -> Result<GpuHold> {
+        let Some(key) = device.gpu_key() else {
+            return Ok(GpuHold::none());
+        };
+        let lock = lock::acquire(&key, &lock::lock_dir(), lock::wait_bound(), &mut |line| {
+            eprintln!("{line}")
+        })?;
+        Ok(GpuHold { lock: Some(lock) })
+    }
+
+    /// No lock: for a process that launches nothing on its GPU itself (`--devices`).
+    pub(super) fn none() -> GpuHold {
+        GpuHold { lock: None }
+    }
+
+    /// The locked GPU's key (its UUID), where one is held.
+    pub(super) fn key(&self) -> Option<&str> {
+        self.lock.as_ref().map(GpuLock::key)
+    }
+
+    /// Seconds spent waiting for the lock (the results' `timing.lock_wait_s`).
+    pub(super) fn waited_s(&self) -> f64 {
+        self.lock.as_ref().map_or(0.0, |l| l.waited().as_secs_f64())
+    }
 }
 
 /// The GPU's compute processes before this process opened its CUDA context (`None` when

@@ -174,6 +174,9 @@ fn the_results_file_of_an_ab_run() {
         if t.as_f64().is_some() {
             *t = "[seconds]".into();
         }
+        for s in t.as_object_mut().into_iter().flat_map(|o| o.values_mut()) {
+            *s = "[seconds]".into();
+        }
     }
     for shape in v["shapes"].as_array_mut().unwrap() {
         for key in ["samples_us", "base_samples_us"] {
