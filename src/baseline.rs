@@ -175,11 +175,11 @@ pub enum BaselineError {
         found: String,
         expected: String,
     },
-    #[error("{key} {message}, so no baseline path under {root} is built from it")]
+    #[error("{key} {reason}, so no baseline path under {root} is built from it")]
     UnsafeName {
         root: PathBuf,
         key: &'static str,
-        message: String,
+        reason: validate::Invalid,
     },
     #[error(
         "{path} would not be inside the baselines directory {root}; nothing was read or written"
@@ -219,10 +219,10 @@ impl BaselineStore {
         gpu_slug: &str,
         config_name: &str,
     ) -> Result<PathBuf, BaselineError> {
-        let unsafe_name = |key, message| BaselineError::UnsafeName {
+        let unsafe_name = |key, reason| BaselineError::UnsafeName {
             root: self.root.clone(),
             key,
-            message,
+            reason,
         };
         validate::path_component(gpu_slug).map_err(|m| unsafe_name("gpu_slug", m))?;
         validate::path_component(config_name).map_err(|m| unsafe_name("config.name", m))?;

@@ -99,12 +99,14 @@ impl<'a> Checker<'a> {
         Checker { path, shape }
     }
 
-    pub(crate) fn fail(&self, key: &str, message: impl Into<String>) -> Rejected {
+    /// A refusal at `key`; `message` is anything shown as one clause (a `String`, or an
+    /// [`Invalid`] from the single-value checks).
+    pub(crate) fn fail(&self, key: &str, message: impl fmt::Display) -> Rejected {
         Rejected {
             path: self.path.to_owned(),
             key: key.to_owned(),
             shape: self.shape.clone(),
-            message: message.into(),
+            message: message.to_string(),
         }
     }
 
@@ -229,21 +231,49 @@ impl<'a> Checker<'a> {
 // ---------------------------------------------------------------------------------------
 // Single values
 
+/// Why a single value was refused: one clause, without the key or the file (a
+/// [`Checker`] adds those, as do `config`'s and `baseline`'s own errors). Typed so that
+/// callers can tell a name that cannot be a path from a label that is merely too long,
+/// while every caller that only shows it keeps the same sentence.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum Invalid {
+    #[error(
+        "{} must be 1 to {MAX_NAME_LEN} letters, digits, '-', '_' or '.', not starting with '.' (it names the baseline file)",
+        quote(name)
+    )]
+    ConfigName { name: String },
+    #[error(
+        "{} cannot be a file name: only 1 to {MAX_NAME_LEN} letters, digits, '-', '_' or '.', not starting with '.'",
+        quote(name)
+    )]
+    PathComponent { name: String },
+    #[error("{value} is not a time: µs must be positive and finite")]
+    Time { value: f64 },
+    #[error(
+        "{} is not a commit id ({MIN_COMMIT_LEN} to {MAX_COMMIT_LEN} hex digits)",
+        quote(value)
+    )]
+    Commit { value: String },
+    #[error("is empty")]
+    EmptyLabel,
+    #[error("{len} bytes, more than the {max} allowed")]
+    LabelTooLong { len: usize, max: usize },
+    #[error("{} contains the control character U+{:04X}", quote(value), *character as u32)]
+    HiddenCharacter { value: String, character: char },
+}
+
 /// A config name: letters, digits, '-', '_', '.', not starting with '.', 1 to
 /// [`MAX_NAME_LEN`] characters (it names the baseline file).
-pub fn config_name(name: &str) -> Result<(), String> {
-    path_component(name).map_err(|_| {
-        format!(
-            "{} must be 1 to {MAX_NAME_LEN} letters, digits, '-', '_' or '.', not starting with '.' (it names the baseline file)",
-            quote(name)
-        )
+pub fn config_name(name: &str) -> Result<(), Invalid> {
+    path_component(name).map_err(|_| Invalid::ConfigName {
+        name: name.to_owned(),
     })
 }
 
 /// A single file or directory name that cannot leave its directory: 1 to [`MAX_NAME_LEN`]
 /// ASCII letters, digits, '-', '_' or '.', not starting with '.' (so never `.` or `..`,
 /// never absolute, never a separator).
-pub(crate) fn path_component(name: &str) -> Result<(), String> {
+pub(crate) fn path_component(name: &str) -> Result<(), Invalid> {
     let ok = !name.is_empty()
         && name.len() <= MAX_NAME_LEN
         && !name.starts_with('.')
@@ -253,54 +283,51 @@ pub(crate) fn path_component(name: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "{} cannot be a file name: only 1 to {MAX_NAME_LEN} letters, digits, '-', '_' or '.', not starting with '.'",
-            quote(name)
-        ))
+        Err(Invalid::PathComponent {
+            name: name.to_owned(),
+        })
     }
 }
 
 /// A time in µs: positive and finite.
-pub fn time(v: f64) -> Result<(), String> {
+pub fn time(v: f64) -> Result<(), Invalid> {
     if v.is_finite() && v > 0.0 {
         Ok(())
     } else {
-        Err(format!("{v} is not a time: µs must be positive and finite"))
+        Err(Invalid::Time { value: v })
     }
 }
 
 /// A commit id: [`MIN_COMMIT_LEN`] to [`MAX_COMMIT_LEN`] hex digits.
-pub fn commit(value: &str) -> Result<(), String> {
+pub fn commit(value: &str) -> Result<(), Invalid> {
     let ok = (MIN_COMMIT_LEN..=MAX_COMMIT_LEN).contains(&value.len())
         && value.bytes().all(|b| b.is_ascii_hexdigit());
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "{} is not a commit id ({MIN_COMMIT_LEN} to {MAX_COMMIT_LEN} hex digits)",
-            quote(value)
-        ))
+        Err(Invalid::Commit {
+            value: value.to_owned(),
+        })
     }
 }
 
 /// Single-line printable text of at most `max` bytes, with no control, bidirectional or
 /// zero-width characters.
-pub(crate) fn label(value: &str, max: usize, allow_empty: bool) -> Result<(), String> {
+pub(crate) fn label(value: &str, max: usize, allow_empty: bool) -> Result<(), Invalid> {
     if value.is_empty() && !allow_empty {
-        return Err("is empty".to_owned());
+        return Err(Invalid::EmptyLabel);
     }
     if value.len() > max {
-        return Err(format!(
-            "{} bytes, more than the {max} allowed",
-            value.len()
-        ));
+        return Err(Invalid::LabelTooLong {
+            len: value.len(),
+            max,
+        });
     }
-    if let Some(c) = value.chars().find(|&c| is_hidden(c) || is_line_break(c)) {
-        return Err(format!(
-            "{} contains the control character U+{:04X}",
-            quote(value),
-            c as u32
-        ));
+    if let Some(character) = value.chars().find(|&c| is_hidden(c) || is_line_break(c)) {
+        return Err(Invalid::HiddenCharacter {
+            value: value.to_owned(),
+            character,
+        });
     }
     Ok(())
 }
@@ -315,13 +342,14 @@ pub(crate) fn label(value: &str, max: usize, allow_empty: bool) -> Result<(), St
 /// `#[serde(deserialize_with)]` and the `Deserialize` of checked types; a check run after
 /// `T::deserialize` returned (as `#[serde(try_from)]` does) would be reported at the
 /// enclosing collection instead.
-pub(crate) fn checked<'de, D, T, U>(
+pub(crate) fn checked<'de, D, T, U, M>(
     d: D,
-    check: impl FnOnce(T) -> Result<U, String>,
+    check: impl FnOnce(T) -> Result<U, M>,
 ) -> Result<U, D::Error>
 where
     D: Deserializer<'de>,
     T: Deserialize<'de>,
+    M: fmt::Display,
 {
     d.deserialize_any(Within {
         check,
@@ -331,12 +359,13 @@ where
 
 /// As [`checked`], for text: the value is read as a string whatever it looks like (`name: 2024`
 /// is the name "2024"), as serde_yaml reads a `String`.
-pub(crate) fn checked_text<'de, D, U>(
+pub(crate) fn checked_text<'de, D, U, M>(
     d: D,
-    check: impl FnOnce(String) -> Result<U, String>,
+    check: impl FnOnce(String) -> Result<U, M>,
 ) -> Result<U, D::Error>
 where
     D: Deserializer<'de>,
+    M: fmt::Display,
 {
     d.deserialize_string(Within {
         check,
@@ -350,20 +379,22 @@ struct Within<T, F> {
     read: PhantomData<T>,
 }
 
-impl<'de, T, U, F> Within<T, F>
+impl<'de, T, U, M, F> Within<T, F>
 where
     T: Deserialize<'de>,
-    F: FnOnce(T) -> Result<U, String>,
+    F: FnOnce(T) -> Result<U, M>,
+    M: fmt::Display,
 {
     fn finish<E: de::Error>(self, read: Result<T, E>) -> Result<U, E> {
         (self.check)(read?).map_err(E::custom)
     }
 }
 
-impl<'de, T, U, F> Visitor<'de> for Within<T, F>
+impl<'de, T, U, M, F> Visitor<'de> for Within<T, F>
 where
     T: Deserialize<'de>,
-    F: FnOnce(T) -> Result<U, String>,
+    F: FnOnce(T) -> Result<U, M>,
+    M: fmt::Display,
 {
     type Value = U;
 
@@ -474,7 +505,12 @@ mod tests {
         ] {
             assert!(path_component(bad).is_err(), "{bad:?}");
         }
-        assert!(config_name("x/y").unwrap_err().contains("letters, digits"));
+        assert!(
+            config_name("x/y")
+                .unwrap_err()
+                .to_string()
+                .contains("letters, digits")
+        );
     }
 
     #[test]

@@ -179,7 +179,7 @@ impl Entry {
             }
         }
         if let Some(c) = &self.commit {
-            crate::validate::commit(c).map_err(|why| (key("commit"), why))?;
+            crate::validate::commit(c).map_err(|why| (key("commit"), why.to_string()))?;
         }
         for (k, v) in [
             ("source_sha256", &self.source_sha256),
@@ -205,7 +205,7 @@ impl Entry {
             ("gpu.slug", &self.gpu.slug),
             ("config.name", &self.config.name),
         ] {
-            crate::validate::label(v, 128, false).map_err(|why| (key(k), why))?;
+            crate::validate::label(v, 128, false).map_err(|why| (key(k), why.to_string()))?;
         }
         if let Some(id) = &self.against.id
             && !is_valid_id(id)
@@ -217,7 +217,8 @@ impl Entry {
             .iter()
             .chain(self.confirmations.iter().flat_map(|c| &c.shapes));
         for s in figures {
-            crate::validate::label(&s.name, 128, false).map_err(|why| (key("shapes"), why))?;
+            crate::validate::label(&s.name, 128, false)
+                .map_err(|why| (key("shapes"), why.to_string()))?;
             let numbers = [s.ratio, s.interval.map(|x| x.low)];
             if numbers.iter().flatten().any(|x| !x.is_finite() || *x < 0.0) {
                 return fail(
