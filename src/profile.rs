@@ -191,10 +191,27 @@ fn clean_name(name: &str) -> String {
         .collect()
 }
 
+/// Why a profile read from a results file is refused: one clause, which `results` places
+/// under the shape's `profile` key. Typed so that a caller can tell which part of the
+/// profile is at fault without reading the sentence.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ProfileInvalid {
+    #[error("kernel name {kernel:?} is not a symbol")]
+    KernelName { kernel: String },
+    #[error("{figure} is {value}")]
+    Figure { figure: &'static str, value: f64 },
+    #[error("more than {TOP_STALLS} stall reasons")]
+    TooManyStalls,
+    #[error("stall reason {reason:?} is malformed")]
+    Stall { reason: String },
+    #[error("report file {file:?} is not a plain file name")]
+    ReportFile { file: String },
+}
+
 impl KernelProfile {
     /// Checks a profile read from a results file (which may be hostile): names of the
     /// expected form, figures finite and not negative.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ProfileInvalid> {
         if self.kernel.is_empty()
             || self.kernel.len() > MAX_NAME
             || !self
@@ -202,27 +219,31 @@ impl KernelProfile {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'_')
         {
-            return Err(format!("kernel name {:?} is not a symbol", self.kernel));
+            return Err(ProfileInvalid::KernelName {
+                kernel: self.kernel.clone(),
+            });
         }
-        for (name, v) in self.figures() {
-            if let Some(v) = v
-                && !(v.is_finite() && v >= 0.0)
+        for (figure, v) in self.figures() {
+            if let Some(value) = v
+                && !(value.is_finite() && value >= 0.0)
             {
-                return Err(format!("{name} is {v}"));
+                return Err(ProfileInvalid::Figure { figure, value });
             }
         }
         if self.top_stalls.len() > TOP_STALLS {
-            return Err(format!("more than {TOP_STALLS} stall reasons"));
+            return Err(ProfileInvalid::TooManyStalls);
         }
         for s in &self.top_stalls {
             if !(is_reason(&s.reason) && s.per_issue.is_finite() && s.per_issue >= 0.0) {
-                return Err(format!("stall reason {:?} is malformed", s.reason));
+                return Err(ProfileInvalid::Stall {
+                    reason: s.reason.clone(),
+                });
             }
         }
         if let Some(f) = &self.report_file
             && crate::validate::path_component(f).is_err()
         {
-            return Err(format!("report file {f:?} is not a plain file name"));
+            return Err(ProfileInvalid::ReportFile { file: f.clone() });
         }
         Ok(())
     }
@@ -296,7 +317,8 @@ impl ShapeProfile {
         rows
     }
 
-    pub fn check(&self) -> Result<(), String> {
+    /// Checks both sides' figures ([`KernelProfile::check`]).
+    pub fn check(&self) -> Result<(), ProfileInvalid> {
         for p in self.base.iter().chain(&self.candidate) {
             p.check()?;
         }
