@@ -32,25 +32,38 @@ const ENERGY: RGBColor = RGBColor(255, 127, 14);
 const ENERGY_INTERVAL: RGBColor = RGBColor(253, 208, 162);
 const METHOD: RGBColor = RGBColor(148, 103, 189);
 
+/// Why no chart was drawn. Typed so that `commands::history` could tell a selection too
+/// large (the user picks fewer shapes) from a drawing failure; both are shown as they are.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ChartError {
+    #[error(
+        "{series} series, more than the {MAX_CHART_SERIES} one chart draws; pick shapes with --shape"
+    )]
+    TooManySeries { series: usize },
+    /// plotters' own error, as its text (its error types are generic over the backend).
+    #[error("{0}")]
+    Draw(String),
+}
+
 /// The chart of `trends` as an SVG document.
-pub(crate) fn render_svg(trends: &[Trend]) -> Result<String, String> {
+pub(crate) fn render_svg(trends: &[Trend]) -> Result<String, ChartError> {
     if trends.len() > MAX_CHART_SERIES {
-        return Err(format!(
-            "{} series, more than the {MAX_CHART_SERIES} one chart draws; pick shapes with --shape",
-            trends.len()
-        ));
+        return Err(ChartError::TooManySeries {
+            series: trends.len(),
+        });
     }
+    let draw = |e: &dyn std::fmt::Display| ChartError::Draw(e.to_string());
     let mut svg = String::new();
     let panels = u32::try_from(trends.len().max(1)).unwrap_or(u32::MAX);
     let height = PANEL_HEIGHT.saturating_mul(panels);
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        root.fill(&WHITE).map_err(|e| draw(&e))?;
         let areas = root.split_evenly((trends.len().max(1), 1));
         for (trend, area) in trends.iter().zip(areas) {
-            panel(trend, &area).map_err(|e| e.to_string())?;
+            panel(trend, &area).map_err(|e| draw(&e))?;
         }
-        root.present().map_err(|e| e.to_string())?;
+        root.present().map_err(|e| draw(&e))?;
     }
     Ok(svg)
 }

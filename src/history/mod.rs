@@ -520,8 +520,17 @@ pub(crate) fn append(path: &Path, records: &[Record]) -> Result<Appended, Histor
     Ok(Appended::Lines(records.len()))
 }
 
+/// A `--since` that is neither a date nor an RFC 3339 time: a type of its own, so that a
+/// caller acts on the kind rather than on a sentence (clap, which calls [`parse_since`] as
+/// a value parser, shows the sentence).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{} is not a date (YYYY-MM-DD) or an RFC 3339 time", quote(text))]
+pub(crate) struct NotATime {
+    pub text: String,
+}
+
 /// `--since`: a date (`2026-01-31`, midnight UTC) or an RFC 3339 time.
-pub(crate) fn parse_since(text: &str) -> Result<DateTime<Utc>, String> {
+pub(crate) fn parse_since(text: &str) -> Result<DateTime<Utc>, NotATime> {
     let t = text.trim();
     if let Ok(d) = NaiveDate::parse_from_str(t, "%Y-%m-%d")
         && let Some(dt) = d.and_hms_opt(0, 0, 0)
@@ -530,11 +539,8 @@ pub(crate) fn parse_since(text: &str) -> Result<DateTime<Utc>, String> {
     }
     DateTime::parse_from_rfc3339(t)
         .map(|d| d.with_timezone(&Utc))
-        .map_err(|_| {
-            format!(
-                "{} is not a date (YYYY-MM-DD) or an RFC 3339 time",
-                quote(text)
-            )
+        .map_err(|_| NotATime {
+            text: text.to_owned(),
         })
 }
 
