@@ -111,32 +111,81 @@ fn text(bytes: &[u8]) -> String {
 type Sections<'a> = object::read::elf::SectionTable<'a, FileHeader64<Endianness>>;
 type Symbols<'a> = object::read::elf::SymbolTable<'a, FileHeader64<Endianness>>;
 
+/// Why a CUBIN cannot be read (one clause, after the file's name in the caller's sentence).
+/// Typed so that a caller can tell a file that is no CUDA module from one whose tables or
+/// entries are malformed; the GPU loader, `ci-gate compile` and the policy check show it as
+/// it is.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum CubinError {
+    #[error("it is not a 64-bit ELF file ({0})")]
+    NotElf(object::Error),
+    #[error("its ELF header is invalid ({0})")]
+    Header(object::Error),
+    #[error("it is not a CUDA module (ELF machine type)")]
+    NotCuda,
+    /// `table` is "section" or "symbol".
+    #[error("its {table} table is invalid ({error})")]
+    Table {
+        table: &'static str,
+        error: object::Error,
+    },
+    /// `what` is one of "a symbol name", "a section name", "a symbol's section".
+    #[error("{what} is invalid ({error})")]
+    Entry {
+        what: &'static str,
+        error: object::Error,
+    },
+    #[error("section {section} is unreadable ({error})")]
+    Unreadable {
+        section: String,
+        error: object::Error,
+    },
+    #[error("it records no register count for {}", quote(kernel))]
+    NoRegisterCount { kernel: String },
+    #[error("it records no stack frame size for {}", quote(kernel))]
+    NoFrameSize { kernel: String },
+    #[error("a constant symbol's name is not UTF-8")]
+    ConstantNotUtf8,
+    #[error("a constant symbol has no usable name")]
+    ConstantUnnamed,
+    #[error("the constant symbol {} lies outside its section", quote(symbol))]
+    ConstantOutside { symbol: String },
+}
+
+/// A `map_err` for a malformed entry of a table (`what` names it, as in [`CubinError::Entry`]).
+fn invalid(what: &'static str) -> impl Fn(object::Error) -> CubinError {
+    move |error| CubinError::Entry { what, error }
+}
+
 /// A CUDA module's byte order, section table and symbol table, or why it is not one (one
 /// clause). Every read is bounds-checked by `object`.
-fn cuda_elf(data: &[u8]) -> Result<(Endianness, Sections<'_>, Symbols<'_>), String> {
-    let header = FileHeader64::<Endianness>::parse(data)
-        .map_err(|e| format!("it is not a 64-bit ELF file ({e})"))?;
-    let endian = header
-        .endian()
-        .map_err(|e| format!("its ELF header is invalid ({e})"))?;
+fn cuda_elf(data: &[u8]) -> Result<(Endianness, Sections<'_>, Symbols<'_>), CubinError> {
+    let header = FileHeader64::<Endianness>::parse(data).map_err(CubinError::NotElf)?;
+    let endian = header.endian().map_err(CubinError::Header)?;
     if header.e_machine(endian) != elf::EM_CUDA {
-        return Err("it is not a CUDA module (ELF machine type)".into());
+        return Err(CubinError::NotCuda);
     }
     let sections = header
         .sections(endian, data)
-        .map_err(|e| format!("its section table is invalid ({e})"))?;
+        .map_err(|error| CubinError::Table {
+            table: "section",
+            error,
+        })?;
     let symbols = sections
         .symbols(endian, data, elf::SHT_SYMTAB)
-        .map_err(|e| format!("its symbol table is invalid ({e})"))?;
+        .map_err(|error| CubinError::Table {
+            table: "symbol",
+            error,
+        })?;
     Ok((endian, sections, symbols))
 }
 
-fn first_violation(data: &[u8]) -> Result<Option<Violation>, String> {
+fn first_violation(data: &[u8]) -> Result<Option<Violation>, CubinError> {
     let (endian, sections, symbols) = cuda_elf(data)?;
     let name_of = |sym: &elf::Sym64<Endianness>| {
         symbols
             .symbol_name(endian, sym)
-            .map_err(|e| format!("a symbol name is invalid ({e})"))
+            .map_err(invalid("a symbol name"))
     };
 
     // Calls first: printf's format strings are writable data too, and "calls vprintf" says
@@ -157,7 +206,7 @@ fn first_violation(data: &[u8]) -> Result<Option<Violation>, String> {
         }
         let section_name = sections
             .section_name(endian, section)
-            .map_err(|e| format!("a section name is invalid ({e})"))?;
+            .map_err(invalid("a section name"))?;
         if is_launch_memory(section_name) {
             continue;
         }
@@ -165,7 +214,7 @@ fn first_violation(data: &[u8]) -> Result<Option<Violation>, String> {
         for (sym_index, sym) in symbols.enumerate() {
             let in_section = symbols
                 .symbol_section(endian, sym, sym_index)
-                .map_err(|e| format!("a symbol's section is invalid ({e})"))?;
+                .map_err(invalid("a symbol's section"))?;
             if in_section == Some(index) && sym.st_type() != elf::STT_SECTION {
                 symbol = Some(text(name_of(sym)?));
                 break;
@@ -232,13 +281,13 @@ fn info_attributes(section: &[u8]) -> Vec<(u8, usize, u32)> {
 /// The entries of a CUBIN with what the module records of each ([`CubinKernel`]), in symbol
 /// order; an error (one clause) where the ELF cannot be read or an entry has no register
 /// count or frame size. The CUBIN is attacker-produced: every read is bounds-checked.
-pub(crate) fn cubin_kernels(data: &[u8]) -> Result<Vec<CubinKernel>, String> {
+pub(crate) fn cubin_kernels(data: &[u8]) -> Result<Vec<CubinKernel>, CubinError> {
     let (endian, sections, symbols) = cuda_elf(data)?;
     let mut named = std::collections::HashMap::new();
     for (index, section) in sections.enumerate() {
         let name = sections
             .section_name(endian, section)
-            .map_err(|e| format!("a section name is invalid ({e})"))?;
+            .map_err(invalid("a section name"))?;
         named.insert(name.to_vec(), (index, section));
     }
     let mut registers = std::collections::HashMap::new();
@@ -249,7 +298,10 @@ pub(crate) fn cubin_kernels(data: &[u8]) -> Result<Vec<CubinKernel>, String> {
         }
         let bytes = section
             .data(endian, data)
-            .map_err(|e| format!("section {} is unreadable ({e})", text(name)))?;
+            .map_err(|error| CubinError::Unreadable {
+                section: text(name),
+                error,
+            })?;
         for (attribute, symbol, value) in info_attributes(bytes) {
             match attribute {
                 EIATTR_REGCOUNT => registers.insert(symbol, value),
@@ -265,7 +317,7 @@ pub(crate) fn cubin_kernels(data: &[u8]) -> Result<Vec<CubinKernel>, String> {
         }
         let name = symbols
             .symbol_name(endian, sym)
-            .map_err(|e| format!("a symbol name is invalid ({e})"))?;
+            .map_err(invalid("a symbol name"))?;
         let text_name = [b".text.".as_slice(), name].concat();
         let info_name = [b".nv.info.".as_slice(), name].concat();
         let Some((text_index, text_section)) = named.get(&text_name) else {
@@ -273,7 +325,7 @@ pub(crate) fn cubin_kernels(data: &[u8]) -> Result<Vec<CubinKernel>, String> {
         };
         let in_section = symbols
             .symbol_section(endian, sym, index)
-            .map_err(|e| format!("a symbol's section is invalid ({e})"))?;
+            .map_err(invalid("a symbol's section"))?;
         // An entry has its own attribute section; a device function called by one does not.
         if in_section != Some(*text_index) || !named.contains_key(&info_name) {
             continue;
@@ -284,15 +336,14 @@ pub(crate) fn cubin_kernels(data: &[u8]) -> Result<Vec<CubinKernel>, String> {
             Some(&r) => r,
             None if packed > 0 => packed,
             None => {
-                return Err(format!(
-                    "it records no register count for {}",
-                    quote(&shown)
-                ));
+                return Err(CubinError::NoRegisterCount { kernel: shown });
             }
         };
         let frame = frames
             .get(&index.0)
-            .ok_or_else(|| format!("it records no stack frame size for {}", quote(&shown)))?;
+            .ok_or_else(|| CubinError::NoFrameSize {
+                kernel: shown.clone(),
+            })?;
         let static_smem_bytes = named
             .get(&[b".nv.shared.".as_slice(), name].concat())
             .map_or(0, |(_, s)| s.sh_size(endian));
@@ -331,7 +382,7 @@ pub(crate) struct ConstantSection {
 /// The `__constant__` sections of a module that hold at least one defined data symbol (the
 /// first such symbol locates each). An error (one clause) where the ELF cannot be read. The
 /// CUBIN is attacker-produced: every read is bounds-checked.
-pub(crate) fn constant_sections(data: &[u8]) -> Result<Vec<ConstantSection>, String> {
+pub(crate) fn constant_sections(data: &[u8]) -> Result<Vec<ConstantSection>, CubinError> {
     let (endian, sections, symbols) = cuda_elf(data)?;
     let mut out: Vec<(usize, ConstantSection)> = Vec::new();
     for (index, sym) in symbols.enumerate() {
@@ -341,7 +392,7 @@ pub(crate) fn constant_sections(data: &[u8]) -> Result<Vec<ConstantSection>, Str
         }
         let Some(section) = symbols
             .symbol_section(endian, sym, index)
-            .map_err(|e| format!("a symbol's section is invalid ({e})"))?
+            .map_err(invalid("a symbol's section"))?
         else {
             continue;
         };
@@ -350,30 +401,28 @@ pub(crate) fn constant_sections(data: &[u8]) -> Result<Vec<ConstantSection>, Str
         }
         let header = sections
             .section(section)
-            .map_err(|e| format!("a symbol's section is invalid ({e})"))?;
+            .map_err(invalid("a symbol's section"))?;
         let name = sections
             .section_name(endian, header)
-            .map_err(|e| format!("a section name is invalid ({e})"))?;
+            .map_err(invalid("a section name"))?;
         if !name.starts_with(b".nv.constant") || name.starts_with(b".nv.constant0") {
             continue;
         }
         let symbol = symbols
             .symbol_name(endian, sym)
-            .map_err(|e| format!("a symbol name is invalid ({e})"))?;
-        let symbol = std::str::from_utf8(symbol)
-            .map_err(|_| "a constant symbol's name is not UTF-8".to_string())?;
+            .map_err(invalid("a symbol name"))?;
+        let symbol = std::str::from_utf8(symbol).map_err(|_| CubinError::ConstantNotUtf8)?;
         if symbol.is_empty() || symbol.contains('\0') {
-            return Err("a constant symbol has no usable name".into());
+            return Err(CubinError::ConstantUnnamed);
         }
         let (offset, size) = (sym.st_value(endian), header.sh_size(endian));
         if offset
             .checked_add(sym.st_size(endian))
             .is_none_or(|end| end > size)
         {
-            return Err(format!(
-                "the constant symbol {} lies outside its section",
-                quote(symbol)
-            ));
+            return Err(CubinError::ConstantOutside {
+                symbol: symbol.to_owned(),
+            });
         }
         out.push((
             section.0,
@@ -517,10 +566,7 @@ mod tests {
         }
         let mut other_machine = fixture("clean");
         other_machine[18] = 62; // EM_X86_64
-        assert_eq!(
-            first_violation(&other_machine),
-            Err("it is not a CUDA module (ELF machine type)".into())
-        );
+        assert_eq!(first_violation(&other_machine), Err(CubinError::NotCuda));
     }
 
     #[test]

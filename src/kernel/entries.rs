@@ -22,35 +22,69 @@ pub(crate) fn main_entries() -> Vec<String> {
     out
 }
 
+/// A launch constant outside what the host accepts, naming the symbol and its value. Typed
+/// so that the GPU loader and `ci-gate compile` can tell which constant is wrong; both show
+/// the sentence after the source's path.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum EntryError {
+    #[error(
+        "{name}_launch is {{{rows}, {threads}, {smem}}}: rows and threads must be positive (threads ≤ 1024) and shared memory within the device's {max_smem} bytes"
+    )]
+    Launch {
+        name: String,
+        rows: i32,
+        threads: i32,
+        smem: i32,
+        max_smem: u32,
+    },
+    #[error(
+        "{name}_fill is {{{per_sm}, {max}}}: CTAs per SM must be 1..=32 and tiles per CTA 1..=64 (kernels/README.md)"
+    )]
+    Fill { name: String, per_sm: i32, max: i32 },
+    #[error("{long_name}_from is {from}: it must be a seq_len of at least 1")]
+    LongFrom { long_name: String, from: i32 },
+    #[error("{name}_tma is {layout}: the only TMA layout is 1 (kernels/README.md)")]
+    Tma { name: String, layout: i32 },
+}
+
 /// `NAME_launch` = {rows_per_block, threads_per_block, dynamic_smem_bytes}: positive rows,
 /// 1..=1024 threads, shared memory within what the device allows (`max_smem`).
-pub(crate) fn launch(name: &str, v: [i32; 3], max_smem: u32) -> Result<[u32; 3], String> {
+pub(crate) fn launch(name: &str, v: [i32; 3], max_smem: u32) -> Result<[u32; 3], EntryError> {
     let [rows, threads, smem] = v;
     if rows < 1 || !(1..=1024).contains(&threads) || smem < 0 || smem as u32 > max_smem {
-        return Err(format!(
-            "{name}_launch is {{{rows}, {threads}, {smem}}}: rows and threads must be positive (threads ≤ 1024) and shared memory within the device's {max_smem} bytes"
-        ));
+        return Err(EntryError::Launch {
+            name: name.to_owned(),
+            rows,
+            threads,
+            smem,
+            max_smem,
+        });
     }
     Ok([rows as u32, threads as u32, smem as u32])
 }
 
 /// `NAME_fill` = {CTAs per SM, most tiles per CTA}: 1..=32 and 1..=64.
-pub(crate) fn fill(name: &str, v: [i32; 2]) -> Result<(u32, u32), String> {
+pub(crate) fn fill(name: &str, v: [i32; 2]) -> Result<(u32, u32), EntryError> {
     let [per_sm, max] = v;
     if !(1..=32).contains(&per_sm) || !(1..=64).contains(&max) {
-        return Err(format!(
-            "{name}_fill is {{{per_sm}, {max}}}: CTAs per SM must be 1..=32 and tiles per CTA 1..=64 (kernels/README.md)"
-        ));
+        return Err(EntryError::Fill {
+            name: name.to_owned(),
+            per_sm,
+            max,
+        });
     }
     Ok((per_sm as u32, max as u32))
 }
 
 /// `NAME_long_from`: the shortest seq_len a `NAME_long` takes, at least 1.
-pub(crate) fn long_from(long_name: &str, from: i32) -> Result<u32, String> {
+pub(crate) fn long_from(long_name: &str, from: i32) -> Result<u32, EntryError> {
     u32::try_from(from)
         .ok()
         .filter(|f| *f >= 1)
-        .ok_or_else(|| format!("{long_name}_from is {from}: it must be a seq_len of at least 1"))
+        .ok_or_else(|| EntryError::LongFrom {
+            long_name: long_name.to_owned(),
+            from,
+        })
 }
 
 /// The TMA layouts a kernel may ask for with `NAME_tma`: 1 = q, k, v as 3-D maps
@@ -58,13 +92,14 @@ pub(crate) fn long_from(long_name: &str, from: i32) -> Result<u32, String> {
 const TMA_LAYOUTS: [i32; 1] = [1];
 
 /// `NAME_tma`: a layout the host can encode.
-pub(crate) fn tma(name: &str, layout: i32) -> Result<(), String> {
+pub(crate) fn tma(name: &str, layout: i32) -> Result<(), EntryError> {
     if TMA_LAYOUTS.contains(&layout) {
         Ok(())
     } else {
-        Err(format!(
-            "{name}_tma is {layout}: the only TMA layout is 1 (kernels/README.md)"
-        ))
+        Err(EntryError::Tma {
+            name: name.to_owned(),
+            layout,
+        })
     }
 }
 
@@ -96,14 +131,14 @@ pub(crate) fn check_static(cubin: &[u8], max_smem: u32) -> Result<Vec<String>, V
                 Ok([rows, threads, smem]) => line.push_str(&format!(
                     ": {{{rows}, {threads}, {smem}}}"
                 )),
-                Err(e) => problems.push(e),
+                Err(e) => problems.push(e.to_string()),
             },
         }
         if has_symbol(cubin, &format!("{name}_fill")) {
             match i32_constant(cubin, &format!("{name}_fill"), 2) {
                 Some(v) => match fill(name, [v[0], v[1]]) {
                     Ok((a, b)) => line.push_str(&format!(", fill {{{a}, {b}}}")),
-                    Err(e) => problems.push(e),
+                    Err(e) => problems.push(e.to_string()),
                 },
                 None => problems.push(format!("{name}_fill is not two ints")),
             }
@@ -112,7 +147,7 @@ pub(crate) fn check_static(cubin: &[u8], max_smem: u32) -> Result<Vec<String>, V
             match i32_constant(cubin, &format!("{name}_tma"), 1) {
                 Some(v) => match tma(name, v[0]) {
                     Ok(()) => line.push_str(", tma"),
-                    Err(e) => problems.push(e),
+                    Err(e) => problems.push(e.to_string()),
                 },
                 None => problems.push(format!("{name}_tma is not an int")),
             }
@@ -128,7 +163,7 @@ pub(crate) fn check_static(cubin: &[u8], max_smem: u32) -> Result<Vec<String>, V
             match i32_constant(cubin, &format!("{long}_from"), 1) {
                 Some(v) => {
                     if let Err(e) = long_from(&long, v[0]) {
-                        problems.push(e);
+                        problems.push(e.to_string());
                     }
                 }
                 None => problems.push(format!(

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use super::cubin::{CubinKernel, cubin_kernels};
+use super::cubin::{CubinError, CubinKernel, cubin_kernels};
 
 /// The largest log read (the shipped attention.cu's is under 3 KiB; front-end warnings of a
 /// big source can be long).
@@ -113,7 +113,10 @@ pub(crate) struct StaticResources {
 
 /// The entries of `cubin` with their spills from `log` (module doc: when they are believed).
 /// An error (one clause) where the CUBIN cannot be read.
-pub(crate) fn static_resources(cubin: &[u8], log: &str) -> Result<Vec<StaticResources>, String> {
+pub(crate) fn static_resources(
+    cubin: &[u8],
+    log: &str,
+) -> Result<Vec<StaticResources>, CubinError> {
     let kernels = cubin_kernels(cubin)?;
     let too_long = log.len() > MAX_LOG_BYTES;
     let (found, mentions) = if too_long {

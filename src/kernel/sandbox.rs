@@ -532,7 +532,7 @@ fn preload_builtins(dir: &Path) -> Result<bool, String> {
 /// ruleset (nothing may be opened, but for reading beneath `readable` when given), then the
 /// seccomp filter ([`seccomp_filters`]). `Ok(Some(why))` where either does not hold
 /// ([`enforcement_gap`]); `Err` where the ruleset could not even be built.
-pub(crate) fn confine(readable: Option<&Path>) -> Result<Option<String>, String> {
+fn confine(readable: Option<&Path>) -> Result<Option<String>, String> {
     use landlock::{
         Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
         Scope,
