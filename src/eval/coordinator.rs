@@ -310,8 +310,8 @@ fn prepare(
             Err(e) => return Err(unmeasured(Verdict::Error, &e.to_string())),
         },
     };
-    let text =
-        KernelText::new(source, &c.defines).map_err(|why| unmeasured(Verdict::Refused, &why))?;
+    let text = KernelText::new(source, &c.defines)
+        .map_err(|why| unmeasured(Verdict::Refused, &why.to_string()))?;
     let mut job = Job {
         line,
         id: c.id,

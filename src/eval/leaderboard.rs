@@ -18,7 +18,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::protocol::{Confirmation, GpuLine, ReferenceLine, ShapeLine, is_valid_id};
-use super::source::KernelText;
+use super::source::{KernelText, TooLarge};
 use crate::method::Method;
 use crate::results::ConfigInfo;
 
@@ -153,7 +153,7 @@ fn hex64(v: &str) -> bool {
 
 impl Entry {
     /// The entry's text as compiled (its source with its defines).
-    pub(crate) fn kernel_text(&self) -> Result<KernelText, String> {
+    pub(crate) fn kernel_text(&self) -> Result<KernelText, TooLarge> {
         KernelText::new(self.source.clone(), &self.defines)
     }
 
@@ -190,7 +190,9 @@ impl Entry {
                 return fail(k, "not a SHA-256 in lowercase hex".into());
             }
         }
-        let text = self.kernel_text().map_err(|why| (key("source"), why))?;
+        let text = self
+            .kernel_text()
+            .map_err(|why| (key("source"), why.to_string()))?;
         if text.source_sha256 != self.source_sha256 || text.kernel_sha256 != self.kernel_sha256 {
             return fail(
                 "source",

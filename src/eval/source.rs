@@ -2,6 +2,9 @@
 //! written before the source, so that they reach the candidate's side alone), and the
 //! compile ahead of its measuring ([`Precompile`]), on the CPU while the GPU measures others.
 //!
+//! The evaluator's side of a source; reading a kernel file as untrusted input is
+//! `kernel::source`.
+//!
 //! Why defines go into the text rather than onto NVRTC's command line: the config's
 //! `compile.defines` are passed to both sides of an A/B run (`-D`), and a candidate's own
 //! must change the candidate only. `#undef NAME` then `#define NAME VALUE` before the source
@@ -41,12 +44,23 @@ fn sha256(text: &str) -> String {
     hex::encode(Sha256::digest(text.as_bytes()))
 }
 
+/// A candidate whose source with its defines is larger than a kernel source may be: the
+/// evaluator refuses it unmeasured (a `Refused` verdict), the leaderboard as a bad entry.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the source with its defines is {bytes} bytes, larger than the {} KiB a kernel source may have",
+    MAX_SOURCE_BYTES >> 10
+)]
+pub struct TooLarge {
+    pub bytes: usize,
+}
+
 impl KernelText {
     /// `source` with `defines` (each already checked as `compile.defines` are): the text is
     /// the source itself without defines, so a candidate without defines is compiled as its
     /// file is. Refused (one sentence) where the text would be larger than a kernel source
     /// may be.
-    pub fn new(source: String, defines: &[String]) -> Result<KernelText, String> {
+    pub fn new(source: String, defines: &[String]) -> Result<KernelText, TooLarge> {
         let text = if defines.is_empty() {
             source.clone()
         } else {
@@ -60,11 +74,7 @@ impl KernelText {
             t
         };
         if text.len() as u64 > MAX_SOURCE_BYTES {
-            return Err(format!(
-                "the source with its defines is {} bytes, larger than the {} KiB a kernel source may have",
-                text.len(),
-                MAX_SOURCE_BYTES >> 10
-            ));
+            return Err(TooLarge { bytes: text.len() });
         }
         Ok(KernelText {
             source_sha256: sha256(&source),
@@ -155,7 +165,7 @@ mod tests {
         let near = "/".repeat(MAX_SOURCE_BYTES as usize - 10);
         assert!(KernelText::new(near.clone(), &[]).is_ok());
         let e = KernelText::new(near, &["X=1".into()]).unwrap_err();
-        assert!(e.contains("larger than the 1024 KiB"), "{e}");
+        assert!(e.to_string().contains("larger than the 1024 KiB"), "{e}");
     }
 
     #[test]
