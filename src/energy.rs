@@ -2,6 +2,9 @@
 //! millijoules per call and what it delivers in TFLOP/s per watt, with an interval over
 //! rounds. Reported and stored, never part of a verdict.
 //!
+//! The figures themselves; `run::energy` is the phase that measures them and
+//! `report::energy` the table that shows them.
+//!
 //! How it is measured (`gpu::energy_windows::energy_window`): after everything timed, each side of a
 //! shape gets `measure.energy_rounds` windows of its own graph replayed back to back (every
 //! replay poisoned, a secret quarter of them checked like a timed sample, so a kernel that

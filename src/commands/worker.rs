@@ -2,6 +2,9 @@
 //! once per shape on fresh inputs, then the reference kernel. This is the program
 //! compute-sanitizer and ncu run: a process of its own, so that every finding or profile
 //! belongs to one kernel set and one shape.
+//!
+//! Named `worker` for the process other tools run; the evaluator's measuring process is
+//! `eval::worker`.
 
 use anyhow::Result;
 

@@ -2,6 +2,9 @@
 //! and CUDA context per candidate, so that a crash, a hang, a fault or corrupted memory ends
 //! with it and the next candidate is measured as if it never ran.
 //!
+//! The evaluator's worker; `commands::worker` is `kernel-run`, the process compute-sanitizer
+//! and ncu run.
+//!
 //! - In the child ([`serve`]): the run's request from the file its parent wrote, with the
 //!   cache mode of a confirming measurement, through the gate's own pipeline
 //!   (`Run::measure_here`: the GPU's lock, the candidate and the reference loaded from the

@@ -1,6 +1,9 @@
 //! The "Energy per call" table: per shape, each side's millijoules per call with its interval
 //! over rounds, the candidate over the base, and TFLOP/s per watt. Recomputed here from the
 //! windows the results file holds (never its stored summaries), and never part of a verdict.
+//!
+//! The report's section of energy; the figures are `crate::energy`, measured by the phase
+//! `run::energy`.
 
 use super::Report;
 use crate::energy::{RoundEstimate, ShapeEnergy, SideEnergy};
