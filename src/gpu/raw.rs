@@ -299,10 +299,17 @@ impl Staging {
             self.buf =
                 Some(unsafe { stream.context().alloc_pinned_with_flags::<f32>(n.max(1), 0) }?);
         }
+        use cudarc::driver::DevicePtr;
         let buf = self.buf.as_mut().ok_or_else(invalid)?;
-        stream.memcpy_dtoh(src, buf)?;
-        // The stream, not the slice's event: with event tracking off (`disable_event_tracking`)
-        // cudarc records no event after the copy, so only this wait orders the read after it.
+        stream.context().bind_to_thread()?;
+        let host = buf.as_mut_slice()?;
+        let dst = host.get_mut(..n).ok_or_else(invalid)?;
+        let (ptr, _record) = src.device_ptr(stream);
+        // SAFETY: `dst` is exactly `n` = src.len() floats of page-locked memory this struct
+        // owns (cudarc's own memcpy_dtoh would copy the whole staging buffer, past the end of
+        // a smaller `src`), it outlives the copy (the stream is synchronized below before it
+        // is read or freed), and `ptr` is the start of the live device buffer `src`.
+        unsafe { cudarc::driver::result::memcpy_dtoh_async(dst, ptr, stream.cu_stream()) }?;
         stream.synchronize()?;
         Ok(buf.as_slice()?[..n].to_vec())
     }
