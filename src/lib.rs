@@ -11,13 +11,15 @@
 //! 3. `cli` (the command line's types: `commands` converts them into the engine's own request
 //!    types, so `run` never imports it; `eval` reads its options from it), the
 //!    measuring devices `gpu` (cudarc) and `sim` (the seeded simulation, and its noise
-//!    model), both implementing `backend::Backend`, and `github` (the API and Actions);
+//!    model), both implementing `backend::Measure` (what runs kernels) and `backend::Facts`
+//!    (what is only read), together `backend::Backend`, and `github` (the API and Actions);
 //! 4. `kernel`, the kernel-source boundary both devices use: a kernel directory and its
 //!    files (`kernel::KernelDir`, `kernel::KernelRoles`), a source read as untrusted input,
 //!    the lexical check, NVRTC in a sandbox with its cache, the CUBIN policy, the entry
 //!    points. Its one import above it is `gpu::raw` (every `unsafe` call of the crate: the
 //!    sandbox's NVRTC and process calls are foreign functions);
-//! 5. `backend` (the measuring interface, its error and per-shape bookkeeping), `evaluate`
+//! 5. `backend` (the measuring interface, its error and the devices' per-shape state; the
+//!    measurements themselves are the engine's, `run::shape`), `evaluate`
 //!    (verdicts, and the planned two-stage decision), `report`, `history`, `profile`,
 //!    `sanitize`, `peers`, `shard` (shards and their merge), `baseline`, `results`,
 //!    `resources`, `energy`, `comparison`, `verdict`, `config`, `samples`, `files`,

@@ -64,7 +64,7 @@ pub enum GpuError {
     /// A side whose kernels were never loaded ([`super::Side::Other`] before `load_other`).
     #[error("no {side} kernels are loaded")]
     NotLoaded { side: &'static str },
-    /// A shape asked for after [`super::Backend::end`] (or never begun).
+    /// A shape asked for after [`super::Measure::end`] (or never begun).
     #[error("{what} of a shape that was ended")]
     Ended { what: &'static str },
     /// The backend asked for what the way it was begun rules out (a pair of one side, an

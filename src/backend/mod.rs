@@ -1,14 +1,21 @@
-//! The measuring backend: everything the pipeline asks of a GPU, behind one trait, so that
-//! the whole pipeline — stages, statistics, drift tracing, reports, exit codes — also runs
-//! without one. Two implementations: the GPU (`gpu::cuda_backend`, cudarc) and a seeded
+//! The measuring backend: everything the pipeline asks of a GPU, behind two small traits,
+//! so that the whole pipeline — stages, statistics, drift tracing, reports, exit codes — also
+//! runs without one. Two implementations: the GPU (`gpu::cuda_backend`, cudarc) and a seeded
 //! simulation (`crate::sim`; tests and CI, never a verdict on real kernels). A run holds
 //! which one measures as a value (`run::BackendChoice`). This module imports neither: the
-//! trait, its types, its error ([`GpuError`]) and the bookkeeping both keep of the shapes
-//! they measure are the layer below them.
+//! traits, their types, their error ([`GpuError`]) and the device state both keep of the
+//! shapes they measure ([`shapes`]) are the layer below them.
 //!
-//! The pipeline keeps the decisions (order of work, stages, re-measuring, verdicts); the
-//! backend keeps the device: compiled kernels, buffers held between rounds, the launch count
-//! of a shape, and the measurements it appends to.
+//! [`Measure`] is what runs kernels (a shape begun, a pair of rounds, a round, parity,
+//! energy, the clocks spun up); [`Facts`] is what is only read (the device, its state now,
+//! kernel resources, the GPU's processes, where the time went). [`Backend`] is both, the
+//! one bound the pipeline takes.
+//!
+//! The pipeline keeps the decisions and the bookkeeping (order of work, stages, each side's
+//! [`Measurement`] and each pair's order, a pair measured again, verdicts): a backend returns
+//! what one call measured ([`Pair`], [`Round`], [`Energy`]) and the engine appends it
+//! (`run::shape`). The backend keeps the device: compiled kernels, buffers held between
+//! rounds, the coin that orders a shape's pairs, behind the [`ShapeHandle`] the engine holds.
 
 pub(crate) mod error;
 pub(crate) mod hang;
@@ -20,7 +27,6 @@ use crate::kernel::KernelDir;
 use crate::resources::{KernelResources, ResourceSide};
 use crate::results::{Environment, GpuProcess, GpuState, PairOrder, Parity};
 pub use error::GpuError;
-pub use shapes::Bookkeeping;
 
 /// Which kernels a measurement is of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,10 +50,26 @@ impl Side {
     }
 }
 
-/// A shape being measured, as [`Backend::begin`] returned it.
-pub type ShapeId = usize;
+/// A shape begun on a backend ([`Measure::begin`]): the engine holds it while it measures
+/// the shape and gives it back to [`Measure::end`]. It names the backend's device state of
+/// the shape (held buffers, the coin of its pairs), never a measurement: those are the
+/// engine's. Not `Clone`: one holder, ended once.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ShapeHandle(usize);
 
-/// One side's timings of one shape, as the backend appended them round by round.
+impl ShapeHandle {
+    /// The handle of the backend's `index`th shape (a backend's own numbering).
+    pub fn new(index: usize) -> ShapeHandle {
+        ShapeHandle(index)
+    }
+
+    /// The backend's number of the shape.
+    pub fn index(&self) -> usize {
+        self.0
+    }
+}
+
+/// One side's timings of one shape, as the engine appended them round by round.
 #[derive(Clone, Debug)]
 pub struct Measurement {
     /// Per-launch µs, by round.
@@ -68,8 +90,59 @@ pub struct Measurement {
     /// One launch's time from the first round's warm-up, ms (later rounds warm up with the
     /// first replay of their graph only).
     pub per_launch_ms: Option<f64>,
-    /// Energy windows after the timed rounds ([`Backend::energy`]); never timed samples.
+    /// Energy windows after the timed rounds ([`Measure::energy`]); never timed samples.
     pub energy: Vec<crate::energy::EnergyRound>,
+}
+
+/// One round of one side, as a backend measured it: what [`Measurement::push`] appends.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Round {
+    /// Per-launch µs of each sample.
+    pub values: Vec<f64>,
+    /// Launches per sample (the same for every round of a shape).
+    pub launches_per_sample: u32,
+    pub working_set_bytes: u64,
+    /// Device address of Q in the round (one).
+    pub addresses: Vec<u64>,
+    /// SM clock (MHz) read before and after the round's samples, where NVML read it.
+    pub sm_clock_mhz: Vec<u32>,
+    /// Samples across which the SM clock moved.
+    pub clock_events: u32,
+    pub wall_s: f64,
+    /// Timed launches of the round checked against the reference.
+    pub checked_launches: u64,
+    /// The largest error of the round's timed launches (or of the side's, where a backend
+    /// carries it over): the larger of it and the measurement's is kept.
+    pub worst_timed: Option<Parity>,
+    /// One launch's time from the round's warm-up, ms, where it warmed up.
+    pub per_launch_ms: Option<f64>,
+}
+
+/// One pair of rounds, as [`Measure::pair`] measured it: the order it drew, and the round
+/// of each side, in `begin`'s order.
+#[derive(Clone, Debug)]
+pub struct Pair {
+    pub order: PairOrder,
+    pub rounds: [Round; 2],
+}
+
+/// What [`Measure::energy`] measured of a shape's sides.
+#[derive(Clone, Debug)]
+pub enum Energy {
+    /// Each side's windows, in `begin`'s order.
+    Windows(Vec<Vec<crate::energy::EnergyRound>>),
+    /// Why this device cannot measure energy at all.
+    Unavailable(String),
+}
+
+/// What a backend does once, before the first sample of the process ([`Measure::prepare`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Prepare<'a> {
+    /// Fits the cost of the spin kernel that injects slowdowns (selftest's `--inject`).
+    pub calibrate_injection: bool,
+    /// Brings the clocks up: this shape's kernel for this many ms of wall time
+    /// (`measure.spin_up_ms`).
+    pub spin_up: Option<(&'a ShapeParams, f64)>,
 }
 
 impl Measurement {
@@ -90,7 +163,57 @@ impl Measurement {
         }
     }
 
-    /// Forgets the last round (a pair measured again: [`Backend::drop_last`]).
+    /// Appends a round a backend measured: its samples, clocks, address and checks; the
+    /// larger worst error of the two kept.
+    pub fn push(&mut self, round: Round) {
+        self.rounds.push(round.values);
+        self.launches_per_sample = round.launches_per_sample;
+        self.working_set_bytes = round.working_set_bytes;
+        self.round_addresses.extend(round.addresses);
+        self.sm_clock_mhz.extend(round.sm_clock_mhz);
+        self.clock_events.push(round.clock_events);
+        self.wall_s += round.wall_s;
+        self.checked_launches += round.checked_launches;
+        if let Some(w) = round.worst_timed
+            && self
+                .worst_timed
+                .as_ref()
+                .is_none_or(|old| w.max_abs > old.max_abs)
+        {
+            self.worst_timed = Some(w);
+        }
+        if round.per_launch_ms.is_some() {
+            self.per_launch_ms = round.per_launch_ms;
+        }
+    }
+
+    /// The round that took `before` to `self` (a backend that measures into a copy of the
+    /// engine's measurement, the GPU's, returns what its call added). `None` unless exactly
+    /// one round was added.
+    pub fn round_since(&self, before: &Measurement) -> Option<Round> {
+        if self.rounds.len() != before.rounds.len() + 1
+            || self.clock_events.len() != before.clock_events.len() + 1
+        {
+            return None;
+        }
+        Some(Round {
+            values: self.rounds.last()?.clone(),
+            launches_per_sample: self.launches_per_sample,
+            working_set_bytes: self.working_set_bytes,
+            addresses: self
+                .round_addresses
+                .get(before.round_addresses.len()..)?
+                .to_vec(),
+            sm_clock_mhz: self.sm_clock_mhz.get(before.sm_clock_mhz.len()..)?.to_vec(),
+            clock_events: *self.clock_events.last()?,
+            wall_s: self.wall_s - before.wall_s,
+            checked_launches: self.checked_launches - before.checked_launches,
+            worst_timed: self.worst_timed.clone(),
+            per_launch_ms: self.per_launch_ms,
+        })
+    }
+
+    /// Forgets the last round (a pair measured again, `run::shape`).
     pub fn drop_last(&mut self) {
         if self.rounds.pop().is_some() {
             self.clock_events.pop();
@@ -99,12 +222,6 @@ impl Measurement {
             self.sm_clock_mhz.truncate(keep);
         }
     }
-}
-
-/// The measurement of a shape that is not (or no longer) being measured: nothing.
-pub(crate) fn empty_measurement() -> &'static Measurement {
-    static EMPTY: std::sync::OnceLock<Measurement> = std::sync::OnceLock::new();
-    EMPTY.get_or_init(Measurement::empty)
 }
 
 /// Wall-clock seconds the measuring spent per phase in this process, for the results'
@@ -119,91 +236,36 @@ pub struct PhaseTimes {
     pub finishing_s: f64,
 }
 
-/// What the pipeline asks of a measuring device. Methods that touch the device return
-/// [`GpuError`]; a [`GpuError::Integrity`] is the kernel's fault (a parity failure of the
-/// side it names), anything else a measuring error.
-pub trait Backend {
+/// What a device is, read once when a run's setup begins ([`Facts::device`]): none of it
+/// changes while the backend is open.
+#[derive(Clone, Debug)]
+pub struct DeviceFacts {
     /// The machine: GPU, driver, CUDA, NVRTC, clocks now (the run's "before").
-    fn environment(&self) -> Environment;
+    pub environment: Environment,
+    /// An upper bound on the device's dense fp16 tensor throughput, TFLOP/s.
+    pub peak_dense_tflops: f64,
+    /// This run's secret (hash keys, poison, random shapes), drawn from the OS.
+    pub run_key: u64,
+    /// SHA-256 of the base's `attention.cu` (the harness directory's), when loaded.
+    pub base_hash: Option<String>,
+    /// SHA-256 of the candidate's `attention.cu`.
+    pub candidate_hash: Option<String>,
+}
+
+/// What the pipeline reads of a device without running a kernel: kept apart from
+/// [`Measure`] so that what measures is small, and so that a phase that only reads (the
+/// process watch, the timing, the results) says so in its bound.
+pub trait Facts {
+    /// The device, its secret and the loaded sides' hashes (read once, at setup).
+    fn device(&self) -> DeviceFacts;
     /// Clocks, temperature, power and throttle reasons now (the run's "after").
     fn state(&self) -> Option<GpuState>;
-    /// SHA-256 of the `attention.cu` of a side, when that side is loaded.
-    fn source_hash(&self, side: Side) -> Option<String>;
-    /// An upper bound on the device's dense fp16 tensor throughput, TFLOP/s.
-    fn peak_dense_tflops(&self) -> f64;
-    /// This run's secret (hash keys, poison, random shapes), drawn from the OS.
-    fn run_key(&self) -> u64;
     /// Buffer sets a cold-cache round rotates through (1 for hot cache).
     fn input_sets(
         &self,
         shape: &ShapeParams,
         settings: &MeasureSettings,
     ) -> Result<usize, GpuError>;
-    /// Brings the clocks up before the first sample of the process: `shape`'s kernel for
-    /// `ms` of wall time (`measure.spin_up_ms`).
-    fn spin_up(&mut self, shape: &ShapeParams, ms: f64) -> Result<(), GpuError>;
-    /// Fits the cost of the spin kernel that injects slowdowns (selftest's `--inject`).
-    fn calibrate_injection(&mut self) -> Result<(), GpuError>;
-    /// One side's output on fresh inputs from `seed` against the reference.
-    fn parity(
-        &mut self,
-        side: Side,
-        shape: &ShapeParams,
-        tolerance: Tolerance,
-        seed: u64,
-    ) -> Result<Parity, GpuError>;
-    /// Compiles and loads a third `attention.cu` ([`Side::Other`]).
-    fn load_other(&mut self, dir: &KernelDir, defines: &[String]) -> Result<(), GpuError>;
-    /// Starts measuring `shape`: one side alone, or two in pairs of rounds (`sides[0]`
-    /// first in the report: base or other; `sides[1]` the candidate). `inject_us` slows the
-    /// last side by that much per launch (after [`Backend::calibrate_injection`]).
-    /// `coin_seed` seeds the order of pairs, `seed` the inputs.
-    #[allow(clippy::too_many_arguments)]
-    fn begin(
-        &mut self,
-        shape: &ShapeParams,
-        sides: &[Side],
-        settings: &MeasureSettings,
-        tolerance: Tolerance,
-        inject_us: Option<f64>,
-        coin_seed: u64,
-        seed: u64,
-    ) -> Result<ShapeId, GpuError>;
-    /// One more pair of rounds (two sides), in the order it drew.
-    fn pair(&mut self, id: ShapeId) -> Result<PairOrder, GpuError>;
-    /// One more round (one side).
-    fn round(&mut self, id: ShapeId) -> Result<(), GpuError>;
-    /// `rounds` energy windows of each side of a shape, after its timed rounds, each
-    /// spanning `updates` moves of the energy counter (src/energy.rs); appended to the
-    /// sides' measurements. `Ok(Some(why))`: this device cannot measure energy at all.
-    /// A [`GpuError::Integrity`] is a side whose replays in a window failed the checks.
-    fn energy(
-        &mut self,
-        id: ShapeId,
-        rounds: u32,
-        updates: u32,
-    ) -> Result<Option<String>, GpuError>;
-    /// The shapes begun, as the backend keeps them (both of ci-gate's in
-    /// [`shapes::ShapeSlots`]): what the four methods below read and drop.
-    fn shapes(&self) -> &dyn Bookkeeping;
-    /// [`Backend::shapes`], to drop from.
-    fn shapes_mut(&mut self) -> &mut dyn Bookkeeping;
-    /// Forgets the last pair (or round).
-    fn drop_last(&mut self, id: ShapeId) {
-        self.shapes_mut().drop_last(id);
-    }
-    /// What side `index` (of those given to `begin`) measured so far.
-    fn measurement(&self, id: ShapeId, index: usize) -> &Measurement {
-        self.shapes().measurement(id, index)
-    }
-    /// The order of each pair kept.
-    fn orders(&self, id: ShapeId) -> &[PairOrder] {
-        self.shapes().orders(id)
-    }
-    /// Releases the shape's buffers.
-    fn end(&mut self, id: ShapeId) {
-        self.shapes_mut().end(id);
-    }
     /// Where the measuring's time went so far.
     fn phase_times(&self) -> PhaseTimes;
     /// What the compiler gave the kernels of `side` (base or candidate) that run `shapes`,
@@ -220,6 +282,64 @@ pub trait Backend {
         Err("this measuring backend cannot list the GPU's processes".into())
     }
 }
+
+/// What the pipeline asks a device to run. Each call returns what it measured; the engine
+/// keeps it (`run::shape`), and gives each side's measurement so far back (`so_far`, in
+/// `begin`'s order) for the device to continue from: the round's number seeds its inputs,
+/// and the first round sets the launches per sample. A [`GpuError::Integrity`] is the
+/// kernel's fault (a parity failure of the side it names), anything else a measuring error.
+pub trait Measure {
+    /// Once before the first sample of the process: the injection calibrated, then the
+    /// clocks spun up, as `prepare` asks.
+    fn prepare(&mut self, prepare: Prepare<'_>) -> Result<(), GpuError>;
+    /// Compiles and loads a third `attention.cu` ([`Side::Other`]).
+    fn load_other(&mut self, dir: &KernelDir, defines: &[String]) -> Result<(), GpuError>;
+    /// One side's output on fresh inputs from `seed` against the reference.
+    fn parity(
+        &mut self,
+        side: Side,
+        shape: &ShapeParams,
+        tolerance: Tolerance,
+        seed: u64,
+    ) -> Result<Parity, GpuError>;
+    /// Starts measuring `shape`: one side alone, or two in pairs of rounds (`sides[0]`
+    /// first in the report: base or other; `sides[1]` the candidate). `inject_us` slows the
+    /// last side by that much per launch (after [`Prepare::calibrate_injection`]).
+    /// `coin_seed` seeds the order of pairs, `seed` the inputs.
+    #[allow(clippy::too_many_arguments)]
+    fn begin(
+        &mut self,
+        shape: &ShapeParams,
+        sides: &[Side],
+        settings: &MeasureSettings,
+        tolerance: Tolerance,
+        inject_us: Option<f64>,
+        coin_seed: u64,
+        seed: u64,
+    ) -> Result<ShapeHandle, GpuError>;
+    /// One more pair of rounds (two sides), in the order it drew.
+    fn pair(&mut self, shape: &ShapeHandle, so_far: &[Measurement]) -> Result<Pair, GpuError>;
+    /// One more round (one side).
+    fn round(&mut self, shape: &ShapeHandle, so_far: &[Measurement]) -> Result<Round, GpuError>;
+    /// `rounds` energy windows of each side of a shape, after its timed rounds, each
+    /// spanning `updates` moves of the energy counter (src/energy.rs). A
+    /// [`GpuError::Integrity`] is a side whose replays in a window failed the checks.
+    fn energy(
+        &mut self,
+        shape: &ShapeHandle,
+        so_far: &[Measurement],
+        rounds: u32,
+        updates: u32,
+    ) -> Result<Energy, GpuError>;
+    /// Releases the shape's device state (its held buffers).
+    fn end(&mut self, shape: ShapeHandle);
+}
+
+/// A measuring device: what runs kernels and what is read of it. Every type that is both
+/// is one; the pipeline takes `&mut dyn Backend`.
+pub trait Backend: Measure + Facts {}
+
+impl<T: Measure + Facts + ?Sized> Backend for T {}
 
 /// How a side is recorded in the results' kernel resources (the third side is not).
 pub(crate) fn resource_side(side: Side) -> Option<ResourceSide> {
@@ -335,5 +455,63 @@ mod budget_tests {
         let mut b = GpuBudget::new(1.0);
         assert!(b.charge(&shape, "base", f64::NAN, String::new).is_ok());
         assert!(b.charge(&shape, "base", 0.9, String::new).is_ok());
+    }
+}
+
+#[cfg(test)]
+mod measurement_tests {
+    use super::{Measurement, Round};
+    use crate::config::Tolerance;
+    use crate::results::Parity;
+
+    fn round(values: Vec<f64>, max_abs: f64, events: u32) -> Round {
+        Round {
+            values,
+            launches_per_sample: 40,
+            working_set_bytes: 1 << 20,
+            addresses: vec![0x7f00 + events as u64],
+            sm_clock_mhz: vec![1980, 1755],
+            clock_events: events,
+            wall_s: 0.25,
+            checked_launches: 400,
+            worst_timed: Some(Parity {
+                max_abs,
+                rel_l2: 1e-4,
+                nan_or_inf: 0,
+                unwritten: 0,
+                tolerance: Tolerance {
+                    max_abs: 1e-2,
+                    rel_l2: 1e-3,
+                },
+                seed: 0,
+            }),
+            per_launch_ms: Some(0.1),
+        }
+    }
+
+    /// A backend that measures into a copy of the engine's measurement (the GPU's) returns
+    /// the round its call added: pushed onto the engine's, it gives the copy back.
+    #[test]
+    fn a_round_since_a_measurement_pushed_onto_it_gives_the_same_measurement() {
+        let mut engine = Measurement::empty();
+        engine.push(round(vec![1.0, 2.0], 1e-3, 0));
+        let mut copy = engine.clone();
+        copy.push(round(vec![3.0, 4.0], 5e-4, 2));
+        let added = copy.round_since(&engine).expect("one round added");
+        assert_eq!(added.values, vec![3.0, 4.0]);
+        assert_eq!(added.clock_events, 2);
+        engine.push(added);
+        assert_eq!(format!("{engine:?}"), format!("{copy:?}"));
+        // The larger worst error is kept, whichever round had it.
+        assert_eq!(engine.worst_timed.as_ref().map(|p| p.max_abs), Some(1e-3));
+        // Nothing added, or two rounds: not one round.
+        assert!(engine.round_since(&engine.clone()).is_none());
+        // Dropping the last round forgets its samples, address, clocks and events.
+        engine.drop_last();
+        assert_eq!(engine.rounds.len(), 1);
+        assert_eq!(
+            (engine.round_addresses.len(), engine.sm_clock_mhz.len()),
+            (1, 2)
+        );
     }
 }

@@ -112,7 +112,7 @@ mod tests {
         let (sim_path, mut sim) = shard_file(1, 1);
         let kernel = crate::sim::SimKernel::parse("// ci-gate-sim: factor=0.8\n", "00").unwrap();
         let backend = crate::sim::SimBackend::new(1, crate::sim::NoiseModel::ISSUE, None, kernel);
-        sim.environment = Some(crate::backend::Backend::environment(&backend));
+        sim.environment = Some(backend.environment());
         let (real_path, mut real) = shard_file(2, 2);
         let mut gpu = sim.environment.clone().unwrap();
         gpu.gpu_name = "NVIDIA L4".into();

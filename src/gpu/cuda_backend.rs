@@ -1,6 +1,8 @@
-//! The GPU behind [`Backend`]: a [`Gpu`] with the base's kernels (the harness and its
-//! `attention.cu`), the candidate's `attention.cu`, and on demand a third; the shapes being
-//! measured keep their measurements and held buffers here.
+//! The GPU behind [`Measure`] and [`Facts`]: a [`Gpu`] with the base's kernels (the harness
+//! and its `attention.cu`), the candidate's `attention.cu`, and on demand a third; the shapes
+//! being measured keep their held buffers here. A call measures into a copy of the engine's
+//! measurement so far (the code in `measure` continues from it: the round's number, the
+//! launches per sample, the last warm-up) and returns what it added.
 
 use std::path::Path;
 use std::time::Duration;
@@ -14,11 +16,14 @@ use super::measure::{
 };
 use super::parity::{ParityReferences, check_parity_with};
 use crate::backend::shapes::{ShapeSlot, ShapeSlots};
-use crate::backend::{Backend, Bookkeeping, Measurement, PhaseTimes, ShapeId, Side};
+use crate::backend::{
+    DeviceFacts, Energy, Facts, Measure, Measurement, Pair, PhaseTimes, Prepare, Round,
+    ShapeHandle, Side,
+};
 use crate::config::{MeasureSettings, ShapeParams, Tolerance};
 use crate::kernel::{KernelDir, KernelRoles};
 use crate::resources::KernelResources;
-use crate::results::{Environment, GpuState, PairOrder, Parity};
+use crate::results::{GpuState, Parity};
 
 /// What the GPU keeps of a shape besides its measurements.
 struct CudaShape {
@@ -112,9 +117,15 @@ impl CudaBackend {
     }
 }
 
-impl Backend for CudaBackend {
-    fn environment(&self) -> Environment {
-        super::env::environment(&self.gpu.info, &self.gpu.monitor)
+impl Facts for CudaBackend {
+    fn device(&self) -> DeviceFacts {
+        DeviceFacts {
+            environment: super::env::environment(&self.gpu.info, &self.gpu.monitor),
+            peak_dense_tflops: self.gpu.peak_dense_tflops(),
+            run_key: self.gpu.run_key.0,
+            base_hash: self.set(Side::Base).map(|s| s.source_hash.clone()),
+            candidate_hash: self.set(Side::Candidate).map(|s| s.source_hash.clone()),
+        }
     }
 
     fn state(&self) -> Option<GpuState> {
@@ -135,18 +146,6 @@ impl Backend for CudaBackend {
             .collect())
     }
 
-    fn source_hash(&self, side: Side) -> Option<String> {
-        self.set(side).map(|s| s.source_hash.clone())
-    }
-
-    fn peak_dense_tflops(&self) -> f64 {
-        self.gpu.peak_dense_tflops()
-    }
-
-    fn run_key(&self) -> u64 {
-        self.gpu.run_key.0
-    }
-
     fn input_sets(
         &self,
         shape: &ShapeParams,
@@ -155,7 +154,33 @@ impl Backend for CudaBackend {
         sets_for(&self.gpu, shape, settings.cache)
     }
 
-    fn spin_up(&mut self, shape: &ShapeParams, ms: f64) -> Result<(), GpuError> {
+    fn phase_times(&self) -> PhaseTimes {
+        phase_times()
+    }
+
+    fn kernel_resources(&self, side: Side, shapes: &[ShapeParams]) -> Vec<KernelResources> {
+        match (self.set(side), crate::backend::resource_side(side)) {
+            (Some(set), Some(recorded)) => set.kernel_resources(recorded, shapes),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// The round a call added to a copy of the engine's measurement `before`.
+fn added(before: &Measurement, after: &Measurement) -> Result<Round, GpuError> {
+    after
+        .round_since(before)
+        .ok_or(GpuError::Misuse("a round was measured but not recorded"))
+}
+
+impl Measure for CudaBackend {
+    fn prepare(&mut self, prepare: Prepare<'_>) -> Result<(), GpuError> {
+        if prepare.calibrate_injection {
+            self.calibration = Some(calibrate_spin(&self.gpu)?);
+        }
+        let Some((shape, ms)) = prepare.spin_up else {
+            return Ok(());
+        };
         // The harness directory's attention.cu: the base's with a base, else the candidate's.
         let side = if self.candidate.is_some() {
             Side::Base
@@ -168,11 +193,6 @@ impl Backend for CudaBackend {
         });
         self.charge(shape, side, started.elapsed(), "spin-up")?;
         r
-    }
-
-    fn calibrate_injection(&mut self) -> Result<(), GpuError> {
-        self.calibration = Some(calibrate_spin(&self.gpu)?);
-        Ok(())
     }
 
     fn parity(
@@ -219,7 +239,7 @@ impl Backend for CudaBackend {
         inject_us: Option<f64>,
         coin_seed: u64,
         seed: u64,
-    ) -> Result<ShapeId, GpuError> {
+    ) -> Result<ShapeHandle, GpuError> {
         for side in sides {
             self.kernel(*side, shape)?;
         }
@@ -245,10 +265,10 @@ impl Backend for CudaBackend {
         )))
     }
 
-    fn pair(&mut self, id: ShapeId) -> Result<PairOrder, GpuError> {
-        let mut s = self.shapes.take(id, "a pair")?;
+    fn pair(&mut self, shape: &ShapeHandle, so_far: &[Measurement]) -> Result<Pair, GpuError> {
+        let mut s = self.shapes.take(shape, "a pair")?;
         let result = (|| {
-            let [(first, m0), (second, m1)] = s.sides.as_mut_slice() else {
+            let ([first, second], [m0, m1]) = (s.sides.as_slice(), so_far) else {
                 return Err(GpuError::Misuse(
                     "a pair needs two sides (begin() was given one)",
                 ));
@@ -264,41 +284,43 @@ impl Backend for CudaBackend {
                     kernel: self.kernel(*first, &s.params)?,
                     injection: None,
                     label: first.label(),
-                    m: std::mem::replace(m0, Measurement::empty()),
+                    m: m0.clone(),
                 },
                 AbSide {
                     kernel: self.kernel(*second, &s.params)?,
                     injection: s.state.injection,
                     label: second.label(),
-                    m: std::mem::replace(m1, Measurement::empty()),
+                    m: m1.clone(),
                 },
             ];
-            let r = measure_pairs(
+            let mut orders = Vec::with_capacity(1);
+            measure_pairs(
                 &bench,
                 &mut pair,
                 &mut s.coin,
                 s.state.seed,
                 &mut s.state.held,
-                &mut s.orders,
+                &mut orders,
                 1,
-            );
-            let [a, b] = pair;
-            *m0 = a.m;
-            *m1 = b.m;
-            r?;
-            s.orders
+            )?;
+            let order = orders
                 .last()
                 .copied()
-                .ok_or(GpuError::Misuse("a pair was measured but not recorded"))
+                .ok_or(GpuError::Misuse("a pair was measured but not recorded"))?;
+            let [a, b] = pair;
+            Ok(Pair {
+                order,
+                rounds: [added(m0, &a.m)?, added(m1, &b.m)?],
+            })
         })();
-        self.shapes.put(id, s);
+        self.shapes.put(shape, s);
         result
     }
 
-    fn round(&mut self, id: ShapeId) -> Result<(), GpuError> {
-        let mut s = self.shapes.take(id, "a round")?;
+    fn round(&mut self, shape: &ShapeHandle, so_far: &[Measurement]) -> Result<Round, GpuError> {
+        let mut s = self.shapes.take(shape, "a round")?;
         let result = (|| {
-            let Some((side, m)) = s.sides.last_mut() else {
+            let (Some(side), Some(m)) = (s.sides.last(), so_far.last()) else {
                 return Err(GpuError::Misuse("a shape without sides"));
             };
             let bench = Bench {
@@ -311,24 +333,29 @@ impl Backend for CudaBackend {
                 kernel: self.kernel(*side, &s.params)?,
                 injection: s.state.injection,
                 label: side.label(),
-                m: std::mem::replace(m, Measurement::empty()),
+                m: m.clone(),
             };
-            let r = extend(&bench, &mut one, s.state.seed, &mut s.state.held, 1);
-            *m = one.m;
-            r
+            extend(&bench, &mut one, s.state.seed, &mut s.state.held, 1)?;
+            added(m, &one.m)
         })();
-        self.shapes.put(id, s);
+        self.shapes.put(shape, s);
         result
     }
 
     fn energy(
         &mut self,
-        id: ShapeId,
+        shape: &ShapeHandle,
+        so_far: &[Measurement],
         rounds: u32,
         updates: u32,
-    ) -> Result<Option<String>, GpuError> {
-        let mut s = self.shapes.take(id, "energy")?;
+    ) -> Result<Energy, GpuError> {
+        let s = self.shapes.take(shape, "energy")?;
         let result = (|| {
+            if s.sides.len() != so_far.len() {
+                return Err(GpuError::Misuse(
+                    "energy needs what every side measured so far",
+                ));
+            }
             let bench = Bench {
                 gpu: &self.gpu,
                 shape: &s.params,
@@ -337,43 +364,40 @@ impl Backend for CudaBackend {
             };
             let mut sides = s
                 .sides
-                .iter_mut()
+                .iter()
+                .zip(so_far)
                 .map(|(side, m)| {
                     Ok(AbSide {
                         kernel: self.kernel(*side, &s.params)?,
                         // The kernel's own energy: no injected slowdown.
                         injection: None,
                         label: side.label(),
-                        m: std::mem::replace(m, Measurement::empty()),
+                        m: m.clone(),
                     })
                 })
                 .collect::<Result<Vec<_>, GpuError>>()?;
-            let r = measure_energy(&bench, &mut sides, s.state.seed, rounds, updates);
-            for ((_, m), side) in s.sides.iter_mut().zip(sides) {
-                *m = side.m;
+            if let Some(why) = measure_energy(&bench, &mut sides, s.state.seed, rounds, updates)? {
+                return Ok(Energy::Unavailable(why));
             }
-            r
+            Ok(Energy::Windows(
+                sides
+                    .into_iter()
+                    .zip(so_far)
+                    .map(|(side, before)| {
+                        side.m
+                            .energy
+                            .get(before.energy.len()..)
+                            .unwrap_or_default()
+                            .to_vec()
+                    })
+                    .collect(),
+            ))
         })();
-        self.shapes.put(id, s);
+        self.shapes.put(shape, s);
         result
     }
 
-    fn shapes(&self) -> &dyn Bookkeeping {
-        &self.shapes
-    }
-
-    fn shapes_mut(&mut self) -> &mut dyn Bookkeeping {
-        &mut self.shapes
-    }
-
-    fn phase_times(&self) -> PhaseTimes {
-        phase_times()
-    }
-
-    fn kernel_resources(&self, side: Side, shapes: &[ShapeParams]) -> Vec<KernelResources> {
-        match (self.set(side), crate::backend::resource_side(side)) {
-            (Some(set), Some(recorded)) => set.kernel_resources(recorded, shapes),
-            _ => Vec::new(),
-        }
+    fn end(&mut self, shape: ShapeHandle) {
+        self.shapes.end(shape);
     }
 }

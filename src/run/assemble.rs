@@ -9,7 +9,7 @@ use super::session::Session;
 use super::shape::unbalanced;
 use super::sharing::ProcessWatch;
 use super::stored::Stored;
-use crate::backend::{Backend, Side};
+use crate::backend::{Facts, Side};
 use crate::config::ShapeParams;
 use crate::gpu::env::throttled;
 use crate::resources::{KernelResources, ResourceSide};
@@ -21,7 +21,7 @@ use crate::results::{
 /// shape, so the verdicts are decided again (as they are where the GPU was shared).
 pub(super) fn results(
     mut s: Session,
-    backend: &mut dyn Backend,
+    backend: &dyn Facts,
     changed: bool,
 ) -> anyhow::Result<ResultsFile> {
     s.sample_processes(backend);
@@ -87,7 +87,7 @@ pub(super) fn results(
 
 /// What the compiler gave the kernels that ran: the base's (without a base, what the stored
 /// baseline recorded, for the report to compare the candidate's with), then the candidate's.
-fn kernel_resources(s: &Session, backend: &dyn Backend) -> Vec<KernelResources> {
+fn kernel_resources(s: &Session, backend: &dyn Facts) -> Vec<KernelResources> {
     let launched: Vec<ShapeParams> = s.shapes.iter().map(|r| r.params).collect();
     let mut out = Vec::new();
     if s.sides.base_hash.is_some() {

@@ -31,7 +31,7 @@ pub(super) fn decide(s: &mut Session, backend: &mut dyn Backend) -> Result<()> {
         bar.set_message(format!("{} (second stage)", shape.name));
         if let Some(measuring) = runs[i].as_mut() {
             match measuring.more(backend, &run.config, design.max - design.stage1) {
-                Ok(()) => finishing.finish(backend, shape, measuring),
+                Ok(()) => finishing.finish(shape, measuring),
                 Err(e) => Failure::from(e).record(shape)?,
             }
         }

@@ -7,7 +7,7 @@ use anyhow::{Result, bail};
 use super::git::BaseKernels;
 use super::session::Session;
 use super::shape::ShapeRun;
-use crate::backend::{Backend, GpuError, Side};
+use crate::backend::{GpuError, Measure, Side};
 use crate::baseline::BaselineFile;
 use crate::comparison::{Comparison, shape_seed};
 use crate::config::Config;
@@ -30,7 +30,7 @@ pub(super) enum DriftError {
 /// is in the repository (else a note says why not). Returns whether any was traced (then
 /// the verdicts are decided again: a drift traced to the runner does not fail). A spent
 /// GPU budget ends the run; any other failure on a shape is a warning.
-pub(super) fn trace(s: &mut Session, backend: &mut dyn Backend) -> Result<bool> {
+pub(super) fn trace(s: &mut Session, backend: &mut dyn Measure) -> Result<bool> {
     let drifting: Vec<usize> = (0..s.shapes.len())
         .filter(|&i| s.shapes[i].verdict == Verdict::Drift)
         .collect();
@@ -110,7 +110,7 @@ fn drift_kernels(
 /// than the old kernels measured alongside it) or the runner (the old kernels are now
 /// slower than their stored numbers).
 fn trace_shape(
-    backend: &mut dyn Backend,
+    backend: &mut dyn Measure,
     config: &Config,
     old: &BaseKernels,
     stored: Option<&BaselineFile>,
@@ -119,7 +119,7 @@ fn trace_shape(
 ) -> Result<DriftCheck, DriftError> {
     let params = &shape.params;
     let seed = config.parity.seed ^ 0xd41f7;
-    let id = backend.begin(
+    let handle = backend.begin(
         params,
         &[Side::Other, Side::Candidate],
         &config.measure,
@@ -128,11 +128,11 @@ fn trace_shape(
         shape_seed(config.gate.seed ^ 0xd41f7, &shape.name),
         seed,
     )?;
-    let mut run = ShapeRun::new(id, true, seed, design);
+    let mut run = ShapeRun::new(handle, true, seed, design);
     let measured = run.more(backend, config, design.stage1);
-    let old_samples = backend.measurement(id, 0).rounds.clone();
-    let cand_samples = backend.measurement(id, 1).rounds.clone();
-    backend.end(id);
+    let mut sides = run.end(backend).into_iter().map(|m| m.rounds);
+    let old_samples = sides.next().unwrap_or_default();
+    let cand_samples = sides.next().unwrap_or_default();
     measured?;
     let old_rounds = Rounds::new(old_samples.clone())?;
     let cand_rounds = Rounds::new(cand_samples.clone())?;

@@ -6,17 +6,17 @@
 use std::time::Instant;
 
 use super::session::Session;
-use crate::backend::{Backend, GpuError, Measurement};
+use crate::backend::{GpuError, Measure, Measurement};
 use crate::energy::{EnergyInfo, EnergyRound, ShapeEnergy, SideEnergy};
 
 /// Measures the energy windows (where asked), then ends every shape still measured. Returns
 /// whether windows were measured: a side whose replays failed the checks in a window fails
 /// parity on that shape, so the verdicts are decided again.
-pub(super) fn measure(s: &mut Session, backend: &mut dyn Backend) -> bool {
+pub(super) fn measure(s: &mut Session, backend: &mut dyn Measure) -> bool {
     let t = Instant::now();
     s.energy = windows(s, backend);
-    for run in s.runs.iter().flatten() {
-        backend.end(run.id);
+    for run in s.runs.drain(..).flatten() {
+        run.end(backend);
     }
     s.timing.energy_s = t.elapsed().as_secs_f64();
     s.energy.is_some()
@@ -27,7 +27,7 @@ pub(super) fn measure(s: &mut Session, backend: &mut dyn Backend) -> bool {
 /// window fails parity on that shape, as in a timed sample; any other error, or a GPU that
 /// cannot read energy, leaves the figures out with a note: energy never prevents or decides
 /// a verdict.
-fn windows(s: &mut Session, backend: &mut dyn Backend) -> Option<EnergyInfo> {
+fn windows(s: &mut Session, backend: &mut dyn Measure) -> Option<EnergyInfo> {
     let m = &s.run.config.measure;
     if !s.run.energy() || m.energy_rounds == 0 {
         return None;
@@ -38,10 +38,10 @@ fn windows(s: &mut Session, backend: &mut dyn Backend) -> Option<EnergyInfo> {
         ..EnergyInfo::default()
     };
     let confidence = s.run.config.gate.confidence;
-    for (run, result) in s.runs.iter().zip(s.shapes.iter_mut()) {
+    for (run, result) in s.runs.iter_mut().zip(s.shapes.iter_mut()) {
         let Some(run) = run else { continue };
         s.bar.set_message(format!("{} (energy)", result.name));
-        match backend.energy(run.id, m.energy_rounds, m.energy_updates) {
+        match run.energy(backend, m.energy_rounds, m.energy_updates) {
             Ok(Some(why)) => {
                 s.notes.push(format!("energy per call not measured: {why}"));
                 info.unavailable = Some(why);
@@ -63,8 +63,8 @@ fn windows(s: &mut Session, backend: &mut dyn Backend) -> Option<EnergyInfo> {
         let flops = result.params.flops();
         let side = |m: &Measurement| SideEnergy::from_rounds(m.energy.clone(), flops, confidence);
         result.energy = Some(ShapeEnergy {
-            candidate: side(run.cand(backend)),
-            base: run.base(backend).map(side),
+            candidate: side(run.cand()),
+            base: run.base().map(side),
         });
     }
     let rounds: Vec<&EnergyRound> = s

@@ -7,15 +7,15 @@ use std::time::Instant;
 
 use super::session::Session;
 use super::shape::Failure;
-use crate::backend::{Backend, Side};
+use crate::backend::{Measure, Side};
 use crate::config::{Config, ShapeParams, Tolerance};
 use crate::results::{ProbeResult, ShapeResult};
 
 /// Parity on the random shapes, where the run checks parity.
-pub(super) fn probes(s: &mut Session, backend: &mut dyn Backend) {
+pub(super) fn probes(s: &mut Session, backend: &mut dyn Measure) {
     let t = Instant::now();
     if s.run.request.parity {
-        s.probes = run_probes(backend, &s.run.config, &s.run.shapes);
+        s.probes = run_probes(backend, s.run_key, &s.run.config, &s.run.shapes);
     }
     s.timing.probes_s = t.elapsed().as_secs_f64();
 }
@@ -26,7 +26,7 @@ pub(super) fn probes(s: &mut Session, backend: &mut dyn Backend) {
 /// error), then the candidate.
 pub(super) fn shape(
     s: &mut Session,
-    backend: &mut dyn Backend,
+    backend: &mut dyn Measure,
     result: &mut ShapeResult,
     tolerance: Tolerance,
     seed: u64,
@@ -104,11 +104,11 @@ fn probe_shapes(shapes: &[ShapeParams], key: u64) -> Vec<ShapeParams> {
 /// the kernel already merged: it is checked on the configured shapes, where the A/B needs it
 /// right, and not here (half the cost).
 fn run_probes(
-    backend: &mut dyn Backend,
+    backend: &mut dyn Measure,
+    key: u64,
     config: &Config,
     shapes: &[ShapeParams],
 ) -> Vec<ProbeResult> {
-    let key = backend.run_key();
     probe_shapes(shapes, key)
         .into_iter()
         .enumerate()

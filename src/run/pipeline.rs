@@ -27,7 +27,7 @@ use super::peer::{PeerSession, PendingPeers};
 use super::request::Run;
 use super::session::{Session, Sides};
 use super::sharing::{GpuHold, ProcessWatch};
-use crate::backend::{Backend, Side};
+use crate::backend::{Backend, Prepare};
 use crate::config::Config;
 use crate::results::{BaseInfo, GpuProcess, ResultsFile, RunTiming};
 use crate::shard::ShardInfo;
@@ -130,16 +130,12 @@ fn setup<'r>(
     started: Instant,
     prelude: Prelude,
 ) -> Result<Session<'r>> {
-    let env = backend.environment();
+    let device = backend.device();
     let watch = ProcessWatch::new(prelude.processes_before);
     let mut warnings = Vec::new();
     let mut notes = Vec::new();
-    let cand_hash = backend.source_hash(Side::Candidate).unwrap_or_default();
-    let base_hash = run
-        .request
-        .base
-        .as_ref()
-        .and_then(|_| backend.source_hash(Side::Base));
+    let cand_hash = device.candidate_hash.clone().unwrap_or_default();
+    let base_hash = run.request.base.as_ref().and(device.base_hash.clone());
     let identical = base_hash.as_deref() == Some(cand_hash.as_str());
     let ab = base_hash.is_some() && (!identical || run.request.ab_always);
     let base_info = run.request.base.as_ref().map(|b| BaseInfo {
@@ -156,15 +152,16 @@ fn setup<'r>(
             b.source
         ));
     }
-    let stored = super::stored::load(run, &env, ab, &mut warnings)?;
-    if run.request.inject.is_some() {
-        backend.calibrate_injection()?;
-    }
-    if let Some(first) = run.shapes.first()
-        && run.config.measure.spin_up_ms > 0.0
-    {
-        backend.spin_up(first, run.config.measure.spin_up_ms)?;
-    }
+    let stored = super::stored::load(run, &device.environment, ab, &mut warnings)?;
+    let spin_up_ms = run.config.measure.spin_up_ms;
+    backend.prepare(Prepare {
+        calibrate_injection: run.request.inject.is_some(),
+        spin_up: run
+            .shapes
+            .first()
+            .filter(|_| spin_up_ms > 0.0)
+            .map(|first| (first, spin_up_ms)),
+    })?;
     let timing = RunTiming {
         setup_s: started.elapsed().as_secs_f64(),
         lock_wait_s: prelude.lock_wait_s,
@@ -184,7 +181,7 @@ fn setup<'r>(
     Ok(Session::new(
         run,
         started,
-        env,
+        device,
         watch,
         warnings,
         notes,

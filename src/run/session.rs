@@ -11,7 +11,7 @@ use super::request::Run;
 use super::shape::ShapeRun;
 use super::sharing::ProcessWatch;
 use super::stored::Stored;
-use crate::backend::Backend;
+use crate::backend::{DeviceFacts, Facts};
 use crate::comparison::{StageDesign, StoredSide};
 use crate::results::{BaseInfo, Environment, ProbeResult, RunTiming, ShapeResult};
 
@@ -43,6 +43,8 @@ pub(super) struct Session<'r> {
     pub design: StageDesign,
     /// The device's peak dense tensor throughput, TFLOP/s (the speed limit).
     pub peak_tflops: f64,
+    /// This run's secret (`backend::DeviceFacts::run_key`): it seeds the random shapes.
+    pub run_key: u64,
     pub bar: ProgressBar,
     /// Parity on random shapes.
     pub probes: Vec<ProbeResult>,
@@ -65,7 +67,7 @@ impl<'r> Session<'r> {
     pub fn new(
         run: &'r Run,
         started: Instant,
-        env: Environment,
+        device: DeviceFacts,
         watch: ProcessWatch,
         warnings: Vec<String>,
         notes: Vec<String>,
@@ -77,7 +79,7 @@ impl<'r> Session<'r> {
         Session {
             run,
             started,
-            env,
+            env: device.environment,
             watch,
             warnings,
             notes,
@@ -85,7 +87,8 @@ impl<'r> Session<'r> {
             stored,
             sides,
             design: run.design(),
-            peak_tflops: f64::INFINITY,
+            peak_tflops: device.peak_dense_tflops,
+            run_key: device.run_key,
             bar: ProgressBar::hidden(),
             probes: Vec::new(),
             shapes: Vec::with_capacity(run.shapes.len()),
@@ -98,7 +101,7 @@ impl<'r> Session<'r> {
     }
 
     /// Reads the GPU's processes now (between shapes and phases).
-    pub(crate) fn sample_processes(&mut self, backend: &dyn Backend) {
+    pub(crate) fn sample_processes(&mut self, backend: &dyn Facts) {
         self.watch.sample(backend);
     }
 
@@ -122,7 +125,7 @@ impl<'r> Session<'r> {
     }
 
     /// Where the backend's measuring time went, into the timing.
-    pub(crate) fn record_phase_times(&mut self, backend: &dyn Backend) {
+    pub(crate) fn record_phase_times(&mut self, backend: &dyn Facts) {
         let phases = backend.phase_times();
         self.timing.references_s = phases.references_s;
         self.timing.preparing_s = phases.preparing_s;

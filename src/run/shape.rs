@@ -1,21 +1,29 @@
 //! One shape's measurement in progress ([`ShapeRun`]): its rounds or pairs, a pair the clock
 //! hit on one side measured again ([`unbalanced`]), its peers' rounds; and why a shape has no
-//! measurement ([`Failure`]).
+//! measurement ([`Failure`]). The engine's bookkeeping of a shape lives here, not in the
+//! backend: each side's [`Measurement`], each pair's order, a pair dropped to be measured
+//! again; the backend returns what each call measured and holds only the device's state,
+//! behind the [`ShapeHandle`] kept here.
 
 use anyhow::{Result, bail};
 
 use super::peer::PeerSession;
-use crate::backend::{Backend, GpuError, Measurement, ShapeId};
+use crate::backend::{Energy, Facts, GpuError, Measure, Measurement, ShapeHandle};
 use crate::config::{Config, ShapeParams};
+use crate::results::PairOrder;
 use crate::results::{RemeasuredPair, ShapeResult, StageDesign};
 
-/// One shape's measurement in progress: the backend holds its measurements; this holds the
-/// re-measuring.
+/// One shape's measurement in progress: what each side measured, the order of each pair, the
+/// re-measuring; the backend's handle of the shape's device state.
 pub(super) struct ShapeRun {
-    pub id: ShapeId,
+    handle: ShapeHandle,
     /// Two sides in pairs (A/B, or the baseline commit's kernels against the candidate's),
     /// or the candidate alone.
     pub ab: bool,
+    /// What each side measured so far, in the order the shape was begun with.
+    sides: Vec<Measurement>,
+    /// The order of each pair kept.
+    pub orders: Vec<PairOrder>,
     seed: u64,
     /// Pairs measured again because a clock change hit one side's samples (the rule of
     /// [`unbalanced`]), and how many more it may take.
@@ -34,12 +42,14 @@ pub(super) fn unbalanced(base_events: u32, cand_events: u32, samples_per_round: 
 }
 
 impl ShapeRun {
-    /// A shape begun on the backend (`ab`: two sides in pairs), with its re-measuring budget:
-    /// a quarter of the design's pairs, at least 2.
-    pub fn new(id: ShapeId, ab: bool, seed: u64, design: StageDesign) -> ShapeRun {
+    /// A shape begun on the backend (`ab`: two sides in pairs, else one), with its
+    /// re-measuring budget: a quarter of the design's pairs, at least 2.
+    pub fn new(handle: ShapeHandle, ab: bool, seed: u64, design: StageDesign) -> ShapeRun {
         ShapeRun {
-            id,
+            handle,
             ab,
+            sides: vec![Measurement::empty(); if ab { 2 } else { 1 }],
+            orders: Vec::new(),
             seed,
             remeasured: Vec::new(),
             remeasure_budget: (design.max / 4).max(2),
@@ -49,7 +59,7 @@ impl ShapeRun {
     /// Measures `n` more rounds (pairs, in A/B).
     pub(crate) fn more(
         &mut self,
-        backend: &mut dyn Backend,
+        backend: &mut dyn Measure,
         config: &Config,
         n: u32,
     ) -> Result<(), GpuError> {
@@ -66,7 +76,7 @@ impl ShapeRun {
     /// `results`: one per peer that runs ([`PeerSession::results`]), filled here.
     pub(crate) fn peer_rounds(
         &self,
-        backend: &dyn Backend,
+        backend: &dyn Facts,
         params: &ShapeParams,
         config: &Config,
         peers: &mut PeerSession,
@@ -85,40 +95,75 @@ impl ShapeRun {
     }
 
     /// One round (one pair, in A/B); a pair the clock hit on one side is measured again.
-    fn one(&mut self, backend: &mut dyn Backend, config: &Config) -> Result<(), GpuError> {
+    fn one(&mut self, backend: &mut dyn Measure, config: &Config) -> Result<(), GpuError> {
         if !self.ab {
-            return backend.round(self.id);
+            let round = backend.round(&self.handle, &self.sides)?;
+            if let Some(m) = self.sides.last_mut() {
+                m.push(round);
+            }
+            return Ok(());
         }
         loop {
-            backend.pair(self.id)?;
-            let events = |i: usize| {
-                backend
-                    .measurement(self.id, i)
-                    .clock_events
-                    .last()
-                    .copied()
-                    .unwrap_or(0)
-            };
-            let (eb, ec) = (events(0), events(1));
+            let pair = backend.pair(&self.handle, &self.sides)?;
+            let [base, cand] = pair.rounds;
+            let (eb, ec) = (base.clock_events, cand.clock_events);
+            self.sides[0].push(base);
+            self.sides[1].push(cand);
+            self.orders.push(pair.order);
             if self.remeasure_budget == 0 || !unbalanced(eb, ec, config.measure.samples_per_round) {
                 return Ok(());
             }
-            backend.drop_last(self.id);
+            self.drop_last();
             self.remeasure_budget -= 1;
             self.remeasured.push(RemeasuredPair {
-                pair: backend.measurement(self.id, 1).rounds.len() as u32 + 1,
+                pair: self.sides[1].rounds.len() as u32 + 1,
                 base_clock_events: eb,
                 cand_clock_events: ec,
             });
         }
     }
 
-    pub(crate) fn cand<'b>(&self, backend: &'b dyn Backend) -> &'b Measurement {
-        backend.measurement(self.id, usize::from(self.ab))
+    /// Forgets the last pair (its rounds of both sides, its order), to measure it again.
+    fn drop_last(&mut self) {
+        for m in &mut self.sides {
+            m.drop_last();
+        }
+        self.orders.pop();
     }
 
-    pub(crate) fn base<'b>(&self, backend: &'b dyn Backend) -> Option<&'b Measurement> {
-        self.ab.then(|| backend.measurement(self.id, 0))
+    /// `rounds` energy windows of every side (after the timed rounds), appended to each
+    /// side's measurement. `Ok(Some(why))`: the device cannot measure energy at all.
+    pub(crate) fn energy(
+        &mut self,
+        backend: &mut dyn Measure,
+        rounds: u32,
+        updates: u32,
+    ) -> Result<Option<String>, GpuError> {
+        match backend.energy(&self.handle, &self.sides, rounds, updates)? {
+            Energy::Unavailable(why) => Ok(Some(why)),
+            Energy::Windows(windows) => {
+                for (m, w) in self.sides.iter_mut().zip(windows) {
+                    m.energy.extend(w);
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// The candidate's measurement (the last side).
+    pub(crate) fn cand(&self) -> &Measurement {
+        &self.sides[usize::from(self.ab)]
+    }
+
+    /// The base's (or the baseline commit's), in A/B.
+    pub(crate) fn base(&self) -> Option<&Measurement> {
+        self.ab.then(|| &self.sides[0])
+    }
+
+    /// Ends the shape on the backend (its held buffers released); what each side measured.
+    pub(crate) fn end(self, backend: &mut dyn Measure) -> Vec<Measurement> {
+        backend.end(self.handle);
+        self.sides
     }
 }
 

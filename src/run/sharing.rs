@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::Result;
 
 use super::device::BackendChoice;
-use crate::backend::Backend;
+use crate::backend::Facts;
 use crate::gpu::lock::{self, GpuLock};
 use crate::results::GpuProcess;
 
@@ -153,7 +153,7 @@ impl ProcessWatch {
     }
 
     /// Reads the backend's list now.
-    pub fn sample(&mut self, backend: &dyn Backend) {
+    pub fn sample(&mut self, backend: &dyn Facts) {
         self.record(backend.gpu_processes());
     }
 

@@ -11,7 +11,7 @@ use super::peer::PeerSession;
 use super::session::{Session, progress_bar};
 use super::shape::{Failure, ShapeRun};
 use super::stored::{Stored, median_of};
-use crate::backend::{Backend, GpuError, Measurement, Side};
+use crate::backend::{Backend, Facts, GpuError, Measure, Measurement, Side};
 use crate::comparison::shape_seed;
 use crate::config::{CacheMode, Config, ShapeParams, Tolerance};
 use crate::results::{MeasurementInfo, ShapeResult, StageDesign};
@@ -22,7 +22,6 @@ use crate::stats::Sample;
 /// backend and measured for the design's first stage. The GPU's processes are read before
 /// the first shape and after each one measured.
 pub(super) fn first_stages(s: &mut Session, backend: &mut dyn Backend) -> Result<()> {
-    s.peak_tflops = backend.peak_dense_tflops();
     // The peer worker started beside the setup; it is waited for only after the first stage.
     if let Some(p) = &s.pending_peers {
         s.watch.add_ours(p.pid());
@@ -43,11 +42,13 @@ pub(super) fn first_stages(s: &mut Session, backend: &mut dyn Backend) -> Result
         let seed = run.config.parity.seed.wrapping_add(i as u64);
         match first_stage(s, backend, &mut result, seed) {
             Ok(shape) => {
-                Finishing::of(s).finish(backend, &mut result, &shape);
+                Finishing::of(s).finish(&mut result, &shape);
                 if result.error.is_some() {
-                    backend.end(shape.id);
+                    shape.end(backend);
+                    s.runs.push(None);
+                } else {
+                    s.runs.push(Some(shape));
                 }
-                s.runs.push(result.error.is_none().then_some(shape));
             }
             Err(e) => {
                 e.record(&mut result)?;
@@ -86,7 +87,7 @@ fn first_stage(
     } else {
         &[Side::Candidate]
     };
-    let id = backend.begin(
+    let handle = backend.begin(
         &params,
         sides,
         &config.measure,
@@ -95,7 +96,7 @@ fn first_stage(
         shape_seed(config.gate.seed, &params.name()),
         seed,
     )?;
-    let mut run = ShapeRun::new(id, ab, seed, s.design);
+    let mut run = ShapeRun::new(handle, ab, seed, s.design);
     run.more(backend, config, s.design.stage1)?;
     Ok(run)
 }
@@ -104,7 +105,7 @@ fn first_stage(
 /// else the stored baseline's.
 fn injected_reference(
     s: &Session,
-    backend: &mut dyn Backend,
+    backend: &mut dyn Measure,
     params: &ShapeParams,
     tolerance: Tolerance,
     seed: u64,
@@ -112,13 +113,21 @@ fn injected_reference(
     if !s.sides.ab {
         return Ok(s.stored.p50(params));
     }
-    let measure = &s.run.config.measure;
-    let id = backend.begin(params, &[Side::Base], measure, tolerance, None, 0, seed)?;
-    let r = backend.round(id);
-    let p50 = median_of(&backend.measurement(id, 0).rounds);
-    backend.end(id);
+    let config = &s.run.config;
+    let handle = backend.begin(
+        params,
+        &[Side::Base],
+        &config.measure,
+        tolerance,
+        None,
+        0,
+        seed,
+    )?;
+    let mut run = ShapeRun::new(handle, false, seed, s.design);
+    let r = run.more(backend, config, 1);
+    let base = run.end(backend);
     r?;
-    Ok(p50)
+    Ok(base.first().and_then(|m| median_of(&m.rounds)))
 }
 
 /// What ends every measured stage of a shape ([`Finishing::finish`]), from the run.
@@ -143,9 +152,9 @@ impl<'a> Finishing<'a> {
     /// The shape's measurements copied into its result, and an error where the candidate's
     /// time cannot be real ([`speed_limit`], against the base's p50 in A/B, else the stored
     /// baseline's), unless it already has one.
-    pub fn finish(&self, backend: &dyn Backend, result: &mut ShapeResult, run: &ShapeRun) {
-        fill(result, run, backend, self.config.measure.cache, self.design);
-        let reference_p50 = match run.base(backend) {
+    pub fn finish(&self, result: &mut ShapeResult, run: &ShapeRun) {
+        fill(result, run, self.config.measure.cache, self.design);
+        let reference_p50 = match run.base() {
             Some(b) => median_of(&b.rounds),
             None => self.stored.p50(&result.params),
         };
@@ -160,7 +169,7 @@ impl<'a> Finishing<'a> {
 /// The peers, after every shape's first stage (their rounds never decide anything): the
 /// worker started in the setup is waited for (or started now), and each measured shape gets
 /// its peers' rounds.
-pub(super) fn peers(s: &mut Session, backend: &mut dyn Backend) {
+pub(super) fn peers(s: &mut Session, backend: &dyn Facts) {
     let t = Instant::now();
     let run = s.run;
     let mut session = match s.pending_peers.take() {
@@ -202,23 +211,13 @@ pub(super) fn peers(s: &mut Session, backend: &mut dyn Backend) {
 }
 
 /// Copies what a shape's sides measured into its result.
-fn fill(
-    result: &mut ShapeResult,
-    run: &ShapeRun,
-    backend: &dyn Backend,
-    cache: CacheMode,
-    design: StageDesign,
-) {
+fn fill(result: &mut ShapeResult, run: &ShapeRun, cache: CacheMode, design: StageDesign) {
     result.remeasured = run.remeasured.clone();
-    let sides: Vec<&Measurement> = run
-        .base(backend)
-        .into_iter()
-        .chain([run.cand(backend)])
-        .collect();
+    let sides: Vec<&Measurement> = run.base().into_iter().chain([run.cand()]).collect();
     if run.ab {
         result.clock_events = sides.iter().map(|m| m.clock_events.clone()).collect();
     }
-    let cand = run.cand(backend);
+    let cand = run.cand();
     result.samples_us = cand.rounds.clone();
     match Sample::new(cand.rounds.iter().flatten().copied().collect()).ok() {
         Some(s) => {
@@ -228,9 +227,9 @@ fn fill(
         }
         None => result.error = Some("its timings are unusable: fewer than 2 values".into()),
     }
-    if let Some(base) = run.base(backend) {
+    if let Some(base) = run.base() {
         result.base_samples_us = base.rounds.clone();
-        result.pair_order = backend.orders(run.id).to_vec();
+        result.pair_order = run.orders.clone();
         result.base_summary = Sample::new(base.rounds.iter().flatten().copied().collect())
             .ok()
             .map(|s| s.summary());

@@ -36,7 +36,10 @@ pub mod noise;
 use rand::RngExt;
 
 use crate::backend::shapes::{ShapeSlot, ShapeSlots};
-use crate::backend::{Backend, Bookkeeping, GpuError, PhaseTimes, ShapeId, Side};
+use crate::backend::{
+    DeviceFacts, Energy, Facts, GpuError, Measure, Measurement, Pair, PhaseTimes, Prepare, Round,
+    ShapeHandle, Side,
+};
 use crate::config::{MeasureSettings, ShapeParams, Tolerance};
 use crate::kernel::{KernelDir, KernelRoles};
 use crate::resources::KernelResources;
@@ -352,12 +355,18 @@ impl SimBackend {
         Ok(())
     }
 
-    fn round_of(&mut self, id: ShapeId, index: usize, level: f64) -> Result<(), GpuError> {
+    /// One round of side `index` of shape `shape` at `level` (its log time).
+    fn round_of(
+        &mut self,
+        shape: &ShapeHandle,
+        index: usize,
+        level: f64,
+    ) -> Result<Round, GpuError> {
         let address = self.next_address;
         self.next_address += 0x10_0000;
-        let s = self.shapes.live(id, "a round")?;
+        let s = self.shapes.live(shape, "a round")?;
         let samples = s.settings.samples_per_round;
-        let side = s.sides[index].0;
+        let side = s.sides[index];
         // `Self::kernel` by field (`s` holds `self.shapes`); `level` has already refused an
         // `Other` side with no kernel.
         let kernel = match side {
@@ -387,38 +396,56 @@ impl SimBackend {
                 side.label()
             )
         })?;
-        let m = &mut s.sides[index].1;
-        m.rounds.push(values);
-        m.launches_per_sample = LAUNCHES;
-        m.working_set_bytes = s.params.elements() as u64 * 10;
-        m.round_addresses.push(address);
-        if clocked {
-            m.sm_clock_mhz.extend([1980, 1755]);
-            m.clock_events.push(samples.div_ceil(2));
+        let (sm_clock_mhz, clock_events) = if clocked {
+            (vec![1980, 1755], samples.div_ceil(2))
         } else {
-            m.sm_clock_mhz.extend([1980, 1980]);
-            m.clock_events.push(0);
+            (vec![1980, 1980], 0)
+        };
+        Ok(Round {
+            values,
+            launches_per_sample: LAUNCHES,
+            working_set_bytes: params.elements() as u64 * 10,
+            addresses: vec![address],
+            sm_clock_mhz,
+            clock_events,
+            wall_s: 0.01,
+            checked_launches: u64::from(samples) * u64::from(LAUNCHES),
+            worst_timed: Some(Parity {
+                max_abs: 1e-4,
+                rel_l2: 1e-4,
+                nan_or_inf: 0,
+                unwritten: 0,
+                tolerance,
+                seed: 0,
+            }),
+            per_launch_ms: None,
+        })
+    }
+
+    /// The simulated machine, its state now as the run's "before".
+    pub(crate) fn environment(&self) -> Environment {
+        Environment {
+            gpu_name: GPU_NAME.into(),
+            gpu_slug: crate::results::gpu_slug(GPU_NAME),
+            gpu_uuid: Some(gpu_uuid(self.key)),
+            compute_capability: "9.0".into(),
+            sm_count: Some(132),
+            l2_bytes: Some(60 << 20),
+            driver_version: Some("simulated".into()),
+            cuda_driver_version: Some("13.0".into()),
+            nvrtc_version: None,
+            state_before: self.state(),
+            state_after: None,
         }
-        m.checked_launches += u64::from(samples) * u64::from(LAUNCHES);
-        m.worst_timed.get_or_insert(Parity {
-            max_abs: 1e-4,
-            rel_l2: 1e-4,
-            nan_or_inf: 0,
-            unwritten: 0,
-            tolerance,
-            seed: 0,
-        });
-        m.wall_s += 0.01;
-        Ok(())
     }
 
     /// The log time of a side's round on this shape, before the round's own noise.
-    fn level(&self, id: ShapeId, index: usize, shared: f64) -> Result<f64, GpuError> {
+    fn level(&self, shape: &ShapeHandle, index: usize, shared: f64) -> Result<f64, GpuError> {
         let s = self
             .shapes
-            .get(id)
+            .get(shape)
             .ok_or(GpuError::Ended { what: "a round" })?;
-        let (side, _) = s.sides[index];
+        let side = s.sides[index];
         let k = self.kernel(side)?;
         if SimKernel::hits(&k.skip, &s.params) {
             return Err(GpuError::Integrity(format!(
@@ -437,20 +464,15 @@ impl SimBackend {
     }
 }
 
-impl Backend for SimBackend {
-    fn environment(&self) -> Environment {
-        Environment {
-            gpu_name: GPU_NAME.into(),
-            gpu_slug: crate::results::gpu_slug(GPU_NAME),
-            gpu_uuid: Some(gpu_uuid(self.key)),
-            compute_capability: "9.0".into(),
-            sm_count: Some(132),
-            l2_bytes: Some(60 << 20),
-            driver_version: Some("simulated".into()),
-            cuda_driver_version: Some("13.0".into()),
-            nvrtc_version: None,
-            state_before: self.state(),
-            state_after: None,
+impl Facts for SimBackend {
+    fn device(&self) -> DeviceFacts {
+        DeviceFacts {
+            environment: self.environment(),
+            // The simulated kernels run at 300 TFLOP/s; a factor below 1/8 is impossible.
+            peak_dense_tflops: 2400.0,
+            run_key: self.key,
+            base_hash: self.kernel(Side::Base).ok().map(|k| k.hash.clone()),
+            candidate_hash: Some(self.candidate.hash.clone()),
         }
     }
 
@@ -462,10 +484,6 @@ impl Backend for SimBackend {
             power_w: Some(300.0),
             throttle_reasons: Vec::new(),
         })
-    }
-
-    fn source_hash(&self, side: Side) -> Option<String> {
-        self.kernel(side).ok().map(|k| k.hash.clone())
     }
 
     /// This process (as NVML lists a process with a context, in the same pid namespace) and,
@@ -524,25 +542,20 @@ impl Backend for SimBackend {
             .collect()
     }
 
-    fn peak_dense_tflops(&self) -> f64 {
-        // The simulated kernels run at 300 TFLOP/s; a factor below 1/8 is impossible.
-        2400.0
-    }
-
-    fn run_key(&self) -> u64 {
-        self.key
-    }
-
     fn input_sets(&self, _: &ShapeParams, _: &MeasureSettings) -> Result<usize, GpuError> {
         Ok(1)
     }
 
-    fn spin_up(&mut self, _: &ShapeParams, _: f64) -> Result<(), GpuError> {
-        Ok(())
+    fn phase_times(&self) -> PhaseTimes {
+        PhaseTimes::default()
     }
+}
 
-    fn calibrate_injection(&mut self) -> Result<(), GpuError> {
-        self.calibrated = true;
+impl Measure for SimBackend {
+    fn prepare(&mut self, prepare: Prepare<'_>) -> Result<(), GpuError> {
+        if prepare.calibrate_injection {
+            self.calibrated = true;
+        }
         Ok(())
     }
 
@@ -579,7 +592,7 @@ impl Backend for SimBackend {
         inject_us: Option<f64>,
         coin_seed: u64,
         seed: u64,
-    ) -> Result<ShapeId, GpuError> {
+    ) -> Result<ShapeHandle, GpuError> {
         for side in sides {
             self.launch(*side, shape, "warm-up")?;
         }
@@ -598,9 +611,9 @@ impl Backend for SimBackend {
         )))
     }
 
-    fn pair(&mut self, id: ShapeId) -> Result<PairOrder, GpuError> {
+    fn pair(&mut self, shape: &ShapeHandle, _: &[Measurement]) -> Result<Pair, GpuError> {
         let (order, shared) = {
-            let s = self.shapes.live(id, "a pair")?;
+            let s = self.shapes.live(shape, "a pair")?;
             if s.sides.len() != 2 {
                 return Err(GpuError::Misuse(
                     "a pair needs two sides (begin() was given one)",
@@ -613,46 +626,48 @@ impl Backend for SimBackend {
             };
             (order, s.state.noise.pair_shift())
         };
-        let levels = [self.level(id, 0, shared)?, self.level(id, 1, shared)?];
-        for (index, level) in levels.into_iter().enumerate() {
-            self.round_of(id, index, level)?;
-        }
-        self.shapes.live(id, "a pair")?.orders.push(order);
-        Ok(order)
+        let levels = [self.level(shape, 0, shared)?, self.level(shape, 1, shared)?];
+        let rounds = [
+            self.round_of(shape, 0, levels[0])?,
+            self.round_of(shape, 1, levels[1])?,
+        ];
+        Ok(Pair { order, rounds })
     }
 
-    fn round(&mut self, id: ShapeId) -> Result<(), GpuError> {
+    fn round(&mut self, shape: &ShapeHandle, _: &[Measurement]) -> Result<Round, GpuError> {
         let (index, shared) = {
-            let s = self.shapes.live(id, "a round")?;
+            let s = self.shapes.live(shape, "a round")?;
             (s.sides.len() - 1, s.state.noise.round_shift())
         };
-        let level = self.level(id, index, shared)?;
-        self.round_of(id, index, level)
+        let level = self.level(shape, index, shared)?;
+        self.round_of(shape, index, level)
     }
 
     fn energy(
         &mut self,
-        id: ShapeId,
+        shape: &ShapeHandle,
+        _: &[Measurement],
         rounds: u32,
         updates: u32,
-    ) -> Result<Option<String>, GpuError> {
+    ) -> Result<Energy, GpuError> {
         let kernels: Vec<SimKernel> = {
             let s = self
                 .shapes
-                .get(id)
+                .get(shape)
                 .ok_or(GpuError::Ended { what: "energy" })?;
             s.sides
                 .iter()
-                .map(|(side, _)| self.kernel(*side).cloned())
+                .map(|side| self.kernel(*side).cloned())
                 .collect::<Result<_, _>>()?
         };
-        let s = self.shapes.live(id, "energy")?;
+        let s = self.shapes.live(shape, "energy")?;
+        let mut windows = vec![Vec::new(); kernels.len()];
         for _ in 0..rounds {
             for (i, k) in kernels.iter().enumerate() {
                 if SimKernel::hits(&k.skip, &s.params) {
                     return Err(GpuError::Integrity(format!(
                         "the {} kernel skipped work in an energy window (simulated) (shape {})",
-                        s.sides[i].0.label(),
+                        s.sides[i].label(),
                         s.params
                     )));
                 }
@@ -664,7 +679,7 @@ impl Backend for SimBackend {
                     base_us(&s.params) * k.factor / 1000.0 * (0.002 * s.state.noise.z()).exp();
                 let span_ms = 100.0 * f64::from(updates);
                 let replay_ms = call_ms * f64::from(LAUNCHES);
-                s.sides[i].1.energy.push(crate::energy::EnergyRound {
+                windows[i].push(crate::energy::EnergyRound {
                     source: crate::energy::EnergySource::Counter,
                     power_w,
                     call_ms,
@@ -681,19 +696,11 @@ impl Backend for SimBackend {
                 });
             }
         }
-        Ok(None)
+        Ok(Energy::Windows(windows))
     }
 
-    fn shapes(&self) -> &dyn Bookkeeping {
-        &self.shapes
-    }
-
-    fn shapes_mut(&mut self) -> &mut dyn Bookkeeping {
-        &mut self.shapes
-    }
-
-    fn phase_times(&self) -> PhaseTimes {
-        PhaseTimes::default()
+    fn end(&mut self, shape: ShapeHandle) {
+        self.shapes.end(shape);
     }
 }
 
@@ -730,7 +737,7 @@ mod tests {
                 max_abs: 1e-2,
                 rel_l2: 1e-3,
             };
-            let id = b
+            let shape = b
                 .begin(
                     &shape,
                     &[Side::Base, Side::Candidate],
@@ -741,15 +748,21 @@ mod tests {
                     2,
                 )
                 .unwrap();
+            let mut sides = vec![Measurement::empty(), Measurement::empty()];
+            let mut orders = Vec::new();
             for _ in 0..8 {
-                b.pair(id).unwrap();
+                let pair = b.pair(&shape, &sides).unwrap();
+                orders.push(pair.order);
+                for (m, round) in sides.iter_mut().zip(pair.rounds) {
+                    m.push(round);
+                }
             }
             let med = |i: usize| {
-                let mut v: Vec<f64> = b.measurement(id, i).rounds.concat();
+                let mut v: Vec<f64> = sides[i].rounds.concat();
                 v.sort_by(f64::total_cmp);
                 v[v.len() / 2]
             };
-            (med(0), med(1), b.orders(id).len())
+            (med(0), med(1), orders.len())
         };
         let (base, cand, orders) = run();
         assert_eq!(orders, 8);

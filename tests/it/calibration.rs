@@ -35,7 +35,10 @@ use rand_chacha::ChaCha8Rng;
 use std::path::{Path, PathBuf};
 
 use ci_gate::backend::shapes::{ShapeSlot, ShapeSlots};
-use ci_gate::backend::{Backend, Bookkeeping, GpuError, PhaseTimes, ShapeId, Side};
+use ci_gate::backend::{
+    DeviceFacts, Energy, Facts, GpuError, Measure, Measurement, Pair, PhaseTimes, Prepare, Round,
+    ShapeHandle, Side,
+};
 use ci_gate::cli::ConfigArgs;
 use ci_gate::comparison::{StageDesign, StoredSide};
 use ci_gate::config::{CacheMode, Dtype, GateSettings, ShapeParams};
@@ -237,46 +240,62 @@ fn replay_config(shapes: usize, design: StageDesign) -> Config {
 struct Replay<'a> {
     drawn: &'a mut [AbShape],
     params: Vec<ShapeParams>,
-    /// The shapes begun (as the real backends keep them), each with the index of its drawn
-    /// pairs.
+    /// The shapes begun (as the real backends keep their device state), each with the index
+    /// of its drawn pairs.
     begun: ShapeSlots<usize>,
 }
 
-impl Backend for Replay<'_> {
-    fn environment(&self) -> Environment {
-        Environment {
-            gpu_name: "Replay".into(),
-            gpu_slug: "replay".into(),
-            gpu_uuid: None,
-            compute_capability: "9.0".into(),
-            sm_count: None,
-            l2_bytes: None,
-            driver_version: None,
-            cuda_driver_version: None,
-            nvrtc_version: None,
-            state_before: None,
-            state_after: None,
+impl Facts for Replay<'_> {
+    fn device(&self) -> DeviceFacts {
+        DeviceFacts {
+            environment: Environment {
+                gpu_name: "Replay".into(),
+                gpu_slug: "replay".into(),
+                gpu_uuid: None,
+                compute_capability: "9.0".into(),
+                sm_count: None,
+                l2_bytes: None,
+                driver_version: None,
+                cuda_driver_version: None,
+                nvrtc_version: None,
+                state_before: None,
+                state_after: None,
+            },
+            peak_dense_tflops: f64::INFINITY,
+            run_key: 0,
+            base_hash: Some(format!("{:?}", Side::Base)),
+            candidate_hash: Some(format!("{:?}", Side::Candidate)),
         }
     }
     fn state(&self) -> Option<GpuState> {
         None
     }
-    fn source_hash(&self, side: Side) -> Option<String> {
-        Some(format!("{side:?}"))
-    }
-    fn peak_dense_tflops(&self) -> f64 {
-        f64::INFINITY
-    }
-    fn run_key(&self) -> u64 {
-        0
-    }
     fn input_sets(&self, _: &ShapeParams, _: &MeasureSettings) -> Result<usize, GpuError> {
         Ok(1)
     }
-    fn spin_up(&mut self, _: &ShapeParams, _: f64) -> Result<(), GpuError> {
-        Ok(())
+    fn phase_times(&self) -> PhaseTimes {
+        PhaseTimes::default()
     }
-    fn calibrate_injection(&mut self) -> Result<(), GpuError> {
+}
+
+/// One replayed round: the drawn samples, nothing else measured.
+fn replayed(values: Vec<f64>) -> Round {
+    Round {
+        values,
+        launches_per_sample: 100,
+        working_set_bytes: 0,
+        addresses: Vec::new(),
+        sm_clock_mhz: Vec::new(),
+        clock_events: 0,
+        wall_s: 0.0,
+        checked_launches: 0,
+        worst_timed: None,
+        per_launch_ms: None,
+    }
+}
+
+impl Measure for Replay<'_> {
+    fn prepare(&mut self, _: Prepare<'_>) -> Result<(), GpuError> {
         Ok(())
     }
     fn parity(
@@ -300,7 +319,7 @@ impl Backend for Replay<'_> {
         _: Option<f64>,
         coin_seed: u64,
         _: u64,
-    ) -> Result<ShapeId, GpuError> {
+    ) -> Result<ShapeHandle, GpuError> {
         let i = self
             .params
             .iter()
@@ -310,34 +329,32 @@ impl Backend for Replay<'_> {
             *shape, sides, settings, tolerance, coin_seed, i,
         )))
     }
-    fn pair(&mut self, id: ShapeId) -> Result<PairOrder, GpuError> {
-        let slot = self.begun.live(id, "a pair")?;
-        let n = slot.sides[1].1.rounds.len();
+    fn pair(&mut self, shape: &ShapeHandle, so_far: &[Measurement]) -> Result<Pair, GpuError> {
+        let slot = self.begun.live(shape, "a pair")?;
+        let n = so_far.get(1).map_or(0, |m| m.rounds.len());
         let s = self.drawn[slot.state].ensure(n + 1);
         let (base, cand) = (s.base[n].clone(), s.cand[n].clone());
-        for ((_, side), round) in slot.sides.iter_mut().zip([base, cand]) {
-            side.rounds.push(round);
-            side.clock_events.push(0);
-            side.launches_per_sample = 100;
-        }
-        slot.orders.push(PairOrder::BaseFirst);
-        Ok(PairOrder::BaseFirst)
+        Ok(Pair {
+            order: PairOrder::BaseFirst,
+            rounds: [replayed(base), replayed(cand)],
+        })
     }
-    fn round(&mut self, _: ShapeId) -> Result<(), GpuError> {
+    fn round(&mut self, _: &ShapeHandle, _: &[Measurement]) -> Result<Round, GpuError> {
         Err(GpuError::Misuse("the replay measures pairs"))
     }
-    fn energy(&mut self, _: ShapeId, _: u32, _: u32) -> Result<Option<String>, GpuError> {
-        Ok(Some("replayed timings carry no energy".into()))
+    fn energy(
+        &mut self,
+        _: &ShapeHandle,
+        _: &[Measurement],
+        _: u32,
+        _: u32,
+    ) -> Result<Energy, GpuError> {
+        Ok(Energy::Unavailable(
+            "replayed timings carry no energy".into(),
+        ))
     }
-
-    fn shapes(&self) -> &dyn Bookkeeping {
-        &self.begun
-    }
-    fn shapes_mut(&mut self) -> &mut dyn Bookkeeping {
-        &mut self.begun
-    }
-    fn phase_times(&self) -> PhaseTimes {
-        PhaseTimes::default()
+    fn end(&mut self, shape: ShapeHandle) {
+        self.begun.end(shape);
     }
 }
 
