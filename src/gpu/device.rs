@@ -417,8 +417,6 @@ pub struct Gpu {
     pub max_wait: Duration,
     /// The GPU time the timed kernels may still take (the config's `measure.gpu_budget_s`).
     pub budget: std::sync::Mutex<crate::backend::GpuBudget>,
-    /// Page-locked memory parity's outputs are read back through.
-    staging: std::sync::Mutex<raw::Staging>,
 }
 
 pub(crate) fn uuid_string(bytes: &[std::ffi::c_char; 16]) -> String {
@@ -651,25 +649,6 @@ impl Gpu {
         .during(|| format!("reading back {described}"))
     }
 
-    /// [`Gpu::read_back`] for a large fp32 buffer, through page-locked staging memory
-    /// (`raw::Staging`), under the same deadline.
-    pub(crate) fn read_back_large(
-        &self,
-        buf: &cudarc::driver::CudaSlice<f32>,
-        what: impl FnOnce() -> String,
-    ) -> Result<Vec<f32>, GpuError> {
-        let described = what();
-        super::watchdog::guarded(
-            self.max_wait,
-            || format!("reading back {described}"),
-            || {
-                let mut staging = self.staging.lock().unwrap_or_else(|e| e.into_inner());
-                staging.read(&self.stream, buf)
-            },
-        )
-        .during(|| format!("reading back {described}"))
-    }
-
     /// An upper bound on this GPU's dense fp16/bf16 tensor throughput, in TFLOP/s: SMs ×
     /// the highest SM clock NVML reports (3 GHz if it reports none) × the dense tensor FLOPs
     /// per clock of an SM of the newest architecture of this major version (1024 before
@@ -793,7 +772,6 @@ impl Gpu {
             run_key: super::secret::RunKey::from_os(),
             max_wait: Duration::from_secs(15),
             budget: std::sync::Mutex::new(crate::backend::GpuBudget::new(f64::INFINITY)),
-            staging: std::sync::Mutex::new(raw::Staging::default()),
             kernel_source_hash: kernels.attention.source_hash.clone(),
             ctx,
             stream,

@@ -156,7 +156,7 @@ impl RefSet {
         gpu.sync(None, || {
             format!("the reference kernel {} on shape {shape}", reference.name)
         })?;
-        let host = gpu.read_back_large(&refs, || format!("the reference outputs of {shape}"))?;
+        let host = gpu.read_back(&refs, || format!("the reference outputs of {shape}"))?;
         let bad = host.iter().filter(|x| !x.is_finite()).count();
         if bad > 0 {
             return Err(GpuError::Internal(format!(

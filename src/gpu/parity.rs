@@ -112,7 +112,7 @@ pub(crate) fn check_parity_with(
             kernel.name
         )));
     }
-    let got = gpu.read_back_large(&out, || format!("the output of {shape}"))?;
+    let got = gpu.read_back(&out, || format!("the output of {shape}"))?;
     spans::add("parity.read_back", t);
     let scales = OutputScales {
         per_slice: v_scales(shape, seed),

@@ -273,48 +273,6 @@ impl HostWords {
     }
 }
 
-/// Page-locked host memory that large outputs are read back through (parity's outputs and
-/// references: 8–17 Mi floats on the long shapes). A copy into pageable memory (a `Vec`)
-/// is staged by the driver at a few GB/s; into page-locked memory it runs at the link's
-/// speed, and the copy out of it is a host memcpy. Grown to the largest buffer read, kept
-/// for the process.
-#[derive(Default)]
-pub(crate) struct Staging {
-    buf: Option<cudarc::driver::PinnedHostSlice<f32>>,
-}
-
-impl Staging {
-    /// Copies `src` to the host through the staging memory (waiting for the stream).
-    pub(crate) fn read(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        src: &CudaSlice<f32>,
-    ) -> Result<Vec<f32>, DriverError> {
-        let n = src.len();
-        if self.buf.as_ref().is_none_or(|b| b.len() < n) {
-            self.buf = None;
-            // SAFETY: flags 0 (cacheable: the host reads it, this context only). The memory
-            // is uninitialised until a copy writes it; only the first `n` elements, which the
-            // copy below writes before they are read, are ever read.
-            self.buf =
-                Some(unsafe { stream.context().alloc_pinned_with_flags::<f32>(n.max(1), 0) }?);
-        }
-        use cudarc::driver::DevicePtr;
-        let buf = self.buf.as_mut().ok_or_else(invalid)?;
-        stream.context().bind_to_thread()?;
-        let host = buf.as_mut_slice()?;
-        let dst = host.get_mut(..n).ok_or_else(invalid)?;
-        let (ptr, _record) = src.device_ptr(stream);
-        // SAFETY: `dst` is exactly `n` = src.len() floats of page-locked memory this struct
-        // owns (cudarc's own memcpy_dtoh would copy the whole staging buffer, past the end of
-        // a smaller `src`), it outlives the copy (the stream is synchronized below before it
-        // is read or freed), and `ptr` is the start of the live device buffer `src`.
-        unsafe { cudarc::driver::result::memcpy_dtoh_async(dst, ptr, stream.cu_stream()) }?;
-        stream.synchronize()?;
-        Ok(buf.as_slice()?[..n].to_vec())
-    }
-}
-
 /// Ends the process at once with `code`, running no destructor and no exit handler: what
 /// the watchdog does when the GPU is hung, because anything that touches the hung context
 /// (freeing a buffer, destroying the context at exit) could block forever.
