@@ -207,7 +207,9 @@ impl Measurement {
             sm_clock_mhz: self.sm_clock_mhz.get(before.sm_clock_mhz.len()..)?.to_vec(),
             clock_events: *self.clock_events.last()?,
             wall_s: self.wall_s - before.wall_s,
-            checked_launches: self.checked_launches - before.checked_launches,
+            checked_launches: self
+                .checked_launches
+                .saturating_sub(before.checked_launches),
             worst_timed: self.worst_timed.clone(),
             per_launch_ms: self.per_launch_ms,
         })
