@@ -602,6 +602,20 @@ struct Wg;
                      : CG_D8(0), CG_D8(8), CG_D8(16), CG_D8(24), CG_D8(32), CG_D8(40), CG_D8(48), CG_D8(56)  \
                      : "l"(da), "l"(db), "r"(scale_d));                                                      \
     }                                                                                                        \
+    static CG_DEV void ss192(float* d, unsigned long long da, unsigned long long db, int scale_d) {          \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n"                                            \
+                     "wgmma.mma_async.sync.aligned.m64n192k16.f32." TY "." TY "\n"                           \
+                     "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"                               \
+                     "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"                      \
+                     "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"                      \
+                     "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,"                      \
+                     "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,"                      \
+                     "%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95},\n"                   \
+                     "%96, %97, p, 1, 1, 0, 0;\n}\n"                                                         \
+                     : CG_D8(0), CG_D8(8), CG_D8(16), CG_D8(24), CG_D8(32), CG_D8(40), CG_D8(48), CG_D8(56),  \
+                       CG_D8(64), CG_D8(72), CG_D8(80), CG_D8(88)                                              \
+                     : "l"(da), "l"(db), "r"(scale_d));                                                      \
+    }                                                                                                        \
     static CG_DEV void rs64(float* d, const unsigned* a, unsigned long long db, int scale_d) {               \
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                            \
                      "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY "\n"                            \
@@ -688,7 +702,9 @@ struct WgGeo {
 
 template <int N, bool BF16>
 CG_DEV void wg_ss(float* d, unsigned long long da, unsigned long long db, int scale_d) {
-    if (N == 64) Wg<BF16>::ss64(d, da, db, scale_d); else Wg<BF16>::ss128(d, da, db, scale_d);
+    if (N == 64) Wg<BF16>::ss64(d, da, db, scale_d);
+    else if (N == 128) Wg<BF16>::ss128(d, da, db, scale_d);
+    else Wg<BF16>::ss192(d, da, db, scale_d);
 }
 template <int N, bool BF16>
 CG_DEV void wg_rs(float* d, const unsigned* a, unsigned long long db, int scale_d) {
@@ -1003,8 +1019,8 @@ struct WsGeo {
     };
 };
 
-// D: head_dim; BN: keys per K/V tile; ST: stages of the K/V ring; NC: consumer warpgroups
-// (BM = 64 * NC rows per sub-tile); CREG: the consumers' registers per thread after
+// D: head_dim; BN: keys per K/V tile (64, 128 or 192); ST: stages of the K/V ring; NC:
+// consumer warpgroups (BM = 64 * NC rows per sub-tile); CREG: the consumers' registers per thread after
 // setmaxnreg (the producer keeps 24; 24 * 128 + CREG * 128 * NC must fit the CTA's
 // allocation at launch); NSUB: sub-tiles of BM rows per CTA (rows_per_block = NSUB * BM),
 // done one after the other by the same warpgroups, the producer loading the next sub-tile's
@@ -1020,7 +1036,8 @@ template <int D, int BN, int ST, int NC, bool BF16, bool INTRA, bool PP, int CRE
 CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* __restrict__ out,
                         int seq_len, int head_dim, float scale, int causal_i) {
     typedef WsGeo<D, BN, ST, NC, NSUB> G;
-    static_assert((D == 64 || D == 128) && (BN == 64 || BN == 128), "wgmma tile shape");
+    static_assert((D == 64 || D == 128) && (BN == 64 || BN == 128 || BN == 192),
+                  "wgmma tile shape");
     static_assert(!PP || NC >= 2, "ping-pong needs two consumers");
     static_assert(NSUB >= 1, "sub-tiles");
     constexpr int BM = G::BM;
@@ -1341,13 +1358,16 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
 //       forth (Q double-buffered, 81 KiB smem).
 CG_ATTN_WS_KERNEL_DYN(attention_fwd_f16_d64, 64, 128, 2, 1, false, true, false, 2, 232, 4)
 CG_ATTN_WS_KERNEL_DYN(attention_fwd_bf16_d64, 64, 128, 2, 1, true, true, false, 2, 232, 4)
-// d64 small grids (NAME_small: NAME's one-tile grid has fewer CTAs than SMs) and long
-//       sequences (NAME_long, from seq_len NAME_long_from on): the same kernel, one tile per
-//       CTA (one Q buffer, 73 KiB).
+// d64 small grids (NAME_small: NAME's one-tile grid has fewer CTAs than SMs): the same
+//       kernel, one tile per CTA (one Q buffer, 73 KiB); long sequences (NAME_long, from
+//       seq_len NAME_long_from on): one tile per CTA, 192-key tiles (S = Q K^T as one
+//       m64n192k16 wgmma per k-step, a third fewer tiles per row; 105 KiB, still 2 CTAs per
+//       SM). The gate's A/B on an H200, 2026-12-02: b1h16s8192d64 -3.7%, causal -3.1%;
+//       b4h16s2048d64 -0.3% (its 11 tiles of 192 keys hold 2112, 3% of them masked).
 CG_ATTN_WS_KERNEL(attention_fwd_f16_d64_small, 64, 128, 2, 1, false, true, false, 2, 232)
 CG_ATTN_WS_KERNEL(attention_fwd_bf16_d64_small, 64, 128, 2, 1, true, true, false, 2, 232)
-CG_ATTN_WS_KERNEL(attention_fwd_f16_d64_long, 64, 128, 2, 1, false, true, false, 2, 232)
-CG_ATTN_WS_KERNEL(attention_fwd_bf16_d64_long, 64, 128, 2, 1, true, true, false, 2, 232)
+CG_ATTN_WS_KERNEL(attention_fwd_f16_d64_long, 64, 192, 2, 1, false, true, false, 2, 232)
+CG_ATTN_WS_KERNEL(attention_fwd_bf16_d64_long, 64, 192, 2, 1, true, true, false, 2, 232)
 extern "C" __constant__ int attention_fwd_f16_d64_long_from[1] = {1536};
 extern "C" __constant__ int attention_fwd_bf16_d64_long_from[1] = {1536};
 // d128: two consumer warpgroups of 64 rows with 240 registers, ping-pong and softmax/PV

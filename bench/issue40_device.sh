@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Issue 40's kernel steps on a lent GPU, one call each. Every step is judged by the gate's own
+# A/B (`ci-gate local`: the kernels of .carry/k-base against a candidate, PR method, no peers):
+#   bash bench/issue40_device.sh screen         # 192-key tiles (CG_WS_BN_D64_LONG, CG_WS_BN_D128)
+#                                               # against the base on the shapes each reaches
+#   bash bench/issue40_device.sh profile        # ncu --set full of the shipped d64 and d128 kernels
+#   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
+#                                               # (default configs/pr.yaml), then issue 40's table
+# Carried: .carry/ci-gate, .carry/k-base/{attention,reference,util}.cu (the base: the kernels
+# before the step, e.g. `git show <rev>:kernels/attention.cu`). Results in $OUT (tar).
+set -uo pipefail
+. "$(dirname "$0")/device_env.sh"
+base=$PWD/.carry/k-base
+res=$out/r && mkdir -p "$res"
+what=${1:-screen}
+shift || true
+
+# one A/B: ab NAME KDIR CONFIG [--shape S ...]; prints the per-shape change and verdict
+ab() {
+  local name=$1 kdir=$2 cfg=$3
+  shift 3
+  timed timeout 240 "$bin" local --config "$cfg" --base-kernels "$base" --kernels "$kdir" \
+    --no-peers --no-profile "$@" --out "$res/ab-$name.json" > "$res/ab-$name.txt" 2>&1
+  python3 - "$res/ab-$name.json" "$name" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"== {sys.argv[2]}: passed={r.get('passed')} error={r.get('error')}")
+for s in r.get("shapes", []):
+    ab = s.get("ab") or {}
+    p50 = (s.get("summary") or {}).get("p50")
+    ratio = ab.get("ratio")
+    d = f"{(ratio - 1) * 100:+.2f}% [{(ab['ci_low'] - 1) * 100:+.2f}, {(ab['ci_high'] - 1) * 100:+.2f}]" if ratio else "-"
+    print(f"  {s['name']:<28} p50 {p50 if p50 is None else round(p50, 2)} µs  {d}  {s.get('verdict')} {s.get('error') or ''}")
+PY
+}
+
+variant() {  # variant DIR DEFINE...: kernels/ with the defines on top of attention.cu
+  local dir=$1
+  shift
+  rm -rf "$dir" && mkdir -p "$dir" && cp kernels/reference.cu kernels/util.cu "$dir/"
+  { for d in "$@"; do echo "#define ${d/=/ }"; done; cat kernels/attention.cu; } > "$dir/attention.cu"
+}
+
+case $what in
+screen)
+  d64=(--shape b4h16s2048d64_f16 --shape b4h16s2048d64_causal_f16 --shape b8h16s512d64_f16
+       --shape b8h16s512d64_causal_f16 --shape b4h16s512d64_f16)
+  d128=(--shape b2h16s4096d128_f16 --shape b2h16s4096d128_causal_f16
+        --shape b2h16s2048d128_causal_bf16)
+  long=(--shape b4h16s2048d64_f16 --shape b4h16s2048d64_causal_f16)
+  variant /tmp/long192 CG_WS_BN_D64_LONG=192
+  ab long192 /tmp/long192 configs/pr.yaml "${long[@]}"
+  ab long192-nightly /tmp/long192 configs/nightly.yaml --shape b1h16s8192d64_f16 \
+    --shape b1h16s8192d64_causal_f16
+  variant /tmp/d128n192 CG_WS_BN_D128=192 CG_WS_NSUB_D128=1
+  ab d128n192 /tmp/d128n192 configs/pr.yaml "${d128[@]}"
+  ;;
+profile)
+  # ncu --set full on one launch of the shipped kernel per shape: the details page, and the
+  # SASS with its warp-state samples (where the consumers wait), as text
+  for shape in b4h16s2048d64_f16 b2h16s4096d128_f16; do
+    timed timeout 150 ncu --clock-control none --set full --import-source no \
+      --kernel-name regex:^attention_fwd_ --launch-count 1 --export "$res/$shape" --force-overwrite \
+      "$bin" kernel-run --config configs/pr.yaml --kernels kernels --harness kernels \
+      --shape "$shape" --no-reference > "$res/ncu-$shape.log" 2>&1
+    ncu --import "$res/$shape.ncu-rep" --page details > "$res/details-$shape.txt" 2>&1
+    ncu --import "$res/$shape.ncu-rep" --page source --csv --print-source sass \
+      > "$res/sass-$shape.csv" 2>&1
+    rm -f "$res/$shape.ncu-rep"
+    grep -E "Duration|Compute \(SM\) Throughput|Issue Slots Busy|Issued Warp|No Eligible|Active Warps Per|Eligible Warps|Warp Cycles Per Issued|Executed Ipc Active" \
+      "$res/details-$shape.txt" | head -20
+  done
+  ;;
+step)
+  [ $# -gt 0 ] || set -- configs/pr.yaml
+  for cfg in "$@"; do ab "step-$(basename "$cfg" .yaml)" kernels "$cfg"; done
+  bash bench/kernel_table_device.sh configs/pr.yaml
+  ;;
+esac
+tar czf "$out/issue40-$what.tgz" -C "$out" r && rm -rf "$res"
+ls "$out"
