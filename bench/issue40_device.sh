@@ -3,6 +3,7 @@
 # A/B (`ci-gate local`: the kernels of .carry/k-base against a candidate, PR method, no peers):
 #   bash bench/issue40_device.sh screen         # 192-key tiles (CG_WS_BN_D64_LONG, CG_WS_BN_D128)
 #                                               # against the base on the shapes each reaches
+#   bash bench/issue40_device.sh persistent     # persistent-like grids for long d64 and d128
 #   bash bench/issue40_device.sh profile        # ncu --set full of the shipped d64 and d128 kernels
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
@@ -54,6 +55,43 @@ screen)
     --shape b1h16s8192d64_causal_f16
   variant /tmp/d128n192 CG_WS_BN_D128=192 CG_WS_NSUB_D128=1
   ab d128n192 /tmp/d128n192 configs/pr.yaml "${d128[@]}"
+  ;;
+persistent)
+  # the long d64 form and the d128 kernel as persistent-like grids (NAME_fill: one wave of
+  # CTAs, up to k tiles each, dealt back and forth), prepared here in .carry/variants/long-*
+  # and d128-*, and the kernels/ of this tree, each against the base on long shapes (a config
+  # made from pr.yaml)
+  python3 - "$res/long.yaml" <<'PY'
+import sys, yaml
+cfg = yaml.safe_load(open("configs/pr.yaml"))
+cfg["name"] = "long"
+cfg.pop("peers", None)
+def sh(b, h, s, d, c, dt="float16"):
+    return {"batch": b, "heads": h, "seq_len": s, "head_dim": d, "causal": c, "dtype": dt}
+cfg["shapes"] = [sh(2, 16, 1536, 64, False), sh(4, 16, 2048, 64, False), sh(4, 16, 2048, 64, True),
+    sh(1, 16, 8192, 64, False), sh(1, 16, 8192, 64, True), sh(1, 8, 16384, 64, False),
+    sh(2, 16, 4096, 64, True),
+    sh(2, 16, 4096, 128, False), sh(2, 16, 4096, 128, True), sh(1, 8, 16384, 128, False),
+    sh(1, 8, 16384, 128, True), sh(1, 16, 8192, 128, False, "bfloat16"),
+    sh(2, 16, 2048, 128, True, "bfloat16"), sh(4, 16, 1024, 128, False), sh(2, 8, 3001, 128, True)]
+yaml.safe_dump(cfg, open(sys.argv[1], "w"), sort_keys=False)
+PY
+  d64=(--shape b2h16s1536d64_f16 --shape b4h16s2048d64_f16 --shape b4h16s2048d64_causal_f16
+       --shape b1h16s8192d64_f16 --shape b1h16s8192d64_causal_f16 --shape b1h8s16384d64_f16
+       --shape b2h16s4096d64_causal_f16)
+  d128=(--shape b2h16s4096d128_f16 --shape b2h16s4096d128_causal_f16 --shape b1h8s16384d128_f16
+        --shape b1h8s16384d128_causal_f16 --shape b1h16s8192d128_bf16
+        --shape b2h16s2048d128_causal_bf16 --shape b4h16s1024d128_f16
+        --shape b2h8s3001d128_causal_f16)
+  ab shipped-long kernels "$res/long.yaml" "${d64[@]}"
+  for v in $(ls .carry/variants); do
+    case $v in
+      long-*) ab "$v" ".carry/variants/$v" "$res/long.yaml" "${d64[@]}" ;;
+      d128-*) ab "$v" ".carry/variants/$v" "$res/long.yaml" "${d128[@]}" ;;
+    esac
+  done
+  # PR=1: kernels/ against the base on the whole PR config too
+  if [ "${PR:-0}" = 1 ]; then ab pr-kernels kernels configs/pr.yaml; fi
   ;;
 profile)
   # ncu --set full on one launch of the shipped kernel per shape: the details page, and the

@@ -999,12 +999,14 @@ CG_DEV void tma_tile(unsigned dst, const Tmap* map, unsigned bar, int r0, int bh
                      cb * TMA_BOX_COLS, r0 + rb * TMA_BOX_ROWS, bh);
 }
 
-template <int D, int BN, int ST, int NC, int NSUB>
+template <int D, int BN, int ST, int NC, int NSUB, int QBUF = 2>
 struct WsGeo {
     // An enum for the reason given at Geo.
     enum : int {
         BM = 64 * NC,  // NC consumer warpgroups x 64 rows: one sub-tile
-        QB = NSUB > 1 ? 2 : 1,  // Q buffers: the next sub-tile's Q loads during this one
+        // Q buffers: with two, the next sub-tile's Q loads during this one; one (QBUF = 1)
+        // leaves room for wider K/V tiles
+        QB = NSUB > 1 ? QBUF : 1,
         Q_B = BM * D * 2,
         KV_TILE_B = BN * D * 2,
         K_OFF = QB * Q_B,                          // ST K tiles
@@ -1032,10 +1034,10 @@ struct WsGeo {
 // sub-tiles per CTA back from the grid: nsub = ceil(tiles / gridDim.x). Small grids get one
 // tile per CTA, larger ones become persistent-like.
 template <int D, int BN, int ST, int NC, bool BF16, bool INTRA, bool PP, int CREG, int NSUB,
-          bool DYN = false>
+          bool DYN = false, int QBUF = 2>
 CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* __restrict__ out,
                         int seq_len, int head_dim, float scale, int causal_i) {
-    typedef WsGeo<D, BN, ST, NC, NSUB> G;
+    typedef WsGeo<D, BN, ST, NC, NSUB, QBUF> G;
     static_assert((D == 64 || D == 128) && (BN == 64 || BN == 128 || BN == 192),
                   "wgmma tile shape");
     static_assert(!PP || NC >= 2, "ping-pong needs two consumers");
@@ -1120,13 +1122,14 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
             tma_prefetch(tk);
             tma_prefetch(tv);
             int g = 0;  // K/V tiles issued so far (ring slot g % ST, phase g / ST)
-            int u = 0;  // sub-tiles started so far (Q buffer u % 2)
+            int u = 0;  // sub-tiles started so far (Q buffer u % QB)
             for (int t = 0; t < nsub; ++t) {
                 const int m0 = sub_m0(t);
                 if (m0 >= seq_len) continue;
                 const int b = u & (G::QB - 1);
-                // buffer b last held sub-tile u - 2: wait until every consumer is done with it
-                if (NSUB > 1 && u >= 2) mbar_wait(q_empty(b), (unsigned)((u >> 1) - 1) & 1u);
+                // buffer b last held sub-tile u - QB: wait until every consumer is done with it
+                if (NSUB > 1 && u >= G::QB)
+                    mbar_wait(q_empty(b), (unsigned)(u / G::QB - 1) & 1u);
                 mbar_expect_tx(q_full(b), G::Q_B);
                 tma_tile<BM, D>(q_buf(b), tq, q_full(b), m0, bh);
                 ++u;
@@ -1201,7 +1204,7 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
         auto slot = [&](int j) { return (g + j) % ST; };
         auto phase = [&](int j) { return (unsigned)((g + j) / ST) & 1u; };
 
-        mbar_wait(q_full(b), (unsigned)(u >> (G::QB - 1)) & 1u);
+        mbar_wait(q_full(b), (unsigned)(u / G::QB) & 1u);
         if constexpr (!INTRA) {
             for (int j = 0; j < n_tiles; ++j) {
                 const int st = slot(j);
@@ -1236,6 +1239,9 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
             turn_end();
             wg_wait<0>();
             if (signal) mbar_arrive(k_empty(slot(0)));
+            // one Q buffer: the sub-tile's last Q K^T has completed, so the next sub-tile's
+            // Q may land while this one finishes
+            if (NSUB > 1 && G::QB == 1 && signal && n_tiles == 1) mbar_arrive(q_empty(b));
             scores_to_p(0);
             pack_p<KB, BF16>(s, pf);  // O is 0: no rescale
             for (int j = 1; j < n_tiles; ++j) {
@@ -1251,6 +1257,11 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
                 turn_end();
                 wg_wait<1>();  // S_j is in; P_{j-1} V_{j-1} may still be running
                 if (signal) mbar_arrive(k_empty(st));
+                // one Q buffer: after the sub-tile's last Q K^T the next sub-tile's Q may land
+                // while the last softmax and P V run (with two, the next one is in already;
+                // releasing this one early measured +0.8% at b8h16s512d64, 2026-12-02)
+                if (NSUB > 1 && G::QB == 1 && signal && j == n_tiles - 1)
+                    mbar_arrive(q_empty(b));
                 scores_to_p(j);
                 wg_wait<0>();
                 o_landed();
@@ -1269,8 +1280,9 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
             o_landed();
             if (signal) mbar_arrive(v_empty(sl));
         }
-        // every QK of this sub-tile has completed: its Q buffer may be refilled
-        if (NSUB > 1 && signal) mbar_arrive(q_empty(b));
+        // every QK of this sub-tile has completed: its Q buffer may be refilled (with INTRA
+        // and one Q buffer it was released after the last QK, above)
+        if ((!INTRA || G::QB > 1) && NSUB > 1 && signal) mbar_arrive(q_empty(b));
         g += n_tiles;
         ++u;
         store_rows<D>(out + (size_t)bh * (size_t)seq_len * D, o, l_r, warp_first, lane, seq_len);
@@ -1325,11 +1337,12 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
         cg_attn::attn_fwd_ws<D, BN, ST, NC, BF16, INTRA, PP, CREG, NSUB>(                     \
             &tq, &tk, &tv, out, seq_len, head_dim, scale, causal);                            \
     }
-// The filling form (DYN above): rows_per_block = one sub-tile, NAME_fill = {MINB, NSUB}.
-#define CG_ATTN_WS_KERNEL_DYN(NAME, D, BN, ST, NC, BF16, INTRA, PP, MINB, CREG, NSUB)         \
+// The filling form (DYN above): rows_per_block = one sub-tile, NAME_fill = {MINB, NSUB};
+// QBUF Q buffers (2, or 1 to make room for wider K/V tiles).
+#define CG_ATTN_WS_KERNEL_DYN(NAME, D, BN, ST, NC, BF16, INTRA, PP, MINB, CREG, NSUB, QBUF)   \
     extern "C" {                                                                              \
     __constant__ int NAME##_launch[3] = {64 * NC, 128 * (NC + 1),                             \
-                                         cg_attn::WsGeo<D, BN, ST, NC, NSUB>::SMEM_B};         \
+                                         cg_attn::WsGeo<D, BN, ST, NC, NSUB, QBUF>::SMEM_B};   \
     __constant__ int NAME##_tma[1] = {1};                                                     \
     __constant__ int NAME##_fill[2] = {MINB, NSUB};                                           \
     }                                                                                         \
@@ -1338,8 +1351,34 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
              const unsigned short* __restrict__ v, float* __restrict__ out, int seq_len,       \
              int head_dim, float scale, int causal, const __grid_constant__ cg_attn::Tmap tq,  \
              const __grid_constant__ cg_attn::Tmap tk, const __grid_constant__ cg_attn::Tmap tv) { \
-        cg_attn::attn_fwd_ws<D, BN, ST, NC, BF16, INTRA, PP, CREG, NSUB, true>(         \
+        cg_attn::attn_fwd_ws<D, BN, ST, NC, BF16, INTRA, PP, CREG, NSUB, true, QBUF>(     \
             &tq, &tk, &tv, out, seq_len, head_dim, scale, causal);                            \
+    }
+// The filling form with one tile shape for causal launches (BN_C keys per tile, QB_C Q
+// buffers) and another for the rest (BN_N, QB_N): NAME_launch's shared memory is the larger.
+#define CG_ATTN_WS_KERNEL_DYN2(NAME, D, ST, NC, BF16, INTRA, PP, MINB, CREG, NSUB, BN_C, QB_C,   \
+                               BN_N, QB_N)                                                    \
+    extern "C" {                                                                              \
+    __constant__ int NAME##_launch[3] = {                                                     \
+        64 * NC, 128 * (NC + 1),                                                              \
+        (int)cg_attn::WsGeo<D, BN_C, ST, NC, NSUB, QB_C>::SMEM_B >                            \
+                (int)cg_attn::WsGeo<D, BN_N, ST, NC, NSUB, QB_N>::SMEM_B                      \
+            ? (int)cg_attn::WsGeo<D, BN_C, ST, NC, NSUB, QB_C>::SMEM_B                        \
+            : (int)cg_attn::WsGeo<D, BN_N, ST, NC, NSUB, QB_N>::SMEM_B};                      \
+    __constant__ int NAME##_tma[1] = {1};                                                     \
+    __constant__ int NAME##_fill[2] = {MINB, NSUB};                                           \
+    }                                                                                         \
+    extern "C" __global__ void __launch_bounds__(128 * (NC + 1), MINB)                        \
+        NAME(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k,       \
+             const unsigned short* __restrict__ v, float* __restrict__ out, int seq_len,       \
+             int head_dim, float scale, int causal, const __grid_constant__ cg_attn::Tmap tq,  \
+             const __grid_constant__ cg_attn::Tmap tk, const __grid_constant__ cg_attn::Tmap tv) { \
+        if (causal)                                                                           \
+            cg_attn::attn_fwd_ws<D, BN_C, ST, NC, BF16, INTRA, PP, CREG, NSUB, true, QB_C>(   \
+                &tq, &tk, &tv, out, seq_len, head_dim, scale, causal);                        \
+        else                                                                                  \
+            cg_attn::attn_fwd_ws<D, BN_N, ST, NC, BF16, INTRA, PP, CREG, NSUB, true, QB_N>(   \
+                &tq, &tk, &tv, out, seq_len, head_dim, scale, causal);                        \
     }
 #define CG_ATTN_WS_KERNEL(NAME, D, BN, ST, NC, BF16, INTRA, PP, MINB, CREG) \
     CG_ATTN_WS_KERNEL_N(NAME, D, BN, ST, NC, BF16, INTRA, PP, MINB, CREG, 1)
@@ -1356,18 +1395,24 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
 //       overlap, 2 CTAs per SM (setmaxnreg 24 / 232); NAME_fill = {2, 4}: the host sizes
 //       the grid for one wave at 2 CTAs per SM, each CTA doing up to 4 tiles dealt back and
 //       forth (Q double-buffered, 81 KiB smem).
-CG_ATTN_WS_KERNEL_DYN(attention_fwd_f16_d64, 64, 128, 2, 1, false, true, false, 2, 232, 4)
-CG_ATTN_WS_KERNEL_DYN(attention_fwd_bf16_d64, 64, 128, 2, 1, true, true, false, 2, 232, 4)
+CG_ATTN_WS_KERNEL_DYN(attention_fwd_f16_d64, 64, 128, 2, 1, false, true, false, 2, 232, 4, 2)
+CG_ATTN_WS_KERNEL_DYN(attention_fwd_bf16_d64, 64, 128, 2, 1, true, true, false, 2, 232, 4, 2)
 // d64 small grids (NAME_small: NAME's one-tile grid has fewer CTAs than SMs): the same
-//       kernel, one tile per CTA (one Q buffer, 73 KiB); long sequences (NAME_long, from
-//       seq_len NAME_long_from on): one tile per CTA, 192-key tiles (S = Q K^T as one
-//       m64n192k16 wgmma per k-step, a third fewer tiles per row; 105 KiB, still 2 CTAs per
-//       SM). The gate's A/B on an H200, 2026-12-02: b1h16s8192d64 -3.7%, causal -3.1%;
-//       b4h16s2048d64 -0.3% (its 11 tiles of 192 keys hold 2112, 3% of them masked).
+//       kernel, one tile per CTA (one Q buffer, 73 KiB).
+// d64 long sequences (NAME_long, from seq_len NAME_long_from on): NAME_fill = {2, 8}, one
+//       wave of CTAs at 2 per SM, up to 8 tiles each dealt back and forth; causal launches
+//       with 128-key tiles and two Q buffers (the deal evens out the mask's triangle), the
+//       rest with 192-key tiles (S = Q K^T as one m64n192k16 wgmma per k-step: a third fewer
+//       tiles, waits and barriers per row) and one Q buffer, released after the sub-tile's
+//       last Q K^T, to stay within 105 KiB (2 CTAs per SM). The gate's A/B on an H200,
+//       2026-12-02 (docs/KERNEL_LOG.md): b4h16s2048d64 causal -8.3%, b2h16s4096d64 causal
+//       -7.2%, b1h16s8192d64 causal -5.9%, b2h16s1536d64 -5.4%, b1h16s8192d64 -1.7%.
 CG_ATTN_WS_KERNEL(attention_fwd_f16_d64_small, 64, 128, 2, 1, false, true, false, 2, 232)
 CG_ATTN_WS_KERNEL(attention_fwd_bf16_d64_small, 64, 128, 2, 1, true, true, false, 2, 232)
-CG_ATTN_WS_KERNEL(attention_fwd_f16_d64_long, 64, 192, 2, 1, false, true, false, 2, 232)
-CG_ATTN_WS_KERNEL(attention_fwd_bf16_d64_long, 64, 192, 2, 1, true, true, false, 2, 232)
+CG_ATTN_WS_KERNEL_DYN2(attention_fwd_f16_d64_long, 64, 2, 1, false, true, false, 2, 232, 8, 128, 2,
+                       192, 1)
+CG_ATTN_WS_KERNEL_DYN2(attention_fwd_bf16_d64_long, 64, 2, 1, true, true, false, 2, 232, 8, 128, 2,
+                       192, 1)
 extern "C" __constant__ int attention_fwd_f16_d64_long_from[1] = {1536};
 extern "C" __constant__ int attention_fwd_bf16_d64_long_from[1] = {1536};
 // d128: two consumer warpgroups of 64 rows with 240 registers, ping-pong and softmax/PV
@@ -1462,6 +1507,6 @@ CG_VSN(64, 128, 2, 1, 2, 232, i, true, false, 2)
 CG_VSN(64, 128, 2, 1, 2, 232, i, true, false, 4)
 // the filling form: up to 4 sub-tiles, one wave of CTAs at 2 per SM (..._dyn4)
 CG_ATTN_WS_KERNEL_DYN(attnv_f16_d64_ws128s2c1b2r232i_dyn4, 64, 128, 2, 1, false, true, false, 2,
-                      232, 4)
+                      232, 4, 2)
 #endif
 #endif
