@@ -2,8 +2,9 @@
 //! shape itself, the stored baseline through `stored_of`), then apply the one rule in
 //! [`crate::verdict::decide`], per shape (no correction across the shapes of a run: each
 //! shape's verdict depends on its own data only) — [`evaluate`]; and the planned two-stage
-//! design around it, [`decide_planned`]: the one place that decides when a shape gets its
-//! second look, for the pipeline, `selftest` and the calibration tests alike.
+//! design before it, [`open_shapes`]: the one place that decides which shapes get a second
+//! look, for the pipeline, `selftest` and the calibration tests alike, from an
+//! [`interim_look`] (a plan of what to measure, never a verdict).
 
 use crate::comparison::{Comparison, StageDesign, StoredSide};
 use crate::config::GateSettings;
@@ -118,30 +119,97 @@ pub(crate) fn needs_second_look(shape: &ShapeResult, gate: &GateSettings) -> boo
     })
 }
 
-/// The planned two-stage decision over `shapes` (their first stage measured): every shape
-/// judged ([`evaluate`]); where the design has a second stage, `second_stage(i, shape)`
-/// measures each shape whose first look leaves it open ([`needs_second_look`]) up to the
-/// design's largest number of rounds; every shape judged again. Returns whether the shapes
-/// pass under `policy`. The second look's alpha was set aside in advance
-/// (`stats::STAGE1_ALPHA_SHARE`), so measuring more where the first look is open keeps every
-/// shape's error rate at most alpha.
+/// An interim look at `shapes`: what [`evaluate`] would decide of them now, decided on a
+/// copy (the shapes themselves keep nothing of it). It plans what to measure next (the
+/// second stage: [`open_shapes`]; the drifts the pipeline traces) and is never a verdict:
+/// the verdicts are the one [`evaluate`] after everything is measured.
 ///
-/// Cost: two [`evaluate`]s, and what `second_stage` costs.
-pub fn decide_planned<E: From<BadBaseline>>(
-    shapes: &mut [ShapeResult],
+/// Cost: one [`evaluate`], and a copy of the shapes.
+pub(crate) fn interim_look(
+    shapes: &[ShapeResult],
+    stored_of: impl FnMut(&ShapeResult) -> Option<StoredSide>,
+    gate: &GateSettings,
+) -> Result<Vec<ShapeResult>, BadBaseline> {
+    let mut look = shapes.to_vec();
+    evaluate(&mut look, stored_of, gate, Policy::default())?;
+    Ok(look)
+}
+
+/// The shapes (their indices in `shapes`, in order) that the planned second stage measures
+/// up to the design's largest number of rounds: none where the design has one stage, else
+/// each shape whose first look ([`interim_look`]) leaves it open ([`needs_second_look`]).
+/// The one rule of when a shape gets its second look, for the pipeline, `selftest` and the
+/// calibration tests alike; each then decides once ([`evaluate`]) on what it measured. The
+/// second look's alpha was set aside in advance (`stats::STAGE1_ALPHA_SHARE`), so measuring
+/// more where the first look is open keeps every shape's error rate at most alpha.
+///
+/// Cost: one [`evaluate`] where the design has two stages.
+pub fn open_shapes(
+    shapes: &[ShapeResult],
     design: StageDesign,
     gate: &GateSettings,
-    policy: Policy,
-    mut stored_of: impl FnMut(&ShapeResult) -> Option<StoredSide>,
-    mut second_stage: impl FnMut(usize, &mut ShapeResult) -> Result<(), E>,
-) -> Result<bool, E> {
-    evaluate(shapes, &mut stored_of, gate, policy)?;
-    if design.two_stage() {
-        for (i, shape) in shapes.iter_mut().enumerate() {
-            if needs_second_look(shape, gate) {
-                second_stage(i, shape)?;
-            }
-        }
+    stored_of: impl FnMut(&ShapeResult) -> Option<StoredSide>,
+) -> Result<Vec<usize>, BadBaseline> {
+    if !design.two_stage() {
+        return Ok(Vec::new());
     }
-    Ok(evaluate(shapes, stored_of, gate, policy)?)
+    Ok(interim_look(shapes, stored_of, gate)?
+        .iter()
+        .enumerate()
+        .filter(|(_, shape)| needs_second_look(shape, gate))
+        .map(|(i, _)| i)
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+    use rand_distr::{Distribution, Normal};
+
+    use super::*;
+    use crate::config::{Dtype, ShapeParams};
+
+    /// A/B rounds of one shape, `pairs` pairs of 10 values, the candidate `scale` times the
+    /// base.
+    fn shape(seed: u64, pairs: usize, scale: f64) -> ShapeResult {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let noise = Normal::new(100.0, 0.5).unwrap();
+        let mut round =
+            |k: f64| -> Vec<f64> { (0..10).map(|_| k * noise.sample(&mut rng)).collect() };
+        let mut s = ShapeResult::new(ShapeParams::new(1, 8, 512, 64, false, Dtype::Float16));
+        s.base_samples_us = (0..pairs).map(|_| round(1.0)).collect();
+        s.samples_us = (0..pairs).map(|_| round(scale)).collect();
+        s
+    }
+
+    #[test]
+    fn an_interim_look_plans_on_a_copy_and_decides_nothing() {
+        let gate = GateSettings::default();
+        let shapes = vec![shape(1, 8, 1.0), shape(2, 8, 1.3)];
+        let before = shapes.clone();
+        let look = interim_look(&shapes, |_| None, &gate).unwrap();
+        assert_eq!(shapes, before, "the shapes keep nothing of the look");
+        assert!(look.iter().all(|s| s.ab.is_some()));
+        assert_eq!(look[1].verdict, Verdict::Regression);
+        // The verdict is the one evaluate's, the same as the look's on the same data.
+        let mut decided = shapes;
+        evaluate(&mut decided, |_| None, &gate, Policy::default()).unwrap();
+        assert_eq!(decided, look);
+    }
+
+    #[test]
+    fn only_a_two_stage_design_opens_shapes() {
+        let gate = GateSettings::default();
+        // A change near the margin: the first look can neither settle nor exclude it.
+        let shapes = vec![shape(3, 8, 1.0), shape(4, 8, 1.02), shape(5, 8, 1.5)];
+        let two = StageDesign { stage1: 8, max: 24 };
+        let open = open_shapes(&shapes, two, &gate, |_| None).unwrap();
+        assert_eq!(open, [1], "open: {open:?}");
+        let one = StageDesign { stage1: 8, max: 8 };
+        assert!(
+            open_shapes(&shapes, one, &gate, |_| None)
+                .unwrap()
+                .is_empty()
+        );
+    }
 }

@@ -291,22 +291,17 @@ fn decide_planned(
         s.measurement = Some(m);
         Ok(s)
     };
-    // The gate's own two-stage decision, its second stage the rest of the pairs.
-    let mut one = [with(design.stage1 as usize)?];
-    let mut second = false;
-    crate::evaluate::decide_planned(
-        &mut one,
-        design,
-        gate,
-        Policy::default(),
-        |_| None,
-        |_, s| -> Result<()> {
-            *s = with(design.max as usize)?;
-            second = true;
-            Ok(())
-        },
-    )?;
-    let [s] = one;
+    // The gate's own two-stage design: the second look (the rest of the pairs) where the
+    // first one leaves the shape open, then the one decision.
+    let first = [with(design.stage1 as usize)?];
+    let second = !crate::evaluate::open_shapes(&first, design, gate, |_| None)?.is_empty();
+    let mut decided = if second {
+        [with(design.max as usize)?]
+    } else {
+        first
+    };
+    crate::evaluate::evaluate(&mut decided, |_| None, gate, Policy::default())?;
+    let [s] = decided;
     Ok((s.verdict, second))
 }
 

@@ -1,6 +1,6 @@
 //! The evaluator's error rates by seeded simulation: the gate's own pipeline
 //! (`Run::measure_with`: parity, the A/B pairs under the planned two-stage design,
-//! `evaluate::decide_planned`) on the simulated GPU (`sim::SimBackend`, its noise model),
+//! `evaluate::open_shapes`) on the simulated GPU (`sim::SimBackend`, its noise model),
 //! each measurement a "process" of its own seed, then [`judge`] (the candidate's verdict and
 //! the seeds' rule) — and for acceptance, the two confirming measurements, each a fresh seed.
 //!

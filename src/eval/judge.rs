@@ -2,7 +2,7 @@
 //! acceptance rule ([`Rule`]).
 //!
 //! Nothing here decides a shape: each shape's verdict is the gate's own (`verdict::decide`
-//! under the planned two-stage design, `evaluate::decide_planned`, run by the measuring
+//! under the planned two-stage design, `evaluate::open_shapes`, run by the measuring
 //! process at the margin m = `gate.max_p50_regression`). The candidate's verdict is read from
 //! them, in the gate's order: `error` if any shape could not be measured, `parity-fail` if
 //! any failed parity (its own shapes, random shapes, or the per-launch checks), `slower` if

@@ -1,98 +1,142 @@
-//! The results phase: a GPU shared with another process judged ([`judge_shared`]), the
-//! verdicts settled (decided again where a drift was traced, energy windows measured, or the
-//! GPU shared), what the clocks did said where it could bias a comparison
-//! ([`clock_warnings`]), and the results file assembled.
+//! The results phase: what the clocks did said where it could bias a comparison
+//! ([`clock_warnings`]), the stored figures the report compares with, what the compiler gave
+//! the kernels, and the results file assembled from what the phases produced ([`Products`]).
+
+use std::time::Instant;
 
 use chrono::Utc;
 
-use super::session::Session;
+use super::peer::PeerSession;
+use super::session::{Session, Sides};
 use super::shape::unbalanced;
-use super::sharing::ProcessWatch;
 use super::stored::Stored;
 use crate::backend::{Facts, Side};
-use crate::config::ShapeParams;
+use crate::config::{Config, ShapeParams};
+use crate::energy::EnergyInfo;
 use crate::gpu::env::throttled;
 use crate::resources::{KernelResources, ResourceSide};
 use crate::results::{
-    ConfigInfo, Environment, ResultsFile, SCHEMA_VERSION, ShapeResult, current_git_commit,
+    ConfigInfo, Environment, ProbeResult, ResultsFile, SCHEMA_VERSION, ShapeResult,
+    current_git_commit,
 };
 
-/// The results file of the run. `changed`: the drift or energy phase changed what decides a
-/// shape, so the verdicts are decided again (as they are where the GPU was shared).
+/// What the phases produced, for the results file.
+pub(super) struct Products {
+    /// The machine: read at the setup, its state after the timed part.
+    pub env: Environment,
+    pub sides: Sides,
+    pub stored: Stored,
+    /// Parity on random shapes.
+    pub probes: Vec<ProbeResult>,
+    /// The shapes' results, their verdicts decided (`decide::verdicts`).
+    pub shapes: Vec<ShapeResult>,
+    /// Whether the shapes pass.
+    pub passed: bool,
+    /// Energy windows, where measured.
+    pub energy: Option<EnergyInfo>,
+    /// The peers' worker, still running (it ends with the results).
+    pub peer_session: PeerSession,
+}
+
+/// The results file of the run (`started`: when opening the backend began): the process
+/// watch's findings and the clocks' warnings added to the log, the timing ended.
 pub(super) fn results(
     mut s: Session,
     backend: &dyn Facts,
-    changed: bool,
-) -> anyhow::Result<ResultsFile> {
-    s.sample_processes(backend);
-    let shared = s.watch.shared();
-    if shared {
-        judge_shared(&s.watch, &mut s.shapes, &s.stored, &mut s.notes);
-    }
-    if changed || shared {
-        s.evaluate()?;
-    }
-    s.warnings.extend(s.watch.warning());
+    started: Instant,
+    p: Products,
+) -> ResultsFile {
+    let Products {
+        env,
+        sides,
+        stored,
+        probes,
+        mut shapes,
+        passed,
+        energy,
+        peer_session: mut worker,
+    } = p;
+    s.log.warnings.extend(s.watch.warning());
     s.timing.other_processes = s.watch.others();
     s.timing.processes_unknown = s.watch.unknown();
     s.bar.finish_and_clear();
-    s.timing.total_s = s.started.elapsed().as_secs_f64();
-    let kernel_resources = kernel_resources(&s, backend);
+    s.timing.total_s = started.elapsed().as_secs_f64();
+    copy_stored_figures(&mut shapes, &stored);
+    let kernel_resources = kernel_resources(&shapes, &sides, &stored, backend);
     let config = &s.run.config;
     let clock = clock_warnings(
-        &s.shapes,
-        &s.env,
+        &shapes,
+        &env,
         config.measure.samples_per_round,
-        &mut s.notes,
+        &mut s.log.notes,
     );
-    s.warnings.extend(clock);
-    let peers = s.peer_session.as_mut().and_then(|p| {
-        let runtime = p.runtime.clone()?;
-        Some(crate::peers::PeersInfo {
-            runtime: Some(runtime),
-            method: Some(crate::peers::PeerMethod::new(
-                config.measure.sample_ms,
-                config.measure.duty_cycle,
-            )),
-            launches: std::mem::take(&mut p.launches),
-        })
-    });
-    Ok(ResultsFile {
+    s.log.warnings.extend(clock);
+    let peers = peers_info(&mut worker, config);
+    ResultsFile {
         schema_version: SCHEMA_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").into(),
         git_commit: current_git_commit(),
         created_at: Utc::now(),
-        environment: Some(s.env),
+        environment: Some(env),
         config: ConfigInfo::of(config),
         method: Some(crate::method::Method::current()),
-        kernel_source_hash: Some(s.sides.cand_hash),
+        kernel_source_hash: Some(sides.cand_hash),
         gate: config.gate.clone(),
-        baseline: s.stored.reference,
-        shapes: s.shapes,
-        passed: s.passed,
-        warnings: s.warnings,
-        notes: s.notes,
+        baseline: stored.reference,
+        shapes,
+        passed,
+        warnings: s.log.warnings,
+        notes: s.log.notes,
         error: None,
-        base: s.sides.base_info,
+        base: sides.base_info,
         fail_on_drift: s.run.request.fail_on_drift,
         profiling: None,
         shard: None,
         peers,
-        probes: s.probes,
+        probes,
         timing: Some(s.timing),
-        energy: s.energy,
+        energy,
         kernel_resources,
+    }
+}
+
+/// The peers' and energy's stored figures, so the report can say whether they moved.
+fn copy_stored_figures(shapes: &mut [ShapeResult], stored: &Stored) {
+    for s in shapes.iter_mut() {
+        if let Some(x) = stored.shape(&s.params) {
+            s.stored_peers = x.peers.clone();
+            s.stored_energy = x.energy.clone();
+        }
+    }
+}
+
+/// What the results record of the peers' worker: its runtime, the method, the calls per
+/// sample of each peer on each shape; none where no worker answered.
+fn peers_info(worker: &mut PeerSession, config: &Config) -> Option<crate::peers::PeersInfo> {
+    let runtime = worker.runtime.clone()?;
+    Some(crate::peers::PeersInfo {
+        runtime: Some(runtime),
+        method: Some(crate::peers::PeerMethod::new(
+            config.measure.sample_ms,
+            config.measure.duty_cycle,
+        )),
+        launches: std::mem::take(&mut worker.launches),
     })
 }
 
 /// What the compiler gave the kernels that ran: the base's (without a base, what the stored
 /// baseline recorded, for the report to compare the candidate's with), then the candidate's.
-fn kernel_resources(s: &Session, backend: &dyn Facts) -> Vec<KernelResources> {
-    let launched: Vec<ShapeParams> = s.shapes.iter().map(|r| r.params).collect();
+fn kernel_resources(
+    shapes: &[ShapeResult],
+    sides: &Sides,
+    stored: &Stored,
+    backend: &dyn Facts,
+) -> Vec<KernelResources> {
+    let launched: Vec<ShapeParams> = shapes.iter().map(|r| r.params).collect();
     let mut out = Vec::new();
-    if s.sides.base_hash.is_some() {
+    if sides.base_hash.is_some() {
         out.extend(backend.kernel_resources(Side::Base, &launched));
-    } else if let Some(b) = s.stored.file.as_ref() {
+    } else if let Some(b) = stored.file.as_ref() {
         out.extend(b.kernel_resources.iter().map(|k| KernelResources {
             side: ResourceSide::Baseline,
             ..k.clone()
@@ -100,36 +144,6 @@ fn kernel_resources(s: &Session, backend: &dyn Facts) -> Vec<KernelResources> {
     }
     out.extend(backend.kernel_resources(Side::Candidate, &launched));
     out
-}
-
-/// A run another process shared the GPU with (`sharing::ProcessWatch`): the comparison with
-/// the stored baseline is not judged (the verdicts are decided again without it, with a
-/// note); a shape whose only reference is the stored baseline (no A/B) then has no verdict,
-/// an `error` that says why — never a pass that nothing judged.
-fn judge_shared(
-    watch: &ProcessWatch,
-    shapes: &mut [ShapeResult],
-    stored: &Stored,
-    notes: &mut Vec<String>,
-) {
-    if stored.file.is_none() {
-        return;
-    }
-    let mut any = false;
-    for s in shapes.iter_mut() {
-        // Only where the stored baseline would have judged it (one of another method judges
-        // nothing either way).
-        if !stored.judges(&s.params) {
-            continue;
-        }
-        any = true;
-        if s.only_stored_could_judge() {
-            s.error = Some(watch.unjudged_error());
-        }
-    }
-    if any {
-        notes.extend(watch.stored_note());
-    }
 }
 
 /// What the clocks did, said only where it could bias a comparison: pairs measured again

@@ -1,51 +1,121 @@
-//! The decide phase: every shape's verdict under the planned two-stage design
-//! ([`crate::evaluate::decide_planned`], the one function that decides when a shape gets its
-//! second look), the second stage measured here where a shape's first look leaves it open.
+//! The decisions of a run: two interim looks that plan what to measure, and the one decision
+//! that gives the verdicts.
+//!
+//! - [`open_shapes`], after the first stages: the shapes the planned second stage measures
+//!   more (`crate::evaluate::open_shapes`, the rule `selftest` and the calibration share);
+//! - [`drifting`], after the second stage: the shapes whose verdict would be a drift, for the
+//!   drift phase to trace;
+//! - [`verdicts`], after everything measured: the GPU's processes read a last time, a GPU
+//!   shared with another process judged ([`judge_shared`]), and every shape decided
+//!   (`crate::evaluate::evaluate`) on all it holds (both stages, a drift traced, the energy
+//!   windows' checks). The looks decide copies of the shapes; these verdicts are the only
+//!   ones the results hold.
+//!
+//! Every decision compares with the stored baseline except where the GPU was seen shared
+//! with another process by then ([`stored_side`]).
 
 use anyhow::Result;
 
-use std::cell::Cell;
+use super::session::Session;
+use super::sharing::ProcessWatch;
+use super::stored::Stored;
+use crate::backend::Facts;
+use crate::comparison::StoredSide;
+use crate::results::ShapeResult;
+use crate::verdict::Verdict;
 
-use super::session::{Session, stored_side};
-use super::shape::Failure;
-use super::stages::Finishing;
-use crate::backend::Backend;
+/// The shapes whose first look leaves them open, to be measured up to the design's largest
+/// number of rounds (none where the design has one stage).
+pub(super) fn open_shapes(
+    s: &Session,
+    stored: &Stored,
+    shapes: &[ShapeResult],
+) -> Result<Vec<usize>> {
+    let shared = s.watch.shared();
+    Ok(crate::evaluate::open_shapes(
+        shapes,
+        s.run.design(),
+        &s.run.config.gate,
+        |shape| stored_side(stored, shared, shape),
+    )?)
+}
 
-/// Decides every shape, measuring the design's second stage (up to `max` rounds) of each
-/// shape the first look leaves open; the GPU's processes are read after each one.
-pub(super) fn decide(s: &mut Session, backend: &mut dyn Backend) -> Result<()> {
-    let run = s.run;
-    let design = s.design;
-    // Whether another process has been seen on the GPU so far (`ProcessWatch::shared`), read
-    // again after each second stage: the watch itself is the second stage's to sample.
-    let shared = Cell::new(s.watch.shared());
-    let stored = &s.stored;
-    let finishing = Finishing {
-        config: &run.config,
-        design,
-        stored,
-        peak_tflops: s.peak_tflops,
-    };
-    let (runs, watch, bar) = (&mut s.runs, &mut s.watch, &s.bar);
-    let second_stage = |i: usize, shape: &mut crate::results::ShapeResult| -> Result<()> {
-        bar.set_message(format!("{} (second stage)", shape.name));
-        if let Some(measuring) = runs[i].as_mut() {
-            match measuring.more(backend, &run.config, design.max - design.stage1) {
-                Ok(()) => finishing.finish(shape, measuring),
-                Err(e) => Failure::from(e).record(shape)?,
-            }
-        }
-        watch.sample(backend);
-        shared.set(watch.shared());
-        Ok(())
-    };
-    s.passed = crate::evaluate::decide_planned(
-        &mut s.shapes,
-        design,
-        &run.config.gate,
-        run.policy(),
-        |shape| stored_side(stored, shared.get(), shape),
-        second_stage,
+/// The shapes whose verdict on what both stages measured would be a drift (an A/B that
+/// shows no change, slower than the stored baseline): the drift phase traces them.
+pub(super) fn drifting(s: &Session, stored: &Stored, shapes: &[ShapeResult]) -> Result<Vec<usize>> {
+    let shared = s.watch.shared();
+    let look = crate::evaluate::interim_look(
+        shapes,
+        |shape| stored_side(stored, shared, shape),
+        &s.run.config.gate,
     )?;
-    Ok(())
+    Ok(look
+        .iter()
+        .enumerate()
+        .filter(|(_, shape)| shape.verdict == Verdict::Drift)
+        .map(|(i, _)| i)
+        .collect())
+}
+
+/// The one decision of the run: the GPU's processes read a last time; where another process
+/// shared the GPU, the stored baseline's comparisons are not judged ([`judge_shared`]); then
+/// every shape's verdict ([`crate::evaluate::evaluate`]). Returns whether the shapes pass
+/// under the run's policy.
+pub(super) fn verdicts(
+    s: &mut Session,
+    backend: &dyn Facts,
+    stored: &Stored,
+    shapes: &mut [ShapeResult],
+) -> Result<bool> {
+    s.sample_processes(backend);
+    let shared = s.watch.shared();
+    if shared {
+        judge_shared(&s.watch, shapes, stored, &mut s.log.notes);
+    }
+    Ok(crate::evaluate::evaluate(
+        shapes,
+        |shape| stored_side(stored, shared, shape),
+        &s.run.config.gate,
+        s.run.policy(),
+    )?)
+}
+
+/// The stored side of a shape for its comparison: none where the run shares the GPU with
+/// another process (`shared`: its timings were slowed by an unknown amount that nothing
+/// measured beside them cancels).
+fn stored_side(stored: &Stored, shared: bool, s: &ShapeResult) -> Option<StoredSide> {
+    if shared {
+        return None;
+    }
+    stored.side(&s.params)
+}
+
+/// A run another process shared the GPU with (`sharing::ProcessWatch`): the comparison with
+/// the stored baseline is not judged (the verdicts are decided without it, with a note); a
+/// shape whose only reference is the stored baseline (no A/B) then has no verdict, an
+/// `error` that says why — never a pass that nothing judged.
+fn judge_shared(
+    watch: &ProcessWatch,
+    shapes: &mut [ShapeResult],
+    stored: &Stored,
+    notes: &mut Vec<String>,
+) {
+    if stored.file.is_none() {
+        return;
+    }
+    let mut any = false;
+    for s in shapes.iter_mut() {
+        // Only where the stored baseline would have judged it (one of another method judges
+        // nothing either way).
+        if !stored.judges(&s.params) {
+            continue;
+        }
+        any = true;
+        if s.only_stored_could_judge() {
+            s.error = Some(watch.unjudged_error());
+        }
+    }
+    if any {
+        notes.extend(watch.stored_note());
+    }
 }

@@ -7,6 +7,7 @@ use anyhow::{Result, bail};
 use super::git::BaseKernels;
 use super::session::Session;
 use super::shape::ShapeRun;
+use super::stored::Stored;
 use crate::backend::{GpuError, Measure, Side};
 use crate::baseline::BaselineFile;
 use crate::comparison::{Comparison, shape_seed};
@@ -14,7 +15,6 @@ use crate::config::Config;
 use crate::kernel::KernelDir;
 use crate::results::{DriftCause, DriftCheck, ShapeResult, StageDesign};
 use crate::stats::{Rounds, StatsError};
-use crate::verdict::Verdict;
 
 /// Why one shape's drift could not be traced: the GPU (a spent budget among them, which ends
 /// the run) or the statistics of what it measured.
@@ -26,19 +26,22 @@ pub(super) enum DriftError {
     Stats(#[from] StatsError),
 }
 
-/// Traces every drifting shape, where the run asks for it and the stored baseline's commit
-/// is in the repository (else a note says why not). Returns whether any was traced (then
-/// the verdicts are decided again: a drift traced to the runner does not fail). A spent
-/// GPU budget ends the run; any other failure on a shape is a warning.
-pub(super) fn trace(s: &mut Session, backend: &mut dyn Measure) -> Result<bool> {
-    let drifting: Vec<usize> = (0..s.shapes.len())
-        .filter(|&i| s.shapes[i].verdict == Verdict::Drift)
-        .collect();
+/// Traces each shape of `drifting` (`decide::drifting`), where the run asks for it and the
+/// stored baseline's commit is in the repository (else a note says why not): what it finds
+/// is the shape's `drift`, which the verdicts then read (a drift traced to the runner does
+/// not fail). A spent GPU budget ends the run; any other failure on a shape is a warning.
+pub(super) fn trace(
+    s: &mut Session,
+    backend: &mut dyn Measure,
+    stored: &Stored,
+    shapes: &mut [ShapeResult],
+    drifting: &[usize],
+) -> Result<()> {
     if drifting.is_empty() {
-        return Ok(false);
+        return Ok(());
     }
     let run = s.run;
-    let stored = s.stored.file.as_ref();
+    let stored = stored.file.as_ref();
     let commit = stored.and_then(|b| b.provenance.commit.clone());
     let measured = stored.and_then(|b| b.kernel_source_hash.as_deref());
     let old = match (&commit, run.request.trace_drift) {
@@ -48,29 +51,30 @@ pub(super) fn trace(s: &mut Session, backend: &mut dyn Measure) -> Result<bool> 
     let (old, _tmp) = match old {
         Ok(k) => k,
         Err(e) => {
-            s.notes.push(format!(
+            s.log.notes.push(format!(
                 "the drift was not traced to the runner or the code: {e:#}"
             ));
-            return Ok(false);
+            return Ok(());
         }
     };
     backend.load_other(&KernelDir::new(&old.dir), &run.config.compile.defines)?;
-    for i in drifting {
-        let shape = &s.shapes[i];
+    let design = run.design();
+    let shapes = shapes.iter_mut().enumerate();
+    for (_, shape) in shapes.filter(|(i, _)| drifting.contains(i)) {
         s.bar
             .set_message(format!("{} (tracing the drift)", shape.name));
-        match trace_shape(backend, &run.config, &old, stored, shape, s.design) {
-            Ok(c) => s.shapes[i].drift = Some(c),
+        match trace_shape(backend, &run.config, &old, stored, shape, design) {
+            Ok(c) => shape.drift = Some(c),
             Err(DriftError::Gpu(GpuError::Budget(why))) => {
                 return Err(GpuError::Budget(why).into());
             }
-            Err(e) => s.warnings.push(format!(
+            Err(e) => s.log.warnings.push(format!(
                 "{}: the drift could not be traced: {e}",
                 shape.name
             )),
         }
     }
-    Ok(true)
+    Ok(())
 }
 
 /// The kernels of the stored baseline's commit, read with git, for tracing a drift: only when

@@ -6,20 +6,26 @@
 use std::time::Instant;
 
 use super::session::Session;
+use super::stages::Measured;
 use crate::backend::{GpuError, Measure, Measurement};
 use crate::energy::{EnergyInfo, EnergyRound, ShapeEnergy, SideEnergy};
+use crate::results::ShapeResult;
 
-/// Measures the energy windows (where asked), then ends every shape still measured. Returns
-/// whether windows were measured: a side whose replays failed the checks in a window fails
-/// parity on that shape, so the verdicts are decided again.
-pub(super) fn measure(s: &mut Session, backend: &mut dyn Measure) -> bool {
+/// Measures the energy windows (where asked), then ends every shape still measured: the
+/// end of the measuring. Returns the shapes' results (a side whose replays failed the checks
+/// in a window fails parity on that shape) and the windows, where measured.
+pub(super) fn measure(
+    s: &mut Session,
+    backend: &mut dyn Measure,
+    mut measured: Measured,
+) -> (Vec<ShapeResult>, Option<EnergyInfo>) {
     let t = Instant::now();
-    s.energy = windows(s, backend);
-    for run in s.runs.drain(..).flatten() {
+    let energy = windows(s, backend, &mut measured);
+    for run in measured.runs.into_iter().flatten() {
         run.end(backend);
     }
     s.timing.energy_s = t.elapsed().as_secs_f64();
-    s.energy.is_some()
+    (measured.shapes, energy)
 }
 
 /// Energy windows of every measured shape after its timed pairs, when the run asks for them
@@ -27,9 +33,14 @@ pub(super) fn measure(s: &mut Session, backend: &mut dyn Measure) -> bool {
 /// window fails parity on that shape, as in a timed sample; any other error, or a GPU that
 /// cannot read energy, leaves the figures out with a note: energy never prevents or decides
 /// a verdict.
-fn windows(s: &mut Session, backend: &mut dyn Measure) -> Option<EnergyInfo> {
-    let m = &s.run.config.measure;
-    if !s.run.energy() || m.energy_rounds == 0 {
+fn windows(
+    s: &mut Session,
+    backend: &mut dyn Measure,
+    measured: &mut Measured,
+) -> Option<EnergyInfo> {
+    let run = s.run;
+    let m = &run.config.measure;
+    if !run.energy() || m.energy_rounds == 0 {
         return None;
     }
     let mut info = EnergyInfo {
@@ -37,13 +48,15 @@ fn windows(s: &mut Session, backend: &mut dyn Measure) -> Option<EnergyInfo> {
         updates: m.energy_updates,
         ..EnergyInfo::default()
     };
-    let confidence = s.run.config.gate.confidence;
-    for (run, result) in s.runs.iter_mut().zip(s.shapes.iter_mut()) {
-        let Some(run) = run else { continue };
+    let confidence = run.config.gate.confidence;
+    for (shape, result) in measured.runs.iter_mut().zip(measured.shapes.iter_mut()) {
+        let Some(shape) = shape else { continue };
         s.bar.set_message(format!("{} (energy)", result.name));
-        match run.energy(backend, m.energy_rounds, m.energy_updates) {
+        match shape.energy(backend, m.energy_rounds, m.energy_updates) {
             Ok(Some(why)) => {
-                s.notes.push(format!("energy per call not measured: {why}"));
+                s.log
+                    .notes
+                    .push(format!("energy per call not measured: {why}"));
                 info.unavailable = Some(why);
                 return Some(info);
             }
@@ -53,7 +66,7 @@ fn windows(s: &mut Session, backend: &mut dyn Measure) -> Option<EnergyInfo> {
                 continue;
             }
             Err(e) => {
-                s.notes.push(format!(
+                s.log.notes.push(format!(
                     "{}: energy per call not measured: {e}",
                     result.name
                 ));
@@ -63,11 +76,11 @@ fn windows(s: &mut Session, backend: &mut dyn Measure) -> Option<EnergyInfo> {
         let flops = result.params.flops();
         let side = |m: &Measurement| SideEnergy::from_rounds(m.energy.clone(), flops, confidence);
         result.energy = Some(ShapeEnergy {
-            candidate: side(run.cand()),
-            base: run.base().map(side),
+            candidate: side(shape.cand()),
+            base: shape.base().map(side),
         });
     }
-    let rounds: Vec<&EnergyRound> = s
+    let rounds: Vec<&EnergyRound> = measured
         .shapes
         .iter()
         .filter_map(|s| s.energy.as_ref())

@@ -5,9 +5,10 @@
 //!   the device chosen — [`BackendChoice`], in [`device`]).
 //! - `prepare`: what `local` and `ci` settle before the GPU section (the request checked,
 //!   the base resolved with `git`, the devices of `--devices`), and the GPU work they share.
-//! - [`pipeline`]: the measuring, phase by phase: setup, `parity`, `stages`, `decide`,
-//!   `drift`, `energy`, `assemble` (the results file); the state they share is a `session`,
-//!   the stored baseline `stored`. A phase's file is named after the phase, so `parity`,
+//! - [`pipeline`]: the measuring, phase by phase: setup, `parity`, `stages`, `decide` (the
+//!   interim looks that plan what to measure, and the one decision), `drift`, `energy`,
+//!   `assemble` (the results file); each phase returns what it produces to the next, what
+//!   they all add to is a `session`, the stored baseline `stored`. A phase's file is named after the phase, so `parity`,
 //!   `energy` and `profile` repeat the name of the module that does the device work or
 //!   holds the figures (`gpu::parity`, `crate::energy`, `crate::profile`): here when and
 //!   for which shapes, there how. `device` is which device measures, `gpu::device` the GPU.

@@ -11,22 +11,28 @@ use crate::backend::{Measure, Side};
 use crate::config::{Config, ShapeParams, Tolerance};
 use crate::results::{ProbeResult, ShapeResult};
 
-/// Parity on the random shapes, where the run checks parity.
-pub(super) fn probes(s: &mut Session, backend: &mut dyn Measure) {
+/// Parity on the random shapes, where the run checks parity (`run_key`: the run's secret,
+/// which draws them).
+pub(super) fn probes(s: &mut Session, backend: &mut dyn Measure, run_key: u64) -> Vec<ProbeResult> {
     let t = Instant::now();
-    if s.run.request.parity {
-        s.probes = run_probes(backend, s.run_key, &s.run.config, &s.run.shapes);
-    }
+    let run = s.run;
+    let probes = if run.request.parity {
+        run_probes(backend, run_key, &run.config, &run.shapes)
+    } else {
+        Vec::new()
+    };
     s.timing.probes_s = t.elapsed().as_secs_f64();
+    probes
 }
 
 /// Parity of a shape before its first stage, where the run checks parity: the base first
-/// (in A/B, unless the request says where it was checked already; how long its check took
-/// bounds the candidate's wait), whose failure leaves the A/B without a valid reference (an
-/// error), then the candidate.
+/// (in A/B, `ab`, unless the request says where it was checked already; how long its check
+/// took bounds the candidate's wait), whose failure leaves the A/B without a valid
+/// reference (an error), then the candidate.
 pub(super) fn shape(
     s: &mut Session,
     backend: &mut dyn Measure,
+    ab: bool,
     result: &mut ShapeResult,
     tolerance: Tolerance,
     seed: u64,
@@ -36,7 +42,7 @@ pub(super) fn shape(
     }
     let params = result.params;
     let t = Instant::now();
-    if s.sides.ab && s.run.request.base_parity_checked.is_none() {
+    if ab && s.run.request.base_parity_checked.is_none() {
         let p = backend.parity(Side::Base, &params, tolerance, seed)?;
         let failed = !p.passed();
         let summary = format!("rel L2 {:.2e}, max abs {:.2e}", p.rel_l2, p.max_abs);

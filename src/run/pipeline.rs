@@ -1,19 +1,27 @@
-//! The measuring pipeline of one [`Run`], in its phases:
+//! The measuring pipeline of one [`Run`], in its phases ([`pipeline`] calls them in this
+//! order, each with what it reads, handing on what it returns; what every phase shares, the
+//! process watch, the progress bar, the warnings and notes and the timing, is the `session`):
 //!
 //! 1. **setup** ([`setup`], here): a reading of the GPU's processes (under the GPU's lock, which
-//!    the caller holds), the PyTorch worker started beside the compiling, the backend opened,
-//!    the environment, the stored baseline and the stage design;
-//! 2. **parity** (`parity`): the candidate on random shapes it cannot predict, then, before
-//!    each shape's first stage, both sides on that shape;
-//! 3. **stages** (`stages`): every shape's first stage (pairs of rounds, or the candidate
-//!    alone), then the peers;
-//! 4. **decide** (`decide`): the verdicts under the planned two-stage design
-//!    (`evaluate::decide_planned`), measuring the second stage where the first look leaves
-//!    a shape open;
-//! 5. **drift** (`drift`): a drift traced with the baseline commit's kernels;
-//! 6. **energy** (`energy`): energy windows after everything timed;
-//! 7. **results** (`assemble`): a GPU shared with another process judged, the verdicts
-//!    settled, the results file assembled.
+//!    the caller holds), the PyTorch worker started beside the compiling, the backend opened;
+//!    returns the environment, the two sides, the stored baseline (`stored`) and the device's
+//!    speed limit and secret;
+//! 2. **parity** (`parity::probes`): the candidate on random shapes it cannot predict; returns
+//!    the probes;
+//! 3. **first stages** (`stages::first_stages`): every shape's first stage (pairs of rounds, or
+//!    the candidate alone), each shape's parity checked first (`parity::shape`); returns the
+//!    shapes measured, then the peers' rounds (`stages::peers`; returns the peers' worker);
+//! 4. **second stage** (`decide::open_shapes`, `stages::second_stages`): an interim look plans
+//!    which shapes the first stage leaves open, and those are measured up to the design's
+//!    largest number of rounds;
+//! 5. **drift** (`decide::drifting`, `drift::trace`): a second interim look finds the shapes
+//!    that would be a drift, traced with the baseline commit's kernels;
+//! 6. **energy** (`energy::measure`): energy windows after everything timed; the end of the
+//!    measuring, which returns the shapes' results;
+//! 7. **verdicts** (`decide::verdicts`): a GPU shared with another process judged, then the one
+//!    decision of every shape's verdict, on all the phases measured (the interim looks decide
+//!    copies, to plan, and are never verdicts);
+//! 8. **results** (`assemble`): the results file assembled.
 //!
 //! After the pipeline, `profile` profiles regressions with ncu and `publish` (or `local`'s
 //! report) publishes the results.
@@ -23,13 +31,16 @@ use std::time::Instant;
 
 use anyhow::Result;
 
+use super::assemble::Products;
 use super::peer::{PeerSession, PendingPeers};
 use super::request::Run;
-use super::session::{Session, Sides};
+use super::session::{Log, Session, Sides};
 use super::sharing::{GpuHold, ProcessWatch};
+use super::stages::Measuring;
+use super::stored::Stored;
 use crate::backend::{Backend, Prepare};
 use crate::config::Config;
-use crate::results::{BaseInfo, GpuProcess, ResultsFile, RunTiming};
+use crate::results::{BaseInfo, Environment, GpuProcess, ResultsFile, RunTiming};
 use crate::shard::ShardInfo;
 
 /// What [`Run::measure`] settles before the backend is open.
@@ -97,43 +108,89 @@ impl Run {
     }
 }
 
-/// The phases, in order (see the module docs).
+/// The phases, in order (see the module docs): each one's products are the next ones'
+/// arguments.
 fn pipeline(
     run: &Run,
     backend: &mut dyn Backend,
     started: Instant,
     prelude: Prelude,
 ) -> Result<ResultsFile> {
-    let mut s = setup(run, backend, started, prelude)?;
-    super::parity::probes(&mut s, backend);
+    let Setup {
+        session: mut s,
+        mut env,
+        sides,
+        stored,
+        peak_tflops,
+        run_key,
+        pending_peers,
+    } = setup(run, backend, started, prelude)?;
+    let probes = super::parity::probes(&mut s, backend, run_key);
+    let m = Measuring {
+        ab: sides.ab,
+        design: run.design(),
+        stored: &stored,
+        peak_tflops,
+    };
     let measuring = Instant::now();
-    super::stages::first_stages(&mut s, backend)?;
-    super::stages::peers(&mut s, backend);
-    super::decide::decide(&mut s, backend)?;
+    let mut measured = super::stages::first_stages(&mut s, backend, &m, &probes)?;
+    let peer_session = super::stages::peers(&mut s, backend, pending_peers, &mut measured);
+    let open = super::decide::open_shapes(&s, &stored, &measured.shapes)?;
+    super::stages::second_stages(&mut s, backend, &m, &mut measured, &open)?;
     s.measured(measuring);
+    let drifting = super::decide::drifting(&s, &stored, &measured.shapes)?;
     let tracing = Instant::now();
-    let traced = super::drift::trace(&mut s, backend)?;
+    super::drift::trace(&mut s, backend, &stored, &mut measured.shapes, &drifting)?;
     s.timing.drift_s = tracing.elapsed().as_secs_f64();
     s.record_phase_times(backend);
-    s.copy_stored_figures();
-    s.env.state_after = backend.state();
-    let energy = super::energy::measure(&mut s, backend);
-    super::assemble::results(s, backend, traced || energy)
+    env.state_after = backend.state();
+    let (mut shapes, energy) = super::energy::measure(&mut s, backend, measured);
+    let passed = super::decide::verdicts(&mut s, backend, &stored, &mut shapes)?;
+    let products = Products {
+        env,
+        sides,
+        stored,
+        probes,
+        shapes,
+        passed,
+        energy,
+        peer_session,
+    };
+    Ok(super::assemble::results(s, backend, started, products))
+}
+
+/// What the setup settles for the phases after it.
+struct Setup<'r> {
+    /// What every phase shares.
+    session: Session<'r>,
+    /// The machine, as read at the setup (its state after is read when the timing ends).
+    env: Environment,
+    sides: Sides,
+    stored: Stored,
+    /// The device's peak dense tensor throughput, TFLOP/s (the speed limit).
+    peak_tflops: f64,
+    /// This run's secret (`backend::DeviceFacts::run_key`): it seeds the random shapes.
+    run_key: u64,
+    /// The PyTorch worker, started beside the compiling, waited for after the first stages.
+    pending_peers: Option<PendingPeers>,
 }
 
 /// The setup phase: the environment, the two sides' kernels (A/B runs when their timed
-/// kernels differ, or always where the request says so), the stored baseline, the stage
-/// design; the injection calibrated and the clocks spun up.
+/// kernels differ, or always where the request says so), the stored baseline; the injection
+/// calibrated and the clocks spun up.
 fn setup<'r>(
     run: &'r Run,
     backend: &mut dyn Backend,
     started: Instant,
     prelude: Prelude,
-) -> Result<Session<'r>> {
+) -> Result<Setup<'r>> {
     let device = backend.device();
-    let watch = ProcessWatch::new(prelude.processes_before);
-    let mut warnings = Vec::new();
-    let mut notes = Vec::new();
+    let mut watch = ProcessWatch::new(prelude.processes_before);
+    // The peer worker started beside the setup is this run's own on the GPU.
+    if let Some(p) = &prelude.peers {
+        watch.add_ours(p.pid());
+    }
+    let mut log = Log::default();
     let cand_hash = device.candidate_hash.clone().unwrap_or_default();
     let base_hash = run.request.base.as_ref().and(device.base_hash.clone());
     let identical = base_hash.as_deref() == Some(cand_hash.as_str());
@@ -147,12 +204,12 @@ fn setup<'r>(
     if let Some(b) = &run.request.base
         && !ab
     {
-        notes.push(format!(
+        log.notes.push(format!(
             "the timed kernel (attention.cu) is byte-identical in the base ({}) and the candidate: no A/B was measured, the stored baseline decides",
             b.source
         ));
     }
-    let stored = super::stored::load(run, &device.environment, ab, &mut warnings)?;
+    let stored = super::stored::load(run, &device.environment, ab, &mut log.warnings)?;
     let spin_up_ms = run.config.measure.spin_up_ms;
     backend.prepare(Prepare {
         calibrate_injection: run.request.inject.is_some(),
@@ -171,30 +228,28 @@ fn setup<'r>(
         && ab
         && run.request.parity
     {
-        notes.push(format!(
+        log.notes.push(format!(
             "the base's parity on the configured shapes was not checked again: {checked}"
         ));
     }
     if !run.request.peers && !run.config.peers.is_empty() {
-        notes.push("peers left out (--no-peers): no \"Against PyTorch\" table".into());
+        log.notes
+            .push("peers left out (--no-peers): no \"Against PyTorch\" table".into());
     }
-    Ok(Session::new(
-        run,
-        started,
-        device,
-        watch,
-        warnings,
-        notes,
-        timing,
-        stored,
-        Sides {
+    Ok(Setup {
+        session: Session::new(run, watch, log, timing),
+        env: device.environment,
+        sides: Sides {
             cand_hash,
             base_hash,
             ab,
             base_info,
         },
-        prelude.peers,
-    ))
+        stored,
+        peak_tflops: device.peak_dense_tflops,
+        run_key: device.run_key,
+        pending_peers: prelude.peers,
+    })
 }
 
 /// What a results file without a verdict records of its run: the config and the shard, where

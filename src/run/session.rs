@@ -1,19 +1,17 @@
-//! A run in progress: what the pipeline's phases share ([`Session`]), from the setup to the
-//! results file.
+//! What every phase of a run shares ([`Session`]: the run, the GPU's other processes, the
+//! progress bar, what the run says beside its verdicts, the timing), and the run's two sides
+//! ([`Sides`]). Each phase's products are its return values, handed on by
+//! `pipeline::pipeline`; only what many phases add to lives here.
 
 use std::io::IsTerminal;
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::peer::{PeerSession, PendingPeers};
 use super::request::Run;
-use super::shape::ShapeRun;
 use super::sharing::ProcessWatch;
-use super::stored::Stored;
-use crate::backend::{DeviceFacts, Facts};
-use crate::comparison::{StageDesign, StoredSide};
-use crate::results::{BaseInfo, Environment, ProbeResult, RunTiming, ShapeResult};
+use crate::backend::Facts;
+use crate::results::{BaseInfo, RunTiming};
 
 /// The two sides of a run: the candidate's kernel hash, the base's (with a base), and
 /// whether they are measured in pairs (A/B).
@@ -26,95 +24,41 @@ pub(super) struct Sides {
     pub base_info: Option<BaseInfo>,
 }
 
-/// What the phases of one run share.
-pub(super) struct Session<'r> {
-    pub run: &'r Run,
-    /// When opening the backend began.
-    pub started: Instant,
-    pub env: Environment,
-    /// Other processes on the GPU.
-    pub watch: ProcessWatch,
+/// What the run says beside its verdicts: the results file's warnings and notes, in the
+/// order said.
+#[derive(Default)]
+pub(super) struct Log {
     pub warnings: Vec<String>,
     pub notes: Vec<String>,
-    pub timing: RunTiming,
-    /// The stored baseline, when the run compares with one.
-    pub stored: Stored,
-    pub sides: Sides,
-    pub design: StageDesign,
-    /// The device's peak dense tensor throughput, TFLOP/s (the speed limit).
-    pub peak_tflops: f64,
-    /// This run's secret (`backend::DeviceFacts::run_key`): it seeds the random shapes.
-    pub run_key: u64,
+}
+
+/// What every phase of one run shares.
+pub(super) struct Session<'r> {
+    pub run: &'r Run,
+    /// Other processes on the GPU, read between shapes and phases.
+    pub watch: ProcessWatch,
     pub bar: ProgressBar,
-    /// Parity on random shapes.
-    pub probes: Vec<ProbeResult>,
-    /// The shapes' results, in the run's order.
-    pub shapes: Vec<ShapeResult>,
-    /// Each shape's measurement in progress (`None`: it could not be measured).
-    pub runs: Vec<Option<ShapeRun>>,
-    /// The PyTorch worker, started in the setup and waited for after the first stages.
-    pub pending_peers: Option<PendingPeers>,
-    /// The peers' worker, once waited for (it runs to the end of the run).
-    pub peer_session: Option<PeerSession>,
-    /// Energy windows, where measured.
-    pub energy: Option<crate::energy::EnergyInfo>,
-    /// Whether the shapes pass, as last decided.
-    pub passed: bool,
+    pub log: Log,
+    /// Where the time went, each phase adding its own.
+    pub timing: RunTiming,
 }
 
 impl<'r> Session<'r> {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        run: &'r Run,
-        started: Instant,
-        device: DeviceFacts,
-        watch: ProcessWatch,
-        warnings: Vec<String>,
-        notes: Vec<String>,
-        timing: RunTiming,
-        stored: Stored,
-        sides: Sides,
-        pending_peers: Option<PendingPeers>,
-    ) -> Session<'r> {
+    /// The session of `run`, from the setup's process watch, log and timing; the progress bar
+    /// is shown from the first stages on.
+    pub fn new(run: &'r Run, watch: ProcessWatch, log: Log, timing: RunTiming) -> Session<'r> {
         Session {
             run,
-            started,
-            env: device.environment,
             watch,
-            warnings,
-            notes,
-            timing,
-            stored,
-            sides,
-            design: run.design(),
-            peak_tflops: device.peak_dense_tflops,
-            run_key: device.run_key,
             bar: ProgressBar::hidden(),
-            probes: Vec::new(),
-            shapes: Vec::with_capacity(run.shapes.len()),
-            runs: Vec::with_capacity(run.shapes.len()),
-            pending_peers,
-            peer_session: None,
-            energy: None,
-            passed: false,
+            log,
+            timing,
         }
     }
 
     /// Reads the GPU's processes now (between shapes and phases).
     pub(crate) fn sample_processes(&mut self, backend: &dyn Facts) {
         self.watch.sample(backend);
-    }
-
-    /// Decides every shape again on what it holds now ([`crate::evaluate::evaluate`]).
-    pub fn evaluate(&mut self) -> anyhow::Result<()> {
-        let (stored, shared) = (&self.stored, self.watch.shared());
-        self.passed = crate::evaluate::evaluate(
-            &mut self.shapes,
-            |s| stored_side(stored, shared, s),
-            &self.run.config.gate,
-            self.run.policy(),
-        )?;
-        Ok(())
     }
 
     /// Ends the measuring's timing (both stages and the peers; `measuring`: when the first
@@ -133,26 +77,6 @@ impl<'r> Session<'r> {
         self.timing.finishing_s = phases.finishing_s;
         self.timing.detail_s = crate::backend::spans::all();
     }
-
-    /// The peers' and energy's stored figures, so the report can say whether they moved.
-    pub(crate) fn copy_stored_figures(&mut self) {
-        for s in self.shapes.iter_mut() {
-            if let Some(x) = self.stored.shape(&s.params) {
-                s.stored_peers = x.peers.clone();
-                s.stored_energy = x.energy.clone();
-            }
-        }
-    }
-}
-
-/// The stored side of a shape for its comparison: none where the run shares the GPU with
-/// another process (`shared`: its timings were slowed by an unknown amount that nothing
-/// measured beside them cancels).
-pub(super) fn stored_side(stored: &Stored, shared: bool, s: &ShapeResult) -> Option<StoredSide> {
-    if shared {
-        return None;
-    }
-    stored.side(&s.params)
 }
 
 /// The run's progress bar: only on a terminal (logs and pipes get no control sequences).

@@ -1,65 +1,90 @@
 //! The stages phase: every shape's first stage, in the run's order (its parity checked
-//! first: `parity::shape`), then the peers' rounds; and what each stage ends with
-//! ([`finish`]): the measurements copied into the shape's result, and a time no GPU can reach
-//! refused. The second stage is measured where the decide phase asks (`decide`).
+//! first: `parity::shape`), then the peers' rounds; the second stage of the shapes the
+//! first look leaves open (`decide::open_shapes`); and what each stage ends with
+//! ([`Measuring::finish`]): the measurements copied into the shape's result, and a time no
+//! GPU can reach refused.
 
 use std::time::Instant;
 
 use anyhow::Result;
 
-use super::peer::PeerSession;
+use super::peer::{PeerSession, PendingPeers};
 use super::session::{Session, progress_bar};
 use super::shape::{Failure, ShapeRun};
 use super::stored::{Stored, median_of};
 use crate::backend::{Backend, Facts, GpuError, Measure, Measurement, Side};
 use crate::comparison::shape_seed;
 use crate::config::{CacheMode, Config, ShapeParams, Tolerance};
-use crate::results::{MeasurementInfo, ShapeResult, StageDesign};
+use crate::results::{MeasurementInfo, ProbeResult, ShapeResult, StageDesign};
 use crate::stats::Sample;
 
-/// Every shape's first stage, in order: a shape whose kind failed a random shape fails
-/// parity without being measured; the others are checked (`parity::shape`), begun on the
-/// backend and measured for the design's first stage. The GPU's processes are read before
-/// the first shape and after each one measured.
-pub(super) fn first_stages(s: &mut Session, backend: &mut dyn Backend) -> Result<()> {
-    // The peer worker started beside the setup; it is waited for only after the first stage.
-    if let Some(p) = &s.pending_peers {
-        s.watch.add_ours(p.pid());
-    }
+/// What measuring the shapes reads and never changes: the sides, the stage design, the
+/// stored baseline, the device's speed limit.
+pub(super) struct Measuring<'a> {
+    /// Both sides in pairs (A/B), else the candidate alone.
+    pub ab: bool,
+    pub design: StageDesign,
+    pub stored: &'a Stored,
+    /// The device's peak dense tensor throughput, TFLOP/s.
+    pub peak_tflops: f64,
+}
+
+/// The shapes as measured so far: their results, in the run's order, and each one's
+/// measurement in progress beside it (`None`: it could not be measured, or its measuring
+/// ended in an error).
+pub(super) struct Measured {
+    pub shapes: Vec<ShapeResult>,
+    pub runs: Vec<Option<ShapeRun>>,
+}
+
+/// Every shape's first stage, in order: a shape whose kind failed a random shape (`probes`)
+/// fails parity without being measured; the others are checked (`parity::shape`), begun on
+/// the backend and measured for the design's first stage. The GPU's processes are read
+/// before the first shape and after each one measured.
+pub(super) fn first_stages(
+    s: &mut Session,
+    backend: &mut dyn Backend,
+    m: &Measuring,
+    probes: &[ProbeResult],
+) -> Result<Measured> {
     s.sample_processes(backend);
     let run = s.run;
     s.bar = progress_bar(run.request.progress, run.shapes.len());
+    let mut measured = Measured {
+        shapes: Vec::with_capacity(run.shapes.len()),
+        runs: Vec::with_capacity(run.shapes.len()),
+    };
     for (i, params) in run.shapes.iter().enumerate() {
         s.bar.set_message(params.name());
         let mut result = ShapeResult::new(*params);
-        if let Some(why) = super::parity::probe_failure(&s.probes, params) {
+        if let Some(why) = super::parity::probe_failure(probes, params) {
             result.integrity = Some(why);
-            s.shapes.push(result);
-            s.runs.push(None);
+            measured.shapes.push(result);
+            measured.runs.push(None);
             s.bar.inc(1);
             continue;
         }
         let seed = run.config.parity.seed.wrapping_add(i as u64);
-        match first_stage(s, backend, &mut result, seed) {
+        match first_stage(s, backend, m, &mut result, seed) {
             Ok(shape) => {
-                Finishing::of(s).finish(&mut result, &shape);
+                m.finish(&run.config, &mut result, &shape);
                 if result.error.is_some() {
                     shape.end(backend);
-                    s.runs.push(None);
+                    measured.runs.push(None);
                 } else {
-                    s.runs.push(Some(shape));
+                    measured.runs.push(Some(shape));
                 }
             }
             Err(e) => {
                 e.record(&mut result)?;
-                s.runs.push(None);
+                measured.runs.push(None);
             }
         }
-        s.shapes.push(result);
+        measured.shapes.push(result);
         s.bar.inc(1);
         s.sample_processes(backend);
     }
-    Ok(())
+    Ok(measured)
 }
 
 /// One shape's first stage: its parity, the injected slowdown sized (selftest), the shape
@@ -67,22 +92,21 @@ pub(super) fn first_stages(s: &mut Session, backend: &mut dyn Backend) -> Result
 fn first_stage(
     s: &mut Session,
     backend: &mut dyn Backend,
+    m: &Measuring,
     result: &mut ShapeResult,
     seed: u64,
 ) -> Result<ShapeRun, Failure> {
     let params = result.params;
-    let config = &s.run.config;
+    let run = s.run;
+    let config = &run.config;
     let tolerance = config.parity.tolerance(params.dtype);
-    super::parity::shape(s, backend, result, tolerance, seed)?;
-    let config = &s.run.config;
-    let inject_us = match s.run.request.inject {
-        Some(fraction) => {
-            injected_reference(s, backend, &params, tolerance, seed)?.map(|p50| fraction * p50)
-        }
+    super::parity::shape(s, backend, m.ab, result, tolerance, seed)?;
+    let inject_us = match run.request.inject {
+        Some(fraction) => injected_reference(backend, config, m, &params, tolerance, seed)?
+            .map(|p50| fraction * p50),
         None => None,
     };
-    let ab = s.sides.ab;
-    let sides: &[Side] = if ab {
+    let sides: &[Side] = if m.ab {
         &[Side::Base, Side::Candidate]
     } else {
         &[Side::Candidate]
@@ -96,24 +120,24 @@ fn first_stage(
         shape_seed(config.gate.seed, &params.name()),
         seed,
     )?;
-    let mut run = ShapeRun::new(handle, ab, seed, s.design);
-    run.more(backend, config, s.design.stage1)?;
-    Ok(run)
+    let mut shape = ShapeRun::new(handle, m.ab, seed, m.design);
+    shape.more(backend, config, m.design.stage1)?;
+    Ok(shape)
 }
 
 /// The p50 an injected slowdown is a fraction of: one round of the base, not kept, in A/B;
 /// else the stored baseline's.
 fn injected_reference(
-    s: &Session,
     backend: &mut dyn Measure,
+    config: &Config,
+    m: &Measuring,
     params: &ShapeParams,
     tolerance: Tolerance,
     seed: u64,
 ) -> Result<Option<f64>, GpuError> {
-    if !s.sides.ab {
-        return Ok(s.stored.p50(params));
+    if !m.ab {
+        return Ok(m.stored.p50(params));
     }
-    let config = &s.run.config;
     let handle = backend.begin(
         params,
         &[Side::Base],
@@ -123,42 +147,24 @@ fn injected_reference(
         0,
         seed,
     )?;
-    let mut run = ShapeRun::new(handle, false, seed, s.design);
+    let mut run = ShapeRun::new(handle, false, seed, m.design);
     let r = run.more(backend, config, 1);
     let base = run.end(backend);
     r?;
     Ok(base.first().and_then(|m| median_of(&m.rounds)))
 }
 
-/// What ends every measured stage of a shape ([`Finishing::finish`]), from the run.
-pub(super) struct Finishing<'a> {
-    pub config: &'a Config,
-    pub design: StageDesign,
-    pub stored: &'a Stored,
-    /// The device's peak dense tensor throughput, TFLOP/s.
-    pub peak_tflops: f64,
-}
-
-impl<'a> Finishing<'a> {
-    pub(crate) fn of(s: &'a Session) -> Finishing<'a> {
-        Finishing {
-            config: &s.run.config,
-            design: s.design,
-            stored: &s.stored,
-            peak_tflops: s.peak_tflops,
-        }
-    }
-
-    /// The shape's measurements copied into its result, and an error where the candidate's
-    /// time cannot be real ([`speed_limit`], against the base's p50 in A/B, else the stored
-    /// baseline's), unless it already has one.
-    pub fn finish(&self, result: &mut ShapeResult, run: &ShapeRun) {
-        fill(result, run, self.config.measure.cache, self.design);
+impl Measuring<'_> {
+    /// Ends a measured stage of a shape: its measurements copied into its result, and an
+    /// error where the candidate's time cannot be real ([`speed_limit`], against the base's
+    /// p50 in A/B, else the stored baseline's), unless it already has one.
+    pub fn finish(&self, config: &Config, result: &mut ShapeResult, run: &ShapeRun) {
+        fill(result, run, config.measure.cache, self.design);
         let reference_p50 = match run.base() {
             Some(b) => median_of(&b.rounds),
             None => self.stored.p50(&result.params),
         };
-        let max_speedup = self.config.gate.max_speedup;
+        let max_speedup = config.gate.max_speedup;
         result.error = result
             .error
             .take()
@@ -167,13 +173,20 @@ impl<'a> Finishing<'a> {
 }
 
 /// The peers, after every shape's first stage (their rounds never decide anything): the
-/// worker started in the setup is waited for (or started now), and each measured shape gets
-/// its peers' rounds.
-pub(super) fn peers(s: &mut Session, backend: &dyn Facts) {
+/// worker started in the setup (`pending`) is waited for (or started now), and each
+/// measured shape gets its peers' rounds. Returns the worker, which runs to the end of the
+/// run (the results record what it measured with).
+pub(super) fn peers(
+    s: &mut Session,
+    backend: &dyn Facts,
+    pending: Option<PendingPeers>,
+    measured: &mut Measured,
+) -> PeerSession {
     let t = Instant::now();
     let run = s.run;
-    let mut session = match s.pending_peers.take() {
-        Some(pending) => pending.finish(&mut s.notes),
+    let notes = &mut s.log.notes;
+    let mut session = match pending {
+        Some(pending) => pending.finish(notes),
         None => PeerSession::start(
             if run.request.peers {
                 &run.config.peers
@@ -181,12 +194,12 @@ pub(super) fn peers(s: &mut Session, backend: &dyn Facts) {
                 &[]
             },
             &run.shapes,
-            &mut s.notes,
+            notes,
         ),
     };
     s.timing.peers_start_s = t.elapsed().as_secs_f64();
     s.watch.add_ours(session.pid());
-    for (shape, result) in s.runs.iter_mut().zip(s.shapes.iter_mut()) {
+    for (shape, result) in measured.runs.iter_mut().zip(measured.shapes.iter_mut()) {
         let Some(shape) = shape.as_mut() else {
             continue;
         };
@@ -199,15 +212,42 @@ pub(super) fn peers(s: &mut Session, backend: &dyn Facts) {
             &run.config,
             &mut session,
             &mut result.peers,
-            &mut s.notes,
+            &mut s.log.notes,
         ) {
-            s.notes
+            s.log
+                .notes
                 .push(format!("{}: the peers were not measured: {e}", result.name));
         }
     }
     s.timing.peers_s = t.elapsed().as_secs_f64();
-    s.peer_session = Some(session);
     s.sample_processes(backend);
+    session
+}
+
+/// The design's second stage (up to its largest number of rounds) of each shape in `open`
+/// (`decide::open_shapes`), in order; the GPU's processes are read after each one.
+pub(super) fn second_stages(
+    s: &mut Session,
+    backend: &mut dyn Backend,
+    m: &Measuring,
+    measured: &mut Measured,
+    open: &[usize],
+) -> Result<()> {
+    let run = s.run;
+    let config = &run.config;
+    let rounds = m.design.max.saturating_sub(m.design.stage1);
+    let shapes = measured.shapes.iter_mut().zip(measured.runs.iter_mut());
+    for (_, (result, shape)) in shapes.enumerate().filter(|(i, _)| open.contains(i)) {
+        s.bar.set_message(format!("{} (second stage)", result.name));
+        if let Some(shape) = shape {
+            match shape.more(backend, config, rounds) {
+                Ok(()) => m.finish(config, result, shape),
+                Err(e) => Failure::from(e).record(result)?,
+            }
+        }
+        s.sample_processes(backend);
+    }
+    Ok(())
 }
 
 /// Copies what a shape's sides measured into its result.

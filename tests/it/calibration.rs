@@ -1,5 +1,5 @@
 //! Calibration of the gate by seeded simulation: the decision path the pipeline runs (the
-//! planned two-stage design of `evaluate::decide_planned`, and the one rule in
+//! planned two-stage design of `evaluate::open_shapes`, and the one rule in
 //! `verdict::decide`) on timings drawn from the simulated GPU's own noise model
 //! (`ci_gate::sim::noise`, issue 19's model and issue 30's):
 //!
@@ -43,7 +43,7 @@ use ci_gate::cli::ConfigArgs;
 use ci_gate::comparison::{StageDesign, StoredSide};
 use ci_gate::config::{CacheMode, Dtype, GateSettings, ShapeParams};
 use ci_gate::config::{Config, MeasureSettings, Tolerance};
-use ci_gate::evaluate::{BadBaseline, decide_planned, evaluate};
+use ci_gate::evaluate::{evaluate, open_shapes};
 use ci_gate::kernel::KernelDir;
 use ci_gate::results::{Environment, GpuState, PairOrder};
 use ci_gate::results::{MeasurementInfo, ShapeResult};
@@ -359,8 +359,8 @@ impl Measure for Replay<'_> {
 }
 
 /// The gate as it runs: the real pipeline (`Run::measure_with`: the first stage, then
-/// `evaluate::decide_planned` — `evaluate`, the second stage where `needs_second_look` asks,
-/// `evaluate` again, the one rule) on the [`Replay`] backend, which serves these shapes'
+/// `evaluate::open_shapes` — a first look, the second stage where `needs_second_look` asks,
+/// then `evaluate`, the one rule) on the [`Replay`] backend, which serves these shapes'
 /// pre-drawn pairs as the pipeline asks.
 fn shipped(shapes: &mut [AbShape], gate: &GateSettings) -> Outcome {
     assert_eq!(
@@ -1194,24 +1194,21 @@ impl StoredCase {
     }
 
     /// The gate as the pipeline runs it with the stored baseline deciding alone (no A/B):
-    /// the planned two-stage decision (`evaluate::decide_planned`) on the first 8 rounds,
-    /// all of them where the first look leaves it open. Flagged, and the "Detectable" stated.
+    /// the planned two-stage design (`evaluate::open_shapes`) on the first 8 rounds, all of
+    /// them where the first look leaves it open, then the one decision (`evaluate`).
+    /// Flagged, and the "Detectable" stated.
     fn shipped(&self, gate: &GateSettings) -> (bool, f64) {
+        let stored = |_: &ShapeResult| Some(self.stored.clone());
         let mut s = shape_result(0, DESIGN);
         s.samples_us = self.cand[..DESIGN.stage1 as usize].to_vec();
+        if !open_shapes(std::slice::from_ref(&s), DESIGN, gate, stored)
+            .unwrap()
+            .is_empty()
+        {
+            s.samples_us = self.cand.clone();
+        }
         let mut v = [s];
-        decide_planned(
-            &mut v,
-            DESIGN,
-            gate,
-            Policy::default(),
-            |_| Some(self.stored.clone()),
-            |_, s| {
-                s.samples_us = self.cand.clone();
-                Ok::<(), BadBaseline>(())
-            },
-        )
-        .unwrap();
+        evaluate(&mut v, stored, gate, Policy::default()).unwrap();
         (
             v[0].verdict == Verdict::Regression,
             v[0].stored.as_ref().map_or(f64::NAN, |c| c.min_detectable),
