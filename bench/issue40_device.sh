@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # Issue 40's kernel steps on a lent GPU, one call each. Every step is judged by the gate's own
 # A/B (`ci-gate local`: the kernels of .carry/k-base against a candidate, PR method, no peers):
-#   bash bench/issue40_device.sh screen         # 192-key tiles (CG_WS_BN_D64_LONG, CG_WS_BN_D128)
-#                                               # against the base on the shapes each reaches
 #   bash bench/issue40_device.sh persistent     # persistent-like grids for long d64 and d128
 #   bash bench/issue40_device.sh profile        # ncu --set full of the shipped d64 and d128 kernels
+#   bash bench/issue40_device.sh final          # after the last step: A/A + table, the step's A/B,
+#                                               # GPU tests, long shapes against cuDNN / FA2
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
-# Carried: .carry/ci-gate, .carry/k-base/{attention,reference,util}.cu (the base: the kernels
-# before the step, e.g. `git show <rev>:kernels/attention.cu`). Results in $OUT (tar).
+# Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
+# (the base: the kernels before the step, e.g. `git show <rev>:kernels/attention.cu`).
+# Results in $OUT (tar).
 set -uo pipefail
 . "$(dirname "$0")/device_env.sh"
 base=$PWD/.carry/k-base
 res=$out/r && mkdir -p "$res"
-what=${1:-screen}
+what=${1:-final}
 shift || true
 
 # one A/B: ab NAME KDIR CONFIG [--shape S ...]; prints the per-shape change and verdict
@@ -35,32 +36,8 @@ for s in r.get("shapes", []):
 PY
 }
 
-variant() {  # variant DIR DEFINE...: kernels/ with the defines on top of attention.cu
-  local dir=$1
-  shift
-  rm -rf "$dir" && mkdir -p "$dir" && cp kernels/reference.cu kernels/util.cu "$dir/"
-  { for d in "$@"; do echo "#define ${d/=/ }"; done; cat kernels/attention.cu; } > "$dir/attention.cu"
-}
-
-case $what in
-screen)
-  d64=(--shape b4h16s2048d64_f16 --shape b4h16s2048d64_causal_f16 --shape b8h16s512d64_f16
-       --shape b8h16s512d64_causal_f16 --shape b4h16s512d64_f16)
-  d128=(--shape b2h16s4096d128_f16 --shape b2h16s4096d128_causal_f16
-        --shape b2h16s2048d128_causal_bf16)
-  long=(--shape b4h16s2048d64_f16 --shape b4h16s2048d64_causal_f16)
-  variant /tmp/long192 CG_WS_BN_D64_LONG=192
-  ab long192 /tmp/long192 configs/pr.yaml "${long[@]}"
-  ab long192-nightly /tmp/long192 configs/nightly.yaml --shape b1h16s8192d64_f16 \
-    --shape b1h16s8192d64_causal_f16
-  variant /tmp/d128n192 CG_WS_BN_D128=192 CG_WS_NSUB_D128=1
-  ab d128n192 /tmp/d128n192 configs/pr.yaml "${d128[@]}"
-  ;;
-persistent)
-  # the long d64 form and the d128 kernel as persistent-like grids (NAME_fill: one wave of
-  # CTAs, up to k tiles each, dealt back and forth), prepared here in .carry/variants/long-*
-  # and d128-*, and the kernels/ of this tree, each against the base on long shapes (a config
-  # made from pr.yaml)
+# long.yaml: the PR config's settings on long shapes (d64 through the `_long` form, d128)
+long_config() {
   python3 - "$res/long.yaml" <<'PY'
 import sys, yaml
 cfg = yaml.safe_load(open("configs/pr.yaml"))
@@ -76,6 +53,15 @@ cfg["shapes"] = [sh(2, 16, 1536, 64, False), sh(4, 16, 2048, 64, False), sh(4, 1
     sh(2, 16, 2048, 128, True, "bfloat16"), sh(4, 16, 1024, 128, False), sh(2, 8, 3001, 128, True)]
 yaml.safe_dump(cfg, open(sys.argv[1], "w"), sort_keys=False)
 PY
+}
+
+case $what in
+persistent)
+  # candidates in .carry/variants/long-* and d128-* (each a copy of kernels/ whose `_long` or
+  # d128 entry lines were replaced, e.g. by CG_ATTN_WS_KERNEL_DYN with another fill or tile:
+  # docs/KERNEL_LOG.md, 2026-12-02, third session), and the kernels/ of this tree, each
+  # against the base on long shapes (a config made from pr.yaml)
+  long_config
   d64=(--shape b2h16s1536d64_f16 --shape b4h16s2048d64_f16 --shape b4h16s2048d64_causal_f16
        --shape b1h16s8192d64_f16 --shape b1h16s8192d64_causal_f16 --shape b1h8s16384d64_f16
        --shape b2h16s4096d64_causal_f16)
@@ -108,6 +94,30 @@ profile)
     grep -E "Duration|Compute \(SM\) Throughput|Issue Slots Busy|Issued Warp|No Eligible|Active Warps Per|Eligible Warps|Warp Cycles Per Issued|Executed Ipc Active" \
       "$res/details-$shape.txt" | head -20
   done
+  ;;
+final)
+  # After the session's last step, one call: the shipped kernels' A/A through the new binary
+  # with cuDNN and FA2 timed right after (kernel_table_device.sh: issue 40's table, issue 39's
+  # A/A), the step's A/B against the base on the PR config and on long shapes, the GPU tests,
+  # then the long shapes' cuDNN / FA2 ratios
+  bash bench/kernel_table_device.sh configs/pr.yaml
+  ab final-pr kernels configs/pr.yaml
+  bash bench/issue36_device.sh tests 2>&1 | grep -E "test result|FAILED|panicked|rc=" | head -8
+  long_config
+  ab final-long kernels "$res/long.yaml"
+  timed timeout 150 python3 bench/sdpa_bench.py "$res/long.yaml" --backends flash,cudnn --replay-ms 2 \
+    --samples 30 --duty 0.25 --out "$res/sdpa-long.json" > "$res/sdpa-long.txt" 2>&1
+  python3 - "$res/ab-final-long.json" "$res/sdpa-long.json" <<'PY'
+import json, sys
+ours = json.load(open(sys.argv[1]))
+peers = {s["name"]: s for s in json.load(open(sys.argv[2]))["shapes"]}
+print("| shape | ours µs | TF/s | / cuDNN | / FA2 |")
+for s in ours["shapes"]:
+    p50 = (s.get("summary") or {}).get("p50")
+    p = peers.get(s["name"], {})
+    r = lambda x: f"{p50 / x:.2f}" if p50 and x else "—"
+    print(f"| {s['name']} | {p50:.2f} | {s.get('tflops') or 0:.0f} | {r(p.get('cudnn_us'))} | {r(p.get('flash_us'))} |" if p50 else f"| {s['name']} | — | | | |")
+PY
   ;;
 step)
   [ $# -gt 0 ] || set -- configs/pr.yaml
