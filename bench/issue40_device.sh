@@ -4,7 +4,8 @@
 #   bash bench/issue40_device.sh persistent     # persistent-like grids for long d64 and d128
 #   bash bench/issue40_device.sh profile        # ncu --set full of the shipped d64 and d128 kernels
 #   bash bench/issue40_device.sh final          # after the last step: A/A + table, the step's A/B,
-#                                               # GPU tests, long shapes against cuDNN / FA2
+#                                               # the long shapes (`long`), the GPU tests
+#   bash bench/issue40_device.sh long           # long shapes: A/B, then against cuDNN / FA2
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -98,11 +99,15 @@ profile)
 final)
   # After the session's last step, one call: the shipped kernels' A/A through the new binary
   # with cuDNN and FA2 timed right after (kernel_table_device.sh: issue 40's table, issue 39's
-  # A/A), the step's A/B against the base on the PR config and on long shapes, the GPU tests,
-  # then the long shapes' cuDNN / FA2 ratios
+  # A/A), the step's A/B against the base on the PR config, the long shapes (below), then the
+  # GPU tests (last: issue36_device.sh leaves only its own files in $OUT)
   bash bench/kernel_table_device.sh configs/pr.yaml
   ab final-pr kernels configs/pr.yaml
+  bash "$0" long
   bash bench/issue36_device.sh tests 2>&1 | grep -E "test result|FAILED|panicked|rc=" | head -8
+  ;;
+long)
+  # the long shapes: kernels/ against the base, then cuDNN / FA2 on the same shapes
   long_config
   ab final-long kernels "$res/long.yaml"
   timed timeout 150 python3 bench/sdpa_bench.py "$res/long.yaml" --backends flash,cudnn --replay-ms 2 \
@@ -125,5 +130,5 @@ step)
   bash bench/kernel_table_device.sh configs/pr.yaml
   ;;
 esac
-tar czf "$out/issue40-$what.tgz" -C "$out" r && rm -rf "$res"
+[ -d "$res" ] && tar czf "$out/issue40-$what.tgz" -C "$out" r && rm -rf "$res"
 ls "$out"
