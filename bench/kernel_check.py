@@ -136,7 +136,7 @@ def libcuda():
 def encode_tensor_map(t):
     """Layout 1 of kernels/README.md for a contiguous [B, H, S, D] 16-bit tensor: a 3-D map
     {D, S, B*H}, box {64, 64, 1}, UINT16, 128-byte swizzle, L2 promotion 256 B, zero fill
-    (the same call gpu::raw::encode_tensor_map makes)."""
+    (the same call ffi::encode_tensor_map makes)."""
     B, H, S, D = t.shape
     m = TensorMap()
     dims = (ctypes.c_uint64 * 3)(D, S, B * H)

@@ -16,8 +16,7 @@
 //! 4. `kernel`, the kernel-source boundary both devices use: a kernel directory and its
 //!    files (`kernel::KernelDir`, `kernel::KernelRoles`), a source read as untrusted input,
 //!    the lexical check, NVRTC in a sandbox with its cache, the CUBIN policy, the entry
-//!    points. Its one import above it is `gpu::raw` (every `unsafe` call of the crate: the
-//!    sandbox's NVRTC and process calls are foreign functions);
+//!    points;
 //! 5. `backend` (the measuring interface, its error and the devices' per-shape state; the
 //!    measurements themselves are the engine's, `run::shape`), `evaluate`
 //!    (verdicts, and the planned two-stage decision), `report`, `history`, `profile`,
@@ -25,7 +24,10 @@
 //!    `resources`, `energy`, `comparison`, `verdict`, `config`, `samples`, `files`,
 //!    `validate`, `stats`: none of them knows `gpu`, `sim`, `run`, `cli`, `commands` or
 //!    `github`;
-//! 6. `method` (what decides what a time means: the harness kernels' text and the
+//! 6. `gpu_error` (the measuring backend's error, which `backend` re-exports and `kernel`
+//!    returns), `ffi` (every `unsafe` call of the crate: the CUDA driver's and NVRTC's C interfaces
+//!    through cudarc, and the sandboxed compiler's process calls; used by `gpu` and `kernel`),
+//!    `method` (what decides what a time means: the harness kernels' text and the
 //!    scheme's version), `outcome` (a command's exit), `text` (showing untrusted text), `yaml` (the depth of
 //!    YAML text) and `runner_settings` (the runner owner's settings, from the runner's own
 //!    environment file in GitHub Actions) know nothing of the crate at all; `child_env` (what
@@ -34,7 +36,7 @@
 //! Items the binary and the integration tests do not use are `pub(crate)`, so the compiler
 //! reports what is dead.
 //!
-//! `unsafe` is denied everywhere but in `gpu::raw`, the bindings to the CUDA driver.
+//! `unsafe` is denied everywhere but in `ffi`.
 
 #![deny(unsafe_code)]
 
@@ -48,9 +50,14 @@ pub mod config;
 pub(crate) mod energy;
 pub mod eval;
 pub mod evaluate;
+// The one module allowed `unsafe`: the C interfaces of the CUDA driver and NVRTC, and the
+// process calls of the sandboxed compiler (`kernel::sandbox`).
+#[allow(unsafe_code)]
+pub(crate) mod ffi;
 pub mod files;
 pub mod github;
 pub mod gpu;
+pub mod gpu_error;
 pub(crate) mod history;
 pub mod kernel;
 pub mod method;

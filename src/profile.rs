@@ -114,21 +114,30 @@ const STALL_SUFFIX: &str = "_per_issue_active.ratio";
 /// Kernel names longer than this are cut (ncu prints the demangled signature).
 const MAX_NAME: usize = 200;
 
+/// Why ncu's raw CSV page gave no profile.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RawCsvError {
+    #[error("ncu's CSV has no header row: {0}")]
+    NoHeader(csv::Error),
+    #[error("ncu's CSV has no \"Kernel Name\" column")]
+    NoKernelColumn,
+    #[error("ncu's CSV is malformed: {0}")]
+    Malformed(csv::Error),
+    #[error("ncu's CSV has no launch of a kernel named {prefix}…")]
+    NoLaunch { prefix: String },
+}
+
 /// Reads the first launch of ncu's raw CSV page whose kernel name starts with `kernel_prefix`.
-pub(crate) fn parse_raw_csv(text: &str, kernel_prefix: &str) -> Result<KernelProfile, String> {
+pub(crate) fn parse_raw_csv(text: &str, kernel_prefix: &str) -> Result<KernelProfile, RawCsvError> {
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(true)
         .from_reader(text.as_bytes());
-    let headers = reader
-        .headers()
-        .map_err(|e| format!("ncu's CSV has no header row: {e}"))?
-        .clone();
+    let headers = reader.headers().map_err(RawCsvError::NoHeader)?.clone();
     let column = |name: &str| headers.iter().position(|h| h == name);
-    let name_col = column("Kernel Name")
-        .ok_or_else(|| "ncu's CSV has no \"Kernel Name\" column".to_string())?;
+    let name_col = column("Kernel Name").ok_or(RawCsvError::NoKernelColumn)?;
     for record in reader.records() {
-        let record = record.map_err(|e| format!("ncu's CSV is malformed: {e}"))?;
+        let record = record.map_err(RawCsvError::Malformed)?;
         let Some(name) = record.get(name_col) else {
             continue;
         };
@@ -167,9 +176,9 @@ pub(crate) fn parse_raw_csv(text: &str, kernel_prefix: &str) -> Result<KernelPro
         p.top_stalls = stalls;
         return Ok(p);
     }
-    Err(format!(
-        "ncu's CSV has no launch of a kernel named {kernel_prefix}…"
-    ))
+    Err(RawCsvError::NoLaunch {
+        prefix: kernel_prefix.to_owned(),
+    })
 }
 
 /// A number as ncu prints it ("1,234.5", "n/a" → None). Finite only.

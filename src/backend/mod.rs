@@ -3,8 +3,9 @@
 //! runs without one. Two implementations: the GPU (`gpu::cuda_backend`, cudarc) and a seeded
 //! simulation (`crate::sim`; tests and CI, never a verdict on real kernels). A run holds
 //! which one measures as a value (`run::BackendChoice`). This module imports neither: the
-//! traits, their types, their error ([`GpuError`]) and the device state both keep of the
-//! shapes they measure ([`shapes`]) are the layer below them.
+//! traits, their types, their error ([`GpuError`], from `crate::gpu_error`, which `kernel`
+//! returns too) and the device state both keep of the shapes they measure ([`shapes`]) are
+//! the layer below them.
 //!
 //! [`Measure`] is what runs kernels (a shape begun, a pair of rounds, a round, parity,
 //! energy, the clocks spun up); [`Facts`] is what is only read (the device, its state now,
@@ -17,16 +18,15 @@
 //! (`run::shape`). The backend keeps the device: compiled kernels, buffers held between
 //! rounds, the coin that orders a shape's pairs, behind the [`ShapeHandle`] the engine holds.
 
-pub(crate) mod error;
 pub(crate) mod hang;
 pub mod shapes;
 pub(crate) mod spans;
 
 use crate::config::{MeasureSettings, ShapeParams, Tolerance};
+pub use crate::gpu_error::GpuError;
 use crate::kernel::KernelDir;
 use crate::resources::{KernelResources, ResourceSide};
 use crate::results::{Environment, GpuProcess, GpuState, PairOrder, Parity};
-pub use error::GpuError;
 
 /// Which kernels a measurement is of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -280,10 +280,18 @@ pub trait Facts {
     /// The compute processes on this GPU now, as NVML lists them (this process and its
     /// PyTorch worker included: the pipeline tells its own from others'), with a name where
     /// the backend knows one. `Err`: why they cannot be listed (a backend without NVML).
-    fn gpu_processes(&self) -> Result<Vec<GpuProcess>, String> {
-        Err("this measuring backend cannot list the GPU's processes".into())
+    fn gpu_processes(&self) -> Result<Vec<GpuProcess>, ProcessesUnlisted> {
+        Err(ProcessesUnlisted(
+            "this measuring backend cannot list the GPU's processes".into(),
+        ))
     }
 }
+
+/// Why the GPU's compute processes cannot be listed, in words: the run records that it could
+/// not tell whether it had the GPU to itself (`run::sharing`), and says why.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct ProcessesUnlisted(pub String);
 
 /// What the pipeline asks a device to run. Each call returns what it measured; the engine
 /// keeps it (`run::shape`), and gives each side's measurement so far back (`so_far`, in

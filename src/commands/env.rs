@@ -14,8 +14,8 @@ use serde::Serialize;
 use crate::cli::EnvArgs;
 use crate::gpu::device::open_device;
 use crate::gpu::env::{
-    DeviceInfo, Monitor, NvrtcFound, SandboxProbe, driver_cuda_version, environment, nvrtc_found,
-    probe_sandbox,
+    DeviceInfo, DriverVersionError, Monitor, NvrtcFound, SandboxProbe, driver_cuda_version,
+    environment, nvrtc_found, probe_sandbox,
 };
 use crate::kernel::sandbox::{ALLOW_UNCONFINED_ENV, unconfined_allowed};
 use crate::outcome::Outcome;
@@ -96,7 +96,7 @@ fn nvrtc_install(major: i32) -> String {
 /// The driver line: its CUDA version `driver` (Err: why there is none) against the `built`
 /// API version. A driver of the same major version or a newer one runs the bindings.
 pub(crate) fn driver_check(
-    driver: &Result<i32, String>,
+    driver: &Result<i32, DriverVersionError>,
     built: i32,
     release: Option<&str>,
 ) -> Check {
@@ -433,11 +433,11 @@ mod tests {
         );
         assert!(e.message.contains("CUDARC_CUDA_VERSION=12080"), "{e:?}");
         assert_eq!(driver_check(&Ok(12080), 12080, None).status, Status::Ok);
-        let none = driver_check(&Err("no NVIDIA driver found".into()), 13040, None);
+        let none = driver_check(&Err(DriverVersionError::NoDriver), 13040, None);
         assert_eq!(none.status, Status::Fail);
         assert_eq!(
             none.message,
-            "no NVIDIA driver found: install the NVIDIA driver, branch R580 or newer (CUDA 13.0)"
+            "no NVIDIA driver found (libcuda.so could not be loaded): install the NVIDIA driver, branch R580 or newer (CUDA 13.0)"
         );
     }
 

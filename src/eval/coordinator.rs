@@ -507,7 +507,7 @@ fn measure(
         });
     if let Err(why) = written {
         return Finished {
-            results: Err(format!("cannot write the request: {why}")),
+            results: Err(super::worker::NoResults::Request(why)),
             wall_s: 0.0,
         };
     }
@@ -585,7 +585,7 @@ fn measured_line(
     line.reference = Some(reference.line());
     let results = match &finished.results {
         Err(why) => {
-            line.reason = clean(why);
+            line.reason = clean(&why.to_string());
             return line;
         }
         Ok(r) if r.config.hash != s.config.hash => {
@@ -646,7 +646,7 @@ fn confirmation(
         shapes: Vec::new(),
     };
     match &finished.results {
-        Err(why) => c.why = clean(why),
+        Err(why) => c.why = clean(&why.to_string()),
         Ok(r) if r.config.hash != s.config.hash => {
             c.why = "the measuring process ran another config than the evaluator's".into();
         }

@@ -108,9 +108,28 @@ pub(crate) fn describe(out: &Path) -> Result<Outcome> {
 /// How a measuring process ended: its results file (checked), or why there is none.
 #[derive(Debug)]
 pub(crate) struct Finished {
-    pub results: Result<ResultsFile, String>,
+    pub results: Result<ResultsFile, NoResults>,
     /// Start to exit, seconds.
     pub wall_s: f64,
+}
+
+/// Why a measuring process left no results file to judge (the candidate's line says it).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NoResults {
+    /// The evaluator could not write the process's request.
+    #[error("cannot write the request: {0}")]
+    Request(String),
+    /// The process could not be started or waited for.
+    #[error("{0}")]
+    Spawn(String),
+    #[error(
+        "the measuring process did not finish within {0:.0} s (eval.timeout_s) and was killed with its children"
+    )]
+    TimedOut(f64),
+    #[error("its results file is not valid: {0}")]
+    Invalid(String),
+    #[error("the measuring process ended ({status}) without a results file: {last_line}")]
+    NoFile { status: String, last_line: String },
 }
 
 /// Starts measuring processes: this executable, the run's device (a simulated one gets a
@@ -150,18 +169,15 @@ impl Spawner {
         let ended = self.spawn_and_wait(args, dir, device, limit);
         let wall_s = started.elapsed().as_secs_f64();
         let results = match ended {
-            Err(e) => Err(format!("{e:#}")),
-            Ok(Ended::TimedOut) => Err(format!(
-                "the measuring process did not finish within {:.0} s (eval.timeout_s) and was killed with its children",
-                limit.as_secs_f64()
-            )),
+            Err(e) => Err(NoResults::Spawn(format!("{e:#}"))),
+            Ok(Ended::TimedOut) => Err(NoResults::TimedOut(limit.as_secs_f64())),
             Ok(Ended::Exited(status)) => match ResultsFile::load(out) {
                 Ok(r) => Ok(r),
-                Err(e) if out.exists() => Err(format!("its results file is not valid: {e}")),
-                Err(_) => Err(format!(
-                    "the measuring process ended ({status}) without a results file: {}",
-                    last_line(&dir.join("stderr"))
-                )),
+                Err(e) if out.exists() => Err(NoResults::Invalid(e.to_string())),
+                Err(_) => Err(NoResults::NoFile {
+                    status: status.to_string(),
+                    last_line: last_line(&dir.join("stderr")),
+                }),
             },
         };
         Finished { results, wall_s }

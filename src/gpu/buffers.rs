@@ -5,8 +5,8 @@ use cudarc::driver::{CudaSlice, CudaView, CudaViewMut};
 
 use super::device::Gpu;
 use super::error::{DriverContext, GpuError};
-use super::raw::{self, AttentionArgs};
 use crate::config::ShapeParams;
+use crate::ffi::{self, AttentionArgs};
 
 /// A quiet NaN with a payload no arithmetic produces: an element that still holds it was
 /// never written. Used where nothing is compared (tools, tests); parity and every timed
@@ -65,9 +65,9 @@ impl Tensor {
     }
 
     /// How `fill_input_*` lays this tensor of `shape` out.
-    pub(crate) fn layout(self, shape: &ShapeParams) -> raw::InputLayout {
-        raw::InputLayout {
-            role: self.role(),
+    pub(crate) fn layout(self, shape: &ShapeParams) -> ffi::InputLayout {
+        ffi::InputLayout {
+            role: self.role() as i32,
             seq_len: shape.seq_len,
             head_dim: shape.head_dim,
         }
@@ -80,7 +80,7 @@ pub(crate) fn random_inputs(gpu: &Gpu, shape: &ShapeParams, seed: u64) -> Result
     let n = shape.elements();
     let fill = gpu.kernels.fill_input(shape.dtype);
     let make = |tensor: Tensor| -> Result<CudaSlice<u16>, GpuError> {
-        raw::alloc_input(
+        ffi::alloc_input(
             &gpu.stream,
             fill,
             n,
@@ -124,7 +124,7 @@ pub(crate) fn poisoned_with(
     shape: &ShapeParams,
     poison: u32,
 ) -> Result<CudaSlice<f32>, GpuError> {
-    raw::alloc_filled(&gpu.stream, &gpu.kernels.fill_u32, shape.elements(), poison)
+    ffi::alloc_filled(&gpu.stream, &gpu.kernels.fill_u32, shape.elements(), poison)
         .during(|| format!("allocating the output of {shape}"))
 }
 
@@ -164,7 +164,7 @@ pub(crate) fn launch_with(
     operands: Operands<'_>,
     out: CudaViewMut<'_, f32>,
 ) -> Result<(), GpuError> {
-    raw::launch_attention(
+    ffi::launch_attention(
         &gpu.stream,
         &kernel.func,
         kernel.config(shape),

@@ -132,7 +132,9 @@ impl Facts for CudaBackend {
         self.gpu.monitor.state()
     }
 
-    fn gpu_processes(&self) -> Result<Vec<crate::results::GpuProcess>, String> {
+    fn gpu_processes(
+        &self,
+    ) -> Result<Vec<crate::results::GpuProcess>, crate::backend::ProcessesUnlisted> {
         Ok(self
             .gpu
             .monitor

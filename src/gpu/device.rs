@@ -10,8 +10,8 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchCo
 use cudarc::nvrtc::Ptx;
 
 use super::error::{DriverContext, GpuError};
-use super::raw;
 use crate::config::{Dtype, ShapeParams};
+use crate::ffi;
 use crate::kernel::compile::{Arch, compile, compile_module};
 use crate::kernel::ptxas::StaticResources;
 use crate::kernel::{KernelDir, KernelSource};
@@ -117,8 +117,8 @@ impl ConstantGuard {
             .during(|| upload("constant offsets"))?;
         let total = host_offsets.last().copied().unwrap_or(0) as usize;
         let mut image =
-            raw::alloc_zeros::<u8>(stream, total).during(|| upload("constant image"))?;
-        raw::launch_copy_bytes(
+            ffi::alloc_zeros::<u8>(stream, total).during(|| upload("constant image"))?;
+        ffi::launch_copy_bytes(
             stream,
             copy,
             &d_addrs,
@@ -153,7 +153,7 @@ impl ConstantGuard {
         let addrs = gpu.stream.clone_htod(&self.host_addrs).during(what)?;
         let offsets = gpu.stream.clone_htod(&self.host_offsets).during(what)?;
         let image = gpu.stream.clone_htod(&self.host_image).during(what)?;
-        raw::launch_check_bytes(
+        ffi::launch_check_bytes(
             &gpu.stream,
             &gpu.kernels.check_bytes,
             &addrs,
@@ -434,7 +434,7 @@ pub(crate) fn uuid_string(bytes: &[std::ffi::c_char; 16]) -> String {
 
 /// How many CUDA devices this process sees (after `CUDA_VISIBLE_DEVICES`).
 pub(crate) fn device_count() -> Result<u32, GpuError> {
-    if !raw::driver_present() {
+    if !ffi::driver_present() {
         return Err(GpuError::NoDriver);
     }
     let n = CudaContext::device_count().map_err(|e| GpuError::NoDevice(e.to_string()))?;
@@ -443,7 +443,7 @@ pub(crate) fn device_count() -> Result<u32, GpuError> {
 
 /// Opens device 0: context, stream and device facts, without compiling anything.
 pub(crate) fn open_device() -> Result<(Arc<CudaContext>, Arc<CudaStream>, DeviceInfo), GpuError> {
-    if !raw::driver_present() {
+    if !ffi::driver_present() {
         return Err(GpuError::NoDriver);
     }
     let count = CudaContext::device_count().map_err(|e| GpuError::NoDevice(e.to_string()))?;
@@ -451,7 +451,7 @@ pub(crate) fn open_device() -> Result<(Arc<CudaContext>, Arc<CudaStream>, Device
         return Err(GpuError::NoDevice("the driver reports no devices".into()));
     }
     let ctx = CudaContext::new(0).map_err(|e| GpuError::NoDevice(e.to_string()))?;
-    raw::disable_event_tracking(&ctx);
+    ffi::disable_event_tracking(&ctx);
     let stream = ctx.new_stream().during(|| "creating a stream".into())?;
     let attr = |a: CUdevice_attribute| {
         ctx.attribute(a)
@@ -476,10 +476,10 @@ pub(crate) fn open_device() -> Result<(Arc<CudaContext>, Arc<CudaStream>, Device
         max_smem_optin: attr(
             CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
         )? as u32,
-        driver_cuda_version: raw::driver_cuda_version()
+        driver_cuda_version: ffi::driver_cuda_version()
             .during(|| "reading the driver version".into())?,
-        nvrtc_version: if raw::nvrtc_present() {
-            raw::nvrtc_version().unwrap_or((0, 0))
+        nvrtc_version: if ffi::nvrtc_present() {
+            ffi::nvrtc_version().unwrap_or((0, 0))
         } else {
             (0, 0)
         },
@@ -498,7 +498,7 @@ fn load_kernel(
     let func = m
         .load_function(name)
         .during(|| format!("kernel {name} in {}", src.path.display()))?;
-    let values = raw::read_launch_constant(m, stream, &format!("{name}_launch"))
+    let values = ffi::read_launch_constant(m, stream, &format!("{name}_launch"))
         .during(|| format!("reading {name}_launch in {}", src.path.display()))?;
     let [rows, threads, smem] =
         crate::kernel::entries::launch(name, values, info.max_smem_optin)
@@ -537,7 +537,7 @@ fn with_fill(
     if !has_symbol(cubin, &symbol) {
         return Ok(kernel);
     }
-    let v = raw::read_i32_constant(m, stream, &symbol, 2)
+    let v = ffi::read_i32_constant(m, stream, &symbol, 2)
         .during(|| format!("reading {symbol} in {}", src.path.display()))?;
     let fill = crate::kernel::entries::fill(&kernel.name, [v[0], v[1]])
         .map_err(|why| GpuError::Kernel(format!("{}: {why}", src.path.display())))?;
@@ -561,7 +561,7 @@ fn long_from(
             src.path.display()
         )));
     }
-    let from = raw::read_i32_constant(m, stream, &symbol, 1)
+    let from = ffi::read_i32_constant(m, stream, &symbol, 1)
         .during(|| format!("reading {symbol} in {}", src.path.display()))?[0];
     crate::kernel::entries::long_from(long_name, from)
         .map_err(|why| GpuError::Kernel(format!("{}: {why}", src.path.display())))
@@ -580,7 +580,7 @@ fn with_tma(
     if !has_symbol(cubin, &symbol) {
         return Ok(kernel);
     }
-    let layout = raw::read_i32_constant(m, stream, &symbol, 1)
+    let layout = ffi::read_i32_constant(m, stream, &symbol, 1)
         .during(|| format!("reading {symbol} in {}", src.path.display()))?[0];
     crate::kernel::entries::tma(&kernel.name, layout)
         .map_err(|why| GpuError::Kernel(format!("{}: {why}", src.path.display())))?;
@@ -689,7 +689,7 @@ impl Gpu {
         others: &[&Path],
     ) -> Result<(Gpu, Vec<AttentionSet>), GpuError> {
         let (ctx, stream, info) = open_device()?;
-        if !raw::nvrtc_present() {
+        if !ffi::nvrtc_present() {
             return Err(GpuError::NoNvrtc);
         }
         let reference_src = harness_source(Harness::Reference);

@@ -11,20 +11,28 @@ use nvml_wrapper::Nvml;
 use nvml_wrapper::bitmasks::device::ThrottleReasons;
 use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
 
-use super::raw;
+use crate::ffi;
 use crate::kernel::compile::Arch;
 use crate::kernel::sandbox::{self, Outcome, Request};
 use crate::results::{Environment, GpuState, gpu_slug};
 
+/// Why the installed driver's CUDA version is unknown (each shown as one clause).
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub(crate) enum DriverVersionError {
+    #[error("no NVIDIA driver found (libcuda.so could not be loaded)")]
+    NoDriver,
+    /// `cuDriverGetVersion` failed: the driver's error, as cudarc shows it.
+    #[error("the NVIDIA driver did not report its CUDA version ({0})")]
+    NotReported(String),
+}
+
 /// The CUDA version the installed driver supports (1000 × major + 10 × minor, e.g. 13000),
-/// read with `cuDriverGetVersion`, which needs no GPU and no `cuInit`. Err: why there is
-/// none, one clause (no libcuda, or the call failed).
-pub(crate) fn driver_cuda_version() -> Result<i32, String> {
-    if !raw::driver_present() {
-        return Err("no NVIDIA driver found (libcuda.so could not be loaded)".into());
+/// read with `cuDriverGetVersion`, which needs no GPU and no `cuInit`.
+pub(crate) fn driver_cuda_version() -> Result<i32, DriverVersionError> {
+    if !ffi::driver_present() {
+        return Err(DriverVersionError::NoDriver);
     }
-    raw::driver_cuda_version()
-        .map_err(|e| format!("the NVIDIA driver did not report its CUDA version ({e:?})"))
+    ffi::driver_cuda_version().map_err(|e| DriverVersionError::NotReported(format!("{e:?}")))
 }
 
 /// The NVRTC this process loads, as compiling would load it.
@@ -39,11 +47,11 @@ pub(crate) struct NvrtcFound {
 /// The NVRTC the loader finds (the names cudarc tries: `libnvrtc.so`, then
 /// `libnvrtc.so.MAJOR` and older majors), or None where there is none. Loads it: a few ms.
 pub(crate) fn nvrtc_found() -> Option<NvrtcFound> {
-    if !raw::nvrtc_present() {
+    if !ffi::nvrtc_present() {
         return None;
     }
     Some(NvrtcFound {
-        version: raw::nvrtc_version(),
+        version: ffi::nvrtc_version(),
         dir: sandbox::nvrtc_library_dir(),
     })
 }
@@ -181,17 +189,25 @@ impl Monitor {
     /// NVML says). The pids are as the driver knows them: in a container with a pid namespace
     /// of its own they are the host's, not this process's view (`run::sharing`'s
     /// process watch handles that). `Err`: why NVML cannot say.
-    pub(crate) fn compute_processes(&self) -> Result<Vec<(u32, Option<u64>)>, String> {
+    pub(crate) fn compute_processes(
+        &self,
+    ) -> Result<Vec<(u32, Option<u64>)>, crate::backend::ProcessesUnlisted> {
+        use crate::backend::ProcessesUnlisted;
         use nvml_wrapper::enums::device::UsedGpuMemory;
-        let nvml = self.nvml.as_ref().ok_or("NVML could not be initialised")?;
-        let dev = nvml
-            .device_by_uuid(self.uuid.as_str())
-            .map_err(|e| format!("NVML cannot find the GPU {}: {e}", self.uuid))?;
+        let nvml = self
+            .nvml
+            .as_ref()
+            .ok_or_else(|| ProcessesUnlisted("NVML could not be initialised".into()))?;
+        let dev = nvml.device_by_uuid(self.uuid.as_str()).map_err(|e| {
+            ProcessesUnlisted(format!("NVML cannot find the GPU {}: {e}", self.uuid))
+        })?;
         // The list can grow between NVML's count and its fetch: one more try.
         let list = dev
             .running_compute_processes()
             .or_else(|_| dev.running_compute_processes())
-            .map_err(|e| format!("NVML cannot list the GPU's compute processes: {e}"))?;
+            .map_err(|e| {
+                ProcessesUnlisted(format!("NVML cannot list the GPU's compute processes: {e}"))
+            })?;
         Ok(list
             .into_iter()
             .map(|p| {

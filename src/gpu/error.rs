@@ -1,9 +1,9 @@
-//! The GPU side's use of the backend's error ([`GpuError`], defined in `backend::error`):
+//! The GPU side's use of the backend's error ([`GpuError`], defined in `crate::gpu_error`):
 //! CUDA driver errors with a description of the kernel, shape or step.
 
 use cudarc::driver::DriverError;
 
-pub use crate::backend::error::GpuError;
+pub use crate::gpu_error::GpuError;
 
 /// Attaches a description (kernel, shape, step) to a CUDA driver error.
 pub(crate) trait DriverContext<T> {

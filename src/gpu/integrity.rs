@@ -36,9 +36,9 @@ use rand_chacha::ChaCha8Rng;
 use super::buffers::{Inputs, random_inputs};
 use super::device::Gpu;
 use super::error::{DriverContext, GpuError};
-use super::raw;
 pub use super::secret::RunKey;
 use crate::config::{ShapeParams, Tolerance};
+use crate::ffi;
 use crate::results::Parity;
 
 /// A random quiet-NaN bit pattern that arithmetic does not produce (not the canonical NaNs
@@ -56,12 +56,12 @@ pub(crate) fn poison_pattern(rng: &mut impl Rng) -> u32 {
 
 /// The keyed hash of Q, K and V of each input set (summed; one number).
 fn hash_inputs(gpu: &Gpu, sets: &[Inputs], key: u64, what: &str) -> Result<u64, GpuError> {
-    let mut acc = raw::alloc_zeros::<u64>(&gpu.stream, 1).during(|| "allocating a hash".into())?;
+    let mut acc = ffi::alloc_zeros::<u64>(&gpu.stream, 1).during(|| "allocating a hash".into())?;
     let hash = &gpu.kernels.hash_u16;
     for (i, set) in sets.iter().enumerate() {
         for (t, buf) in [&set.q, &set.k, &set.v].into_iter().enumerate() {
             let salt = key ^ ((i as u64) << 8 | t as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
-            raw::launch_hash(
+            ffi::launch_hash(
                 &gpu.stream,
                 hash,
                 &buf.as_view(),
@@ -88,10 +88,10 @@ pub(crate) fn hash_parts(
     key: u64,
     what: &str,
 ) -> Result<u64, GpuError> {
-    let mut acc = raw::alloc_zeros::<u64>(&gpu.stream, 1).during(|| "allocating a hash".into())?;
+    let mut acc = ffi::alloc_zeros::<u64>(&gpu.stream, 1).during(|| "allocating a hash".into())?;
     let salt = |i: usize| key ^ (i as u64 + 1).wrapping_mul(0x2545_f491_4f6c_dd1d);
     for (i, buf) in parts.u16s.iter().enumerate() {
-        raw::launch_hash(
+        ffi::launch_hash(
             &gpu.stream,
             &gpu.kernels.hash_u16,
             buf,
@@ -102,7 +102,7 @@ pub(crate) fn hash_parts(
     }
     for (i, buf) in parts.u32s.iter().enumerate() {
         let i = i + parts.u16s.len();
-        raw::launch_hash(
+        ffi::launch_hash(
             &gpu.stream,
             &gpu.kernels.hash_u32,
             buf,
@@ -138,7 +138,7 @@ impl RefSet {
     ) -> Result<RefSet, GpuError> {
         let key = key.0 ^ 0x005e_ed0f_1e7e_5e75;
         let reference = gpu.kernels.reference_full(shape.dtype)?;
-        let mut refs = raw::alloc_filled(
+        let mut refs = ffi::alloc_filled(
             &gpu.stream,
             &gpu.kernels.fill_u32,
             shape.elements(),
@@ -253,7 +253,7 @@ fn fill_kv<'a>(
         (k, super::buffers::Tensor::K),
         (v, super::buffers::Tensor::V),
     ] {
-        raw::launch_fill_input(
+        ffi::launch_fill_input(
             &gpu.stream,
             fill,
             buf,
@@ -283,7 +283,7 @@ impl KvRefs {
                 why: "the input sets are too large".into(),
             })?;
         let alloc = || {
-            raw::alloc_zeros::<u16>(&gpu.stream, total)
+            ffi::alloc_zeros::<u16>(&gpu.stream, total)
                 .during(|| format!("allocating the reference's inputs of {shape}"))
         };
         Ok(KvRefs {
@@ -360,9 +360,9 @@ impl KvRefs {
                 .enumerate()
             {
                 let key = salt(i, t as u64);
-                raw::launch_hash(&gpu.stream, hash, &theirs, key, side)
+                ffi::launch_hash(&gpu.stream, hash, &theirs, key, side)
                     .during(|| "hashing a side's inputs".into())?;
-                raw::launch_hash(&gpu.stream, hash, &ours, key, own)
+                ffi::launch_hash(&gpu.stream, hash, &ours, key, own)
                     .during(|| "hashing the reference's inputs".into())?;
             }
         }
@@ -410,7 +410,7 @@ pub struct LaunchSecrets {
     rows: CudaSlice<i32>,
     qrows: CudaSlice<f32>,
     refs: CudaSlice<f32>,
-    geometry: raw::LaunchGeometry,
+    geometry: ffi::LaunchGeometry,
     shape: ShapeParams,
     keys: ChaCha8Rng,
     /// The q key, row key and K/V key of the sample now prepared.
@@ -428,7 +428,7 @@ impl LaunchSecrets {
     ) -> Result<LaunchSecrets, GpuError> {
         let n = shape.elements();
         let launches = launches.max(1) as usize;
-        let geometry = raw::LaunchGeometry {
+        let geometry = ffi::LaunchGeometry {
             launches,
             heads: (shape.batch * shape.heads) as usize,
             seq_len: shape.seq_len as usize,
@@ -445,11 +445,11 @@ impl LaunchSecrets {
             .map(|_| super::buffers::draw_scale(shape, rng))
             .collect();
         let alloc_f32 = |len: usize| {
-            raw::alloc_zeros::<f32>(&gpu.stream, len)
+            ffi::alloc_zeros::<f32>(&gpu.stream, len)
                 .during(|| format!("allocating the per-launch references of {shape}"))
         };
         let mut secrets = LaunchSecrets {
-            pool: raw::alloc_zeros::<u16>(&gpu.stream, total)
+            pool: ffi::alloc_zeros::<u16>(&gpu.stream, total)
                 .during(|| format!("allocating the q of {launches} launches of {shape}"))?,
             n,
             d_scales: gpu
@@ -457,7 +457,7 @@ impl LaunchSecrets {
                 .clone_htod(&scales)
                 .during(|| format!("uploading the launch scales of {shape}"))?,
             scales,
-            rows: raw::alloc_zeros::<i32>(&gpu.stream, launches * ROWS_PER_LAUNCH)
+            rows: ffi::alloc_zeros::<i32>(&gpu.stream, launches * ROWS_PER_LAUNCH)
                 .during(|| format!("allocating the compared rows of {shape}"))?,
             qrows: alloc_f32(compact)?,
             refs: alloc_f32(compact)?,
@@ -523,7 +523,7 @@ impl LaunchSecrets {
             self.keys.random::<u64>() | 1,
         );
         let shape = self.shape;
-        raw::launch_fill_q_pool(
+        ffi::launch_fill_q_pool(
             &gpu.stream,
             gpu.kernels.fill_q_pool(shape.dtype),
             &mut self.pool,
@@ -553,7 +553,7 @@ impl LaunchSecrets {
         gpu.stream
             .memcpy_htod(&self.scales, &mut self.d_scales)
             .during(|| format!("uploading the launch scales of {shape}"))?;
-        raw::launch_launch_rows(
+        ffi::launch_launch_rows(
             &gpu.stream,
             gpu.kernels.launch_rows(shape.dtype),
             self.geometry,
@@ -564,12 +564,12 @@ impl LaunchSecrets {
         )
         .during(|| format!("drawing the compared rows of {shape}"))?;
         let reference = gpu.kernels.reference_launches(shape.dtype)?;
-        raw::launch_reference_launches(
+        ffi::launch_reference_launches(
             &gpu.stream,
             &reference.func,
             reference.threads,
             self.geometry,
-            raw::LaunchReference {
+            ffi::LaunchReference {
                 qrows: &self.qrows,
                 k: &kv.k,
                 v: &kv.v,
@@ -737,7 +737,7 @@ impl OutputSlots {
                 .during(|| format!("uploading the output slot table of {shape}"))
         };
         let poison = poison_pattern(rng);
-        let region = raw::alloc_filled(&gpu.stream, &gpu.kernels.fill_u32, total, poison)
+        let region = ffi::alloc_filled(&gpu.stream, &gpu.kernels.fill_u32, total, poison)
             .during(|| format!("allocating {launches} output slots of {shape}"))?;
         let gap_offsets: Vec<u64> = gaps.iter().map(|g| g.0).collect();
         let gap_lens: Vec<u64> = gaps.iter().map(|g| g.1).collect();
@@ -780,7 +780,7 @@ impl OutputSlots {
 
     /// Poisons every slot and gap again (queued on the stream, before a sample).
     pub(crate) fn poison(&mut self, gpu: &Gpu) -> Result<(), GpuError> {
-        raw::launch_fill_u32(
+        ffi::launch_fill_u32(
             &gpu.stream,
             &gpu.kernels.fill_u32,
             &mut self.region,
@@ -843,7 +843,7 @@ impl OutputSlots {
             .stream
             .clone_htod(v_scales)
             .during(|| "uploading the V scales".into())?;
-        let table = raw::SlotTable {
+        let table = ffi::SlotTable {
             region: &self.region,
             slot_offsets: &self.d_slot_offsets,
             ref_offsets: &self.d_ref_offsets,
@@ -858,7 +858,7 @@ impl OutputSlots {
             v_scales: &d_scales,
             sets: v_scales.len() / heads,
         };
-        raw::launch_check_outputs(
+        ffi::launch_check_outputs(
             &gpu.stream,
             &gpu.kernels.check_outputs,
             &table,
@@ -866,14 +866,14 @@ impl OutputSlots {
             &mut words.slice_mut(layout.slots()),
         )
         .during(|| "checking the timed outputs".into())?;
-        raw::launch_fill_u32(
+        ffi::launch_fill_u32(
             &gpu.stream,
             &gpu.kernels.fill_u32,
             &mut secrets.refs,
             self.poison,
         )
         .during(|| "poisoning the reference rows".into())?;
-        raw::launch_check_fill(
+        ffi::launch_check_fill(
             &gpu.stream,
             &gpu.kernels.check_fill,
             &self.region,

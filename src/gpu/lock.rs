@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 
-use super::raw;
+use crate::ffi;
 
 /// Overrides where the locks live (tests; like every test setting, not passed to children
 /// and unset by action.yml).
@@ -51,7 +51,7 @@ const POLL: Duration = Duration::from_millis(10);
 pub(crate) fn lock_dir() -> PathBuf {
     match std::env::var_os(LOCK_DIR_ENV).filter(|v| !v.is_empty()) {
         Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(format!("/tmp/ci-gate-locks-{}", raw::effective_uid())),
+        None => PathBuf::from(format!("/tmp/ci-gate-locks-{}", ffi::effective_uid())),
     }
 }
 
@@ -70,7 +70,7 @@ pub(crate) fn wait_bound() -> Duration {
 /// driver or a device (opening the GPU then fails with the reason).
 pub(crate) fn device0_uuid() -> Option<String> {
     use cudarc::driver::result;
-    if !raw::driver_present() {
+    if !ffi::driver_present() {
         return None;
     }
     result::init().ok()?;
@@ -120,7 +120,7 @@ pub fn acquire(
     let started = Instant::now();
     let mut said = false;
     loop {
-        let taken = raw::try_flock_exclusive(&file)
+        let taken = ffi::try_flock_exclusive(&file)
             .map_err(|e| anyhow::anyhow!("cannot lock {}: {e}", path.display()))?;
         if taken {
             break;
@@ -210,7 +210,7 @@ fn ensure_private_dir(dir: &Path) -> Result<()> {
             dir.display()
         );
     }
-    let me = raw::effective_uid();
+    let me = ffi::effective_uid();
     if m.uid() != me {
         bail!(
             "the GPU lock directory {} belongs to uid {}, not to this user (uid {me}): remove it, or set {LOCK_DIR_ENV}",
@@ -243,7 +243,7 @@ fn open_lock_file(path: &Path) -> Result<File> {
     let m = file
         .metadata()
         .map_err(|e| anyhow::anyhow!("cannot read the GPU lock file {}: {e}", path.display()))?;
-    if !m.is_file() || m.uid() != raw::effective_uid() {
+    if !m.is_file() || m.uid() != ffi::effective_uid() {
         bail!(
             "the GPU lock file {} is not a regular file of this user: remove it",
             path.display()
@@ -350,10 +350,10 @@ mod tests {
         assert!(e.contains("is still held by pid"), "{e}");
         // Another open file description (as another process has) cannot take it either.
         let file = open_lock_file(first.path()).unwrap();
-        assert!(!raw::try_flock_exclusive(&file).unwrap(), "held");
+        assert!(!ffi::try_flock_exclusive(&file).unwrap(), "held");
         assert_eq!(Holder::read(&file).pid, Some(std::process::id()));
         drop(first);
-        assert!(raw::try_flock_exclusive(&file).unwrap(), "released");
+        assert!(ffi::try_flock_exclusive(&file).unwrap(), "released");
     }
 
     #[test]
@@ -365,7 +365,7 @@ mod tests {
         // Another holder: a plain flock on the file.
         let path = dir.join(file_name(key));
         let other = open_lock_file(&path).unwrap();
-        assert!(raw::try_flock_exclusive(&other).unwrap());
+        assert!(ffi::try_flock_exclusive(&other).unwrap());
         other
             .write_all_at(b"pid 4242\nsince 2026-11-27T10:04:05Z\n", 0)
             .unwrap();

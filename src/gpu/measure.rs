@@ -25,9 +25,9 @@ use super::integrity::{
     CheckLayout, HashParts, KvRefs, LaunchSecrets, OutputSlots, RoundFindings, hash_parts,
     refill_inputs, slot_budget_bytes,
 };
-use super::raw;
 use crate::backend::spans;
 use crate::config::{CacheMode, MeasureSettings, ShapeParams, Tolerance};
+use crate::ffi;
 use crate::results::PairOrder;
 
 /// The spin kernel's cost model: one launch inside a graph takes `overhead_us + cycles · us_per_cycle`.
@@ -413,7 +413,7 @@ impl Held {
 /// run; every replay is checked, the first included; and every kernel node's parameters
 /// are set again from the graph's host copy before every replay.
 pub(super) struct PreparedRound {
-    pub(super) graph: raw::ReplayGraph,
+    pub(super) graph: ffi::ReplayGraph,
     events: Vec<(CudaEvent, CudaEvent)>,
     pub(super) launches: u32,
     values: Vec<f64>,
@@ -427,7 +427,7 @@ pub(super) struct PreparedRound {
     words: CudaSlice<u64>,
     layout: CheckLayout,
     /// Every checked replay's words, copied out in stream order; `copied` of them so far.
-    host: raw::HostWords,
+    host: ffi::HostWords,
     copied: usize,
     /// The keyed hash of the input sets' q when they were filled (the warm-up reads them,
     /// no timed launch does: a kernel may not keep anything there either), and its key.
@@ -510,7 +510,7 @@ fn warm_up(b: &Bench<'_>, w: WarmUp<'_>, rng: &mut ChaCha8Rng) -> Result<f64, Gp
         let scratch = match &mut scratch {
             Some(s) => s,
             None => scratch.insert(
-                raw::alloc_filled(
+                ffi::alloc_filled(
                     &gpu.stream,
                     &gpu.kernels.fill_u32,
                     shape.elements(),
@@ -594,7 +594,7 @@ fn capture_graph(
             if let Some((every, cycles)) = spins
                 && (i as u32 + 1).is_multiple_of(every)
             {
-                raw::launch_spin(&gpu.stream, &gpu.kernels.spin, cycles)
+                ffi::launch_spin(&gpu.stream, &gpu.kernels.spin, cycles)
                     .during(|| "capturing the injected spin".into())?;
             }
         }
@@ -629,7 +629,7 @@ fn hash_set_q(
     out: &mut cudarc::driver::CudaViewMut<'_, u64>,
 ) -> Result<(), GpuError> {
     for (i, set) in inputs.iter().enumerate() {
-        raw::launch_hash(
+        ffi::launch_hash(
             &gpu.stream,
             &gpu.kernels.hash_u16,
             &set.q.as_view(),
@@ -664,7 +664,7 @@ pub(super) fn prepare_round(
     let t = Instant::now();
     // A random-sized spacer, allocated first, moves this round's buffers to new addresses.
     let spacer_words = 64 * rng.random_range(1..=65_536usize);
-    let spacer = raw::alloc_zeros::<f32>(&gpu.stream, spacer_words)
+    let spacer = ffi::alloc_zeros::<f32>(&gpu.stream, spacer_words)
         .during(|| "allocating the address spacer".into())?;
     let inputs: Vec<Inputs> = kv
         .seeds
@@ -675,7 +675,7 @@ pub(super) fn prepare_round(
     m.working_set_bytes = n_sets as u64 * bytes_per_set(shape);
     // What the round's own q must keep hashing to: taken before any launch of the round.
     let set_q_key = set_q_key(gpu, seed, round, side.label);
-    let mut acc = raw::alloc_zeros::<u64>(&gpu.stream, 1).during(|| "allocating a hash".into())?;
+    let mut acc = ffi::alloc_zeros::<u64>(&gpu.stream, 1).during(|| "allocating a hash".into())?;
     hash_set_q(gpu, &inputs, set_q_key, &mut acc.slice_mut(..))?;
     let set_q_hash = gpu.read_back(&acc, || "hashing the round's own q".into())?[0];
     spans::add("round.inputs", t);
@@ -710,7 +710,7 @@ pub(super) fn prepare_round(
     let graph = capture_graph(
         gpu, kernel, shape, &inputs, &secrets, &mut slots, launches, spins,
     )?;
-    let graph = raw::ReplayGraph::new(graph, &gpu.stream)
+    let graph = ffi::ReplayGraph::new(graph, &gpu.stream)
         .during(|| format!("reading the CUDA graph of shape {shape}"))?;
     if graph.kernel_nodes() < launches as usize {
         return Err(GpuError::Internal(format!(
@@ -741,10 +741,10 @@ pub(super) fn prepare_round(
         inputs,
         slots,
         secrets,
-        words: raw::alloc_zeros::<u64>(&gpu.stream, layout.len())
+        words: ffi::alloc_zeros::<u64>(&gpu.stream, layout.len())
             .during(|| "allocating the replay checks".into())?,
         layout,
-        host: raw::HostWords::new(&gpu.ctx, host_len)
+        host: ffi::HostWords::new(&gpu.ctx, host_len)
             .during(|| "allocating the replay checks' host copy".into())?,
         copied: 0,
         set_q_hash,
@@ -927,7 +927,7 @@ fn check_spacer(
     let what = || "checking the address spacer".to_string();
     let offsets = gpu.stream.clone_htod(&[0u64]).during(what)?;
     let lens = gpu.stream.clone_htod(&[spacer.len() as u64]).during(what)?;
-    raw::launch_check_fill(
+    ffi::launch_check_fill(
         &gpu.stream,
         &gpu.kernels.check_fill,
         spacer,
@@ -972,7 +972,7 @@ fn take_sample(
         .upload()
         .during(|| "uploading the CUDA graph".into())?;
     let clock_before = gpu.monitor.sm_clock_mhz();
-    raw::launch_spin(&gpu.stream, &gpu.kernels.spin, LEAD_CYCLES)
+    ffi::launch_spin(&gpu.stream, &gpu.kernels.spin, LEAD_CYCLES)
         .during(|| "launching the lead-in spin".into())?;
     let (start, end) = &round.events[sample];
     let wait = || gpu.sync(None, || "a diagnostic wait (CI_GATE_SYNC_SPANS)".into());
@@ -1093,7 +1093,7 @@ pub(crate) fn calibrate_spin(gpu: &Gpu) -> Result<SpinCalibration, GpuError> {
             .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
             .during(|| "starting a CUDA graph capture".into())?;
         let captured = (0..LAUNCHES)
-            .try_for_each(|_| raw::launch_spin(&gpu.stream, &gpu.kernels.spin, cycles));
+            .try_for_each(|_| ffi::launch_spin(&gpu.stream, &gpu.kernels.spin, cycles));
         let graph = gpu
             .stream
             .end_capture(CUgraphInstantiate_flags(0))

@@ -1,6 +1,6 @@
 //! The GPU side (cudarc): the device and its kernels (compiled through `crate::kernel`),
 //! parity against the reference kernel, timing, energy windows, and the NVML fingerprint.
-//! All `unsafe` is in `raw`.
+//! Every `unsafe` call it makes is in `crate::ffi`.
 
 pub(crate) mod buffers;
 pub(crate) mod cuda_backend;
@@ -13,28 +13,26 @@ pub mod lock;
 pub mod measure;
 pub mod mixture;
 pub mod parity;
-// The one module allowed `unsafe`: the C interfaces of the CUDA driver and NVRTC, and the
-// process calls of the sandboxed compiler (`crate::kernel::sandbox`).
-#[allow(unsafe_code)]
-pub(crate) mod raw;
 mod secret;
 pub(crate) mod watchdog;
+
+use crate::ffi;
 
 pub use device::Gpu;
 pub use error::GpuError;
 
 /// Whether a CUDA driver library can be loaded on this machine.
 pub fn driver_present() -> bool {
-    raw::driver_present()
+    ffi::driver_present()
 }
 
 /// Writes out what the C library holds in its stdout buffer: the CUDA driver prints kernels'
 /// `printf` output through it, so where it is left buffered it could appear only at exit.
 pub(crate) fn flush_kernel_output() {
-    raw::flush_c_stdio();
+    ffi::flush_c_stdio();
 }
 
 /// Whether NVRTC can be loaded on this machine.
 pub fn nvrtc_present() -> bool {
-    raw::nvrtc_present()
+    ffi::nvrtc_present()
 }

@@ -203,12 +203,12 @@ pub fn mixture_on_device(
     seed: u64,
 ) -> Result<Vec<u16>, GpuError> {
     check_shape(shape)?;
-    let layout = super::raw::InputLayout {
-        role,
+    let layout = crate::ffi::InputLayout {
+        role: role as i32,
         seq_len: shape.seq_len,
         head_dim: shape.head_dim,
     };
-    let buf = super::raw::alloc_input(
+    let buf = crate::ffi::alloc_input(
         &gpu.stream,
         gpu.kernels.fill_input(shape.dtype),
         shape.elements(),

@@ -64,7 +64,7 @@ fn watch() {
         };
         if let Some(message) = expired {
             hang::report(&message);
-            super::raw::exit_now(2)
+            crate::ffi::exit_now(2)
         }
     }
 }

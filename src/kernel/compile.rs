@@ -20,8 +20,8 @@ use sha2::{Digest, Sha256};
 use super::sandbox::{self, Outcome, Request};
 use super::source::KernelSource;
 use super::{diagnostics, lexcheck};
-use crate::backend::GpuError;
-use crate::gpu::raw;
+use crate::ffi;
+use crate::gpu_error::GpuError;
 
 /// A compute capability such as 8.9 (`sm_89`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -131,11 +131,11 @@ pub(crate) fn compile_module(
 ) -> Result<CompiledModule, GpuError> {
     // Before the cache too: whether a source is refused never depends on what was cached.
     lexcheck::check_no_file_access(&source.text, &source.path.display().to_string())?;
-    if !raw::nvrtc_present() {
+    if !ffi::nvrtc_present() {
         return Err(GpuError::NoNvrtc);
     }
     let opts = options(&arch.target(), &source.defines);
-    let (major, minor) = raw::nvrtc_version().unwrap_or((0, 0));
+    let (major, minor) = ffi::nvrtc_version().unwrap_or((0, 0));
     let key = hex::encode(Sha256::digest(
         format!("{}\n{}\n{major}.{minor}", source.hash, opts.join(" ")).as_bytes(),
     ));
@@ -187,7 +187,7 @@ pub fn compile_uncached_module_for(
     source: &KernelSource,
     target: &str,
 ) -> Result<(Vec<u8>, String), GpuError> {
-    if !raw::nvrtc_present() {
+    if !ffi::nvrtc_present() {
         return Err(GpuError::NoNvrtc);
     }
     compile_checked(source, target, &options(target, &source.defines))
@@ -202,7 +202,7 @@ fn compile_checked(
 ) -> Result<(Vec<u8>, String), GpuError> {
     let file = source.path.display().to_string();
     lexcheck::check_no_file_access(&source.text, &file)?;
-    if !raw::load_nvrtc() {
+    if !ffi::load_nvrtc() {
         return Err(GpuError::NoNvrtc);
     }
     let sandbox_failed = |why: String| GpuError::Sandbox(format!("{file} ({target}): {why}"));

@@ -22,7 +22,7 @@ use object::Endianness;
 use object::elf::{self, FileHeader64};
 use object::read::elf::{FileHeader, SectionHeader, Sym};
 
-use crate::backend::GpuError;
+use crate::gpu_error::GpuError;
 use crate::text::quote;
 
 const README: &str = "(kernels/README.md)";

@@ -24,7 +24,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::backend::GpuError;
+use crate::gpu_error::GpuError;
 
 /// The directives a kernel may use; none of them reads a file.
 const ALLOWED_DIRECTIVES: &[&str] = &[

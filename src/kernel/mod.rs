@@ -12,8 +12,8 @@
 //!   timed kernel), [`entries`] (the entry points and launch constants the GPU harness
 //!   reads) and [`ptxas`] (what the compiler gave each kernel).
 //!
-//! Its one import from `gpu` is `gpu::raw`, the file that holds every `unsafe` call of the
-//! crate: the sandboxed compiler's NVRTC and process calls are foreign functions.
+//! It does not import `gpu`: the sandboxed compiler's NVRTC and process calls are foreign
+//! functions, in `crate::ffi` with every `unsafe` call of the crate.
 
 pub mod compile;
 pub mod cubin;

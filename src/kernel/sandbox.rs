@@ -54,7 +54,7 @@ use std::time::Duration;
 
 use wait_timeout::ChildExt;
 
-use crate::gpu::raw::{self, Compiled, Limit};
+use crate::ffi::{self, Compiled, Limit};
 
 /// The hidden subcommand the child runs (see `cli::Command::NvrtcSandbox`).
 pub(crate) const SUBCOMMAND: &str = "nvrtc-sandbox";
@@ -266,7 +266,7 @@ pub(crate) fn compiler_executable() -> std::io::Result<PathBuf> {
 /// from, read from /proc/self/maps: where the sandboxed child finds it. None where NVRTC
 /// cannot be loaded.
 pub fn nvrtc_library_dir() -> Option<PathBuf> {
-    if !raw::load_nvrtc() {
+    if !ffi::load_nvrtc() {
         return None;
     }
     let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
@@ -428,8 +428,8 @@ pub(crate) fn run_child(
 /// The `nvrtc-sandbox` subcommand: reads one request on stdin, writes one answer on stdout.
 /// Returns false when no answer could be written.
 pub(crate) fn serve() -> bool {
-    raw::close_inherited_descriptors();
-    let Ok(mut answer_out) = raw::take_stdout() else {
+    ffi::close_inherited_descriptors();
+    let Ok(mut answer_out) = ffi::take_stdout() else {
         return false;
     };
     let answer = match limit_self() {
@@ -458,14 +458,14 @@ fn error_answer(why: String) -> Answer {
 }
 
 fn limit_self() -> std::io::Result<()> {
-    raw::set_limit(Limit::Core, 0)?;
-    raw::set_limit(Limit::AddressSpace, ADDRESS_SPACE)?;
-    raw::set_limit(Limit::CpuSeconds, CPU_SECONDS)?;
-    raw::set_limit(Limit::Files, FILES)
+    ffi::set_limit(Limit::Core, 0)?;
+    ffi::set_limit(Limit::AddressSpace, ADDRESS_SPACE)?;
+    ffi::set_limit(Limit::CpuSeconds, CPU_SECONDS)?;
+    ffi::set_limit(Limit::Files, FILES)
 }
 
 fn compile_confined(request: &Request) -> Answer {
-    if !raw::load_nvrtc() {
+    if !ffi::load_nvrtc() {
         return error_answer(
             "NVRTC (libnvrtc.so) could not be loaded in the sandboxed process".into(),
         );
@@ -501,7 +501,7 @@ fn compile_confined(request: &Request) -> Answer {
             unconfined,
         };
     }
-    let outcome = match raw::nvrtc_compile(&request.source, &request.name, &request.options) {
+    let outcome = match ffi::nvrtc_compile(&request.source, &request.name, &request.options) {
         Ok(Compiled::Cubin { cubin, log }) => Outcome::Cubin { cubin, log },
         Ok(Compiled::Failed(log)) => Outcome::Failed(log),
         Err(e) => Outcome::Error(e),
@@ -516,14 +516,14 @@ fn compile_confined(request: &Request) -> Answer {
 /// libraries it needs (libstdc++), which the sandbox would not let it open later. False when
 /// there is no file of that name (NVRTC then loads its builtins itself, from `dir`).
 fn preload_builtins(dir: &Path) -> Result<bool, String> {
-    let Some((major, minor)) = raw::nvrtc_version() else {
+    let Some((major, minor)) = ffi::nvrtc_version() else {
         return Err("NVRTC did not report its version in the sandboxed process".into());
     };
     let path = dir.join(format!("libnvrtc-builtins.so.{major}.{minor}"));
     if !path.is_file() {
         return Ok(false);
     }
-    raw::preload_library(&path)
+    ffi::preload_library(&path)
         .map(|()| true)
         .map_err(|why| format!("NVRTC's builtins library could not be loaded: {why}"))
 }
@@ -1254,7 +1254,7 @@ mod tests {
             return;
         };
         let file = PathBuf::from(std::env::var_os(PROBE_FILE_ENV).expect("the probe's file"));
-        raw::set_limit(Limit::Core, 0).expect("no core file");
+        ffi::set_limit(Limit::Core, 0).expect("no core file");
         let me = std::process::id() as i32;
         let parent = std::os::unix::process::parent_id() as i32;
         // After libtest's "test NAME ... ", so that each report is a line of its own.
@@ -1275,10 +1275,10 @@ mod tests {
                 "socketpair",
                 std::os::unix::net::UnixStream::pair().map(drop),
             ),
-            ("kill(parent, 0)", raw::send_signal(parent, 0)),
-            ("kill(0, 0)", raw::send_signal(0, 0)),
-            ("kill(-1, 0)", raw::send_signal(-1, 0)),
-            ("kill(self, 0)", raw::send_signal(me, 0)),
+            ("kill(parent, 0)", ffi::send_signal(parent, 0)),
+            ("kill(0, 0)", ffi::send_signal(0, 0)),
+            ("kill(-1, 0)", ffi::send_signal(-1, 0)),
+            ("kill(self, 0)", ffi::send_signal(me, 0)),
             ("open", std::fs::File::open(&file).map(drop)),
             (
                 "chmod",
@@ -1288,8 +1288,8 @@ mod tests {
                 "spawn",
                 std::process::Command::new("/bin/true").status().map(drop),
             ),
-            ("unshare", raw::unshare_nothing()),
-            ("process_vm_readv(self)", raw::read_no_memory_of(me)),
+            ("unshare", ffi::unshare_nothing()),
+            ("process_vm_readv(self)", ffi::read_no_memory_of(me)),
             (
                 "a thread's socket(AF_INET)",
                 std::thread::spawn(udp).join().expect("a thread"),
@@ -1301,7 +1301,7 @@ mod tests {
         #[cfg(target_arch = "x86_64")]
         {
             println!("x32 next");
-            println!("x32 getpid: {}", outcome(&raw::x32_getpid()));
+            println!("x32 getpid: {}", outcome(&ffi::x32_getpid()));
         }
     }
 

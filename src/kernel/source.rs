@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::backend::GpuError;
+use crate::gpu_error::GpuError;
 
 /// The timed kernel's file in a kernel directory: the one file the gate reads from a
 /// directory of kernels (a pull request's, a base commit's, a candidate's).

@@ -211,7 +211,7 @@ impl PeerWorker {
     }
 
     /// Frees what the worker prepared.
-    pub(crate) fn release(&mut self) -> Result<(), String> {
+    fn release(&mut self) -> Result<(), String> {
         self.ask(&json!({"cmd": "release"})).map(|_| ())
     }
 }

@@ -49,7 +49,7 @@ pub(super) struct Prelude {
     /// Seconds spent waiting for the GPU's lock.
     lock_wait_s: f64,
     /// The GPU's processes before this process opened a context there.
-    processes_before: Option<Result<Vec<GpuProcess>, String>>,
+    processes_before: Option<Result<Vec<GpuProcess>, crate::backend::ProcessesUnlisted>>,
     /// The PyTorch worker, started.
     peers: Option<PendingPeers>,
 }

@@ -240,6 +240,9 @@ enum ProfileError {
     /// ncu could not be started, or its raw page not read.
     #[error("{0}")]
     Tool(String),
+    /// ncu's raw page has no profile of the kernel.
+    #[error(transparent)]
+    RawCsv(#[from] crate::profile::RawCsvError),
 }
 
 /// One side of one shape: ncu on a `kernel-run` process, then its raw page read back.
@@ -310,7 +313,7 @@ fn profile_one(
     // ncu's own messages (`==PROF==`, warnings) may share the output: the CSV's lines are
     // the quoted ones.
     let csv: Vec<&str> = ran.output.lines().filter(|l| l.starts_with('"')).collect();
-    let mut p = parse_raw_csv(&csv.join("\n"), "attention_fwd_").map_err(ProfileError::Tool)?;
+    let mut p = parse_raw_csv(&csv.join("\n"), "attention_fwd_")?;
     p.report_file = Some(format!("{stem}.ncu-rep"));
     Ok(p)
 }

@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::Result;
 
 use super::device::BackendChoice;
-use crate::backend::Facts;
+use crate::backend::{Facts, ProcessesUnlisted};
 use crate::gpu::lock::{self, GpuLock};
 use crate::results::GpuProcess;
 
@@ -72,7 +72,7 @@ impl GpuHold {
 pub(crate) fn processes_before(
     device: BackendChoice,
     key: Option<&str>,
-) -> Option<Result<Vec<GpuProcess>, String>> {
+) -> Option<Result<Vec<GpuProcess>, ProcessesUnlisted>> {
     if device.simulated() {
         return None;
     }
@@ -123,7 +123,7 @@ pub(crate) struct ProcessWatch {
 impl ProcessWatch {
     /// A watch for this process, with what NVML listed before its CUDA context (if read):
     /// every process listed then is another's, and seen.
-    pub fn new(before: Option<Result<Vec<GpuProcess>, String>>) -> ProcessWatch {
+    pub fn new(before: Option<Result<Vec<GpuProcess>, ProcessesUnlisted>>) -> ProcessWatch {
         let mut w = ProcessWatch {
             me: std::process::id(),
             ours: BTreeSet::new(),
@@ -141,7 +141,7 @@ impl ProcessWatch {
                     }
                 }
             }
-            Some(Err(why)) => w.unknown = Some(why),
+            Some(Err(why)) => w.unknown = Some(why.0),
             None => {}
         }
         w
@@ -158,11 +158,11 @@ impl ProcessWatch {
     }
 
     /// Adds one reading.
-    pub fn record(&mut self, reading: Result<Vec<GpuProcess>, String>) {
+    pub fn record(&mut self, reading: Result<Vec<GpuProcess>, ProcessesUnlisted>) {
         let list = match reading {
             Ok(list) => list,
             Err(why) => {
-                self.unknown.get_or_insert(why);
+                self.unknown.get_or_insert(why.0);
                 return;
             }
         };
@@ -349,8 +349,12 @@ mod tests {
 
     #[test]
     fn a_list_nvml_cannot_read_is_said_not_guessed() {
-        let mut w = ProcessWatch::new(Some(Err("NVML could not be initialised".into())));
-        w.record(Err("NVML cannot list the GPU's compute processes: x".into()));
+        let mut w = ProcessWatch::new(Some(Err(ProcessesUnlisted(
+            "NVML could not be initialised".into(),
+        ))));
+        w.record(Err(ProcessesUnlisted(
+            "NVML cannot list the GPU's compute processes: x".into(),
+        )));
         assert!(!w.shared());
         assert_eq!(
             w.unknown().as_deref(),

@@ -74,9 +74,24 @@ pub(crate) struct SimKernel {
     pub wall_ms: u64,
 }
 
+/// A `// ci-gate-sim:` directive that cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SimDirectiveError {
+    #[error("ci-gate-sim: {word:?} is not key=value")]
+    NotKeyValue { word: String },
+    #[error("ci-gate-sim: {key} {value:?} is not {expected}")]
+    BadValue {
+        key: &'static str,
+        value: String,
+        expected: &'static str,
+    },
+    #[error("ci-gate-sim: unknown key {key:?}")]
+    UnknownKey { key: String },
+}
+
 impl SimKernel {
     /// Reads the `// ci-gate-sim:` line of a source (none: a plain kernel of factor 1).
-    pub fn parse(text: &str, hash: &str) -> Result<SimKernel, String> {
+    pub fn parse(text: &str, hash: &str) -> Result<SimKernel, SimDirectiveError> {
         let mut k = SimKernel {
             hash: hash.to_owned(),
             factor: 1.0,
@@ -98,27 +113,30 @@ impl SimKernel {
             };
             for word in rest.split_whitespace() {
                 let Some((key, value)) = word.split_once('=') else {
-                    return Err(format!("ci-gate-sim: {word:?} is not key=value"));
+                    return Err(SimDirectiveError::NotKeyValue {
+                        word: word.to_owned(),
+                    });
                 };
                 let value = value.to_owned();
+                let bad = |key: &'static str, expected: &'static str| SimDirectiveError::BadValue {
+                    key,
+                    value: value.clone(),
+                    expected,
+                };
                 match key {
                     "factor" => {
                         k.factor = value
                             .parse::<f64>()
                             .ok()
                             .filter(|f| f.is_finite() && *f > 0.0)
-                            .ok_or_else(|| {
-                                format!("ci-gate-sim: factor {value:?} is not a positive number")
-                            })?;
+                            .ok_or_else(|| bad("factor", "a positive number"))?;
                     }
                     "power" => {
                         k.power = value
                             .parse::<f64>()
                             .ok()
                             .filter(|f| f.is_finite() && *f > 0.0)
-                            .ok_or_else(|| {
-                                format!("ci-gate-sim: power {value:?} is not a positive number")
-                            })?;
+                            .ok_or_else(|| bad("power", "a positive number"))?;
                     }
                     "energy-coarse" => k.energy_coarse = Some(value),
                     "parity-fail" => k.parity_fail = Some(value),
@@ -131,16 +149,14 @@ impl SimKernel {
                             .parse::<u32>()
                             .ok()
                             .filter(|r| (1..=255).contains(r))
-                            .ok_or_else(|| format!("ci-gate-sim: regs {value:?} is not 1..=255"))?;
+                            .ok_or_else(|| bad("regs", "1..=255"))?;
                     }
                     "spill" => {
                         k.spill = value
                             .parse::<u64>()
                             .ok()
                             .filter(|s| *s <= 1 << 20)
-                            .ok_or_else(|| {
-                                format!("ci-gate-sim: spill {value:?} is not 0..=1048576")
-                            })?;
+                            .ok_or_else(|| bad("spill", "0..=1048576"))?;
                     }
                     "others" => k.others = Some(value),
                     "wall" => {
@@ -148,11 +164,13 @@ impl SimKernel {
                             .parse::<u64>()
                             .ok()
                             .filter(|ms| *ms <= 10_000)
-                            .ok_or_else(|| {
-                                format!("ci-gate-sim: wall {value:?} is not 0..=10000")
-                            })?;
+                            .ok_or_else(|| bad("wall", "0..=10000"))?;
                     }
-                    _ => return Err(format!("ci-gate-sim: unknown key {key:?}")),
+                    _ => {
+                        return Err(SimDirectiveError::UnknownKey {
+                            key: key.to_owned(),
+                        });
+                    }
                 }
             }
         }
@@ -488,7 +506,9 @@ impl Facts for SimBackend {
 
     /// This process (as NVML lists a process with a context, in the same pid namespace) and,
     /// where a kernel's `others` applies, another process.
-    fn gpu_processes(&self) -> Result<Vec<crate::results::GpuProcess>, String> {
+    fn gpu_processes(
+        &self,
+    ) -> Result<Vec<crate::results::GpuProcess>, crate::backend::ProcessesUnlisted> {
         let mut list = vec![crate::results::GpuProcess {
             pid: std::process::id(),
             name: None,

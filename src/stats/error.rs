@@ -1,7 +1,7 @@
 //! The one error type of the statistics module.
 //!
-//! Named `error` as `backend::error` and `gpu::error` are: each layer keeps its own error
-//! beside its code, so `stats` never imports the backend's.
+//! Named `error` as `gpu::error` is: each layer keeps its own error beside its code, so
+//! `stats` never imports the backend's (`crate::gpu_error`).
 
 /// Why a [`Sample`](super::Sample), [`Rounds`](super::Rounds) or a statistic could not be
 /// built from its inputs.

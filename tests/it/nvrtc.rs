@@ -145,7 +145,8 @@ fn the_small_grid_and_long_sequence_kernels_are_found_in_the_cubin() {
 /// The TMA ABI (kernels/README.md, `NAME_tma`): on sm_90a every attention kernel is the
 /// warp-specialised one and declares layout 1, so the host passes it the q, k, v tensor maps;
 /// the L4's sm_89 and plain sm_90 builds keep the eight-argument kernels. `NAME_fill` only on
-/// sm_90a's main d64 kernel. (The host reads both symbols from the cubin, as `NAME_small`.)
+/// sm_90a's main d64 kernel and its `_long` form. (The host reads both symbols from the
+/// cubin, as `NAME_small`.)
 #[test]
 #[cfg_attr(
     ci_gate_no_nvrtc,
@@ -167,11 +168,12 @@ fn the_warp_specialised_kernels_take_tensor_maps_and_fill_on_sm90a_only() {
                     "{target} {dtype} {name}"
                 );
             }
-            // NAME_fill: only the main d64 kernel of sm_90a sizes its grid to fill the GPU
+            // NAME_fill: on sm_90a the main d64 kernel and its long-sequence form size their
+            // grids to fill the GPU; d128 and the small-grid form do not
             for name in ["d128", "d64", "d64_small", "d64_long"] {
                 assert_eq!(
                     has_symbol(&cubin, &format!("attention_fwd_{dtype}_{name}_fill")),
-                    target == "sm_90a" && name == "d64",
+                    target == "sm_90a" && (name == "d64" || name == "d64_long"),
                     "{target} {dtype} {name}_fill"
                 );
             }

@@ -1,8 +1,9 @@
-//! The measuring backend's error: what any [`super::Backend`] (the GPU or the simulation)
-//! returns, each one sentence that names the kernel, shape or file involved. Callers decide
-//! on [`GpuError::Integrity`] (the kernel's fault: a parity failure of the side it names)
-//! and [`GpuError::Budget`] (the run ends without a verdict); every other variant is a
-//! measuring error, shown as it is.
+//! The measuring backend's error: what any [`crate::backend::Backend`] (the GPU or the
+//! simulation) returns, each one sentence that names the kernel, shape or file involved.
+//! Callers decide on [`GpuError::Integrity`] (the kernel's fault: a parity failure of the
+//! side it names) and [`GpuError::Budget`] (the run ends without a verdict); every other
+//! variant is a measuring error, shown as it is. Below both `backend` (which re-exports it)
+//! and `kernel` (whose compiling and checks return it), so neither imports the other for it.
 
 use std::path::PathBuf;
 
@@ -61,10 +62,11 @@ pub enum GpuError {
     /// A CUDA error a simulated kernel asks for (`ci-gate-sim: error=…`).
     #[error("{0}")]
     Simulated(String),
-    /// A side whose kernels were never loaded ([`super::Side::Other`] before `load_other`).
+    /// A side whose kernels were never loaded ([`crate::backend::Side::Other`] before
+    /// `load_other`).
     #[error("no {side} kernels are loaded")]
     NotLoaded { side: &'static str },
-    /// A shape asked for after [`super::Measure::end`] (or never begun).
+    /// A shape asked for after [`crate::backend::Measure::end`] (or never begun).
     #[error("{what} of a shape that was ended")]
     Ended { what: &'static str },
     /// The backend asked for what the way it was begun rules out (a pair of one side, an

@@ -1,4 +1,7 @@
-//! Every `unsafe` call of the GPU side lives here, each with the reason it is sound.
+//! Every `unsafe` call of the crate lives here, each with the reason it is sound: the CUDA
+//! driver's and NVRTC's C interfaces through cudarc (for `gpu`) and the sandboxed compiler's
+//! process calls (for `kernel::sandbox`). It imports nothing of the crate, so both can use it
+//! from below.
 
 use std::ffi::{CStr, CString};
 use std::sync::Arc;
@@ -314,7 +317,8 @@ pub(crate) fn alloc_input(
 /// an element to its (batch, head) slice, row and column.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct InputLayout {
-    pub role: super::mixture::Role,
+    /// kernels/util.cu's numbering (`gpu::mixture::Role` as an int).
+    pub role: i32,
     pub seq_len: u32,
     pub head_dim: u32,
 }
@@ -493,7 +497,7 @@ pub(crate) fn launch_fill_input(
     if seq_len < 1 || head_dim < 1 {
         return Err(invalid());
     }
-    let role = input.role as i32;
+    let role = input.role;
     let mut b = stream.launch_builder(func);
     b.arg(dst)
         .arg(&n)
@@ -1104,13 +1108,23 @@ pub(crate) fn take_stdout() -> std::io::Result<std::fs::File> {
     Ok(answer)
 }
 
+/// Why a shared library could not be preloaded.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PreloadError {
+    #[error("{} contains a NUL byte", .0.display())]
+    NulInPath(std::path::PathBuf),
+    /// dlopen failed: what dlerror said.
+    #[error("{0}")]
+    Dlopen(String),
+}
+
 /// Loads the shared library at `path` and keeps it loaded for the life of the process, so
 /// that what it needs (its own dependencies) is mapped now, before the sandbox closes the
 /// file system.
-pub(crate) fn preload_library(path: &std::path::Path) -> Result<(), String> {
+pub(crate) fn preload_library(path: &std::path::Path) -> Result<(), PreloadError> {
     use std::os::unix::ffi::OsStrExt;
     let cpath = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| format!("{} contains a NUL byte", path.display()))?;
+        .map_err(|_| PreloadError::NulInPath(path.to_owned()))?;
     // SAFETY: dlopen takes a NUL-terminated path; the library is NVRTC's own builtins
     // library from the directory NVRTC itself was loaded from, whose initialisers are as
     // trusted as NVRTC's. The handle is never closed, so nothing it maps is ever unmapped.
@@ -1127,7 +1141,7 @@ pub(crate) fn preload_library(path: &std::path::Path) -> Result<(), String> {
             CStr::from_ptr(e).to_string_lossy().into_owned()
         }
     };
-    Err(why)
+    Err(PreloadError::Dlopen(why))
 }
 
 /// Loads NVRTC for good (as compiling does), so that its directory shows in /proc/self/maps.
