@@ -19,6 +19,24 @@ use ci_gate::kernel::{Arch, KernelSource};
 /// The L4, portable Hopper (the mma.sync kernels), Hopper with wgmma (what the gate uses there).
 const TARGETS: [&str; 3] = ["sm_89", "sm_90", "sm_90a"];
 
+/// The shipped attention.cu compiled for each of [`TARGETS`], in that order: once for the
+/// whole test binary (the suite's largest compile; three tests read these CUBINs).
+fn shipped_attention_cubins() -> &'static [Vec<u8>] {
+    static CUBINS: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
+    CUBINS.get_or_init(|| {
+        let src =
+            KernelSource::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/attention.cu"))
+                .unwrap();
+        TARGETS
+            .iter()
+            .map(|target| {
+                compile_uncached_for(&src, target)
+                    .unwrap_or_else(|e| panic!("attention.cu for {target}: {e}"))
+            })
+            .collect()
+    })
+}
+
 #[test]
 fn compute_capability_9_0_compiles_for_sm_90a_and_others_for_themselves() {
     assert_eq!(Arch { major: 9, minor: 0 }.target(), "sm_90a");
@@ -80,9 +98,12 @@ fn kernels_compile_for_sm89_sm90_and_sm90a() {
     ];
     for (file, symbols) in expected {
         let src = KernelSource::read(&dir.join(file)).unwrap();
-        for target in TARGETS {
-            let cubin = compile_uncached_for(&src, target)
-                .unwrap_or_else(|e| panic!("{file} for {target}: {e}"));
+        for (i, target) in TARGETS.iter().enumerate() {
+            let cubin = match *file {
+                "attention.cu" => shipped_attention_cubins()[i].clone(),
+                _ => compile_uncached_for(&src, target)
+                    .unwrap_or_else(|e| panic!("{file} for {target}: {e}")),
+            };
             assert!(
                 cubin.starts_with(b"\x7fELF"),
                 "{file} for {target}: not a CUBIN"
@@ -113,28 +134,25 @@ fn kernels_compile_for_sm89_sm90_and_sm90a() {
 )]
 fn the_small_grid_and_long_sequence_kernels_are_found_in_the_cubin() {
     require_nvrtc();
-    let src =
-        KernelSource::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/attention.cu"))
-            .unwrap();
-    for target in TARGETS {
-        let cubin = compile_uncached_for(&src, target).unwrap();
+    for (target, cubin) in TARGETS.iter().zip(shipped_attention_cubins()) {
+        let target = *target;
         use ci_gate::gpu::device::has_symbol;
         for dtype in ["f16", "bf16"] {
             assert!(has_symbol(
-                &cubin,
+                cubin,
                 &format!("attention_fwd_{dtype}_d64_small")
             ));
-            assert!(has_symbol(&cubin, &format!("attention_fwd_{dtype}_d64")));
+            assert!(has_symbol(cubin, &format!("attention_fwd_{dtype}_d64")));
             for suffix in ["long", "long_from"] {
                 assert_eq!(
-                    has_symbol(&cubin, &format!("attention_fwd_{dtype}_d64_{suffix}")),
+                    has_symbol(cubin, &format!("attention_fwd_{dtype}_d64_{suffix}")),
                     target == "sm_90a",
                     "{target} {dtype} d64_{suffix}"
                 );
             }
             for suffix in ["small", "long"] {
                 assert!(!has_symbol(
-                    &cubin,
+                    cubin,
                     &format!("attention_fwd_{dtype}_d128_{suffix}")
                 ));
             }
@@ -155,15 +173,12 @@ fn the_small_grid_and_long_sequence_kernels_are_found_in_the_cubin() {
 fn the_warp_specialised_kernels_take_tensor_maps_and_fill_on_sm90a_only() {
     require_nvrtc();
     use ci_gate::gpu::device::has_symbol;
-    let src =
-        KernelSource::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/attention.cu"))
-            .unwrap();
-    for target in TARGETS {
-        let cubin = compile_uncached_for(&src, target).unwrap();
+    for (target, cubin) in TARGETS.iter().zip(shipped_attention_cubins()) {
+        let target = *target;
         for dtype in ["f16", "bf16"] {
             for name in ["d128", "d64", "d64_small", "d64_long"] {
                 assert_eq!(
-                    has_symbol(&cubin, &format!("attention_fwd_{dtype}_{name}_tma")),
+                    has_symbol(cubin, &format!("attention_fwd_{dtype}_{name}_tma")),
                     target == "sm_90a",
                     "{target} {dtype} {name}"
                 );
@@ -172,7 +187,7 @@ fn the_warp_specialised_kernels_take_tensor_maps_and_fill_on_sm90a_only() {
             // grids to fill the GPU; d128 and the small-grid form do not
             for name in ["d128", "d64", "d64_small", "d64_long"] {
                 assert_eq!(
-                    has_symbol(&cubin, &format!("attention_fwd_{dtype}_{name}_fill")),
+                    has_symbol(cubin, &format!("attention_fwd_{dtype}_{name}_fill")),
                     target == "sm_90a" && (name == "d64" || name == "d64_long"),
                     "{target} {dtype} {name}_fill"
                 );
