@@ -1323,19 +1323,23 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
 
 // The warp-specialised kernel takes the q, k, v TMA tensor maps after the eight arguments
 // (NAME_tma = {1}: layout 1 of kernels/README.md); q/k/v pointers stay in the signature.
+#define CG_WS_ENTRY(NAME, NC, MINB)                                                           \
+    extern "C" __global__ void __launch_bounds__(128 * (NC + 1), MINB)                        \
+        NAME(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k,       \
+             const unsigned short* __restrict__ v, float* __restrict__ out, int seq_len,       \
+             int head_dim, float scale, int causal, const __grid_constant__ cg_attn::Tmap tq,  \
+             const __grid_constant__ cg_attn::Tmap tk, const __grid_constant__ cg_attn::Tmap tv)
+// What an entry passes on to attn_fwd_ws.
+#define CG_WS_ARGS &tq, &tk, &tv, out, seq_len, head_dim, scale, causal
 #define CG_ATTN_WS_KERNEL_N(NAME, D, BN, ST, NC, BF16, INTRA, PP, MINB, CREG, NSUB)           \
     extern "C" {                                                                              \
     __constant__ int NAME##_launch[3] = {64 * NC * NSUB, 128 * (NC + 1),                      \
                                          cg_attn::WsGeo<D, BN, ST, NC, NSUB>::SMEM_B};         \
     __constant__ int NAME##_tma[1] = {1};                                                     \
     }                                                                                         \
-    extern "C" __global__ void __launch_bounds__(128 * (NC + 1), MINB)                        \
-        NAME(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k,       \
-             const unsigned short* __restrict__ v, float* __restrict__ out, int seq_len,       \
-             int head_dim, float scale, int causal, const __grid_constant__ cg_attn::Tmap tq,  \
-             const __grid_constant__ cg_attn::Tmap tk, const __grid_constant__ cg_attn::Tmap tv) { \
+    CG_WS_ENTRY(NAME, NC, MINB) {                                                             \
         cg_attn::attn_fwd_ws<D, BN, ST, NC, BF16, INTRA, PP, CREG, NSUB>(                     \
-            &tq, &tk, &tv, out, seq_len, head_dim, scale, causal);                            \
+            CG_WS_ARGS);                                                                      \
     }
 // The filling form (DYN above): rows_per_block = one sub-tile, NAME_fill = {MINB, NSUB};
 // QBUF Q buffers (2, or 1 to make room for wider K/V tiles).
@@ -1346,13 +1350,9 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
     __constant__ int NAME##_tma[1] = {1};                                                     \
     __constant__ int NAME##_fill[2] = {MINB, NSUB};                                           \
     }                                                                                         \
-    extern "C" __global__ void __launch_bounds__(128 * (NC + 1), MINB)                        \
-        NAME(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k,       \
-             const unsigned short* __restrict__ v, float* __restrict__ out, int seq_len,       \
-             int head_dim, float scale, int causal, const __grid_constant__ cg_attn::Tmap tq,  \
-             const __grid_constant__ cg_attn::Tmap tk, const __grid_constant__ cg_attn::Tmap tv) { \
+    CG_WS_ENTRY(NAME, NC, MINB) {                                                             \
         cg_attn::attn_fwd_ws<D, BN, ST, NC, BF16, INTRA, PP, CREG, NSUB, true, QBUF>(     \
-            &tq, &tk, &tv, out, seq_len, head_dim, scale, causal);                            \
+            CG_WS_ARGS);                                                                      \
     }
 // The filling form with one tile shape for causal launches (BN_C keys per tile, QB_C Q
 // buffers) and another for the rest (BN_N, QB_N): NAME_launch's shared memory is the larger.
@@ -1368,17 +1368,13 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
     __constant__ int NAME##_tma[1] = {1};                                                     \
     __constant__ int NAME##_fill[2] = {MINB, NSUB};                                           \
     }                                                                                         \
-    extern "C" __global__ void __launch_bounds__(128 * (NC + 1), MINB)                        \
-        NAME(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k,       \
-             const unsigned short* __restrict__ v, float* __restrict__ out, int seq_len,       \
-             int head_dim, float scale, int causal, const __grid_constant__ cg_attn::Tmap tq,  \
-             const __grid_constant__ cg_attn::Tmap tk, const __grid_constant__ cg_attn::Tmap tv) { \
+    CG_WS_ENTRY(NAME, NC, MINB) {                                                             \
         if (causal)                                                                           \
             cg_attn::attn_fwd_ws<D, BN_C, ST, NC, BF16, INTRA, PP, CREG, NSUB, true, QB_C>(   \
-                &tq, &tk, &tv, out, seq_len, head_dim, scale, causal);                        \
+                CG_WS_ARGS);                                                                  \
         else                                                                                  \
             cg_attn::attn_fwd_ws<D, BN_N, ST, NC, BF16, INTRA, PP, CREG, NSUB, true, QB_N>(   \
-                &tq, &tk, &tv, out, seq_len, head_dim, scale, causal);                        \
+                CG_WS_ARGS);                                                                  \
     }
 #define CG_ATTN_WS_KERNEL(NAME, D, BN, ST, NC, BF16, INTRA, PP, MINB, CREG) \
     CG_ATTN_WS_KERNEL_N(NAME, D, BN, ST, NC, BF16, INTRA, PP, MINB, CREG, 1)
