@@ -6,6 +6,8 @@
 #   bash bench/issue40_device.sh final          # after the last step: A/A + table, the step's A/B,
 #                                               # the long shapes (`long`), the GPU tests
 #   bash bench/issue40_device.sh long           # long shapes: A/B, then against cuDNN / FA2
+#   bash bench/issue40_device.sh record         # the stored baselines of pr and pr-ada
+#                                               # re-recorded (3 processes), a stored-only A/A each
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -37,6 +39,21 @@ for s in r.get("shapes", []):
 PY
 }
 
+# mid.yaml: the PR config's settings on non-causal d128 shapes around wide_tiles()'s
+# threshold (attention.cu: 192-key tiles when they need at most 69% as many)
+mid_config() {
+  python3 - "$res/mid.yaml" <<'PY'
+import sys, yaml
+cfg = yaml.safe_load(open("configs/pr.yaml"))
+cfg["name"] = "mid"
+cfg.pop("peers", None)
+cfg["shapes"] = [{"batch": b, "heads": 16, "seq_len": s, "head_dim": 128, "causal": False,
+                  "dtype": "float16"} for b, s in ((4, 1024), (4, 1280), (4, 1536), (4, 1664),
+                                                   (2, 2048), (2, 3001))]
+yaml.safe_dump(cfg, open(sys.argv[1], "w"), sort_keys=False)
+PY
+}
+
 # long.yaml: the PR config's settings on long shapes (d64 through the `_long` form, d128)
 long_config() {
   python3 - "$res/long.yaml" <<'PY'
@@ -61,7 +78,8 @@ persistent)
   # candidates in .carry/variants/long-* and d128-* (each a copy of kernels/ whose `_long` or
   # d128 entry lines were replaced, e.g. by CG_ATTN_WS_KERNEL_DYN with another fill or tile:
   # docs/KERNEL_LOG.md, 2026-12-02, third session), and the kernels/ of this tree, each
-  # against the base on long shapes (a config made from pr.yaml)
+  # against the base on long shapes (a config made from pr.yaml); ada-* (the L4's path) on
+  # configs/pr-ada.yaml, pr-* on configs/pr.yaml
   long_config
   d64=(--shape b2h16s1536d64_f16 --shape b4h16s2048d64_f16 --shape b4h16s2048d64_causal_f16
        --shape b1h16s8192d64_f16 --shape b1h16s8192d64_causal_f16 --shape b1h8s16384d64_f16
@@ -75,6 +93,8 @@ persistent)
     case $v in
       long-*) ab "$v" ".carry/variants/$v" "$res/long.yaml" "${d64[@]}" ;;
       d128-*) ab "$v" ".carry/variants/$v" "$res/long.yaml" "${d128[@]}" ;;
+      ada-*) ab "$v" ".carry/variants/$v" configs/pr-ada.yaml ;;
+      pr-*) ab "$v" ".carry/variants/$v" configs/pr.yaml ;;
     esac
   done
   # PR=1: kernels/ against the base on the whole PR config too
@@ -123,6 +143,46 @@ for s in ours["shapes"]:
     r = lambda x: f"{p50 / x:.2f}" if p50 and x else "—"
     print(f"| {s['name']} | {p50:.2f} | {s.get('tflops') or 0:.0f} | {r(p.get('cudnn_us'))} | {r(p.get('flash_us'))} |" if p50 else f"| {s['name']} | — | | | |")
 PY
+  ;;
+wide)
+  # 2026-12-02, fourth session: kernels/ (d128 non-causal with 192-key tiles where
+  # wide_tiles() says so; the L4's d128 tile with 3 stages) against the base on the PR and
+  # pr-ada configs; on mid.yaml, kernels/ and .carry/variants/d128-n192q1 (192-key tiles at
+  # every length); then the long shapes with cuDNN / FA2 (`long`) and the PR table
+  mid_config
+  ab step-pr kernels configs/pr.yaml
+  ab step-ada kernels configs/pr-ada.yaml
+  ab mid-kernels kernels "$res/mid.yaml"
+  ab mid-n192 .carry/variants/d128-n192q1 "$res/mid.yaml"
+  bash "$0" long
+  bash bench/kernel_table_device.sh configs/pr.yaml
+  bash bench/kernel_table_device.sh configs/pr-ada.yaml
+  mkdir -p "$res" && mv "$out"/ours-* "$out"/sdpa-* "$res"/
+  ;;
+check)
+  # 2026-12-02, fourth session: the GPU tests; .carry/variants/pr-st3q1 (the d64 main and
+  # small-grid kernels with 3 stages and one Q buffer) against the base on the PR config;
+  # kernels/ at wide_tiles()'s boundary; then `record`
+  bash bench/issue36_device.sh tests 2>&1 | grep -E "test result|FAILED|panicked|rc=" | head -8
+  mid_config
+  ab st3q1 .carry/variants/pr-st3q1 configs/pr.yaml
+  ab mid-le kernels "$res/mid.yaml" --shape b4h16s1280d128_f16 --shape b4h16s1664d128_f16
+  bash "$0" record
+  ;;
+record)
+  # after the last kernel step: the H200's stored baselines of the shipped kernels, each
+  # followed by a stored-only A/A (the gate against the file it just wrote)
+  for cfg in pr pr-ada; do
+    echo "== re-record $cfg"
+    timed timeout 240 "$bin" baseline update --processes 3 --config configs/$cfg.yaml \
+      --reason "${REASON:-kernel step (issue 40)}" > "$res/record-$cfg.txt" 2>&1
+    tail -3 "$res/record-$cfg.txt" | cut -c1-200
+    echo "== stored-only A/A, $cfg"
+    timed timeout 150 "$bin" local --no-base --no-peers --no-profile --config configs/$cfg.yaml \
+      --out "$res/stored-$cfg.json" > "$res/stored-$cfg.txt" 2>&1
+    grep -E "PASS|FAIL" "$res/stored-$cfg.txt" | tail -1 | cut -c1-200
+  done
+  cp -r baselines "$res/baselines"
   ;;
 step)
   [ $# -gt 0 ] || set -- configs/pr.yaml

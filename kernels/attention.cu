@@ -1021,6 +1021,16 @@ struct WsGeo {
     };
 };
 
+// Whether a launch over seq_len keys per row should take 192-key tiles rather than 128-key
+// ones: when it needs at most 9/13 (69%) as many of them. A 192-key tile costs about 1.43 of
+// a 128-key one at d128 (the gate's A/B on an H200, 2026-12-02, 192-key tiles at every
+// length against 128: 22 against 32 tiles at 4096 keys -1.5%, 86 against 128 at 16384
+// -4.5%, 9 against 13 at 1664 -1.2%, but 7 against 10 at 1280 +0.3% and 6 against 8 at
+// 1024 +6.3%, where the last tile masks half its keys).
+CG_DEV bool wide_tiles(int seq_len) {
+    return ((seq_len + 191) / 192) * 13 <= ((seq_len + 127) / 128) * 9;
+}
+
 // D: head_dim; BN: keys per K/V tile (64, 128 or 192); ST: stages of the K/V ring; NC:
 // consumer warpgroups (BM = 64 * NC rows per sub-tile); CREG: the consumers' registers per thread after
 // setmaxnreg (the producer keeps 24; 24 * 128 + CREG * 128 * NC must fit the CTA's
@@ -1376,6 +1386,29 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
             cg_attn::attn_fwd_ws<D, BN_N, ST, NC, BF16, INTRA, PP, CREG, NSUB, true, QB_N>(   \
                 CG_WS_ARGS);                                                                  \
     }
+// The sub-tiled form (CG_ATTN_WS_KERNEL_N) with the tile chosen per launch: causal launches,
+// and those that wide_tiles() turns down, take 128-key tiles and two Q buffers; the rest
+// 192-key tiles and one Q buffer (released after the sub-tile's last Q K^T, so the next
+// sub-tile's Q lands during its last softmax and P V). NAME_launch's shared memory is the
+// larger of the two.
+#define CG_ATTN_WS_KERNEL_WIDE(NAME, D, ST, NC, BF16, INTRA, PP, MINB, CREG, NSUB)              \
+    extern "C" {                                                                              \
+    __constant__ int NAME##_launch[3] = {                                                     \
+        64 * NC * NSUB, 128 * (NC + 1),                                                       \
+        (int)cg_attn::WsGeo<D, 128, ST, NC, NSUB, 2>::SMEM_B >                                \
+                (int)cg_attn::WsGeo<D, 192, ST, NC, NSUB, 1>::SMEM_B                          \
+            ? (int)cg_attn::WsGeo<D, 128, ST, NC, NSUB, 2>::SMEM_B                            \
+            : (int)cg_attn::WsGeo<D, 192, ST, NC, NSUB, 1>::SMEM_B};                          \
+    __constant__ int NAME##_tma[1] = {1};                                                     \
+    }                                                                                         \
+    CG_WS_ENTRY(NAME, NC, MINB) {                                                             \
+        if (causal || !cg_attn::wide_tiles(seq_len))                                          \
+            cg_attn::attn_fwd_ws<D, 128, ST, NC, BF16, INTRA, PP, CREG, NSUB, false, 2>(      \
+                CG_WS_ARGS);                                                                  \
+        else                                                                                  \
+            cg_attn::attn_fwd_ws<D, 192, ST, NC, BF16, INTRA, PP, CREG, NSUB, false, 1>(      \
+                CG_WS_ARGS);                                                                  \
+    }
 #define CG_ATTN_WS_KERNEL(NAME, D, BN, ST, NC, BF16, INTRA, PP, MINB, CREG) \
     CG_ATTN_WS_KERNEL_N(NAME, D, BN, ST, NC, BF16, INTRA, PP, MINB, CREG, 1)
 
@@ -1413,9 +1446,12 @@ extern "C" __constant__ int attention_fwd_f16_d64_long_from[1] = {1536};
 extern "C" __constant__ int attention_fwd_bf16_d64_long_from[1] = {1536};
 // d128: two consumer warpgroups of 64 rows with 240 registers, ping-pong and softmax/PV
 //       overlap, 1 CTA per SM; two sub-tiles of 128 rows per CTA dealt back and forth
-//       (rows_per_block 256), 193 KiB smem with Q double-buffered.
-CG_ATTN_WS_KERNEL_N(attention_fwd_f16_d128, 128, 128, 2, 2, false, true, true, 1, 240, 2)
-CG_ATTN_WS_KERNEL_N(attention_fwd_bf16_d128, 128, 128, 2, 2, true, true, true, 1, 240, 2)
+//       (rows_per_block 256). Causal launches and short sequences: 128-key tiles, Q
+//       double-buffered; the rest (wide_tiles: from about 1500 keys) 192-key tiles, one Q
+//       buffer (225 KiB smem). The gate's A/B on an H200, 2026-12-02 (docs/KERNEL_LOG.md):
+//       b1h8s16384d128 -4.5%, b1h16s8192d128 bf16 -4.0%, b2h16s4096d128 -1.5%.
+CG_ATTN_WS_KERNEL_WIDE(attention_fwd_f16_d128, 128, 2, 2, false, true, true, 1, 240, 2)
+CG_ATTN_WS_KERNEL_WIDE(attention_fwd_bf16_d128, 128, 2, 2, true, true, true, 1, 240, 2)
 #else
 // Everything else (the L4, plain sm_90, Ampere): the mma.sync kernel.
 //   (name, D, BM rows/CTA, BN keys/tile, NW warps, MI 16-row blocks/warp, Q in registers,
@@ -1434,14 +1470,17 @@ CG_ATTN_KERNEL(attention_fwd_bf16_d64_small, 64, 64, 64, 4, 1, true, 2, true, 3)
 // Rust side reads whichever NAME_launch the module it compiled carries):
 //  * parts with ~100 KB of shared memory per SM (sm_86, sm_89 = L4, sm_120): the 4-warp
 //    Hopper tile below (64 KiB) would leave one CTA = 4 warps per SM, so use
-//    128 rows x 64 keys, 8 warps x 16 rows, Q in registers, 64 KiB -> 8 warps per SM;
+//    128 rows x 64 keys, 8 warps x 16 rows, Q in registers -> 8 warps per SM (one CTA, by
+//    registers), with 3 stages (96 KiB, within the 99 KiB a block may take there): the
+//    gate's A/B of CG_ADA_TILES on an H200, 2026-12-02, -2.4 ... -2.5% on the three
+//    configs/pr-ada.yaml shapes against 2 stages (64 KiB);
 //  * everything else (sm_80, sm_90 = H200, ...): 128 rows x 32 keys, 4 warps x 32 rows,
 //    Q re-read from smem, 64 KiB -> 2 CTAs = 8 warps per SM on an H200.
 // -DCG_ADA_TILES forces the first set on any GPU (bench/kernel_check.py tests it on H200).
 #if defined(CG_ADA_TILES) || \
     (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ >= 1200))
-CG_ATTN_KERNEL(attention_fwd_f16_d128, 128, 128, 64, 8, 1, true, 2, false, 1)
-CG_ATTN_KERNEL(attention_fwd_bf16_d128, 128, 128, 64, 8, 1, true, 2, true, 1)
+CG_ATTN_KERNEL(attention_fwd_f16_d128, 128, 128, 64, 8, 1, true, 3, false, 1)
+CG_ATTN_KERNEL(attention_fwd_bf16_d128, 128, 128, 64, 8, 1, true, 3, true, 1)
 #else
 CG_ATTN_KERNEL(attention_fwd_f16_d128, 128, 128, 32, 4, 2, false, 2, false, 2)
 CG_ATTN_KERNEL(attention_fwd_bf16_d128, 128, 128, 32, 4, 2, false, 2, true, 2)
