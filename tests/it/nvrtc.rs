@@ -12,28 +12,48 @@ use crate::common::stderr_text;
 use std::path::Path;
 
 use crate::common::{bin, require_nvrtc};
-use ci_gate::kernel::compile::compile_uncached_for;
+use ci_gate::kernel::compile::{compile_uncached_for, compile_uncached_module_for};
 use ci_gate::kernel::cubin::check_untrusted_cubin;
 use ci_gate::kernel::{Arch, KernelSource};
 
 /// The L4, portable Hopper (the mma.sync kernels), Hopper with wgmma (what the gate uses there).
 const TARGETS: [&str; 3] = ["sm_89", "sm_90", "sm_90a"];
 
-/// The shipped attention.cu compiled for each of [`TARGETS`], in that order: once for the
-/// whole test binary (the suite's largest compile; three tests read these CUBINs).
-fn shipped_attention_cubins() -> &'static [Vec<u8>] {
-    static CUBINS: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
-    CUBINS.get_or_init(|| {
+/// The shipped attention.cu compiled for each of [`TARGETS`], in that order, CUBIN and
+/// compiler log: once for the whole test binary (the suite's largest compile; four tests
+/// read these).
+fn shipped_attention_modules() -> &'static [(Vec<u8>, String)] {
+    static MODULES: std::sync::OnceLock<Vec<(Vec<u8>, String)>> = std::sync::OnceLock::new();
+    MODULES.get_or_init(|| {
         let src =
             KernelSource::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/attention.cu"))
                 .unwrap();
         TARGETS
             .iter()
             .map(|target| {
-                compile_uncached_for(&src, target)
+                compile_uncached_module_for(&src, target)
                     .unwrap_or_else(|e| panic!("attention.cu for {target}: {e}"))
             })
             .collect()
+    })
+}
+
+/// [`shipped_attention_modules`]' CUBINs.
+fn shipped_attention_cubins() -> impl Iterator<Item = &'static Vec<u8>> {
+    shipped_attention_modules().iter().map(|(cubin, _)| cubin)
+}
+
+/// `ci-gate compile --kernels kernels` (every shipped file for every default target), run
+/// once for the whole test binary: two tests read its output.
+fn shipped_compile_output() -> &'static std::process::Output {
+    static OUTPUT: std::sync::OnceLock<std::process::Output> = std::sync::OnceLock::new();
+    OUTPUT.get_or_init(|| {
+        bin()
+            .arg("compile")
+            .arg("--kernels")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels"))
+            .output()
+            .unwrap()
     })
 }
 
@@ -100,7 +120,7 @@ fn kernels_compile_for_sm89_sm90_and_sm90a() {
         let src = KernelSource::read(&dir.join(file)).unwrap();
         for (i, target) in TARGETS.iter().enumerate() {
             let cubin = match *file {
-                "attention.cu" => shipped_attention_cubins()[i].clone(),
+                "attention.cu" => shipped_attention_modules()[i].0.clone(),
                 _ => compile_uncached_for(&src, target)
                     .unwrap_or_else(|e| panic!("{file} for {target}: {e}")),
             };
@@ -236,12 +256,7 @@ fn planted_bug_kernels_compile_for_every_target() {
 fn the_compile_command_passes_the_shipped_kernels() {
     require_nvrtc();
     let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
-    let out = bin()
-        .arg("compile")
-        .arg("--kernels")
-        .arg(&kernels)
-        .output()
-        .unwrap();
+    let out = shipped_compile_output();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -535,19 +550,11 @@ fn row_figures(row: &str) -> [Option<u64>; 5] {
 )]
 fn compiler_resources_agree_with_ptxas_on_every_target() {
     require_nvrtc();
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
-    let out = bin()
-        .arg("compile")
-        .arg("--kernels")
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let out = shipped_compile_output();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
-    let src = KernelSource::read(&dir.join("attention.cu")).unwrap();
-    for target in TARGETS {
-        let (_, log) = ci_gate::kernel::compile::compile_uncached_module_for(&src, target).unwrap();
-        let figures = ptxas_figures(&log);
+    for (target, (_, log)) in TARGETS.iter().zip(shipped_attention_modules()) {
+        let figures = ptxas_figures(log);
         assert!(figures.contains_key("attention_fwd_f16_d128"), "{log}");
         for (kernel, (regs, frame, stores, loads, smem)) in figures {
             let line = resource_line(&stdout, target, &kernel);
