@@ -162,12 +162,36 @@ wide)
 check)
   # 2026-12-02, fourth session: the GPU tests; .carry/variants/pr-st3q1 (the d64 main and
   # small-grid kernels with 3 stages and one Q buffer) against the base on the PR config;
-  # kernels/ at wide_tiles()'s boundary; then `record`
+  # kernels/ at wide_tiles()'s boundary; then `record` (the tests first, and $res made again:
+  # issue36_device.sh leaves only its own archive in $OUT)
   bash bench/issue36_device.sh tests 2>&1 | grep -E "test result|FAILED|panicked|rc=" | head -8
+  mkdir -p "$res"
   mid_config
   ab st3q1 .carry/variants/pr-st3q1 configs/pr.yaml
   ab mid-le kernels "$res/mid.yaml" --shape b4h16s1280d128_f16 --shape b4h16s1664d128_f16
   bash "$0" record
+  ;;
+st3)
+  # 2026-12-02, fourth session, call 4: .carry/variants/pr-st3q1 against the base on the
+  # PR config; kernels/ at wide_tiles()'s boundary; where the variant is an improvement with
+  # no regression, it becomes kernels/ here and the baselines are re-recorded with it
+  mid_config
+  # (the base: kernels/ of this tree in .carry/k-base; those before the d128 step in
+  # .carry/k-old)
+  ab st3q1 .carry/variants/pr-st3q1 configs/pr.yaml
+  base=$PWD/.carry/k-old ab mid-le kernels "$res/mid.yaml" --shape b4h16s1280d128_f16 \
+    --shape b4h16s1664d128_f16
+  if python3 - "$res/ab-st3q1.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+v = [s.get("verdict") for s in r.get("shapes", [])]
+sys.exit(0 if r.get("passed") and v and set(v) <= {"pass", "improvement"} and "improvement" in v else 1)
+PY
+  then
+    echo "== st3q1 kept: re-recording with it"
+    cp .carry/variants/pr-st3q1/attention.cu kernels/attention.cu
+    bash "$0" record
+  fi
   ;;
 record)
   # after the last kernel step: the H200's stored baselines of the shipped kernels, each
