@@ -1364,17 +1364,21 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
         cg_attn::attn_fwd_ws<D, BN, ST, NC, BF16, INTRA, PP, CREG, NSUB, true, QBUF>(     \
             CG_WS_ARGS);                                                                      \
     }
+// The larger dynamic shared memory of two WsGeo's (ST stages, NC consumers, NSUB sub-tiles;
+// the first with BN_A-key tiles and QB_A Q buffers, the second with BN_B and QB_B): what a
+// kernel that takes either tile shape declares in NAME_launch.
+#define CG_WS_SMEM_MAX(D, ST, NC, NSUB, BN_A, QB_A, BN_B, QB_B)                               \
+    ((int)cg_attn::WsGeo<D, BN_A, ST, NC, NSUB, QB_A>::SMEM_B >                               \
+             (int)cg_attn::WsGeo<D, BN_B, ST, NC, NSUB, QB_B>::SMEM_B                         \
+         ? (int)cg_attn::WsGeo<D, BN_A, ST, NC, NSUB, QB_A>::SMEM_B                           \
+         : (int)cg_attn::WsGeo<D, BN_B, ST, NC, NSUB, QB_B>::SMEM_B)
 // The filling form with one tile shape for causal launches (BN_C keys per tile, QB_C Q
 // buffers) and another for the rest (BN_N, QB_N): NAME_launch's shared memory is the larger.
 #define CG_ATTN_WS_KERNEL_DYN2(NAME, D, ST, NC, BF16, INTRA, PP, MINB, CREG, NSUB, BN_C, QB_C,   \
                                BN_N, QB_N)                                                    \
     extern "C" {                                                                              \
     __constant__ int NAME##_launch[3] = {                                                     \
-        64 * NC, 128 * (NC + 1),                                                              \
-        (int)cg_attn::WsGeo<D, BN_C, ST, NC, NSUB, QB_C>::SMEM_B >                            \
-                (int)cg_attn::WsGeo<D, BN_N, ST, NC, NSUB, QB_N>::SMEM_B                      \
-            ? (int)cg_attn::WsGeo<D, BN_C, ST, NC, NSUB, QB_C>::SMEM_B                        \
-            : (int)cg_attn::WsGeo<D, BN_N, ST, NC, NSUB, QB_N>::SMEM_B};                      \
+        64 * NC, 128 * (NC + 1), CG_WS_SMEM_MAX(D, ST, NC, NSUB, BN_C, QB_C, BN_N, QB_N)};    \
     __constant__ int NAME##_tma[1] = {1};                                                     \
     __constant__ int NAME##_fill[2] = {MINB, NSUB};                                           \
     }                                                                                         \
@@ -1394,11 +1398,7 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
 #define CG_ATTN_WS_KERNEL_WIDE(NAME, D, ST, NC, BF16, INTRA, PP, MINB, CREG, NSUB)              \
     extern "C" {                                                                              \
     __constant__ int NAME##_launch[3] = {                                                     \
-        64 * NC * NSUB, 128 * (NC + 1),                                                       \
-        (int)cg_attn::WsGeo<D, 128, ST, NC, NSUB, 2>::SMEM_B >                                \
-                (int)cg_attn::WsGeo<D, 192, ST, NC, NSUB, 1>::SMEM_B                          \
-            ? (int)cg_attn::WsGeo<D, 128, ST, NC, NSUB, 2>::SMEM_B                            \
-            : (int)cg_attn::WsGeo<D, 192, ST, NC, NSUB, 1>::SMEM_B};                          \
+        64 * NC * NSUB, 128 * (NC + 1), CG_WS_SMEM_MAX(D, ST, NC, NSUB, 128, 2, 192, 1)};     \
     __constant__ int NAME##_tma[1] = {1};                                                     \
     }                                                                                         \
     CG_WS_ENTRY(NAME, NC, MINB) {                                                             \

@@ -604,9 +604,9 @@ fn the_attacks_a_module_check_may_refuse_compile_with_plain_nvrtc() {
 
 /// The gate's own `compile` (lexical check, sandboxed NVRTC, module policy) accepts every
 /// GPU-side kernel for the target the lent GPUs run it on (sm_90a; the controls for sm_89
-/// and sm_90 too): the attacks must reach the GPU to be stopped there. The exceptions: those of [`MUST_BE_REFUSED`], which it refuses, and those of
-/// [`MAY_BE_REFUSED`], which a module check may refuse, each in a sentence naming the file
-/// and what it refused.
+/// and sm_90 too): the attacks must reach the GPU to be stopped there. The exceptions: those
+/// of [`MUST_BE_REFUSED`], which it refuses, and those of [`MAY_BE_REFUSED`], which a module
+/// check may refuse, each in a sentence naming the file and what it refused.
 #[test]
 #[cfg_attr(
     ci_gate_no_nvrtc,
