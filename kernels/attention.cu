@@ -1372,24 +1372,6 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
              (int)cg_attn::WsGeo<D, BN_B, ST, NC, NSUB, QB_B>::SMEM_B                         \
          ? (int)cg_attn::WsGeo<D, BN_A, ST, NC, NSUB, QB_A>::SMEM_B                           \
          : (int)cg_attn::WsGeo<D, BN_B, ST, NC, NSUB, QB_B>::SMEM_B)
-// The filling form with one tile shape for causal launches (BN_C keys per tile, QB_C Q
-// buffers) and another for the rest (BN_N, QB_N): NAME_launch's shared memory is the larger.
-#define CG_ATTN_WS_KERNEL_DYN2(NAME, D, ST, NC, BF16, INTRA, PP, MINB, CREG, NSUB, BN_C, QB_C,   \
-                               BN_N, QB_N)                                                    \
-    extern "C" {                                                                              \
-    __constant__ int NAME##_launch[3] = {                                                     \
-        64 * NC, 128 * (NC + 1), CG_WS_SMEM_MAX(D, ST, NC, NSUB, BN_C, QB_C, BN_N, QB_N)};    \
-    __constant__ int NAME##_tma[1] = {1};                                                     \
-    __constant__ int NAME##_fill[2] = {MINB, NSUB};                                           \
-    }                                                                                         \
-    CG_WS_ENTRY(NAME, NC, MINB) {                                                             \
-        if (causal)                                                                           \
-            cg_attn::attn_fwd_ws<D, BN_C, ST, NC, BF16, INTRA, PP, CREG, NSUB, true, QB_C>(   \
-                CG_WS_ARGS);                                                                  \
-        else                                                                                  \
-            cg_attn::attn_fwd_ws<D, BN_N, ST, NC, BF16, INTRA, PP, CREG, NSUB, true, QB_N>(   \
-                CG_WS_ARGS);                                                                  \
-    }
 // The sub-tiled form (CG_ATTN_WS_KERNEL_N) with the tile chosen per launch: causal launches,
 // and those that wide_tiles() turns down, take 128-key tiles and two Q buffers; the rest
 // 192-key tiles and one Q buffer (released after the sub-tile's last Q K^T, so the next
@@ -1429,21 +1411,29 @@ CG_ATTN_WS_KERNEL_DYN(attention_fwd_bf16_d64, 64, 128, 2, 1, true, true, false, 
 // d64 small grids (NAME_small: NAME's one-tile grid has fewer CTAs than SMs): the same
 //       kernel, one tile per CTA (one Q buffer, 73 KiB).
 // d64 long sequences (NAME_long, from seq_len NAME_long_from on): NAME_fill = {2, 8}, one
-//       wave of CTAs at 2 per SM, up to 8 tiles each dealt back and forth; causal launches
-//       with 128-key tiles and two Q buffers (the deal evens out the mask's triangle), the
-//       rest with 192-key tiles (S = Q K^T as one m64n192k16 wgmma per k-step: a third fewer
-//       tiles, waits and barriers per row) and one Q buffer, released after the sub-tile's
-//       last Q K^T, to stay within 105 KiB (2 CTAs per SM). The gate's A/B on an H200,
-//       2026-12-02 (docs/KERNEL_LOG.md): b4h16s2048d64 causal -8.3%, b2h16s4096d64 causal
-//       -7.2%, b1h16s8192d64 causal -5.9%, b2h16s1536d64 -5.4%, b1h16s8192d64 -1.7%.
+//       wave of CTAs at 2 per SM, up to 8 tiles each dealt back and forth (the deal evens
+//       out the causal mask's triangle), 128-key tiles, two Q buffers. The gate's A/B on an
+//       H200, 2026-12-02 (docs/KERNEL_LOG.md): b4h16s2048d64 causal -8.3%, b2h16s4096d64
+//       causal -7.2%, b1h16s8192d64 causal -5.9%.
+// d64 long non-causal sequences (NAME_long_noncausal, from seq_len NAME_long_noncausal_from
+//       on): three consumer warpgroups of 64 rows (192 rows per tile) with 160 registers,
+//       ping-pong and softmax/PV overlap, one CTA per SM, NAME_fill = {1, 8}; the three share
+//       each K/V tile. The gate's A/B on an H200, 2026-12-02 (fifth session), against the
+//       `_long` form with 192-key tiles: b2h16s1536d64 -10.2%, b4h16s2048d64 -5.0%, 8k and
+//       16k keys within 0.3%. Causal launches lose 9-11% with it (a 192-row tile crosses
+//       the diagonal further), so they keep NAME_long.
 CG_ATTN_WS_KERNEL(attention_fwd_f16_d64_small, 64, 128, 2, 1, false, true, false, 2, 232)
 CG_ATTN_WS_KERNEL(attention_fwd_bf16_d64_small, 64, 128, 2, 1, true, true, false, 2, 232)
-CG_ATTN_WS_KERNEL_DYN2(attention_fwd_f16_d64_long, 64, 2, 1, false, true, false, 2, 232, 8, 128, 2,
-                       192, 1)
-CG_ATTN_WS_KERNEL_DYN2(attention_fwd_bf16_d64_long, 64, 2, 1, true, true, false, 2, 232, 8, 128, 2,
-                       192, 1)
+CG_ATTN_WS_KERNEL_DYN(attention_fwd_f16_d64_long, 64, 128, 2, 1, false, true, false, 2, 232, 8, 2)
+CG_ATTN_WS_KERNEL_DYN(attention_fwd_bf16_d64_long, 64, 128, 2, 1, true, true, false, 2, 232, 8, 2)
 extern "C" __constant__ int attention_fwd_f16_d64_long_from[1] = {1536};
 extern "C" __constant__ int attention_fwd_bf16_d64_long_from[1] = {1536};
+CG_ATTN_WS_KERNEL_DYN(attention_fwd_f16_d64_long_noncausal, 64, 128, 2, 3, false, true, true, 1,
+                      160, 8, 2)
+CG_ATTN_WS_KERNEL_DYN(attention_fwd_bf16_d64_long_noncausal, 64, 128, 2, 3, true, true, true, 1,
+                      160, 8, 2)
+extern "C" __constant__ int attention_fwd_f16_d64_long_noncausal_from[1] = {1536};
+extern "C" __constant__ int attention_fwd_bf16_d64_long_noncausal_from[1] = {1536};
 // d128: two consumer warpgroups of 64 rows with 240 registers, ping-pong and softmax/PV
 //       overlap, 1 CTA per SM; two sub-tiles of 128 rows per CTA dealt back and forth
 //       (rows_per_block 256). Causal launches and short sequences: 128-key tiles, Q

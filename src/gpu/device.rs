@@ -211,6 +211,9 @@ pub struct AttentionSet {
     /// The optional long-sequence variants (`NAME_long`) with the shortest seq_len they take
     /// (`NAME_long_from`), by the same key.
     long: HashMap<(Dtype, u32), (Kernel, u32)>,
+    /// The optional long-sequence variants for non-causal launches only
+    /// (`NAME_long_noncausal`, from `NAME_long_noncausal_from`), by the same key.
+    long_noncausal: HashMap<(Dtype, u32), (Kernel, u32)>,
     /// SMs of the device: a grid of fewer CTAs than this launches `NAME_small`.
     sm_count: u32,
     /// SHA-256 of the `attention.cu` they came from.
@@ -226,20 +229,38 @@ pub(crate) enum Form {
     Main,
     Small,
     Long,
+    LongNonCausal,
 }
 
-/// The host's choice among `NAME`, `NAME_small` and `NAME_long`, as kernels/README.md states
-/// it: `NAME_long` when the source has one and seq_len is at least its `NAME_long_from`;
-/// else `NAME_small` when the source has one and `NAME`'s grid, ⌈seq_len / rows⌉ · batch ·
-/// heads CTAs, has fewer CTAs than the GPU has SMs; else `NAME`.
+/// The shortest seq_len of each optional long-sequence form a source has: `NAME_long_from`
+/// and `NAME_long_noncausal_from` (None: the source has no such form).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct LongFrom {
+    pub any: Option<u32>,
+    pub noncausal: Option<u32>,
+}
+
+/// The host's choice among `NAME`, `NAME_small`, `NAME_long` and `NAME_long_noncausal`, as
+/// kernels/README.md states it: `NAME_long_noncausal` for a non-causal launch when the source
+/// has one and seq_len is at least its `NAME_long_noncausal_from`; else `NAME_long` when the
+/// source has one and seq_len is at least its `NAME_long_from`; else `NAME_small` when the
+/// source has one and `NAME`'s grid, ⌈seq_len / rows⌉ · batch · heads CTAs, has fewer CTAs
+/// than the GPU has SMs; else `NAME`.
 pub(crate) fn pick_form(
     shape: &ShapeParams,
     main_rows_per_block: u32,
     has_small: bool,
-    long_from: Option<u32>,
+    long_from: LongFrom,
     sm_count: u32,
 ) -> Form {
-    if long_from.is_some_and(|from| shape.seq_len >= from) {
+    if !shape.causal
+        && long_from
+            .noncausal
+            .is_some_and(|from| shape.seq_len >= from)
+    {
+        return Form::LongNonCausal;
+    }
+    if long_from.any.is_some_and(|from| shape.seq_len >= from) {
         return Form::Long;
     }
     let ctas = u64::from(shape.seq_len.div_ceil(main_rows_per_block.max(1)))
@@ -263,18 +284,25 @@ impl AttentionSet {
             ))
         })?;
         let long = self.long.get(&key);
+        let long_noncausal = self.long_noncausal.get(&key);
         let small = self.small.get(&key);
         let form = pick_form(
             shape,
             main.rows_per_block,
             small.is_some(),
-            long.map(|(_, from)| *from),
+            LongFrom {
+                any: long.map(|(_, from)| *from),
+                noncausal: long_noncausal.map(|(_, from)| *from),
+            },
             self.sm_count,
         );
-        Ok(match (form, small, long) {
-            (Form::Long, _, Some((kernel, _))) | (Form::Small, Some(kernel), _) => kernel,
-            _ => main,
-        })
+        Ok(match form {
+            Form::LongNonCausal => long_noncausal.map(|(kernel, _)| kernel),
+            Form::Long => long.map(|(kernel, _)| kernel),
+            Form::Small => small,
+            Form::Main => None,
+        }
+        .unwrap_or(main))
     }
 
     /// What the compiler gave the kernels that run `shapes` (the module's figures, ptxas's
@@ -545,8 +573,9 @@ fn with_fill(
     Ok(kernel)
 }
 
-/// `NAME_long_from` of a `NAME_long`: the shortest seq_len the long-sequence form takes (at
-/// least 1). A `NAME_long` without it is refused: the host would have to guess.
+/// `NAME_long_from` of a `NAME_long` (or `NAME_long_noncausal_from` of a
+/// `NAME_long_noncausal`): the shortest seq_len the long-sequence form takes (at least 1). A
+/// form without it is refused: the host would have to guess.
 fn long_from(
     cubin: &[u8],
     m: &Arc<CudaModule>,
@@ -876,6 +905,7 @@ fn load_attention(
     let mut kernels = HashMap::new();
     let mut small = HashMap::new();
     let mut long = HashMap::new();
+    let mut long_noncausal = HashMap::new();
     for dtype in [Dtype::Float16, Dtype::Bfloat16] {
         for d in crate::config::SUPPORTED_HEAD_DIMS {
             let name = crate::kernel::entries::main_entry(dtype, d);
@@ -888,11 +918,14 @@ fn load_attention(
                 small.insert((dtype, d), entry(&small_name)?);
             }
             // Optional too: NAME_long with NAME_long_from, the shortest seq_len it takes.
-            let long_name = format!("{name}_long");
-            if has_symbol(&cubin, &long_name) {
-                let kernel = entry(&long_name)?;
-                let from = long_from(&cubin, &module, stream, &src, &long_name)?;
-                long.insert((dtype, d), (kernel, from));
+            // And NAME_long_noncausal with its NAME_long_noncausal_from.
+            for (suffix, forms) in [("long", &mut long), ("long_noncausal", &mut long_noncausal)] {
+                let long_name = format!("{name}_{suffix}");
+                if has_symbol(&cubin, &long_name) {
+                    let kernel = entry(&long_name)?;
+                    let from = long_from(&cubin, &module, stream, &src, &long_name)?;
+                    forms.insert((dtype, d), (kernel, from));
+                }
             }
         }
     }
@@ -900,6 +933,7 @@ fn load_attention(
         kernels,
         small,
         long,
+        long_noncausal,
         sm_count: info.sm_count,
         source_hash: src.hash,
         resources,
@@ -944,50 +978,94 @@ mod tests {
     }
 
     #[test]
-    fn the_host_picks_long_then_small_then_main() {
-        use super::{Form, pick_form};
+    fn the_host_picks_long_noncausal_then_long_then_small_then_main() {
+        use super::{Form, LongFrom, pick_form};
+        const NONE: LongFrom = LongFrom {
+            any: None,
+            noncausal: None,
+        };
+        const LONG: LongFrom = LongFrom {
+            any: Some(1024),
+            noncausal: None,
+        };
         use crate::config::{Dtype, ShapeParams};
         let shape = |b, h, s| ShapeParams::new(b, h, s, 64, false, Dtype::Float16);
         // 132 SMs, 64-row main kernel: [1,8,512] is 64 CTAs, [8,16,512] 1024.
         assert_eq!(
-            pick_form(&shape(1, 8, 512), 64, true, None, 132),
+            pick_form(&shape(1, 8, 512), 64, true, NONE, 132),
             Form::Small
         );
         assert_eq!(
-            pick_form(&shape(1, 8, 512), 64, false, None, 132),
+            pick_form(&shape(1, 8, 512), 64, false, NONE, 132),
             Form::Main
         );
         assert_eq!(
-            pick_form(&shape(8, 16, 512), 64, true, None, 132),
+            pick_form(&shape(8, 16, 512), 64, true, NONE, 132),
             Form::Main
         );
         // 132 CTAs exactly is not fewer than the SMs
         assert_eq!(
-            pick_form(&shape(1, 1, 132 * 64), 64, true, None, 132),
+            pick_form(&shape(1, 1, 132 * 64), 64, true, NONE, 132),
             Form::Main
         );
         assert_eq!(
-            pick_form(&shape(1, 1, 131 * 64), 64, true, None, 132),
+            pick_form(&shape(1, 1, 131 * 64), 64, true, NONE, 132),
             Form::Small
         );
         // NAME_long from seq_len 1024 on, before the small-grid rule
         assert_eq!(
-            pick_form(&shape(4, 16, 2048), 64, true, Some(1024), 132),
+            pick_form(&shape(4, 16, 2048), 64, true, LONG, 132),
             Form::Long
         );
         assert_eq!(
-            pick_form(&shape(1, 1, 1024), 64, true, Some(1024), 132),
+            pick_form(&shape(1, 1, 1024), 64, true, LONG, 132),
             Form::Long
         );
         assert_eq!(
-            pick_form(&shape(1, 1, 1023), 64, true, Some(1024), 132),
+            pick_form(&shape(1, 1, 1023), 64, true, LONG, 132),
             Form::Small
         );
         assert_eq!(
-            pick_form(&shape(8, 16, 512), 64, true, Some(1024), 132),
+            pick_form(&shape(8, 16, 512), 64, true, LONG, 132),
             Form::Main
         );
         // a zero row count from a hostile launch constant does not divide by zero
-        assert_eq!(pick_form(&shape(1, 1, 7), 0, true, None, 132), Form::Small);
+        // NAME_long_noncausal from 1536 on takes non-causal launches only; causal ones, and
+        // shorter non-causal ones, go on to NAME_long
+        let both = LongFrom {
+            any: Some(1024),
+            noncausal: Some(1536),
+        };
+        let causal = |b, h, s| ShapeParams::new(b, h, s, 64, true, Dtype::Float16);
+        assert_eq!(
+            pick_form(&shape(4, 16, 2048), 64, true, both, 132),
+            Form::LongNonCausal
+        );
+        assert_eq!(
+            pick_form(&shape(1, 1, 1536), 64, true, both, 132),
+            Form::LongNonCausal
+        );
+        assert_eq!(
+            pick_form(&causal(4, 16, 2048), 64, true, both, 132),
+            Form::Long
+        );
+        assert_eq!(
+            pick_form(&shape(1, 1, 1535), 64, true, both, 132),
+            Form::Long
+        );
+        // without NAME_long, shorter launches fall through to the small-grid rule
+        let nc_only = LongFrom {
+            any: None,
+            noncausal: Some(1536),
+        };
+        assert_eq!(
+            pick_form(&causal(1, 1, 4096), 64, true, nc_only, 132),
+            Form::Small
+        );
+        assert_eq!(
+            pick_form(&shape(1, 1, 4096), 64, true, nc_only, 132),
+            Form::LongNonCausal
+        );
+        assert_eq!(pick_form(&shape(1, 1, 7), 0, true, NONE, 132), Form::Small);
     }
 }

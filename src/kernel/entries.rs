@@ -76,7 +76,8 @@ pub(crate) fn fill(name: &str, v: [i32; 2]) -> Result<(u32, u32), EntryError> {
     Ok((per_sm as u32, max as u32))
 }
 
-/// `NAME_long_from`: the shortest seq_len a `NAME_long` takes, at least 1.
+/// `NAME_long_from` (or `NAME_long_noncausal_from`): the shortest seq_len a `NAME_long` (or
+/// `NAME_long_noncausal`) takes, at least 1.
 pub(crate) fn long_from(long_name: &str, from: i32) -> Result<u32, EntryError> {
     u32::try_from(from)
         .ok()
@@ -104,8 +105,8 @@ pub(crate) fn tma(name: &str, layout: i32) -> Result<(), EntryError> {
 }
 
 /// The entries of a CUBIN checked without a GPU, as the loader will check them: every main
-/// entry with its `NAME_launch`, and each optional `NAME_small` / `NAME_long` with theirs
-/// (and `NAME_long_from`), every `NAME_fill` and `NAME_tma` valid. `max_smem` is the target's
+/// entry with its `NAME_launch`, and each optional `NAME_small` / `NAME_long` /
+/// `NAME_long_noncausal` with theirs (and `NAME_long_from` / `NAME_long_noncausal_from`), every `NAME_fill` and `NAME_tma` valid. `max_smem` is the target's
 /// opt-in shared memory per block. One line per entry found, or every problem found (each a
 /// clause naming the symbol).
 pub(crate) fn check_static(cubin: &[u8], max_smem: u32) -> Result<Vec<String>, Vec<String>> {
@@ -157,8 +158,10 @@ pub(crate) fn check_static(cubin: &[u8], max_smem: u32) -> Result<Vec<String>, V
     for main in main_entries() {
         check_one(&main, true, &mut problems);
         check_one(&format!("{main}_small"), false, &mut problems);
-        let long = format!("{main}_long");
-        if has_symbol(cubin, &long) {
+        for long in [format!("{main}_long"), format!("{main}_long_noncausal")] {
+            if !has_symbol(cubin, &long) {
+                continue;
+            }
             check_one(&long, false, &mut problems);
             match i32_constant(cubin, &format!("{long}_from"), 1) {
                 Some(v) => {

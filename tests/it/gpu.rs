@@ -154,11 +154,13 @@ fn kernels_match_the_cpu_reference_on_random_shapes() {
     }
     // Grids large enough for each kernel form of kernels/README.md ("Small grids, long
     // sequences"): on an H100 or H200 the d64 main kernel ([4,16,513]: 576 CTAs of 64 rows),
-    // its long-sequence form (seq_len >= 1024, an odd tail), and the d128 kernel on a grid of
-    // more CTAs than SMs. The cases above all have small grids.
+    // its long-sequence forms (seq_len >= 1536, odd tails: causal launches take `_long`,
+    // non-causal ones `_long_noncausal`), and the d128 kernel on a grid of more CTAs than
+    // SMs. The cases above all have small grids.
     cases.push(ShapeParams::new(4, 16, 513, 64, false, Dtype::Float16));
-    cases.push(ShapeParams::new(2, 8, 1025, 64, true, Dtype::Bfloat16));
-    cases.push(ShapeParams::new(2, 8, 1025, 64, false, Dtype::Float16));
+    cases.push(ShapeParams::new(2, 8, 1537, 64, true, Dtype::Bfloat16));
+    cases.push(ShapeParams::new(2, 8, 1537, 64, false, Dtype::Float16));
+    cases.push(ShapeParams::new(1, 4, 2113, 64, false, Dtype::Bfloat16));
     cases.push(ShapeParams::new(2, 40, 300, 128, true, Dtype::Float16));
     // Head dims only the references take (1..=256): the fast kernels are skipped there.
     for (i, d) in [1u32, 40, 96, 256].into_iter().enumerate() {

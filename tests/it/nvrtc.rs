@@ -146,7 +146,8 @@ fn kernels_compile_for_sm89_sm90_and_sm90a() {
 /// The host finds the optional small-grid and long-sequence kernels in the cubin's symbols
 /// (never by a failed driver call, which compute-sanitizer would count): `NAME_small` for the
 /// d64 kernels on every target (mma.sync: a 64-row tile; sm_90a: the warp-specialised one),
-/// none for d128; `NAME_long` with its `NAME_long_from` only on sm_90a, for d64.
+/// none for d128; `NAME_long` with its `NAME_long_from`, and `NAME_long_noncausal` with its
+/// `NAME_long_noncausal_from`, only on sm_90a, for d64.
 #[test]
 #[cfg_attr(
     ci_gate_no_nvrtc,
@@ -163,14 +164,14 @@ fn the_small_grid_and_long_sequence_kernels_are_found_in_the_cubin() {
                 &format!("attention_fwd_{dtype}_d64_small")
             ));
             assert!(has_symbol(cubin, &format!("attention_fwd_{dtype}_d64")));
-            for suffix in ["long", "long_from"] {
+            for suffix in ["long", "long_from", "long_noncausal", "long_noncausal_from"] {
                 assert_eq!(
                     has_symbol(cubin, &format!("attention_fwd_{dtype}_d64_{suffix}")),
                     target == "sm_90a",
                     "{target} {dtype} d64_{suffix}"
                 );
             }
-            for suffix in ["small", "long"] {
+            for suffix in ["small", "long", "long_noncausal"] {
                 assert!(!has_symbol(
                     cubin,
                     &format!("attention_fwd_{dtype}_d128_{suffix}")
@@ -183,8 +184,8 @@ fn the_small_grid_and_long_sequence_kernels_are_found_in_the_cubin() {
 /// The TMA ABI (kernels/README.md, `NAME_tma`): on sm_90a every attention kernel is the
 /// warp-specialised one and declares layout 1, so the host passes it the q, k, v tensor maps;
 /// the L4's sm_89 and plain sm_90 builds keep the eight-argument kernels. `NAME_fill` only on
-/// sm_90a's main d64 kernel and its `_long` form. (The host reads both symbols from the
-/// cubin, as `NAME_small`.)
+/// sm_90a's main d64 kernel and its `_long` and `_long_noncausal` forms. (The host reads both
+/// symbols from the cubin, as `NAME_small`.)
 #[test]
 #[cfg_attr(
     ci_gate_no_nvrtc,
@@ -196,19 +197,19 @@ fn the_warp_specialised_kernels_take_tensor_maps_and_fill_on_sm90a_only() {
     for (target, cubin) in TARGETS.iter().zip(shipped_attention_cubins()) {
         let target = *target;
         for dtype in ["f16", "bf16"] {
-            for name in ["d128", "d64", "d64_small", "d64_long"] {
+            for name in ["d128", "d64", "d64_small", "d64_long", "d64_long_noncausal"] {
                 assert_eq!(
                     has_symbol(cubin, &format!("attention_fwd_{dtype}_{name}_tma")),
                     target == "sm_90a",
                     "{target} {dtype} {name}"
                 );
             }
-            // NAME_fill: on sm_90a the main d64 kernel and its long-sequence form size their
+            // NAME_fill: on sm_90a the main d64 kernel and its long-sequence forms size their
             // grids to fill the GPU; d128 and the small-grid form do not
-            for name in ["d128", "d64", "d64_small", "d64_long"] {
+            for name in ["d128", "d64", "d64_small", "d64_long", "d64_long_noncausal"] {
                 assert_eq!(
                     has_symbol(cubin, &format!("attention_fwd_{dtype}_{name}_fill")),
-                    target == "sm_90a" && (name == "d64" || name == "d64_long"),
+                    target == "sm_90a" && name != "d128" && name != "d64_small",
                     "{target} {dtype} {name}_fill"
                 );
             }
