@@ -102,7 +102,8 @@ impl Listing {
             self.resources.extend(
                 b.kernel_resources
                     .iter()
-                    .map(|k| terminal_text(&resource_line(k))),
+                    .flat_map(resource_lines)
+                    .map(|l| terminal_text(&l)),
             );
         }
         self.rows.push(
@@ -159,10 +160,13 @@ impl Listing {
         );
         if !self.resources.is_empty() {
             println!("Compiler resources recorded:");
-            println!(
-                "  {:<28} {:>4} {:>7} {:>5} {:>12} {:>7} {:>4}",
-                "kernel", "regs", "spill B", "stack", "smem s+dyn B", "threads", "CTAs"
+            let header = format!(
+                " {:>4} {:>7} {:>5} {:>12} {:>7} {:>4}",
+                "regs", "spill B", "stack", "smem s+dyn B", "threads", "CTAs"
             );
+            for line in crate::report::name_row("kernel", &header) {
+                println!("{line}");
+            }
             for line in &self.resources {
                 println!("{line}");
             }
@@ -182,19 +186,20 @@ impl Listing {
     }
 }
 
-/// One kernel's recorded figures, a row of the table under its file (80 columns).
-fn resource_line(k: &crate::resources::KernelResources) -> String {
+/// One kernel's recorded figures, a row of the table under its file (80 columns; a long
+/// name on a line of its own, `report::name_row`).
+fn resource_lines(k: &crate::resources::KernelResources) -> Vec<String> {
     let opt = |v: Option<u64>| v.map_or_else(|| "?".to_string(), |v| v.to_string());
-    format!(
-        "  {:<28} {:>4} {:>7} {:>5} {:>12} {:>7} {:>4}",
-        k.kernel,
+    let figures = format!(
+        " {:>4} {:>7} {:>5} {:>12} {:>7} {:>4}",
         k.registers,
         format!("{}/{}", opt(k.spill_store_bytes), opt(k.spill_load_bytes)),
         k.stack_frame_bytes,
         format!("{}+{}", k.static_smem_bytes, k.dynamic_smem_bytes),
         k.threads_per_block,
         opt(k.max_ctas_per_sm.map(u64::from)),
-    )
+    );
+    crate::report::name_row(&k.kernel, &figures)
 }
 
 /// The range of the between-process spreads a baseline records, or why there is none.

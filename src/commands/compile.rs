@@ -149,10 +149,13 @@ fn resource_lines(cubin: &[u8], log: &str, file: &str) -> Vec<String> {
         Err(why) => return vec![format!("  {file}: its resources cannot be read: {why}")],
         Ok(all) => all,
     };
-    let mut lines = vec![format!(
-        "  {:<28} {:>4} {:>9} {:>5} {:>13} {:>7}",
-        "kernel", "regs", "spill B", "stack", "smem s+dyn B", "threads"
-    )];
+    let mut lines = crate::report::name_row(
+        "kernel",
+        &format!(
+            " {:>4} {:>9} {:>5} {:>13} {:>7}",
+            "regs", "spill B", "stack", "smem s+dyn B", "threads"
+        ),
+    );
     let mut notes = Vec::new();
     for r in &all {
         let spill = |v: Option<u64>| v.map_or_else(|| "?".into(), |v| v.to_string());
@@ -162,18 +165,20 @@ fn resource_lines(cubin: &[u8], log: &str, file: &str) -> Vec<String> {
             None => format!("{}+?", r.kernel.static_smem_bytes),
         };
         let threads = launch.map_or_else(|| "?".into(), |[_, t, _]| t.to_string());
-        lines.push(format!(
-            "  {:<28} {:>4} {:>9} {:>5} {:>13} {:>7}",
-            r.kernel.name,
-            r.kernel.registers,
-            format!(
-                "{}/{}",
-                spill(r.spill_store_bytes),
-                spill(r.spill_load_bytes)
+        lines.extend(crate::report::name_row(
+            &r.kernel.name,
+            &format!(
+                " {:>4} {:>9} {:>5} {:>13} {:>7}",
+                r.kernel.registers,
+                format!(
+                    "{}/{}",
+                    spill(r.spill_store_bytes),
+                    spill(r.spill_load_bytes)
+                ),
+                r.kernel.stack_frame_bytes,
+                smem,
+                threads
             ),
-            r.kernel.stack_frame_bytes,
-            smem,
-            threads
         ));
         if let Some(note) = &r.note {
             notes.push(format!("  {}: {note}", r.kernel.name));

@@ -12,7 +12,7 @@ pub(crate) use json::JsonExporter;
 pub use markdown::MarkdownExporter;
 pub(crate) use markdown::{MARKER, escape_markdown};
 pub use table::TableExporter;
-pub(crate) use table::{fitted_table, fitted_table_keep, stdout_width, wrap_lines};
+pub(crate) use table::{fitted_table, fitted_table_keep, name_row, stdout_width, wrap_lines};
 
 use crate::comparison::{Comparison, Method, Reference, SpreadSource};
 use crate::config::GateSettings;

@@ -170,6 +170,24 @@ fn profile_table(shape: &str, p: &crate::profile::ShapeProfile, width: Option<us
     out
 }
 
+/// Columns of the name cell in the fixed-width kernel tables (`compile`, `baseline show`).
+pub(crate) const NAME_CELL: usize = 28;
+
+/// A row of a fixed-width kernel table: two spaces, `name` in a cell of [`NAME_CELL`]
+/// columns, then `figures` (already formatted, starting with its separator). A longer name
+/// goes on a line of its own with the figures on the next, under an empty cell, so that no
+/// line grows past the table's width and no name is cut.
+pub(crate) fn name_row(name: &str, figures: &str) -> Vec<String> {
+    if name.chars().count() <= NAME_CELL {
+        vec![format!("  {name:<NAME_CELL$}{figures}")]
+    } else {
+        vec![
+            format!("  {name}"),
+            format!("  {:<NAME_CELL$}{figures}", ""),
+        ]
+    }
+}
+
 /// The width tables fit on stdout: `$COLUMNS`, else the terminal's, else 80, at least 80.
 pub(crate) fn stdout_width() -> usize {
     let tty = std::io::stdout().is_terminal();
@@ -436,6 +454,21 @@ pub(crate) fn wrap_lines(lines: &[String], width: Option<usize>) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_name_longer_than_its_cell_gets_a_line_of_its_own() {
+        use super::name_row;
+        assert_eq!(
+            name_row("k_d64", " 128"),
+            vec![format!("  {:<28} 128", "k_d64")]
+        );
+        let long = "attention_fwd_bf16_d64_long_noncausal";
+        let rows = name_row(long, " 128");
+        assert_eq!(rows, vec![format!("  {long}"), format!("  {:<28} 128", "")]);
+        // exactly the cell: one line
+        assert_eq!(name_row(&"x".repeat(28), " 1").len(), 1);
+    }
+
     use super::{fit_columns, fitted_table, wrap_lines};
 
     #[test]
