@@ -77,6 +77,16 @@ fn the_ada_and_sanitize_configs_hold_what_they_promise() {
     }
     assert!(san.shapes.iter().any(|s| s.seq_len % 2 == 1 && s.causal));
     assert!(san.shapes.iter().any(|s| s.seq_len == 1));
+    // every form of kernels/README.md on sm_90a: d64 from seq_len 1536 on, causal (`_long`)
+    // and not (`_long_noncausal`)
+    for causal in [true, false] {
+        assert!(
+            san.shapes
+                .iter()
+                .any(|s| s.head_dim == 64 && s.seq_len > 1536 && s.causal == causal),
+            "sanitize.yaml lacks a long d64 shape with causal {causal}"
+        );
+    }
     // The nightly names all three: PyTorch's own choice, forced cuDNN and FlashAttention-2.
     assert_eq!(load("nightly.yaml").peers.len(), 3);
 }

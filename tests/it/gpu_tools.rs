@@ -107,8 +107,8 @@ fn shipped_kernels_are_clean_under_every_tool() {
     let runs = report["runs"].as_array().unwrap();
     assert_eq!(
         runs.len(),
-        4 * 8,
-        "four tools on the eight shapes of configs/sanitize.yaml"
+        4 * 10,
+        "four tools on the ten shapes of configs/sanitize.yaml"
     );
     assert!(
         runs.iter()
