@@ -1420,8 +1420,9 @@ CG_ATTN_WS_KERNEL_DYN(attention_fwd_bf16_d64, 64, 128, 2, 1, true, true, false, 
 //       ping-pong and softmax/PV overlap, one CTA per SM, NAME_fill = {1, 8}; the three share
 //       each K/V tile. The gate's A/B on an H200, 2026-12-02 (fifth session), against the
 //       `_long` form with 192-key tiles: b2h16s1536d64 -10.2%, b4h16s2048d64 -5.0%, 8k and
-//       16k keys within 0.3%. Causal launches lose 9-11% with it (a 192-row tile crosses
-//       the diagonal further), so they keep NAME_long.
+//       16k keys within 0.3%. Causal launches lose 9-11% with it (not profiled: a 192-row
+//       tile crosses more of the diagonal than three dealt 64-row ones), so they keep
+//       NAME_long.
 CG_ATTN_WS_KERNEL(attention_fwd_f16_d64_small, 64, 128, 2, 1, false, true, false, 2, 232)
 CG_ATTN_WS_KERNEL(attention_fwd_bf16_d64_small, 64, 128, 2, 1, true, true, false, 2, 232)
 CG_ATTN_WS_KERNEL_DYN(attention_fwd_f16_d64_long, 64, 128, 2, 1, false, true, false, 2, 232, 8, 2)

@@ -508,15 +508,22 @@ fn resource_line(stdout: &str, target: &str, kernel: &str) -> String {
         .skip(1)
         .take_while(|l| l.starts_with("  "))
         .collect();
-    let row = lines
+    let at = lines
         .iter()
-        .find(|l| l.split_whitespace().next() == Some(kernel))
+        .position(|l| l.split_whitespace().next() == Some(kernel))
         .unwrap_or_else(|| panic!("no {kernel} for {target} in:\n{stdout}"));
+    // a name longer than its cell is alone on its line, the figures on the next
+    let mut out = lines[at].to_string();
+    if out.split_whitespace().count() == 1 {
+        let figures = lines
+            .get(at + 1)
+            .unwrap_or_else(|| panic!("no figures under {kernel} in:\n{stdout}"));
+        out = format!("{} {}", out.trim_end(), figures.trim_start());
+    }
     let notes: Vec<&&str> = lines
         .iter()
         .filter(|l| l.trim_start().starts_with(&format!("{kernel}: ")))
         .collect();
-    let mut out = row.to_string();
     for n in notes {
         out.push('\n');
         out.push_str(n);
