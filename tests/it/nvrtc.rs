@@ -315,6 +315,23 @@ fn the_compile_command_refuses_missing_entry_points_and_bad_launch_constants() {
             with_entries("", "{64, 2048, 0}"),
             "attention_fwd_f16_d64_launch is {64, 2048, 0}: rows and threads must be positive",
         ),
+        // a non-causal long form without the length it starts at: the host would guess
+        (
+            with_entries(
+                &form("attention_fwd_f16_d64_long_noncausal"),
+                "{64, 128, 0}",
+            ),
+            "attention_fwd_f16_d64_long_noncausal has no attention_fwd_f16_d64_long_noncausal_from",
+        ),
+        // one that starts at 0
+        (
+            with_entries(
+                &(form("attention_fwd_f16_d64_long_noncausal")
+                    + "extern \"C\" __constant__ int attention_fwd_f16_d64_long_noncausal_from[1] = {0};\n"),
+                "{64, 128, 0}",
+            ),
+            "attention_fwd_f16_d64_long_noncausal_from is 0: it must be a seq_len of at least 1",
+        ),
     ] {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("attention.cu"), source).unwrap();
@@ -339,6 +356,15 @@ fn the_compile_command_refuses_missing_entry_points_and_bad_launch_constants() {
             "{stdout}"
         );
     }
+}
+
+/// An optional form `name` (an empty kernel with `NAME_launch` {64, 128, 0}).
+fn form(name: &str) -> String {
+    format!(
+        "extern \"C\" __constant__ int {name}_launch[3] = {{64, 128, 0}};\n\
+         extern \"C\" __global__ void {name}(const unsigned short* q, const unsigned short* k, \
+         const unsigned short* v, float* out, int s, int d, float sc, int c) {{}}\n"
+    )
 }
 
 /// `source` with the four entry points the host loads (empty kernels, `launch` as each
