@@ -236,7 +236,9 @@ pub(crate) enum Form {
 /// and `NAME_long_noncausal_from` (None: the source has no such form).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct LongFrom {
+    /// `NAME_long_from`: `NAME_long` takes launches of either mask from there on.
     pub any: Option<u32>,
+    /// `NAME_long_noncausal_from`: non-causal launches only, ahead of `NAME_long`.
     pub noncausal: Option<u32>,
 }
 
