@@ -982,92 +982,45 @@ mod tests {
     #[test]
     fn the_host_picks_long_noncausal_then_long_then_small_then_main() {
         use super::{Form, LongFrom, pick_form};
-        const NONE: LongFrom = LongFrom {
-            any: None,
-            noncausal: None,
-        };
-        const LONG: LongFrom = LongFrom {
-            any: Some(1024),
-            noncausal: None,
-        };
         use crate::config::{Dtype, ShapeParams};
-        let shape = |b, h, s| ShapeParams::new(b, h, s, 64, false, Dtype::Float16);
-        // 132 SMs, 64-row main kernel: [1,8,512] is 64 CTAs, [8,16,512] 1024.
-        assert_eq!(
-            pick_form(&shape(1, 8, 512), 64, true, NONE, 132),
-            Form::Small
-        );
-        assert_eq!(
-            pick_form(&shape(1, 8, 512), 64, false, NONE, 132),
-            Form::Main
-        );
-        assert_eq!(
-            pick_form(&shape(8, 16, 512), 64, true, NONE, 132),
-            Form::Main
-        );
-        // 132 CTAs exactly is not fewer than the SMs
-        assert_eq!(
-            pick_form(&shape(1, 1, 132 * 64), 64, true, NONE, 132),
-            Form::Main
-        );
-        assert_eq!(
-            pick_form(&shape(1, 1, 131 * 64), 64, true, NONE, 132),
-            Form::Small
-        );
-        // NAME_long from seq_len 1024 on, before the small-grid rule
-        assert_eq!(
-            pick_form(&shape(4, 16, 2048), 64, true, LONG, 132),
-            Form::Long
-        );
-        assert_eq!(
-            pick_form(&shape(1, 1, 1024), 64, true, LONG, 132),
-            Form::Long
-        );
-        assert_eq!(
-            pick_form(&shape(1, 1, 1023), 64, true, LONG, 132),
-            Form::Small
-        );
-        assert_eq!(
-            pick_form(&shape(8, 16, 512), 64, true, LONG, 132),
-            Form::Main
-        );
-        // a zero row count from a hostile launch constant does not divide by zero
-        // NAME_long_noncausal from 1536 on takes non-causal launches only; causal ones, and
-        // shorter non-causal ones, go on to NAME_long
-        let both = LongFrom {
-            any: Some(1024),
-            noncausal: Some(1536),
-        };
-        let causal = |b, h, s| ShapeParams::new(b, h, s, 64, true, Dtype::Float16);
-        assert_eq!(
-            pick_form(&shape(4, 16, 2048), 64, true, both, 132),
-            Form::LongNonCausal
-        );
-        assert_eq!(
-            pick_form(&shape(1, 1, 1536), 64, true, both, 132),
-            Form::LongNonCausal
-        );
-        assert_eq!(
-            pick_form(&causal(4, 16, 2048), 64, true, both, 132),
-            Form::Long
-        );
-        assert_eq!(
-            pick_form(&shape(1, 1, 1535), 64, true, both, 132),
-            Form::Long
-        );
-        // without NAME_long, shorter launches fall through to the small-grid rule
-        let nc_only = LongFrom {
-            any: None,
-            noncausal: Some(1536),
-        };
-        assert_eq!(
-            pick_form(&causal(1, 1, 4096), 64, true, nc_only, 132),
-            Form::Small
-        );
-        assert_eq!(
-            pick_form(&shape(1, 1, 4096), 64, true, nc_only, 132),
-            Form::LongNonCausal
-        );
-        assert_eq!(pick_form(&shape(1, 1, 7), 0, true, NONE, 132), Form::Small);
+        let from = |any, noncausal| LongFrom { any, noncausal };
+        let none = from(None, None);
+        let long = from(Some(1024), None);
+        let both = from(Some(1024), Some(1536));
+        let nc_only = from(None, Some(1536));
+        // (batch, heads, seq_len, causal, main kernel's rows, has NAME_small, long forms,
+        // the form), on 132 SMs; a 64-row main kernel: [1,8,512] is 64 CTAs, [8,16,512] 1024
+        let cases = [
+            (1, 8, 512, false, 64, true, none, Form::Small),
+            (1, 8, 512, false, 64, false, none, Form::Main),
+            (8, 16, 512, false, 64, true, none, Form::Main),
+            // 132 CTAs exactly is not fewer than the SMs
+            (1, 1, 132 * 64, false, 64, true, none, Form::Main),
+            (1, 1, 131 * 64, false, 64, true, none, Form::Small),
+            // NAME_long from seq_len 1024 on, before the small-grid rule
+            (4, 16, 2048, false, 64, true, long, Form::Long),
+            (1, 1, 1024, false, 64, true, long, Form::Long),
+            (1, 1, 1023, false, 64, true, long, Form::Small),
+            (8, 16, 512, false, 64, true, long, Form::Main),
+            // NAME_long_noncausal from 1536 on takes non-causal launches only; causal ones,
+            // and shorter non-causal ones, go on to NAME_long
+            (4, 16, 2048, false, 64, true, both, Form::LongNonCausal),
+            (1, 1, 1536, false, 64, true, both, Form::LongNonCausal),
+            (4, 16, 2048, true, 64, true, both, Form::Long),
+            (1, 1, 1535, false, 64, true, both, Form::Long),
+            // without NAME_long, causal launches fall through to the small-grid rule
+            (1, 1, 4096, true, 64, true, nc_only, Form::Small),
+            (1, 1, 4096, false, 64, true, nc_only, Form::LongNonCausal),
+            // a zero row count from a hostile launch constant does not divide by zero
+            (1, 1, 7, false, 0, true, none, Form::Small),
+        ];
+        for (b, h, s, causal, rows, has_small, long_from, want) in cases {
+            let shape = ShapeParams::new(b, h, s, 64, causal, Dtype::Float16);
+            assert_eq!(
+                pick_form(&shape, rows, has_small, long_from, 132),
+                want,
+                "[{b},{h},{s}] causal {causal}, rows {rows}, small {has_small}, {long_from:?}"
+            );
+        }
     }
 }

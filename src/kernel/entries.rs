@@ -106,7 +106,8 @@ pub(crate) fn tma(name: &str, layout: i32) -> Result<(), EntryError> {
 
 /// The entries of a CUBIN checked without a GPU, as the loader will check them: every main
 /// entry with its `NAME_launch`, and each optional `NAME_small` / `NAME_long` /
-/// `NAME_long_noncausal` with theirs (and `NAME_long_from` / `NAME_long_noncausal_from`), every `NAME_fill` and `NAME_tma` valid. `max_smem` is the target's
+/// `NAME_long_noncausal` with theirs (and `NAME_long_from` / `NAME_long_noncausal_from`),
+/// every `NAME_fill` and `NAME_tma` valid. `max_smem` is the target's
 /// opt-in shared memory per block. One line per entry found, or every problem found (each a
 /// clause naming the symbol).
 pub(crate) fn check_static(cubin: &[u8], max_smem: u32) -> Result<Vec<String>, Vec<String>> {

@@ -358,13 +358,19 @@ fn the_compile_command_refuses_missing_entry_points_and_bad_launch_constants() {
     }
 }
 
-/// An optional form `name` (an empty kernel with `NAME_launch` {64, 128, 0}).
-fn form(name: &str) -> String {
+/// An entry point `name`: an empty kernel with the attention signature and `launch` as its
+/// `NAME_launch`.
+fn entry(name: &str, launch: &str) -> String {
     format!(
-        "extern \"C\" __constant__ int {name}_launch[3] = {{64, 128, 0}};\n\
+        "extern \"C\" __constant__ int {name}_launch[3] = {launch};\n\
          extern \"C\" __global__ void {name}(const unsigned short* q, const unsigned short* k, \
          const unsigned short* v, float* out, int s, int d, float sc, int c) {{}}\n"
     )
+}
+
+/// An optional form `name` (an empty kernel with `NAME_launch` {64, 128, 0}).
+fn form(name: &str) -> String {
+    entry(name, "{64, 128, 0}")
 }
 
 /// `source` with the four entry points the host loads (empty kernels, `launch` as each
@@ -377,11 +383,7 @@ fn with_entries(source: &str, launch: &str) -> String {
         "attention_fwd_f16_d128",
         "attention_fwd_bf16_d128",
     ] {
-        s.push_str(&format!(
-            "extern \"C\" __constant__ int {name}_launch[3] = {launch};\n\
-             extern \"C\" __global__ void {name}(const unsigned short* q, const unsigned short* k, \
-             const unsigned short* v, float* out, int s, int d, float sc, int c) {{}}\n"
-        ));
+        s.push_str(&entry(name, launch));
     }
     s
 }
