@@ -244,6 +244,121 @@ step)
   for cfg in "$@"; do ab "step-$(basename "$cfg" .yaml)" kernels "$cfg"; done
   bash bench/kernel_table_device.sh configs/pr.yaml
   ;;
+sixth)
+  # 2026-12-02, sixth session: the L4's d128 tile with the split pipeline (one K and one V
+  # buffer, 48 KiB, two CTAs per SM on the L4): each .carry/variants/ada-* against the base on
+  # configs/pr-ada.yaml; FA2 and cuDNN on the same shapes right after; each
+  # .carry/variants/san-* (the same kernels with CG_ADA_TILES defined on top) under
+  # compute-sanitizer on configs/sanitize.yaml
+  for v in $(ls .carry/variants | grep '^ada-'); do ab "$v" ".carry/variants/$v" configs/pr-ada.yaml; done
+  # mid-*: the same against the base on non-causal d128 shapes of other lengths (ada-mid.yaml)
+  if ls .carry/variants | grep -q '^mid-'; then
+    python3 - "$res/ada-mid.yaml" <<'PY'
+import sys, yaml
+cfg = yaml.safe_load(open("configs/pr-ada.yaml"))
+cfg["name"] = "ada-mid"
+cfg["shapes"] = [{"batch": b, "heads": 16, "seq_len": s, "head_dim": 128, "causal": False,
+                  "dtype": t} for b, s, t in ((16, 256, "float16"), (8, 512, "float16"),
+                  (4, 1024, "float16"), (2, 2048, "float16"), (1, 1000, "float16"),
+                  (2, 4096, "bfloat16"))]
+yaml.safe_dump(cfg, open(sys.argv[1], "w"), sort_keys=False)
+PY
+    for v in $(ls .carry/variants | grep '^mid-'); do ab "$v" ".carry/variants/$v" "$res/ada-mid.yaml"; done
+  fi
+  timed timeout 150 python3 bench/sdpa_bench.py configs/pr-ada.yaml --backends flash,cudnn \
+    --replay-ms 2 --samples 30 --duty 0.25 --out "$res/sdpa-ada.json" > "$res/sdpa-ada.txt" 2>&1
+  python3 - "$res" <<'PY'
+import glob, json, os, sys
+res = sys.argv[1]
+peers = {s["name"]: s for s in json.load(open(f"{res}/sdpa-ada.json"))["shapes"]}
+print("| kernels | shape | p50 µs | / cuDNN | / FA2 |")
+for f in sorted(glob.glob(f"{res}/ab-ada-*.json")):
+    r = json.load(open(f))
+    for s in r.get("shapes", []):
+        p = peers.get(s["name"], {})
+        for side, p50 in (("base", (s.get("ab") or {}).get("p50_base")), (os.path.basename(f)[3:-5], (s.get("ab") or {}).get("p50_cand"))):
+            if p50:
+                q = lambda x: f"{p50 / x:.2f}" if x else "—"
+                print(f"| {side} | {s['name']} | {p50:.2f} | {q(p.get('cudnn_us'))} | {q(p.get('flash_us'))} |")
+PY
+  for v in $(ls .carry/variants | grep '^san-'); do
+    echo "== sanitize $v"
+    timed timeout 150 "$bin" sanitize --kernels ".carry/variants/$v" > "$res/$v.txt" 2>&1
+    tail -4 "$res/$v.txt"
+  done
+  ;;
+sixth-step)
+  # 2026-12-02, sixth session: kernels/ (the L4's d128 non-causal launches on
+  # NAME_long_noncausal, the split-pipeline 128x32 tile; the host takes a NAME_long_noncausal
+  # only on a grid of NAME with at least as many CTAs as SMs) against the base on pr-ada, on
+  # non-causal d128 lengths (ada-mid.yaml) and on the PR config; the new grid rule on the
+  # H200's d64 (.carry/ci-gate-old, the binary without it: the base's `_long_noncausal`
+  # against .carry/variants/pr-nolnc, the same kernels without it, so `_long`, on small
+  # grids); FA2 / cuDNN on pr-ada; bench/kernel_check.py --ada (parity of the L4's forms)
+  ab step-ada kernels configs/pr-ada.yaml
+  python3 - "$res/ada-mid.yaml" "$res/hop-small.yaml" <<'PY'
+import sys, yaml
+cfg = yaml.safe_load(open("configs/pr-ada.yaml"))
+cfg["name"] = "ada-mid"
+cfg["shapes"] = [{"batch": b, "heads": 16, "seq_len": s, "head_dim": 128, "causal": False,
+                  "dtype": t} for b, s, t in ((16, 256, "float16"), (8, 512, "float16"),
+                  (4, 1024, "float16"), (2, 2048, "float16"), (1, 1000, "float16"),
+                  (2, 4096, "bfloat16"))]
+yaml.safe_dump(cfg, open(sys.argv[1], "w"), sort_keys=False)
+cfg = yaml.safe_load(open("configs/pr.yaml"))
+cfg["name"] = "hop-small"
+cfg.pop("peers", None)
+cfg["shapes"] = [{"batch": 1, "heads": h, "seq_len": s, "head_dim": 64, "causal": False,
+                  "dtype": "float16"} for h, s in ((4, 2048), (2, 4096), (5, 1536), (1, 8192))]
+yaml.safe_dump(cfg, open(sys.argv[2], "w"), sort_keys=False)
+PY
+  ab step-mid kernels "$res/ada-mid.yaml"
+  bin=$PWD/.carry/ci-gate-old ab hop-small .carry/variants/pr-nolnc "$res/hop-small.yaml"
+  ab step-pr kernels configs/pr.yaml
+  timed timeout 150 python3 bench/sdpa_bench.py configs/pr-ada.yaml --backends flash,cudnn \
+    --replay-ms 2 --samples 30 --duty 0.25 --out "$res/sdpa-ada.json" > "$res/sdpa-ada.txt" 2>&1
+  python3 - "$res" <<'PY'
+import json, sys
+res = sys.argv[1]
+peers = {s["name"]: s for s in json.load(open(f"{res}/sdpa-ada.json"))["shapes"]}
+r = json.load(open(f"{res}/ab-step-ada.json"))
+print("| shape | base µs | kernels µs | base / FA2 | kernels / FA2 | kernels / cuDNN |")
+for s in r.get("shapes", []):
+    ab, p = s.get("ab") or {}, peers.get(s["name"], {})
+    b, c, fa, cd = ab.get("p50_base"), ab.get("p50_cand"), p.get("flash_us"), p.get("cudnn_us")
+    if b and c and fa and cd:
+        print(f"| {s['name']} | {b:.2f} | {c:.2f} | {b / fa:.2f} | {c / fa:.2f} | {c / cd:.2f} |")
+PY
+  timed timeout 200 python3 bench/kernel_check.py --ada --out "$res/kc-ada.json" > "$res/kc-ada.log" 2>&1
+  grep -E "ada|FAIL|passed|failed" "$res/kc-ada.log" | tail -8 | cut -c1-200
+  ;;
+sixth-rest)
+  # after `sixth-step` passed: bench/kernel_check.py --ada, the L4's new form under
+  # compute-sanitizer (a grid of NAME with more CTAs than SMs, so the host takes it), the GPU
+  # tests, pr-ada re-recorded with a stored-only A/A, and a stored-only A/A of pr
+  timed timeout 200 python3 bench/kernel_check.py --ada --out "$res/kc-ada.json" > "$res/kc-ada.log" 2>&1
+  grep -E "rand-ada|FAIL|FAILURE|util" "$res/kc-ada.log" | tail -8 | cut -c1-200
+  mkdir -p /tmp/k-ada && cp kernels/*.cu /tmp/k-ada/ && sed -i '1i #define CG_ADA_TILES 1' /tmp/k-ada/attention.cu
+  cat > "$res/san-ada.yaml" <<'YAML'
+name: san-ada
+shapes:
+  # 3 query tiles x 67 heads = 201 CTAs of NAME: the host takes NAME_long_noncausal (from 256);
+  # 257 keys leave a 32-key tile with one valid key
+  - {batch: 1, heads: 67, seq_len: 257, head_dim: 128, causal: false, dtype: float16}
+  - {batch: 1, heads: 67, seq_len: 300, head_dim: 128, causal: false, dtype: bfloat16}
+YAML
+  timed timeout 200 "$bin" sanitize --config "$res/san-ada.yaml" --kernels /tmp/k-ada > "$res/san-ada.txt" 2>&1
+  grep -E "sanitize:|finding" "$res/san-ada.txt" | head -4
+  tar czf /tmp/sixth-part1.tgz -C "$out" r && rm -rf "$res"
+  bash bench/issue36_device.sh tests 2>&1 | grep -E "test result|FAILED|panicked|rc=" | head -8
+  mv /tmp/sixth-part1.tgz "$out"/
+  mkdir -p "$res"
+  KEEP_RES=1 CFGS=pr-ada bash "$0" record
+  echo "== stored-only A/A, pr"
+  timed timeout 150 "$bin" local --no-base --no-peers --no-profile --config configs/pr.yaml \
+    --out "$res/stored-pr.json" > "$res/stored-pr.txt" 2>&1
+  grep -E "PASS|FAIL" "$res/stored-pr.txt" | tail -1 | cut -c1-200
+  ;;
 esac
 # (KEEP_RES=1: a mode run by another leaves its results to the caller's archive)
 [ "${KEEP_RES:-0}" = 1 ] || { [ -d "$res" ] && tar czf "$out/issue40-$what.tgz" -C "$out" r && rm -rf "$res"; }

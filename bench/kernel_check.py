@@ -433,8 +433,11 @@ def check_ref_extra(ref, results):
 def check_util(umod, info):
     res = {}
     stream = None
-    fn16 = umod.mod.get_function("fill_normal_f16")
-    fnbf = umod.mod.get_function("fill_normal_bf16")
+    # the gate's inputs (issue 37's mixture, kernels/util.cu): role 0 (q) of a [64, 1024, 64]
+    # tensor; its values are not N(0, 1), so only what holds for any draw is asserted
+    fn16 = umod.mod.get_function("fill_input_f16")
+    fnbf = umod.mod.get_function("fill_input_bf16")
+    shape_args = (np.int32(0), np.int32(1024), np.int32(64))
     fu32 = umod.mod.get_function("fill_u32")
     spin = umod.mod.get_function("spin_cycles")
     n = 1 << 22
@@ -442,11 +445,11 @@ def check_util(umod, info):
         a = torch.empty(n, dtype=torch.float16, device="cuda")
         b = torch.empty(n, dtype=torch.float16, device="cuda")
         c = torch.empty(n, dtype=torch.float16, device="cuda")
-        fn16((264,), (256,), (np.uint64(a.data_ptr()), np.uint64(n), np.uint64(42)))
-        fn16((7,), (128,), (np.uint64(b.data_ptr()), np.uint64(n), np.uint64(42)))
-        fn16((264,), (256,), (np.uint64(c.data_ptr()), np.uint64(n), np.uint64(43)))
+        fn16((264,), (256,), (np.uint64(a.data_ptr()), np.uint64(n), np.uint64(42)) + shape_args)
+        fn16((7,), (128,), (np.uint64(b.data_ptr()), np.uint64(n), np.uint64(42)) + shape_args)
+        fn16((264,), (256,), (np.uint64(c.data_ptr()), np.uint64(n), np.uint64(43)) + shape_args)
         x = torch.empty(n, dtype=torch.bfloat16, device="cuda")
-        fnbf((264,), (256,), (np.uint64(x.data_ptr()), np.uint64(n), np.uint64(42)))
+        fnbf((264,), (256,), (np.uint64(x.data_ptr()), np.uint64(n), np.uint64(42)) + shape_args)
         u = torch.zeros(1000, dtype=torch.int32, device="cuda")
         fu32((3,), (64,), (np.uint64(u.data_ptr()), np.uint64(999), np.uint32(0x7FC00000)))
     torch.cuda.synchronize()
@@ -458,8 +461,9 @@ def check_util(umod, info):
     res["f16_finite"] = bool(torch.isfinite(af).all())
     xf = x.float()
     res["bf16_mean"], res["bf16_std"] = float(xf.mean()), float(xf.std())
-    # bf16 and f16 of the same seed come from the same fp32 samples
-    res["bf16_vs_f16_maxdiff"] = float((xf - af).abs().max())
+    # bf16 and f16 of the same seed come from the same fp32 samples: they differ by rounding
+    # (bf16 keeps 8 significant bits), relative to each value's magnitude
+    res["bf16_vs_f16_maxdiff"] = float(((xf - af).abs() / af.abs().clamp(min=1.0)).max())
     res["fill_u32_ok"] = bool((u[:999] == 0x7FC00000).all()) and int(u[999]) == 0
     # spin_cycles: time 2e6 cycles
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -477,9 +481,8 @@ def check_util(umod, info):
     res["spin_2M_ms"], res["spin_4M_ms"] = ms
     res["spin_implied_GHz"] = 2e6 / ((ms[1] - ms[0]) * 1e6) if ms[1] > ms[0] else None
     ok = (res["f16_same_seed_other_grid_equal"] and res["f16_other_seed_differs"] > 0.9
-          and abs(res["f16_mean"]) < 0.01 and abs(res["f16_std"] - 1) < 0.01
-          and res["f16_finite"] and res["fill_u32_ok"] and abs(res["bf16_std"] - 1) < 0.01
-          and res["bf16_vs_f16_maxdiff"] < 0.05 and ms[1] > ms[0])
+          and res["f16_finite"] and res["fill_u32_ok"] and res["f16_std"] > 0.5
+          and res["bf16_vs_f16_maxdiff"] < 0.01 and ms[1] > ms[0])
     res["ok"] = bool(ok)
     if not ok:
         fail(f"util: {res}")
@@ -604,7 +607,10 @@ def main():
     if args.ada:
         adamod = Module("attention.cu", arch, ["-DCG_ADA_TILES"])
         fast_ada = {key: Attn(adamod, name) for key, name in FAST.items()}
-        for a in fast_ada.values():
+        # and the L4's optional forms (the d128 split-pipeline tile, NAME_long_noncausal)
+        ada_forms = {key: Attn(adamod, f"{name}_long_noncausal") for key, name in FAST.items()
+                     if adamod.has_symbol(f"{name}_long_noncausal")}
+        for a in list(fast_ada.values()) + list(ada_forms.values()):
             info["kernels"]["ada:" + a.name] = {"launch": [a.rows, a.threads, a.smem],
                                                 "ptxas": a.ptxas}
     for kn, kv in info["kernels"].items():
@@ -632,6 +638,9 @@ def main():
     if fast_ada:
         sections.append(("random-ada", lambda: check_random(
             fast_ada, ref, results, seed=4321, ref_kernel_too=False, section="rand-ada")))
+        sections.append(("random-ada-long-noncausal", lambda: check_random(
+            ada_forms, ref, results, seed=4322, ref_kernel_too=False,
+            section="rand-ada-long-noncausal")))
     if variants:
         def vcheck():
             for vn, vk in variants.items():

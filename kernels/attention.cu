@@ -26,7 +26,8 @@
 //   * Q tile: cp.async -> smem (swizzled) -> ldmatrix once -> registers (d64), or kept in
 //     smem and re-read per tile (d128, where registers hold the 32x128 fp32 O accumulators);
 //   * K/V tiles of BN keys: cp.async into a 2-stage (double-buffered) smem ring, the
-//     load of tile j+1 overlaps the math on tile j (a 3-stage ring is a tested option);
+//     load of tile j+1 overlaps the math on tile j (a 3-stage ring is a tested option; the
+//     split pipeline, one K and one V buffer, loads V_j during S and K_j+1 during O += P V);
 //   * S = Q K^T and O += P V with mma.sync.m16n8k16 (fp16 or bf16 in, fp32 accumulate);
 //     P is re-packed from the S accumulators straight into A fragments (no smem round trip);
 //   * online softmax in fp32 with exp2 and log2(e)*scale folded into one FFMA;
@@ -120,7 +121,8 @@ struct Dt<true> {  // bfloat16
 
 // ---------------------------------------------------------------- tile geometry
 
-// Shared memory: a ring of ST stages, each [K tile (BN x D) | V tile (BN x D)], 16-bit
+// Shared memory: a ring of ST stages, each [K tile (BN x D) | V tile (BN x D)] (ST = 1: one K
+// and one V buffer, refilled in turn: the split pipeline of attn_fwd), 16-bit
 // elements, rows of D*2 bytes. Within a row the 16-byte chunk c of row r is stored at chunk
 // c ^ (r & 7): the 8 row addresses of every ldmatrix phase then hit 8 distinct 16-byte
 // bank groups (conflict-free), and cp.async writes stay 16-byte aligned.
@@ -336,13 +338,16 @@ CG_DEV void store_rows(float* __restrict__ og, const float* o, const float* l_r,
 // blocks per warp (a warp owns rows [16*MI*warp, 16*MI*(warp+1)) of the tile, and every
 // K/V fragment it reads from smem feeds MI mma's); QREG: Q fragments live in registers;
 // ST: K/V pipeline stages (2: prefetch 1 tile ahead, 2 barriers per tile; 3: prefetch 2
-// tiles ahead, 1 barrier per tile).
+// tiles ahead, 1 barrier per tile; 1: the split pipeline, one K and one V buffer, V of tile j
+// loaded during S = Q K_j^T and K of tile j+1 during O += P V_j, 2 barriers per tile: half
+// the shared memory of 2 stages, for two CTAs per SM where a block gets ~100 KB (the L4)).
 template <int D, int BM, int BN, int NW, int MI, bool QREG, int ST, bool BF16>
 CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k,
                      const unsigned short* __restrict__ v, float* __restrict__ out, int seq_len,
                      int head_dim, float scale, int causal_i) {
     typedef Geo<D, BM, BN, QREG, ST> G;
-    static_assert(ST == 2 || ST == 3, "pipeline depth");
+    static_assert(ST >= 1 && ST <= 3, "pipeline depth");
+    static_assert(ST != 1 || !QREG, "the split pipeline keeps Q in its own smem region");
     constexpr int NT = NW * 32;
     constexpr int ROWB = G::ROWB;
     constexpr int KD = D / 16;   // k-steps of S = Q K^T
@@ -403,6 +408,10 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
     load_tile<BM, D, NT>(qs, qg, m0, seq_len, tid);
     cp_async_commit();
     const bool kv_now = !QREG || G::Q_IN_STAGE;
+    if (ST == 1) {  // split: K of tile 0 (its V is requested in the loop)
+        if (n_tiles > 0) load_tile<BN, D, NT>(st0, kg, 0, seq_len, tid);
+        cp_async_commit();
+    }
     if (kv_now) {
 #pragma unroll
         for (int t = 0; t < ST - 1; ++t) {
@@ -469,8 +478,15 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
             }
             cp_async_commit();  // (possibly empty) group for tile j+1
         }
-        cp_async_wait<1>();  // tile j (and Q) landed for this thread's copies ...
-        __syncthreads();     // ... and for everyone's; also: every warp is done with tile j-1
+        if (ST == 1) {
+            cp_async_wait<0>();  // K of tile j (and Q) landed for this thread's copies ...
+            __syncthreads();     // ... and everyone's; every warp is done with V of tile j-1
+            load_tile<BN, D, NT>(cur + G::KV_TILE_B, vg, j * BN, seq_len, tid);
+            cp_async_commit();  // V of tile j
+        } else {
+            cp_async_wait<1>();  // tile j (and Q) landed for this thread's copies ...
+            __syncthreads();     // ... and for everyone's; also: every warp is done with tile j-1
+        }
         if (ST == 3) {
             // 3 stages: tile j+2 goes into tile j-1's stage, free since the barrier above.
             if (j + 2 < n_tiles) {
@@ -481,64 +497,77 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
         }
 
         const int n0 = j * BN;
-        if (n0 < warp_kv_end) {
-            // ---- S = Q K^T  (WR x BN per warp, fp32)
+        // A warp with no row that sees the tile (causal, or past the end) skips its math; with
+        // the split pipeline it still takes the barrier between S (reads K) and O (reads V).
+        const bool work = n0 < warp_kv_end;
+        if (ST == 1 || work) {
             float s[MI][NB * 4];
+            if (ST != 1 || work) {
+                // ---- S = Q K^T  (WR x BN per warp, fp32)
 #pragma unroll
-            for (int mi = 0; mi < MI; ++mi)
+                for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
-                for (int i = 0; i < NB * 4; ++i) s[mi][i] = 0.f;
+                    for (int i = 0; i < NB * 4; ++i) s[mi][i] = 0.f;
 #pragma unroll
-            for (int kk = 0; kk < KD; ++kk) {
-                unsigned qa[MI][4];
+                for (int kk = 0; kk < KD; ++kk) {
+                    unsigned qa[MI][4];
+#pragma unroll
+                    for (int mi = 0; mi < MI; ++mi) {
+                        if (QREG) {
+#pragma unroll
+                            for (int x = 0; x < 4; ++x)
+                                qa[mi][x] = qf[QREG ? mi : 0][QREG ? kk : 0][x];
+                        } else {
+                            ldsm_x4(qs + ((q_off + mi * 16 * ROWB) ^ (kk << 5)), qa[mi][0],
+                                    qa[mi][1], qa[mi][2], qa[mi][3]);
+                        }
+                    }
+                    const unsigned kbase = cur + (k_off ^ (kk << 5));
+#pragma unroll
+                    for (int np = 0; np < NB / 2; ++np) {
+                        unsigned b0, b1, b2, b3;
+                        ldsm_x4(kbase + np * 16 * ROWB, b0, b1, b2, b3);
+#pragma unroll
+                        for (int mi = 0; mi < MI; ++mi) {
+                            Dt<BF16>::mma(&s[mi][(2 * np) * 4], qa[mi], b0, b1);
+                            Dt<BF16>::mma(&s[mi][(2 * np + 1) * 4], qa[mi], b2, b3);
+                        }
+                    }
+                }
+            }
+            if (ST == 1) {
+                cp_async_wait<0>();  // V of tile j landed for this thread's copies ...
+                __syncthreads();     // ... and everyone's; every warp is done with K of tile j
+                if (j + 1 < n_tiles) load_tile<BN, D, NT>(cur, kg, (j + 1) * BN, seq_len, tid);
+                cp_async_commit();  // K of tile j+1
+            }
+            if (ST != 1 || work) {
+                // ---- masking (only tiles that cross the diagonal or the end of the
+                // sequence), online softmax (fp32), then P -> A fragments of the input dtype
+                if (tile_needs_mask(n0, BN, warp_lim_min)) {
+#pragma unroll
+                    for (int mi = 0; mi < MI; ++mi) mask_scores<NB>(s[mi], n0, lane, lim[mi]);
+                }
+                unsigned pf[MI][KB][4];
 #pragma unroll
                 for (int mi = 0; mi < MI; ++mi) {
-                    if (QREG) {
-#pragma unroll
-                        for (int x = 0; x < 4; ++x) qa[mi][x] = qf[QREG ? mi : 0][QREG ? kk : 0][x];
-                    } else {
-                        ldsm_x4(qs + ((q_off + mi * 16 * ROWB) ^ (kk << 5)), qa[mi][0], qa[mi][1],
-                                qa[mi][2], qa[mi][3]);
-                    }
+                    softmax_tile<NB, DB>(s[mi], m_r[mi], l_r[mi], nullptr, sl2, o[mi]);
+                    pack_p<KB, BF16>(s[mi], pf[mi]);
                 }
-                const unsigned kbase = cur + (k_off ^ (kk << 5));
-#pragma unroll
-                for (int np = 0; np < NB / 2; ++np) {
-                    unsigned b0, b1, b2, b3;
-                    ldsm_x4(kbase + np * 16 * ROWB, b0, b1, b2, b3);
-#pragma unroll
-                    for (int mi = 0; mi < MI; ++mi) {
-                        Dt<BF16>::mma(&s[mi][(2 * np) * 4], qa[mi], b0, b1);
-                        Dt<BF16>::mma(&s[mi][(2 * np + 1) * 4], qa[mi], b2, b3);
-                    }
-                }
-            }
 
-            // ---- masking (only tiles that cross the diagonal or the end of the sequence),
-            // online softmax (fp32), then P -> A fragments of the input dtype
-            if (tile_needs_mask(n0, BN, warp_lim_min)) {
+                // ---- O += P V
 #pragma unroll
-                for (int mi = 0; mi < MI; ++mi) mask_scores<NB>(s[mi], n0, lane, lim[mi]);
-            }
-            unsigned pf[MI][KB][4];
+                for (int dp = 0; dp < DB / 2; ++dp) {
+                    const unsigned vbase = cur + G::KV_TILE_B + (v_off ^ (dp << 5));
 #pragma unroll
-            for (int mi = 0; mi < MI; ++mi) {
-                softmax_tile<NB, DB>(s[mi], m_r[mi], l_r[mi], nullptr, sl2, o[mi]);
-                pack_p<KB, BF16>(s[mi], pf[mi]);
-            }
-
-            // ---- O += P V
+                    for (int kb = 0; kb < KB; ++kb) {
+                        unsigned b0, b1, b2, b3;
+                        ldsm_x4_t(vbase + kb * 16 * ROWB, b0, b1, b2, b3);
 #pragma unroll
-            for (int dp = 0; dp < DB / 2; ++dp) {
-                const unsigned vbase = cur + G::KV_TILE_B + (v_off ^ (dp << 5));
-#pragma unroll
-                for (int kb = 0; kb < KB; ++kb) {
-                    unsigned b0, b1, b2, b3;
-                    ldsm_x4_t(vbase + kb * 16 * ROWB, b0, b1, b2, b3);
-#pragma unroll
-                    for (int mi = 0; mi < MI; ++mi) {
-                        Dt<BF16>::mma(&o[mi][(2 * dp) * 4], pf[mi][kb], b0, b1);
-                        Dt<BF16>::mma(&o[mi][(2 * dp + 1) * 4], pf[mi][kb], b2, b3);
+                        for (int mi = 0; mi < MI; ++mi) {
+                            Dt<BF16>::mma(&o[mi][(2 * dp) * 4], pf[mi][kb], b0, b1);
+                            Dt<BF16>::mma(&o[mi][(2 * dp + 1) * 4], pf[mi][kb], b2, b3);
+                        }
                     }
                 }
             }
@@ -1472,6 +1501,19 @@ CG_ATTN_KERNEL(attention_fwd_bf16_d64_small, 64, 64, 64, 4, 1, true, 2, true, 3)
     (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ >= 1200))
 CG_ATTN_KERNEL(attention_fwd_f16_d128, 128, 128, 64, 8, 1, true, 3, false, 1)
 CG_ATTN_KERNEL(attention_fwd_bf16_d128, 128, 128, 64, 8, 1, true, 3, true, 1)
+// d128 non-causal launches (NAME_long_noncausal from seq_len 256; the host takes it only on
+//    a grid of NAME with at least as many CTAs as SMs): 128 rows x 32 keys, 4 warps x 32 rows
+//    (each K/V fragment feeds two mma's: half the ldmatrix traffic per mma of 16 rows per
+//    warp), Q kept in smem, the split pipeline (one K and one V buffer): 48 KiB, so two CTAs
+//    = 8 warps per SM on the L4 (255 registers). FA2 runs this tile on sm_86/sm_89 for
+//    non-causal d128. The gate's A/B on an H200 (CG_ADA_TILES, 2026-12-02, sixth session)
+//    against NAME: b2h16s4096d128 -7.5%, from 256 to 4096 keys -7.5 ... -10.9%; causal
+//    launches stay on NAME (+1.0% and +6.7% with this tile: a warp's 32 rows cross the
+//    diagonal on more tiles).
+CG_ATTN_KERNEL(attention_fwd_f16_d128_long_noncausal, 128, 128, 32, 4, 2, false, 1, false, 2)
+CG_ATTN_KERNEL(attention_fwd_bf16_d128_long_noncausal, 128, 128, 32, 4, 2, false, 1, true, 2)
+extern "C" __constant__ int attention_fwd_f16_d128_long_noncausal_from[1] = {256};
+extern "C" __constant__ int attention_fwd_bf16_d128_long_noncausal_from[1] = {256};
 #else
 CG_ATTN_KERNEL(attention_fwd_f16_d128, 128, 128, 32, 4, 2, false, 2, false, 2)
 CG_ATTN_KERNEL(attention_fwd_bf16_d128, 128, 128, 32, 4, 2, false, 2, true, 2)
@@ -1498,6 +1540,10 @@ CG_V(128, 128, 32, 4, 2, s, false, 2, 2)
 CG_V(128, 128, 32, 8, 1, r, true, 2, 2)
 CG_V(128, 64, 64, 4, 1, r, true, 2, 2)
 CG_V(128, 64, 32, 4, 1, r, true, 2, 2)
+// the split pipeline (t1: one K and one V buffer, 48 KiB, two CTAs per SM on the L4): FA2's
+// sm_86/sm_89 d128 tiles, 128x32 (non-causal there) and 64x64 (causal)
+CG_V(128, 128, 32, 4, 2, s, false, 1, 2)
+CG_V(128, 64, 64, 4, 1, s, false, 1, 2)
 #ifdef CG_HAVE_WGMMA
 // Name: attnv_f16_d<D>_wg<NWG>n<BN>b<MINB>[p: pipelined]
 #define CG_VW(D, NWG, BN, MINB, SFX, PIPE) \

@@ -148,6 +148,7 @@ impl KernelSet {
             harness: &self.harness,
             shapes: &self.shapes,
             no_reference: false,
+            max_wait_s: Some(args.timeout_s),
         };
         let mut argv = compile.args()?;
         argv.push("--compile-only".into());
@@ -247,6 +248,10 @@ fn run_one(
         harness,
         shapes: &shapes,
         no_reference: false,
+        // Under the sanitizer a launch is tens of times slower than the config's bound on a
+        // wait expects ([1,67,300] d128: past 15 s under racecheck); this run's own limit
+        // bounds it instead.
+        max_wait_s: Some(args.timeout_s),
     }
     .args()?;
     let mut cmd = Command::new(sanitizer);

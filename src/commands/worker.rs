@@ -6,6 +6,8 @@
 //! Named `worker` for the process other tools run; the evaluator's measuring process is
 //! `eval::worker`.
 
+use std::time::Duration;
+
 use anyhow::Result;
 
 use crate::cli::KernelRunArgs;
@@ -29,7 +31,11 @@ pub(crate) fn launched(output: &str) -> Vec<(&str, &str)> {
 
 pub(crate) fn run_kernels(args: &KernelRunArgs) -> Result<Outcome> {
     let (config, shapes) = crate::config::load_selected(&args.config, &args.shapes)?;
-    let gpu = Gpu::open_with(&args.harness, &config.compile.defines)?;
+    let mut gpu = Gpu::open_with(&args.harness, &config.compile.defines)?;
+    gpu.max_wait = args.max_wait_s.map_or(
+        Duration::from_secs_f64(config.measure.max_wait_s),
+        Duration::from_secs,
+    );
     let set = gpu.load_attention_with(&args.kernels, &config.compile.defines)?;
     if args.compile_only {
         return Ok(Outcome::Pass);

@@ -244,10 +244,17 @@ pub(crate) struct LongFrom {
 
 /// The host's choice among `NAME`, `NAME_small`, `NAME_long` and `NAME_long_noncausal`, as
 /// kernels/README.md states it: `NAME_long_noncausal` for a non-causal launch when the source
-/// has one and seq_len is at least its `NAME_long_noncausal_from`; else `NAME_long` when the
-/// source has one and seq_len is at least its `NAME_long_from`; else `NAME_small` when the
-/// source has one and `NAME`'s grid, ⌈seq_len / rows⌉ · batch · heads CTAs, has fewer CTAs
-/// than the GPU has SMs; else `NAME`.
+/// has one, seq_len is at least its `NAME_long_noncausal_from` and `NAME`'s grid,
+/// ⌈seq_len / rows⌉ · batch · heads CTAs, has at least as many CTAs as the GPU has SMs; else
+/// `NAME_long` when the source has one and seq_len is at least its `NAME_long_from`; else
+/// `NAME_small` when the source has one and `NAME`'s grid has fewer CTAs than SMs; else
+/// `NAME`.
+///
+/// Why the grid counts for `NAME_long_noncausal` only: it may hold fewer warps per SM than
+/// `NAME` (the L4's d128 form: two CTAs of 4 warps where `NAME` runs one of 8), which a grid
+/// that cannot give every SM its CTAs leaves idle: on an H200, [1,16,1000] non-causal d128
+/// with the L4's tiles took 34% longer on it than on `NAME` (docs/KERNEL_LOG.md, sixth
+/// session).
 pub(crate) fn pick_form(
     shape: &ShapeParams,
     main_rows_per_block: u32,
@@ -255,7 +262,12 @@ pub(crate) fn pick_form(
     long_from: LongFrom,
     sm_count: u32,
 ) -> Form {
+    let ctas = u64::from(shape.seq_len.div_ceil(main_rows_per_block.max(1)))
+        * u64::from(shape.batch)
+        * u64::from(shape.heads);
+    let small_grid = ctas < u64::from(sm_count);
     if !shape.causal
+        && !small_grid
         && long_from
             .noncausal
             .is_some_and(|from| shape.seq_len >= from)
@@ -265,10 +277,7 @@ pub(crate) fn pick_form(
     if long_from.any.is_some_and(|from| shape.seq_len >= from) {
         return Form::Long;
     }
-    let ctas = u64::from(shape.seq_len.div_ceil(main_rows_per_block.max(1)))
-        * u64::from(shape.batch)
-        * u64::from(shape.heads);
-    if has_small && ctas < u64::from(sm_count) {
+    if has_small && small_grid {
         Form::Small
     } else {
         Form::Main
@@ -1005,12 +1014,19 @@ mod tests {
             // NAME_long_noncausal from 1536 on takes non-causal launches only; causal ones,
             // and shorter non-causal ones, go on to NAME_long
             (4, 16, 2048, false, 64, true, both, Form::LongNonCausal),
-            (1, 1, 1536, false, 64, true, both, Form::LongNonCausal),
+            (1, 6, 1536, false, 64, true, both, Form::LongNonCausal),
             (4, 16, 2048, true, 64, true, both, Form::Long),
-            (1, 1, 1535, false, 64, true, both, Form::Long),
+            (1, 6, 1535, false, 64, true, both, Form::Long),
+            // ... and only on a grid of NAME with at least as many CTAs as SMs ([1,6,1536]
+            // is 144 CTAs of 64 rows, [1,5,1536] 120; 8384 keys are 131, 8448 are 132): a
+            // smaller one goes on to NAME_long, or without it to the small-grid rule
+            (1, 5, 1536, false, 64, true, both, Form::Long),
+            (1, 1, 8384, false, 64, true, nc_only, Form::Small),
+            (1, 1, 8384, false, 64, false, nc_only, Form::Main),
+            (1, 1, 8448, false, 64, true, nc_only, Form::LongNonCausal),
             // without NAME_long, causal launches fall through to the small-grid rule
             (1, 1, 4096, true, 64, true, nc_only, Form::Small),
-            (1, 1, 4096, false, 64, true, nc_only, Form::LongNonCausal),
+            (4, 1, 4096, false, 64, true, nc_only, Form::LongNonCausal),
             // a zero row count from a hostile launch constant does not divide by zero
             (1, 1, 7, false, 0, true, none, Form::Small),
         ];

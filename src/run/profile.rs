@@ -267,6 +267,8 @@ fn profile_one(
         harness,
         shapes: &shapes,
         no_reference: true,
+        // ncu replays each kernel; its run's own limit bounds the program's waits
+        max_wait_s: Some(limit.as_secs().max(1)),
     }
     .args()
     .map_err(|e| ProfileError::Tool(e.to_string()))?;

@@ -135,6 +135,8 @@ pub(crate) struct KernelRun<'a> {
     pub harness: &'a Path,
     pub shapes: &'a [String],
     pub no_reference: bool,
+    /// `--max-wait-s`: the program's bound on one wait for the GPU (None: the config's).
+    pub max_wait_s: Option<u64>,
 }
 
 impl KernelRun<'_> {
@@ -150,6 +152,9 @@ impl KernelRun<'_> {
         }
         if self.no_reference {
             a.push("--no-reference".into());
+        }
+        if let Some(s) = self.max_wait_s {
+            a.extend(["--max-wait-s".into(), s.to_string().into()]);
         }
         Ok(a)
     }
@@ -172,6 +177,31 @@ mod tests {
         let ran = run_bounded(cmd, Duration::from_secs(30)).unwrap();
         assert_eq!(ran.status.and_then(|s| s.code()), Some(3));
         assert!(ran.output.contains("one") && ran.output.contains("two"));
+    }
+
+    #[test]
+    fn the_kernel_run_line_carries_the_wait_bound_only_when_given() {
+        let shapes = ["b1h2s3d64_f16".to_owned()];
+        let run = |max_wait_s| {
+            KernelRun {
+                config: Path::new("c.yaml"),
+                kernels: Path::new("k"),
+                harness: Path::new("h"),
+                shapes: &shapes,
+                no_reference: true,
+                max_wait_s,
+            }
+            .args()
+            .unwrap()
+            .into_iter()
+            .skip(1) // the executable
+            .map(|a| a.into_string().unwrap())
+            .collect::<Vec<_>>()
+        };
+        let base = "kernel-run --config c.yaml --kernels k --harness h --shape b1h2s3d64_f16 \
+                    --no-reference";
+        assert_eq!(run(None).join(" "), base);
+        assert_eq!(run(Some(600)).join(" "), format!("{base} --max-wait-s 600"));
     }
 
     #[test]

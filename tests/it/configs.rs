@@ -87,6 +87,21 @@ fn the_ada_and_sanitize_configs_hold_what_they_promise() {
             "sanitize.yaml lacks a long d64 shape with causal {causal}"
         );
     }
+    // The L4's kernels under the sanitizer: compiled as pr-ada compiles them, and reaching
+    // its d128 non-causal form (kernels/README.md: from seq_len 256, on a grid of NAME, 128
+    // rows per CTA, with at least one CTA per SM: 132 on an H100 SXM or H200)
+    let san_ada = load("sanitize-ada.yaml");
+    assert_eq!(san_ada.compile.defines, ada.compile.defines);
+    for dtype in [Dtype::Float16, Dtype::Bfloat16] {
+        assert!(
+            san_ada.shapes.iter().any(|s| s.head_dim == 128
+                && !s.causal
+                && s.dtype == dtype
+                && s.seq_len >= 256
+                && s.seq_len.div_ceil(128) * s.batch * s.heads >= 132),
+            "sanitize-ada.yaml lacks a {dtype} shape on the L4's d128 non-causal form"
+        );
+    }
     // The nightly names all three: PyTorch's own choice, forced cuDNN and FlashAttention-2.
     assert_eq!(load("nightly.yaml").peers.len(), 3);
 }
