@@ -544,8 +544,9 @@ pub struct SanitizeArgs {
     /// Runs at once (each a process on the GPU).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub jobs: u32,
-    /// Wall-time limit of one tool on one shape, seconds (past it: no answer, exit 2); it
-    /// replaces the config's measure.max_wait_s as the program's bound on a GPU wait.
+    /// Wall-time limit of one tool on one shape, seconds (past it: no answer, exit 2). Under
+    /// the sanitizer the program waits up to 150 s (or this limit, if shorter) for the GPU,
+    /// not the config's measure.max_wait_s.
     #[arg(long, default_value_t = 600, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=36_000))]
     pub timeout_s: u64,
     /// Report format on stdout.
@@ -641,8 +642,8 @@ pub struct KernelRunArgs {
     #[arg(long)]
     pub compile_only: bool,
     /// The longest wait for the GPU, seconds (default: the config's measure.max_wait_s).
-    /// `sanitize` and the profiler pass their own limit on the whole run: under a sanitizer
-    /// a launch takes tens of times longer, and that limit already bounds it.
+    /// `sanitize` and the profiler pass a longer one: under their tools a launch takes
+    /// tens of times longer.
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=36_000))]
     pub max_wait_s: Option<u64>,
 }

@@ -24,6 +24,13 @@ use crate::sanitize::{Exit, SanitizeOutcome, SanitizeReport, Tool, ToolRun};
 /// Findings printed in full per run (the rest are counted).
 const SHOWN_PER_RUN: usize = 3;
 
+/// The program's bound on one wait for the GPU under a sanitizer, seconds (at most the run's
+/// `--timeout-s`). The config's `measure.max_wait_s` (15 s by default) is for kernels at full
+/// speed: under racecheck one launch of [1,66,257] d128 took longer than that (H200,
+/// 2026-12-02), a whole run of it 39 s. A hanging kernel still ends here, not at the run's
+/// limit, so that `--jobs` runs of one cannot hold the GPU for `--timeout-s` each.
+const SANITIZER_WAIT_S: u64 = 150;
+
 pub(crate) fn run_sanitize(args: &SanitizeArgs) -> Result<Outcome> {
     if let Some(out) = &args.out {
         crate::files::check_writable(out)?;
@@ -148,7 +155,7 @@ impl KernelSet {
             harness: &self.harness,
             shapes: &self.shapes,
             no_reference: false,
-            max_wait_s: Some(args.timeout_s),
+            max_wait_s: Some(args.timeout_s.min(SANITIZER_WAIT_S)),
         };
         let mut argv = compile.args()?;
         argv.push("--compile-only".into());
@@ -248,10 +255,7 @@ fn run_one(
         harness,
         shapes: &shapes,
         no_reference: false,
-        // Under the sanitizer a launch is tens of times slower than the config's bound on a
-        // wait expects ([1,67,300] d128: past 15 s under racecheck); this run's own limit
-        // bounds it instead.
-        max_wait_s: Some(args.timeout_s),
+        max_wait_s: Some(args.timeout_s.min(SANITIZER_WAIT_S)),
     }
     .args()?;
     let mut cmd = Command::new(sanitizer);
