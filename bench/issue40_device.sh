@@ -73,6 +73,41 @@ yaml.safe_dump(cfg, open(sys.argv[1], "w"), sort_keys=False)
 PY
 }
 
+# ada-mid.yaml: configs/pr-ada.yaml's settings (CG_ADA_TILES) on non-causal d128 lengths
+# from 256 to 4096 keys, and [1,16,1000], a grid of fewer CTAs than an H200 has SMs
+ada_mid_config() {
+  python3 - "$res/ada-mid.yaml" <<'PY'
+import sys, yaml
+cfg = yaml.safe_load(open("configs/pr-ada.yaml"))
+cfg["name"] = "ada-mid"
+cfg["shapes"] = [{"batch": b, "heads": 16, "seq_len": s, "head_dim": 128, "causal": False,
+                  "dtype": t} for b, s, t in ((16, 256, "float16"), (8, 512, "float16"),
+                  (4, 1024, "float16"), (2, 2048, "float16"), (1, 1000, "float16"),
+                  (2, 4096, "bfloat16"))]
+yaml.safe_dump(cfg, open(sys.argv[1], "w"), sort_keys=False)
+PY
+}
+
+# hop-small.yaml: the PR config's settings on non-causal d64 grids of fewer 64-row CTAs than
+# an H200 has SMs, past NAME_long_noncausal_from (1536)
+hop_small_config() {
+  python3 - "$res/hop-small.yaml" <<'PY'
+import sys, yaml
+cfg = yaml.safe_load(open("configs/pr.yaml"))
+cfg["name"] = "hop-small"
+cfg.pop("peers", None)
+cfg["shapes"] = [{"batch": 1, "heads": h, "seq_len": s, "head_dim": 64, "causal": False,
+                  "dtype": "float16"} for h, s in ((4, 2048), (2, 4096), (5, 1536), (1, 8192))]
+yaml.safe_dump(cfg, open(sys.argv[1], "w"), sort_keys=False)
+PY
+}
+
+# FA2 and cuDNN on configs/pr-ada.yaml's shapes (the independent harness), into sdpa-ada.json
+ada_peers() {
+  timed timeout 150 python3 bench/sdpa_bench.py configs/pr-ada.yaml --backends flash,cudnn \
+    --replay-ms 2 --samples 30 --duty 0.25 --out "$res/sdpa-ada.json" > "$res/sdpa-ada.txt" 2>&1
+}
+
 case $what in
 persistent)
   # candidates in .carry/variants/long-* and d128-* (each a copy of kernels/ whose `_long` or
@@ -253,20 +288,10 @@ sixth)
   for v in $(ls .carry/variants | grep '^ada-'); do ab "$v" ".carry/variants/$v" configs/pr-ada.yaml; done
   # mid-*: the same against the base on non-causal d128 shapes of other lengths (ada-mid.yaml)
   if ls .carry/variants | grep -q '^mid-'; then
-    python3 - "$res/ada-mid.yaml" <<'PY'
-import sys, yaml
-cfg = yaml.safe_load(open("configs/pr-ada.yaml"))
-cfg["name"] = "ada-mid"
-cfg["shapes"] = [{"batch": b, "heads": 16, "seq_len": s, "head_dim": 128, "causal": False,
-                  "dtype": t} for b, s, t in ((16, 256, "float16"), (8, 512, "float16"),
-                  (4, 1024, "float16"), (2, 2048, "float16"), (1, 1000, "float16"),
-                  (2, 4096, "bfloat16"))]
-yaml.safe_dump(cfg, open(sys.argv[1], "w"), sort_keys=False)
-PY
+    ada_mid_config
     for v in $(ls .carry/variants | grep '^mid-'); do ab "$v" ".carry/variants/$v" "$res/ada-mid.yaml"; done
   fi
-  timed timeout 150 python3 bench/sdpa_bench.py configs/pr-ada.yaml --backends flash,cudnn \
-    --replay-ms 2 --samples 30 --duty 0.25 --out "$res/sdpa-ada.json" > "$res/sdpa-ada.txt" 2>&1
+  ada_peers
   python3 - "$res" <<'PY'
 import glob, json, os, sys
 res = sys.argv[1]
@@ -296,27 +321,12 @@ sixth-step)
   # against .carry/variants/pr-nolnc, the same kernels without it, so `_long`, on small
   # grids); FA2 / cuDNN on pr-ada; bench/kernel_check.py --ada (parity of the L4's forms)
   ab step-ada kernels configs/pr-ada.yaml
-  python3 - "$res/ada-mid.yaml" "$res/hop-small.yaml" <<'PY'
-import sys, yaml
-cfg = yaml.safe_load(open("configs/pr-ada.yaml"))
-cfg["name"] = "ada-mid"
-cfg["shapes"] = [{"batch": b, "heads": 16, "seq_len": s, "head_dim": 128, "causal": False,
-                  "dtype": t} for b, s, t in ((16, 256, "float16"), (8, 512, "float16"),
-                  (4, 1024, "float16"), (2, 2048, "float16"), (1, 1000, "float16"),
-                  (2, 4096, "bfloat16"))]
-yaml.safe_dump(cfg, open(sys.argv[1], "w"), sort_keys=False)
-cfg = yaml.safe_load(open("configs/pr.yaml"))
-cfg["name"] = "hop-small"
-cfg.pop("peers", None)
-cfg["shapes"] = [{"batch": 1, "heads": h, "seq_len": s, "head_dim": 64, "causal": False,
-                  "dtype": "float16"} for h, s in ((4, 2048), (2, 4096), (5, 1536), (1, 8192))]
-yaml.safe_dump(cfg, open(sys.argv[2], "w"), sort_keys=False)
-PY
+  ada_mid_config
+  hop_small_config
   ab step-mid kernels "$res/ada-mid.yaml"
   bin=$PWD/.carry/ci-gate-old ab hop-small .carry/variants/pr-nolnc "$res/hop-small.yaml"
   ab step-pr kernels configs/pr.yaml
-  timed timeout 150 python3 bench/sdpa_bench.py configs/pr-ada.yaml --backends flash,cudnn \
-    --replay-ms 2 --samples 30 --duty 0.25 --out "$res/sdpa-ada.json" > "$res/sdpa-ada.txt" 2>&1
+  ada_peers
   python3 - "$res" <<'PY'
 import json, sys
 res = sys.argv[1]

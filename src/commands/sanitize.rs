@@ -31,6 +31,11 @@ const SHOWN_PER_RUN: usize = 3;
 /// limit, so that `--jobs` runs of one cannot hold the GPU for `--timeout-s` each.
 const SANITIZER_WAIT_S: u64 = 150;
 
+/// [`SANITIZER_WAIT_S`], or the run's `--timeout-s` where that is shorter.
+fn program_wait_s(args: &SanitizeArgs) -> u64 {
+    args.timeout_s.min(SANITIZER_WAIT_S)
+}
+
 pub(crate) fn run_sanitize(args: &SanitizeArgs) -> Result<Outcome> {
     if let Some(out) = &args.out {
         crate::files::check_writable(out)?;
@@ -155,7 +160,7 @@ impl KernelSet {
             harness: &self.harness,
             shapes: &self.shapes,
             no_reference: false,
-            max_wait_s: Some(args.timeout_s.min(SANITIZER_WAIT_S)),
+            max_wait_s: Some(program_wait_s(args)),
         };
         let mut argv = compile.args()?;
         argv.push("--compile-only".into());
@@ -255,7 +260,7 @@ fn run_one(
         harness,
         shapes: &shapes,
         no_reference: false,
-        max_wait_s: Some(args.timeout_s.min(SANITIZER_WAIT_S)),
+        max_wait_s: Some(program_wait_s(args)),
     }
     .args()?;
     let mut cmd = Command::new(sanitizer);
