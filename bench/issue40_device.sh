@@ -8,6 +8,11 @@
 #   bash bench/issue40_device.sh long           # long shapes: A/B, then against cuDNN / FA2
 #   bash bench/issue40_device.sh record         # the stored baselines of pr and pr-ada
 #                                               # re-recorded (3 processes), a stored-only A/A each
+#   bash bench/issue40_device.sh seventh        # kernels/ against the base: long, odd, PR and
+#                                               # pr-ada shapes with cuDNN / FA2; sanitize, parity
+#   bash bench/issue40_device.sh seventh-step   # the same A/B; if kept: checks, tests, record
+#   bash bench/issue40_device.sh seventh-h100   # H100: record pr, pr-ada; PR table; L4 path
+#   bash bench/issue40_device.sh seventh-long   # the long shapes: A/B, cuDNN / FA2
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -99,6 +104,39 @@ cfg.pop("peers", None)
 cfg["shapes"] = [{"batch": 1, "heads": h, "seq_len": s, "head_dim": 64, "causal": False,
                   "dtype": "float16"} for h, s in ((4, 2048), (2, 4096), (5, 1536), (1, 8192))]
 yaml.safe_dump(cfg, open(sys.argv[1], "w"), sort_keys=False)
+PY
+}
+
+# hop-odd.yaml: the PR config's settings on non-causal d64 lengths past
+# NAME_long_noncausal_from whose 64-row units split unevenly over a head's CTAs
+hop_odd_config() {
+  python3 - "$res/hop-odd.yaml" <<'PY'
+import sys, yaml
+cfg = yaml.safe_load(open("configs/pr.yaml"))
+cfg["name"] = "hop-odd"
+cfg.pop("peers", None)
+cfg["shapes"] = [{"batch": b, "heads": h, "seq_len": s, "head_dim": 64, "causal": False,
+                  "dtype": t} for b, h, s, t in ((3, 16, 1601, "float16"),
+                  (2, 16, 2500, "bfloat16"), (1, 32, 3000, "float16"), (4, 16, 1536, "float16"),
+                  (2, 16, 4096, "float16"), (8, 16, 2048, "float16"))]
+yaml.safe_dump(cfg, open(sys.argv[1], "w"), sort_keys=False)
+PY
+}
+
+# ours (an A/B's candidate p50) against cuDNN and FA2 (an sdpa_bench.py file): table AB SDPA
+peer_table() {
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+peers = {s["name"]: s for s in json.load(open(sys.argv[2]))["shapes"]}
+print("| shape | base µs | kernels µs | TF/s | / cuDNN | / FA2 |")
+print("| --- | --- | --- | --- | --- | --- |")
+for s in r.get("shapes", []):
+    ab, p = s.get("ab") or {}, peers.get(s["name"], {})
+    b, c, fa, cd = ab.get("p50_base"), ab.get("p50_cand"), p.get("flash_us"), p.get("cudnn_us")
+    q = lambda x: f"{c / x:.2f}" if c and x else "—"
+    if b and c:
+        print(f"| {s['name']} | {b:.2f} | {c:.2f} | {s.get('tflops') or 0:.0f} | {q(cd)} | {q(fa)} |")
 PY
 }
 
@@ -368,6 +406,105 @@ YAML
   timed timeout 150 "$bin" local --no-base --no-peers --no-profile --config configs/pr.yaml \
     --out "$res/stored-pr.json" > "$res/stored-pr.txt" 2>&1
   grep -E "PASS|FAIL" "$res/stored-pr.txt" | tail -1 | cut -c1-200
+  ;;
+seventh)
+  # 2026-12-02, seventh session: kernels/ (the three-consumer d64 form's rows split evenly in
+  # 64-row units over a head's CTAs) against the base (main's kernels) on the long shapes,
+  # odd lengths (hop-odd.yaml) and the PR config, with cuDNN / FA2 on the long and PR shapes
+  # right after each (issue 40's table on this card); the L4's path (pr-ada, its kernels
+  # unchanged: an A/A) with FA2 / cuDNN; compute-sanitizer on configs/sanitize.yaml (its
+  # [1,6,1601] d64 reaches the form with idle consumers); bench/kernel_check.py (parity)
+  long_config
+  hop_odd_config
+  ab step-long kernels "$res/long.yaml"
+  timed timeout 150 python3 bench/sdpa_bench.py "$res/long.yaml" --backends flash,cudnn --replay-ms 2 \
+    --samples 30 --duty 0.25 --out "$res/sdpa-long.json" > "$res/sdpa-long.txt" 2>&1
+  peer_table "$res/ab-step-long.json" "$res/sdpa-long.json"
+  ab step-odd kernels "$res/hop-odd.yaml"
+  ab step-pr kernels configs/pr.yaml
+  timed timeout 150 python3 bench/sdpa_bench.py configs/pr.yaml --backends flash,cudnn --replay-ms 2 \
+    --samples 30 --duty 0.25 --out "$res/sdpa-pr.json" > "$res/sdpa-pr.txt" 2>&1
+  peer_table "$res/ab-step-pr.json" "$res/sdpa-pr.json"
+  ab step-ada kernels configs/pr-ada.yaml
+  ada_peers
+  peer_table "$res/ab-step-ada.json" "$res/sdpa-ada.json"
+  timed timeout 150 "$bin" sanitize --kernels kernels > "$res/san.txt" 2>&1
+  grep -E "sanitize:|finding" "$res/san.txt" | head -4
+  timed timeout 150 python3 bench/kernel_check.py --no-timing --out "$res/kc.json" > "$res/kc.log" 2>&1
+  grep -E "rand|FAIL|FAILURE|passed|failed" "$res/kc.log" | tail -8 | cut -c1-200
+  ;;
+seventh-step)
+  # 2026-12-02, seventh session: kernels/ (the even split with one 64-row unit as
+  # rows_per_block, so the host's fill rule sizes the grid by units) against the base on the
+  # long, odd and PR shapes, cuDNN / FA2 on the long ones; only when no A/B has a regression
+  # or a failure: compute-sanitizer, bench/kernel_check.py, the GPU tests, and this card's
+  # baselines re-recorded (H200: pr, its pr-ada kernels unchanged, so a stored-only A/A of it;
+  # any other card: pr and pr-ada), each with a stored-only A/A
+  long_config
+  hop_odd_config
+  ab step-long kernels "$res/long.yaml"
+  timed timeout 150 python3 bench/sdpa_bench.py "$res/long.yaml" --backends flash,cudnn --replay-ms 2 \
+    --samples 30 --duty 0.25 --out "$res/sdpa-long.json" > "$res/sdpa-long.txt" 2>&1
+  peer_table "$res/ab-step-long.json" "$res/sdpa-long.json"
+  ab step-odd kernels "$res/hop-odd.yaml"
+  ab step-pr kernels configs/pr.yaml
+  if python3 -c '
+import json, sys
+for f in sys.argv[1:]:
+    r = json.load(open(f))
+    v = [s.get("verdict") for s in r.get("shapes", [])]
+    if not (r.get("passed") and v and set(v) <= {"pass", "improvement"}):
+        sys.exit(1)
+' "$res/ab-step-long.json" "$res/ab-step-odd.json" "$res/ab-step-pr.json"; then
+    timed timeout 150 "$bin" sanitize --kernels kernels > "$res/san.txt" 2>&1
+    grep -E "sanitize:|finding" "$res/san.txt" | head -4
+    timed timeout 150 python3 bench/kernel_check.py --no-timing --out "$res/kc.json" > "$res/kc.log" 2>&1
+    grep -E "rand|FAIL|FAILURE|passed|failed" "$res/kc.log" | tail -4 | cut -c1-200
+    tar czf /tmp/seventh-part1.tgz -C "$out" r && rm -rf "$res"
+    bash bench/issue36_device.sh tests 2>&1 | grep -E "test result|FAILED|panicked|rc=" | head -8
+    mv /tmp/seventh-part1.tgz "$out"/
+    mkdir -p "$res"
+    if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+      KEEP_RES=1 CFGS=pr bash "$0" record
+      echo "== stored-only A/A, pr-ada"
+      timed timeout 150 "$bin" local --no-base --no-peers --no-profile --config configs/pr-ada.yaml \
+        --out "$res/stored-pr-ada.json" > "$res/stored-pr-ada.txt" 2>&1
+      grep -E "PASS|FAIL" "$res/stored-pr-ada.txt" | tail -1 | cut -c1-200
+    else
+      KEEP_RES=1 CFGS="pr pr-ada" bash "$0" record
+    fi
+  else
+    echo "== the step is not kept: no checks or record"
+  fi
+  ;;
+seventh-h100)
+  # 2026-12-02, seventh session, on an H100 after `seventh-step` was kept on the H200: this
+  # card's pr and pr-ada baselines re-recorded with stored-only A/As; the step against the base
+  # on the PR config with cuDNN / FA2 after it (the table on this card); the L4's path (an A/A:
+  # its kernels did not change) with FA2 / cuDNN; LONG=1: the long shapes too
+  KEEP_RES=1 CFGS="pr pr-ada" bash "$0" record
+  ab step-pr kernels configs/pr.yaml
+  timed timeout 150 python3 bench/sdpa_bench.py configs/pr.yaml --backends flash,cudnn --replay-ms 2 \
+    --samples 30 --duty 0.25 --out "$res/sdpa-pr.json" > "$res/sdpa-pr.txt" 2>&1
+  peer_table "$res/ab-step-pr.json" "$res/sdpa-pr.json"
+  ab step-ada kernels configs/pr-ada.yaml
+  ada_peers
+  peer_table "$res/ab-step-ada.json" "$res/sdpa-ada.json"
+  if [ "${LONG:-0}" = 1 ]; then
+    long_config
+    ab step-long kernels "$res/long.yaml"
+    timed timeout 150 python3 bench/sdpa_bench.py "$res/long.yaml" --backends flash,cudnn --replay-ms 2 \
+      --samples 30 --duty 0.25 --out "$res/sdpa-long.json" > "$res/sdpa-long.txt" 2>&1
+    peer_table "$res/ab-step-long.json" "$res/sdpa-long.json"
+  fi
+  ;;
+seventh-long)
+  # the long shapes alone: the step against the base, then cuDNN / FA2
+  long_config
+  ab step-long kernels "$res/long.yaml"
+  timed timeout 150 python3 bench/sdpa_bench.py "$res/long.yaml" --backends flash,cudnn --replay-ms 2 \
+    --samples 30 --duty 0.25 --out "$res/sdpa-long.json" > "$res/sdpa-long.txt" 2>&1
+  peer_table "$res/ab-step-long.json" "$res/sdpa-long.json"
   ;;
 esac
 # (KEEP_RES=1: a mode run by another leaves its results to the caller's archive)

@@ -1073,7 +1073,7 @@ CG_DEV bool wide_tiles(int seq_len) {
 // sub-tiles per CTA back from the grid: nsub = ceil(tiles / gridDim.x). Small grids get one
 // tile per CTA, larger ones become persistent-like.
 template <int D, int BN, int ST, int NC, bool BF16, bool INTRA, bool PP, int CREG, int NSUB,
-          bool DYN = false, int QBUF = 2>
+          bool DYN = false, int QBUF = 2, bool EVEN = false>
 CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* __restrict__ out,
                         int seq_len, int head_dim, float scale, int causal_i) {
     typedef WsGeo<D, BN, ST, NC, NSUB, QBUF> G;
@@ -1081,6 +1081,7 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
                   "wgmma tile shape");
     static_assert(!PP || NC >= 2, "ping-pong needs two consumers");
     static_assert(NSUB >= 1, "sub-tiles");
+    static_assert(!EVEN || (NC > 1 && NSUB > 1), "an even split: several consumers, sub-tiles");
     constexpr int BM = G::BM;
     constexpr int NB = BN / 8;   // n-blocks (8 keys) of S
     constexpr int KB = BN / 16;  // k-steps of O += P V
@@ -1104,20 +1105,44 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
     // highest (heaviest) first, and the CTAs with the heaviest first tile start first. Tiles
     // past the end of the sequence are skipped by everyone. (With NSUB = 1: tile
     // n_ctas - 1 - blockIdx.x, as in attn_fwd.)
+    //
+    // EVEN instead (NAME_long_noncausal at d64: three consumers, non-causal launches): the
+    // CTAs of a (batch, head) split its rows evenly in 64-row units, one unit per consumer,
+    // instead of dealing whole BM-row tiles: CTA blockIdx.x of gridDim.x takes units [u_lo,
+    // u_hi), in sub-tiles of NC units from u_lo; in the last one the consumers past u_hi have
+    // no rows and keep only the barrier and turn protocol (idle_sub below). The entry declares
+    // one unit as rows_per_block, so the host's fill rule sizes the grid by units. Why:
+    // 192-row tiles dealt whole left the busiest CTA 6 tiles of work where the average is 5.2
+    // (b4h16s2048d64: 11 tiles per head over 2 CTAs, the last one two-thirds past the end yet
+    // computed in full; at b1h8s16384d64, 86 tiles per head over 15 CTAs); split evenly, each
+    // CTA has 5 tiles and one unit, and [1,8,16384] gets 16 CTAs per head.
     int nsub = NSUB;
-    if (DYN) {
-        const int tiles = (seq_len + BM - 1) / BM;
-        const int grid_x = (int)gridDim.x;
-        nsub = min(NSUB, max(1, (tiles + grid_x - 1) / grid_x));
+    int n_ctas, cta, u_lo = 0, u_hi = 0;
+    if (EVEN) {
+        const int units = (seq_len + 63) / 64;
+        n_ctas = (int)gridDim.x;
+        cta = (int)blockIdx.x;
+        u_lo = (int)((long long)units * cta / n_ctas);
+        u_hi = (int)((long long)units * (cta + 1) / n_ctas);
+        nsub = (u_hi - u_lo + NC - 1) / NC;  // any grid: every unit is some CTA's
+    } else {
+        if (DYN) {
+            const int tiles = (seq_len + BM - 1) / BM;
+            const int grid_x = (int)gridDim.x;
+            nsub = min(NSUB, max(1, (tiles + grid_x - 1) / grid_x));
+        }
+        n_ctas = (seq_len + BM * nsub - 1) / (BM * nsub);
+        cta = n_ctas - 1 - (int)blockIdx.x;
+        if (cta < 0) return;
     }
-    const int n_ctas = (seq_len + BM * nsub - 1) / (BM * nsub);
-    const int cta = n_ctas - 1 - (int)blockIdx.x;
-    if (cta < 0) return;
     const int bh = (int)blockIdx.y;
     auto sub_m0 = [&](int t) {
+        if (EVEN) return (u_lo + t * NC) * 64;
         const int r = nsub - 1 - t;
         return ((r & 1) ? (r + 1) * n_ctas - 1 - cta : r * n_ctas + cta) * BM;
     };
+    // whether sub-tile t (at m0) has rows of this CTA
+    auto sub_live = [&](int t, int m0) { return EVEN ? u_lo + t * NC < u_hi : m0 < seq_len; };
     auto sub_tiles = [&](int m0) {  // K/V tiles of the sub-tile at m0 (kv_end as in attn_fwd)
         const int kv_end = causal ? min(seq_len, m0 + BM) : seq_len;
         return (kv_end + BN - 1) / BN;
@@ -1164,7 +1189,7 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
             int u = 0;  // sub-tiles started so far (Q buffer u % QB)
             for (int t = 0; t < nsub; ++t) {
                 const int m0 = sub_m0(t);
-                if (m0 >= seq_len) continue;
+                if (!sub_live(t, m0)) continue;
                 const int b = u & (G::QB - 1);
                 // buffer b last held sub-tile u - QB: wait until every consumer is done with it
                 if (NSUB > 1 && u >= G::QB)
@@ -1205,13 +1230,45 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
     };
     if (PP && cw == NC - 1) named_arrive(1);  // consumer 0 goes first
 
+    // A consumer with no rows in a sub-tile (EVEN) does none of its math but every wait,
+    // turn and release the others count on, in their order: Q full; then per turn the K/V
+    // tiles that turn's wgmma's would read, the turn, and their release (waiting for a
+    // tile before releasing it keeps each release in that tile's phase).
+    auto idle_sub = [&](int n_tiles, int u0, int g0) {  // u0, g0: sub-tiles, K/V tiles before
+        const int b = u0 & (G::QB - 1);
+        mbar_wait(q_full(b), (unsigned)(u0 / G::QB) & 1u);
+        auto turn = [&](int jk, int jv) {  // Q K_jk^T and / or P V_jv (-1: none)
+            if (jk >= 0) mbar_wait(k_full((g0 + jk) % ST), (unsigned)((g0 + jk) / ST) & 1u);
+            if (jv >= 0) mbar_wait(v_full((g0 + jv) % ST), (unsigned)((g0 + jv) / ST) & 1u);
+            turn_begin();
+            turn_end();
+            if (signal && jk >= 0) mbar_arrive(k_empty((g0 + jk) % ST));
+            if (signal && jv >= 0) mbar_arrive(v_empty((g0 + jv) % ST));
+        };
+        if (INTRA) {
+            for (int j = 0; j <= n_tiles; ++j) turn(j < n_tiles ? j : -1, j - 1);
+        } else {
+            for (int j = 0; j < n_tiles; ++j) {
+                turn(j, -1);
+                turn(-1, j);
+            }
+        }
+        if (NSUB > 1 && signal) mbar_arrive(q_empty(b));
+    };
+
     int g = 0;  // K/V tiles consumed so far, as the producer counts them
     int u = 0;  // sub-tiles done so far
     for (int t = 0; t < nsub; ++t) {
         const int m0 = sub_m0(t);
-        if (m0 >= seq_len) continue;
+        if (!sub_live(t, m0)) continue;
         const int n_tiles = sub_tiles(m0);
         const int b = u & (G::QB - 1);
+        if (EVEN && u_lo + t * NC + cw >= u_hi) {
+            idle_sub(n_tiles, u, g);
+            g += n_tiles;
+            ++u;
+            continue;
+        }
 
         float o[DB * 4];
         float s[NB * 4];
@@ -1393,6 +1450,21 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
         cg_attn::attn_fwd_ws<D, BN, ST, NC, BF16, INTRA, PP, CREG, NSUB, true, QBUF>(     \
             CG_WS_ARGS);                                                                      \
     }
+// The evenly split form (EVEN above; non-causal launches): rows_per_block is one 64-row unit
+// and NAME_fill = {MINB, 64}, so the host sizes one wave of CTAs at MINB per SM over a head's
+// units, each taking up to 64 of them (the host's most); the kernel splits a head's units
+// evenly over gridDim.x. Q double-buffered (NSUB = 2: the sub-tile count is the kernel's own).
+#define CG_ATTN_WS_KERNEL_EVEN(NAME, D, BN, ST, NC, BF16, INTRA, PP, MINB, CREG)                \
+    extern "C" {                                                                              \
+    __constant__ int NAME##_launch[3] = {64, 128 * (NC + 1),                                  \
+                                         cg_attn::WsGeo<D, BN, ST, NC, 2, 2>::SMEM_B};         \
+    __constant__ int NAME##_tma[1] = {1};                                                     \
+    __constant__ int NAME##_fill[2] = {MINB, 64};                                             \
+    }                                                                                         \
+    CG_WS_ENTRY(NAME, NC, MINB) {                                                             \
+        cg_attn::attn_fwd_ws<D, BN, ST, NC, BF16, INTRA, PP, CREG, 2, true, 2, true>(          \
+            CG_WS_ARGS);                                                                      \
+    }
 // The larger dynamic shared memory of two WsGeo's (ST stages, NC consumers, NSUB sub-tiles;
 // the first with BN_A-key tiles and QB_A Q buffers, the second with BN_B and QB_B): what a
 // kernel that takes either tile shape declares in NAME_launch.
@@ -1446,8 +1518,11 @@ CG_ATTN_WS_KERNEL_DYN(attention_fwd_bf16_d64, 64, 128, 2, 1, true, true, false, 
 //       causal -7.2%, b1h16s8192d64 causal -5.9%.
 // d64 long non-causal sequences (NAME_long_noncausal, from seq_len NAME_long_noncausal_from
 //       on): three consumer warpgroups of 64 rows (192 rows per tile) with 160 registers,
-//       ping-pong and softmax/PV overlap, one CTA per SM, NAME_fill = {1, 8}; the three share
-//       each K/V tile. The gate's A/B on an H200, 2026-12-02 (fifth session), against the
+//       ping-pong and softmax/PV overlap, one CTA per SM; the three share each K/V tile. A
+//       head's rows are split evenly over its CTAs in 64-row units (EVEN; rows_per_block 64,
+//       NAME_fill = {1, 64}); the gate's A/B on an H200, 2026-12-02 (seventh session), against
+//       whole 192-row tiles: b4h16s2048d64 -5.6%, b1h16s8192d64 -5.7%, b1h8s16384d64 -5.2%.
+//       The gate's A/B on an H200, 2026-12-02 (fifth session), against the
 //       `_long` form with 192-key tiles: b2h16s1536d64 -10.2%, b4h16s2048d64 -5.0%, 8k and
 //       16k keys within 0.3%. Causal launches lose 9-11% with it (not profiled: a 192-row
 //       tile crosses more of the diagonal than three dealt 64-row ones), so they keep
@@ -1458,10 +1533,10 @@ CG_ATTN_WS_KERNEL_DYN(attention_fwd_f16_d64_long, 64, 128, 2, 1, false, true, fa
 CG_ATTN_WS_KERNEL_DYN(attention_fwd_bf16_d64_long, 64, 128, 2, 1, true, true, false, 2, 232, 8, 2)
 extern "C" __constant__ int attention_fwd_f16_d64_long_from[1] = {1536};
 extern "C" __constant__ int attention_fwd_bf16_d64_long_from[1] = {1536};
-CG_ATTN_WS_KERNEL_DYN(attention_fwd_f16_d64_long_noncausal, 64, 128, 2, 3, false, true, true, 1,
-                      160, 8, 2)
-CG_ATTN_WS_KERNEL_DYN(attention_fwd_bf16_d64_long_noncausal, 64, 128, 2, 3, true, true, true, 1,
-                      160, 8, 2)
+CG_ATTN_WS_KERNEL_EVEN(attention_fwd_f16_d64_long_noncausal, 64, 128, 2, 3, false, true, true, 1,
+                       160)
+CG_ATTN_WS_KERNEL_EVEN(attention_fwd_bf16_d64_long_noncausal, 64, 128, 2, 3, true, true, true, 1,
+                       160)
 extern "C" __constant__ int attention_fwd_f16_d64_long_noncausal_from[1] = {1536};
 extern "C" __constant__ int attention_fwd_bf16_d64_long_noncausal_from[1] = {1536};
 // d128: two consumer warpgroups of 64 rows with 240 registers, ping-pong and softmax/PV
