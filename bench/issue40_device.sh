@@ -13,6 +13,8 @@
 #   bash bench/issue40_device.sh seventh-step   # the same A/B; if kept: checks, tests, record
 #   bash bench/issue40_device.sh seventh-h100   # H100: record pr, pr-ada; PR table; L4 path
 #   bash bench/issue40_device.sh seventh-long   # the long shapes: A/B, cuDNN / FA2
+#   bash bench/issue40_device.sh seventh-leads  # two leads against main's kernels (variants/)
+#   bash bench/issue40_device.sh seventh-grid   # the min_grid step; then tests, stored A/As
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -496,6 +498,71 @@ seventh-h100)
     timed timeout 150 python3 bench/sdpa_bench.py "$res/long.yaml" --backends flash,cudnn --replay-ms 2 \
       --samples 30 --duty 0.25 --out "$res/sdpa-long.json" > "$res/sdpa-long.txt" 2>&1
     peer_table "$res/ab-step-long.json" "$res/sdpa-long.json"
+  fi
+  ;;
+seventh-leads)
+  # 2026-12-02, seventh session, leads for the next step (nothing kept from it): against the
+  # kernels of 4dd4ad2 (.carry/k-base), .carry/variants/lead-from512 (the even-split form from
+  # 512 keys) on the PR config and non-causal d64 at 1024 keys; .carry/variants/lead-rev (its
+  # CTAs in the reverse order of blockIdx.x) on lengths that split into whole sub-tiles
+  python3 - "$res/s1024.yaml" "$res/whole.yaml" <<'PY'
+import sys, yaml
+cfg = yaml.safe_load(open("configs/pr.yaml"))
+cfg.pop("peers", None)
+for path, name, shapes in ((sys.argv[1], "s1024", ((4, 16, 1024), (16, 16, 1024), (2, 32, 1024))),
+                           (sys.argv[2], "whole", ((2, 16, 1536), (4, 16, 1536), (1, 32, 3000)))):
+    cfg["name"] = name
+    cfg["shapes"] = [{"batch": b, "heads": h, "seq_len": s, "head_dim": 64, "causal": False,
+                      "dtype": "float16"} for b, h, s in shapes]
+    yaml.safe_dump(cfg, open(path, "w"), sort_keys=False)
+PY
+  ab from512-pr .carry/variants/lead-from512 configs/pr.yaml
+  ab from512-s1024 .carry/variants/lead-from512 "$res/s1024.yaml"
+  ab rev-whole .carry/variants/lead-rev "$res/whole.yaml"
+  ;;
+seventh-grid)
+  # 2026-12-02, seventh session, the last step: kernels/ (the even-split d64 form from 1024
+  # keys, and only on grids of NAME with at least 4 CTAs per SM: NAME_long_noncausal_min_grid,
+  # new in the host) against the base (4dd4ad2's kernels, which declare no min_grid: one per
+  # SM) on the PR config (every PR shape keeps its form) and on medium.yaml (1024 keys, and
+  # grids of 132..527 CTAs of NAME from 1536 keys, which now run NAME_long); the lead
+  # .carry/variants/lead-c2 (the same from 512 keys) on the PR config; then, without a
+  # regression or failure: the GPU tests, stored-only A/As of pr and pr-ada on this card
+  python3 - "$res/medium.yaml" <<'PY'
+import sys, yaml
+cfg = yaml.safe_load(open("configs/pr.yaml"))
+cfg["name"] = "medium"
+cfg.pop("peers", None)
+cfg["shapes"] = [{"batch": b, "heads": h, "seq_len": s, "head_dim": 64, "causal": False,
+                  "dtype": t} for b, h, s, t in ((4, 16, 1024, "float16"), (2, 32, 1024, "float16"),
+                  (16, 16, 1024, "float16"), (4, 16, 1024, "bfloat16"), (4, 8, 1024, "float16"),
+                  (1, 8, 2048, "float16"), (1, 16, 2048, "float16"), (1, 4, 4096, "float16"),
+                  (2, 8, 1536, "float16"), (3, 8, 1536, "float16"))]
+yaml.safe_dump(cfg, open(sys.argv[1], "w"), sort_keys=False)
+PY
+  ab grid-pr kernels configs/pr.yaml
+  ab grid-medium kernels "$res/medium.yaml"
+  ab c2-pr .carry/variants/lead-c2 configs/pr.yaml
+  if python3 -c '
+import json, sys
+for f in sys.argv[1:]:
+    r = json.load(open(f))
+    v = [s.get("verdict") for s in r.get("shapes", [])]
+    if not (r.get("passed") and v and set(v) <= {"pass", "improvement"}):
+        sys.exit(1)
+' "$res/ab-grid-pr.json" "$res/ab-grid-medium.json"; then
+    tar czf /tmp/grid-part1.tgz -C "$out" r && rm -rf "$res"
+    bash bench/issue36_device.sh tests 2>&1 | grep -E "test result|FAILED|panicked|rc=" | head -8
+    mv /tmp/grid-part1.tgz "$out"/
+    mkdir -p "$res"
+    for cfg in pr pr-ada; do
+      echo "== stored-only A/A, $cfg"
+      timed timeout 150 "$bin" local --no-base --no-peers --no-profile --config configs/$cfg.yaml \
+        --out "$res/stored-$cfg.json" > "$res/stored-$cfg.txt" 2>&1
+      grep -E "PASS|FAIL" "$res/stored-$cfg.txt" | tail -1 | cut -c1-200
+    done
+  else
+    echo "== the step is not kept: no tests or A/A"
   fi
   ;;
 seventh-long)
