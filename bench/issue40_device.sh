@@ -521,7 +521,8 @@ PY
   ab rev-whole .carry/variants/lead-rev "$res/whole.yaml"
   ;;
 seventh-grid)
-  # 2026-12-02, seventh session, the last step: kernels/ (the even-split d64 form from 1024
+  # (needs the kernels/ and the binary of 03a71a2, where this step was measured; reverted)
+  # 2026-12-02, seventh session, a step not kept: kernels/ (the even-split d64 form from 1024
   # keys, and only on grids of NAME with at least 4 CTAs per SM: NAME_long_noncausal_min_grid,
   # new in the host) against the base (4dd4ad2's kernels, which declare no min_grid: one per
   # SM) on the PR config (every PR shape keeps its form) and on medium.yaml (1024 keys, and

@@ -1537,14 +1537,8 @@ CG_ATTN_WS_KERNEL_EVEN(attention_fwd_f16_d64_long_noncausal, 64, 128, 2, 3, fals
                        160)
 CG_ATTN_WS_KERNEL_EVEN(attention_fwd_bf16_d64_long_noncausal, 64, 128, 2, 3, true, true, true, 1,
                        160)
-// From 1024 keys, and only on a grid of NAME with at least 4 CTAs per SM (kernels/README.md,
-// rule 1): on fewer, a CTA of this form has too few 64-row units to fill its three
-// consumers (an H200, 2026-12-02, seventh session: +3.5% against NAME at [4,16,512], 512
-// CTAs of NAME; -8.3 ... -10.7% at [4,16,1024], [2,32,1024] and [16,16,1024]).
-extern "C" __constant__ int attention_fwd_f16_d64_long_noncausal_from[1] = {1024};
-extern "C" __constant__ int attention_fwd_bf16_d64_long_noncausal_from[1] = {1024};
-extern "C" __constant__ int attention_fwd_f16_d64_long_noncausal_min_grid[1] = {4};
-extern "C" __constant__ int attention_fwd_bf16_d64_long_noncausal_min_grid[1] = {4};
+extern "C" __constant__ int attention_fwd_f16_d64_long_noncausal_from[1] = {1536};
+extern "C" __constant__ int attention_fwd_bf16_d64_long_noncausal_from[1] = {1536};
 // d128: two consumer warpgroups of 64 rows with 240 registers, ping-pong and softmax/PV
 //       overlap, 1 CTA per SM; two sub-tiles of 128 rows per CTA dealt back and forth
 //       (rows_per_block 256). Causal launches and short sequences: 128-key tiles, Q

@@ -214,8 +214,6 @@ pub struct AttentionSet {
     /// The optional long-sequence variants for non-causal launches only
     /// (`NAME_long_noncausal`, from `NAME_long_noncausal_from`), by the same key.
     long_noncausal: HashMap<(Dtype, u32), (Kernel, u32)>,
-    /// Their `NAME_long_noncausal_min_grid` where declared, by the same key.
-    long_noncausal_min_grid: HashMap<(Dtype, u32), u32>,
     /// SMs of the device: a grid of fewer CTAs than this launches `NAME_small`.
     sm_count: u32,
     /// SHA-256 of the `attention.cu` they came from.
@@ -242,16 +240,12 @@ pub(crate) struct LongFrom {
     pub any: Option<u32>,
     /// `NAME_long_noncausal_from`: non-causal launches only, ahead of `NAME_long`.
     pub noncausal: Option<u32>,
-    /// `NAME_long_noncausal_min_grid`: the CTAs per SM that `NAME`'s grid needs for
-    /// `NAME_long_noncausal` (0 or 1: as many CTAs as SMs).
-    pub noncausal_min_grid: u32,
 }
 
 /// The host's choice among `NAME`, `NAME_small`, `NAME_long` and `NAME_long_noncausal`, as
 /// kernels/README.md states it: `NAME_long_noncausal` for a non-causal launch when the source
 /// has one, seq_len is at least its `NAME_long_noncausal_from` and `NAME`'s grid,
-/// ⌈seq_len / rows⌉ · batch · heads CTAs, has at least `NAME_long_noncausal_min_grid` (1 when
-/// not declared) times as many CTAs as the GPU has SMs; else
+/// ⌈seq_len / rows⌉ · batch · heads CTAs, has at least as many CTAs as the GPU has SMs; else
 /// `NAME_long` when the source has one and seq_len is at least its `NAME_long_from`; else
 /// `NAME_small` when the source has one and `NAME`'s grid has fewer CTAs than SMs; else
 /// `NAME`.
@@ -260,10 +254,7 @@ pub(crate) struct LongFrom {
 /// `NAME` (the L4's d128 form: two CTAs of 4 warps where `NAME` runs one of 8), which a grid
 /// that cannot give every SM its CTAs leaves idle: on an H200, [1,16,1000] non-causal d128
 /// with the L4's tiles took 34% longer on it than on `NAME` (docs/KERNEL_LOG.md, sixth
-/// session). Why a kernel may ask for more than one per SM: the d64 three-consumer form on
-/// an H200 was 3.5% slower than `NAME` on [4,16,512] (512 CTAs of `NAME`, 4 of its 64-row
-/// units per CTA) and 6.5% faster on [8,16,512] (1024 CTAs), docs/KERNEL_LOG.md, seventh
-/// session.
+/// session).
 pub(crate) fn pick_form(
     shape: &ShapeParams,
     main_rows_per_block: u32,
@@ -275,10 +266,8 @@ pub(crate) fn pick_form(
         * u64::from(shape.batch)
         * u64::from(shape.heads);
     let small_grid = ctas < u64::from(sm_count);
-    let noncausal_grid =
-        ctas >= u64::from(sm_count) * u64::from(long_from.noncausal_min_grid.max(1));
     if !shape.causal
-        && noncausal_grid
+        && !small_grid
         && long_from
             .noncausal
             .is_some_and(|from| shape.seq_len >= from)
@@ -315,7 +304,6 @@ impl AttentionSet {
             LongFrom {
                 any: long.map(|(_, from)| *from),
                 noncausal: long_noncausal.map(|(_, from)| *from),
-                noncausal_min_grid: self.long_noncausal_min_grid.get(&key).copied().unwrap_or(1),
             },
             self.sm_count,
         );
@@ -616,26 +604,6 @@ fn long_from(
     let from = ffi::read_i32_constant(m, stream, &symbol, 1)
         .during(|| format!("reading {symbol} in {}", src.path.display()))?[0];
     crate::kernel::entries::long_from(long_name, from)
-        .map_err(|why| GpuError::Kernel(format!("{}: {why}", src.path.display())))
-}
-
-/// `NAME_long_noncausal_min_grid` of a `NAME_long_noncausal`, if declared: the CTAs per SM
-/// `NAME`'s grid needs for the form (1..=64, else refused).
-fn min_grid(
-    cubin: &[u8],
-    m: &Arc<CudaModule>,
-    stream: &Arc<CudaStream>,
-    src: &KernelSource,
-    long_name: &str,
-) -> Result<Option<u32>, GpuError> {
-    let symbol = format!("{long_name}_min_grid");
-    if !has_symbol(cubin, &symbol) {
-        return Ok(None);
-    }
-    let v = ffi::read_i32_constant(m, stream, &symbol, 1)
-        .during(|| format!("reading {symbol} in {}", src.path.display()))?[0];
-    crate::kernel::entries::min_grid(long_name, v)
-        .map(Some)
         .map_err(|why| GpuError::Kernel(format!("{}: {why}", src.path.display())))
 }
 
@@ -949,7 +917,6 @@ fn load_attention(
     let mut small = HashMap::new();
     let mut long = HashMap::new();
     let mut long_noncausal = HashMap::new();
-    let mut long_noncausal_min_grid = HashMap::new();
     for dtype in [Dtype::Float16, Dtype::Bfloat16] {
         for d in crate::config::SUPPORTED_HEAD_DIMS {
             let name = crate::kernel::entries::main_entry(dtype, d);
@@ -971,13 +938,6 @@ fn load_attention(
                     forms.insert((dtype, d), (kernel, from));
                 }
             }
-            // And NAME_long_noncausal_min_grid, optional.
-            let nc_name = format!("{name}_long_noncausal");
-            if has_symbol(&cubin, &nc_name)
-                && let Some(m) = min_grid(&cubin, &module, stream, &src, &nc_name)?
-            {
-                long_noncausal_min_grid.insert((dtype, d), m);
-            }
         }
     }
     Ok(AttentionSet {
@@ -985,7 +945,6 @@ fn load_attention(
         small,
         long,
         long_noncausal,
-        long_noncausal_min_grid,
         sm_count: info.sm_count,
         source_hash: src.hash,
         resources,
@@ -1033,16 +992,7 @@ mod tests {
     fn the_host_picks_long_noncausal_then_long_then_small_then_main() {
         use super::{Form, LongFrom, pick_form};
         use crate::config::{Dtype, ShapeParams};
-        let from = |any, noncausal| LongFrom {
-            any,
-            noncausal,
-            noncausal_min_grid: 1,
-        };
-        // NAME_long_noncausal_min_grid 4: 528 CTAs of NAME on 132 SMs
-        let both_min4 = LongFrom {
-            noncausal_min_grid: 4,
-            ..from(Some(1536), Some(512))
-        };
+        let from = |any, noncausal| LongFrom { any, noncausal };
         let none = from(None, None);
         let long = from(Some(1024), None);
         let both = from(Some(1024), Some(1536));
@@ -1077,17 +1027,6 @@ mod tests {
             // without NAME_long, causal launches fall through to the small-grid rule
             (1, 1, 4096, true, 64, true, nc_only, Form::Small),
             (4, 1, 4096, false, 64, true, nc_only, Form::LongNonCausal),
-            // ... at least NAME_long_noncausal_min_grid CTAs per SM when declared: [4,16,512]
-            // is 512 of 528, [8,16,512] 1024; [1,8,2048] (256) goes on to NAME_long; the
-            // boundary: 33 heads of 1024 or of 1023 keys are 528 CTAs, 32 heads of 1024 keys
-            // 512
-            (4, 16, 512, false, 64, true, both_min4, Form::Main),
-            (8, 16, 512, false, 64, true, both_min4, Form::LongNonCausal),
-            (1, 8, 2048, false, 64, true, both_min4, Form::Long),
-            (1, 33, 1024, false, 64, true, both_min4, Form::LongNonCausal),
-            (1, 33, 1023, false, 64, true, both_min4, Form::LongNonCausal),
-            (1, 32, 1024, false, 64, true, both_min4, Form::Main),
-            (8, 16, 512, true, 64, true, both_min4, Form::Main),
             // a zero row count from a hostile launch constant does not divide by zero
             (1, 1, 7, false, 0, true, none, Form::Small),
         ];

@@ -43,10 +43,6 @@ pub(crate) enum EntryError {
     Fill { name: String, per_sm: i32, max: i32 },
     #[error("{long_name}_from is {from}: it must be a seq_len of at least 1")]
     LongFrom { long_name: String, from: i32 },
-    #[error(
-        "{long_name}_min_grid is {per_sm}: it must be 1..=64 CTAs of NAME's grid per SM (kernels/README.md)"
-    )]
-    MinGrid { long_name: String, per_sm: i32 },
     #[error("{name}_tma is {layout}: the only TMA layout is 1 (kernels/README.md)")]
     Tma { name: String, layout: i32 },
 }
@@ -89,18 +85,6 @@ pub(crate) fn long_from(long_name: &str, from: i32) -> Result<u32, EntryError> {
         .ok_or_else(|| EntryError::LongFrom {
             long_name: long_name.to_owned(),
             from,
-        })
-}
-
-/// `NAME_long_noncausal_min_grid` (optional): how many CTAs per SM `NAME`'s one-tile grid
-/// must have for the host to take `NAME_long_noncausal`, 1..=64 (1 when not declared).
-pub(crate) fn min_grid(long_name: &str, per_sm: i32) -> Result<u32, EntryError> {
-    u32::try_from(per_sm)
-        .ok()
-        .filter(|m| (1..=64).contains(m))
-        .ok_or_else(|| EntryError::MinGrid {
-            long_name: long_name.to_owned(),
-            per_sm,
         })
 }
 
@@ -190,17 +174,6 @@ pub(crate) fn check_static(cubin: &[u8], max_smem: u32) -> Result<Vec<String>, V
                     "{long} has no {long}_from: the shortest seq_len it takes (kernels/README.md)"
                 )),
             }
-            let symbol = format!("{long}_min_grid");
-            if long.ends_with("_long_noncausal") && has_symbol(cubin, &symbol) {
-                match i32_constant(cubin, &symbol, 1) {
-                    Some(v) => {
-                        if let Err(e) = min_grid(&long, v[0]) {
-                            problems.push(e.to_string());
-                        }
-                    }
-                    None => problems.push(format!("{symbol} is not an int")),
-                }
-            }
         }
     }
     if problems.is_empty() {
@@ -230,11 +203,6 @@ mod tests {
         assert!(fill("k", [0, 4]).is_err() && fill("k", [2, 65]).is_err());
         assert_eq!(long_from("k_long", 1536), Ok(1536));
         assert!(long_from("k_long", 0).is_err());
-        assert_eq!(min_grid("k_long_noncausal", 1), Ok(1));
-        assert_eq!(min_grid("k_long_noncausal", 64), Ok(64));
-        for bad in [0, -1, 65] {
-            assert!(min_grid("k_long_noncausal", bad).is_err(), "{bad}");
-        }
         assert!(tma("k", 1).is_ok() && tma("k", 2).is_err());
         assert_eq!(main_entries().len(), 4);
         assert!(main_entries().contains(&"attention_fwd_bf16_d128".to_string()));
