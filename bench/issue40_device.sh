@@ -142,10 +142,48 @@ for s in r.get("shapes", []):
 PY
 }
 
+# cuDNN and FA2 on a config's shapes (the independent harness: CUDA graphs of ~2 ms, 25% duty),
+# into sdpa-NAME.json: peers NAME CONFIG
+peers() {
+  timed timeout 150 python3 bench/sdpa_bench.py "$2" --backends flash,cudnn --replay-ms 2 \
+    --samples 30 --duty 0.25 --out "$res/sdpa-$1.json" > "$res/sdpa-$1.txt" 2>&1
+}
+
+# exit 0 when every A/B result given passed with no shape worse than pass: no_regression FILE...
+no_regression() {
+  python3 -c '
+import json, sys
+for f in sys.argv[1:]:
+    r = json.load(open(f))
+    v = [s.get("verdict") for s in r.get("shapes", [])]
+    if not (r.get("passed") and v and set(v) <= {"pass", "improvement"}):
+        sys.exit(1)
+' "$@"
+}
+
 # FA2 and cuDNN on configs/pr-ada.yaml's shapes (the independent harness), into sdpa-ada.json
 ada_peers() {
-  timed timeout 150 python3 bench/sdpa_bench.py configs/pr-ada.yaml --backends flash,cudnn \
-    --replay-ms 2 --samples 30 --duty 0.25 --out "$res/sdpa-ada.json" > "$res/sdpa-ada.txt" 2>&1
+  peers ada configs/pr-ada.yaml
+}
+
+# the seventh session's A/B of kernels/ against the base: the long shapes (with cuDNN / FA2
+# after them), odd lengths (hop-odd.yaml), the PR config
+seventh_ab() {
+  long_config
+  hop_odd_config
+  ab step-long kernels "$res/long.yaml"
+  peers long "$res/long.yaml"
+  peer_table "$res/ab-step-long.json" "$res/sdpa-long.json"
+  ab step-odd kernels "$res/hop-odd.yaml"
+  ab step-pr kernels configs/pr.yaml
+}
+
+# a stored-only A/A (the gate against this card's stored baseline of CONFIG): stored_aa CONFIG
+stored_aa() {
+  echo "== stored-only A/A, $1"
+  timed timeout 150 "$bin" local --no-base --no-peers --no-profile --config "configs/$1.yaml" \
+    --out "$res/stored-$1.json" > "$res/stored-$1.txt" 2>&1
+  grep -E "PASS|FAIL" "$res/stored-$1.txt" | tail -1 | cut -c1-200
 }
 
 case $what in
@@ -205,8 +243,7 @@ long)
   # the long shapes: kernels/ against the base, then cuDNN / FA2 on the same shapes
   long_config
   ab final-long kernels "$res/long.yaml"
-  timed timeout 150 python3 bench/sdpa_bench.py "$res/long.yaml" --backends flash,cudnn --replay-ms 2 \
-    --samples 30 --duty 0.25 --out "$res/sdpa-long.json" > "$res/sdpa-long.txt" 2>&1
+  peers long "$res/long.yaml"
   python3 - "$res/ab-final-long.json" "$res/sdpa-long.json" <<'PY'
 import json, sys
 ours = json.load(open(sys.argv[1]))
@@ -275,14 +312,7 @@ fifth)
   # tests, and the `pr` baseline re-recorded (the L4's path did not change: CFGS=pr)
   ab fifth-pr kernels configs/pr.yaml
   KEEP_RES=1 bash "$0" long
-  if python3 -c '
-import json, sys
-for f in sys.argv[1:]:
-    r = json.load(open(f))
-    v = [s.get("verdict") for s in r.get("shapes", [])]
-    if not (r.get("passed") and v and set(v) <= {"pass", "improvement"}):
-        sys.exit(1)
-' "$res/ab-fifth-pr.json" "$res/ab-final-long.json"; then
+  if no_regression "$res/ab-fifth-pr.json" "$res/ab-final-long.json"; then
     bash "$0" fifth-rest
   else
     echo "== the step is not kept: no table, tests or record"
@@ -307,10 +337,7 @@ record)
     timed timeout 240 "$bin" baseline update --processes 3 --config configs/$cfg.yaml \
       --reason "${REASON:-kernel step (issue 40)}" > "$res/record-$cfg.txt" 2>&1
     tail -3 "$res/record-$cfg.txt" | cut -c1-200
-    echo "== stored-only A/A, $cfg"
-    timed timeout 150 "$bin" local --no-base --no-peers --no-profile --config configs/$cfg.yaml \
-      --out "$res/stored-$cfg.json" > "$res/stored-$cfg.txt" 2>&1
-    grep -E "PASS|FAIL" "$res/stored-$cfg.txt" | tail -1 | cut -c1-200
+    stored_aa "$cfg"
   done
   cp -r baselines "$res/baselines"
   ;;
@@ -404,10 +431,7 @@ YAML
   mv /tmp/sixth-part1.tgz "$out"/
   mkdir -p "$res"
   KEEP_RES=1 CFGS=pr-ada bash "$0" record
-  echo "== stored-only A/A, pr"
-  timed timeout 150 "$bin" local --no-base --no-peers --no-profile --config configs/pr.yaml \
-    --out "$res/stored-pr.json" > "$res/stored-pr.txt" 2>&1
-  grep -E "PASS|FAIL" "$res/stored-pr.txt" | tail -1 | cut -c1-200
+  stored_aa pr
   ;;
 seventh)
   # 2026-12-02, seventh session: kernels/ (the three-consumer d64 form's rows split evenly in
@@ -416,16 +440,8 @@ seventh)
   # right after each (issue 40's table on this card); the L4's path (pr-ada, its kernels
   # unchanged: an A/A) with FA2 / cuDNN; compute-sanitizer on configs/sanitize.yaml (its
   # [1,6,1601] d64 reaches the form with idle consumers); bench/kernel_check.py (parity)
-  long_config
-  hop_odd_config
-  ab step-long kernels "$res/long.yaml"
-  timed timeout 150 python3 bench/sdpa_bench.py "$res/long.yaml" --backends flash,cudnn --replay-ms 2 \
-    --samples 30 --duty 0.25 --out "$res/sdpa-long.json" > "$res/sdpa-long.txt" 2>&1
-  peer_table "$res/ab-step-long.json" "$res/sdpa-long.json"
-  ab step-odd kernels "$res/hop-odd.yaml"
-  ab step-pr kernels configs/pr.yaml
-  timed timeout 150 python3 bench/sdpa_bench.py configs/pr.yaml --backends flash,cudnn --replay-ms 2 \
-    --samples 30 --duty 0.25 --out "$res/sdpa-pr.json" > "$res/sdpa-pr.txt" 2>&1
+  seventh_ab
+  peers pr configs/pr.yaml
   peer_table "$res/ab-step-pr.json" "$res/sdpa-pr.json"
   ab step-ada kernels configs/pr-ada.yaml
   ada_peers
@@ -442,22 +458,8 @@ seventh-step)
   # or a failure: compute-sanitizer, bench/kernel_check.py, the GPU tests, and this card's
   # baselines re-recorded (H200: pr, its pr-ada kernels unchanged, so a stored-only A/A of it;
   # any other card: pr and pr-ada), each with a stored-only A/A
-  long_config
-  hop_odd_config
-  ab step-long kernels "$res/long.yaml"
-  timed timeout 150 python3 bench/sdpa_bench.py "$res/long.yaml" --backends flash,cudnn --replay-ms 2 \
-    --samples 30 --duty 0.25 --out "$res/sdpa-long.json" > "$res/sdpa-long.txt" 2>&1
-  peer_table "$res/ab-step-long.json" "$res/sdpa-long.json"
-  ab step-odd kernels "$res/hop-odd.yaml"
-  ab step-pr kernels configs/pr.yaml
-  if python3 -c '
-import json, sys
-for f in sys.argv[1:]:
-    r = json.load(open(f))
-    v = [s.get("verdict") for s in r.get("shapes", [])]
-    if not (r.get("passed") and v and set(v) <= {"pass", "improvement"}):
-        sys.exit(1)
-' "$res/ab-step-long.json" "$res/ab-step-odd.json" "$res/ab-step-pr.json"; then
+  seventh_ab
+  if no_regression "$res/ab-step-long.json" "$res/ab-step-odd.json" "$res/ab-step-pr.json"; then
     timed timeout 150 "$bin" sanitize --kernels kernels > "$res/san.txt" 2>&1
     grep -E "sanitize:|finding" "$res/san.txt" | head -4
     timed timeout 150 python3 bench/kernel_check.py --no-timing --out "$res/kc.json" > "$res/kc.log" 2>&1
@@ -468,10 +470,7 @@ for f in sys.argv[1:]:
     mkdir -p "$res"
     if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
       KEEP_RES=1 CFGS=pr bash "$0" record
-      echo "== stored-only A/A, pr-ada"
-      timed timeout 150 "$bin" local --no-base --no-peers --no-profile --config configs/pr-ada.yaml \
-        --out "$res/stored-pr-ada.json" > "$res/stored-pr-ada.txt" 2>&1
-      grep -E "PASS|FAIL" "$res/stored-pr-ada.txt" | tail -1 | cut -c1-200
+      stored_aa pr-ada
     else
       KEEP_RES=1 CFGS="pr pr-ada" bash "$0" record
     fi
@@ -486,8 +485,7 @@ seventh-h100)
   # its kernels did not change) with FA2 / cuDNN; LONG=1: the long shapes too
   KEEP_RES=1 CFGS="pr pr-ada" bash "$0" record
   ab step-pr kernels configs/pr.yaml
-  timed timeout 150 python3 bench/sdpa_bench.py configs/pr.yaml --backends flash,cudnn --replay-ms 2 \
-    --samples 30 --duty 0.25 --out "$res/sdpa-pr.json" > "$res/sdpa-pr.txt" 2>&1
+  peers pr configs/pr.yaml
   peer_table "$res/ab-step-pr.json" "$res/sdpa-pr.json"
   ab step-ada kernels configs/pr-ada.yaml
   ada_peers
@@ -495,8 +493,7 @@ seventh-h100)
   if [ "${LONG:-0}" = 1 ]; then
     long_config
     ab step-long kernels "$res/long.yaml"
-    timed timeout 150 python3 bench/sdpa_bench.py "$res/long.yaml" --backends flash,cudnn --replay-ms 2 \
-      --samples 30 --duty 0.25 --out "$res/sdpa-long.json" > "$res/sdpa-long.txt" 2>&1
+    peers long "$res/long.yaml"
     peer_table "$res/ab-step-long.json" "$res/sdpa-long.json"
   fi
   ;;
@@ -544,23 +541,13 @@ PY
   ab grid-pr kernels configs/pr.yaml
   ab grid-medium kernels "$res/medium.yaml"
   ab c2-pr .carry/variants/lead-c2 configs/pr.yaml
-  if python3 -c '
-import json, sys
-for f in sys.argv[1:]:
-    r = json.load(open(f))
-    v = [s.get("verdict") for s in r.get("shapes", [])]
-    if not (r.get("passed") and v and set(v) <= {"pass", "improvement"}):
-        sys.exit(1)
-' "$res/ab-grid-pr.json" "$res/ab-grid-medium.json"; then
+  if no_regression "$res/ab-grid-pr.json" "$res/ab-grid-medium.json"; then
     tar czf /tmp/grid-part1.tgz -C "$out" r && rm -rf "$res"
     bash bench/issue36_device.sh tests 2>&1 | grep -E "test result|FAILED|panicked|rc=" | head -8
     mv /tmp/grid-part1.tgz "$out"/
     mkdir -p "$res"
     for cfg in pr pr-ada; do
-      echo "== stored-only A/A, $cfg"
-      timed timeout 150 "$bin" local --no-base --no-peers --no-profile --config configs/$cfg.yaml \
-        --out "$res/stored-$cfg.json" > "$res/stored-$cfg.txt" 2>&1
-      grep -E "PASS|FAIL" "$res/stored-$cfg.txt" | tail -1 | cut -c1-200
+      stored_aa "$cfg"
     done
   else
     echo "== the step is not kept: no tests or A/A"
@@ -570,8 +557,7 @@ seventh-long)
   # the long shapes alone: the step against the base, then cuDNN / FA2
   long_config
   ab step-long kernels "$res/long.yaml"
-  timed timeout 150 python3 bench/sdpa_bench.py "$res/long.yaml" --backends flash,cudnn --replay-ms 2 \
-    --samples 30 --duty 0.25 --out "$res/sdpa-long.json" > "$res/sdpa-long.txt" 2>&1
+  peers long "$res/long.yaml"
   peer_table "$res/ab-step-long.json" "$res/sdpa-long.json"
   ;;
 esac
