@@ -46,83 +46,96 @@ for s in r.get("shapes", []):
 PY
 }
 
+# $res/NAME.yaml: BASE's settings (peers dropped) on the shapes read from standard input, one
+# per line, "batch heads seq_len head_dim causal|noncausal dtype": derive_config NAME BASE
+derive_config() {
+  python3 -c '
+import sys, yaml
+name, base = sys.argv[1:3]
+cfg = yaml.safe_load(open(base))
+cfg["name"] = name
+cfg.pop("peers", None)
+cfg["shapes"] = []
+for line in sys.stdin:
+    if not line.split():
+        continue
+    b, h, s, d, mask, dtype = line.split()
+    assert mask in ("causal", "noncausal"), line
+    cfg["shapes"].append({"batch": int(b), "heads": int(h), "seq_len": int(s),
+                          "head_dim": int(d), "causal": mask == "causal", "dtype": dtype})
+yaml.safe_dump(cfg, open(sys.argv[3], "w"), sort_keys=False)
+' "$1" "$2" "$res/$1.yaml"
+}
+
 # mid.yaml: the PR config's settings on non-causal d128 shapes around wide_tiles()'s
 # threshold (attention.cu: 192-key tiles when they need at most 69% as many)
 mid_config() {
-  python3 - "$res/mid.yaml" <<'PY'
-import sys, yaml
-cfg = yaml.safe_load(open("configs/pr.yaml"))
-cfg["name"] = "mid"
-cfg.pop("peers", None)
-cfg["shapes"] = [{"batch": b, "heads": 16, "seq_len": s, "head_dim": 128, "causal": False,
-                  "dtype": "float16"} for b, s in ((4, 1024), (4, 1280), (4, 1536), (4, 1664),
-                                                   (2, 2048), (2, 3001))]
-yaml.safe_dump(cfg, open(sys.argv[1], "w"), sort_keys=False)
-PY
+  derive_config mid configs/pr.yaml <<'SHAPES'
+4 16 1024 128 noncausal float16
+4 16 1280 128 noncausal float16
+4 16 1536 128 noncausal float16
+4 16 1664 128 noncausal float16
+2 16 2048 128 noncausal float16
+2 16 3001 128 noncausal float16
+SHAPES
 }
 
 # long.yaml: the PR config's settings on long shapes (d64 through the `_long` form, d128)
 long_config() {
-  python3 - "$res/long.yaml" <<'PY'
-import sys, yaml
-cfg = yaml.safe_load(open("configs/pr.yaml"))
-cfg["name"] = "long"
-cfg.pop("peers", None)
-def sh(b, h, s, d, c, dt="float16"):
-    return {"batch": b, "heads": h, "seq_len": s, "head_dim": d, "causal": c, "dtype": dt}
-cfg["shapes"] = [sh(2, 16, 1536, 64, False), sh(4, 16, 2048, 64, False), sh(4, 16, 2048, 64, True),
-    sh(1, 16, 8192, 64, False), sh(1, 16, 8192, 64, True), sh(1, 8, 16384, 64, False),
-    sh(2, 16, 4096, 64, True),
-    sh(2, 16, 4096, 128, False), sh(2, 16, 4096, 128, True), sh(1, 8, 16384, 128, False),
-    sh(1, 8, 16384, 128, True), sh(1, 16, 8192, 128, False, "bfloat16"),
-    sh(2, 16, 2048, 128, True, "bfloat16"), sh(4, 16, 1024, 128, False), sh(2, 8, 3001, 128, True)]
-yaml.safe_dump(cfg, open(sys.argv[1], "w"), sort_keys=False)
-PY
+  derive_config long configs/pr.yaml <<'SHAPES'
+2 16 1536 64 noncausal float16
+4 16 2048 64 noncausal float16
+4 16 2048 64 causal float16
+1 16 8192 64 noncausal float16
+1 16 8192 64 causal float16
+1 8 16384 64 noncausal float16
+2 16 4096 64 causal float16
+2 16 4096 128 noncausal float16
+2 16 4096 128 causal float16
+1 8 16384 128 noncausal float16
+1 8 16384 128 causal float16
+1 16 8192 128 noncausal bfloat16
+2 16 2048 128 causal bfloat16
+4 16 1024 128 noncausal float16
+2 8 3001 128 causal float16
+SHAPES
 }
 
 # ada-mid.yaml: configs/pr-ada.yaml's settings (CG_ADA_TILES) on non-causal d128 lengths
 # from 256 to 4096 keys, and [1,16,1000], a grid of fewer CTAs than an H200 has SMs
 ada_mid_config() {
-  python3 - "$res/ada-mid.yaml" <<'PY'
-import sys, yaml
-cfg = yaml.safe_load(open("configs/pr-ada.yaml"))
-cfg["name"] = "ada-mid"
-cfg["shapes"] = [{"batch": b, "heads": 16, "seq_len": s, "head_dim": 128, "causal": False,
-                  "dtype": t} for b, s, t in ((16, 256, "float16"), (8, 512, "float16"),
-                  (4, 1024, "float16"), (2, 2048, "float16"), (1, 1000, "float16"),
-                  (2, 4096, "bfloat16"))]
-yaml.safe_dump(cfg, open(sys.argv[1], "w"), sort_keys=False)
-PY
+  derive_config ada-mid configs/pr-ada.yaml <<'SHAPES'
+16 16 256 128 noncausal float16
+8 16 512 128 noncausal float16
+4 16 1024 128 noncausal float16
+2 16 2048 128 noncausal float16
+1 16 1000 128 noncausal float16
+2 16 4096 128 noncausal bfloat16
+SHAPES
 }
 
 # hop-small.yaml: the PR config's settings on non-causal d64 grids of fewer 64-row CTAs than
 # an H200 has SMs, past NAME_long_noncausal_from (1536)
 hop_small_config() {
-  python3 - "$res/hop-small.yaml" <<'PY'
-import sys, yaml
-cfg = yaml.safe_load(open("configs/pr.yaml"))
-cfg["name"] = "hop-small"
-cfg.pop("peers", None)
-cfg["shapes"] = [{"batch": 1, "heads": h, "seq_len": s, "head_dim": 64, "causal": False,
-                  "dtype": "float16"} for h, s in ((4, 2048), (2, 4096), (5, 1536), (1, 8192))]
-yaml.safe_dump(cfg, open(sys.argv[1], "w"), sort_keys=False)
-PY
+  derive_config hop-small configs/pr.yaml <<'SHAPES'
+1 4 2048 64 noncausal float16
+1 2 4096 64 noncausal float16
+1 5 1536 64 noncausal float16
+1 1 8192 64 noncausal float16
+SHAPES
 }
 
 # hop-odd.yaml: the PR config's settings on non-causal d64 lengths past
 # NAME_long_noncausal_from whose 64-row units split unevenly over a head's CTAs
 hop_odd_config() {
-  python3 - "$res/hop-odd.yaml" <<'PY'
-import sys, yaml
-cfg = yaml.safe_load(open("configs/pr.yaml"))
-cfg["name"] = "hop-odd"
-cfg.pop("peers", None)
-cfg["shapes"] = [{"batch": b, "heads": h, "seq_len": s, "head_dim": 64, "causal": False,
-                  "dtype": t} for b, h, s, t in ((3, 16, 1601, "float16"),
-                  (2, 16, 2500, "bfloat16"), (1, 32, 3000, "float16"), (4, 16, 1536, "float16"),
-                  (2, 16, 4096, "float16"), (8, 16, 2048, "float16"))]
-yaml.safe_dump(cfg, open(sys.argv[1], "w"), sort_keys=False)
-PY
+  derive_config hop-odd configs/pr.yaml <<'SHAPES'
+3 16 1601 64 noncausal float16
+2 16 2500 64 noncausal bfloat16
+1 32 3000 64 noncausal float16
+4 16 1536 64 noncausal float16
+2 16 4096 64 noncausal float16
+8 16 2048 64 noncausal float16
+SHAPES
 }
 
 # ours (an A/B's candidate p50) against cuDNN and FA2 (an sdpa_bench.py file): table AB SDPA
@@ -502,17 +515,16 @@ seventh-leads)
   # kernels of 4dd4ad2 (.carry/k-base), .carry/variants/lead-from512 (the even-split form from
   # 512 keys) on the PR config and non-causal d64 at 1024 keys; .carry/variants/lead-rev (its
   # CTAs in the reverse order of blockIdx.x) on lengths that split into whole sub-tiles
-  python3 - "$res/s1024.yaml" "$res/whole.yaml" <<'PY'
-import sys, yaml
-cfg = yaml.safe_load(open("configs/pr.yaml"))
-cfg.pop("peers", None)
-for path, name, shapes in ((sys.argv[1], "s1024", ((4, 16, 1024), (16, 16, 1024), (2, 32, 1024))),
-                           (sys.argv[2], "whole", ((2, 16, 1536), (4, 16, 1536), (1, 32, 3000)))):
-    cfg["name"] = name
-    cfg["shapes"] = [{"batch": b, "heads": h, "seq_len": s, "head_dim": 64, "causal": False,
-                      "dtype": "float16"} for b, h, s in shapes]
-    yaml.safe_dump(cfg, open(path, "w"), sort_keys=False)
-PY
+  derive_config s1024 configs/pr.yaml <<'SHAPES'
+4 16 1024 64 noncausal float16
+16 16 1024 64 noncausal float16
+2 32 1024 64 noncausal float16
+SHAPES
+  derive_config whole configs/pr.yaml <<'SHAPES'
+2 16 1536 64 noncausal float16
+4 16 1536 64 noncausal float16
+1 32 3000 64 noncausal float16
+SHAPES
   ab from512-pr .carry/variants/lead-from512 configs/pr.yaml
   ab from512-s1024 .carry/variants/lead-from512 "$res/s1024.yaml"
   ab rev-whole .carry/variants/lead-rev "$res/whole.yaml"
@@ -526,18 +538,18 @@ seventh-grid)
   # grids of 132..527 CTAs of NAME from 1536 keys, which now run NAME_long); the lead
   # .carry/variants/lead-c2 (the same from 512 keys) on the PR config; then, without a
   # regression or failure: the GPU tests, stored-only A/As of pr and pr-ada on this card
-  python3 - "$res/medium.yaml" <<'PY'
-import sys, yaml
-cfg = yaml.safe_load(open("configs/pr.yaml"))
-cfg["name"] = "medium"
-cfg.pop("peers", None)
-cfg["shapes"] = [{"batch": b, "heads": h, "seq_len": s, "head_dim": 64, "causal": False,
-                  "dtype": t} for b, h, s, t in ((4, 16, 1024, "float16"), (2, 32, 1024, "float16"),
-                  (16, 16, 1024, "float16"), (4, 16, 1024, "bfloat16"), (4, 8, 1024, "float16"),
-                  (1, 8, 2048, "float16"), (1, 16, 2048, "float16"), (1, 4, 4096, "float16"),
-                  (2, 8, 1536, "float16"), (3, 8, 1536, "float16"))]
-yaml.safe_dump(cfg, open(sys.argv[1], "w"), sort_keys=False)
-PY
+  derive_config medium configs/pr.yaml <<'SHAPES'
+4 16 1024 64 noncausal float16
+2 32 1024 64 noncausal float16
+16 16 1024 64 noncausal float16
+4 16 1024 64 noncausal bfloat16
+4 8 1024 64 noncausal float16
+1 8 2048 64 noncausal float16
+1 16 2048 64 noncausal float16
+1 4 4096 64 noncausal float16
+2 8 1536 64 noncausal float16
+3 8 1536 64 noncausal float16
+SHAPES
   ab grid-pr kernels configs/pr.yaml
   ab grid-medium kernels "$res/medium.yaml"
   ab c2-pr .carry/variants/lead-c2 configs/pr.yaml
