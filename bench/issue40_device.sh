@@ -15,6 +15,9 @@
 #   bash bench/issue40_device.sh seventh-long   # the long shapes: A/B, cuDNN / FA2
 #   bash bench/issue40_device.sh seventh-leads  # two leads against main's kernels (variants/)
 #   bash bench/issue40_device.sh seventh-grid   # the min_grid step; then tests, stored A/As
+#   bash bench/issue40_device.sh eighth         # the pass rule's check (even split against the
+#                                               # other form, forced); the step's A/B; checks
+#   bash bench/issue40_device.sh eighth-record  # pr re-recorded, stored-only A/As of pr, pr-ada
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -28,10 +31,11 @@ what=${1:-final}
 shift || true
 
 # one A/B: ab NAME KDIR CONFIG [--shape S ...]; prints the per-shape change and verdict
+# (BASE=DIR: that kernel directory as the base instead of .carry/k-base)
 ab() {
   local name=$1 kdir=$2 cfg=$3
   shift 3
-  timed timeout 240 "$bin" local --config "$cfg" --base-kernels "$base" --kernels "$kdir" \
+  timed timeout 240 "$bin" local --config "$cfg" --base-kernels "${BASE:-$base}" --kernels "$kdir" \
     --no-peers --no-profile "$@" --out "$res/ab-$name.json" > "$res/ab-$name.txt" 2>&1
   python3 - "$res/ab-$name.json" "$name" <<'PY'
 import json, sys
@@ -200,6 +204,70 @@ stored_aa() {
 }
 
 case $what in
+eighth)
+  # 2026-12-03, eighth session: the host weighs `_long_noncausal` against the form for any
+  # mask by the busiest SM's passes (pick_form), and the d64 form starts at 512 keys.
+  # 1. The rule's check: on non-causal d64 shapes (each side with the same binary), the other
+  #    form alone (.carry/variants/nolnc: no `_long_noncausal`) against the even split forced
+  #    (.carry/variants/forced: tiles_at_once 64, so it takes fewer passes on every shape
+  #    below): the sign of each change against the rule's choice (docs/KERNEL_LOG.md).
+  derive_config rule configs/pr.yaml <<'SHAPES'
+8 16 512 64 noncausal float16
+4 16 512 64 noncausal float16
+6 16 512 64 noncausal float16
+2 32 640 64 noncausal float16
+1 32 768 64 noncausal float16
+8 32 768 64 noncausal float16
+8 16 896 64 noncausal float16
+4 16 1024 64 noncausal float16
+3 16 1024 64 noncausal float16
+3 32 1024 64 noncausal float16
+4 8 1024 64 noncausal float16
+1 16 1152 64 noncausal float16
+4 16 1152 64 noncausal float16
+2 16 1280 64 noncausal float16
+4 16 1280 64 noncausal float16
+12 16 1280 64 noncausal float16
+3 12 1536 64 noncausal float16
+3 16 1536 64 noncausal float16
+1 16 1792 64 noncausal float16
+3 16 1792 64 noncausal float16
+2 16 2500 64 noncausal float16
+3 16 2560 64 noncausal float16
+3 16 4096 64 noncausal float16
+SHAPES
+  BASE=$PWD/.carry/variants/nolnc ab rule .carry/variants/forced "$res/rule.yaml"
+  # 2. The step: .carry/k-base (kernels/ with the form from 1536 keys, as shipped) against
+  #    kernels/ on the PR config (cuDNN / FA2 after it), the long and odd shapes
+  long_config
+  hop_odd_config
+  ab step-pr kernels configs/pr.yaml
+  peers pr configs/pr.yaml
+  peer_table "$res/ab-step-pr.json" "$res/sdpa-pr.json"
+  ab step-long kernels "$res/long.yaml"
+  ab step-odd kernels "$res/hop-odd.yaml"
+  # 3. Against what shipped: kernels/ and this binary against the H200's stored pr baseline
+  #    (recorded with 1f6bf36's binary and kernels)
+  stored_aa pr
+  # 4. Checks when no A/B of the step has a regression
+  if no_regression "$res/ab-step-pr.json" "$res/ab-step-long.json" "$res/ab-step-odd.json"; then
+    timed timeout 150 "$bin" sanitize --kernels kernels > "$res/san.txt" 2>&1
+    grep -E "sanitize:|finding" "$res/san.txt" | head -4
+    timed timeout 150 python3 bench/kernel_check.py --no-timing --out "$res/kc.json" > "$res/kc.log" 2>&1
+    grep -E "rand|FAIL|FAILURE|passed|failed" "$res/kc.log" | tail -4 | cut -c1-200
+    tar czf /tmp/eighth-part1.tgz -C "$out" r && rm -rf "$res"
+    bash bench/issue36_device.sh tests 2>&1 | grep -E "test result|FAILED|panicked|rc=" | head -8
+    mv /tmp/eighth-part1.tgz "$out"/
+  else
+    echo "== the step has a regression: no checks"
+  fi
+  ;;
+eighth-record)
+  # 2026-12-03, eighth session, after `eighth`: this card's pr baseline re-recorded with a
+  # stored-only A/A, and a stored-only A/A of pr-ada (its kernels and forms unchanged)
+  KEEP_RES=1 CFGS=pr bash "$0" record
+  stored_aa pr-ada
+  ;;
 persistent)
   # candidates in .carry/variants/long-* and d128-* (each a copy of kernels/ whose `_long` or
   # d128 entry lines were replaced, e.g. by CG_ATTN_WS_KERNEL_DYN with another fill or tile:

@@ -1454,12 +1454,15 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
 // and NAME_fill = {MINB, 64}, so the host sizes one wave of CTAs at MINB per SM over a head's
 // units, each taking up to 64 of them (the host's most); the kernel splits a head's units
 // evenly over gridDim.x. Q double-buffered (NSUB = 2: the sub-tile count is the kernel's own).
+// NAME_tiles_at_once = {NC}: the NC consumer warpgroups compute NC units at a time, which the
+// host needs to weigh this form against NAME / NAME_long by the busiest SM's passes.
 #define CG_ATTN_WS_KERNEL_EVEN(NAME, D, BN, ST, NC, BF16, INTRA, PP, MINB, CREG)                \
     extern "C" {                                                                              \
     __constant__ int NAME##_launch[3] = {64, 128 * (NC + 1),                                  \
                                          cg_attn::WsGeo<D, BN, ST, NC, 2, 2>::SMEM_B};         \
     __constant__ int NAME##_tma[1] = {1};                                                     \
     __constant__ int NAME##_fill[2] = {MINB, 64};                                             \
+    __constant__ int NAME##_tiles_at_once[1] = {NC};                                          \
     }                                                                                         \
     CG_WS_ENTRY(NAME, NC, MINB) {                                                             \
         cg_attn::attn_fwd_ws<D, BN, ST, NC, BF16, INTRA, PP, CREG, 2, true, 2, true>(          \
@@ -1537,8 +1540,9 @@ CG_ATTN_WS_KERNEL_EVEN(attention_fwd_f16_d64_long_noncausal, 64, 128, 2, 3, fals
                        160)
 CG_ATTN_WS_KERNEL_EVEN(attention_fwd_bf16_d64_long_noncausal, 64, 128, 2, 3, true, true, true, 1,
                        160)
-extern "C" __constant__ int attention_fwd_f16_d64_long_noncausal_from[1] = {1536};
-extern "C" __constant__ int attention_fwd_bf16_d64_long_noncausal_from[1] = {1536};
+extern "C" __constant__ int attention_fwd_f16_d64_long_noncausal_from[1] = {512};
+extern "C" __constant__ int attention_fwd_bf16_d64_long_noncausal_from[1] = {512};
+
 // d128: two consumer warpgroups of 64 rows with 240 registers, ping-pong and softmax/PV
 //       overlap, 1 CTA per SM; two sub-tiles of 128 rows per CTA dealt back and forth
 //       (rows_per_block 256). Causal launches and short sequences: 128-key tiles, Q

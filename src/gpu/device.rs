@@ -33,6 +33,12 @@ pub struct Kernel {
     /// `NAME_fill` = {CTAs per SM, most tiles per CTA}: the grid is sized so that one wave
     /// of CTAs covers it, each doing several tiles of rows_per_block rows ([`grid_x`]).
     pub fill: Option<(u32, u32)>,
+    /// `NAME_tiles_at_once`: tiles of rows_per_block rows one CTA computes at the same time
+    /// (1 where the source does not say).
+    pub tiles_at_once: u32,
+    /// CTAs of it an SM holds at once, as the driver computes it for its block and shared
+    /// memory (cuOccupancyMaxActiveBlocksPerMultiprocessor), at least 1.
+    pub ctas_per_sm: u32,
     /// SMs of the device (for `fill`).
     pub sm_count: u32,
     /// The `__constant__` data of its module, verified after the warm-up and after every sample
@@ -167,6 +173,16 @@ impl ConstantGuard {
 }
 
 impl Kernel {
+    /// What [`pick_form`] weighs of it.
+    pub(crate) fn form_geometry(&self) -> FormGeometry {
+        FormGeometry {
+            rows: self.rows_per_block,
+            fill: self.fill,
+            tiles_at_once: self.tiles_at_once,
+            ctas_per_sm: self.ctas_per_sm,
+        }
+    }
+
     /// grid = (x, batch·heads) with x from [`grid_x`], per kernels/README.md.
     pub fn config(&self, shape: &ShapeParams) -> LaunchConfig {
         LaunchConfig {
@@ -232,55 +248,81 @@ pub(crate) enum Form {
     LongNonCausal,
 }
 
-/// The shortest seq_len of each optional long-sequence form a source has: `NAME_long_from`
-/// and `NAME_long_noncausal_from` (None: the source has no such form).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct LongFrom {
-    /// `NAME_long_from`: `NAME_long` takes launches of either mask from there on.
-    pub any: Option<u32>,
-    /// `NAME_long_noncausal_from`: non-causal launches only, ahead of `NAME_long`.
-    pub noncausal: Option<u32>,
+/// One form as the host sizes and weighs its launch: `NAME_launch`'s rows_per_block,
+/// `NAME_fill`, `NAME_tiles_at_once` and the driver's CTAs per SM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FormGeometry {
+    pub rows: u32,
+    pub fill: Option<(u32, u32)>,
+    pub tiles_at_once: u32,
+    pub ctas_per_sm: u32,
+}
+
+/// The forms a source has for one (dtype, head_dim): NAME always, the others optional, each
+/// long form with the shortest seq_len it takes (`NAME_long_from`,
+/// `NAME_long_noncausal_from`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Forms {
+    pub main: FormGeometry,
+    pub small: Option<FormGeometry>,
+    pub long: Option<(FormGeometry, u32)>,
+    pub long_noncausal: Option<(FormGeometry, u32)>,
+}
+
+/// The passes of the busiest SM when `form` runs `shape`: its grid is [`grid_x`] · batch ·
+/// heads CTAs of k = ⌈tiles / grid.x⌉ tiles each; the busiest SM gets ⌈CTAs / SMs⌉ of
+/// them, holds `ctas_per_sm` at once, and each CTA takes ⌈k / tiles_at_once⌉ passes over the
+/// keys. A model of the tail, not of speed: it counts rounds, not what a round costs. O(1).
+pub(crate) fn busiest_sm_passes(shape: &ShapeParams, form: FormGeometry, sm_count: u32) -> u64 {
+    let rows = form.rows.max(1);
+    let tiles = u64::from(shape.seq_len.div_ceil(rows));
+    let x = u64::from(grid_x(shape, rows, form.fill, sm_count).max(1));
+    let ctas = x * u64::from(shape.batch) * u64::from(shape.heads);
+    let on_busiest = ctas.div_ceil(u64::from(sm_count.max(1)));
+    let rounds = on_busiest.div_ceil(u64::from(form.ctas_per_sm.max(1)));
+    rounds
+        * tiles
+            .div_ceil(x)
+            .div_ceil(u64::from(form.tiles_at_once.max(1)))
 }
 
 /// The host's choice among `NAME`, `NAME_small`, `NAME_long` and `NAME_long_noncausal`, as
-/// kernels/README.md states it: `NAME_long_noncausal` for a non-causal launch when the source
-/// has one, seq_len is at least its `NAME_long_noncausal_from` and `NAME`'s grid,
-/// ⌈seq_len / rows⌉ · batch · heads CTAs, has at least as many CTAs as the GPU has SMs; else
-/// `NAME_long` when the source has one and seq_len is at least its `NAME_long_from`; else
-/// `NAME_small` when the source has one and `NAME`'s grid has fewer CTAs than SMs; else
-/// `NAME`.
+/// kernels/README.md states it. First the form for any mask: `NAME_long` when the source has
+/// one and seq_len is at least its `NAME_long_from`; else `NAME_small` when the source has
+/// one and `NAME`'s grid, ⌈seq_len / rows⌉ · batch · heads CTAs, has fewer CTAs than the
+/// GPU has SMs; else `NAME`. Then, for a non-causal launch with seq_len at least
+/// `NAME_long_noncausal_from`, `NAME_long_noncausal` instead when its busiest SM takes fewer
+/// passes ([`busiest_sm_passes`]) than that form's; a tie keeps the form for any mask.
 ///
-/// Why the grid counts for `NAME_long_noncausal` only: it may hold fewer warps per SM than
-/// `NAME` (the L4's d128 form: two CTAs of 4 warps where `NAME` runs one of 8), which a grid
-/// that cannot give every SM its CTAs leaves idle: on an H200, [1,16,1000] non-causal d128
-/// with the L4's tiles took 34% longer on it than on `NAME` (docs/KERNEL_LOG.md, sixth
-/// session).
-pub(crate) fn pick_form(
-    shape: &ShapeParams,
-    main_rows_per_block: u32,
-    has_small: bool,
-    long_from: LongFrom,
-    sm_count: u32,
-) -> Form {
-    let ctas = u64::from(shape.seq_len.div_ceil(main_rows_per_block.max(1)))
+/// Why passes and not a bound on NAME's grid: the forms differ in how many rows an SM
+/// computes at once (the sm_90a d64 one: three 64-row warpgroups in one CTA per SM, where
+/// `NAME_long` runs two CTAs of one), so which one finishes first depends on how each grid
+/// rounds onto the SMs. On an H200, 2026-12-02, the even split won by 6.5–25.7% on the four
+/// measured shapes where it takes fewer passes and lost by 3.5–7.9% on the four where the
+/// passes tie (docs/KERNEL_LOG.md, seventh session); a bound of four NAME CTAs per SM sent
+/// [2,8,1536] to `NAME_long`, 34.6% slower. A tie goes to the other form because a pass of
+/// more rows at once costs more. It also covers the L4's d128 form (two CTAs of 4 warps
+/// where NAME runs one of 8): on a grid of at most one CTA per SM both take one pass and
+/// NAME keeps it ([1,16,1000] took 34% longer on the other, sixth session).
+pub(crate) fn pick_form(shape: &ShapeParams, forms: &Forms, sm_count: u32) -> Form {
+    let main_ctas = u64::from(shape.seq_len.div_ceil(forms.main.rows.max(1)))
         * u64::from(shape.batch)
         * u64::from(shape.heads);
-    let small_grid = ctas < u64::from(sm_count);
-    if !shape.causal
-        && !small_grid
-        && long_from
-            .noncausal
-            .is_some_and(|from| shape.seq_len >= from)
-    {
-        return Form::LongNonCausal;
-    }
-    if long_from.any.is_some_and(|from| shape.seq_len >= from) {
-        return Form::Long;
-    }
-    if has_small && small_grid {
-        Form::Small
-    } else {
-        Form::Main
+    let (form, geometry) = match (forms.long, forms.small) {
+        (Some((long, from)), _) if shape.seq_len >= from => (Form::Long, long),
+        (_, Some(small)) if main_ctas < u64::from(sm_count) => (Form::Small, small),
+        _ => (Form::Main, forms.main),
+    };
+    match forms.long_noncausal {
+        Some((noncausal, from))
+            if !shape.causal
+                && shape.seq_len >= from
+                && busiest_sm_passes(shape, noncausal, sm_count)
+                    < busiest_sm_passes(shape, geometry, sm_count) =>
+        {
+            Form::LongNonCausal
+        }
+        _ => form,
     }
 }
 
@@ -297,16 +339,13 @@ impl AttentionSet {
         let long = self.long.get(&key);
         let long_noncausal = self.long_noncausal.get(&key);
         let small = self.small.get(&key);
-        let form = pick_form(
-            shape,
-            main.rows_per_block,
-            small.is_some(),
-            LongFrom {
-                any: long.map(|(_, from)| *from),
-                noncausal: long_noncausal.map(|(_, from)| *from),
-            },
-            self.sm_count,
-        );
+        let forms = Forms {
+            main: main.form_geometry(),
+            small: small.map(Kernel::form_geometry),
+            long: long.map(|(kernel, from)| (kernel.form_geometry(), *from)),
+            long_noncausal: long_noncausal.map(|(kernel, from)| (kernel.form_geometry(), *from)),
+        };
+        let form = pick_form(shape, &forms, self.sm_count);
         Ok(match form {
             Form::LongNonCausal => long_noncausal.map(|(kernel, _)| kernel),
             Form::Long => long.map(|(kernel, _)| kernel),
@@ -549,6 +588,8 @@ fn load_kernel(
         )
         .during(|| format!("allowing {smem} bytes of shared memory for {name}"))?;
     }
+    // After the shared-memory attribute: the driver's count depends on it.
+    let ctas_per_sm = ctas_per_sm(&func, name, threads, smem, src)?;
     Ok(Kernel {
         name: name.to_owned(),
         func,
@@ -557,9 +598,51 @@ fn load_kernel(
         smem_bytes: smem,
         tma: false,
         fill: None,
+        tiles_at_once: 1,
+        ctas_per_sm,
         sm_count: info.sm_count,
         constants: None,
     })
+}
+
+/// CTAs of a kernel one SM holds at once, as the driver computes it for the launch's block and
+/// dynamic shared memory; a kernel no SM can hold is refused here, naming it.
+fn ctas_per_sm(
+    func: &CudaFunction,
+    name: &str,
+    threads: u32,
+    smem: u32,
+    src: &KernelSource,
+) -> Result<u32, GpuError> {
+    let ctas = func
+        .occupancy_max_active_blocks_per_multiprocessor(threads, smem as usize, None)
+        .during(|| format!("CTAs per SM of {name} in {}", src.path.display()))?;
+    if ctas == 0 {
+        return Err(GpuError::Kernel(format!(
+            "{}: no SM can hold one CTA of {name} ({threads} threads, {smem} bytes of dynamic shared memory)",
+            src.path.display()
+        )));
+    }
+    Ok(ctas)
+}
+
+/// A timed kernel's optional `NAME_tiles_at_once` (kernels/README.md): 1..=64, else refused.
+fn with_tiles_at_once(
+    mut kernel: Kernel,
+    cubin: &[u8],
+    m: &Arc<CudaModule>,
+    stream: &Arc<CudaStream>,
+    src: &KernelSource,
+) -> Result<Kernel, GpuError> {
+    let symbol = format!("{}_tiles_at_once", kernel.name);
+    if !has_symbol(cubin, &symbol) {
+        return Ok(kernel);
+    }
+    let v = ffi::read_i32_constant(m, stream, &symbol, 1)
+        .during(|| format!("reading {symbol} in {}", src.path.display()))?;
+    kernel.tiles_at_once = crate::kernel::entries::tiles_at_once(&kernel.name, v[0])
+        .map_err(|why| GpuError::Kernel(format!("{}: {why}", src.path.display())))?;
+    Ok(kernel)
 }
 
 /// A timed kernel's optional `NAME_fill` = {CTAs per SM, most tiles per CTA}
@@ -911,6 +994,7 @@ fn load_attention(
         let mut kernel = load_kernel(&module, stream, info, &src, name)?;
         kernel.constants = constants.clone();
         let kernel = with_tma(kernel, &cubin, &module, stream, &src)?;
+        let kernel = with_tiles_at_once(kernel, &cubin, &module, stream, &src)?;
         with_fill(kernel, &cubin, &module, stream, &src)
     };
     let mut kernels = HashMap::new();
@@ -988,55 +1072,159 @@ mod tests {
         assert_eq!(grid_x(&shape(1, 1, 1), 0, None, 132), 1);
     }
 
+    /// The sm_90a d64 forms as kernels/attention.cu declares them and the driver holds them:
+    /// NAME {64 rows, fill {2, 4}, 2 CTAs per SM}, NAME_small {64, one tile, 2 per SM},
+    /// NAME_long {64, fill {2, 8}} from 1536, NAME_long_noncausal {64, fill {1, 64}, 3 tiles
+    /// at once, 1 per SM} from 512.
+    fn hopper_d64() -> super::Forms {
+        use super::{FormGeometry, Forms};
+        let g = |rows, fill, tiles_at_once, ctas_per_sm| FormGeometry {
+            rows,
+            fill,
+            tiles_at_once,
+            ctas_per_sm,
+        };
+        Forms {
+            main: g(64, Some((2, 4)), 1, 2),
+            small: Some(g(64, None, 1, 2)),
+            long: Some((g(64, Some((2, 8)), 1, 2), 1536)),
+            long_noncausal: Some((g(64, Some((1, 64)), 3, 1), 512)),
+        }
+    }
+
     #[test]
-    fn the_host_picks_long_noncausal_then_long_then_small_then_main() {
-        use super::{Form, LongFrom, pick_form};
+    fn the_busiest_sm_passes_follow_each_forms_grid() {
+        use super::busiest_sm_passes;
         use crate::config::{Dtype, ShapeParams};
-        let from = |any, noncausal| LongFrom { any, noncausal };
-        let none = from(None, None);
-        let long = from(Some(1024), None);
-        let both = from(Some(1024), Some(1536));
-        let nc_only = from(None, Some(1536));
-        // (batch, heads, seq_len, causal, main kernel's rows, has NAME_small, long forms,
-        // the form), on 132 SMs; a 64-row main kernel: [1,8,512] is 64 CTAs, [8,16,512] 1024
+        let forms = hopper_d64();
+        let (long, _) = forms.long.unwrap_or_else(|| unreachable!());
+        let (even, _) = forms.long_noncausal.unwrap_or_else(|| unreachable!());
+        let shape = |b, h, s| ShapeParams::new(b, h, s, 64, false, Dtype::Float16);
+        // (shape, passes of NAME_long_noncausal, of NAME, of NAME_long), on 132 SMs.
+        // [8,16,512]: 1024 units, 8 a CTA (one per (batch, head), 128 CTAs): ⌈8/3⌉ = 3;
+        // NAME: 4 tiles a CTA, 256 CTAs, two on the busiest SM held at once: 4.
+        // [3,16,1536]: 144 CTAs of the even split, so two on the busiest SM, one at a
+        // time, 8 units each: 2 · 3 = 6; NAME_long: 5 tiles a CTA, 240 CTAs: 5.
         let cases = [
-            (1, 8, 512, false, 64, true, none, Form::Small),
-            (1, 8, 512, false, 64, false, none, Form::Main),
-            (8, 16, 512, false, 64, true, none, Form::Main),
-            // 132 CTAs exactly is not fewer than the SMs
-            (1, 1, 132 * 64, false, 64, true, none, Form::Main),
-            (1, 1, 131 * 64, false, 64, true, none, Form::Small),
-            // NAME_long from seq_len 1024 on, before the small-grid rule
-            (4, 16, 2048, false, 64, true, long, Form::Long),
-            (1, 1, 1024, false, 64, true, long, Form::Long),
-            (1, 1, 1023, false, 64, true, long, Form::Small),
-            (8, 16, 512, false, 64, true, long, Form::Main),
-            // NAME_long_noncausal from 1536 on takes non-causal launches only; causal ones,
-            // and shorter non-causal ones, go on to NAME_long
-            (4, 16, 2048, false, 64, true, both, Form::LongNonCausal),
-            (1, 6, 1536, false, 64, true, both, Form::LongNonCausal),
-            (4, 16, 2048, true, 64, true, both, Form::Long),
-            (1, 6, 1535, false, 64, true, both, Form::Long),
-            // ... and only on a grid of NAME with at least as many CTAs as SMs ([1,6,1536]
-            // is 144 CTAs of 64 rows, [1,5,1536] 120; 8384 keys are 131, 8448 are 132): a
-            // smaller one goes on to NAME_long, or without it to the small-grid rule
-            (1, 5, 1536, false, 64, true, both, Form::Long),
-            (1, 1, 8384, false, 64, true, nc_only, Form::Small),
-            (1, 1, 8384, false, 64, false, nc_only, Form::Main),
-            (1, 1, 8448, false, 64, true, nc_only, Form::LongNonCausal),
-            // without NAME_long, causal launches fall through to the small-grid rule
-            (1, 1, 4096, true, 64, true, nc_only, Form::Small),
-            (4, 1, 4096, false, 64, true, nc_only, Form::LongNonCausal),
-            // a zero row count from a hostile launch constant does not divide by zero
-            (1, 1, 7, false, 0, true, none, Form::Small),
+            ((8, 16, 512), 3, 4, 4),
+            ((4, 16, 512), 2, 2, 2),
+            ((4, 16, 2048), 6, 8, 8),
+            ((2, 8, 1536), 1, 2, 2),
+            ((1, 16, 2048), 2, 2, 2),
+            ((3, 16, 1536), 6, 8, 5),
+            ((16, 16, 1024), 12, 16, 16),
         ];
-        for (b, h, s, causal, rows, has_small, long_from, want) in cases {
+        for ((b, h, s), want_even, want_main, want_long) in cases {
+            let got = [even, forms.main, long].map(|f| busiest_sm_passes(&shape(b, h, s), f, 132));
+            assert_eq!(got, [want_even, want_main, want_long], "[{b},{h},{s}]");
+        }
+        // Degenerate geometry from hostile constants stays finite and positive.
+        let zero = super::FormGeometry {
+            rows: 0,
+            fill: Some((1, 1)),
+            tiles_at_once: 0,
+            ctas_per_sm: 0,
+        };
+        assert_eq!(busiest_sm_passes(&shape(1, 1, 7), zero, 0), 7);
+    }
+
+    #[test]
+    fn the_host_picks_long_noncausal_by_passes_then_long_then_small_then_main() {
+        use super::{Form, FormGeometry, Forms, pick_form};
+        use crate::config::{Dtype, ShapeParams};
+        let hopper = hopper_d64();
+        // The d64 shapes measured on an H200 (docs/KERNEL_LOG.md, seventh session): the
+        // even split where it takes fewer passes, the other form where they tie.
+        let measured = [
+            ((8, 16, 512, false), Form::LongNonCausal),
+            ((4, 16, 1024, false), Form::LongNonCausal),
+            ((2, 8, 1536, false), Form::LongNonCausal),
+            ((2, 16, 1536, false), Form::LongNonCausal),
+            ((4, 16, 2048, false), Form::LongNonCausal),
+            ((1, 8, 16384, false), Form::LongNonCausal),
+            ((4, 16, 512, false), Form::Main),
+            ((1, 16, 2048, false), Form::Long),
+            ((1, 8, 2048, false), Form::Long),
+            ((1, 4, 4096, false), Form::Long),
+            // causal launches never take it; below its 512 keys neither
+            ((8, 16, 512, true), Form::Main),
+            ((4, 16, 2048, true), Form::Long),
+            ((8, 16, 511, false), Form::Main),
+            // NAME's one-tile grid under 132 CTAs: NAME_small (one pass; a tie)
+            ((1, 8, 512, false), Form::Small),
+            ((1, 8, 512, true), Form::Small),
+        ];
+        for ((b, h, s, causal), want) in measured {
             let shape = ShapeParams::new(b, h, s, 64, causal, Dtype::Float16);
             assert_eq!(
-                pick_form(&shape, rows, has_small, long_from, 132),
+                pick_form(&shape, &hopper, 132),
                 want,
-                "[{b},{h},{s}] causal {causal}, rows {rows}, small {has_small}, {long_from:?}"
+                "[{b},{h},{s}] causal {causal}"
             );
         }
+        // The L4's d128 forms: NAME {128 rows, one CTA per SM}, NAME_long_noncausal {128, two
+        // per SM} from 256: the latter once NAME's grid needs a second CTA on some SM.
+        let one_tile = |ctas_per_sm| FormGeometry {
+            rows: 128,
+            fill: None,
+            tiles_at_once: 1,
+            ctas_per_sm,
+        };
+        let ada = Forms {
+            main: one_tile(1),
+            small: None,
+            long: None,
+            long_noncausal: Some((one_tile(2), 256)),
+        };
+        let ada_cases = [
+            ((2, 16, 4096, false), Form::LongNonCausal),
+            ((2, 16, 4096, true), Form::Main),
+            ((1, 16, 1000, false), Form::Main),
+            ((1, 1, 132 * 128, false), Form::Main),
+            ((1, 1, 133 * 128, false), Form::LongNonCausal),
+            ((1, 1, 255, false), Form::Main),
+        ];
+        for ((b, h, s, causal), want) in ada_cases {
+            let shape = ShapeParams::new(b, h, s, 128, causal, Dtype::Float16);
+            assert_eq!(
+                pick_form(&shape, &ada, 132),
+                want,
+                "ada [{b},{h},{s}] causal {causal}"
+            );
+        }
+        // Without the long forms: the small-grid rule on NAME's one-tile grid (132 CTAs is
+        // not fewer than 132 SMs), and a zero row count from a hostile launch constant
+        // does not divide by zero.
+        let plain = Forms {
+            long: None,
+            long_noncausal: None,
+            ..hopper
+        };
+        let no_small = Forms {
+            small: None,
+            ..plain
+        };
+        let zero_rows = Forms {
+            main: FormGeometry {
+                rows: 0,
+                ..hopper.main
+            },
+            ..plain
+        };
+        let shape = |b, h, s| ShapeParams::new(b, h, s, 64, false, Dtype::Float16);
+        assert_eq!(pick_form(&shape(1, 1, 132 * 64), &plain, 132), Form::Main);
+        assert_eq!(pick_form(&shape(1, 1, 131 * 64), &plain, 132), Form::Small);
+        assert_eq!(
+            pick_form(&shape(1, 1, 131 * 64), &no_small, 132),
+            Form::Main
+        );
+        assert_eq!(pick_form(&shape(1, 1, 7), &zero_rows, 132), Form::Small);
+        // NAME_long takes either mask from its seq_len on, ahead of the small-grid rule.
+        let long_only = Forms {
+            long_noncausal: None,
+            ..hopper
+        };
+        assert_eq!(pick_form(&shape(1, 1, 1536), &long_only, 132), Form::Long);
+        assert_eq!(pick_form(&shape(1, 1, 1535), &long_only, 132), Form::Small);
     }
 }

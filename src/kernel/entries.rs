@@ -41,6 +41,10 @@ pub(crate) enum EntryError {
         "{name}_fill is {{{per_sm}, {max}}}: CTAs per SM must be 1..=32 and tiles per CTA 1..=64 (kernels/README.md)"
     )]
     Fill { name: String, per_sm: i32, max: i32 },
+    #[error(
+        "{name}_tiles_at_once is {tiles}: tiles a CTA computes at the same time must be 1..=64 (kernels/README.md)"
+    )]
+    AtOnce { name: String, tiles: i32 },
     #[error("{long_name}_from is {from}: it must be a seq_len of at least 1")]
     LongFrom { long_name: String, from: i32 },
     #[error("{name}_tma is {layout}: the only TMA layout is 1 (kernels/README.md)")]
@@ -76,6 +80,18 @@ pub(crate) fn fill(name: &str, v: [i32; 2]) -> Result<(u32, u32), EntryError> {
     Ok((per_sm as u32, max as u32))
 }
 
+/// `NAME_tiles_at_once`: how many of its rows_per_block-row tiles one CTA computes at the same
+/// time (the host weighs forms by it, [`crate::gpu`]'s `pick_form`), 1..=64; 1 where absent.
+pub(crate) fn tiles_at_once(name: &str, tiles: i32) -> Result<u32, EntryError> {
+    u32::try_from(tiles)
+        .ok()
+        .filter(|t| (1..=64).contains(t))
+        .ok_or_else(|| EntryError::AtOnce {
+            name: name.to_owned(),
+            tiles,
+        })
+}
+
 /// `NAME_long_from` (or `NAME_long_noncausal_from`): the shortest seq_len a `NAME_long` (or
 /// `NAME_long_noncausal`) takes, at least 1.
 pub(crate) fn long_from(long_name: &str, from: i32) -> Result<u32, EntryError> {
@@ -107,7 +123,7 @@ pub(crate) fn tma(name: &str, layout: i32) -> Result<(), EntryError> {
 /// The entries of a CUBIN checked without a GPU, as the loader will check them: every main
 /// entry with its `NAME_launch`, and each optional `NAME_small` / `NAME_long` /
 /// `NAME_long_noncausal` with theirs (and `NAME_long_from` / `NAME_long_noncausal_from`),
-/// every `NAME_fill` and `NAME_tma` valid. `max_smem` is the target's
+/// every `NAME_fill`, `NAME_tiles_at_once` and `NAME_tma` valid. `max_smem` is the target's
 /// opt-in shared memory per block. One line per entry found, or every problem found (each a
 /// clause naming the symbol).
 pub(crate) fn check_static(cubin: &[u8], max_smem: u32) -> Result<Vec<String>, Vec<String>> {
@@ -143,6 +159,15 @@ pub(crate) fn check_static(cubin: &[u8], max_smem: u32) -> Result<Vec<String>, V
                     Err(e) => problems.push(e.to_string()),
                 },
                 None => problems.push(format!("{name}_fill is not two ints")),
+            }
+        }
+        if has_symbol(cubin, &format!("{name}_tiles_at_once")) {
+            match i32_constant(cubin, &format!("{name}_tiles_at_once"), 1) {
+                Some(v) => match tiles_at_once(name, v[0]) {
+                    Ok(t) => line.push_str(&format!(", {t} tiles at once")),
+                    Err(e) => problems.push(e.to_string()),
+                },
+                None => problems.push(format!("{name}_tiles_at_once is not an int")),
             }
         }
         if has_symbol(cubin, &format!("{name}_tma")) {
@@ -204,6 +229,17 @@ mod tests {
         assert_eq!(long_from("k_long", 1536), Ok(1536));
         assert!(long_from("k_long", 0).is_err());
         assert!(tma("k", 1).is_ok() && tma("k", 2).is_err());
+        assert_eq!(tiles_at_once("k", 3), Ok(3));
+        assert_eq!(tiles_at_once("k", 64), Ok(64));
+        for bad in [0, -3, 65] {
+            assert_eq!(
+                tiles_at_once("k", bad),
+                Err(EntryError::AtOnce {
+                    name: "k".into(),
+                    tiles: bad
+                })
+            );
+        }
         assert_eq!(main_entries().len(), 4);
         assert!(main_entries().contains(&"attention_fwd_bf16_d128".to_string()));
     }

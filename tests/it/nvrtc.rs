@@ -340,6 +340,16 @@ fn the_compile_command_refuses_missing_entry_points_and_bad_launch_constants() {
             ),
             "attention_fwd_f16_d64_long_noncausal_from is 0: it must be a seq_len of at least 1",
         ),
+        // tiles computed at once out of 1..=64: the host would weigh the form wrongly
+        (
+            with_entries(
+                &(form("attention_fwd_f16_d64_long_noncausal")
+                    + "extern \"C\" __constant__ int attention_fwd_f16_d64_long_noncausal_from[1] = {512};\n"
+                    + "extern \"C\" __constant__ int attention_fwd_f16_d64_long_noncausal_tiles_at_once[1] = {0};\n"),
+                "{64, 128, 0}",
+            ),
+            "attention_fwd_f16_d64_long_noncausal_tiles_at_once is 0: tiles a CTA computes at the same time must be 1..=64",
+        ),
     ] {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("attention.cu"), source).unwrap();
