@@ -626,6 +626,32 @@ fn ctas_per_sm(
     Ok(ctas)
 }
 
+/// The `N` ints of a timed kernel's optional `__constant__` symbol (`NAME_tma`, `NAME_fill`,
+/// `NAME_tiles_at_once`), or None when the module has no such symbol: looked up in the cubin's
+/// symbols first, not by asking the driver for one that may not exist (compute-sanitizer
+/// counts that failed call as an error).
+fn optional_ints<const N: usize>(
+    cubin: &[u8],
+    m: &Arc<CudaModule>,
+    stream: &Arc<CudaStream>,
+    src: &KernelSource,
+    symbol: &str,
+) -> Result<Option<[i32; N]>, GpuError> {
+    if !has_symbol(cubin, symbol) {
+        return Ok(None);
+    }
+    let what = || format!("reading {symbol} in {}", src.path.display());
+    let values = ffi::read_i32_constant(m, stream, symbol, N).during(what)?;
+    <[i32; N]>::try_from(values)
+        .map(Some)
+        .map_err(|_| GpuError::Kernel(format!("{}: {symbol} is not {N} ints", src.path.display())))
+}
+
+/// A launch constant the host refuses ([`crate::kernel::entries`]), after the source's path.
+fn refused(src: &KernelSource, why: crate::kernel::entries::EntryError) -> GpuError {
+    GpuError::Kernel(format!("{}: {why}", src.path.display()))
+}
+
 /// A timed kernel's optional `NAME_tiles_at_once` (kernels/README.md): 1..=64, else refused.
 fn with_tiles_at_once(
     mut kernel: Kernel,
@@ -635,19 +661,15 @@ fn with_tiles_at_once(
     src: &KernelSource,
 ) -> Result<Kernel, GpuError> {
     let symbol = format!("{}_tiles_at_once", kernel.name);
-    if !has_symbol(cubin, &symbol) {
-        return Ok(kernel);
+    if let Some([tiles]) = optional_ints(cubin, m, stream, src, &symbol)? {
+        kernel.tiles_at_once = crate::kernel::entries::tiles_at_once(&kernel.name, tiles)
+            .map_err(|why| refused(src, why))?;
     }
-    let v = ffi::read_i32_constant(m, stream, &symbol, 1)
-        .during(|| format!("reading {symbol} in {}", src.path.display()))?;
-    kernel.tiles_at_once = crate::kernel::entries::tiles_at_once(&kernel.name, v[0])
-        .map_err(|why| GpuError::Kernel(format!("{}: {why}", src.path.display())))?;
     Ok(kernel)
 }
 
 /// A timed kernel's optional `NAME_fill` = {CTAs per SM, most tiles per CTA}
-/// (kernels/README.md): looked up in the cubin's symbols first; values outside 1..=32 and
-/// 1..=64 are refused.
+/// (kernels/README.md): values outside 1..=32 and 1..=64 are refused.
 fn with_fill(
     mut kernel: Kernel,
     cubin: &[u8],
@@ -656,14 +678,10 @@ fn with_fill(
     src: &KernelSource,
 ) -> Result<Kernel, GpuError> {
     let symbol = format!("{}_fill", kernel.name);
-    if !has_symbol(cubin, &symbol) {
-        return Ok(kernel);
+    if let Some(v) = optional_ints(cubin, m, stream, src, &symbol)? {
+        kernel.fill =
+            Some(crate::kernel::entries::fill(&kernel.name, v).map_err(|why| refused(src, why))?);
     }
-    let v = ffi::read_i32_constant(m, stream, &symbol, 2)
-        .during(|| format!("reading {symbol} in {}", src.path.display()))?;
-    let fill = crate::kernel::entries::fill(&kernel.name, [v[0], v[1]])
-        .map_err(|why| GpuError::Kernel(format!("{}: {why}", src.path.display())))?;
-    kernel.fill = Some(fill);
     Ok(kernel)
 }
 
@@ -686,12 +704,10 @@ fn long_from(
     }
     let from = ffi::read_i32_constant(m, stream, &symbol, 1)
         .during(|| format!("reading {symbol} in {}", src.path.display()))?[0];
-    crate::kernel::entries::long_from(long_name, from)
-        .map_err(|why| GpuError::Kernel(format!("{}: {why}", src.path.display())))
+    crate::kernel::entries::long_from(long_name, from).map_err(|why| refused(src, why))
 }
 
-/// A timed kernel's optional `NAME_tma`: whether it takes the q, k, v tensor maps. Looked up
-/// in the cubin's symbols first, as `NAME_small` is.
+/// A timed kernel's optional `NAME_tma`: whether it takes the q, k, v tensor maps.
 fn with_tma(
     mut kernel: Kernel,
     cubin: &[u8],
@@ -700,14 +716,10 @@ fn with_tma(
     src: &KernelSource,
 ) -> Result<Kernel, GpuError> {
     let symbol = format!("{}_tma", kernel.name);
-    if !has_symbol(cubin, &symbol) {
-        return Ok(kernel);
+    if let Some([layout]) = optional_ints(cubin, m, stream, src, &symbol)? {
+        crate::kernel::entries::tma(&kernel.name, layout).map_err(|why| refused(src, why))?;
+        kernel.tma = true;
     }
-    let layout = ffi::read_i32_constant(m, stream, &symbol, 1)
-        .during(|| format!("reading {symbol} in {}", src.path.display()))?[0];
-    crate::kernel::entries::tma(&kernel.name, layout)
-        .map_err(|why| GpuError::Kernel(format!("{}: {why}", src.path.display())))?;
-    kernel.tma = true;
     Ok(kernel)
 }
 
