@@ -17,7 +17,8 @@
 #   bash bench/issue40_device.sh seventh-grid   # the min_grid step; then tests, stored A/As
 #   bash bench/issue40_device.sh eighth         # the pass rule's check (even split against the
 #                                               # other form, forced); the step's A/B; checks
-#   bash bench/issue40_device.sh eighth-record  # pr re-recorded, stored-only A/As of pr, pr-ada
+#   bash bench/issue40_device.sh eighth-check   # the cost rule on unseen shapes; the step's A/B;
+#                                               # if both hold: pr re-recorded, stored A/As
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -204,6 +205,74 @@ stored_aa() {
 }
 
 case $what in
+eighth-check)
+  # 2026-12-03, eighth session, after `eighth` (whose rule, passes alone, picked the slower
+  # form on 2 of its 23 shapes): the host now weighs the forms by the busiest SM's cost
+  # (rows, plus one NAME tile's rows a pass). 1. Shapes the rule had not seen, the other form
+  # alone (.carry/variants/nolnc) against the even split forced (.carry/variants/forced),
+  # each checked against the rule's choice (its cost, computed here beforehand from
+  # busiest_sm_cost's arithmetic: `even` or `other`). 2. The step against .carry/k-base on
+  # the PR, long and odd shapes; the GPU tests. 3. If no step A/B has a regression and the
+  # rule's choice was never slower by more than 2%: pr re-recorded with a stored-only A/A,
+  # and a stored-only A/A of pr-ada.
+  derive_config fresh configs/pr.yaml <<'SHAPES'
+6 12 1920 64 noncausal float16
+3 32 2304 64 noncausal float16
+6 12 1600 64 noncausal float16
+8 24 3328 64 noncausal float16
+10 32 960 64 noncausal float16
+8 40 1472 64 noncausal float16
+5 20 3328 64 noncausal float16
+8 40 3328 64 noncausal float16
+1 32 2816 64 noncausal float16
+10 8 960 64 noncausal float16
+16 32 1600 64 noncausal float16
+16 16 512 64 noncausal float16
+16 16 2048 64 noncausal float16
+3 16 1601 64 noncausal float16
+SHAPES
+  BASE=$PWD/.carry/variants/nolnc ab fresh .carry/variants/forced "$res/fresh.yaml"
+  python3 - "$res/ab-fresh.json" > "$res/fresh-check.txt" <<'PY'
+import json, sys
+want = {"b6h12s1920d64_f16": "other", "b3h32s2304d64_f16": "other", "b6h12s1600d64_f16": "other",
+        "b8h24s3328d64_f16": "other", "b10h32s960d64_f16": "other", "b8h40s1472d64_f16": "other",
+        "b5h20s3328d64_f16": "even", "b8h40s3328d64_f16": "other", "b1h32s2816d64_f16": "even",
+        "b10h8s960d64_f16": "other", "b16h32s1600d64_f16": "even", "b16h16s512d64_f16": "even",
+        "b16h16s2048d64_f16": "even", "b3h16s1601d64_f16": "even"}
+r = json.load(open(sys.argv[1]))
+worst = 0.0
+for s in r.get("shapes", []):
+    ratio = (s.get("ab") or {}).get("ratio")
+    if not ratio or s["name"] not in want:
+        print(f"{s['name']}: no ratio"); worst = 99; continue
+    d = (ratio - 1) * 100          # the even split against the other form
+    cost = d if want[s["name"]] == "even" else -d   # what the rule's choice lost
+    worst = max(worst, cost)
+    print(f"{s['name']:<22} even vs other {d:+6.2f}%  rule: {want[s['name']]:<5}  {'right' if cost <= 0 else f'slower by {cost:.2f}%'}")
+print(f"worst loss of the rule's choice: {worst:.2f}%")
+sys.exit(0 if worst <= 2.0 and len(r.get("shapes", [])) == len(want) else 1)
+PY
+  rule_ok=$?
+  cat "$res/fresh-check.txt"
+  long_config
+  hop_odd_config
+  ab step-pr kernels configs/pr.yaml
+  ab step-long kernels "$res/long.yaml"
+  ab step-odd kernels "$res/hop-odd.yaml"
+  tar czf /tmp/eighth-check.tgz -C "$out" r && rm -rf "$res"
+  bash bench/issue36_device.sh tests 2>&1 | grep -E "test result|FAILED|panicked|rc=" | head -8
+  mv /tmp/eighth-check.tgz "$out"/
+  mkdir -p "$res"
+  tar xzf "$out/eighth-check.tgz" -C "$out"
+  if [ "$rule_ok" = 0 ] && no_regression "$res/ab-step-pr.json" "$res/ab-step-long.json" "$res/ab-step-odd.json"; then
+    rm -rf "$res"/*
+    KEEP_RES=1 REASON="${REASON:-kernel step (issue 40)}" CFGS=pr bash "$0" record
+    stored_aa pr-ada
+  else
+    rm -rf "$res"/*
+    echo "== not recorded: rule_ok=$rule_ok or a step regression"
+  fi
+  ;;
 eighth)
   # 2026-12-03, eighth session: the host weighs `_long_noncausal` against the form for any
   # mask by the busiest SM's passes (pick_form), and the d64 form starts at 512 keys.

@@ -269,21 +269,36 @@ pub(crate) struct Forms {
     pub long_noncausal: Option<(FormGeometry, u32)>,
 }
 
-/// The passes of the busiest SM when `form` runs `shape`: its grid is [`grid_x`] · batch ·
-/// heads CTAs of k = ⌈tiles / grid.x⌉ tiles each; the busiest SM gets ⌈CTAs / SMs⌉ of
-/// them, holds `ctas_per_sm` at once, and each CTA takes ⌈k / tiles_at_once⌉ passes over the
-/// keys. A model of the tail, not of speed: it counts rounds, not what a round costs. O(1).
-pub(crate) fn busiest_sm_passes(shape: &ShapeParams, form: FormGeometry, sm_count: u32) -> u64 {
+/// The busiest SM's work when `form` runs `shape`, in rows, with `pass_rows` more for every
+/// pass over the keys: its grid is [`grid_x`] · batch · heads CTAs of k = ⌈tiles / grid.x⌉
+/// tiles each; the busiest SM gets c = ⌈CTAs / SMs⌉ of them and holds `ctas_per_sm` (p) at
+/// once, so it runs ⌊c / p⌋ rounds of p CTAs and one of c mod p; in a round of r CTAs each
+/// takes its k tiles `tiles_at_once` (a) at a time, ⌊k / a⌋ passes of r · a tiles and one of
+/// r · (k mod a). A pass costs the rows it computes plus `pass_rows`: what a pass costs
+/// beyond its rows (loading every K/V tile, the softmax chain's latency) does not shrink with
+/// fewer rows. A model of the tail, not of speed. O(1).
+pub(crate) fn busiest_sm_cost(
+    shape: &ShapeParams,
+    form: FormGeometry,
+    pass_rows: u64,
+    sm_count: u32,
+) -> u64 {
     let rows = form.rows.max(1);
     let tiles = u64::from(shape.seq_len.div_ceil(rows));
     let x = u64::from(grid_x(shape, rows, form.fill, sm_count).max(1));
     let ctas = x * u64::from(shape.batch) * u64::from(shape.heads);
-    let on_busiest = ctas.div_ceil(u64::from(sm_count.max(1)));
-    let rounds = on_busiest.div_ceil(u64::from(form.ctas_per_sm.max(1)));
-    rounds
-        * tiles
-            .div_ceil(x)
-            .div_ceil(u64::from(form.tiles_at_once.max(1)))
+    let c = ctas.div_ceil(u64::from(sm_count.max(1)));
+    let p = u64::from(form.ctas_per_sm.max(1));
+    let a = u64::from(form.tiles_at_once.max(1));
+    let k = tiles.div_ceil(x);
+    let rows = u64::from(rows);
+    let pass = |tiles_now: u64| tiles_now.saturating_mul(rows).saturating_add(pass_rows);
+    let round = |r: u64| {
+        let partial = if k % a > 0 { pass(r * (k % a)) } else { 0 };
+        (k / a).saturating_mul(pass(r * a)).saturating_add(partial)
+    };
+    let last = if c % p > 0 { round(c % p) } else { 0 };
+    (c / p).saturating_mul(round(p)).saturating_add(last)
 }
 
 /// The host's choice among `NAME`, `NAME_small`, `NAME_long` and `NAME_long_noncausal`, as
@@ -291,19 +306,23 @@ pub(crate) fn busiest_sm_passes(shape: &ShapeParams, form: FormGeometry, sm_coun
 /// one and seq_len is at least its `NAME_long_from`; else `NAME_small` when the source has
 /// one and `NAME`'s grid, ⌈seq_len / rows⌉ · batch · heads CTAs, has fewer CTAs than the
 /// GPU has SMs; else `NAME`. Then, for a non-causal launch with seq_len at least
-/// `NAME_long_noncausal_from`, `NAME_long_noncausal` instead when its busiest SM takes fewer
-/// passes ([`busiest_sm_passes`]) than that form's; a tie keeps the form for any mask.
+/// `NAME_long_noncausal_from`, `NAME_long_noncausal` instead when its busiest SM costs less
+/// than that form's ([`busiest_sm_cost`], a pass costing NAME's rows_per_block more than
+/// its rows); a tie keeps the form for any mask.
 ///
-/// Why passes and not a bound on NAME's grid: the forms differ in how many rows an SM
-/// computes at once (the sm_90a d64 one: three 64-row warpgroups in one CTA per SM, where
-/// `NAME_long` runs two CTAs of one), so which one finishes first depends on how each grid
-/// rounds onto the SMs. On an H200, 2026-12-02, the even split won by 6.5–25.7% on the four
-/// measured shapes where it takes fewer passes and lost by 3.5–7.9% on the four where the
-/// passes tie (docs/KERNEL_LOG.md, seventh session); a bound of four NAME CTAs per SM sent
-/// [2,8,1536] to `NAME_long`, 34.6% slower. A tie goes to the other form because a pass of
-/// more rows at once costs more. It also covers the L4's d128 form (two CTAs of 4 warps
-/// where NAME runs one of 8): on a grid of at most one CTA per SM both take one pass and
-/// NAME keeps it ([1,16,1000] took 34% longer on the other, sixth session).
+/// Why the busiest SM and not a bound on NAME's grid: the forms differ in how many rows an
+/// SM computes at once (the sm_90a d64 one: three 64-row warpgroups in one CTA per SM, where
+/// `NAME_long` and NAME run two CTAs of one), so which one finishes first depends on how
+/// each grid rounds onto the SMs; a bound of four NAME CTAs per SM sent [2,8,1536] to
+/// `NAME_long`, 34.6% slower (docs/KERNEL_LOG.md, seventh session). Why a pass costs one
+/// tile's rows more than its rows: on an H200 a pass of NAME's two CTAs took about 1.35×
+/// as long as one CTA's and the even split's pass of three units 1.35× one of two; with that
+/// cost the rule picked the faster form on 29 of 30 non-causal d64 shapes measured against
+/// each other (the other: [3,32,1024], where it keeps NAME and the even split was 9.2%
+/// faster) and on all 15 it had not seen (docs/KERNEL_LOG.md, 2026-12-03). The L4's d128
+/// form (two CTAs of 4 warps where NAME runs one of 8) under the same rule: on a grid of at
+/// most one CTA per SM both cost a pass of one tile and NAME keeps it ([1,16,1000] took 34%
+/// longer on the other, sixth session); beyond that it wins.
 pub(crate) fn pick_form(shape: &ShapeParams, forms: &Forms, sm_count: u32) -> Form {
     let main_ctas = u64::from(shape.seq_len.div_ceil(forms.main.rows.max(1)))
         * u64::from(shape.batch)
@@ -313,16 +332,15 @@ pub(crate) fn pick_form(shape: &ShapeParams, forms: &Forms, sm_count: u32) -> Fo
         (_, Some(small)) if main_ctas < u64::from(sm_count) => (Form::Small, small),
         _ => (Form::Main, forms.main),
     };
-    match forms.long_noncausal {
-        Some((noncausal, from))
-            if !shape.causal
-                && shape.seq_len >= from
-                && busiest_sm_passes(shape, noncausal, sm_count)
-                    < busiest_sm_passes(shape, geometry, sm_count) =>
-        {
-            Form::LongNonCausal
-        }
-        _ => form,
+    let Some((noncausal, from)) = forms.long_noncausal else {
+        return form;
+    };
+    let pass_rows = u64::from(forms.main.rows.max(1));
+    let cost = |g| busiest_sm_cost(shape, g, pass_rows, sm_count);
+    if !shape.causal && shape.seq_len >= from && cost(noncausal) < cost(geometry) {
+        Form::LongNonCausal
+    } else {
+        form
     }
 }
 
@@ -1105,48 +1123,60 @@ mod tests {
     }
 
     #[test]
-    fn the_busiest_sm_passes_follow_each_forms_grid() {
-        use super::busiest_sm_passes;
+    fn the_busiest_sm_cost_follows_each_forms_grid() {
+        use super::busiest_sm_cost;
         use crate::config::{Dtype, ShapeParams};
         let forms = hopper_d64();
         let (long, _) = forms.long.unwrap_or_else(|| unreachable!());
         let (even, _) = forms.long_noncausal.unwrap_or_else(|| unreachable!());
         let shape = |b, h, s| ShapeParams::new(b, h, s, 64, false, Dtype::Float16);
-        // (shape, passes of NAME_long_noncausal, of NAME, of NAME_long), on 132 SMs.
-        // [8,16,512]: 1024 units, 8 a CTA (one per (batch, head), 128 CTAs): ⌈8/3⌉ = 3;
-        // NAME: 4 tiles a CTA, 256 CTAs, two on the busiest SM held at once: 4.
-        // [3,16,1536]: 144 CTAs of the even split, so two on the busiest SM, one at a
-        // time, 8 units each: 2 · 3 = 6; NAME_long: 5 tiles a CTA, 240 CTAs: 5.
+        // (shape, NAME_long_noncausal's, NAME's, NAME_long's), in rows, a pass 64 rows more,
+        // on 132 SMs.
+        // [8,16,512]: 8 units a CTA, 128 CTAs, one per SM: two passes of three units and one
+        // of two, 2 · (192 + 64) + (128 + 64) = 704; NAME: 256 CTAs of 4 tiles, the busiest
+        // SM's two at once, 4 · (128 + 64) = 768.
+        // [3,16,1024]: 144 CTAs of the even split, two on the busiest SM one after the
+        // other, 6 units each: 2 · 2 · 256 = 1024; NAME: 288 CTAs of 3 tiles, three on the
+        // busiest SM: a round of two, 3 · 192, then one alone, 3 · 128: 960.
         let cases = [
-            ((8, 16, 512), 3, 4, 4),
-            ((4, 16, 512), 2, 2, 2),
-            ((4, 16, 2048), 6, 8, 8),
-            ((2, 8, 1536), 1, 2, 2),
-            ((1, 16, 2048), 2, 2, 2),
-            ((3, 16, 1536), 6, 8, 5),
-            ((16, 16, 1024), 12, 16, 16),
+            ((8, 16, 512), 704, 768, 768),
+            ((4, 16, 512), 384, 384, 384),
+            ((3, 16, 1024), 1024, 960, 960),
+            ((2, 8, 1536), 256, 384, 384),
+            ((1, 16, 2048), 384, 384, 384),
+            ((16, 16, 1024), 2816, 3072, 3072),
         ];
         for ((b, h, s), want_even, want_main, want_long) in cases {
-            let got = [even, forms.main, long].map(|f| busiest_sm_passes(&shape(b, h, s), f, 132));
+            let got =
+                [even, forms.main, long].map(|f| busiest_sm_cost(&shape(b, h, s), f, 64, 132));
             assert_eq!(got, [want_even, want_main, want_long], "[{b},{h},{s}]");
         }
-        // Degenerate geometry from hostile constants stays finite and positive.
+        // Degenerate geometry from hostile constants stays finite: seven CTAs of one row on
+        // the one SM a zero count becomes, one at a time, a row and a pass each.
         let zero = super::FormGeometry {
             rows: 0,
             fill: Some((1, 1)),
             tiles_at_once: 0,
             ctas_per_sm: 0,
         };
-        assert_eq!(busiest_sm_passes(&shape(1, 1, 7), zero, 0), 7);
+        assert_eq!(busiest_sm_cost(&shape(1, 1, 7), zero, 64, 0), 7 * 65);
+        let huge = super::FormGeometry {
+            rows: u32::MAX,
+            fill: None,
+            tiles_at_once: 64,
+            ctas_per_sm: 1,
+        };
+        assert!(busiest_sm_cost(&shape(u32::MAX, u32::MAX, u32::MAX), huge, u64::MAX, 1) > 0);
     }
 
     #[test]
-    fn the_host_picks_long_noncausal_by_passes_then_long_then_small_then_main() {
+    fn the_host_picks_long_noncausal_by_cost_then_long_then_small_then_main() {
         use super::{Form, FormGeometry, Forms, pick_form};
         use crate::config::{Dtype, ShapeParams};
         let hopper = hopper_d64();
-        // The d64 shapes measured on an H200 (docs/KERNEL_LOG.md, seventh session): the
-        // even split where it takes fewer passes, the other form where they tie.
+        // The d64 shapes measured on an H200 (docs/KERNEL_LOG.md, seventh and eighth
+        // sessions): the even split where its busiest SM costs less, the other form where
+        // the costs tie or the other's is lower.
         let measured = [
             ((8, 16, 512, false), Form::LongNonCausal),
             ((4, 16, 1024, false), Form::LongNonCausal),
@@ -1155,9 +1185,19 @@ mod tests {
             ((4, 16, 2048, false), Form::LongNonCausal),
             ((1, 8, 16384, false), Form::LongNonCausal),
             ((4, 16, 512, false), Form::Main),
+            ((4, 8, 1024, false), Form::Main),
             ((1, 16, 2048, false), Form::Long),
             ((1, 8, 2048, false), Form::Long),
             ((1, 4, 4096, false), Form::Long),
+            // fewer passes but a second round of its CTAs on some SMs: [3,16,1024] and
+            // [12,16,1280] (the even split was 4.5% and 11.3% slower), [6,16,512] (7.5%
+            // faster) and [16,16,1024] (10.7% faster)
+            ((3, 16, 1024, false), Form::Main),
+            ((12, 16, 1280, false), Form::Main),
+            ((6, 16, 512, false), Form::LongNonCausal),
+            ((16, 16, 1024, false), Form::LongNonCausal),
+            ((3, 16, 1536, false), Form::Long),
+            ((3, 16, 1601, false), Form::LongNonCausal),
             // causal launches never take it; below its 512 keys neither
             ((8, 16, 512, true), Form::Main),
             ((4, 16, 2048, true), Form::Long),
