@@ -315,14 +315,16 @@ pub(crate) fn busiest_sm_cost(
 /// `NAME_long` and NAME run two CTAs of one), so which one finishes first depends on how
 /// each grid rounds onto the SMs; a bound of four NAME CTAs per SM sent [2,8,1536] to
 /// `NAME_long`, 34.6% slower (docs/KERNEL_LOG.md, seventh session). Why a pass costs one
-/// tile's rows more than its rows: on an H200 a pass of NAME's two CTAs took about 1.35×
-/// as long as one CTA's and the even split's pass of three units 1.35× one of two; with that
-/// cost the rule picked the faster form on 29 of 30 non-causal d64 shapes measured against
-/// each other (the other: [3,32,1024], where it keeps NAME and the even split was 9.2%
-/// faster) and on all 15 it had not seen (docs/KERNEL_LOG.md, 2026-12-03). The L4's d128
-/// form (two CTAs of 4 warps where NAME runs one of 8) under the same rule: on a grid of at
-/// most one CTA per SM both cost a pass of one tile and NAME keeps it ([1,16,1000] took 34%
-/// longer on the other, sixth session); beyond that it wins.
+/// tile's rows more than its rows: on an H200 the pass of three 64-row units took about 1.35×
+/// as long as NAME's pass of two CTAs, and one CTA's pass alone about 0.72×; so a pass is
+/// part latency, part rows. A model, and it misses: set before the shapes it was then checked
+/// on, it chose the faster form on 28 of the 29 non-causal d64 shapes of 2026-12-02/-03 it
+/// was drawn from ([3,32,1024]: it keeps NAME, the even split 9.2% faster) and on 10 of 14
+/// it had not seen; the other four cost 1.2–2.0%, and 12.4% at [6,12,1920], where both forms
+/// leave a second round on a few SMs and the costs tie (docs/KERNEL_LOG.md, eighth session).
+/// The L4's d128 form (two CTAs of 4 warps where NAME runs one of 8) under the same rule: on
+/// a grid of at most one CTA per SM both cost a pass of one tile and NAME keeps it
+/// ([1,16,1000] took 34% longer on the other, sixth session); beyond that it wins.
 pub(crate) fn pick_form(shape: &ShapeParams, forms: &Forms, sm_count: u32) -> Form {
     let main_ctas = u64::from(shape.seq_len.div_ceil(forms.main.rows.max(1)))
         * u64::from(shape.batch)
