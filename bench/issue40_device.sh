@@ -196,6 +196,18 @@ seventh_ab() {
   ab step-pr kernels configs/pr.yaml
 }
 
+# compute-sanitizer on configs/sanitize.yaml and bench/kernel_check.py on kernels/, the results
+# so far archived as $out/NAME.tgz, then the GPU tests (their own archive): kernel_checks NAME
+kernel_checks() {
+  timed timeout 150 "$bin" sanitize --kernels kernels > "$res/san.txt" 2>&1
+  grep -E "sanitize:|finding" "$res/san.txt" | head -4
+  timed timeout 150 python3 bench/kernel_check.py --no-timing --out "$res/kc.json" > "$res/kc.log" 2>&1
+  grep -E "rand|FAIL|FAILURE|passed|failed" "$res/kc.log" | tail -4 | cut -c1-200
+  tar czf "/tmp/$1.tgz" -C "$out" r && rm -rf "$res"
+  bash bench/issue36_device.sh tests 2>&1 | grep -E "test result|FAILED|panicked|rc=" | head -8
+  mv "/tmp/$1.tgz" "$out"/
+}
+
 # a stored-only A/A (the gate against this card's stored baseline of CONFIG): stored_aa CONFIG
 stored_aa() {
   echo "== stored-only A/A, $1"
@@ -320,13 +332,7 @@ SHAPES
   stored_aa pr
   # 4. Checks when no A/B of the step has a regression
   if no_regression "$res/ab-step-pr.json" "$res/ab-step-long.json" "$res/ab-step-odd.json"; then
-    timed timeout 150 "$bin" sanitize --kernels kernels > "$res/san.txt" 2>&1
-    grep -E "sanitize:|finding" "$res/san.txt" | head -4
-    timed timeout 150 python3 bench/kernel_check.py --no-timing --out "$res/kc.json" > "$res/kc.log" 2>&1
-    grep -E "rand|FAIL|FAILURE|passed|failed" "$res/kc.log" | tail -4 | cut -c1-200
-    tar czf /tmp/eighth-part1.tgz -C "$out" r && rm -rf "$res"
-    bash bench/issue36_device.sh tests 2>&1 | grep -E "test result|FAILED|panicked|rc=" | head -8
-    mv /tmp/eighth-part1.tgz "$out"/
+    kernel_checks eighth-part1
   else
     echo "== the step has a regression: no checks"
   fi
@@ -610,13 +616,7 @@ seventh-step)
   # any other card: pr and pr-ada), each with a stored-only A/A
   seventh_ab
   if no_regression "$res/ab-step-long.json" "$res/ab-step-odd.json" "$res/ab-step-pr.json"; then
-    timed timeout 150 "$bin" sanitize --kernels kernels > "$res/san.txt" 2>&1
-    grep -E "sanitize:|finding" "$res/san.txt" | head -4
-    timed timeout 150 python3 bench/kernel_check.py --no-timing --out "$res/kc.json" > "$res/kc.log" 2>&1
-    grep -E "rand|FAIL|FAILURE|passed|failed" "$res/kc.log" | tail -4 | cut -c1-200
-    tar czf /tmp/seventh-part1.tgz -C "$out" r && rm -rf "$res"
-    bash bench/issue36_device.sh tests 2>&1 | grep -E "test result|FAILED|panicked|rc=" | head -8
-    mv /tmp/seventh-part1.tgz "$out"/
+    kernel_checks seventh-part1
     mkdir -p "$res"
     if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
       KEEP_RES=1 CFGS=pr bash "$0" record

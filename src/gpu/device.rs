@@ -646,8 +646,7 @@ fn ctas_per_sm(
     Ok(ctas)
 }
 
-/// The `N` ints of a timed kernel's optional `__constant__` symbol (`NAME_tma`, `NAME_fill`,
-/// `NAME_tiles_at_once`), or None when the module has no such symbol: looked up in the cubin's
+/// The `N` ints of a timed kernel's optional `__constant__` symbol, or None when the module has no such symbol: looked up in the cubin's
 /// symbols first, not by asking the driver for one that may not exist (compute-sanitizer
 /// counts that failed call as an error).
 fn optional_ints<const N: usize>(
@@ -672,35 +671,29 @@ fn refused(src: &KernelSource, why: crate::kernel::entries::EntryError) -> GpuEr
     GpuError::Kernel(format!("{}: {why}", src.path.display()))
 }
 
-/// A timed kernel's optional `NAME_tiles_at_once` (kernels/README.md): 1..=64, else refused.
-fn with_tiles_at_once(
+/// A timed kernel's optional launch constants (kernels/README.md), each refused outside its
+/// range: `NAME_tma` (whether it takes the q, k, v tensor maps), `NAME_tiles_at_once`
+/// (1..=64) and `NAME_fill` = {CTAs per SM, most tiles per CTA} (1..=32, 1..=64).
+fn with_optional_constants(
     mut kernel: Kernel,
     cubin: &[u8],
     m: &Arc<CudaModule>,
     stream: &Arc<CudaStream>,
     src: &KernelSource,
 ) -> Result<Kernel, GpuError> {
-    let symbol = format!("{}_tiles_at_once", kernel.name);
-    if let Some([tiles]) = optional_ints(cubin, m, stream, src, &symbol)? {
-        kernel.tiles_at_once = crate::kernel::entries::tiles_at_once(&kernel.name, tiles)
-            .map_err(|why| refused(src, why))?;
+    use crate::kernel::entries;
+    let name = kernel.name.clone();
+    let read = |suffix: &str| format!("{name}_{suffix}");
+    if let Some([layout]) = optional_ints(cubin, m, stream, src, &read("tma"))? {
+        entries::tma(&name, layout).map_err(|why| refused(src, why))?;
+        kernel.tma = true;
     }
-    Ok(kernel)
-}
-
-/// A timed kernel's optional `NAME_fill` = {CTAs per SM, most tiles per CTA}
-/// (kernels/README.md): values outside 1..=32 and 1..=64 are refused.
-fn with_fill(
-    mut kernel: Kernel,
-    cubin: &[u8],
-    m: &Arc<CudaModule>,
-    stream: &Arc<CudaStream>,
-    src: &KernelSource,
-) -> Result<Kernel, GpuError> {
-    let symbol = format!("{}_fill", kernel.name);
-    if let Some(v) = optional_ints(cubin, m, stream, src, &symbol)? {
-        kernel.fill =
-            Some(crate::kernel::entries::fill(&kernel.name, v).map_err(|why| refused(src, why))?);
+    if let Some([tiles]) = optional_ints(cubin, m, stream, src, &read("tiles_at_once"))? {
+        kernel.tiles_at_once =
+            entries::tiles_at_once(&name, tiles).map_err(|why| refused(src, why))?;
+    }
+    if let Some(v) = optional_ints(cubin, m, stream, src, &read("fill"))? {
+        kernel.fill = Some(entries::fill(&name, v).map_err(|why| refused(src, why))?);
     }
     Ok(kernel)
 }
@@ -725,22 +718,6 @@ fn long_from(
     let from = ffi::read_i32_constant(m, stream, &symbol, 1)
         .during(|| format!("reading {symbol} in {}", src.path.display()))?[0];
     crate::kernel::entries::long_from(long_name, from).map_err(|why| refused(src, why))
-}
-
-/// A timed kernel's optional `NAME_tma`: whether it takes the q, k, v tensor maps.
-fn with_tma(
-    mut kernel: Kernel,
-    cubin: &[u8],
-    m: &Arc<CudaModule>,
-    stream: &Arc<CudaStream>,
-    src: &KernelSource,
-) -> Result<Kernel, GpuError> {
-    let symbol = format!("{}_tma", kernel.name);
-    if let Some([layout]) = optional_ints(cubin, m, stream, src, &symbol)? {
-        crate::kernel::entries::tma(&kernel.name, layout).map_err(|why| refused(src, why))?;
-        kernel.tma = true;
-    }
-    Ok(kernel)
 }
 
 impl Gpu {
@@ -1025,9 +1002,7 @@ fn load_attention(
     let entry = |name: &str| -> Result<Kernel, GpuError> {
         let mut kernel = load_kernel(&module, stream, info, &src, name)?;
         kernel.constants = constants.clone();
-        let kernel = with_tma(kernel, &cubin, &module, stream, &src)?;
-        let kernel = with_tiles_at_once(kernel, &cubin, &module, stream, &src)?;
-        with_fill(kernel, &cubin, &module, stream, &src)
+        with_optional_constants(kernel, &cubin, &module, stream, &src)
     };
     let mut kernels = HashMap::new();
     let mut small = HashMap::new();
