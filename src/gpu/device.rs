@@ -395,15 +395,6 @@ impl AttentionSet {
                 continue;
             };
             let mut notes: Vec<String> = f.note.iter().cloned().collect();
-            let ctas = kernel
-                .func
-                .occupancy_max_active_blocks_per_multiprocessor(
-                    kernel.threads,
-                    kernel.smem_bytes as usize,
-                    None,
-                )
-                .map_err(|e| notes.push(format!("CTAs per SM of {} unknown: {e:?}", kernel.name)))
-                .ok();
             // The driver reads the same module: a disagreement means the figures are wrong.
             if let Ok(regs) = kernel
                 .func
@@ -425,7 +416,8 @@ impl AttentionSet {
                 static_smem_bytes: f.kernel.static_smem_bytes,
                 dynamic_smem_bytes: u64::from(kernel.smem_bytes),
                 threads_per_block: kernel.threads,
-                max_ctas_per_sm: ctas,
+                // The driver's figure, read once at load ([`ctas_per_sm`]).
+                max_ctas_per_sm: Some(kernel.ctas_per_sm),
                 note: (!notes.is_empty()).then(|| notes.join("; ")),
             });
         }
@@ -646,9 +638,9 @@ fn ctas_per_sm(
     Ok(ctas)
 }
 
-/// The `N` ints of a timed kernel's optional `__constant__` symbol, or None when the module has no such symbol: looked up in the cubin's
-/// symbols first, not by asking the driver for one that may not exist (compute-sanitizer
-/// counts that failed call as an error).
+/// The `N` ints of a timed kernel's optional `__constant__` symbol, or None when the module
+/// has no such symbol: looked up in the cubin's symbols first, not by asking the driver for
+/// one that may not exist (compute-sanitizer counts that failed call as an error).
 fn optional_ints<const N: usize>(
     cubin: &[u8],
     m: &Arc<CudaModule>,
@@ -709,14 +701,12 @@ fn long_from(
     long_name: &str,
 ) -> Result<u32, GpuError> {
     let symbol = format!("{long_name}_from");
-    if !has_symbol(cubin, &symbol) {
+    let Some([from]) = optional_ints(cubin, m, stream, src, &symbol)? else {
         return Err(GpuError::Kernel(format!(
             "{} has {long_name} but no {symbol}: the shortest seq_len it takes (kernels/README.md)",
             src.path.display()
         )));
-    }
-    let from = ffi::read_i32_constant(m, stream, &symbol, 1)
-        .during(|| format!("reading {symbol} in {}", src.path.display()))?[0];
+    };
     crate::kernel::entries::long_from(long_name, from).map_err(|why| refused(src, why))
 }
 
