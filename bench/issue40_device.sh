@@ -19,6 +19,15 @@
 #                                               # other form, forced); the step's A/B; checks
 #   bash bench/issue40_device.sh eighth-check   # the cost rule on unseen shapes; the step's A/B;
 #                                               # if both hold: pr re-recorded, stored A/As
+#   bash bench/issue40_device.sh ninth          # four consumers for the d64 even split: forced
+#                                               # pairs against three and the other form; PR A/B
+#   bash bench/issue40_device.sh ninth-profile  # ncu: the L4's d128 path against FA2
+#   bash bench/issue40_device.sh ninth-ada      # FA2's H200 tile (128 x 64, 4 warps) in our
+#                                               # mma.sync kernel on the L4 path's shapes
+#   bash bench/issue40_device.sh ninth-pf       # mma.sync fragments one step ahead (L4 path)
+#   bash bench/issue40_device.sh ninth-uw       # mma.sync: the warp index uniform (L4 path)
+#   bash bench/issue40_device.sh ninth-record   # after it: sanitize the L4 path, pr-ada
+#                                               # re-recorded, stored A/A, GPU tests
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -116,6 +125,18 @@ ada_mid_config() {
 2 16 2048 128 noncausal float16
 1 16 1000 128 noncausal float16
 2 16 4096 128 noncausal bfloat16
+SHAPES
+}
+
+# ada-d64.yaml: configs/pr-ada.yaml's settings (CG_ADA_TILES) on d64 PR shapes
+ada_d64_config() {
+  derive_config ada-d64 configs/pr-ada.yaml <<'SHAPES'
+1 8 512 64 noncausal float16
+4 16 512 64 noncausal float16
+4 16 512 64 causal float16
+8 16 512 64 noncausal float16
+4 16 2048 64 noncausal float16
+4 16 2048 64 causal float16
 SHAPES
 }
 
@@ -217,6 +238,157 @@ stored_aa() {
 }
 
 case $what in
+ninth-profile)
+  # 2026-12-03, ninth session: what bounds the L4's d128 path against FA2 on the same card.
+  # ncu --set full of one launch each: ours (configs/pr-ada.yaml: the split 128 x 32 tile
+  # non-causal, NAME's 128 x 64 causal) and PyTorch's FLASH_ATTENTION (FA2) on
+  # b2h16s4096d128 f16, non-causal and causal; the details page and the raw metrics as text.
+  for mask in noncausal causal; do
+    shape=b2h16s4096d128_f16; [ $mask = causal ] && shape=b2h16s4096d128_causal_f16
+    timed timeout 150 ncu --clock-control none --set full --import-source no \
+      --kernel-name regex:^attention_fwd_ --launch-count 1 --export "$res/ours-$mask" --force-overwrite \
+      "$bin" kernel-run --config configs/pr-ada.yaml --kernels kernels --harness kernels \
+      --shape "$shape" --no-reference > "$res/ncu-ours-$mask.log" 2>&1
+    timed timeout 150 ncu --clock-control none --set full --import-source no \
+      --kernel-name regex:flash --launch-skip 2 --launch-count 1 --export "$res/fa2-$mask" --force-overwrite \
+      python3 -c "
+import torch, torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+q, k, v = (torch.randn(2, 16, 4096, 128, device='cuda', dtype=torch.float16) for _ in range(3))
+with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+    for _ in range(3):
+        F.scaled_dot_product_attention(q, k, v, is_causal=('$mask' == 'causal'))
+torch.cuda.synchronize()
+" > "$res/ncu-fa2-$mask.log" 2>&1
+    for who in ours fa2; do
+      ncu --import "$res/$who-$mask.ncu-rep" --page details > "$res/details-$who-$mask.txt" 2>&1
+      ncu --import "$res/$who-$mask.ncu-rep" --page raw --csv > "$res/raw-$who-$mask.csv" 2>&1
+      rm -f "$res/$who-$mask.ncu-rep"
+      echo "== $who $mask"
+      grep -E "^  [a-zA-Z_]|Duration|Registers Per|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Executed Ipc Active|Achieved Occupancy|Executed Instructions  " "$res/details-$who-$mask.txt" | head -14
+    done
+  done
+  tar czf "$out/ninth-profile.tgz" -C "$out" r && rm -rf "$res"
+  ;;
+ninth-ada)
+  # 2026-12-03, ninth session: FA2's own H200 tile in our mma.sync kernel. On an H200 PyTorch's
+  # FA2 runs 128 x 64, 4 warps, one K and one V buffer (64 KiB: two CTAs per SM there, one on
+  # an L4), where the L4 path runs 128 x 32 (non-causal) and 128 x 64 on 8 warps (causal).
+  # .carry/variants/ada64: both of the L4 path's d128 forms as 128 x 64, 4 warps x 32 rows,
+  # Q in smem, split (255 registers, 80 bytes of spill, as FA2's). A calibration of our code
+  # against FA2's on the same tile, not a candidate for the L4 (one CTA per SM there).
+  ab ada64 .carry/variants/ada64 configs/pr-ada.yaml
+  ada_peers
+  peer_table "$res/ab-ada64.json" "$res/sdpa-ada.json"
+  tar czf "$out/ninth-ada.tgz" -C "$out" r && rm -rf "$res"
+  ;;
+ninth-uw)
+  # 2026-12-03, ninth session: the mma.sync kernel with its warp index read through a shuffle
+  # from lane 0 (.carry/variants/uw; the sm_90a cubin is unchanged), so that ptxas sees the
+  # per-warp tests of the tile walk as uniform and drops the divergence checks (BRA.DIV)
+  # before the softmax's shuffles; the same shapes as ninth-pf
+  ada_mid_config
+  ada_d64_config
+  ab uw-ada .carry/variants/uw configs/pr-ada.yaml
+  ada_peers
+  peer_table "$res/ab-uw-ada.json" "$res/sdpa-ada.json"
+  ab uw-mid .carry/variants/uw "$res/ada-mid.yaml"
+  ab uw-d64 .carry/variants/uw "$res/ada-d64.yaml"
+  tar czf "$out/ninth-uw.tgz" -C "$out" r && rm -rf "$res"
+  ;;
+ninth-pf)
+  # 2026-12-03, ninth session: the mma.sync kernel with each ldmatrix issued one step ahead of
+  # the mma's that read it (.carry/variants/pf; the sm_90a cubin is unchanged), against
+  # main's kernels on the L4 path (configs/pr-ada.yaml, ada-mid, and the d64 PR shapes under
+  # CG_ADA_TILES), FA2 / cuDNN after it
+  ada_mid_config
+  ada_d64_config
+  ab pf-ada .carry/variants/pf configs/pr-ada.yaml
+  ada_peers
+  peer_table "$res/ab-pf-ada.json" "$res/sdpa-ada.json"
+  ab pf-mid .carry/variants/pf "$res/ada-mid.yaml"
+  ab pf-d64 .carry/variants/pf "$res/ada-d64.yaml"
+  tar czf "$out/ninth-pf.tgz" -C "$out" r && rm -rf "$res"
+  ;;
+ninth-record)
+  # 2026-12-03, ninth session, after ninth-uw: kernels/ is .carry/variants/uw (the same cubins
+  # on sm_89, sm_90 and sm_90a). Under compute-sanitizer the L4 path's kernels (sanitize.yaml's
+  # shapes with CG_ADA_TILES); pr-ada re-recorded with its stored-only A/A; the GPU tests.
+  python3 -c '
+import sys, yaml
+cfg = yaml.safe_load(open("configs/sanitize.yaml"))
+cfg["name"] = "sanitize-ada"
+cfg["compile"] = {"defines": ["CG_ADA_TILES"]}
+yaml.safe_dump(cfg, open(sys.argv[1], "w"), sort_keys=False)
+' "$res/sanitize-ada.yaml"
+  timed timeout 200 "$bin" sanitize --config "$res/sanitize-ada.yaml" --kernels kernels > "$res/san-ada.txt" 2>&1
+  grep -E "sanitize:|finding" "$res/san-ada.txt" | head -4
+  KEEP_RES=1 REASON="${REASON:-kernel step (issue 40)}" CFGS=pr-ada bash "$0" record
+  tar czf /tmp/ninth-record.tgz -C "$out" r && rm -rf "$res"
+  bash bench/issue36_device.sh tests 2>&1 | grep -E "test result|FAILED|panicked|rc=" | head -8
+  mv /tmp/ninth-record.tgz "$out"/
+  ;;
+ninth)
+  # 2026-12-03, ninth session: the d64 even split on four consumers (BN 64, 112 registers,
+  # 96 at launch: .carry/variants/nc4; nc4f / nc4s3f: the same, ST 2 / 3, with
+  # _tiles_at_once {64}, which makes it the cheaper form on every shape below).
+  # 1. Four consumers against three, both forced, and against the other form alone, on the
+  #    eighth session's 37 non-causal d64 shapes; ST 3 against 2 on a few.
+  # 2. The step (k-base = main's kernels) on the PR config, cuDNN / FA2 after it.
+  derive_config sweep configs/pr.yaml <<'SHAPES'
+8 16 512 64 noncausal float16
+4 16 512 64 noncausal float16
+6 16 512 64 noncausal float16
+2 32 640 64 noncausal float16
+1 32 768 64 noncausal float16
+8 32 768 64 noncausal float16
+8 16 896 64 noncausal float16
+4 16 1024 64 noncausal float16
+3 16 1024 64 noncausal float16
+3 32 1024 64 noncausal float16
+4 8 1024 64 noncausal float16
+1 16 1152 64 noncausal float16
+4 16 1152 64 noncausal float16
+2 16 1280 64 noncausal float16
+4 16 1280 64 noncausal float16
+12 16 1280 64 noncausal float16
+3 12 1536 64 noncausal float16
+3 16 1536 64 noncausal float16
+1 16 1792 64 noncausal float16
+3 16 1792 64 noncausal float16
+2 16 2500 64 noncausal float16
+3 16 2560 64 noncausal float16
+3 16 4096 64 noncausal float16
+6 12 1920 64 noncausal float16
+3 32 2304 64 noncausal float16
+6 12 1600 64 noncausal float16
+8 24 3328 64 noncausal float16
+10 32 960 64 noncausal float16
+8 40 1472 64 noncausal float16
+5 20 3328 64 noncausal float16
+8 40 3328 64 noncausal float16
+1 32 2816 64 noncausal float16
+10 8 960 64 noncausal float16
+16 32 1600 64 noncausal float16
+16 16 512 64 noncausal float16
+16 16 2048 64 noncausal float16
+3 16 1601 64 noncausal float16
+SHAPES
+  derive_config few configs/pr.yaml <<'SHAPES'
+8 16 512 64 noncausal float16
+4 16 512 64 noncausal float16
+4 16 1024 64 noncausal float16
+4 16 2048 64 noncausal float16
+1 16 8192 64 noncausal float16
+SHAPES
+  BASE=$PWD/.carry/variants/forced ab nc4-vs-nc3 .carry/variants/nc4f "$res/sweep.yaml"
+  BASE=$PWD/.carry/variants/nolnc ab nc4-vs-other .carry/variants/nc4f "$res/sweep.yaml"
+  BASE=$PWD/.carry/variants/nc4f ab st3-vs-st2 .carry/variants/nc4s3f "$res/few.yaml"
+  ab step-pr .carry/variants/nc4 configs/pr.yaml
+  peers pr configs/pr.yaml
+  peer_table "$res/ab-step-pr.json" "$res/sdpa-pr.json"
+  tar czf "$out/ninth.tgz" -C "$out" r && rm -rf "$res"
+  ;;
 eighth-check)
   # 2026-12-03, eighth session, after `eighth` (whose rule, passes alone, picked the slower
   # form on 2 of its 23 shapes): the host now weighs the forms by the busiest SM's cost

@@ -365,7 +365,12 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
     extern __shared__ __align__(128) unsigned char smem[];
 
     const int tid = threadIdx.x;
-    const int warp = tid >> 5;
+    // Warp-uniform as far as the compiler can tell (a shuffle from lane 0, as the Hopper path
+    // does): the per-warp tests of the tile walk (`work`, the mask) are then uniform branches,
+    // and ptxas drops the divergence checks (BRA.DIV) it put before every shuffle of the
+    // softmax, which also split the loop into blocks it could not schedule across (the L4's
+    // d128 forms -3.4 ... -4.6% on an H200, docs/KERNEL_LOG.md 2026-12-03, ninth session).
+    const int warp = __shfl_sync(0xffffffffu, tid >> 5, 0);
     const int lane = tid & 31;
     const bool causal = causal_i != 0;
 
