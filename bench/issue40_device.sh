@@ -140,6 +140,67 @@ ada_d64_config() {
 SHAPES
 }
 
+# .carry/variants/NAME against the base on the L4 path: configs/pr-ada.yaml (FA2 / cuDNN
+# after it), ada-mid and ada-d64; archived as $out/ninth-NAME.tgz: ada_candidate NAME
+ada_candidate() {
+  ada_mid_config
+  ada_d64_config
+  ab "$1-ada" ".carry/variants/$1" configs/pr-ada.yaml
+  ada_peers
+  peer_table "$res/ab-$1-ada.json" "$res/sdpa-ada.json"
+  ab "$1-mid" ".carry/variants/$1" "$res/ada-mid.yaml"
+  ab "$1-d64" ".carry/variants/$1" "$res/ada-d64.yaml"
+  tar czf "$out/ninth-$1.tgz" -C "$out" r && rm -rf "$res"
+}
+
+# The non-causal d64 shapes the eighth session drew the form rule from (rule_shapes, 23) and
+# checked it on (fresh_shapes, 14), one per line for derive_config
+rule_shapes() {
+  cat <<'SHAPES'
+8 16 512 64 noncausal float16
+4 16 512 64 noncausal float16
+6 16 512 64 noncausal float16
+2 32 640 64 noncausal float16
+1 32 768 64 noncausal float16
+8 32 768 64 noncausal float16
+8 16 896 64 noncausal float16
+4 16 1024 64 noncausal float16
+3 16 1024 64 noncausal float16
+3 32 1024 64 noncausal float16
+4 8 1024 64 noncausal float16
+1 16 1152 64 noncausal float16
+4 16 1152 64 noncausal float16
+2 16 1280 64 noncausal float16
+4 16 1280 64 noncausal float16
+12 16 1280 64 noncausal float16
+3 12 1536 64 noncausal float16
+3 16 1536 64 noncausal float16
+1 16 1792 64 noncausal float16
+3 16 1792 64 noncausal float16
+2 16 2500 64 noncausal float16
+3 16 2560 64 noncausal float16
+3 16 4096 64 noncausal float16
+SHAPES
+}
+fresh_shapes() {
+  cat <<'SHAPES'
+6 12 1920 64 noncausal float16
+3 32 2304 64 noncausal float16
+6 12 1600 64 noncausal float16
+8 24 3328 64 noncausal float16
+10 32 960 64 noncausal float16
+8 40 1472 64 noncausal float16
+5 20 3328 64 noncausal float16
+8 40 3328 64 noncausal float16
+1 32 2816 64 noncausal float16
+10 8 960 64 noncausal float16
+16 32 1600 64 noncausal float16
+16 16 512 64 noncausal float16
+16 16 2048 64 noncausal float16
+3 16 1601 64 noncausal float16
+SHAPES
+}
+
 # hop-small.yaml: the PR config's settings on non-causal d64 grids of fewer 64-row CTAs than
 # an H200 has SMs, past NAME_long_noncausal_from (1536)
 hop_small_config() {
@@ -287,28 +348,14 @@ ninth-uw)
   # from lane 0 (.carry/variants/uw; the sm_90a cubin is unchanged), so that ptxas sees the
   # per-warp tests of the tile walk as uniform and drops the divergence checks (BRA.DIV)
   # before the softmax's shuffles; the same shapes as ninth-pf
-  ada_mid_config
-  ada_d64_config
-  ab uw-ada .carry/variants/uw configs/pr-ada.yaml
-  ada_peers
-  peer_table "$res/ab-uw-ada.json" "$res/sdpa-ada.json"
-  ab uw-mid .carry/variants/uw "$res/ada-mid.yaml"
-  ab uw-d64 .carry/variants/uw "$res/ada-d64.yaml"
-  tar czf "$out/ninth-uw.tgz" -C "$out" r && rm -rf "$res"
+  ada_candidate uw
   ;;
 ninth-pf)
   # 2026-12-03, ninth session: the mma.sync kernel with each ldmatrix issued one step ahead of
   # the mma's that read it (.carry/variants/pf; the sm_90a cubin is unchanged), against
   # main's kernels on the L4 path (configs/pr-ada.yaml, ada-mid, and the d64 PR shapes under
   # CG_ADA_TILES), FA2 / cuDNN after it
-  ada_mid_config
-  ada_d64_config
-  ab pf-ada .carry/variants/pf configs/pr-ada.yaml
-  ada_peers
-  peer_table "$res/ab-pf-ada.json" "$res/sdpa-ada.json"
-  ab pf-mid .carry/variants/pf "$res/ada-mid.yaml"
-  ab pf-d64 .carry/variants/pf "$res/ada-d64.yaml"
-  tar czf "$out/ninth-pf.tgz" -C "$out" r && rm -rf "$res"
+  ada_candidate pf
   ;;
 ninth-record)
   # 2026-12-03, ninth session, after ninth-uw: kernels/ is .carry/variants/uw (the same cubins
@@ -335,45 +382,7 @@ ninth)
   # 1. Four consumers against three, both forced, and against the other form alone, on the
   #    eighth session's 37 non-causal d64 shapes; ST 3 against 2 on a few.
   # 2. The step (k-base = main's kernels) on the PR config, cuDNN / FA2 after it.
-  derive_config sweep configs/pr.yaml <<'SHAPES'
-8 16 512 64 noncausal float16
-4 16 512 64 noncausal float16
-6 16 512 64 noncausal float16
-2 32 640 64 noncausal float16
-1 32 768 64 noncausal float16
-8 32 768 64 noncausal float16
-8 16 896 64 noncausal float16
-4 16 1024 64 noncausal float16
-3 16 1024 64 noncausal float16
-3 32 1024 64 noncausal float16
-4 8 1024 64 noncausal float16
-1 16 1152 64 noncausal float16
-4 16 1152 64 noncausal float16
-2 16 1280 64 noncausal float16
-4 16 1280 64 noncausal float16
-12 16 1280 64 noncausal float16
-3 12 1536 64 noncausal float16
-3 16 1536 64 noncausal float16
-1 16 1792 64 noncausal float16
-3 16 1792 64 noncausal float16
-2 16 2500 64 noncausal float16
-3 16 2560 64 noncausal float16
-3 16 4096 64 noncausal float16
-6 12 1920 64 noncausal float16
-3 32 2304 64 noncausal float16
-6 12 1600 64 noncausal float16
-8 24 3328 64 noncausal float16
-10 32 960 64 noncausal float16
-8 40 1472 64 noncausal float16
-5 20 3328 64 noncausal float16
-8 40 3328 64 noncausal float16
-1 32 2816 64 noncausal float16
-10 8 960 64 noncausal float16
-16 32 1600 64 noncausal float16
-16 16 512 64 noncausal float16
-16 16 2048 64 noncausal float16
-3 16 1601 64 noncausal float16
-SHAPES
+  { rule_shapes; fresh_shapes; } | derive_config sweep configs/pr.yaml
   derive_config few configs/pr.yaml <<'SHAPES'
 8 16 512 64 noncausal float16
 4 16 512 64 noncausal float16
@@ -399,22 +408,7 @@ eighth-check)
   # the PR, long and odd shapes; the GPU tests. 3. If no step A/B has a regression and the
   # rule's choice was never slower by more than 2%: pr re-recorded with a stored-only A/A,
   # and a stored-only A/A of pr-ada.
-  derive_config fresh configs/pr.yaml <<'SHAPES'
-6 12 1920 64 noncausal float16
-3 32 2304 64 noncausal float16
-6 12 1600 64 noncausal float16
-8 24 3328 64 noncausal float16
-10 32 960 64 noncausal float16
-8 40 1472 64 noncausal float16
-5 20 3328 64 noncausal float16
-8 40 3328 64 noncausal float16
-1 32 2816 64 noncausal float16
-10 8 960 64 noncausal float16
-16 32 1600 64 noncausal float16
-16 16 512 64 noncausal float16
-16 16 2048 64 noncausal float16
-3 16 1601 64 noncausal float16
-SHAPES
+  fresh_shapes | derive_config fresh configs/pr.yaml
   BASE=$PWD/.carry/variants/nolnc ab fresh .carry/variants/forced "$res/fresh.yaml"
   python3 - "$res/ab-fresh.json" > "$res/fresh-check.txt" <<'PY'
 import json, sys
@@ -464,31 +458,7 @@ eighth)
   #    form alone (.carry/variants/nolnc: no `_long_noncausal`) against the even split forced
   #    (.carry/variants/forced: tiles_at_once 64, so it takes fewer passes on every shape
   #    below): the sign of each change against the rule's choice (docs/KERNEL_LOG.md).
-  derive_config rule configs/pr.yaml <<'SHAPES'
-8 16 512 64 noncausal float16
-4 16 512 64 noncausal float16
-6 16 512 64 noncausal float16
-2 32 640 64 noncausal float16
-1 32 768 64 noncausal float16
-8 32 768 64 noncausal float16
-8 16 896 64 noncausal float16
-4 16 1024 64 noncausal float16
-3 16 1024 64 noncausal float16
-3 32 1024 64 noncausal float16
-4 8 1024 64 noncausal float16
-1 16 1152 64 noncausal float16
-4 16 1152 64 noncausal float16
-2 16 1280 64 noncausal float16
-4 16 1280 64 noncausal float16
-12 16 1280 64 noncausal float16
-3 12 1536 64 noncausal float16
-3 16 1536 64 noncausal float16
-1 16 1792 64 noncausal float16
-3 16 1792 64 noncausal float16
-2 16 2500 64 noncausal float16
-3 16 2560 64 noncausal float16
-3 16 4096 64 noncausal float16
-SHAPES
+  rule_shapes | derive_config rule configs/pr.yaml
   BASE=$PWD/.carry/variants/nolnc ab rule .carry/variants/forced "$res/rule.yaml"
   # 2. The step: .carry/k-base (kernels/ with the form from 1536 keys, as shipped) against
   #    kernels/ on the PR config (cuDNN / FA2 after it), the long and odd shapes
