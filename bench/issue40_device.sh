@@ -28,6 +28,11 @@
 #   bash bench/issue40_device.sh ninth-uw       # mma.sync: the warp index uniform (L4 path)
 #   bash bench/issue40_device.sh ninth-record   # after it: sanitize the L4 path, pr-ada
 #                                               # re-recorded, stored A/A, GPU tests
+#   bash bench/issue40_device.sh tenth          # Hopper: the last K/V tile narrowed; wide_tiles
+#                                               # weighing it (variants/wide2)
+#   bash bench/issue40_device.sh tenth-step     # Hopper d128 as two entries (128- and 192-key
+#                                               # tiles, a narrowed first tile); if no A/B
+#                                               # regresses: checks, pr re-recorded, tests
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -298,7 +303,81 @@ stored_aa() {
   grep -E "PASS|FAIL" "$res/stored-$1.txt" | tail -1 | cut -c1-200
 }
 
+# mid2.yaml: the PR config's settings on non-causal d128 lengths from 512 to 2048 keys, where
+# the choice between 128- and 192-key tiles (wide_tiles) is close, and 3880 (a narrowed first
+# tile and a masked last one)
+mid2_config() {
+  derive_config mid2 configs/pr.yaml <<'SHAPES'
+8 16 512 128 noncausal float16
+6 16 768 128 noncausal float16
+4 16 1000 128 noncausal float16
+4 16 1024 128 noncausal float16
+4 16 1280 128 noncausal float16
+3 16 1408 128 noncausal float16
+2 16 1792 128 noncausal float16
+2 16 2048 128 noncausal float16
+2 16 3880 128 noncausal float16
+SHAPES
+}
+
 case $what in
+tenth)
+  # 2026-12-03, tenth session, first form (one d128 entry choosing 128- or 192-key tiles per
+  # launch, the last 192-key tile narrowed; .carry/variants/wide2: wide_tiles() weighing it):
+  # kernels/ against main's (.carry/k-base) on the PR config and the long shapes, cuDNN /
+  # FA2 after each, the d128 lengths around the tile choice. Kept as run; superseded by
+  # tenth-step.
+  long_config
+  mid2_config
+  ab tail-pr kernels configs/pr.yaml
+  peers pr configs/pr.yaml
+  peer_table "$res/ab-tail-pr.json" "$res/sdpa-pr.json"
+  ab tail-long kernels "$res/long.yaml"
+  peers long "$res/long.yaml"
+  peer_table "$res/ab-tail-long.json" "$res/sdpa-long.json"
+  ab tail-mid2 kernels "$res/mid2.yaml"
+  BASE=$PWD/kernels ab wide2-mid2 .carry/variants/wide2 "$res/mid2.yaml"
+  tar czf "$out/tenth.tgz" -C "$out" r && rm -rf "$res"
+  ;;
+tenth-step)
+  # 2026-12-03, tenth session: the sm_90a d128 kernel as two entries, NAME (128-key tiles)
+  # and NAME_long_noncausal (192-key tiles, non-causal from 768 keys, a first tile of 64 keys
+  # where the keys end at most 64 into the last one), against main's kernels (.carry/k-base):
+  # 1. the PR config, the long shapes (cuDNN / FA2 after each), the d128 lengths from 512 to
+  #    3880 and 864 (where the tile model prefers 128-key tiles by 2.1%);
+  # 2. if no A/B has a regression: sanitize (configs/sanitize.yaml: the new form narrowed and
+  #    not), kernel_check.py, pr re-recorded with a stored-only A/A, a stored-only A/A of
+  #    pr-ada, the GPU tests.
+  long_config
+  { mid2_config; } && printf '2 16 864 128 noncausal float16\n' | derive_config m864 configs/pr.yaml
+  python3 - "$res/mid2.yaml" "$res/m864.yaml" <<'PY'
+import sys, yaml
+a, b = (yaml.safe_load(open(f)) for f in sys.argv[1:])
+a["shapes"] += b["shapes"]
+yaml.safe_dump(a, open(sys.argv[1], "w"), sort_keys=False)
+PY
+  ab step-pr kernels configs/pr.yaml
+  peers pr configs/pr.yaml
+  peer_table "$res/ab-step-pr.json" "$res/sdpa-pr.json"
+  ab step-long kernels "$res/long.yaml"
+  peers long "$res/long.yaml"
+  peer_table "$res/ab-step-long.json" "$res/sdpa-long.json"
+  ab step-mid2 kernels "$res/mid2.yaml"
+  if no_regression "$res/ab-step-pr.json" "$res/ab-step-long.json" "$res/ab-step-mid2.json"; then
+    timed timeout 150 "$bin" sanitize --kernels kernels > "$res/san.txt" 2>&1
+    grep -E "sanitize:|finding" "$res/san.txt" | head -4
+    timed timeout 120 python3 bench/kernel_check.py --no-timing --out "$res/kc.json" > "$res/kc.log" 2>&1
+    grep -E "rand|FAIL|FAILURE|passed|failed" "$res/kc.log" | tail -4 | cut -c1-200
+    KEEP_RES=1 REASON="${REASON:-kernel step (issue 40)}" CFGS=pr bash "$0" record
+    stored_aa pr-ada
+    tar czf /tmp/tenth-step.tgz -C "$out" r && rm -rf "$res"
+    bash bench/issue36_device.sh tests 2>&1 | grep -E "test result|FAILED|panicked|rc=" | head -8
+    mv /tmp/tenth-step.tgz "$out"/
+  else
+    echo "== not recorded: a step A/B has a regression"
+    tar czf "$out/tenth-step.tgz" -C "$out" r && rm -rf "$res"
+  fi
+  ;;
 ninth-profile)
   # 2026-12-03, ninth session: what bounds the L4's d128 path against FA2 on the same card.
   # ncu --set full of one launch each: ours (configs/pr-ada.yaml: the split 128 x 32 tile

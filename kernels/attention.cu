@@ -746,24 +746,41 @@ CG_DEV void wg_rs(float* d, const unsigned* a, unsigned long long db, int scale_
 }
 
 // S = Q K^T for one warpgroup: its 64 Q rows at q_wg (column block 0 of a BM-row tile) times
-// the BN-key K tile at kt: D/16 wgmma's of k16, 32 bytes apart inside a 128-byte row, column
-// blocks of 64 elements further apart. (Shared by attn_fwd_wg and attn_fwd_ws.)
-template <int D, int BN, int BM, bool BF16>
+// the first NT keys of the BN-key K tile at kt (NT = BN but in a narrowed last tile): D/16
+// wgmma's of k16, 32 bytes apart inside a 128-byte row, column blocks of 64 elements BN rows
+// apart. S of NT keys is the first NT / 2 accumulators of S of BN keys, in the same places.
+// (Shared by attn_fwd_wg and attn_fwd_ws.)
+template <int D, int BN, int BM, bool BF16, int NT = BN>
 CG_DEV void wg_issue_qk(float* s, unsigned q_wg, unsigned kt) {
+    static_assert(NT % 64 == 0 && NT <= BN, "a tile's first NT keys");
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
         const unsigned qa = q_wg + (kk >> 2) * (BM * 128) + (kk & 3) * 32;
         const unsigned ka = kt + (kk >> 2) * (BN * 128) + (kk & 3) * 32;
-        wg_ss<BN, BF16>(s, wg_desc(qa, 16, 1024), wg_desc(ka, 16, 1024), kk > 0);
+        wg_ss<NT, BF16>(s, wg_desc(qa, 16, 1024), wg_desc(ka, 16, 1024), kk > 0);
     }
 }
 
-// O += P V for the BN-key V tile at vt: BN/16 wgmma's of k16 = 16 keys = 2048 bytes of V rows.
-template <int D, int BN, bool BF16>
+// O += P V for the first KT keys (KT = BN but in a narrowed last tile) of the BN-key V tile
+// at vt: KT/16 wgmma's of k16 = 16 keys = 2048 bytes of V rows; head_dim's 64-column blocks
+// BN rows apart.
+template <int D, int BN, bool BF16, int KT = BN>
 CG_DEV void wg_issue_pv(float* o, const unsigned (*pf)[4], unsigned vt) {
+    static_assert(KT % 16 == 0 && KT <= BN, "a tile's first KT keys");
 #pragma unroll
-    for (int kb = 0; kb < BN / 16; ++kb)
+    for (int kb = 0; kb < KT / 16; ++kb)
         wg_rs<D, BF16>(o, pf[kb], wg_desc(vt + kb * 2048, BN * 128, 1024), 1);
+}
+
+// Scores of a tile's first NT keys from n0 (landed) -> masked where the tile crosses a row's
+// limit (lim_min: the smallest), softmax (softmax_tile, alpha left to the caller).
+template <int NT>
+CG_DEV void scores_to_p_tile(float* s, int n0, int lane, const int* lim, int lim_min,
+                             float* m_r, float* l_r, float* alpha, float sl2) {
+#pragma unroll
+    for (int i = 0; i < NT / 2; ++i) reg_fence(s[i]);
+    if (tile_needs_mask(n0, NT, lim_min)) mask_scores<NT / 8>(s, n0, lane, lim);
+    softmax_tile<NT / 8>(s, m_r, l_r, alpha, sl2);
 }
 
 // D: head_dim (64 or 128); BN: keys per K/V tile (64 or 128); NWG: warpgroups per CTA
@@ -1055,16 +1072,6 @@ struct WsGeo {
     };
 };
 
-// Whether a launch over seq_len keys per row should take 192-key tiles rather than 128-key
-// ones: when it needs at most 9/13 (69%) as many of them. A 192-key tile costs about 1.43 of
-// a 128-key one at d128 (the gate's A/B on an H200, 2026-12-02, 192-key tiles at every
-// length against 128: 22 against 32 tiles at 4096 keys -1.5%, 86 against 128 at 16384
-// -4.5%, 9 against 13 at 1664 -1.2%, but 7 against 10 at 1280 +0.3% and 6 against 8 at
-// 1024 +6.3%, where the last tile masks half its keys).
-CG_DEV bool wide_tiles(int seq_len) {
-    return ((seq_len + 191) / 192) * 13 <= ((seq_len + 127) / 128) * 9;
-}
-
 // D: head_dim; BN: keys per K/V tile (64, 128 or 192); ST: stages of the K/V ring; NC:
 // consumer warpgroups (BM = 64 * NC rows per sub-tile); CREG: the consumers' registers per thread after
 // setmaxnreg (the producer keeps 24; 24 * 128 + CREG * 128 * NC must fit the CTA's
@@ -1091,6 +1098,7 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
     constexpr int NB = BN / 8;   // n-blocks (8 keys) of S
     constexpr int KB = BN / 16;  // k-steps of O += P V
     constexpr int DB = D / 8;    // n-blocks (8 dims) of O
+    constexpr int NARROW = 64;  // keys of a narrowed last K/V tile (tile_narrow below)
 
     if (head_dim != D || seq_len <= 0) return;
 
@@ -1148,9 +1156,20 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
     };
     // whether sub-tile t (at m0) has rows of this CTA
     auto sub_live = [&](int t, int m0) { return EVEN ? u_lo + t * NC < u_hi : m0 < seq_len; };
-    auto sub_tiles = [&](int m0) {  // K/V tiles of the sub-tile at m0 (kv_end as in attn_fwd)
-        const int kv_end = causal ? min(seq_len, m0 + BM) : seq_len;
-        return (kv_end + BN - 1) / BN;
+    auto sub_kv_end = [&](int m0) {  // keys of the sub-tile at m0 (kv_end as in attn_fwd)
+        return causal ? min(seq_len, m0 + BM) : seq_len;
+    };
+    auto sub_tiles = [&](int m0) { return (sub_kv_end(m0) + BN - 1) / BN; };  // its K/V tiles
+    // whether the sub-tile at m0 takes a narrowed tile 0 (the consumers' stage 0, INTRA):
+    // 192-key tiles whose keys end at most NARROW keys into the last one
+    auto sub_narrow = [&](int m0) {
+        const int n = sub_tiles(m0);
+        return INTRA && BN == 192 && n > 1 && sub_kv_end(m0) - (n - 1) * BN <= NARROW;
+    };
+    // the first key of tile j (narrow: tile 0 holds NARROW keys and the others start
+    // BN - NARROW keys early, so the last one ends where the keys do)
+    auto tile_key0 = [&](int j, bool narrow) {
+        return narrow && j > 0 ? j * BN - (BN - NARROW) : j * BN;
     };
 
     const unsigned base = (smem_u32(smem_ws) + 1023u) & ~1023u;
@@ -1203,16 +1222,17 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
                 tma_tile<BM, D>(q_buf(b), tq, q_full(b), m0, bh);
                 ++u;
                 const int n_tiles = sub_tiles(m0);
+                const bool narrow = sub_narrow(m0);
                 for (int j = 0; j < n_tiles; ++j, ++g) {
                     const int s = g % ST;
                     const unsigned ph = (unsigned)(g / ST) & 1u;
                     // slot s last held tile g - ST: wait until every consumer released it
                     if (g >= ST) mbar_wait(k_empty(s), ph ^ 1u);
                     mbar_expect_tx(k_full(s), G::KV_TILE_B);
-                    tma_tile<BN, D>(k_tile(s), tk, k_full(s), j * BN, bh);
+                    tma_tile<BN, D>(k_tile(s), tk, k_full(s), tile_key0(j, narrow), bh);
                     if (g >= ST) mbar_wait(v_empty(s), ph ^ 1u);
                     mbar_expect_tx(v_full(s), G::KV_TILE_B);
-                    tma_tile<BN, D>(v_tile(s), tv, v_full(s), j * BN, bh);
+                    tma_tile<BN, D>(v_tile(s), tv, v_full(s), tile_key0(j, narrow), bh);
                 }
             }
         }
@@ -1292,11 +1312,10 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
 
         auto issue_qk = [&](unsigned kt) { wg_issue_qk<D, BN, BM, BF16>(s, q_wg, kt); };
         auto issue_pv = [&](unsigned vt) { wg_issue_pv<D, BN, BF16>(o, pf, vt); };
+        const bool narrow = sub_narrow(m0);
         auto scores_to_p = [&](int j) {  // S_j (landed) -> masked, softmax
-#pragma unroll
-            for (int i = 0; i < NB * 4; ++i) reg_fence(s[i]);
-            if (tile_needs_mask(j * BN, BN, cta_lim_min)) mask_scores<NB>(s, j * BN, lane, lim);
-            softmax_tile<NB>(s, m_r, l_r, alpha, sl2);
+            scores_to_p_tile<BN>(s, tile_key0(j, narrow), lane, lim, cta_lim_min, m_r, l_r,
+                                 alpha, sl2);
         };
         auto o_landed = [&]() {
 #pragma unroll
@@ -1331,21 +1350,64 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
                 if (signal) mbar_arrive(v_empty(st));
             }
         } else {
-            // tile 0: S_0 alone
-            mbar_wait(k_full(slot(0)), phase(0));
-            turn_begin();
-            wg_fence();
-            issue_qk(k_tile(slot(0)));
-            wg_commit();
-            turn_end();
-            wg_wait<0>();
-            if (signal) mbar_arrive(k_empty(slot(0)));
-            // one Q buffer: the sub-tile's last Q K^T has completed, so the next sub-tile's
-            // Q may land while this one finishes
-            if (NSUB > 1 && G::QB == 1 && signal && n_tiles == 1) mbar_arrive(q_empty(b));
-            scores_to_p(0);
-            pack_p<KB, BF16>(s, pf);  // O is 0: no rescale
-            for (int j = 1; j < n_tiles; ++j) {
+            // Stage 0: S_0 alone. Where the sub-tile's keys end at most 64 keys into their
+            // last 192-key tile (narrow), tile 0 is those 64 keys instead (its first 64: the
+            // others start 128 keys early, tile_key0), so that no tile computes keys only to
+            // mask them: at 4096 keys, 22 tiles of 192 held 64 keys in the last, 3% of the
+            // sub-tile's Q K^T, softmax and P V. The narrow parts (stage 0, and tile 1 with
+            // P V of tile 0) are whole copies, wgmma fence to wait: a branch on the width
+            // inside a stage, or a narrowed last tile, whose P V overlaps a full Q K^T, made
+            // ptxas serialise every wgmma of the kernel (C7511, C7515; +20 ... +45% on an
+            // H200, 2026-12-03). Other kernels (no 192-key tiles) compile as before.
+            auto stage0_begin = [&]() {
+                mbar_wait(k_full(slot(0)), phase(0));
+                turn_begin();
+                wg_fence();
+            };
+            auto stage0_end = [&]() {
+                wg_commit();
+                turn_end();
+                wg_wait<0>();
+                if (signal) mbar_arrive(k_empty(slot(0)));
+                // one Q buffer: the sub-tile's last Q K^T has completed, so the next
+                // sub-tile's Q may land while this one finishes
+                if (NSUB > 1 && G::QB == 1 && signal && n_tiles == 1) mbar_arrive(q_empty(b));
+            };
+            if (!narrow) {
+                stage0_begin();
+                issue_qk(k_tile(slot(0)));
+                stage0_end();
+                scores_to_p(0);
+                pack_p<KB, BF16>(s, pf);  // O is 0: no rescale
+            } else {
+                stage0_begin();
+                wg_issue_qk<D, BN, BM, BF16, NARROW>(s, q_wg, k_tile(slot(0)));
+                stage0_end();
+                scores_to_p_tile<NARROW>(s, 0, lane, lim, cta_lim_min, m_r, l_r, alpha, sl2);
+                pack_p<NARROW / 16, BF16>(s, pf);
+            }
+            if (narrow) {  // tile 1 with P V of the narrow tile 0 (n_tiles > 1: see sub_narrow)
+                const int st = slot(1), sp = slot(0);
+                mbar_wait(k_full(st), phase(1));
+                mbar_wait(v_full(sp), phase(0));
+                turn_begin();
+                wg_fence();
+                issue_qk(k_tile(st));
+                wg_commit();
+                wg_issue_pv<D, BN, BF16, NARROW>(o, pf, v_tile(sp));
+                wg_commit();
+                turn_end();
+                wg_wait<1>();
+                if (signal) mbar_arrive(k_empty(st));
+                if (NSUB > 1 && G::QB == 1 && signal && n_tiles == 2) mbar_arrive(q_empty(b));
+                scores_to_p(1);
+                wg_wait<0>();
+                o_landed();
+                if (signal) mbar_arrive(v_empty(sp));
+                rescale_o<DB>(o, alpha);
+                pack_p<KB, BF16>(s, pf);
+            }
+            for (int j = narrow ? 2 : 1; j < n_tiles; ++j) {
                 const int st = slot(j), sp = slot(j - 1);
                 mbar_wait(k_full(st), phase(j));
                 mbar_wait(v_full(sp), phase(j - 1));
@@ -1370,7 +1432,7 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
                 rescale_o<DB>(o, alpha);
                 pack_p<KB, BF16>(s, pf);
             }
-            const int sl = slot(n_tiles - 1);
+            const int sl = slot(n_tiles - 1);  // (with narrow, the last tile is whole)
             mbar_wait(v_full(sl), phase(n_tiles - 1));
             turn_begin();
             wg_fence();
@@ -1473,32 +1535,20 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
         cg_attn::attn_fwd_ws<D, BN, ST, NC, BF16, INTRA, PP, CREG, 2, true, 2, true>(          \
             CG_WS_ARGS);                                                                      \
     }
-// The larger dynamic shared memory of two WsGeo's (ST stages, NC consumers, NSUB sub-tiles;
-// the first with BN_A-key tiles and QB_A Q buffers, the second with BN_B and QB_B): what a
-// kernel that takes either tile shape declares in NAME_launch.
-#define CG_WS_SMEM_MAX(D, ST, NC, NSUB, BN_A, QB_A, BN_B, QB_B)                               \
-    ((int)cg_attn::WsGeo<D, BN_A, ST, NC, NSUB, QB_A>::SMEM_B >                               \
-             (int)cg_attn::WsGeo<D, BN_B, ST, NC, NSUB, QB_B>::SMEM_B                         \
-         ? (int)cg_attn::WsGeo<D, BN_A, ST, NC, NSUB, QB_A>::SMEM_B                           \
-         : (int)cg_attn::WsGeo<D, BN_B, ST, NC, NSUB, QB_B>::SMEM_B)
-// The sub-tiled form (CG_ATTN_WS_KERNEL_N) with the tile chosen per launch: causal launches,
-// and those that wide_tiles() turns down, take 128-key tiles and two Q buffers; the rest
-// 192-key tiles and one Q buffer (released after the sub-tile's last Q K^T, so the next
-// sub-tile's Q lands during its last softmax and P V). NAME_launch's shared memory is the
-// larger of the two.
-#define CG_ATTN_WS_KERNEL_WIDE(NAME, D, ST, NC, BF16, INTRA, PP, MINB, CREG, NSUB)              \
+// The sub-tiled form (CG_ATTN_WS_KERNEL_N) with 192-key tiles and one Q buffer (released after
+// the sub-tile's last Q K^T, so the next sub-tile's Q lands during its last softmax and P V),
+// as NAME_long_noncausal from NAME_long_noncausal_from = {FROM} keys: the same grid as NAME's
+// sub-tiled form of 128-key tiles, so the host takes it from FROM on (kernels/README.md).
+#define CG_ATTN_WS_KERNEL_WIDE(NAME, D, ST, NC, BF16, INTRA, PP, MINB, CREG, NSUB, FROM)        \
     extern "C" {                                                                              \
-    __constant__ int NAME##_launch[3] = {                                                     \
-        64 * NC * NSUB, 128 * (NC + 1), CG_WS_SMEM_MAX(D, ST, NC, NSUB, 128, 2, 192, 1)};     \
+    __constant__ int NAME##_launch[3] = {64 * NC * NSUB, 128 * (NC + 1),                      \
+                                         cg_attn::WsGeo<D, 192, ST, NC, NSUB, 1>::SMEM_B};     \
     __constant__ int NAME##_tma[1] = {1};                                                     \
+    __constant__ int NAME##_from[1] = {FROM};                                                 \
     }                                                                                         \
     CG_WS_ENTRY(NAME, NC, MINB) {                                                             \
-        if (causal || !cg_attn::wide_tiles(seq_len))                                          \
-            cg_attn::attn_fwd_ws<D, 128, ST, NC, BF16, INTRA, PP, CREG, NSUB, false, 2>(      \
-                CG_WS_ARGS);                                                                  \
-        else                                                                                  \
-            cg_attn::attn_fwd_ws<D, 192, ST, NC, BF16, INTRA, PP, CREG, NSUB, false, 1>(      \
-                CG_WS_ARGS);                                                                  \
+        cg_attn::attn_fwd_ws<D, 192, ST, NC, BF16, INTRA, PP, CREG, NSUB, false, 1>(          \
+            CG_WS_ARGS);                                                                      \
     }
 #define CG_ATTN_WS_KERNEL(NAME, D, BN, ST, NC, BF16, INTRA, PP, MINB, CREG) \
     CG_ATTN_WS_KERNEL_N(NAME, D, BN, ST, NC, BF16, INTRA, PP, MINB, CREG, 1)
@@ -1550,12 +1600,23 @@ extern "C" __constant__ int attention_fwd_bf16_d64_long_noncausal_from[1] = {512
 
 // d128: two consumer warpgroups of 64 rows with 240 registers, ping-pong and softmax/PV
 //       overlap, 1 CTA per SM; two sub-tiles of 128 rows per CTA dealt back and forth
-//       (rows_per_block 256). Causal launches and short sequences: 128-key tiles, Q
-//       double-buffered; the rest (wide_tiles: from about 1500 keys) 192-key tiles, one Q
-//       buffer (225 KiB smem). The gate's A/B on an H200, 2026-12-02 (docs/KERNEL_LOG.md):
-//       b1h8s16384d128 -4.5%, b1h16s8192d128 bf16 -4.0%, b2h16s4096d128 -1.5%.
-CG_ATTN_WS_KERNEL_WIDE(attention_fwd_f16_d128, 128, 2, 2, false, true, true, 1, 240, 2)
-CG_ATTN_WS_KERNEL_WIDE(attention_fwd_bf16_d128, 128, 2, 2, true, true, true, 1, 240, 2)
+//       (rows_per_block 256). NAME: 128-key tiles, Q double-buffered (193 KiB smem).
+//       NAME_long_noncausal, non-causal launches from 768 keys: 192-key tiles, one Q buffer
+//       (225 KiB), and where the keys end at most 64 into the last tile, a first tile of 64
+//       keys (attn_fwd_ws, stage 0). Two entries rather than one choosing per launch (as
+//       until 2026-12-03): ptxas allocates registers per function, and the narrowed tile's
+//       code in the same function made the 128-key path 0.7 ... 2.6% slower on an H200.
+//       192-key tiles cost about 1.43 of a 128-key one (the gate's A/B on an H200,
+//       2026-12-02: 22 against 32 tiles at 4096 keys -1.5%, 86 against 128 at 16384 -4.5%,
+//       7 against 10 at 1280 +0.3%), and with the narrowed first tile the model (143 per
+//       tile, 60 for a tile of 64 keys, against 100 per 128-key tile) favours them at every
+//       length from 768 but 833-896 (2.1%) and 1217-1280 (0.1%): docs/KERNEL_LOG.md.
+CG_ATTN_WS_KERNEL_N(attention_fwd_f16_d128, 128, 128, 2, 2, false, true, true, 1, 240, 2)
+CG_ATTN_WS_KERNEL_N(attention_fwd_bf16_d128, 128, 128, 2, 2, true, true, true, 1, 240, 2)
+CG_ATTN_WS_KERNEL_WIDE(attention_fwd_f16_d128_long_noncausal, 128, 2, 2, false, true, true, 1, 240,
+                       2, 768)
+CG_ATTN_WS_KERNEL_WIDE(attention_fwd_bf16_d128_long_noncausal, 128, 2, 2, true, true, true, 1, 240,
+                       2, 768)
 #else
 // Everything else (the L4, plain sm_90, Ampere): the mma.sync kernel.
 //   (name, D, BM rows/CTA, BN keys/tile, NW warps, MI 16-row blocks/warp, Q in registers,

@@ -308,7 +308,10 @@ pub(crate) fn busiest_sm_cost(
 /// GPU has SMs; else `NAME`. Then, for a non-causal launch with seq_len at least
 /// `NAME_long_noncausal_from`, `NAME_long_noncausal` instead when its busiest SM costs less
 /// than that form's ([`busiest_sm_cost`], a pass costing NAME's rows_per_block more than
-/// its rows); a tie keeps the form for any mask.
+/// its rows); a tie keeps the form for any mask, unless both have the same geometry (rows,
+/// fill, tiles at once, CTAs per SM): then the model has nothing to weigh and
+/// `NAME_long_noncausal_from` alone decides (the sm_90a d128 pair: the same grid, 128- and
+/// 192-key tiles, in two functions so that ptxas allocates each one's registers alone).
 ///
 /// Why the busiest SM and not a bound on NAME's grid: the forms differ in how many rows an
 /// SM computes at once (the sm_90a d64 one: three 64-row warpgroups in one CTA per SM, where
@@ -339,7 +342,8 @@ pub(crate) fn pick_form(shape: &ShapeParams, forms: &Forms, sm_count: u32) -> Fo
     };
     let pass_rows = u64::from(forms.main.rows.max(1));
     let cost = |g| busiest_sm_cost(shape, g, pass_rows, sm_count);
-    if !shape.causal && shape.seq_len >= from && cost(noncausal) < cost(geometry) {
+    let cheaper = noncausal == geometry || cost(noncausal) < cost(geometry);
+    if !shape.causal && shape.seq_len >= from && cheaper {
         Form::LongNonCausal
     } else {
         form
@@ -1209,6 +1213,36 @@ mod tests {
                 pick_form(&shape, &ada, 132),
                 want,
                 "ada [{b},{h},{s}] causal {causal}"
+            );
+        }
+        // The sm_90a d128 pair: NAME_long_noncausal on NAME's own grid (192-key tiles where
+        // NAME takes 128). The costs always tie, so its from alone decides, for non-causal
+        // launches only; a tie of different geometries still keeps NAME (above: [4,16,512]).
+        let sub_tiled = FormGeometry {
+            rows: 256,
+            fill: None,
+            tiles_at_once: 1,
+            ctas_per_sm: 1,
+        };
+        let hopper_d128 = Forms {
+            main: sub_tiled,
+            small: None,
+            long: None,
+            long_noncausal: Some((sub_tiled, 768)),
+        };
+        let d128_cases = [
+            ((2, 16, 4096, false), Form::LongNonCausal),
+            ((2, 16, 4096, true), Form::Main),
+            ((1, 1, 768, false), Form::LongNonCausal),
+            ((8, 16, 767, false), Form::Main),
+            ((8, 16, 512, false), Form::Main),
+        ];
+        for ((b, h, s, causal), want) in d128_cases {
+            let shape = ShapeParams::new(b, h, s, 128, causal, Dtype::Float16);
+            assert_eq!(
+                pick_form(&shape, &hopper_d128, 132),
+                want,
+                "hopper d128 [{b},{h},{s}] causal {causal}"
             );
         }
         // Without the long forms: the small-grid rule on NAME's one-tile grid (132 CTAs is
