@@ -33,6 +33,8 @@
 #   bash bench/issue40_device.sh tenth-step     # Hopper d128 as two entries (128- and 192-key
 #                                               # tiles, a narrowed first tile); if no A/B
 #                                               # regresses: checks, pr re-recorded, tests
+#   bash bench/issue40_device.sh tenth-final    # the same with NAME as shipped and the
+#                                               # narrowed form from 1408 keys
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -339,17 +341,20 @@ tenth)
   BASE=$PWD/kernels ab wide2-mid2 .carry/variants/wide2 "$res/mid2.yaml"
   tar czf "$out/tenth.tgz" -C "$out" r && rm -rf "$res"
   ;;
-tenth-step)
-  # 2026-12-03, tenth session: the sm_90a d128 kernel as two entries, NAME (128-key tiles)
-  # and NAME_long_noncausal (192-key tiles, non-causal from 768 keys, a first tile of 64 keys
-  # where the keys end at most 64 into the last one), against main's kernels (.carry/k-base):
+tenth-step|tenth-final)
+  # 2026-12-03, tenth session, against main's kernels (.carry/k-base). tenth-step (call 5):
+  # the sm_90a d128 kernel as NAME on 128-key tiles and NAME_long_noncausal on 192-key ones
+  # (non-causal from 768 keys, a first tile of 64 keys where the keys end at most 64 into the
+  # last one). tenth-final (call 6): NAME as shipped (byte-identical SASS) and
+  # NAME_long_noncausal from 1408 keys.
   # 1. the PR config, the long shapes (cuDNN / FA2 after each), the d128 lengths from 512 to
   #    3880 and 864 (where the tile model prefers 128-key tiles by 2.1%);
   # 2. if no A/B has a regression: sanitize (configs/sanitize.yaml: the new form narrowed and
   #    not), kernel_check.py, pr re-recorded with a stored-only A/A, a stored-only A/A of
   #    pr-ada, the GPU tests.
   long_config
-  { mid2_config; } && printf '2 16 864 128 noncausal float16\n' | derive_config m864 configs/pr.yaml
+  mid2_config
+  printf '2 16 864 128 noncausal float16\n' | derive_config m864 configs/pr.yaml
   python3 - "$res/mid2.yaml" "$res/m864.yaml" <<'PY'
 import sys, yaml
 a, b = (yaml.safe_load(open(f)) for f in sys.argv[1:])
@@ -370,12 +375,12 @@ PY
     grep -E "rand|FAIL|FAILURE|passed|failed" "$res/kc.log" | tail -4 | cut -c1-200
     KEEP_RES=1 REASON="${REASON:-kernel step (issue 40)}" CFGS=pr bash "$0" record
     stored_aa pr-ada
-    tar czf /tmp/tenth-step.tgz -C "$out" r && rm -rf "$res"
+    tar czf "/tmp/$what.tgz" -C "$out" r && rm -rf "$res"
     bash bench/issue36_device.sh tests 2>&1 | grep -E "test result|FAILED|panicked|rc=" | head -8
-    mv /tmp/tenth-step.tgz "$out"/
+    mv "/tmp/$what.tgz" "$out"/
   else
     echo "== not recorded: a step A/B has a regression"
-    tar czf "$out/tenth-step.tgz" -C "$out" r && rm -rf "$res"
+    tar czf "$out/$what.tgz" -C "$out" r && rm -rf "$res"
   fi
   ;;
 ninth-profile)

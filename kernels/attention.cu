@@ -1072,6 +1072,16 @@ struct WsGeo {
     };
 };
 
+// Whether a launch over seq_len keys per row should take 192-key tiles rather than 128-key
+// ones: when it needs at most 9/13 (69%) as many of them. A 192-key tile costs about 1.43 of
+// a 128-key one at d128 (the gate's A/B on an H200, 2026-12-02, 192-key tiles at every
+// length against 128: 22 against 32 tiles at 4096 keys -1.5%, 86 against 128 at 16384
+// -4.5%, 9 against 13 at 1664 -1.2%, but 7 against 10 at 1280 +0.3% and 6 against 8 at
+// 1024 +6.3%, where the last tile masks half its keys).
+CG_DEV bool wide_tiles(int seq_len) {
+    return ((seq_len + 191) / 192) * 13 <= ((seq_len + 127) / 128) * 9;
+}
+
 // D: head_dim; BN: keys per K/V tile (64, 128 or 192); ST: stages of the K/V ring; NC:
 // consumer warpgroups (BM = 64 * NC rows per sub-tile); CREG: the consumers' registers per thread after
 // setmaxnreg (the producer keeps 24; 24 * 128 + CREG * 128 * NC must fit the CTA's
@@ -1085,7 +1095,7 @@ struct WsGeo {
 // sub-tiles per CTA back from the grid: nsub = ceil(tiles / gridDim.x). Small grids get one
 // tile per CTA, larger ones become persistent-like.
 template <int D, int BN, int ST, int NC, bool BF16, bool INTRA, bool PP, int CREG, int NSUB,
-          bool DYN = false, int QBUF = 2, bool EVEN = false>
+          bool DYN = false, int QBUF = 2, bool EVEN = false, bool NF = false>
 CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* __restrict__ out,
                         int seq_len, int head_dim, float scale, int causal_i) {
     typedef WsGeo<D, BN, ST, NC, NSUB, QBUF> G;
@@ -1160,11 +1170,11 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
         return causal ? min(seq_len, m0 + BM) : seq_len;
     };
     auto sub_tiles = [&](int m0) { return (sub_kv_end(m0) + BN - 1) / BN; };  // its K/V tiles
-    // whether the sub-tile at m0 takes a narrowed tile 0 (the consumers' stage 0, INTRA):
+    // whether the sub-tile at m0 takes a narrowed tile 0 (NF: the consumers' stage 0, INTRA):
     // 192-key tiles whose keys end at most NARROW keys into the last one
     auto sub_narrow = [&](int m0) {
         const int n = sub_tiles(m0);
-        return INTRA && BN == 192 && n > 1 && sub_kv_end(m0) - (n - 1) * BN <= NARROW;
+        return NF && INTRA && BN == 192 && n > 1 && sub_kv_end(m0) - (n - 1) * BN <= NARROW;
     };
     // the first key of tile j (narrow: tile 0 holds NARROW keys and the others start
     // BN - NARROW keys early, so the last one ends where the keys do)
@@ -1373,7 +1383,21 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
                 // sub-tile's Q may land while this one finishes
                 if (NSUB > 1 && G::QB == 1 && signal && n_tiles == 1) mbar_arrive(q_empty(b));
             };
-            if (!narrow) {
+            if constexpr (!NF) {
+                mbar_wait(k_full(slot(0)), phase(0));
+                turn_begin();
+                wg_fence();
+                issue_qk(k_tile(slot(0)));
+                wg_commit();
+                turn_end();
+                wg_wait<0>();
+                if (signal) mbar_arrive(k_empty(slot(0)));
+                // one Q buffer: the sub-tile's last Q K^T has completed, so the next
+                // sub-tile's Q may land while this one finishes
+                if (NSUB > 1 && G::QB == 1 && signal && n_tiles == 1) mbar_arrive(q_empty(b));
+                scores_to_p(0);
+                pack_p<KB, BF16>(s, pf);  // O is 0: no rescale
+            } else if (!narrow) {
                 stage0_begin();
                 issue_qk(k_tile(slot(0)));
                 stage0_end();
@@ -1535,20 +1559,48 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
         cg_attn::attn_fwd_ws<D, BN, ST, NC, BF16, INTRA, PP, CREG, 2, true, 2, true>(          \
             CG_WS_ARGS);                                                                      \
     }
-// The sub-tiled form (CG_ATTN_WS_KERNEL_N) with 192-key tiles and one Q buffer (released after
-// the sub-tile's last Q K^T, so the next sub-tile's Q lands during its last softmax and P V),
-// as NAME_long_noncausal from NAME_long_noncausal_from = {FROM} keys: the same grid as NAME's
-// sub-tiled form of 128-key tiles, so the host takes it from FROM on (kernels/README.md).
-#define CG_ATTN_WS_KERNEL_WIDE(NAME, D, ST, NC, BF16, INTRA, PP, MINB, CREG, NSUB, FROM)        \
+// The larger dynamic shared memory of two WsGeo's (ST stages, NC consumers, NSUB sub-tiles;
+// the first with BN_A-key tiles and QB_A Q buffers, the second with BN_B and QB_B): what a
+// kernel that takes either tile shape declares in NAME_launch.
+#define CG_WS_SMEM_MAX(D, ST, NC, NSUB, BN_A, QB_A, BN_B, QB_B)                               \
+    ((int)cg_attn::WsGeo<D, BN_A, ST, NC, NSUB, QB_A>::SMEM_B >                               \
+             (int)cg_attn::WsGeo<D, BN_B, ST, NC, NSUB, QB_B>::SMEM_B                         \
+         ? (int)cg_attn::WsGeo<D, BN_A, ST, NC, NSUB, QB_A>::SMEM_B                           \
+         : (int)cg_attn::WsGeo<D, BN_B, ST, NC, NSUB, QB_B>::SMEM_B)
+// The sub-tiled form (CG_ATTN_WS_KERNEL_N) with the tile chosen per launch: causal launches,
+// and those that wide_tiles() turns down, take 128-key tiles and two Q buffers; the rest
+// 192-key tiles and one Q buffer (released after the sub-tile's last Q K^T, so the next
+// sub-tile's Q lands during its last softmax and P V). NAME_launch's shared memory is the
+// larger of the two.
+#define CG_ATTN_WS_KERNEL_WIDE(NAME, D, ST, NC, BF16, INTRA, PP, MINB, CREG, NSUB)              \
     extern "C" {                                                                              \
-    __constant__ int NAME##_launch[3] = {64 * NC * NSUB, 128 * (NC + 1),                      \
-                                         cg_attn::WsGeo<D, 192, ST, NC, NSUB, 1>::SMEM_B};     \
+    __constant__ int NAME##_launch[3] = {                                                     \
+        64 * NC * NSUB, 128 * (NC + 1), CG_WS_SMEM_MAX(D, ST, NC, NSUB, 128, 2, 192, 1)};     \
+    __constant__ int NAME##_tma[1] = {1};                                                     \
+    }                                                                                         \
+    CG_WS_ENTRY(NAME, NC, MINB) {                                                             \
+        if (causal || !cg_attn::wide_tiles(seq_len))                                          \
+            cg_attn::attn_fwd_ws<D, 128, ST, NC, BF16, INTRA, PP, CREG, NSUB, false, 2>(      \
+                CG_WS_ARGS);                                                                  \
+        else                                                                                  \
+            cg_attn::attn_fwd_ws<D, 192, ST, NC, BF16, INTRA, PP, CREG, NSUB, false, 1>(      \
+                CG_WS_ARGS);                                                                  \
+    }
+// The sub-tiled form with 192-key tiles and one Q buffer only, and a first tile of NARROW
+// keys where the keys end at most NARROW into the last tile (NF), as NAME_long_noncausal from
+// NAME_long_noncausal_from = {FROM} keys: the same grid as CG_ATTN_WS_KERNEL_WIDE's, whose
+// NAME then keeps the shorter lengths and causal launches (kernels/README.md: a form of the
+// same geometry is taken from its from alone).
+#define CG_ATTN_WS_KERNEL_NARROW(NAME, D, ST, NC, BF16, INTRA, PP, MINB, CREG, NSUB, FROM)      \
+    extern "C" {                                                                              \
+    __constant__ int NAME##_launch[3] = {                                                     \
+        64 * NC * NSUB, 128 * (NC + 1), CG_WS_SMEM_MAX(D, ST, NC, NSUB, 128, 2, 192, 1)};     \
     __constant__ int NAME##_tma[1] = {1};                                                     \
     __constant__ int NAME##_from[1] = {FROM};                                                 \
     }                                                                                         \
     CG_WS_ENTRY(NAME, NC, MINB) {                                                             \
-        cg_attn::attn_fwd_ws<D, 192, ST, NC, BF16, INTRA, PP, CREG, NSUB, false, 1>(          \
-            CG_WS_ARGS);                                                                      \
+        cg_attn::attn_fwd_ws<D, 192, ST, NC, BF16, INTRA, PP, CREG, NSUB, false, 1, false,    \
+                             true>(CG_WS_ARGS);                                               \
     }
 #define CG_ATTN_WS_KERNEL(NAME, D, BN, ST, NC, BF16, INTRA, PP, MINB, CREG) \
     CG_ATTN_WS_KERNEL_N(NAME, D, BN, ST, NC, BF16, INTRA, PP, MINB, CREG, 1)
@@ -1600,23 +1652,25 @@ extern "C" __constant__ int attention_fwd_bf16_d64_long_noncausal_from[1] = {512
 
 // d128: two consumer warpgroups of 64 rows with 240 registers, ping-pong and softmax/PV
 //       overlap, 1 CTA per SM; two sub-tiles of 128 rows per CTA dealt back and forth
-//       (rows_per_block 256). NAME: 128-key tiles, Q double-buffered (193 KiB smem).
-//       NAME_long_noncausal, non-causal launches from 768 keys: 192-key tiles, one Q buffer
-//       (225 KiB), and where the keys end at most 64 into the last tile, a first tile of 64
-//       keys (attn_fwd_ws, stage 0). Two entries rather than one choosing per launch (as
-//       until 2026-12-03): ptxas allocates registers per function, and the narrowed tile's
-//       code in the same function made the 128-key path 0.7 ... 2.6% slower on an H200.
-//       192-key tiles cost about 1.43 of a 128-key one (the gate's A/B on an H200,
-//       2026-12-02: 22 against 32 tiles at 4096 keys -1.5%, 86 against 128 at 16384 -4.5%,
-//       7 against 10 at 1280 +0.3%), and with the narrowed first tile the model (143 per
-//       tile, 60 for a tile of 64 keys, against 100 per 128-key tile) favours them at every
-//       length from 768 but 833-896 (2.1%) and 1217-1280 (0.1%): docs/KERNEL_LOG.md.
-CG_ATTN_WS_KERNEL_N(attention_fwd_f16_d128, 128, 128, 2, 2, false, true, true, 1, 240, 2)
-CG_ATTN_WS_KERNEL_N(attention_fwd_bf16_d128, 128, 128, 2, 2, true, true, true, 1, 240, 2)
-CG_ATTN_WS_KERNEL_WIDE(attention_fwd_f16_d128_long_noncausal, 128, 2, 2, false, true, true, 1, 240,
-                       2, 768)
-CG_ATTN_WS_KERNEL_WIDE(attention_fwd_bf16_d128_long_noncausal, 128, 2, 2, true, true, true, 1, 240,
-                       2, 768)
+//       (rows_per_block 256). Causal launches and short sequences: 128-key tiles, Q
+//       double-buffered; the rest (wide_tiles) 192-key tiles, one Q buffer (225 KiB smem).
+//       The gate's A/B on an H200, 2026-12-02 (docs/KERNEL_LOG.md): b1h8s16384d128 -4.5%,
+//       b1h16s8192d128 bf16 -4.0%, b2h16s4096d128 -1.5%.
+//       NAME_long_noncausal, non-causal launches from 1408 keys: 192-key tiles only, and
+//       where the keys end at most 64 into the last tile, a first tile of 64 keys (NF;
+//       attn_fwd_ws, stage 0): at 4096 keys 21 tiles and one of 64 keys, where NAME computes
+//       22 of 192 and masks 128 keys of the last (the gate's A/B on an H200, 2026-12-03:
+//       b2h16s4096d128 -2.35%, b1h8s16384d128 -1.40%, 1792 keys -2.64%, 1408 keys -1.44%).
+//       A separate entry: ptxas allocates registers per function, and the narrowed tile in
+//       NAME's function made its 128-key path 0.7 ... 2.6% slower; shorter lengths stay on
+//       NAME, where 192-key tiles with the narrowed tile measured +0.6% (1000 keys), +1.3%
+//       (1280) and +2.6% (864) against NAME's choice.
+CG_ATTN_WS_KERNEL_WIDE(attention_fwd_f16_d128, 128, 2, 2, false, true, true, 1, 240, 2)
+CG_ATTN_WS_KERNEL_WIDE(attention_fwd_bf16_d128, 128, 2, 2, true, true, true, 1, 240, 2)
+CG_ATTN_WS_KERNEL_NARROW(attention_fwd_f16_d128_long_noncausal, 128, 2, 2, false, true, true, 1,
+                         240, 2, 1408)
+CG_ATTN_WS_KERNEL_NARROW(attention_fwd_bf16_d128_long_noncausal, 128, 2, 2, true, true, true, 1,
+                         240, 2, 1408)
 #else
 // Everything else (the L4, plain sm_90, Ampere): the mma.sync kernel.
 //   (name, D, BM rows/CTA, BN keys/tile, NW warps, MI 16-row blocks/warp, Q in registers,

@@ -310,8 +310,9 @@ pub(crate) fn busiest_sm_cost(
 /// than that form's ([`busiest_sm_cost`], a pass costing NAME's rows_per_block more than
 /// its rows); a tie keeps the form for any mask, unless both have the same geometry (rows,
 /// fill, tiles at once, CTAs per SM): then the model has nothing to weigh and
-/// `NAME_long_noncausal_from` alone decides (the sm_90a d128 pair: the same grid, 128- and
-/// 192-key tiles, in two functions so that ptxas allocates each one's registers alone).
+/// `NAME_long_noncausal_from` alone decides (the sm_90a d128 pair: the same grid, the
+/// narrowed 192-key tiles in a function of their own so that ptxas allocates NAME's registers
+/// as before).
 ///
 /// Why the busiest SM and not a bound on NAME's grid: the forms differ in how many rows an
 /// SM computes at once (the sm_90a d64 one: three 64-row warpgroups in one CTA per SM, where
@@ -1215,9 +1216,9 @@ mod tests {
                 "ada [{b},{h},{s}] causal {causal}"
             );
         }
-        // The sm_90a d128 pair: NAME_long_noncausal on NAME's own grid (192-key tiles where
-        // NAME takes 128). The costs always tie, so its from alone decides, for non-causal
-        // launches only; a tie of different geometries still keeps NAME (above: [4,16,512]).
+        // The sm_90a d128 pair: NAME_long_noncausal on NAME's own grid (other key tiles).
+        // The costs always tie, so its from alone decides, for non-causal launches only; a
+        // tie of different geometries still keeps NAME (above: [4,16,512]).
         let sub_tiled = FormGeometry {
             rows: 256,
             fill: None,
@@ -1228,13 +1229,13 @@ mod tests {
             main: sub_tiled,
             small: None,
             long: None,
-            long_noncausal: Some((sub_tiled, 768)),
+            long_noncausal: Some((sub_tiled, 1408)),
         };
         let d128_cases = [
             ((2, 16, 4096, false), Form::LongNonCausal),
             ((2, 16, 4096, true), Form::Main),
-            ((1, 1, 768, false), Form::LongNonCausal),
-            ((8, 16, 767, false), Form::Main),
+            ((1, 1, 1408, false), Form::LongNonCausal),
+            ((8, 16, 1407, false), Form::Main),
             ((8, 16, 512, false), Form::Main),
         ];
         for ((b, h, s, causal), want) in d128_cases {

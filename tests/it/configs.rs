@@ -89,15 +89,15 @@ fn the_ada_and_sanitize_configs_hold_what_they_promise() {
             "sanitize.yaml lacks a long d64 shape with causal {causal}"
         );
     }
-    // the sm_90a d128 `_long_noncausal` (non-causal from seq_len 768, 192-key tiles), with a
+    // the sm_90a d128 `_long_noncausal` (non-causal from seq_len 1408, 192-key tiles), with a
     // narrowed first tile (the keys end at most 64 into the last tile) and without
     for narrowed in [true, false] {
         assert!(
             san.shapes.iter().any(|s| s.head_dim == 128
                 && !s.causal
-                && s.seq_len >= 768
+                && s.seq_len >= 1408
                 && ((s.seq_len - 1) % 192 < 64) == narrowed),
-            "sanitize.yaml lacks a d128 non-causal shape from 768 keys, narrowed {narrowed}"
+            "sanitize.yaml lacks a d128 non-causal shape from 1408 keys, narrowed {narrowed}"
         );
     }
     // The L4's kernels under the sanitizer: compiled as pr-ada compiles them, and reaching
