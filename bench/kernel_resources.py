@@ -14,7 +14,11 @@ For every kernel function of the cubin it reports:
     and, with nvdisasm on hand (pip install nvidia-cuda-nvdisasm), the SASS opcode histogram;
   * the PTX instructions by opcode (nvrtcGetPTX of the same compilation).
 With --base-kdir, also whether the whole attention.cu cubin and PTX of each architecture are
-byte-identical between the two trees.
+byte-identical between the two trees. A WARNING (and exit 1) for every function whose wgmma's
+ptxas serialised (its C7510-C7515 "Potential Performance Loss" notes: every wgmma waited for
+before the next; on an H200 that made the kernels 20-45% slower, 2026-12-03). Whether ptxas
+does so changes between versions (NVRTC 13.0 and 13.5 disagreed on the same source): check
+with the device's version too (--lib, e.g. from pip install "nvidia-cuda-nvrtc==13.0.*").
 
 The cubin compiled with `--ptxas-options=-v` is checked to match the one the gate's options
 alone give in every ELF section but the tool-info note, which records the options (-v only
@@ -302,6 +306,17 @@ def ptx_opcodes(ptx):
 MODULES = {}  # (kdir, arch, file) -> (sha256 of the cubin, sha256 of the PTX)
 
 
+_SERIAL = re.compile(r"\((C75\d\d)\) Potential Performance Loss: wgmma\.mma_async instructions are "
+                     r"serialized due to (.*?) in the function '([^']+)'")
+
+
+def wgmma_serialised(log):
+    """-> {kernel: "C75xx: reason"} for each function whose wgmma's ptxas serialised (every
+    wgmma waited for before the next: on an H200 a kernel 20-45% slower, 2026-12-03). Which
+    code does it is version-dependent: check with the NVRTC the device has as well."""
+    return {m.group(3): f"{m.group(1)}: {m.group(2)}" for m in _SERIAL.finditer(log)}
+
+
 def measure(kdir, archs, defines, nvdisasm, files=("attention.cu",)):
     """-> {arch: {kernel: {...}}}"""
     out = {}
@@ -316,6 +331,7 @@ def measure(kdir, archs, defines, nvdisasm, files=("attention.cu",)):
             MODULES[(kdir, arch, fn)] = (hashlib.sha256(cubin).hexdigest(),
                                          hashlib.sha256((ptx or "").encode()).hexdigest())
             ptxas = nc.parse_ptxas(log)
+            serial = wgmma_serialised(log)
             elf = elf_resources(cubin)
             consts = nc.launch_constants(cubin)
             sass = sass_opcodes(cubin, nvdisasm)
@@ -335,6 +351,7 @@ def measure(kdir, archs, defines, nvdisasm, files=("attention.cu",)):
                     ptx_ops=dict(sorted(ptxc.get(k, {}).items())),
                     ptx_insts=sum(ptxc.get(k, {}).values()),
                     cubin_same_with_v=same_code(cubin, cubin_v),
+                    wgmma_serialised=serial.get(k),
                 )
                 # consistency: what the ELF says must be what ptxas said
                 # (on sm_90 the ELF's .nv.shared.<fn> also holds the 1 KiB the hardware
@@ -395,13 +412,16 @@ def main():
                 print(f"NOTE {arch} {k}: ELF and ptxas disagree: {r}")
             if not r["cubin_same_with_v"]:
                 print(f"NOTE {arch} {k}: the cubin with --ptxas-options=-v differs from the gate's")
+            if r.get("wgmma_serialised"):
+                print(f"WARNING {arch} {k}: ptxas serialised its wgmma's ({r['wgmma_serialised']})")
+                bad += 1
     if not args.base_kdir:
         print_one(after)
         if args.json:
             with open(args.json, "w") as f:
                 json.dump({"kdir": args.kdir, "nvrtc": nc.nvrtc_version(), "results": after}, f,
                           indent=1)
-        return 0
+        return 1 if bad else 0
     before = measure(args.base_kdir, archs, args.defines, nvdisasm)
     print(f"\nbase = {args.base_kdir}, candidate = {args.kdir}; each cell base -> candidate "
           f"(one value when equal)\n")

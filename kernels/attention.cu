@@ -1108,7 +1108,7 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
     constexpr int NB = BN / 8;   // n-blocks (8 keys) of S
     constexpr int KB = BN / 16;  // k-steps of O += P V
     constexpr int DB = D / 8;    // n-blocks (8 dims) of O
-    constexpr int NARROW = 64;  // keys of a narrowed last K/V tile (tile_narrow below)
+    constexpr int NARROW = 64;  // keys of a narrowed first K/V tile (NF: stage 0 below)
 
     if (head_dim != D || seq_len <= 0) return;
 
@@ -1367,8 +1367,9 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
             // sub-tile's Q K^T, softmax and P V. The narrow parts (stage 0, and tile 1 with
             // P V of tile 0) are whole copies, wgmma fence to wait: a branch on the width
             // inside a stage, or a narrowed last tile, whose P V overlaps a full Q K^T, made
-            // ptxas serialise every wgmma of the kernel (C7511, C7515; +20 ... +45% on an
-            // H200, 2026-12-03). Other kernels (no 192-key tiles) compile as before.
+            // ptxas serialise every wgmma of the kernel (C7511, C7515; +14 ... +48% on an
+            // H200, 2026-12-03). Without NF, stage 0 is the code as it was (through the
+            // lambdas below ptxas chose otherwise, and NAME's SASS stays byte-identical).
             auto stage0_begin = [&]() {
                 mbar_wait(k_full(slot(0)), phase(0));
                 turn_begin();
@@ -1660,9 +1661,9 @@ extern "C" __constant__ int attention_fwd_bf16_d64_long_noncausal_from[1] = {512
 //       where the keys end at most 64 into the last tile, a first tile of 64 keys (NF;
 //       attn_fwd_ws, stage 0): at 4096 keys 21 tiles and one of 64 keys, where NAME computes
 //       22 of 192 and masks 128 keys of the last (the gate's A/B on an H200, 2026-12-03:
-//       b2h16s4096d128 -2.35%, b1h8s16384d128 -1.40%, 1792 keys -2.64%, 1408 keys -1.44%).
+//       b2h16s4096d128 -2.37%, b1h8s16384d128 -1.30%, 1792 keys -2.58%, 1408 keys -1.52%).
 //       A separate entry: ptxas allocates registers per function, and the narrowed tile in
-//       NAME's function made its 128-key path 0.7 ... 2.6% slower; shorter lengths stay on
+//       NAME's function made its 128-key path 0.7 ... 3.2% slower; shorter lengths stay on
 //       NAME, where 192-key tiles with the narrowed tile measured +0.6% (1000 keys), +1.3%
 //       (1280) and +2.6% (864) against NAME's choice.
 CG_ATTN_WS_KERNEL_WIDE(attention_fwd_f16_d128, 128, 2, 2, false, true, true, 1, 240, 2)
