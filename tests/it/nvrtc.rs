@@ -190,6 +190,16 @@ fn the_small_grid_and_long_sequence_kernels_are_found_in_the_cubin() {
     }
 }
 
+/// Every attention entry of the shipped source, by what follows `attention_fwd_{dtype}_`.
+const ATTENTION_FORMS: [&str; 6] = [
+    "d128",
+    "d128_long_noncausal",
+    "d64",
+    "d64_small",
+    "d64_long",
+    "d64_long_noncausal",
+];
+
 /// The TMA ABI (kernels/README.md, `NAME_tma`): on sm_90a every attention kernel is the
 /// warp-specialised one and declares layout 1, so the host passes it the q, k, v tensor maps;
 /// the L4's sm_89 and plain sm_90 builds keep the eight-argument kernels (sm_89's
@@ -206,14 +216,7 @@ fn the_warp_specialised_kernels_take_tensor_maps_and_fill_on_sm90a_only() {
     for (target, cubin) in TARGETS.iter().zip(shipped_attention_cubins()) {
         let target = *target;
         for dtype in ["f16", "bf16"] {
-            for name in [
-                "d128",
-                "d128_long_noncausal",
-                "d64",
-                "d64_small",
-                "d64_long",
-                "d64_long_noncausal",
-            ] {
+            for name in ATTENTION_FORMS {
                 assert_eq!(
                     has_symbol(cubin, &format!("attention_fwd_{dtype}_{name}_tma")),
                     target == "sm_90a",
@@ -222,14 +225,7 @@ fn the_warp_specialised_kernels_take_tensor_maps_and_fill_on_sm90a_only() {
             }
             // NAME_fill: on sm_90a the main d64 kernel and its long-sequence forms size their
             // grids to fill the GPU; the d128 forms and the small-grid form do not
-            for name in [
-                "d128",
-                "d128_long_noncausal",
-                "d64",
-                "d64_small",
-                "d64_long",
-                "d64_long_noncausal",
-            ] {
+            for name in ATTENTION_FORMS {
                 assert_eq!(
                     has_symbol(cubin, &format!("attention_fwd_{dtype}_{name}_fill")),
                     target == "sm_90a" && name.starts_with("d64") && name != "d64_small",
