@@ -35,6 +35,8 @@
 #                                               # regresses: checks, pr re-recorded, tests
 #   bash bench/issue40_device.sh tenth-final    # the same with NAME as shipped and the
 #                                               # narrowed form from 1408 keys
+#   bash bench/issue40_device.sh tenth-record   # sanitize, pr re-recorded, stored A/As, GPU
+#                                               # tests, archived after every step
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -382,6 +384,23 @@ PY
     echo "== not recorded: a step A/B has a regression"
     tar czf "$out/$what.tgz" -C "$out" r && rm -rf "$res"
   fi
+  ;;
+tenth-record)
+  # After tenth-final (whose archive was lost when the session's device time ran out): the
+  # kept kernels (3967920's) under compute-sanitizer, pr re-recorded with its stored-only A/A,
+  # a stored-only A/A of pr-ada, the GPU tests. The results so far are archived after every
+  # step ($out/tenth-record.tgz), so a call cut short keeps what it finished.
+  save() { tar czf "$out/tenth-record.tgz" -C "$out" r; }
+  timed timeout 200 "$bin" sanitize --kernels kernels > "$res/san.txt" 2>&1
+  grep -E "sanitize:|finding" "$res/san.txt" | head -4
+  save
+  KEEP_RES=1 REASON="${REASON:-kernel step (issue 40)}" CFGS=pr bash "$0" record
+  save
+  stored_aa pr-ada
+  save
+  bash bench/issue36_device.sh tests 2>&1 | grep -E "test result|FAILED|panicked|rc=" | head -8
+  cp "$out/gpu-tests.log" "$res"/ 2>/dev/null
+  save && rm -rf "$res" "$out/gpu-tests.log"
   ;;
 ninth-profile)
   # 2026-12-03, ninth session: what bounds the L4's d128 path against FA2 on the same card.
