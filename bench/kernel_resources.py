@@ -16,7 +16,7 @@ For every kernel function of the cubin it reports:
 With --base-kdir, also whether the whole attention.cu cubin and PTX of each architecture are
 byte-identical between the two trees. A WARNING (and exit 1) for every function whose wgmma's
 ptxas serialised (its C7510-C7515 "Potential Performance Loss" notes: every wgmma waited for
-before the next; on an H200 that made the kernels 20-45% slower, 2026-12-03). Whether ptxas
+before the next; on an H200 that made the kernels 14-48% slower, 2026-12-03). Whether ptxas
 does so changes between versions (NVRTC 13.0 and 13.5 disagreed on the same source): check
 with the device's version too (--lib, e.g. from pip install "nvidia-cuda-nvrtc==13.0.*").
 
@@ -312,7 +312,7 @@ _SERIAL = re.compile(r"\((C75\d\d)\) Potential Performance Loss: wgmma\.mma_asyn
 
 def wgmma_serialised(log):
     """-> {kernel: "C75xx: reason"} for each function whose wgmma's ptxas serialised (every
-    wgmma waited for before the next: on an H200 a kernel 20-45% slower, 2026-12-03). Which
+    wgmma waited for before the next: on an H200 a kernel 14-48% slower, 2026-12-03). Which
     code does it is version-dependent: check with the NVRTC the device has as well."""
     return {m.group(3): f"{m.group(1)}: {m.group(2)}" for m in _SERIAL.finditer(log)}
 

@@ -1366,9 +1366,9 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
             // mask them: at 4096 keys, 22 tiles of 192 held 64 keys in the last, 3% of the
             // sub-tile's Q K^T, softmax and P V. The narrow parts (stage 0, and tile 1 with
             // P V of tile 0) are whole copies, wgmma fence to wait: a branch on the width
-            // inside a stage, or a narrowed last tile, whose P V overlaps a full Q K^T, made
-            // ptxas serialise every wgmma of the kernel (C7511, C7515; +14 ... +48% on an
-            // H200, 2026-12-03). Without NF, stage 0 is the code as it was (through the
+            // inside a stage made ptxas serialise every wgmma of the kernel (C7511, C7515;
+            // +14 ... +48% on an H200, 2026-12-03), and a narrowed last tile, whose P V
+            // overlaps a full Q K^T, was serialised by one NVRTC version (13.5). Without NF, stage 0 is the code as it was (through the
             // lambdas below ptxas chose otherwise, and NAME's SASS stays byte-identical).
             auto stage0_begin = [&]() {
                 mbar_wait(k_full(slot(0)), phase(0));
