@@ -1141,6 +1141,21 @@ mod tests {
         assert!(busiest_sm_cost(&shape(u32::MAX, u32::MAX, u32::MAX), huge, u64::MAX, 1) > 0);
     }
 
+    /// Each case's form as `pick_form` chooses it on 132 SMs (f16, `head_dim`); `label`
+    /// names the forms in a failure.
+    type PickCase = ((u32, u32, u32, bool), super::Form);
+    fn assert_picks(forms: &super::Forms, head_dim: u32, label: &str, cases: &[PickCase]) {
+        use crate::config::{Dtype, ShapeParams};
+        for &((b, h, s, causal), want) in cases {
+            let shape = ShapeParams::new(b, h, s, head_dim, causal, Dtype::Float16);
+            assert_eq!(
+                super::pick_form(&shape, forms, 132),
+                want,
+                "{label} [{b},{h},{s}] causal {causal}"
+            );
+        }
+    }
+
     #[test]
     fn the_host_picks_long_noncausal_by_cost_then_long_then_small_then_main() {
         use super::{Form, FormGeometry, Forms, pick_form};
@@ -1178,14 +1193,7 @@ mod tests {
             ((1, 8, 512, false), Form::Small),
             ((1, 8, 512, true), Form::Small),
         ];
-        for ((b, h, s, causal), want) in measured {
-            let shape = ShapeParams::new(b, h, s, 64, causal, Dtype::Float16);
-            assert_eq!(
-                pick_form(&shape, &hopper, 132),
-                want,
-                "[{b},{h},{s}] causal {causal}"
-            );
-        }
+        assert_picks(&hopper, 64, "hopper d64", &measured);
         // The L4's d128 forms: NAME {128 rows, one CTA per SM}, NAME_long_noncausal {128, two
         // per SM} from 256: the latter once NAME's grid needs a second CTA on some SM.
         let one_tile = |ctas_per_sm| FormGeometry {
@@ -1208,44 +1216,7 @@ mod tests {
             ((1, 1, 133 * 128, false), Form::LongNonCausal),
             ((1, 1, 255, false), Form::Main),
         ];
-        for ((b, h, s, causal), want) in ada_cases {
-            let shape = ShapeParams::new(b, h, s, 128, causal, Dtype::Float16);
-            assert_eq!(
-                pick_form(&shape, &ada, 132),
-                want,
-                "ada [{b},{h},{s}] causal {causal}"
-            );
-        }
-        // The sm_90a d128 pair: NAME_long_noncausal on NAME's own grid (other key tiles).
-        // The costs always tie, so its from alone decides, for non-causal launches only; a
-        // tie of different geometries still keeps NAME (above: [4,16,512]).
-        let sub_tiled = FormGeometry {
-            rows: 256,
-            fill: None,
-            tiles_at_once: 1,
-            ctas_per_sm: 1,
-        };
-        let hopper_d128 = Forms {
-            main: sub_tiled,
-            small: None,
-            long: None,
-            long_noncausal: Some((sub_tiled, 1408)),
-        };
-        let d128_cases = [
-            ((2, 16, 4096, false), Form::LongNonCausal),
-            ((2, 16, 4096, true), Form::Main),
-            ((1, 1, 1408, false), Form::LongNonCausal),
-            ((8, 16, 1407, false), Form::Main),
-            ((8, 16, 512, false), Form::Main),
-        ];
-        for ((b, h, s, causal), want) in d128_cases {
-            let shape = ShapeParams::new(b, h, s, 128, causal, Dtype::Float16);
-            assert_eq!(
-                pick_form(&shape, &hopper_d128, 132),
-                want,
-                "hopper d128 [{b},{h},{s}] causal {causal}"
-            );
-        }
+        assert_picks(&ada, 128, "ada", &ada_cases);
         // Without the long forms: the small-grid rule on NAME's one-tile grid (132 CTAs is
         // not fewer than 132 SMs), and a zero row count from a hostile launch constant
         // does not divide by zero.
@@ -1280,5 +1251,33 @@ mod tests {
         };
         assert_eq!(pick_form(&shape(1, 1, 1536), &long_only, 132), Form::Long);
         assert_eq!(pick_form(&shape(1, 1, 1535), &long_only, 132), Form::Small);
+    }
+
+    /// The sm_90a d128 pair: NAME_long_noncausal on NAME's own grid (other key tiles). The
+    /// costs always tie, so its from alone decides, for non-causal launches only; a tie of
+    /// different geometries still keeps NAME (the d64 test above: [4,16,512]).
+    #[test]
+    fn the_host_takes_a_same_geometry_long_noncausal_by_its_from_alone() {
+        use super::{Form, FormGeometry, Forms};
+        let sub_tiled = FormGeometry {
+            rows: 256,
+            fill: None,
+            tiles_at_once: 1,
+            ctas_per_sm: 1,
+        };
+        let hopper_d128 = Forms {
+            main: sub_tiled,
+            small: None,
+            long: None,
+            long_noncausal: Some((sub_tiled, 1408)),
+        };
+        let cases = [
+            ((2, 16, 4096, false), Form::LongNonCausal),
+            ((2, 16, 4096, true), Form::Main),
+            ((1, 1, 1408, false), Form::LongNonCausal),
+            ((8, 16, 1407, false), Form::Main),
+            ((8, 16, 512, false), Form::Main),
+        ];
+        assert_picks(&hopper_d128, 128, "hopper d128", &cases);
     }
 }
