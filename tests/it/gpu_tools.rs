@@ -105,11 +105,10 @@ fn shipped_kernels_are_clean_under_every_tool() {
         stderr_text(&out.stderr)
     );
     let runs = report["runs"].as_array().unwrap();
-    let config: serde_yaml::Value = serde_yaml::from_str(
-        &std::fs::read_to_string(root().join("configs/sanitize.yaml")).unwrap(),
-    )
-    .unwrap();
-    let shapes = config["shapes"].as_sequence().unwrap().len();
+    let shapes = ci_gate::config::Config::load(&root().join("configs/sanitize.yaml"))
+        .unwrap()
+        .shapes
+        .len();
     assert_eq!(
         runs.len(),
         4 * shapes,
