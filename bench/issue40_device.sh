@@ -401,6 +401,115 @@ tenth-record)
   bash bench/issue36_device.sh tests 2>&1 | grep -E "test result|FAILED|panicked|rc=" | head -8
   cp "$out/gpu-tests.log" "$res"/ 2>/dev/null
   save && rm -rf "$res" "$out/gpu-tests.log"
+  # the GPU tests of the tools (sanitize, ncu) too, unless SKIP_TOOLS=1 (then run gpu-tools)
+  [ -n "${SKIP_TOOLS:-}" ] || bash "$0" gpu-tools
+  ;;
+gpu-tools)
+  # the GPU tests of the tools (`ci-gate sanitize`, ncu) into $out/gpu-tools.tgz
+  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 240 "$it_tests" --ignored \
+    --nocapture --test-threads=1 gpu_tools:: > "$res/gpu-tools-tests.log" 2>&1
+  grep -E "test result|FAILED|panicked" "$res/gpu-tools-tests.log" | head -4
+  tar czf "$out/gpu-tools.tgz" -C "$out" r && rm -rf "$res"
+  ;;
+eleventh)
+  # 2026-12-03, eleventh session: the d64 kernel at 512 keys is latency-bound (ncu,
+  # eleventh-profile: tensor pipe 34%, MUFU 36%, the first Q / K waits ~10% of the samples):
+  # more CTAs per SM with one 64-row unit each instead of two CTAs doing two units one after
+  # the other. .carry/variants/{q4,q4n,t3}: NAME d64 as CG_ATTN_WS_KERNEL with 64-key tiles,
+  # q4: 4 CTAs per SM, 104 consumer registers, softmax/PV overlap (48 bytes spilled); q4n:
+  # the same without the overlap (no spill); t3: 3 CTAs per SM, 136 registers, overlap.
+  # Each against main's kernels on the PR config and on d64 shapes of 512 ... 1280 keys.
+  derive_config d64mid configs/pr.yaml <<'SHAPES'
+2 16 1024 64 causal float16
+2 16 1024 64 noncausal float16
+4 16 768 64 noncausal float16
+3 16 1280 64 causal float16
+16 16 512 64 noncausal float16
+6 16 512 64 noncausal float16
+1 16 1024 64 causal float16
+SHAPES
+  for v in ${VARIANTS:-q4n q4 t3}; do
+    ab "$v" ".carry/variants/$v" configs/pr.yaml
+    ab "$v-mid" ".carry/variants/$v" "$res/d64mid.yaml"
+  done
+  tar czf "$out/eleventh.tgz" -C "$out" r && rm -rf "$res"
+  ;;
+eleventh-grid)
+  # 2026-12-03, eleventh session: the host's grid for non-causal launches whose one-wave grid
+  # overfills the wave (launch_grid_x, src/gpu/device.rs). A host rule, so both sides of the
+  # gate's A/B would launch alike; judged instead by the gate's stored comparison: main's
+  # binary (.carry/ci-gate-main) records these shapes (3 processes), the new binary
+  # (.carry/ci-gate) is compared with that record, then main's binary again (a stored-only
+  # A/A: what the comparison reads with nothing changed). Same kernels throughout.
+  derive_config grid configs/pr.yaml <<'SHAPES'
+6 16 512 64 noncausal float16
+3 16 1024 64 noncausal float16
+5 12 1920 64 noncausal float16
+3 12 4096 64 noncausal float16
+4 12 768 64 noncausal float16
+10 12 1280 64 noncausal float16
+5 8 2048 64 noncausal float16
+3 16 2048 64 noncausal float16
+6 12 1536 64 noncausal float16
+3 16 1601 64 noncausal float16
+6 12 1920 64 noncausal float16
+8 16 512 64 noncausal float16
+6 16 512 64 causal float16
+SHAPES
+  main=$PWD/.carry/ci-gate-main
+  timed timeout 200 "$main" baseline update --processes 3 --config "$res/grid.yaml" \
+    --reason "grid check (main's binary)" > "$res/grid-record.txt" 2>&1
+  tail -2 "$res/grid-record.txt" | cut -c1-200
+  for who in new main; do
+    b=$bin; [ $who = main ] && b=$main
+    echo "== $who binary against main's record"
+    timed timeout 150 "$b" local --no-base --no-peers --no-profile --config "$res/grid.yaml" \
+      --out "$res/grid-$who.json" > "$res/grid-$who.txt" 2>&1
+    python3 - "$res/grid-$who.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"passed={r.get('passed')} error={r.get('error')}")
+for s in r.get("shapes", []):
+    st = s.get("stored") or {}
+    ratio = st.get("ratio")
+    d = f"{(ratio - 1) * 100:+.2f}% [{(st['ci_low'] - 1) * 100:+.2f}, {(st['ci_high'] - 1) * 100:+.2f}]" if ratio else "-"
+    print(f"  {s['name']:<28} p50 {round((s.get('summary') or {}).get('p50') or 0, 2)} µs  {d}  {s.get('verdict')} {s.get('error') or ''}")
+PY
+  done
+  tar czf "$out/eleventh-grid.tgz" -C "$out" r && rm -rf "$res"
+  ;;
+eleventh-profile)
+  # 2026-12-03, eleventh session: what bounds the d64 kernel at 512 keys (b4h16s512d64, 0.97x
+  # cuDNN): ncu --set full of one launch of ours (configs/pr.yaml, the form the host picks)
+  # and of PyTorch's CUDNN_ATTENTION on the same shape; the details page, the raw metrics and
+  # our SASS with its stall samples as text.
+  for shape in b4h16s512d64_f16 b4h16s2048d64_f16; do
+    timed timeout 150 ncu --clock-control none --set full --import-source no \
+      --kernel-name regex:^attention_fwd_ --launch-count 1 --export "$res/ours-$shape" --force-overwrite \
+      "$bin" kernel-run --config configs/pr.yaml --kernels kernels --harness kernels \
+      --shape "$shape" --no-reference > "$res/ncu-ours-$shape.log" 2>&1
+  done
+  timed timeout 150 ncu --clock-control none --set full --import-source no \
+    --kernel-name regex:'sdpa|fmha|cudnn|attn' --launch-skip 3 --launch-count 1 --export "$res/cudnn-b4h16s512d64_f16" --force-overwrite \
+    python3 -c "
+import torch, torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+q, k, v = (torch.randn(4, 16, 512, 64, device='cuda', dtype=torch.float16) for _ in range(3))
+with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+    for _ in range(6):
+        F.scaled_dot_product_attention(q, k, v)
+torch.cuda.synchronize()
+" > "$res/ncu-cudnn.log" 2>&1
+  for rep in "$res"/*.ncu-rep; do
+    b=$(basename "$rep" .ncu-rep)
+    ncu --import "$rep" --page details > "$res/details-$b.txt" 2>&1
+    ncu --import "$rep" --page raw --csv > "$res/raw-$b.csv" 2>&1
+    case $b in ours-*) ncu --import "$rep" --page source --csv --print-source sass > "$res/sass-$b.csv" 2>&1 ;; esac
+    rm -f "$rep"
+    echo "== $b"
+    grep -E "^  [a-zA-Z_]|Duration|Registers Per|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Executed Ipc Active|Achieved Occupancy|DRAM Throughput|Compute \(SM\) Throughput|Grid Size|Block Size" "$res/details-$b.txt" | head -20
+  done
+  tar czf "$out/eleventh-profile.tgz" -C "$out" r && rm -rf "$res"
   ;;
 ninth-profile)
   # 2026-12-03, ninth session: what bounds the L4's d128 path against FA2 on the same card.
@@ -739,7 +848,7 @@ record)
   # followed by a stored-only A/A (the gate against the file it just wrote); CFGS=pr for one
   for cfg in ${CFGS:-pr pr-ada}; do
     echo "== re-record $cfg"
-    timed timeout 240 "$bin" baseline update --processes 3 --config configs/$cfg.yaml \
+    timed timeout 240 "$bin" baseline update --processes "${PROCESSES:-3}" --config configs/$cfg.yaml \
       --reason "${REASON:-kernel step (issue 40)}" > "$res/record-$cfg.txt" 2>&1
     tail -3 "$res/record-$cfg.txt" | cut -c1-200
     stored_aa "$cfg"

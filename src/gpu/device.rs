@@ -183,11 +183,11 @@ impl Kernel {
         }
     }
 
-    /// grid = (x, batch·heads) with x from [`grid_x`], per kernels/README.md.
+    /// grid = (x, batch·heads) with x from [`launch_grid_x`], per kernels/README.md.
     pub fn config(&self, shape: &ShapeParams) -> LaunchConfig {
         LaunchConfig {
             grid_dim: (
-                grid_x(shape, self.rows_per_block, self.fill, self.sm_count),
+                launch_grid_x(shape, self.form_geometry(), self.sm_count),
                 shape.batch * shape.heads,
                 1,
             ),
@@ -212,11 +212,51 @@ pub(crate) fn grid_x(
     let Some((per_sm, max)) = fill else {
         return tiles;
     };
-    let all = u64::from(tiles) * u64::from(shape.batch) * u64::from(shape.heads);
+    let all = u64::from(tiles)
+        .saturating_mul(u64::from(shape.batch))
+        .saturating_mul(u64::from(shape.heads));
     let slots = (u64::from(per_sm) * u64::from(sm_count)).max(1);
     let k = all.div_ceil(slots).clamp(1, u64::from(max.max(1)));
     // k ≤ max ≤ u32::MAX, so the division stays within u32
     tiles.div_ceil(k as u32)
+}
+
+/// grid.x as the host launches `form` (kernels/README.md, "Filling the GPU"): [`grid_x`],
+/// except for a non-causal launch whose one-wave grid overfills the wave. [`grid_x`] rounds
+/// each (batch, head)'s CTAs up, so where batch · heads does not divide the wave's slots
+/// (per_sm · SMs) the grid can hold more CTAs than the slots, and the busiest SMs then run a
+/// second round of CTAs alone: [6,16,512] on the sm_90a d64 even split is 192 CTAs of four
+/// units for 132 SMs, 28.4 µs on an H200 where [8,16,512] takes 23.8 (docs/KERNEL_LOG.md,
+/// eleventh session). Then the grid of ⌊slots / (batch · heads)⌋ CTAs per (batch, head),
+/// each taking more tiles (at most max), is launched instead when the busiest SM's cost
+/// ([`busiest_sm_cost`], a pass costing the form's own rows more) says it is cheaper; a tie
+/// keeps [`grid_x`]. Causal launches keep [`grid_x`]: the cost counts rows, not the causal
+/// triangle's uneven tiles, which the kernels deal over the CTAs [`grid_x`] gives. O(1).
+pub(crate) fn launch_grid_x(shape: &ShapeParams, form: FormGeometry, sm_count: u32) -> u32 {
+    let x = grid_x(shape, form.rows, form.fill, sm_count);
+    let Some((per_sm, max)) = form.fill else {
+        return x;
+    };
+    let heads = u64::from(shape.batch) * u64::from(shape.heads);
+    let slots = u64::from(per_sm) * u64::from(sm_count);
+    if shape.causal || heads == 0 || u64::from(x).saturating_mul(heads) <= slots {
+        return x;
+    }
+    let Ok(fewer) = u32::try_from(slots / heads) else {
+        return x;
+    };
+    if fewer == 0 {
+        return x;
+    }
+    let tiles = shape.seq_len.div_ceil(form.rows.max(1));
+    let k = tiles.div_ceil(fewer);
+    if k > max {
+        return x;
+    }
+    let capped = tiles.div_ceil(k.max(1));
+    let pass_rows = u64::from(form.rows.max(1));
+    let cost = |x| cost_of_grid(shape, form, x, pass_rows, sm_count);
+    if cost(capped) < cost(x) { capped } else { x }
 }
 
 /// The attention kernels of one `attention.cu` (one side of an A/B run).
@@ -270,7 +310,7 @@ pub(crate) struct Forms {
 }
 
 /// The busiest SM's work when `form` runs `shape`, in rows, with `pass_rows` more for every
-/// pass over the keys: its grid is [`grid_x`] · batch · heads CTAs of k = ⌈tiles / grid.x⌉
+/// pass over the keys: its grid is [`launch_grid_x`] · batch · heads CTAs of k = ⌈tiles / grid.x⌉
 /// tiles each; the busiest SM gets c = ⌈CTAs / SMs⌉ of them and holds `ctas_per_sm` (p) at
 /// once, so it runs ⌊c / p⌋ rounds of p CTAs and one of c mod p; in a round of r CTAs each
 /// takes its k tiles `tiles_at_once` (a) at a time, ⌊k / a⌋ passes of r · a tiles and one of
@@ -283,9 +323,21 @@ pub(crate) fn busiest_sm_cost(
     pass_rows: u64,
     sm_count: u32,
 ) -> u64 {
+    let x = launch_grid_x(shape, form, sm_count);
+    cost_of_grid(shape, form, x, pass_rows, sm_count)
+}
+
+/// [`busiest_sm_cost`] of `form` on a grid of `x` · batch · heads CTAs.
+fn cost_of_grid(
+    shape: &ShapeParams,
+    form: FormGeometry,
+    x: u32,
+    pass_rows: u64,
+    sm_count: u32,
+) -> u64 {
     let rows = form.rows.max(1);
     let tiles = u64::from(shape.seq_len.div_ceil(rows));
-    let x = u64::from(grid_x(shape, rows, form.fill, sm_count).max(1));
+    let x = u64::from(x.max(1));
     let ctas = x * u64::from(shape.batch) * u64::from(shape.heads);
     let c = ctas.div_ceil(u64::from(sm_count.max(1)));
     let p = u64::from(form.ctas_per_sm.max(1));
@@ -1107,13 +1159,16 @@ mod tests {
         // [8,16,512]: 8 units a CTA, 128 CTAs, one per SM: two passes of three units and one
         // of two, 2 · (192 + 64) + (128 + 64) = 704; NAME: 256 CTAs of 4 tiles, the busiest
         // SM's two at once, 4 · (128 + 64) = 768.
-        // [3,16,1024]: 144 CTAs of the even split, two on the busiest SM one after the
-        // other, 6 units each: 2 · 2 · 256 = 1024; NAME: 288 CTAs of 3 tiles, three on the
-        // busiest SM: a round of two, 3 · 192, then one alone, 3 · 128: 960.
+        // [3,16,1024]: one wave would be 144 CTAs of the even split for 132 SMs (two on the
+        // busiest, one after the other, 6 units each: 2 · 2 · 256 = 1024), so the host
+        // launches 96 of 8 units, one per SM: 2 · 256 + 192 = 704; NAME: 288 CTAs of 3 tiles
+        // would leave three on the busiest SM (a round of two, 3 · 192, then one alone,
+        // 3 · 128: 960), so 192 of 4 tiles, two per SM at once: 4 · 192 = 768
+        // (launch_grid_x).
         let cases = [
             ((8, 16, 512), 704, 768, 768),
             ((4, 16, 512), 384, 384, 384),
-            ((3, 16, 1024), 1024, 960, 960),
+            ((3, 16, 1024), 704, 768, 768),
             ((2, 8, 1536), 256, 384, 384),
             ((1, 16, 2048), 384, 384, 384),
             ((16, 16, 1024), 2816, 3072, 3072),
@@ -1139,6 +1194,69 @@ mod tests {
             ctas_per_sm: 1,
         };
         assert!(busiest_sm_cost(&shape(u32::MAX, u32::MAX, u32::MAX), huge, u64::MAX, 1) > 0);
+    }
+
+    #[test]
+    fn a_non_causal_grid_that_overfills_the_wave_is_cut_to_one_wave_when_that_costs_less() {
+        use super::{grid_x, launch_grid_x};
+        use crate::config::{Dtype, ShapeParams};
+        let forms = hopper_d64();
+        let (even, _) = forms.long_noncausal.unwrap_or_else(|| unreachable!());
+        let (long, _) = forms.long.unwrap_or_else(|| unreachable!());
+        let shape = |b, h, s, causal| ShapeParams::new(b, h, s, 64, causal, Dtype::Float16);
+        // (shape, form, grid_x's x, the launched x)
+        let cases = [
+            // [6,16,512], the even split: 2 per (batch, head) = 192 CTAs for 132 SMs; one
+            // wave is 1 each (96 CTAs of 8 units)
+            ((6, 16, 512, false), even, 2, 1),
+            // causal launches keep grid_x's grid (the cost counts no triangle)
+            ((6, 16, 512, true), even, 2, 2),
+            // NAME at [3,16,1024]: 6 per (batch, head) = 288 CTAs for 264 places; 5 would
+            // fit, at 4 tiles each that is 4 CTAs
+            ((3, 16, 1024, false), forms.main, 6, 4),
+            // NAME_long at [5,12,1920]: 60 · 5 = 300 CTAs for 264 places; 4 of 8 tiles each
+            ((5, 12, 1920, false), long, 5, 4),
+            // [4,16,512] fits one wave already
+            ((4, 16, 512, false), forms.main, 4, 4),
+            // [12,16,1280]: 192 (batch, head)s for 132 places: no grid of whole heads fits
+            ((12, 16, 1280, false), even, 1, 1),
+            // [64,16,576]: more (batch, head)s than places: as grid_x
+            ((64, 16, 576, false), forms.main, 3, 3),
+            // [6,8,4096] NAME: the cut grid would need 16 tiles a CTA, past its 4
+            ((6, 8, 4096, false), forms.main, 16, 16),
+            // [3,32,768] even split: 2 → 1 is a tie (1024 rows either way): kept
+            ((3, 32, 768, false), even, 2, 2),
+        ];
+        for ((b, h, s, causal), form, want_x, want_launched) in cases {
+            let sh = shape(b, h, s, causal);
+            assert_eq!(
+                grid_x(&sh, form.rows, form.fill, 132),
+                want_x,
+                "grid_x [{b},{h},{s}]"
+            );
+            assert_eq!(
+                launch_grid_x(&sh, form, 132),
+                want_launched,
+                "[{b},{h},{s}] causal {causal}"
+            );
+        }
+        // without NAME_fill, and from hostile constants, nothing changes or panics
+        assert_eq!(
+            launch_grid_x(
+                &shape(6, 16, 512, false),
+                forms.small.unwrap_or_else(|| unreachable!()),
+                132
+            ),
+            8
+        );
+        let zero = super::FormGeometry {
+            rows: 0,
+            fill: Some((1, 1)),
+            tiles_at_once: 0,
+            ctas_per_sm: 0,
+        };
+        assert_eq!(launch_grid_x(&shape(3, 1, 7, false), zero, 0), 7);
+        assert!(launch_grid_x(&shape(u32::MAX, u32::MAX, u32::MAX, false), even, u32::MAX) > 0);
     }
 
     /// Each case's form as `pick_form` chooses it on 132 SMs (f16, `head_dim`); `label`
@@ -1178,13 +1296,18 @@ mod tests {
             ((1, 4, 4096, false), Form::Long),
             // fewer passes but a second round of its CTAs on some SMs: [3,16,1024] and
             // [12,16,1280] (the even split was 4.5% and 11.3% slower), [6,16,512] (7.5%
-            // faster) and [16,16,1024] (10.7% faster)
-            ((3, 16, 1024, false), Form::Main),
+            // faster) and [16,16,1024] (10.7% faster); [3,16,1024]'s even split now launches
+            // one wave of 96 CTAs instead of 144 (launch_grid_x), NAME 192 instead of 288,
+            // and the even split's 704 is the lower cost
+            ((3, 16, 1024, false), Form::LongNonCausal),
             ((12, 16, 1280, false), Form::Main),
             ((6, 16, 512, false), Form::LongNonCausal),
             ((16, 16, 1024, false), Form::LongNonCausal),
             ((3, 16, 1536, false), Form::Long),
-            ((3, 16, 1601, false), Form::LongNonCausal),
+            // [3,16,1601]: the even split was 4.45% faster than NAME_long on grids that both
+            // overfilled the wave (144 and 288 CTAs); cut to one wave (96 and 240) both
+            // cost 1152 and the tie keeps NAME_long
+            ((3, 16, 1601, false), Form::Long),
             // causal launches never take it; below its 512 keys neither
             ((8, 16, 512, true), Form::Main),
             ((4, 16, 2048, true), Form::Long),
