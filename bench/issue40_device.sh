@@ -434,6 +434,20 @@ SHAPES
   done
   tar czf "$out/eleventh.tgz" -C "$out" r && rm -rf "$res"
   ;;
+eleventh-record)
+  # 2026-12-03, eleventh session: pr re-recorded (3 processes) by the binary with
+  # launch_grid_x, which launches every PR shape as before, then its stored-only A/A;
+  # archived after each step ($out/eleventh-record.tgz)
+  save() { tar czf "$out/eleventh-record.tgz" -C "$out" r; }
+  echo "== re-record pr"
+  timed timeout 300 "$bin" baseline update --processes 3 --config configs/pr.yaml \
+    --reason "${REASON:-kernel step (issue 40)}" > "$res/record-pr.txt" 2>&1
+  tail -3 "$res/record-pr.txt" | cut -c1-200
+  mkdir -p "$res/baselines" && cp -r baselines/nvidia-h200 "$res/baselines/"
+  save
+  stored_aa pr
+  save
+  ;;
 eleventh-grid)
   # 2026-12-03, eleventh session: the host's grid for non-causal launches whose one-wave grid
   # overfills the wave (launch_grid_x, src/gpu/device.rs). A host rule, so both sides of the
