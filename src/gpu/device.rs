@@ -1259,6 +1259,31 @@ mod tests {
         assert!(launch_grid_x(&shape(u32::MAX, u32::MAX, u32::MAX, false), even, u32::MAX) > 0);
     }
 
+    #[test]
+    fn the_sanitize_config_reaches_a_cut_grid_on_132_sms() {
+        use super::{Form, grid_x, launch_grid_x, pick_form};
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/sanitize.yaml");
+        let config = crate::config::Config::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        let forms = hopper_d64();
+        let cut = config
+            .shapes
+            .iter()
+            .filter(|shape| shape.head_dim == 64)
+            .any(|shape| {
+                let form = match pick_form(shape, &forms, 132) {
+                    Form::Main => forms.main,
+                    Form::Small => forms.small.unwrap_or(forms.main),
+                    Form::Long => forms.long.map_or(forms.main, |(g, _)| g),
+                    Form::LongNonCausal => forms.long_noncausal.map_or(forms.main, |(g, _)| g),
+                };
+                launch_grid_x(shape, form, 132) != grid_x(shape, form.rows, form.fill, 132)
+            });
+        assert!(
+            cut,
+            "no d64 shape of configs/sanitize.yaml has its grid cut to one wave"
+        );
+    }
+
     /// Each case's form as `pick_form` chooses it on 132 SMs (f16, `head_dim`); `label`
     /// names the forms in a failure.
     type PickCase = ((u32, u32, u32, bool), super::Form);
