@@ -37,6 +37,12 @@
 #                                               # narrowed form from 1408 keys
 #   bash bench/issue40_device.sh tenth-record   # sanitize, pr re-recorded, stored A/As, GPU
 #                                               # tests, archived after every step
+#   bash bench/issue40_device.sh eleventh-profile  # ncu: b4h16s512d64, ours and cuDNN's
+#   bash bench/issue40_device.sh eleventh       # single-unit d64 CTAs (variants/q4, q4n, t3)
+#   bash bench/issue40_device.sh eleventh-grid  # the grid cut, by the stored comparison
+#                                               # (.carry/ci-gate-main records, ci-gate compares)
+#   bash bench/issue40_device.sh eleventh-record  # pr re-recorded, its stored-only A/A
+#   bash bench/issue40_device.sh gpu-tools      # the tools' GPU tests (sanitize, ncu)
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -398,9 +404,13 @@ tenth-record)
   save
   stored_aa pr-ada
   save
-  bash bench/issue36_device.sh tests 2>&1 | grep -E "test result|FAILED|panicked|rc=" | head -8
-  cp "$out/gpu-tests.log" "$res"/ 2>/dev/null
-  save && rm -rf "$res" "$out/gpu-tests.log"
+  # the GPU tests as issue36_device.sh runs them, but into $res: that script archives and
+  # then empties $out, which took this mode's archive with it (eleventh session, call 3)
+  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 400 "$it_tests" --ignored \
+    --nocapture --test-threads=1 gpu:: --skip adversarial_gpu:: --skip gpu_tools:: \
+    > "$res/gpu-tests.log" 2>&1
+  grep -E "test result|FAILED|panicked" "$res/gpu-tests.log" | head -8
+  save && rm -rf "$res"
   # the GPU tests of the tools (sanitize, ncu) too, unless SKIP_TOOLS=1 (then run gpu-tools)
   [ -n "${SKIP_TOOLS:-}" ] || bash "$0" gpu-tools
   ;;
