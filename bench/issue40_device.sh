@@ -43,6 +43,8 @@
 #                                               # (.carry/ci-gate-main records, ci-gate compares)
 #   bash bench/issue40_device.sh eleventh-record  # pr re-recorded, its stored-only A/A
 #   bash bench/issue40_device.sh gpu-tools      # the tools' GPU tests (sanitize, ncu)
+#   bash bench/issue40_device.sh twelfth        # prepared for the next session: sanitize,
+#                                               # gpu-tools, variants/early's A/B, the table
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -443,6 +445,38 @@ SHAPES
     ab "$v-mid" ".carry/variants/$v" "$res/d64mid.yaml"
   done
   tar czf "$out/eleventh.tgz" -C "$out" r && rm -rf "$res"
+  ;;
+twelfth)
+  # Prepared 2026-12-03 (eleventh session) for the next one, one call, archived after each
+  # step ($out/twelfth.tgz): ci-gate sanitize (configs/sanitize.yaml now holds a grid cut to
+  # one wave, [6,16,512]); the tools' GPU tests; the earlier-first-QK^T lead
+  # (.carry/variants/early: the producer waits for Q and K_0 before asking for V_0 and the
+  # rest; docs/KERNEL_LOG.md, eleventh session) against main's kernels on the PR config and
+  # d64 shapes of 512 ... 1280 keys; then issue 40's table by the independent harness.
+  save() { tar czf "$out/twelfth.tgz" -C "$out" r; }
+  timed timeout 200 "$bin" sanitize --kernels kernels > "$res/san.txt" 2>&1
+  grep -E "sanitize:|finding" "$res/san.txt" | head -4
+  save
+  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 240 "$it_tests" --ignored \
+    --nocapture --test-threads=1 gpu_tools:: > "$res/gpu-tools-tests.log" 2>&1
+  grep -E "test result|FAILED|panicked" "$res/gpu-tools-tests.log" | head -4
+  save
+  derive_config d64mid configs/pr.yaml <<'SHAPES'
+2 16 1024 64 causal float16
+2 16 1024 64 noncausal float16
+4 16 768 64 noncausal float16
+3 16 1280 64 causal float16
+16 16 512 64 noncausal float16
+6 16 512 64 noncausal float16
+1 16 1024 64 causal float16
+SHAPES
+  if [ -d .carry/variants/early ]; then
+    ab early .carry/variants/early configs/pr.yaml
+    ab early-mid .carry/variants/early "$res/d64mid.yaml"
+    save
+  fi
+  OUT=$res bash bench/kernel_table_device.sh configs/pr.yaml 2>&1 | tail -16
+  save
   ;;
 eleventh-record)
   # 2026-12-03, eleventh session: pr re-recorded (3 processes) by the binary with
