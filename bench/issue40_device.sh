@@ -332,6 +332,27 @@ mid2_config() {
 SHAPES
 }
 
+# d64mid.yaml: the PR config's settings on d64 shapes of 512 ... 1280 keys, both masks,
+# around NAME's and the even split's grids (eleventh session)
+d64mid_config() {
+  derive_config d64mid configs/pr.yaml <<'SHAPES'
+2 16 1024 64 causal float16
+2 16 1024 64 noncausal float16
+4 16 768 64 noncausal float16
+3 16 1280 64 causal float16
+16 16 512 64 noncausal float16
+6 16 512 64 noncausal float16
+1 16 1024 64 causal float16
+SHAPES
+}
+
+# the tools' GPU tests (`ci-gate sanitize`, ncu) into $res/gpu-tools-tests.log
+gpu_tools_tests() {
+  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 240 "$it_tests" --ignored \
+    --nocapture --test-threads=1 gpu_tools:: > "$res/gpu-tools-tests.log" 2>&1
+  grep -E "test result|FAILED|panicked" "$res/gpu-tools-tests.log" | head -4
+}
+
 case $what in
 tenth)
   # 2026-12-03, tenth session, first form (one d128 entry choosing 128- or 192-key tiles per
@@ -418,9 +439,7 @@ tenth-record)
   ;;
 gpu-tools)
   # the GPU tests of the tools (`ci-gate sanitize`, ncu) into $out/gpu-tools.tgz
-  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 240 "$it_tests" --ignored \
-    --nocapture --test-threads=1 gpu_tools:: > "$res/gpu-tools-tests.log" 2>&1
-  grep -E "test result|FAILED|panicked" "$res/gpu-tools-tests.log" | head -4
+  gpu_tools_tests
   tar czf "$out/gpu-tools.tgz" -C "$out" r && rm -rf "$res"
   ;;
 eleventh)
@@ -431,15 +450,7 @@ eleventh)
   # q4: 4 CTAs per SM, 104 consumer registers, softmax/PV overlap (48 bytes spilled); q4n:
   # the same without the overlap (no spill); t3: 3 CTAs per SM, 136 registers, overlap.
   # Each against main's kernels on the PR config and on d64 shapes of 512 ... 1280 keys.
-  derive_config d64mid configs/pr.yaml <<'SHAPES'
-2 16 1024 64 causal float16
-2 16 1024 64 noncausal float16
-4 16 768 64 noncausal float16
-3 16 1280 64 causal float16
-16 16 512 64 noncausal float16
-6 16 512 64 noncausal float16
-1 16 1024 64 causal float16
-SHAPES
+  d64mid_config
   for v in ${VARIANTS:-q4n q4 t3}; do
     ab "$v" ".carry/variants/$v" configs/pr.yaml
     ab "$v-mid" ".carry/variants/$v" "$res/d64mid.yaml"
@@ -457,19 +468,9 @@ twelfth)
   timed timeout 200 "$bin" sanitize --kernels kernels > "$res/san.txt" 2>&1
   grep -E "sanitize:|finding" "$res/san.txt" | head -4
   save
-  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 240 "$it_tests" --ignored \
-    --nocapture --test-threads=1 gpu_tools:: > "$res/gpu-tools-tests.log" 2>&1
-  grep -E "test result|FAILED|panicked" "$res/gpu-tools-tests.log" | head -4
+  gpu_tools_tests
   save
-  derive_config d64mid configs/pr.yaml <<'SHAPES'
-2 16 1024 64 causal float16
-2 16 1024 64 noncausal float16
-4 16 768 64 noncausal float16
-3 16 1280 64 causal float16
-16 16 512 64 noncausal float16
-6 16 512 64 noncausal float16
-1 16 1024 64 causal float16
-SHAPES
+  d64mid_config
   if [ -d .carry/variants/early ]; then
     ab early .carry/variants/early configs/pr.yaml
     ab early-mid .carry/variants/early "$res/d64mid.yaml"

@@ -1260,10 +1260,11 @@ mod tests {
     }
 
     #[test]
-    fn the_sanitize_config_reaches_a_cut_grid_on_132_sms() {
+    fn the_sanitize_config_reaches_a_cut_grid_on_132_sms() -> Result<(), crate::config::ConfigError>
+    {
         use super::{Form, grid_x, launch_grid_x, pick_form};
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/sanitize.yaml");
-        let config = crate::config::Config::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        let config = crate::config::Config::load(&path)?;
         let forms = hopper_d64();
         let cut = config
             .shapes
@@ -1282,6 +1283,7 @@ mod tests {
             cut,
             "no d64 shape of configs/sanitize.yaml has its grid cut to one wave"
         );
+        Ok(())
     }
 
     /// Each case's form as `pick_form` chooses it on 132 SMs (f16, `head_dim`); `label`
