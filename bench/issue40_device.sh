@@ -45,6 +45,12 @@
 #   bash bench/issue40_device.sh gpu-tools      # the tools' GPU tests (sanitize, ncu)
 #   bash bench/issue40_device.sh twelfth        # prepared for the next session: sanitize,
 #                                               # gpu-tools, variants/early's A/B, the table
+#   bash bench/issue40_device.sh twelfth-poly   # a polynomial exp2 (variants/p25, p50, p25t,
+#                                               # ep25; a25, a50 on the L4 path), variants/early
+#   bash bench/issue40_device.sh twelfth-x      # against variants/early: the last P V with
+#                                               # the next Q K^T (ex), three stages (e3q1)
+#   bash bench/issue40_device.sh twelfth-final  # 64-key tiles (b64, b64s4); sanitize,
+#                                               # gpu-tools, the table
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -456,6 +462,67 @@ eleventh)
     ab "$v-mid" ".carry/variants/$v" "$res/d64mid.yaml"
   done
   tar czf "$out/eleventh.tgz" -C "$out" r && rm -rf "$res"
+  ;;
+twelfth-poly)
+  # 2026-12-03, twelfth session: at d64 the MUFU's ex2 (16 per clock per SM) is as busy as the
+  # tensor pipe (ncu, eleventh session: 36% and 34% at b4h16s512d64, 56% and 54% at 2048 keys):
+  # every PE-th n-block of a tile's softmax takes 2^x by a degree-3 polynomial on the FMA and
+  # integer pipes instead (.carry/variants/p25: PE = 4, d64 wgmma kernels only; p50: PE = 2;
+  # p25t: p25 with two accumulators for the row sums; ep25: p25 with the early-QK^T producer
+  # wait; early: the wait alone; a25 / a50: the mma.sync kernels, PE = 4 / 2, on the L4 path).
+  # Each against main's kernels; archived after each ($out/twelfth-poly.tgz).
+  save() { tar czf "$out/twelfth-poly.tgz" -C "$out" r; }
+  d64mid_config
+  ada_d64_config
+  for v in ${VARIANTS:-p25 early p50 ep25 p25t}; do
+    ab "$v" ".carry/variants/$v" configs/pr.yaml
+    ab "$v-mid" ".carry/variants/$v" "$res/d64mid.yaml"
+    save
+  done
+  for v in ${ADA_VARIANTS:-a25 a50}; do
+    ab "$v-ada" ".carry/variants/$v" configs/pr-ada.yaml
+    ab "$v-d64" ".carry/variants/$v" "$res/ada-d64.yaml"
+    save
+  done
+  ;;
+twelfth-x)
+  # 2026-12-03, twelfth session, against .carry/variants/early (the producer's early wait,
+  # call 1: all pass, b4h16s512d64 -0.80%): ex, a sub-tile's last P V issued with the next
+  # sub-tile's first Q K^T (one consumer, whole sub-tiles: NAME d64, _long), its softmax
+  # while that P V runs, the store after; e3q1, NAME d64 and _long with three K/V stages and
+  # one Q buffer (105 KiB). PR config, d64 mid shapes, long causal d64.
+  save() { tar czf "$out/twelfth-x.tgz" -C "$out" r; }
+  d64mid_config
+  derive_config d64long configs/pr.yaml <<'SHAPES'
+2 16 4096 64 causal float16
+1 16 8192 64 causal float16
+2 8 3001 64 causal bfloat16
+SHAPES
+  for v in ${VARIANTS:-ex e3q1}; do
+    BASE=.carry/variants/early ab "$v" ".carry/variants/$v" configs/pr.yaml
+    BASE=.carry/variants/early ab "$v-mid" ".carry/variants/$v" "$res/d64mid.yaml"
+    BASE=.carry/variants/early ab "$v-long" ".carry/variants/$v" "$res/d64long.yaml"
+    save
+  done
+  ;;
+twelfth-final)
+  # 2026-12-03, twelfth session, last call: NAME d64 on 64-key tiles with the early wait
+  # (.carry/variants/b64: 2 stages, 49 KiB; b64s4: 4 stages) against main's kernels on the PR
+  # config; then, as `twelfth` prepared it, ci-gate sanitize of the shipped kernels
+  # (configs/sanitize.yaml, with the cut grid [6,16,512]), the tools' GPU tests and issue
+  # 40's table by the independent harness; archived after each step ($out/twelfth-final.tgz).
+  save() { tar czf "$out/twelfth-final.tgz" -C "$out" r; }
+  for v in ${VARIANTS:-b64 b64s4}; do
+    ab "$v" ".carry/variants/$v" configs/pr.yaml
+    save
+  done
+  timed timeout 200 "$bin" sanitize --kernels kernels > "$res/san.txt" 2>&1
+  grep -E "sanitize:|finding|clean" "$res/san.txt" | head -6
+  save
+  gpu_tools_tests
+  save
+  OUT=$res bash bench/kernel_table_device.sh configs/pr.yaml 2>&1 | tail -16
+  save
   ;;
 twelfth)
   # Prepared 2026-12-03 (eleventh session) for the next one, one call, archived after each

@@ -156,14 +156,25 @@ fn a_profiled_shape_has_figures_for_both_sides() {
     let rows = json_of(&out);
     let profile = &rows[0]["profile"];
     assert_eq!(profile["reason"], "requested", "{rows:#}");
-    // The kernel launched (kernels/README.md): on compute capability 9.0 the wgmma d64 tile,
-    // which has 64 rows and no small-grid variant; elsewhere the mma.sync kernels, whose
-    // 128-row tile makes 64 CTAs here, fewer than the SMs, so `NAME_small` runs.
-    let env = ci_gate().args(["env", "--json"]).output().unwrap();
-    let expected = if json_of(&env)["compute_capability"] == "9.0" {
-        "attention_fwd_f16_d64"
+    // The kernel launched (kernels/README.md, "Small grids, long sequences"): `NAME_small`
+    // where NAME's one-tile grid, ceil(512 / rows_per_block) x 2 x 8 CTAs, has fewer CTAs than
+    // the device has SMs, else NAME. rows_per_block is 64 for the wgmma d64 kernel (compute
+    // capability 9.0: 128 CTAs) and 128 for the mma.sync ones (64 CTAs); both come with
+    // `NAME_small`. (An H100 or H200 has 132 SMs: `_small` either way; an L4 58.)
+    let env = json_of(&ci_gate().args(["env", "--json"]).output().unwrap());
+    let rows_per_block: u64 = if env["compute_capability"] == "9.0" {
+        64
     } else {
+        128
+    };
+    let ctas = 512_u64.div_ceil(rows_per_block) * 2 * 8;
+    let sms = env["sm_count"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("env --json has no sm_count: {env:#}"));
+    let expected = if ctas < sms {
         "attention_fwd_f16_d64_small"
+    } else {
+        "attention_fwd_f16_d64"
     };
     for side in ["base", "candidate"] {
         let p = &profile[side];
