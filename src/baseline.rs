@@ -83,6 +83,10 @@ pub struct BaselineShape {
     /// files of earlier versions and where no energy was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy: Option<crate::energy::SideEnergy>,
+    /// How the host launched the recorded kernel on this shape (`crate::launch`); absent in
+    /// files of earlier versions, and where the recording processes did not agree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<crate::launch::Launch>,
 }
 
 impl BaselineShape {
@@ -348,6 +352,9 @@ fn check_baseline_shape(path: &Path, i: usize, s: &BaselineShape) -> Check {
     check_stored_peers(&c, &format!("{key}.peers"), &s.peers)?;
     if let Some(e) = &s.energy {
         crate::results::check_side_energy(&c, &format!("{key}.energy"), e)?;
+    }
+    if let Some(l) = &s.launch {
+        crate::launch::check_launch(&c, &format!("{key}.launch"), l)?;
     }
     if s.samples_us.iter().map(Vec::len).sum::<usize>() < 2 {
         return Err(c.fail(

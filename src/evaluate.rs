@@ -161,6 +161,30 @@ pub fn open_shapes(
         .collect())
 }
 
+/// Says, for every shape compared with a stored run (`stored` present), whether that run
+/// launched it otherwise: a warning where the stored comparison decided the shape's verdict
+/// (it then rests on a time that includes the launch), a note elsewhere. Pushes onto
+/// `warnings` and `notes`. O(shapes).
+pub fn launch_findings(
+    shapes: &[ShapeResult],
+    warnings: &mut Vec<String>,
+    notes: &mut Vec<String>,
+) {
+    for s in shapes.iter().filter(|s| s.stored.is_some()) {
+        if let Some(m) = crate::launch::launched_differently(
+            &s.name,
+            s.launch.as_ref(),
+            s.stored_launch.as_ref(),
+        ) {
+            if s.decided_by == Some(crate::comparison::Reference::Stored) {
+                warnings.push(m);
+            } else {
+                notes.push(m);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use rand::SeedableRng;

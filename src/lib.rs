@@ -60,6 +60,7 @@ pub mod gpu;
 pub mod gpu_error;
 pub(crate) mod history;
 pub mod kernel;
+pub mod launch;
 pub mod method;
 pub(crate) mod outcome;
 pub(crate) mod peers;

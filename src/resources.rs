@@ -239,7 +239,7 @@ pub(crate) fn change_cells(change: &ResourceChange<'_>) -> [String; 7] {
 }
 
 /// A kernel name as ci-gate ever records one: a C identifier of at most 128 characters.
-fn is_kernel_name(name: &str) -> bool {
+pub(crate) fn is_kernel_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= MAX_SHORT_LABEL_LEN
         && !name.starts_with(|c: char| c.is_ascii_digit())

@@ -240,6 +240,15 @@ pub struct ShapeResult {
     /// Energy per call of each side (src/energy.rs): reported, never part of the verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy: Option<crate::energy::ShapeEnergy>,
+    /// How the host launched the candidate's kernel on this shape (`crate::launch`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<crate::launch::Launch>,
+    /// A/B: how it launched the base's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_launch: Option<crate::launch::Launch>,
+    /// How the stored baseline's run launched this shape, where it recorded that.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored_launch: Option<crate::launch::Launch>,
 }
 
 /// A pair of rounds dropped and measured again: the SM clock moved across more samples of
@@ -282,6 +291,9 @@ impl ShapeResult {
             remeasured: Vec::new(),
             clock_events: Vec::new(),
             energy: None,
+            launch: None,
+            base_launch: None,
+            stored_launch: None,
         }
     }
 
@@ -922,6 +934,15 @@ fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
         ));
     }
     c.samples(&format!("{key}.samples_us"), &s.samples_us)?;
+    for (field, l) in [
+        ("launch", &s.launch),
+        ("base_launch", &s.base_launch),
+        ("stored_launch", &s.stored_launch),
+    ] {
+        if let Some(l) = l {
+            crate::launch::check_launch(&c, &format!("{key}.{field}"), l)?;
+        }
+    }
     check_stored_peers(&c, &format!("{key}.stored_peers"), &s.stored_peers)?;
     if let Some(e) = &s.energy {
         check_side_energy(&c, &format!("{key}.energy.candidate"), &e.candidate)?;
@@ -1235,6 +1256,35 @@ mod tests {
             many.detail_s.insert(format!("s{i}"), 0.0);
         }
         assert!(!many.is_valid());
+    }
+
+    #[test]
+    fn every_launch_of_a_shape_is_checked_as_hostile() {
+        let params = ShapeParams {
+            batch: 2,
+            heads: 8,
+            seq_len: 512,
+            head_dim: 64,
+            causal: false,
+            dtype: crate::config::Dtype::Float16,
+        };
+        let path = Path::new("results.json");
+        let mut s = ShapeResult::new(params);
+        s.launch = Some(crate::launch::sample("attention_fwd_f16_d64", 4));
+        s.base_launch = s.launch.clone();
+        s.stored_launch = s.launch.clone();
+        assert!(check_shape_result(path, 0, &s).is_ok());
+        for field in ["launch", "base_launch", "stored_launch"] {
+            let mut bad = s.clone();
+            let l = match field {
+                "launch" => &mut bad.launch,
+                "base_launch" => &mut bad.base_launch,
+                _ => &mut bad.stored_launch,
+            };
+            l.as_mut().unwrap().kernel = "../x".into();
+            let e = check_shape_result(path, 0, &bad).unwrap_err().to_string();
+            assert!(e.contains(&format!("shapes[0].{field}.kernel")), "{e}");
+        }
     }
 
     #[test]

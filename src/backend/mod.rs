@@ -277,6 +277,12 @@ pub trait Facts {
     fn kernel_resources(&self, _side: Side, _shapes: &[ShapeParams]) -> Vec<KernelResources> {
         Vec::new()
     }
+    /// How the host launches `shape` with the kernels of `side`: the entry its form rules
+    /// pick and the grid it sizes (`crate::launch`). `None` where the side is not loaded, the
+    /// shape has no kernel, or the backend launches none (a replay of recorded timings).
+    fn launch(&self, _side: Side, _shape: &ShapeParams) -> Option<crate::launch::Launch> {
+        None
+    }
     /// The compute processes on this GPU now, as NVML lists them (this process and its
     /// PyTorch worker included: the pipeline tells its own from others'), with a name where
     /// the backend knows one. `Err`: why they cannot be listed (a backend without NVML).

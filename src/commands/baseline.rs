@@ -564,6 +564,7 @@ fn stored_shapes(merged: Vec<MergedShape>, confidence: f64) -> Result<Vec<Baseli
         });
         shapes.push(BaselineShape {
             energy,
+            launch: m.launch,
             tflops: Some(m.params.flops() / (summary.p50 * 1e-6) / 1e12),
             name: m.name,
             params: m.params,
@@ -630,6 +631,8 @@ struct MergedShape {
     peers: std::collections::BTreeMap<crate::peers::Peer, Vec<f64>>,
     /// The candidate's energy windows in every process (src/energy.rs).
     energy: Vec<crate::energy::EnergyRound>,
+    /// How every process launched it; `None` where one did not say or they disagree.
+    launch: Option<crate::launch::Launch>,
     /// Why it cannot be recorded.
     error: Option<String>,
 }
@@ -783,6 +786,7 @@ fn merge_processes(runs: &[ResultsFile], from: &[PathBuf]) -> Result<Vec<MergedS
             parity: s.parity.clone(),
             peers: Default::default(),
             energy: Vec::new(),
+            launch: s.launch.clone(),
             error: None,
         };
         for (i, r) in runs.iter().enumerate() {
@@ -803,6 +807,9 @@ fn merge_processes(runs: &[ResultsFile], from: &[PathBuf]) -> Result<Vec<MergedS
                     }
                     m.process_rounds.push(x.samples_us.len());
                     m.rounds.extend(x.samples_us.iter().cloned());
+                    if x.launch != m.launch {
+                        m.launch = None;
+                    }
                     if let Some(e) = &x.energy {
                         m.energy.extend(e.candidate.rounds.iter().cloned());
                     }

@@ -327,6 +327,7 @@ fn compare_results(
             summary: s.summary.clone(),
             tflops: s.tflops,
             measurement: s.measurement.clone(),
+            launch: s.launch.clone(),
             ..ShapeResult::new(s.params)
         })
         .collect();
@@ -345,6 +346,7 @@ fn compare_results(
             warnings.push(format!("{}: not in {}", shape.name, args.base.display()));
             continue;
         };
+        shape.stored_launch = b.launch.clone();
         if args.paired {
             if b.samples_us.len() != shape.samples_us.len() {
                 bail!(
@@ -371,10 +373,13 @@ fn compare_results(
         Policy::default(),
     )
     .with_context(|| format!("in {}", args.base.display()))?;
+    let mut notes = Vec::new();
+    crate::evaluate::launch_findings(&shapes, &mut warnings, &mut notes);
     let mut report = Report::from_shapes(&shapes, gate);
     report.config_name = Some(cand.config.name.clone());
     report.environment = cand.environment.clone();
     report.commit = cand.git_commit.clone();
     report.warnings = warnings;
+    report.notes.extend(notes);
     Ok(report)
 }

@@ -166,6 +166,10 @@ impl Facts for CudaBackend {
             _ => Vec::new(),
         }
     }
+
+    fn launch(&self, side: Side, shape: &ShapeParams) -> Option<crate::launch::Launch> {
+        self.set(side)?.launch(shape)
+    }
 }
 
 /// The round a call added to a copy of the engine's measurement `before`.

@@ -432,6 +432,19 @@ impl AttentionSet {
         .unwrap_or(main))
     }
 
+    /// How `shape` is launched: the kernel [`AttentionSet::get`] picks and its
+    /// [`Kernel::config`]; `None` where no kernel runs it.
+    pub fn launch(&self, shape: &ShapeParams) -> Option<crate::launch::Launch> {
+        let kernel = self.get(shape).ok()?;
+        let c = kernel.config(shape);
+        Some(crate::launch::Launch {
+            kernel: kernel.name.clone(),
+            grid: [c.grid_dim.0, c.grid_dim.1, c.grid_dim.2],
+            threads_per_block: c.block_dim.0,
+            dynamic_smem_bytes: c.shared_mem_bytes,
+        })
+    }
+
     /// What the compiler gave the kernels that run `shapes` (the module's figures, ptxas's
     /// spills) and what their launches ask of an SM (the driver's occupancy for the launch's
     /// block and dynamic shared memory). A kernel the module has no figures for is left out.

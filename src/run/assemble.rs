@@ -62,6 +62,8 @@ pub(super) fn results(
     s.bar.finish_and_clear();
     s.timing.total_s = started.elapsed().as_secs_f64();
     copy_stored_figures(&mut shapes, &stored);
+    record_launches(&mut shapes, &sides, backend);
+    crate::evaluate::launch_findings(&shapes, &mut s.log.warnings, &mut s.log.notes);
     let kernel_resources = kernel_resources(&shapes, &sides, &stored, backend);
     let config = &s.run.config;
     let clock = clock_warnings(
@@ -106,6 +108,17 @@ fn copy_stored_figures(shapes: &mut [ShapeResult], stored: &Stored) {
         if let Some(x) = stored.shape(&s.params) {
             s.stored_peers = x.peers.clone();
             s.stored_energy = x.energy.clone();
+            s.stored_launch = x.launch.clone();
+        }
+    }
+}
+
+/// How each shape was launched: the candidate's kernels, and the base's where an A/B ran.
+fn record_launches(shapes: &mut [ShapeResult], sides: &Sides, backend: &dyn Facts) {
+    for s in shapes.iter_mut() {
+        s.launch = backend.launch(Side::Candidate, &s.params);
+        if sides.base_hash.is_some() {
+            s.base_launch = backend.launch(Side::Base, &s.params);
         }
     }
 }

@@ -15,7 +15,9 @@
 //! of its rounds see the SM clock move during half their samples and run 5% slow: the
 //! pipeline's re-measure rule for pairs the clock hit on one side). `regs` and `spill` set
 //! what its kernels report of the compiler (registers, 128 by default; spilled bytes stored
-//! and loaded, 0 by default), so that a test can make the sides' resources differ. `others`
+//! and loaded, 0 by default), so that a test can make the sides' resources differ; `rows`
+//! the rows per CTA of its launches (grid.x = ⌈seq_len / rows⌉, 128 by default), so that a
+//! test can make a shape launch otherwise than a stored run did (`crate::launch`). `others`
 //! makes another compute process appear on the simulated GPU (as NVML would list it) once a
 //! shape it applies to has begun (`*`: from the start), and `wall=MS` makes each simulated
 //! round take that many milliseconds of wall time (two runs then overlap, for the GPU lock's
@@ -72,6 +74,8 @@ pub(crate) struct SimKernel {
     pub others: Option<String>,
     /// Wall-clock milliseconds each simulated round takes.
     pub wall_ms: u64,
+    /// Rows per CTA of its launches (grid.x = ⌈seq_len / rows⌉; 128 by default).
+    pub rows: u32,
 }
 
 /// A `// ci-gate-sim:` directive that cannot be read.
@@ -106,6 +110,7 @@ impl SimKernel {
             spill: 0,
             others: None,
             wall_ms: 0,
+            rows: 128,
         };
         for line in text.lines() {
             let Some(rest) = line.trim().strip_prefix("// ci-gate-sim:") else {
@@ -159,6 +164,13 @@ impl SimKernel {
                             .ok_or_else(|| bad("spill", "0..=1048576"))?;
                     }
                     "others" => k.others = Some(value),
+                    "rows" => {
+                        k.rows = value
+                            .parse::<u32>()
+                            .ok()
+                            .filter(|r| (1..=1024).contains(r))
+                            .ok_or_else(|| bad("rows", "1..=1024"))?;
+                    }
                     "wall" => {
                         k.wall_ms = value
                             .parse::<u64>()
@@ -527,6 +539,16 @@ impl Facts for SimBackend {
             });
         }
         Ok(list)
+    }
+
+    fn launch(&self, side: Side, shape: &ShapeParams) -> Option<crate::launch::Launch> {
+        let k = self.kernel(side).ok()?;
+        Some(crate::launch::Launch {
+            kernel: format!("attention_fwd_{}_d{}", shape.dtype.short(), shape.head_dim),
+            grid: [shape.seq_len.div_ceil(k.rows), shape.batch * shape.heads, 1],
+            threads_per_block: 128,
+            dynamic_smem_bytes: 32768,
+        })
     }
 
     fn kernel_resources(&self, side: Side, shapes: &[ShapeParams]) -> Vec<KernelResources> {

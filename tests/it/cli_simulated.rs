@@ -65,6 +65,37 @@ impl Sim {
         c
     }
 
+    /// `ci-gate local --no-base` of `kernels` against the stored baseline, 200 columns wide.
+    fn stored_only(&self, kernels: &Path) -> assert_cmd::Command {
+        let mut c = bin();
+        c.env("CI_GATE_SIMULATE", "1")
+            .env("COLUMNS", "200")
+            .current_dir(self.dir.path())
+            .args(["local", "--no-base", "--config"])
+            .arg(self.path("sim.yaml"))
+            .arg("--baselines")
+            .arg(self.path("baselines"))
+            .arg("--kernels")
+            .arg(kernels)
+            .args(["--no-peers", "--no-profile"]);
+        c
+    }
+
+    /// `baseline update --from` the last run's results.json, which must succeed.
+    fn record_last_run(&self, reason: &str) {
+        let rec = bin()
+            .current_dir(self.dir.path())
+            .args(["baseline", "update", "--reason", reason, "--config"])
+            .arg(self.path("sim.yaml"))
+            .arg("--baselines")
+            .arg(self.path("baselines"))
+            .arg("--from")
+            .arg(self.path("results.json"))
+            .output()
+            .unwrap();
+        assert!(rec.status.success(), "{}", stderr_text(&rec.stderr));
+    }
+
     fn results(&self) -> Value {
         serde_json::from_slice(&std::fs::read(self.path("results.json")).unwrap()).unwrap()
     }
@@ -800,17 +831,7 @@ fn compiler_resources_that_moved_are_shown_and_identical_ones_are_not() {
 
     // Recorded with the candidate's figures (128 registers: the last run's); a run without a
     // base compares with them.
-    let rec = bin()
-        .current_dir(s.dir.path())
-        .args(["baseline", "update", "--reason", "resources", "--config"])
-        .arg(s.path("sim.yaml"))
-        .arg("--baselines")
-        .arg(s.path("baselines"))
-        .arg("--from")
-        .arg(s.path("results.json"))
-        .output()
-        .unwrap();
-    assert!(rec.status.success(), "{}", stderr_text(&rec.stderr));
+    s.record_last_run("resources");
     let shown = bin()
         .args(["baseline", "show", "--baselines"])
         .arg(s.path("baselines"))
@@ -825,19 +846,7 @@ fn compiler_resources_that_moved_are_shown_and_identical_ones_are_not() {
         }),
         "{shown}"
     );
-    let out = bin()
-        .env("CI_GATE_SIMULATE", "1")
-        .env("COLUMNS", "200")
-        .current_dir(s.dir.path())
-        .args(["local", "--no-base", "--config"])
-        .arg(s.path("sim.yaml"))
-        .arg("--baselines")
-        .arg(s.path("baselines"))
-        .arg("--kernels")
-        .arg(&b)
-        .args(["--no-peers", "--no-profile"])
-        .output()
-        .unwrap();
+    let out = s.stored_only(&b).output().unwrap();
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(
         table.contains("Compiler resources (vs stored baseline: before → after):"),
@@ -845,4 +854,105 @@ fn compiler_resources_that_moved_are_shown_and_identical_ones_are_not() {
         stderr_text(&out.stderr)
     );
     assert!(has_row(&table), "{table}");
+}
+
+/// Each shape's launch (the entry and its grid) is in the results, base and candidate, and
+/// `baseline update` stores the candidate's; a run compared with the stored baseline says
+/// where the same shape now launches otherwise (here the kernel's rows per CTA changed: a
+/// warning where the stored comparison decides the verdict), and nothing where it launches
+/// as stored. `compare` of two results files says the same.
+#[test]
+fn a_shape_launched_otherwise_than_the_stored_run_is_named() {
+    let s = Sim::new();
+    let a = s.kernels("a", "factor=1.0");
+    let half = s.kernels("half", "factor=1.0 rows=64");
+    let out = s.local(&a, &a).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out.stderr));
+    let r = s.results();
+    let d64 = &r["shapes"][0];
+    assert_eq!(d64["name"], "b2h8s512d64_f16");
+    for side in ["launch", "base_launch"] {
+        assert_eq!(d64[side]["kernel"], "attention_fwd_f16_d64", "{d64:#}");
+        assert_eq!(d64[side]["grid"], serde_json::json!([4, 16, 1]), "{d64:#}");
+    }
+    std::fs::copy(s.path("results.json"), s.path("before.json")).unwrap();
+    s.record_last_run("launches");
+    let stored: Value =
+        serde_json::from_slice(&std::fs::read(s.path("baselines/simulated-gpu/sim.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        stored["shapes"][0]["launch"]["grid"],
+        serde_json::json!([4, 16, 1])
+    );
+
+    let run_stored = |kernels: &Path| {
+        s.stored_only(kernels)
+            .arg("--out")
+            .arg(s.path("results.json"))
+            .output()
+            .unwrap()
+    };
+    let expected = "b2h8s512d64_f16: launched as attention_fwd_f16_d64 with grid 8 × 16 where the stored run launched attention_fwd_f16_d64 with grid 4 × 16: the comparison with it times the launch as well as the code";
+    let out = run_stored(&half);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out.stderr));
+    assert!(
+        table.contains(
+            "warning: b2h8s512d64_f16: launched as attention_fwd_f16_d64 with grid 8 × 16"
+        ),
+        "{table}"
+    );
+    let r = s.results();
+    let warnings: Vec<&str> = r["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(warnings.contains(&expected), "{warnings:?}");
+    assert_eq!(
+        r["shapes"][0]["stored_launch"]["grid"],
+        serde_json::json!([4, 16, 1])
+    );
+    assert_eq!(
+        r["shapes"][0]["launch"]["grid"],
+        serde_json::json!([8, 16, 1])
+    );
+    // the d128 shape: 2048 rows make 16 CTAs of 128 rows and 32 of 64
+    assert!(
+        warnings.iter().any(|w| w.starts_with(
+            "b2h16s2048d128_causal_bf16: launched as attention_fwd_bf16_d128 with grid 32 × 32"
+        )),
+        "{warnings:?}"
+    );
+
+    let out = run_stored(&a);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(!table.contains("launched as"), "{table}");
+
+    // compare: CAND (64 rows) against BASE (128), the same note as a warning
+    std::fs::copy(s.path("results.json"), s.path("same.json")).unwrap();
+    let out = run_stored(&half);
+    assert!(out.status.code().is_some(), "{}", stderr_text(&out.stderr));
+    let cmp = bin()
+        .env("COLUMNS", "200")
+        .args(["compare"])
+        .arg(s.path("before.json"))
+        .arg(s.path("results.json"))
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&cmp.stdout);
+    assert!(
+        shown.contains("b2h8s512d64_f16: launched as attention_fwd_f16_d64 with grid 8 × 16 where the stored run launched"),
+        "{shown}{}",
+        stderr_text(&cmp.stderr)
+    );
+    let cmp = bin()
+        .env("COLUMNS", "200")
+        .args(["compare"])
+        .arg(s.path("before.json"))
+        .arg(s.path("same.json"))
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&cmp.stdout).contains("launched as"));
 }
