@@ -120,7 +120,8 @@ fn shipped_kernels_are_clean_under_every_tool() {
     );
 }
 
-/// `--profile` gives base and candidate figures from ncu and keeps the .ncu-rep files.
+/// `--profile` gives base and candidate figures from ncu and keeps the .ncu-rep files; the
+/// launch the results file records for each side names the kernel ncu saw run.
 #[test]
 #[ignore = "needs a CUDA GPU and ncu"]
 fn a_profiled_shape_has_figures_for_both_sides() {
@@ -146,6 +147,8 @@ fn a_profiled_shape_has_figures_for_both_sides() {
         ])
         .arg("--profile-dir")
         .arg(dir.path())
+        .arg("--out")
+        .arg(dir.path().join("results.json"))
         .output()
         .unwrap();
     assert!(
@@ -191,6 +194,17 @@ fn a_profiled_shape_has_figures_for_both_sides() {
         }
         let file = p["report_file"].as_str().unwrap();
         assert!(dir.path().join(file).is_file(), "{file} missing");
+    }
+    let results: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("results.json")).unwrap()).unwrap();
+    let recorded = &results["shapes"][0];
+    for (field, side) in [("launch", "candidate"), ("base_launch", "base")] {
+        assert_eq!(
+            recorded[field]["kernel"], profile[side]["kernel"],
+            "{field}: {recorded:#}"
+        );
+        // grid.y is batch · heads; grid.x as the host sized it
+        assert_eq!(recorded[field]["grid"][1], 16, "{field}: {recorded:#}");
     }
 }
 
