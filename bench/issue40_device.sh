@@ -51,6 +51,8 @@
 #                                               # the next Q K^T (ex), three stages (e3q1)
 #   bash bench/issue40_device.sh twelfth-final  # 64-key tiles (b64, b64s4); sanitize,
 #                                               # gpu-tools, the table
+#   bash bench/issue40_device.sh thirteenth     # prepared: the GPU and tools' tests, the
+#                                               # long shapes against cuDNN / FA2
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -522,6 +524,23 @@ twelfth-final)
   gpu_tools_tests
   save
   OUT=$res bash bench/kernel_table_device.sh configs/pr.yaml 2>&1 | tail -16
+  save
+  ;;
+thirteenth)
+  # Prepared 2026-12-03 (twelfth session) for the next one: the GPU tests and the tools' GPU
+  # tests (the latter now check that the launch the results record names the kernel ncu saw
+  # run), then the long shapes' table by the independent harness (the nightly rows of issue
+  # 40's table were last timed by it in the tenth session); archived after each step.
+  save() { tar czf "$out/thirteenth.tgz" -C "$out" r; }
+  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 150 "$it_tests" --ignored \
+    --test-threads=1 gpu:: --skip adversarial_gpu:: > "$res/gpu-tests.log" 2>&1
+  grep -E "test result|FAILED|panicked" "$res/gpu-tests.log" | head -4
+  gpu_tools_tests
+  save
+  long_config
+  ab long-aa kernels "$res/long.yaml"
+  peers long "$res/long.yaml"
+  peer_table "$res/ab-long-aa.json" "$res/sdpa-long.json"
   save
   ;;
 twelfth)
