@@ -373,13 +373,11 @@ fn compare_results(
         Policy::default(),
     )
     .with_context(|| format!("in {}", args.base.display()))?;
-    let mut notes = Vec::new();
-    crate::evaluate::launch_findings(&shapes, &mut warnings, &mut notes);
     let mut report = Report::from_shapes(&shapes, gate);
     report.config_name = Some(cand.config.name.clone());
     report.environment = cand.environment.clone();
     report.commit = cand.git_commit.clone();
     report.warnings = warnings;
-    report.notes.extend(notes);
+    crate::evaluate::launch_findings(&shapes, &mut report.warnings, &mut report.notes);
     Ok(report)
 }

@@ -731,3 +731,45 @@ fn the_job_summary_stays_under_githubs_limit() {
         &summary[summary.len() - 200..]
     );
 }
+
+/// A launch read from a baseline or a results file (`crate::launch`) that is no kernel name
+/// or no CUDA grid is refused, exit 2, naming the key: it is never shown.
+#[test]
+fn a_hostile_launch_is_refused_by_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("baselines");
+    copy_dir(&hostile("baselines-reason-escapes"), &store);
+    let file = store.join("nvidia-h200/pr.json");
+    let mut raw: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    raw["shapes"][0]["launch"] = serde_json::json!({
+        "kernel": "\u{1b}[31m../x", "grid": [4, 16, 1],
+        "threads_per_block": 256, "dynamic_smem_bytes": 1024
+    });
+    std::fs::write(&file, raw.to_string()).unwrap();
+    let a = bin()
+        .args(["baseline", "show", "--baselines"])
+        .arg(&store)
+        .assert()
+        .code(2);
+    let err = assert_clean_error(&a);
+    assert!(err.contains("shapes[0].launch.kernel"), "{err}");
+
+    let mut results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(hostile("results-ok.json")).unwrap())
+            .unwrap();
+    results["shapes"][0]["launch"] = serde_json::json!({
+        "kernel": "attention_fwd_f16_d64", "grid": [0, 16, 1],
+        "threads_per_block": 256, "dynamic_smem_bytes": 1024
+    });
+    let cand = dir.path().join("cand.json");
+    std::fs::write(&cand, results.to_string()).unwrap();
+    let a = bin()
+        .arg("compare")
+        .arg(hostile("results-ok.json"))
+        .arg(&cand)
+        .assert()
+        .code(2);
+    let err = assert_clean_error(&a);
+    assert!(err.contains("shapes[0].launch.grid"), "{err}");
+}
