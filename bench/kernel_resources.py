@@ -307,7 +307,7 @@ MODULES = {}  # (kdir, arch, file) -> (sha256 of the cubin, sha256 of the PTX)
 
 
 _SERIAL = re.compile(r"\((C75\d\d)\) Potential Performance Loss: wgmma\.mma_async instructions are "
-                     r"serialized due to (.*?) in the function '([^']+)'")
+                     r"serialized due to (.*?) (?:in|for) the function '([^']+)'")
 
 
 def wgmma_serialised(log):
