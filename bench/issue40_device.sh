@@ -51,6 +51,12 @@
 #                                               # the next Q K^T (ex), three stages (e3q1)
 #   bash bench/issue40_device.sh twelfth-final  # 64-key tiles (b64, b64s4); sanitize,
 #                                               # gpu-tools, the table
+#   bash bench/issue40_device.sh thirteenth-cr  # the lazy softmax base (variants/cr, ecr):
+#                                               # L4 path, PR, d64 mid, long; the tests
+#   bash bench/issue40_device.sh thirteenth-ov  # the softmax overlapped with the previous
+#                                               # P V (variants/ov, ovr): PR, d64 mid, long
+#   bash bench/issue40_device.sh thirteenth-pp  # the d64 even split on two ping-pong
+#                                               # consumers, forced (variants/pp2f, pp2f3)
 #   bash bench/issue40_device.sh thirteenth     # prepared: the GPU and tools' tests, the
 #                                               # long shapes against cuDNN / FA2
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
@@ -525,6 +531,91 @@ twelfth-final)
   save
   OUT=$res bash bench/kernel_table_device.sh configs/pr.yaml 2>&1 | tail -16
   save
+  ;;
+thirteenth-cr)
+  # 2026-12-03, thirteenth session: the lazy base of the online softmax (variants/cr: a row
+  # keeps its maximum unless a tile's exceeds it by more than 8 in log2 units, and a warp
+  # whose alphas are all 1 skips the O rescale; both kernel families), and variants/ecr
+  # (cr with the twelfth session's early first-Q K^T wait). Each against main's kernels:
+  # the L4 path first (pr-ada with FA2 / cuDNN after it, ada-mid, ada-d64), then the PR
+  # config, d64 mid shapes and the long shapes (cuDNN / FA2 after them); the GPU and tools'
+  # tests last. Archived after each step ($out/thirteenth-cr.tgz).
+  save() { tar czf "$out/thirteenth-cr.tgz" -C "$out" r; }
+  ada_mid_config
+  ada_d64_config
+  d64mid_config
+  long_config
+  ab cr-ada .carry/variants/cr configs/pr-ada.yaml
+  ada_peers
+  peer_table "$res/ab-cr-ada.json" "$res/sdpa-ada.json"
+  save
+  ab cr-ada-mid .carry/variants/cr "$res/ada-mid.yaml"
+  ab cr-ada-d64 .carry/variants/cr "$res/ada-d64.yaml"
+  save
+  for v in ${VARIANTS:-cr ecr}; do
+    ab "$v" ".carry/variants/$v" configs/pr.yaml
+    ab "$v-mid" ".carry/variants/$v" "$res/d64mid.yaml"
+    save
+  done
+  ab cr-long .carry/variants/cr "$res/long.yaml"
+  peers long "$res/long.yaml"
+  peer_table "$res/ab-cr-long.json" "$res/sdpa-long.json"
+  save
+  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 150 "$it_tests" --ignored \
+    --test-threads=1 gpu:: --skip adversarial_gpu:: > "$res/gpu-tests.log" 2>&1
+  grep -E "test result|FAILED|panicked" "$res/gpu-tests.log" | head -4
+  save
+  gpu_tools_tests
+  save
+  ;;
+thirteenth-ov)
+  # 2026-12-03, thirteenth session: the softmax of tile j overlapped with P_{j-1} V_{j-1} at
+  # last (variants/ov: ptxas had put that P V's wait before the softmax in every Hopper
+  # kernel; a never-taken uniform branch after the softmax keeps the wait after it) and
+  # variants/ovr (ov, with O's rescale moved between the next Q K^T and P V issues, FA3's
+  # order). Each against main's kernels: PR config (cuDNN / FA2 after it), d64 mid shapes,
+  # the long shapes (cuDNN / FA2 after them), d128 mid lengths. Archived after each step.
+  save() { tar czf "$out/thirteenth-ov.tgz" -C "$out" r; }
+  d64mid_config
+  long_config
+  mid2_config
+  for v in ${VARIANTS:-ov ovr}; do
+    ab "$v" ".carry/variants/$v" configs/pr.yaml
+    [ -f "$res/sdpa-pr.json" ] || peers pr configs/pr.yaml
+    peer_table "$res/ab-$v.json" "$res/sdpa-pr.json"
+    ab "$v-mid" ".carry/variants/$v" "$res/d64mid.yaml"
+    save
+  done
+  for v in ${VARIANTS:-ov ovr}; do
+    ab "$v-long" ".carry/variants/$v" "$res/long.yaml"
+    [ -f "$res/sdpa-long.json" ] || peers long "$res/long.yaml"
+    peer_table "$res/ab-$v-long.json" "$res/sdpa-long.json"
+    save
+  done
+  for v in ${VARIANTS:-ov ovr}; do
+    ab "$v-mid2" ".carry/variants/$v" "$res/mid2.yaml"
+    save
+  done
+  ;;
+thirteenth-pp)
+  # 2026-12-03, thirteenth session: the d64 even split on two ping-pong consumers (240
+  # registers, one CTA per SM; variants/pp2f: two K/V stages, pp2f3: three), forced on every
+  # non-causal d64 launch from 512 keys (_tiles_at_once {64}), against main's kernels.
+  save() { tar czf "$out/thirteenth-pp.tgz" -C "$out" r; }
+  derive_config d64nc configs/pr.yaml <<'SHAPES'
+4 16 512 64 noncausal float16
+8 16 512 64 noncausal float16
+16 16 512 64 noncausal float16
+6 16 512 64 noncausal float16
+4 16 768 64 noncausal float16
+2 16 1024 64 noncausal float16
+2 16 1536 64 noncausal float16
+4 16 2048 64 noncausal float16
+SHAPES
+  for v in ${VARIANTS:-pp2f pp2f3}; do
+    ab "$v" ".carry/variants/$v" "$res/d64nc.yaml"
+    save
+  done
   ;;
 thirteenth)
   # Prepared 2026-12-03 (twelfth session) for the next one: the GPU tests and the tools' GPU

@@ -972,9 +972,14 @@ CG_DEV void attn_fwd_wg(const unsigned short* __restrict__ q, const unsigned sho
 //     softmax in registers. No consumer issues a load or waits at a CTA barrier: they wait
 //     on mbarriers only.
 // Options (the steps of the ablation in docs/KERNEL_NOTES.md section 8):
-//   INTRA: the softmax of tile j runs while the tensor cores do P_{j-1} V_{j-1} (issued with
-//          S_j), as PIPE in attn_fwd_wg; the consumers' 240 registers make room for the
-//          second score tile that d128 could not afford there;
+//   INTRA: S_j and P_{j-1} V_{j-1} issued together, as PIPE in attn_fwd_wg, the softmax of
+//          tile j written between their waits; the consumers' 240 registers make room for
+//          the second score tile that d128 could not afford there. In the SASS (NVRTC 13.0
+//          and 13.5, every entry) ptxas puts the wait for P_{j-1} V_{j-1} before the softmax:
+//          the two GEMMs run back to back and the softmax follows both. Forcing the overlap
+//          (a never-taken uniform branch after the softmax, so that the wait and the V
+//          slot's release come after it) measured 1-10% slower at d64 and up to 3% at d128
+//          (H200, 2026-12-03, docs/KERNEL_LOG.md);
 //   PP:    ping-pong: the consumers take turns, round robin, to issue their GEMMs (named
 //          barriers 1 .. NC), so one's softmax runs while another's GEMMs keep the tensor
 //          cores busy.
