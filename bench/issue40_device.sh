@@ -57,6 +57,8 @@
 #                                               # P V (variants/ov, ovr): PR, d64 mid, long
 #   bash bench/issue40_device.sh thirteenth-pp  # the d64 even split on two ping-pong
 #                                               # consumers, forced (variants/pp2f, pp2f3)
+#   bash bench/issue40_device.sh thirteenth-tm  # the softmax's row maxima by a tree
+#                                               # (variants/tm); if kept, pr / pr-ada recorded
 #   bash bench/issue40_device.sh thirteenth     # prepared: the GPU and tools' tests, the
 #                                               # long shapes against cuDNN / FA2
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
@@ -616,6 +618,47 @@ SHAPES
     ab "$v" ".carry/variants/$v" "$res/d64nc.yaml"
     save
   done
+  ;;
+thirteenth-tm)
+  # 2026-12-03, thirteenth session: the row maxima of the softmax by a tree instead of a
+  # chain (variants/tm = kernels/; both kernel families), against main's kernels: the PR
+  # config (cuDNN / FA2 after it), d64 mid shapes, the long shapes, d128 mid lengths, the L4
+  # path (pr-ada with FA2 after it, ada-d64). If no A/B has a shape worse than pass and the
+  # PR config has an improvement: pr and pr-ada re-recorded (3 processes) with kernels/,
+  # each followed by its stored-only A/A. Archived after each step.
+  save() { tar czf "$out/thirteenth-tm.tgz" -C "$out" r; }
+  d64mid_config
+  long_config
+  mid2_config
+  ada_d64_config
+  ab tm .carry/variants/tm configs/pr.yaml
+  peers pr configs/pr.yaml
+  peer_table "$res/ab-tm.json" "$res/sdpa-pr.json"
+  save
+  ab tm-ada .carry/variants/tm configs/pr-ada.yaml
+  ada_peers
+  peer_table "$res/ab-tm-ada.json" "$res/sdpa-ada.json"
+  save
+  ab tm-mid .carry/variants/tm "$res/d64mid.yaml"
+  ab tm-long .carry/variants/tm "$res/long.yaml"
+  ab tm-ada-d64 .carry/variants/tm "$res/ada-d64.yaml"
+  ab tm-mid2 .carry/variants/tm "$res/mid2.yaml"
+  save
+  if no_regression "$res"/ab-tm*.json && python3 -c 'import json, sys
+sys.exit(0 if any(s.get("verdict") == "improvement" for s in json.load(open(sys.argv[1]))["shapes"]) else 1)' "$res/ab-tm.json"; then
+    echo "== kept: re-recording pr and pr-ada with kernels/"
+    for cfg in pr pr-ada; do
+      timed timeout 200 "$bin" baseline update --processes 3 --config configs/$cfg.yaml \
+        --reason "kernel step: the softmax's row maxima by a tree (issue 40)" > "$res/record-$cfg.txt" 2>&1
+      tail -2 "$res/record-$cfg.txt" | cut -c1-200
+      mkdir -p "$res/baselines" && cp -r baselines/nvidia-h200 "$res/baselines/"
+      save
+      stored_aa "$cfg"
+      save
+    done
+  else
+    echo "== not kept: no re-recording"
+  fi
   ;;
 thirteenth)
   # Prepared 2026-12-03 (twelfth session) for the next one: the GPU tests and the tools' GPU
