@@ -1614,13 +1614,13 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
 // Shipped configurations (chosen by timing variants on an H200, docs/KERNEL_NOTES.md).
 //
 // Hopper with sm_90a features (H100, H200): the warp-specialised kernel (attn_fwd_ws).
-//   (name, D, BN keys/tile, ST stages, NC consumer warpgroups, bf16, INTRA softmax/PV
-//    overlap, PP ping-pong, min CTAs/SM, consumer registers[, sub-tiles per CTA])
+//   (name, D, BN keys/tile, ST stages, NC consumer warpgroups, bf16, INTRA: S_j issued with
+//    P_{j-1} V_{j-1}, PP ping-pong, min CTAs/SM, consumer registers[, sub-tiles per CTA])
 // Each option was kept only when the gate's A/B against the step before called it an
 // improvement (docs/KERNEL_NOTES.md section 8).
 #if defined(CG_HAVE_WGMMA) && !defined(CG_ADA_TILES)
-// d64 : a TMA producer and one consumer warpgroup of 64 rows, 128-key tiles, softmax/PV
-//       overlap, 2 CTAs per SM (setmaxnreg 24 / 232); NAME_fill = {2, 4}: the host sizes
+// d64 : a TMA producer and one consumer warpgroup of 64 rows, 128-key tiles, INTRA,
+//       2 CTAs per SM (setmaxnreg 24 / 232); NAME_fill = {2, 4}: the host sizes
 //       the grid for one wave at 2 CTAs per SM, each CTA doing up to 4 tiles dealt back and
 //       forth (Q double-buffered, 81 KiB smem).
 CG_ATTN_WS_KERNEL_DYN(attention_fwd_f16_d64, 64, 128, 2, 1, false, true, false, 2, 232, 4, 2)
@@ -1634,7 +1634,7 @@ CG_ATTN_WS_KERNEL_DYN(attention_fwd_bf16_d64, 64, 128, 2, 1, true, true, false, 
 //       causal -7.2%, b1h16s8192d64 causal -5.9%.
 // d64 long non-causal sequences (NAME_long_noncausal, from seq_len NAME_long_noncausal_from
 //       on): three consumer warpgroups of 64 rows (192 rows per tile) with 160 registers,
-//       ping-pong and softmax/PV overlap, one CTA per SM; the three share each K/V tile. A
+//       ping-pong and INTRA, one CTA per SM; the three share each K/V tile. A
 //       head's rows are split evenly over its CTAs in 64-row units (EVEN; rows_per_block 64,
 //       NAME_fill = {1, 64}); the gate's A/B on an H200, 2026-12-02 (seventh session), against
 //       whole 192-row tiles: b4h16s2048d64 -5.6%, b1h16s8192d64 -5.7%, b1h8s16384d64 -5.2%.
@@ -1656,8 +1656,8 @@ CG_ATTN_WS_KERNEL_EVEN(attention_fwd_bf16_d64_long_noncausal, 64, 128, 2, 3, tru
 extern "C" __constant__ int attention_fwd_f16_d64_long_noncausal_from[1] = {512};
 extern "C" __constant__ int attention_fwd_bf16_d64_long_noncausal_from[1] = {512};
 
-// d128: two consumer warpgroups of 64 rows with 240 registers, ping-pong and softmax/PV
-//       overlap, 1 CTA per SM; two sub-tiles of 128 rows per CTA dealt back and forth
+// d128: two consumer warpgroups of 64 rows with 240 registers, ping-pong and INTRA,
+//       1 CTA per SM; two sub-tiles of 128 rows per CTA dealt back and forth
 //       (rows_per_block 256). Causal launches and short sequences: 128-key tiles, Q
 //       double-buffered; the rest (wide_tiles) 192-key tiles, one Q buffer (225 KiB smem).
 //       The gate's A/B on an H200, 2026-12-02 (docs/KERNEL_LOG.md): b1h8s16384d128 -4.5%,
