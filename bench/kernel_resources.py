@@ -13,6 +13,8 @@ For every kernel function of the cubin it reports:
   * the number of SASS instructions (`.text.<fn>` size / 16 bytes), a hash of the SASS bytes
     and, with nvdisasm on hand (pip install nvidia-cuda-nvdisasm), the SASS opcode histogram;
   * the PTX instructions by opcode (nvrtcGetPTX of the same compilation).
+With --order, for each wgmma kernel whether the softmax of a step runs before the wait for the
+previous P V or after it (ptxas decides, whatever the source's order: docs/KERNEL.md).
 With --base-kdir, also whether the whole attention.cu cubin and PTX of each architecture are
 byte-identical between the two trees. A WARNING (and exit 1) for every function whose wgmma's
 ptxas serialised (its C7510-C7515 "Potential Performance Loss" notes: every wgmma waited for
@@ -221,8 +223,8 @@ def find_nvdisasm():
 _SASS_LINE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)")
 
 
-def sass_opcodes(cubin, nvdisasm):
-    """kernel -> Counter(opcode base -> n), or {} without nvdisasm."""
+def sass_instructions(cubin, nvdisasm):
+    """kernel -> [SASS instruction text, in order], or {} without nvdisasm."""
     if not nvdisasm:
         return {}
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
@@ -236,14 +238,40 @@ def sass_opcodes(cubin, nvdisasm):
         m = re.match(r"\s*\.text\.([A-Za-z_0-9]+):", line)
         if m:
             cur = m.group(1)
-            res[cur] = collections.Counter()
+            res[cur] = []
             continue
         if cur is None:
             continue
         m = _SASS_LINE.search(line)
         if m:
-            res[cur][m.group(1).split(".")[0]] += 1
+            res[cur].append(line[m.start(1):].split(";")[0].strip())
     return res
+
+
+def sass_opcodes(insts):
+    """kernel -> Counter(opcode base -> n), from sass_instructions()."""
+    return {k: collections.Counter(i.split()[0].split(".")[0] for i in v) for k, v in insts.items()}
+
+
+def softmax_order(insts):
+    """(code sites whose softmax follows the wait for the previous P V, sites whose softmax
+    runs before it) in a wgmma kernel's SASS, or None where it has no such site. A site is a
+    `WARPGROUP.DEPBAR.LE gsb0, 0x1` (S_j landed while P_{j-1} V_{j-1} may run): its softmax
+    runs before that P V's wait when the site's first `MUFU.EX2` comes before the next
+    `WARPGROUP.DEPBAR.LE gsb0, 0x0`. ptxas moved that wait above the softmax in every shipped
+    entry (2026-12-03), whatever the source's order: docs/KERNEL.md."""
+    after = before = 0
+    pending = False
+    for i in insts:
+        if i.startswith("WARPGROUP.DEPBAR.LE gsb0, 0x1"):
+            pending = True
+        elif pending and i.startswith("WARPGROUP.DEPBAR.LE gsb0, 0x0"):
+            after += 1
+            pending = False
+        elif pending and i.startswith("MUFU.EX2"):
+            before += 1
+            pending = False
+    return (after, before) if after + before else None
 
 
 # ---------------------------------------------------------------- PTX
@@ -334,7 +362,8 @@ def measure(kdir, archs, defines, nvdisasm, files=("attention.cu",)):
             serial = wgmma_serialised(log)
             elf = elf_resources(cubin)
             consts = nc.launch_constants(cubin)
-            sass = sass_opcodes(cubin, nvdisasm)
+            insts = sass_instructions(cubin, nvdisasm)
+            sass = sass_opcodes(insts)
             ptxc = ptx_opcodes(ptx) if ptx else {}
             for k in sorted(set(ptxas) | set(elf)):
                 p = ptxas.get(k, {})
@@ -352,6 +381,7 @@ def measure(kdir, archs, defines, nvdisasm, files=("attention.cu",)):
                     ptx_insts=sum(ptxc.get(k, {}).values()),
                     cubin_same_with_v=same_code(cubin, cubin_v),
                     wgmma_serialised=serial.get(k),
+                    softmax_order=softmax_order(insts.get(k, [])),
                 )
                 # consistency: what the ELF says must be what ptxas said
                 # (on sm_90 the ELF's .nv.shared.<fn> also holds the 1 KiB the hardware
@@ -397,6 +427,9 @@ def main():
     ap.add_argument("--json", default=None, help="write the full measurements here")
     ap.add_argument("--opcodes", action="store_true",
                     help="print every PTX / SASS opcode count that differs")
+    ap.add_argument("--order", action="store_true",
+                    help="for each wgmma kernel: at how many code sites the softmax of tile j "
+                         "follows the wait for P_{j-1} V_{j-1}, and at how many it runs before it")
     args = ap.parse_args()
     archs = args.arch or ARCHS
     nc.lib(args.lib)
@@ -415,6 +448,10 @@ def main():
             if r.get("wgmma_serialised"):
                 print(f"WARNING {arch} {k}: ptxas serialised its wgmma's ({r['wgmma_serialised']})")
                 bad += 1
+            if args.order and r.get("softmax_order"):
+                a, b = r["softmax_order"]
+                print(f"ORDER {arch} {k}: the softmax follows the previous P V's wait at {a} "
+                      f"code site(s), runs before it at {b}")
     if not args.base_kdir:
         print_one(after)
         if args.json:
