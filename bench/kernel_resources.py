@@ -345,6 +345,35 @@ def wgmma_serialised(log):
     return {m.group(3): f"{m.group(1)}: {m.group(2)}" for m in _SERIAL.finditer(log)}
 
 
+def self_test():
+    """The checks' parsers on messages and SASS as ptxas and nvdisasm write them: both
+    wordings of the serialisation note (C7512 says "for the function", which the check once
+    missed), and the softmax order of a step either way. Exit 1 on a miss."""
+    notes = (
+        "ptxas info    : (C7512) Potential Performance Loss: wgmma.mma_async instructions are "
+        "serialized due to insufficient register resources for the function 'k_for'\n"
+        "ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions are "
+        "serialized due to non wgmma instructions defining accumulator registers of a wgmma "
+        "between start and end of the pipeline stage in the function 'k_in'\n"
+        "ptxas info    : Used 128 registers, used 1 barriers")
+    serial = wgmma_serialised(notes)
+    step = ["WARPGROUP.ARRIVE", "HGMMA.64x128x16.F32 R24, gdesc[UR32], RZ, !UPT",
+            "WARPGROUP.DEPBAR.LE gsb0, 0x1"]
+    after = step + ["FMNMX R17, R24, R25, !PT", "WARPGROUP.DEPBAR.LE gsb0, 0x0", "MUFU.EX2 R24, R24"]
+    before = step + ["MUFU.EX2 R24, R24", "WARPGROUP.DEPBAR.LE gsb0, 0x0"]
+    checks = [
+        (set(serial) == {"k_for", "k_in"}, f"both wordings of the serialisation note: {serial}"),
+        (serial.get("k_for", "").startswith("C7512: insufficient register"), "the C7512 reason"),
+        (softmax_order(after) == (1, 0), f"the wait before the softmax: {softmax_order(after)}"),
+        (softmax_order(before) == (0, 1), f"the softmax before the wait: {softmax_order(before)}"),
+        (softmax_order(after + before) == (1, 1), "two sites"),
+        (softmax_order(["MUFU.EX2 R1, R1"]) is None, "no wgmma step"),
+    ]
+    for ok, what in checks:
+        print(f"{'ok  ' if ok else 'FAIL'} {what}")
+    return 0 if all(ok for ok, _ in checks) else 1
+
+
 def measure(kdir, archs, defines, nvdisasm, files=("attention.cu",)):
     """-> {arch: {kernel: {...}}}"""
     out = {}
@@ -430,7 +459,11 @@ def main():
     ap.add_argument("--order", action="store_true",
                     help="for each wgmma kernel: at how many code sites the softmax of tile j "
                          "follows the wait for P_{j-1} V_{j-1}, and at how many it runs before it")
+    ap.add_argument("--self-test", action="store_true",
+                    help="check the parsers of ptxas' notes and of the SASS, then exit (no NVRTC)")
     args = ap.parse_args()
+    if args.self_test:
+        return self_test()
     archs = args.arch or ARCHS
     nc.lib(args.lib)
     nvdisasm = find_nvdisasm()
