@@ -59,6 +59,8 @@
 #                                               # consumers, forced (variants/pp2f, pp2f3)
 #   bash bench/issue40_device.sh thirteenth-tm  # the softmax's row maxima by a tree
 #                                               # (variants/tm); if kept, pr / pr-ada recorded
+#   bash bench/issue40_device.sh thirteenth-profile  # ncu: main against variants/ov at
+#                                               # b4h16s512d64 and b4h16s2048d64
 #   bash bench/issue40_device.sh thirteenth     # prepared: the GPU and tools' tests, the
 #                                               # long shapes against cuDNN / FA2
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
@@ -659,6 +661,45 @@ sys.exit(0 if any(s.get("verdict") == "improvement" for s in json.load(open(sys.
   else
     echo "== not kept: no re-recording"
   fi
+  ;;
+thirteenth-profile)
+  # 2026-12-03, thirteenth session: why the softmax kept before the previous P V's wait
+  # (variants/ov) is slower than ptxas' order (main): ncu --set full of one launch of each
+  # on b4h16s512d64 and b4h16s2048d64; per report the duration, pipes and the ten largest
+  # stall reasons (PC samples) as text.
+  for kd in kernels .carry/variants/ov; do
+    tag=$(basename "$kd")
+    for shape in b4h16s512d64_f16 b4h16s2048d64_f16; do
+      timed timeout 100 ncu --clock-control none --set full --import-source no \
+        --kernel-name regex:^attention_fwd_ --launch-count 1 --export "$res/$tag-$shape" --force-overwrite \
+        "$bin" kernel-run --config configs/pr.yaml --kernels "$kd" --harness kernels \
+        --shape "$shape" --no-reference > "$res/ncu-$tag-$shape.log" 2>&1
+      rep="$res/$tag-$shape.ncu-rep"
+      [ -f "$rep" ] || { tail -3 "$res/ncu-$tag-$shape.log"; continue; }
+      ncu --import "$rep" --page raw --csv > "$res/raw-$tag-$shape.csv" 2>&1
+      rm -f "$rep"
+      python3 - "$res/raw-$tag-$shape.csv" "$tag $shape" <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+head, units, vals = rows[0], rows[1], rows[2]
+m = dict(zip(head, vals))
+def f(k):
+    try: return float(m.get(k, "nan").replace(",", ""))
+    except ValueError: return float("nan")
+pipes = ", ".join(f"{k.split('__')[1].split('.')[0]} {f(k):.1f}%" for k in head
+                  if "pipe_tensor" in k and k.endswith("pct_of_peak_sustained_active"))
+print(f"== {sys.argv[2]}: {m.get('gpu__time_duration.sum')} "
+      f"{dict(zip(head, units)).get('gpu__time_duration.sum')}, issue "
+      f"{f('sm__inst_issued.avg.pct_of_peak_sustained_active'):.1f}%; {pipes}")
+st = [(f(k), k.replace("smsp__pcsamp_warps_issue_stalled_", "")) for k in head
+      if k.startswith("smsp__pcsamp_warps_issue_stalled_") and not k.endswith("_not_issued")]
+tot = sum(v for v, _ in st if v == v)
+for v, k in sorted(st, reverse=True)[:10]:
+    print(f"   {k:28} {v:8.0f}  {100 * v / tot:5.1f}%")
+PY
+    done
+  done
+  tar czf "$out/thirteenth-profile.tgz" -C "$out" r
   ;;
 thirteenth)
   # Prepared 2026-12-03 (twelfth session) for the next one: the GPU tests and the tools' GPU
