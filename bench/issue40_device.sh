@@ -61,6 +61,8 @@
 #                                               # (variants/tm); if kept, pr / pr-ada recorded
 #   bash bench/issue40_device.sh thirteenth-profile  # ncu: main against variants/ov at
 #                                               # b4h16s512d64 and b4h16s2048d64
+#   bash bench/issue40_device.sh thirteenth-c64 # the L4 path's causal d128 on FA2's 64 x 64
+#                                               # tile (variants/c64)
 #   bash bench/issue40_device.sh thirteenth     # prepared: the GPU and tools' tests, the
 #                                               # long shapes against cuDNN / FA2
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
@@ -700,6 +702,23 @@ PY
     done
   done
   tar czf "$out/thirteenth-profile.tgz" -C "$out" r
+  ;;
+thirteenth-c64)
+  # 2026-12-03, thirteenth session: the L4 path's causal d128 launches on FA2's sm_86/sm_89
+  # causal tile (variants/c64: NAME d128 under CG_ADA_TILES as 64 rows x 64 keys, 4 warps,
+  # the split pipeline, 48 KiB; 184 registers on sm_90 and 180 on sm_89, so two CTAs per SM
+  # on the H200 as on the L4), against main's kernels: pr-ada (FA2 after it), causal d128.
+  derive_config ada-causal configs/pr-ada.yaml <<'SHAPES'
+4 16 1024 128 causal float16
+8 16 512 128 causal float16
+1 16 8192 128 causal float16
+2 8 3001 128 causal bfloat16
+SHAPES
+  ab c64-ada .carry/variants/c64 configs/pr-ada.yaml
+  ada_peers
+  peer_table "$res/ab-c64-ada.json" "$res/sdpa-ada.json"
+  ab c64-causal .carry/variants/c64 "$res/ada-causal.yaml"
+  tar czf "$out/thirteenth-c64.tgz" -C "$out" r
   ;;
 thirteenth)
   # Prepared 2026-12-03 (twelfth session) for the next one: the GPU tests and the tools' GPU
