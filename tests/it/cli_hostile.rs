@@ -108,6 +108,16 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// A copy of the hostile baseline store under `dir`: its directory, its H200 `pr.json` and
+/// that file parsed, for a test to change and write back.
+fn hostile_store(dir: &Path) -> (PathBuf, PathBuf, serde_json::Value) {
+    let store = dir.join("baselines");
+    copy_dir(&hostile("baselines-reason-escapes"), &store);
+    let file = store.join("nvidia-h200/pr.json");
+    let raw = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    (store, file, raw)
+}
+
 fn update(baselines: &Path, from: &Path) -> Assert {
     // A copy of the file (of the same name), with the config it says it was measured with,
     // where it can be read at all (`common::measured_with`).
@@ -393,11 +403,7 @@ fn a_stored_energy_with_a_negative_power_is_refused_by_key() {
 #[test]
 fn rounds_per_process_that_overflow_are_refused_by_key() {
     let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("baselines");
-    copy_dir(&hostile("baselines-reason-escapes"), &store);
-    let file = store.join("nvidia-h200/pr.json");
-    let mut raw: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let (store, file, mut raw) = hostile_store(dir.path());
     let rounds = raw["shapes"][0]["samples_us"].as_array().unwrap().len() as u64;
     // u64::MAX + (rounds + 1) wraps to `rounds`.
     raw["shapes"][0]["process_rounds"] = serde_json::json!([u64::MAX, rounds + 1]);
@@ -737,11 +743,7 @@ fn the_job_summary_stays_under_githubs_limit() {
 #[test]
 fn a_hostile_launch_is_refused_by_key() {
     let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("baselines");
-    copy_dir(&hostile("baselines-reason-escapes"), &store);
-    let file = store.join("nvidia-h200/pr.json");
-    let mut raw: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let (store, file, mut raw) = hostile_store(dir.path());
     raw["shapes"][0]["launch"] = serde_json::json!({
         "kernel": "\u{1b}[31m../x", "grid": [4, 16, 1],
         "threads_per_block": 256, "dynamic_smem_bytes": 1024
