@@ -65,6 +65,19 @@
 #                                               # tile (variants/c64)
 #   bash bench/issue40_device.sh thirteenth     # prepared: the GPU and tools' tests, the
 #                                               # long shapes against cuDNN / FA2
+#   bash bench/issue40_device.sh fourteenth-epi # the sub-tile's epilogue: reciprocals during
+#                                               # the last P V (variants/li), the store during
+#                                               # the next S_0 (nq), with the early wait (nqe)
+#   bash bench/issue40_device.sh fourteenth-ts  # the row sums of P on the tensor cores
+#                                               # (variants/ts), with the early wait (tse)
+#   bash bench/issue40_device.sh fourteenth-o2  # P V over two accumulators at d64 (o2 =
+#                                               # kernels/), with the early wait (o2e); if
+#                                               # kept: GPU tests, pr re-recorded, stored A/A
+#   bash bench/issue40_device.sh fourteenth-profile  # ncu with the inputs in L2 (as the
+#                                               # gate times): b4h16s512d64, ours and cuDNN
+#   bash bench/issue40_device.sh fourteenth-sh  # the producer sleeps in its waits (shp =
+#                                               # kernels/), every wait so (sha); if kept:
+#                                               # GPU tests, pr re-recorded, stored A/A
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -719,6 +732,170 @@ SHAPES
   peer_table "$res/ab-c64-ada.json" "$res/sdpa-ada.json"
   ab c64-causal .carry/variants/c64 "$res/ada-causal.yaml"
   tar czf "$out/thirteenth-c64.tgz" -C "$out" r
+  ;;
+fourteenth-epi)
+  # 2026-12-03, fourteenth session: the epilogue of a sub-tile against main's kernels. li: the
+  # row sums' quad reduction and reciprocals while the last P V runs (store_rows split in two;
+  # the mma.sync kernels take the same helpers); nq: li, and each sub-tile's output stored by
+  # the next sub-tile while its S_0 = Q K_0^T runs (a predicated store inside the wgmma stage);
+  # nqe: nq with the early first wait (variants/early). PR config for each (cuDNN / FA2 after
+  # them), then nq on the d64 mid shapes, the long shapes, the d128 mid lengths and the L4
+  # path. Archived after each step.
+  save() { tar czf "$out/fourteenth-epi.tgz" -C "$out" r; }
+  d64mid_config
+  long_config
+  mid2_config
+  ab li .carry/variants/li configs/pr.yaml
+  ab nq .carry/variants/nq configs/pr.yaml
+  ab nqe .carry/variants/nqe configs/pr.yaml
+  save
+  peers pr configs/pr.yaml
+  for v in li nq nqe; do echo "== $v"; peer_table "$res/ab-$v.json" "$res/sdpa-pr.json"; done
+  save
+  ab nq-mid .carry/variants/nq "$res/d64mid.yaml"
+  ab nqe-mid .carry/variants/nqe "$res/d64mid.yaml"
+  ab nq-long .carry/variants/nq "$res/long.yaml"
+  ab nq-mid2 .carry/variants/nq "$res/mid2.yaml"
+  save
+  ab nq-ada .carry/variants/nq configs/pr-ada.yaml
+  save
+  ;;
+fourteenth-ts)
+  # 2026-12-03, fourteenth session: the row sums of P on the tensor cores (variants/ts: with
+  # each P V, P times a column block of ones, m64n8k16, instead of two FADDs per score pair
+  # in the softmax; the Hopper wgmma kernels only, the L4 path's cubin unchanged), and the
+  # same with the early first wait (tse), against main's kernels: PR config (cuDNN / FA2 after
+  # it), d64 mid shapes, long shapes, d128 mid lengths. Archived after each step.
+  save() { tar czf "$out/fourteenth-ts.tgz" -C "$out" r; }
+  d64mid_config
+  long_config
+  mid2_config
+  ab ts .carry/variants/ts configs/pr.yaml
+  ab tse .carry/variants/tse configs/pr.yaml
+  save
+  peers pr configs/pr.yaml
+  for v in ts tse; do echo "== $v"; peer_table "$res/ab-$v.json" "$res/sdpa-pr.json"; done
+  save
+  ab ts-mid .carry/variants/ts "$res/d64mid.yaml"
+  ab ts-long .carry/variants/ts "$res/long.yaml"
+  ab ts-mid2 .carry/variants/ts "$res/mid2.yaml"
+  save
+  ab tse-mid .carry/variants/tse "$res/d64mid.yaml"
+  save
+  ;;
+fourteenth-o2)
+  # 2026-12-03, fourteenth session: P V's k-steps over two accumulators in the d64 kernels of
+  # one consumer (variants/o2 = kernels/: consecutive wgmma's of a P V independent, the two
+  # summed before the store; 232 registers, no spill; the d128 and three-consumer kernels
+  # and the L4 path unchanged), and o2 with the early first wait (o2e), against main's
+  # kernels: PR config (cuDNN / FA2 after it), d64 mid shapes, long shapes. If o2 regresses
+  # nowhere and the PR config has an improvement: the GPU tests, pr re-recorded (3
+  # processes) with kernels/, its stored-only A/A. Archived after each step.
+  save() { tar czf "$out/fourteenth-o2.tgz" -C "$out" r; }
+  d64mid_config
+  long_config
+  ab o2 .carry/variants/o2 configs/pr.yaml
+  ab o2e .carry/variants/o2e configs/pr.yaml
+  save
+  peers pr configs/pr.yaml
+  for v in o2 o2e; do echo "== $v"; peer_table "$res/ab-$v.json" "$res/sdpa-pr.json"; done
+  save
+  ab o2-mid .carry/variants/o2 "$res/d64mid.yaml"
+  ab o2e-mid .carry/variants/o2e "$res/d64mid.yaml"
+  ab o2-long .carry/variants/o2 "$res/long.yaml"
+  save
+  if no_regression "$res"/ab-o2.json "$res"/ab-o2-mid.json "$res"/ab-o2-long.json && python3 -c 'import json, sys
+sys.exit(0 if any(s.get("verdict") == "improvement" for s in json.load(open(sys.argv[1]))["shapes"]) else 1)' "$res/ab-o2.json"; then
+    echo "== kept: GPU tests, pr re-recorded with kernels/"
+    CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 150 "$it_tests" --ignored \
+      --test-threads=1 gpu:: --skip adversarial_gpu:: > "$res/gpu-tests.log" 2>&1
+    grep -E "test result|FAILED|panicked" "$res/gpu-tests.log" | head -4
+    save
+    timed timeout 200 "$bin" baseline update --processes 3 --config configs/pr.yaml \
+      --reason "kernel step: P V over two accumulators in the d64 kernels (issue 40)" > "$res/record-pr.txt" 2>&1
+    tail -2 "$res/record-pr.txt" | cut -c1-200
+    mkdir -p "$res/baselines" && cp -r baselines/nvidia-h200 "$res/baselines/"
+    save
+    stored_aa pr
+    save
+  else
+    echo "== not kept"
+  fi
+  ;;
+fourteenth-profile)
+  # 2026-12-03, fourteenth session: b4h16s512d64 as the gate times it, inputs in L2 (the PR
+  # config is `cache: hot`): ncu --set full --cache-control none of one launch of ours
+  # (main's kernels, the form the host picks) and of PyTorch's CUDNN_ATTENTION, after
+  # launches that left the inputs in L2; the earlier profiles (eleventh, thirteenth
+  # sessions) flushed the caches first. Details, raw metrics and the SASS with its stall
+  # samples as text.
+  timed timeout 150 ncu --clock-control none --cache-control none --set full --import-source no \
+    --kernel-name regex:^attention_fwd_ --launch-count 1 --export "$res/ours-hot" --force-overwrite \
+    "$bin" kernel-run --config configs/pr.yaml --kernels kernels --harness kernels \
+    --shape b4h16s512d64_f16 --no-reference > "$res/ncu-ours-hot.log" 2>&1
+  timed timeout 150 ncu --clock-control none --cache-control none --set full --import-source no \
+    --kernel-name regex:'sdpa|fmha|cudnn|attn' --launch-skip 5 --launch-count 1 --export "$res/cudnn-hot" --force-overwrite \
+    python3 -c "
+import torch, torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+q, k, v = (torch.randn(4, 16, 512, 64, device='cuda', dtype=torch.float16) for _ in range(3))
+with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+    for _ in range(8):
+        F.scaled_dot_product_attention(q, k, v)
+torch.cuda.synchronize()
+" > "$res/ncu-cudnn-hot.log" 2>&1
+  for rep in "$res"/*.ncu-rep; do
+    b=$(basename "$rep" .ncu-rep)
+    ncu --import "$rep" --page details > "$res/details-$b.txt" 2>&1
+    ncu --import "$rep" --page raw --csv > "$res/raw-$b.csv" 2>&1
+    ncu --import "$rep" --page source --csv --print-source sass > "$res/sass-$b.csv" 2>&1
+    rm -f "$rep"
+    echo "== $b"
+    grep -E "Duration|Issue Slots Busy|Warp Cycles Per Issued|DRAM Throughput|L2 Hit Rate|Grid Size" "$res/details-$b.txt" | head -8
+  done
+  tar czf "$out/fourteenth-profile.tgz" -C "$out" r
+  ;;
+fourteenth-sh)
+  # 2026-12-03, fourteenth session: the TMA producer sleeps in its waits (variants/shp =
+  # kernels/: try_wait with a 10 ms suspend-time hint, NANOSLEEP.SYNCS in the SASS, instead of
+  # spinning on the sub-partition it shares with a consumer warp; every wgmma kernel), and
+  # every wait so (sha: the consumers' too), against main's kernels: PR config (cuDNN / FA2
+  # after it), d64 mid shapes, long shapes, d128 mid lengths. If shp regresses nowhere and the
+  # PR config has an improvement: the GPU tests, pr re-recorded (3 processes) with kernels/,
+  # its stored-only A/A. Archived after each step.
+  save() { tar czf "$out/fourteenth-sh.tgz" -C "$out" r; }
+  d64mid_config
+  long_config
+  mid2_config
+  ab shp .carry/variants/shp configs/pr.yaml
+  ab sha .carry/variants/sha configs/pr.yaml
+  save
+  peers pr configs/pr.yaml
+  for v in shp sha; do echo "== $v"; peer_table "$res/ab-$v.json" "$res/sdpa-pr.json"; done
+  save
+  ab shp-mid .carry/variants/shp "$res/d64mid.yaml"
+  ab shp-long .carry/variants/shp "$res/long.yaml"
+  ab shp-mid2 .carry/variants/shp "$res/mid2.yaml"
+  save
+  if no_regression "$res"/ab-shp.json "$res"/ab-shp-mid.json "$res"/ab-shp-long.json "$res"/ab-shp-mid2.json && python3 -c 'import json, sys
+sys.exit(0 if any(s.get("verdict") == "improvement" for s in json.load(open(sys.argv[1]))["shapes"]) else 1)' "$res/ab-shp.json"; then
+    echo "== kept: GPU tests, pr re-recorded with kernels/"
+    CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 150 "$it_tests" --ignored \
+      --test-threads=1 gpu:: --skip adversarial_gpu:: > "$res/gpu-tests.log" 2>&1
+    grep -E "test result|FAILED|panicked" "$res/gpu-tests.log" | head -4
+    save
+    timed timeout 200 "$bin" baseline update --processes 3 --config configs/pr.yaml \
+      --reason "kernel step: the TMA producer sleeps in its waits (issue 40)" > "$res/record-pr.txt" 2>&1
+    tail -2 "$res/record-pr.txt" | cut -c1-200
+    mkdir -p "$res/baselines" && cp -r baselines/nvidia-h200 "$res/baselines/"
+    save
+    stored_aa pr
+    save
+  else
+    echo "== not kept"
+    ab sha-mid .carry/variants/sha "$res/d64mid.yaml"
+    save
+  fi
   ;;
 thirteenth)
   # Prepared 2026-12-03 (twelfth session) for the next one: the GPU tests and the tools' GPU
