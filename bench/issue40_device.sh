@@ -78,6 +78,8 @@
 #   bash bench/issue40_device.sh fourteenth-sh  # the producer sleeps in its waits (shp =
 #                                               # kernels/), every wait so (sha); if kept:
 #                                               # GPU tests, pr re-recorded, stored A/A
+#   bash bench/issue40_device.sh fourteenth-ablate  # b4h16s512d64 with one part of a step
+#                                               # removed (.carry/ablate/), ncu durations
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -896,6 +898,38 @@ sys.exit(0 if any(s.get("verdict") == "improvement" for s in json.load(open(sys.
     ab sha-mid .carry/variants/sha "$res/d64mid.yaml"
     save
   fi
+  ;;
+fourteenth-ablate)
+  # 2026-12-03, fourteenth session: what each part of a step costs b4h16s512d64, by ablation
+  # (.carry/ablate/<name>: main's kernels with one part removed, so the outputs are wrong and
+  # only their time means anything): nomufu (ex2 the identity), nomax (no row maxima),
+  # nosum (no row sums), norescale (no O rescale), nopv (no P V, so no P pack), nosoftmax (no
+  # mask and no softmax; P packed from the raw scores), base (unchanged). One launch each
+  # under ncu (inputs in L2, clocks as they were), REPS rounds over the variants in turn;
+  # the median duration per variant. The ablations: bench/variants/ablate-<name>.patch (base
+  # is kernels/ itself), each applied to a copy of kernels/ in .carry/ablate/<name>.
+  reps=${REPS:-4}
+  for r in $(seq 1 "$reps"); do
+    for v in base nomufu nomax nosum norescale nopv nosoftmax; do
+      timeout 40 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
+        --kernel-name regex:^attention_fwd_ --launch-count 1 \
+        "$bin" kernel-run --config configs/pr.yaml --kernels ".carry/ablate/$v" --harness kernels \
+        --shape b4h16s512d64_f16 --no-reference 2>&1 | grep gpu__time_duration \
+        | sed "s/^/$v,$r,/" >> "$res/ablate.csv"
+    done
+  done
+  python3 - "$res/ablate.csv" <<'PY'
+import csv, statistics, sys
+t, unit = {}, ""
+for row in csv.reader(open(sys.argv[1])):
+    t.setdefault(row[0], []).append(float(row[-1].replace(",", "")))
+    unit = row[-2]
+b = statistics.median(t.get("base", [float("nan")]))
+for v, xs in t.items():
+    m = statistics.median(xs)
+    print(f"{v:10} n={len(xs)} median {m:9.2f} {unit}  {100 * (m / b - 1):+6.1f}%  all {sorted(xs)}")
+PY
+  tar czf "$out/fourteenth-ablate.tgz" -C "$out" r
   ;;
 thirteenth)
   # Prepared 2026-12-03 (twelfth session) for the next one: the GPU tests and the tools' GPU
