@@ -80,6 +80,9 @@
 #                                               # GPU tests, pr re-recorded, stored A/A
 #   bash bench/issue40_device.sh fourteenth-ablate  # b4h16s512d64 with one part of a step
 #                                               # removed (.carry/ablate/), ncu durations
+#   bash bench/issue40_device.sh fifteenth-im3  # prepared: the row maxima by VIMNMX3
+#                                               # (variants/im3, im3e); GPU tests; if kept
+#                                               # (kernels/ = im3): pr re-recorded, A/A
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -930,6 +933,55 @@ for v, xs in t.items():
     print(f"{v:10} n={len(xs)} median {m:9.2f} {unit}  {100 * (m / b - 1):+6.1f}%  all {sorted(xs)}")
 PY
   tar czf "$out/fourteenth-ablate.tgz" -C "$out" r
+  ;;
+fifteenth-im3)
+  # Prepared 2026-12-03 (fourteenth session) for the next one: the ablation's lead (the row
+  # maxima are the dearest part of the softmax, by their count). variants/im3: the wgmma
+  # kernels take a tile's row maxima by VIMNMX3 (__vimax3_s32, two scores an instruction) on
+  # the scores' bits, falling back to fmaxf for a warp where some row's tile holds no score
+  # >= +0; im3e: with the early first wait. Build them first:
+  #   for v in im3 im3e; do mkdir -p .carry/variants/$v && cp kernels/*.cu .carry/variants/$v/ \
+  #     && patch -d .carry/variants/$v -p1 < bench/variants/$v.patch; done
+  # Against main's kernels: PR config (cuDNN / FA2 after it), d64 mid shapes, long shapes,
+  # d128 mid lengths; the GPU tests with kernels/ = im3 (among them
+  # kernels_are_right_where_a_tile_has_no_positive_score, the fallback's test). If im3
+  # regresses nowhere, the GPU tests pass and the PR config has an improvement: pr
+  # re-recorded (3 processes) with kernels/ (= im3: copy it there before the call), its
+  # stored-only A/A. Archived after each step.
+  save() { tar czf "$out/fifteenth-im3.tgz" -C "$out" r; }
+  d64mid_config
+  long_config
+  mid2_config
+  ab im3 .carry/variants/im3 configs/pr.yaml
+  ab im3e .carry/variants/im3e configs/pr.yaml
+  save
+  peers pr configs/pr.yaml
+  for v in im3 im3e; do echo "== $v"; peer_table "$res/ab-$v.json" "$res/sdpa-pr.json"; done
+  save
+  ab im3-mid .carry/variants/im3 "$res/d64mid.yaml"
+  ab im3-long .carry/variants/im3 "$res/long.yaml"
+  ab im3-mid2 .carry/variants/im3 "$res/mid2.yaml"
+  save
+  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 150 "$it_tests" --ignored \
+    --test-threads=1 gpu:: --skip adversarial_gpu:: > "$res/gpu-tests.log" 2>&1
+  grep -E "test result|FAILED|panicked" "$res/gpu-tests.log" | head -4
+  save
+  if cmp -s kernels/attention.cu .carry/variants/im3/attention.cu \
+    && grep -q "test result: ok" "$res/gpu-tests.log" \
+    && no_regression "$res"/ab-im3.json "$res"/ab-im3-mid.json "$res"/ab-im3-long.json "$res"/ab-im3-mid2.json \
+    && python3 -c 'import json, sys
+sys.exit(0 if any(s.get("verdict") == "improvement" for s in json.load(open(sys.argv[1]))["shapes"]) else 1)' "$res/ab-im3.json"; then
+    echo "== kept: pr re-recorded with kernels/ (= im3)"
+    timed timeout 200 "$bin" baseline update --processes 3 --config configs/pr.yaml \
+      --reason "kernel step: the row maxima by VIMNMX3 (issue 40)" > "$res/record-pr.txt" 2>&1
+    tail -2 "$res/record-pr.txt" | cut -c1-200
+    mkdir -p "$res/baselines" && cp -r baselines/nvidia-h200 "$res/baselines/"
+    save
+    stored_aa pr
+    save
+  else
+    echo "== not kept (or kernels/ is not im3)"
+  fi
   ;;
 thirteenth)
   # Prepared 2026-12-03 (twelfth session) for the next one: the GPU tests and the tools' GPU

@@ -214,6 +214,63 @@ fn kernels_match_the_cpu_reference_on_random_shapes() {
     }
 }
 
+/// Rows whose scores are all negative in some of their K/V tiles and not in others: in the
+/// first half of each head's keys every key element is <= -0 and, in even heads, every query
+/// element >= +0 (so q·k <= 0 there); the rest random. A kernel may take a tile's row maxima
+/// from the scores' bits compared as integers, which is the float maximum only where the
+/// tile holds a score >= +0 (bench/variants/im3.patch), and must fall back on the other
+/// tiles; the causal shapes add masked keys (-inf) among them.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn kernels_are_right_where_a_tile_has_no_positive_score() {
+    let gpu = gpu();
+    let mut rng = ChaCha8Rng::seed_from_u64(13);
+    let cases = [
+        ShapeParams::new(4, 16, 512, 64, false, Dtype::Float16),
+        ShapeParams::new(4, 16, 513, 64, true, Dtype::Float16),
+        ShapeParams::new(1, 8, 200, 64, true, Dtype::Bfloat16),
+        ShapeParams::new(2, 8, 1537, 64, false, Dtype::Bfloat16),
+        ShapeParams::new(2, 4, 300, 128, true, Dtype::Float16),
+        ShapeParams::new(1, 4, 1100, 128, false, Dtype::Float16),
+    ];
+    for shape in cases {
+        let n = shape.elements();
+        let (s, d) = (shape.seq_len as usize, shape.head_dim as usize);
+        let mut q = random_bits(&mut rng, shape.dtype, n);
+        let mut k = random_bits(&mut rng, shape.dtype, n);
+        let v = random_bits(&mut rng, shape.dtype, n);
+        for (bh, (qh, kh)) in q.chunks_mut(s * d).zip(k.chunks_mut(s * d)).enumerate() {
+            if bh % 2 == 0 {
+                qh.iter_mut().for_each(|x| *x &= 0x7fff);
+            }
+            kh[..(s / 2) * d].iter_mut().for_each(|x| *x |= 0x8000);
+        }
+        let want = attention(
+            &decode(shape.dtype, &q),
+            &decode(shape.dtype, &k),
+            &decode(shape.dtype, &v),
+            Problem {
+                batch_heads: (shape.batch * shape.heads) as usize,
+                seq_len: s,
+                head_dim: d,
+                scale: f64::from(shape.scale()),
+                causal: shape.causal,
+            },
+        );
+        let bound = match shape.dtype {
+            Dtype::Float16 => 1e-3,
+            Dtype::Bfloat16 => 8e-3,
+        };
+        let fast = attention_on_host(&gpu, Which::Fast, &shape, &q, &k, &v).unwrap();
+        check(
+            &format!("{shape} fast, no positive score"),
+            &fast,
+            &want,
+            bound,
+        );
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn parity_and_measurement_of_a_pr_shape() {
