@@ -939,9 +939,11 @@ fifteenth-im3)
   # maxima are the dearest part of the softmax, by their count). variants/im3: the wgmma
   # kernels take a tile's row maxima by VIMNMX3 (__vimax3_s32, two scores an instruction) on
   # the scores' bits, falling back to fmaxf for a warp where some row's tile holds no score
-  # >= +0; im3e: with the early first wait. Build them first:
+  # >= +0; im3e: with the early first wait. Build them from main's kernels first, then (to
+  # record if kept) put im3 in kernels/:
   #   for v in im3 im3e; do mkdir -p .carry/variants/$v && cp kernels/*.cu .carry/variants/$v/ \
   #     && patch -d .carry/variants/$v -p1 < bench/variants/$v.patch; done
+  #   cp .carry/variants/im3/attention.cu kernels/
   # Against main's kernels: PR config (cuDNN / FA2 after it), d64 mid shapes, long shapes,
   # d128 mid lengths; the GPU tests with kernels/ = im3 (among them
   # kernels_are_right_where_a_tile_has_no_positive_score, the fallback's test). If im3
