@@ -316,6 +316,32 @@ for f in sys.argv[1:]:
 ' "$@"
 }
 
+# exit 0 when an A/B result has a shape the gate called an improvement: improved FILE
+improved() {
+  python3 -c 'import json, sys
+sys.exit(0 if any(s.get("verdict") == "improvement" for s in json.load(open(sys.argv[1]))["shapes"]) else 1)' "$1"
+}
+
+# the GPU tests (the adversarial ones left out) into gpu-tests.log, its summary printed
+gpu_tests() {
+  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 150 "$it_tests" --ignored \
+    --test-threads=1 gpu:: --skip adversarial_gpu:: > "$res/gpu-tests.log" 2>&1
+  grep -E "test result|FAILED|panicked" "$res/gpu-tests.log" | head -4
+}
+
+# configs/CFG.yaml's baseline re-recorded with kernels/ (3 processes) for REASON, the
+# baselines copied to the results, then CFG's stored-only A/A; the mode's `save` after each:
+# record_with_kernels CFG REASON
+record_with_kernels() {
+  timed timeout 200 "$bin" baseline update --processes 3 --config "configs/$1.yaml" \
+    --reason "$2" > "$res/record-$1.txt" 2>&1
+  tail -2 "$res/record-$1.txt" | cut -c1-200
+  mkdir -p "$res/baselines" && cp -r baselines/nvidia-h200 "$res/baselines/"
+  save
+  stored_aa "$1"
+  save
+}
+
 # FA2 and cuDNN on configs/pr-ada.yaml's shapes (the independent harness), into sdpa-ada.json
 ada_peers() {
   peers ada configs/pr-ada.yaml
@@ -585,9 +611,7 @@ thirteenth-cr)
   peers long "$res/long.yaml"
   peer_table "$res/ab-cr-long.json" "$res/sdpa-long.json"
   save
-  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 150 "$it_tests" --ignored \
-    --test-threads=1 gpu:: --skip adversarial_gpu:: > "$res/gpu-tests.log" 2>&1
-  grep -E "test result|FAILED|panicked" "$res/gpu-tests.log" | head -4
+  gpu_tests
   save
   gpu_tools_tests
   save
@@ -666,17 +690,10 @@ thirteenth-tm)
   ab tm-ada-d64 .carry/variants/tm "$res/ada-d64.yaml"
   ab tm-mid2 .carry/variants/tm "$res/mid2.yaml"
   save
-  if no_regression "$res"/ab-tm*.json && python3 -c 'import json, sys
-sys.exit(0 if any(s.get("verdict") == "improvement" for s in json.load(open(sys.argv[1]))["shapes"]) else 1)' "$res/ab-tm.json"; then
+  if no_regression "$res"/ab-tm*.json && improved "$res/ab-tm.json"; then
     echo "== kept: re-recording pr and pr-ada with kernels/"
     for cfg in pr pr-ada; do
-      timed timeout 200 "$bin" baseline update --processes 3 --config configs/$cfg.yaml \
-        --reason "kernel step: the softmax's row maxima by a tree (issue 40)" > "$res/record-$cfg.txt" 2>&1
-      tail -2 "$res/record-$cfg.txt" | cut -c1-200
-      mkdir -p "$res/baselines" && cp -r baselines/nvidia-h200 "$res/baselines/"
-      save
-      stored_aa "$cfg"
-      save
+      record_with_kernels "$cfg" "kernel step: the softmax's row maxima by a tree (issue 40)"
     done
   else
     echo "== not kept: no re-recording"
@@ -809,20 +826,11 @@ fourteenth-o2)
   ab o2e-mid .carry/variants/o2e "$res/d64mid.yaml"
   ab o2-long .carry/variants/o2 "$res/long.yaml"
   save
-  if no_regression "$res"/ab-o2.json "$res"/ab-o2-mid.json "$res"/ab-o2-long.json && python3 -c 'import json, sys
-sys.exit(0 if any(s.get("verdict") == "improvement" for s in json.load(open(sys.argv[1]))["shapes"]) else 1)' "$res/ab-o2.json"; then
+  if no_regression "$res"/ab-o2.json "$res"/ab-o2-mid.json "$res"/ab-o2-long.json && improved "$res/ab-o2.json"; then
     echo "== kept: GPU tests, pr re-recorded with kernels/"
-    CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 150 "$it_tests" --ignored \
-      --test-threads=1 gpu:: --skip adversarial_gpu:: > "$res/gpu-tests.log" 2>&1
-    grep -E "test result|FAILED|panicked" "$res/gpu-tests.log" | head -4
+    gpu_tests
     save
-    timed timeout 200 "$bin" baseline update --processes 3 --config configs/pr.yaml \
-      --reason "kernel step: P V over two accumulators in the d64 kernels (issue 40)" > "$res/record-pr.txt" 2>&1
-    tail -2 "$res/record-pr.txt" | cut -c1-200
-    mkdir -p "$res/baselines" && cp -r baselines/nvidia-h200 "$res/baselines/"
-    save
-    stored_aa pr
-    save
+    record_with_kernels pr "kernel step: P V over two accumulators in the d64 kernels (issue 40)"
   else
     echo "== not kept"
   fi
@@ -882,20 +890,11 @@ fourteenth-sh)
   ab shp-long .carry/variants/shp "$res/long.yaml"
   ab shp-mid2 .carry/variants/shp "$res/mid2.yaml"
   save
-  if no_regression "$res"/ab-shp.json "$res"/ab-shp-mid.json "$res"/ab-shp-long.json "$res"/ab-shp-mid2.json && python3 -c 'import json, sys
-sys.exit(0 if any(s.get("verdict") == "improvement" for s in json.load(open(sys.argv[1]))["shapes"]) else 1)' "$res/ab-shp.json"; then
+  if no_regression "$res"/ab-shp.json "$res"/ab-shp-mid.json "$res"/ab-shp-long.json "$res"/ab-shp-mid2.json && improved "$res/ab-shp.json"; then
     echo "== kept: GPU tests, pr re-recorded with kernels/"
-    CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 150 "$it_tests" --ignored \
-      --test-threads=1 gpu:: --skip adversarial_gpu:: > "$res/gpu-tests.log" 2>&1
-    grep -E "test result|FAILED|panicked" "$res/gpu-tests.log" | head -4
+    gpu_tests
     save
-    timed timeout 200 "$bin" baseline update --processes 3 --config configs/pr.yaml \
-      --reason "kernel step: the TMA producer sleeps in its waits (issue 40)" > "$res/record-pr.txt" 2>&1
-    tail -2 "$res/record-pr.txt" | cut -c1-200
-    mkdir -p "$res/baselines" && cp -r baselines/nvidia-h200 "$res/baselines/"
-    save
-    stored_aa pr
-    save
+    record_with_kernels pr "kernel step: the TMA producer sleeps in its waits (issue 40)"
   else
     echo "== not kept"
     ab sha-mid .carry/variants/sha "$res/d64mid.yaml"
@@ -964,23 +963,14 @@ fifteenth-im3)
   ab im3-long .carry/variants/im3 "$res/long.yaml"
   ab im3-mid2 .carry/variants/im3 "$res/mid2.yaml"
   save
-  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 150 "$it_tests" --ignored \
-    --test-threads=1 gpu:: --skip adversarial_gpu:: > "$res/gpu-tests.log" 2>&1
-  grep -E "test result|FAILED|panicked" "$res/gpu-tests.log" | head -4
+  gpu_tests
   save
   if cmp -s kernels/attention.cu .carry/variants/im3/attention.cu \
     && grep -q "test result: ok" "$res/gpu-tests.log" \
     && no_regression "$res"/ab-im3.json "$res"/ab-im3-mid.json "$res"/ab-im3-long.json "$res"/ab-im3-mid2.json \
-    && python3 -c 'import json, sys
-sys.exit(0 if any(s.get("verdict") == "improvement" for s in json.load(open(sys.argv[1]))["shapes"]) else 1)' "$res/ab-im3.json"; then
+    && improved "$res/ab-im3.json"; then
     echo "== kept: pr re-recorded with kernels/ (= im3)"
-    timed timeout 200 "$bin" baseline update --processes 3 --config configs/pr.yaml \
-      --reason "kernel step: the row maxima by VIMNMX3 (issue 40)" > "$res/record-pr.txt" 2>&1
-    tail -2 "$res/record-pr.txt" | cut -c1-200
-    mkdir -p "$res/baselines" && cp -r baselines/nvidia-h200 "$res/baselines/"
-    save
-    stored_aa pr
-    save
+    record_with_kernels pr "kernel step: the row maxima by VIMNMX3 (issue 40)"
   else
     echo "== not kept (or kernels/ is not im3)"
   fi
@@ -991,9 +981,7 @@ thirteenth)
   # run), then the long shapes' table by the independent harness (the nightly rows of issue
   # 40's table were last timed by it in the tenth session); archived after each step.
   save() { tar czf "$out/thirteenth.tgz" -C "$out" r; }
-  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 150 "$it_tests" --ignored \
-    --test-threads=1 gpu:: --skip adversarial_gpu:: > "$res/gpu-tests.log" 2>&1
-  grep -E "test result|FAILED|panicked" "$res/gpu-tests.log" | head -4
+  gpu_tests
   gpu_tools_tests
   save
   long_config

@@ -118,6 +118,16 @@ fn hostile_store(dir: &Path) -> (PathBuf, PathBuf, serde_json::Value) {
     (store, file, raw)
 }
 
+/// `baseline show` of a store it must refuse: exit 2, a clean error, which it returns.
+fn show_refused(store: &Path) -> String {
+    let a = bin()
+        .args(["baseline", "show", "--baselines"])
+        .arg(store)
+        .assert()
+        .code(2);
+    assert_clean_error(&a)
+}
+
 fn update(baselines: &Path, from: &Path) -> Assert {
     // A copy of the file (of the same name), with the config it says it was measured with,
     // where it can be read at all (`common::measured_with`).
@@ -189,12 +199,7 @@ fn multibyte_commits_are_refused_without_a_panic() {
     assert_clean_error(&a);
 
     // A stored baseline with a multibyte provenance.commit: show and update name it.
-    let a = bin()
-        .args(["baseline", "show", "--baselines"])
-        .arg(hostile("baselines-multibyte-commit"))
-        .assert()
-        .code(2);
-    let err = assert_clean_error(&a);
+    let err = show_refused(&hostile("baselines-multibyte-commit"));
     assert!(
         err.contains("nvidia-h200/pr.json: provenance.commit:"),
         "{err}"
@@ -408,12 +413,7 @@ fn rounds_per_process_that_overflow_are_refused_by_key() {
     // u64::MAX + (rounds + 1) wraps to `rounds`.
     raw["shapes"][0]["process_rounds"] = serde_json::json!([u64::MAX, rounds + 1]);
     std::fs::write(&file, raw.to_string()).unwrap();
-    let a = bin()
-        .args(["baseline", "show", "--baselines"])
-        .arg(&store)
-        .assert()
-        .code(2);
-    let err = assert_clean_error(&a);
+    let err = show_refused(&store);
     assert!(
         err.contains("shapes[0].process_rounds") && err.contains("add up to the rounds"),
         "{err}"
@@ -749,12 +749,7 @@ fn a_hostile_launch_is_refused_by_key() {
         "threads_per_block": 256, "dynamic_smem_bytes": 1024
     });
     std::fs::write(&file, raw.to_string()).unwrap();
-    let a = bin()
-        .args(["baseline", "show", "--baselines"])
-        .arg(&store)
-        .assert()
-        .code(2);
-    let err = assert_clean_error(&a);
+    let err = show_refused(&store);
     assert!(err.contains("shapes[0].launch.kernel"), "{err}");
 
     let mut results: serde_json::Value =

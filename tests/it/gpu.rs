@@ -82,6 +82,30 @@ fn check(name: &str, got: &[f32], want: &[f64], rel_bound: f64) {
     );
 }
 
+/// The CPU float64 reference on a shape's 16-bit inputs.
+fn cpu_attention(shape: &ShapeParams, q: &[u16], k: &[u16], v: &[u16]) -> Vec<f64> {
+    attention(
+        &decode(shape.dtype, q),
+        &decode(shape.dtype, k),
+        &decode(shape.dtype, v),
+        Problem {
+            batch_heads: (shape.batch * shape.heads) as usize,
+            seq_len: shape.seq_len as usize,
+            head_dim: shape.head_dim as usize,
+            scale: f64::from(shape.scale()),
+            causal: shape.causal,
+        },
+    )
+}
+
+/// The relative L2 error the fast kernels must stay under against `cpu_attention`.
+fn fast_bound(dtype: Dtype) -> f64 {
+    match dtype {
+        Dtype::Float16 => 1e-3,
+        Dtype::Bfloat16 => 8e-3,
+    }
+}
+
 /// Ignored as the other GPU tests are, and also (with both reasons) where build.rs found no
 /// golden data; run without the data, it fails.
 #[test]
@@ -180,22 +204,8 @@ fn kernels_match_the_cpu_reference_on_random_shapes() {
             random_bits(&mut rng, shape.dtype, n),
             random_bits(&mut rng, shape.dtype, n),
         );
-        let want = attention(
-            &decode(shape.dtype, &q),
-            &decode(shape.dtype, &k),
-            &decode(shape.dtype, &v),
-            Problem {
-                batch_heads: (shape.batch * shape.heads) as usize,
-                seq_len: shape.seq_len as usize,
-                head_dim: shape.head_dim as usize,
-                scale: f64::from(shape.scale()),
-                causal: shape.causal,
-            },
-        );
-        let bound = match shape.dtype {
-            Dtype::Float16 => 1e-3,
-            Dtype::Bfloat16 => 8e-3,
-        };
+        let want = cpu_attention(&shape, &q, &k, &v);
+        let bound = fast_bound(shape.dtype);
         if matches!(shape.head_dim, 64 | 128) {
             let fast = attention_on_host(&gpu, Which::Fast, &shape, &q, &k, &v).unwrap();
             check(&format!("{shape} fast"), &fast, &want, bound);
@@ -245,22 +255,8 @@ fn kernels_are_right_where_a_tile_has_no_positive_score() {
             }
             kh[..(s / 2) * d].iter_mut().for_each(|x| *x |= 0x8000);
         }
-        let want = attention(
-            &decode(shape.dtype, &q),
-            &decode(shape.dtype, &k),
-            &decode(shape.dtype, &v),
-            Problem {
-                batch_heads: (shape.batch * shape.heads) as usize,
-                seq_len: s,
-                head_dim: d,
-                scale: f64::from(shape.scale()),
-                causal: shape.causal,
-            },
-        );
-        let bound = match shape.dtype {
-            Dtype::Float16 => 1e-3,
-            Dtype::Bfloat16 => 8e-3,
-        };
+        let want = cpu_attention(&shape, &q, &k, &v);
+        let bound = fast_bound(shape.dtype);
         let fast = attention_on_host(&gpu, Which::Fast, &shape, &q, &k, &v).unwrap();
         check(
             &format!("{shape} fast, no positive score"),
@@ -664,18 +660,7 @@ fn the_shipped_kernel_is_right_on_every_input_class() {
             let out = attention_on_host(&gpu, Which::Fast, &shape, &q, &k, &v).unwrap();
             let heads = (shape.batch * shape.heads) as usize;
             let (s, d) = (shape.seq_len as usize, shape.head_dim as usize);
-            let want = attention(
-                &decode(shape.dtype, &q),
-                &decode(shape.dtype, &k),
-                &decode(shape.dtype, &v),
-                Problem {
-                    batch_heads: heads,
-                    seq_len: s,
-                    head_dim: d,
-                    scale: f64::from(shape.scale()),
-                    causal: shape.causal,
-                },
-            );
+            let want = cpu_attention(&shape, &q, &k, &v);
             for h in 0..heads {
                 let class = |role: Role, seed: u64| {
                     let key = mixture::fill_key(seed);
