@@ -237,6 +237,44 @@ CG_DEV void mask_scores(float* s, int n0, int lane, const int* lim) {
             if (key0 + nb * 8 + (e & 1) > lim[e >> 1]) s[nb * 4 + e] = NEG_INF;
 }
 
+// The tile's row maxima (tmax[h], quad-reduced) by Hopper's three-input integer max
+// (VIMNMX3, the DPX __vimax3_s32): two scores an instruction where fmaxf takes one. Float
+// bits order as signed integers among floats >= +0, and every other float's bits (negative,
+// -0, -inf) are below them, so where a row's tile holds a score >= +0 the integer maximum of
+// the bits is the float maximum. Where some row of the warp has none (all its scores
+// negative, masked or -0), the warp takes the float maxima instead, as before.
+template <int NB>
+CG_DEV void tile_row_max_dpx(const float* s, float* tmax) {
+    const float NEG_INF = -__int_as_float(0x7f800000);
+    int im[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        int m = (int)0x80000000u;
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb)
+            m = __vimax3_s32(m, __float_as_int(s[nb * 4 + 2 * h]),
+                             __float_as_int(s[nb * 4 + 2 * h + 1]));
+        m = max(m, __shfl_xor_sync(0xffffffffu, m, 1));
+        m = max(m, __shfl_xor_sync(0xffffffffu, m, 2));
+        im[h] = m;
+    }
+    if (__any_sync(0xffffffffu, (im[0] | im[1]) < 0)) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float mx = NEG_INF;
+#pragma unroll
+            for (int nb = 0; nb < NB; ++nb)
+                mx = fmaxf(mx, fmaxf(s[nb * 4 + 2 * h], s[nb * 4 + 2 * h + 1]));
+            mx = fmaxf(mx, shfl_xor(mx, 1));
+            mx = fmaxf(mx, shfl_xor(mx, 2));
+            tmax[h] = mx;
+        }
+    } else {
+        tmax[0] = __int_as_float(im[0]);
+        tmax[1] = __int_as_float(im[1]);
+    }
+}
+
 // Online softmax of one tile of a row block, in place, fp32: scores -> unnormalised
 // probabilities p = exp2(s * scale * log2(e) - base) (one FFMA + one ex2 per element, sl2 =
 // scale * log2(e)); the row maxima m_r and per-lane partial sums l_r move on. The row half's
@@ -246,18 +284,25 @@ CG_DEV void mask_scores(float* s, int n0, int lane, const int* lim) {
 //           registers, nothing else writes it);
 //   DB = 0: left to the caller, alpha[h] returned for rescale_o (the wgmma kernel: O may
 //           still be written by the tensor cores, so it is scaled after their wait).
-template <int NB, int DB = 0>
+// IMAX: the tile's row maxima by tile_row_max_dpx (sm_90; the d128 wgmma kernels).
+template <int NB, int DB = 0, bool IMAX = false>
 CG_DEV void softmax_tile(float* s, float* m_r, float* l_r, float* alpha, float sl2,
                          float* o = nullptr) {
     const float NEG_INF = -__int_as_float(0x7f800000);
+    float tmax[2];
+    if (IMAX) tile_row_max_dpx<NB>(s, tmax);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         float mx = m_r[h];
+        if (IMAX) {
+            mx = fmaxf(mx, tmax[h]);
+        } else {
 #pragma unroll
-        for (int nb = 0; nb < NB; ++nb)
-            mx = fmaxf(mx, fmaxf(s[nb * 4 + 2 * h], s[nb * 4 + 2 * h + 1]));
-        mx = fmaxf(mx, shfl_xor(mx, 1));
-        mx = fmaxf(mx, shfl_xor(mx, 2));
+            for (int nb = 0; nb < NB; ++nb)
+                mx = fmaxf(mx, fmaxf(s[nb * 4 + 2 * h], s[nb * 4 + 2 * h + 1]));
+            mx = fmaxf(mx, shfl_xor(mx, 1));
+            mx = fmaxf(mx, shfl_xor(mx, 2));
+        }
         // exp2 base; a row with no visible key so far keeps base 0 (p = 0, no NaN)
         const float base = (mx == NEG_INF) ? 0.f : mx * sl2;
         const float a = ex2(fmaf(m_r[h], sl2, -base));  // old-state rescale
@@ -774,13 +819,13 @@ CG_DEV void wg_issue_pv(float* o, const unsigned (*pf)[4], unsigned vt) {
 
 // Scores of a tile's first NT keys from n0 (landed) -> masked where the tile crosses a row's
 // limit (lim_min: the smallest), softmax (softmax_tile, alpha left to the caller).
-template <int NT>
+template <int NT, bool IMAX = false>
 CG_DEV void scores_to_p_tile(float* s, int n0, int lane, const int* lim, int lim_min,
                              float* m_r, float* l_r, float* alpha, float sl2) {
 #pragma unroll
     for (int i = 0; i < NT / 2; ++i) reg_fence(s[i]);
     if (tile_needs_mask(n0, NT, lim_min)) mask_scores<NT / 8>(s, n0, lane, lim);
-    softmax_tile<NT / 8>(s, m_r, l_r, alpha, sl2);
+    softmax_tile<NT / 8, 0, IMAX>(s, m_r, l_r, alpha, sl2);
 }
 
 // D: head_dim (64 or 128); BN: keys per K/V tile (64 or 128); NWG: warpgroups per CTA
@@ -1329,8 +1374,9 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
         auto issue_pv = [&](unsigned vt) { wg_issue_pv<D, BN, BF16>(o, pf, vt); };
         const bool narrow = sub_narrow(m0);
         auto scores_to_p = [&](int j) {  // S_j (landed) -> masked, softmax
-            scores_to_p_tile<BN>(s, tile_key0(j, narrow), lane, lim, cta_lim_min, m_r, l_r,
-                                 alpha, sl2);
+            // the row maxima by VIMNMX3 at d128 only: the d64 kernels measured slower with it
+            scores_to_p_tile<BN, D == 128>(s, tile_key0(j, narrow), lane, lim, cta_lim_min,
+                                           m_r, l_r, alpha, sl2);
         };
         auto o_landed = [&]() {
 #pragma unroll
@@ -1413,7 +1459,8 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
                 stage0_begin();
                 wg_issue_qk<D, BN, BM, BF16, NARROW>(s, q_wg, k_tile(slot(0)));
                 stage0_end();
-                scores_to_p_tile<NARROW>(s, 0, lane, lim, cta_lim_min, m_r, l_r, alpha, sl2);
+                scores_to_p_tile<NARROW, D == 128>(s, 0, lane, lim, cta_lim_min, m_r, l_r,
+                                                   alpha, sl2);
                 pack_p<NARROW / 16, BF16>(s, pf);
             }
             if (narrow) {  // tile 1 with P V of the narrow tile 0 (n_tiles > 1: see sub_narrow)
