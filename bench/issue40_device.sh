@@ -1127,7 +1127,9 @@ fifteenth-checks)
   timed timeout 150 python3 bench/kernel_check.py --no-timing --out "$res/kc.json" > "$res/kc.log" 2>&1
   grep -E "rand|FAIL|FAILURE|passed|failed" "$res/kc.log" | tail -4 | cut -c1-200
   save
-  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 240 "$it_tests" --ignored \
+  # (240 s was too short on 2026-12-03, call 5: the whole suite took 299 s in issue 36's
+  # session, PERF.md; a call of this mode needs about 560 s)
+  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 420 "$it_tests" --ignored \
     --test-threads=1 adversarial_gpu:: > "$res/attacks.log" 2>&1
   grep -E "test result|FAILED|panicked" "$res/attacks.log" | head -4
   save
