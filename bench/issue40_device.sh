@@ -336,17 +336,21 @@ import json, sys
 for f in sys.argv[1:]:
     r = json.load(open(f))
     sh = r.get("shapes", [])
+    faster = lambda s: ((s.get("ab") or {}).get("ratio") or 1) < 1  # no ratio: not faster
     ok = lambda s: s.get("verdict") in ("pass", "improvement") or (
-        s.get("verdict") == "inconclusive" and ((s.get("ab") or {}).get("ratio") or 2) < 1)
+        s.get("verdict") == "inconclusive" and faster(s))
     if not (r.get("passed") and sh and all(ok(s) for s in sh)):
         sys.exit(1)
 ' "$@"
 }
 
-# exit 0 when an A/B result has a shape the gate called an improvement: improved FILE
+# exit 0 when some A/B result given has a shape the gate called an improvement (with
+# IN=TEXT, a shape whose name holds TEXT): [IN=TEXT] improved FILE...
 improved() {
   python3 -c 'import json, sys
-sys.exit(0 if any(s.get("verdict") == "improvement" for s in json.load(open(sys.argv[1]))["shapes"]) else 1)' "$1"
+want = sys.argv[1]
+sys.exit(0 if any(s.get("verdict") == "improvement" and want in s["name"]
+                  for f in sys.argv[2:] for s in json.load(open(f))["shapes"]) else 1)' "${IN:-}" "$@"
 }
 
 # the GPU tests (the adversarial ones left out) into gpu-tests.log, its summary printed
@@ -1065,11 +1069,7 @@ sys.exit(0 if v and "regression" not in v else 1)' "$res/ab-im3t.json"; then
     ab im3t-long .carry/variants/im3t "$res/long.yaml"
     save
     if no_regression "$res"/ab-im3t.json "$res"/ab-im3t-mid.json "$res"/ab-im3t-long.json \
-      && python3 -c '
-import json, sys
-sys.exit(0 if any(s.get("verdict") == "improvement" and "d64" in s["name"]
-                  for f in sys.argv[1:] for s in json.load(open(f))["shapes"]) else 1)' \
-        "$res"/ab-im3t.json "$res"/ab-im3t-mid.json "$res"/ab-im3t-long.json; then
+      && IN=d64 improved "$res"/ab-im3t.json "$res"/ab-im3t-mid.json "$res"/ab-im3t-long.json; then
       keep_t=yes
     fi
   fi
@@ -1108,10 +1108,7 @@ fifteenth-im3m)
   peers long "$res/long.yaml"
   peer_table "$res/ab-step-long.json" "$res/sdpa-long.json"
   save
-  if no_regression "$res/ab-im3m.json" && python3 -c '
-import json, sys
-sys.exit(0 if any(s.get("verdict") == "improvement" and "d64" in s["name"]
-                  for s in json.load(open(sys.argv[1]))["shapes"]) else 1)' "$res/ab-im3m.json"; then
+  if no_regression "$res/ab-im3m.json" && IN=d64 improved "$res/ab-im3m.json"; then
     BASE=kernels ab im3m-mid .carry/variants/im3m "$res/d64mid.yaml"
     BASE=kernels ab im3m-long .carry/variants/im3m "$res/long.yaml"
     save
@@ -1163,11 +1160,7 @@ sixteenth-early)
   r="$res/ab-early.json $res/ab-early-mid.json $res/ab-early-long.json $res/ab-early-mid2.json"
   # shellcheck disable=SC2086
   if cmp -s kernels/attention.cu .carry/variants/im3de/attention.cu \
-    && grep -q "test result: ok" "$res/gpu-tests.log" && no_slower $r \
-    && python3 -c '
-import json, sys
-sys.exit(0 if any(s.get("verdict") == "improvement"
-                  for f in sys.argv[1:] for s in json.load(open(f))["shapes"]) else 1)' $r; then
+    && grep -q "test result: ok" "$res/gpu-tests.log" && no_slower $r && improved $r; then
     echo "== kept: pr and pr-ada re-recorded with kernels/ (= im3de)"
     record_with_kernels pr "kernel step: the early first wait (issue 40)"
     record_with_kernels pr-ada "kernel step: the early first wait (issue 40)"
