@@ -94,6 +94,14 @@
 #   bash bench/issue40_device.sh fifteenth-checks # kernels/: sanitize, kernel_check, attacks
 #   bash bench/issue40_device.sh sixteenth-early # prepared: the early first wait on im3d
 #                                               # (variants/im3de); a record only if kept
+#   bash bench/issue40_device.sh sixteenth       # call 1 of 2026-12-04: the early first wait on
+#                                               # im3d (variants/im3de) on the PR, d64 mid, long
+#                                               # and d128 mid shapes, then the attack suite
+#   bash bench/issue40_device.sh sixteenth-ld    # call 2: whole-tile loads without bounds in
+#                                               # the mma.sync kernels (variants/ld = kernels/)
+#                                               # on the L4 path; the PR table (main's A/A)
+#   bash bench/issue40_device.sh sixteenth-record # call 3: kernels/ (= ld) under compute-sanitizer
+#                                               # on the L4 path; pr, pr-ada re-recorded, A/As
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -1130,6 +1138,73 @@ fifteenth-checks)
     --test-threads=1 adversarial_gpu:: > "$res/attacks.log" 2>&1
   grep -E "test result|FAILED|panicked" "$res/attacks.log" | head -4
   save
+  ;;
+sixteenth)
+  # 2026-12-04 (sixteenth session), call 1: sixteenth-early's A/Bs without peers, tests or a
+  # record (variants/im3de against .carry/k-base = main's kernels, im3d), then the attack
+  # suite with kernels/ = im3d (it did not finish in the fifteenth session's call 5).
+  # Archived after each step.
+  save() { tar czf "$out/sixteenth.tgz" -C "$out" r; }
+  d64mid_config
+  long_config
+  mid2_config
+  ab early .carry/variants/im3de configs/pr.yaml
+  ab early-mid .carry/variants/im3de "$res/d64mid.yaml"
+  ab early-long .carry/variants/im3de "$res/long.yaml"
+  ab early-mid2 .carry/variants/im3de "$res/mid2.yaml"
+  r="$res/ab-early.json $res/ab-early-mid.json $res/ab-early-long.json $res/ab-early-mid2.json"
+  # shellcheck disable=SC2086
+  if no_slower $r && improved $r; then echo "== early: no shape slower, some improvement"; fi
+  save
+  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 430 "$it_tests" --ignored \
+    --test-threads=1 adversarial_gpu:: > "$res/attacks.log" 2>&1
+  grep -E "test result|FAILED|panicked" "$res/attacks.log" | head -4
+  save
+  ;;
+sixteenth-ld)
+  # 2026-12-04 (sixteenth session), call 2: variants/ld (load_tile: a K/V/Q tile wholly
+  # inside the sequence is copied without the per-row bound, select and zero-fill, one
+  # address and immediate offsets; mma.sync kernels only, the sm_90a wgmma cubin
+  # byte-identical) against .carry/k-base (main's kernels) on the L4 path: pr-ada (FA2 /
+  # cuDNN after it), ada-mid, ada-d64; then main's A/A on the PR config with cuDNN / FA2
+  # (issue 40's table); with kernels/ = ld, kernel_check.py --ada (parity of the L4's forms
+  # on issue 37's mixture) and the GPU tests. No record. Archived after each step.
+  save() { tar czf "$out/sixteenth-ld.tgz" -C "$out" r; }
+  ada_mid_config
+  ada_d64_config
+  ab ld-ada .carry/variants/ld configs/pr-ada.yaml
+  ada_peers
+  peer_table "$res/ab-ld-ada.json" "$res/sdpa-ada.json"
+  ab ld-mid .carry/variants/ld "$res/ada-mid.yaml"
+  ab ld-d64 .carry/variants/ld "$res/ada-d64.yaml"
+  r="$res/ab-ld-ada.json $res/ab-ld-mid.json $res/ab-ld-d64.json"
+  # shellcheck disable=SC2086
+  if no_slower $r && improved $r; then echo "== ld: no shape slower, some improvement"; fi
+  save
+  ab pr-aa .carry/k-base configs/pr.yaml
+  peers pr configs/pr.yaml
+  peer_table "$res/ab-pr-aa.json" "$res/sdpa-pr.json"
+  save
+  if cmp -s kernels/attention.cu .carry/variants/ld/attention.cu; then
+    timed timeout 150 python3 bench/kernel_check.py --ada --no-timing --out "$res/kc-ada.json" \
+      > "$res/kc-ada.log" 2>&1
+    grep -E "rand|FAIL|FAILURE|passed|failed" "$res/kc-ada.log" | tail -4 | cut -c1-200
+    gpu_tests
+  fi
+  save
+  ;;
+sixteenth-record)
+  # 2026-12-04 (sixteenth session), call 3, kernels/ = variants/ld (kept in call 2): the L4
+  # path's kernels under compute-sanitizer (configs/sanitize-ada.yaml: the changed loads
+  # reach whole and partial tiles), then pr and pr-ada re-recorded (the kernel's source hash
+  # changed; the sm_90a cubin did not), each with its stored-only A/A. Archived after each.
+  save() { tar czf "$out/sixteenth-record.tgz" -C "$out" r; }
+  timed timeout 200 "$bin" sanitize --config configs/sanitize-ada.yaml --kernels kernels \
+    > "$res/san-ada.txt" 2>&1
+  grep -E "sanitize:|finding" "$res/san-ada.txt" | head -4
+  save
+  record_with_kernels pr "kernel step: whole-tile loads without bounds, mma.sync (issue 40)"
+  record_with_kernels pr-ada "kernel step: whole-tile loads without bounds, mma.sync (issue 40)"
   ;;
 sixteenth-early)
   # Prepared 2026-12-03 (fifteenth session) for the next one: the twelfth session's early

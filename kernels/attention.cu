@@ -55,6 +55,10 @@ CG_DEV void cp_async16(unsigned dst, const void* src, int src_bytes) {
                  "r"(src_bytes)
                  : "memory");
 }
+// The same, all 16 bytes (no zero-fill operand): a tile wholly inside the sequence.
+CG_DEV void cp_async16_all(unsigned dst, const void* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+}
 CG_DEV void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 CG_DEV void cp_async_wait() {
@@ -161,6 +165,15 @@ CG_DEV void load_tile(unsigned sdst, const unsigned short* __restrict__ g, int r
     const int ch = tid % CPR;
     const unsigned s_off = row * (D * 2) + ((ch ^ (row & 7)) << 4);
     const int g_off = (r0 + row) * D + ch * 8;  // element offset in the (batch, head) slice
+    // A tile wholly inside the sequence (uniform over the CTA: every tile but a last partial
+    // one) needs no per-row bound, select or zero-fill: one address, immediate offsets.
+    if (r0 + ROWS <= seq_len) {
+        const unsigned short* p = g + g_off;
+#pragma unroll
+        for (int i = 0; i < ROWS / RSTEP; ++i)
+            cp_async16_all(sdst + s_off + i * RSTEP * (D * 2), p + i * RSTEP * D);
+        return;
+    }
 #pragma unroll
     for (int i = 0; i < ROWS / RSTEP; ++i) {
         const bool ok = r0 + row + i * RSTEP < seq_len;
