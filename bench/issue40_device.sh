@@ -368,6 +368,28 @@ gpu_tests() {
   grep -E "test result|FAILED|panicked" "$res/gpu-tests.log" | head -4
 }
 
+# the attack suite (adversarial_gpu::, every attack must fail closed) with kernels/ into
+# attacks.log, its summary printed, LIMIT seconds at most (it took 299 s in issue 36's session,
+# 330 s on 2026-12-04): attack_suite LIMIT
+attack_suite() {
+  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout "$1" "$it_tests" --ignored \
+    --test-threads=1 adversarial_gpu:: > "$res/attacks.log" 2>&1
+  grep -E "test result|FAILED|panicked" "$res/attacks.log" | head -4
+}
+
+# the early first wait on im3d (variants/im3de) against .carry/k-base on the PR config, the
+# d64 mid, long and d128 mid shapes (ab-early*.json); $r names the four results: early_abs
+early_abs() {
+  d64mid_config
+  long_config
+  mid2_config
+  ab early .carry/variants/im3de configs/pr.yaml
+  ab early-mid .carry/variants/im3de "$res/d64mid.yaml"
+  ab early-long .carry/variants/im3de "$res/long.yaml"
+  ab early-mid2 .carry/variants/im3de "$res/mid2.yaml"
+  r="$res/ab-early.json $res/ab-early-mid.json $res/ab-early-long.json $res/ab-early-mid2.json"
+}
+
 # configs/CFG.yaml's baseline re-recorded with kernels/ (3 processes) for REASON, the
 # baselines copied to the results, then CFG's stored-only A/A; the mode's `save` after each:
 # record_with_kernels CFG REASON
@@ -1134,9 +1156,7 @@ fifteenth-checks)
   save
   # (240 s was too short on 2026-12-03, call 5: the whole suite took 299 s in issue 36's
   # session, PERF.md; a call of this mode needs about 560 s)
-  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 420 "$it_tests" --ignored \
-    --test-threads=1 adversarial_gpu:: > "$res/attacks.log" 2>&1
-  grep -E "test result|FAILED|panicked" "$res/attacks.log" | head -4
+  attack_suite 420
   save
   ;;
 sixteenth)
@@ -1145,20 +1165,11 @@ sixteenth)
   # suite with kernels/ = im3d (it did not finish in the fifteenth session's call 5).
   # Archived after each step.
   save() { tar czf "$out/sixteenth.tgz" -C "$out" r; }
-  d64mid_config
-  long_config
-  mid2_config
-  ab early .carry/variants/im3de configs/pr.yaml
-  ab early-mid .carry/variants/im3de "$res/d64mid.yaml"
-  ab early-long .carry/variants/im3de "$res/long.yaml"
-  ab early-mid2 .carry/variants/im3de "$res/mid2.yaml"
-  r="$res/ab-early.json $res/ab-early-mid.json $res/ab-early-long.json $res/ab-early-mid2.json"
+  early_abs
   # shellcheck disable=SC2086
   if no_slower $r && improved $r; then echo "== early: no shape slower, some improvement"; fi
   save
-  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 430 "$it_tests" --ignored \
-    --test-threads=1 adversarial_gpu:: > "$res/attacks.log" 2>&1
-  grep -E "test result|FAILED|panicked" "$res/attacks.log" | head -4
+  attack_suite 430
   save
   ;;
 sixteenth-ld)
@@ -1219,20 +1230,12 @@ sixteenth-early)
   # their stored-only A/As) only where kernels/ is im3de, no shape is slower (no_slower) and
   # some shape is the gate's improvement. Archived after each step.
   save() { tar czf "$out/sixteenth-early.tgz" -C "$out" r; }
-  d64mid_config
-  long_config
-  mid2_config
-  ab early .carry/variants/im3de configs/pr.yaml
+  early_abs
   peers pr configs/pr.yaml
   peer_table "$res/ab-early.json" "$res/sdpa-pr.json"
   save
-  ab early-mid .carry/variants/im3de "$res/d64mid.yaml"
-  ab early-long .carry/variants/im3de "$res/long.yaml"
-  ab early-mid2 .carry/variants/im3de "$res/mid2.yaml"
-  save
   gpu_tests
   save
-  r="$res/ab-early.json $res/ab-early-mid.json $res/ab-early-long.json $res/ab-early-mid2.json"
   # shellcheck disable=SC2086
   if cmp -s kernels/attention.cu .carry/variants/im3de/attention.cu \
     && grep -q "test result: ok" "$res/gpu-tests.log" && no_slower $r && improved $r; then
