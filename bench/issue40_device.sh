@@ -117,6 +117,9 @@
 #                                               # kernel_check, compute-sanitizer
 #   bash bench/issue40_device.sh seventeenth-nightly # call 4: main's A/A on the long nightly
 #                                               # shapes with cuDNN / FA2 (issue 40's table)
+#   bash bench/issue40_device.sh seventeenth-tree # call 5: k64t, k64at (the kept base with its
+#                                               # tile sums by a tree) on N(0,1) and the
+#                                               # mixture; their A/Bs
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -1173,6 +1176,37 @@ fifteenth-checks)
   # session, PERF.md; a call of this mode needs about 560 s)
   attack_suite 420
   save
+  ;;
+seventeenth-tree)
+  # 2026-12-04 (seventeenth session), call 5: in k64 the vote waits for the tile's row sums,
+  # a chain of 32 dependent FADDs a row, and the next tile's wgmma issue waits for the vote
+  # (the base's sums were off that path); k64t and k64at (kept-base.patch and
+  # kept-adaptive.patch with the sums by a tree, log2 of the tile's n-blocks deep) on N(0,1)
+  # and the mixture (bench/kept_probe.py), then their PR A/Bs (k64t also pr-ada), and for
+  # either with no shape slower (no_slower) the d64 mid and long A/Bs. Archived after each.
+  save() { tar czf "$out/seventeenth-tree.tgz" -C "$out" r; }
+  d64mid_config
+  long_config
+  for v in k64t k64at; do
+    timed timeout 120 python3 bench/kept_probe.py "$base" ".carry/variants/$v" \
+      --out "$res/probe-$v.json" 2>&1 | grep -v "^ \|Deprecat" | tee "$res/probe-$v.txt"
+    save
+  done
+  timed timeout 120 python3 bench/kept_probe.py "$base" .carry/variants/k64t --ada \
+    --out "$res/probe-k64t-ada.json" 2>&1 | grep -v "^ \|Deprecat" | tee "$res/probe-k64t-ada.txt"
+  for v in k64t k64at; do
+    ab "$v" ".carry/variants/$v" configs/pr.yaml
+    save
+  done
+  ab k64t-ada .carry/variants/k64t configs/pr-ada.yaml
+  save
+  for v in k64t k64at; do
+    if no_slower "$res/ab-$v.json"; then
+      ab "$v-mid" ".carry/variants/$v" "$res/d64mid.yaml"
+      ab "$v-long" ".carry/variants/$v" "$res/long.yaml"
+      save
+    fi
+  done
   ;;
 seventeenth-nightly)
   # 2026-12-04 (seventeenth session), call 4: main's kernels against themselves on the long
