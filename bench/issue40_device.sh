@@ -120,6 +120,8 @@
 #   bash bench/issue40_device.sh seventeenth-tree # call 5: k64t, k64at (the kept base with its
 #                                               # tile sums by a tree) on N(0,1) and the
 #                                               # mixture; their A/Bs
+#   bash bench/issue40_device.sh seventeenth-icache # call 6: ncu stall reasons of
+#                                               # b4h16s512d64, main's kernels and k64t
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -1176,6 +1178,39 @@ fifteenth-checks)
   # session, PERF.md; a call of this mode needs about 560 s)
   attack_suite 420
   save
+  ;;
+seventeenth-icache)
+  # 2026-12-04 (seventeenth session), call 6: is a failed kept-base tile dear because of the
+  # instruction cache? ncu --set full --cache-control none of one launch of b4h16s512d64 as
+  # the gate runs it (`ci-gate kernel-run`, the mixture's inputs, written into L2 by the fills
+  # before it), main's kernels and variants/k64t; the warps' stall reasons per issued
+  # instruction and the pc-sampling counts, from each report's raw page.
+  save() { tar czf "$out/seventeenth-icache.tgz" -C "$out" r; }
+  for v in main k64t; do
+    kd=$base
+    [ "$v" = main ] || kd=.carry/variants/$v
+    timed timeout 150 ncu --clock-control none --cache-control none --set full --import-source no \
+      --kernel-name regex:^attention_fwd_ --launch-count 1 --export "$res/$v" \
+      --force-overwrite "$bin" kernel-run --config configs/pr.yaml --kernels "$kd" \
+      --harness kernels --shape b4h16s512d64_f16 --no-reference > "$res/ncu-$v.log" 2>&1
+    ncu --import "$res/$v.ncu-rep" --page raw --csv > "$res/raw-$v.csv" 2>&1
+    ncu --import "$res/$v.ncu-rep" --page details > "$res/details-$v.txt" 2>&1
+    rm -f "$res/$v.ncu-rep"
+    echo "== $v"
+    grep -E "Duration|Issue Slots Busy|Warp Cycles Per Issued" "$res/details-$v.txt" | head -4
+    python3 - "$res/raw-$v.csv" <<'PY'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+hdr = next(i for i, r in enumerate(rows) if r and r[0] == "ID")
+names, vals = rows[hdr], rows[hdr + 2]
+want = [(n, v) for n, v in zip(names, vals)
+        if ("issue_stalled" in n and n.endswith("per_warp_active.pct")) or
+        (n.startswith("smsp__pcsamp_warps_issue_stalled") and not n.endswith("_not_issued"))]
+for n, v in sorted(want, key=lambda x: -float((x[1] or "0").replace(",", "")) if x[1].replace(",", "").replace(".", "", 1).isdigit() else 0)[:24]:
+    print(f"  {n} {v}")
+PY
+    save
+  done
   ;;
 seventeenth-tree)
   # 2026-12-04 (seventeenth session), call 5: in k64 the vote waits for the tile's row sums,

@@ -12,7 +12,10 @@ fallbacks: q and k of `slices` (batch, head) slices drawn as kernels/util.cu dra
 mixture's shares say), rounded to fp16, a softmax scale drawn as a timed launch's (0.8 ...
 1.25 times 1/sqrt(d), log-uniform), warps of `rows` rows, tiles of `bn` keys.
 
-  python3 bench/kept_sim.py SEQ_LEN HEAD_DIM BN ROWS SLICES
+Also counted: the tiles where some warp of a group of GROUP warps (default 4: a wgmma
+warpgroup, which waits for its slowest warp at every wgmma) falls back.
+
+  python3 bench/kept_sim.py SEQ_LEN HEAD_DIM BN ROWS SLICES [GROUP]
   e.g. python3 bench/kept_sim.py 512 64 128 16 64    (the d64 wgmma kernel at 512 keys)
 """
 import sys
@@ -26,6 +29,8 @@ LIMIT = 16384.0  # CG_KEPT_SUM_MAX in the candidate
 
 def main():
     S, d, bn, rows, slices = (int(x) for x in sys.argv[1:6])
+    group = int(sys.argv[6]) if len(sys.argv) > 6 else 4
+    failed = {}  # (slice, warp, tile) -> the warp fell back there
     rng = np.random.default_rng(1)
     cols = np.arange(bn)
     lane = (cols // 2) % 4
@@ -46,12 +51,20 @@ def main():
                 p = np.exp2(np.minimum(t - m[:, None], 200.0))
                 sums = np.stack([p[:, lane == x].sum(1) for x in range(4)], 1)
                 tiles += 1
-                if not (sums <= LIMIT).all():
+                bad = not (sums <= LIMIT).all()
+                failed[(bh, w0 // rows, j)] = bad
+                if bad:
                     fallbacks += 1
                     m = np.maximum(m, t.max(1))
+    groups = {}
+    for (bh, w, j), bad in failed.items():
+        key = (bh, w // group, j)
+        groups[key] = groups.get(key, False) or bad
+    g_bad = sum(groups.values())
     print(f"seq_len {S}, head_dim {d}, {bn}-key tiles, warps of {rows} rows, {slices} slices: "
           f"the kept base falls back on {fallbacks} of {tiles} tiles after the first "
-          f"({100.0 * fallbacks / max(tiles, 1):.1f}%)")
+          f"({100.0 * fallbacks / max(tiles, 1):.1f}%); some warp of a group of {group} on "
+          f"{g_bad} of {len(groups)} ({100.0 * g_bad / max(len(groups), 1):.1f}%)")
 
 
 if __name__ == "__main__":
