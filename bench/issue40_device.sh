@@ -1308,13 +1308,15 @@ seventeenth-probe)
   save
   ;;
 seventeenth)
-  # 2026-12-04 (seventeenth session), call 1: variants/k64 (= kernels/: after a row's first
-  # tile the softmax keeps the row's base, no row maxima and no rescale, where every lane's
-  # tile sum stays under CG_KEPT_SUM_MAX; the exact softmax_tile where not; the d64 wgmma
-  # kernels and every mma.sync kernel) against .carry/k-base (main's kernels): the PR
-  # config, the d64 mid and long shapes (Hopper), pr-ada, ada-mid, ada-d64 (the L4 path);
-  # the GPU tests; cuDNN / FA2 on PR and pr-ada (issue 40's tables); kernel_check.py on both
-  # paths (parity on issue 37's mixture). No record. Archived after each step.
+  # 2026-12-04 (seventeenth session), call 1: variants/k64 (bench/variants/kept-base.patch,
+  # and kernels/ the same for the checks: after a row's first tile the softmax keeps the
+  # row's base, no row maxima and no rescale, where every lane's tile sum stays under
+  # CG_KEPT_SUM_MAX; the exact softmax_tile where not; the d64 wgmma kernels and every
+  # mma.sync kernel) against .carry/k-base (main's kernels): the PR config, the d64 mid and
+  # long shapes (Hopper), pr-ada, ada-mid, ada-d64 (the L4 path); the GPU tests (parity on
+  # issue 37's mixture); cuDNN / FA2 on PR and pr-ada (issue 40's tables); kernel_check.py
+  # on both paths (golden and random N(0,1) cases, every output element written once). No
+  # record. Archived after each step.
   save() { tar czf "$out/seventeenth.tgz" -C "$out" r; }
   d64mid_config
   long_config
@@ -1363,8 +1365,8 @@ sixteenth-ld)
   # address and immediate offsets; mma.sync kernels only, the sm_90a wgmma cubin
   # byte-identical) against .carry/k-base (main's kernels) on the L4 path: pr-ada (FA2 /
   # cuDNN after it), ada-mid, ada-d64; then main's A/A on the PR config with cuDNN / FA2
-  # (issue 40's table); with kernels/ = ld, kernel_check.py --ada (parity of the L4's forms
-  # on issue 37's mixture) and the GPU tests. No record. Archived after each step.
+  # (issue 40's table); with kernels/ = ld, kernel_check.py --ada (the L4's forms on the
+  # golden and random N(0,1) cases) and the GPU tests. No record. Archived after each step.
   save() { tar czf "$out/sixteenth-ld.tgz" -C "$out" r; }
   ada_mid_config
   ada_d64_config
