@@ -122,6 +122,9 @@
 #                                               # mixture; their A/Bs
 #   bash bench/issue40_device.sh seventeenth-icache # call 6: ncu stall reasons of
 #                                               # b4h16s512d64, main's kernels and k64t
+#   bash bench/issue40_device.sh seventeenth-halves # call 7: S in two wgmma groups of 64
+#                                               # keys, the first half's softmax during the
+#                                               # second's (variants/hv): PR, d64 mid, long
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -1177,6 +1180,22 @@ fifteenth-checks)
   # (240 s was too short on 2026-12-03, call 5: the whole suite took 299 s in issue 36's
   # session, PERF.md; a call of this mode needs about 560 s)
   attack_suite 420
+  save
+  ;;
+seventeenth-halves)
+  # 2026-12-04 (seventeenth session), call 7: the d64 kernels are latency-bound (call 6:
+  # issue slots 31.6% busy); variants/hv (bench/variants/halves.patch) issues each main-loop
+  # S_j of the d64 wgmma kernels as two wgmma groups of 64 keys before P_{j-1} V_{j-1}, so
+  # that the first half's maxima and exponentials run while the tensor cores compute the
+  # second half (its p then scaled once by the second half's move of the base). Against
+  # .carry/k-base (main's kernels): PR, d64 mid, long. No record. Archived after each step.
+  save() { tar czf "$out/seventeenth-halves.tgz" -C "$out" r; }
+  d64mid_config
+  long_config
+  ab hv .carry/variants/hv configs/pr.yaml
+  save
+  ab hv-mid .carry/variants/hv "$res/d64mid.yaml"
+  ab hv-long .carry/variants/hv "$res/long.yaml"
   save
   ;;
 seventeenth-icache)
