@@ -413,6 +413,37 @@ early_abs() {
   r="$res/ab-early.json $res/ab-early-mid.json $res/ab-early-long.json $res/ab-early-mid2.json"
 }
 
+# KDIR against the base on the PR config, the d64 mid shapes and the long shapes
+# (ab-NAME.json, ab-NAME-mid.json, ab-NAME-long.json), the mode's `save` after each config:
+# d64_abs NAME KDIR
+d64_abs() {
+  d64mid_config
+  long_config
+  ab "$1" "$2" configs/pr.yaml
+  save
+  ab "$1-mid" "$2" "$res/d64mid.yaml"
+  ab "$1-long" "$2" "$res/long.yaml"
+  save
+}
+
+# bench/kernel_check.py on kernels/ without its timings (the golden and random N(0,1) cases;
+# --ada: the L4 path's forms too) into kc.json / kc.log (kc-ada.* with --ada), its summary
+# printed: kernel_check_only [--ada]
+kernel_check_only() {
+  local tag=kc${1:+-ada}
+  timed timeout 100 python3 bench/kernel_check.py "$@" --no-timing --out "$res/$tag.json" \
+    > "$res/$tag.log" 2>&1
+  grep -E "rand|FAIL|FAILURE|passed|failed" "$res/$tag.log" | tail -3 | cut -c1-200
+}
+
+# bench/kept_probe.py: .carry/variants/V against the base on N(0,1) and the mixture (--ada:
+# the L4 path), into probe-V[-ada].json and .txt: kept_probe V [--ada]
+kept_probe() {
+  local tag=probe-$1${2:+-ada}
+  timed timeout 150 python3 bench/kept_probe.py "$base" ".carry/variants/$1" ${2:+"$2"} \
+    --out "$res/$tag.json" 2>&1 | grep -v "^ \|Deprecat" | tee "$res/$tag.txt"
+}
+
 # configs/CFG.yaml's baseline re-recorded with kernels/ (3 processes) for REASON, the
 # baselines copied to the results, then CFG's stored-only A/A; the mode's `save` after each:
 # record_with_kernels CFG REASON
@@ -1190,20 +1221,14 @@ seventeenth-halves)
   # second half (its p then scaled once by the second half's move of the base). Against
   # .carry/k-base (main's kernels): PR, d64 mid, long. No record. Archived after each step.
   save() { tar czf "$out/seventeenth-halves.tgz" -C "$out" r; }
-  d64mid_config
-  long_config
-  ab hv .carry/variants/hv configs/pr.yaml
-  save
-  ab hv-mid .carry/variants/hv "$res/d64mid.yaml"
-  ab hv-long .carry/variants/hv "$res/long.yaml"
-  save
+  d64_abs hv .carry/variants/hv
   ;;
 seventeenth-icache)
   # 2026-12-04 (seventeenth session), call 6: is a failed kept-base tile dear because of the
   # instruction cache? ncu --set full --cache-control none of one launch of b4h16s512d64 as
   # the gate runs it (`ci-gate kernel-run`, the mixture's inputs, written into L2 by the fills
-  # before it), main's kernels and variants/k64t; the warps' stall reasons per issued
-  # instruction and the pc-sampling counts, from each report's raw page.
+  # before it), main's kernels and variants/k64t; the pc-sampling stall counts, from each
+  # report's raw page.
   save() { tar czf "$out/seventeenth-icache.tgz" -C "$out" r; }
   for v in main k64t; do
     kd=$base
@@ -1222,11 +1247,10 @@ import csv, sys
 rows = list(csv.reader(open(sys.argv[1])))
 hdr = next(i for i, r in enumerate(rows) if r and r[0] == "ID")
 names, vals = rows[hdr], rows[hdr + 2]
-want = [(n, v) for n, v in zip(names, vals)
-        if ("issue_stalled" in n and n.endswith("per_warp_active.pct")) or
-        (n.startswith("smsp__pcsamp_warps_issue_stalled") and not n.endswith("_not_issued"))]
-for n, v in sorted(want, key=lambda x: -float((x[1] or "0").replace(",", "")) if x[1].replace(",", "").replace(".", "", 1).isdigit() else 0)[:24]:
-    print(f"  {n} {v}")
+counts = {n: float(v.replace(",", "") or 0) for n, v in zip(names, vals)
+          if n.startswith("smsp__pcsamp_warps_issue_stalled_") and not n.endswith("_not_issued")}
+for n, c in sorted(counts.items(), key=lambda x: -x[1]):
+    print(f"  {n} {c:.0f}")
 PY
     save
   done
@@ -1242,12 +1266,10 @@ seventeenth-tree)
   d64mid_config
   long_config
   for v in k64t k64at; do
-    timed timeout 120 python3 bench/kept_probe.py "$base" ".carry/variants/$v" \
-      --out "$res/probe-$v.json" 2>&1 | grep -v "^ \|Deprecat" | tee "$res/probe-$v.txt"
+    kept_probe "$v"
     save
   done
-  timed timeout 120 python3 bench/kept_probe.py "$base" .carry/variants/k64t --ada \
-    --out "$res/probe-k64t-ada.json" 2>&1 | grep -v "^ \|Deprecat" | tee "$res/probe-k64t-ada.txt"
+  kept_probe k64t --ada
   for v in k64t k64at; do
     ab "$v" ".carry/variants/$v" configs/pr.yaml
     save
@@ -1289,18 +1311,11 @@ seventeenth-ob)
   # kernel_check.py (every output element written once, on the golden and random cases)
   # and compute-sanitizer on configs/sanitize.yaml. No record. Archived after each step.
   save() { tar czf "$out/seventeenth-ob.tgz" -C "$out" r; }
-  d64mid_config
-  long_config
-  ab ob1 .carry/variants/ob1 configs/pr.yaml
-  ab ob1-mid .carry/variants/ob1 "$res/d64mid.yaml"
-  ab ob1-long .carry/variants/ob1 "$res/long.yaml"
-  save
+  d64_abs ob1 .carry/variants/ob1
   if cmp -s kernels/attention.cu .carry/variants/ob1/attention.cu; then
     gpu_tests
     save
-    timed timeout 100 python3 bench/kernel_check.py --no-timing --out "$res/kc.json" \
-      > "$res/kc.log" 2>&1
-    grep -E "rand|FAIL|FAILURE|passed|failed" "$res/kc.log" | tail -3 | cut -c1-200
+    kernel_check_only
     save
     timed timeout 150 "$bin" sanitize --kernels kernels > "$res/san.txt" 2>&1
     grep -E "sanitize:|finding" "$res/san.txt" | head -4
@@ -1316,10 +1331,8 @@ seventeenth-probe)
   # block keeps the exact softmax); then k64a's A/Bs (PR, pr-ada). Archived after each step.
   save() { tar czf "$out/seventeenth-probe.tgz" -C "$out" r; }
   for v in k64 k64a; do
-    timed timeout 150 python3 bench/kept_probe.py "$base" ".carry/variants/$v" \
-      --out "$res/probe-$v.json" 2>&1 | grep -v "^ " | tee "$res/probe-$v.txt"
-    timed timeout 150 python3 bench/kept_probe.py "$base" ".carry/variants/$v" --ada \
-      --out "$res/probe-$v-ada.json" 2>&1 | grep -v "^ " | tee "$res/probe-$v-ada.txt"
+    kept_probe "$v"
+    kept_probe "$v" --ada
     save
   done
   ab k64a .carry/variants/k64a configs/pr.yaml
@@ -1337,15 +1350,9 @@ seventeenth)
   # on both paths (golden and random N(0,1) cases, every output element written once). No
   # record. Archived after each step.
   save() { tar czf "$out/seventeenth.tgz" -C "$out" r; }
-  d64mid_config
-  long_config
   ada_mid_config
   ada_d64_config
-  ab k64 .carry/variants/k64 configs/pr.yaml
-  save
-  ab k64-mid .carry/variants/k64 "$res/d64mid.yaml"
-  ab k64-long .carry/variants/k64 "$res/long.yaml"
-  save
+  d64_abs k64 .carry/variants/k64
   ab k64-ada .carry/variants/k64 configs/pr-ada.yaml
   ab k64-ada-mid .carry/variants/k64 "$res/ada-mid.yaml"
   ab k64-ada-d64 .carry/variants/k64 "$res/ada-d64.yaml"
@@ -1357,12 +1364,8 @@ seventeenth)
   ada_peers
   peer_table "$res/ab-k64-ada.json" "$res/sdpa-ada.json"
   save
-  timed timeout 100 python3 bench/kernel_check.py --no-timing --out "$res/kc.json" \
-    > "$res/kc.log" 2>&1
-  grep -E "rand|FAIL|FAILURE|passed|failed" "$res/kc.log" | tail -3 | cut -c1-200
-  timed timeout 100 python3 bench/kernel_check.py --ada --no-timing --out "$res/kc-ada.json" \
-    > "$res/kc-ada.log" 2>&1
-  grep -E "rand|FAIL|FAILURE|passed|failed" "$res/kc-ada.log" | tail -3 | cut -c1-200
+  kernel_check_only
+  kernel_check_only --ada
   save
   ;;
 sixteenth)

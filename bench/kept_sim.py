@@ -34,7 +34,6 @@ def main():
     rng = np.random.default_rng(1)
     cols = np.arange(bn)
     lane = (cols // 2) % 4
-    fallbacks = tiles = 0
     for bh in range(slices):
         key = int(rng.integers(1, 2**62))
         q, _ = ms.head_values(key, ms.Q, bh, S, d)
@@ -50,12 +49,11 @@ def main():
                 t = warp[:, j * bn:(j + 1) * bn]
                 p = np.exp2(np.minimum(t - m[:, None], 200.0))
                 sums = np.stack([p[:, lane == x].sum(1) for x in range(4)], 1)
-                tiles += 1
                 bad = not (sums <= LIMIT).all()
                 failed[(bh, w0 // rows, j)] = bad
                 if bad:
-                    fallbacks += 1
                     m = np.maximum(m, t.max(1))
+    tiles, fallbacks = len(failed), sum(failed.values())
     groups = {}
     for (bh, w, j), bad in failed.items():
         key = (bh, w // group, j)
