@@ -103,7 +103,8 @@ class Module:
 
     def has_symbol(self, name):
         """Whether the cubin defines `name` (a whole NUL-delimited string of its string table),
-        as the Rust side looks up NAME_small, NAME_long, NAME_long_noncausal and NAME_tma."""
+        as the Rust side looks up NAME_small, NAME_long, NAME_long_noncausal,
+        NAME_short_noncausal and NAME_tma."""
         return (b"\0" + name.encode() + b"\0") in self.cubin
 
     def launch_const(self, name):
@@ -585,11 +586,11 @@ def main():
     fast = {key: Attn(amod, name) for key, name in FAST.items()}
     ref = {dt: Attn(rmod, name) for dt, name in REF.items()}
     # The optional forms (kernels/README.md, "Small grids, long sequences"), checked on the
-    # random cases whatever their grid: NAME_small, NAME_long and NAME_long_noncausal where
-    # the module has them.
+    # random cases whatever their grid: NAME_small, NAME_long, NAME_long_noncausal and
+    # NAME_short_noncausal where the module has them.
     forms = {sfx: {key: Attn(amod, f"{name}_{sfx}") for key, name in FAST.items()
                    if amod.has_symbol(f"{name}_{sfx}")}
-             for sfx in ("small", "long", "long_noncausal")}
+             for sfx in ("small", "long", "long_noncausal", "short_noncausal")}
     info["kernels"] = {a.name: {"launch": [a.rows, a.threads, a.smem], "ptxas": a.ptxas,
                                 "tma": a.tma}
                        for a in list(fast.values()) + list(ref.values())
@@ -633,6 +634,9 @@ def main():
                 ("random-long-noncausal", lambda: check_random(
                     forms["long_noncausal"], ref, results, seed=97, ref_kernel_too=False,
                     section="rand-long-noncausal")),
+                ("random-short-noncausal", lambda: check_random(
+                    forms["short_noncausal"], ref, results, seed=96, ref_kernel_too=False,
+                    section="rand-short-noncausal")),
                 ("ref-any-d", lambda: check_ref_extra(ref, results)),
                 ("util", lambda: check_util(umod, info))]
     if fast_ada:

@@ -1715,6 +1715,21 @@ CG_ATTN_WS_KERNEL_EVEN(attention_fwd_bf16_d64_long_noncausal, 64, 128, 2, 3, tru
                        160)
 extern "C" __constant__ int attention_fwd_f16_d64_long_noncausal_from[1] = {512};
 extern "C" __constant__ int attention_fwd_bf16_d64_long_noncausal_from[1] = {512};
+// d64 short non-causal sequences (NAME_short_noncausal, up to seq_len NAME_short_noncausal_to):
+//       one 64-row unit per CTA, 64-key tiles, no INTRA, four CTAs per SM (64 registers at
+//       launch, 104 for the consumer after setmaxnreg; 41 KiB): an SM's four units at once
+//       where NAME runs them in two passes of two. The gate's A/B on an H200, 2026-12-04
+//       (eighteenth session, this tile as NAME): b4h16s512d64 -2.71%, b6h8s512d64 -14.45%,
+//       b8h16s256d64 -4.12%; longer rows lose (a 64-key step without INTRA costs more per
+//       key: b2h16s1024d64 +1.2%, b2h16s1280d64 +22.5%) and causal launches 7-28% (no deal
+//       of the triangle's tiles), so the host takes it for non-causal launches up to 640 keys
+//       where its busiest SM costs less (a pass costing 1.5 NAME tiles beyond its rows).
+CG_ATTN_WS_KERNEL(attention_fwd_f16_d64_short_noncausal, 64, 64, 2, 1, false, false, false, 4,
+                  104)
+CG_ATTN_WS_KERNEL(attention_fwd_bf16_d64_short_noncausal, 64, 64, 2, 1, true, false, false, 4,
+                  104)
+extern "C" __constant__ int attention_fwd_f16_d64_short_noncausal_to[1] = {640};
+extern "C" __constant__ int attention_fwd_bf16_d64_short_noncausal_to[1] = {640};
 
 // d128: two consumer warpgroups of 64 rows with 240 registers, ping-pong and INTRA,
 //       1 CTA per SM; two sub-tiles of 128 rows per CTA dealt back and forth

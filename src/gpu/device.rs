@@ -270,6 +270,9 @@ pub struct AttentionSet {
     /// The optional long-sequence variants for non-causal launches only
     /// (`NAME_long_noncausal`, from `NAME_long_noncausal_from`), by the same key.
     long_noncausal: HashMap<(Dtype, u32), (Kernel, u32)>,
+    /// The optional short-sequence variants for non-causal launches only
+    /// (`NAME_short_noncausal`, up to `NAME_short_noncausal_to`), by the same key.
+    short_noncausal: HashMap<(Dtype, u32), (Kernel, u32)>,
     /// SMs of the device: a grid of fewer CTAs than this launches `NAME_small`.
     sm_count: u32,
     /// SHA-256 of the `attention.cu` they came from.
@@ -286,6 +289,7 @@ pub(crate) enum Form {
     Small,
     Long,
     LongNonCausal,
+    ShortNonCausal,
 }
 
 /// One form as the host sizes and weighs its launch: `NAME_launch`'s rows_per_block,
@@ -300,13 +304,53 @@ pub(crate) struct FormGeometry {
 
 /// The forms a source has for one (dtype, head_dim): NAME always, the others optional, each
 /// long form with the shortest seq_len it takes (`NAME_long_from`,
-/// `NAME_long_noncausal_from`).
+/// `NAME_long_noncausal_from`), the short one with the longest (`NAME_short_noncausal_to`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Forms {
     pub main: FormGeometry,
     pub small: Option<FormGeometry>,
     pub long: Option<(FormGeometry, u32)>,
     pub long_noncausal: Option<(FormGeometry, u32)>,
+    pub short_noncausal: Option<(FormGeometry, u32)>,
+}
+
+impl Forms {
+    /// The geometry of `form` (NAME's where the source lacks that form).
+    pub(crate) fn geometry(&self, form: Form) -> FormGeometry {
+        let optional = match form {
+            Form::Main => None,
+            Form::Small => self.small,
+            Form::Long => self.long.map(|(g, _)| g),
+            Form::LongNonCausal => self.long_noncausal.map(|(g, _)| g),
+            Form::ShortNonCausal => self.short_noncausal.map(|(g, _)| g),
+        };
+        optional.unwrap_or(self.main)
+    }
+}
+
+/// What a pass over the keys of `NAME_short_noncausal` costs beyond its rows, in NAME's
+/// rows_per_block: 3/2, where every other form's pass costs one. Its steps are 64 keys
+/// without INTRA (NAME's are 128 keys, S_j issued with P_{j-1} V_{j-1}), so a pass over the
+/// same keys is longer; fitted on the 26 non-causal d64 shapes measured on an H200 with it
+/// as NAME (docs/KERNEL_LOG.md, 2026-12-04, eighteenth session), where 1 would have sent
+/// [8,16,512] to it, 7.0% slower than the even split, and 2 would have kept [4,16,512] off it
+/// (2.7% faster). And where its busiest SM runs a second round that is not full (more CTAs
+/// than it holds at once, not a multiple), one such pass more: the last CTAs of a grid run
+/// their 64-key steps with too few others on the SM to hide each one's latency. Without it
+/// [5,16,512] (a full round and one lone CTA: 512 rows against NAME's 576) went to it and
+/// was 1.5% slower; with it, [6,16,512] and [10,16,256] still take it (11.8% and 22.2%
+/// faster, their second rounds of two and one CTAs) and [12,16,256] does not (14.2% faster
+/// with it: a win missed, not a loss).
+const SHORT_PASS: (u64, u64) = (3, 2);
+
+/// Whether the busiest SM under `form` on its launched grid runs more CTAs than it holds at
+/// once and not a whole number of rounds of them (a last round not full). O(1).
+fn partial_second_round(shape: &ShapeParams, form: FormGeometry, sm_count: u32) -> bool {
+    let x = u64::from(launch_grid_x(shape, form, sm_count).max(1));
+    let ctas = x * u64::from(shape.batch) * u64::from(shape.heads);
+    let c = ctas.div_ceil(u64::from(sm_count.max(1)));
+    let p = u64::from(form.ctas_per_sm.max(1));
+    c > p && c % p != 0
 }
 
 /// The busiest SM's work when `form` runs `shape`, in rows, with `pass_rows` more for every
@@ -385,22 +429,41 @@ pub(crate) fn pick_form(shape: &ShapeParams, forms: &Forms, sm_count: u32) -> Fo
     let main_ctas = u64::from(shape.seq_len.div_ceil(forms.main.rows.max(1)))
         * u64::from(shape.batch)
         * u64::from(shape.heads);
-    let (form, geometry) = match (forms.long, forms.small) {
-        (Some((long, from)), _) if shape.seq_len >= from => (Form::Long, long),
-        (_, Some(small)) if main_ctas < u64::from(sm_count) => (Form::Small, small),
-        _ => (Form::Main, forms.main),
-    };
-    let Some((noncausal, from)) = forms.long_noncausal else {
-        return form;
+    let mut form = match (forms.long, forms.small) {
+        (Some((_, from)), _) if shape.seq_len >= from => Form::Long,
+        (_, Some(_)) if main_ctas < u64::from(sm_count) => Form::Small,
+        _ => Form::Main,
     };
     let pass_rows = u64::from(forms.main.rows.max(1));
-    let cost = |g| busiest_sm_cost(shape, g, pass_rows, sm_count);
-    let cheaper = noncausal == geometry || cost(noncausal) < cost(geometry);
-    if !shape.causal && shape.seq_len >= from && cheaper {
-        Form::LongNonCausal
-    } else {
-        form
+    let cost = |form: Form| {
+        let geometry = forms.geometry(form);
+        if form != Form::ShortNonCausal {
+            return busiest_sm_cost(shape, geometry, pass_rows, sm_count);
+        }
+        let pass = pass_rows.saturating_mul(SHORT_PASS.0) / SHORT_PASS.1;
+        let tail = if partial_second_round(shape, geometry, sm_count) {
+            pass
+        } else {
+            0
+        };
+        busiest_sm_cost(shape, geometry, pass, sm_count).saturating_add(tail)
+    };
+    if shape.causal {
+        return form;
     }
+    if let Some((noncausal, from)) = forms.long_noncausal {
+        let cheaper = noncausal == forms.geometry(form) || cost(Form::LongNonCausal) < cost(form);
+        if shape.seq_len >= from && cheaper {
+            form = Form::LongNonCausal;
+        }
+    }
+    if let Some((_, to)) = forms.short_noncausal
+        && shape.seq_len <= to
+        && cost(Form::ShortNonCausal) < cost(form)
+    {
+        form = Form::ShortNonCausal;
+    }
+    form
 }
 
 impl AttentionSet {
@@ -415,15 +478,19 @@ impl AttentionSet {
         })?;
         let long = self.long.get(&key);
         let long_noncausal = self.long_noncausal.get(&key);
+        let short_noncausal = self.short_noncausal.get(&key);
         let small = self.small.get(&key);
+        let with_bound = |(kernel, bound): &(Kernel, u32)| (kernel.form_geometry(), *bound);
         let forms = Forms {
             main: main.form_geometry(),
             small: small.map(Kernel::form_geometry),
-            long: long.map(|(kernel, from)| (kernel.form_geometry(), *from)),
-            long_noncausal: long_noncausal.map(|(kernel, from)| (kernel.form_geometry(), *from)),
+            long: long.map(with_bound),
+            long_noncausal: long_noncausal.map(with_bound),
+            short_noncausal: short_noncausal.map(with_bound),
         };
         let form = pick_form(shape, &forms, self.sm_count);
         Ok(match form {
+            Form::ShortNonCausal => short_noncausal.map(|(kernel, _)| kernel),
             Form::LongNonCausal => long_noncausal.map(|(kernel, _)| kernel),
             Form::Long => long.map(|(kernel, _)| kernel),
             Form::Small => small,
@@ -760,24 +827,27 @@ fn with_optional_constants(
     Ok(kernel)
 }
 
+/// The seq_len bound of an optional form ([`crate::kernel::entries::Bound`]):
 /// `NAME_long_from` of a `NAME_long` (or `NAME_long_noncausal_from` of a
-/// `NAME_long_noncausal`): the shortest seq_len the long-sequence form takes (at least 1). A
-/// form without it is refused: the host would have to guess.
-fn long_from(
+/// `NAME_long_noncausal`), the shortest seq_len it takes, or `NAME_short_noncausal_to`, the
+/// longest; at least 1. A form without it is refused: the host would have to guess.
+fn form_bound(
     cubin: &[u8],
     m: &Arc<CudaModule>,
     stream: &Arc<CudaStream>,
     src: &KernelSource,
-    long_name: &str,
+    form_name: &str,
+    bound: crate::kernel::entries::Bound,
 ) -> Result<u32, GpuError> {
-    let symbol = format!("{long_name}_from");
-    let Some([from]) = optional_ints(cubin, m, stream, src, &symbol)? else {
+    let symbol = format!("{form_name}_{}", bound.suffix());
+    let Some([value]) = optional_ints(cubin, m, stream, src, &symbol)? else {
         return Err(GpuError::Kernel(format!(
-            "{} has {long_name} but no {symbol}: the shortest seq_len it takes (kernels/README.md)",
-            src.path.display()
+            "{} has {form_name} but no {symbol}: the {} seq_len it takes (kernels/README.md)",
+            src.path.display(),
+            bound.which()
         )));
     };
-    crate::kernel::entries::long_from(long_name, from).map_err(|why| refused(src, why))
+    crate::kernel::entries::form_bound(form_name, bound, value).map_err(|why| refused(src, why))
 }
 
 impl Gpu {
@@ -1068,6 +1138,7 @@ fn load_attention(
     let mut small = HashMap::new();
     let mut long = HashMap::new();
     let mut long_noncausal = HashMap::new();
+    let mut short_noncausal = HashMap::new();
     for dtype in [Dtype::Float16, Dtype::Bfloat16] {
         for d in crate::config::SUPPORTED_HEAD_DIMS {
             let name = crate::kernel::entries::main_entry(dtype, d);
@@ -1079,14 +1150,21 @@ fn load_attention(
             if has_symbol(&cubin, &small_name) {
                 small.insert((dtype, d), entry(&small_name)?);
             }
-            // Optional too: NAME_long with NAME_long_from, the shortest seq_len it takes.
-            // And NAME_long_noncausal with its NAME_long_noncausal_from.
-            for (suffix, forms) in [("long", &mut long), ("long_noncausal", &mut long_noncausal)] {
-                let long_name = format!("{name}_{suffix}");
-                if has_symbol(&cubin, &long_name) {
-                    let kernel = entry(&long_name)?;
-                    let from = long_from(&cubin, &module, stream, &src, &long_name)?;
-                    forms.insert((dtype, d), (kernel, from));
+            // Optional too: NAME_long with NAME_long_from, the shortest seq_len it takes, and
+            // NAME_long_noncausal with its NAME_long_noncausal_from; NAME_short_noncausal with
+            // NAME_short_noncausal_to, the longest.
+            use crate::kernel::entries::Bound;
+            // (the forms of entries::BOUNDED_FORMS, each with its map)
+            for (suffix, bound, forms) in [
+                ("long", Bound::From, &mut long),
+                ("long_noncausal", Bound::From, &mut long_noncausal),
+                ("short_noncausal", Bound::To, &mut short_noncausal),
+            ] {
+                let form_name = format!("{name}_{suffix}");
+                if has_symbol(&cubin, &form_name) {
+                    let kernel = entry(&form_name)?;
+                    let value = form_bound(&cubin, &module, stream, &src, &form_name, bound)?;
+                    forms.insert((dtype, d), (kernel, value));
                 }
             }
         }
@@ -1096,6 +1174,7 @@ fn load_attention(
         small,
         long,
         long_noncausal,
+        short_noncausal,
         sm_count: info.sm_count,
         source_hash: src.hash,
         resources,
@@ -1142,7 +1221,7 @@ mod tests {
     /// The sm_90a d64 forms as kernels/attention.cu declares them and the driver holds them:
     /// NAME {64 rows, fill {2, 4}, 2 CTAs per SM}, NAME_small {64, one tile, 2 per SM},
     /// NAME_long {64, fill {2, 8}} from 1536, NAME_long_noncausal {64, fill {1, 64}, 3 tiles
-    /// at once, 1 per SM} from 512.
+    /// at once, 1 per SM} from 512; without NAME_short_noncausal ([`hopper_d64_short`]).
     fn hopper_d64() -> super::Forms {
         use super::{FormGeometry, Forms};
         let g = |rows, fill, tiles_at_once, ctas_per_sm| FormGeometry {
@@ -1156,6 +1235,21 @@ mod tests {
             small: Some(g(64, None, 1, 2)),
             long: Some((g(64, Some((2, 8)), 1, 2), 1536)),
             long_noncausal: Some((g(64, Some((1, 64)), 3, 1), 512)),
+            short_noncausal: None,
+        }
+    }
+
+    /// [`hopper_d64`] with NAME_short_noncausal {64 rows, one tile, 4 CTAs per SM} up to 640.
+    fn hopper_d64_short() -> super::Forms {
+        let short = super::FormGeometry {
+            rows: 64,
+            fill: None,
+            tiles_at_once: 1,
+            ctas_per_sm: 4,
+        };
+        super::Forms {
+            short_noncausal: Some((short, 640)),
+            ..hopper_d64()
         }
     }
 
@@ -1278,18 +1372,18 @@ mod tests {
         use super::{Form, grid_x, launch_grid_x, pick_form};
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/sanitize.yaml");
         let config = crate::config::Config::load(&path)?;
-        let forms = hopper_d64();
+        let forms = hopper_d64_short();
+        assert!(
+            config.shapes.iter().any(|shape| shape.head_dim == 64
+                && pick_form(shape, &forms, 132) == Form::ShortNonCausal),
+            "no d64 shape of configs/sanitize.yaml runs NAME_short_noncausal on 132 SMs"
+        );
         let cut = config
             .shapes
             .iter()
             .filter(|shape| shape.head_dim == 64)
             .any(|shape| {
-                let form = match pick_form(shape, &forms, 132) {
-                    Form::Main => forms.main,
-                    Form::Small => forms.small.unwrap_or(forms.main),
-                    Form::Long => forms.long.map_or(forms.main, |(g, _)| g),
-                    Form::LongNonCausal => forms.long_noncausal.map_or(forms.main, |(g, _)| g),
-                };
+                let form = forms.geometry(pick_form(shape, &forms, 132));
                 launch_grid_x(shape, form, 132) != grid_x(shape, form.rows, form.fill, 132)
             });
         assert!(
@@ -1370,6 +1464,7 @@ mod tests {
             small: None,
             long: None,
             long_noncausal: Some((one_tile(2), 256)),
+            short_noncausal: None,
         };
         let ada_cases = [
             ((2, 16, 4096, false), Form::LongNonCausal),
@@ -1433,6 +1528,7 @@ mod tests {
             small: None,
             long: None,
             long_noncausal: Some((sub_tiled, 1408)),
+            short_noncausal: None,
         };
         let cases = [
             ((2, 16, 4096, false), Form::LongNonCausal),
@@ -1442,5 +1538,84 @@ mod tests {
             ((8, 16, 512, false), Form::Main),
         ];
         assert_picks(&hopper_d128, 128, "hopper d128", &cases);
+    }
+
+    /// NAME_short_noncausal on the 26 non-causal d64 shapes measured with it as NAME on an
+    /// H200 (docs/KERNEL_LOG.md, 2026-12-04, eighteenth session; Δ against the form main's
+    /// rule picks): taken where it was faster by more than 1%, never where it was slower,
+    /// never for a causal launch, never past its 640 keys.
+    #[test]
+    fn the_host_takes_short_noncausal_where_its_busiest_sm_costs_less() {
+        use super::Form;
+        let short = hopper_d64_short();
+        let cases = [
+            ((4, 16, 512, false), Form::ShortNonCausal), // −2.71% against NAME
+            ((2, 32, 512, false), Form::ShortNonCausal), // −2.37%
+            ((8, 16, 256, false), Form::ShortNonCausal), // −4.12%
+            ((6, 8, 512, false), Form::ShortNonCausal),  // −14.45%
+            ((6, 16, 512, false), Form::ShortNonCausal), // −11.97% against the even split
+            ((3, 16, 640, false), Form::ShortNonCausal), // −0.83% against NAME
+            // the costs tie (1408 and 704 rows): the even split kept, −1.54% and +6.99%
+            ((16, 16, 512, false), Form::LongNonCausal),
+            ((8, 16, 512, false), Form::LongNonCausal),
+            // past 640 keys (+6.47%, +11.83%, +1.16%, +1.12%, +22.50% with it)
+            ((2, 16, 768, false), Form::LongNonCausal),
+            ((4, 16, 768, false), Form::LongNonCausal),
+            ((2, 16, 1024, false), Form::Main),
+            ((4, 8, 1024, false), Form::Main),
+            ((2, 16, 1280, false), Form::LongNonCausal),
+            // causal launches (+6.8 … +28.3% with it)
+            ((4, 16, 512, true), Form::Main),
+            ((8, 16, 512, true), Form::Main),
+            ((2, 16, 1024, true), Form::Main),
+            // NAME_small's grids: its one pass (128 rows) under the short form's (160)
+            ((1, 8, 512, false), Form::Small),
+            ((2, 8, 512, false), Form::Small),
+        ];
+        assert_picks(&short, 64, "hopper d64 with short", &cases);
+        // Shapes the pass cost was not drawn from, measured with it (second call of the
+        // eighteenth session, bench/issue40_device.sh short_check_config; Δ against main's
+        // form): taken where one round holds all its CTAs (−14.7%, −14.6%, −8.4%) or a
+        // second round has two or more (−22.2% at [10,16,256]: one, NAME's grid overfilled);
+        // not after a full round with one lone CTA ([5,16,512]: +1.5% with it) nor where the
+        // second round costs its tie ([12,16,256]: −14.2% missed).
+        let unseen = [
+            ((4, 16, 384, false), Form::ShortNonCausal),
+            ((3, 16, 512, false), Form::ShortNonCausal),
+            ((6, 8, 513, false), Form::ShortNonCausal),
+            ((10, 16, 256, false), Form::ShortNonCausal),
+            ((5, 16, 512, false), Form::Main),
+            ((12, 16, 256, false), Form::Main),
+            // the even split's one pass of three units (256) under its 288 and 352
+            ((2, 16, 640, false), Form::LongNonCausal),
+            ((1, 32, 640, false), Form::LongNonCausal),
+            // NAME's three passes of two (576) under its 4 + 2 CTAs and a partial round
+            ((8, 16, 384, false), Form::Main),
+        ];
+        assert_picks(&short, 64, "hopper d64 with short, unseen", &unseen);
+        // A second round not full costs one more pass: [5,16,512] is 640 CTAs, five on the
+        // busiest SM (4 + 1): 352 + 160 + 96 = 608 against NAME's 576.
+        let b5 =
+            crate::config::ShapeParams::new(5, 16, 512, 64, false, crate::config::Dtype::Float16);
+        let (g, _) = short.short_noncausal.unwrap_or_else(|| unreachable!());
+        assert!(super::partial_second_round(&b5, g, 132));
+        assert!(!super::partial_second_round(&b5, g, 160));
+        // Without it every shape keeps main's choice.
+        let without = hopper_d64();
+        for &((b, h, s, causal), _) in &cases {
+            let shape =
+                crate::config::ShapeParams::new(b, h, s, 64, causal, crate::config::Dtype::Float16);
+            assert_ne!(
+                super::pick_form(&shape, &without, 132),
+                Form::ShortNonCausal
+            );
+        }
+        // Its pass costs 1.5 NAME tiles: at [4,16,512] 4 · 64 + 96 = 352 against NAME's
+        // two passes of two, 2 · (128 + 64) = 384.
+        let shape =
+            crate::config::ShapeParams::new(4, 16, 512, 64, false, crate::config::Dtype::Float16);
+        let (g, _) = short.short_noncausal.unwrap_or_else(|| unreachable!());
+        assert_eq!(super::busiest_sm_cost(&shape, g, 96, 132), 352);
+        assert_eq!(super::busiest_sm_cost(&shape, short.main, 64, 132), 384);
     }
 }

@@ -45,8 +45,12 @@ pub(crate) enum EntryError {
         "{name}_tiles_at_once is {tiles}: tiles a CTA computes at the same time must be 1..=64 (kernels/README.md)"
     )]
     AtOnce { name: String, tiles: i32 },
-    #[error("{long_name}_from is {from}: it must be a seq_len of at least 1")]
-    LongFrom { long_name: String, from: i32 },
+    #[error("{form_name}_{suffix} is {value}: it must be a seq_len of at least 1")]
+    FormBound {
+        form_name: String,
+        suffix: &'static str,
+        value: i32,
+    },
     #[error("{name}_tma is {layout}: the only TMA layout is 1 (kernels/README.md)")]
     Tma { name: String, layout: i32 },
 }
@@ -92,15 +96,50 @@ pub(crate) fn tiles_at_once(name: &str, tiles: i32) -> Result<u32, EntryError> {
         })
 }
 
-/// `NAME_long_from` (or `NAME_long_noncausal_from`): the shortest seq_len a `NAME_long` (or
-/// `NAME_long_noncausal`) takes, at least 1.
-pub(crate) fn long_from(long_name: &str, from: i32) -> Result<u32, EntryError> {
-    u32::try_from(from)
+/// Which end of its seq_lens an optional form's bound gives: `NAME_long_from` and
+/// `NAME_long_noncausal_from` the shortest, `NAME_short_noncausal_to` the longest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Bound {
+    From,
+    To,
+}
+
+impl Bound {
+    /// The symbol's suffix after the form's name.
+    pub(crate) fn suffix(self) -> &'static str {
+        match self {
+            Bound::From => "from",
+            Bound::To => "to",
+        }
+    }
+
+    /// The bound in words ("the shortest seq_len it takes").
+    pub(crate) fn which(self) -> &'static str {
+        match self {
+            Bound::From => "shortest",
+            Bound::To => "longest",
+        }
+    }
+}
+
+/// The optional forms with a seq_len bound, by their suffix after NAME.
+pub(crate) const BOUNDED_FORMS: [(&str, Bound); 3] = [
+    ("long", Bound::From),
+    ("long_noncausal", Bound::From),
+    ("short_noncausal", Bound::To),
+];
+
+/// `NAME_long_from`, `NAME_long_noncausal_from` (the shortest seq_len a `NAME_long` or
+/// `NAME_long_noncausal` takes) or `NAME_short_noncausal_to` (the longest a
+/// `NAME_short_noncausal` takes): at least 1.
+pub(crate) fn form_bound(form_name: &str, bound: Bound, value: i32) -> Result<u32, EntryError> {
+    u32::try_from(value)
         .ok()
-        .filter(|f| *f >= 1)
-        .ok_or_else(|| EntryError::LongFrom {
-            long_name: long_name.to_owned(),
-            from,
+        .filter(|v| *v >= 1)
+        .ok_or_else(|| EntryError::FormBound {
+            form_name: form_name.to_owned(),
+            suffix: bound.suffix(),
+            value,
         })
 }
 
@@ -122,7 +161,8 @@ pub(crate) fn tma(name: &str, layout: i32) -> Result<(), EntryError> {
 
 /// The entries of a CUBIN checked without a GPU, as the loader will check them: every main
 /// entry with its `NAME_launch`, and each optional `NAME_small` / `NAME_long` /
-/// `NAME_long_noncausal` with theirs (and `NAME_long_from` / `NAME_long_noncausal_from`),
+/// `NAME_long_noncausal` / `NAME_short_noncausal` with theirs (and `NAME_long_from` /
+/// `NAME_long_noncausal_from` / `NAME_short_noncausal_to`),
 /// every `NAME_fill`, `NAME_tiles_at_once` and `NAME_tma` valid. `max_smem` is the target's
 /// opt-in shared memory per block. One line per entry found, or every problem found (each a
 /// clause naming the symbol).
@@ -184,19 +224,22 @@ pub(crate) fn check_static(cubin: &[u8], max_smem: u32) -> Result<Vec<String>, V
     for main in main_entries() {
         check_one(&main, true, &mut problems);
         check_one(&format!("{main}_small"), false, &mut problems);
-        for long in [format!("{main}_long"), format!("{main}_long_noncausal")] {
-            if !has_symbol(cubin, &long) {
+        for (suffix, bound) in BOUNDED_FORMS {
+            let form = format!("{main}_{suffix}");
+            if !has_symbol(cubin, &form) {
                 continue;
             }
-            check_one(&long, false, &mut problems);
-            match i32_constant(cubin, &format!("{long}_from"), 1) {
+            check_one(&form, false, &mut problems);
+            let symbol = format!("{form}_{}", bound.suffix());
+            match i32_constant(cubin, &symbol, 1) {
                 Some(v) => {
-                    if let Err(e) = long_from(&long, v[0]) {
+                    if let Err(e) = form_bound(&form, bound, v[0]) {
                         problems.push(e.to_string());
                     }
                 }
                 None => problems.push(format!(
-                    "{long} has no {long}_from: the shortest seq_len it takes (kernels/README.md)"
+                    "{form} has no {symbol}: the {} seq_len it takes (kernels/README.md)",
+                    bound.which()
                 )),
             }
         }
@@ -226,8 +269,15 @@ mod tests {
         }
         assert_eq!(fill("k", [2, 4]), Ok((2, 4)));
         assert!(fill("k", [0, 4]).is_err() && fill("k", [2, 65]).is_err());
-        assert_eq!(long_from("k_long", 1536), Ok(1536));
-        assert!(long_from("k_long", 0).is_err());
+        assert_eq!(form_bound("k_long", Bound::From, 1536), Ok(1536));
+        assert_eq!(form_bound("k_short_noncausal", Bound::To, 640), Ok(640));
+        assert_eq!(
+            form_bound("k_short_noncausal", Bound::To, 0)
+                .map_err(|e| e.to_string())
+                .unwrap_err(),
+            "k_short_noncausal_to is 0: it must be a seq_len of at least 1"
+        );
+        assert!(form_bound("k_long", Bound::From, -5).is_err());
         assert!(tma("k", 1).is_ok() && tma("k", 2).is_err());
         assert_eq!(tiles_at_once("k", 3), Ok(3));
         assert_eq!(tiles_at_once("k", 64), Ok(64));

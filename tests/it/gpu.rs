@@ -177,11 +177,13 @@ fn kernels_match_the_cpu_reference_on_random_shapes() {
         }
     }
     // Grids large enough for each kernel form of kernels/README.md ("Small grids, long
-    // sequences"): on an H100 or H200 the d64 main kernel ([4,16,513]: 576 CTAs of 64 rows),
-    // its long-sequence forms (seq_len >= 1536, odd tails: causal launches take `_long`,
-    // non-causal ones `_long_noncausal`), and the d128 kernel on a grid of more CTAs than
-    // SMs. The cases above all have small grids.
+    // sequences"): on an H100 or H200 the d64 main kernel ([4,16,513]: 576 CTAs of 64 rows;
+    // non-causal, the even split), its short form ([6,8,513] non-causal: 432 CTAs of one
+    // 64-row unit), its long-sequence forms (seq_len >= 1536, odd tails: causal launches take
+    // `_long`, non-causal ones `_long_noncausal`), and the d128 kernel on a grid of more CTAs
+    // than SMs. The cases above all have small grids.
     cases.push(ShapeParams::new(4, 16, 513, 64, false, Dtype::Float16));
+    cases.push(ShapeParams::new(6, 8, 513, 64, false, Dtype::Bfloat16));
     cases.push(ShapeParams::new(2, 8, 1537, 64, true, Dtype::Bfloat16));
     cases.push(ShapeParams::new(2, 8, 1537, 64, false, Dtype::Float16));
     cases.push(ShapeParams::new(1, 4, 2113, 64, false, Dtype::Bfloat16));

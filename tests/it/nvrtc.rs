@@ -146,8 +146,9 @@ fn kernels_compile_for_sm89_sm90_and_sm90a() {
 /// The host finds the optional small-grid and long-sequence kernels in the cubin's symbols
 /// (never by a failed driver call, which compute-sanitizer would count): `NAME_small` for the
 /// d64 kernels on every target (mma.sync: a 64-row tile; sm_90a: the warp-specialised one),
-/// none for d128; `NAME_long` with its `NAME_long_from`, and `NAME_long_noncausal` with its
-/// `NAME_long_noncausal_from`, only on sm_90a, for d64; for d128 `NAME_long_noncausal` with
+/// none for d128; `NAME_long` with its `NAME_long_from`, `NAME_long_noncausal` with its
+/// `NAME_long_noncausal_from` and `NAME_short_noncausal` with its `NAME_short_noncausal_to`,
+/// only on sm_90a, for d64; for d128 `NAME_long_noncausal` with
 /// its `_from` on sm_89 (the L4's split-pipeline tile for non-causal launches) and on sm_90a
 /// (192-key tiles with a narrowed first one), not on plain sm_90.
 #[test]
@@ -166,14 +167,21 @@ fn the_small_grid_and_long_sequence_kernels_are_found_in_the_cubin() {
                 &format!("attention_fwd_{dtype}_d64_small")
             ));
             assert!(has_symbol(cubin, &format!("attention_fwd_{dtype}_d64")));
-            for suffix in ["long", "long_from", "long_noncausal", "long_noncausal_from"] {
+            for suffix in [
+                "long",
+                "long_from",
+                "long_noncausal",
+                "long_noncausal_from",
+                "short_noncausal",
+                "short_noncausal_to",
+            ] {
                 assert_eq!(
                     has_symbol(cubin, &format!("attention_fwd_{dtype}_d64_{suffix}")),
                     target == "sm_90a",
                     "{target} {dtype} d64_{suffix}"
                 );
             }
-            for suffix in ["small", "long"] {
+            for suffix in ["small", "long", "short_noncausal"] {
                 assert!(!has_symbol(
                     cubin,
                     &format!("attention_fwd_{dtype}_d128_{suffix}")
@@ -191,20 +199,22 @@ fn the_small_grid_and_long_sequence_kernels_are_found_in_the_cubin() {
 }
 
 /// Every attention entry of the shipped source, by what follows `attention_fwd_{dtype}_`.
-const ATTENTION_FORMS: [&str; 6] = [
+const ATTENTION_FORMS: [&str; 7] = [
     "d128",
     "d128_long_noncausal",
     "d64",
     "d64_small",
     "d64_long",
     "d64_long_noncausal",
+    "d64_short_noncausal",
 ];
 
 /// The TMA ABI (kernels/README.md, `NAME_tma`): on sm_90a every attention kernel is the
 /// warp-specialised one and declares layout 1, so the host passes it the q, k, v tensor maps;
 /// the L4's sm_89 and plain sm_90 builds keep the eight-argument kernels (sm_89's
 /// `d128_long_noncausal` too). `NAME_fill` only on sm_90a's main d64 kernel and its `_long`
-/// and `_long_noncausal` forms. (The host reads both symbols from the cubin, as `NAME_small`.)
+/// and `_long_noncausal` forms (not `_small` nor `_short_noncausal`: one tile per CTA). (The
+/// host reads both symbols from the cubin, as `NAME_small`.)
 #[test]
 #[cfg_attr(
     ci_gate_no_nvrtc,
@@ -224,11 +234,12 @@ fn the_warp_specialised_kernels_take_tensor_maps_and_fill_on_sm90a_only() {
                 );
             }
             // NAME_fill: on sm_90a the main d64 kernel and its long-sequence forms size their
-            // grids to fill the GPU; the d128 forms and the small-grid form do not
+            // grids to fill the GPU; the d128 forms, the small-grid and the short forms do not
             for name in ATTENTION_FORMS {
+                let fills = ["d64", "d64_long", "d64_long_noncausal"].contains(&name);
                 assert_eq!(
                     has_symbol(cubin, &format!("attention_fwd_{dtype}_{name}_fill")),
-                    target == "sm_90a" && name.starts_with("d64") && name != "d64_small",
+                    target == "sm_90a" && fills,
                     "{target} {dtype} {name}_fill"
                 );
             }
@@ -341,6 +352,14 @@ fn the_compile_command_refuses_missing_entry_points_and_bad_launch_constants() {
                 "{64, 128, 0}",
             ),
             "attention_fwd_f16_d64_long_noncausal has no attention_fwd_f16_d64_long_noncausal_from",
+        ),
+        // a short form without the longest length it takes
+        (
+            with_entries(
+                &form("attention_fwd_f16_d64_short_noncausal"),
+                "{64, 128, 0}",
+            ),
+            "attention_fwd_f16_d64_short_noncausal has no attention_fwd_f16_d64_short_noncausal_to: the longest seq_len it takes",
         ),
         // one that starts at 0
         (
