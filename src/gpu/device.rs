@@ -397,10 +397,10 @@ fn cost_of_grid(
     (c / p).saturating_mul(round(p)).saturating_add(last)
 }
 
-/// The host's choice among `NAME`, `NAME_small`, `NAME_long` and `NAME_long_noncausal`, as
-/// kernels/README.md states it. First the form for any mask: `NAME_long` when the source has
-/// one and seq_len is at least its `NAME_long_from`; else `NAME_small` when the source has
-/// one and `NAME`'s grid, ⌈seq_len / rows⌉ · batch · heads CTAs, has fewer CTAs than the
+/// The host's choice among `NAME`, `NAME_small`, `NAME_long`, `NAME_long_noncausal` and
+/// `NAME_short_noncausal`, as kernels/README.md states it. First the form for any mask:
+/// `NAME_long` when the source has one and seq_len is at least its `NAME_long_from`; else
+/// `NAME_small` when the source has one and `NAME`'s grid, ⌈seq_len / rows⌉ · batch · heads CTAs, has fewer CTAs than the
 /// GPU has SMs; else `NAME`. Then, for a non-causal launch with seq_len at least
 /// `NAME_long_noncausal_from`, `NAME_long_noncausal` instead when its busiest SM costs less
 /// than that form's ([`busiest_sm_cost`], a pass costing NAME's rows_per_block more than
@@ -408,7 +408,10 @@ fn cost_of_grid(
 /// fill, tiles at once, CTAs per SM): then the model has nothing to weigh and
 /// `NAME_long_noncausal_from` alone decides (the sm_90a d128 pair: the same grid, the
 /// narrowed 192-key tiles in a function of their own so that ptxas allocates NAME's registers
-/// as before).
+/// as before). Last, for a non-causal launch with seq_len at most
+/// `NAME_short_noncausal_to`, `NAME_short_noncausal` when its busiest SM costs strictly less
+/// than the form picked so far, its pass costing 1.5 NAME tiles beyond its rows and a last
+/// round of its CTAs that is not full one such pass more ([`SHORT_PASS`]).
 ///
 /// Why the busiest SM and not a bound on NAME's grid: the forms differ in how many rows an
 /// SM computes at once (the sm_90a d64 one: three 64-row warpgroups in one CTA per SM, where
