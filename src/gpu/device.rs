@@ -347,7 +347,9 @@ const SHORT_PASS: (u64, u64) = (3, 2);
 /// once and not a whole number of rounds of them (a last round not full). O(1).
 fn partial_second_round(shape: &ShapeParams, form: FormGeometry, sm_count: u32) -> bool {
     let x = u64::from(launch_grid_x(shape, form, sm_count).max(1));
-    let ctas = x * u64::from(shape.batch) * u64::from(shape.heads);
+    let ctas = x
+        .saturating_mul(u64::from(shape.batch))
+        .saturating_mul(u64::from(shape.heads));
     let c = ctas.div_ceil(u64::from(sm_count.max(1)));
     let p = u64::from(form.ctas_per_sm.max(1));
     c > p && c % p != 0
@@ -382,7 +384,9 @@ fn cost_of_grid(
     let rows = form.rows.max(1);
     let tiles = u64::from(shape.seq_len.div_ceil(rows));
     let x = u64::from(x.max(1));
-    let ctas = x * u64::from(shape.batch) * u64::from(shape.heads);
+    let ctas = x
+        .saturating_mul(u64::from(shape.batch))
+        .saturating_mul(u64::from(shape.heads));
     let c = ctas.div_ceil(u64::from(sm_count.max(1)));
     let p = u64::from(form.ctas_per_sm.max(1));
     let a = u64::from(form.tiles_at_once.max(1));
@@ -430,8 +434,8 @@ fn cost_of_grid(
 /// ([1,16,1000] took 34% longer on the other, sixth session); beyond that it wins.
 pub(crate) fn pick_form(shape: &ShapeParams, forms: &Forms, sm_count: u32) -> Form {
     let main_ctas = u64::from(shape.seq_len.div_ceil(forms.main.rows.max(1)))
-        * u64::from(shape.batch)
-        * u64::from(shape.heads);
+        .saturating_mul(u64::from(shape.batch))
+        .saturating_mul(u64::from(shape.heads));
     let mut form = match (forms.long, forms.small) {
         (Some((_, from)), _) if shape.seq_len >= from => Form::Long,
         (_, Some(_)) if main_ctas < u64::from(sm_count) => Form::Small,
@@ -1603,6 +1607,30 @@ mod tests {
         let (g, _) = short.short_noncausal.unwrap_or_else(|| unreachable!());
         assert!(super::partial_second_round(&b5, g, 132));
         assert!(!super::partial_second_round(&b5, g, 160));
+        // hostile geometry and shapes (one-row tiles of u32::MAX rows on u32::MAX heads, no
+        // SM) stay finite: no overflow, no division by zero
+        let one_row = super::FormGeometry {
+            rows: 1,
+            fill: None,
+            tiles_at_once: 1,
+            ctas_per_sm: 0,
+        };
+        let huge = crate::config::ShapeParams::new(
+            u32::MAX,
+            u32::MAX,
+            u32::MAX,
+            64,
+            false,
+            crate::config::Dtype::Float16,
+        );
+        // (a saturated count of CTAs held one at a time: whole rounds)
+        assert!(!super::partial_second_round(&huge, one_row, 0));
+        assert!(super::busiest_sm_cost(&huge, one_row, 96, 0) > 0);
+        let hostile = super::Forms {
+            short_noncausal: Some((one_row, u32::MAX)),
+            ..short
+        };
+        assert_ne!(super::pick_form(&huge, &hostile, 0), Form::Small);
         // Without it every shape keeps main's choice.
         let without = hopper_d64();
         for &((b, h, s, causal), _) in &cases {
@@ -1620,5 +1648,59 @@ mod tests {
         let (g, _) = short.short_noncausal.unwrap_or_else(|| unreachable!());
         assert_eq!(super::busiest_sm_cost(&shape, g, 96, 132), 352);
         assert_eq!(super::busiest_sm_cost(&shape, short.main, 64, 132), 384);
+    }
+
+    /// The host's form rule and grid sizing on any shape and any launch constants a hostile
+    /// source could declare (each already through kernels/entries.rs's ranges or not): no
+    /// panic, no overflow, a grid of at least one CTA. Run in CI's debug build, where an
+    /// overflowing multiply panics.
+    #[test]
+    fn the_form_rule_never_panics_on_hostile_shapes_or_constants() {
+        use super::{FormGeometry, Forms, busiest_sm_cost, launch_grid_x, pick_form};
+        use crate::config::{Dtype, ShapeParams};
+        use proptest::prelude::*;
+        let geometry = (
+            any::<u32>(),
+            proptest::option::of((any::<u32>(), any::<u32>())),
+            any::<u32>(),
+            any::<u32>(),
+        )
+            .prop_map(|(rows, fill, tiles_at_once, ctas_per_sm)| FormGeometry {
+                rows,
+                fill,
+                tiles_at_once,
+                ctas_per_sm,
+            });
+        let forms = (
+            geometry.clone(),
+            proptest::option::of(geometry.clone()),
+            proptest::option::of((geometry.clone(), any::<u32>())),
+            proptest::option::of((geometry.clone(), any::<u32>())),
+            proptest::option::of((geometry, any::<u32>())),
+        )
+            .prop_map(
+                |(main, small, long, long_noncausal, short_noncausal)| Forms {
+                    main,
+                    small,
+                    long,
+                    long_noncausal,
+                    short_noncausal,
+                },
+            );
+        let shape = (any::<u32>(), any::<u32>(), any::<u32>(), any::<bool>())
+            .prop_map(|(b, h, s, causal)| ShapeParams::new(b, h, s, 64, causal, Dtype::Float16));
+        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+            cases: 4000,
+            ..ProptestConfig::default()
+        });
+        runner
+            .run(&(shape, forms, any::<u32>()), |(shape, forms, sms)| {
+                let form = pick_form(&shape, &forms, sms);
+                let g = forms.geometry(form);
+                prop_assert!(launch_grid_x(&shape, g, sms) >= 1);
+                let _ = busiest_sm_cost(&shape, g, u64::MAX, sms);
+                Ok(())
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
     }
 }
