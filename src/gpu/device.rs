@@ -404,8 +404,8 @@ fn cost_of_grid(
 /// The host's choice among `NAME`, `NAME_small`, `NAME_long`, `NAME_long_noncausal` and
 /// `NAME_short_noncausal`, as kernels/README.md states it. First the form for any mask:
 /// `NAME_long` when the source has one and seq_len is at least its `NAME_long_from`; else
-/// `NAME_small` when the source has one and `NAME`'s grid, ⌈seq_len / rows⌉ · batch · heads CTAs, has fewer CTAs than the
-/// GPU has SMs; else `NAME`. Then, for a non-causal launch with seq_len at least
+/// `NAME_small` when the source has one and `NAME`'s grid, ⌈seq_len / rows⌉ · batch · heads
+/// CTAs, has fewer CTAs than the GPU has SMs; else `NAME`. Then, for a non-causal launch with seq_len at least
 /// `NAME_long_noncausal_from`, `NAME_long_noncausal` instead when its busiest SM costs less
 /// than that form's ([`busiest_sm_cost`], a pass costing NAME's rows_per_block more than
 /// its rows); a tie keeps the form for any mask, unless both have the same geometry (rows,
