@@ -134,7 +134,6 @@
 #                                               # pr re-recorded, its stored A/A
 #   bash bench/issue40_device.sh eighteenth-record # call 3: the final rule's A/Bs, sanitize,
 #                                               # pr re-recorded, its stored A/A
-#   bash bench/issue40_device.sh eighteenth-ada  # pr-ada re-recorded, stored A/As (not run)
 #   bash bench/issue40_device.sh eighteenth-final # call 4: sanitize on the smaller shapes;
 #                                               # pr, pr-ada re-recorded, stored A/As
 #   bash bench/issue40_device.sh eighteenth-attacks # call 5: the attack suite, kernels/
@@ -1285,7 +1284,7 @@ eighteenth-short)
   # quad shapes and shapes the rule was not drawn from (short-check.yaml); then main's and
   # the step's PR table with cuDNN / FA2; the GPU tests and kernel_check.py on kernels/. If
   # no shape of the A/Bs is slower and b4h16s512d64 improved: pr re-recorded (3 processes)
-  # and its stored-only A/A (pr-ada and compute-sanitizer: eighteenth-record). Archived
+  # and its stored-only A/A (compute-sanitizer and pr-ada: eighteenth-final). Archived
   # after each step.
   save() { tar czf "$out/eighteenth-short.tgz" -C "$out" r; }
   d64mid_config
@@ -1317,7 +1316,7 @@ eighteenth-record)
   # 1.5% slower; the host now charges a short grid's partial second round one more pass
   # (src/gpu/device.rs, SHORT_PASS), which keeps [5,16,512] and [12,16,256] on NAME. With
   # this binary: short-check.yaml and the PR config against .carry/k-base (main's kernels);
-  # compute-sanitizer on kernels/ (configs/sanitize.yaml: [6,8,513] runs the short form);
+  # compute-sanitizer on kernels/ (configs/sanitize.yaml then: [6,8,513] on the short form);
   # if no shape is slower, pr re-recorded (3 processes) and its stored-only A/A. Archived
   # after each step.
   save() { tar czf "$out/eighteenth-record.tgz" -C "$out" r; }
@@ -1362,15 +1361,6 @@ eighteenth-attacks)
   # must fail closed) with kernels/ as shipped (NAME_short_noncausal added). Archived.
   save() { tar czf "$out/eighteenth-attacks.tgz" -C "$out" r; }
   attack_suite 480
-  save
-  ;;
-eighteenth-ada)
-  # 2026-12-04 (eighteenth session), call 4: pr-ada re-recorded with kernels/ (its source
-  # changed by an sm_90a entry; the L4 path's code did not) and its stored-only A/A; pr's
-  # stored-only A/A again. Archived after each step.
-  save() { tar czf "$out/eighteenth-ada.tgz" -C "$out" r; }
-  record_with_kernels pr-ada "kernel source changed (issue 40: an sm_90a entry added; the L4 path's code unchanged)"
-  stored_aa pr
   save
   ;;
 seventeenth-halves)

@@ -346,13 +346,17 @@ const SHORT_PASS: (u64, u64) = (3, 2);
 /// Whether the busiest SM under `form` on its launched grid runs more CTAs than it holds at
 /// once and not a whole number of rounds of them (a last round not full). O(1).
 fn partial_second_round(shape: &ShapeParams, form: FormGeometry, sm_count: u32) -> bool {
-    let x = u64::from(launch_grid_x(shape, form, sm_count).max(1));
-    let ctas = x
-        .saturating_mul(u64::from(shape.batch))
-        .saturating_mul(u64::from(shape.heads));
-    let c = ctas.div_ceil(u64::from(sm_count.max(1)));
+    let c = ctas_on_busiest_sm(shape, launch_grid_x(shape, form, sm_count), sm_count);
     let p = u64::from(form.ctas_per_sm.max(1));
-    c > p && c % p != 0
+    c > p && !c.is_multiple_of(p)
+}
+
+/// The CTAs the busiest SM gets of a grid of `x` · batch · heads: ⌈CTAs / SMs⌉. O(1).
+fn ctas_on_busiest_sm(shape: &ShapeParams, x: u32, sm_count: u32) -> u64 {
+    u64::from(x.max(1))
+        .saturating_mul(u64::from(shape.batch))
+        .saturating_mul(u64::from(shape.heads))
+        .div_ceil(u64::from(sm_count.max(1)))
 }
 
 /// The busiest SM's work when `form` runs `shape`, in rows, with `pass_rows` more for every
@@ -383,11 +387,8 @@ fn cost_of_grid(
 ) -> u64 {
     let rows = form.rows.max(1);
     let tiles = u64::from(shape.seq_len.div_ceil(rows));
+    let c = ctas_on_busiest_sm(shape, x, sm_count);
     let x = u64::from(x.max(1));
-    let ctas = x
-        .saturating_mul(u64::from(shape.batch))
-        .saturating_mul(u64::from(shape.heads));
-    let c = ctas.div_ceil(u64::from(sm_count.max(1)));
     let p = u64::from(form.ctas_per_sm.max(1));
     let a = u64::from(form.tiles_at_once.max(1));
     let k = tiles.div_ceil(x);
@@ -397,7 +398,11 @@ fn cost_of_grid(
         let partial = if k % a > 0 { pass(r * (k % a)) } else { 0 };
         (k / a).saturating_mul(pass(r * a)).saturating_add(partial)
     };
-    let last = if c % p > 0 { round(c % p) } else { 0 };
+    let last = if !c.is_multiple_of(p) {
+        round(c % p)
+    } else {
+        0
+    };
     (c / p).saturating_mul(round(p)).saturating_add(last)
 }
 
@@ -1160,14 +1165,14 @@ fn load_attention(
             // Optional too: NAME_long with NAME_long_from, the shortest seq_len it takes, and
             // NAME_long_noncausal with its NAME_long_noncausal_from; NAME_short_noncausal with
             // NAME_short_noncausal_to, the longest.
-            use crate::kernel::entries::Bound;
-            // (the forms of entries::BOUNDED_FORMS, each with its map)
-            for (suffix, bound, forms) in [
-                ("long", Bound::From, &mut long),
-                ("long_noncausal", Bound::From, &mut long_noncausal),
-                ("short_noncausal", Bound::To, &mut short_noncausal),
-            ] {
-                let form_name = format!("{name}_{suffix}");
+            use crate::kernel::entries::BoundedForm;
+            for kind in BoundedForm::ALL {
+                let forms = match kind {
+                    BoundedForm::Long => &mut long,
+                    BoundedForm::LongNonCausal => &mut long_noncausal,
+                    BoundedForm::ShortNonCausal => &mut short_noncausal,
+                };
+                let (form_name, bound) = (format!("{name}_{}", kind.suffix()), kind.bound());
                 if has_symbol(&cubin, &form_name) {
                     let kernel = entry(&form_name)?;
                     let value = form_bound(&cubin, &module, stream, &src, &form_name, bound)?;
@@ -1549,11 +1554,14 @@ mod tests {
 
     /// NAME_short_noncausal on the 26 non-causal d64 shapes measured with it as NAME on an
     /// H200 (docs/KERNEL_LOG.md, 2026-12-04, eighteenth session; Δ against the form main's
-    /// rule picks): taken where it was faster by more than 1%, never where it was slower,
-    /// never for a causal launch, never past its 640 keys.
+    /// rule picks): taken on six of the seven where it was faster (b3h16s640d64 by 0.8%; not
+    /// [16,16,512], a tie), never where it was slower, never for a causal launch, never past
+    /// its 640 keys.
     #[test]
     fn the_host_takes_short_noncausal_where_its_busiest_sm_costs_less() {
         use super::Form;
+        use crate::config::{Dtype, ShapeParams};
+        let f16 = |b, h, s| ShapeParams::new(b, h, s, 64, false, Dtype::Float16);
         let short = hopper_d64_short();
         let cases = [
             ((4, 16, 512, false), Form::ShortNonCausal), // −2.71% against NAME
@@ -1602,8 +1610,7 @@ mod tests {
         assert_picks(&short, 64, "hopper d64 with short, unseen", &unseen);
         // A second round not full costs one more pass: [5,16,512] is 640 CTAs, five on the
         // busiest SM (4 + 1): 352 + 160 + 96 = 608 against NAME's 576.
-        let b5 =
-            crate::config::ShapeParams::new(5, 16, 512, 64, false, crate::config::Dtype::Float16);
+        let b5 = f16(5, 16, 512);
         let (g, _) = short.short_noncausal.unwrap_or_else(|| unreachable!());
         assert!(super::partial_second_round(&b5, g, 132));
         assert!(!super::partial_second_round(&b5, g, 160));
@@ -1615,14 +1622,7 @@ mod tests {
             tiles_at_once: 1,
             ctas_per_sm: 0,
         };
-        let huge = crate::config::ShapeParams::new(
-            u32::MAX,
-            u32::MAX,
-            u32::MAX,
-            64,
-            false,
-            crate::config::Dtype::Float16,
-        );
+        let huge = f16(u32::MAX, u32::MAX, u32::MAX);
         // (a saturated count of CTAs held one at a time: whole rounds)
         assert!(!super::partial_second_round(&huge, one_row, 0));
         assert!(super::busiest_sm_cost(&huge, one_row, 96, 0) > 0);
@@ -1634,8 +1634,7 @@ mod tests {
         // Without it every shape keeps main's choice.
         let without = hopper_d64();
         for &((b, h, s, causal), _) in &cases {
-            let shape =
-                crate::config::ShapeParams::new(b, h, s, 64, causal, crate::config::Dtype::Float16);
+            let shape = ShapeParams::new(b, h, s, 64, causal, Dtype::Float16);
             assert_ne!(
                 super::pick_form(&shape, &without, 132),
                 Form::ShortNonCausal
@@ -1643,9 +1642,7 @@ mod tests {
         }
         // Its pass costs 1.5 NAME tiles: at [4,16,512] 4 · 64 + 96 = 352 against NAME's
         // two passes of two, 2 · (128 + 64) = 384.
-        let shape =
-            crate::config::ShapeParams::new(4, 16, 512, 64, false, crate::config::Dtype::Float16);
-        let (g, _) = short.short_noncausal.unwrap_or_else(|| unreachable!());
+        let shape = f16(4, 16, 512);
         assert_eq!(super::busiest_sm_cost(&shape, g, 96, 132), 352);
         assert_eq!(super::busiest_sm_cost(&shape, short.main, 64, 132), 384);
     }

@@ -122,12 +122,39 @@ impl Bound {
     }
 }
 
-/// The optional forms with a seq_len bound, by their suffix after NAME.
-pub(crate) const BOUNDED_FORMS: [(&str, Bound); 3] = [
-    ("long", Bound::From),
-    ("long_noncausal", Bound::From),
-    ("short_noncausal", Bound::To),
-];
+/// The optional forms of a main entry NAME that come with a seq_len bound
+/// (kernels/README.md, "Small grids, long sequences").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BoundedForm {
+    Long,
+    LongNonCausal,
+    ShortNonCausal,
+}
+
+impl BoundedForm {
+    pub(crate) const ALL: [BoundedForm; 3] = [
+        BoundedForm::Long,
+        BoundedForm::LongNonCausal,
+        BoundedForm::ShortNonCausal,
+    ];
+
+    /// The entry's suffix after NAME.
+    pub(crate) fn suffix(self) -> &'static str {
+        match self {
+            BoundedForm::Long => "long",
+            BoundedForm::LongNonCausal => "long_noncausal",
+            BoundedForm::ShortNonCausal => "short_noncausal",
+        }
+    }
+
+    /// Which end of its seq_lens the bound gives.
+    pub(crate) fn bound(self) -> Bound {
+        match self {
+            BoundedForm::Long | BoundedForm::LongNonCausal => Bound::From,
+            BoundedForm::ShortNonCausal => Bound::To,
+        }
+    }
+}
 
 /// `NAME_long_from`, `NAME_long_noncausal_from` (the shortest seq_len a `NAME_long` or
 /// `NAME_long_noncausal` takes) or `NAME_short_noncausal_to` (the longest a
@@ -224,8 +251,8 @@ pub(crate) fn check_static(cubin: &[u8], max_smem: u32) -> Result<Vec<String>, V
     for main in main_entries() {
         check_one(&main, true, &mut problems);
         check_one(&format!("{main}_small"), false, &mut problems);
-        for (suffix, bound) in BOUNDED_FORMS {
-            let form = format!("{main}_{suffix}");
+        for kind in BoundedForm::ALL {
+            let (form, bound) = (format!("{main}_{}", kind.suffix()), kind.bound());
             if !has_symbol(cubin, &form) {
                 continue;
             }
