@@ -137,6 +137,30 @@
 #   bash bench/issue40_device.sh eighteenth-final # call 4: sanitize on the smaller shapes;
 #                                               # pr, pr-ada re-recorded, stored A/As
 #   bash bench/issue40_device.sh eighteenth-attacks # call 5: the attack suite, kernels/
+#   bash bench/issue40_device.sh nineteenth     # the mma.sync kernels with O += P V one tile
+#                                               # behind (variants/lag) on the L4 path:
+#                                               # pr-ada with FA2 / cuDNN, ada-mid, ada-d64;
+#                                               # kernel_check --ada with it
+#   bash bench/issue40_device.sh nineteenth-lag2  # variants/lag2 (lag, O's rescale moved to the
+#                                               # next step) on pr-ada, ada-d64; then
+#                                               # ninth-profile (ncu: main's L4 path and FA2)
+#   bash bench/issue40_device.sh nineteenth-c32   # the L4 path's causal d128 on the split
+#                                               # 128 x 32 tile (variants/c32) on pr-ada;
+#                                               # main's L4 path on the d64 PR shapes with FA2
+#   bash bench/issue40_device.sh nineteenth-sass  # ncu of the L4 path's d128 kernels with the
+#                                               # stall samples of every SASS instruction
+#   bash bench/issue40_device.sh nineteenth-ta    # Q and V on one set of ldmatrix offsets
+#                                               # (variants/ta) on pr-ada and ada-d64
+#   bash bench/issue40_device.sh nineteenth-fa2   # FA2's own code at its L4 tiles (a build of
+#                                               # its source, .carry/fa2/libfa2_tiles.so) and
+#                                               # at its H200 tile, beside PyTorch's FA2 and
+#                                               # the gate's A/A of the L4 path (pr-ada)
+#   bash bench/issue40_device.sh nineteenth-nofm  # the same FA2 build without --use_fast_math
+#                                               # (.carry/fa2/libfa2_tiles_nofm.so) against
+#                                               # PyTorch's FA2, then with it again
+#   bash bench/issue40_device.sh nineteenth-table # the L4 path on every PR shape (pr-ada,
+#                                               # ada-d64: the gate's p50) against FA2's own
+#                                               # build at both tiles and PyTorch's FA2
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -1355,6 +1379,150 @@ eighteenth-final)
   else
     echo "== sanitize not clean: no record"
   fi
+  ;;
+nineteenth)
+  # 2026-12-04 (nineteenth session), call 1: variants/lag (bench/variants/lag.patch: every
+  # mma.sync kernel with O += P V one key tile behind, so a warp's softmax of tile j and its
+  # P_{j-1} V_{j-1} mma's are independent and ptxas interleaves them; the sm_90a wgmma
+  # kernels unchanged) against .carry/k-base (main's kernels) on the L4 path: pr-ada (FA2 /
+  # cuDNN after it), ada-mid, ada-d64; then, with kernels/ = lag on this machine only,
+  # kernel_check.py --ada (the L4's forms on golden and random cases). Archived after each.
+  save() { tar czf "$out/nineteenth.tgz" -C "$out" r; }
+  ada_mid_config
+  ada_d64_config
+  ab lag-ada .carry/variants/lag configs/pr-ada.yaml
+  ada_peers
+  peer_table "$res/ab-lag-ada.json" "$res/sdpa-ada.json"
+  save
+  ab lag-mid .carry/variants/lag "$res/ada-mid.yaml"
+  ab lag-d64 .carry/variants/lag "$res/ada-d64.yaml"
+  save
+  cp .carry/variants/lag/attention.cu kernels/attention.cu
+  kernel_check_only --ada
+  save
+  ;;
+nineteenth-lag2)
+  # 2026-12-04 (nineteenth session), call 2. Call 1's variants/lag lost 5-8% everywhere; its
+  # SASS shows why in part: ptxas issues P_{j-1} V_{j-1}'s mma's before tile j's maxima rather
+  # than among them, and O's rescale by tile j's alpha waits for those mma's at the end of
+  # the step. variants/lag2 (bench/variants/lag2.patch) moves that rescale to the next step,
+  # beside S_{j+1}'s mma's. Against .carry/k-base on pr-ada and ada-d64; then ninth-profile
+  # (ncu of main's L4 path and FA2, b2h16s4096d128 f16 both masks) with kernels/ as shipped.
+  save() { tar czf "$out/nineteenth-lag2.tgz" -C "$out" r; }
+  ada_d64_config
+  ab lag2-ada .carry/variants/lag2 configs/pr-ada.yaml
+  ab lag2-d64 .carry/variants/lag2 "$res/ada-d64.yaml"
+  save
+  rm -rf "$res" && mkdir -p "$res"
+  bash "$0" ninth-profile
+  ;;
+nineteenth-c32)
+  # 2026-12-04 (nineteenth session), call 3. Call 2's profile: on the causal shape our 8-warp
+  # 128 x 64 tile (16 rows a warp, each K/V fragment feeding one mma) had 3.3 times FA2's
+  # short-scoreboard stall samples. variants/c32 (bench/variants/c32.patch): NAME d128 under
+  # CG_ADA_TILES as the split 128 x 32 tile of _long_noncausal (32 rows a warp; it lost 1.0%
+  # on the causal shape in the sixth session, before the uniform warp index and the
+  # whole-tile loads). Against .carry/k-base on pr-ada. Then main's kernels on the d64 PR
+  # shapes of the L4 path (an A/A) with cuDNN / FA2, for issue 40's item 2 on every PR shape.
+  save() { tar czf "$out/nineteenth-c32.tgz" -C "$out" r; }
+  ab c32-ada .carry/variants/c32 configs/pr-ada.yaml
+  save
+  ada_d64_config
+  ab aa-d64 .carry/k-base "$res/ada-d64.yaml"
+  peers ada-d64 "$res/ada-d64.yaml"
+  peer_table "$res/ab-aa-d64.json" "$res/sdpa-ada-d64.json"
+  save
+  ;;
+nineteenth-sass)
+  # 2026-12-04 (nineteenth session), call 4. Call 2's profile (ninth-profile): against FA2 our
+  # L4 path has twice its short-scoreboard stall samples (non-causal; 3.3 times causal). Where:
+  # ncu --set full of one launch each of the L4 path's d128 kernels (configs/pr-ada.yaml,
+  # b2h16s4096d128 f16 both masks), the source page's SASS with its stall samples per line.
+  for mask in noncausal causal; do
+    shape=b2h16s4096d128_f16; [ $mask = causal ] && shape=b2h16s4096d128_causal_f16
+    timed timeout 150 ncu --clock-control none --set full --import-source no \
+      --kernel-name regex:^attention_fwd_ --launch-count 1 --export "$res/ours-$mask" --force-overwrite \
+      "$bin" kernel-run --config configs/pr-ada.yaml --kernels kernels --harness kernels \
+      --shape "$shape" --no-reference > "$res/ncu-ours-$mask.log" 2>&1
+    ncu --import "$res/ours-$mask.ncu-rep" --page source --csv --print-source sass \
+      > "$res/sass-ours-$mask.csv" 2>&1
+    rm -f "$res/ours-$mask.ncu-rep"
+    head -c 600 "$res/sass-ours-$mask.csv"; echo
+  done
+  tar czf "$out/nineteenth-sass.tgz" -C "$out" r
+  ;;
+nineteenth-ta)
+  # 2026-12-04 (nineteenth session), call 5. Call 4: 4% of the L4 split loop's stall samples
+  # sit on LOP3s that recompute one of Q's ldmatrix addresses into a register the previous
+  # ldmatrix has not read yet (ptxas, at 255 registers, keeps about 22 address registers).
+  # variants/ta (bench/variants/ta.patch): Q and V from one set of per-step offsets, the
+  # warp's Q rows a uniform base. Against .carry/k-base on pr-ada and ada-d64.
+  save() { tar czf "$out/nineteenth-ta.tgz" -C "$out" r; }
+  ada_d64_config
+  ab ta-ada .carry/variants/ta configs/pr-ada.yaml
+  ab ta-d64 .carry/variants/ta "$res/ada-d64.yaml"
+  save
+  ;;
+nineteenth-fa2)
+  # 2026-12-04 (nineteenth session), call 6. PyTorch's FA2 picks its d128 tile by compute
+  # capability: on the H200 128 x 64 (64 KiB), on the L4 128 x 32 non-causal and 64 x 64
+  # causal. bench/fa2_tiles.py times FA2's own code at both from a build of its source
+  # (bench/fa2/build.sh, carried as .carry/fa2/libfa2_tiles.so) beside PyTorch's FA2 (the
+  # build's H200 tile is the calibration), then the gate's p50 of the L4 path on pr-ada
+  # (main's kernels against themselves: the gate skips the A/B of identical kernels and
+  # reports one side), then the FA2 tiles again, so the two sit on both sides of ours.
+  save() { tar czf "$out/nineteenth-fa2.tgz" -C "$out" r; }
+  timed timeout 150 python3 bench/fa2_tiles.py configs/pr-ada.yaml --lib .carry/fa2/libfa2_tiles.so \
+    --out "$res/fa2-tiles-1.json" > "$res/fa2-tiles-1.txt" 2>&1
+  cat "$res/fa2-tiles-1.txt" | tail -6
+  save
+  ab aa-ada .carry/k-base configs/pr-ada.yaml
+  peers ada configs/pr-ada.yaml
+  save
+  timed timeout 150 python3 bench/fa2_tiles.py configs/pr-ada.yaml --lib .carry/fa2/libfa2_tiles.so \
+    --out "$res/fa2-tiles-2.json" > "$res/fa2-tiles-2.txt" 2>&1
+  cat "$res/fa2-tiles-2.txt" | tail -6
+  save
+  ;;
+nineteenth-nofm)
+  # 2026-12-04 (nineteenth session), call 7. Call 6: the build of FA2's source at its H200
+  # tile ran 7-9% faster than PyTorch's FA2 on the same tensors. Is it the flags? FA2's own
+  # build uses --use_fast_math (exp2f as one ex2.approx.ftz); .carry/fa2/libfa2_tiles_nofm.so
+  # is the same source without it (FA2_FAST_MATH= bash bench/fa2/build.sh ...; built then
+  # from fa2_tiles.cu before its head_dim argument). Both builds, in turn, twice.
+  save() { tar czf "$out/nineteenth-nofm.tgz" -C "$out" r; }
+  for i in 1 2; do
+    for lib in libfa2_tiles_nofm libfa2_tiles; do
+      timed timeout 150 python3 bench/fa2_tiles.py configs/pr-ada.yaml --lib ".carry/fa2/$lib.so" \
+        --out "$res/$lib-$i.json" > "$res/$lib-$i.txt" 2>&1
+      echo "== $lib ($i)"; tail -5 "$res/$lib-$i.txt"
+    done
+  done
+  save
+  ;;
+nineteenth-table)
+  # 2026-12-04 (nineteenth session), call 8: issue 40's item 2 on every PR shape of the L4
+  # path. The gate's p50 of main's kernels under CG_ADA_TILES (pr-ada: the d128 shapes;
+  # ada-d64: the d64 ones; identical kernels on both sides, so one side is timed), between
+  # two runs of bench/fa2_tiles.py on the same shapes (FA2's own build at its H200 and L4
+  # tiles, PyTorch's FA2 beside them; at d64 FA2 has one tile for every card).
+  save() { tar czf "$out/nineteenth-table.tgz" -C "$out" r; }
+  ada_d64_config
+  fa2_both() {
+    for c in configs/pr-ada.yaml "$res/ada-d64.yaml"; do
+      n=$(basename "$c" .yaml)
+      timed timeout 150 python3 bench/fa2_tiles.py "$c" --lib .carry/fa2/libfa2_tiles.so \
+        --out "$res/fa2-$n-$1.json" > "$res/fa2-$n-$1.txt" 2>&1
+      tail -8 "$res/fa2-$n-$1.txt"
+    done
+  }
+  fa2_both 1
+  save
+  ab aa-ada .carry/k-base configs/pr-ada.yaml
+  ab aa-d64 .carry/k-base "$res/ada-d64.yaml"
+  save
+  fa2_both 2
+  save
   ;;
 eighteenth-attacks)
   # 2026-12-04 (eighteenth session), call 5: the attack suite (adversarial_gpu::, every attack
