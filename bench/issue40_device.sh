@@ -161,6 +161,9 @@
 #   bash bench/issue40_device.sh nineteenth-table # the L4 path on every PR shape (pr-ada,
 #                                               # ada-d64: the gate's p50) against FA2's own
 #                                               # build at both tiles and PyTorch's FA2
+#   bash bench/issue40_device.sh nineteenth-d64   # the L4 path's d64 NAME on split-pipeline
+#                                               # tiles, Q in shared memory (variants/d64s,
+#                                               # d64t, d64o, d64p) on ada-d64, pr-ada
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -1522,6 +1525,27 @@ nineteenth-table)
   ab aa-d64 .carry/k-base "$res/ada-d64.yaml"
   save
   fa2_both 2
+  save
+  ;;
+nineteenth-d64)
+  # 2026-12-04 (nineteenth session), call 9. Call 8: at d64 the L4 path reads 0.88-1.01x FA2's
+  # own build (b4h16s512d64 1.01x, b8h16s512d64 0.99x), and FA2's one d64 tile is 128 x 128
+  # on 4 warps with Q in shared memory and one K and one V buffer (48 KiB), where ours is
+  # 128 x 64 with Q in registers on a 2-stage ring (32 KiB, 242 registers, two CTAs per SM).
+  # Candidates for NAME d64 under CG_ADA_TILES (bench/variants/<name>.patch), all the split
+  # pipeline with Q in shared memory, each sized for an L4 (100 KB, 64 K registers per SM):
+  #   d64s: 128 x 128 (FA2's tile; 48 KiB, two CTAs per SM; 372 bytes of spill)
+  #   d64t: 128 x 96 (40 KiB, two CTAs per SM; no spill)
+  #   d64o: 128 x 64, three CTAs per SM (32 KiB, 168 registers; 172 bytes of spill)
+  #   d64p: 128 x 32, three CTAs per SM (24 KiB, 167 registers; no spill)
+  # Against .carry/k-base on ada-d64, then pr-ada (d128: unchanged launches, a control).
+  save() { tar czf "$out/nineteenth-d64.tgz" -C "$out" r; }
+  ada_d64_config
+  for v in d64s d64t d64o d64p; do
+    ab "$v-d64" ".carry/variants/$v" "$res/ada-d64.yaml"
+    save
+  done
+  ab d64p-ada .carry/variants/d64p configs/pr-ada.yaml
   save
   ;;
 eighteenth-attacks)
