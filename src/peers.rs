@@ -66,20 +66,23 @@ impl Peer {
         }
     }
 
-    /// The column of the report: "vs SDPA (default)", "vs FA2", "vs cuDNN".
+    /// The column of the report: "vs SDPA (default)", "vs torch FA2", "vs cuDNN". FA2 is
+    /// PyTorch's own build of FlashAttention-2 (cuDNN is NVIDIA's library, called by
+    /// PyTorch): on an H200 at head_dim 128 it ran 8-9% slower than FA2's source built with
+    /// FA2's own flags (docs/MEASURING.md, Peers), so the label says whose build it is.
     pub(crate) fn column(self) -> &'static str {
         match self {
             Peer::TorchSdpa => "vs SDPA (default)",
-            Peer::TorchSdpaFlash => "vs FA2",
+            Peer::TorchSdpaFlash => "vs torch FA2",
             Peer::TorchSdpaCudnn => "vs cuDNN",
         }
     }
 
-    /// The column of its times: "SDPA µs", "FA2 µs", "cuDNN µs".
+    /// The column of its times: "SDPA µs", "torch FA2 µs", "cuDNN µs".
     pub(crate) fn label(self) -> &'static str {
         match self {
             Peer::TorchSdpa => "SDPA",
-            Peer::TorchSdpaFlash => "FA2",
+            Peer::TorchSdpaFlash => "torch FA2",
             Peer::TorchSdpaCudnn => "cuDNN",
         }
     }

@@ -1298,7 +1298,7 @@ mod tests {
         let md = MarkdownExporter.render(&report);
         assert!(md.contains("**Against PyTorch**"), "{md}");
         assert!(
-            md.contains("| SDPA µs | vs SDPA (default) | FA2 µs | vs FA2 |"),
+            md.contains("| SDPA µs | vs SDPA (default) | torch FA2 µs | vs torch FA2 |"),
             "{md}"
         );
         // 9 / 10 now; no stored comparison, so no "was".
