@@ -164,6 +164,9 @@
 #   bash bench/issue40_device.sh nineteenth-d64   # the L4 path's d64 NAME on split-pipeline
 #                                               # tiles, Q in shared memory (variants/d64s,
 #                                               # d64t, d64o, d64p) on ada-d64, pr-ada
+#   bash bench/issue40_device.sh nineteenth-d64b  # the L4 path's d64 NAME with Q in registers
+#                                               # on three stages (variants/d64r3) and on
+#                                               # 32-key tiles, three CTAs per SM (d64w)
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -1549,6 +1552,21 @@ nineteenth-d64)
   done
   ab d64p-ada .carry/variants/d64p configs/pr-ada.yaml
   save
+  ;;
+nineteenth-d64b)
+  # 2026-12-04 (nineteenth session), call 10. Call 9: Q in shared memory loses 13-48% at d64.
+  # Two candidates that keep Q in registers, both within an L4's 100 KB and 64 K registers:
+  #   d64r3: 128 x 64 on a 3-stage ring (48 KiB, 243 registers, two CTAs per SM; the mma.sync
+  #          3-stage ring was last measured on 2026-11-21, before the uniform warp index);
+  #   d64w:  128 x 32 on a 2-stage ring, three CTAs per SM (16 KiB, 168 registers, 12 bytes
+  #          of spill): twelve warps per SM where NAME has eight.
+  # Against .carry/k-base on ada-d64.
+  save() { tar czf "$out/nineteenth-d64b.tgz" -C "$out" r; }
+  ada_d64_config
+  for v in d64r3 d64w; do
+    ab "$v-d64" ".carry/variants/$v" "$res/ada-d64.yaml"
+    save
+  done
   ;;
 eighteenth-attacks)
   # 2026-12-04 (eighteenth session), call 5: the attack suite (adversarial_gpu::, every attack
