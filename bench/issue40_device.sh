@@ -390,6 +390,15 @@ peers() {
     --samples 30 --duty 0.25 --out "$res/sdpa-$1.json" > "$res/sdpa-$1.txt" 2>&1
 }
 
+# bench/fa2_tiles.py on CONFIG (FA2's own build .carry/fa2/LIB.so, default libfa2_tiles, at
+# its H200 and L4 tiles, PyTorch's FA2 beside it), into fa2-NAME.json and .txt:
+# fa2_tiles NAME CONFIG [LIB]
+fa2_tiles() {
+  timed timeout 150 python3 bench/fa2_tiles.py "$2" --lib ".carry/fa2/${3:-libfa2_tiles}.so" \
+    --out "$res/fa2-$1.json" > "$res/fa2-$1.txt" 2>&1
+  echo "== fa2 $1"; tail -8 "$res/fa2-$1.txt"
+}
+
 # exit 0 when every A/B result given passed with no shape worse than pass: no_regression FILE...
 no_regression() {
   python3 -c '
@@ -1480,16 +1489,12 @@ nineteenth-fa2)
   # (main's kernels against themselves: the gate skips the A/B of identical kernels and
   # reports one side), then the FA2 tiles again, so the two sit on both sides of ours.
   save() { tar czf "$out/nineteenth-fa2.tgz" -C "$out" r; }
-  timed timeout 150 python3 bench/fa2_tiles.py configs/pr-ada.yaml --lib .carry/fa2/libfa2_tiles.so \
-    --out "$res/fa2-tiles-1.json" > "$res/fa2-tiles-1.txt" 2>&1
-  cat "$res/fa2-tiles-1.txt" | tail -6
+  fa2_tiles tiles-1 configs/pr-ada.yaml
   save
   ab aa-ada .carry/k-base configs/pr-ada.yaml
   peers ada configs/pr-ada.yaml
   save
-  timed timeout 150 python3 bench/fa2_tiles.py configs/pr-ada.yaml --lib .carry/fa2/libfa2_tiles.so \
-    --out "$res/fa2-tiles-2.json" > "$res/fa2-tiles-2.txt" 2>&1
-  cat "$res/fa2-tiles-2.txt" | tail -6
+  fa2_tiles tiles-2 configs/pr-ada.yaml
   save
   ;;
 nineteenth-nofm)
@@ -1501,9 +1506,7 @@ nineteenth-nofm)
   save() { tar czf "$out/nineteenth-nofm.tgz" -C "$out" r; }
   for i in 1 2; do
     for lib in libfa2_tiles_nofm libfa2_tiles; do
-      timed timeout 150 python3 bench/fa2_tiles.py configs/pr-ada.yaml --lib ".carry/fa2/$lib.so" \
-        --out "$res/$lib-$i.json" > "$res/$lib-$i.txt" 2>&1
-      echo "== $lib ($i)"; tail -5 "$res/$lib-$i.txt"
+      fa2_tiles "$lib-$i" configs/pr-ada.yaml "$lib"
     done
   done
   save
@@ -1517,12 +1520,8 @@ nineteenth-table)
   save() { tar czf "$out/nineteenth-table.tgz" -C "$out" r; }
   ada_d64_config
   fa2_both() {
-    for c in configs/pr-ada.yaml "$res/ada-d64.yaml"; do
-      n=$(basename "$c" .yaml)
-      timed timeout 150 python3 bench/fa2_tiles.py "$c" --lib .carry/fa2/libfa2_tiles.so \
-        --out "$res/fa2-$n-$1.json" > "$res/fa2-$n-$1.txt" 2>&1
-      tail -8 "$res/fa2-$n-$1.txt"
-    done
+    fa2_tiles "pr-ada-$1" configs/pr-ada.yaml
+    fa2_tiles "ada-d64-$1" "$res/ada-d64.yaml"
   }
   fa2_both 1
   save
