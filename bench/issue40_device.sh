@@ -167,6 +167,11 @@
 #   bash bench/issue40_device.sh nineteenth-d64b  # the L4 path's d64 NAME with Q in registers
 #                                               # on three stages (variants/d64r3) and on
 #                                               # 32-key tiles, three CTAs per SM (d64w)
+#   bash bench/issue40_device.sh twentieth      # the L4 path's d64 NAME on smaller CTAs
+#                                               # (variants/n64s3, n64s4, n64s4b32, n64s4t1,
+#                                               # n128w8) on ada-d64 and short d64 shapes
+#   bash bench/issue40_device.sh twentieth-o16  # what writing O in fp32 costs the L4 path
+#                                               # (variants/o16, fp16 stores; a timing ablation)
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -1550,6 +1555,46 @@ nineteenth-d64)
     save
   done
   ab d64p-ada .carry/variants/d64p configs/pr-ada.yaml
+  save
+  ;;
+twentieth)
+  # 2026-12-04 (twentieth session), call 1. Item 2's short d64 PR shapes on the L4 path
+  # (b4h16s512d64 0.97x, causal 0.91x, b8h16s512d64 0.95x PyTorch's FA2) run NAME's 128-row
+  # tile at two CTAs per SM. Candidates for NAME with more, smaller CTAs (Q in registers):
+  #   n64s3:    64 x 64, 4 warps x 16 rows, 2 stages, 32 KiB, three CTAs per SM (NAME_small's tile);
+  #   n64s4:    the same at four CTAs per SM (128 registers; on an L4 only three fit by smem);
+  #   n64s4b32: 64 x 32, 2 stages, 16 KiB, four CTAs per SM (fits an L4);
+  #   n64s4t1:  64 x 64 on the split pipeline (Q in smem), 24 KiB, four per SM (fits an L4);
+  #   n128w8:   128 x 64 on 8 warps x 16 rows, 2 CTAs per SM: sixteen warps per SM.
+  # As NAME for every d64 grid, so each shape says what the tile costs there; the host's form
+  # rule is fitted after. Against .carry/k-base on ada-d64 and ada-short.
+  save() { tar czf "$out/twentieth.tgz" -C "$out" r; }
+  ada_d64_config
+  derive_config ada-short configs/pr-ada.yaml <<'SHAPES'
+6 8 512 64 noncausal float16
+8 16 256 64 noncausal float16
+2 16 1024 64 noncausal float16
+16 16 512 64 noncausal float16
+8 16 512 64 causal float16
+SHAPES
+  for v in n64s4b32 n64s4t1 n64s4 n64s3 n128w8; do
+    ab "$v-d64" ".carry/variants/$v" "$res/ada-d64.yaml"
+    ab "$v-short" ".carry/variants/$v" "$res/ada-short.yaml"
+    save
+  done
+  ;;
+twentieth-o16)
+  # 2026-12-04 (twentieth session), call 2. The gate's ABI has the kernel write O in fp32
+  # (kernels/README.md); FA2 and cuDNN write fp16. What the extra bytes cost the L4 path on
+  # the PR shapes: variants/o16 (a timing ablation, wrong output: O packed to fp16 into the
+  # first half of each row's bytes) against main's kernels by bench/kept_probe.py (one
+  # tile per CTA, CUDA-graph medians, three rounds in turn, N(0,1) and the mixture).
+  save() { tar czf "$out/twentieth-o16.tgz" -C "$out" r; }
+  timed timeout 300 python3 bench/kept_probe.py "$base" .carry/variants/o16 --ada \
+    --shape 4,16,512,64 --shape 4,16,512,64,causal --shape 8,16,512,64 \
+    --shape 4,16,2048,64 --shape 4,16,2048,64,causal --shape 1,8,512,64,small \
+    --shape 2,16,4096,128,long_noncausal --shape 2,16,4096,128,causal \
+    --out "$res/probe-o16.json" 2>&1 | grep -v "^ \|Deprecat" | tee "$res/probe-o16.txt"
   save
   ;;
 nineteenth-d64b)

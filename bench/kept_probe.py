@@ -9,7 +9,10 @@ tree's kernel (launched as kernel_check.py launches it: one 64- or 128-row tile 
 the grid is not the gate's) on the same inputs, CUDA-graph medians, the two trees in turn,
 three rounds; the mixture from kernels/util.cu's fill_input_* (seed 7).
 
-  python3 bench/kept_probe.py BASE_KDIR CAND_KDIR [--ada] [--out FILE]
+  python3 bench/kept_probe.py BASE_KDIR CAND_KDIR [--ada] [--shape B,H,S,D[,causal][,FORM]]...
+                               [--out FILE]
+
+--shape replaces the default shapes (FORM: the entry's suffix, e.g. long_noncausal).
 """
 import argparse
 import json
@@ -53,11 +56,27 @@ def inputs(umod, B, H, S, D, kind):
     return out
 
 
+def parse_shape(text):
+    """"B,H,S,D[,causal][,FORM]" -> (B, H, S, D, causal, FORM)."""
+    parts = text.split(",")
+    if len(parts) < 4 or not all(p.isdigit() and int(p) > 0 for p in parts[:4]):
+        raise argparse.ArgumentTypeError(f"--shape {text!r}: B,H,S,D[,causal][,FORM]")
+    rest = parts[4:]
+    causal = bool(rest) and rest[0] == "causal"
+    if causal:
+        rest = rest[1:]
+    if len(rest) > 1 or (rest and not rest[0].replace("_", "").isalnum()):
+        raise argparse.ArgumentTypeError(f"--shape {text!r}: B,H,S,D[,causal][,FORM]")
+    return (*map(int, parts[:4]), causal, rest[0] if rest else "")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("base")
     ap.add_argument("cand")
     ap.add_argument("--ada", action="store_true", help="-DCG_ADA_TILES (the L4 path)")
+    ap.add_argument("--shape", action="append", type=parse_shape, default=None,
+                    help="B,H,S,D[,causal][,FORM] (repeatable; replaces the default shapes)")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     cc = torch.cuda.get_device_capability()
@@ -68,7 +87,7 @@ def main():
     kc.KDIR = os.path.join(os.path.dirname(HERE), "kernels")
     umod = kc.Module("util.cu", arch)
     rows = []
-    for (B, H, S, D, causal, form) in (ADA_SHAPES if a.ada else HOPPER_SHAPES):
+    for (B, H, S, D, causal, form) in (a.shape or (ADA_SHAPES if a.ada else HOPPER_SHAPES)):
         name = f"attention_fwd_f16_d{D}" + (f"_{form}" if form else "")
         kern = {t: kc.Attn(m, name) for t, m in mods.items()}
         for kind in ("randn", "mixture"):
