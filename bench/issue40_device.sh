@@ -172,6 +172,8 @@
 #                                               # n128w8) on ada-d64 and short d64 shapes
 #   bash bench/issue40_device.sh twentieth-o16  # what writing O in fp32 costs the L4 path
 #                                               # (variants/o16, fp16 stores; a timing ablation)
+#   bash bench/issue40_device.sh twentieth-sms  # the L4 path and FA2 on 56 SMs (a green
+#                                               # context) and on the whole GPU (l4_sms.py)
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -1595,6 +1597,18 @@ twentieth-o16)
     --shape 4,16,2048,64 --shape 4,16,2048,64,causal --shape 1,8,512,64,small \
     --shape 2,16,4096,128,long_noncausal --shape 2,16,4096,128,causal \
     --out "$res/probe-o16.json" 2>&1 | grep -v "^ \|Deprecat" | tee "$res/probe-o16.txt"
+  save
+  ;;
+twentieth-sms)
+  # 2026-12-04 (twentieth session), call 3. Item 2 asks what to expect on the L4 itself (58
+  # SMs): bench/l4_sms.py times the L4 path, PyTorch's FA2 and FA2's own build at both tiles
+  # on the whole H200 and inside a green context of 56 SMs (a driver-level partition of this
+  # process's streams; no mode, clock or power setting changes), on the PR shapes.
+  save() { tar czf "$out/twentieth-sms.tgz" -C "$out" r; }
+  ada_d64_config
+  timed timeout 420 python3 bench/l4_sms.py configs/pr-ada.yaml "$res/ada-d64.yaml" --sms 56 \
+    --lib .carry/fa2/libfa2_tiles.so --out "$res/l4-sms.json" 2>&1 | grep -v "Deprecat" \
+    | tee "$res/l4-sms.txt"
   save
   ;;
 nineteenth-d64b)

@@ -43,10 +43,12 @@ def shape_name(s):
             f"{'_causal' if s.get('causal', False) else ''}_{short}")
 
 
-def captured(fn, n):
-    """A CUDA graph of n back-to-back calls of fn (captured on the graph's own stream)."""
+def captured(fn, n, stream=None):
+    """A CUDA graph of n back-to-back calls of fn, captured on `stream` (default: the graph's
+    own). A green context's stream must capture its own graph: one captured elsewhere and
+    replayed on it runs on every SM (bench/l4_sms.py, 2026-12-04)."""
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
+    with torch.cuda.graph(g, stream=stream):
         for _ in range(n):
             fn()
     g.replay()
@@ -67,8 +69,9 @@ def replay_ms(g, times=5):
     return statistics.median(ts)
 
 
-def measure(fn, target_ms, samples, duty):
-    """(median µs per call, calls per replay) of fn by the harness's method."""
+def measure(fn, target_ms, samples, duty, stream=None):
+    """(median µs per call, calls per replay) of fn by the harness's method (graphs captured on
+    `stream`, see `captured`; replayed on the current stream)."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):  # warm-up off the capture: plans, workspaces, modules
@@ -76,14 +79,14 @@ def measure(fn, target_ms, samples, duty):
             fn()
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
-    n = max(1, round(target_ms / max(replay_ms(captured(fn, 1)), 1e-4)))
-    g = captured(fn, n)
+    n = max(1, round(target_ms / max(replay_ms(captured(fn, 1, stream)), 1e-4)))
+    g = captured(fn, n, stream)
     per = replay_ms(g) / n
     better = max(1, round(target_ms / max(per, 1e-6)))
     if abs(better - n) > 0.1 * n:
         n = better
         del g
-        g = captured(fn, n)
+        g = captured(fn, n, stream)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     ts = []
     for _ in range(samples):

@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""The L4 path and FlashAttention-2 on as many SMs as an L4 has (issue 40, item 2; needs a CUDA
+GPU with green contexts, CUDA 12.4+, torch, cupy).
+
+Why: the proxy (the L4's code path, `-DCG_ADA_TILES`, on an H100/H200) gives both kernels the
+occupancy an L4 gives them but 2.3x its SMs (132 against 58), so a short grid's last wave and
+the host's grid-dependent form choices differ from the L4's. A green context (a driver-level
+partition of the SMs for one process's streams; it changes no mode, clock or power setting of
+the card) runs a stream's work on --sms SMs only. Each kernel is timed twice per shape, on
+the whole GPU and inside the partition, with bench/sdpa_bench.py's method (CUDA graphs of
+about --replay-ms, --samples replays at --duty, the median per call; the graph replayed on
+the timed stream):
+
+  ours        the L4 path's entry as the host picks it for the SM count it runs on (NAME_small
+              where NAME's grid has fewer CTAs than SMs, NAME_long_noncausal for non-causal
+              d128 from NAME_long_noncausal_from on where NAME's grid fills the SMs), launched
+              as bench/kernel_check.py launches it (one tile per CTA, as the gate's grid for
+              these forms);
+  flash       PyTorch's FA2 (sdpa_kernel(FLASH_ATTENTION));
+  t0, t1      with --lib: FA2's own build (bench/fa2/build.sh) at its sm_80/sm_90 tile and at
+              the tile it runs on an L4 (d128; at d64 one tile, t0).
+
+First a check that the partition holds: an 8192^3 fp16 matrix product inside it must take
+clearly longer than on the whole GPU, at least a quarter of the way from x1 to (all SMs /
+--sms) (a partition that does not hold stops the script: exit 2). Outputs are checked
+against PyTorch's SDPA in fp32 (max |diff| <= 2e-2 fp16, 6e-2 bf16) before a kernel is timed.
+
+  python3 bench/l4_sms.py configs/pr-ada.yaml [MORE.yaml ...] --sms 56 \\
+      [--lib .carry/fa2/libfa2_tiles.so] [--kdir kernels] --out F.json
+"""
+import argparse
+import ctypes
+import json
+import math
+import os
+import sys
+
+import cupy as cp
+import torch
+import torch.nn.functional as F
+import yaml
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import kernel_check as kc  # noqa: E402
+from sdpa_bench import DTYPES, measure, shape_name  # noqa: E402
+
+TOL = {torch.float16: 2e-2, torch.bfloat16: 6e-2}
+CU_DEV_RESOURCE_TYPE_SM = 1
+CU_GREEN_CTX_DEFAULT_STREAM = 1
+CU_STREAM_NON_BLOCKING = 1
+RESOURCE_BYTES = 1024  # more than sizeof(CUdevResource) in any CUDA 12.4 ... 13.x header
+SM_COUNT_OFFSET = 96   # CUdevResource: type (4 bytes), 92 bytes of padding, then sm.smCount
+
+
+class GreenPartition:
+    """A green context of at least `sms` SMs and a stream in it (driver API through ctypes)."""
+
+    def __init__(self, sms):
+        cu = ctypes.CDLL("libcuda.so.1")
+        self.cu = cu
+
+        def call(name, *args):
+            rc = getattr(cu, name)(*args)
+            if rc != 0:
+                raise RuntimeError(f"{name} failed: CUresult {rc}")
+
+        call("cuInit", 0)
+        dev = ctypes.c_int()
+        call("cuDeviceGet", ctypes.byref(dev), torch.cuda.current_device())
+        whole = ctypes.create_string_buffer(RESOURCE_BYTES)
+        call("cuDeviceGetDevResource", dev, whole, CU_DEV_RESOURCE_TYPE_SM)
+        self.device_sms = int.from_bytes(whole.raw[SM_COUNT_OFFSET:SM_COUNT_OFFSET + 4], "little")
+        part = ctypes.create_string_buffer(RESOURCE_BYTES)
+        rest = ctypes.create_string_buffer(RESOURCE_BYTES)
+        groups = ctypes.c_uint(1)
+        call("cuDevSmResourceSplitByCount", part, ctypes.byref(groups), whole, rest, 0, sms)
+        if groups.value != 1:
+            raise RuntimeError(f"cuDevSmResourceSplitByCount gave {groups.value} groups")
+        self.sms = int.from_bytes(part.raw[SM_COUNT_OFFSET:SM_COUNT_OFFSET + 4], "little")
+        desc = ctypes.c_void_p()
+        call("cuDevResourceGenerateDesc", ctypes.byref(desc), part, 1)
+        self.ctx = ctypes.c_void_p()
+        call("cuGreenCtxCreate", ctypes.byref(self.ctx), desc, dev, CU_GREEN_CTX_DEFAULT_STREAM)
+        handle = ctypes.c_void_p()
+        call("cuGreenCtxStreamCreate", ctypes.byref(handle), self.ctx, CU_STREAM_NON_BLOCKING, 0)
+        self.stream = torch.cuda.ExternalStream(handle.value)
+
+
+def pick_entry(mod, D, dtype, B, H, S, causal, sms):
+    """The L4 path's entry the host would launch on `sms` SMs (src/gpu/device.rs pick_form, the
+    mma.sync forms: no fill, no NAME_long, no NAME_short_noncausal)."""
+    name = f"attention_fwd_{'bf16' if dtype == torch.bfloat16 else 'f16'}_d{D}"
+    rows = mod.launch_const(name)[0]
+    if mod.has_symbol(name + "_small") and math.ceil(S / rows) * B * H < sms:
+        return name + "_small"
+    lnc = name + "_long_noncausal"
+    if not causal and mod.has_symbol(lnc):
+        from_len = int(cp.ndarray((1,), cp.int32, mod.mod.get_global(lnc + "_from")).get()[0])
+        # NAME_long_noncausal (two 4-warp CTAs per SM) against NAME (one 8-warp CTA): on a grid
+        # of at most one CTA per SM both cost a pass of one tile and NAME keeps it (device.rs)
+        if S >= from_len and math.ceil(S / rows) * B * H > sms:
+            return lnc
+    return name
+
+
+def timed(fn, stream, args):
+    """sdpa_bench's median µs per call of fn, its graphs captured and replayed on `stream`."""
+    with torch.cuda.stream(stream):
+        return measure(fn, args.replay_ms, args.samples, args.duty, stream=stream)[0]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("configs", nargs="+")
+    ap.add_argument("--sms", type=int, default=56, help="SMs of the partition (an L4 has 58)")
+    ap.add_argument("--lib", default=None, help="libfa2_tiles.so from bench/fa2/build.sh")
+    ap.add_argument("--kdir", default=os.path.join(os.path.dirname(HERE), "kernels"))
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--replay-ms", type=float, default=2.0)
+    ap.add_argument("--samples", type=int, default=20)
+    ap.add_argument("--duty", type=float, default=0.25)
+    args = ap.parse_args()
+    torch.zeros(1, device="cuda")  # the primary context first (cuGreenCtxCreate retains it)
+    part = GreenPartition(args.sms)
+    whole = torch.cuda.Stream()  # graphs capture on a non-default stream
+    print(f"green context: {part.sms} of {part.device_sms} SMs", flush=True)
+    a, b = (torch.randn(8192, 8192, device="cuda", dtype=torch.float16) for _ in range(2))
+    mm = {k: timed(lambda: a @ b, s, args) for k, s in (("whole", whole), ("part", part.stream))}
+    expect = part.device_sms / part.sms
+    print(f"8192^3 fp16: whole {mm['whole']:.1f} µs, partition {mm['part']:.1f} µs "
+          f"(x{mm['part'] / mm['whole']:.2f}, expected about x{expect:.2f})", flush=True)
+    res = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(),
+           "sms": {"partition": part.sms, "device": part.device_sms}, "matmul_us": mm,
+           "method": {"replay_ms": args.replay_ms, "samples": args.samples, "duty": args.duty},
+           "shapes": []}
+    # Not the full ratio: the whole GPU runs the product at lower clocks (power), and cuBLAS
+    # sizes its grid for every SM. A partition that does not hold reads x1.00 (a graph
+    # captured off the partition's stream, 2026-12-04); one that holds read x1.78 at 56 SMs.
+    if mm["part"] / mm["whole"] < 1 + (expect - 1) / 4:
+        print("the partition does not hold: no timing", flush=True)
+        json.dump(res, open(args.out, "w"), indent=1)
+        return 2
+    lib = None
+    if args.lib:
+        lib = ctypes.CDLL(os.path.abspath(args.lib))
+        lib.fa2_fwd.restype = ctypes.c_int
+        lib.fa2_fwd.argtypes = [ctypes.c_int] * 3 + [ctypes.c_void_p] * 5 + [ctypes.c_int] * 4 + [
+            ctypes.c_void_p]
+    cc = torch.cuda.get_device_capability()
+    arch = f"sm_{cc[0]}{cc[1]}" + ("a" if tuple(cc) == (9, 0) else "")
+    kc.KDIR = os.path.abspath(args.kdir)
+    mod = kc.Module("attention.cu", arch, ["-DCG_ADA_TILES"])
+    torch.manual_seed(0)
+    for path in args.configs:
+        for s in yaml.safe_load(open(path)).get("shapes") or []:
+            B, H, S, D = (int(s[k]) for k in ("batch", "heads", "seq_len", "head_dim"))
+            causal = bool(s.get("causal", False))
+            dt = DTYPES[str(s["dtype"])]
+            q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=dt) for _ in range(3))
+            with sdpa_kernel(SDPBackend.MATH):
+                ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(),
+                                                     is_causal=causal)
+            out32 = torch.empty(B, H, S, D, device="cuda", dtype=torch.float32)
+            o = torch.empty_like(q)
+            lse = torch.empty(B, H, S, device="cuda", dtype=torch.float32)
+            row = {"name": shape_name(s)}
+
+            def flash():
+                with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                    return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+            def build(tile):
+                def fn():
+                    rc = lib.fa2_fwd(tile, int(dt == torch.bfloat16), int(causal), q.data_ptr(),
+                                     k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(),
+                                     B, H, S, D, torch.cuda.current_stream().cuda_stream)
+                    if rc != 0:
+                        raise RuntimeError(f"fa2_fwd rc={rc}")
+                return fn
+
+            for where, stream, sms in (("whole", whole, part.device_sms),
+                                       ("part", part.stream, part.sms)):
+                entry = pick_entry(mod, D, dt, B, H, S, causal, sms)
+                attn = kc.Attn(mod, entry)
+                kernels = {"ours": lambda attn=attn: attn(q, k, v, out32, causal),
+                           "flash": flash}
+                if lib is not None:
+                    kernels["t0"] = build(0)
+                    if D == 128:
+                        kernels["t1"] = build(1)
+                row[f"{where}_entry"] = entry
+                for kname, fn in kernels.items():
+                    with torch.cuda.stream(stream):
+                        got = fn()
+                    torch.cuda.synchronize()
+                    got = out32 if kname == "ours" else (got if kname == "flash" else o)
+                    err = float((got.float() - ref).abs().max())
+                    key = f"{where}_{kname}"
+                    row[key + "_maxdiff"] = err
+                    if not err <= TOL[dt]:
+                        print(f"{row['name']}: {key} differs from SDPA by {err:.3g}: not timed")
+                        continue
+                    row[key + "_us"] = timed(fn, stream, args)
+            res["shapes"].append(row)
+            cells = []
+            for where in ("whole", "part"):
+                ours = row.get(f"{where}_ours_us")
+                for kname in ("flash", "t0", "t1"):
+                    other = row.get(f"{where}_{kname}_us")
+                    if ours and other:
+                        cells.append(f"{where} /{kname} {ours / other:.2f}")
+            print(f"{row['name']:28} ours whole {row.get('whole_ours_us', 0):8.2f} part "
+                  f"{row.get('part_ours_us', 0):8.2f} µs  " + "  ".join(cells), flush=True)
+            json.dump(res, open(args.out, "w"), indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
