@@ -174,6 +174,8 @@
 #                                               # (variants/o16, fp16 stores; a timing ablation)
 #   bash bench/issue40_device.sh twentieth-sms  # the L4 path and FA2 on 56 SMs (a green
 #                                               # context) and on the whole GPU (l4_sms.py)
+#   bash bench/issue40_device.sh twentieth-method  # the gate's p50 of the L4 path between two
+#                                               # runs of l4_sms.py (the gate's conditions' cost)
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -1609,6 +1611,27 @@ twentieth-sms)
   timed timeout 420 python3 bench/l4_sms.py configs/pr-ada.yaml "$res/ada-d64.yaml" --sms 56 \
     --lib .carry/fa2/libfa2_tiles.so --out "$res/l4-sms.json" 2>&1 | grep -v "Deprecat" \
     | tee "$res/l4-sms.txt"
+  save
+  ;;
+twentieth-method)
+  # 2026-12-04 (twentieth session), call 7. Call 6 timed the L4 path as FA2 is timed (one
+  # L2-warm q, k, v, CUDA graphs): 0.93x PyTorch's FA2 on b4h16s512d64 where the gate's p50
+  # read 0.97x in the nineteenth session. The gate's p50 (identical kernels: one side timed)
+  # between two runs of bench/l4_sms.py in one call says what the gate's conditions (a fresh
+  # q and a poisoned output of its own per call) cost the kernel per shape.
+  save() { tar czf "$out/twentieth-method.tgz" -C "$out" r; }
+  ada_d64_config
+  sms_run() {
+    timed timeout 200 python3 bench/l4_sms.py configs/pr-ada.yaml "$res/ada-d64.yaml" --sms 56 \
+      --lib .carry/fa2/libfa2_tiles.so --out "$res/l4-sms-$1.json" > "$res/l4-sms-$1.txt" 2>&1
+    grep -v Deprecat "$res/l4-sms-$1.txt" | tail -12
+  }
+  sms_run 1
+  save
+  ab aa-ada .carry/k-base configs/pr-ada.yaml
+  ab aa-d64 .carry/k-base "$res/ada-d64.yaml"
+  save
+  sms_run 2
   save
   ;;
 nineteenth-d64b)
