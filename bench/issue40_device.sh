@@ -176,6 +176,8 @@
 #                                               # context) and on the whole GPU (l4_sms.py)
 #   bash bench/issue40_device.sh twentieth-method  # the gate's p50 of the L4 path between two
 #                                               # runs of l4_sms.py (the gate's conditions' cost)
+#   bash bench/issue40_device.sh twentieth-profile  # ncu: the L4 path's d64 NAME and FA2 on
+#                                               # b4h16s512d64 and b8h16s512d64
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -1633,6 +1635,40 @@ twentieth-method)
   save
   sms_run 2
   save
+  ;;
+twentieth-profile)
+  # 2026-12-04 (twentieth session), call 8. Timed alike, b4h16s512d64 and b8h16s512d64 are the
+  # L4 path's d64 PR shapes furthest from 0.90x FA2 (0.92-0.93x). What bounds them: ncu --set
+  # full of one launch each, ours (the L4 path's NAME, as `ci-gate kernel-run` launches it on
+  # ada-d64) and PyTorch's FLASH_ATTENTION; the details page and the raw metrics as text.
+  save() { tar czf "$out/twentieth-profile.tgz" -C "$out" r; }
+  ada_d64_config
+  for b in 4 8; do
+    shape=b${b}h16s512d64_f16
+    timed timeout 120 ncu --clock-control none --set full --import-source no \
+      --kernel-name regex:^attention_fwd_ --launch-count 1 --export "$res/ours-$b" --force-overwrite \
+      "$bin" kernel-run --config "$res/ada-d64.yaml" --kernels kernels --harness kernels \
+      --shape "$shape" --no-reference > "$res/ncu-ours-$b.log" 2>&1
+    timed timeout 120 ncu --clock-control none --set full --import-source no \
+      --kernel-name regex:flash --launch-skip 2 --launch-count 1 --export "$res/fa2-$b" --force-overwrite \
+      python3 -c "
+import torch, torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+q, k, v = (torch.randn($b, 16, 512, 64, device='cuda', dtype=torch.float16) for _ in range(3))
+with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+    for _ in range(3):
+        F.scaled_dot_product_attention(q, k, v)
+torch.cuda.synchronize()
+" > "$res/ncu-fa2-$b.log" 2>&1
+    for who in ours fa2; do
+      ncu --import "$res/$who-$b.ncu-rep" --page details > "$res/details-$who-$b.txt" 2>&1
+      ncu --import "$res/$who-$b.ncu-rep" --page raw --csv > "$res/raw-$who-$b.csv" 2>&1
+      rm -f "$res/$who-$b.ncu-rep"
+      echo "== $who $shape"
+      grep -E "^  [a-zA-Z_]|Duration|Registers Per|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Achieved Occupancy|Executed Instructions  " "$res/details-$who-$b.txt" | head -14
+    done
+    save
+  done
   ;;
 nineteenth-d64b)
   # 2026-12-04 (nineteenth session), call 10. Call 9: Q in shared memory loses 13-48% at d64.
