@@ -178,6 +178,8 @@
 #                                               # runs of l4_sms.py (the gate's conditions' cost)
 #   bash bench/issue40_device.sh twentieth-profile  # ncu: the L4 path's d64 NAME and FA2 on
 #                                               # b4h16s512d64 and b8h16s512d64
+#   bash bench/issue40_device.sh twentieth-sass  # ncu stall samples per SASS line of the
+#                                               # L4 path's d64 NAME on b4h16s512d64
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -1669,6 +1671,21 @@ torch.cuda.synchronize()
     done
     save
   done
+  ;;
+twentieth-sass)
+  # 2026-12-04 (twentieth session), call 9. Call 8: on b4h16s512d64 the L4 path's d64 NAME has
+  # 2.2 times FA2's short-scoreboard stall samples. Where: ncu --set full of one launch (ada-d64,
+  # b4h16s512d64 f16), the source page's SASS with its stall samples per line.
+  ada_d64_config
+  timed timeout 150 ncu --clock-control none --set full --import-source no \
+    --kernel-name regex:^attention_fwd_ --launch-count 1 --export "$res/ours-d64" --force-overwrite \
+    "$bin" kernel-run --config "$res/ada-d64.yaml" --kernels kernels --harness kernels \
+    --shape b4h16s512d64_f16 --no-reference > "$res/ncu-ours-d64.log" 2>&1
+  ncu --import "$res/ours-d64.ncu-rep" --page source --csv --print-source sass \
+    > "$res/sass-ours-d64.csv" 2>&1
+  rm -f "$res/ours-d64.ncu-rep"
+  head -c 600 "$res/sass-ours-d64.csv"; echo
+  tar czf "$out/twentieth-sass.tgz" -C "$out" r
   ;;
 nineteenth-d64b)
   # 2026-12-04 (nineteenth session), call 10. Call 9: Q in shared memory loses 13-48% at d64.
