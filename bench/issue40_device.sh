@@ -180,6 +180,8 @@
 #                                               # b4h16s512d64 and b8h16s512d64
 #   bash bench/issue40_device.sh twentieth-sass  # ncu stall samples per SASS line of the
 #                                               # L4 path's d64 NAME on b4h16s512d64
+#   bash bench/issue40_device.sh twentieth-kv1  # the L4 path's non-causal d128 on 128 x 64
+#                                               # with one K-then-V buffer (variants/kv1)
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -1686,6 +1688,23 @@ twentieth-sass)
   rm -f "$res/ours-d64.ncu-rep"
   head -c 600 "$res/sass-ours-d64.csv"; echo
   tar czf "$out/twentieth-sass.tgz" -C "$out" r
+  ;;
+twentieth-kv1)
+  # 2026-12-04 (twentieth session), call 10. FA2's own code runs its H200 tile (128 x 64) 12-13%
+  # faster than its L4 tile (128 x 32); an L4 cannot hold the wider one (64 KiB) twice per SM.
+  # variants/kv1 (bench/variants/kv1.patch): the L4 path's non-causal d128 form on 128 x 64 in
+  # 48 KiB, one 16 KiB buffer that holds K_j and then V_j (ST = 0: V_j's load in flight during
+  # the softmax, K_{j+1}'s exposed to the other CTA on the SM; 88 bytes of spill), so a warp
+  # of 32 rows pays O's rescale and its row reductions once per 64 keys. Against .carry/k-base
+  # on pr-ada and ada-mid; then, with kernels/ = kv1 on this machine only, kernel_check.py --ada.
+  save() { tar czf "$out/twentieth-kv1.tgz" -C "$out" r; }
+  ada_mid_config
+  ab kv1-ada .carry/variants/kv1 configs/pr-ada.yaml
+  ab kv1-mid .carry/variants/kv1 "$res/ada-mid.yaml"
+  save
+  cp .carry/variants/kv1/attention.cu kernels/attention.cu
+  kernel_check_only --ada
+  save
   ;;
 nineteenth-d64b)
   # 2026-12-04 (nineteenth session), call 10. Call 9: Q in shared memory loses 13-48% at d64.
