@@ -3,8 +3,9 @@
 2026-12-04, twentieth session, call 4; needs a CUDA GPU, torch, cupy.) An 8192^3 fp16 product
 timed by CUDA events (a) launched directly into the partition's stream, (b) as a CUDA graph
 captured on that stream, (c) with the green context made current (cuCtxPushCurrent; it
-refused, CUresult 201); then the L4 path's b2h16s4096d128 kernel on a stream of it. Its
-answer shaped bench/l4_sms.py: a graph must be captured on the partition's own stream.
+refused, CUresult 201, so (c)'s later steps, the L4 path's b2h16s4096d128 kernel included,
+ran in the primary context on every SM). Its answer shaped bench/l4_sms.py: a graph must be
+captured on the partition's own stream.
 
   python3 bench/green_probe.py
 """
