@@ -40,6 +40,37 @@ from sdpa_bench import DTYPES, measure, shape_name  # noqa: E402
 TOL = {torch.float16: 2e-2, torch.bfloat16: 6e-2}
 
 
+def load_fa2(path):
+    """libfa2_tiles.so (bench/fa2/build.sh) with fa2_fwd's signature declared."""
+    lib = ctypes.CDLL(os.path.abspath(path))
+    lib.fa2_fwd.restype = ctypes.c_int
+    lib.fa2_fwd.argtypes = [ctypes.c_int] * 3 + [ctypes.c_void_p] * 5 + [ctypes.c_int] * 4 + [
+        ctypes.c_void_p]
+    return lib
+
+
+def fa2_call(lib, tile, causal, q, k, v, o, lse):
+    """One call of the build at `tile` (0: FA2's sm_80/sm_90 choice, 1: its sm_86/sm_89 one) on
+    [B, H, S, D] q, k, v into o and lse, on the current stream."""
+    B, H, S, D = q.shape
+
+    def fn():
+        rc = lib.fa2_fwd(tile, int(q.dtype == torch.bfloat16), int(causal), q.data_ptr(),
+                         k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(), B, H, S, D,
+                         torch.cuda.current_stream().cuda_stream)
+        if rc != 0:
+            raise RuntimeError(f"fa2_fwd(tile {tile}): CUDA error {rc}")
+    return fn
+
+
+def flash_call(q, k, v, causal):
+    """PyTorch's FA2 (sdpa_kernel(FLASH_ATTENTION)) on q, k, v, returning its output."""
+    def fn():
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    return fn
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("config")
@@ -50,10 +81,7 @@ def main():
     ap.add_argument("--duty", type=float, default=0.25)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    lib = ctypes.CDLL(os.path.abspath(args.lib))
-    lib.fa2_fwd.restype = ctypes.c_int
-    lib.fa2_fwd.argtypes = [ctypes.c_int] * 3 + [ctypes.c_void_p] * 5 + [ctypes.c_int] * 4 + [
-        ctypes.c_void_p]
+    lib = load_fa2(args.lib)
     cfg = yaml.safe_load(open(args.config))
     torch.manual_seed(args.seed)
     res = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(),
@@ -70,24 +98,12 @@ def main():
         lse = torch.empty(B, H, S, device="cuda", dtype=torch.float32)
         row = {"name": shape_name(s)}
 
-        def flash():
-            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-                return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-
-        def build(tile):
-            def fn():
-                rc = lib.fa2_fwd(tile, int(dt == torch.bfloat16), int(causal), q.data_ptr(),
-                                 k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(), B, H,
-                                 S, D, torch.cuda.current_stream().cuda_stream)
-                if rc != 0:
-                    raise RuntimeError(f"fa2_fwd(tile {tile}): CUDA error {rc}")
-            return fn
-
+        flash = flash_call(q, k, v, causal)
         ref = flash().float()
         row["flash_us"], row["flash_launches"] = measure(flash, args.replay_ms, args.samples,
                                                          args.duty)
         for tile in (0, 1) if D == 128 else (0,):
-            fn = build(tile)
+            fn = fa2_call(lib, tile, causal, q, k, v, o, lse)
             o.fill_(float("nan"))
             fn()
             torch.cuda.synchronize()

@@ -9,7 +9,7 @@ captured on the partition's own stream.
 
   python3 bench/green_probe.py
 """
-import ctypes, sys, os, time, statistics
+import ctypes, sys, os, statistics
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch
 import l4_sms as L
@@ -62,5 +62,5 @@ try:
     print("(c) ours on green-ctx stream", ev_time(f, s2, 5), flush=True)
     rc = p.cu.cuCtxPopCurrent(ctypes.byref(ctx)); print("pop", rc)
     print("(c) ours after pop, whole", ev_time(f, whole, 5), flush=True)
-except Exception as ex:
+except Exception:
     import traceback; traceback.print_exc()

@@ -44,6 +44,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import kernel_check as kc  # noqa: E402
+from fa2_tiles import fa2_call, flash_call, load_fa2  # noqa: E402
 from sdpa_bench import DTYPES, measure, shape_name  # noqa: E402
 
 TOL = {torch.float16: 2e-2, torch.bfloat16: 6e-2}
@@ -142,12 +143,7 @@ def main():
         print("the partition does not hold: no timing", flush=True)
         json.dump(res, open(args.out, "w"), indent=1)
         return 2
-    lib = None
-    if args.lib:
-        lib = ctypes.CDLL(os.path.abspath(args.lib))
-        lib.fa2_fwd.restype = ctypes.c_int
-        lib.fa2_fwd.argtypes = [ctypes.c_int] * 3 + [ctypes.c_void_p] * 5 + [ctypes.c_int] * 4 + [
-            ctypes.c_void_p]
+    lib = load_fa2(args.lib) if args.lib else None
     cc = torch.cuda.get_device_capability()
     arch = f"sm_{cc[0]}{cc[1]}" + ("a" if tuple(cc) == (9, 0) else "")
     kc.KDIR = os.path.abspath(args.kdir)
@@ -167,19 +163,7 @@ def main():
             lse = torch.empty(B, H, S, device="cuda", dtype=torch.float32)
             row = {"name": shape_name(s)}
 
-            def flash():
-                with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-                    return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-
-            def build(tile):
-                def fn():
-                    rc = lib.fa2_fwd(tile, int(dt == torch.bfloat16), int(causal), q.data_ptr(),
-                                     k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(),
-                                     B, H, S, D, torch.cuda.current_stream().cuda_stream)
-                    if rc != 0:
-                        raise RuntimeError(f"fa2_fwd rc={rc}")
-                return fn
-
+            flash = flash_call(q, k, v, causal)
             for where, stream, sms in (("whole", whole, part.device_sms),
                                        ("part", part.stream, part.sms)):
                 entry = pick_entry(mod, D, dt, B, H, S, causal, sms)
@@ -187,9 +171,8 @@ def main():
                 kernels = {"ours": lambda attn=attn: attn(q, k, v, out32, causal),
                            "flash": flash}
                 if lib is not None:
-                    kernels["t0"] = build(0)
-                    if D == 128:
-                        kernels["t1"] = build(1)
+                    for tile in (0, 1) if D == 128 else (0,):
+                        kernels[f"t{tile}"] = fa2_call(lib, tile, causal, q, k, v, o, lse)
                 row[f"{where}_entry"] = entry
                 for kname, fn in kernels.items():
                     with torch.cuda.stream(stream):
