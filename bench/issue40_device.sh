@@ -182,6 +182,10 @@
 #                                               # L4 path's d64 NAME on b4h16s512d64
 #   bash bench/issue40_device.sh twentieth-kv1  # the L4 path's non-causal d128 on 128 x 64
 #                                               # with one K-then-V buffer (variants/kv1)
+#   bash bench/issue40_device.sh twentyfirst   # the L4 path's causal d64 launches on
+#                                               # NAME_small's tile (variants/n64s3 as NAME):
+#                                               # a sweep of lengths and grids, the gate's A/B
+#                                               # and l4_sms.py on 56 SMs
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -1688,6 +1692,45 @@ twentieth-sass)
   rm -f "$res/ours-d64.ncu-rep"
   head -c 600 "$res/sass-ours-d64.csv"; echo
   tar czf "$out/twentieth-sass.tgz" -C "$out" r
+  ;;
+twentyfirst)
+  # 2026-12-04 (twenty-first session), call 1. NAME_small's tile (64 x 64, 4 warps x 16 rows,
+  # three CTAs per SM) as the d64 NAME (variants/n64s3) read -1.79% at b4h16s512d64 causal and
+  # -5.34% at b8h16s512d64 causal, +4.42% at b4h16s2048d64 causal (twentieth session). Where
+  # does a causal launch gain from it: a sweep of causal d64 lengths and grids, the gate's A/B
+  # against .carry/k-base, then both by l4_sms.py on 56 SMs (an L4 has 58) and the whole GPU.
+  save() { tar czf "$out/twentyfirst.tgz" -C "$out" r; }
+  derive_config ada-causal configs/pr-ada.yaml <<'SHAPES'
+4 16 256 64 causal float16
+4 16 384 64 causal float16
+4 16 512 64 causal float16
+4 16 640 64 causal float16
+4 16 768 64 causal float16
+4 16 1024 64 causal float16
+4 16 1280 64 causal float16
+4 16 1536 64 causal float16
+8 16 256 64 causal float16
+8 16 512 64 causal float16
+8 16 768 64 causal float16
+8 16 1024 64 causal float16
+16 16 512 64 causal float16
+16 16 1024 64 causal float16
+2 16 1024 64 causal float16
+1 16 2048 64 causal float16
+3 16 640 64 causal float16
+6 8 512 64 causal float16
+8 16 512 64 causal bfloat16
+4 16 1024 64 causal bfloat16
+SHAPES
+  ab n64s3-causal .carry/variants/n64s3 "$res/ada-causal.yaml"
+  save
+  for k in k-base variants/n64s3; do
+    tag=${k#variants/}
+    timed timeout 200 python3 bench/l4_sms.py "$res/ada-causal.yaml" --sms 56 --kdir ".carry/$k" \
+      --out "$res/l4-sms-$tag.json" 2>&1 | grep -v "Deprecat" > "$res/l4-sms-$tag.txt"
+    tail -4 "$res/l4-sms-$tag.txt"
+    save
+  done
   ;;
 twentieth-kv1)
   # 2026-12-04 (twentieth session), call 10. FA2's own code runs its H200 tile (128 x 64) 12-13%
