@@ -186,6 +186,13 @@
 #                                               # NAME_small's tile (variants/n64s3 as NAME):
 #                                               # a sweep of lengths and grids, the gate's A/B
 #                                               # and l4_sms.py on 56 SMs
+#   bash bench/issue40_device.sh twentyfirst-tests # main's binary and kernels: the GPU
+#                                               # tests, the tools' GPU tests, stored-only
+#                                               # A/As of pr and pr-ada
+#   bash bench/issue40_device.sh twentyfirst-attacks # the attack suite, main's binary
+#   bash bench/issue40_device.sh twentyfirst-sanitize # the shipped kernels under the four
+#                                               # sanitizers (the tools' GPU test) with the
+#                                               # sanitizer's wait bound at 300 s
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -1692,6 +1699,47 @@ twentieth-sass)
   rm -f "$res/ours-d64.ncu-rep"
   head -c 600 "$res/sass-ours-d64.csv"; echo
   tar czf "$out/twentieth-sass.tgz" -C "$out" r
+  ;;
+twentyfirst-tests)
+  # 2026-12-04 (twenty-first session), call 2: the release check of main's binary (src/ as at
+  # a305942, tests/ as at f8c936e) and kernels: every GPU test but the attacks, the tools'
+  # GPU tests (sanitize, ncu), the stored-only A/A of pr and pr-ada. Archived after each.
+  save() { tar czf "$out/twentyfirst-tests.tgz" -C "$out" r; }
+  gpu_tests
+  save
+  gpu_tools_tests
+  save
+  stored_aa pr
+  stored_aa pr-ada
+  save
+  ;;
+twentyfirst-sanitize)
+  # 2026-12-04 (twenty-first session), call 3. Call 2's tools' GPU test failed on one run:
+  # racecheck of b1h16s1250d64 waited past the 150 s the sanitizer's wait bound then was (its
+  # neighbours b3h16s641d64 153 s, b1h6s1601d64 125 s, four jobs at once). With the bound at
+  # 300 s (src/commands/sanitize.rs): the test again, and the report's slowest runs.
+  save() { tar czf "$out/twentyfirst-sanitize.tgz" -C "$out" r; }
+  # the test's own command (gpu_tools.rs runs `ci-gate sanitize --format json` and asserts
+  # exit 0, four runs a shape, no error, no failure), with the report kept
+  timed timeout 560 "$bin" sanitize --format json --out "$res/sanitize.json" \
+    > "$res/sanitize.txt" 2> "$res/sanitize.err"
+  python3 - "$res/sanitize.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+runs = r["runs"]
+bad = [x for x in runs if x["errors"] or x["failure"] is not None]
+print(f"sanitize: {len(runs)} runs, {len(bad)} not clean, {r['seconds']:.0f} s")
+for x in sorted(runs, key=lambda x: -x["seconds"])[:6]:
+    print(f"  {x['tool']:10} {x['shape']:28} {x['seconds']:6.1f} s {x['failure'] or 'clean'}")
+PY
+  save
+  ;;
+twentyfirst-attacks)
+  # 2026-12-04 (twenty-first session), call 3: the attack suite (adversarial_gpu::, every
+  # attack must fail closed) with main's binary and kernels. Archived.
+  save() { tar czf "$out/twentyfirst-attacks.tgz" -C "$out" r; }
+  attack_suite 560
+  save
   ;;
 twentyfirst)
   # 2026-12-04 (twenty-first session), call 1. NAME_small's tile (64 x 64, 4 warps x 16 rows,

@@ -545,7 +545,7 @@ pub struct SanitizeArgs {
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub jobs: u32,
     /// Wall-time limit of one tool on one shape, seconds (past it: no answer, exit 2). Under
-    /// the sanitizer the program waits up to 150 s (or this limit, if shorter) for the GPU,
+    /// the sanitizer the program waits up to 300 s (or this limit, if shorter) for the GPU,
     /// not the config's measure.max_wait_s.
     #[arg(long, default_value_t = 600, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=36_000))]
     pub timeout_s: u64,

@@ -27,9 +27,12 @@ const SHOWN_PER_RUN: usize = 3;
 /// The program's bound on one wait for the GPU under a sanitizer, seconds (at most the run's
 /// `--timeout-s`). The config's `measure.max_wait_s` (15 s by default) is for kernels at full
 /// speed: under racecheck one launch of [1,66,257] d128 took longer than that (H200,
-/// 2026-12-02), a whole run of it 39 s. A hanging kernel still ends here, not at the run's
-/// limit, so that `--jobs` runs of one cannot hold the GPU for `--timeout-s` each.
-const SANITIZER_WAIT_S: u64 = 150;
+/// 2026-12-02), a whole run of it 39 s. Since `_long_noncausal`'s shapes joined
+/// configs/sanitize.yaml, racecheck of three of them runs 125-155 s beside the others (four
+/// jobs, H200, 2026-12-04), and one wait took longer than the 150 s this bound was: twice
+/// the slowest run measured. A hanging kernel still ends here, not at the run's limit, so
+/// that `--jobs` runs of one cannot hold the GPU for `--timeout-s` each.
+const SANITIZER_WAIT_S: u64 = 300;
 
 /// [`SANITIZER_WAIT_S`], or the run's `--timeout-s` where that is shorter.
 fn program_wait_s(args: &SanitizeArgs) -> u64 {
@@ -481,4 +484,31 @@ pub(crate) fn markdown(report: &SanitizeReport) -> String {
     }
     out.push_str("\n</details>\n");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn wait_of(argv: &[&str]) -> u64 {
+        match Cli::parse_from(argv).command {
+            Command::Sanitize(a) => program_wait_s(&a),
+            _ => unreachable!("the argv is a sanitize command"),
+        }
+    }
+
+    /// Under a sanitizer the program waits up to 300 s for the GPU by default (racecheck of a
+    /// `_long_noncausal` shape once took longer than 150 s, H200, 2026-12-04), and never
+    /// longer than the run's own limit.
+    #[test]
+    fn the_wait_under_a_sanitizer_is_300_s_or_the_run_limit() {
+        assert_eq!(wait_of(&["ci-gate", "sanitize"]), 300);
+        assert_eq!(
+            wait_of(&["ci-gate", "sanitize", "--timeout-s", "1000"]),
+            300
+        );
+        assert_eq!(wait_of(&["ci-gate", "sanitize", "--timeout-s", "120"]), 120);
+    }
 }
