@@ -193,6 +193,9 @@
 #   bash bench/issue40_device.sh twentyfirst-sanitize # the shipped kernels under the four
 #                                               # sanitizers (the tools' GPU test) with the
 #                                               # sanitizer's wait bound at 300 s
+#   bash bench/issue40_device.sh twentyfirst-w8 # the L4 path's non-causal d128 form on
+#                                               # 256-row CTAs of 8 warps x 32 rows, one per
+#                                               # SM (variants/w8n64, w8n32): pr-ada, ada-mid
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -1733,6 +1736,23 @@ for x in sorted(runs, key=lambda x: -x["seconds"])[:6]:
     print(f"  {x['tool']:10} {x['shape']:28} {x['seconds']:6.1f} s {x['failure'] or 'clean'}")
 PY
   save
+  ;;
+twentyfirst-w8)
+  # 2026-12-04 (twenty-first session), call 5. The L4 path's non-causal d128 form runs two
+  # 128-row CTAs of 4 warps x 32 rows per SM (48 KiB each); FA2's wider H200 tile (64 keys)
+  # cannot be held twice by an L4. One CTA of 256 rows, 8 warps x 32 rows, Q in shared memory,
+  # the split pipeline, one per SM on both cards (255 registers x 256 threads), the K and V
+  # tiles shared by 8 warps:
+  #   w8n64: 64-key tiles (96 KiB; FA2's H200 tile per warp; 56 bytes of spill on sm_89),
+  #   w8n32: 32-key tiles (80 KiB; today's tile per warp, no new spill).
+  # Against .carry/k-base on pr-ada and ada-mid.
+  save() { tar czf "$out/twentyfirst-w8.tgz" -C "$out" r; }
+  ada_mid_config
+  for v in w8n32 w8n64; do
+    ab "$v-ada" ".carry/variants/$v" configs/pr-ada.yaml
+    ab "$v-mid" ".carry/variants/$v" "$res/ada-mid.yaml"
+    save
+  done
   ;;
 twentyfirst-attacks)
   # 2026-12-04 (twenty-first session), call 3: the attack suite (adversarial_gpu::, every
