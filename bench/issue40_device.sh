@@ -193,6 +193,8 @@
 #   bash bench/issue40_device.sh twentyfirst-sanitize # the shipped kernels under the four
 #                                               # sanitizers (the tools' GPU test) with the
 #                                               # sanitizer's wait bound at 300 s
+#   bash bench/issue40_device.sh twentyfirst-gputools # the tools' GPU tests again, the
+#                                               # sanitizer's wait bound at 300 s
 #   bash bench/issue40_device.sh twentyfirst-w8 # the L4 path's non-causal d128 form on
 #                                               # 256-row CTAs of 8 warps x 32 rows, one per
 #                                               # SM (variants/w8n64, w8n32): pr-ada, ada-mid
@@ -1735,6 +1737,13 @@ print(f"sanitize: {len(runs)} runs, {len(bad)} not clean, {r['seconds']:.0f} s")
 for x in sorted(runs, key=lambda x: -x["seconds"])[:6]:
     print(f"  {x['tool']:10} {x['shape']:28} {x['seconds']:6.1f} s {x['failure'] or 'clean'}")
 PY
+  save
+  ;;
+twentyfirst-gputools)
+  # 2026-12-04 (twenty-first session), call 6: the tools' GPU tests (gpu_tools::, the test
+  # that failed in call 2 among them) with the binary whose sanitizer waits up to 300 s.
+  save() { tar czf "$out/twentyfirst-gputools.tgz" -C "$out" r; }
+  gpu_tools_tests
   save
   ;;
 twentyfirst-w8)
