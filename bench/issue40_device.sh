@@ -195,6 +195,9 @@
 #                                               # sanitizer's wait bound at 300 s
 #   bash bench/issue40_device.sh twentyfirst-gputools # the tools' GPU tests again, the
 #                                               # sanitizer's wait bound at 300 s
+#   bash bench/issue40_device.sh twentyfirst-wall # the PR gate's wall time (the design: 30 s
+#                                               # with peers): main's kernels against
+#                                               # themselves, cold compile cache, then warm
 #   bash bench/issue40_device.sh twentyfirst-w8 # the L4 path's non-causal d128 form on
 #                                               # 256-row CTAs of 8 warps x 32 rows, one per
 #                                               # SM (variants/w8n64, w8n32): pr-ada, ada-mid
@@ -1745,6 +1748,29 @@ twentyfirst-gputools)
   save() { tar czf "$out/twentyfirst-gputools.tgz" -C "$out" r; }
   gpu_tools_tests
   save
+  ;;
+twentyfirst-wall)
+  # 2026-12-04 (twenty-first session), call 7. The design asks for a PR verdict within 30 s on
+  # an H100/H200 with peers; last measured 34.4 s (2026-11-27, cold compile cache). The PR
+  # config as a pull request runs it (A/B against the base kernels, peers, the stored
+  # baseline): main's kernels against themselves, first with an empty compile cache, then
+  # with the cache it filled. Each run's phases from its results file.
+  save() { tar czf "$out/twentyfirst-wall.tgz" -C "$out" r; }
+  export CI_GATE_CACHE_DIR=/tmp/ci-gate-cache-wall
+  rm -rf "$CI_GATE_CACHE_DIR"
+  for run in cold warm; do
+    timed timeout 150 "$bin" local --config configs/pr.yaml --base-kernels "$base" \
+      --kernels kernels --out "$res/wall-$run.json" > "$res/wall-$run.txt" 2>&1
+    grep -E "PASS|FAIL" "$res/wall-$run.txt" | tail -1 | cut -c1-160
+    python3 - "$res/wall-$run.json" "$run" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))["timing"]
+keys = ("total_s", "setup_s", "probes_s", "parity_s", "measure_s", "peers_s", "drift_s",
+        "peers_start_s")
+print(sys.argv[2] + ": " + ", ".join(f"{k[:-2]} {t.get(k, 0):.1f}" for k in keys))
+PY
+    save
+  done
   ;;
 twentyfirst-w8)
   # 2026-12-04 (twenty-first session), call 5. The L4 path's non-causal d128 form runs two
