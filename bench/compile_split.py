@@ -41,18 +41,19 @@ def entries(block):
 
 
 def cut(src, keep):
-    """`src` with only the sm_90a entries whose text contains `keep` (all for None)."""
+    """`src` with only the sm_90a entries whose text contains `keep` (all for None), and how
+    many it kept."""
     i = src.rindex(BLOCK_START)
     j = src.index(BLOCK_END, i)
-    block, parts, last = src[i:j], [], 0
+    block, parts, last, kept = src[i:j], [], 0, 0
     for a, b in entries(block):
         parts.append(block[last:a])
         if keep is None or keep in block[a:b]:
             parts.append(block[a:b])
+            kept += 1
         last = b
     parts.append(block[last:])
-    return src[:i] + "".join(parts) + src[j:], sum(
-        1 for a, b in entries(block) if keep is None or keep in block[a:b])
+    return src[:i] + "".join(parts) + src[j:], kept
 
 
 def main():

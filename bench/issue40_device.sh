@@ -544,6 +544,19 @@ record_with_kernels() {
   save
 }
 
+# The gate's A/A of the L4 path (main's kernels on both sides, so one side timed) on pr-ada
+# and ada-d64 ($res/ada-d64.yaml), between two runs of a peer timing FN (called with 1, then
+# 2), the mode's `save` after each step: ada_aa_between FN
+ada_aa_between() {
+  "$1" 1
+  save
+  ab aa-ada .carry/k-base configs/pr-ada.yaml
+  ab aa-d64 .carry/k-base "$res/ada-d64.yaml"
+  save
+  "$1" 2
+  save
+}
+
 # FA2 and cuDNN on configs/pr-ada.yaml's shapes (the independent harness), into sdpa-ada.json
 ada_peers() {
   peers ada configs/pr-ada.yaml
@@ -1557,13 +1570,7 @@ nineteenth-table)
     fa2_tiles "pr-ada-$1" configs/pr-ada.yaml
     fa2_tiles "ada-d64-$1" "$res/ada-d64.yaml"
   }
-  fa2_both 1
-  save
-  ab aa-ada .carry/k-base configs/pr-ada.yaml
-  ab aa-d64 .carry/k-base "$res/ada-d64.yaml"
-  save
-  fa2_both 2
-  save
+  ada_aa_between fa2_both
   ;;
 nineteenth-d64)
   # 2026-12-04 (nineteenth session), call 9. Call 8: at d64 the L4 path reads 0.88-1.01x FA2's
@@ -1651,13 +1658,7 @@ twentieth-method)
       --lib .carry/fa2/libfa2_tiles.so --out "$res/l4-sms-$1.json" > "$res/l4-sms-$1.txt" 2>&1
     grep -v Deprecat "$res/l4-sms-$1.txt" | tail -12
   }
-  sms_run 1
-  save
-  ab aa-ada .carry/k-base configs/pr-ada.yaml
-  ab aa-d64 .carry/k-base "$res/ada-d64.yaml"
-  save
-  sms_run 2
-  save
+  ada_aa_between sms_run
   ;;
 twentieth-profile)
   # 2026-12-04 (twentieth session), call 8. Timed alike, b4h16s512d64 and b8h16s512d64 are the
