@@ -11,6 +11,12 @@ holds a given string, the rest of the source unchanged, and each cut compiled as
 the gate's options (src/kernel/compile.rs), one after another.
 
   python3 bench/compile_split.py [--part _d64 --part _d128 ...]
+  python3 bench/compile_split.py --threads 1 2 4 8 16   # the whole file, --split-compile=N
+
+With --threads it compiles the whole file once per N, with NVRTC's `--split-compile=N` (N = 1:
+without it), which is what the gate does from NVRTC 13 (src/kernel/compile.rs,
+MAX_COMPILE_THREADS), and prints the wall time, the CPU time and the peak address space of
+this process (the sandboxed child's limit is 8 GiB).
 """
 import argparse
 import os
@@ -63,8 +69,13 @@ def main():
     ap.add_argument("--part", action="append",
                     help="a string an entry's name holds (default: _d64, _d128, f16_d64, "
                          "bf16_d64, f16_d128, bf16_d128)")
+    ap.add_argument("--threads", type=int, nargs="+",
+                    help="compile the whole file with --split-compile=N for each N instead")
+    ap.add_argument("--arch", default="sm_90a")
     args = ap.parse_args()
     src = open(os.path.join(args.kdir, "attention.cu")).read()
+    if args.threads:
+        return threads(src, args.arch, args.threads)
     parts = args.part or ["_d64", "_d128", "_f16_d64", "_bf16_d64", "_f16_d128", "_bf16_d128"]
     for keep in [None] + parts:
         text, n = cut(src, keep)
@@ -74,6 +85,30 @@ def main():
             print(log[-2000:], file=sys.stderr)
             return 1
         print(f"{keep or 'all':12} {n:3} entries  {time.time() - t:6.1f} s", flush=True)
+    return 0
+
+
+def vm_peak_kb():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmPeak:"):
+            return int(line.split()[1])
+    return 0
+
+
+def threads(src, arch, counts):
+    """The whole file on N threads for each N in `counts`."""
+    import resource
+    for n in counts:
+        extra = [f"--split-compile={n}"] if n > 1 else []
+        t, r0 = time.time(), resource.getrusage(resource.RUSAGE_SELF)
+        ok, _, log = nvrtc_check.compile_cu(src, arch, OPTIONS + extra, "attention.cu")
+        r1 = resource.getrusage(resource.RUSAGE_SELF)
+        if not ok:
+            print(log[-2000:], file=sys.stderr)
+            return 1
+        cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+        print(f"{arch} threads {n:3}  {time.time() - t:6.1f} s  cpu {cpu:6.1f} s  "
+              f"VmPeak {vm_peak_kb() / 1024:7.0f} MiB", flush=True)
     return 0
 
 

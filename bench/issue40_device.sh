@@ -201,6 +201,16 @@
 #   bash bench/issue40_device.sh twentyfirst-w8 # the L4 path's non-causal d128 form on
 #                                               # 256-row CTAs of 8 warps x 32 rows, one per
 #                                               # SM (variants/w8n64, w8n32): pr-ada, ada-mid
+#   bash bench/issue40_device.sh twentysecond-record # NVRTC on 1-16 threads (compile_split.py
+#                                               # --threads; the split test of tests/it);
+#                                               # pr and pr-ada re-recorded from 5 processes
+#   bash bench/issue40_device.sh twentysecond-wall # the PR gate's wall time as a pull request
+#                                               # that changes attention.cu runs it: main's
+#                                               # binary (one-thread NVRTC) and this one, cold
+#                                               # and warm, the old and the new baselines
+#   bash bench/issue40_device.sh twentysecond-stored # the same when attention.cu is unchanged
+#                                               # (no A/B: the stored baseline decides), the
+#                                               # old and the new baselines
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -535,7 +545,7 @@ kept_probe() {
 # baselines copied to the results, then CFG's stored-only A/A; the mode's `save` after each:
 # record_with_kernels CFG REASON
 record_with_kernels() {
-  timed timeout 200 "$bin" baseline update --processes 3 --config "configs/$1.yaml" \
+  timed timeout "${RECORD_LIMIT:-200}" "$bin" baseline update --processes "${PROCESSES:-3}" --config "configs/$1.yaml" \
     --reason "$2" > "$res/record-$1.txt" 2>&1
   tail -2 "$res/record-$1.txt" | cut -c1-200
   mkdir -p "$res/baselines" && cp -r baselines/nvidia-h200 "$res/baselines/"
@@ -587,6 +597,29 @@ kernel_checks() {
 }
 
 # a stored-only A/A (the gate against this card's stored baseline of CONFIG): stored_aa CONFIG
+# The PR config as a pull request runs it (peers, the stored baseline; the A/B where KDIR's
+# attention.cu differs from the base's), its phases and stages from the results file, an empty
+# compile cache first for cold: pr_wall NAME BINARY BASELINES cold|warm KDIR (the mode's save
+# after it; CI_GATE_CACHE_DIR set by the caller)
+pr_wall() {
+  [ "$4" = cold ] && rm -rf "$CI_GATE_CACHE_DIR"
+  timed timeout 150 "$2" local --config configs/pr.yaml --baselines "$3" --base-kernels "$base" \
+    --kernels "$5" --out "$res/wall-$1.json" > "$res/wall-$1.txt" 2>&1
+  grep -E "PASS|FAIL" "$res/wall-$1.txt" | tail -1 | cut -c1-160
+  python3 - "$res/wall-$1.json" "$1" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = r["timing"]
+keys = ("total_s", "setup_s", "probes_s", "parity_s", "measure_s", "peers_s", "drift_s")
+print(sys.argv[2] + ": " + ", ".join(f"{k[:-2]} {t.get(k, 0):.1f}" for k in keys))
+m = [(s.get("measurement") or {}) for s in r.get("shapes", [])]
+print(f"  {sum(1 for x in m if x.get('extra_rounds'))} of {len(m)} shapes took a second stage; "
+      "rounds " + " ".join(str(x.get("rounds")) for x in m) + "; verdicts "
+      + " ".join(str(s.get("verdict")) for s in r.get("shapes", [])))
+PY
+  save
+}
+
 stored_aa() {
   echo "== stored-only A/A, $1"
   timed timeout 150 "$bin" local --no-base --no-peers --no-profile --config "configs/$1.yaml" \
@@ -1772,6 +1805,71 @@ print(sys.argv[2] + ": " + ", ".join(f"{k[:-2]} {t.get(k, 0):.1f}" for k in keys
 PY
     save
   done
+  ;;
+twentysecond-record)
+  # 2026-12-04 (twenty-second session), call 1. (a) NVRTC's split compilation, which the gate
+  # now asks for from NVRTC 13 (src/kernel/compile.rs, up to 8 threads): attention.cu for
+  # sm_90a on 1 ... 16 threads on this host's cores, and the integration test that proves it
+  # changes no code (every section but the notes, and ptxas's report) with this NVRTC. (b) `pr`
+  # and `pr-ada` re-recorded from 5 processes (the default; the eighteenth session's used 3,
+  # so every comparison with them floored the spread at 0.3% with df 2, and the first look
+  # sent 11 of 13 shapes to the second stage: call 7 of the twenty-first session), each with
+  # its stored-only A/A.
+  save() { tar czf "$out/twentysecond-record.tgz" -C "$out" r; }
+  python3 -c "import sys; sys.path.insert(0, 'bench'); import nvrtc_check; print('NVRTC', nvrtc_check.nvrtc_version(), nvrtc_check.find_nvrtc()[1])"
+  nproc
+  timed timeout 150 python3 bench/compile_split.py --threads 1 2 4 8 16 | tee "$res/threads.txt"
+  save
+  CI_GATE_REQUIRE_NVRTC=1 CI_GATE_BIN=$bin timed timeout 120 "$it_tests" --exact \
+    nvrtc::compiling_on_several_threads_gives_the_same_cubin_as_on_one > "$res/split-test.log" 2>&1
+  grep -E "test result|FAILED|panicked" "$res/split-test.log" | head -4
+  save
+  why="re-recorded from 5 processes (the default) so that the spread between processes is estimated, not floored at 0.3% with df 2; no kernel change"
+  PROCESSES=5 RECORD_LIMIT=330 record_with_kernels pr "$why"
+  PROCESSES=5 RECORD_LIMIT=150 record_with_kernels pr-ada "$why"
+  ;;
+twentysecond-wall)
+  # 2026-12-04 (twenty-second session), call 2. The PR config as a pull request that changes
+  # attention.cu runs it (kernels = main's with one comment line added: a different source,
+  # so both sides compiled and measured, interleaved; peers; the stored baseline): main's
+  # binary (.carry/ci-gate-old, NVRTC on one thread) with main's baselines
+  # (.carry/baselines-old, 3 processes), then this binary with them, then this binary with the
+  # baselines call 1 recorded (5 processes), cold (an empty compile cache) and warm. Phases and
+  # stages from each results file.
+  save() { tar czf "$out/twentysecond-wall.tgz" -C "$out" r; }
+  mkdir -p /tmp/k-pr && cp "$base"/*.cu /tmp/k-pr/
+  echo "// a pull request's change that does not change the code" >> /tmp/k-pr/attention.cu
+  export CI_GATE_CACHE_DIR=/tmp/ci-gate-cache-wall
+  pr_wall old-cold .carry/ci-gate-old .carry/baselines-old cold /tmp/k-pr
+  pr_wall new-cold "$bin" .carry/baselines-old cold /tmp/k-pr
+  pr_wall new-cold-5p "$bin" baselines cold /tmp/k-pr
+  pr_wall new-warm-5p "$bin" baselines warm /tmp/k-pr
+  ;;
+twentysecond-stored)
+  # 2026-12-04 (twenty-second session), call 3. Call 2's pull request changed attention.cu,
+  # so the A/B decided and no shape took a second stage. A pull request that leaves
+  # attention.cu as it is gets no A/B: the stored baseline decides (twenty-first session, call
+  # 7: 11 of 13 shapes to the second stage against the 3-process baselines). This binary, the
+  # base's kernels on both sides, with main's baselines (.carry/baselines-old: cold, then warm)
+  # and with call 1's (5 processes: warm, then cold). First the split-compile test of tests/it
+  # with the NVRTC the gate loads here (the test binary looks for the repository and the
+  # ci-gate executable where it was built: /work/main).
+  save() { tar czf "$out/twentysecond-stored.tgz" -C "$out" r; }
+  if mkdir -p /work 2>/dev/null && ln -sfn "$PWD" /work/main 2>/dev/null; then
+    mkdir -p target/release && cp "$bin" target/release/ci-gate
+    CI_GATE_REQUIRE_NVRTC=1 timed timeout 120 "$it_tests" --exact \
+      nvrtc::compiling_on_several_threads_gives_the_same_cubin_as_on_one > "$res/split-test.log" 2>&1
+    grep -E "test result|FAILED|panicked" "$res/split-test.log" | head -4
+  else
+    echo "no /work/main here: the split test not run"
+  fi
+  echo "NVRTC the gate loads: $nvrtc"
+  save
+  export CI_GATE_CACHE_DIR=/tmp/ci-gate-cache-stored
+  pr_wall stored-cold-3p "$bin" .carry/baselines-old cold "$base"
+  pr_wall stored-warm-3p "$bin" .carry/baselines-old warm "$base"
+  pr_wall stored-warm-5p "$bin" baselines warm "$base"
+  pr_wall stored-cold-5p "$bin" baselines cold "$base"
   ;;
 twentyfirst-w8)
   # 2026-12-04 (twenty-first session), call 5. The L4 path's non-causal d128 form runs two

@@ -58,9 +58,36 @@ const OPTIONS: &[&str] = &["--std=c++17", "--ptxas-options=-v"];
 /// cache key like every option.
 pub(crate) const LINEINFO_ENV: &str = "CI_GATE_NVRTC_LINEINFO";
 
-fn options(target: &str, defines: &[String]) -> Vec<String> {
+/// The most threads one NVRTC program is compiled on (`--split-compile`). NVRTC compiles the
+/// entries of a program apart and in parallel with it; measured on the shipped attention.cu
+/// for sm_90a (NVRTC 13.0, docs/PERF.md, 2026-12-04, twenty-second session) every code
+/// section of the CUBIN and the ptxas report come out byte for byte as from one thread, and
+/// each thread adds about 75 MB of address space to the sandboxed child, whose limit is
+/// 8 GiB: so a bound, not NVRTC's "all cores" (`0`), which on a 128-core host would pass it.
+pub const MAX_COMPILE_THREADS: usize = 8;
+
+/// How many threads NVRTC `major.minor` compiles one program on, given `cores`
+/// ([`std::thread::available_parallelism`]): up to [`MAX_COMPILE_THREADS`] from NVRTC 13,
+/// where split compilation was measured to change no code; one before it (NVRTC 12.4's
+/// code generator rejects the option with a warning in the log).
+pub fn compile_threads(nvrtc: (i32, i32), cores: usize) -> usize {
+    if nvrtc.0 >= 13 {
+        cores.clamp(1, MAX_COMPILE_THREADS)
+    } else {
+        1
+    }
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn options(target: &str, defines: &[String], threads: usize) -> Vec<String> {
     let mut o = vec![format!("--gpu-architecture={target}")];
     o.extend(OPTIONS.iter().map(|s| s.to_string()));
+    if threads > 1 {
+        o.push(format!("--split-compile={threads}"));
+    }
     o.extend(defines.iter().map(|d| format!("-D{d}")));
     if std::env::var_os(LINEINFO_ENV).is_some_and(|v| !v.is_empty()) {
         o.push("--generate-line-info".into());
@@ -134,8 +161,12 @@ pub(crate) fn compile_module(
     if !ffi::nvrtc_present() {
         return Err(GpuError::NoNvrtc);
     }
-    let opts = options(&arch.target(), &source.defines);
     let (major, minor) = ffi::nvrtc_version().unwrap_or((0, 0));
+    let opts = options(
+        &arch.target(),
+        &source.defines,
+        compile_threads((major, minor), cores()),
+    );
     let key = hex::encode(Sha256::digest(
         format!("{}\n{}\n{major}.{minor}", source.hash, opts.join(" ")).as_bytes(),
     ));
@@ -190,7 +221,21 @@ pub fn compile_uncached_module_for(
     if !ffi::nvrtc_present() {
         return Err(GpuError::NoNvrtc);
     }
-    compile_checked(source, target, &options(target, &source.defines))
+    let threads = compile_threads(ffi::nvrtc_version().unwrap_or((0, 0)), cores());
+    compile_uncached_module_on(source, target, threads)
+}
+
+/// [`compile_uncached_module_for`] on `threads` threads (`--split-compile`; one: without the
+/// option), whatever the NVRTC: how CI proves that splitting changes no code.
+pub fn compile_uncached_module_on(
+    source: &KernelSource,
+    target: &str,
+    threads: usize,
+) -> Result<(Vec<u8>, String), GpuError> {
+    if !ffi::nvrtc_present() {
+        return Err(GpuError::NoNvrtc);
+    }
+    compile_checked(source, target, &options(target, &source.defines, threads))
 }
 
 /// The one way a source reaches NVRTC: the lexical check, then the sandboxed child, then the
@@ -267,6 +312,25 @@ mod tests {
     fn dir(vars: &[(&str, &str)]) -> Option<PathBuf> {
         let map: HashMap<&str, OsString> = vars.iter().map(|(k, v)| (*k, (*v).into())).collect();
         disk_dir_from(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn nvrtc_13_compiles_on_up_to_eight_threads_and_older_nvrtc_on_one() {
+        assert_eq!(compile_threads((13, 0), 16), 8);
+        assert_eq!(compile_threads((13, 5), 128), 8);
+        assert_eq!(compile_threads((13, 0), 4), 4);
+        assert_eq!(compile_threads((13, 0), 1), 1);
+        assert_eq!(compile_threads((13, 0), 0), 1);
+        assert_eq!(compile_threads((12, 9), 16), 1);
+        assert_eq!(compile_threads((0, 0), 16), 1);
+        let split = |threads| {
+            options("sm_90a", &["X=1".into()], threads)
+                .into_iter()
+                .filter(|o| o.starts_with("--split-compile"))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(split(8), ["--split-compile=8"]);
+        assert!(split(1).is_empty());
     }
 
     #[test]

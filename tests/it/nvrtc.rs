@@ -12,7 +12,10 @@ use crate::common::stderr_text;
 use std::path::Path;
 
 use crate::common::{bin, require_nvrtc};
-use ci_gate::kernel::compile::{compile_uncached_for, compile_uncached_module_for};
+use ci_gate::kernel::compile::{
+    MAX_COMPILE_THREADS, compile_uncached_for, compile_uncached_module_for,
+    compile_uncached_module_on,
+};
 use ci_gate::kernel::cubin::check_untrusted_cubin;
 use ci_gate::kernel::{Arch, KernelSource};
 
@@ -244,6 +247,72 @@ fn the_warp_specialised_kernels_take_tensor_maps_and_fill_on_sm90a_only() {
                 );
             }
         }
+    }
+}
+
+/// Every section of `cubin` by name, with its bytes, but the notes (`.note.nv.tkinfo`
+/// records the compiler's command line, so it names the option).
+fn code_sections(cubin: &[u8]) -> std::collections::BTreeMap<String, Vec<u8>> {
+    use object::read::elf::{ElfFile64, SectionHeader};
+    let elf = ElfFile64::<object::Endianness>::parse(cubin).expect("a CUBIN parses as ELF64");
+    let (endian, data) = (elf.endian(), elf.data());
+    let sections = elf.elf_section_table();
+    sections
+        .iter()
+        .filter(|h| h.sh_type(endian) != object::elf::SHT_NOTE)
+        .map(|h| {
+            let name = sections.section_name(endian, h).expect("a section name");
+            let bytes = h.data(endian, data).expect("a section's bytes");
+            (String::from_utf8_lossy(name).into_owned(), bytes.to_vec())
+        })
+        .collect()
+}
+
+/// Split compilation (`--split-compile`, what the gate asks NVRTC 13 for: one program's
+/// entries compiled on several threads) changes no code: for every target the shipped
+/// attention.cu compiled on one thread and on [`MAX_COMPILE_THREADS`] has the same sections,
+/// byte for byte (code, relocations, constants, the driver's attributes: everything but the
+/// notes), and the same ptxas report (registers, spills, barriers; all but its timings), which
+/// is where the gate reads each entry's resources.
+#[test]
+#[cfg_attr(
+    ci_gate_no_nvrtc,
+    ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
+)]
+fn compiling_on_several_threads_gives_the_same_cubin_as_on_one() {
+    require_nvrtc();
+    let src =
+        KernelSource::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/attention.cu"))
+            .unwrap();
+    let report = |log: &str| -> Vec<String> {
+        log.lines()
+            .filter(|l| !l.contains("Compile time"))
+            .map(str::to_owned)
+            .collect()
+    };
+    for target in TARGETS {
+        let compile = |threads| {
+            compile_uncached_module_on(&src, target, threads)
+                .unwrap_or_else(|e| panic!("attention.cu for {target} on {threads} threads: {e}"))
+        };
+        let (one, one_log) = compile(1);
+        let (many, many_log) = compile(MAX_COMPILE_THREADS);
+        let (one, many) = (code_sections(&one), code_sections(&many));
+        assert!(one.keys().any(|k| k.starts_with(".text.attention_fwd_")));
+        assert_eq!(
+            one.keys().collect::<Vec<_>>(),
+            many.keys().collect::<Vec<_>>(),
+            "{target}: the sections"
+        );
+        for (name, bytes) in &one {
+            assert!(many[name] == *bytes, "{target}: section {name} differs");
+        }
+        assert_eq!(
+            report(&one_log),
+            report(&many_log),
+            "{target}: ptxas's report"
+        );
+        assert!(one_log.contains("Used "), "{target}: no ptxas report");
     }
 }
 
