@@ -211,6 +211,7 @@
 #   bash bench/issue40_device.sh twentysecond-stored # the same when attention.cu is unchanged
 #                                               # (no A/B: the stored baseline decides), the
 #                                               # old and the new baselines
+#   bash bench/issue40_device.sh twentysecond-tests # this binary's GPU tests and attack suite
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -1844,6 +1845,15 @@ twentysecond-wall)
   pr_wall new-cold "$bin" .carry/baselines-old cold /tmp/k-pr
   pr_wall new-cold-5p "$bin" baselines cold /tmp/k-pr
   pr_wall new-warm-5p "$bin" baselines warm /tmp/k-pr
+  ;;
+twentysecond-tests)
+  # 2026-12-04 (twenty-second session), call 4: the release check of this binary (NVRTC on up
+  # to 8 threads): the GPU tests but the tools', then the attack suite.
+  save() { tar czf "$out/twentysecond-tests.tgz" -C "$out" r; }
+  gpu_tests
+  save
+  attack_suite 420
+  save
   ;;
 twentysecond-stored)
   # 2026-12-04 (twenty-second session), call 3. Call 2's pull request changed attention.cu,
