@@ -542,11 +542,14 @@ kept_probe() {
     --out "$res/$tag.json" 2>&1 | grep -v "^ \|Deprecat" | tee "$res/$tag.txt"
 }
 
-# configs/CFG.yaml's baseline re-recorded with kernels/ (3 processes) for REASON, the
-# baselines copied to the results, then CFG's stored-only A/A; the mode's `save` after each:
-# record_with_kernels CFG REASON
+# configs/CFG.yaml's baseline re-recorded with kernels/ for REASON, the baselines copied to
+# the results, then CFG's stored-only A/A; the mode's `save` after each:
+# [PROCESSES=N RECORD_LIMIT=S] record_with_kernels CFG REASON
+# 5 processes by default, `baseline update`'s own (sessions 11-21 used 3, which cost every
+# verdict the stored baseline decides a second stage on most shapes: PERF.md, 2026-12-04,
+# twenty-second session); 255 s for pr on an H200.
 record_with_kernels() {
-  timed timeout "${RECORD_LIMIT:-200}" "$bin" baseline update --processes "${PROCESSES:-3}" --config "configs/$1.yaml" \
+  timed timeout "${RECORD_LIMIT:-330}" "$bin" baseline update --processes "${PROCESSES:-5}" --config "configs/$1.yaml" \
     --reason "$2" > "$res/record-$1.txt" 2>&1
   tail -2 "$res/record-$1.txt" | cut -c1-200
   mkdir -p "$res/baselines" && cp -r baselines/nvidia-h200 "$res/baselines/"

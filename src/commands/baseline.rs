@@ -544,7 +544,7 @@ fn warn_about_spreads(merged: &[MergedShape]) {
     if !few.is_empty() {
         tell(
             &format!(
-                "warning: the spread between processes of {} is estimated from fewer than {DEFAULT_PROCESSES} processes, so comparisons will take it as at least {:.1}%; record from {DEFAULT_PROCESSES} processes for a sharper one:",
+                "warning: the spread between processes of {} is estimated from fewer than {DEFAULT_PROCESSES} processes, so comparisons will take it as at least {:.1}% with the few degrees of freedom of that many processes: their intervals are wider, and a run that the baseline alone decides sends more shapes to the second stage (on an H200, 9 to 11 of 13 from 3 processes, none from 5: docs/PERF.md, 2026-12-04); record from {DEFAULT_PROCESSES} processes:",
                 count(few.len()),
                 crate::comparison::FEW_PROCESSES_FLOOR * 100.0
             ),

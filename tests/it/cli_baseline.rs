@@ -337,6 +337,8 @@ fn several_from_files_record_the_spread_between_processes() {
     // comparisons will use.
     assert!(stderr.contains("fewer than 5 processes"), "{stderr}");
     assert!(stderr.contains("at least 0.3%"), "{stderr}");
+    // ... and what that costs: wider intervals, more shapes to the second stage.
+    assert!(stderr.contains("to the second stage"), "{stderr}");
     let file = ci_gate::baseline::BaselineStore::new(&store)
         .load("nvidia-h200", "NVIDIA H200", "pr")
         .unwrap()
