@@ -70,7 +70,7 @@ pub const MAX_COMPILE_THREADS: usize = 8;
 /// ([`std::thread::available_parallelism`]): up to [`MAX_COMPILE_THREADS`] from NVRTC 13,
 /// where split compilation was measured to change no code; one before it (NVRTC 12.4's
 /// code generator rejects the option with a warning in the log).
-pub fn compile_threads(nvrtc: (i32, i32), cores: usize) -> usize {
+fn compile_threads(nvrtc: (i32, i32), cores: usize) -> usize {
     if nvrtc.0 >= 13 {
         cores.clamp(1, MAX_COMPILE_THREADS)
     } else {
