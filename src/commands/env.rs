@@ -128,8 +128,9 @@ pub(crate) fn driver_check(
     }
 }
 
-/// The NVRTC line: what the loader found, against the major version of the `built` API.
-pub(crate) fn nvrtc_check(found: Option<&NvrtcFound>, built: i32) -> Check {
+/// The NVRTC line: what the loader found, against the major version of the `built` API, and
+/// on how many threads of this machine's `cores` it compiles one kernel file.
+pub(crate) fn nvrtc_check(found: Option<&NvrtcFound>, built: i32, cores: usize) -> Check {
     let major = built / 1000;
     let Some(found) = found else {
         return Check::new(
@@ -154,11 +155,17 @@ pub(crate) fn nvrtc_check(found: Option<&NvrtcFound>, built: i32) -> Check {
                 nvrtc_install(major)
             ),
         ),
-        Some((m, n)) if m == major => Check::new(
-            "NVRTC",
-            Status::Ok,
-            format!("{m}.{n}{from}; this ci-gate needs NVRTC {major}"),
-        ),
+        Some((m, n)) if m == major => {
+            let threads = crate::kernel::compile::compile_threads((m, n), cores);
+            Check::new(
+                "NVRTC",
+                Status::Ok,
+                format!(
+                    "{m}.{n}{from}, compiling a kernel file on {threads} thread{} of {cores}; this ci-gate needs NVRTC {major}",
+                    if threads == 1 { "" } else { "s" }
+                ),
+            )
+        }
         Some((m, n)) => Check::new(
             "NVRTC",
             Status::Fail,
@@ -251,7 +258,8 @@ fn preflight() -> Preflight {
         Check::new("GPU", Status::Skip, "not opened: the driver check failed")
     };
     let nvrtc = nvrtc_found();
-    let nvrtc_line = nvrtc_check(nvrtc.as_ref(), built);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let nvrtc_line = nvrtc_check(nvrtc.as_ref(), built, cores);
     let probe = (nvrtc_line.status == Status::Ok).then(probe_sandbox);
     let sandbox_line = sandbox_check(probe.as_ref(), unconfined_allowed());
     let nvml_line = match &device {
@@ -447,13 +455,19 @@ mod tests {
             version,
             dir: Some(PathBuf::from("/opt/nvrtc/lib")),
         };
-        let ok = nvrtc_check(Some(&found(Some((13, 5)))), 13040);
+        let ok = nvrtc_check(Some(&found(Some((13, 5)))), 13040, 16);
         assert_eq!(ok.status, Status::Ok);
         assert_eq!(
             ok.message,
-            "13.5 from /opt/nvrtc/lib; this ci-gate needs NVRTC 13"
+            "13.5 from /opt/nvrtc/lib, compiling a kernel file on 8 threads of 16; this ci-gate needs NVRTC 13"
         );
-        let older = nvrtc_check(Some(&found(Some((12, 9)))), 13040);
+        // NVRTC 12 compiles on one thread, whatever the cores.
+        assert!(
+            nvrtc_check(Some(&found(Some((12, 8)))), 12080, 16)
+                .message
+                .contains("on 1 thread of 16;")
+        );
+        let older = nvrtc_check(Some(&found(Some((12, 9)))), 13040, 4);
         assert_eq!(older.status, Status::Fail);
         assert!(
             older.message.starts_with("12.9 from /opt/nvrtc/lib, but"),
@@ -469,12 +483,12 @@ mod tests {
         );
         // Built for CUDA 12, NVRTC 13 is another major version too.
         assert_eq!(
-            nvrtc_check(Some(&found(Some((13, 0)))), 12080).status,
+            nvrtc_check(Some(&found(Some((13, 0)))), 12080, 4).status,
             Status::Fail
         );
-        let twelve = nvrtc_check(Some(&found(Some((12, 8)))), 12080);
+        let twelve = nvrtc_check(Some(&found(Some((12, 8)))), 12080, 4);
         assert_eq!(twelve.status, Status::Ok);
-        let missing = nvrtc_check(None, 13040);
+        let missing = nvrtc_check(None, 13040, 4);
         assert_eq!(missing.status, Status::Fail);
         assert!(missing.message.starts_with("not found"), "{missing:?}");
         assert!(
@@ -484,11 +498,14 @@ mod tests {
             "{missing:?}"
         );
         assert!(
-            nvrtc_check(None, 12080)
+            nvrtc_check(None, 12080, 4)
                 .message
                 .contains("pip install nvidia-cuda-nvrtc-cu12"),
         );
-        assert_eq!(nvrtc_check(Some(&found(None)), 13040).status, Status::Fail);
+        assert_eq!(
+            nvrtc_check(Some(&found(None)), 13040, 4).status,
+            Status::Fail
+        );
     }
 
     #[test]

@@ -59,10 +59,12 @@ const OPTIONS: &[&str] = &["--std=c++17", "--ptxas-options=-v"];
 pub(crate) const LINEINFO_ENV: &str = "CI_GATE_NVRTC_LINEINFO";
 
 /// The most threads one NVRTC program is compiled on (`--split-compile`). NVRTC compiles the
-/// entries of a program apart and in parallel with it; measured on the shipped attention.cu
-/// for sm_90a (NVRTC 13.0, docs/PERF.md, 2026-12-04, twenty-second session) every code
-/// section of the CUBIN and the ptxas report come out byte for byte as from one thread, and
-/// each thread adds about 75 MB of address space to the sandboxed child, whose limit is
+/// entries of a program apart and in parallel with it. The shipped attention.cu comes out
+/// with the same code (every section but the notes, the symbol tables and the
+/// `__constant__` data byte for byte), the same symbols holding the same data (NVRTC 13.5
+/// orders the `__constant__` variables otherwise; the host reads them by name) and the same
+/// ptxas report as from one thread (`tests/it/nvrtc.rs`, NVRTC 13.0 and 13.5). Each thread
+/// adds about 75 MB of address space to the sandboxed child, whose limit is
 /// 8 GiB: so a bound, not NVRTC's "all cores" (`0`), which on a 128-core host would pass it.
 pub const MAX_COMPILE_THREADS: usize = 8;
 
@@ -70,7 +72,7 @@ pub const MAX_COMPILE_THREADS: usize = 8;
 /// ([`std::thread::available_parallelism`]): up to [`MAX_COMPILE_THREADS`] from NVRTC 13,
 /// where split compilation was measured to change no code; one before it (NVRTC 12.4's
 /// code generator rejects the option with a warning in the log).
-fn compile_threads(nvrtc: (i32, i32), cores: usize) -> usize {
+pub(crate) fn compile_threads(nvrtc: (i32, i32), cores: usize) -> usize {
     if nvrtc.0 >= 13 {
         cores.clamp(1, MAX_COMPILE_THREADS)
     } else {

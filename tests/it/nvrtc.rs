@@ -250,30 +250,81 @@ fn the_warp_specialised_kernels_take_tensor_maps_and_fill_on_sm90a_only() {
     }
 }
 
-/// Every section of `cubin` by name, with its bytes, but the notes (`.note.nv.tkinfo`
-/// records the compiler's command line, so it names the option).
-fn code_sections(cubin: &[u8]) -> std::collections::BTreeMap<String, Vec<u8>> {
-    use object::read::elf::{ElfFile64, SectionHeader};
+/// What a CUBIN holds, in a form two builds of one program can be compared by: every
+/// section's bytes by name, but the notes (`.note.nv.tkinfo` records the compiler's command
+/// line), the symbol and string tables and the sections of data symbols; and every named
+/// symbol with its kind, binding, section, size and, for data, its bytes. NVRTC 13.5 lays out
+/// the `__constant__` variables (`.nv.constant3`: `NAME_launch`, `NAME_tma`, ...) and the
+/// symbol table in another order when it compiles on several threads; the host reads them by
+/// name, so they are compared by name.
+#[derive(Debug, PartialEq)]
+struct CubinContents {
+    sections: std::collections::BTreeMap<String, Vec<u8>>,
+    data_section_sizes: std::collections::BTreeMap<String, u64>,
+    symbols: std::collections::BTreeMap<String, (String, String, Vec<u8>)>,
+}
+
+fn cubin_contents(cubin: &[u8]) -> CubinContents {
+    use object::read::elf::ElfFile64;
+    use object::{Object, ObjectSection, ObjectSymbol, SectionKind, SymbolKind};
     let elf = ElfFile64::<object::Endianness>::parse(cubin).expect("a CUBIN parses as ELF64");
-    let (endian, data) = (elf.endian(), elf.data());
-    let sections = elf.elf_section_table();
-    sections
-        .iter()
-        .filter(|h| h.sh_type(endian) != object::elf::SHT_NOTE)
-        .map(|h| {
-            let name = sections.section_name(endian, h).expect("a section name");
-            let bytes = h.data(endian, data).expect("a section's bytes");
-            (String::from_utf8_lossy(name).into_owned(), bytes.to_vec())
+    let mut symbols = std::collections::BTreeMap::new();
+    let mut data_section_sizes = std::collections::BTreeMap::new();
+    for sym in elf.symbols() {
+        let name = sym.name().expect("a symbol name");
+        if name.is_empty() {
+            continue;
+        }
+        let section = sym
+            .section_index()
+            .and_then(|i| elf.section_by_index(i).ok());
+        let section_name = section
+            .as_ref()
+            .map_or("", |s| s.name().expect("a section name"));
+        let bytes = match &section {
+            Some(s) if sym.kind() == SymbolKind::Data => {
+                data_section_sizes.insert(section_name.to_owned(), s.size());
+                let data = s.data().expect("a section's bytes");
+                let at = usize::try_from(sym.address() - s.address()).unwrap();
+                let size = usize::try_from(sym.size()).unwrap();
+                data.get(at..at + size)
+                    .expect("a data symbol within its section")
+                    .to_vec()
+            }
+            _ => Vec::new(),
+        };
+        let what = format!(
+            "{:?} global={} size={}",
+            sym.kind(),
+            sym.is_global(),
+            sym.size()
+        );
+        symbols.insert(name.to_owned(), (section_name.to_owned(), what, bytes));
+    }
+    let sections = elf
+        .sections()
+        .filter(|s| s.kind() != SectionKind::Note)
+        .map(|s| (s.name().expect("a section name").to_owned(), s))
+        .filter(|(name, _)| {
+            ![".symtab", ".strtab"].contains(&name.as_str())
+                && !data_section_sizes.contains_key(name)
         })
-        .collect()
+        .map(|(name, s)| (name, s.data().expect("a section's bytes").to_vec()))
+        .collect();
+    CubinContents {
+        sections,
+        data_section_sizes,
+        symbols,
+    }
 }
 
 /// Split compilation (`--split-compile`, what the gate asks NVRTC 13 for: one program's
 /// entries compiled on several threads) changes no code: for every target the shipped
 /// attention.cu compiled on one thread and on [`MAX_COMPILE_THREADS`] has the same sections,
-/// byte for byte (code, relocations, constants, the driver's attributes: everything but the
-/// notes), and the same ptxas report (registers, spills, barriers; all but its timings), which
-/// is where the gate reads each entry's resources.
+/// byte for byte (code, relocations, the driver's attributes), the same symbols with the same
+/// data (the `__constant__` variables, by name: [`CubinContents`]), and the same ptxas report
+/// (registers, spills, barriers; all but its timings), which is where the gate reads each
+/// entry's resources.
 #[test]
 #[cfg_attr(
     ci_gate_no_nvrtc,
@@ -297,15 +348,41 @@ fn compiling_on_several_threads_gives_the_same_cubin_as_on_one() {
         };
         let (one, one_log) = compile(1);
         let (many, many_log) = compile(MAX_COMPILE_THREADS);
-        let (one, many) = (code_sections(&one), code_sections(&many));
-        assert!(one.keys().any(|k| k.starts_with(".text.attention_fwd_")));
+        let (one, many) = (cubin_contents(&one), cubin_contents(&many));
+        assert!(
+            one.sections
+                .keys()
+                .any(|k| k.starts_with(".text.attention_fwd_"))
+        );
+        // A data symbol's bytes are read: NAME_launch is three ints (rows per block, threads
+        // per block, dynamic shared memory).
+        assert_eq!(one.symbols["attention_fwd_f16_d64_launch"].2.len(), 12);
         assert_eq!(
-            one.keys().collect::<Vec<_>>(),
-            many.keys().collect::<Vec<_>>(),
+            one.sections.keys().collect::<Vec<_>>(),
+            many.sections.keys().collect::<Vec<_>>(),
             "{target}: the sections"
         );
-        for (name, bytes) in &one {
-            assert!(many[name] == *bytes, "{target}: section {name} differs");
+        for (name, bytes) in &one.sections {
+            assert!(
+                many.sections[name] == *bytes,
+                "{target}: section {name} differs"
+            );
+        }
+        assert_eq!(
+            one.data_section_sizes, many.data_section_sizes,
+            "{target}: the data sections' sizes"
+        );
+        assert_eq!(
+            one.symbols.keys().collect::<Vec<_>>(),
+            many.symbols.keys().collect::<Vec<_>>(),
+            "{target}: the symbols"
+        );
+        for (name, symbol) in &one.symbols {
+            assert!(
+                many.symbols[name] == *symbol,
+                "{target}: symbol {name} differs: {symbol:?} against {:?}",
+                many.symbols[name]
+            );
         }
         assert_eq!(
             report(&one_log),
