@@ -318,6 +318,24 @@ fn cubin_contents(cubin: &[u8]) -> CubinContents {
     }
 }
 
+/// Asserts that `a` and `b` have the same keys, and the same value under each (a value is
+/// shown only by name: a section's bytes would fill the log).
+fn same_entries<V: PartialEq>(
+    target: &str,
+    what: &str,
+    a: &std::collections::BTreeMap<String, V>,
+    b: &std::collections::BTreeMap<String, V>,
+) {
+    assert_eq!(
+        a.keys().collect::<Vec<_>>(),
+        b.keys().collect::<Vec<_>>(),
+        "{target}: each {what}"
+    );
+    for (name, value) in a {
+        assert!(b[name] == *value, "{target}: {what} {name} differs");
+    }
+}
+
 /// Split compilation (`--split-compile`, what the gate asks NVRTC 13 for: one program's
 /// entries compiled on several threads) changes no code: for every target the shipped
 /// attention.cu compiled on one thread and on [`MAX_COMPILE_THREADS`] has the same sections,
@@ -357,33 +375,14 @@ fn compiling_on_several_threads_gives_the_same_cubin_as_on_one() {
         // A data symbol's bytes are read: NAME_launch is three ints (rows per block, threads
         // per block, dynamic shared memory).
         assert_eq!(one.symbols["attention_fwd_f16_d64_launch"].2.len(), 12);
-        assert_eq!(
-            one.sections.keys().collect::<Vec<_>>(),
-            many.sections.keys().collect::<Vec<_>>(),
-            "{target}: the sections"
+        same_entries(target, "section", &one.sections, &many.sections);
+        same_entries(
+            target,
+            "data section's size",
+            &one.data_section_sizes,
+            &many.data_section_sizes,
         );
-        for (name, bytes) in &one.sections {
-            assert!(
-                many.sections[name] == *bytes,
-                "{target}: section {name} differs"
-            );
-        }
-        assert_eq!(
-            one.data_section_sizes, many.data_section_sizes,
-            "{target}: the data sections' sizes"
-        );
-        assert_eq!(
-            one.symbols.keys().collect::<Vec<_>>(),
-            many.symbols.keys().collect::<Vec<_>>(),
-            "{target}: the symbols"
-        );
-        for (name, symbol) in &one.symbols {
-            assert!(
-                many.symbols[name] == *symbol,
-                "{target}: symbol {name} differs: {symbol:?} against {:?}",
-                many.symbols[name]
-            );
-        }
+        same_entries(target, "symbol", &one.symbols, &many.symbols);
         assert_eq!(
             report(&one_log),
             report(&many_log),
