@@ -136,6 +136,18 @@ fn memory() -> &'static Mutex<HashMap<String, CompiledModule>> {
     CACHE.get_or_init(Default::default)
 }
 
+/// The cache key of `source` compiled for `target` by NVRTC `nvrtc`: the SHA-256 of the
+/// source's hash, the options and the version. The options are those of one thread: how many
+/// threads compile a program changes no code (`tests/it/nvrtc.rs`), and two processes of one
+/// run (the evaluator's compilers and its measuring process) may see different core counts.
+fn cache_key(source: &KernelSource, target: &str, nvrtc: (i32, i32)) -> String {
+    let (major, minor) = nvrtc;
+    let opts = options(target, &source.defines, 1);
+    hex::encode(Sha256::digest(
+        format!("{}\n{}\n{major}.{minor}", source.hash, opts.join(" ")).as_bytes(),
+    ))
+}
+
 /// Compiles `source` to a CUBIN for `arch`, from the cache when possible.
 pub fn compile(source: &KernelSource, arch: Arch) -> Result<Arc<Vec<u8>>, GpuError> {
     compile_module(source, arch).map(|m| m.cubin)
@@ -169,9 +181,7 @@ pub(crate) fn compile_module(
         &source.defines,
         compile_threads((major, minor), cores()),
     );
-    let key = hex::encode(Sha256::digest(
-        format!("{}\n{}\n{major}.{minor}", source.hash, opts.join(" ")).as_bytes(),
-    ));
+    let key = cache_key(source, &arch.target(), (major, minor));
     if let Some(hit) = memory().lock().ok().and_then(|m| m.get(&key).cloned()) {
         return Ok(hit);
     }
@@ -333,6 +343,16 @@ mod tests {
         };
         assert_eq!(split(8), ["--split-compile=8"]);
         assert!(split(1).is_empty());
+        // The cache key is that of one thread's options (no thread count in it); the
+        // source's defines are in it.
+        let source = KernelSource::embedded("k.cu", "int a;\n");
+        let key = cache_key(&source, "sm_90a", (13, 0));
+        let one = options("sm_90a", &[], 1).join(" ");
+        let expected = format!("{}\n{one}\n13.0", source.hash);
+        assert_eq!(key, hex::encode(Sha256::digest(expected.as_bytes())));
+        let defined = source.clone().with_defines(&["X=1".into()]);
+        assert_ne!(cache_key(&defined, "sm_90a", (13, 0)), key);
+        assert_ne!(cache_key(&source, "sm_90a", (13, 5)), key);
     }
 
     #[test]
