@@ -258,8 +258,7 @@ fn preflight() -> Preflight {
         Check::new("GPU", Status::Skip, "not opened: the driver check failed")
     };
     let nvrtc = nvrtc_found();
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let nvrtc_line = nvrtc_check(nvrtc.as_ref(), built, cores);
+    let nvrtc_line = nvrtc_check(nvrtc.as_ref(), built, crate::kernel::compile::cores());
     let probe = (nvrtc_line.status == Status::Ok).then(probe_sandbox);
     let sandbox_line = sandbox_check(probe.as_ref(), unconfined_allowed());
     let nvml_line = match &device {

@@ -80,7 +80,8 @@ pub(crate) fn compile_threads(nvrtc: (i32, i32), cores: usize) -> usize {
     }
 }
 
-fn cores() -> usize {
+/// The cores this process may run on (1 where that cannot be read).
+pub(crate) fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 

@@ -257,7 +257,6 @@ fn the_warp_specialised_kernels_take_tensor_maps_and_fill_on_sm90a_only() {
 /// the `__constant__` variables (`.nv.constant3`: `NAME_launch`, `NAME_tma`, ...) and the
 /// symbol table in another order when it compiles on several threads; the host reads them by
 /// name, so they are compared by name.
-#[derive(Debug, PartialEq)]
 struct CubinContents {
     sections: std::collections::BTreeMap<String, Vec<u8>>,
     data_section_sizes: std::collections::BTreeMap<String, u64>,
