@@ -212,6 +212,9 @@
 #                                               # (no A/B: the stored baseline decides), the
 #                                               # old and the new baselines
 #   bash bench/issue40_device.sh twentysecond-tests # this binary's GPU tests and attack suite
+#   bash bench/issue40_device.sh twentythird-w2 # the L4 path on 64-row CTAs of 2 warps x 32
+#                                               # rows, 3 a SM (variants/w2a, w2b): ada-d64,
+#                                               # pr-ada, ada-mid; kernel_check.py --ada
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -1848,6 +1851,37 @@ twentysecond-wall)
   pr_wall new-cold "$bin" .carry/baselines-old cold /tmp/k-pr
   pr_wall new-cold-5p "$bin" baselines cold /tmp/k-pr
   pr_wall new-warm-5p "$bin" baselines warm /tmp/k-pr
+  ;;
+twentythird-w2)
+  # Prepared in the twenty-third session (2026-12-04; no device lent then) for the next one.
+  # The twenty-first session measured one CTA of 8 warps a SM +9.4% against two CTAs of 4 at
+  # the same per-warp work: a CTA's barriers hold all its warps, and CTAs on one SM fill each
+  # other's waits. Not measured yet: smaller CTAs of the same 32-row warps (each K and V
+  # fragment still feeds two mma's, which 16-row warps lose), 64 rows = 2 warps a CTA:
+  #   w2a: the d64 NAME as 64 x 64, Q in registers, 2 stages (32 KiB, 242 registers on sm_89):
+  #        3 CTAs = 6 warps a SM on an L4, where NAME runs 2 x 4 = 8;
+  #   w2b: the d128 forms (NAME, causal; NAME_long_noncausal) as 64 x 32, Q in shared memory,
+  #        the split pipeline (32 KiB, 255 registers, the same 16 bytes of spill on sm_89),
+  #        3 CTAs = 6 warps a SM on an L4; a 64-thread CTA copies two chunks a row (load_tile).
+  # Both launch with 72 KiB of dynamic shared memory, so the H200 holds 3 a SM as the L4
+  # would (bench/variants/w2a.patch, w2b.patch). Against .carry/k-base: w2a on ada-d64, w2b on
+  # pr-ada and ada-mid; then kernel_check.py --ada with kernels/ = each (tails, causal, bf16).
+  save() { tar czf "$out/twentythird-w2.tgz" -C "$out" r; }
+  ada_d64_config
+  ada_mid_config
+  ab w2a-d64 .carry/variants/w2a "$res/ada-d64.yaml"
+  save
+  ab w2b-ada .carry/variants/w2b configs/pr-ada.yaml
+  ab w2b-mid .carry/variants/w2b "$res/ada-mid.yaml"
+  save
+  for v in w2a w2b; do
+    cp ".carry/variants/$v/attention.cu" kernels/attention.cu
+    kernel_check_only --ada
+    mv "$res/kc-ada.log" "$res/kc-ada-$v.log"
+    mv "$res/kc-ada.json" "$res/kc-ada-$v.json" 2>/dev/null
+    save
+  done
+  cp "$base/attention.cu" kernels/attention.cu
   ;;
 twentysecond-tests)
   # 2026-12-04 (twenty-second session), call 4: the release check of this binary (NVRTC on up
