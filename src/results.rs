@@ -953,53 +953,12 @@ fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
     if let Some(e) = &s.stored_energy {
         check_side_energy(&c, &format!("{key}.stored_energy"), e)?;
     }
-    if s.peers.len() > crate::peers::Peer::ALL.len() {
-        return Err(c.fail(&format!("{key}.peers"), "more peers than there are"));
-    }
-    for (j, p) in s.peers.iter().enumerate() {
-        let pk = format!("{key}.peers[{j}]");
-        if !p.samples_us.is_empty() {
-            c.samples(&format!("{pk}.samples_us"), &p.samples_us)?;
-        }
-        if let Some(v) = p.p50_us {
-            c.time(&format!("{pk}.p50_us"), v)?;
-        }
-        if let Some(e) = &p.error {
-            c.text(&format!("{pk}.error"), e, MAX_WARNING_LEN)?;
-        }
-        if let Some(b) = &p.backend
-            && !crate::peers::BACKENDS.contains(&b.as_str())
-        {
-            return Err(c.fail(
-                &format!("{pk}.backend"),
-                "must be one of cudnn, flash, efficient, math",
-            ));
-        }
-    }
+    check_peer_results(&c, &key, &s.peers)?;
     if let Some(p) = &s.profile {
         p.check()
             .map_err(|m| c.fail(&format!("{key}.profile"), m))?;
     }
-    if !s.base_samples_us.is_empty() {
-        let bk = format!("{key}.base_samples_us");
-        c.samples(&bk, &s.base_samples_us)?;
-        if s.base_samples_us.len() != s.samples_us.len() {
-            return Err(c.fail(
-                &bk,
-                format!(
-                    "{} base rounds for {} candidate rounds: A/B rounds come in pairs",
-                    s.base_samples_us.len(),
-                    s.samples_us.len()
-                ),
-            ));
-        }
-    }
-    if !s.pair_order.is_empty() && s.pair_order.len() != s.base_samples_us.len() {
-        return Err(c.fail(
-            &format!("{key}.pair_order"),
-            "one order per A/B pair is expected",
-        ));
-    }
+    check_base_rounds(&c, &key, s)?;
     if let Some(d) = &s.drift {
         c.label(
             &format!("{key}.drift.commit"),
@@ -1027,6 +986,61 @@ fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
             "rounds",
         )?;
         c.finite(&format!("{key}.measurement.wall_s"), m.wall_s)?;
+    }
+    Ok(())
+}
+
+/// A shape's peer results: no more peers than there are, each one's samples, p50, error text
+/// and backend valid.
+fn check_peer_results(c: &Checker, key: &str, peers: &[crate::peers::PeerResult]) -> Check {
+    if peers.len() > crate::peers::Peer::ALL.len() {
+        return Err(c.fail(&format!("{key}.peers"), "more peers than there are"));
+    }
+    for (j, p) in peers.iter().enumerate() {
+        let pk = format!("{key}.peers[{j}]");
+        if !p.samples_us.is_empty() {
+            c.samples(&format!("{pk}.samples_us"), &p.samples_us)?;
+        }
+        if let Some(v) = p.p50_us {
+            c.time(&format!("{pk}.p50_us"), v)?;
+        }
+        if let Some(e) = &p.error {
+            c.text(&format!("{pk}.error"), e, MAX_WARNING_LEN)?;
+        }
+        if let Some(b) = &p.backend
+            && !crate::peers::BACKENDS.contains(&b.as_str())
+        {
+            return Err(c.fail(
+                &format!("{pk}.backend"),
+                "must be one of cudnn, flash, efficient, math",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A shape's A/B rounds: the base's rounds valid and one for each candidate round (they come
+/// in pairs), and one order per pair where the orders are recorded.
+fn check_base_rounds(c: &Checker, key: &str, s: &ShapeResult) -> Check {
+    if !s.base_samples_us.is_empty() {
+        let bk = format!("{key}.base_samples_us");
+        c.samples(&bk, &s.base_samples_us)?;
+        if s.base_samples_us.len() != s.samples_us.len() {
+            return Err(c.fail(
+                &bk,
+                format!(
+                    "{} base rounds for {} candidate rounds: A/B rounds come in pairs",
+                    s.base_samples_us.len(),
+                    s.samples_us.len()
+                ),
+            ));
+        }
+    }
+    if !s.pair_order.is_empty() && s.pair_order.len() != s.base_samples_us.len() {
+        return Err(c.fail(
+            &format!("{key}.pair_order"),
+            "one order per A/B pair is expected",
+        ));
     }
     Ok(())
 }

@@ -723,6 +723,21 @@ fn merge_processes(runs: &[ResultsFile], from: &[PathBuf]) -> Result<Vec<MergedS
     let Some(first) = runs.first() else {
         bail!("nothing to record");
     };
+    check_runs_agree(runs, first, &name)?;
+    first
+        .shapes
+        .iter()
+        .map(|s| merge_shape(runs, s, &name))
+        .collect()
+}
+
+/// Every run reached a verdict, holds shapes, and is of the first run's config, GPU model,
+/// method and kernel; `name(i)` names run i in the error.
+fn check_runs_agree(
+    runs: &[ResultsFile],
+    first: &ResultsFile,
+    name: &dyn Fn(usize) -> String,
+) -> Result<()> {
     for (i, r) in runs.iter().enumerate() {
         if let Some(e) = &r.error {
             bail!(
@@ -773,60 +788,65 @@ fn merge_processes(runs: &[ResultsFile], from: &[PathBuf]) -> Result<Vec<MergedS
             );
         }
     }
-    let mut merged = Vec::new();
-    for s in &first.shapes {
-        let cache = s.measurement.as_ref().map_or(CacheMode::Hot, |m| m.cache);
-        let mut m = MergedShape {
-            name: s.name.clone(),
-            params: s.params,
-            cache,
-            rounds: Vec::new(),
-            process_rounds: Vec::new(),
-            spread: None,
-            parity: s.parity.clone(),
-            peers: Default::default(),
-            energy: Vec::new(),
-            launch: s.launch.clone(),
-            error: None,
-        };
-        for (i, r) in runs.iter().enumerate() {
-            let found = r.shapes.iter().find(|x| {
-                x.params == s.params && x.measurement.as_ref().map(|mm| mm.cache) == Some(cache)
-            });
-            match found {
-                None => m.error = Some(format!("missing from {}", name(i))),
-                Some(x) if x.error.is_some() || x.samples_us.is_empty() => {
-                    m.error = Some(format!("not measured in {}", name(i)))
+    Ok(())
+}
+
+/// One shape of the first run, its rounds from every run (each run's rounds in turn, the
+/// spread between runs), or the reason it cannot be recorded in `error`.
+fn merge_shape(
+    runs: &[ResultsFile],
+    s: &crate::results::ShapeResult,
+    name: &dyn Fn(usize) -> String,
+) -> Result<MergedShape> {
+    let cache = s.measurement.as_ref().map_or(CacheMode::Hot, |m| m.cache);
+    let mut m = MergedShape {
+        name: s.name.clone(),
+        params: s.params,
+        cache,
+        rounds: Vec::new(),
+        process_rounds: Vec::new(),
+        spread: None,
+        parity: s.parity.clone(),
+        peers: Default::default(),
+        energy: Vec::new(),
+        launch: s.launch.clone(),
+        error: None,
+    };
+    for (i, r) in runs.iter().enumerate() {
+        let found = r.shapes.iter().find(|x| {
+            x.params == s.params && x.measurement.as_ref().map(|mm| mm.cache) == Some(cache)
+        });
+        match found {
+            None => m.error = Some(format!("missing from {}", name(i))),
+            Some(x) if x.error.is_some() || x.samples_us.is_empty() => {
+                m.error = Some(format!("not measured in {}", name(i)))
+            }
+            Some(x) if x.samples_us.iter().any(|r| r.is_empty()) => {
+                m.error = Some(format!("an empty round in {}", name(i)))
+            }
+            Some(x) => {
+                if x.parity.as_ref().is_some_and(|p| !p.passed()) {
+                    m.parity = x.parity.clone();
                 }
-                Some(x) if x.samples_us.iter().any(|r| r.is_empty()) => {
-                    m.error = Some(format!("an empty round in {}", name(i)))
+                m.process_rounds.push(x.samples_us.len());
+                m.rounds.extend(x.samples_us.iter().cloned());
+                if x.launch != m.launch {
+                    m.launch = None;
                 }
-                Some(x) => {
-                    if x.parity.as_ref().is_some_and(|p| !p.passed()) {
-                        m.parity = x.parity.clone();
-                    }
-                    m.process_rounds.push(x.samples_us.len());
-                    m.rounds.extend(x.samples_us.iter().cloned());
-                    if x.launch != m.launch {
-                        m.launch = None;
-                    }
-                    if let Some(e) = &x.energy {
-                        m.energy.extend(e.candidate.rounds.iter().cloned());
-                    }
-                    for p in &x.peers {
-                        if let Some(v) = p.p50_us {
-                            m.peers.entry(p.peer).or_default().push(v);
-                        }
+                if let Some(e) = &x.energy {
+                    m.energy.extend(e.candidate.rounds.iter().cloned());
+                }
+                for p in &x.peers {
+                    if let Some(v) = p.p50_us {
+                        m.peers.entry(p.peer).or_default().push(v);
                     }
                 }
             }
         }
-        if m.error.is_none() {
-            let rounds =
-                Rounds::new(m.rounds.clone()).with_context(|| format!("shape {}", m.name))?;
-            m.spread = process_spread(&rounds, &m.process_rounds);
-        }
-        merged.push(m);
     }
-    Ok(merged)
+    if m.error.is_none() {
+        let rounds = Rounds::new(m.rounds.clone()).with_context(|| format!("shape {}", m.name))?;
+        m.spread = process_spread(&rounds, &m.process_rounds);
+    }
+    Ok(m)
 }
