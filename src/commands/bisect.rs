@@ -455,6 +455,31 @@ fn render_text(r: &BisectReport) -> String {
         r.margin * 100.0,
         terminal_text(&r.config)
     ));
+    render_steps(r, &mut out);
+    out.push('\n');
+    out.push_str(&outcome_line(r));
+    out.push_str(&format!(
+        "{} steps against GOOD ({} measured, {} reused, {} skipped){} in {:.1} s.\n",
+        r.judged,
+        r.measured,
+        r.judged.saturating_sub(r.measured),
+        r.skipped,
+        if r.confirmed.is_some() {
+            " and the confirmation"
+        } else {
+            ""
+        },
+        r.wall_s
+    ));
+    out.push_str(&crate::report::wrap_lines(
+        std::slice::from_ref(&r.error_control),
+        Some(100),
+    ));
+    out
+}
+
+/// One line per step (which commit, against what, the call and why), each shape's line under it.
+fn render_steps(r: &BisectReport, out: &mut String) {
     let mut n = 0;
     for s in &r.steps {
         let head = match s.role {
@@ -490,7 +515,12 @@ fn render_text(r: &BisectReport) -> String {
             out.push_str(&format!("          {}\n", terminal_text(&shape.line())));
         }
     }
-    out.push('\n');
+}
+
+/// What the bisection found: the culprit (confirmed or not), nothing to bisect, or the
+/// commits skipped ones hide it among.
+fn outcome_line(r: &BisectReport) -> String {
+    let mut out = String::new();
     match r.outcome.as_str() {
         "culprit" => {
             if let Some(c) = &r.culprit {
@@ -523,23 +553,6 @@ fn render_text(r: &BisectReport) -> String {
             ));
         }
     }
-    out.push_str(&format!(
-        "{} steps against GOOD ({} measured, {} reused, {} skipped){} in {:.1} s.\n",
-        r.judged,
-        r.measured,
-        r.judged.saturating_sub(r.measured),
-        r.skipped,
-        if r.confirmed.is_some() {
-            " and the confirmation"
-        } else {
-            ""
-        },
-        r.wall_s
-    ));
-    out.push_str(&crate::report::wrap_lines(
-        std::slice::from_ref(&r.error_control),
-        Some(100),
-    ));
     out
 }
 

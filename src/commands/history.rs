@@ -153,6 +153,35 @@ fn method_line(p: &changepoint::Params) -> String {
 }
 
 fn table(trends: &[Trend], params: &changepoint::Params, width: Option<usize>) -> String {
+    let (mut out, hidden_same) = series_table(trends, width);
+    let changes = changes_table(trends, width);
+    let mut lines = Vec::new();
+    for cmd in trends.iter().flat_map(bisect_commands) {
+        lines.push(format!("Find the commit that made it slower: {cmd}"));
+    }
+    if !hidden_same.is_empty() {
+        lines.push(format!("Every series: {}.", hidden_same.join(", ")));
+    }
+    lines.extend(method_lines(trends));
+    match changes {
+        None => lines.push("No change points.".to_owned()),
+        Some(t) => {
+            out.push('\n');
+            out.push_str(&t);
+        }
+    }
+    lines.push(method_line(params));
+    out.push_str(&crate::report::wrap_lines(&lines, width));
+    out
+}
+
+/// What a table says when it hides columns.
+const MORE: &str = "with --wide or --format json";
+
+/// One row per series (its runs, latest and best p50, the best's commit, its change points),
+/// fitted to `width`; and "column value" for each column every series shares that the fit
+/// left out.
+fn series_table(trends: &[Trend], width: Option<usize>) -> (String, Vec<String>) {
     let header: Vec<String> = [
         "shape",
         "GPU",
@@ -183,7 +212,6 @@ fn table(trends: &[Trend], params: &changepoint::Params, width: Option<usize>) -
             ]
         })
         .collect();
-    let more = "with --wide or --format json";
     // GPU (1) and config (7) tell apart series of one shape: where they vary they always
     // show, right after the shape, or two rows would look the same; where every series has
     // the same one they are the first to go, and a line names it.
@@ -199,20 +227,26 @@ fn table(trends: &[Trend], params: &changepoint::Params, width: Option<usize>) -
     priority.extend(&varying);
     priority.extend([3, 4, 5, 6, 2]);
     priority.extend(&uniform);
-    let (mut out, kept) = fitted_table_keep(
+    let (out, kept) = fitted_table_keep(
         &header,
         &rows,
         &priority,
         2 + varying.len(),
         &[2, 3, 4, 6],
         width,
-        more,
+        MORE,
     );
     let hidden_same: Vec<String> = uniform
         .iter()
         .filter(|&&c| !kept[c])
         .filter_map(|&c| Some(format!("{} {}", header[c], rows.first()?[c])))
         .collect();
+    (out, hidden_same)
+}
+
+/// One row per change point of every series (where the level moved, before, after), fitted
+/// to `width`; None where there is none.
+fn changes_table(trends: &[Trend], width: Option<usize>) -> Option<String> {
     let changes: Vec<Vec<String>> = trends
         .iter()
         .flat_map(|t| {
@@ -228,41 +262,28 @@ fn table(trends: &[Trend], params: &changepoint::Params, width: Option<usize>) -
             })
         })
         .collect();
-    let mut lines = Vec::new();
-    for cmd in trends.iter().flat_map(bisect_commands) {
-        lines.push(format!("Find the commit that made it slower: {cmd}"));
-    }
-    if !hidden_same.is_empty() {
-        lines.push(format!("Every series: {}.", hidden_same.join(", ")));
-    }
-    lines.extend(method_lines(trends));
     if changes.is_empty() {
-        lines.push("No change points.".to_owned());
-    } else {
-        out.push('\n');
-        let header: Vec<String> = [
-            "shape",
-            "level moved at",
-            "date",
-            "before µs",
-            "after µs",
-            "change",
-        ]
-        .map(String::from)
-        .to_vec();
-        out.push_str(&fitted_table(
-            &header,
-            &changes,
-            &[0, 1, 5, 3, 4, 2],
-            3,
-            &[3, 4, 5],
-            width,
-            more,
-        ));
+        return None;
     }
-    lines.push(method_line(params));
-    out.push_str(&crate::report::wrap_lines(&lines, width));
-    out
+    let header: Vec<String> = [
+        "shape",
+        "level moved at",
+        "date",
+        "before µs",
+        "after µs",
+        "change",
+    ]
+    .map(String::from)
+    .to_vec();
+    Some(fitted_table(
+        &header,
+        &changes,
+        &[0, 1, 5, 3, 4, 2],
+        3,
+        &[3, 4, 5],
+        width,
+        MORE,
+    ))
 }
 
 /// One line per change of the measuring method (the same change in several series once):

@@ -338,15 +338,49 @@ fn stored_path(ab: &Run, dir: &tempfile::TempDir, trials: u32) -> Result<u32> {
 }
 
 fn render(r: &SelftestReport, markdown: bool, wide: bool) -> String {
-    let label = |scale: f64| {
-        if scale == 1.0 {
-            "A/A flagged".to_owned()
-        } else {
-            format!("×{scale} flagged")
+    let (header, rows) = table(r, markdown);
+    let mut out = String::new();
+    if markdown {
+        out.push_str(&format!(
+            "| {} |\n|{}\n",
+            header.join(" | "),
+            "---|".repeat(header.len())
+        ));
+        for row in rows {
+            out.push_str(&format!("| {} |\n", row.join(" | ")));
         }
-    };
+    } else {
+        let n = header.len();
+        let priority: Vec<usize> = (0..n).collect();
+        let right: Vec<usize> = (1..n).collect();
+        out.push_str(&fitted_table(
+            &header,
+            &rows,
+            &priority,
+            2,
+            &right,
+            (!wide).then(stdout_width),
+            "with --wide or --format json",
+        ));
+    }
+    out.push_str(&summary(r));
+    out
+}
+
+/// A condition's column title: the A/A rate, or the rate at an injected scale.
+fn condition_label(scale: f64) -> String {
+    if scale == 1.0 {
+        "A/A flagged".to_owned()
+    } else {
+        format!("×{scale} flagged")
+    }
+}
+
+/// The table's header and one row per shape: each condition's flagged count, the A/A
+/// inconclusive count and, with an injection, the change measured.
+fn table(r: &SelftestReport, markdown: bool) -> (Vec<String>, Vec<Vec<String>>) {
     let mut header = vec!["Shape".to_owned()];
-    header.extend(r.conditions.iter().map(|c| label(c.scale)));
+    header.extend(r.conditions.iter().map(|c| condition_label(c.scale)));
     header.push("A/A inconclusive".into());
     if r.injected.is_some() {
         header.push("injected Δ".into());
@@ -383,30 +417,13 @@ fn render(r: &SelftestReport, markdown: bool, wide: bool) -> String {
             row
         })
         .collect();
+    (header, rows)
+}
+
+/// The line under the table: the run, each condition's rate with its exact interval, the
+/// injection caught, the stored baseline's false alarms and the wall time.
+fn summary(r: &SelftestReport) -> String {
     let mut out = String::new();
-    if markdown {
-        out.push_str(&format!(
-            "| {} |\n|{}\n",
-            header.join(" | "),
-            "---|".repeat(header.len())
-        ));
-        for row in rows {
-            out.push_str(&format!("| {} |\n", row.join(" | ")));
-        }
-    } else {
-        let n = header.len();
-        let priority: Vec<usize> = (0..n).collect();
-        let right: Vec<usize> = (1..n).collect();
-        out.push_str(&fitted_table(
-            &header,
-            &rows,
-            &priority,
-            2,
-            &right,
-            (!wide).then(stdout_width),
-            "with --wide or --format json",
-        ));
-    }
     out.push_str(&format!(
         "selftest on {} ({} trials × {} shapes × {} A/A pairs, config {}; the rule's first look at {} pairs):",
         r.gpu.as_deref().unwrap_or("unknown GPU"),
@@ -425,7 +442,7 @@ fn render(r: &SelftestReport, markdown: bool, wide: bool) -> String {
                 .unwrap_or_default();
         out.push_str(&format!(
             " {} {}/{} ({:.1}%{interval});",
-            label(c.scale),
+            condition_label(c.scale),
             c.flagged,
             c.comparisons,
             100.0 * f64::from(c.flagged) / f64::from(c.comparisons.max(1))
