@@ -215,6 +215,9 @@
 #   bash bench/issue40_device.sh twentythird-w2 # the L4 path on 64-row CTAs of 2 warps x 32
 #                                               # rows, 3 a SM (variants/w2a, w2b): ada-d64,
 #                                               # pr-ada, ada-mid; kernel_check.py --ada
+#   bash bench/issue40_device.sh twentythird-mb3 # the L4 path's d128 NAME on a 3-stage ring
+#                                               # of mbarriers, no CTA barrier (variants/mb3e,
+#                                               # mb3s): pr-ada, causal d128; kernel_check --ada
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -1851,6 +1854,43 @@ twentysecond-wall)
   pr_wall new-cold "$bin" .carry/baselines-old cold /tmp/k-pr
   pr_wall new-cold-5p "$bin" baselines cold /tmp/k-pr
   pr_wall new-warm-5p "$bin" baselines warm /tmp/k-pr
+  ;;
+twentythird-mb3)
+  # Prepared in the twenty-third session (2026-12-04; no device lent then) for the next one.
+  # The L4 path's d128 NAME (causal launches, and grids of fewer CTAs than SMs) is one CTA of
+  # 8 warps a SM on a 3-stage ring with a CTA barrier every tile; the twenty-first session
+  # measured such a CTA's barriers at about 9% (w8n32 against two CTAs of 4 warps). Without
+  # the barrier: per stage a `full` mbarrier (every thread's cp.async arrive on it when its
+  # copies land: cp.async.mbarrier.arrive.noinc, sm_80) and an `empty` one (every thread
+  # arrives when done reading), tile j+2's copies issued once every thread is done with tile
+  # j-1, so a warp runs ahead of the slowest by up to
+  #   mb3e: a whole tile (tile j+2 issued after this thread's tile j),
+  #   mb3s: S's part of one (issued after its S_j; more time for the copies to land).
+  # bench/variants/mb3e.patch, mb3s.patch (208 registers on sm_89, no spill, 64 bytes of
+  # barriers after the 96 KiB; only that kernel differs). Against .carry/k-base on pr-ada
+  # and causal d128 shapes (ada-causal128), after kernel_check.py --ada with kernels/ = each
+  # (a wrong or hung barrier shows there first: the check's 100 s bound).
+  save() { tar czf "$out/twentythird-mb3.tgz" -C "$out" r; }
+  derive_config ada-causal128 configs/pr-ada.yaml <<'SHAPES'
+16 16 256 128 causal float16
+8 16 512 128 causal float16
+4 16 1024 128 causal float16
+2 16 2048 128 causal bfloat16
+1 16 1000 128 noncausal float16
+SHAPES
+  for v in mb3e mb3s; do
+    cp ".carry/variants/$v/attention.cu" kernels/attention.cu
+    kernel_check_only --ada
+    mv "$res/kc-ada.log" "$res/kc-ada-$v.log"
+    mv "$res/kc-ada.json" "$res/kc-ada-$v.json" 2>/dev/null
+    save
+  done
+  cp "$base/attention.cu" kernels/attention.cu
+  for v in mb3e mb3s; do
+    ab "$v-ada" ".carry/variants/$v" configs/pr-ada.yaml
+    ab "$v-causal" ".carry/variants/$v" "$res/ada-causal128.yaml"
+    save
+  done
   ;;
 twentythird-w2)
   # Prepared in the twenty-third session (2026-12-04; no device lent then) for the next one.
