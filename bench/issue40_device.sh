@@ -1867,8 +1867,11 @@ twentythird-mb3)
   #   mb3e: a whole tile (tile j+2 issued after this thread's tile j),
   #   mb3s: S's part of one (issued after its S_j; more time for the copies to land).
   # bench/variants/mb3e.patch, mb3s.patch (208 registers on sm_89, no spill, 64 bytes of
-  # barriers after the 96 KiB; only that kernel differs). Against .carry/k-base on pr-ada
-  # and causal d128 shapes (ada-causal128), after kernel_check.py --ada with kernels/ = each
+  # barriers after the 96 KiB; only that kernel differs); mb3d64: mb3e with the d64 NAME (two
+  # CTAs of 4 warps a SM, 2 stages and a barrier each tile today; a 3-stage ring with a barrier,
+  # d64r3, was neutral in the nineteenth session) on the same ring (48 KiB + 64 bytes: still
+  # two a SM on an L4). Against .carry/k-base on pr-ada
+  # and causal d128 shapes (ada-causal128; mb3d64: ada-d64), after kernel_check.py --ada with kernels/ = each
   # (a wrong or hung barrier shows there first: the check's 100 s bound).
   save() { tar czf "$out/twentythird-mb3.tgz" -C "$out" r; }
   derive_config ada-causal128 configs/pr-ada.yaml <<'SHAPES'
@@ -1878,7 +1881,7 @@ twentythird-mb3)
 2 16 2048 128 causal bfloat16
 1 16 1000 128 noncausal float16
 SHAPES
-  for v in mb3e mb3s; do
+  for v in mb3e mb3s mb3d64; do
     cp ".carry/variants/$v/attention.cu" kernels/attention.cu
     kernel_check_only --ada
     mv "$res/kc-ada.log" "$res/kc-ada-$v.log"
@@ -1891,6 +1894,9 @@ SHAPES
     ab "$v-causal" ".carry/variants/$v" "$res/ada-causal128.yaml"
     save
   done
+  ada_d64_config
+  ab mb3d64-d64 .carry/variants/mb3d64 "$res/ada-d64.yaml"
+  save
   ;;
 twentythird-w2)
   # Prepared in the twenty-third session (2026-12-04; no device lent then) for the next one.
