@@ -1,9 +1,10 @@
 //! Property-based fuzzing (proptest) of every parser that reads untrusted input: sample
-//! files, results files, baseline files, configs and the GitHub event payload. Each target
-//! gets arbitrary bytes, arbitrary strings and structured mutations of a valid file; none may
-//! panic, and whatever a parser accepts must satisfy the invariants the rest of ci-gate
-//! relies on (positive finite samples, names that cannot leave a directory, bounded settings,
-//! escaped rendering).
+//! files, results files, baseline files, configs, the GitHub event payload, and the
+//! evaluator's candidate lines (with the bounded line reader before them) and leaderboards.
+//! Each target gets arbitrary bytes, arbitrary strings and structured mutations of a valid
+//! file; none may panic, and whatever a parser accepts must satisfy the invariants the rest
+//! of ci-gate relies on (positive finite samples, names that cannot leave a directory,
+//! bounded settings, escaped rendering).
 //!
 //! Cases per target: `CI_GATE_FUZZ_CASES` (default 1000). Seed: fixed by default
 //! ([`DEFAULT_SEED`]), so `cargo test` in CI is deterministic; `CI_GATE_FUZZ_RANDOM=1` draws
@@ -18,9 +19,12 @@ use std::time::Instant;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::Value;
+use sha2::Digest;
 
 use ci_gate::baseline::{BaselineFile, BaselineStore};
 use ci_gate::config::Config as GateConfig;
+use ci_gate::eval::leaderboard::Leaderboard;
+use ci_gate::eval::protocol::{self, Input, MAX_ID_BYTES};
 use ci_gate::files::parse_versioned_json;
 use ci_gate::report::{Exporter, MarkdownExporter, Report, TableExporter};
 use ci_gate::results::{ResultsFile, SCHEMA_VERSION};
@@ -376,6 +380,14 @@ const BASELINE: &str = include_str!(concat!(
     "/tests/hostile/baselines-reason-escapes/nvidia-h200/pr.json"
 ));
 const CONFIG: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/configs/pr.yaml"));
+/// A leaderboard of two entries, the second with a commit, a shape and a confirmation
+/// (`Leaderboard::parse` checks every hash against the source it names).
+const LEADERBOARD: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/leaderboard-v1.json"
+));
+/// A candidate line of `ci-gate eval` with every key.
+const CANDIDATE: &str = r#"{"id":"c1:try/2","source":"extern \"C\" __global__ void k() {}","defines":["BN=64","CG_X"],"commit":"0123456789ABCDEF0123456789abcdef01234567"}"#;
 
 /// The PR config as JSON text, which is YAML too (flow style): structured mutations of it
 /// exercise the YAML parser and every setting's check.
@@ -514,6 +526,128 @@ fn check_samples(text: &str) -> bool {
     }
 }
 
+/// Text the evaluator writes or shows: one line, no escape, no hidden or bidi character.
+fn assert_one_safe_line(m: &str) {
+    assert!(
+        !m.chars().any(|c| c.is_control() || text::is_hidden(c)),
+        "{m:?}"
+    );
+}
+
+/// What the evaluator reads of a candidate line (`protocol::parse_line`): an id of its
+/// character set, at most 16 defines of the config's rule with no name twice, a commit of
+/// 40 lowercase hex digits, a path without NUL or a source within the bound; a refusal
+/// keeps only a valid id and says why on one safe line.
+fn check_candidate_line(bytes: &[u8]) -> bool {
+    match protocol::parse_line(bytes) {
+        Ok(None) => {
+            assert!(std::str::from_utf8(bytes).is_ok_and(|t| t.trim().is_empty()));
+            false
+        }
+        Ok(Some(c)) => {
+            assert!(protocol::is_valid_id(&c.id) && c.id.len() <= MAX_ID_BYTES);
+            assert!(c.defines.len() <= 16);
+            let mut names: Vec<&str> = c
+                .defines
+                .iter()
+                .map(|d| d.split_once('=').map_or(d.as_str(), |(n, _)| n))
+                .collect();
+            for d in &c.defines {
+                assert!(!d.is_empty() && !d.starts_with('-'), "{d:?}");
+                assert!(
+                    d.chars()
+                        .all(|ch| ch.is_ascii_alphanumeric() || "_=.+-".contains(ch)),
+                    "{d:?}"
+                );
+            }
+            names.sort_unstable();
+            let n = names.len();
+            names.dedup();
+            assert_eq!(names.len(), n, "a define named twice: {:?}", c.defines);
+            if let Some(commit) = &c.commit {
+                assert!(validate::commit(commit).is_ok());
+                assert_eq!(commit, &commit.to_ascii_lowercase());
+            }
+            match &c.input {
+                Input::Source(src) => assert!(src.len() <= 1 << 20),
+                Input::Path(p) => {
+                    let p = p.to_string_lossy();
+                    assert!(!p.is_empty() && p.len() <= 4096 && !p.contains('\0'));
+                }
+            }
+            true
+        }
+        Err(r) => {
+            if let Some(id) = &r.id {
+                assert!(protocol::is_valid_id(id), "{id:?}");
+            }
+            assert!(!r.reason.is_empty());
+            assert_one_safe_line(&r.reason);
+            false
+        }
+    }
+}
+
+/// `protocol::read_line_bounded` over `input` with lines of at most `max` bytes, against
+/// the input split at its line breaks: each line as it was but for one final carriage
+/// return, or its length alone where it is longer than `max`; then the end.
+fn check_line_reader(input: &[u8], max: usize) -> bool {
+    let mut expected: Vec<Result<Vec<u8>, usize>> = input
+        .split(|&b| b == b'\n')
+        .map(|raw| {
+            if raw.len() > max {
+                Err(raw.len())
+            } else {
+                Ok(raw.strip_suffix(b"\r").unwrap_or(raw).to_vec())
+            }
+        })
+        .collect();
+    if input.is_empty() || input.last() == Some(&b'\n') {
+        expected.pop(); // nothing after the last break
+    }
+    let mut reader = std::io::BufReader::with_capacity(7, input);
+    let mut got = Vec::new();
+    while let Some(line) = protocol::read_line_bounded(&mut reader, max).expect("reading a slice") {
+        got.push(line);
+        assert!(got.len() <= input.len() + 1, "the reader does not end");
+    }
+    assert_eq!(got, expected, "{input:?} max {max}");
+    got.iter().all(Result::is_ok)
+}
+
+/// A leaderboard `Leaderboard::parse` accepts: ranks 1, 2, …, every id of its rule, every
+/// source the one its SHA-256 names; a refusal names the file, and is safe as printed.
+fn check_leaderboard(text: &str) -> bool {
+    let path = Path::new("fuzz/board.json");
+    match Leaderboard::parse(text.as_bytes(), path) {
+        Ok(b) => {
+            for (i, e) in b.entries.iter().enumerate() {
+                assert_eq!(e.rank as usize, i + 1);
+                assert!(protocol::is_valid_id(&e.id));
+                let digest = sha2::Sha256::digest(e.source.as_bytes());
+                let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+                assert_eq!(hex, e.source_sha256);
+                assert!(e.defines.len() <= 16);
+            }
+            if let Some(best) = b.best() {
+                assert_eq!(best.rank as usize, b.entries.len());
+            }
+            true
+        }
+        Err(e) => {
+            // The key and serde's message hold the file's own text; what reaches the
+            // terminal goes through `error_message`, as every error of ci-gate does.
+            let m = e.to_string();
+            assert!(m.contains("fuzz/board.json"), "{m}");
+            for line in text::error_message(&m).lines() {
+                assert_one_safe_line(line);
+                assert!(!line.starts_with("::"), "{line}");
+            }
+            false
+        }
+    }
+}
+
 fn check_event(text: &str) -> bool {
     match ci_gate::github::pr_number_from_event_text(text, Path::new("event.json")) {
         Ok(Some(n)) => {
@@ -593,12 +727,55 @@ fn fuzz_event_payloads() {
 }
 
 #[test]
+fn fuzz_eval_candidate_lines() {
+    fuzz(
+        "eval candidate lines",
+        prop_oneof![
+            1 => prop::collection::vec(any::<u8>(), 0..256),
+            1 => text_input().prop_map(String::into_bytes),
+            4 => mutated_json(CANDIDATE).prop_map(String::into_bytes),
+            1 => edited_text(CANDIDATE).prop_map(String::into_bytes),
+        ],
+        |b| check_candidate_line(&b),
+    );
+}
+
+#[test]
+fn fuzz_eval_line_reader() {
+    let input = prop::collection::vec(prop_oneof![4 => any::<u8>(), 1 => Just(b'\n')], 0..300);
+    fuzz("eval line reader", (input, 0usize..40), |(input, max)| {
+        check_line_reader(&input, max)
+    });
+}
+
+#[test]
+fn fuzz_leaderboards() {
+    fuzz(
+        "leaderboards",
+        prop_oneof![
+            1 => text_input(),
+            4 => mutated_json(LEADERBOARD),
+            1 => edited_text(LEADERBOARD),
+        ],
+        |t| check_leaderboard(&t),
+    );
+}
+
+#[test]
 fn the_templates_are_accepted() {
     // Otherwise the mutations would only ever explore the error paths.
     let p = Path::new("t");
     assert!(parse_versioned_json::<ResultsFile>(RESULTS, p, SCHEMA_VERSION).is_ok());
     assert!(parse_versioned_json::<BaselineFile>(BASELINE, p, SCHEMA_VERSION).is_ok());
     assert!(GateConfig::parse(CONFIG, p).is_ok());
+    let board = Leaderboard::parse(LEADERBOARD.as_bytes(), p).expect("the leaderboard fixture");
+    assert_eq!(board.entries.len(), 2);
+    assert_eq!(board.entries[1].confirmations.len(), 1);
+    let c = protocol::parse_line(CANDIDATE.as_bytes())
+        .expect("the candidate template")
+        .expect("not blank");
+    assert_eq!((c.id.as_str(), c.defines.len()), ("c1:try/2", 2));
+    assert!(c.commit.is_some());
     assert_eq!(
         ci_gate::github::pr_number_from_event_text(r#"{"pull_request":{"number":7}}"#, p).unwrap(),
         Some(7)
