@@ -330,6 +330,21 @@ ada_d64_config() {
 SHAPES
 }
 
+# bench/l4_sms.py on 56 SMs (an L4 has 58) for each kernel tree named (k-base,
+# variants/NAME, ...) on the configs given: l4_sms_trees "CFG [CFG ...]" TREE ...
+l4_sms_trees() {
+  local cfgs=$1
+  shift
+  for k in "$@"; do
+    local tag=${k#variants/}
+    # shellcheck disable=SC2086
+    timed timeout 200 python3 bench/l4_sms.py $cfgs --sms 56 --kdir ".carry/$k" \
+      --out "$res/l4-sms-$tag.json" 2>&1 | grep -v "Deprecat" > "$res/l4-sms-$tag.txt"
+    tail -4 "$res/l4-sms-$tag.txt"
+    save
+  done
+}
+
 # .carry/variants/NAME against the base on the L4 path: configs/pr-ada.yaml (FA2 / cuDNN
 # after it), ada-mid and ada-d64; archived as $out/ninth-NAME.tgz: ada_candidate NAME
 ada_candidate() {
@@ -1872,7 +1887,8 @@ twentythird-mb3)
   # d64r3, was neutral in the nineteenth session) on the same ring (48 KiB + 64 bytes: still
   # two a SM on an L4). Against .carry/k-base on pr-ada
   # and causal d128 shapes (ada-causal128; mb3d64: ada-d64), after kernel_check.py --ada with kernels/ = each
-  # (a wrong or hung barrier shows there first: the check's 100 s bound).
+  # (a wrong or hung barrier shows there first: the check's 100 s bound). The grids are
+  # main's, so no l4_sms.py here (w2's grids are not: twentythird-w2 runs it).
   save() { tar czf "$out/twentythird-mb3.tgz" -C "$out" r; }
   derive_config ada-causal128 configs/pr-ada.yaml <<'SHAPES'
 16 16 256 128 causal float16
@@ -1911,7 +1927,8 @@ twentythird-w2)
   #        3 CTAs = 6 warps a SM on an L4; a 64-thread CTA copies two chunks a row (load_tile).
   # Both launch with 72 KiB of dynamic shared memory, so the H200 holds 3 a SM as the L4
   # would (bench/variants/w2a.patch, w2b.patch). Against .carry/k-base: w2a on ada-d64, w2b on
-  # pr-ada and ada-mid; then kernel_check.py --ada with kernels/ = each (tails, causal, bf16).
+  # pr-ada and ada-mid; then kernel_check.py --ada with kernels/ = each (tails, causal, bf16);
+  # then all three trees by l4_sms.py on 56 SMs (the grid as an L4 rounds it).
   save() { tar czf "$out/twentythird-w2.tgz" -C "$out" r; }
   ada_d64_config
   ada_mid_config
@@ -1928,6 +1945,7 @@ twentythird-w2)
     save
   done
   cp "$base/attention.cu" kernels/attention.cu
+  l4_sms_trees "configs/pr-ada.yaml $res/ada-d64.yaml" k-base variants/w2a variants/w2b
   ;;
 twentysecond-tests)
   # 2026-12-04 (twenty-second session), call 4: the release check of this binary (NVRTC on up
