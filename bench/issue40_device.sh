@@ -218,6 +218,9 @@
 #   bash bench/issue40_device.sh twentythird-mb3 # the L4 path's d128 NAME on a 3-stage ring
 #                                               # of mbarriers, no CTA barrier (variants/mb3e,
 #                                               # mb3s): pr-ada, causal d128; kernel_check --ada
+#   bash bench/issue40_device.sh twentythird-step NAME   # a winning candidate as a step: sanitize,
+#                                               # A/B with FA2 / cuDNN (pr-ada, ada-d64), 56 SMs
+#   bash bench/issue40_device.sh twentythird-record NAME # then pr-ada and pr re-recorded, A/As
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -1869,6 +1872,42 @@ twentysecond-wall)
   pr_wall new-cold "$bin" .carry/baselines-old cold /tmp/k-pr
   pr_wall new-cold-5p "$bin" baselines cold /tmp/k-pr
   pr_wall new-warm-5p "$bin" baselines warm /tmp/k-pr
+  ;;
+twentythird-step)
+  # Prepared in the twenty-third session for the next one: if a candidate of twentythird-mb3 or
+  # twentythird-w2 wins on the L4 path with no regression, `twentythird-step NAME` makes it
+  # kernels/ on this machine and checks it as a step: the L4 path's kernels under
+  # compute-sanitizer (configs/sanitize-ada.yaml), the gate's A/B against .carry/k-base on
+  # pr-ada and ada-d64 with PyTorch's FA2 and cuDNN timed after it (issue 40's table for the
+  # L4 path), then on 56 SMs (l4_sms.py). Then `twentythird-record NAME` in the next call.
+  v=${1:?twentythird-step needs the candidate, e.g. mb3e}
+  save() { tar czf "$out/twentythird-step-$v.tgz" -C "$out" r; }
+  cp ".carry/variants/$v/attention.cu" kernels/attention.cu
+  timed timeout 200 "$bin" sanitize --config configs/sanitize-ada.yaml --kernels kernels \
+    > "$res/san-ada.txt" 2>&1
+  grep -E "sanitize:|finding" "$res/san-ada.txt" | head -4
+  save
+  ada_d64_config
+  ab "$v-ada" kernels configs/pr-ada.yaml
+  ada_peers
+  peer_table "$res/ab-$v-ada.json" "$res/sdpa-ada.json"
+  ab "$v-d64" kernels "$res/ada-d64.yaml"
+  peers d64 "$res/ada-d64.yaml"
+  peer_table "$res/ab-$v-d64.json" "$res/sdpa-d64.json"
+  save
+  l4_sms_trees "configs/pr-ada.yaml $res/ada-d64.yaml" k-base "variants/$v"
+  ;;
+twentythird-record)
+  # The kept step's baselines: kernels/ = variants/NAME, pr and pr-ada re-recorded from 5
+  # processes (attention.cu's hash changes even where the sm_90a cubin does not), each with
+  # its stored-only A/A.
+  v=${1:?twentythird-record needs the candidate kept}
+  save() { tar czf "$out/twentythird-record-$v.tgz" -C "$out" r; }
+  cp ".carry/variants/$v/attention.cu" kernels/attention.cu
+  record_with_kernels pr-ada "kernel step: $v on the L4 path (issue 40 item 2)"
+  save
+  record_with_kernels pr "kernel step: $v on the L4 path (issue 40 item 2)"
+  save
   ;;
 twentythird-mb3)
   # Prepared in the twenty-third session (2026-12-04; no device lent then) for the next one.
