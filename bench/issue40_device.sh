@@ -558,6 +558,20 @@ kernel_check_only() {
   grep -E "rand|FAIL|FAILURE|passed|failed" "$res/$tag.log" | tail -3 | cut -c1-200
 }
 
+# kernel_check_only --ada with kernels/attention.cu = each .carry/variants/V in turn (into
+# kc-ada-V.log and .json; the mode's `save` after each), then the base's again:
+# kernel_check_variants V ...
+kernel_check_variants() {
+  for v in "$@"; do
+    cp ".carry/variants/$v/attention.cu" kernels/attention.cu
+    kernel_check_only --ada
+    mv "$res/kc-ada.log" "$res/kc-ada-$v.log"
+    mv "$res/kc-ada.json" "$res/kc-ada-$v.json" 2>/dev/null
+    save
+  done
+  cp "$base/attention.cu" kernels/attention.cu
+}
+
 # bench/kept_probe.py: .carry/variants/V against the base on N(0,1) and the mixture (--ada:
 # the L4 path), into probe-V[-ada].json and .txt: kept_probe V [--ada]
 kept_probe() {
@@ -1936,14 +1950,7 @@ twentythird-mb3)
 2 16 2048 128 causal bfloat16
 1 16 1000 128 noncausal float16
 SHAPES
-  for v in mb3e mb3s mb3d64; do
-    cp ".carry/variants/$v/attention.cu" kernels/attention.cu
-    kernel_check_only --ada
-    mv "$res/kc-ada.log" "$res/kc-ada-$v.log"
-    mv "$res/kc-ada.json" "$res/kc-ada-$v.json" 2>/dev/null
-    save
-  done
-  cp "$base/attention.cu" kernels/attention.cu
+  kernel_check_variants mb3e mb3s mb3d64
   for v in mb3e mb3s; do
     ab "$v-ada" ".carry/variants/$v" configs/pr-ada.yaml
     ab "$v-causal" ".carry/variants/$v" "$res/ada-causal128.yaml"
@@ -1976,14 +1983,7 @@ twentythird-w2)
   ab w2b-ada .carry/variants/w2b configs/pr-ada.yaml
   ab w2b-mid .carry/variants/w2b "$res/ada-mid.yaml"
   save
-  for v in w2a w2b; do
-    cp ".carry/variants/$v/attention.cu" kernels/attention.cu
-    kernel_check_only --ada
-    mv "$res/kc-ada.log" "$res/kc-ada-$v.log"
-    mv "$res/kc-ada.json" "$res/kc-ada-$v.json" 2>/dev/null
-    save
-  done
-  cp "$base/attention.cu" kernels/attention.cu
+  kernel_check_variants w2a w2b
   l4_sms_trees "configs/pr-ada.yaml $res/ada-d64.yaml" k-base variants/w2a variants/w2b
   ;;
 twentysecond-tests)
