@@ -176,13 +176,8 @@ pub(crate) fn compile_module(
     if !ffi::nvrtc_present() {
         return Err(GpuError::NoNvrtc);
     }
-    let (major, minor) = ffi::nvrtc_version().unwrap_or((0, 0));
-    let opts = options(
-        &arch.target(),
-        &source.defines,
-        compile_threads((major, minor), cores()),
-    );
-    let key = cache_key(source, &arch.target(), (major, minor));
+    let nvrtc = ffi::nvrtc_version().unwrap_or((0, 0));
+    let key = cache_key(source, &arch.target(), nvrtc);
     if let Some(hit) = memory().lock().ok().and_then(|m| m.get(&key).cloned()) {
         return Ok(hit);
     }
@@ -201,6 +196,8 @@ pub(crate) fn compile_module(
         }
         return Ok(module);
     }
+    let threads = compile_threads(nvrtc, cores());
+    let opts = options(&arch.target(), &source.defines, threads);
     let (cubin, log) = compile_checked(source, &arch.target(), &opts)?;
     let module = CompiledModule {
         cubin: Arc::new(cubin),
@@ -231,6 +228,7 @@ pub fn compile_uncached_module_for(
     source: &KernelSource,
     target: &str,
 ) -> Result<(Vec<u8>, String), GpuError> {
+    // nvrtc_version needs the library loaded.
     if !ffi::nvrtc_present() {
         return Err(GpuError::NoNvrtc);
     }
