@@ -51,7 +51,7 @@ const README: &str = "(kernels/README.md)";
 
 /// Refuses `text` (the source of `file`) when it has any construct that could make the
 /// compiler read a file: one sentence naming the file, the line and the construct.
-pub(crate) fn check_no_file_access(text: &str, file: &str) -> Result<(), GpuError> {
+pub fn check_no_file_access(text: &str, file: &str) -> Result<(), GpuError> {
     match find_refused(text) {
         Some(f) => Err(GpuError::Refused(f.sentence(file))),
         None => Ok(()),
@@ -435,22 +435,10 @@ fn tokenize(c: &[Ch], src: &[u8], r: Reading) -> Result<Vec<Token>, Finding> {
                 i += 1;
                 push(Tok::RParen, &mut toks, &mut first);
             }
-            b'\\' => {
+            b'\\' | 0 | 0x80..=0xff => {
                 return Err(Finding {
                     line,
-                    kind: Kind::Backslash,
-                });
-            }
-            0 => {
-                return Err(Finding {
-                    line,
-                    kind: Kind::Nul,
-                });
-            }
-            0x80..=0xff => {
-                return Err(Finding {
-                    line,
-                    kind: Kind::NonAscii,
+                    kind: refused_character(b),
                 });
             }
             _ => {
@@ -460,6 +448,16 @@ fn tokenize(c: &[Ch], src: &[u8], r: Reading) -> Result<Vec<Token>, Finding> {
         }
     }
     Ok(toks)
+}
+
+/// Why `b`, one of the characters [`tokenize`] refuses in code, is refused: a backslash left
+/// after line splicing, a NUL, or a byte outside ASCII.
+fn refused_character(b: u8) -> Kind {
+    match b {
+        b'\\' => Kind::Backslash,
+        0 => Kind::Nul,
+        _ => Kind::NonAscii,
+    }
 }
 
 /// Past an ordinary string or character literal starting at `i` (its quote). An unterminated
@@ -545,12 +543,7 @@ fn check_reading(src: &[u8], r: Reading) -> Option<Finding> {
             found = Some(f);
         }
     };
-    // Macros by name: whether a definition pastes, and the identifiers their bodies name.
-    let mut pastes: HashSet<String> = HashSet::new();
-    let mut named_by: HashMap<String, Vec<String>> = HashMap::new();
-    // Identifiers of #if / #elif conditions (outside `defined`), with their line.
-    let mut conditions: Vec<(String, u32)> = Vec::new();
-
+    let mut macros = Macros::default();
     let mut i = 0;
     while i < toks.len() {
         let t = &toks[i];
@@ -559,73 +552,22 @@ fn check_reading(src: &[u8], r: Reading) -> Option<Finding> {
                 .iter()
                 .position(|t| t.tok == Tok::Newline)
                 .map_or(toks.len(), |p| i + p);
-            let rest = &toks[i + 1..line_end];
-            match rest.first().map(|t| &t.tok) {
-                None => {}
-                Some(Tok::Ident(name)) if ALLOWED_DIRECTIVES.contains(&name.as_str()) => {
-                    match name.as_str() {
-                        "define" => {
-                            if let Some(Tok::Ident(macro_name)) = rest.get(1).map(|t| &t.tok) {
-                                for t in &rest[2..] {
-                                    match &t.tok {
-                                        Tok::HashHash => {
-                                            pastes.insert(macro_name.clone());
-                                        }
-                                        Tok::Ident(id) => named_by
-                                            .entry(id.clone())
-                                            .or_default()
-                                            .push(macro_name.clone()),
-                                        _ => {}
-                                    }
-                                }
-                            }
-                        }
-                        "if" | "elif" => conditions.extend(condition_identifiers(&rest[1..])),
-                        _ => {}
-                    }
-                    check_identifiers(&rest[1..], &mut note);
-                }
-                Some(Tok::Ident(name)) => {
-                    let what = format!("{spelling}{}", shown(name));
-                    let refused = name.as_str();
-                    note(Finding {
-                        line: t.line,
-                        kind: if FILE_IDENTIFIERS.contains(&refused)
-                            || FILE_PREFIXES.iter().any(|p| refused.starts_with(p))
-                        {
-                            Kind::FileDirective(what)
-                        } else {
-                            Kind::Directive(what)
-                        },
-                    });
-                }
-                Some(Tok::Number) => note(Finding {
-                    line: t.line,
-                    kind: Kind::Directive(format!("a line marker ({spelling} and a number)")),
-                }),
-                Some(_) => note(Finding {
-                    line: t.line,
-                    kind: Kind::Directive(format!("{spelling} followed by punctuation")),
-                }),
-            }
+            check_directive(
+                t.line,
+                spelling,
+                &toks[i + 1..line_end],
+                &mut macros,
+                &mut note,
+            );
             i = line_end;
             continue;
         }
         check_identifiers(std::slice::from_ref(t), &mut note);
         i += 1;
     }
-
     // Every macro that pastes, or names one that does (any depth), is refused in conditions.
-    let mut pasting: HashSet<String> = pastes.clone();
-    let mut work: Vec<String> = pastes.into_iter().collect();
-    while let Some(m) = work.pop() {
-        for user in named_by.get(&m).into_iter().flatten() {
-            if pasting.insert(user.clone()) {
-                work.push(user.clone());
-            }
-        }
-    }
-    for (name, line) in conditions {
+    let pasting = macros.pasting();
+    for (name, line) in macros.conditions {
         if pasting.contains(&name) {
             note(Finding {
                 line,
@@ -634,6 +576,95 @@ fn check_reading(src: &[u8], r: Reading) -> Option<Finding> {
         }
     }
     found
+}
+
+/// What one reading's directives say of its macros, for the check that no `#if` or `#elif`
+/// condition uses a macro that pastes tokens.
+#[derive(Default)]
+struct Macros {
+    /// Macros whose definition pastes (`##`).
+    pastes: HashSet<String>,
+    /// For each identifier, the macros whose bodies name it.
+    named_by: HashMap<String, Vec<String>>,
+    /// Identifiers of #if / #elif conditions (outside `defined`), with their line.
+    conditions: Vec<(String, u32)>,
+}
+
+impl Macros {
+    /// The macros that paste, or name one that does, at any depth.
+    fn pasting(&self) -> HashSet<String> {
+        let mut pasting: HashSet<String> = self.pastes.clone();
+        let mut work: Vec<String> = self.pastes.iter().cloned().collect();
+        while let Some(m) = work.pop() {
+            for user in self.named_by.get(&m).into_iter().flatten() {
+                if pasting.insert(user.clone()) {
+                    work.push(user.clone());
+                }
+            }
+        }
+        pasting
+    }
+}
+
+/// One directive: `spelling` (`#`, `%:` or `??=`) at the start of `line`, `rest` the tokens
+/// after it up to the end of its line. An allowed directive adds to `macros` and has its
+/// identifiers checked; any other is noted as refused.
+fn check_directive(
+    line: u32,
+    spelling: &str,
+    rest: &[Token],
+    macros: &mut Macros,
+    note: &mut impl FnMut(Finding),
+) {
+    match rest.first().map(|t| &t.tok) {
+        None => {}
+        Some(Tok::Ident(name)) if ALLOWED_DIRECTIVES.contains(&name.as_str()) => {
+            match name.as_str() {
+                "define" => {
+                    if let Some(Tok::Ident(macro_name)) = rest.get(1).map(|t| &t.tok) {
+                        for t in &rest[2..] {
+                            match &t.tok {
+                                Tok::HashHash => {
+                                    macros.pastes.insert(macro_name.clone());
+                                }
+                                Tok::Ident(id) => macros
+                                    .named_by
+                                    .entry(id.clone())
+                                    .or_default()
+                                    .push(macro_name.clone()),
+                                _ => {}
+                            }
+                        }
+                    }
+                }
+                "if" | "elif" => macros.conditions.extend(condition_identifiers(&rest[1..])),
+                _ => {}
+            }
+            check_identifiers(&rest[1..], note);
+        }
+        Some(Tok::Ident(name)) => {
+            let what = format!("{spelling}{}", shown(name));
+            let refused = name.as_str();
+            note(Finding {
+                line,
+                kind: if FILE_IDENTIFIERS.contains(&refused)
+                    || FILE_PREFIXES.iter().any(|p| refused.starts_with(p))
+                {
+                    Kind::FileDirective(what)
+                } else {
+                    Kind::Directive(what)
+                },
+            });
+        }
+        Some(Tok::Number) => note(Finding {
+            line,
+            kind: Kind::Directive(format!("a line marker ({spelling} and a number)")),
+        }),
+        Some(_) => note(Finding {
+            line,
+            kind: Kind::Directive(format!("{spelling} followed by punctuation")),
+        }),
+    }
 }
 
 /// Identifiers of an `#if` condition, leaving out the operands of `defined`.

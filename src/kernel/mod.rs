@@ -19,7 +19,7 @@ pub mod compile;
 pub mod cubin;
 pub(crate) mod diagnostics;
 pub(crate) mod entries;
-pub(crate) mod lexcheck;
+pub mod lexcheck;
 pub(crate) mod ptxas;
 pub mod sandbox;
 pub mod source;

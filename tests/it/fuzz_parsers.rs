@@ -1,6 +1,7 @@
 //! Property-based fuzzing (proptest) of every parser that reads untrusted input: sample
 //! files, results files, baseline files, configs, the GitHub event payload, and the
-//! evaluator's candidate lines (with the bounded line reader before them) and leaderboards.
+//! evaluator's candidate lines (with the bounded line reader before them) and leaderboards,
+//! and the kernel source's lexical check (`attention.cu` comes from the pull request).
 //! Each target gets arbitrary bytes, arbitrary strings and structured mutations of a valid
 //! file; none may panic, and whatever a parser accepts must satisfy the invariants the rest
 //! of ci-gate relies on (positive finite samples, names that cannot leave a directory,
@@ -26,6 +27,7 @@ use ci_gate::config::Config as GateConfig;
 use ci_gate::eval::leaderboard::Leaderboard;
 use ci_gate::eval::protocol::{self, Input, MAX_ID_BYTES};
 use ci_gate::files::parse_versioned_json;
+use ci_gate::kernel::lexcheck;
 use ci_gate::report::{Exporter, MarkdownExporter, Report, TableExporter};
 use ci_gate::results::{ResultsFile, SCHEMA_VERSION};
 use ci_gate::samples::{MAX_SAMPLE_VALUES, parse_sample_file};
@@ -761,6 +763,140 @@ fn fuzz_leaderboards() {
     );
 }
 
+/// The shipped kernel.
+const KERNEL: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/kernels/attention.cu"));
+
+/// The lexical check's template: the shipped kernel's opening comment and its entry points
+/// (macros with line splices and `##`, `#if` groups, `#ifdef`), about a fifth of the file,
+/// so that a case costs a fifth (the check reads the source 16 ways).
+fn kernel_template() -> &'static str {
+    static TEMPLATE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEMPLATE.get_or_init(|| {
+        let head = KERNEL.find("\nnamespace cg_attn {").expect("the kernel's namespace");
+        let entries = KERNEL
+            .find("\n// ---------------------------------------------------------------- extern \"C\" entry points")
+            .expect("the kernel's entry points");
+        format!("{}{}", &KERNEL[..head + 1], &KERNEL[entries + 1..])
+    })
+}
+
+/// Lines that reach for a file or hide from the check, each refused wherever it starts a
+/// line of code, and how many lines after its first the refused construct stands.
+const REFUSED_LINES: &[(&str, u32)] = &[
+    ("#include <cuda_fp16.h>\n", 0),
+    ("#  include \"/proc/self/environ\"\n", 0),
+    ("%:include <x>\n", 0),
+    ("%:  include_next <x>\n", 0),
+    ("??=include <x>\n", 0),
+    ("#\\\ninclude <x>\n", 0),
+    ("#/* a comment */include <x>\n", 0),
+    ("#embed \"/etc/passwd\"\n", 0),
+    ("#import <x>\n", 0),
+    ("# 33 \"x.cu\"\n", 0),
+    ("#if __has_include(<x>)\n#endif\n", 0),
+    ("#ifdef __has_embed\n#endif\n", 0),
+    ("#define CG_FUZZ_P(x) x\nint CG_FUZZ_P(include);\n", 1),
+    (
+        "#define CG_FUZZ_CAT(a, b) a##b\n#if CG_FUZZ_CAT(1, 2)\n#endif\n",
+        1,
+    ),
+    (
+        "#define CG_FUZZ_CAT(a, b) a##b\n#define CG_FUZZ_USE CG_FUZZ_CAT(1, 2)\n#elif CG_FUZZ_USE\n",
+        2,
+    ),
+    ("int a\\u0069nclude;\n", 0),
+    ("int \u{e9} = 0;\n", 0),
+];
+
+/// Lines that name a file only in a comment or a literal, or use allowed directives: never
+/// refused.
+const HARMLESS_LINES: &[&str] = &[
+    "\n",
+    "// #include <x> in a comment\n",
+    "/* include, embed, __has_include */\n",
+    "static const char* cg_fuzz_s = \"#include <x>\";\n",
+    "#pragma unroll\n",
+    "#define CG_FUZZ_OK 1\n",
+    "#if 0\n#endif\n",
+    "#if defined(CG_FUZZ_OK) && CG_FUZZ_OK > 0\n#endif\n",
+];
+
+/// Where a line may be inserted into the kernel and start a line of code: after a line that
+/// does not end in a splice, before any block comment or raw string (which could hold it).
+fn code_line_starts(text: &str) -> Vec<(usize, u32)> {
+    let limit = [text.find("/*"), text.find("R\"")]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(text.len());
+    let mut starts = vec![(0, 1)];
+    let mut line = 1;
+    for (i, _) in text.match_indices('\n') {
+        line += 1;
+        if i < limit && !text[..i].ends_with('\\') {
+            starts.push((i + 1, line));
+        }
+    }
+    starts
+}
+
+/// The lexical check of `text` as `attention.cu`: no panic; a refusal is one safe line that
+/// names the file and a line; `expect` (a line, or `None` for "accepted") is what it must
+/// find where the input is an insertion into the shipped kernel.
+fn check_kernel_source(text: &str, expect: Option<Option<u32>>) -> bool {
+    match (lexcheck::check_no_file_access(text, "attention.cu"), expect) {
+        (Ok(()), None | Some(None)) => true,
+        (Ok(()), Some(Some(line))) => panic!("accepted, where line {line} reaches for a file"),
+        (Err(e), expect) => {
+            let m = e.to_string();
+            assert_one_safe_line(&m);
+            let at: u32 = m
+                .strip_prefix("attention.cu:")
+                .and_then(|rest| rest.split(':').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("{m:?} names no line of attention.cu"));
+            match expect {
+                None => {}
+                Some(None) => panic!("a harmless insertion refused: {m}"),
+                Some(Some(line)) => assert_eq!(at, line, "{m}"),
+            }
+            false
+        }
+    }
+}
+
+#[test]
+fn fuzz_kernel_sources() {
+    let template = kernel_template();
+    let starts = code_line_starts(template);
+    assert!(starts.len() > 200, "{} places to insert", starts.len());
+    let insertion = |lines: &'static [(&'static str, u32)]| {
+        let starts = starts.clone();
+        (
+            0..starts.len(),
+            prop::sample::select(lines),
+            prop::sample::select(&["", " ", "\t"][..]),
+        )
+            .prop_map(move |(k, (line, after), indent)| {
+                let (at, n) = starts[k];
+                let text = format!("{}{indent}{line}{}", &template[..at], &template[at..]);
+                (text, Some(Some(n + after)))
+            })
+    };
+    let harmless = HARMLESS_LINES
+        .iter()
+        .map(|&l| (l, 0))
+        .collect::<Vec<_>>()
+        .leak();
+    let arbitrary = prop_oneof![text_input(), edited_text(template),].prop_map(|t| (t, None));
+    let accepted_insertion = insertion(harmless).prop_map(|(t, _)| (t, Some(None)));
+    fuzz(
+        "kernel sources",
+        prop_oneof![1 => arbitrary, 2 => insertion(REFUSED_LINES), 1 => accepted_insertion],
+        |(text, expect)| check_kernel_source(&text, expect),
+    );
+}
+
 #[test]
 fn the_templates_are_accepted() {
     // Otherwise the mutations would only ever explore the error paths.
@@ -768,6 +904,8 @@ fn the_templates_are_accepted() {
     assert!(parse_versioned_json::<ResultsFile>(RESULTS, p, SCHEMA_VERSION).is_ok());
     assert!(parse_versioned_json::<BaselineFile>(BASELINE, p, SCHEMA_VERSION).is_ok());
     assert!(GateConfig::parse(CONFIG, p).is_ok());
+    assert!(lexcheck::check_no_file_access(KERNEL, "attention.cu").is_ok());
+    assert!(lexcheck::check_no_file_access(kernel_template(), "attention.cu").is_ok());
     let board = Leaderboard::parse(LEADERBOARD.as_bytes(), p).expect("the leaderboard fixture");
     assert_eq!(board.entries.len(), 2);
     assert_eq!(board.entries[1].confirmations.len(), 1);
