@@ -987,59 +987,15 @@ impl Gpu {
         });
         let reference_mod = load_module(&ctx, &info, &reference_src)?;
         let util_mod = load_module(&ctx, &info, &util_src)?;
-        let function = |m: &Arc<CudaModule>, src: &KernelSource, name: &str| {
-            m.load_function(name)
-                .during(|| format!("kernel {name} in {}", src.path.display()))
-        };
-        let copy_bytes = function(&util_mod, &util_src, "copy_bytes")?;
+        let copy_bytes = harness_function(&util_mod, &util_src, "copy_bytes")?;
         let attention = load_attention(&ctx, &stream, &info, &copy_bytes, first?)?;
-        let mut reference = HashMap::new();
-        let mut reference_full = HashMap::new();
-        let mut reference_launches = HashMap::new();
-        let mut fill_input = HashMap::new();
-        let mut fill_q_pool = HashMap::new();
-        let mut launch_rows = HashMap::new();
-        for dtype in [Dtype::Float16, Dtype::Bfloat16] {
-            let name = format!("attention_ref_{}", dtype.short());
-            reference.insert(
-                dtype,
-                load_kernel(&reference_mod, &stream, &info, &reference_src, &name)?,
-            );
-            let name = format!("attention_ref_full_{}", dtype.short());
-            reference_full.insert(
-                dtype,
-                load_kernel(&reference_mod, &stream, &info, &reference_src, &name)?,
-            );
-            let name = format!("attention_ref_launches_{}", dtype.short());
-            reference_launches.insert(
-                dtype,
-                load_kernel(&reference_mod, &stream, &info, &reference_src, &name)?,
-            );
-            let name = format!("fill_input_{}", dtype.short());
-            fill_input.insert(dtype, function(&util_mod, &util_src, &name)?);
-            let name = format!("fill_q_pool_{}", dtype.short());
-            fill_q_pool.insert(dtype, function(&util_mod, &util_src, &name)?);
-            let name = format!("launch_rows_{}", dtype.short());
-            launch_rows.insert(dtype, function(&util_mod, &util_src, &name)?);
-        }
-        let kernels = Kernels {
+        let kernels = harness_kernels(
+            (&stream, &info),
+            (reference_mod, &reference_src),
+            (util_mod, &util_src),
             attention,
-            reference,
-            reference_full,
-            reference_launches,
-            fill_input,
-            fill_q_pool,
-            launch_rows,
-            copy_bytes: copy_bytes.clone(),
-            check_bytes: function(&util_mod, &util_src, "check_bytes")?,
-            fill_u32: function(&util_mod, &util_src, "fill_u32")?,
-            spin: function(&util_mod, &util_src, "spin_cycles")?,
-            hash_u16: function(&util_mod, &util_src, "hash_u16")?,
-            hash_u32: function(&util_mod, &util_src, "hash_u32")?,
-            check_outputs: function(&util_mod, &util_src, "check_outputs")?,
-            check_fill: function(&util_mod, &util_src, "check_fill")?,
-            _modules: vec![reference_mod, util_mod],
-        };
+            copy_bytes,
+        )?;
         let monitor = super::env::Monitor::new(&info.uuid);
         let gpu = Gpu {
             monitor,
@@ -1090,6 +1046,74 @@ impl Gpu {
 }
 
 pub use crate::kernel::cubin::has_symbol;
+
+/// The harness's kernels, from its two modules (the reference's and the utilities'), with
+/// `attention`, the kernels under test, beside them.
+fn harness_kernels(
+    (stream, info): (&Arc<CudaStream>, &DeviceInfo),
+    (reference_mod, reference_src): (Arc<CudaModule>, &KernelSource),
+    (util_mod, util_src): (Arc<CudaModule>, &KernelSource),
+    attention: AttentionSet,
+    copy_bytes: CudaFunction,
+) -> Result<Kernels, GpuError> {
+    let mut reference = HashMap::new();
+    let mut reference_full = HashMap::new();
+    let mut reference_launches = HashMap::new();
+    let mut fill_input = HashMap::new();
+    let mut fill_q_pool = HashMap::new();
+    let mut launch_rows = HashMap::new();
+    for dtype in [Dtype::Float16, Dtype::Bfloat16] {
+        let name = format!("attention_ref_{}", dtype.short());
+        reference.insert(
+            dtype,
+            load_kernel(&reference_mod, stream, info, reference_src, &name)?,
+        );
+        let name = format!("attention_ref_full_{}", dtype.short());
+        reference_full.insert(
+            dtype,
+            load_kernel(&reference_mod, stream, info, reference_src, &name)?,
+        );
+        let name = format!("attention_ref_launches_{}", dtype.short());
+        reference_launches.insert(
+            dtype,
+            load_kernel(&reference_mod, stream, info, reference_src, &name)?,
+        );
+        let name = format!("fill_input_{}", dtype.short());
+        fill_input.insert(dtype, harness_function(&util_mod, util_src, &name)?);
+        let name = format!("fill_q_pool_{}", dtype.short());
+        fill_q_pool.insert(dtype, harness_function(&util_mod, util_src, &name)?);
+        let name = format!("launch_rows_{}", dtype.short());
+        launch_rows.insert(dtype, harness_function(&util_mod, util_src, &name)?);
+    }
+    Ok(Kernels {
+        attention,
+        reference,
+        reference_full,
+        reference_launches,
+        fill_input,
+        fill_q_pool,
+        launch_rows,
+        copy_bytes,
+        check_bytes: harness_function(&util_mod, util_src, "check_bytes")?,
+        fill_u32: harness_function(&util_mod, util_src, "fill_u32")?,
+        spin: harness_function(&util_mod, util_src, "spin_cycles")?,
+        hash_u16: harness_function(&util_mod, util_src, "hash_u16")?,
+        hash_u32: harness_function(&util_mod, util_src, "hash_u32")?,
+        check_outputs: harness_function(&util_mod, util_src, "check_outputs")?,
+        check_fill: harness_function(&util_mod, util_src, "check_fill")?,
+        _modules: vec![reference_mod, util_mod],
+    })
+}
+
+/// A harness kernel by name, its error naming the source.
+fn harness_function(
+    m: &Arc<CudaModule>,
+    src: &KernelSource,
+    name: &str,
+) -> Result<CudaFunction, GpuError> {
+    m.load_function(name)
+        .during(|| format!("kernel {name} in {}", src.path.display()))
+}
 
 /// The harness's two sources, which the binary carries: trusted code checks the kernel under
 /// test, and the host code and the harness kernels it launches always match (a base commit

@@ -17,7 +17,7 @@ use super::device::Kernel;
 use super::error::{DriverContext, GpuError};
 use super::integrity::{CheckLayout, KvRefs};
 use super::measure::{
-    AbSide, Bench, PreparedRound, charge, prepare_round, queue_checks, queue_replay,
+    AbSide, Bench, PreparedRound, charge, event_ms, prepare_round, queue_checks, queue_replay,
     replay_between, round_findings, round_kv, timing_event,
 };
 
@@ -298,6 +298,39 @@ impl Measured {
     }
 }
 
+/// An energy window's replays enqueued and not yet timed (each a pair of events around it),
+/// and what the timed ones took.
+#[derive(Default)]
+struct InFlight {
+    queue: std::collections::VecDeque<(CudaEvent, CudaEvent)>,
+    /// The GPU time of the replays retired, in ms.
+    ms: f64,
+    replays: u64,
+}
+
+impl InFlight {
+    /// Times the oldest replay if it has finished; whether it had.
+    fn retire_front(&mut self) -> Result<bool, GpuError> {
+        if !self.queue.front().is_some_and(|(_, end)| end.is_complete()) {
+            return Ok(false);
+        }
+        if let Some((start, end)) = self.queue.pop_front() {
+            self.ms += event_ms(&start, &end)?;
+            self.replays += 1;
+        }
+        Ok(true)
+    }
+
+    /// Times every replay left (after the stream has been waited for).
+    fn retire_all(&mut self) -> Result<(), GpuError> {
+        for (start, end) in self.queue.drain(..) {
+            self.ms += event_ms(&start, &end)?;
+            self.replays += 1;
+        }
+        Ok(())
+    }
+}
+
 /// One energy window: `round`'s graph replayed back to back (each replay poisoned first, a
 /// secret quarter of them checked after) while a thread of its own reads the counter in a
 /// loop, until the counter has moved `updates` times after its first move and the best span
@@ -328,10 +361,7 @@ fn energy_window(
     window_start
         .record(&gpu.stream)
         .during(|| "recording a timing event".into())?;
-    let mut in_flight: std::collections::VecDeque<(CudaEvent, CudaEvent)> =
-        std::collections::VecDeque::new();
-    let mut replay_ms = 0.0f64;
-    let mut replays = 0u64;
+    let mut in_flight = InFlight::default();
     let mut enqueue = |round: &mut PreparedRound| enqueue_replay(b, kernel, round, kv, &mut checks);
     let began = Instant::now();
     let wall_start_us = std::time::SystemTime::now()
@@ -350,19 +380,11 @@ fn energy_window(
                 if round.check_room() == 0 {
                     return Ok(());
                 }
-                if in_flight.len() < ENERGY_DEPTH {
-                    in_flight.push_back(enqueue(round)?);
+                if in_flight.queue.len() < ENERGY_DEPTH {
+                    in_flight.queue.push_back(enqueue(round)?);
                     continue;
                 }
-                if in_flight.front().is_some_and(|(_, end)| end.is_complete()) {
-                    if let Some((start, end)) = in_flight.pop_front() {
-                        replay_ms += f64::from(
-                            start
-                                .elapsed_ms(&end)
-                                .during(|| "reading a timing event".into())?,
-                        );
-                        replays += 1;
-                    }
+                if in_flight.retire_front()? {
                     continue;
                 }
                 let elapsed = began.elapsed();
@@ -385,19 +407,13 @@ fn energy_window(
         format!("kernel {} on shape {shape} (an energy window)", kernel.name)
     })?;
     fed?;
-    for (start, end) in in_flight.drain(..) {
-        replay_ms += f64::from(
-            start
-                .elapsed_ms(&end)
-                .during(|| "reading a timing event".into())?,
-        );
-        replays += 1;
-    }
-    let busy_ms = f64::from(
-        window_start
-            .elapsed_ms(&window_end)
-            .during(|| "reading a timing event".into())?,
-    );
+    in_flight.retire_all()?;
+    let InFlight {
+        ms: replay_ms,
+        replays,
+        ..
+    } = in_flight;
+    let busy_ms = event_ms(&window_start, &window_end)?;
     // Every replay's GPU time is charged as measured.
     charge(b, label, replay_ms, || {
         format!("kernel {} on shape {shape} (an energy window)", kernel.name)

@@ -12,7 +12,7 @@
 use std::time::{Duration, Instant};
 
 use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
-use cudarc::driver::{CudaEvent, CudaGraph, CudaSlice};
+use cudarc::driver::{CudaEvent, CudaSlice};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
@@ -111,6 +111,14 @@ pub(super) fn timing_event(gpu: &Gpu) -> Result<CudaEvent, GpuError> {
     gpu.ctx
         .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
         .during(|| "creating a timing event".into())
+}
+
+/// The milliseconds between two recorded timing events, both complete.
+pub(super) fn event_ms(start: &CudaEvent, end: &CudaEvent) -> Result<f64, GpuError> {
+    start
+        .elapsed_ms(end)
+        .map(f64::from)
+        .during(|| "reading a timing event".into())
 }
 
 pub use crate::backend::PhaseTimes;
@@ -537,10 +545,7 @@ fn warm_up(b: &Bench<'_>, w: WarmUp<'_>, rng: &mut ChaCha8Rng) -> Result<f64, Gp
         let expected = (per_launch_ms < f64::MAX)
             .then(|| Duration::from_secs_f64(per_launch_ms * f64::from(batch) / 1000.0));
         gpu.sync(expected, || what("warm-up"))?;
-        let ms = f64::from(
-            e0.elapsed_ms(e1)
-                .during(|| "reading a timing event".into())?,
-        );
+        let ms = event_ms(e0, e1)?;
         charge(b, label, ms, || what("warm-up"))?;
         spent_ms += ms;
         per_launch_ms = ms / f64::from(batch);
@@ -564,7 +569,8 @@ fn spin_plan(inj: Injection, launches: u32) -> (u32, i64) {
 
 /// Captures a round's CUDA graph: `launches` launches of `kernel`, each with its own secret
 /// q and scale into its own output slot, cycling through the input sets, with the injected
-/// spins; the capture is ended whatever a launch did.
+/// spins; the capture is ended whatever a launch did. Returned ready to replay, once it is
+/// seen to hold a kernel node for every launch.
 #[allow(clippy::too_many_arguments)]
 fn capture_graph(
     gpu: &Gpu,
@@ -575,7 +581,7 @@ fn capture_graph(
     slots: &mut OutputSlots,
     launches: u32,
     spins: Option<(u32, i64)>,
-) -> Result<CudaGraph, GpuError> {
+) -> Result<ffi::ReplayGraph, GpuError> {
     let n_sets = inputs.len().max(1);
 
     gpu.stream
@@ -613,6 +619,14 @@ fn capture_graph(
     let graph = graph?.ok_or_else(|| {
         GpuError::Internal(format!("the CUDA graph for shape {shape} came back empty"))
     })?;
+    let graph = ffi::ReplayGraph::new(graph, &gpu.stream)
+        .during(|| format!("reading the CUDA graph of shape {shape}"))?;
+    if graph.kernel_nodes() < launches as usize {
+        return Err(GpuError::Internal(format!(
+            "the CUDA graph of shape {shape} holds {} kernel nodes for {launches} launches",
+            graph.kernel_nodes()
+        )));
+    }
     Ok(graph)
 }
 
@@ -639,6 +653,29 @@ fn hash_set_q(
         .during(|| "hashing the round's own q".into())?;
     }
     Ok(())
+}
+
+/// The launches a sample replays: `settled` where a side's earlier round set it, else set
+/// now from this round's warm-up (`sample_ms` of launches, at least one, at most 20,000 and
+/// no more than one output slot and one q per launch allow).
+fn launches_per_sample(
+    b: &Bench<'_>,
+    settled: &mut u32,
+    per_launch_ms: f64,
+) -> Result<u32, GpuError> {
+    if *settled == 0 {
+        let l = (b.settings.sample_ms / per_launch_ms.max(1e-6)).round();
+        let fit = launches_that_fit(b.gpu, b.shape)?;
+        *settled = l.clamp(1.0, 20_000.0).min(fit as f64) as u32;
+    }
+    Ok(*settled)
+}
+
+/// The keyed hash of every input set's q ([`hash_set_q`]), waited for and read back.
+fn set_q_hash_now(gpu: &Gpu, inputs: &[Inputs], key: u64) -> Result<u64, GpuError> {
+    let mut acc = ffi::alloc_zeros::<u64>(&gpu.stream, 1).during(|| "allocating a hash".into())?;
+    hash_set_q(gpu, inputs, key, &mut acc.slice_mut(..))?;
+    Ok(gpu.read_back(&acc, || "hashing the round's own q".into())?[0])
 }
 
 /// Allocates a round's buffers (inputs filled from `kv`'s seeds), warms up, sizes and
@@ -675,9 +712,7 @@ pub(super) fn prepare_round(
     m.working_set_bytes = n_sets as u64 * bytes_per_set(shape);
     // What the round's own q must keep hashing to: taken before any launch of the round.
     let set_q_key = set_q_key(gpu, seed, round, side.label);
-    let mut acc = ffi::alloc_zeros::<u64>(&gpu.stream, 1).during(|| "allocating a hash".into())?;
-    hash_set_q(gpu, &inputs, set_q_key, &mut acc.slice_mut(..))?;
-    let set_q_hash = gpu.read_back(&acc, || "hashing the round's own q".into())?[0];
+    let set_q_hash = set_q_hash_now(gpu, &inputs, set_q_key)?;
     spans::add("round.inputs", t);
     let t = Instant::now();
 
@@ -694,12 +729,7 @@ pub(super) fn prepare_round(
     spans::add("round.warm_up", t);
     let t = Instant::now();
     m.per_launch_ms = Some(per_launch_ms);
-    if m.launches_per_sample == 0 {
-        let l = (settings.sample_ms / per_launch_ms.max(1e-6)).round();
-        let fit = launches_that_fit(gpu, shape)?;
-        m.launches_per_sample = l.clamp(1.0, 20_000.0).min(fit as f64) as u32;
-    }
-    let launches = m.launches_per_sample;
+    let launches = launches_per_sample(b, &mut m.launches_per_sample, per_launch_ms)?;
     let secrets = LaunchSecrets::new(gpu, shape, launches, &mut rng)?;
     m.round_addresses.push(secrets.address(gpu));
     let mut slots = OutputSlots::new(gpu, shape, launches, &mut rng)?;
@@ -710,14 +740,6 @@ pub(super) fn prepare_round(
     let graph = capture_graph(
         gpu, kernel, shape, &inputs, &secrets, &mut slots, launches, spins,
     )?;
-    let graph = ffi::ReplayGraph::new(graph, &gpu.stream)
-        .during(|| format!("reading the CUDA graph of shape {shape}"))?;
-    if graph.kernel_nodes() < launches as usize {
-        return Err(GpuError::Internal(format!(
-            "the CUDA graph of shape {shape} holds {} kernel nodes for {launches} launches",
-            graph.kernel_nodes()
-        )));
-    }
     spans::add("round.graph", t);
     let t = Instant::now();
     let expected = Duration::from_secs_f64(per_launch_ms * f64::from(launches) / 1000.0);
@@ -784,10 +806,7 @@ fn first_replay(
     replay_between(gpu, shape, prepared, (e0, e1), "")?;
     queue_checks(gpu, kernel, prepared, kv, kv_key)?;
     gpu.sync(Some(prepared.expected), what)?;
-    let ms = f64::from(
-        e0.elapsed_ms(e1)
-            .during(|| "reading a timing event".into())?,
-    );
+    let ms = event_ms(e0, e1)?;
     charge(b, label, ms, what)
 }
 
@@ -996,11 +1015,7 @@ fn take_sample(
         round.clock_events += 1;
     }
     let (start, end) = &round.events[sample];
-    let ms = f64::from(
-        start
-            .elapsed_ms(end)
-            .during(|| "reading a timing event".into())?,
-    );
+    let ms = event_ms(start, end)?;
     round.values.push(ms * 1000.0 / f64::from(round.launches));
     charge(b, label, ms, what)?;
     if settings.duty_cycle < 1.0 {
@@ -1115,13 +1130,7 @@ pub(crate) fn calibrate_spin(gpu: &Gpu) -> Result<SpinCalibration, GpuError> {
             b.record(&gpu.stream)
                 .during(|| "recording a timing event".into())?;
             gpu.sync(None, || "kernel spin_cycles".into())?;
-            best.push(
-                f64::from(
-                    a.elapsed_ms(&b)
-                        .during(|| "reading a timing event".into())?,
-                ) * 1000.0
-                    / f64::from(LAUNCHES),
-            );
+            best.push(event_ms(&a, &b)? * 1000.0 / f64::from(LAUNCHES));
         }
         best.sort_by(f64::total_cmp);
         Ok(best[best.len() / 2])
