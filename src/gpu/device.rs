@@ -1446,8 +1446,7 @@ mod tests {
 
     #[test]
     fn the_host_picks_long_noncausal_by_cost_then_long_then_small_then_main() {
-        use super::{Form, FormGeometry, Forms, pick_form};
-        use crate::config::{Dtype, ShapeParams};
+        use super::Form;
         let hopper = hopper_d64();
         // The d64 shapes measured on an H200 (docs/KERNEL_LOG.md, seventh and eighth
         // sessions): the even split where its busiest SM costs less, the other form where
@@ -1487,6 +1486,11 @@ mod tests {
             ((1, 8, 512, true), Form::Small),
         ];
         assert_picks(&hopper, 64, "hopper d64", &measured);
+    }
+
+    #[test]
+    fn the_l4_d128_takes_its_long_noncausal_form_once_name_needs_a_second_cta_on_an_sm() {
+        use super::{Form, FormGeometry, Forms};
         // The L4's d128 forms: NAME {128 rows, one CTA per SM}, NAME_long_noncausal {128, two
         // per SM} from 256: the latter once NAME's grid needs a second CTA on some SM.
         let one_tile = |ctas_per_sm| FormGeometry {
@@ -1511,6 +1515,13 @@ mod tests {
             ((1, 1, 255, false), Form::Main),
         ];
         assert_picks(&ada, 128, "ada", &ada_cases);
+    }
+
+    #[test]
+    fn without_the_long_forms_small_grids_take_name_small() {
+        use super::{Form, FormGeometry, Forms, pick_form};
+        use crate::config::{Dtype, ShapeParams};
+        let hopper = hopper_d64();
         // Without the long forms: the small-grid rule on NAME's one-tile grid (132 CTAs is
         // not fewer than 132 SMs), and a zero row count from a hostile launch constant
         // does not divide by zero.

@@ -1059,7 +1059,7 @@ mod tests {
     }
 
     /// Landlock at any ABI with no_new_privs, and the seccomp filter, confine; every other
-    /// status names what is missing, and the refusal names the opt-out.
+    /// status names what is missing.
     #[test]
     fn landlock_at_any_abi_with_the_seccomp_filter_confines() {
         use landlock::{ABI, LandlockStatus, RulesetStatus};
@@ -1155,6 +1155,11 @@ mod tests {
             ),
             "this Linux kernel has no Landlock, and the sandbox's seccomp filter could not be installed (why)"
         );
+    }
+
+    /// The refusal names the opt-out, and the opt-out reaches the children that compile.
+    #[test]
+    fn the_refusal_names_the_opt_out_that_reaches_the_compiling_children() {
         let sentence = refusal("this Linux kernel has no Landlock");
         assert_eq!(
             sentence,
