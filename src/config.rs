@@ -793,15 +793,9 @@ struct Define(String);
 
 impl<'de> Deserialize<'de> for Define {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        checked_text(d, |d| {
-            if define(&d) {
-                Ok(Define(d))
-            } else {
-                Err(format!(
-                    "{} is not NAME or NAME=VALUE (a C identifier; a value of letters, digits, '_', '.', '+', '-')",
-                    crate::text::quote(&d)
-                ))
-            }
+        checked_text(d, |d| match define_error(&d) {
+            None => Ok(Define(d)),
+            Some(why) => Err(format!("{} {why}", crate::text::quote(&d))),
         })
     }
 }
@@ -822,9 +816,36 @@ fn defines<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
 /// Most `compile.defines` (and most defines of one `ci-gate eval` candidate).
 pub(crate) const MAX_DEFINES: usize = 16;
 
-/// `NAME` or `NAME=VALUE`: a C identifier of at most 64 characters, a value of at most 64
-/// letters, digits, '_', '.', '+' or '-' (nothing NVRTC could read as another option).
-pub(crate) fn define(d: &str) -> bool {
+/// Why a string is not a define: the end of a sentence that names it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum DefineError {
+    /// Not `NAME` or `NAME=VALUE` of the allowed characters and lengths.
+    #[error(
+        "is not NAME or NAME=VALUE (a C identifier; a value of letters, digits, '_', '.', '+', '-')"
+    )]
+    Form,
+    /// A name or value the lexical check refuses in a kernel (`` `__has_include` ``, shown).
+    #[error(
+        "names {0}, which no kernel may: the kernels are compiled without access to any file (kernels/README.md)"
+    )]
+    NamesAFile(String),
+}
+
+/// Why `d` is not a define; `None` for one. A define is `NAME` or `NAME=VALUE`: a C
+/// identifier of at most 64 characters, a value of at most 64 letters, digits, '_', '.', '+'
+/// or '-' (nothing NVRTC could read as another option), and nothing a kernel's source may
+/// not hold (`include`, `__has_include`, … as the name or in the value: the lexical check of
+/// `kernel::lexcheck`, which reads the source and never sees a `-D`). The one rule of
+/// `compile.defines`, `ci-gate eval`'s candidates and the leaderboard's entries.
+pub(crate) fn define_error(d: &str) -> Option<DefineError> {
+    if !define_characters(d) {
+        return Some(DefineError::Form);
+    }
+    crate::kernel::lexcheck::refused_in_define(d).map(DefineError::NamesAFile)
+}
+
+/// [`define_error`]'s characters and lengths.
+fn define_characters(d: &str) -> bool {
     let (name, value) = match d.split_once('=') {
         Some((n, v)) => (n, Some(v)),
         None => (d, None),
@@ -1049,6 +1070,27 @@ mod tests {
         for bad in ["-arch=sm_80", "A B", "1X", "X=$(rm)", "X=a b", ""] {
             let e = parse(&format!("compile:\n  defines: [\"{bad}\"]\n{OK}")).unwrap_err();
             assert!(e.contains("compile.defines[0]"), "{bad}: {e}");
+            assert!(e.contains("is not NAME or NAME=VALUE"), "{bad}: {e}");
+        }
+        // What the source may not hold, a define may not bring in: a -D never reaches the
+        // lexical check.
+        for (bad, named) in [
+            ("H=__has_include", "`__has_include`"),
+            ("include", "`include`"),
+            ("X=a.embed", "`embed`"),
+            ("X=__has_include_next", "`__has_include_next`"),
+            ("import=1", "`import`"),
+        ] {
+            let e = parse(&format!("compile:\n  defines: [\"{bad}\"]\n{OK}")).unwrap_err();
+            assert!(e.contains("compile.defines[0]"), "{bad}: {e}");
+            assert!(
+                e.contains(&format!("names {named}, which no kernel may")),
+                "{bad}: {e}"
+            );
+        }
+        // A pp-number is not an identifier: `1.include` names nothing.
+        for ok in ["X=1.include", "INCLUDE_TILES", "X=embedded_", "has_include"] {
+            assert_eq!(define_error(ok), None, "{ok}");
         }
         let e = parse(&format!("compile:\n  flags: [x]\n{OK}")).unwrap_err();
         assert!(e.contains("flags"), "{e}");

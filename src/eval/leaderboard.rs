@@ -171,11 +171,8 @@ impl Entry {
             );
         }
         for d in &self.defines {
-            if !crate::config::define(d) {
-                return fail(
-                    "defines",
-                    format!("{} is not NAME or NAME=VALUE", crate::text::quote(d)),
-                );
+            if let Some(why) = crate::config::define_error(d) {
+                return fail("defines", format!("{} {why}", crate::text::quote(d)));
             }
         }
         if let Some(c) = &self.commit {

@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::config::DefineError;
 use crate::kernel::source::MAX_SOURCE_BYTES;
 use crate::method::Method;
 use crate::resources::KernelResources;
@@ -212,7 +213,11 @@ pub fn parse_line(bytes: &[u8]) -> Result<Option<Candidate>, Rejected> {
         (Some(_), None) => return Err(fail("source is not a string".into())),
         (None, Some(_)) => return Err(fail("path is not a string".into())),
     };
-    let defines = defines(map.get("defines")).map_err(fail)?;
+    let defines = defines(map.get("defines")).map_err(|(verdict, reason)| Rejected {
+        id: Some(id.clone()),
+        verdict,
+        reason,
+    })?;
     let commit = match map.get("commit") {
         None | Some(Value::Null) => None,
         Some(Value::String(c)) => {
@@ -230,34 +235,37 @@ pub fn parse_line(bytes: &[u8]) -> Result<Option<Candidate>, Rejected> {
 }
 
 /// `defines`: absent, or a list of at most 16 `NAME`/`NAME=VALUE` (the rule of
-/// `compile.defines`), no name twice.
-fn defines(value: Option<&Value>) -> Result<Vec<String>, String> {
+/// `compile.defines`), no name twice. A refusal's verdict is `error`, or `refused` for a
+/// define that names what no kernel may (`__has_include`, …).
+fn defines(value: Option<&Value>) -> Result<Vec<String>, (Verdict, String)> {
+    let error = |reason: String| (Verdict::Error, reason);
     let list = match value {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(list)) => list,
-        Some(_) => return Err("defines is not a list of strings".into()),
+        Some(_) => return Err(error("defines is not a list of strings".into())),
     };
     if list.len() > crate::config::MAX_DEFINES {
-        return Err(format!(
+        return Err(error(format!(
             "{} defines, more than the {} allowed",
             list.len(),
             crate::config::MAX_DEFINES
-        ));
+        )));
     }
     let mut out: Vec<String> = Vec::with_capacity(list.len());
     for (i, d) in list.iter().enumerate() {
         let Value::String(d) = d else {
-            return Err(format!("defines[{i}] is not a string"));
+            return Err(error(format!("defines[{i}] is not a string")));
         };
-        if !crate::config::define(d) {
-            return Err(format!(
-                "defines[{i}] {} is not NAME or NAME=VALUE (a C identifier; a value of letters, digits, '_', '.', '+', '-')",
-                shown(d)
-            ));
+        if let Some(why) = crate::config::define_error(d) {
+            let verdict = match why {
+                DefineError::Form => Verdict::Error,
+                DefineError::NamesAFile(_) => Verdict::Refused,
+            };
+            return Err((verdict, format!("defines[{i}] {} {why}", shown(d))));
         }
         let name = define_name(d);
         if out.iter().any(|o| define_name(o) == name) {
-            return Err(format!("defines[{i}]: {name} is defined twice"));
+            return Err(error(format!("defines[{i}]: {name} is defined twice")));
         }
         out.push(d.clone());
     }

@@ -530,6 +530,25 @@ fn skip_raw_string(c: &[Ch], src: &[u8], i: usize) -> usize {
     i + c[i..].partition_point(|ch| ch.off < end)
 }
 
+/// Whether `identifier` names or tests a file in some dialect: refused anywhere in a
+/// kernel's code, and in a define.
+fn names_a_file(identifier: &str) -> bool {
+    FILE_IDENTIFIERS.contains(&identifier)
+        || FILE_PREFIXES.iter().any(|p| identifier.starts_with(p))
+}
+
+/// What of `#define NAME VALUE` (`NAME`, or `NAME=VALUE`, already of the define rule's
+/// characters) the check would refuse in a kernel, shown (`` `__has_include` ``): a
+/// define is text before the source (`ci-gate eval`) or `-D` (the config), and neither may
+/// bring in what the source may not hold.
+pub(crate) fn refused_in_define(define: &str) -> Option<String> {
+    let (name, value) = define.split_once('=').unwrap_or((define, "1"));
+    find_refused(&format!("#define {name} {value}\n")).map(|f| match f.kind {
+        Kind::FileIdentifier(what) | Kind::FileDirective(what) | Kind::Directive(what) => what,
+        _ => f.sentence("the define"),
+    })
+}
+
 /// The first refused construct of one reading.
 fn check_reading(src: &[u8], r: Reading) -> Option<Finding> {
     let chars = translate(src, r);
@@ -644,12 +663,9 @@ fn check_directive(
         }
         Some(Tok::Ident(name)) => {
             let what = format!("{spelling}{}", shown(name));
-            let refused = name.as_str();
             note(Finding {
                 line,
-                kind: if FILE_IDENTIFIERS.contains(&refused)
-                    || FILE_PREFIXES.iter().any(|p| refused.starts_with(p))
-                {
+                kind: if names_a_file(name) {
                     Kind::FileDirective(what)
                 } else {
                     Kind::Directive(what)
@@ -691,8 +707,7 @@ fn condition_identifiers(toks: &[Token]) -> Vec<(String, u32)> {
 fn check_identifiers(toks: &[Token], note: &mut impl FnMut(Finding)) {
     for t in toks {
         if let Tok::Ident(name) = &t.tok
-            && (FILE_IDENTIFIERS.contains(&name.as_str())
-                || FILE_PREFIXES.iter().any(|p| name.starts_with(p)))
+            && names_a_file(name)
         {
             note(Finding {
                 line: t.line,

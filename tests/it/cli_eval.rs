@@ -333,6 +333,10 @@ fn bad_inputs_get_one_line_each_and_the_evaluator_goes_on() {
         json!({"id": "ok", "path": "real.cu"}).to_string(),
         "x".repeat((8 << 20) + 10),
         json!({"id": "last", "source": sim("last", "factor=1.0")}).to_string(),
+        // A define is written into the source ahead of it, so the lexical check reads it
+        // too: a file-reaching identifier cannot come in as a define's value.
+        json!({"id": "define-has-include", "path": "real.cu", "defines": ["H=__has_include"]})
+            .to_string(),
     ];
     let r = e.run(&lines.join("\n"), &[]);
     assert_eq!(r.code, Some(1), "{}", r.stderr);
@@ -395,6 +399,15 @@ fn bad_inputs_get_one_line_each_and_the_evaluator_goes_on() {
             .contains("longer than the 8388608")
     );
     assert_eq!(r.verdict("last"), "same");
+    assert_eq!(r.verdict("define-has-include"), "refused");
+    assert!(
+        r.by_id("define-has-include")["reason"]
+            .as_str()
+            .unwrap()
+            .contains("defines[0] \"H=__has_include\" names `__has_include`, which no kernel may"),
+        "{}",
+        r.by_id("define-has-include")
+    );
 
     // Without any error the exit status is 0, refusals included.
     let r = e.run(
