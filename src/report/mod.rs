@@ -837,7 +837,17 @@ pub(crate) fn columns(report: &Report) -> Vec<(Col, String)> {
         ),
     ];
     if report.rows.iter().any(|r| r.pooled.is_some()) {
-        cols.push((Col::Pooled, "Δ pooled p50 [pairs bootstrap]".to_owned()));
+        // The bracket names the interval shown in it: none under POOLED_MIN_PAIRS pairs.
+        let with_interval = report
+            .rows
+            .iter()
+            .any(|r| r.pooled.as_ref().is_some_and(|p| p.interval.is_some()));
+        let title = if with_interval {
+            "Δ pooled p50 [pairs bootstrap]"
+        } else {
+            "Δ pooled p50"
+        };
+        cols.push((Col::Pooled, title.to_owned()));
     }
     if report
         .rows

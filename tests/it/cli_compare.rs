@@ -385,11 +385,24 @@ fn paired_rounds_cancel_a_shared_drift() {
     assert!((v["ratio"].as_f64().unwrap() - 1.03).abs() < 0.002, "{v}");
     assert!(v["ab"]["lower_bound"].as_f64().unwrap() > 1.02, "{v}");
     assert!(v["stored"].is_null());
-    // 12 pairs: no pairs bootstrap of the pooled p50 (it needs 16).
+    // 12 pairs: no pairs bootstrap of the pooled p50 (it needs 16), and the column's title
+    // names none.
     assert!(
         v["pooled_p50_ratio"].is_number() && v["pooled_ci_low"].is_null(),
         "{v}"
     );
+    let out = bin()
+        .args(["compare", "--paired", "--wide"])
+        .arg(&b)
+        .arg(&c)
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("Δ pooled p50"), "{text}");
+    assert!(!text.contains("pairs bootstrap"), "{text}");
 }
 
 #[test]
