@@ -99,7 +99,7 @@ pub struct Candidate {
 }
 
 /// A line that is no candidate: its verdict (`error`, or `refused` for a source over the
-/// size bound) and why, with the id where one could be read.
+/// size bound or a define that names a file) and why, with the id where one could be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rejected {
     pub id: Option<String>,
