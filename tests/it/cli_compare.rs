@@ -391,18 +391,24 @@ fn paired_rounds_cancel_a_shared_drift() {
         v["pooled_p50_ratio"].is_number() && v["pooled_ci_low"].is_null(),
         "{v}"
     );
+    let text = paired_wide_table(&b, &c);
+    assert!(text.contains("Δ pooled p50"), "{text}");
+    assert!(!text.contains("pairs bootstrap"), "{text}");
+}
+
+/// `compare --paired --wide` of two round files whose candidate regressed (exit 1): the
+/// table as printed.
+fn paired_wide_table(b: &Path, c: &Path) -> String {
     let out = bin()
         .args(["compare", "--paired", "--wide"])
-        .arg(&b)
-        .arg(&c)
+        .arg(b)
+        .arg(c)
         .assert()
         .code(1)
         .get_output()
         .stdout
         .clone();
-    let text = String::from_utf8(out).unwrap();
-    assert!(text.contains("Δ pooled p50"), "{text}");
-    assert!(!text.contains("pairs bootstrap"), "{text}");
+    String::from_utf8(out).unwrap()
 }
 
 #[test]
@@ -422,16 +428,7 @@ fn sixteen_pairs_show_the_pooled_p50_with_its_pairs_bootstrap() {
         v["pooled_p50_ratio"].as_f64().unwrap(),
     );
     assert!(lo <= p && p <= hi && lo > 1.0 && hi < 1.06, "{v}");
-    let out = bin()
-        .args(["compare", "--paired", "--wide"])
-        .arg(&b)
-        .arg(&c)
-        .assert()
-        .code(1)
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8(out).unwrap();
+    let text = paired_wide_table(&b, &c);
     assert!(text.contains("Δ pooled p50 [pairs bootstrap]"), "{text}");
 }
 
