@@ -38,6 +38,10 @@
 //     crossing the diagonal are masked element-wise; CTAs are walked heaviest-first.
 
 #define CG_DEV __device__ __forceinline__
+// bench/variants/mb3e.patch: 0 (tile j+2 issued after tile j); mb3s.patch: 1 (after S_j)
+#ifndef CG_MB_AFTER_S
+#define CG_MB_AFTER_S 0
+#endif
 
 namespace cg_attn {
 
@@ -63,6 +67,31 @@ CG_DEV void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "mem
 template <int N>
 CG_DEV void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// mbarriers on sm_80+ (the 3-stage ring of the mma.sync kernel: bench/variants/mb3*.patch).
+// The Hopper path has its own (try_wait, expect_tx: sm_90).
+CG_DEV void mb80_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+CG_DEV void mb80_arrive(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Arrives on `bar` once every cp.async this thread issued before it has landed (counted in
+// the barrier's init count: .noinc).
+CG_DEV void mb80_arrive_copies(unsigned bar) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+CG_DEV void mb80_wait(unsigned bar, unsigned parity) {
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "MB80_WAIT_%=:\n"
+        "mbarrier.test_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+        "@!p bra MB80_WAIT_%=;\n"
+        "}\n" ::"r"(bar),
+        "r"(parity)
+        : "memory");
 }
 
 CG_DEV void ldsm_x4(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {
@@ -147,7 +176,8 @@ struct Geo {
         Q_B = BM * ROWB,
         Q_IN_STAGE = (QREG && Q_B <= STAGE_B) ? 1 : 0,
         Q_OFF = QREG ? (Q_IN_STAGE ? (ST - 1) * STAGE_B : 0) : ST * STAGE_B,
-        SMEM_B = QREG ? ((ST * STAGE_B > Q_B) ? ST * STAGE_B : Q_B) : ST * STAGE_B + Q_B,
+        BAR_OFF = QREG ? ((ST * STAGE_B > Q_B) ? ST * STAGE_B : Q_B) : ST * STAGE_B + Q_B,
+        SMEM_B = BAR_OFF + (ST == 3 ? 64 : 0),
     };
 };
 
@@ -446,6 +476,21 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
     const unsigned st0 = smem_u32(smem);
     const unsigned qs = st0 + G::Q_OFF;
 
+    // ST = 3: no CTA barrier in the loop. full[s]: the NT threads' copies of stage s's tile
+    // landed (cp.async arrives); empty[s]: the NT threads are done reading it. Tile t uses
+    // stage t % 3 and phase t / 3 of both.
+    const unsigned full0 = st0 + G::BAR_OFF, empty0 = full0 + 24;
+    if constexpr (ST == 3) {
+        if (tid == 0) {
+#pragma unroll
+            for (int b = 0; b < 3; ++b) {
+                mb80_init(full0 + 8 * b, NT);
+                mb80_init(empty0 + 8 * b, NT);
+            }
+        }
+        __syncthreads();
+    }
+
     // Keys this CTA needs: all of them, or (causal) up to its last query row.
     // (keys_end without its test, m0 < seq_len here; written out: see "attention math, shared")
     const int kv_end = causal ? min(seq_len, m0 + BM) : seq_len;
@@ -481,6 +526,7 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
             if (t < n_tiles) {
                 load_tile<BN, D, NT>(st0 + t * G::STAGE_B, kg, t * BN, seq_len, tid);
                 load_tile<BN, D, NT>(st0 + t * G::STAGE_B + G::KV_TILE_B, vg, t * BN, seq_len, tid);
+                if constexpr (ST == 3) mb80_arrive_copies(full0 + 8 * t);
             }
             cp_async_commit();
         }
@@ -546,23 +592,32 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
             __syncthreads();     // ... and everyone's; every warp is done with V of tile j-1
             load_tile<BN, D, NT>(cur + G::KV_TILE_B, vg, j * BN, seq_len, tid);
             cp_async_commit();  // V of tile j
-        } else {
+        } else if constexpr (ST == 2) {
             cp_async_wait<1>();  // tile j (and Q) landed for this thread's copies ...
             __syncthreads();     // ... and for everyone's; also: every warp is done with tile j-1
-        }
-        if (ST == 3) {
-            // 3 stages: tile j+2 goes into tile j-1's stage, free since the barrier above.
-            if (j + 2 < n_tiles) {
-                load_tile<BN, D, NT>(nxt, kg, (j + 2) * BN, seq_len, tid);
-                load_tile<BN, D, NT>(nxt + G::KV_TILE_B, vg, (j + 2) * BN, seq_len, tid);
-            }
-            cp_async_commit();  // (possibly empty) group for tile j+2
         }
 
         const int n0 = j * BN;
         // A warp with no row that sees the tile (causal, or past the end) skips its math; with
         // the split pipeline it still takes the barrier between S (reads K) and O (reads V).
         const bool work = n0 < warp_kv_end;
+        // ST = 3: tile j+2 goes into tile j-1's stage once every thread is done reading tile
+        // j-1 (tile 2 into Q's staging stage, free since the prologue's barrier). Issued after
+        // this thread's S of tile j (CG_MB_AFTER_S) or after its whole tile j, so a warp may
+        // run up to that far ahead of the slowest; the copies arrive on full[(j+2) % 3].
+        auto issue_next = [&]() {
+            if constexpr (ST == 3) {
+                if (j + 2 < n_tiles) {
+                    if (j >= 1) mb80_wait(empty0 + 8 * ((j - 1) % 3), ((j - 1) / 3) & 1);
+                    load_tile<BN, D, NT>(nxt, kg, (j + 2) * BN, seq_len, tid);
+                    load_tile<BN, D, NT>(nxt + G::KV_TILE_B, vg, (j + 2) * BN, seq_len, tid);
+                    mb80_arrive_copies(full0 + 8 * ((j + 2) % 3));
+                }
+            }
+        };
+        if constexpr (ST == 3) {
+            if (work) mb80_wait(full0 + 8 * (j % 3), (j / 3) & 1);
+        }
         if (ST == 1 || work) {
             float s[MI][NB * 4];
             if (ST != 1 || work) {
@@ -598,6 +653,7 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
                     }
                 }
             }
+            if constexpr (ST == 3 && CG_MB_AFTER_S) issue_next();
             if (ST == 1) {
                 cp_async_wait<0>();  // V of tile j landed for this thread's copies ...
                 __syncthreads();     // ... and everyone's; every warp is done with K of tile j
@@ -636,7 +692,14 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
             }
         }
         if (ST == 2) __syncthreads();  // stage `cur` is refilled by the next prefetch
+        if constexpr (ST == 3) {
+            // Done reading tile j's stage. Said before this thread issues more copies: the
+            // arrive's release (a MEMBAR.ALL.CTA on sm_89) would otherwise wait for them.
+            mb80_arrive(empty0 + 8 * (j % 3));
+            if (!CG_MB_AFTER_S || !work) issue_next();
+        }
     }
+    if constexpr (ST == 3) cp_async_wait<0>();  // none of this thread's copies outlives it
 
     // ---- epilogue: normalise and store fp32 (rows >= seq_len are never written)
 #pragma unroll
