@@ -335,4 +335,21 @@ mod tests {
         let e = Leaderboard::load(&path).unwrap_err().to_string();
         assert!(e.contains("unknown field"), "{e}");
     }
+
+    #[test]
+    fn an_entry_whose_define_names_a_file_is_refused() {
+        // Its hashes agree with its source and defines: only the define rule can refuse it.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("board.json");
+        let board = Leaderboard {
+            schema_version: LEADERBOARD_VERSION,
+            entries: vec![entry(1, "int a;", &["H=__has_include"])],
+        };
+        board.save(&path).unwrap();
+        let e = Leaderboard::load(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("entries[0].defines") && e.contains("names `__has_include`"),
+            "{e}"
+        );
+    }
 }
