@@ -221,6 +221,9 @@
 #   bash bench/issue40_device.sh twentythird-step NAME   # a winning candidate as a step: sanitize,
 #                                               # A/B with FA2 / cuDNN (pr-ada, ada-d64), 56 SMs
 #   bash bench/issue40_device.sh twentythird-record NAME # then pr-ada and pr re-recorded, A/As
+#   bash bench/issue40_device.sh twentyfifth    # the L4 path: one barrier a tile in the
+#                                               # 2-stage loop (variants/b1, b1q), non-causal
+#                                               # d128 on the ring NAME (variants/ncname)
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -1886,6 +1889,47 @@ twentysecond-wall)
   pr_wall new-cold "$bin" .carry/baselines-old cold /tmp/k-pr
   pr_wall new-cold-5p "$bin" baselines cold /tmp/k-pr
   pr_wall new-warm-5p "$bin" baselines warm /tmp/k-pr
+  ;;
+twentyfifth)
+  # 2026-12-05 (twenty-fifth session): two candidates for item 2's shapes that miss 0.90x.
+  #   b1: the 2-stage mma.sync loop (the L4 path's d64 NAME and NAME_small) on one CTA
+  #       barrier a tile instead of two: tile j+1 is requested after the barrier that says
+  #       tile j landed (when every warp is done with tile j-1, whose stage it takes), so the
+  #       barrier that closed every tile goes; the copies still have tile j's math to land.
+  #   b1q: b1, and the prologue's barrier after Q's fragments are read goes too (with 2
+  #       stages the loop's first barrier comes before tile 1 is copied into Q's stage).
+  #   ncname: the non-causal d128 launches on NAME (one CTA of 8 warps on the mbarrier ring,
+  #       64-key tiles) instead of the split 128 x 32 NAME_long_noncausal: the ring took the
+  #       barrier cost out of NAME in the twenty-fourth session (-7.7% at [1,16,1000]).
+  # Each: kernel_check.py --ada with kernels/ = it; the gate's A/B against .carry/k-base on
+  # ada-d64 and ada-d64b (b1, b1q) or pr-ada and ada-mid (ncname); PyTorch's FA2 and cuDNN
+  # after them (issue 40's table); then the trees on 56 SMs.
+  save() { tar czf "$out/twentyfifth.tgz" -C "$out" r; }
+  ada_d64_config
+  ada_mid_config
+  derive_config ada-d64b configs/pr-ada.yaml <<'SHAPES'
+2 8 512 64 noncausal float16
+8 16 512 64 causal bfloat16
+4 16 1024 64 noncausal float16
+2 16 1536 64 causal float16
+1 16 4096 64 noncausal bfloat16
+6 8 512 64 noncausal float16
+SHAPES
+  kernel_check_variants b1 b1q ncname
+  for v in b1 b1q; do
+    ab "$v-d64" ".carry/variants/$v" "$res/ada-d64.yaml"
+    ab "$v-d64b" ".carry/variants/$v" "$res/ada-d64b.yaml"
+    save
+  done
+  ab ncname-ada .carry/variants/ncname configs/pr-ada.yaml
+  ab ncname-mid .carry/variants/ncname "$res/ada-mid.yaml"
+  save
+  peers d64 "$res/ada-d64.yaml"
+  for v in b1 b1q; do peer_table "$res/ab-$v-d64.json" "$res/sdpa-d64.json"; done
+  ada_peers
+  peer_table "$res/ab-ncname-ada.json" "$res/sdpa-ada.json"
+  save
+  l4_sms_trees "configs/pr-ada.yaml $res/ada-d64.yaml" k-base variants/b1 variants/ncname
   ;;
 twentythird-step)
   # Prepared in the twenty-third session for the next one: if a candidate of twentythird-mb3 or
