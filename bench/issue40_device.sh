@@ -224,6 +224,9 @@
 #   bash bench/issue40_device.sh twentyfifth    # the L4 path: one barrier a tile in the
 #                                               # 2-stage loop (variants/b1, b1q), non-causal
 #                                               # d128 on the ring NAME (variants/ncname)
+#   bash bench/issue40_device.sh twentyfifth-step # the step: non-causal d128 on NAME above
+#                                               # 447 keys; checks, A/Bs, FA2 / cuDNN, 56 SMs
+#   bash bench/issue40_device.sh twentyfifth-record # the bound at 319; pr-ada, pr re-recorded
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -1930,6 +1933,70 @@ SHAPES
   peer_table "$res/ab-ncname-ada.json" "$res/sdpa-ada.json"
   save
   l4_sms_trees "configs/pr-ada.yaml $res/ada-d64.yaml" k-base variants/b1 variants/ncname
+  ;;
+twentyfifth-step)
+  # 2026-12-05 (twenty-fifth session), after `twentyfifth`: the step. kernels/ (= .carry/
+  # variants/step) takes non-causal d128 launches above 447 keys to NAME (the ring) and keeps
+  # the split tile, NAME_long_noncausal, from 256 to 447 keys (its new NAME_long_noncausal_to;
+  # this binary reads it). kernel_check.py --ada and the L4 path under compute-sanitizer with
+  # it; the gate's A/B against .carry/k-base on pr-ada (PyTorch's FA2 and cuDNN after it),
+  # ada-mid, ada-cross (non-causal d128 at 128 to 448 keys, where the bound sits) and ada-d64;
+  # the two forms at the bound itself (ncname, NAME on every non-causal launch, against
+  # k-base on ada-cross); variants/ncs (ncname with the next tile issued after S_j, mb3s's
+  # point) against kernels/ on pr-ada; the trees on 56 SMs; the GPU tests (the host's form
+  # rule changed).
+  save() { tar czf "$out/twentyfifth-step.tgz" -C "$out" r; }
+  kernel_check_only --ada
+  save
+  timed timeout 200 "$bin" sanitize --config configs/sanitize-ada.yaml --kernels kernels \
+    > "$res/san-ada.txt" 2>&1
+  grep -E "sanitize:|finding" "$res/san-ada.txt" | head -4
+  save
+  ada_mid_config
+  ada_d64_config
+  derive_config ada-cross configs/pr-ada.yaml <<'SHAPES'
+32 16 128 128 noncausal float16
+16 16 256 128 noncausal float16
+8 16 320 128 noncausal float16
+8 16 384 128 noncausal float16
+8 16 447 128 noncausal bfloat16
+8 16 448 128 noncausal float16
+SHAPES
+  ab step-ada kernels configs/pr-ada.yaml
+  ada_peers
+  peer_table "$res/ab-step-ada.json" "$res/sdpa-ada.json"
+  ab step-mid kernels "$res/ada-mid.yaml"
+  ab step-cross kernels "$res/ada-cross.yaml"
+  ab ncname-cross .carry/variants/ncname "$res/ada-cross.yaml"
+  save
+  ab step-d64 kernels "$res/ada-d64.yaml"
+  BASE=$PWD/kernels ab ncs-ada .carry/variants/ncs configs/pr-ada.yaml
+  save
+  l4_sms_trees configs/pr-ada.yaml k-base variants/step
+  gpu_tests
+  save
+  ;;
+twentyfifth-record)
+  # After twentyfifth-step: its 447-key bound lowered to 319 (NAME was 19% faster at 320 and
+  # 384 keys, where the split tile's third CTA on the busiest SM runs alone). The step again
+  # on the bound's shapes against .carry/k-base (ada-cross, and b12h16s256 and b24h16s256,
+  # three CTAs on the busiest SM at 256 keys, where the split tile stays), ncname there too;
+  # then pr-ada and pr re-recorded from 5 processes with kernels/ (= the committed step),
+  # each with its stored-only A/A.
+  save() { tar czf "$out/twentyfifth-record.tgz" -C "$out" r; }
+  derive_config ada-cross configs/pr-ada.yaml <<'SHAPES'
+16 16 256 128 noncausal float16
+12 16 256 128 noncausal float16
+8 16 319 128 noncausal float16
+8 16 320 128 noncausal float16
+8 16 384 128 noncausal float16
+8 16 448 128 noncausal float16
+SHAPES
+  ab step-cross kernels "$res/ada-cross.yaml"
+  ab ncname-cross .carry/variants/ncname "$res/ada-cross.yaml"
+  save
+  record_with_kernels pr-ada "kernel step: non-causal d128 on the L4 path's ring NAME from 320 keys (issue 40 item 2)"
+  record_with_kernels pr "kernel step: non-causal d128 on the L4 path's ring NAME from 320 keys (issue 40 item 2)"
   ;;
 twentythird-step)
   # Prepared in the twenty-third session for the next one: if a candidate of twentythird-mb3 or

@@ -13,7 +13,7 @@ the timed stream):
 
   ours        the L4 path's entry as the host picks it for the SM count it runs on (NAME_small
               where NAME's grid has fewer CTAs than SMs, NAME_long_noncausal for non-causal
-              d128 from NAME_long_noncausal_from on where NAME's grid fills the SMs), launched
+              d128 from NAME_long_noncausal_from to its _to where NAME's grid fills the SMs), launched
               as bench/kernel_check.py launches it (one tile per CTA, as the gate's grid for
               these forms);
   flash       PyTorch's FA2 (sdpa_kernel(FLASH_ATTENTION));
@@ -98,10 +98,13 @@ def pick_entry(mod, D, dtype, B, H, S, causal, sms):
         return name + "_small"
     lnc = name + "_long_noncausal"
     if not causal and mod.has_symbol(lnc):
-        from_len = int(cp.ndarray((1,), cp.int32, mod.mod.get_global(lnc + "_from")).get()[0])
+        def const(sym):
+            return int(cp.ndarray((1,), cp.int32, mod.mod.get_global(sym)).get()[0])
+        from_len = const(lnc + "_from")
+        to_len = const(lnc + "_to") if mod.has_symbol(lnc + "_to") else S
         # NAME_long_noncausal (two 4-warp CTAs per SM) against NAME (one 8-warp CTA): on a grid
         # of at most one CTA per SM both cost a pass of one tile and NAME keeps it (device.rs)
-        if S >= from_len and math.ceil(S / rows) * B * H > sms:
+        if from_len <= S <= to_len and math.ceil(S / rows) * B * H > sms:
             return lnc
     return name
 

@@ -1844,19 +1844,27 @@ CG_ATTN_KERNEL(attention_fwd_bf16_d64_small, 64, 64, 64, 4, 1, true, 2, true, 3)
     (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ >= 1200))
 CG_ATTN_KERNEL(attention_fwd_f16_d128, 128, 128, 64, 8, 1, true, 3, false, 1)
 CG_ATTN_KERNEL(attention_fwd_bf16_d128, 128, 128, 64, 8, 1, true, 3, true, 1)
-// d128 non-causal launches (NAME_long_noncausal from seq_len 256; the host takes it only on
-//    a grid of NAME with at least as many CTAs as SMs): 128 rows x 32 keys, 4 warps x 32 rows
-//    (each K/V fragment feeds two mma's: half the ldmatrix traffic per mma of 16 rows per
-//    warp), Q kept in smem, the split pipeline (one K and one V buffer): 48 KiB, so two CTAs
-//    = 8 warps per SM on the L4 (255 registers). FA2 runs this tile on sm_86/sm_89 for
-//    non-causal d128. The gate's A/B on an H200 (CG_ADA_TILES, 2026-12-02, sixth session)
-//    against NAME: b2h16s4096d128 -7.5%, from 256 to 4096 keys -7.5 ... -10.9%; causal
-//    launches stay on NAME (+1.0% and +6.7% with this tile: a warp's 32 rows cross the
-//    diagonal on more tiles).
+// d128 non-causal launches of 256 to 319 keys (NAME_long_noncausal from
+//    NAME_long_noncausal_from to NAME_long_noncausal_to; the host takes it only where NAME's
+//    grid needs a second CTA on some SM): 128 rows x 32 keys, 4 warps x 32 rows (each K/V
+//    fragment feeds two mma's: half the ldmatrix traffic per mma of 16 rows per warp), Q kept
+//    in smem, the split pipeline (one K and one V buffer): 48 KiB, so two CTAs = 8 warps per
+//    SM on the L4 (255 registers). FA2 runs this tile on sm_86/sm_89 for non-causal d128. It
+//    took every non-causal launch from 256 keys until NAME went on the mbarrier ring; the
+//    gate's A/B on an H200 (CG_ADA_TILES, 2026-12-05, twenty-fifth session) of NAME against
+//    it on non-causal launches: 256 keys +2.83 / +3.10% (two calls), 320 -19.34%, 384 -19.79%
+//    (three CTAs on the busiest SM: this tile's third runs alone), 447 -0.46%, 448 -1.19%,
+//    512 -0.75%, 1024 -2.88%, 2048 -4.08%, 4096 -5.08% (bench/variants/ncname.patch). NAME's
+//    64-key tiles pay half this tile's softmax and rescale a key, and its ring no barrier;
+//    this tile's two CTAs a SM hide the start of a short walk better. Causal launches stay on
+//    NAME (+4.0% and +9.3% with this tile: a warp's 32 rows cross the diagonal on more tiles;
+//    nineteenth session).
 CG_ATTN_KERNEL(attention_fwd_f16_d128_long_noncausal, 128, 128, 32, 4, 2, false, 1, false, 2)
 CG_ATTN_KERNEL(attention_fwd_bf16_d128_long_noncausal, 128, 128, 32, 4, 2, false, 1, true, 2)
 extern "C" __constant__ int attention_fwd_f16_d128_long_noncausal_from[1] = {256};
 extern "C" __constant__ int attention_fwd_bf16_d128_long_noncausal_from[1] = {256};
+extern "C" __constant__ int attention_fwd_f16_d128_long_noncausal_to[1] = {319};
+extern "C" __constant__ int attention_fwd_bf16_d128_long_noncausal_to[1] = {319};
 #else
 CG_ATTN_KERNEL(attention_fwd_f16_d128, 128, 128, 32, 4, 2, false, 2, false, 2)
 CG_ATTN_KERNEL(attention_fwd_bf16_d128, 128, 128, 32, 4, 2, false, 2, true, 2)

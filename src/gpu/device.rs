@@ -268,8 +268,9 @@ pub struct AttentionSet {
     /// (`NAME_long_from`), by the same key.
     long: HashMap<(Dtype, u32), (Kernel, u32)>,
     /// The optional long-sequence variants for non-causal launches only
-    /// (`NAME_long_noncausal`, from `NAME_long_noncausal_from`), by the same key.
-    long_noncausal: HashMap<(Dtype, u32), (Kernel, u32)>,
+    /// (`NAME_long_noncausal`, from `NAME_long_noncausal_from`, up to the optional
+    /// `NAME_long_noncausal_to`), by the same key.
+    long_noncausal: HashMap<(Dtype, u32), (Kernel, SeqLens)>,
     /// The optional short-sequence variants for non-causal launches only
     /// (`NAME_short_noncausal`, up to `NAME_short_noncausal_to`), by the same key.
     short_noncausal: HashMap<(Dtype, u32), (Kernel, u32)>,
@@ -302,15 +303,37 @@ pub(crate) struct FormGeometry {
     pub ctas_per_sm: u32,
 }
 
+/// The seq_lens a `NAME_long_noncausal` takes, both ends included: from its
+/// `NAME_long_noncausal_from` up to its optional `NAME_long_noncausal_to` (`u32::MAX` where it
+/// has none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SeqLens {
+    pub from: u32,
+    pub to: u32,
+}
+
+impl SeqLens {
+    /// From `from` on, no end.
+    #[cfg(test)]
+    pub(crate) fn from(from: u32) -> SeqLens {
+        SeqLens { from, to: u32::MAX }
+    }
+
+    pub(crate) fn contains(self, seq_len: u32) -> bool {
+        (self.from..=self.to).contains(&seq_len)
+    }
+}
+
 /// The forms a source has for one (dtype, head_dim): NAME always, the others optional, each
-/// long form with the shortest seq_len it takes (`NAME_long_from`,
-/// `NAME_long_noncausal_from`), the short one with the longest (`NAME_short_noncausal_to`).
+/// long form with the shortest seq_len it takes (`NAME_long_from`; `NAME_long_noncausal_from`,
+/// with an optional longest, [`SeqLens`]), the short one with the longest
+/// (`NAME_short_noncausal_to`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Forms {
     pub main: FormGeometry,
     pub small: Option<FormGeometry>,
     pub long: Option<(FormGeometry, u32)>,
-    pub long_noncausal: Option<(FormGeometry, u32)>,
+    pub long_noncausal: Option<(FormGeometry, SeqLens)>,
     pub short_noncausal: Option<(FormGeometry, u32)>,
 }
 
@@ -411,7 +434,8 @@ fn cost_of_grid(
 /// `NAME_long` when the source has one and seq_len is at least its `NAME_long_from`; else
 /// `NAME_small` when the source has one and `NAME`'s grid, ⌈seq_len / rows⌉ · batch · heads
 /// CTAs, has fewer CTAs than the GPU has SMs; else `NAME`. Then, for a non-causal launch with seq_len at least
-/// `NAME_long_noncausal_from`, `NAME_long_noncausal` instead when its busiest SM costs less
+/// `NAME_long_noncausal_from` (and at most its optional `NAME_long_noncausal_to`),
+/// `NAME_long_noncausal` instead when its busiest SM costs less
 /// than that form's ([`busiest_sm_cost`], a pass costing NAME's rows_per_block more than
 /// its rows); a tie keeps the form for any mask, unless both have the same geometry (rows,
 /// fill, tiles at once, CTAs per SM): then the model has nothing to weigh and
@@ -463,9 +487,9 @@ pub(crate) fn pick_form(shape: &ShapeParams, forms: &Forms, sm_count: u32) -> Fo
     if shape.causal {
         return form;
     }
-    if let Some((noncausal, from)) = forms.long_noncausal {
+    if let Some((noncausal, lens)) = forms.long_noncausal {
         let cheaper = noncausal == forms.geometry(form) || cost(Form::LongNonCausal) < cost(form);
-        if shape.seq_len >= from && cheaper {
+        if lens.contains(shape.seq_len) && cheaper {
             form = Form::LongNonCausal;
         }
     }
@@ -497,7 +521,7 @@ impl AttentionSet {
             main: main.form_geometry(),
             small: small.map(Kernel::form_geometry),
             long: long.map(with_bound),
-            long_noncausal: long_noncausal.map(with_bound),
+            long_noncausal: long_noncausal.map(|(kernel, lens)| (kernel.form_geometry(), *lens)),
             short_noncausal: short_noncausal.map(with_bound),
         };
         let form = pick_form(shape, &forms, self.sm_count);
@@ -1189,18 +1213,30 @@ fn load_attention(
             // Optional too: NAME_long with NAME_long_from, the shortest seq_len it takes, and
             // NAME_long_noncausal with its NAME_long_noncausal_from; NAME_short_noncausal with
             // NAME_short_noncausal_to, the longest.
+            // NAME_long_noncausal may also say the longest (NAME_long_noncausal_to).
             use crate::kernel::entries::BoundedForm;
             for kind in BoundedForm::ALL {
-                let forms = match kind {
-                    BoundedForm::Long => &mut long,
-                    BoundedForm::LongNonCausal => &mut long_noncausal,
-                    BoundedForm::ShortNonCausal => &mut short_noncausal,
-                };
                 let (form_name, bound) = (format!("{name}_{}", kind.suffix()), kind.bound());
-                if has_symbol(&cubin, &form_name) {
-                    let kernel = entry(&form_name)?;
-                    let value = form_bound(&cubin, &module, stream, &src, &form_name, bound)?;
-                    forms.insert((dtype, d), (kernel, value));
+                if !has_symbol(&cubin, &form_name) {
+                    continue;
+                }
+                let kernel = entry(&form_name)?;
+                let value = form_bound(&cubin, &module, stream, &src, &form_name, bound)?;
+                match kind {
+                    BoundedForm::Long => {
+                        long.insert((dtype, d), (kernel, value));
+                    }
+                    BoundedForm::LongNonCausal => {
+                        let to_symbol = format!("{form_name}_to");
+                        let to = optional_ints(&cubin, &module, stream, &src, &to_symbol)?;
+                        let to =
+                            crate::kernel::entries::upper_bound(&form_name, value, to.map(|[v]| v))
+                                .map_err(|why| refused(&src, why))?;
+                        long_noncausal.insert((dtype, d), (kernel, SeqLens { from: value, to }));
+                    }
+                    BoundedForm::ShortNonCausal => {
+                        short_noncausal.insert((dtype, d), (kernel, value));
+                    }
                 }
             }
         }
@@ -1270,7 +1306,7 @@ mod tests {
             main: g(64, Some((2, 4)), 1, 2),
             small: Some(g(64, None, 1, 2)),
             long: Some((g(64, Some((2, 8)), 1, 2), 1536)),
-            long_noncausal: Some((g(64, Some((1, 64)), 3, 1), 512)),
+            long_noncausal: Some((g(64, Some((1, 64)), 3, 1), super::SeqLens::from(512))),
             short_noncausal: None,
         }
     }
@@ -1489,10 +1525,12 @@ mod tests {
     }
 
     #[test]
-    fn the_l4_d128_takes_its_long_noncausal_form_once_name_needs_a_second_cta_on_an_sm() {
-        use super::{Form, FormGeometry, Forms};
-        // The L4's d128 forms: NAME {128 rows, one CTA per SM}, NAME_long_noncausal {128, two
-        // per SM} from 256: the latter once NAME's grid needs a second CTA on some SM.
+    fn the_l4_d128_takes_its_split_form_from_256_to_319_keys_once_name_needs_a_second_cta() {
+        use super::{Form, FormGeometry, Forms, SeqLens};
+        // The L4's d128 forms: NAME {128 rows, one CTA per SM} (the mbarrier ring, 64-key
+        // tiles), NAME_long_noncausal {128, two per SM} (the split 128 x 32 tile) from 256 to
+        // 319 keys: there, once NAME's grid needs a second CTA on some SM; from 320 keys
+        // NAME is as fast or faster (docs/KERNEL_LOG.md, twenty-fifth session).
         let one_tile = |ctas_per_sm| FormGeometry {
             rows: 128,
             fill: None,
@@ -1503,18 +1541,36 @@ mod tests {
             main: one_tile(1),
             small: None,
             long: None,
-            long_noncausal: Some((one_tile(2), 256)),
+            long_noncausal: Some((one_tile(2), SeqLens { from: 256, to: 319 })),
             short_noncausal: None,
         };
         let ada_cases = [
-            ((2, 16, 4096, false), Form::LongNonCausal),
+            ((16, 16, 256, false), Form::LongNonCausal),
+            ((16, 16, 256, true), Form::Main),
+            ((8, 16, 319, false), Form::LongNonCausal),
+            ((8, 16, 320, false), Form::Main),
+            ((8, 16, 384, false), Form::Main),
+            ((8, 16, 448, false), Form::Main),
+            ((2, 16, 4096, false), Form::Main),
             ((2, 16, 4096, true), Form::Main),
+            ((8, 16, 255, false), Form::Main),
             ((1, 16, 1000, false), Form::Main),
-            ((1, 1, 132 * 128, false), Form::Main),
-            ((1, 1, 133 * 128, false), Form::LongNonCausal),
+            ((1, 132, 256, false), Form::LongNonCausal),
+            ((1, 66, 256, false), Form::Main),
             ((1, 1, 255, false), Form::Main),
         ];
         assert_picks(&ada, 128, "ada", &ada_cases);
+        // Without its _to the form has no end (the sixth to twenty-fourth sessions' rule).
+        let open_ended = Forms {
+            long_noncausal: Some((one_tile(2), SeqLens::from(256))),
+            ..ada
+        };
+        let open_cases = [
+            ((2, 16, 4096, false), Form::LongNonCausal),
+            ((1, 1, 133 * 128, false), Form::LongNonCausal),
+            ((1, 1, 132 * 128, false), Form::Main),
+        ];
+        assert_picks(&open_ended, 128, "ada, no _to", &open_cases);
     }
 
     #[test]
@@ -1574,7 +1630,7 @@ mod tests {
             main: sub_tiled,
             small: None,
             long: None,
-            long_noncausal: Some((sub_tiled, 1408)),
+            long_noncausal: Some((sub_tiled, super::SeqLens::from(1408))),
             short_noncausal: None,
         };
         let cases = [
@@ -1707,7 +1763,7 @@ mod tests {
             geometry.clone(),
             proptest::option::of(geometry.clone()),
             proptest::option::of((geometry.clone(), any::<u32>())),
-            proptest::option::of((geometry.clone(), any::<u32>())),
+            proptest::option::of((geometry.clone(), any::<u32>(), any::<u32>())),
             proptest::option::of((geometry, any::<u32>())),
         )
             .prop_map(
@@ -1715,7 +1771,8 @@ mod tests {
                     main,
                     small,
                     long,
-                    long_noncausal,
+                    long_noncausal: long_noncausal
+                        .map(|(g, from, to)| (g, super::SeqLens { from, to })),
                     short_noncausal,
                 },
             );

@@ -51,6 +51,14 @@ pub(crate) enum EntryError {
         suffix: &'static str,
         value: i32,
     },
+    #[error(
+        "{form_name}_to is {to}, below {form_name}_from ({from}): the form would take no seq_len"
+    )]
+    NoSeqLen {
+        form_name: String,
+        from: u32,
+        to: u32,
+    },
     #[error("{name}_tma is {layout}: the only TMA layout is 1 (kernels/README.md)")]
     Tma { name: String, layout: i32 },
 }
@@ -170,6 +178,28 @@ pub(crate) fn form_bound(form_name: &str, bound: Bound, value: i32) -> Result<u3
         })
 }
 
+/// `NAME_long_noncausal_to` (optional): the longest seq_len a `NAME_long_noncausal` takes, at
+/// least 1 and not below its `NAME_long_noncausal_from` (`from`, already checked). Where it
+/// is absent the form takes every seq_len from `from` on (`u32::MAX`).
+pub(crate) fn upper_bound(
+    form_name: &str,
+    from: u32,
+    value: Option<i32>,
+) -> Result<u32, EntryError> {
+    let Some(value) = value else {
+        return Ok(u32::MAX);
+    };
+    let to = form_bound(form_name, Bound::To, value)?;
+    if to < from {
+        return Err(EntryError::NoSeqLen {
+            form_name: form_name.to_owned(),
+            from,
+            to,
+        });
+    }
+    Ok(to)
+}
+
 /// The TMA layouts a kernel may ask for with `NAME_tma`: 1 = q, k, v as 3-D maps
 /// {head_dim, seq_len, batch·heads}, 64 × 64 boxes, 128-byte swizzle.
 const TMA_LAYOUTS: [i32; 1] = [1];
@@ -259,11 +289,27 @@ pub(crate) fn check_static(cubin: &[u8], max_smem: u32) -> Result<Vec<String>, V
             check_one(&form, false, &mut problems);
             let symbol = format!("{form}_{}", bound.suffix());
             match i32_constant(cubin, &symbol, 1) {
-                Some(v) => {
-                    if let Err(e) = form_bound(&form, bound, v[0]) {
-                        problems.push(e.to_string());
+                Some(v) => match form_bound(&form, bound, v[0]) {
+                    Ok(from) if kind == BoundedForm::LongNonCausal => {
+                        let to_symbol = format!("{form}_to");
+                        let to = if has_symbol(cubin, &to_symbol) {
+                            match i32_constant(cubin, &to_symbol, 1) {
+                                Some(t) => Some(t[0]),
+                                None => {
+                                    problems.push(format!("{to_symbol} is not an int"));
+                                    continue;
+                                }
+                            }
+                        } else {
+                            None
+                        };
+                        if let Err(e) = upper_bound(&form, from, to) {
+                            problems.push(e.to_string());
+                        }
                     }
-                }
+                    Ok(_) => {}
+                    Err(e) => problems.push(e.to_string()),
+                },
                 None => problems.push(format!(
                     "{form} has no {symbol}: the {} seq_len it takes (kernels/README.md)",
                     bound.which()
@@ -298,6 +344,24 @@ mod tests {
         assert!(fill("k", [0, 4]).is_err() && fill("k", [2, 65]).is_err());
         assert_eq!(form_bound("k_long", Bound::From, 1536), Ok(1536));
         assert_eq!(form_bound("k_short_noncausal", Bound::To, 640), Ok(640));
+        // NAME_long_noncausal_to: optional (no end), at least 1, not below the form's from
+        assert_eq!(upper_bound("k_long_noncausal", 256, None), Ok(u32::MAX));
+        assert_eq!(upper_bound("k_long_noncausal", 256, Some(447)), Ok(447));
+        assert_eq!(upper_bound("k_long_noncausal", 256, Some(256)), Ok(256));
+        assert_eq!(
+            upper_bound("k_long_noncausal", 256, Some(255)),
+            Err(EntryError::NoSeqLen {
+                form_name: "k_long_noncausal".into(),
+                from: 256,
+                to: 255
+            })
+        );
+        for bad in [0, -1, i32::MIN] {
+            assert!(
+                upper_bound("k_long_noncausal", 1, Some(bad)).is_err(),
+                "{bad}"
+            );
+        }
         assert_eq!(
             form_bound("k_short_noncausal", Bound::To, 0)
                 .map_err(|e| e.to_string())

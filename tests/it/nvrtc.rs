@@ -152,8 +152,9 @@ fn kernels_compile_for_sm89_sm90_and_sm90a() {
 /// none for d128; `NAME_long` with its `NAME_long_from`, `NAME_long_noncausal` with its
 /// `NAME_long_noncausal_from` and `NAME_short_noncausal` with its `NAME_short_noncausal_to`,
 /// only on sm_90a, for d64; for d128 `NAME_long_noncausal` with
-/// its `_from` on sm_89 (the L4's split-pipeline tile for non-causal launches) and on sm_90a
-/// (192-key tiles with a narrowed first one), not on plain sm_90.
+/// its `_from` on sm_89 (the L4's split-pipeline tile for non-causal launches, with a `_to`:
+/// short sequences only) and on sm_90a (192-key tiles with a narrowed first one, no `_to`), not
+/// on plain sm_90.
 #[test]
 #[cfg_attr(
     ci_gate_no_nvrtc,
@@ -197,6 +198,18 @@ fn the_small_grid_and_long_sequence_kernels_are_found_in_the_cubin() {
                     "{target} {dtype} d128_{suffix}"
                 );
             }
+            assert_eq!(
+                has_symbol(
+                    cubin,
+                    &format!("attention_fwd_{dtype}_d128_long_noncausal_to")
+                ),
+                target == "sm_89",
+                "{target} {dtype} d128_long_noncausal_to"
+            );
+            assert!(!has_symbol(
+                cubin,
+                &format!("attention_fwd_{dtype}_d64_long_noncausal_to")
+            ));
         }
     }
 }
