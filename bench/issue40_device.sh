@@ -227,6 +227,7 @@
 #   bash bench/issue40_device.sh twentyfifth-step # the step: non-causal d128 on NAME above
 #                                               # 447 keys; checks, A/Bs, FA2 / cuDNN, 56 SMs
 #   bash bench/issue40_device.sh twentyfifth-record # the bound at 319; pr-ada, pr re-recorded
+#   bash bench/issue40_device.sh twentyfifth-final # the tail rule's A/B; attacks, tools' tests
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -1997,6 +1998,25 @@ SHAPES
   save
   record_with_kernels pr-ada "kernel step: non-causal d128 on the L4 path's ring NAME from 320 keys (issue 40 item 2)"
   record_with_kernels pr "kernel step: non-causal d128 on the L4 path's ring NAME from 320 keys (issue 40 item 2)"
+  ;;
+twentyfifth-final)
+  # After twentyfifth-record: the host's rule for NAME_long_noncausal with a last round of its
+  # CTAs that is not full (one pass more: three CTAs on the busiest SM tie, NAME keeps them).
+  # This binary against .carry/k-base on ada-cross (a shape with 3 and one with 5 CTAs on
+  # the busiest SM at 256 keys); then the attack suite and the tools' GPU tests.
+  save() { tar czf "$out/twentyfifth-final.tgz" -C "$out" r; }
+  derive_config ada-cross configs/pr-ada.yaml <<'SHAPES'
+16 16 256 128 noncausal float16
+12 16 256 128 noncausal float16
+20 16 256 128 noncausal float16
+8 16 319 128 noncausal bfloat16
+SHAPES
+  ab final-cross kernels "$res/ada-cross.yaml"
+  save
+  attack_suite 300
+  save
+  gpu_tools_tests
+  save
   ;;
 twentythird-step)
   # Prepared in the twenty-third session for the next one: if a candidate of twentythird-mb3 or

@@ -437,7 +437,8 @@ fn cost_of_grid(
 /// `NAME_long_noncausal_from` (and at most its optional `NAME_long_noncausal_to`),
 /// `NAME_long_noncausal` instead when its busiest SM costs less
 /// than that form's ([`busiest_sm_cost`], a pass costing NAME's rows_per_block more than
-/// its rows); a tie keeps the form for any mask, unless both have the same geometry (rows,
+/// its rows, and for `NAME_long_noncausal` a last round of its CTAs that is not full one such
+/// pass more); a tie keeps the form for any mask, unless both have the same geometry (rows,
 /// fill, tiles at once, CTAs per SM): then the model has nothing to weigh and
 /// `NAME_long_noncausal_from` alone decides (the sm_90a d128 pair: the same grid, the
 /// narrowed 192-key tiles in a function of their own so that ptxas allocates NAME's registers
@@ -460,7 +461,11 @@ fn cost_of_grid(
 /// leave a second round on a few SMs and the costs tie (docs/KERNEL_LOG.md, eighth session).
 /// The L4's d128 form (two CTAs of 4 warps where NAME runs one of 8) under the same rule: on
 /// a grid of at most one CTA per SM both cost a pass of one tile and NAME keeps it
-/// ([1,16,1000] took 34% longer on the other, sixth session); beyond that it wins.
+/// ([1,16,1000] took 34% longer on the other, sixth session); with three CTAs on the busiest
+/// SM its lone third CTA makes the costs tie and NAME keeps those too (NAME 15.8% and 18.5%
+/// faster at [12,16,256] and [8,16,319] on an H200, twenty-fifth session); with two or four
+/// it wins ([16,16,256]: 3.3% faster than NAME). The tail's pass changes no form with one
+/// CTA per SM (the sm_90a ones): it never leaves a round not full.
 pub(crate) fn pick_form(shape: &ShapeParams, forms: &Forms, sm_count: u32) -> Form {
     let main_ctas = u64::from(shape.seq_len.div_ceil(forms.main.rows.max(1)))
         .saturating_mul(u64::from(shape.batch))
@@ -471,13 +476,16 @@ pub(crate) fn pick_form(shape: &ShapeParams, forms: &Forms, sm_count: u32) -> Fo
         _ => Form::Main,
     };
     let pass_rows = u64::from(forms.main.rows.max(1));
+    // The two non-causal forms pay for a last round of their CTAs that is not full: one of
+    // their passes more (lone CTAs at the end of a grid have nothing to hide their latency).
     let cost = |form: Form| {
         let geometry = forms.geometry(form);
-        if form != Form::ShortNonCausal {
-            return busiest_sm_cost(shape, geometry, pass_rows, sm_count);
-        }
-        let pass = pass_rows.saturating_mul(SHORT_PASS.0) / SHORT_PASS.1;
-        let tail = if partial_second_round(shape, geometry, sm_count) {
+        let pass = match form {
+            Form::ShortNonCausal => pass_rows.saturating_mul(SHORT_PASS.0) / SHORT_PASS.1,
+            _ => pass_rows,
+        };
+        let non_causal_form = matches!(form, Form::ShortNonCausal | Form::LongNonCausal);
+        let tail = if non_causal_form && partial_second_round(shape, geometry, sm_count) {
             pass
         } else {
             0
@@ -1547,7 +1555,10 @@ mod tests {
         let ada_cases = [
             ((16, 16, 256, false), Form::LongNonCausal),
             ((16, 16, 256, true), Form::Main),
-            ((8, 16, 319, false), Form::LongNonCausal),
+            // three CTAs on the busiest SM: the split form's third runs alone (a tie: NAME)
+            ((12, 16, 256, false), Form::Main),
+            ((8, 16, 319, false), Form::Main),
+            ((10, 16, 300, false), Form::LongNonCausal),
             ((8, 16, 320, false), Form::Main),
             ((8, 16, 384, false), Form::Main),
             ((8, 16, 448, false), Form::Main),
