@@ -287,40 +287,42 @@ pub(crate) fn check_static(cubin: &[u8], max_smem: u32) -> Result<Vec<String>, V
                 continue;
             }
             check_one(&form, false, &mut problems);
-            let symbol = format!("{form}_{}", bound.suffix());
-            match i32_constant(cubin, &symbol, 1) {
-                Some(v) => match form_bound(&form, bound, v[0]) {
-                    Ok(from) if kind == BoundedForm::LongNonCausal => {
-                        let to_symbol = format!("{form}_to");
-                        let to = if has_symbol(cubin, &to_symbol) {
-                            match i32_constant(cubin, &to_symbol, 1) {
-                                Some(t) => Some(t[0]),
-                                None => {
-                                    problems.push(format!("{to_symbol} is not an int"));
-                                    continue;
-                                }
-                            }
-                        } else {
-                            None
-                        };
-                        if let Err(e) = upper_bound(&form, from, to) {
-                            problems.push(e.to_string());
-                        }
-                    }
-                    Ok(_) => {}
-                    Err(e) => problems.push(e.to_string()),
-                },
-                None => problems.push(format!(
-                    "{form} has no {symbol}: the {} seq_len it takes (kernels/README.md)",
-                    bound.which()
-                )),
-            }
+            problems.extend(bound_problems(cubin, kind, &form, bound));
         }
     }
     if problems.is_empty() {
         Ok(found)
     } else {
         Err(problems)
+    }
+}
+
+/// What is wrong with the seq_len bounds of a bounded form `form` (of `kind`) in a CUBIN:
+/// its `_from` or `_to` ([`form_bound`]) and, for a `NAME_long_noncausal`, its optional
+/// `_to` ([`upper_bound`]).
+fn bound_problems(cubin: &[u8], kind: BoundedForm, form: &str, bound: Bound) -> Vec<String> {
+    use super::cubin::{has_symbol, i32_constant};
+    let symbol = format!("{form}_{}", bound.suffix());
+    let Some(v) = i32_constant(cubin, &symbol, 1) else {
+        return vec![format!(
+            "{form} has no {symbol}: the {} seq_len it takes (kernels/README.md)",
+            bound.which()
+        )];
+    };
+    let from = match form_bound(form, bound, v[0]) {
+        Ok(value) => value,
+        Err(e) => return vec![e.to_string()],
+    };
+    let to_symbol = format!("{form}_to");
+    if kind != BoundedForm::LongNonCausal || !has_symbol(cubin, &to_symbol) {
+        return Vec::new();
+    }
+    let Some(to) = i32_constant(cubin, &to_symbol, 1) else {
+        return vec![format!("{to_symbol} is not an int")];
+    };
+    match upper_bound(form, from, Some(to[0])) {
+        Ok(_) => Vec::new(),
+        Err(e) => vec![e.to_string()],
     }
 }
 

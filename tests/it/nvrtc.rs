@@ -527,6 +527,17 @@ fn the_compile_command_refuses_missing_entry_points_and_bad_launch_constants() {
             ),
             "attention_fwd_f16_d64_long_noncausal_from is 0: it must be a seq_len of at least 1",
         ),
+        // one that ends before it starts (the optional _to below its _from): it would take
+        // no launch
+        (
+            with_entries(
+                &(form("attention_fwd_f16_d64_long_noncausal")
+                    + "extern \"C\" __constant__ int attention_fwd_f16_d64_long_noncausal_from[1] = {256};\n"
+                    + "extern \"C\" __constant__ int attention_fwd_f16_d64_long_noncausal_to[1] = {255};\n"),
+                "{64, 128, 0}",
+            ),
+            "attention_fwd_f16_d64_long_noncausal_to is 255, below attention_fwd_f16_d64_long_noncausal_from (256): the form would take no seq_len",
+        ),
         // tiles computed at once out of 1..=64: the host would weigh the form wrongly
         (
             with_entries(
