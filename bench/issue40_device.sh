@@ -2003,8 +2003,8 @@ twentyfifth-final)
   # After twentyfifth-record: the host's rule for NAME_long_noncausal with a last round of its
   # CTAs that is not full (one pass more: three CTAs on the busiest SM tie, NAME keeps them).
   # This binary against .carry/k-base on ada-cross (a shape with 3 and one with 5 CTAs on
-  # the busiest SM at 256 keys); then the attack suite (the session's device time left no
-  # room for the tools' GPU tests).
+  # the busiest SM at 256 keys); then the attack suite (NO_ATTACKS=1: the A/B alone; the
+  # session's device time left no room for the tools' GPU tests).
   save() { tar czf "$out/twentyfifth-final.tgz" -C "$out" r; }
   derive_config ada-cross configs/pr-ada.yaml <<'SHAPES'
 16 16 256 128 noncausal float16
@@ -2014,8 +2014,7 @@ twentyfifth-final)
 SHAPES
   ab final-cross kernels "$res/ada-cross.yaml"
   save
-  attack_suite 300
-  save
+  [ -n "${NO_ATTACKS:-}" ] || { attack_suite 300; save; }
   ;;
 twentythird-step)
   # Prepared in the twenty-third session for the next one: if a candidate of twentythird-mb3 or
