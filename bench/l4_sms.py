@@ -13,7 +13,7 @@ the timed stream):
 
   ours        the L4 path's entry as the host picks it for the SM count it runs on (NAME_small
               where NAME's grid has fewer CTAs than SMs, NAME_long_noncausal for non-causal
-              d128 from NAME_long_noncausal_from to its _to where NAME's grid fills the SMs), launched
+              d128 from NAME_long_noncausal_from to its _to where its busiest SM costs less), launched
               as bench/kernel_check.py launches it (one tile per CTA, as the gate's grid for
               these forms);
   flash       PyTorch's FA2 (sdpa_kernel(FLASH_ATTENTION));
@@ -102,9 +102,14 @@ def pick_entry(mod, D, dtype, B, H, S, causal, sms):
             return int(cp.ndarray((1,), cp.int32, mod.mod.get_global(sym)).get()[0])
         from_len = const(lnc + "_from")
         to_len = const(lnc + "_to") if mod.has_symbol(lnc + "_to") else S
-        # NAME_long_noncausal (two 4-warp CTAs per SM) against NAME (one 8-warp CTA): on a grid
-        # of at most one CTA per SM both cost a pass of one tile and NAME keeps it (device.rs)
-        if from_len <= S <= to_len and math.ceil(S / rows) * B * H > sms:
+        # NAME_long_noncausal (two 4-warp CTAs per SM) against NAME (one 8-warp CTA) by the
+        # host's busiest-SM cost (device.rs pick_form, for these two geometries: one tile a
+        # CTA, a pass costing its rows plus NAME's, the split form's last round not full one
+        # pass more): c = CTAs on the busiest SM; a tie keeps NAME (c = 1 and c = 3)
+        c = math.ceil(math.ceil(S / rows) * B * H / sms)
+        main_cost = c * 2 * rows
+        lnc_cost = (c // 2) * 3 * rows + (c % 2) * 2 * rows + (rows if c > 2 and c % 2 else 0)
+        if from_len <= S <= to_len and lnc_cost < main_cost:
             return lnc
     return name
 
