@@ -463,9 +463,10 @@ fn cost_of_grid(
 /// a grid of at most one CTA per SM both cost a pass of one tile and NAME keeps it
 /// ([1,16,1000] took 34% longer on the other, sixth session); with three CTAs on the busiest
 /// SM its lone third CTA makes the costs tie and NAME keeps those too (NAME 15.8% and 18.5%
-/// faster at [12,16,256] and [8,16,319] on an H200, twenty-fifth session); with two or four
-/// it wins ([16,16,256]: 3.3% faster than NAME). The tail's pass changes no form with one
-/// CTA per SM (the sm_90a ones): it never leaves a round not full.
+/// faster at [12,16,256] and [8,16,319] on an H200, twenty-fifth session); with two, four or
+/// more it wins ([16,16,256], four: 3.3% faster than NAME; five and more not measured). The
+/// tail's pass changes no form with one CTA per SM (the sm_90a ones): it never leaves a round
+/// not full.
 pub(crate) fn pick_form(shape: &ShapeParams, forms: &Forms, sm_count: u32) -> Form {
     let main_ctas = u64::from(shape.seq_len.div_ceil(forms.main.rows.max(1)))
         .saturating_mul(u64::from(shape.batch))
