@@ -574,7 +574,8 @@ fn check_reading(src: &[u8], r: Reading) -> Option<Finding> {
             check_directive(
                 t.line,
                 spelling,
-                &toks[i + 1..line_end],
+                // line_end > i: toks[i] is the `#`, not the newline
+                toks.get(i + 1..line_end).unwrap_or_default(),
                 &mut macros,
                 &mut note,
             );
@@ -638,10 +639,11 @@ fn check_directive(
     match rest.first().map(|t| &t.tok) {
         None => {}
         Some(Tok::Ident(name)) if ALLOWED_DIRECTIVES.contains(&name.as_str()) => {
+            let after_name = rest.get(1..).unwrap_or_default();
             match name.as_str() {
                 "define" => {
                     if let Some(Tok::Ident(macro_name)) = rest.get(1).map(|t| &t.tok) {
-                        for t in &rest[2..] {
+                        for t in rest.iter().skip(2) {
                             match &t.tok {
                                 Tok::HashHash => {
                                     macros.pastes.insert(macro_name.clone());
@@ -656,10 +658,10 @@ fn check_directive(
                         }
                     }
                 }
-                "if" | "elif" => macros.conditions.extend(condition_identifiers(&rest[1..])),
+                "if" | "elif" => macros.conditions.extend(condition_identifiers(after_name)),
                 _ => {}
             }
-            check_identifiers(&rest[1..], note);
+            check_identifiers(after_name, note);
         }
         Some(Tok::Ident(name)) => {
             let what = format!("{spelling}{}", shown(name));
