@@ -228,6 +228,8 @@
 #                                               # 447 keys; checks, A/Bs, FA2 / cuDNN, 56 SMs
 #   bash bench/issue40_device.sh twentyfifth-record # the bound at 319; pr-ada, pr re-recorded
 #   bash bench/issue40_device.sh twentyfifth-final # the tail rule's A/B; the attack suite
+#   bash bench/issue40_device.sh twentysixth-ks   # ks2 (key-split warp pairs, d128 L4 path); tail rule
+#   bash bench/issue40_device.sh twentysixth-verify # the tail rule against no split tile; attacks, tools
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -2015,6 +2017,64 @@ SHAPES
   ab final-cross kernels "$res/ada-cross.yaml"
   save
   [ -n "${NO_ATTACKS:-}" ] || { attack_suite 300; save; }
+  ;;
+twentysixth-ks)
+  # 2026-12-05 (twenty-sixth session), call 1. ks2: the L4 path's d128 NAME as 4 pairs of warps
+  # on 32 rows each (Q 32 x 128 in registers), the two warps of a pair on the two halves of
+  # every 64-key tile with their own maxima and sums, merged once after the walk through shared
+  # memory: each K and V fragment a warp reads feeds two mma's (16 KiB of ldmatrix a warp a
+  # tile where NAME's 16-row warps read 32: the proxy's bound, KERNEL_LOG 2026-12-05). Same
+  # ring, same CTA, same grid. kernel_check.py --ada with it; the gate's A/B against
+  # .carry/k-base (main's kernels) on pr-ada (FA2 / cuDNN after), ada-mid, the causal d128
+  # shapes of ada-causal. Then the tail rule's A/B (twentysixth-verify's) and the attack suite.
+  save() { tar czf "$out/twentysixth-ks.tgz" -C "$out" r; }
+  ada_mid_config
+  derive_config ada-causal configs/pr-ada.yaml <<'SHAPES'
+16 16 256 128 causal float16
+4 16 1024 128 causal float16
+1 16 1000 128 causal bfloat16
+8 16 319 128 noncausal bfloat16
+SHAPES
+  kernel_check_variants ks2
+  ab ks2-ada .carry/variants/ks2 configs/pr-ada.yaml
+  save
+  ab ks2-mid .carry/variants/ks2 "$res/ada-mid.yaml"
+  ab ks2-causal .carry/variants/ks2 "$res/ada-causal.yaml"
+  save
+  ada_peers
+  peer_table "$res/ab-ks2-ada.json" "$res/sdpa-ada.json"
+  save
+  derive_config ada-cross configs/pr-ada.yaml <<'SHAPES'
+16 16 256 128 noncausal float16
+12 16 256 128 noncausal float16
+20 16 256 128 noncausal float16
+8 16 319 128 noncausal bfloat16
+SHAPES
+  BASE=.carry/variants/nolnc ab tail-rule kernels "$res/ada-cross.yaml"
+  save
+  [ -n "${NO_ATTACKS:-}" ] || { attack_suite 240; save; }
+  ;;
+twentysixth-verify)
+  # 2026-12-05 (twenty-sixth session), call 1: what twentyfifth-final left. The host's tail rule
+  # on the shapes it decides, as the gate's A/B: kernels/ (the split tile from 256 to 319 keys)
+  # against BASE=.carry/variants/nolnc (kernels/ without NAME_long_noncausal: NAME on every
+  # non-causal d128 launch). With three of the split tile's CTAs on the busiest SM
+  # ([12,16,256], [8,16,319]) the rule keeps NAME: the same kernel, a pass; with four
+  # ([16,16,256]) and five ([20,16,256]) it takes the split tile. Then the attack suite and
+  # the tools' GPU tests with this binary and kernels/.
+  save() { tar czf "$out/twentysixth-verify.tgz" -C "$out" r; }
+  derive_config ada-cross configs/pr-ada.yaml <<'SHAPES'
+16 16 256 128 noncausal float16
+12 16 256 128 noncausal float16
+20 16 256 128 noncausal float16
+8 16 319 128 noncausal bfloat16
+SHAPES
+  BASE=.carry/variants/nolnc ab tail-rule kernels "$res/ada-cross.yaml"
+  save
+  attack_suite 300
+  save
+  gpu_tools_tests
+  save
   ;;
 twentythird-step)
   # Prepared in the twenty-third session for the next one: if a candidate of twentythird-mb3 or
