@@ -2026,7 +2026,9 @@ twentysixth-ks)
   # tile where NAME's 16-row warps read 32: the proxy's bound, KERNEL_LOG 2026-12-05). Same
   # ring, same CTA, same grid. kernel_check.py --ada with it; the gate's A/B against
   # .carry/k-base (main's kernels) on pr-ada (FA2 / cuDNN after), ada-mid, the causal d128
-  # shapes of ada-causal. Then the tail rule's A/B (twentysixth-verify's) and the attack suite.
+  # shapes of ada-causal. ks2l: ks2 with O's rescale skipped where every alpha of the warp is
+  # 1.0f (kernel_check, pr-ada). Then the tail rule's A/B (twentysixth-verify's) and the
+  # attack suite.
   save() { tar czf "$out/twentysixth-ks.tgz" -C "$out" r; }
   ada_mid_config
   derive_config ada-causal configs/pr-ada.yaml <<'SHAPES'
@@ -2035,8 +2037,9 @@ twentysixth-ks)
 1 16 1000 128 causal bfloat16
 8 16 319 128 noncausal bfloat16
 SHAPES
-  kernel_check_variants ks2
+  kernel_check_variants ks2 ks2l
   ab ks2-ada .carry/variants/ks2 configs/pr-ada.yaml
+  ab ks2l-ada .carry/variants/ks2l configs/pr-ada.yaml
   save
   ab ks2-mid .carry/variants/ks2 "$res/ada-mid.yaml"
   ab ks2-causal .carry/variants/ks2 "$res/ada-causal.yaml"
