@@ -229,6 +229,8 @@
 #   bash bench/issue40_device.sh twentyfifth-record # the bound at 319; pr-ada, pr re-recorded
 #   bash bench/issue40_device.sh twentyfifth-final # the tail rule's A/B; the attack suite
 #   bash bench/issue40_device.sh twentysixth-ks   # ks2 (key-split warp pairs, d128 L4 path); tail rule
+#   bash bench/issue40_device.sh twentysixth-step  # kernels/ = the step: checks, A/Bs, FA2, tests
+#   bash bench/issue40_device.sh twentysixth-record # pr-ada and pr re-recorded; the attack suite
 #   bash bench/issue40_device.sh twentysixth-verify # the tail rule against no split tile; attacks, tools
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
@@ -2055,6 +2057,49 @@ SHAPES
 SHAPES
   BASE=.carry/variants/nolnc ab tail-rule kernels "$res/ada-cross.yaml"
   save
+  [ -n "${NO_ATTACKS:-}" ] || { attack_suite 240; save; }
+  ;;
+twentysixth-step)
+  # After twentysixth-ks, if a candidate wins: kernels/ = the step (committed). kernel_check.py
+  # --ada and the L4 path under compute-sanitizer; the gate's A/B against .carry/k-base on
+  # pr-ada (PyTorch's FA2 and cuDNN after it: issue 40's table), ada-mid, ada-causal and
+  # ada-d64 (its kernels unchanged); the GPU tests; the trees on 56 SMs.
+  save() { tar czf "$out/twentysixth-step.tgz" -C "$out" r; }
+  kernel_check_only --ada
+  save
+  timed timeout 200 "$bin" sanitize --config configs/sanitize-ada.yaml --kernels kernels \
+    > "$res/san-ada.txt" 2>&1
+  grep -E "sanitize:|finding" "$res/san-ada.txt" | head -4
+  save
+  ada_mid_config
+  ada_d64_config
+  derive_config ada-causal configs/pr-ada.yaml <<'SHAPES'
+16 16 256 128 causal float16
+4 16 1024 128 causal float16
+1 16 1000 128 causal bfloat16
+8 16 319 128 noncausal bfloat16
+8 16 320 128 noncausal float16
+SHAPES
+  ab step-ada kernels configs/pr-ada.yaml
+  ada_peers
+  peer_table "$res/ab-step-ada.json" "$res/sdpa-ada.json"
+  save
+  ab step-mid kernels "$res/ada-mid.yaml"
+  ab step-causal kernels "$res/ada-causal.yaml"
+  save
+  ab step-d64 kernels "$res/ada-d64.yaml"
+  gpu_tests
+  save
+  l4_sms_trees configs/pr-ada.yaml k-base
+  mkdir -p .carry/variants/step && cp kernels/*.cu .carry/variants/step/
+  l4_sms_trees configs/pr-ada.yaml variants/step
+  ;;
+twentysixth-record)
+  # After twentysixth-step: pr-ada and pr re-recorded from 5 processes with kernels/ (= the
+  # committed step), each with its stored-only A/A; then the attack suite (NO_ATTACKS=1: not).
+  save() { tar czf "$out/twentysixth-record.tgz" -C "$out" r; }
+  record_with_kernels pr-ada "kernel step: the L4 path's d128 NAME on key-split warp pairs (issue 40 item 2)"
+  record_with_kernels pr "kernel step: the L4 path's d128 NAME on key-split warp pairs (issue 40 item 2)"
   [ -n "${NO_ATTACKS:-}" ] || { attack_suite 240; save; }
   ;;
 twentysixth-verify)
