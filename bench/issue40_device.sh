@@ -2029,8 +2029,10 @@ twentysixth-ks)
   # ring, same CTA, same grid. kernel_check.py --ada with it; the gate's A/B against
   # .carry/k-base (main's kernels) on pr-ada (FA2 / cuDNN after), ada-mid, the causal d128
   # shapes of ada-causal. ks2l: ks2 with O's rescale skipped where every alpha of the warp is
-  # 1.0f (kernel_check, pr-ada). Then the tail rule's A/B (twentysixth-verify's) and the
-  # attack suite.
+  # 1.0f (kernel_check, pr-ada). ks2d64: ks2 with the d64 NAME on it too, as 8 warps (4 pairs
+  # of 32 rows) with Q re-read from shared memory (48 KiB, 128 registers: two CTAs = 16 warps
+  # a SM where NAME has 8; small spills) (kernel_check, ada-d64). Then the tail rule's A/B
+  # (twentysixth-verify's) and the attack suite.
   save() { tar czf "$out/twentysixth-ks.tgz" -C "$out" r; }
   ada_mid_config
   derive_config ada-causal configs/pr-ada.yaml <<'SHAPES'
@@ -2039,9 +2041,12 @@ twentysixth-ks)
 1 16 1000 128 causal bfloat16
 8 16 319 128 noncausal bfloat16
 SHAPES
-  kernel_check_variants ks2 ks2l
+  ada_d64_config
+  kernel_check_variants ks2 ks2l ks2d64
   ab ks2-ada .carry/variants/ks2 configs/pr-ada.yaml
   ab ks2l-ada .carry/variants/ks2l configs/pr-ada.yaml
+  save
+  ab ks2d64-d64 .carry/variants/ks2d64 "$res/ada-d64.yaml"
   save
   ab ks2-mid .carry/variants/ks2 "$res/ada-mid.yaml"
   ab ks2-causal .carry/variants/ks2 "$res/ada-causal.yaml"
