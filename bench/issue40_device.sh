@@ -753,6 +753,49 @@ gpu_tools_tests() {
   grep -E "test result|FAILED|panicked" "$res/gpu-tools-tests.log" | head -4
 }
 
+# ada-causal.yaml: causal d128 at 256, 1000 and 1024 keys, and non-causal d128 at 319 (the
+# split tile's last) and 320 keys (NAME's first)
+ada_causal_config() {
+  derive_config ada-causal configs/pr-ada.yaml <<'SHAPES'
+16 16 256 128 causal float16
+4 16 1024 128 causal float16
+1 16 1000 128 causal bfloat16
+8 16 319 128 noncausal bfloat16
+8 16 320 128 noncausal float16
+SHAPES
+}
+
+# ada-cross.yaml: non-causal d128 at 256 and 319 keys with three ([12,16,256], [8,16,319]),
+# four ([16,16,256]) and five ([20,16,256]) of the split tile's CTAs on the busiest SM
+tail_cross_config() {
+  derive_config ada-cross configs/pr-ada.yaml <<'SHAPES'
+16 16 256 128 noncausal float16
+12 16 256 128 noncausal float16
+20 16 256 128 noncausal float16
+8 16 319 128 noncausal bfloat16
+SHAPES
+}
+
+# The host's tail rule as the gate's A/B (ab-tail-rule.json): kernels/ against
+# .carry/variants/nolnc (no NAME_long_noncausal: NAME on every non-causal d128 launch) on
+# ada-cross, so what differs is the form this binary picks: three CTAs on the busiest SM keep
+# NAME (the same kernel: a pass), four and five take the split tile
+tail_rule_ab() {
+  tail_cross_config
+  BASE=.carry/variants/nolnc ab tail-rule kernels "$res/ada-cross.yaml"
+}
+
+# kernels/ as an L4-path step: kernel_check.py --ada, then the L4 path under compute-sanitizer
+# (configs/sanitize-ada.yaml), the mode's `save` after each: ada_step_checks
+ada_step_checks() {
+  kernel_check_only --ada
+  save
+  timed timeout 200 "$bin" sanitize --config configs/sanitize-ada.yaml --kernels kernels \
+    > "$res/san-ada.txt" 2>&1
+  grep -E "sanitize:|finding" "$res/san-ada.txt" | head -4
+  save
+}
+
 case $what in
 tenth)
   # 2026-12-03, tenth session, first form (one d128 entry choosing 128- or 192-key tiles per
@@ -1951,12 +1994,7 @@ twentyfifth-step)
   # point) against kernels/ on pr-ada; the trees on 56 SMs; the GPU tests (the host's form
   # rule changed).
   save() { tar czf "$out/twentyfifth-step.tgz" -C "$out" r; }
-  kernel_check_only --ada
-  save
-  timed timeout 200 "$bin" sanitize --config configs/sanitize-ada.yaml --kernels kernels \
-    > "$res/san-ada.txt" 2>&1
-  grep -E "sanitize:|finding" "$res/san-ada.txt" | head -4
-  save
+  ada_step_checks
   ada_mid_config
   ada_d64_config
   derive_config ada-cross configs/pr-ada.yaml <<'SHAPES'
@@ -2010,12 +2048,7 @@ twentyfifth-final)
   # the busiest SM at 256 keys); then the attack suite (NO_ATTACKS=1: the A/B alone; the
   # session's device time left no room for the tools' GPU tests).
   save() { tar czf "$out/twentyfifth-final.tgz" -C "$out" r; }
-  derive_config ada-cross configs/pr-ada.yaml <<'SHAPES'
-16 16 256 128 noncausal float16
-12 16 256 128 noncausal float16
-20 16 256 128 noncausal float16
-8 16 319 128 noncausal bfloat16
-SHAPES
+  tail_cross_config
   ab final-cross kernels "$res/ada-cross.yaml"
   save
   [ -n "${NO_ATTACKS:-}" ] || { attack_suite 300; save; }
@@ -2035,12 +2068,7 @@ twentysixth-ks)
   # (twentysixth-verify's) and the attack suite.
   save() { tar czf "$out/twentysixth-ks.tgz" -C "$out" r; }
   ada_mid_config
-  derive_config ada-causal configs/pr-ada.yaml <<'SHAPES'
-16 16 256 128 causal float16
-4 16 1024 128 causal float16
-1 16 1000 128 causal bfloat16
-8 16 319 128 noncausal bfloat16
-SHAPES
+  ada_causal_config
   ada_d64_config
   kernel_check_variants ks2 ks2l ks2d64
   ab ks2-ada .carry/variants/ks2 configs/pr-ada.yaml
@@ -2052,15 +2080,9 @@ SHAPES
   ab ks2-causal .carry/variants/ks2 "$res/ada-causal.yaml"
   save
   ada_peers
-  peer_table "$res/ab-ks2-ada.json" "$res/sdpa-ada.json"
+  for v in ks2 ks2l; do peer_table "$res/ab-$v-ada.json" "$res/sdpa-ada.json"; done
   save
-  derive_config ada-cross configs/pr-ada.yaml <<'SHAPES'
-16 16 256 128 noncausal float16
-12 16 256 128 noncausal float16
-20 16 256 128 noncausal float16
-8 16 319 128 noncausal bfloat16
-SHAPES
-  BASE=.carry/variants/nolnc ab tail-rule kernels "$res/ada-cross.yaml"
+  tail_rule_ab
   save
   [ -n "${NO_ATTACKS:-}" ] || { attack_suite 240; save; }
   ;;
@@ -2068,23 +2090,12 @@ twentysixth-step)
   # After twentysixth-ks, if a candidate wins: kernels/ = the step (committed). kernel_check.py
   # --ada and the L4 path under compute-sanitizer; the gate's A/B against .carry/k-base on
   # pr-ada (PyTorch's FA2 and cuDNN after it: issue 40's table), ada-mid, ada-causal and
-  # ada-d64 (its kernels unchanged); the GPU tests; the trees on 56 SMs.
+  # ada-d64; the GPU tests; the trees on 56 SMs.
   save() { tar czf "$out/twentysixth-step.tgz" -C "$out" r; }
-  kernel_check_only --ada
-  save
-  timed timeout 200 "$bin" sanitize --config configs/sanitize-ada.yaml --kernels kernels \
-    > "$res/san-ada.txt" 2>&1
-  grep -E "sanitize:|finding" "$res/san-ada.txt" | head -4
-  save
+  ada_step_checks
   ada_mid_config
   ada_d64_config
-  derive_config ada-causal configs/pr-ada.yaml <<'SHAPES'
-16 16 256 128 causal float16
-4 16 1024 128 causal float16
-1 16 1000 128 causal bfloat16
-8 16 319 128 noncausal bfloat16
-8 16 320 128 noncausal float16
-SHAPES
+  ada_causal_config
   ab step-ada kernels configs/pr-ada.yaml
   ada_peers
   peer_table "$res/ab-step-ada.json" "$res/sdpa-ada.json"
@@ -2116,13 +2127,7 @@ twentysixth-verify)
   # ([16,16,256]) and five ([20,16,256]) it takes the split tile. Then the attack suite and
   # the tools' GPU tests with this binary and kernels/.
   save() { tar czf "$out/twentysixth-verify.tgz" -C "$out" r; }
-  derive_config ada-cross configs/pr-ada.yaml <<'SHAPES'
-16 16 256 128 noncausal float16
-12 16 256 128 noncausal float16
-20 16 256 128 noncausal float16
-8 16 319 128 noncausal bfloat16
-SHAPES
-  BASE=.carry/variants/nolnc ab tail-rule kernels "$res/ada-cross.yaml"
+  tail_rule_ab
   save
   attack_suite 300
   save
