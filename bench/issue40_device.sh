@@ -227,7 +227,6 @@
 #   bash bench/issue40_device.sh twentyfifth-step # the step: non-causal d128 on NAME above
 #                                               # 447 keys; checks, A/Bs, FA2 / cuDNN, 56 SMs
 #   bash bench/issue40_device.sh twentyfifth-record # the bound at 319; pr-ada, pr re-recorded
-#   bash bench/issue40_device.sh twentyfifth-final # the tail rule's A/B; the attack suite
 #   bash bench/issue40_device.sh twentysixth-ks   # ks2 (key-split warp pairs, d128 L4 path); tail rule
 #   bash bench/issue40_device.sh twentysixth-step  # kernels/ = the step: checks, A/Bs, FA2, tests
 #   bash bench/issue40_device.sh twentysixth-record # pr-ada and pr re-recorded; the attack suite
@@ -2041,18 +2040,6 @@ SHAPES
   record_with_kernels pr-ada "kernel step: non-causal d128 on the L4 path's ring NAME from 320 keys (issue 40 item 2)"
   record_with_kernels pr "kernel step: non-causal d128 on the L4 path's ring NAME from 320 keys (issue 40 item 2)"
   ;;
-twentyfifth-final)
-  # After twentyfifth-record: the host's rule for NAME_long_noncausal with a last round of its
-  # CTAs that is not full (one pass more: three CTAs on the busiest SM tie, NAME keeps them).
-  # This binary against .carry/k-base on ada-cross (a shape with 3 and one with 5 CTAs on
-  # the busiest SM at 256 keys); then the attack suite (NO_ATTACKS=1: the A/B alone; the
-  # session's device time left no room for the tools' GPU tests).
-  save() { tar czf "$out/twentyfifth-final.tgz" -C "$out" r; }
-  tail_cross_config
-  ab final-cross kernels "$res/ada-cross.yaml"
-  save
-  [ -n "${NO_ATTACKS:-}" ] || { attack_suite 300; save; }
-  ;;
 twentysixth-ks)
   # 2026-12-05 (twenty-sixth session), call 1. ks2: the L4 path's d128 NAME as 4 pairs of warps
   # on 32 rows each (Q 32 x 128 in registers), the two warps of a pair on the two halves of
@@ -2119,7 +2106,8 @@ twentysixth-record)
   [ -n "${NO_ATTACKS:-}" ] || { attack_suite 240; save; }
   ;;
 twentysixth-verify)
-  # 2026-12-05 (twenty-sixth session), call 1: what twentyfifth-final left. The host's tail rule
+  # 2026-12-05 (twenty-sixth session): what twentyfifth-final (never run, removed: against
+  # 1390757's kernels this binary picks the same forms on ada-cross) was for. The host's tail rule
   # on the shapes it decides, as the gate's A/B: kernels/ (the split tile from 256 to 319 keys)
   # against BASE=.carry/variants/nolnc (kernels/ without NAME_long_noncausal: NAME on every
   # non-causal d128 launch). With three of the split tile's CTAs on the busiest SM
