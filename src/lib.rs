@@ -22,7 +22,7 @@
 //!    (verdicts, and the planned two-stage decision), `report`, `history`, `profile`,
 //!    `sanitize`, `peers`, `shard` (shards and their merge), `baseline`, `results`,
 //!    `resources`, `energy`, `comparison`, `verdict`, `config`, `samples`, `files`,
-//!    `validate`, `stats`: none of them knows `gpu`, `sim`, `run`, `cli`, `commands` or
+//!    `validate`, `witness`, `stats`: none of them knows `gpu`, `sim`, `run`, `cli`, `commands` or
 //!    `github`;
 //! 6. `gpu_error` (the measuring backend's error, which `backend` re-exports and `kernel`
 //!    returns), `ffi` (every `unsafe` call of the crate: the CUDA driver's and NVRTC's C interfaces
@@ -79,4 +79,5 @@ pub mod stats;
 pub mod text;
 pub mod validate;
 pub mod verdict;
+pub mod witness;
 pub(crate) mod yaml;

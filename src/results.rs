@@ -138,6 +138,24 @@ pub struct MeasurementInfo {
     /// launch of every sample: gpu::integrity); 0 in files of earlier versions.
     #[serde(default)]
     pub checked_launches: u64,
+    /// Each side's median unwitnessed time per sample, where the device witnesses its
+    /// samples (`crate::witness`); `None` in files of earlier versions and for devices that
+    /// do not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unwitnessed: Option<Unwitnessed>,
+}
+
+/// What the host's clock saw of a shape's samples beyond the events' span
+/// (`crate::witness`): medians over every sample of a side, in µs, and the largest
+/// difference between the sides that is not judged.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Unwitnessed {
+    pub candidate_us: f64,
+    /// The base's, in A/B.
+    #[serde(default)]
+    pub base_us: Option<f64>,
+    /// `crate::witness::limit_us` of the candidate's samples.
+    pub limit_us: f64,
 }
 
 /// The order of one A/B pair of rounds, drawn by a seeded coin.
@@ -986,6 +1004,14 @@ fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
             "rounds",
         )?;
         c.finite(&format!("{key}.measurement.wall_s"), m.wall_s)?;
+        if let Some(u) = &m.unwitnessed {
+            let k = format!("{key}.measurement.unwitnessed");
+            c.finite(&format!("{k}.candidate_us"), u.candidate_us)?;
+            c.finite(&format!("{k}.limit_us"), u.limit_us)?;
+            if let Some(b) = u.base_us {
+                c.finite(&format!("{k}.base_us"), b)?;
+            }
+        }
     }
     Ok(())
 }
@@ -1298,6 +1324,54 @@ mod tests {
             l.as_mut().unwrap().kernel = "../x".into();
             let e = check_shape_result(path, 0, &bad).unwrap_err().to_string();
             assert!(e.contains(&format!("shapes[0].{field}.kernel")), "{e}");
+        }
+    }
+
+    #[test]
+    fn unwitnessed_times_are_checked_as_hostile() {
+        let params = ShapeParams::new(2, 8, 512, 64, false, crate::config::Dtype::Float16);
+        let path = Path::new("results.json");
+        let mut s = ShapeResult::new(params);
+        s.measurement = Some(MeasurementInfo {
+            cache: crate::config::CacheMode::Hot,
+            launches_per_sample: 100,
+            rounds: 8,
+            extra_rounds: 0,
+            working_set_bytes: 1 << 20,
+            wall_s: 0.2,
+            sm_clock_mhz: None,
+            design: None,
+            checked_launches: 8000,
+            unwitnessed: Some(Unwitnessed {
+                candidate_us: 57.0,
+                base_us: Some(56.0),
+                limit_us: 30.0,
+            }),
+        });
+        assert!(check_shape_result(path, 0, &s).is_ok());
+        for (key, value) in [
+            ("candidate_us", f64::NAN),
+            ("base_us", f64::INFINITY),
+            ("limit_us", f64::NEG_INFINITY),
+        ] {
+            let mut bad = s.clone();
+            let u = bad
+                .measurement
+                .as_mut()
+                .unwrap()
+                .unwitnessed
+                .as_mut()
+                .unwrap();
+            match key {
+                "candidate_us" => u.candidate_us = value,
+                "base_us" => u.base_us = Some(value),
+                _ => u.limit_us = value,
+            }
+            let e = check_shape_result(path, 0, &bad).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("shapes[0].measurement.unwitnessed.{key}")),
+                "{e}"
+            );
         }
     }
 

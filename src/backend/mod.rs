@@ -92,6 +92,9 @@ pub struct Measurement {
     pub per_launch_ms: Option<f64>,
     /// Energy windows after the timed rounds ([`Measure::energy`]); never timed samples.
     pub energy: Vec<crate::energy::EnergyRound>,
+    /// Per round, each sample's unwitnessed µs: what the host's clock saw of the sample
+    /// beyond the events' span (`crate::witness`); empty where a device does not witness.
+    pub unwitnessed_us: Vec<Vec<f64>>,
 }
 
 /// One round of one side, as a backend measured it: what [`Measurement::push`] appends.
@@ -116,6 +119,9 @@ pub struct Round {
     pub worst_timed: Option<Parity>,
     /// One launch's time from the round's warm-up, ms, where it warmed up.
     pub per_launch_ms: Option<f64>,
+    /// Each sample's unwitnessed µs (`crate::witness`); empty where a device does not
+    /// witness.
+    pub unwitnessed_us: Vec<f64>,
 }
 
 /// One pair of rounds, as [`Measure::pair`] measured it: the order it drew, and the round
@@ -160,6 +166,7 @@ impl Measurement {
             clock_events: Vec::new(),
             per_launch_ms: None,
             energy: Vec::new(),
+            unwitnessed_us: Vec::new(),
         }
     }
 
@@ -167,6 +174,7 @@ impl Measurement {
     /// larger worst error of the two kept.
     pub fn push(&mut self, round: Round) {
         self.rounds.push(round.values);
+        self.unwitnessed_us.push(round.unwitnessed_us);
         self.launches_per_sample = round.launches_per_sample;
         self.working_set_bytes = round.working_set_bytes;
         self.round_addresses.extend(round.addresses);
@@ -212,12 +220,14 @@ impl Measurement {
                 .saturating_sub(before.checked_launches),
             worst_timed: self.worst_timed.clone(),
             per_launch_ms: self.per_launch_ms,
+            unwitnessed_us: self.unwitnessed_us.last().cloned().unwrap_or_default(),
         })
     }
 
     /// Forgets the last round (a pair measured again, `run::shape`).
     pub fn drop_last(&mut self) {
         if self.rounds.pop().is_some() {
+            self.unwitnessed_us.pop();
             self.clock_events.pop();
             self.round_addresses.pop();
             let keep = self.sm_clock_mhz.len().saturating_sub(2);
@@ -502,6 +512,7 @@ mod measurement_tests {
                 seed: 0,
             }),
             per_launch_ms: Some(0.1),
+            unwitnessed_us: vec![50.0 + f64::from(events); 2],
         }
     }
 
@@ -516,6 +527,7 @@ mod measurement_tests {
         let added = copy.round_since(&engine).expect("one round added");
         assert_eq!(added.values, vec![3.0, 4.0]);
         assert_eq!(added.clock_events, 2);
+        assert_eq!(added.unwitnessed_us, vec![52.0, 52.0]);
         engine.push(added);
         assert_eq!(format!("{engine:?}"), format!("{copy:?}"));
         // The larger worst error is kept, whichever round had it.
@@ -529,5 +541,6 @@ mod measurement_tests {
             (engine.round_addresses.len(), engine.sm_clock_mhz.len()),
             (1, 2)
         );
+        assert_eq!(engine.unwitnessed_us, vec![vec![50.0, 50.0]]);
     }
 }

@@ -497,6 +497,7 @@ mod tests {
             sm_clock_mhz: None,
             design: None,
             checked_launches: 0,
+            unwitnessed: None,
         });
         s
     }

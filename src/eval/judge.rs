@@ -421,6 +421,7 @@ mod tests {
                     max: 16,
                 }),
                 checked_launches: 0,
+                unwitnessed: None,
             });
             shapes.push(s);
         }

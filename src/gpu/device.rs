@@ -941,6 +941,23 @@ impl Gpu {
         .during(|| described.clone())
     }
 
+    /// Waits for `event` (recorded on the stream), under the deadline of work expected to
+    /// take `expected`; returns the host's time when the wait saw it complete.
+    pub(crate) fn wait_event(
+        &self,
+        event: &cudarc::driver::CudaEvent,
+        expected: Option<Duration>,
+        what: impl FnOnce() -> String,
+    ) -> Result<std::time::Instant, GpuError> {
+        let described = what();
+        super::watchdog::guarded(
+            self.wait_limit(expected),
+            || described.clone(),
+            || event.synchronize().map(|()| std::time::Instant::now()),
+        )
+        .during(|| described.clone())
+    }
+
     /// Copies a device buffer to the host (which waits for the stream), under a deadline.
     pub(crate) fn read_back<T: cudarc::driver::DeviceRepr + Default + Clone>(
         &self,

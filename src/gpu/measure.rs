@@ -445,6 +445,9 @@ pub(super) struct PreparedRound {
     pub(super) expected: Duration,
     /// Samples across which the SM clock moved.
     clock_events: u32,
+    /// Each sample's unwitnessed µs: the host's span from the lead-in to the end event
+    /// less the events' span (`crate::witness`).
+    unwitnessed: Vec<f64>,
 }
 
 impl PreparedRound {
@@ -773,6 +776,7 @@ pub(super) fn prepare_round(
         set_q_key,
         expected,
         clock_events: 0,
+        unwitnessed: Vec::with_capacity(samples),
     };
     spans::add("round.check_buffers", t);
     spans::time("round.first_replay", || {
@@ -991,6 +995,15 @@ fn take_sample(
         .upload()
         .during(|| "uploading the CUDA graph".into())?;
     let clock_before = gpu.monitor.sm_clock_mhz();
+    // The host's clock witnesses the sample (`crate::witness`) from an idle GPU: what was
+    // queued before the lead-in (the inputs, the poison: the harness's own work) has
+    // finished, so the span it sees is the lead-in, the replay and the wake-up only.
+    spans::time("sample.ready", || {
+        gpu.sync(None, || {
+            format!("the inputs of a timed sample of shape {shape}")
+        })
+    })?;
+    let witnessed_from = std::time::Instant::now();
     ffi::launch_spin(&gpu.stream, &gpu.kernels.spin, LEAD_CYCLES)
         .during(|| "launching the lead-in spin".into())?;
     let (start, end) = &round.events[sample];
@@ -1005,7 +1018,11 @@ fn take_sample(
             kernel.name
         )
     };
-    spans::time("sample.wait", || gpu.sync(Some(round.expected), what))?;
+    let end = &round.events[sample].1;
+    let ended = spans::time("sample.wait", || {
+        gpu.wait_event(end, Some(round.expected), what)
+    })?;
+    spans::time("sample.checks", || gpu.sync(Some(round.expected), what))?;
     // A clock that moved across the sample (read before its launch and after it ended, not
     // after the idle time): an event this sample may carry.
     let clock_after = gpu.monitor.sm_clock_mhz();
@@ -1017,6 +1034,8 @@ fn take_sample(
     let (start, end) = &round.events[sample];
     let ms = event_ms(start, end)?;
     round.values.push(ms * 1000.0 / f64::from(round.launches));
+    let seen_us = ended.duration_since(witnessed_from).as_secs_f64() * 1e6;
+    round.unwitnessed.push(seen_us - ms * 1000.0);
     charge(b, label, ms, what)?;
     if settings.duty_cycle < 1.0 {
         let period = Duration::from_secs_f64(ms / settings.duty_cycle / 1000.0);
@@ -1090,6 +1109,7 @@ fn finish_round(
     }
     m.clock_events.push(round.clock_events);
     m.rounds.push(round.values.clone());
+    m.unwitnessed_us.push(round.unwitnessed.clone());
     // Hold at most a quarter of the free memory (and 4 GiB) across rounds: every round
     // verifies all of it.
     let (free, _) = gpu

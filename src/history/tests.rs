@@ -71,6 +71,7 @@ fn results(commit: Option<&str>, shapes: &[(ShapeParams, Option<f64>)]) -> Resul
                     sm_clock_mhz: None,
                     design: None,
                     checked_launches: 0,
+                    unwitnessed: None,
                 });
             } else {
                 s.error = Some("compile error".into());

@@ -15,8 +15,9 @@ use super::stored::{Stored, median_of};
 use crate::backend::{Backend, Facts, GpuError, Measure, Measurement, Side};
 use crate::comparison::shape_seed;
 use crate::config::{CacheMode, Config, ShapeParams, Tolerance};
-use crate::results::{MeasurementInfo, ProbeResult, ShapeResult, StageDesign};
+use crate::results::{MeasurementInfo, ProbeResult, ShapeResult, StageDesign, Unwitnessed};
 use crate::stats::Sample;
+use crate::witness::SideWitness;
 
 /// What measuring the shapes reads and never changes: the sides, the stage design, the
 /// stored baseline, the device's speed limit.
@@ -168,7 +169,13 @@ impl Measuring<'_> {
         result.error = result
             .error
             .take()
-            .or_else(|| speed_limit(result, reference_p50, self.peak_tflops, max_speedup));
+            .or_else(|| speed_limit(result, reference_p50, self.peak_tflops, max_speedup))
+            .or_else(|| {
+                crate::witness::judge([
+                    ("base", run.base().and_then(side_witness)),
+                    ("candidate", side_witness(run.cand())),
+                ])
+            });
     }
 }
 
@@ -250,6 +257,12 @@ pub(super) fn second_stages(
     Ok(())
 }
 
+/// A side's unwitnessed time over its samples (`crate::witness`); `None` where the device
+/// does not witness them.
+fn side_witness(m: &Measurement) -> Option<SideWitness> {
+    SideWitness::of(&m.rounds, &m.unwitnessed_us, m.launches_per_sample)
+}
+
 /// Copies what a shape's sides measured into its result.
 fn fill(result: &mut ShapeResult, run: &ShapeRun, cache: CacheMode, design: StageDesign) {
     result.remeasured = run.remeasured.clone();
@@ -293,6 +306,11 @@ fn fill(result: &mut ShapeResult, run: &ShapeRun, cache: CacheMode, design: Stag
             .map(|(lo, hi)| (*lo, *hi)),
         design: Some(design),
         checked_launches: cand.checked_launches,
+        unwitnessed: side_witness(cand).map(|c| Unwitnessed {
+            candidate_us: c.unwitnessed_us,
+            base_us: run.base().and_then(side_witness).map(|b| b.unwitnessed_us),
+            limit_us: crate::witness::limit_us(c.sample_us),
+        }),
     });
 }
 

@@ -11,7 +11,9 @@
 //! `factor` multiplies its times (1 by default); each fault applies to the shapes whose name
 //! contains its value (`*` for all): `parity-fail` (its output is far from the reference),
 //! `hang` (its kernel never returns: the watchdog's hang path, exit 2), `error` (a CUDA
-//! error), `skip` (its timed launches skip work: an integrity failure), `clock` (a quarter
+//! error), `skip` (its timed launches skip work: an integrity failure), `forge` (its timed
+//! samples' event records are shortened by [`FORGED_SHARE`] of a sample, the time the host's
+//! clock saw left as it was: `crate::witness`), `clock` (a quarter
 //! of its rounds see the SM clock move during half their samples and run 5% slow: the
 //! pipeline's re-measure rule for pairs the clock hit on one side). `regs` and `spill` set
 //! what its kernels report of the compiler (registers, 128 by default; spilled bytes stored
@@ -52,6 +54,9 @@ pub use noise::{Noise, NoiseModel};
 /// `simulated-gpu`).
 pub(crate) const GPU_NAME: &str = "Simulated GPU";
 
+/// The share of each timed sample a `forge` kernel takes out of its event record.
+pub(crate) const FORGED_SHARE: f64 = 0.25;
+
 /// What a simulated `attention.cu` does.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct SimKernel {
@@ -61,6 +66,8 @@ pub(crate) struct SimKernel {
     pub hang: Option<String>,
     pub error: Option<String>,
     pub skip: Option<String>,
+    /// Shapes whose timed samples' records are shortened ([`FORGED_SHARE`]).
+    pub forge: Option<String>,
     pub clock: Option<String>,
     /// Multiplies the simulated board power in energy windows (1 by default).
     pub power: f64,
@@ -103,6 +110,7 @@ impl SimKernel {
             hang: None,
             error: None,
             skip: None,
+            forge: None,
             clock: None,
             power: 1.0,
             energy_coarse: None,
@@ -148,6 +156,7 @@ impl SimKernel {
                     "hang" => k.hang = Some(value),
                     "error" => k.error = Some(value),
                     "skip" => k.skip = Some(value),
+                    "forge" => k.forge = Some(value),
                     "clock" => k.clock = Some(value),
                     "regs" => {
                         k.regs = value
@@ -426,6 +435,17 @@ impl SimBackend {
                 side.label()
             )
         })?;
+        // What the host's clock sees beyond the events: a lead-in and wake-up of 55–59 µs;
+        // where the kernel forges, also the share of the sample taken out of its record.
+        let forged = SimKernel::hits(&kernel.forge, &s.params);
+        let unwitnessed_us = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let taken = v * f64::from(LAUNCHES) * FORGED_SHARE / (1.0 - FORGED_SHARE);
+                55.0 + (i % 5) as f64 + if forged { taken } else { 0.0 }
+            })
+            .collect();
         let (sm_clock_mhz, clock_events) = if clocked {
             (vec![1980, 1755], samples.div_ceil(2))
         } else {
@@ -449,6 +469,7 @@ impl SimBackend {
                 seed: 0,
             }),
             per_launch_ms: None,
+            unwitnessed_us,
         })
     }
 
@@ -485,6 +506,9 @@ impl SimBackend {
             )));
         }
         let mut us = base_us(&s.params) * k.factor;
+        if SimKernel::hits(&k.forge, &s.params) {
+            us *= 1.0 - FORGED_SHARE;
+        }
         if index + 1 == s.sides.len()
             && let Some(extra) = s.state.inject_us
         {

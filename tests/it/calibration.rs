@@ -204,6 +204,7 @@ fn shape_result(i: usize, design: StageDesign) -> ShapeResult {
         sm_clock_mhz: None,
         design: Some(design),
         checked_launches: 0,
+        unwitnessed: None,
     });
     s
 }
@@ -291,6 +292,7 @@ fn replayed(values: Vec<f64>) -> Round {
         checked_launches: 0,
         worst_timed: None,
         per_launch_ms: None,
+        unwitnessed_us: Vec::new(),
     }
 }
 

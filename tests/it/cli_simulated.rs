@@ -297,6 +297,30 @@ fn faults_of_the_kernel_end_in_parity_fail_error_or_exit_2() {
             .contains("gate.max_speedup"),
         "{r}"
     );
+    // A quarter of every sample taken out of the candidate's event records (its start moved later:
+    // a forged improvement) while the host's clock saw the whole sample: no time of it is
+    // believed, and the results say what each side's samples left unwitnessed.
+    let b = s.kernels("forge", "forge=*");
+    assert_eq!(s.local(&a, &b).output().unwrap().status.code(), Some(1));
+    let r = s.results();
+    assert!(verdicts(&r).iter().all(|v| v == "error"), "{r}");
+    for shape in r["shapes"].as_array().unwrap() {
+        let why = shape["error"].as_str().unwrap();
+        assert!(
+            why.starts_with("the candidate's timed samples were")
+                && why.contains("shorter than the host's clock saw them take, beyond the base's"),
+            "{why}"
+        );
+        let u = &shape["measurement"]["unwitnessed"];
+        let (cand, base) = (
+            u["candidate_us"].as_f64().unwrap(),
+            u["base_us"].as_f64().unwrap(),
+        );
+        assert!(
+            base < 60.0 && cand - base > u["limit_us"].as_f64().unwrap(),
+            "{u}"
+        );
+    }
 }
 
 #[test]

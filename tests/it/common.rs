@@ -195,6 +195,7 @@ pub fn results(gpu: &str, factors: &[f64], seed: u64) -> ResultsFile {
                     sm_clock_mhz: Some((1980, 1980)),
                     design: None,
                     checked_launches: 0,
+                    unwitnessed: None,
                 }),
                 ..ShapeResult::new(params)
             }

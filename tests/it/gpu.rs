@@ -16,6 +16,7 @@ use ci_gate::gpu::parity::{POISON, Which, attention_on_host, check_parity};
 use ci_gate::reference::{Problem, attention, decode, errors};
 use ci_gate::results::PairOrder;
 use ci_gate::stats::{Rounds, paired_margin_test};
+use ci_gate::witness::{SideWitness, judge, limit_us};
 
 fn gpu() -> Gpu {
     // NVRTC runs in a sandboxed child that is the ci-gate executable, not this test binary:
@@ -415,6 +416,22 @@ fn ab_pairs_of_one_kernel_agree() {
     let t = paired_margin_test(&base, &cand, 0.02).unwrap();
     assert!((t.ratio() - 1.0).abs() < 0.01, "{t:?}");
     assert!(t.p_slower > 0.05 && t.p_faster > 0.05, "{t:?}");
+    // The host's clock witnessed every sample of both sides (ci_gate::witness): a positive
+    // unwitnessed time per sample (the lead-in spin alone is ~50 µs), the same for the two
+    // sides up to the judged limit, and no judgement.
+    let [b, c] = [&sides[0].m, &sides[1].m].map(|m| {
+        assert!(
+            m.unwitnessed_us
+                .iter()
+                .flatten()
+                .all(|&u| u > 0.0 && u < 10_000.0)
+        );
+        SideWitness::of(&m.rounds, &m.unwitnessed_us, m.launches_per_sample).unwrap()
+    });
+    eprintln!("unwitnessed µs per sample: base {b:?}, candidate {c:?}");
+    assert_eq!((b.samples, c.samples), (100, 100));
+    assert!((b.unwitnessed_us - c.unwitnessed_us).abs() < limit_us(b.sample_us));
+    assert_eq!(judge([("base", Some(b)), ("candidate", Some(c))]), None);
 }
 
 /// Issue 23 on the GPU: every kernel a shape launches has its compiler resources with the

@@ -1,0 +1,278 @@
+//! The host's clock as a witness of every timed sample.
+//!
+//! A sample's time is the span between two CUDA events recorded around its replay. The GPU
+//! writes the events' timestamps into driver memory of the process's CUDA context, the
+//! context the kernel under test runs in and can write (a kernel node's parameter memory,
+//! driver memory too, was found writable through a generic address: docs/MEASURING.md). A
+//! kernel that finds the start event's record while it runs can move it later and shorten
+//! its own time without doing less work, and no check of its output would see it.
+//!
+//! So the host reads its own clock around every sample: from just before the lead-in spin
+//! (everything queued before it has finished: the GPU is idle) to the moment it sees the end
+//! event complete. That span minus the events' span is the sample's **unwitnessed** time:
+//! the spin, the launch latencies and the host's wake-up, none of which the kernel under test
+//! does, so the two sides of an A/B run, sampled alternately in the same stretch of time,
+//! have the same unwitnessed time up to noise. Time taken out of a side's event record shows
+//! as unwitnessed time that side has and the other has not: where one side's median exceeds
+//! the other's by more than [`limit_us`], no time of the shape is believed ([`judge`]: an
+//! `error`, which never passes).
+//!
+//! What it does not stop: a kernel that also writes the end event's completion early, at a
+//! time it chooses, so that the host wakes with it (the host learns of completion through
+//! driver memory as well), and a run without a base, which has no second side to compare
+//! with (its unwitnessed time is recorded, not judged). docs/SECURITY.md says so.
+//!
+//! Cost: two clock readings and one extra wait per sample; a median per side per shape.
+
+use crate::stats::median;
+
+/// Samples each side needs before its unwitnessed time is judged: a median of fewer could
+/// move with a few host stalls.
+pub const MIN_SAMPLES: usize = 40;
+
+/// The largest difference between the sides' median unwitnessed times that is not judged,
+/// as a share of a sample's time ...
+pub const SHARE: f64 = 0.015;
+
+/// ... and at least this many µs. The honest difference is the spread of two medians of the
+/// same host wake-ups and lead-in spins: a few µs.
+pub const FLOOR_US: f64 = 30.0;
+
+/// One side's unwitnessed time, over its samples.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SideWitness {
+    /// Median µs per sample the host saw that the events did not.
+    pub unwitnessed_us: f64,
+    /// Median µs of a whole sample (the events' span).
+    pub sample_us: f64,
+    /// Samples with both times.
+    pub samples: usize,
+}
+
+impl SideWitness {
+    /// A side's witness from its rounds: per-launch times (`rounds`, as the results hold
+    /// them), the launches of one sample, and each sample's unwitnessed µs by round
+    /// (`unwitnessed`). A round whose two lists differ in length, or a time that is not
+    /// finite, is left out; `None` where no sample is left (a device that does not witness).
+    pub fn of(
+        rounds: &[Vec<f64>],
+        unwitnessed: &[Vec<f64>],
+        launches_per_sample: u32,
+    ) -> Option<SideWitness> {
+        let launches = f64::from(launches_per_sample.max(1));
+        let (mut samples, mut unseen) = (Vec::new(), Vec::new());
+        for (times, unw) in rounds.iter().zip(unwitnessed) {
+            if times.len() != unw.len() {
+                continue;
+            }
+            for (t, u) in times.iter().zip(unw) {
+                if t.is_finite() && u.is_finite() {
+                    samples.push(t * launches);
+                    unseen.push(*u);
+                }
+            }
+        }
+        Some(SideWitness {
+            unwitnessed_us: median(&unseen)?,
+            sample_us: median(&samples)?,
+            samples: unseen.len(),
+        })
+    }
+}
+
+/// The largest excess of one side's median unwitnessed time over the other's that is not
+/// judged, for samples of `sample_us`: [`SHARE`] of it, at least [`FLOOR_US`].
+pub fn limit_us(sample_us: f64) -> f64 {
+    (SHARE * sample_us).max(FLOOR_US)
+}
+
+/// Whether the sides' unwitnessed times disagree: one sentence naming the side whose events
+/// saw less than the host did, or `None` (they agree, a side is missing, or a side has fewer
+/// than [`MIN_SAMPLES`] samples). `sides` are (label, witness), base first.
+pub fn judge(sides: [(&str, Option<SideWitness>); 2]) -> Option<String> {
+    let [(base_label, Some(base)), (cand_label, Some(cand))] = sides else {
+        return None;
+    };
+    if base.samples < MIN_SAMPLES || cand.samples < MIN_SAMPLES {
+        return None;
+    }
+    let (label, short, other_label, other) = if cand.unwitnessed_us >= base.unwitnessed_us {
+        (cand_label, cand, base_label, base)
+    } else {
+        (base_label, base, cand_label, cand)
+    };
+    let excess = short.unwitnessed_us - other.unwitnessed_us;
+    let limit = limit_us(short.sample_us);
+    if excess <= limit {
+        return None;
+    }
+    Some(format!(
+        "the {label}'s timed samples were {excess:.0} µs ({:.1}% of a sample) shorter than the host's clock saw them take, beyond the {other_label}'s (median unwitnessed time {:.0} µs over {} samples against {:.0} µs over {}; at most {limit:.0} µs is allowed): a timing record the kernel can write may have been rewritten, so no time of this shape is believed (docs/MEASURING.md, \"The host's clock witnesses every sample\")",
+        100.0 * excess / short.sample_us,
+        short.unwitnessed_us,
+        short.samples,
+        other.unwitnessed_us,
+        other.samples,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{RngExt, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// Rounds of 10 samples: per-launch times of a 2 ms sample of `launches` launches, and
+    /// each sample's unwitnessed time from `unwitnessed`.
+    fn side(
+        rounds: usize,
+        launches: u32,
+        mut unwitnessed: impl FnMut() -> f64,
+    ) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+        let per_launch = 2000.0 / f64::from(launches);
+        (
+            vec![vec![per_launch; 10]; rounds],
+            (0..rounds)
+                .map(|_| (0..10).map(|_| unwitnessed()).collect())
+                .collect(),
+        )
+    }
+
+    fn witness(s: &(Vec<Vec<f64>>, Vec<Vec<f64>>), launches: u32) -> Option<SideWitness> {
+        SideWitness::of(&s.0, &s.1, launches)
+    }
+
+    #[test]
+    fn a_side_is_its_medians_over_every_sample_with_both_times() {
+        let rounds = vec![vec![100.0, 101.0, 99.0], vec![102.0, f64::NAN]];
+        let unw = vec![vec![50.0, 60.0, 55.0], vec![58.0, 57.0]];
+        let w = SideWitness::of(&rounds, &unw, 20).expect("witnessed");
+        // The NaN sample is left out: four samples, medians of 2000/2020/1980/2040 µs.
+        assert_eq!(w.samples, 4);
+        assert_eq!(w.unwitnessed_us, 56.5);
+        assert_eq!(w.sample_us, 2010.0);
+        // A round whose lists differ is left out; nothing witnessed is none.
+        let w = SideWitness::of(&rounds, &[vec![1.0], vec![2.0, 3.0]], 1).expect("one round");
+        assert_eq!(w.samples, 1);
+        assert_eq!(SideWitness::of(&rounds, &[], 20), None);
+        assert_eq!(SideWitness::of(&rounds, &[vec![], vec![]], 20), None);
+    }
+
+    #[test]
+    fn time_taken_out_of_one_sides_record_is_found_and_that_side_named() {
+        let honest = side(8, 20, || 55.0);
+        // 3% of a 2 ms sample taken out of each record: 60 µs more unwitnessed.
+        let forged = side(8, 20, || 115.0);
+        let why = judge([
+            ("base", witness(&honest, 20)),
+            ("candidate", witness(&forged, 20)),
+        ])
+        .expect("found");
+        assert!(
+            why.starts_with("the candidate's timed samples were 60 µs (3.0% of a sample) shorter")
+                && why.contains("beyond the base's")
+                && why.contains("at most 30 µs"),
+            "{why}"
+        );
+        // Either side: the base can be the one under test (`--base-kernels`).
+        let why = judge([
+            ("base", witness(&forged, 20)),
+            ("candidate", witness(&honest, 20)),
+        ])
+        .expect("found");
+        assert!(why.starts_with("the base's timed samples"), "{why}");
+        // Just inside the limit is not judged; long samples get a limit of their share.
+        let slight = side(8, 20, || 55.0 + FLOOR_US - 0.5);
+        assert_eq!(
+            judge([
+                ("base", witness(&honest, 20)),
+                ("candidate", witness(&slight, 20))
+            ]),
+            None
+        );
+        let long = |u| side(8, 1, move || u);
+        // A 2 ms sample: the floor (30 µs) is the limit; 40 µs more is judged.
+        assert!(
+            judge([
+                ("base", witness(&long(55.0), 1)),
+                ("candidate", witness(&long(95.0), 1))
+            ])
+            .is_some()
+        );
+        assert_eq!(limit_us(4000.0), 60.0);
+    }
+
+    #[test]
+    fn nothing_is_judged_without_both_sides_and_enough_samples() {
+        let honest = side(8, 20, || 55.0);
+        let forged = side(8, 20, || 500.0);
+        assert_eq!(
+            judge([("base", None), ("candidate", witness(&forged, 20))]),
+            None
+        );
+        assert_eq!(
+            judge([("base", witness(&honest, 20)), ("candidate", None)]),
+            None
+        );
+        // Three rounds of 10 samples: fewer than MIN_SAMPLES.
+        let few = side(3, 20, || 500.0);
+        assert_eq!(
+            judge([
+                ("base", witness(&honest, 20)),
+                ("candidate", witness(&few, 20))
+            ]),
+            None
+        );
+    }
+
+    /// A seeded simulation of honest sides under a noise model harsher than a quiet host's
+    /// (lead-in and wake-up of 55 µs with a 5 µs spread, a tenth of the samples delayed by a
+    /// host stall of up to 400 µs, one side's stalls twice as frequent as the other's in
+    /// half the shapes): no shape judged in 2,000; the same shapes with 2% of each sample
+    /// taken out of one side's record (40 µs): every one judged.
+    #[test]
+    fn honest_noise_is_never_judged_and_a_two_percent_forgery_always_is() {
+        let mut rng = ChaCha8Rng::seed_from_u64(20261205);
+        let mut false_alarms = 0;
+        let mut missed = 0;
+        for shape in 0..2000 {
+            let stalls = [0.1, if shape % 2 == 0 { 0.1 } else { 0.2 }];
+            let draw = |stall: f64, rng: &mut ChaCha8Rng| {
+                let spread: f64 = (0..4).map(|_| rng.random_range(-2.5..2.5)).sum();
+                let stalled = rng.random_bool(stall);
+                55.0 + spread
+                    + if stalled {
+                        rng.random_range(0.0..400.0)
+                    } else {
+                        0.0
+                    }
+            };
+            let base = side(8, 20, || draw(stalls[0], &mut rng));
+            let cand = side(8, 20, || draw(stalls[1], &mut rng));
+            if judge([
+                ("base", witness(&base, 20)),
+                ("candidate", witness(&cand, 20)),
+            ])
+            .is_some()
+            {
+                false_alarms += 1;
+            }
+            let forged = (
+                cand.0.clone(),
+                cand.1
+                    .iter()
+                    .map(|r| r.iter().map(|u| u + 40.0).collect())
+                    .collect(),
+            );
+            if judge([
+                ("base", witness(&base, 20)),
+                ("candidate", witness(&forged, 20)),
+            ])
+            .is_none()
+            {
+                missed += 1;
+            }
+        }
+        assert_eq!((false_alarms, missed), (0, 0));
+    }
+}
