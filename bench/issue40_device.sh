@@ -231,6 +231,8 @@
 #   bash bench/issue40_device.sh twentysixth-step  # kernels/ = the step: checks, A/Bs, FA2, tests
 #   bash bench/issue40_device.sh twentysixth-record # pr-ada and pr re-recorded; the attack suite
 #   bash bench/issue40_device.sh twentysixth-verify # the tail rule against no split tile; attacks, tools
+#   bash bench/issue40_device.sh twentyseventh-witness # the host's clock as a witness: its GPU
+#                                               # tests, A/As of pr and pr-ada (unwitnessed µs)
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -259,7 +261,9 @@ for s in r.get("shapes", []):
     p50 = (s.get("summary") or {}).get("p50")
     ratio = ab.get("ratio")
     d = f"{(ratio - 1) * 100:+.2f}% [{(ab['ci_low'] - 1) * 100:+.2f}, {(ab['ci_high'] - 1) * 100:+.2f}]" if ratio else "-"
-    print(f"  {s['name']:<28} p50 {p50 if p50 is None else round(p50, 2)} µs  {d}  {s.get('verdict')} {s.get('error') or ''}")
+    u = (s.get("measurement") or {}).get("unwitnessed") or {}
+    w = f"  unwitnessed b/c {u.get('base_us', 0):.1f}/{u['candidate_us']:.1f} µs (limit {u['limit_us']:.0f})" if u else ""
+    print(f"  {s['name']:<28} p50 {p50 if p50 is None else round(p50, 2)} µs  {d}  {s.get('verdict')}{w} {s.get('error') or ''}")
 PY
 }
 
@@ -2120,6 +2124,23 @@ twentysixth-verify)
   attack_suite 300
   save
   gpu_tools_tests
+  save
+  ;;
+twentyseventh-witness)
+  # 2026-12-05 (twenty-seventh session, no device lent): the host's clock as a witness of every
+  # sample (src/witness.rs), first on a GPU. Its two GPU tests (both sides' medians printed: an
+  # A/A agrees; a candidate whose lead-in is ~100 µs longer, time the events do not see, is
+  # judged), then A/As of the PR configs (kernels/ against .carry/k-base, the same kernels):
+  # each shape's unwitnessed µs per side and the limit, every verdict a pass, no error.
+  save() { tar czf "$out/twentyseventh-witness.tgz" -C "$out" r; }
+  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 150 "$it_tests" --ignored \
+    --test-threads=1 --nocapture gpu::ab_pairs_of_one_kernel_agree \
+    gpu::time_the_events_did_not_see_on_one_side_is_judged > "$res/witness-tests.log" 2>&1
+  grep -E "unwitnessed|lead-in|test result|FAILED|panicked" "$res/witness-tests.log" | cut -c1-300
+  save
+  ab aa-pr kernels configs/pr.yaml
+  save
+  ab aa-ada kernels configs/pr-ada.yaml
   save
   ;;
 twentythird-step)

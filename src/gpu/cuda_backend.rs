@@ -287,16 +287,16 @@ impl Measure for CudaBackend {
             };
             let mut pair = [
                 AbSide {
-                    kernel: self.kernel(*first, &s.params)?,
-                    injection: None,
-                    label: first.label(),
                     m: m0.clone(),
+                    ..AbSide::new(self.kernel(*first, &s.params)?, None, first.label())
                 },
                 AbSide {
-                    kernel: self.kernel(*second, &s.params)?,
-                    injection: s.state.injection,
-                    label: second.label(),
                     m: m1.clone(),
+                    ..AbSide::new(
+                        self.kernel(*second, &s.params)?,
+                        s.state.injection,
+                        second.label(),
+                    )
                 },
             ];
             let mut orders = Vec::with_capacity(1);
@@ -336,10 +336,12 @@ impl Measure for CudaBackend {
                 tolerance: s.tolerance,
             };
             let mut one = AbSide {
-                kernel: self.kernel(*side, &s.params)?,
-                injection: s.state.injection,
-                label: side.label(),
                 m: m.clone(),
+                ..AbSide::new(
+                    self.kernel(*side, &s.params)?,
+                    s.state.injection,
+                    side.label(),
+                )
             };
             extend(&bench, &mut one, s.state.seed, &mut s.state.held, 1)?;
             added(m, &one.m)
@@ -373,12 +375,10 @@ impl Measure for CudaBackend {
                 .iter()
                 .zip(so_far)
                 .map(|(side, m)| {
+                    // The kernel's own energy: no injected slowdown.
                     Ok(AbSide {
-                        kernel: self.kernel(*side, &s.params)?,
-                        // The kernel's own energy: no injected slowdown.
-                        injection: None,
-                        label: side.label(),
                         m: m.clone(),
+                        ..AbSide::new(self.kernel(*side, &s.params)?, None, side.label())
                     })
                 })
                 .collect::<Result<Vec<_>, GpuError>>()?;

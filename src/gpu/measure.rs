@@ -142,7 +142,7 @@ pub(crate) fn phase_times() -> PhaseTimes {
 
 /// SM cycles of the spin that precedes each sample (~50 µs at 2 GHz): long enough for the
 /// host to enqueue the replay behind it.
-const LEAD_CYCLES: i64 = 100_000;
+pub const LEAD_CYCLES: i64 = 100_000;
 
 /// The seeds of the input sets of round `round` (fresh inputs every round), mixed with the
 /// run's secret key so a kernel cannot know its inputs in advance.
@@ -200,7 +200,7 @@ pub fn extend(
         side.m.sm_clock_mhz.extend(b.gpu.monitor.sm_clock_mhz());
         for _ in 0..b.settings.samples_per_round {
             let t = Instant::now();
-            take_sample(b, side.kernel, side.label, &mut prepared, &mut kv)?;
+            take_sample(b, side, &mut prepared, &mut kv)?;
             add_phase(t, |p| &mut p.sampling_s);
         }
         side.m.sm_clock_mhz.extend(b.gpu.monitor.sm_clock_mhz());
@@ -219,6 +219,10 @@ pub struct AbSide<'a> {
     pub injection: Option<Injection>,
     pub label: &'static str,
     pub m: Measurement,
+    /// SM cycles of the lead-in spin before each of its samples ([`LEAD_CYCLES`]). A GPU
+    /// test lengthens one side's to put time the events do not see into its samples, as a
+    /// start record moved later would (`crate::witness`).
+    pub lead_in_cycles: i64,
 }
 
 impl<'a> AbSide<'a> {
@@ -232,6 +236,7 @@ impl<'a> AbSide<'a> {
             injection,
             label,
             m: Measurement::empty(),
+            lead_in_cycles: LEAD_CYCLES,
         }
     }
 }
@@ -305,7 +310,7 @@ pub fn measure_pairs(
                     &mut cand_round
                 };
                 let t = Instant::now();
-                take_sample(b, sides[i].kernel, sides[i].label, round, &mut kv)?;
+                take_sample(b, &sides[i], round, &mut kv)?;
                 add_phase(t, |p| &mut p.sampling_s);
             }
         }
@@ -975,12 +980,12 @@ fn check_spacer(
 /// instead of being added to it: a sample's period is its timed length over `duty_cycle`.
 fn take_sample(
     b: &Bench<'_>,
-    kernel: &Kernel,
-    label: &'static str,
+    side: &AbSide<'_>,
     round: &mut PreparedRound,
     kv: &mut KvRefs,
 ) -> Result<(), GpuError> {
     let (gpu, shape, settings) = (b.gpu, b.shape, b.settings);
+    let (kernel, label) = (side.kernel, side.label);
     let sample = round.values.len();
     if sample >= round.events.len() {
         return Err(GpuError::Internal(format!(
@@ -1004,7 +1009,7 @@ fn take_sample(
         })
     })?;
     let witnessed_from = std::time::Instant::now();
-    ffi::launch_spin(&gpu.stream, &gpu.kernels.spin, LEAD_CYCLES)
+    ffi::launch_spin(&gpu.stream, &gpu.kernels.spin, side.lead_in_cycles)
         .during(|| "launching the lead-in spin".into())?;
     let (start, end) = &round.events[sample];
     let wait = || gpu.sync(None, || "a diagnostic wait (CI_GATE_SYNC_SPANS)".into());

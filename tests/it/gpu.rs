@@ -11,7 +11,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::common::{golden_dir, read_f32, read_u16};
 use ci_gate::config::{CacheMode, Dtype, MeasureSettings, ShapeParams, Tolerance};
 use ci_gate::gpu::Gpu;
-use ci_gate::gpu::measure::{AbSide, Bench, Held, measure, measure_pairs};
+use ci_gate::gpu::measure::{AbSide, Bench, Held, LEAD_CYCLES, measure, measure_pairs};
 use ci_gate::gpu::parity::{POISON, Which, attention_on_host, check_parity};
 use ci_gate::reference::{Problem, attention, decode, errors};
 use ci_gate::results::PairOrder;
@@ -432,6 +432,51 @@ fn ab_pairs_of_one_kernel_agree() {
     assert_eq!((b.samples, c.samples), (100, 100));
     assert!((b.unwitnessed_us - c.unwitnessed_us).abs() < limit_us(b.sample_us));
     assert_eq!(judge([("base", Some(b)), ("candidate", Some(c))]), None);
+}
+
+/// The witness on the GPU (ci_gate::witness): one kernel as both sides, the candidate's
+/// lead-in spin lengthened by 200,000 cycles (~100 µs) before each of its samples, which is
+/// what a start record moved later looks like to the host (time it saw that the events did
+/// not). Its samples are judged and it is named; with equal lead-ins, neither is.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn time_the_events_did_not_see_on_one_side_is_judged() {
+    let gpu = gpu();
+    let other = gpu
+        .load_attention(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels"))
+        .unwrap();
+    let shape = ShapeParams::new(4, 16, 2048, 64, true, Dtype::Float16);
+    let settings = MeasureSettings::default();
+    let bench = Bench {
+        gpu: &gpu,
+        shape: &shape,
+        settings: &settings,
+        tolerance: Tolerance {
+            max_abs: 1e-2,
+            rel_l2: 1e-3,
+        },
+    };
+    let mut witnessed = Vec::new();
+    for extra in [0, 200_000] {
+        let mut sides = [
+            AbSide::new(gpu.kernels.attention(&shape).unwrap(), None, "base"),
+            AbSide::new(other.get(&shape).unwrap(), None, "candidate"),
+        ];
+        sides[1].lead_in_cycles = LEAD_CYCLES + extra;
+        let mut coin = ChaCha8Rng::seed_from_u64(7);
+        let (mut held, mut orders) = (Held::default(), Vec::new());
+        measure_pairs(&bench, &mut sides, &mut coin, 9, &mut held, &mut orders, 5).unwrap();
+        let [b, c] = [&sides[0].m, &sides[1].m]
+            .map(|m| SideWitness::of(&m.rounds, &m.unwitnessed_us, m.launches_per_sample).unwrap());
+        eprintln!("lead-in +{extra} cycles on the candidate: base {b:?}, candidate {c:?}");
+        witnessed.push(judge([("base", Some(b)), ("candidate", Some(c))]));
+    }
+    assert_eq!(witnessed[0], None);
+    let why = witnessed[1].clone().expect("judged");
+    assert!(
+        why.starts_with("the candidate's timed samples were"),
+        "{why}"
+    );
 }
 
 /// Issue 23 on the GPU: every kernel a shape launches has its compiler resources with the
