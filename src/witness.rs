@@ -13,9 +13,10 @@
 //! the spin, the launch latencies and the host's wake-up, none of which the kernel under test
 //! does, so the two sides of an A/B run, sampled alternately in the same stretch of time,
 //! have the same unwitnessed time up to noise. Time taken out of a side's event record shows
-//! as unwitnessed time that side has and the other has not: where one side's median exceeds
-//! the other's by more than [`limit_us`], no time of the shape is believed ([`judge`]: an
-//! `error`, which never passes).
+//! as unwitnessed time that side has and the other has not (as does time added to the other
+//! side's record: a base under test can make itself look slower): where one side's median
+//! exceeds the other's by more than [`limit_us`], no time of the shape is believed
+//! ([`judge`]: an `error`, which never passes).
 //!
 //! What it does not stop: a kernel that also writes the end event's completion early, at a
 //! time it chooses, so that the host wakes with it (the host learns of completion through
@@ -86,9 +87,12 @@ pub fn limit_us(sample_us: f64) -> f64 {
     (SHARE * sample_us).max(FLOOR_US)
 }
 
-/// Whether the sides' unwitnessed times disagree: one sentence naming the side whose events
-/// saw less than the host did, or `None` (they agree, a side is missing, or a side has fewer
-/// than [`MIN_SAMPLES`] samples). `sides` are (label, witness), base first.
+/// Whether the sides' unwitnessed times disagree: one sentence with both medians, or `None`
+/// (they agree, a side is missing, or a side has fewer than [`MIN_SAMPLES`] samples).
+/// `sides` are (label, witness), base first. The difference says that one record was
+/// rewritten, not which: the side with more unwitnessed time was timed shorter than the
+/// host saw, or the other longer (a base under test can make itself slower); the sentence
+/// names both readings, the first one first.
 pub fn judge(sides: [(&str, Option<SideWitness>); 2]) -> Option<String> {
     let [(base_label, Some(base)), (cand_label, Some(cand))] = sides else {
         return None;
@@ -96,23 +100,23 @@ pub fn judge(sides: [(&str, Option<SideWitness>); 2]) -> Option<String> {
     if base.samples < MIN_SAMPLES || cand.samples < MIN_SAMPLES {
         return None;
     }
-    let (label, short, other_label, other) = if cand.unwitnessed_us >= base.unwitnessed_us {
+    let (more_label, more, less_label, less) = if cand.unwitnessed_us >= base.unwitnessed_us {
         (cand_label, cand, base_label, base)
     } else {
         (base_label, base, cand_label, cand)
     };
-    let excess = short.unwitnessed_us - other.unwitnessed_us;
-    let limit = limit_us(short.sample_us);
+    let excess = more.unwitnessed_us - less.unwitnessed_us;
+    let limit = limit_us(more.sample_us);
     if excess <= limit {
         return None;
     }
     Some(format!(
-        "the {label}'s timed samples were {excess:.0} µs ({:.1}% of a sample) shorter than the host's clock saw them take, beyond the {other_label}'s (median unwitnessed time {:.0} µs over {} samples against {:.0} µs over {}; at most {limit:.0} µs is allowed): a timing record the kernel can write may have been rewritten, so no time of this shape is believed (docs/MEASURING.md, \"The host's clock witnesses every sample\")",
-        100.0 * excess / short.sample_us,
-        short.unwitnessed_us,
-        short.samples,
-        other.unwitnessed_us,
-        other.samples,
+        "the host's clock saw {excess:.0} µs ({:.1}% of a sample) more of the {more_label}'s timed samples than their events did, beyond the {less_label}'s (median unwitnessed time {:.0} µs over {} samples against {:.0} µs over {}; at most {limit:.0} µs is allowed): the {more_label}'s timing record may have been made shorter, or the {less_label}'s longer, by a kernel that can write it, so no time of this shape is believed (docs/MEASURING.md, \"The host's clock witnesses every sample\")",
+        100.0 * excess / more.sample_us,
+        more.unwitnessed_us,
+        more.samples,
+        less.unwitnessed_us,
+        less.samples,
     ))
 }
 
@@ -169,9 +173,10 @@ mod tests {
         ])
         .expect("found");
         assert!(
-            why.starts_with("the candidate's timed samples were 60 µs (3.0% of a sample) shorter")
-                && why.contains("beyond the base's")
-                && why.contains("at most 30 µs"),
+            why.starts_with(
+                "the host's clock saw 60 µs (3.0% of a sample) more of the candidate's timed samples than their events did, beyond the base's"
+            ) && why.contains("at most 30 µs")
+                && why.contains("the candidate's timing record may have been made shorter, or the base's longer"),
             "{why}"
         );
         // Either side: the base can be the one under test (`--base-kernels`).
@@ -180,7 +185,13 @@ mod tests {
             ("candidate", witness(&honest, 20)),
         ])
         .expect("found");
-        assert!(why.starts_with("the base's timed samples"), "{why}");
+        assert!(
+            why.contains("more of the base's timed samples")
+                && why.contains(
+                    "the base's timing record may have been made shorter, or the candidate's longer"
+                ),
+            "{why}"
+        );
         // Just inside the limit is not judged; long samples get a limit of their share.
         let slight = side(8, 20, || 55.0 + FLOOR_US - 0.5);
         assert_eq!(
