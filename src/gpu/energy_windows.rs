@@ -18,7 +18,7 @@ use super::error::{DriverContext, GpuError};
 use super::integrity::{CheckLayout, KvRefs};
 use super::measure::{
     AbSide, Bench, PreparedRound, charge, event_ms, prepare_round, queue_checks, queue_replay,
-    replay_between, round_findings, round_kv, timing_event,
+    replay_between, round_findings, round_kv, timing_event, witnessed_ms,
 };
 
 /// Energy windows of a shape's sides after its timed rounds (see `crate::energy`): `rounds`
@@ -358,6 +358,7 @@ fn energy_window(
     let mut checks = gpu.run_key.rng(round.launches as u64 ^ 0x0e4e_c4ec_0001);
     let window_start = timing_event(gpu)?;
     let window_end = timing_event(gpu)?;
+    let queued = Instant::now();
     window_start
         .record(&gpu.stream)
         .during(|| "recording a timing event".into())?;
@@ -406,6 +407,7 @@ fn energy_window(
     gpu.sync(Some(expected), || {
         format!("kernel {} on shape {shape} (an energy window)", kernel.name)
     })?;
+    let host = queued.elapsed();
     fed?;
     in_flight.retire_all()?;
     let InFlight {
@@ -413,11 +415,17 @@ fn energy_window(
         replays,
         ..
     } = in_flight;
-    let busy_ms = event_ms(&window_start, &window_end)?;
-    // Every replay's GPU time is charged as measured.
-    charge(b, label, replay_ms, || {
-        format!("kernel {} on shape {shape} (an energy window)", kernel.name)
-    })?;
+    let what = || format!("kernel {} on shape {shape} (an energy window)", kernel.name);
+    // The window's span and its replays' are the events', checked against what the host
+    // waited (the replays lie within the window); what the host waited is charged.
+    let busy_ms = witnessed_ms(&window_start, &window_end, host, what)?;
+    if replay_ms > busy_ms * 1.001 + 0.005 {
+        return Err(GpuError::Integrity(format!(
+            "the replays of {} read {replay_ms:.3} ms in all, longer than the {busy_ms:.3} ms window that holds them: a timing record was rewritten while the kernel ran",
+            what()
+        )));
+    }
+    charge(b, label, host.as_secs_f64() * 1e3, what)?;
     let calls = replays * u64::from(round.launches);
     if calls == 0 || busy_ms <= 0.0 {
         return Ok(None);

@@ -113,12 +113,55 @@ pub(super) fn timing_event(gpu: &Gpu) -> Result<CudaEvent, GpuError> {
         .during(|| "creating a timing event".into())
 }
 
-/// The milliseconds between two recorded timing events, both complete.
+/// The milliseconds between two recorded timing events, both complete. A span that is not
+/// a positive finite number is refused: the events' records are driver memory of the
+/// context the kernel under test runs in, and a rewritten one must end in an error, never in
+/// a time (nor in a panic where the time becomes a `Duration`).
 pub(super) fn event_ms(start: &CudaEvent, end: &CudaEvent) -> Result<f64, GpuError> {
-    start
+    let ms = start
         .elapsed_ms(end)
         .map(f64::from)
-        .during(|| "reading a timing event".into())
+        .during(|| "reading a timing event".into())?;
+    positive_span(ms)
+}
+
+/// `ms` where it is a positive finite span ([`event_ms`]), else the error that says why.
+fn positive_span(ms: f64) -> Result<f64, GpuError> {
+    if ms.is_finite() && ms > 0.0 {
+        Ok(ms)
+    } else {
+        Err(GpuError::Integrity(format!(
+            "two timing events read {ms} ms apart: a span that is not positive is no measurement, so a timing record was rewritten while the kernel ran (docs/MEASURING.md, \"The host's clock witnesses every sample\")"
+        )))
+    }
+}
+
+/// Whether an events' span of `ms` fits in the `host` span that held it ([`witnessed_ms`]):
+/// at most 0.1% and 5 µs longer (the two clocks' rates, the events' resolution).
+fn within_host(ms: f64, host: Duration) -> bool {
+    ms <= host.as_secs_f64() * 1e3 * 1.001 + 0.005
+}
+
+/// [`event_ms`] of work the host waited for, checked against the host's own clock: `host` is
+/// the span from before the first event was queued to after the second was seen complete,
+/// and the GPU cannot have spent longer between the events than that (the slack covers the
+/// two clocks' rates and the events' resolution). `what` names the work. Returns the
+/// events' span, in ms.
+pub(super) fn witnessed_ms(
+    start: &CudaEvent,
+    end: &CudaEvent,
+    host: Duration,
+    what: impl FnOnce() -> String,
+) -> Result<f64, GpuError> {
+    let ms = event_ms(start, end)?;
+    if within_host(ms, host) {
+        return Ok(ms);
+    }
+    Err(GpuError::Integrity(format!(
+        "the timing events of {} read {ms:.3} ms, longer than the {:.3} ms the host waited for them: a timing record was rewritten while the kernel ran (docs/MEASURING.md, \"The host's clock witnesses every sample\")",
+        what(),
+        host.as_secs_f64() * 1e3
+    )))
 }
 
 pub use crate::backend::PhaseTimes;
@@ -522,7 +565,11 @@ fn warm_up(b: &Bench<'_>, w: WarmUp<'_>, rng: &mut ChaCha8Rng) -> Result<f64, Gp
         }
     };
     let mut scratch = None;
-    while spent_ms < warmup_ms {
+    // The warm-up's length is read from the events, but bounded by the host's clock too: a
+    // kernel that rewrote its records could otherwise keep it going for ever.
+    let began = Instant::now();
+    let host_bound = Duration::from_millis(250) + Duration::from_secs_f64(4.0 * warmup_ms / 1e3);
+    while spent_ms < warmup_ms && began.elapsed() < host_bound {
         let scratch = match &mut scratch {
             Some(s) => s,
             None => scratch.insert(
@@ -535,6 +582,7 @@ fn warm_up(b: &Bench<'_>, w: WarmUp<'_>, rng: &mut ChaCha8Rng) -> Result<f64, Gp
                 .during(|| format!("allocating the warm-up output of {shape}"))?,
             ),
         };
+        let queued = Instant::now();
         e0.record(&gpu.stream)
             .during(|| "recording a timing event".into())?;
         for _ in 0..batch {
@@ -553,8 +601,9 @@ fn warm_up(b: &Bench<'_>, w: WarmUp<'_>, rng: &mut ChaCha8Rng) -> Result<f64, Gp
         let expected = (per_launch_ms < f64::MAX)
             .then(|| Duration::from_secs_f64(per_launch_ms * f64::from(batch) / 1000.0));
         gpu.sync(expected, || what("warm-up"))?;
-        let ms = event_ms(e0, e1)?;
-        charge(b, label, ms, || what("warm-up"))?;
+        let host = queued.elapsed();
+        let ms = witnessed_ms(e0, e1, host, || what("warm-up"))?;
+        charge(b, label, host.as_secs_f64() * 1e3, || what("warm-up"))?;
         spent_ms += ms;
         per_launch_ms = ms / f64::from(batch);
         batch = (batch * 2).min(256);
@@ -812,11 +861,14 @@ fn first_replay(
         .graph
         .upload()
         .during(|| "uploading the CUDA graph".into())?;
+    let queued = Instant::now();
     replay_between(gpu, shape, prepared, (e0, e1), "")?;
     queue_checks(gpu, kernel, prepared, kv, kv_key)?;
+    let ended = gpu.wait_event(e1, Some(prepared.expected), what)?;
     gpu.sync(Some(prepared.expected), what)?;
-    let ms = event_ms(e0, e1)?;
-    charge(b, label, ms, what)
+    let host = ended.duration_since(queued);
+    witnessed_ms(e0, e1, host, what)?;
+    charge(b, label, host.as_secs_f64() * 1e3, what)
 }
 
 /// Replays `round`'s graph between the events `start` and `end` on the stream; `context`
@@ -1037,11 +1089,14 @@ fn take_sample(
         round.clock_events += 1;
     }
     let (start, end) = &round.events[sample];
-    let ms = event_ms(start, end)?;
+    let seen = ended.duration_since(witnessed_from);
+    let ms = witnessed_ms(start, end, seen, what)?;
     round.values.push(ms * 1000.0 / f64::from(round.launches));
-    let seen_us = ended.duration_since(witnessed_from).as_secs_f64() * 1e6;
-    round.unwitnessed.push(seen_us - ms * 1000.0);
-    charge(b, label, ms, what)?;
+    round
+        .unwitnessed
+        .push(seen.as_secs_f64() * 1e6 - ms * 1000.0);
+    // What the host waited for is charged: the events' span is the kernel's to rewrite.
+    charge(b, label, seen.as_secs_f64() * 1e3, what)?;
     if settings.duty_cycle < 1.0 {
         let period = Duration::from_secs_f64(ms / settings.duty_cycle / 1000.0);
         if let Some(idle) = period.checked_sub(began.elapsed()) {
@@ -1202,4 +1257,35 @@ pub(crate) fn spin_up(
         })?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_events_span_that_is_not_positive_is_an_integrity_failure_not_a_time() {
+        assert_eq!(positive_span(1.25).ok(), Some(1.25));
+        for ms in [0.0, -0.5, f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            match positive_span(ms) {
+                Err(GpuError::Integrity(why)) => {
+                    assert!(why.contains("a timing record was rewritten"), "{why}")
+                }
+                other => panic!("{ms}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn an_events_span_fits_in_the_hosts_or_is_refused() {
+        let host = Duration::from_micros(2_100);
+        // An honest sample: the events hold the replay, the host also the lead-in and wake.
+        assert!(within_host(2.0, host));
+        // The clocks' rates and the events' resolution: 0.1% and 5 µs.
+        assert!(within_host(2.100 * 1.001 + 0.004, host));
+        // Longer than the host waited: no GPU can have done that.
+        assert!(!within_host(2.100 * 1.001 + 0.006, host));
+        assert!(!within_host(1e30, host));
+        assert!(!within_host(f64::NAN, host));
+    }
 }
