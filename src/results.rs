@@ -154,7 +154,11 @@ pub struct Unwitnessed {
     /// The base's, in A/B.
     #[serde(default)]
     pub base_us: Option<f64>,
-    /// `crate::witness::limit_us` of the candidate's samples.
+    /// The witness's control's, in a run with one side (`crate::witness::judge_alone`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_us: Option<f64>,
+    /// `crate::witness::limit_us` of the candidate's samples (a side alone may differ from
+    /// the control by `crate::witness::ALONE_FACTOR` times it).
     pub limit_us: f64,
 }
 
@@ -1011,6 +1015,9 @@ fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
             if let Some(b) = u.base_us {
                 c.finite(&format!("{k}.base_us"), b)?;
             }
+            if let Some(b) = u.control_us {
+                c.finite(&format!("{k}.control_us"), b)?;
+            }
         }
     }
     Ok(())
@@ -1345,6 +1352,7 @@ mod tests {
             unwitnessed: Some(Unwitnessed {
                 candidate_us: 57.0,
                 base_us: Some(56.0),
+                control_us: Some(55.0),
                 limit_us: 30.0,
             }),
         });
@@ -1352,6 +1360,7 @@ mod tests {
         for (key, value) in [
             ("candidate_us", f64::NAN),
             ("base_us", f64::INFINITY),
+            ("control_us", f64::NAN),
             ("limit_us", f64::NEG_INFINITY),
         ] {
             let mut bad = s.clone();
@@ -1365,6 +1374,7 @@ mod tests {
             match key {
                 "candidate_us" => u.candidate_us = value,
                 "base_us" => u.base_us = Some(value),
+                "control_us" => u.control_us = Some(value),
                 _ => u.limit_us = value,
             }
             let e = check_shape_result(path, 0, &bad).unwrap_err().to_string();

@@ -18,10 +18,12 @@
 //! exceeds the other's by more than [`limit_us`], no time of the shape is believed
 //! ([`judge`]: an `error`, which never passes).
 //!
+//! A run with one side (no base) is judged against a **control** instead ([`judge_alone`]):
+//! the harness's own lead-in spin, sampled the same way with no kernel under test.
+//!
 //! What it does not stop: a kernel that also writes the end event's completion early, at a
 //! time it chooses, so that the host wakes with it (the host learns of completion through
-//! driver memory as well), and a run without a base, which has no second side to compare
-//! with (its unwitnessed time is recorded, not judged). docs/SECURITY.md says so.
+//! driver memory as well). docs/SECURITY.md says so.
 //!
 //! Cost: two clock readings and one extra wait per sample; a median per side per shape.
 
@@ -120,6 +122,47 @@ pub fn judge(sides: [(&str, Option<SideWitness>); 2]) -> Option<String> {
     ))
 }
 
+/// How many times [`limit_us`] a side alone may differ from the control: the control is
+/// sampled once, before the shapes, so the SM clock its lead-in spins at can differ from a
+/// shape's (a power-capped clock of 1,755 MHz against 1,980 lengthens the ~50 µs spin by
+/// ~6.5 µs; the limit doubled covers a clock down to about half).
+pub const ALONE_FACTOR: f64 = 2.0;
+
+/// [`judge`] for a run with one side: its unwitnessed time against the **control**'s, the
+/// harness's own lead-in spin sampled the same way with no kernel under test (a record no
+/// kernel wrote). One sentence where they differ by more than [`ALONE_FACTOR`] ×
+/// [`limit_us`] of the side's samples (either way: a record made shorter, or longer), else
+/// `None` (or where either has fewer than [`MIN_SAMPLES`] samples).
+pub fn judge_alone(
+    label: &str,
+    side: Option<SideWitness>,
+    control: Option<SideWitness>,
+) -> Option<String> {
+    let (side, control) = (side?, control?);
+    if side.samples < MIN_SAMPLES || control.samples < MIN_SAMPLES {
+        return None;
+    }
+    let diff = side.unwitnessed_us - control.unwitnessed_us;
+    let limit = ALONE_FACTOR * limit_us(side.sample_us);
+    if diff.abs() <= limit {
+        return None;
+    }
+    let (what, record) = if diff > 0.0 {
+        ("more", "shorter")
+    } else {
+        ("less", "longer")
+    };
+    Some(format!(
+        "the host's clock saw {:.0} µs ({:.1}% of a sample) {what} of the {label}'s timed samples than their events did, against the harness's own spin sampled the same way (median unwitnessed time {:.0} µs over {} samples against {:.0} µs over {}; at most {limit:.0} µs is allowed): the {label}'s timing record may have been made {record} by a kernel that can write it, so no time of this shape is believed (docs/MEASURING.md, \"The host's clock witnesses every sample\")",
+        diff.abs(),
+        100.0 * diff.abs() / side.sample_us,
+        side.unwitnessed_us,
+        side.samples,
+        control.unwitnessed_us,
+        control.samples,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,6 +254,35 @@ mod tests {
             .is_some()
         );
         assert_eq!(limit_us(4000.0), 60.0);
+    }
+
+    #[test]
+    fn a_side_alone_is_judged_against_the_control_either_way() {
+        let control = witness(&side(4, 20, || 55.0), 20);
+        let honest = witness(&side(8, 20, || 57.0), 20);
+        assert_eq!(judge_alone("candidate", honest, control), None);
+        // Twice the pair's limit: 60 µs for 2 ms samples.
+        let within = witness(&side(8, 20, || 55.0 + 59.0), 20);
+        assert_eq!(judge_alone("candidate", within, control), None);
+        let shortened = witness(&side(8, 20, || 135.0), 20);
+        let why = judge_alone("candidate", shortened, control).expect("found");
+        assert!(
+            why.starts_with("the host's clock saw 80 µs (4.0% of a sample) more of the candidate's timed samples than their events did, against the harness's own spin")
+                && why.contains("at most 60 µs")
+                && why.contains("the candidate's timing record may have been made shorter"),
+            "{why}"
+        );
+        // A record made longer (less unwitnessed than the spin itself): judged too.
+        let lengthened = witness(&side(8, 20, || -10.0), 20);
+        let why = judge_alone("candidate", lengthened, control).expect("found");
+        assert!(
+            why.contains("65 µs (3.2% of a sample) less") && why.contains("made longer"),
+            "{why}"
+        );
+        // No control, or too few samples: nothing judged.
+        assert_eq!(judge_alone("candidate", shortened, None), None);
+        let few = witness(&side(3, 20, || 55.0), 20);
+        assert_eq!(judge_alone("candidate", shortened, few), None);
     }
 
     #[test]

@@ -11,8 +11,8 @@ use super::device::{AttentionSet, Gpu, Kernel};
 use super::energy_windows::measure_energy;
 use super::error::GpuError;
 use super::measure::{
-    AbSide, Bench, Held, Injection, SpinCalibration, calibrate_spin, extend, measure_pairs,
-    phase_times, sets_for, spin_up,
+    AbSide, Bench, Held, Injection, SpinCalibration, calibrate_spin, control_round, extend,
+    measure_pairs, phase_times, sets_for, spin_up,
 };
 use super::parity::{ParityReferences, check_parity_with};
 use crate::backend::shapes::{ShapeSlot, ShapeSlots};
@@ -348,6 +348,13 @@ impl Measure for CudaBackend {
         })();
         self.shapes.put(shape, s);
         result
+    }
+
+    fn control(&mut self, settings: &MeasureSettings) -> Result<Option<Round>, GpuError> {
+        crate::backend::spans::time("setup.witness_control", || {
+            control_round(&self.gpu, settings)
+        })
+        .map(Some)
     }
 
     fn energy(

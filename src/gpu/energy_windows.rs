@@ -349,15 +349,14 @@ fn energy_window(
 ) -> Result<Option<crate::energy::EnergyRound>, GpuError> {
     use crate::energy::EnergySource;
     use std::sync::atomic::{AtomicBool, Ordering};
-    let gpu = b.gpu;
-    let shape = b.shape;
+    let (gpu, shape) = (b.gpu, b.shape);
     let updates_n = updates as usize;
     // The counter moves every ~100 ms on the GPUs measured; no window runs past 0.4 s per
     // update asked plus one second.
     let deadline = Duration::from_secs_f64(1.0 + 0.4 * f64::from(updates));
     let mut checks = gpu.run_key.rng(round.launches as u64 ^ 0x0e4e_c4ec_0001);
-    let window_start = timing_event(gpu)?;
-    let window_end = timing_event(gpu)?;
+    let window = (timing_event(gpu)?, timing_event(gpu)?);
+    let (window_start, window_end) = (&window.0, &window.1);
     let queued = Instant::now();
     window_start
         .record(&gpu.stream)
@@ -404,9 +403,8 @@ fn energy_window(
         .during(|| "recording a timing event".into())?;
     let expected =
         Duration::from_secs_f64(round.expected.as_secs_f64() * (ENERGY_DEPTH as f64 + 1.0) + 0.1);
-    gpu.sync(Some(expected), || {
-        format!("kernel {} on shape {shape} (an energy window)", kernel.name)
-    })?;
+    let what = || format!("kernel {} on shape {shape} (an energy window)", kernel.name);
+    gpu.sync(Some(expected), what)?;
     let host = queued.elapsed();
     fed?;
     in_flight.retire_all()?;
@@ -415,17 +413,7 @@ fn energy_window(
         replays,
         ..
     } = in_flight;
-    let what = || format!("kernel {} on shape {shape} (an energy window)", kernel.name);
-    // The window's span and its replays' are the events', checked against what the host
-    // waited (the replays lie within the window); what the host waited is charged.
-    let busy_ms = witnessed_ms(&window_start, &window_end, host, what)?;
-    if replay_ms > busy_ms * 1.001 + 0.005 {
-        return Err(GpuError::Integrity(format!(
-            "the replays of {} read {replay_ms:.3} ms in all, longer than the {busy_ms:.3} ms window that holds them: a timing record was rewritten while the kernel ran",
-            what()
-        )));
-    }
-    charge(b, label, host.as_secs_f64() * 1e3, what)?;
+    let busy_ms = window_spans(b, label, (window_start, window_end), host, replay_ms, what)?;
     let calls = replays * u64::from(round.launches);
     if calls == 0 || busy_ms <= 0.0 {
         return Ok(None);
@@ -442,6 +430,29 @@ fn energy_window(
     };
     let reading = measured.reading(source, &moves, updates_n, reader);
     Ok(Some(reading))
+}
+
+/// An energy window's span (its two events), checked with its replays' against what the
+/// host waited: the window within the host's span, the replays within the window (all are
+/// events, which the kernel under test can rewrite); what the host waited is charged.
+/// Returns the window's span, in ms.
+fn window_spans(
+    b: &Bench<'_>,
+    label: &'static str,
+    (start, end): (&CudaEvent, &CudaEvent),
+    host: Duration,
+    replay_ms: f64,
+    what: impl Fn() -> String,
+) -> Result<f64, GpuError> {
+    let busy_ms = witnessed_ms(start, end, host, &what)?;
+    if replay_ms > busy_ms * 1.001 + 0.005 {
+        return Err(GpuError::Integrity(format!(
+            "the replays of {} read {replay_ms:.3} ms in all, longer than the {busy_ms:.3} ms window that holds them: a timing record was rewritten while the kernel ran",
+            what()
+        )));
+    }
+    charge(b, label, host.as_secs_f64() * 1e3, what)?;
+    Ok(busy_ms)
 }
 
 #[cfg(test)]

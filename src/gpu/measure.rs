@@ -25,7 +25,7 @@ use super::integrity::{
     CheckLayout, HashParts, KvRefs, LaunchSecrets, OutputSlots, RoundFindings, hash_parts,
     refill_inputs, slot_budget_bytes,
 };
-use crate::backend::spans;
+use crate::backend::{Round, spans};
 use crate::config::{CacheMode, MeasureSettings, ShapeParams, Tolerance};
 use crate::ffi;
 use crate::results::PairOrder;
@@ -1180,22 +1180,85 @@ fn finish_round(
     spans::time("round.held_keep", || held.keep(gpu, round, cap))
 }
 
+/// A CUDA graph of `launches` spin kernels of `cycles` each (the harness's own kernel).
+fn spin_graph(
+    gpu: &Gpu,
+    launches: u32,
+    cycles: i64,
+) -> Result<cudarc::driver::CudaGraph, GpuError> {
+    gpu.stream
+        .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .during(|| "starting a CUDA graph capture".into())?;
+    let captured =
+        (0..launches).try_for_each(|_| ffi::launch_spin(&gpu.stream, &gpu.kernels.spin, cycles));
+    let graph = gpu
+        .stream
+        .end_capture(CUgraphInstantiate_flags(0))
+        .during(|| "capturing spin kernels".into());
+    captured.during(|| "capturing spin kernels".into())?;
+    graph?.ok_or_else(|| GpuError::Internal("the spin graph came back empty".into()))
+}
+
+/// Samples of the witness's control (`crate::witness::judge_alone`): as many as a side needs
+/// before it is judged.
+const CONTROL_SAMPLES: usize = crate::witness::MIN_SAMPLES;
+
+/// The witness's control: a graph of the harness's own spin kernels, about
+/// `settings.sample_ms` long, sampled as [`take_sample`] samples a kernel under test (the
+/// GPU idle, the host's clock read, the lead-in spin, the events around the replay, the wait
+/// for the end event, the duty cycle's idle time), [`CONTROL_SAMPLES`] times: what a
+/// sample's unwitnessed time is when no kernel under test runs. The spins run at ~2 GHz for
+/// the length asked (longer at a lower clock: only the unwitnessed time is compared).
+/// Cost: [`CONTROL_SAMPLES`] samples and their idle time (~0.3 s at 2 ms and a 25% duty
+/// cycle), once per run with one side.
+pub(crate) fn control_round(gpu: &Gpu, settings: &MeasureSettings) -> Result<Round, GpuError> {
+    const LAUNCHES: u32 = 20;
+    let cycles = (settings.sample_ms * 1e3 / f64::from(LAUNCHES) * 2_000.0) as i64;
+    let graph = spin_graph(gpu, LAUNCHES, cycles.max(1))?;
+    let what = || "the witness's control (the harness's spin kernels)".to_string();
+    graph.launch().during(what)?;
+    let (start, end) = (timing_event(gpu)?, timing_event(gpu)?);
+    let began_all = Instant::now();
+    let (mut values, mut unwitnessed) = (Vec::new(), Vec::new());
+    for _ in 0..CONTROL_SAMPLES {
+        let began = Instant::now();
+        gpu.sync(None, what)?;
+        let from = Instant::now();
+        ffi::launch_spin(&gpu.stream, &gpu.kernels.spin, LEAD_CYCLES).during(what)?;
+        start.record(&gpu.stream).during(what)?;
+        graph.launch().during(what)?;
+        end.record(&gpu.stream).during(what)?;
+        let seen = gpu.wait_event(&end, None, what)?.duration_since(from);
+        let ms = witnessed_ms(&start, &end, seen, what)?;
+        values.push(ms * 1000.0 / f64::from(LAUNCHES));
+        unwitnessed.push(seen.as_secs_f64() * 1e6 - ms * 1000.0);
+        if settings.duty_cycle < 1.0 {
+            let period = Duration::from_secs_f64(ms / settings.duty_cycle / 1000.0);
+            if let Some(idle) = period.checked_sub(began.elapsed()) {
+                std::thread::sleep(idle);
+            }
+        }
+    }
+    Ok(Round {
+        values,
+        launches_per_sample: LAUNCHES,
+        working_set_bytes: 0,
+        addresses: Vec::new(),
+        sm_clock_mhz: Vec::new(),
+        clock_events: 0,
+        wall_s: began_all.elapsed().as_secs_f64(),
+        checked_launches: 0,
+        worst_timed: None,
+        per_launch_ms: None,
+        unwitnessed_us: unwitnessed,
+    })
+}
+
 /// Measures the spin kernel alone at two lengths and fits its per-launch cost.
 pub(crate) fn calibrate_spin(gpu: &Gpu) -> Result<SpinCalibration, GpuError> {
     let time = |cycles: i64| -> Result<f64, GpuError> {
         const LAUNCHES: u32 = 20;
-        gpu.stream
-            .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-            .during(|| "starting a CUDA graph capture".into())?;
-        let captured = (0..LAUNCHES)
-            .try_for_each(|_| ffi::launch_spin(&gpu.stream, &gpu.kernels.spin, cycles));
-        let graph = gpu
-            .stream
-            .end_capture(CUgraphInstantiate_flags(0))
-            .during(|| "capturing spin kernels".into());
-        captured.during(|| "capturing spin kernels".into())?;
-        let graph =
-            graph?.ok_or_else(|| GpuError::Internal("the spin graph came back empty".into()))?;
+        let graph = spin_graph(gpu, LAUNCHES, cycles)?;
         graph
             .launch()
             .during(|| "replaying the spin graph".into())?;

@@ -28,6 +28,31 @@ pub(super) struct Measuring<'a> {
     pub stored: &'a Stored,
     /// The device's peak dense tensor throughput, TFLOP/s.
     pub peak_tflops: f64,
+    /// The witness's control, in a run with one side ([`witness_control`]).
+    pub control: Option<SideWitness>,
+}
+
+/// The witness's control for a run with one side (`crate::witness::judge_alone`), measured
+/// once before its shapes; none in A/B, where each side is judged against the other, and
+/// none from a device that does not witness its samples.
+pub(super) fn witness_control(
+    backend: &mut dyn Measure,
+    settings: &crate::config::MeasureSettings,
+    ab: bool,
+) -> Result<Option<SideWitness>> {
+    if ab {
+        return Ok(None);
+    }
+    let round = backend
+        .control(settings)
+        .map_err(|e| anyhow::anyhow!("measuring the witness's control: {e}"))?;
+    Ok(round.and_then(|r| {
+        SideWitness::of(
+            std::slice::from_ref(&r.values),
+            std::slice::from_ref(&r.unwitnessed_us),
+            r.launches_per_sample,
+        )
+    }))
 }
 
 /// The shapes as measured so far: their results, in the run's order, and each one's
@@ -160,7 +185,7 @@ impl Measuring<'_> {
     /// error where the candidate's time cannot be real ([`speed_limit`], against the base's
     /// p50 in A/B, else the stored baseline's), unless it already has one.
     pub fn finish(&self, config: &Config, result: &mut ShapeResult, run: &ShapeRun) {
-        fill(result, run, config.measure.cache, self.design);
+        fill(result, run, config.measure.cache, self.design, self.control);
         let reference_p50 = match run.base() {
             Some(b) => median_of(&b.rounds),
             None => self.stored.p50(&result.params),
@@ -170,11 +195,14 @@ impl Measuring<'_> {
             .error
             .take()
             .or_else(|| speed_limit(result, reference_p50, self.peak_tflops, max_speedup))
-            .or_else(|| {
-                crate::witness::judge([
-                    ("base", run.base().and_then(side_witness)),
+            .or_else(|| match run.base() {
+                Some(base) => crate::witness::judge([
+                    ("base", side_witness(base)),
                     ("candidate", side_witness(run.cand())),
-                ])
+                ]),
+                None => {
+                    crate::witness::judge_alone("candidate", side_witness(run.cand()), self.control)
+                }
             });
     }
 }
@@ -264,7 +292,13 @@ fn side_witness(m: &Measurement) -> Option<SideWitness> {
 }
 
 /// Copies what a shape's sides measured into its result.
-fn fill(result: &mut ShapeResult, run: &ShapeRun, cache: CacheMode, design: StageDesign) {
+fn fill(
+    result: &mut ShapeResult,
+    run: &ShapeRun,
+    cache: CacheMode,
+    design: StageDesign,
+    control: Option<SideWitness>,
+) {
     result.remeasured = run.remeasured.clone();
     let sides: Vec<&Measurement> = run.base().into_iter().chain([run.cand()]).collect();
     if run.ab {
@@ -309,6 +343,7 @@ fn fill(result: &mut ShapeResult, run: &ShapeRun, cache: CacheMode, design: Stag
         unwitnessed: side_witness(cand).map(|c| Unwitnessed {
             candidate_us: c.unwitnessed_us,
             base_us: run.base().and_then(side_witness).map(|b| b.unwitnessed_us),
+            control_us: control.map(|c| c.unwitnessed_us),
             limit_us: crate::witness::limit_us(c.sample_us),
         }),
     });

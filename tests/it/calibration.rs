@@ -344,6 +344,9 @@ impl Measure for Replay<'_> {
     fn round(&mut self, _: &ShapeHandle, _: &[Measurement]) -> Result<Round, GpuError> {
         Err(GpuError::Misuse("the replay measures pairs"))
     }
+    fn control(&mut self, _: &MeasureSettings) -> Result<Option<Round>, GpuError> {
+        Ok(None)
+    }
     fn energy(
         &mut self,
         _: &ShapeHandle,

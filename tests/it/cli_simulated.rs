@@ -297,7 +297,7 @@ fn faults_of_the_kernel_end_in_parity_fail_error_or_exit_2() {
             .contains("gate.max_speedup"),
         "{r}"
     );
-    // A quarter of every sample taken out of the candidate's event records (its start moved later:
+    // 40% of every sample taken out of the candidate's event records (its start moved later:
     // a forged improvement) while the host's clock saw the whole sample: no time of it is
     // believed, and the results say what each side's samples left unwitnessed.
     let b = s.kernels("forge", "forge=*");
@@ -323,6 +323,46 @@ fn faults_of_the_kernel_end_in_parity_fail_error_or_exit_2() {
             "{u}"
         );
     }
+}
+
+#[test]
+fn a_run_without_a_base_judges_the_witness_against_the_control() {
+    let s = Sim::new();
+    let (a, a2) = (s.kernels("a", "factor=1.0"), s.kernels("a2", "factor=1.0"));
+    let out = s.local(&a, &a2).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out.stderr));
+    s.record_last_run("witness");
+    let alone = |k: &Path| {
+        let out = s
+            .stored_only(k)
+            .arg("--out")
+            .arg(s.path("results.json"))
+            .output()
+            .unwrap();
+        (out.status.code(), s.results())
+    };
+    // Honest, alone: the stored baseline decides; the control's unwitnessed time is recorded
+    // beside the candidate's, and they agree.
+    let (code, r) = alone(&a);
+    assert_eq!(code, Some(0), "{r}");
+    for shape in r["shapes"].as_array().unwrap() {
+        let u = &shape["measurement"]["unwitnessed"];
+        assert_eq!(
+            (u["control_us"].as_f64(), u["base_us"].as_f64()),
+            (Some(57.0), None),
+            "{u}"
+        );
+    }
+    // 40% of every sample taken out of the record, alone: an improvement against the
+    // stored baseline but for the control, so every shape is an error.
+    let (code, r) = alone(&s.kernels("forge", "forge=*"));
+    assert_eq!(code, Some(1), "{r}");
+    assert!(verdicts(&r).iter().all(|v| v == "error"), "{r}");
+    let why = r["shapes"][0]["error"].as_str().unwrap();
+    assert!(
+        why.contains("more of the candidate's timed samples than their events did, against the harness's own spin"),
+        "{why}"
+    );
 }
 
 #[test]
