@@ -232,7 +232,8 @@
 #   bash bench/issue40_device.sh twentysixth-record # pr-ada and pr re-recorded; the attack suite
 #   bash bench/issue40_device.sh twentysixth-verify # the tail rule against no split tile; attacks, tools
 #   bash bench/issue40_device.sh twentyseventh-witness # the host's clock as a witness: its GPU
-#                                               # tests, A/As of pr and pr-ada (unwitnessed µs)
+#                                               # tests, A/As of pr and pr-ada (unwitnessed µs),
+#                                               # pr without a base (against the control)
 #   bash bench/issue40_device.sh step [CFG...]  # kernels/ against the base on whole configs
 #                                               # (default configs/pr.yaml), then issue 40's table
 # Carried: .carry/ci-gate, .carry/it-tests (final), .carry/k-base/{attention,reference,util}.cu
@@ -2141,6 +2142,15 @@ twentyseventh-witness)
   ab aa-pr kernels configs/pr.yaml
   save
   ab aa-ada kernels configs/pr-ada.yaml
+  save
+  # a run without a base: each shape against the control (the harness's spin), as stored
+  stored_aa pr
+  python3 - "$res/stored-pr.json" <<'PY'
+import json, sys
+for s in json.load(open(sys.argv[1]))["shapes"]:
+    u = (s.get("measurement") or {}).get("unwitnessed") or {}
+    print(f"  {s['name']:<28} {s.get('verdict')}  unwitnessed control/c {u.get('control_us')}/{u.get('candidate_us')} µs (limit 2 x {u.get('limit_us')}) {s.get('error') or ''}")
+PY
   save
   ;;
 twentythird-step)
