@@ -151,6 +151,30 @@ pub struct Prepare<'a> {
     pub spin_up: Option<(&'a ShapeParams, f64)>,
 }
 
+impl Round {
+    /// A round of samples and nothing else measured (no buffers, clocks or checks): the
+    /// witness's control, a replayed calibration draw.
+    pub fn of_samples(
+        values: Vec<f64>,
+        launches_per_sample: u32,
+        unwitnessed_us: Vec<f64>,
+    ) -> Round {
+        Round {
+            values,
+            launches_per_sample,
+            working_set_bytes: 0,
+            addresses: Vec::new(),
+            sm_clock_mhz: Vec::new(),
+            clock_events: 0,
+            wall_s: 0.0,
+            checked_launches: 0,
+            worst_timed: None,
+            per_launch_ms: None,
+            unwitnessed_us,
+        }
+    }
+}
+
 impl Measurement {
     /// No rounds yet.
     pub fn empty() -> Measurement {

@@ -1240,17 +1240,8 @@ pub(crate) fn control_round(gpu: &Gpu, settings: &MeasureSettings) -> Result<Rou
         }
     }
     Ok(Round {
-        values,
-        launches_per_sample: LAUNCHES,
-        working_set_bytes: 0,
-        addresses: Vec::new(),
-        sm_clock_mhz: Vec::new(),
-        clock_events: 0,
         wall_s: began_all.elapsed().as_secs_f64(),
-        checked_launches: 0,
-        worst_timed: None,
-        per_launch_ms: None,
-        unwitnessed_us: unwitnessed,
+        ..Round::of_samples(values, LAUNCHES, unwitnessed)
     })
 }
 

@@ -713,19 +713,11 @@ impl Measure for SimBackend {
         // The harness's spin, one sample of `sample_ms` per value, its lead-in and wake-up
         // as every simulated kernel's (`round_of`), never forged.
         let samples = crate::witness::MIN_SAMPLES;
-        Ok(Some(Round {
-            values: vec![settings.sample_ms * 1000.0 / f64::from(LAUNCHES); samples],
-            launches_per_sample: LAUNCHES,
-            working_set_bytes: 0,
-            addresses: Vec::new(),
-            sm_clock_mhz: Vec::new(),
-            clock_events: 0,
-            wall_s: 0.0,
-            checked_launches: 0,
-            worst_timed: None,
-            per_launch_ms: None,
-            unwitnessed_us: (0..samples).map(|i| 55.0 + (i % 5) as f64).collect(),
-        }))
+        Ok(Some(Round::of_samples(
+            vec![settings.sample_ms * 1000.0 / f64::from(LAUNCHES); samples],
+            LAUNCHES,
+            (0..samples).map(|i| 55.0 + (i % 5) as f64).collect(),
+        )))
     }
 
     fn energy(

@@ -281,19 +281,7 @@ impl Facts for Replay<'_> {
 
 /// One replayed round: the drawn samples, nothing else measured.
 fn replayed(values: Vec<f64>) -> Round {
-    Round {
-        values,
-        launches_per_sample: 100,
-        working_set_bytes: 0,
-        addresses: Vec::new(),
-        sm_clock_mhz: Vec::new(),
-        clock_events: 0,
-        wall_s: 0.0,
-        checked_launches: 0,
-        worst_timed: None,
-        per_launch_ms: None,
-        unwitnessed_us: Vec::new(),
-    }
+    Round::of_samples(values, 100, Vec::new())
 }
 
 impl Measure for Replay<'_> {

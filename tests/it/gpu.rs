@@ -11,6 +11,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::common::{golden_dir, read_f32, read_u16};
 use ci_gate::config::{CacheMode, Dtype, MeasureSettings, ShapeParams, Tolerance};
 use ci_gate::gpu::Gpu;
+use ci_gate::gpu::device::AttentionSet;
 use ci_gate::gpu::measure::{AbSide, Bench, Held, LEAD_CYCLES, measure, measure_pairs};
 use ci_gate::gpu::parity::{POISON, Which, attention_on_host, check_parity};
 use ci_gate::reference::{Problem, attention, decode, errors};
@@ -377,15 +378,41 @@ fn a_shape_too_large_for_the_grid_is_a_clear_error() {
     );
 }
 
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn ab_pairs_of_one_kernel_agree() {
-    // The same kernel loaded twice, as base and candidate: A/A pairs in random order.
+/// The harness with the shipped kernels, and the same kernels loaded again: one kernel as
+/// both sides of an A/B.
+fn one_kernel_twice() -> (Gpu, AttentionSet) {
     let gpu = gpu();
     let other = gpu
         .load_attention(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels"))
         .unwrap();
     assert_eq!(other.source_hash, gpu.kernel_source_hash);
+    (gpu, other)
+}
+
+/// A bench of `shape` (fp16 tolerances).
+fn bench<'a>(gpu: &'a Gpu, shape: &'a ShapeParams, settings: &'a MeasureSettings) -> Bench<'a> {
+    Bench {
+        gpu,
+        shape,
+        settings,
+        tolerance: Tolerance {
+            max_abs: 1e-2,
+            rel_l2: 1e-3,
+        },
+    }
+}
+
+/// Both sides' witnesses (ci_gate::witness), base first.
+fn witnesses(sides: &[AbSide<'_>; 2]) -> [SideWitness; 2] {
+    [&sides[0].m, &sides[1].m]
+        .map(|m| SideWitness::of(&m.rounds, &m.unwitnessed_us, m.launches_per_sample).unwrap())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn ab_pairs_of_one_kernel_agree() {
+    // The same kernel loaded twice, as base and candidate: A/A pairs in random order.
+    let (gpu, other) = one_kernel_twice();
     let shape = ShapeParams::new(2, 8, 512, 64, false, Dtype::Float16);
     let settings = MeasureSettings::default();
     let mut sides = [
@@ -394,15 +421,7 @@ fn ab_pairs_of_one_kernel_agree() {
     ];
     let mut coin = ChaCha8Rng::seed_from_u64(5);
     let (mut held, mut orders) = (Held::default(), Vec::new());
-    let bench = Bench {
-        gpu: &gpu,
-        shape: &shape,
-        settings: &settings,
-        tolerance: Tolerance {
-            max_abs: 1e-2,
-            rel_l2: 1e-3,
-        },
-    };
+    let bench = bench(&gpu, &shape, &settings);
     measure_pairs(&bench, &mut sides, &mut coin, 9, &mut held, &mut orders, 10).unwrap();
     assert_eq!(orders.len(), 10);
     assert!(orders.contains(&PairOrder::BaseFirst) && orders.contains(&PairOrder::CandFirst));
@@ -419,15 +438,14 @@ fn ab_pairs_of_one_kernel_agree() {
     // The host's clock witnessed every sample of both sides (ci_gate::witness): a positive
     // unwitnessed time per sample (the lead-in spin alone is ~50 µs), the same for the two
     // sides up to the judged limit, and no judgement.
-    let [b, c] = [&sides[0].m, &sides[1].m].map(|m| {
+    for side in &sides {
+        let u = &side.m.unwitnessed_us;
         assert!(
-            m.unwitnessed_us
-                .iter()
-                .flatten()
-                .all(|&u| u > 0.0 && u < 10_000.0)
+            u.iter().flatten().all(|&u| u > 0.0 && u < 10_000.0),
+            "{u:?}"
         );
-        SideWitness::of(&m.rounds, &m.unwitnessed_us, m.launches_per_sample).unwrap()
-    });
+    }
+    let [b, c] = witnesses(&sides);
     eprintln!("unwitnessed µs per sample: base {b:?}, candidate {c:?}");
     assert_eq!((b.samples, c.samples), (100, 100));
     assert!((b.unwitnessed_us - c.unwitnessed_us).abs() < limit_us(b.sample_us));
@@ -441,21 +459,10 @@ fn ab_pairs_of_one_kernel_agree() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn time_the_events_did_not_see_on_one_side_is_judged() {
-    let gpu = gpu();
-    let other = gpu
-        .load_attention(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels"))
-        .unwrap();
+    let (gpu, other) = one_kernel_twice();
     let shape = ShapeParams::new(4, 16, 2048, 64, true, Dtype::Float16);
     let settings = MeasureSettings::default();
-    let bench = Bench {
-        gpu: &gpu,
-        shape: &shape,
-        settings: &settings,
-        tolerance: Tolerance {
-            max_abs: 1e-2,
-            rel_l2: 1e-3,
-        },
-    };
+    let bench = bench(&gpu, &shape, &settings);
     let mut witnessed = Vec::new();
     for extra in [0, 200_000] {
         let mut sides = [
@@ -466,8 +473,7 @@ fn time_the_events_did_not_see_on_one_side_is_judged() {
         let mut coin = ChaCha8Rng::seed_from_u64(7);
         let (mut held, mut orders) = (Held::default(), Vec::new());
         measure_pairs(&bench, &mut sides, &mut coin, 9, &mut held, &mut orders, 5).unwrap();
-        let [b, c] = [&sides[0].m, &sides[1].m]
-            .map(|m| SideWitness::of(&m.rounds, &m.unwitnessed_us, m.launches_per_sample).unwrap());
+        let [b, c] = witnesses(&sides);
         eprintln!("lead-in +{extra} cycles on the candidate: base {b:?}, candidate {c:?}");
         witnessed.push(judge([("base", Some(b)), ("candidate", Some(c))]));
     }
