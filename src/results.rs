@@ -157,9 +157,13 @@ pub struct Unwitnessed {
     /// The witness's control's, in a run with one side (`crate::witness::judge_alone`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_us: Option<f64>,
+    /// The candidate's median sample (the events' span of one replay), µs.
+    pub sample_us: f64,
     /// `crate::witness::limit_us` of the candidate's samples (a side alone may differ from
     /// the control by `crate::witness::ALONE_FACTOR` times it).
     pub limit_us: f64,
+    /// The fewest samples any of the medians is over.
+    pub samples: u64,
 }
 
 /// The order of one A/B pair of rounds, drawn by a seeded coin.
@@ -1011,6 +1015,7 @@ fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
         if let Some(u) = &m.unwitnessed {
             let k = format!("{key}.measurement.unwitnessed");
             c.finite(&format!("{k}.candidate_us"), u.candidate_us)?;
+            c.finite(&format!("{k}.sample_us"), u.sample_us)?;
             c.finite(&format!("{k}.limit_us"), u.limit_us)?;
             if let Some(b) = u.base_us {
                 c.finite(&format!("{k}.base_us"), b)?;
@@ -1353,7 +1358,9 @@ mod tests {
                 candidate_us: 57.0,
                 base_us: Some(56.0),
                 control_us: Some(55.0),
+                sample_us: 2000.0,
                 limit_us: 30.0,
+                samples: 80,
             }),
         });
         assert!(check_shape_result(path, 0, &s).is_ok());
@@ -1361,6 +1368,7 @@ mod tests {
             ("candidate_us", f64::NAN),
             ("base_us", f64::INFINITY),
             ("control_us", f64::NAN),
+            ("sample_us", f64::INFINITY),
             ("limit_us", f64::NEG_INFINITY),
         ] {
             let mut bad = s.clone();
@@ -1375,6 +1383,7 @@ mod tests {
                 "candidate_us" => u.candidate_us = value,
                 "base_us" => u.base_us = Some(value),
                 "control_us" => u.control_us = Some(value),
+                "sample_us" => u.sample_us = value,
                 _ => u.limit_us = value,
             }
             let e = check_shape_result(path, 0, &bad).unwrap_err().to_string();

@@ -21,12 +21,17 @@
 //! A run with one side (no base) is judged against a **control** instead ([`judge_alone`]):
 //! the harness's own lead-in spin, sampled the same way with no kernel under test.
 //!
+//! The medians are recorded with the shape ([`record`]: the results' `measurement.
+//! unwitnessed`) and judged from that record at the run's one decision ([`judge_recorded`],
+//! `run::decide`), where a GPU shared with another process is known (then nothing is judged).
+//!
 //! What it does not stop: a kernel that also writes the end event's completion early, at a
 //! time it chooses, so that the host wakes with it (the host learns of completion through
 //! driver memory as well). docs/SECURITY.md says so.
 //!
 //! Cost: two clock readings and one extra wait per sample; a median per side per shape.
 
+use crate::results::Unwitnessed;
 use crate::stats::median;
 
 /// Samples each side needs before its unwitnessed time is judged: a median of fewer could
@@ -163,6 +168,41 @@ pub fn judge_alone(
     ))
 }
 
+/// What the results record of a shape's witness (`measurement.unwitnessed`): the
+/// candidate's median unwitnessed time and sample, the base's or the control's median, and
+/// the fewest samples any of them has.
+pub fn record(
+    cand: SideWitness,
+    base: Option<SideWitness>,
+    control: Option<SideWitness>,
+) -> Unwitnessed {
+    let other = base.or(control).map_or(cand.samples, |o| o.samples);
+    Unwitnessed {
+        candidate_us: cand.unwitnessed_us,
+        base_us: base.map(|b| b.unwitnessed_us),
+        control_us: control.map(|c| c.unwitnessed_us),
+        sample_us: cand.sample_us,
+        limit_us: limit_us(cand.sample_us),
+        samples: cand.samples.min(other) as u64,
+    }
+}
+
+/// The judgement on what a shape recorded ([`record`]): [`judge`] where a base was measured,
+/// else [`judge_alone`] against the control; `None` where neither was.
+pub fn judge_recorded(u: &Unwitnessed) -> Option<String> {
+    let side = |unwitnessed_us| SideWitness {
+        unwitnessed_us,
+        sample_us: u.sample_us,
+        samples: usize::try_from(u.samples).unwrap_or(usize::MAX),
+    };
+    let cand = Some(side(u.candidate_us));
+    match (u.base_us, u.control_us) {
+        (Some(base), _) => judge([("base", Some(side(base))), ("candidate", cand)]),
+        (None, Some(control)) => judge_alone("candidate", cand, Some(side(control))),
+        (None, None) => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -283,6 +323,34 @@ mod tests {
         assert_eq!(judge_alone("candidate", shortened, None), None);
         let few = witness(&side(3, 20, || 55.0), 20);
         assert_eq!(judge_alone("candidate", shortened, few), None);
+    }
+
+    #[test]
+    fn what_the_results_record_is_judged_as_the_samples_were() {
+        let honest = witness(&side(8, 20, || 55.0), 20).unwrap();
+        let forged = witness(&side(8, 20, || 115.0), 20).unwrap();
+        let control = witness(&side(4, 20, || 55.0), 20).unwrap();
+        let pair = |b, c| judge([("base", Some(b)), ("candidate", Some(c))]);
+        let u = record(forged, Some(honest), None);
+        assert_eq!((u.samples, u.limit_us, u.sample_us), (80, 30.0, 2000.0));
+        assert_eq!(judge_recorded(&u), pair(honest, forged));
+        assert!(judge_recorded(&u).is_some());
+        assert_eq!(judge_recorded(&record(honest, Some(honest), None)), None);
+        // Alone: against the control, whose 40 samples are the fewest.
+        let u = record(forged, None, Some(control));
+        assert_eq!(u.samples, 40);
+        assert_eq!(
+            judge_recorded(&u),
+            judge_alone("candidate", Some(forged), Some(control))
+        );
+        let u = record(
+            witness(&side(8, 20, || 135.0), 20).unwrap(),
+            None,
+            Some(control),
+        );
+        assert!(judge_recorded(&u).is_some());
+        // Neither a base nor a control: nothing to judge against.
+        assert_eq!(judge_recorded(&record(forged, None, None)), None);
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! - [`drifting`], after the second stage: the shapes whose verdict would be a drift, for the
 //!   drift phase to trace;
 //! - [`verdicts`], after everything measured: the GPU's processes read a last time, a GPU
-//!   shared with another process judged ([`judge_shared`]), and every shape decided
+//!   shared with another process judged ([`judge_shared`]), the host's clock's witness of
+//!   the samples judged where it was not shared ([`judge_witness`]), and every shape decided
 //!   (`crate::evaluate::evaluate`) on all it holds (both stages, a drift traced, the energy
 //!   windows' checks). The looks decide copies of the shapes; these verdicts are the only
 //!   ones the results hold.
@@ -72,12 +73,39 @@ pub(super) fn verdicts(
     if shared {
         judge_shared(&s.watch, shapes, stored, &mut s.log.notes);
     }
+    judge_witness(&s.watch, shapes, &mut s.log.notes);
     Ok(crate::evaluate::evaluate(
         shapes,
         |shape| stored_side(stored, shared, shape),
         &s.run.config.gate,
         s.run.policy(),
     )?)
+}
+
+/// The host's clock as the witness of every shape's samples (`crate::witness`): a shape
+/// still without an error or integrity failure whose recorded unwitnessed times disagree
+/// gets the witness's error. Not judged where another process shared the GPU (its work can
+/// fall between a sample's lead-in and its events on either side): a note says so.
+fn judge_witness(watch: &ProcessWatch, shapes: &mut [ShapeResult], notes: &mut Vec<String>) {
+    if let Some(note) = watch.witness_note() {
+        if shapes.iter().any(|s| witnessed(s).is_some()) {
+            notes.push(note);
+        }
+        return;
+    }
+    let judged = shapes
+        .iter_mut()
+        .filter(|s| s.error.is_none() && s.integrity.is_none());
+    for s in judged {
+        if let Some(why) = witnessed(s).and_then(crate::witness::judge_recorded) {
+            s.error = Some(why);
+        }
+    }
+}
+
+/// What a shape's results record of the host's clock's witness, if anything.
+fn witnessed(s: &ShapeResult) -> Option<&crate::results::Unwitnessed> {
+    s.measurement.as_ref()?.unwitnessed.as_ref()
 }
 
 /// The stored side of a shape for its comparison: none where the run shares the GPU with

@@ -272,6 +272,17 @@ impl ProcessWatch {
         })
     }
 
+    /// Why the host's clock's witness of the samples is not judged (`run::decide`), in a
+    /// shared run.
+    pub(crate) fn witness_note(&self) -> Option<String> {
+        self.shared().then(|| {
+            format!(
+                "the host's clock as the witness of the samples is not judged: {}",
+                self.who()
+            )
+        })
+    }
+
     /// The error of a shape whose only reference is the stored baseline, in a shared run.
     pub(crate) fn unjudged_error(&self) -> String {
         format!(

@@ -15,7 +15,7 @@ use super::stored::{Stored, median_of};
 use crate::backend::{Backend, Facts, GpuError, Measure, Measurement, Side};
 use crate::comparison::shape_seed;
 use crate::config::{CacheMode, Config, ShapeParams, Tolerance};
-use crate::results::{MeasurementInfo, ProbeResult, ShapeResult, StageDesign, Unwitnessed};
+use crate::results::{MeasurementInfo, ProbeResult, ShapeResult, StageDesign};
 use crate::stats::Sample;
 use crate::witness::SideWitness;
 
@@ -194,16 +194,7 @@ impl Measuring<'_> {
         result.error = result
             .error
             .take()
-            .or_else(|| speed_limit(result, reference_p50, self.peak_tflops, max_speedup))
-            .or_else(|| match run.base() {
-                Some(base) => crate::witness::judge([
-                    ("base", side_witness(base)),
-                    ("candidate", side_witness(run.cand())),
-                ]),
-                None => {
-                    crate::witness::judge_alone("candidate", side_witness(run.cand()), self.control)
-                }
-            });
+            .or_else(|| speed_limit(result, reference_p50, self.peak_tflops, max_speedup));
     }
 }
 
@@ -340,12 +331,8 @@ fn fill(
             .map(|(lo, hi)| (*lo, *hi)),
         design: Some(design),
         checked_launches: cand.checked_launches,
-        unwitnessed: side_witness(cand).map(|c| Unwitnessed {
-            candidate_us: c.unwitnessed_us,
-            base_us: run.base().and_then(side_witness).map(|b| b.unwitnessed_us),
-            control_us: control.map(|c| c.unwitnessed_us),
-            limit_us: crate::witness::limit_us(c.sample_us),
-        }),
+        unwitnessed: side_witness(cand)
+            .map(|c| crate::witness::record(c, run.base().and_then(side_witness), control)),
     });
 }
 

@@ -256,6 +256,8 @@ fn another_process_is_named_and_the_stored_comparison_is_not_judged() {
     assert!(
         notes.contains(
             "the comparison with the stored baseline is not judged: another process (sim-neighbour, pid 4200000) used the GPU during this run"
+        ) && notes.contains(
+            "the host's clock as the witness of the samples is not judged: another process (sim-neighbour, pid 4200000) used the GPU during this run"
         ),
         "{notes}"
     );
