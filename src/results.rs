@@ -157,6 +157,12 @@ pub struct Unwitnessed {
     /// The witness's control's, in a run with one side (`crate::witness::judge_alone`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_us: Option<f64>,
+    /// The candidate's median wait from a sample's end event to the end of its checks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidate_after_end_us: Option<f64>,
+    /// The base's, in A/B.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_after_end_us: Option<f64>,
     /// The candidate's median sample (the events' span of one replay), µs.
     pub sample_us: f64,
     /// `crate::witness::limit_us` of the candidate's samples (a side alone may differ from
@@ -1017,11 +1023,15 @@ fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
             c.finite(&format!("{k}.candidate_us"), u.candidate_us)?;
             c.finite(&format!("{k}.sample_us"), u.sample_us)?;
             c.finite(&format!("{k}.limit_us"), u.limit_us)?;
-            if let Some(b) = u.base_us {
-                c.finite(&format!("{k}.base_us"), b)?;
-            }
-            if let Some(b) = u.control_us {
-                c.finite(&format!("{k}.control_us"), b)?;
+            for (key, v) in [
+                ("base_us", u.base_us),
+                ("control_us", u.control_us),
+                ("candidate_after_end_us", u.candidate_after_end_us),
+                ("base_after_end_us", u.base_after_end_us),
+            ] {
+                if let Some(v) = v {
+                    c.finite(&format!("{k}.{key}"), v)?;
+                }
             }
         }
     }
@@ -1358,6 +1368,8 @@ mod tests {
                 candidate_us: 57.0,
                 base_us: Some(56.0),
                 control_us: Some(55.0),
+                candidate_after_end_us: Some(300.0),
+                base_after_end_us: Some(301.0),
                 sample_us: 2000.0,
                 limit_us: 30.0,
                 samples: 80,
@@ -1368,6 +1380,8 @@ mod tests {
             ("candidate_us", f64::NAN),
             ("base_us", f64::INFINITY),
             ("control_us", f64::NAN),
+            ("candidate_after_end_us", f64::NAN),
+            ("base_after_end_us", f64::INFINITY),
             ("sample_us", f64::INFINITY),
             ("limit_us", f64::NEG_INFINITY),
         ] {
@@ -1383,6 +1397,8 @@ mod tests {
                 "candidate_us" => u.candidate_us = value,
                 "base_us" => u.base_us = Some(value),
                 "control_us" => u.control_us = Some(value),
+                "candidate_after_end_us" => u.candidate_after_end_us = Some(value),
+                "base_after_end_us" => u.base_after_end_us = Some(value),
                 "sample_us" => u.sample_us = value,
                 _ => u.limit_us = value,
             }

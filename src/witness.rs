@@ -25,9 +25,12 @@
 //! unwitnessed`) and judged from that record at the run's one decision ([`judge_recorded`],
 //! `run::decide`), where a GPU shared with another process is known (then nothing is judged).
 //!
-//! What it does not stop: a kernel that also writes the end event's completion early, at a
-//! time it chooses, so that the host wakes with it (the host learns of completion through
-//! driver memory as well). docs/SECURITY.md says so.
+//! A kernel that also writes the end event's completion early, so that the host wakes with
+//! it and sees no more than the events do, leaves the host waiting longer for the checks
+//! that follow the replay in stream order: the second test of a pair ([`judge`]) compares
+//! those waits. What it does not stop: a kernel that also writes the completion of the
+//! stream's later work (the host learns of every completion through driver memory), and a
+//! run without a base has no second side for that test. docs/SECURITY.md says so.
 //!
 //! Cost: two clock readings and one extra wait per sample; a median per side per shape.
 
@@ -55,18 +58,31 @@ pub struct SideWitness {
     pub sample_us: f64,
     /// Samples with both times.
     pub samples: usize,
+    /// Median µs from the host's seeing a sample's end event to the end of its checks (the
+    /// harness's work after the replay, the same for both sides); `None` where not recorded
+    /// (the control has no checks).
+    pub after_end_us: Option<f64>,
 }
 
 impl SideWitness {
     /// A side's witness from its rounds: per-launch times (`rounds`, as the results hold
-    /// them), the launches of one sample, and each sample's unwitnessed µs by round
-    /// (`unwitnessed`). A round whose two lists differ in length, or a time that is not
-    /// finite, is left out; `None` where no sample is left (a device that does not witness).
+    /// them), the launches of one sample, each sample's unwitnessed µs by round
+    /// (`unwitnessed`) and its wait after the end event (`after_end`, may be empty). A round
+    /// whose lists differ in length, or a time that is not finite, is left out; `None` where
+    /// no sample is left (a device that does not witness).
     pub fn of(
         rounds: &[Vec<f64>],
         unwitnessed: &[Vec<f64>],
+        after_end: &[Vec<f64>],
         launches_per_sample: u32,
     ) -> Option<SideWitness> {
+        let after: Vec<f64> = rounds
+            .iter()
+            .zip(after_end)
+            .filter(|(times, a)| times.len() == a.len())
+            .flat_map(|(_, a)| a.iter().copied())
+            .filter(|a| a.is_finite())
+            .collect();
         let launches = f64::from(launches_per_sample.max(1));
         let (mut samples, mut unseen) = (Vec::new(), Vec::new());
         for (times, unw) in rounds.iter().zip(unwitnessed) {
@@ -84,6 +100,7 @@ impl SideWitness {
             unwitnessed_us: median(&unseen)?,
             sample_us: median(&samples)?,
             samples: unseen.len(),
+            after_end_us: median(&after),
         })
     }
 }
@@ -107,6 +124,13 @@ pub fn judge(sides: [(&str, Option<SideWitness>); 2]) -> Option<String> {
     if base.samples < MIN_SAMPLES || cand.samples < MIN_SAMPLES {
         return None;
     }
+    judge_lead([(base_label, base), (cand_label, cand)])
+        .or_else(|| judge_after_end([(base_label, base), (cand_label, cand)]))
+}
+
+/// [`judge`]'s first test: the lead-in and the replay.
+fn judge_lead(sides: [(&str, SideWitness); 2]) -> Option<String> {
+    let [(base_label, base), (cand_label, cand)] = sides;
     let (more_label, more, less_label, less) = if cand.unwitnessed_us >= base.unwitnessed_us {
         (cand_label, cand, base_label, base)
     } else {
@@ -132,6 +156,29 @@ pub fn judge(sides: [(&str, Option<SideWitness>); 2]) -> Option<String> {
 /// shape's (a power-capped clock of 1,755 MHz against 1,980 lengthens the ~50 µs spin by
 /// ~6.5 µs; the limit doubled covers a clock down to about half).
 pub const ALONE_FACTOR: f64 = 2.0;
+
+/// [`judge`]'s second test: the wait from the end event to the end of the checks, which
+/// run after the replay in stream order and do the same work for both sides. A side whose
+/// wait is longer by more than [`limit_us`] saw its end event complete before its replay
+/// had (the completion is driver memory too): the host woke early, which would hide time
+/// taken out of the start record from the first test.
+fn judge_after_end(sides: [(&str, SideWitness); 2]) -> Option<String> {
+    let [(base_label, base), (cand_label, cand)] = sides;
+    let (b, c) = (base.after_end_us?, cand.after_end_us?);
+    let (more_label, more, less_label, less, sample_us) = if c >= b {
+        (cand_label, c, base_label, b, cand.sample_us)
+    } else {
+        (base_label, b, cand_label, c, base.sample_us)
+    };
+    let limit = limit_us(sample_us);
+    if more - less <= limit {
+        return None;
+    }
+    Some(format!(
+        "the host waited {:.0} µs longer from the {more_label}'s end event to the end of its checks than from the {less_label}'s (median {more:.0} µs against {less:.0} µs; at most {limit:.0} µs is allowed): the checks are the same work for both sides, so the {more_label}'s end event may have been signalled before its replay ended, by a kernel that can write it, and no time of this shape is believed (docs/MEASURING.md, \"The host's clock witnesses every sample\")",
+        more - less
+    ))
+}
 
 /// [`judge`] for a run with one side: its unwitnessed time against the **control**'s, the
 /// harness's own lead-in spin sampled the same way with no kernel under test (a record no
@@ -181,6 +228,8 @@ pub fn record(
         candidate_us: cand.unwitnessed_us,
         base_us: base.map(|b| b.unwitnessed_us),
         control_us: control.map(|c| c.unwitnessed_us),
+        candidate_after_end_us: cand.after_end_us,
+        base_after_end_us: base.and_then(|b| b.after_end_us),
         sample_us: cand.sample_us,
         limit_us: limit_us(cand.sample_us),
         samples: cand.samples.min(other) as u64,
@@ -190,15 +239,19 @@ pub fn record(
 /// The judgement on what a shape recorded ([`record`]): [`judge`] where a base was measured,
 /// else [`judge_alone`] against the control; `None` where neither was.
 pub fn judge_recorded(u: &Unwitnessed) -> Option<String> {
-    let side = |unwitnessed_us| SideWitness {
+    let side = |unwitnessed_us, after_end_us| SideWitness {
         unwitnessed_us,
         sample_us: u.sample_us,
         samples: usize::try_from(u.samples).unwrap_or(usize::MAX),
+        after_end_us,
     };
-    let cand = Some(side(u.candidate_us));
+    let cand = Some(side(u.candidate_us, u.candidate_after_end_us));
     match (u.base_us, u.control_us) {
-        (Some(base), _) => judge([("base", Some(side(base))), ("candidate", cand)]),
-        (None, Some(control)) => judge_alone("candidate", cand, Some(side(control))),
+        (Some(base), _) => judge([
+            ("base", Some(side(base, u.base_after_end_us))),
+            ("candidate", cand),
+        ]),
+        (None, Some(control)) => judge_alone("candidate", cand, Some(side(control, None))),
         (None, None) => None,
     }
 }
@@ -209,40 +262,43 @@ mod tests {
     use rand::{RngExt, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
-    /// Rounds of 10 samples: per-launch times of a 2 ms sample of `launches` launches, and
-    /// each sample's unwitnessed time from `unwitnessed`.
-    fn side(
-        rounds: usize,
-        launches: u32,
-        mut unwitnessed: impl FnMut() -> f64,
-    ) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+    /// A side's rounds as recorded: per-launch times, unwitnessed µs, waits after the end.
+    type Recorded = (Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<Vec<f64>>);
+
+    /// Rounds of 10 samples: per-launch times of a 2 ms sample of `launches` launches, each
+    /// sample's unwitnessed time from `unwitnessed`, and a wait of 300 µs after each end.
+    fn side(rounds: usize, launches: u32, mut unwitnessed: impl FnMut() -> f64) -> Recorded {
         let per_launch = 2000.0 / f64::from(launches);
         (
             vec![vec![per_launch; 10]; rounds],
             (0..rounds)
                 .map(|_| (0..10).map(|_| unwitnessed()).collect())
                 .collect(),
+            vec![vec![300.0; 10]; rounds],
         )
     }
 
-    fn witness(s: &(Vec<Vec<f64>>, Vec<Vec<f64>>), launches: u32) -> Option<SideWitness> {
-        SideWitness::of(&s.0, &s.1, launches)
+    fn witness(s: &Recorded, launches: u32) -> Option<SideWitness> {
+        SideWitness::of(&s.0, &s.1, &s.2, launches)
     }
 
     #[test]
     fn a_side_is_its_medians_over_every_sample_with_both_times() {
         let rounds = vec![vec![100.0, 101.0, 99.0], vec![102.0, f64::NAN]];
         let unw = vec![vec![50.0, 60.0, 55.0], vec![58.0, 57.0]];
-        let w = SideWitness::of(&rounds, &unw, 20).expect("witnessed");
-        // The NaN sample is left out: four samples, medians of 2000/2020/1980/2040 µs.
+        let after = vec![vec![300.0, 310.0, 320.0], vec![330.0]];
+        let w = SideWitness::of(&rounds, &unw, &after, 20).expect("witnessed");
+        // The NaN sample is left out: four samples, medians of 2000/2020/1980/2040 µs; the
+        // second round's waits after the end are one short and left out.
         assert_eq!(w.samples, 4);
         assert_eq!(w.unwitnessed_us, 56.5);
         assert_eq!(w.sample_us, 2010.0);
+        assert_eq!(w.after_end_us, Some(310.0));
         // A round whose lists differ is left out; nothing witnessed is none.
-        let w = SideWitness::of(&rounds, &[vec![1.0], vec![2.0, 3.0]], 1).expect("one round");
-        assert_eq!(w.samples, 1);
-        assert_eq!(SideWitness::of(&rounds, &[], 20), None);
-        assert_eq!(SideWitness::of(&rounds, &[vec![], vec![]], 20), None);
+        let w = SideWitness::of(&rounds, &[vec![1.0], vec![2.0, 3.0]], &[], 1).expect("one round");
+        assert_eq!((w.samples, w.after_end_us), (1, None));
+        assert_eq!(SideWitness::of(&rounds, &[], &after, 20), None);
+        assert_eq!(SideWitness::of(&rounds, &[vec![], vec![]], &[], 20), None);
     }
 
     #[test]
@@ -353,6 +409,40 @@ mod tests {
         assert_eq!(judge_recorded(&record(forged, None, None)), None);
     }
 
+    /// The start moved later and the end's completion written early by as much: the host
+    /// wakes early, so the lead-in test sees nothing; the wait for the checks after the end
+    /// is longer by that much, and that is judged.
+    #[test]
+    fn an_end_seen_early_shows_as_a_longer_wait_for_the_checks() {
+        let honest = side(8, 20, || 55.0);
+        let mut early = side(8, 20, || 55.0);
+        early.2 = vec![vec![360.0; 10]; 8];
+        let (b, c) = (witness(&honest, 20), witness(&early, 20));
+        let why = judge([("base", b), ("candidate", c)]).expect("found");
+        assert!(
+            why.starts_with("the host waited 60 µs longer from the candidate's end event to the end of its checks than from the base's")
+                && why.contains("the candidate's end event may have been signalled before its replay ended"),
+            "{why}"
+        );
+        // Within the limit, or one side without the waits recorded: nothing judged.
+        early.2 = vec![vec![329.0; 10]; 8];
+        assert_eq!(
+            judge([("base", b), ("candidate", witness(&early, 20))]),
+            None
+        );
+        early.2 = Vec::new();
+        early.2.resize(8, vec![400.0; 9]);
+        assert_eq!(
+            judge([("base", b), ("candidate", witness(&early, 20))]),
+            None
+        );
+        // And it is judged from what the results record.
+        early.2 = vec![vec![360.0; 10]; 8];
+        let u = record(witness(&early, 20).unwrap(), b, None);
+        assert_eq!(u.candidate_after_end_us, Some(360.0));
+        assert!(judge_recorded(&u).is_some_and(|w| w.contains("end event may have been")));
+    }
+
     #[test]
     fn nothing_is_judged_without_both_sides_and_enough_samples() {
         let honest = side(8, 20, || 55.0);
@@ -414,6 +504,7 @@ mod tests {
                     .iter()
                     .map(|r| r.iter().map(|u| u + 40.0).collect())
                     .collect(),
+                cand.2.clone(),
             );
             if judge([
                 ("base", witness(&base, 20)),

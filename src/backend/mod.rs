@@ -95,6 +95,9 @@ pub struct Measurement {
     /// Per round, each sample's unwitnessed µs: what the host's clock saw of the sample
     /// beyond the events' span (`crate::witness`); empty where a device does not witness.
     pub unwitnessed_us: Vec<Vec<f64>>,
+    /// Per round, each sample's µs from the host's seeing its end event to the end of its
+    /// checks (`crate::witness`); empty where a device does not witness.
+    pub after_end_us: Vec<Vec<f64>>,
 }
 
 /// One round of one side, as a backend measured it: what [`Measurement::push`] appends.
@@ -122,6 +125,9 @@ pub struct Round {
     /// Each sample's unwitnessed µs (`crate::witness`); empty where a device does not
     /// witness.
     pub unwitnessed_us: Vec<f64>,
+    /// Each sample's µs from the host's seeing its end event to the end of its checks
+    /// (`crate::witness`); empty where a device does not witness.
+    pub after_end_us: Vec<f64>,
 }
 
 /// One pair of rounds, as [`Measure::pair`] measured it: the order it drew, and the round
@@ -171,6 +177,7 @@ impl Round {
             worst_timed: None,
             per_launch_ms: None,
             unwitnessed_us,
+            after_end_us: Vec::new(),
         }
     }
 }
@@ -191,6 +198,7 @@ impl Measurement {
             per_launch_ms: None,
             energy: Vec::new(),
             unwitnessed_us: Vec::new(),
+            after_end_us: Vec::new(),
         }
     }
 
@@ -199,6 +207,7 @@ impl Measurement {
     pub fn push(&mut self, round: Round) {
         self.rounds.push(round.values);
         self.unwitnessed_us.push(round.unwitnessed_us);
+        self.after_end_us.push(round.after_end_us);
         self.launches_per_sample = round.launches_per_sample;
         self.working_set_bytes = round.working_set_bytes;
         self.round_addresses.extend(round.addresses);
@@ -245,6 +254,7 @@ impl Measurement {
             worst_timed: self.worst_timed.clone(),
             per_launch_ms: self.per_launch_ms,
             unwitnessed_us: self.unwitnessed_us.last().cloned().unwrap_or_default(),
+            after_end_us: self.after_end_us.last().cloned().unwrap_or_default(),
         })
     }
 
@@ -252,6 +262,7 @@ impl Measurement {
     pub fn drop_last(&mut self) {
         if self.rounds.pop().is_some() {
             self.unwitnessed_us.pop();
+            self.after_end_us.pop();
             self.clock_events.pop();
             self.round_addresses.pop();
             let keep = self.sm_clock_mhz.len().saturating_sub(2);
@@ -542,6 +553,7 @@ mod measurement_tests {
             }),
             per_launch_ms: Some(0.1),
             unwitnessed_us: vec![50.0 + f64::from(events); 2],
+            after_end_us: vec![300.0 + f64::from(events); 2],
         }
     }
 
@@ -557,6 +569,7 @@ mod measurement_tests {
         assert_eq!(added.values, vec![3.0, 4.0]);
         assert_eq!(added.clock_events, 2);
         assert_eq!(added.unwitnessed_us, vec![52.0, 52.0]);
+        assert_eq!(added.after_end_us, vec![302.0, 302.0]);
         engine.push(added);
         assert_eq!(format!("{engine:?}"), format!("{copy:?}"));
         // The larger worst error is kept, whichever round had it.
@@ -571,5 +584,6 @@ mod measurement_tests {
             (1, 2)
         );
         assert_eq!(engine.unwitnessed_us, vec![vec![50.0, 50.0]]);
+        assert_eq!(engine.after_end_us, vec![vec![300.0, 300.0]]);
     }
 }

@@ -496,6 +496,8 @@ pub(super) struct PreparedRound {
     /// Each sample's unwitnessed µs: the host's span from the lead-in to the end event
     /// less the events' span (`crate::witness`).
     unwitnessed: Vec<f64>,
+    /// Each sample's µs from the host's seeing its end event to the end of its checks.
+    after_end: Vec<f64>,
 }
 
 impl PreparedRound {
@@ -831,6 +833,7 @@ pub(super) fn prepare_round(
         expected,
         clock_events: 0,
         unwitnessed: Vec::with_capacity(samples),
+        after_end: Vec::with_capacity(samples),
     };
     spans::add("round.check_buffers", t);
     spans::time("round.first_replay", || {
@@ -1080,6 +1083,9 @@ fn take_sample(
         gpu.wait_event(end, Some(round.expected), what)
     })?;
     spans::time("sample.checks", || gpu.sync(Some(round.expected), what))?;
+    // The checks run after the replay, in stream order: an end seen early (its completion
+    // written by the kernel) shows as a longer wait for them.
+    round.after_end.push(ended.elapsed().as_secs_f64() * 1e6);
     // A clock that moved across the sample (read before its launch and after it ended, not
     // after the idle time): an event this sample may carry.
     let clock_after = gpu.monitor.sm_clock_mhz();
@@ -1170,6 +1176,7 @@ fn finish_round(
     m.clock_events.push(round.clock_events);
     m.rounds.push(round.values.clone());
     m.unwitnessed_us.push(round.unwitnessed.clone());
+    m.after_end_us.push(round.after_end.clone());
     // Hold at most a quarter of the free memory (and 4 GiB) across rounds: every round
     // verifies all of it.
     let (free, _) = gpu

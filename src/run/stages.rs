@@ -50,6 +50,7 @@ pub(super) fn witness_control(
         SideWitness::of(
             std::slice::from_ref(&r.values),
             std::slice::from_ref(&r.unwitnessed_us),
+            &[],
             r.launches_per_sample,
         )
     }))
@@ -279,7 +280,12 @@ pub(super) fn second_stages(
 /// A side's unwitnessed time over its samples (`crate::witness`); `None` where the device
 /// does not witness them.
 fn side_witness(m: &Measurement) -> Option<SideWitness> {
-    SideWitness::of(&m.rounds, &m.unwitnessed_us, m.launches_per_sample)
+    SideWitness::of(
+        &m.rounds,
+        &m.unwitnessed_us,
+        &m.after_end_us,
+        m.launches_per_sample,
+    )
 }
 
 /// Copies what a shape's sides measured into its result.

@@ -438,6 +438,7 @@ impl SimBackend {
         // What the host's clock sees beyond the events: a lead-in and wake-up of 55–59 µs;
         // where the kernel forges, also the share of the sample taken out of its record.
         let forged = SimKernel::hits(&kernel.forge, &s.params);
+        let values_len = values.len();
         let unwitnessed_us = values
             .iter()
             .enumerate()
@@ -470,6 +471,8 @@ impl SimBackend {
             }),
             per_launch_ms: None,
             unwitnessed_us,
+            // The checks after each replay, as the host waits for them.
+            after_end_us: (0..values_len).map(|i| 300.0 + (i % 5) as f64).collect(),
         })
     }
 

@@ -404,8 +404,15 @@ fn bench<'a>(gpu: &'a Gpu, shape: &'a ShapeParams, settings: &'a MeasureSettings
 
 /// Both sides' witnesses (ci_gate::witness), base first.
 fn witnesses(sides: &[AbSide<'_>; 2]) -> [SideWitness; 2] {
-    [&sides[0].m, &sides[1].m]
-        .map(|m| SideWitness::of(&m.rounds, &m.unwitnessed_us, m.launches_per_sample).unwrap())
+    [&sides[0].m, &sides[1].m].map(|m| {
+        SideWitness::of(
+            &m.rounds,
+            &m.unwitnessed_us,
+            &m.after_end_us,
+            m.launches_per_sample,
+        )
+        .unwrap()
+    })
 }
 
 #[test]
@@ -443,6 +450,11 @@ fn ab_pairs_of_one_kernel_agree() {
         assert!(
             u.iter().flatten().all(|&u| u > 0.0 && u < 10_000.0),
             "{u:?}"
+        );
+        let a = &side.m.after_end_us;
+        assert!(
+            a.iter().flatten().all(|&a| a > 0.0 && a < 100_000.0),
+            "{a:?}"
         );
     }
     let [b, c] = witnesses(&sides);
