@@ -263,7 +263,7 @@ for s in r.get("shapes", []):
     ratio = ab.get("ratio")
     d = f"{(ratio - 1) * 100:+.2f}% [{(ab['ci_low'] - 1) * 100:+.2f}, {(ab['ci_high'] - 1) * 100:+.2f}]" if ratio else "-"
     u = (s.get("measurement") or {}).get("unwitnessed") or {}
-    w = f"  unwitnessed b/c {u.get('base_us', 0):.1f}/{u['candidate_us']:.1f} µs (limit {u['limit_us']:.0f})" if u else ""
+    w = f"  unwitnessed b/c {u.get('base_us') or 0:.1f}/{u['candidate_us']:.1f} µs, after end {u.get('base_after_end_us') or 0:.1f}/{u.get('candidate_after_end_us') or 0:.1f} µs (limit {u['limit_us']:.0f})" if u else ""
     print(f"  {s['name']:<28} p50 {p50 if p50 is None else round(p50, 2)} µs  {d}  {s.get('verdict')}{w} {s.get('error') or ''}")
 PY
 }
