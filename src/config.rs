@@ -532,6 +532,10 @@ pub struct GateSettings {
     /// did not see than a real one (raise it for a real rewrite).
     #[serde(deserialize_with = "max_speedup")]
     pub max_speedup: f64,
+    /// Whether the host's clock's witness of the samples is judged (`crate::witness`): where
+    /// false, it is recorded in the results and a note says that it was not judged. The
+    /// maintainers' switch for a runner whose host the witness's limits do not fit.
+    pub witness: bool,
 }
 
 impl Default for GateSettings {
@@ -544,6 +548,7 @@ impl Default for GateSettings {
             min_effect: (),
             seed: 0xC1_6A7E,
             max_speedup: 2.0,
+            witness: true,
         }
     }
 }
@@ -1124,7 +1129,7 @@ mod tests {
         assert!(e.contains("unknown field `max_p50_regresion`"), "{e}");
         assert!(e.contains("line 2"), "{e}");
         assert!(
-            e.contains("expected one of `max_p50_regression`, `alpha`, `confidence`, `bootstrap_resamples`, `seed`, `max_speedup`"),
+            e.contains("expected one of `max_p50_regression`, `alpha`, `confidence`, `bootstrap_resamples`, `seed`, `max_speedup`, `witness`"),
             "{e}"
         );
         assert!(!e.contains("min_effect"), "{e}");

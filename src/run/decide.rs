@@ -73,7 +73,7 @@ pub(super) fn verdicts(
     if shared {
         judge_shared(&s.watch, shapes, stored, &mut s.log.notes);
     }
-    judge_witness(&s.watch, shapes, &mut s.log.notes);
+    judge_witness(&s.watch, &s.run.config.gate, shapes, &mut s.log.notes);
     Ok(crate::evaluate::evaluate(
         shapes,
         |shape| stored_side(stored, shared, shape),
@@ -85,9 +85,18 @@ pub(super) fn verdicts(
 /// The host's clock as the witness of every shape's samples (`crate::witness`): a shape
 /// still without an error or integrity failure whose recorded unwitnessed times disagree
 /// gets the witness's error. Not judged where another process shared the GPU (its work can
-/// fall between a sample's lead-in and its events on either side): a note says so.
-fn judge_witness(watch: &ProcessWatch, shapes: &mut [ShapeResult], notes: &mut Vec<String>) {
-    if let Some(note) = watch.witness_note() {
+/// fall between a sample's lead-in and its events on either side), nor where the config
+/// says so (`gate.witness: false`): a note says which.
+fn judge_witness(
+    watch: &ProcessWatch,
+    gate: &crate::config::GateSettings,
+    shapes: &mut [ShapeResult],
+    notes: &mut Vec<String>,
+) {
+    let off = (!gate.witness).then(|| {
+        "the host's clock as the witness of the samples is recorded, not judged: the config sets gate.witness: false".to_string()
+    });
+    if let Some(note) = off.or_else(|| watch.witness_note()) {
         if shapes.iter().any(|s| witnessed(s).is_some()) {
             notes.push(note);
         }

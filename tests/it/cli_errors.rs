@@ -36,7 +36,7 @@ fn a_long_error_is_wrapped_to_80_columns_with_its_text_intact() {
     // The text, joined again, is the one sentence; the removed key is not offered.
     assert_eq!(
         text.trim_end(),
-        "error: config typo.yaml: gate: unknown field `max_p50_regresion`, expected one of `max_p50_regression`, `alpha`, `confidence`, `bootstrap_resamples`, `seed`, `max_speedup` at line 2 column 3"
+        "error: config typo.yaml: gate: unknown field `max_p50_regresion`, expected one of `max_p50_regression`, `alpha`, `confidence`, `bootstrap_resamples`, `seed`, `max_speedup`, `witness` at line 2 column 3"
     );
 }
 

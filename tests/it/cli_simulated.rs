@@ -365,6 +365,38 @@ fn a_run_without_a_base_judges_the_witness_against_the_control() {
     );
 }
 
+/// `gate.witness: false`, the maintainers' switch: the witness is recorded, not judged, and
+/// a note says so; the discrepancy is still in the results for anyone to read.
+#[test]
+fn the_witness_switched_off_is_recorded_and_says_so() {
+    let s = Sim::new();
+    std::fs::write(
+        s.path("sim.yaml"),
+        CONFIG.replace("seed: 7}", "seed: 7, witness: false}"),
+    )
+    .unwrap();
+    let (a, f) = (s.kernels("a", "factor=1.0"), s.kernels("forge", "forge=*"));
+    let out = s.local(&a, &f).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out.stderr));
+    let r = s.results();
+    assert_eq!(r["gate"]["witness"], false, "{r}");
+    assert!(
+        r["notes"].to_string().contains(
+            "the host's clock as the witness of the samples is recorded, not judged: the config sets gate.witness: false"
+        ),
+        "{r}"
+    );
+    for shape in r["shapes"].as_array().unwrap() {
+        assert!(shape["error"].is_null(), "{shape}");
+        let u = &shape["measurement"]["unwitnessed"];
+        let (c, b) = (
+            u["candidate_us"].as_f64().unwrap(),
+            u["base_us"].as_f64().unwrap(),
+        );
+        assert!(c - b > u["limit_us"].as_f64().unwrap(), "{u}");
+    }
+}
+
 #[test]
 fn a_hung_kernel_ends_the_run_with_exit_2_and_a_results_file_naming_it() {
     let s = Sim::new();
