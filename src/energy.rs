@@ -24,7 +24,9 @@
 //!
 //! A round's figure is withheld when it cannot resolve the energy: fewer than two counter
 //! moves, or an uncertainty (the reads' timing and the counter's 1 mJ step) above
-//! [`MAX_RESOLUTION`] of the window's energy. A side's figure needs two usable rounds.
+//! [`MAX_RESOLUTION`] of the window's energy; and when its calls read shorter than
+//! [`MIN_CALL_SHARE`] of the side's timed p50 per call (records the kernel rewrote). A
+//! side's figure needs two usable rounds.
 
 use serde::{Deserialize, Serialize};
 
@@ -34,6 +36,12 @@ pub(crate) const MAX_RESOLUTION: f64 = 0.03;
 
 /// The smallest share of a window's GPU time that must be the kernel's own replays.
 pub(crate) const MIN_REPLAY_FRACTION: f64 = 0.5;
+
+/// The shortest a window's call may read against the side's timed p50 per call: back to
+/// back, a call is no faster than in the timed samples (the clocks, if anything, lower); a
+/// window's events read shorter than that are records the kernel rewrote, which the host's
+/// clock witnesses for the timed samples (`crate::witness`) but not in a window.
+pub(crate) const MIN_CALL_SHARE: f64 = 0.9;
 
 /// Where a window's energy came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -68,6 +76,10 @@ pub struct EnergyRound {
     /// Share of the window's GPU time spent in the kernel's replays (the rest: poisoning
     /// and checking its outputs).
     pub replay_fraction: f64,
+    /// The side's p50 per call over its timed samples, ms (their times witnessed by the
+    /// host's clock); `None` in files of earlier versions and where none was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timed_call_ms: Option<f64>,
 }
 
 impl EnergyRound {
@@ -122,6 +134,15 @@ impl EnergyRound {
             return Some(format!(
                 "the kernel ran only {:.0}% of the window (the output checks the rest), so the board's power is not its own",
                 self.replay_fraction * 100.0
+            ));
+        }
+        if let Some(timed) = self.timed_call_ms
+            && self.call_ms < MIN_CALL_SHARE * timed
+        {
+            return Some(format!(
+                "the window's calls read {:.1}% shorter than the side's timed samples ({:.4} against {timed:.4} ms a call), which back to back they cannot be: its timing records disagree with the samples the host's clock witnessed",
+                (1.0 - self.call_ms / timed) * 100.0,
+                self.call_ms
             ));
         }
         None
@@ -252,6 +273,7 @@ mod tests {
             updates: 3,
             read_ms: 1.0,
             replay_fraction: 0.95,
+            timed_call_ms: Some(call_ms),
         }
     }
 
@@ -300,6 +322,19 @@ mod tests {
         let mut nan = round(600.0, 1.0);
         nan.power_w = f64::NAN;
         assert!(nan.unusable().is_some());
+        // Calls that read faster back to back than in the timed samples: records rewritten.
+        let mut short = round(600.0, 0.85);
+        short.timed_call_ms = Some(1.0);
+        let why = short.unusable().expect("unusable");
+        assert!(
+            why.contains("15.0% shorter than the side's timed samples"),
+            "{why}"
+        );
+        short.call_ms = 0.91;
+        assert_eq!(short.unusable(), None);
+        short.timed_call_ms = None;
+        short.call_ms = 0.5;
+        assert_eq!(short.unusable(), None, "a file of an earlier version");
         let e = SideEnergy::from_rounds(vec![round(600.0, 1.0), once], 1e12, 0.95);
         assert!(e.mj_per_call.is_none(), "one usable round has no interval");
         assert!(

@@ -936,6 +936,14 @@ pub(crate) fn check_side_energy(c: &Checker, key: &str, e: &crate::energy::SideE
                 format!("{} is above 1", r.replay_fraction),
             ));
         }
+        if let Some(t) = r.timed_call_ms
+            && !(t.is_finite() && t >= 0.0)
+        {
+            return Err(c.fail(
+                &format!("{key}.rounds[{j}].timed_call_ms"),
+                format!("{t} is not a finite, non-negative number"),
+            ));
+        }
     }
     if let Some(w) = &e.withheld {
         c.text(&format!("{key}.withheld"), w, MAX_ERROR_LEN)?;

@@ -63,6 +63,10 @@ pub(crate) fn measure_energy(
             let mut round = prepare_round(b, side, &mut kv, seed ^ index, checks)?;
             // Not a timed round: its address is not one of the rounds'.
             side.m.round_addresses.pop();
+            // The side's p50 per call over its timed samples, which the host's clock
+            // witnessed: no window's call can read shorter than that back to back.
+            let timed: Vec<f64> = side.m.rounds.iter().flatten().copied().collect();
+            let timed_call_ms = crate::stats::median(&timed).map(|us| us / 1000.0);
             let window = energy_window(
                 b,
                 (side.kernel, side.label),
@@ -71,7 +75,8 @@ pub(crate) fn measure_energy(
                 &reader,
                 source,
                 updates,
-            )?;
+            )?
+            .map(|r| crate::energy::EnergyRound { timed_call_ms, ..r });
             let findings = round_findings(b, &round)?;
             if let Some(why) = findings.failure(side.label, &side.kernel.name) {
                 return Err(GpuError::Integrity(format!(
@@ -252,6 +257,7 @@ impl Measured {
                         updates: (j - i + 1) as u32,
                         read_ms: ((a.1 - a.0) + (z.1 - z.0)) / 2.0 * 1000.0,
                         replay_fraction,
+                        timed_call_ms: None,
                     }
                 }
                 None => EnergyRound {
@@ -264,6 +270,7 @@ impl Measured {
                     updates: moves.len() as u32,
                     read_ms: 0.0,
                     replay_fraction,
+                    timed_call_ms: None,
                 },
             },
             EnergySource::PowerSamples => {
@@ -292,6 +299,7 @@ impl Measured {
                     updates: inside.len() as u32,
                     read_ms: 0.0,
                     replay_fraction,
+                    timed_call_ms: None,
                 }
             }
         }

@@ -773,6 +773,7 @@ impl Measure for SimBackend {
                         2.0
                     },
                     replay_fraction: replay_ms / (replay_ms + 0.06),
+                    timed_call_ms: None,
                 });
             }
         }

@@ -403,6 +403,32 @@ fn a_stored_energy_with_a_negative_power_is_refused_by_key() {
     );
 }
 
+/// An energy round's timed p50 per call (`timed_call_ms`, what the window's calls are held
+/// to) is checked too: a negative one is refused by key.
+#[test]
+fn an_energy_rounds_negative_timed_call_is_refused_by_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.json");
+    let r = crate::common::results("NVIDIA H200", &[1.0, 1.0, 1.0], 3);
+    let mut raw = serde_json::to_value(&r).unwrap();
+    raw["shapes"][0]["stored_energy"] = serde_json::json!({
+        "rounds": [{
+            "source": "counter", "power_w": 300.0, "call_ms": 0.1, "calls": 10,
+            "span_ms": 1.0, "span_mj": 1.0, "updates": 2, "read_ms": 0.01,
+            "replay_fraction": 0.9, "timed_call_ms": -0.1
+        }],
+        "mj_per_call": null,
+        "tflops_per_watt": null
+    });
+    std::fs::write(&path, raw.to_string()).unwrap();
+    let a = bin().arg("compare").arg(&path).arg(&path).assert().code(2);
+    let err = assert_clean_error(&a);
+    assert!(
+        err.contains("shapes[0].stored_energy.rounds[0].timed_call_ms"),
+        "{err}"
+    );
+}
+
 /// Rounds per process whose sum overflows (and, wrapped, would equal the rounds recorded)
 /// are refused when the baseline is read, naming the key: never a panic in the statistics.
 #[test]
