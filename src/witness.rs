@@ -23,7 +23,8 @@
 //!
 //! The medians are recorded with the shape ([`record`]: the results' `measurement.
 //! unwitnessed`) and judged from that record at the run's one decision ([`judge_recorded`],
-//! `run::decide`), where a GPU shared with another process is known (then nothing is judged).
+//! `run::decide`), where a GPU shared with another process is known (then nothing is judged,
+//! nor where the config sets `gate.witness: false`).
 //!
 //! A kernel that also writes the end event's completion early, so that the host wakes with
 //! it and sees no more than the events do, leaves the host waiting longer for the checks
@@ -32,7 +33,9 @@
 //! stream's later work (the host learns of every completion through driver memory), and a
 //! run without a base has no second side for that test. docs/SECURITY.md says so.
 //!
-//! Cost: two clock readings and one extra wait per sample; a median per side per shape.
+//! Cost: three clock readings and two more waits per sample (for an idle GPU before the
+//! lead-in, for the end event), inside the duty cycle's idle time; a median per side per
+//! shape; the control's ~0.3 s once in a run with one side.
 
 use crate::results::Unwitnessed;
 use crate::stats::median;
