@@ -17,8 +17,8 @@ use super::device::Kernel;
 use super::error::{DriverContext, GpuError};
 use super::integrity::{CheckLayout, KvRefs};
 use super::measure::{
-    AbSide, Bench, PreparedRound, charge, event_ms, prepare_round, queue_checks, queue_replay,
-    replay_between, round_findings, round_kv, timing_event, witnessed_ms,
+    AbSide, Bench, PreparedRound, charge, event_ms, fits_within, prepare_round, queue_checks,
+    queue_replay, replay_between, round_findings, round_kv, timing_event, witnessed_ms,
 };
 
 /// Energy windows of a shape's sides after its timed rounds (see `crate::energy`): `rounds`
@@ -48,6 +48,15 @@ pub(crate) fn measure_energy(
             "NVML reports neither an energy counter nor power samples for this GPU".into(),
         ));
     };
+    // Each side's p50 per call over its timed samples, which the host's clock witnessed: no
+    // window's call can read shorter than that back to back.
+    let timed_call_ms: Vec<Option<f64>> = sides
+        .iter()
+        .map(|side| {
+            let timed: Vec<f64> = side.m.rounds.iter().flatten().copied().collect();
+            crate::stats::median(&timed).map(|us| us / 1000.0)
+        })
+        .collect();
     for r in 0..rounds {
         // Seeds apart from the timed rounds', so no window reuses a timed round's inputs.
         let index = 1_000_000 + u64::from(r);
@@ -63,10 +72,6 @@ pub(crate) fn measure_energy(
             let mut round = prepare_round(b, side, &mut kv, seed ^ index, checks)?;
             // Not a timed round: its address is not one of the rounds'.
             side.m.round_addresses.pop();
-            // The side's p50 per call over its timed samples, which the host's clock
-            // witnessed: no window's call can read shorter than that back to back.
-            let timed: Vec<f64> = side.m.rounds.iter().flatten().copied().collect();
-            let timed_call_ms = crate::stats::median(&timed).map(|us| us / 1000.0);
             let window = energy_window(
                 b,
                 (side.kernel, side.label),
@@ -76,7 +81,10 @@ pub(crate) fn measure_energy(
                 source,
                 updates,
             )?
-            .map(|r| crate::energy::EnergyRound { timed_call_ms, ..r });
+            .map(|r| crate::energy::EnergyRound {
+                timed_call_ms: timed_call_ms.get(i).copied().flatten(),
+                ..r
+            });
             let findings = round_findings(b, &round)?;
             if let Some(why) = findings.failure(side.label, &side.kernel.name) {
                 return Err(GpuError::Integrity(format!(
@@ -453,7 +461,7 @@ fn window_spans(
     what: impl Fn() -> String,
 ) -> Result<f64, GpuError> {
     let busy_ms = witnessed_ms(start, end, host, &what)?;
-    if replay_ms > busy_ms * 1.001 + 0.005 {
+    if !fits_within(replay_ms, busy_ms) {
         return Err(GpuError::Integrity(format!(
             "the replays of {} read {replay_ms:.3} ms in all, longer than the {busy_ms:.3} ms window that holds them: a timing record was rewritten while the kernel ran",
             what()

@@ -136,10 +136,11 @@ fn positive_span(ms: f64) -> Result<f64, GpuError> {
     }
 }
 
-/// Whether an events' span of `ms` fits in the `host` span that held it ([`witnessed_ms`]):
-/// at most 0.1% and 5 µs longer (the two clocks' rates, the events' resolution).
-fn within_host(ms: f64, host: Duration) -> bool {
-    ms <= host.as_secs_f64() * 1e3 * 1.001 + 0.005
+/// Whether a span of `ms` fits in the span of `outer_ms` that held it ([`witnessed_ms`], an
+/// energy window's replays): at most 0.1% and 5 µs longer (the two clocks' rates, the
+/// events' resolution).
+pub(super) fn fits_within(ms: f64, outer_ms: f64) -> bool {
+    ms <= outer_ms * 1.001 + 0.005
 }
 
 /// [`event_ms`] of work the host waited for, checked against the host's own clock: `host` is
@@ -154,7 +155,7 @@ pub(super) fn witnessed_ms(
     what: impl FnOnce() -> String,
 ) -> Result<f64, GpuError> {
     let ms = event_ms(start, end)?;
-    if within_host(ms, host) {
+    if fits_within(ms, host.as_secs_f64() * 1e3) {
         return Ok(ms);
     }
     Err(GpuError::Integrity(format!(
@@ -1339,14 +1340,14 @@ mod tests {
 
     #[test]
     fn an_events_span_fits_in_the_hosts_or_is_refused() {
-        let host = Duration::from_micros(2_100);
+        let host = 2.1;
         // An honest sample: the events hold the replay, the host also the lead-in and wake.
-        assert!(within_host(2.0, host));
+        assert!(fits_within(2.0, host));
         // The clocks' rates and the events' resolution: 0.1% and 5 µs.
-        assert!(within_host(2.100 * 1.001 + 0.004, host));
+        assert!(fits_within(2.100 * 1.001 + 0.004, host));
         // Longer than the host waited: no GPU can have done that.
-        assert!(!within_host(2.100 * 1.001 + 0.006, host));
-        assert!(!within_host(1e30, host));
-        assert!(!within_host(f64::NAN, host));
+        assert!(!fits_within(2.100 * 1.001 + 0.006, host));
+        assert!(!fits_within(1e30, host));
+        assert!(!fits_within(f64::NAN, host));
     }
 }

@@ -377,26 +377,32 @@ fn a_markdown_attack_in_the_config_name_is_refused_before_anything_is_posted() {
     assert!(!dir.path().join("summary.md").exists());
 }
 
-/// The stored baseline's energy a results file carries (`stored_energy`) is checked as the
-/// run's own energy is: a negative power is refused by key when the file is read.
-#[test]
-fn a_stored_energy_with_a_negative_power_is_refused_by_key() {
+/// `compare` of a results file whose first shape carries a stored energy of one `round`
+/// (which must be refused: exit 2), and its error.
+fn compare_with_stored_energy_round(round: serde_json::Value) -> String {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("results.json");
     let r = crate::common::results("NVIDIA H200", &[1.0, 1.0, 1.0], 3);
     let mut raw = serde_json::to_value(&r).unwrap();
     raw["shapes"][0]["stored_energy"] = serde_json::json!({
-        "rounds": [{
-            "source": "counter", "power_w": -1.0, "call_ms": 0.1, "calls": 10,
-            "span_ms": 1.0, "span_mj": 1.0, "updates": 2, "read_ms": 0.01,
-            "replay_fraction": 0.9
-        }],
+        "rounds": [round],
         "mj_per_call": null,
         "tflops_per_watt": null
     });
     std::fs::write(&path, raw.to_string()).unwrap();
     let a = bin().arg("compare").arg(&path).arg(&path).assert().code(2);
-    let err = assert_clean_error(&a);
+    assert_clean_error(&a)
+}
+
+/// The stored baseline's energy a results file carries (`stored_energy`) is checked as the
+/// run's own energy is: a negative power is refused by key when the file is read.
+#[test]
+fn a_stored_energy_with_a_negative_power_is_refused_by_key() {
+    let err = compare_with_stored_energy_round(serde_json::json!({
+        "source": "counter", "power_w": -1.0, "call_ms": 0.1, "calls": 10,
+        "span_ms": 1.0, "span_mj": 1.0, "updates": 2, "read_ms": 0.01,
+        "replay_fraction": 0.9
+    }));
     assert!(
         err.contains("shapes[0].stored_energy.rounds[0].power_w"),
         "{err}"
@@ -407,22 +413,11 @@ fn a_stored_energy_with_a_negative_power_is_refused_by_key() {
 /// to) is checked too: a negative one is refused by key.
 #[test]
 fn an_energy_rounds_negative_timed_call_is_refused_by_key() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("results.json");
-    let r = crate::common::results("NVIDIA H200", &[1.0, 1.0, 1.0], 3);
-    let mut raw = serde_json::to_value(&r).unwrap();
-    raw["shapes"][0]["stored_energy"] = serde_json::json!({
-        "rounds": [{
-            "source": "counter", "power_w": 300.0, "call_ms": 0.1, "calls": 10,
-            "span_ms": 1.0, "span_mj": 1.0, "updates": 2, "read_ms": 0.01,
-            "replay_fraction": 0.9, "timed_call_ms": -0.1
-        }],
-        "mj_per_call": null,
-        "tflops_per_watt": null
-    });
-    std::fs::write(&path, raw.to_string()).unwrap();
-    let a = bin().arg("compare").arg(&path).arg(&path).assert().code(2);
-    let err = assert_clean_error(&a);
+    let err = compare_with_stored_energy_round(serde_json::json!({
+        "source": "counter", "power_w": 300.0, "call_ms": 0.1, "calls": 10,
+        "span_ms": 1.0, "span_mj": 1.0, "updates": 2, "read_ms": 0.01,
+        "replay_fraction": 0.9, "timed_call_ms": -0.1
+    }));
     assert!(
         err.contains("shapes[0].stored_energy.rounds[0].timed_call_ms"),
         "{err}"
