@@ -270,12 +270,14 @@ fn attacks_end_alone_and_the_honest_candidates_after_them_are_measured_as_if_the
         candidate("honest-3", "factor=1.0"),
         candidate("wrong", "parity-fail=*"),
         candidate("honest-4", "factor=1.1"),
+        candidate("forge", "forge=*"),
+        candidate("honest-5", "factor=1.0"),
     ]
     .join("\n");
     let r = e.run(&stream, &[]);
     // Errors happened: exit 1, and every line came back.
     assert_eq!(r.code, Some(1), "{}", r.stderr);
-    assert_eq!(r.lines.len(), 8, "{}", r.stdout);
+    assert_eq!(r.lines.len(), 10, "{}", r.stdout);
     assert_eq!(r.verdict("hang"), "error");
     assert!(
         r.by_id("hang")["reason"]
@@ -295,11 +297,23 @@ fn attacks_end_alone_and_the_honest_candidates_after_them_are_measured_as_if_the
             .contains("skipped work")
     );
     assert_eq!(r.verdict("wrong"), "parity-fail");
+    // A kernel that takes time out of its own event record (40% of each sample, an
+    // improvement by the events alone) is an error: the host's clock saw the whole sample.
+    assert_eq!(r.verdict("forge"), "error", "{}", r.stdout);
+    assert!(
+        r.by_id("forge")["reason"]
+            .as_str()
+            .unwrap()
+            .contains("host's clock"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(r.verdict("honest-5"), "same");
     assert_eq!(r.verdict("honest-1"), "same");
     assert_eq!(r.verdict("honest-2"), "faster");
     assert_eq!(r.verdict("honest-3"), "same");
     assert_eq!(r.verdict("honest-4"), "slower");
-    for id in ["honest-1", "honest-2", "honest-3", "honest-4"] {
+    for id in ["honest-1", "honest-2", "honest-3", "honest-4", "honest-5"] {
         let l = r.by_id(id);
         assert_eq!(l["probes"]["failed"].as_array().unwrap().len(), 0, "{l}");
         assert_eq!(l["shapes"].as_array().unwrap().len(), 3, "{l}");
