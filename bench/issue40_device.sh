@@ -263,7 +263,8 @@ for s in r.get("shapes", []):
     ratio = ab.get("ratio")
     d = f"{(ratio - 1) * 100:+.2f}% [{(ab['ci_low'] - 1) * 100:+.2f}, {(ab['ci_high'] - 1) * 100:+.2f}]" if ratio else "-"
     u = (s.get("measurement") or {}).get("unwitnessed") or {}
-    w = f"  unwitnessed b/c {u.get('base_us') or 0:.1f}/{u['candidate_us']:.1f} µs, after end {u.get('base_after_end_us') or 0:.1f}/{u.get('candidate_after_end_us') or 0:.1f} µs (limit {u['limit_us']:.0f})" if u else ""
+    f = lambda k: f"{u[k]:.1f}" if u.get(k) is not None else "-"
+    w = f"  unwitnessed b/c {f('base_us')}/{f('candidate_us')} µs (control {f('control_us')}), through checks {f('base_through_checks_us')}/{f('candidate_through_checks_us')} µs; shift {f('shift_us')}, through checks {f('through_checks_shift_us')} over {u.get('units')} (limit {u['limit_us']:.0f}, sample {u['sample_us']:.0f} µs)" if u else ""
     print(f"  {s['name']:<28} p50 {p50 if p50 is None else round(p50, 2)} µs  {d}  {s.get('verdict')}{w} {s.get('error') or ''}")
 PY
 }
@@ -2131,17 +2132,23 @@ twentyseventh-witness)
   # 2026-12-05 (twenty-seventh session, no device lent): the host's clock as a witness of every
   # sample (src/witness.rs), first on a GPU. Its two GPU tests (both sides' medians printed: an
   # A/A agrees; a candidate whose lead-in is ~100 µs longer, time the events do not see, is
-  # judged), then A/As of the PR configs (kernels/ against .carry/k-base, the same kernels):
-  # each shape's unwitnessed µs per side and the limit, every verdict a pass, no error.
+  # judged), then A/As of the PR configs and of eval's (1 ms samples, where the limit's 30 µs
+  # floor is 3%): kernels/ against .carry/k-base, the same kernels, A/B forced
+  # (--ab-always: identical kernels are otherwise not measured as a pair), each shape's
+  # unwitnessed µs per side, the shifts judged (twenty-eighth session: round medians, pair
+  # differences, trimmed mean) and the limit, every verdict a pass, no error. The largest
+  # |shift| of these A/As against its limit is what SHARE and FLOOR_US are to be set from.
   save() { tar czf "$out/twentyseventh-witness.tgz" -C "$out" r; }
   CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 150 "$it_tests" --ignored \
     --test-threads=1 --nocapture gpu::ab_pairs_of_one_kernel_agree \
     gpu::time_the_events_did_not_see_on_one_side_is_judged > "$res/witness-tests.log" 2>&1
   grep -E "unwitnessed|lead-in|test result|FAILED|panicked" "$res/witness-tests.log" | cut -c1-300
   save
-  ab aa-pr kernels configs/pr.yaml
+  ab aa-pr kernels configs/pr.yaml --ab-always
   save
-  ab aa-ada kernels configs/pr-ada.yaml
+  ab aa-ada kernels configs/pr-ada.yaml --ab-always
+  save
+  ab aa-eval kernels configs/eval.yaml --ab-always
   save
   # a run without a base: each shape against the control (the harness's spin), as stored
   stored_aa pr
@@ -2149,7 +2156,7 @@ twentyseventh-witness)
 import json, sys
 for s in json.load(open(sys.argv[1]))["shapes"]:
     u = (s.get("measurement") or {}).get("unwitnessed") or {}
-    print(f"  {s['name']:<28} {s.get('verdict')}  unwitnessed control/c {u.get('control_us')}/{u.get('candidate_us')} µs (limit 2 x {u.get('limit_us')}) {s.get('error') or ''}")
+    print(f"  {s['name']:<28} {s.get('verdict')}  unwitnessed control/c {u.get('control_us')}/{u.get('candidate_us')} µs, shift {u.get('shift_us')} over {u.get('units')} rounds (limit 2 x {u.get('limit_us')}) {s.get('error') or ''}")
 PY
   save
   ;;

@@ -157,12 +157,24 @@ pub struct Unwitnessed {
     /// The witness's control's, in a run with one side (`crate::witness::judge_alone`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_us: Option<f64>,
-    /// The candidate's median wait from a sample's end event to the end of its checks.
+    /// The candidate's median unwitnessed time from the lead-in to the end of a sample's
+    /// checks (`crate::witness::SideWitness::through_checks_us`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub candidate_after_end_us: Option<f64>,
+    pub candidate_through_checks_us: Option<f64>,
     /// The base's, in A/B.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub base_after_end_us: Option<f64>,
+    pub base_through_checks_us: Option<f64>,
+    /// What is judged (`crate::witness::judge_recorded`): how far the candidate's rounds'
+    /// median unwitnessed times lie beyond the base's (pair by pair) or the control's, µs, a
+    /// 20%-trimmed mean over `units` pairs or rounds; `None` where too few.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shift_us: Option<f64>,
+    /// The same through the checks, in A/B.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub through_checks_shift_us: Option<f64>,
+    /// The pairs (A/B) or rounds the shifts are over.
+    #[serde(default)]
+    pub units: u64,
     /// The candidate's median sample (the events' span of one replay), µs.
     pub sample_us: f64,
     /// `crate::witness::limit_us` of the candidate's samples (a side alone may differ from
@@ -1034,8 +1046,10 @@ fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
             for (key, v) in [
                 ("base_us", u.base_us),
                 ("control_us", u.control_us),
-                ("candidate_after_end_us", u.candidate_after_end_us),
-                ("base_after_end_us", u.base_after_end_us),
+                ("candidate_through_checks_us", u.candidate_through_checks_us),
+                ("base_through_checks_us", u.base_through_checks_us),
+                ("shift_us", u.shift_us),
+                ("through_checks_shift_us", u.through_checks_shift_us),
             ] {
                 if let Some(v) = v {
                     c.finite(&format!("{k}.{key}"), v)?;
@@ -1376,8 +1390,11 @@ mod tests {
                 candidate_us: 57.0,
                 base_us: Some(56.0),
                 control_us: Some(55.0),
-                candidate_after_end_us: Some(300.0),
-                base_after_end_us: Some(301.0),
+                candidate_through_checks_us: Some(357.0),
+                base_through_checks_us: Some(357.0),
+                shift_us: Some(1.0),
+                through_checks_shift_us: Some(0.5),
+                units: 8,
                 sample_us: 2000.0,
                 limit_us: 30.0,
                 samples: 80,
@@ -1388,8 +1405,10 @@ mod tests {
             ("candidate_us", f64::NAN),
             ("base_us", f64::INFINITY),
             ("control_us", f64::NAN),
-            ("candidate_after_end_us", f64::NAN),
-            ("base_after_end_us", f64::INFINITY),
+            ("candidate_through_checks_us", f64::NAN),
+            ("base_through_checks_us", f64::INFINITY),
+            ("shift_us", f64::NAN),
+            ("through_checks_shift_us", f64::NEG_INFINITY),
             ("sample_us", f64::INFINITY),
             ("limit_us", f64::NEG_INFINITY),
         ] {
@@ -1405,8 +1424,10 @@ mod tests {
                 "candidate_us" => u.candidate_us = value,
                 "base_us" => u.base_us = Some(value),
                 "control_us" => u.control_us = Some(value),
-                "candidate_after_end_us" => u.candidate_after_end_us = Some(value),
-                "base_after_end_us" => u.base_after_end_us = Some(value),
+                "candidate_through_checks_us" => u.candidate_through_checks_us = Some(value),
+                "base_through_checks_us" => u.base_through_checks_us = Some(value),
+                "shift_us" => u.shift_us = Some(value),
+                "through_checks_shift_us" => u.through_checks_shift_us = Some(value),
                 "sample_us" => u.sample_us = value,
                 _ => u.limit_us = value,
             }

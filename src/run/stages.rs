@@ -186,7 +186,13 @@ impl Measuring<'_> {
     /// error where the candidate's time cannot be real ([`speed_limit`], against the base's
     /// p50 in A/B, else the stored baseline's), unless it already has one.
     pub fn finish(&self, config: &Config, result: &mut ShapeResult, run: &ShapeRun) {
-        fill(result, run, config.measure.cache, self.design, self.control);
+        fill(
+            result,
+            run,
+            config.measure.cache,
+            self.design,
+            self.control.as_ref(),
+        );
         let reference_p50 = match run.base() {
             Some(b) => median_of(&b.rounds),
             None => self.stored.p50(&result.params),
@@ -294,7 +300,7 @@ fn fill(
     run: &ShapeRun,
     cache: CacheMode,
     design: StageDesign,
-    control: Option<SideWitness>,
+    control: Option<&SideWitness>,
 ) {
     result.remeasured = run.remeasured.clone();
     let sides: Vec<&Measurement> = run.base().into_iter().chain([run.cand()]).collect();
@@ -337,8 +343,10 @@ fn fill(
             .map(|(lo, hi)| (*lo, *hi)),
         design: Some(design),
         checked_launches: cand.checked_launches,
-        unwitnessed: side_witness(cand)
-            .map(|c| crate::witness::record(c, run.base().and_then(side_witness), control)),
+        unwitnessed: side_witness(cand).map(|c| {
+            let base = run.base().and_then(side_witness);
+            crate::witness::record(&c, base.as_ref(), control)
+        }),
     });
 }
 

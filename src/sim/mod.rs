@@ -13,7 +13,9 @@
 //! `hang` (its kernel never returns: the watchdog's hang path, exit 2), `error` (a CUDA
 //! error), `skip` (its timed launches skip work: an integrity failure), `forge` (its timed
 //! samples' event records are shortened by [`FORGED_SHARE`] of a sample, the time the host's
-//! clock saw left as it was: `crate::witness`), `clock` (a quarter
+//! clock saw left as it was: `crate::witness`; `forge-share=S` takes S instead,
+//! `forge-rounds=N` forges only every N-th of its rounds, `forge-early=E` hides the share E of what it takes by an end event signalled
+//! early, so that the host sees it only in its wait for the checks), `clock` (a quarter
 //! of its rounds see the SM clock move during half their samples and run 5% slow: the
 //! pipeline's re-measure rule for pairs the clock hit on one side). `regs` and `spill` set
 //! what its kernels report of the compiler (registers, 128 by default; spilled bytes stored
@@ -68,6 +70,14 @@ pub(crate) struct SimKernel {
     pub skip: Option<String>,
     /// Shapes whose timed samples' records are shortened ([`FORGED_SHARE`]).
     pub forge: Option<String>,
+    /// The share of each forged sample taken out of its record ([`FORGED_SHARE`] by default).
+    pub forge_share: f64,
+    /// Of a `forge` side's rounds, every this many-th is forged (the first, then every
+    /// n-th; 1 by default: all).
+    pub forge_rounds: u32,
+    /// The share of the time a forged sample takes out of its record that an end event
+    /// signalled early hides from the host until the checks (0 by default).
+    pub forge_early: f64,
     pub clock: Option<String>,
     /// Multiplies the simulated board power in energy windows (1 by default).
     pub power: f64,
@@ -111,6 +121,9 @@ impl SimKernel {
             error: None,
             skip: None,
             forge: None,
+            forge_share: FORGED_SHARE,
+            forge_rounds: 1,
+            forge_early: 0.0,
             clock: None,
             power: 1.0,
             energy_coarse: None,
@@ -130,72 +143,71 @@ impl SimKernel {
                         word: word.to_owned(),
                     });
                 };
-                let value = value.to_owned();
-                let bad = |key: &'static str, expected: &'static str| SimDirectiveError::BadValue {
-                    key,
-                    value: value.clone(),
-                    expected,
-                };
-                match key {
-                    "factor" => {
-                        k.factor = value
-                            .parse::<f64>()
-                            .ok()
-                            .filter(|f| f.is_finite() && *f > 0.0)
-                            .ok_or_else(|| bad("factor", "a positive number"))?;
-                    }
-                    "power" => {
-                        k.power = value
-                            .parse::<f64>()
-                            .ok()
-                            .filter(|f| f.is_finite() && *f > 0.0)
-                            .ok_or_else(|| bad("power", "a positive number"))?;
-                    }
-                    "energy-coarse" => k.energy_coarse = Some(value),
-                    "parity-fail" => k.parity_fail = Some(value),
-                    "hang" => k.hang = Some(value),
-                    "error" => k.error = Some(value),
-                    "skip" => k.skip = Some(value),
-                    "forge" => k.forge = Some(value),
-                    "clock" => k.clock = Some(value),
-                    "regs" => {
-                        k.regs = value
-                            .parse::<u32>()
-                            .ok()
-                            .filter(|r| (1..=255).contains(r))
-                            .ok_or_else(|| bad("regs", "1..=255"))?;
-                    }
-                    "spill" => {
-                        k.spill = value
-                            .parse::<u64>()
-                            .ok()
-                            .filter(|s| *s <= 1 << 20)
-                            .ok_or_else(|| bad("spill", "0..=1048576"))?;
-                    }
-                    "others" => k.others = Some(value),
-                    "rows" => {
-                        k.rows = value
-                            .parse::<u32>()
-                            .ok()
-                            .filter(|r| (1..=1024).contains(r))
-                            .ok_or_else(|| bad("rows", "1..=1024"))?;
-                    }
-                    "wall" => {
-                        k.wall_ms = value
-                            .parse::<u64>()
-                            .ok()
-                            .filter(|ms| *ms <= 10_000)
-                            .ok_or_else(|| bad("wall", "0..=10000"))?;
-                    }
-                    _ => {
-                        return Err(SimDirectiveError::UnknownKey {
-                            key: key.to_owned(),
-                        });
-                    }
-                }
+                k.set(key, value)?;
             }
         }
         Ok(k)
+    }
+
+    /// Sets one `key=value` of a directive.
+    fn set(&mut self, key: &str, value: &str) -> Result<(), SimDirectiveError> {
+        /// `value` parsed as a `T` that `ok` accepts, else a `BadValue` naming `key`.
+        fn number<T: std::str::FromStr>(
+            key: &'static str,
+            value: &str,
+            ok: impl Fn(&T) -> bool,
+            expected: &'static str,
+        ) -> Result<T, SimDirectiveError> {
+            value
+                .parse::<T>()
+                .ok()
+                .filter(|v| ok(v))
+                .ok_or_else(|| SimDirectiveError::BadValue {
+                    key,
+                    value: value.to_owned(),
+                    expected,
+                })
+        }
+        let positive = |f: &f64| f.is_finite() && *f > 0.0;
+        let fault = Some(value.to_owned());
+        match key {
+            "factor" => self.factor = number("factor", value, positive, "a positive number")?,
+            "power" => self.power = number("power", value, positive, "a positive number")?,
+            "energy-coarse" => self.energy_coarse = fault,
+            "parity-fail" => self.parity_fail = fault,
+            "hang" => self.hang = fault,
+            "error" => self.error = fault,
+            "skip" => self.skip = fault,
+            "forge" => self.forge = fault,
+            "forge-share" => {
+                let share = |f: &f64| *f > 0.0 && *f < 1.0;
+                self.forge_share = number("forge-share", value, share, "a share between 0 and 1")?;
+            }
+            "forge-rounds" => {
+                let n = |n: &u32| (1..=1000).contains(n);
+                self.forge_rounds = number("forge-rounds", value, n, "1..=1000")?;
+            }
+            "forge-early" => {
+                let share = |e: &f64| (0.0..=1.0).contains(e);
+                self.forge_early = number("forge-early", value, share, "a share from 0 to 1")?;
+            }
+            "clock" => self.clock = fault,
+            "regs" => self.regs = number("regs", value, |r| (1..=255).contains(r), "1..=255")?,
+            "spill" => {
+                self.spill = number("spill", value, |s| *s <= 1 << 20, "0..=1048576")?;
+            }
+            "others" => self.others = fault,
+            "rows" => self.rows = number("rows", value, |r| (1..=1024).contains(r), "1..=1024")?,
+            "wall" => {
+                self.wall_ms = number("wall", value, |ms| *ms <= 10_000, "0..=10000")?;
+            }
+            _ => {
+                return Err(SimDirectiveError::UnknownKey {
+                    key: key.to_owned(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// The `attention.cu` of `dir`, read and checked as the gate reads every kernel source
@@ -212,6 +224,11 @@ impl SimKernel {
             .as_deref()
             .is_some_and(|f| f == "*" || shape.name().contains(f))
     }
+
+    /// Whether this kernel forges round `round` (0-based, of its side) of `shape`.
+    fn forges(&self, shape: &ShapeParams, round: u32) -> bool {
+        Self::hits(&self.forge, shape) && round.is_multiple_of(self.forge_rounds.max(1))
+    }
 }
 
 /// The time a simulated kernel of factor 1 takes on `shape`, µs: its FLOPs at 300 TFLOP/s
@@ -226,6 +243,8 @@ struct SimShape {
     inject_us: Option<f64>,
     /// The shape's own stream of the noise model.
     noise: Noise,
+    /// Rounds each side has measured so far (which a `forge-rounds` side forges).
+    rounds: [u32; 2],
 }
 
 /// The simulated GPU.
@@ -435,17 +454,32 @@ impl SimBackend {
                 side.label()
             )
         })?;
-        // What the host's clock sees beyond the events: a lead-in and wake-up of 55–59 µs;
-        // where the kernel forges, also the share of the sample taken out of its record.
-        let forged = SimKernel::hits(&kernel.forge, &s.params);
-        let values_len = values.len();
+        // What the host's clock sees beyond the events: a lead-in and wake-up of 55–59 µs,
+        // checks of 300–304 µs after the end; where the kernel forges this round, also the
+        // share of the sample taken out of its record, up to the end event or (the share it
+        // hides by an early end) after it.
+        let round_no = s.state.rounds.get(index).copied().unwrap_or(0);
+        let forged = kernel.forges(&s.params, round_no);
+        if let Some(n) = s.state.rounds.get_mut(index) {
+            *n += 1;
+        }
+        let taken = |v: f64| {
+            if forged {
+                v * f64::from(LAUNCHES) * kernel.forge_share / (1.0 - kernel.forge_share)
+            } else {
+                0.0
+            }
+        };
+        let early = kernel.forge_early;
         let unwitnessed_us = values
             .iter()
             .enumerate()
-            .map(|(i, v)| {
-                let taken = v * f64::from(LAUNCHES) * FORGED_SHARE / (1.0 - FORGED_SHARE);
-                55.0 + (i % 5) as f64 + if forged { taken } else { 0.0 }
-            })
+            .map(|(i, v)| 55.0 + (i % 5) as f64 + (1.0 - early) * taken(*v))
+            .collect();
+        let after_end_us = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| 300.0 + (i % 5) as f64 + early * taken(*v))
             .collect();
         let (sm_clock_mhz, clock_events) = if clocked {
             (vec![1980, 1755], samples.div_ceil(2))
@@ -471,8 +505,7 @@ impl SimBackend {
             }),
             per_launch_ms: None,
             unwitnessed_us,
-            // The checks after each replay, as the host waits for them.
-            after_end_us: (0..values_len).map(|i| 300.0 + (i % 5) as f64).collect(),
+            after_end_us,
         })
     }
 
@@ -509,8 +542,8 @@ impl SimBackend {
             )));
         }
         let mut us = base_us(&s.params) * k.factor;
-        if SimKernel::hits(&k.forge, &s.params) {
-            us *= 1.0 - FORGED_SHARE;
+        if k.forges(&s.params, s.state.rounds.get(index).copied().unwrap_or(0)) {
+            us *= 1.0 - k.forge_share;
         }
         if index + 1 == s.sides.len()
             && let Some(extra) = s.state.inject_us
@@ -674,6 +707,7 @@ impl Measure for SimBackend {
         let state = SimShape {
             inject_us,
             noise: Noise::new(seed ^ self.key.rotate_left(7), self.model),
+            rounds: [0; 2],
         };
         Ok(self.shapes.begin(ShapeSlot::new(
             *shape, sides, settings, tolerance, coin_seed, state,

@@ -325,6 +325,86 @@ fn faults_of_the_kernel_end_in_parity_fail_error_or_exit_2() {
     }
 }
 
+/// Two ways to keep a forgery out of medians over all samples: take the time out of the
+/// record in one round of three only (the gate's estimate, a trimmed mean over pairs of
+/// rounds, still moves: here it hides a 5% slowdown), or hide it from the lead-in test with
+/// an end event signalled early (the host then waits for the checks instead). Both are
+/// errors where the witness's limit is not its floor (below).
+#[test]
+fn a_forgery_in_some_rounds_or_hidden_by_an_early_end_is_an_error() {
+    let s = Sim::new();
+    let a = s.kernels("a", "factor=1.0");
+    // The simulated samples are 100 launches, far shorter than the 2 ms a GPU's are: only
+    // the d128 shape's (11 ms) are long enough that the limit is its share (1.5%), not its
+    // floor (30 µs, 10–15% of the others'), so only it is asserted on.
+    let d128 = |r: &Value| {
+        r["shapes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "b2h16s2048d128_causal_bf16")
+            .cloned()
+            .unwrap()
+    };
+    let slow = s.kernels("slow", "factor=1.05");
+    s.local(&a, &slow).output().unwrap();
+    assert_eq!(d128(&s.results())["verdict"], "regression");
+    let hidden = s.kernels(
+        "hidden",
+        "factor=1.05 forge=* forge-rounds=3 forge-share=0.15",
+    );
+    assert_eq!(
+        s.local(&a, &hidden).output().unwrap().status.code(),
+        Some(1)
+    );
+    let shape = d128(&s.results());
+    assert_eq!(shape["verdict"], "error", "{shape}");
+    let why = shape["error"].as_str().unwrap();
+    assert!(
+        why.starts_with("the host's clock saw")
+            && why.contains("a 20%-trimmed mean, over ")
+            && why.contains("more of the candidate's timed samples"),
+        "{why}"
+    );
+    let u = &shape["measurement"]["unwitnessed"];
+    let num = |k: &str| u[k].as_f64().unwrap();
+    // The medians over all samples are a few µs apart: two rounds in three are honest.
+    assert!(
+        num("candidate_us") - num("base_us") < num("limit_us"),
+        "{u}"
+    );
+    assert!(num("shift_us") > num("limit_us"), "{u}");
+
+    let early = s.kernels("early", "forge=* forge-early=1");
+    assert_eq!(s.local(&a, &early).output().unwrap().status.code(), Some(1));
+    let r = s.results();
+    assert!(verdicts(&r).iter().all(|v| v == "error"), "{r}");
+    for shape in r["shapes"].as_array().unwrap() {
+        let why = shape["error"].as_str().unwrap();
+        assert!(
+            why.starts_with("from the lead-in to the end of the checks, the host's clock saw"),
+            "{why}"
+        );
+        let u = &shape["measurement"]["unwitnessed"];
+        let num = |k: &str| u[k].as_f64().unwrap();
+        assert!(num("shift_us").abs() < num("limit_us"), "{u}");
+        assert!(
+            num("through_checks_shift_us") > 2.0 * num("limit_us"),
+            "{u}"
+        );
+    }
+
+    // The witness switched off: the slowdown forged in one round of three passes.
+    std::fs::write(
+        s.path("sim.yaml"),
+        CONFIG.replace("seed: 7}", "seed: 7, witness: false}"),
+    )
+    .unwrap();
+    s.local(&a, &hidden).output().unwrap();
+    let shape = d128(&s.results());
+    assert_eq!(shape["verdict"], "pass", "{shape}");
+}
+
 #[test]
 fn a_run_without_a_base_judges_the_witness_against_the_control() {
     let s = Sim::new();

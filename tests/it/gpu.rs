@@ -17,7 +17,7 @@ use ci_gate::gpu::parity::{POISON, Which, attention_on_host, check_parity};
 use ci_gate::reference::{Problem, attention, decode, errors};
 use ci_gate::results::PairOrder;
 use ci_gate::stats::{Rounds, paired_margin_test};
-use ci_gate::witness::{SideWitness, judge, limit_us};
+use ci_gate::witness::{SideWitness, judge_recorded, limit_us, record};
 
 fn gpu() -> Gpu {
     // NVRTC runs in a sandboxed child that is the ci-gate executable, not this test binary:
@@ -458,10 +458,12 @@ fn ab_pairs_of_one_kernel_agree() {
         );
     }
     let [b, c] = witnesses(&sides);
-    eprintln!("unwitnessed µs per sample: base {b:?}, candidate {c:?}");
-    assert_eq!((b.samples, c.samples), (100, 100));
+    let u = record(&c, Some(&b), None);
+    eprintln!("unwitnessed µs per sample: base {b:?}, candidate {c:?}; recorded {u:?}");
+    assert_eq!((b.samples, c.samples, u.units), (100, 100, 10));
     assert!((b.unwitnessed_us - c.unwitnessed_us).abs() < limit_us(b.sample_us));
-    assert_eq!(judge([("base", Some(b)), ("candidate", Some(c))]), None);
+    assert!(u.shift_us.is_some_and(|s| s.abs() < u.limit_us), "{u:?}");
+    assert_eq!(judge_recorded(&u), None);
 }
 
 /// The witness on the GPU (ci_gate::witness): one kernel as both sides, the candidate's
@@ -486,8 +488,11 @@ fn time_the_events_did_not_see_on_one_side_is_judged() {
         let (mut held, mut orders) = (Held::default(), Vec::new());
         measure_pairs(&bench, &mut sides, &mut coin, 9, &mut held, &mut orders, 5).unwrap();
         let [b, c] = witnesses(&sides);
-        eprintln!("lead-in +{extra} cycles on the candidate: base {b:?}, candidate {c:?}");
-        witnessed.push(judge([("base", Some(b)), ("candidate", Some(c))]));
+        let u = record(&c, Some(&b), None);
+        eprintln!(
+            "lead-in +{extra} cycles on the candidate: base {b:?}, candidate {c:?}; recorded {u:?}"
+        );
+        witnessed.push(judge_recorded(&u));
     }
     assert_eq!(witnessed[0], None);
     let why = witnessed[1].clone().expect("judged");
