@@ -12,6 +12,11 @@
 //! candidate's graphs) proves detection end to end. Optionally (`--stored-trials`) the
 //! stored-baseline path: a baseline recorded from separate processes, and fresh processes
 //! compared with it alone.
+//!
+//! The A/A trials also calibrate the host's clock's witness (`crate::witness`): no record is
+//! rewritten in an A/A, so every shift it reads is this runner's honest noise. The largest,
+//! as a share of the limit it is judged against, says how much room the limits leave on this
+//! host; a shape the witness judged is one of its false alarms, and fails the selftest.
 
 use std::time::Instant;
 
@@ -56,6 +61,30 @@ struct Injected {
     measured: Vec<Option<f64>>,
 }
 
+/// The largest of the witness's shifts in the A/A trials, against its limit.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+struct LargestShift {
+    /// |shift| / limit (the limit of that test: the pair's, or twice it through the checks).
+    share_of_limit: f64,
+    shift_us: f64,
+    limit_us: f64,
+    shape: String,
+    trial: u32,
+}
+
+/// What the host's clock's witness read in the A/A trials, where no record is rewritten.
+#[derive(Debug, Default, PartialEq, Serialize)]
+struct WitnessCalibration {
+    /// A/A shapes whose results record the witness.
+    witnessed: u32,
+    /// Of those, the shapes it judged: its false alarms.
+    judged: u32,
+    /// The largest |shift| up to the end event, against the pair's limit.
+    largest: Option<LargestShift>,
+    /// The largest |shift| through the checks, against twice the limit.
+    largest_through_checks: Option<LargestShift>,
+}
+
 #[derive(Debug, Serialize)]
 struct SelftestReport {
     config: String,
@@ -68,6 +97,7 @@ struct SelftestReport {
     /// A/A first, then each scale.
     conditions: Vec<Condition>,
     injected: Option<Injected>,
+    witness: WitnessCalibration,
     stored_trials: u32,
     stored_false_alarms: Option<u32>,
     wall_s: f64,
@@ -103,6 +133,7 @@ pub(crate) fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
     let design = ab.design();
     let start = Instant::now();
     let (trials, gpu) = aa_trials(&ab, &dir, args.trials)?;
+    let witness = witness_calibration(&trials);
     let scales: Vec<f64> = std::iter::once(1.0)
         .chain(args.scale.iter().copied())
         .collect();
@@ -127,6 +158,7 @@ pub(crate) fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
         stage1: design.stage1,
         conditions,
         injected,
+        witness,
         stored_trials: args.stored_trials,
         stored_false_alarms,
         wall_s: start.elapsed().as_secs_f64(),
@@ -139,7 +171,8 @@ pub(crate) fn run_selftest(args: &SelftestArgs) -> Result<Outcome> {
         SelftestFormat::Markdown => print!("{}", render(&report, true, true)),
         SelftestFormat::Table => print!("{}", render(&report, false, args.wide)),
     }
-    let aa_clean = report.conditions.first().is_some_and(|c| c.flagged == 0);
+    let aa_clean =
+        report.conditions.first().is_some_and(|c| c.flagged == 0) && report.witness.judged == 0;
     Ok(Outcome::from_passed(
         aa_clean && report.stored_false_alarms.unwrap_or(0) == 0,
     ))
@@ -246,7 +279,9 @@ fn in_order(r: &ResultsFile, names: &[String]) -> Result<Vec<ShapeResult>> {
     names
         .iter()
         .map(|name| match r.shapes.iter().find(|s| &s.name == name) {
-            Some(s) if s.error.is_none() => Ok(s.clone()),
+            // The witness's own judgement of an A/A is kept, to be counted as its false
+            // alarm ([`witness_calibration`]); its pairs are as measured.
+            Some(s) if s.error.is_none() || witness_judged(s) => Ok(s.clone()),
             Some(s) => bail!(
                 "shape {name} could not be measured: {}",
                 s.error.as_deref().unwrap_or("?")
@@ -254,6 +289,51 @@ fn in_order(r: &ResultsFile, names: &[String]) -> Result<Vec<ShapeResult>> {
             None => bail!("shape {name} is missing from a measuring run"),
         })
         .collect()
+}
+
+/// Whether a shape's error is the witness's judgement of what it recorded.
+fn witness_judged(s: &ShapeResult) -> bool {
+    let recorded = s.measurement.as_ref().and_then(|m| m.unwitnessed.as_ref());
+    s.error.is_some() && recorded.and_then(crate::witness::judge_recorded) == s.error
+}
+
+/// The witness over the A/A trials: the shapes it judged, and its largest shifts against
+/// their limits (up to the end event, against the limit; through the checks, against
+/// [`crate::witness::THROUGH_CHECKS_FACTOR`] times it).
+fn witness_calibration(trials: &[Vec<ShapeResult>]) -> WitnessCalibration {
+    let mut w = WitnessCalibration::default();
+    let keep = |best: &mut Option<LargestShift>, new: LargestShift| {
+        if best
+            .as_ref()
+            .is_none_or(|b| new.share_of_limit > b.share_of_limit)
+        {
+            *best = Some(new);
+        }
+    };
+    for (t, trial) in trials.iter().enumerate() {
+        for s in trial {
+            let Some(u) = s.measurement.as_ref().and_then(|m| m.unwitnessed.as_ref()) else {
+                continue;
+            };
+            w.witnessed += 1;
+            w.judged += u32::from(witness_judged(s));
+            let largest = |shift: f64, limit_us: f64| LargestShift {
+                share_of_limit: shift.abs() / limit_us,
+                shift_us: shift,
+                limit_us,
+                shape: s.name.clone(),
+                trial: t as u32 + 1,
+            };
+            if let Some(shift) = u.shift_us {
+                keep(&mut w.largest, largest(shift, u.limit_us));
+            }
+            if let Some(shift) = u.through_checks_shift_us {
+                let limit = crate::witness::THROUGH_CHECKS_FACTOR * u.limit_us;
+                keep(&mut w.largest_through_checks, largest(shift, limit));
+            }
+        }
+    }
+    w
 }
 
 /// The gate's verdict on an A/A shape whose candidate times are multiplied by `scale`,
@@ -457,6 +537,7 @@ fn summary(r: &SelftestReport) -> String {
             inj.shapes
         ));
     }
+    out.push_str(&witness_summary(&r.witness));
     if let Some(f) = r.stored_false_alarms {
         out.push_str(&format!(
             " stored baseline: {f} of {} comparisons failed;",
@@ -465,6 +546,32 @@ fn summary(r: &SelftestReport) -> String {
     }
     out.push_str(&format!(" {:.0} s\n", r.wall_s));
     out
+}
+
+/// The witness's part of the summary line: its false alarms and its largest shifts.
+fn witness_summary(w: &WitnessCalibration) -> String {
+    if w.witnessed == 0 {
+        return " the host's clock's witness: not recorded;".into();
+    }
+    let shown = |l: &Option<LargestShift>| {
+        l.as_ref().map_or("none".into(), |l| {
+            format!(
+                "{:.1} µs, {:.0}% of its {:.0} µs limit ({}, trial {})",
+                l.shift_us.abs(),
+                100.0 * l.share_of_limit,
+                l.limit_us,
+                l.shape,
+                l.trial
+            )
+        })
+    };
+    format!(
+        " the host's clock's witness: {} of {} A/A shapes judged, largest shift {}, through the checks {};",
+        w.judged,
+        w.witnessed,
+        shown(&w.largest),
+        shown(&w.largest_through_checks)
+    )
 }
 
 #[cfg(test)]
@@ -543,6 +650,7 @@ mod tests {
             stage1: 8,
             conditions: vec![condition(1.0, 0), condition(1.02, 5)],
             injected: None,
+            witness: WitnessCalibration::default(),
             stored_trials: 0,
             stored_false_alarms: None,
             wall_s: 1.0,
@@ -574,5 +682,61 @@ mod tests {
             })
             .count();
         assert!(flagged <= 40, "{flagged} of 400 flagged at the margin");
+    }
+
+    /// An A/A shape whose results record the witness's shifts (µs; a 2 ms sample, limit 30),
+    /// judged as the run's decision judges it.
+    fn witnessed(seed: u64, shift: f64, through: f64) -> ShapeResult {
+        let mut s = aa(seed);
+        let u = crate::results::Unwitnessed {
+            candidate_us: 55.0 + shift,
+            base_us: Some(55.0),
+            control_us: None,
+            candidate_through_checks_us: Some(355.0 + through),
+            base_through_checks_us: Some(355.0),
+            shift_us: Some(shift),
+            through_checks_shift_us: Some(through),
+            units: 24,
+            sample_us: 2000.0,
+            limit_us: 30.0,
+            samples: 240,
+        };
+        s.error = crate::witness::judge_recorded(&u);
+        s.measurement.as_mut().unwrap().unwitnessed = Some(u);
+        s
+    }
+
+    #[test]
+    fn the_witness_is_calibrated_by_the_aa_trials_and_its_false_alarms_counted() {
+        let trials = vec![
+            vec![witnessed(1, 3.0, -6.0), witnessed(2, -7.5, 4.0)],
+            vec![witnessed(3, 1.0, 24.0), aa(4)],
+        ];
+        let w = witness_calibration(&trials);
+        assert_eq!((w.witnessed, w.judged), (3, 0));
+        let largest = w.largest.as_ref().unwrap();
+        assert_eq!((largest.shift_us, largest.trial), (-7.5, 1));
+        assert_eq!(largest.share_of_limit, 0.25);
+        // Through the checks, against twice the limit: 24 µs of 60.
+        let through = w.largest_through_checks.as_ref().unwrap();
+        assert_eq!((through.share_of_limit, through.trial), (0.4, 2));
+        assert_eq!(
+            witness_summary(&w),
+            " the host's clock's witness: 0 of 3 A/A shapes judged, largest shift 7.5 µs, 25% of its 30 µs limit (b1h8s512d64_f16, trial 1), through the checks 24.0 µs, 40% of its 60 µs limit (b1h8s512d64_f16, trial 2);"
+        );
+        // A shape the witness judged is kept for the rule's pairs and counted as its false
+        // alarm; any other error is not the witness's.
+        let judged = witnessed(5, 45.0, 45.0);
+        assert!(judged.error.is_some() && witness_judged(&judged));
+        let mut other = witnessed(6, 1.0, 1.0);
+        other.error = Some("CUDA_ERROR_ILLEGAL_ADDRESS".into());
+        assert!(!witness_judged(&other));
+        let w = witness_calibration(&[vec![judged, other]]);
+        assert_eq!((w.witnessed, w.judged), (2, 1));
+        assert_eq!(w.largest.unwrap().share_of_limit, 1.5);
+        assert_eq!(
+            witness_summary(&WitnessCalibration::default()),
+            " the host's clock's witness: not recorded;"
+        );
     }
 }

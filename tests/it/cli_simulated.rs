@@ -772,6 +772,19 @@ fn selftest_runs_its_trials_in_fresh_processes_and_calibrates() {
     );
     assert_eq!(r["injected"]["caught"], 3, "{r}");
     assert_eq!(r["stored_false_alarms"], 0, "{r}");
+    // The A/A trials calibrate the witness: every shape witnessed, none judged, and the
+    // largest shift against its limit (the simulated host's lead-in is the same on both
+    // sides: 0 µs).
+    let w = &r["witness"];
+    assert_eq!(
+        (w["witnessed"].as_u64(), w["judged"].as_u64()),
+        (Some(12), Some(0)),
+        "{r}"
+    );
+    for largest in [&w["largest"], &w["largest_through_checks"]] {
+        assert_eq!(largest["share_of_limit"], 0.0, "{r}");
+        assert!(largest["limit_us"].as_f64().unwrap() >= 30.0, "{r}");
+    }
     // Every trial was its own measuring process.
     let stderr = stderr_text(&out.stderr);
     assert_eq!(stderr.matches("A/A pairs").count(), 4, "{stderr}");
