@@ -2159,6 +2159,13 @@ for s in json.load(open(sys.argv[1]))["shapes"]:
     print(f"  {s['name']:<28} {s.get('verdict')}  unwitnessed control/c {u.get('control_us')}/{u.get('candidate_us')} µs, shift {u.get('shift_us')} over {u.get('units')} rounds (limit 2 x {u.get('limit_us')}) {s.get('error') or ''}")
 PY
   save
+  # selftest's witness calibration (twenty-eighth session): 2 A/A trials of the PR config at
+  # the design's 28 pairs, the largest shift of each test against its limit
+  timed timeout 300 "$bin" selftest --config configs/pr.yaml --trials 2 --format json \
+    --out "$res/selftest.json" > "$res/selftest.txt" 2>&1
+  python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["witness"]))' \
+    "$res/selftest.json" || tail -5 "$res/selftest.txt"
+  save
   ;;
 twentythird-step)
   # Prepared in the twenty-third session for the next one: if a candidate of twentythird-mb3 or
