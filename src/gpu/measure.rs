@@ -288,7 +288,8 @@ impl<'a> AbSide<'a> {
 /// Measures `pairs` more pairs of rounds of two sides: per pair a coin from `coin` decides
 /// whether the base (`sides[0]`) or the candidate (`sides[1]`) goes first. Both rounds of a
 /// pair are prepared (fresh buffers filled with the same values for both sides, warm-up,
-/// graph; the same launches per sample, set by the first round measured), then their
+/// graph; the same launches per sample, set by the first pair's two warm-ups: the more
+/// launches of the two, [`settle_launches`]), then their
 /// samples alternate, first-drawn side first, then in mirrored order (ABBA ABBA ...), each
 /// followed by the duty cycle's idle time. The two rounds of a pair thus span the same
 /// stretch of time: a clock that moves under the power cap moves both alike, where whole
@@ -320,19 +321,20 @@ pub fn measure_pairs(
         let t = Instant::now();
         let mut kv = round_kv(b, seed, round)?;
         add_phase(t, |p| &mut p.references_s);
+        let t = Instant::now();
+        let mut warmed: [Option<WarmedRound>; 2] = [None, None];
+        for i in sequence {
+            warmed[i] = Some(warm_round(b, &mut sides[i], &kv, seed)?);
+        }
+        settle_launches(b, sides, &warmed)?;
         let mut prepared: [Option<PreparedRound>; 2] = [None, None];
         for i in sequence {
-            let launches = sides[0]
-                .m
-                .launches_per_sample
-                .max(sides[1].m.launches_per_sample);
-            let side = &mut sides[i];
-            side.m.launches_per_sample = launches;
-            let t = Instant::now();
             let checked = b.settings.samples_per_round as usize + 1;
-            prepared[i] = Some(prepare_round(b, side, &mut kv, seed, checked)?);
-            add_phase(t, |p| &mut p.preparing_s);
+            if let Some(w) = warmed[i].take() {
+                prepared[i] = Some(capture_round(b, &mut sides[i], &mut kv, w, checked)?);
+            }
         }
+        add_phase(t, |p| &mut p.preparing_s);
         let [Some(mut base_round), Some(mut cand_round)] = prepared else {
             return Err(GpuError::Internal(format!(
                 "a pair of rounds on shape {} was not prepared",
@@ -372,6 +374,40 @@ pub fn measure_pairs(
         orders.push(order);
     }
     Ok(())
+}
+
+/// The launches per sample of both sides of a pair, the same for both: once set, kept; the
+/// first pair sets them from both sides' warm-ups, to the more launches of the two (the
+/// faster side's `sample_ms`). Why not the first side's alone: a side whose warm-up ran slow
+/// (a kernel slow on its first launches only) would make every sample of both sides short,
+/// and a short sample is one where the host's clock's fixed floor (`crate::witness::
+/// FLOOR_US`) is a large share, room for a rewritten record to hide in.
+fn settle_launches(
+    b: &Bench<'_>,
+    sides: &mut [AbSide<'_>; 2],
+    warmed: &[Option<WarmedRound>; 2],
+) -> Result<(), GpuError> {
+    let settled = [&sides[0], &sides[1]].map(|s| s.m.launches_per_sample);
+    let mut estimates = Vec::new();
+    if settled == [0, 0] {
+        for w in warmed.iter().flatten() {
+            estimates.push(launches_for(b, w.per_launch_ms)?);
+        }
+    }
+    let launches = pair_launches(settled, &estimates);
+    for side in sides.iter_mut() {
+        side.m.launches_per_sample = launches;
+    }
+    Ok(())
+}
+
+/// [`settle_launches`]'s rule: the sides' launches per sample where either is set (the
+/// more), else the most of the warm-ups' `estimates`.
+fn pair_launches(settled: [u32; 2], estimates: &[u32]) -> u32 {
+    match settled[0].max(settled[1]) {
+        0 => estimates.iter().copied().max().unwrap_or(0),
+        set => set,
+    }
 }
 
 /// Buffers of earlier rounds, kept allocated so that each new round lands on memory the
@@ -715,20 +751,13 @@ fn hash_set_q(
     Ok(())
 }
 
-/// The launches a sample replays: `settled` where a side's earlier round set it, else set
-/// now from this round's warm-up (`sample_ms` of launches, at least one, at most 20,000 and
-/// no more than one output slot and one q per launch allow).
-fn launches_per_sample(
-    b: &Bench<'_>,
-    settled: &mut u32,
-    per_launch_ms: f64,
-) -> Result<u32, GpuError> {
-    if *settled == 0 {
-        let l = (b.settings.sample_ms / per_launch_ms.max(1e-6)).round();
-        let fit = launches_that_fit(b.gpu, b.shape)?;
-        *settled = l.clamp(1.0, 20_000.0).min(fit as f64) as u32;
-    }
-    Ok(*settled)
+/// The launches a sample of `b`'s shape replays for a per-launch estimate of
+/// `per_launch_ms`: `sample_ms` of launches, at least one, at most 20,000 and no more than
+/// one output slot and one q per launch allow.
+fn launches_for(b: &Bench<'_>, per_launch_ms: f64) -> Result<u32, GpuError> {
+    let l = (b.settings.sample_ms / per_launch_ms.max(1e-6)).round();
+    let fit = launches_that_fit(b.gpu, b.shape)?;
+    Ok(l.clamp(1.0, 20_000.0).min(fit as f64) as u32)
 }
 
 /// The keyed hash of every input set's q ([`hash_set_q`]), waited for and read back.
@@ -743,7 +772,8 @@ fn set_q_hash_now(gpu: &Gpu, inputs: &[Inputs], key: u64) -> Result<u64, GpuErro
 /// that one output slot and one q per launch fit), records the round's address, and
 /// replays the graph once, untimed but checked like every sample and charged as measured.
 /// `checked_replays`: how many replays' check words the round can keep (the samples and
-/// the first replay, or an energy window's checks).
+/// the first replay, or an energy window's checks). For one side: a pair sizes both of its
+/// rounds together ([`measure_pairs`]).
 pub(super) fn prepare_round(
     b: &Bench<'_>,
     side: &mut AbSide<'_>,
@@ -751,7 +781,35 @@ pub(super) fn prepare_round(
     seed: u64,
     checked_replays: usize,
 ) -> Result<PreparedRound, GpuError> {
-    let (gpu, shape, settings) = (b.gpu, b.shape, b.settings);
+    let warmed = warm_round(b, side, kv, seed)?;
+    if side.m.launches_per_sample == 0 {
+        side.m.launches_per_sample = launches_for(b, warmed.per_launch_ms)?;
+    }
+    capture_round(b, side, kv, warmed, checked_replays)
+}
+
+/// A round whose buffers are allocated and whose kernel is warmed up: what
+/// [`capture_round`] needs, and the warm-up's per-launch estimate (ms).
+pub(super) struct WarmedRound {
+    rng: ChaCha8Rng,
+    spacer: CudaSlice<f32>,
+    inputs: Vec<Inputs>,
+    set_q_key: u64,
+    set_q_hash: u64,
+    events: (CudaEvent, CudaEvent),
+    pub(super) per_launch_ms: f64,
+}
+
+/// The first half of preparing a round: a random-sized spacer, the round's inputs (filled
+/// from `kv`'s seeds) and the hash their q must keep, and the warm-up (which sets the side's
+/// per-launch estimate).
+pub(super) fn warm_round(
+    b: &Bench<'_>,
+    side: &mut AbSide<'_>,
+    kv: &KvRefs,
+    seed: u64,
+) -> Result<WarmedRound, GpuError> {
+    let (gpu, shape) = (b.gpu, b.shape);
     let kernel = side.kernel;
     let m = &mut side.m;
     let round = m.rounds.len() as u64;
@@ -777,21 +835,58 @@ pub(super) fn prepare_round(
     let t = Instant::now();
 
     // Warm-up: direct launches in growing batches, timed with these two events.
-    let (e0, e1) = (timing_event(gpu)?, timing_event(gpu)?);
+    let events = (timing_event(gpu)?, timing_event(gpu)?);
     let warm = WarmUp {
         label: side.label,
         kernel,
         previous: m.per_launch_ms,
         inputs: &inputs,
-        events: (&e0, &e1),
+        events: (&events.0, &events.1),
     };
     let per_launch_ms = warm_up(b, warm, &mut rng)?;
     spans::add("round.warm_up", t);
-    let t = Instant::now();
     m.per_launch_ms = Some(per_launch_ms);
-    let launches = launches_per_sample(b, &mut m.launches_per_sample, per_launch_ms)?;
+    Ok(WarmedRound {
+        rng,
+        spacer,
+        inputs,
+        set_q_key,
+        set_q_hash,
+        events,
+        per_launch_ms,
+    })
+}
+
+/// The second half of preparing a round, at the side's launches per sample (set): its
+/// launch buffers and graph, its address recorded, its events and check words, and its
+/// first replay.
+pub(super) fn capture_round(
+    b: &Bench<'_>,
+    side: &mut AbSide<'_>,
+    kv: &mut KvRefs,
+    warmed: WarmedRound,
+    checked_replays: usize,
+) -> Result<PreparedRound, GpuError> {
+    let (gpu, shape, settings) = (b.gpu, b.shape, b.settings);
+    let kernel = side.kernel;
+    let WarmedRound {
+        mut rng,
+        spacer,
+        inputs,
+        set_q_key,
+        set_q_hash,
+        events: (e0, e1),
+        per_launch_ms,
+    } = warmed;
+    let launches = side.m.launches_per_sample;
+    if launches == 0 {
+        return Err(GpuError::Internal(format!(
+            "a round of shape {shape} captured before its launches per sample were set"
+        )));
+    }
+    let t = Instant::now();
     let secrets = LaunchSecrets::new(gpu, shape, launches, &mut rng)?;
-    m.round_addresses.push(secrets.address(gpu));
+    side.m.round_addresses.push(secrets.address(gpu));
     let mut slots = OutputSlots::new(gpu, shape, launches, &mut rng)?;
     spans::add("round.launch_buffers", t);
     let t = Instant::now();
@@ -1324,6 +1419,19 @@ pub(crate) fn spin_up(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pair_samples_the_faster_sides_launches_whichever_warmed_up_first() {
+        // A side whose warm-up read ten times slow (13 launches for 2 ms, where the other's
+        // gives 133) shortens neither side's samples, first or second.
+        assert_eq!(pair_launches([0, 0], &[13, 133]), 133);
+        assert_eq!(pair_launches([0, 0], &[133, 13]), 133);
+        // Once set, kept: later warm-ups do not move it.
+        assert_eq!(pair_launches([133, 133], &[]), 133);
+        assert_eq!(pair_launches([0, 120], &[]), 120);
+        // Nothing warmed up: nothing set (`capture_round` refuses to capture at 0).
+        assert_eq!(pair_launches([0, 0], &[]), 0);
+    }
 
     #[test]
     fn an_events_span_that_is_not_positive_is_an_integrity_failure_not_a_time() {
