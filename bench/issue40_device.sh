@@ -606,7 +606,7 @@ record_with_kernels() {
   timed timeout "${RECORD_LIMIT:-330}" "$bin" baseline update --processes "${PROCESSES:-5}" --config "configs/$1.yaml" \
     --reason "$2" > "$res/record-$1.txt" 2>&1
   tail -2 "$res/record-$1.txt" | cut -c1-200
-  mkdir -p "$res/baselines" && cp -r baselines/nvidia-h200 "$res/baselines/"
+  mkdir -p "$res/baselines" && cp -r baselines/. "$res/baselines/"
   save
   stored_aa "$1"
   save
@@ -2128,6 +2128,19 @@ twentysixth-verify)
   gpu_tools_tests
   save
   ;;
+twentyeighth-h100)
+  # 2026-12-05 (twenty-eighth session): an H100 lent, the first since 2026-12-02, whose
+  # baselines are of 5337da9's kernels. Issue 40 item 3 there: pr-ada and pr re-recorded from
+  # 5 processes with main's kernels (be61b8d's), each with its stored-only A/A; then item 1's
+  # table on the H100: ours from the stored-only A/A of pr, cuDNN and FA2 by the independent
+  # harness in the same call.
+  save() { tar czf "$out/twentyeighth-h100.tgz" -C "$out" r; }
+  record_with_kernels pr-ada "issue 40 item 3: the H100's baselines of main's kernels (be61b8d's)"
+  record_with_kernels pr "issue 40 item 3: the H100's baselines of main's kernels (be61b8d's)"
+  peers pr configs/pr.yaml
+  save
+  peer_table "$res/stored-pr.json" "$res/sdpa-pr.json"
+  ;;
 twentyseventh-witness)
   # 2026-12-05 (twenty-seventh session, no device lent): the host's clock as a witness of every
   # sample (src/witness.rs), first on a GPU. Its two GPU tests (both sides' medians printed: an
@@ -2691,7 +2704,7 @@ eleventh-record)
   timed timeout 300 "$bin" baseline update --processes 3 --config configs/pr.yaml \
     --reason "${REASON:-kernel step (issue 40)}" > "$res/record-pr.txt" 2>&1
   tail -3 "$res/record-pr.txt" | cut -c1-200
-  mkdir -p "$res/baselines" && cp -r baselines/nvidia-h200 "$res/baselines/"
+  mkdir -p "$res/baselines" && cp -r baselines/. "$res/baselines/"
   save
   stored_aa pr
   save

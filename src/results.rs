@@ -177,6 +177,10 @@ pub struct Unwitnessed {
     pub units: u64,
     /// The candidate's median sample (the events' span of one replay), µs.
     pub sample_us: f64,
+    /// `crate::witness::through_checks_limit_us` of the candidate's samples, where the shift
+    /// through the checks is judged (A/B).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub through_checks_limit_us: Option<f64>,
     /// `crate::witness::limit_us` of the candidate's samples (a side alone may differ from
     /// the control by `crate::witness::ALONE_FACTOR` times it).
     pub limit_us: f64,
@@ -1050,6 +1054,7 @@ fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
                 ("base_through_checks_us", u.base_through_checks_us),
                 ("shift_us", u.shift_us),
                 ("through_checks_shift_us", u.through_checks_shift_us),
+                ("through_checks_limit_us", u.through_checks_limit_us),
             ] {
                 if let Some(v) = v {
                     c.finite(&format!("{k}.{key}"), v)?;
@@ -1396,7 +1401,8 @@ mod tests {
                 through_checks_shift_us: Some(0.5),
                 units: 8,
                 sample_us: 2000.0,
-                limit_us: 30.0,
+                limit_us: 10.0,
+                through_checks_limit_us: Some(60.0),
                 samples: 80,
             }),
         });
@@ -1409,6 +1415,7 @@ mod tests {
             ("base_through_checks_us", f64::INFINITY),
             ("shift_us", f64::NAN),
             ("through_checks_shift_us", f64::NEG_INFINITY),
+            ("through_checks_limit_us", f64::NAN),
             ("sample_us", f64::INFINITY),
             ("limit_us", f64::NEG_INFINITY),
         ] {
@@ -1428,6 +1435,7 @@ mod tests {
                 "base_through_checks_us" => u.base_through_checks_us = Some(value),
                 "shift_us" => u.shift_us = Some(value),
                 "through_checks_shift_us" => u.through_checks_shift_us = Some(value),
+                "through_checks_limit_us" => u.through_checks_limit_us = Some(value),
                 "sample_us" => u.sample_us = value,
                 _ => u.limit_us = value,
             }

@@ -298,8 +298,7 @@ fn witness_judged(s: &ShapeResult) -> bool {
 }
 
 /// The witness over the A/A trials: the shapes it judged, and its largest shifts against
-/// their limits (up to the end event, against the limit; through the checks, against
-/// [`crate::witness::THROUGH_CHECKS_FACTOR`] times it).
+/// their limits (up to the end event, and through the checks, each against its own).
 fn witness_calibration(trials: &[Vec<ShapeResult>]) -> WitnessCalibration {
     let mut w = WitnessCalibration::default();
     let keep = |best: &mut Option<LargestShift>, new: LargestShift| {
@@ -327,8 +326,9 @@ fn witness_calibration(trials: &[Vec<ShapeResult>]) -> WitnessCalibration {
             if let Some(shift) = u.shift_us {
                 keep(&mut w.largest, largest(shift, u.limit_us));
             }
-            if let Some(shift) = u.through_checks_shift_us {
-                let limit = crate::witness::THROUGH_CHECKS_FACTOR * u.limit_us;
+            if let (Some(shift), Some(limit)) =
+                (u.through_checks_shift_us, u.through_checks_limit_us)
+            {
                 keep(&mut w.largest_through_checks, largest(shift, limit));
             }
         }
@@ -699,6 +699,7 @@ mod tests {
             units: 24,
             sample_us: 2000.0,
             limit_us: 30.0,
+            through_checks_limit_us: Some(60.0),
             samples: 240,
         };
         s.error = crate::witness::judge_recorded(&u);
