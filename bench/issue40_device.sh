@@ -231,6 +231,8 @@
 #   bash bench/issue40_device.sh twentysixth-step  # kernels/ = the step: checks, A/Bs, FA2, tests
 #   bash bench/issue40_device.sh twentysixth-record # pr-ada and pr re-recorded; the attack suite
 #   bash bench/issue40_device.sh twentysixth-verify # the tail rule against no split tile; attacks, tools
+#   bash bench/issue40_device.sh twentyeighth-h100 # the H100's pr-ada and pr re-recorded, the PR
+#                                               # table with cuDNN / FA2 (issue 40 items 3, 1)
 #   bash bench/issue40_device.sh twentyseventh-witness # the host's clock as a witness: its GPU
 #                                               # tests, A/As of pr and pr-ada (unwitnessed µs),
 #                                               # pr without a base (against the control)
