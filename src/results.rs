@@ -154,7 +154,7 @@ pub struct Unwitnessed {
     /// The base's, in A/B.
     #[serde(default)]
     pub base_us: Option<f64>,
-    /// The witness's control's, in a run with one side (`crate::witness::judge_alone`).
+    /// The witness's control's, in a run with one side (`crate::witness::record`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_us: Option<f64>,
     /// The candidate's median unwitnessed time from the lead-in to the end of a sample's
@@ -310,6 +310,12 @@ pub struct RemeasuredPair {
 }
 
 impl ShapeResult {
+    /// What the shape's results record of the host's clock's witness (`crate::witness`), if
+    /// anything.
+    pub fn unwitnessed(&self) -> Option<&Unwitnessed> {
+        self.measurement.as_ref()?.unwitnessed.as_ref()
+    }
+
     /// A shape with nothing measured yet (verdict `error` until evaluated).
     pub fn new(params: ShapeParams) -> ShapeResult {
         ShapeResult {

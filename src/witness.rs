@@ -183,9 +183,9 @@ pub fn limit_us(sample_us: f64) -> f64 {
 /// that took time out of its record in only some of its rounds (all their samples) moves
 /// that estimate while leaving a median over all samples where it was; the same functional
 /// here moves as the estimate does. Cost: O(n log n) for n rounds.
-fn shift<'a>(
+fn shift(
     cand: &[RoundWitness],
-    other: impl Iterator<Item = Option<f64>> + 'a,
+    other: impl Iterator<Item = Option<f64>>,
     part: fn(&RoundWitness) -> Option<f64>,
 ) -> Option<(f64, u64)> {
     let diffs: Vec<f64> = cand
@@ -245,9 +245,9 @@ pub fn record(
 /// The judgement on what a shape recorded ([`record`]): one sentence where the candidate's
 /// unwitnessed time is shifted beyond the base's by more than the limit either way (up to
 /// the end event: [`Unwitnessed::limit_us`]; through the checks:
-/// [`Unwitnessed::through_checks_limit_us`]), or, without a base, beyond the control's by more than [`ALONE_FACTOR`] times
-/// it; `None` where they agree, where there is nothing to judge against, or where a side has
-/// fewer than [`MIN_SAMPLES`] samples.
+/// [`Unwitnessed::through_checks_limit_us`]), or, without a base, beyond the control's by
+/// more than [`ALONE_FACTOR`] times the first; `None` where they agree, where there is
+/// nothing to judge against, or where a side has fewer than [`MIN_SAMPLES`] samples.
 ///
 /// A shift says that a record was rewritten, not which: the side with more unwitnessed
 /// time was timed shorter than the host saw, or the other longer (a base under test can
@@ -267,7 +267,7 @@ pub fn judge_recorded(u: &Unwitnessed) -> Option<String> {
                 u,
                 s,
                 u.limit_us,
-                "",
+                Span::ToEnd,
                 (u.candidate_us, base),
                 &how,
             ))
@@ -280,7 +280,7 @@ pub fn judge_recorded(u: &Unwitnessed) -> Option<String> {
                 u,
                 s,
                 limit,
-                "from the lead-in to the end of the checks, ",
+                Span::ThroughChecks,
                 medians,
                 &how,
             ))
@@ -305,14 +305,23 @@ pub fn judge_recorded(u: &Unwitnessed) -> Option<String> {
     ))
 }
 
-/// The sentence of a pair's shift `s` (candidate less base, µs) beyond `limit`: `span`
-/// names the span (empty: up to the end event), `medians` the candidate's and the base's
-/// medians over all samples of that span, `how` the estimate.
+/// The span a pair's test judges.
+#[derive(Clone, Copy)]
+enum Span {
+    /// From the lead-in to the end event.
+    ToEnd,
+    /// From the lead-in to the end of the checks.
+    ThroughChecks,
+}
+
+/// The sentence of a pair's shift `s` (candidate less base, µs) beyond `limit` over `span`:
+/// `medians` the candidate's and the base's medians over all samples of that span, `how`
+/// the estimate.
 fn pair_sentence(
     u: &Unwitnessed,
     s: f64,
     limit: f64,
-    span: &str,
+    span: Span,
     medians: (f64, f64),
     how: &str,
 ) -> String {
@@ -321,14 +330,19 @@ fn pair_sentence(
     } else {
         ("base", "candidate")
     };
-    let rewritten = if span.is_empty() {
-        format!(
-            "the {more}'s timing record may have been made shorter, or the {less}'s longer, by a kernel that can write it"
-        )
-    } else {
-        format!(
-            "the checks are the same work for both sides, so the {more}'s timing record may have been made shorter and its end event signalled before its replay ended, or the {less}'s record made longer, by a kernel that can write them"
-        )
+    let (span, rewritten) = match span {
+        Span::ToEnd => (
+            "",
+            format!(
+                "the {more}'s timing record may have been made shorter, or the {less}'s longer, by a kernel that can write it"
+            ),
+        ),
+        Span::ThroughChecks => (
+            "from the lead-in to the end of the checks, ",
+            format!(
+                "the checks are the same work for both sides, so the {more}'s timing record may have been made shorter and its end event signalled before its replay ended, or the {less}'s record made longer, by a kernel that can write them"
+            ),
+        ),
     };
     format!(
         "{span}the host's clock saw {:.0} µs ({:.1}% of a sample) more of the {more}'s timed samples than their events did, beyond the {less}'s ({how}; over all samples, at least {} a side, the medians are {:.0} µs for the candidate and {:.0} µs for the base; at most {limit:.0} µs is allowed): {rewritten}, so no time of this shape is believed (docs/MEASURING.md, \"The host's clock witnesses every sample\")",

@@ -382,10 +382,10 @@ pub trait Measure {
     fn pair(&mut self, shape: &ShapeHandle, so_far: &[Measurement]) -> Result<Pair, GpuError>;
     /// One more round (one side).
     fn round(&mut self, shape: &ShapeHandle, so_far: &[Measurement]) -> Result<Round, GpuError>;
-    /// The witness's control (`crate::witness::judge_alone`): the harness's own spin sampled
-    /// as a kernel's samples are, with no kernel under test running (each sample's
-    /// unwitnessed µs); `None` where the device does not witness its samples. Asked once,
-    /// before the first shape of a run with one side.
+    /// The witness's control (what a side alone is judged against: `crate::witness::record`):
+    /// the harness's own spin sampled as a kernel's samples are, with no kernel under test
+    /// running (each sample's unwitnessed µs); `None` where the device does not witness its
+    /// samples. Asked once, before the first shape of a run with one side.
     fn control(&mut self, settings: &MeasureSettings) -> Result<Option<Round>, GpuError>;
     /// `rounds` energy windows of each side of a shape, after its timed rounds, each
     /// spanning `updates` moves of the energy counter (src/energy.rs). A

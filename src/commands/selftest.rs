@@ -293,8 +293,7 @@ fn in_order(r: &ResultsFile, names: &[String]) -> Result<Vec<ShapeResult>> {
 
 /// Whether a shape's error is the witness's judgement of what it recorded.
 fn witness_judged(s: &ShapeResult) -> bool {
-    let recorded = s.measurement.as_ref().and_then(|m| m.unwitnessed.as_ref());
-    s.error.is_some() && recorded.and_then(crate::witness::judge_recorded) == s.error
+    s.error.is_some() && s.unwitnessed().and_then(crate::witness::judge_recorded) == s.error
 }
 
 /// The witness over the A/A trials: the shapes it judged, and its largest shifts against
@@ -311,7 +310,7 @@ fn witness_calibration(trials: &[Vec<ShapeResult>]) -> WitnessCalibration {
     };
     for (t, trial) in trials.iter().enumerate() {
         for s in trial {
-            let Some(u) = s.measurement.as_ref().and_then(|m| m.unwitnessed.as_ref()) else {
+            let Some(u) = s.unwitnessed() else {
                 continue;
             };
             w.witnessed += 1;

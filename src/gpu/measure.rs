@@ -1302,7 +1302,7 @@ fn spin_graph(
     graph?.ok_or_else(|| GpuError::Internal("the spin graph came back empty".into()))
 }
 
-/// Samples of the witness's control (`crate::witness::judge_alone`): as many as a side needs
+/// Samples of the witness's control (`crate::witness::record`): as many as a side needs
 /// before it is judged.
 const CONTROL_SAMPLES: usize = crate::witness::MIN_SAMPLES;
 

@@ -97,7 +97,7 @@ fn judge_witness(
         "the host's clock as the witness of the samples is recorded, not judged: the config sets gate.witness: false".to_string()
     });
     if let Some(note) = off.or_else(|| watch.witness_note()) {
-        if shapes.iter().any(|s| witnessed(s).is_some()) {
+        if shapes.iter().any(|s| s.unwitnessed().is_some()) {
             notes.push(note);
         }
         return;
@@ -106,15 +106,10 @@ fn judge_witness(
         .iter_mut()
         .filter(|s| s.error.is_none() && s.integrity.is_none());
     for s in judged {
-        if let Some(why) = witnessed(s).and_then(crate::witness::judge_recorded) {
+        if let Some(why) = s.unwitnessed().and_then(crate::witness::judge_recorded) {
             s.error = Some(why);
         }
     }
-}
-
-/// What a shape's results record of the host's clock's witness, if anything.
-fn witnessed(s: &ShapeResult) -> Option<&crate::results::Unwitnessed> {
-    s.measurement.as_ref()?.unwitnessed.as_ref()
 }
 
 /// The stored side of a shape for its comparison: none where the run shares the GPU with

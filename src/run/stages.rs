@@ -32,7 +32,7 @@ pub(super) struct Measuring<'a> {
     pub control: Option<SideWitness>,
 }
 
-/// The witness's control for a run with one side (`crate::witness::judge_alone`), measured
+/// The witness's control for a run with one side (`crate::witness::record`), measured
 /// once before its shapes; none in A/B, where each side is judged against the other, and
 /// none from a device that does not witness its samples.
 pub(super) fn witness_control(
