@@ -228,6 +228,7 @@
 #                                               # 447 keys; checks, A/Bs, FA2 / cuDNN, 56 SMs
 #   bash bench/issue40_device.sh twentyfifth-record # the bound at 319; pr-ada, pr re-recorded
 #   bash bench/issue40_device.sh twentysixth-ks   # ks2 (key-split warp pairs, d128 L4 path); tail rule
+#   bash bench/issue40_device.sh twentyninth-ks    # twentysixth-ks by what item 2 misses, 600 s
 #   bash bench/issue40_device.sh twentysixth-step  # kernels/ = the step: checks, A/Bs, FA2, tests
 #   bash bench/issue40_device.sh twentysixth-record # pr-ada and pr re-recorded; the attack suite
 #   bash bench/issue40_device.sh twentysixth-verify # the tail rule against no split tile; attacks, tools
@@ -2080,6 +2081,31 @@ twentysixth-ks)
   tail_rule_ab
   save
   [ -n "${NO_ATTACKS:-}" ] || { attack_suite 240; save; }
+  ;;
+twentyninth-ks)
+  # 2026-12-05 (twenty-ninth session), call 1: twentysixth-ks in the order of what issue 40
+  # item 2 misses, for a 600-s call. ks2d64 holds ks2 (d128) and the d64 change, so its
+  # kernel_check.py --ada and its A/B on pr-ada judge both on the PR shapes at once; ks2 alone
+  # is checked only where ks2d64 fails. FA2 / cuDNN on pr-ada, the peer table; then ks2l
+  # against ks2 (O's rescale skipped where every alpha is 1) and ks2d64 on ada-d64, ks2 on
+  # ada-mid.
+  save() { tar czf "$out/twentyninth-ks.tgz" -C "$out" r; }
+  ada_d64_config
+  ada_mid_config
+  kernel_check_variants ks2d64
+  if ! grep -q "ALL CHECKS PASSED" "$res/kc-ada-ks2d64.log"; then kernel_check_variants ks2; fi
+  ab ks2d64-ada .carry/variants/ks2d64 configs/pr-ada.yaml
+  save
+  ada_peers
+  peer_table "$res/ab-ks2d64-ada.json" "$res/sdpa-ada.json"
+  save
+  kernel_check_variants ks2l
+  BASE=.carry/variants/ks2 ab ks2l-ada .carry/variants/ks2l configs/pr-ada.yaml
+  save
+  ab ks2d64-d64 .carry/variants/ks2d64 "$res/ada-d64.yaml"
+  save
+  ab ks2-mid .carry/variants/ks2 "$res/ada-mid.yaml"
+  save
   ;;
 twentysixth-step)
   # After twentysixth-ks, if a candidate wins: kernels/ = the step (committed). kernel_check.py
