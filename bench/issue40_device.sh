@@ -2086,23 +2086,24 @@ twentyninth-ks)
   # 2026-12-05 (twenty-ninth session), call 1: twentysixth-ks in the order of what issue 40
   # item 2 misses, for a 600-s call. ks2d64 holds ks2 (d128) and the d64 change, so its
   # kernel_check.py --ada and its A/B on pr-ada judge both on the PR shapes at once; ks2 alone
-  # is checked only where ks2d64 fails. FA2 / cuDNN on pr-ada, the peer table; then ks2l
-  # against ks2 (O's rescale skipped where every alpha is 1) and ks2d64 on ada-d64, ks2 on
-  # ada-mid.
+  # is checked only where ks2d64 fails. FA2 / cuDNN on pr-ada, the peer table; then ks2d64q
+  # (ks2d64's d64 NAME with Q in registers and 3 stages: 198 registers, no spill, one CTA of
+  # 8 warps a SM, as many warps as main's two CTAs of 4) on ada-d64, ks2l against ks2 (O's
+  # rescale skipped where every alpha is 1), ks2 on ada-mid.
   save() { tar czf "$out/twentyninth-ks.tgz" -C "$out" r; }
   ada_d64_config
   ada_mid_config
-  kernel_check_variants ks2d64
+  kernel_check_variants ks2d64 ks2d64q
   if ! grep -q "ALL CHECKS PASSED" "$res/kc-ada-ks2d64.log"; then kernel_check_variants ks2; fi
   ab ks2d64-ada .carry/variants/ks2d64 configs/pr-ada.yaml
   save
   ada_peers
   peer_table "$res/ab-ks2d64-ada.json" "$res/sdpa-ada.json"
   save
+  ab ks2d64q-d64 .carry/variants/ks2d64q "$res/ada-d64.yaml"
+  save
   kernel_check_variants ks2l
   BASE=.carry/variants/ks2 ab ks2l-ada .carry/variants/ks2l configs/pr-ada.yaml
-  save
-  ab ks2d64-d64 .carry/variants/ks2d64 "$res/ada-d64.yaml"
   save
   ab ks2-mid .carry/variants/ks2 "$res/ada-mid.yaml"
   save
