@@ -232,6 +232,7 @@
 #   bash bench/issue40_device.sh twentysixth-step  # kernels/ = the step: checks, A/Bs, FA2, tests
 #   bash bench/issue40_device.sh twentysixth-record # pr-ada and pr re-recorded; the attack suite
 #   bash bench/issue40_device.sh twentysixth-verify # the tail rule against no split tile; attacks, tools
+#   bash bench/issue40_device.sh twentyninth-h100  # pr first (valid after an L4-path step), its table
 #   bash bench/issue40_device.sh twentyeighth-h100 # the H100's pr-ada and pr re-recorded, the PR
 #                                               # table with cuDNN / FA2 (issue 40 items 3, 1)
 #   bash bench/issue40_device.sh twentyseventh-witness # the host's clock as a witness: its GPU
@@ -2169,6 +2170,19 @@ twentyeighth-h100)
   peers pr configs/pr.yaml
   save
   peer_table "$res/stored-pr.json" "$res/sdpa-pr.json"
+  ;;
+twentyninth-h100)
+  # 2026-12-05 (twenty-ninth session): twentyeighth-h100 in the order that survives a kernel
+  # step of the L4 path (sm_90a's cubin is byte-identical under the ks2 candidates, so the
+  # Hopper path's `pr` baseline stays valid): `pr` re-recorded from 5 processes with main's
+  # kernels and its stored-only A/A, item 1's table on the H100 (cuDNN and FA2 by the
+  # independent harness in the same call), then `pr-ada` if the call has room.
+  save() { tar czf "$out/twentyninth-h100.tgz" -C "$out" r; }
+  record_with_kernels pr "issue 40 item 3: the H100's baselines of main's kernels (be61b8d's)"
+  peers pr configs/pr.yaml
+  peer_table "$res/stored-pr.json" "$res/sdpa-pr.json"
+  save
+  RECORD_LIMIT=200 record_with_kernels pr-ada "issue 40 item 3: the H100's baselines of main's kernels (be61b8d's)"
   ;;
 twentyseventh-witness)
   # 2026-12-05 (twenty-seventh session, no device lent): the host's clock as a witness of every
