@@ -110,6 +110,18 @@ fn judge_witness(
             s.error = Some(why);
         }
     }
+    // A label says what was computed: alone, only the first of a pair's two tests has a
+    // second side (the control has no checks).
+    let alone = shapes
+        .iter()
+        .filter_map(ShapeResult::unwitnessed)
+        .filter(|u| u.base_us.is_none() && u.control_us.is_some())
+        .count();
+    if alone > 0 {
+        notes.push(format!(
+            "{alone} shape(s) measured without a base: the host's clock judged each against the harness's own spin up to the end event only; nothing judged the time through the checks, so a kernel that also signals its end early is not caught here (an A/B judges both: docs/MEASURING.md, \"The host's clock witnesses every sample\")"
+        ));
+    }
 }
 
 /// The stored side of a shape for its comparison: none where the run shares the GPU with

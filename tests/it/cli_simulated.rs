@@ -433,6 +433,20 @@ fn a_run_without_a_base_judges_the_witness_against_the_control() {
             "{u}"
         );
     }
+    // What was judged is said: alone there is no test through the checks.
+    let alone_note = "measured without a base: the host's clock judged each against the harness's own spin up to the end event only";
+    let notes = r["notes"].to_string();
+    assert!(
+        notes.contains(&format!("3 shape(s) {alone_note}")),
+        "{notes}"
+    );
+    // And the note is true: a forgery hidden by an early end, which an A/B's test through the
+    // checks finds (`a_forgery_in_some_rounds_or_hidden_by_an_early_end_is_an_error`), is not
+    // caught alone (the stored baseline reads it as the improvement it forged).
+    let (code, r) = alone(&s.kernels("early", "forge=* forge-early=1"));
+    assert_eq!(code, Some(0), "{r}");
+    assert!(verdicts(&r).iter().all(|v| v == "improvement"), "{r}");
+    assert!(r["notes"].to_string().contains(alone_note), "{r}");
     // 40% of every sample taken out of the record, alone: an improvement against the
     // stored baseline but for the control, so every shape is an error.
     let (code, r) = alone(&s.kernels("forge", "forge=*"));
