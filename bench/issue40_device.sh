@@ -232,6 +232,7 @@
 #   bash bench/issue40_device.sh twentysixth-step  # kernels/ = the step: checks, A/Bs, FA2, tests
 #   bash bench/issue40_device.sh twentysixth-record # pr-ada and pr re-recorded; the attack suite
 #   bash bench/issue40_device.sh twentysixth-verify # the tail rule against no split tile; attacks, tools
+#   bash bench/issue40_device.sh twentyninth-tail  # the split tile never with a last round not full
 #   bash bench/issue40_device.sh twentyninth-h100  # pr first (valid after an L4-path step), its table
 #   bash bench/issue40_device.sh twentyeighth-h100 # the H100's pr-ada and pr re-recorded, the PR
 #                                               # table with cuDNN / FA2 (issue 40 items 3, 1)
@@ -2170,6 +2171,25 @@ twentyeighth-h100)
   peers pr configs/pr.yaml
   save
   peer_table "$res/stored-pr.json" "$res/sdpa-pr.json"
+  ;;
+twentyninth-tail)
+  # 2026-12-05 (twenty-ninth session), after twentysixth-verify found the split tile 10.9%
+  # slower than NAME at [20,16,256] (five of its CTAs on the busiest SM, which the cost
+  # model took it for): this binary's rule (never where the split form's last round is not
+  # full) as the gate's A/B, kernels/ against .carry/variants/nolnc, on the busiest SM's
+  # 3, 4, 5, 6 and 8 CTAs: odd counts now keep NAME (a pass: the same kernel), even ones take
+  # the split tile (six and eight never measured).
+  save() { tar czf "$out/twentyninth-tail.tgz" -C "$out" r; }
+  derive_config ada-cross2 configs/pr-ada.yaml <<'SHAPES'
+12 16 256 128 noncausal float16
+16 16 256 128 noncausal float16
+20 16 256 128 noncausal float16
+24 16 256 128 noncausal float16
+32 16 256 128 noncausal float16
+8 16 319 128 noncausal bfloat16
+SHAPES
+  BASE=.carry/variants/nolnc ab tail-rule2 kernels "$res/ada-cross2.yaml"
+  save
   ;;
 twentyninth-h100)
   # 2026-12-05 (twenty-ninth session): twentyeighth-h100 in the order that survives a kernel

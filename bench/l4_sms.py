@@ -104,12 +104,13 @@ def pick_entry(mod, D, dtype, B, H, S, causal, sms):
         to_len = const(lnc + "_to") if mod.has_symbol(lnc + "_to") else S
         # NAME_long_noncausal (two 4-warp CTAs per SM) against NAME (one 8-warp CTA) by the
         # host's busiest-SM cost (device.rs pick_form, for these two geometries: one tile a
-        # CTA, a pass costing its rows plus NAME's, the split form's last round not full one
-        # pass more): c = CTAs on the busiest SM; a tie keeps NAME (c = 1 and c = 3)
+        # CTA, a pass costing its rows plus NAME's; never where the split form's last round is
+        # not full, c odd above 1): c = CTAs on the busiest SM; a tie keeps NAME (c = 1)
         c = math.ceil(math.ceil(S / rows) * B * H / sms)
         main_cost = c * 2 * rows
-        lnc_cost = (c // 2) * 3 * rows + (c % 2) * 2 * rows + (rows if c > 2 and c % 2 else 0)
-        if from_len <= S <= to_len and lnc_cost < main_cost:
+        lnc_cost = (c // 2) * 3 * rows + (c % 2) * 2 * rows
+        last_alone = c > 2 and c % 2
+        if from_len <= S <= to_len and not last_alone and lnc_cost < main_cost:
             return lnc
     return name
 

@@ -437,8 +437,8 @@ fn cost_of_grid(
 /// `NAME_long_noncausal_from` (and at most its optional `NAME_long_noncausal_to`),
 /// `NAME_long_noncausal` instead when its busiest SM costs less
 /// than that form's ([`busiest_sm_cost`], a pass costing NAME's rows_per_block more than
-/// its rows, and for `NAME_long_noncausal` a last round of its CTAs that is not full one such
-/// pass more); a tie keeps the form for any mask, unless both have the same geometry (rows,
+/// its rows) and runs no last round of its CTAs that is not full; a tie keeps the form for
+/// any mask, unless both have the same geometry (rows,
 /// fill, tiles at once, CTAs per SM): then the model has nothing to weigh and
 /// `NAME_long_noncausal_from` alone decides (the sm_90a d128 pair: the same grid, the
 /// narrowed 192-key tiles in a function of their own so that ptxas allocates NAME's registers
@@ -461,12 +461,14 @@ fn cost_of_grid(
 /// leave a second round on a few SMs and the costs tie (docs/KERNEL_LOG.md, eighth session).
 /// The L4's d128 form (two CTAs of 4 warps where NAME runs one of 8) under the same rule: on
 /// a grid of at most one CTA per SM both cost a pass of one tile and NAME keeps it
-/// ([1,16,1000] took 34% longer on the other, sixth session); with three CTAs on the busiest
-/// SM its lone third CTA makes the costs tie and NAME keeps those too (NAME 15.8% and 18.5%
-/// faster at [12,16,256] and [8,16,319] on an H200, twenty-fifth session); with two, four or
-/// more it wins ([16,16,256], four: 3.3% faster than NAME; five and more not measured). The
-/// tail's pass changes no form with one CTA per SM (the sm_90a ones): it never leaves a round
-/// not full.
+/// ([1,16,1000] took 34% longer on the other, sixth session); with an odd number of them on
+/// the busiest SM (more than one) its last CTA runs alone and NAME is faster: 15.8% and 18.5%
+/// at [12,16,256] and [8,16,319] (three, twenty-fifth session), 10.9% at [20,16,256] (five,
+/// twenty-ninth session, where the cost alone had the split form's busiest SM 10% cheaper:
+/// two of its CTAs at once took 1.95 NAME CTAs' time, not the model's 1.5). So a last round
+/// not full keeps NAME outright; with two or four the split form wins ([16,16,256], four:
+/// 2.7–3.3% faster than NAME). No form with one CTA per SM (the sm_90a ones) ever leaves a
+/// round not full, so no Hopper choice depends on it.
 pub(crate) fn pick_form(shape: &ShapeParams, forms: &Forms, sm_count: u32) -> Form {
     let main_ctas = u64::from(shape.seq_len.div_ceil(forms.main.rows.max(1)))
         .saturating_mul(u64::from(shape.batch))
@@ -477,27 +479,30 @@ pub(crate) fn pick_form(shape: &ShapeParams, forms: &Forms, sm_count: u32) -> Fo
         _ => Form::Main,
     };
     let pass_rows = u64::from(forms.main.rows.max(1));
-    // The two non-causal forms pay for a last round of their CTAs that is not full: one of
-    // their passes more (lone CTAs at the end of a grid have nothing to hide their latency).
+    // NAME_short_noncausal pays for a last round of its CTAs that is not full: one of its
+    // passes more (lone CTAs at the end of a grid have nothing to hide their latency).
     let cost = |form: Form| {
         let geometry = forms.geometry(form);
-        let pass = match form {
-            Form::ShortNonCausal => pass_rows.saturating_mul(SHORT_PASS.0) / SHORT_PASS.1,
-            _ => pass_rows,
+        let (pass, tail) = match form {
+            Form::ShortNonCausal => {
+                let pass = pass_rows.saturating_mul(SHORT_PASS.0) / SHORT_PASS.1;
+                (
+                    pass,
+                    partial_second_round(shape, geometry, sm_count).then_some(pass),
+                )
+            }
+            _ => (pass_rows, None),
         };
-        let non_causal_form = matches!(form, Form::ShortNonCausal | Form::LongNonCausal);
-        let tail = if non_causal_form && partial_second_round(shape, geometry, sm_count) {
-            pass
-        } else {
-            0
-        };
-        busiest_sm_cost(shape, geometry, pass, sm_count).saturating_add(tail)
+        busiest_sm_cost(shape, geometry, pass, sm_count).saturating_add(tail.unwrap_or(0))
     };
     if shape.causal {
         return form;
     }
     if let Some((noncausal, lens)) = forms.long_noncausal {
-        let cheaper = noncausal == forms.geometry(form) || cost(Form::LongNonCausal) < cost(form);
+        // NAME_long_noncausal never where a last round of its CTAs is not full (see above).
+        let cheaper = noncausal == forms.geometry(form)
+            || (!partial_second_round(shape, noncausal, sm_count)
+                && cost(Form::LongNonCausal) < cost(form));
         if lens.contains(shape.seq_len) && cheaper {
             form = Form::LongNonCausal;
         }
@@ -1573,9 +1578,13 @@ mod tests {
         let ada_cases = [
             ((16, 16, 256, false), Form::LongNonCausal),
             ((16, 16, 256, true), Form::Main),
-            // three CTAs on the busiest SM: the split form's third runs alone (a tie: NAME)
+            // three or five CTAs on the busiest SM: the split form's last runs alone (NAME
+            // 15.8%, 18.5% and 10.9% faster; at five the cost alone would take the split form)
             ((12, 16, 256, false), Form::Main),
             ((8, 16, 319, false), Form::Main),
+            ((20, 16, 256, false), Form::Main),
+            // six: three full rounds of two
+            ((24, 16, 256, false), Form::LongNonCausal),
             ((10, 16, 300, false), Form::LongNonCausal),
             ((8, 16, 320, false), Form::Main),
             ((8, 16, 384, false), Form::Main),
