@@ -483,17 +483,16 @@ pub(crate) fn pick_form(shape: &ShapeParams, forms: &Forms, sm_count: u32) -> Fo
     // passes more (lone CTAs at the end of a grid have nothing to hide their latency).
     let cost = |form: Form| {
         let geometry = forms.geometry(form);
-        let (pass, tail) = match form {
-            Form::ShortNonCausal => {
-                let pass = pass_rows.saturating_mul(SHORT_PASS.0) / SHORT_PASS.1;
-                (
-                    pass,
-                    partial_second_round(shape, geometry, sm_count).then_some(pass),
-                )
-            }
-            _ => (pass_rows, None),
+        if form != Form::ShortNonCausal {
+            return busiest_sm_cost(shape, geometry, pass_rows, sm_count);
+        }
+        let pass = pass_rows.saturating_mul(SHORT_PASS.0) / SHORT_PASS.1;
+        let tail = if partial_second_round(shape, geometry, sm_count) {
+            pass
+        } else {
+            0
         };
-        busiest_sm_cost(shape, geometry, pass, sm_count).saturating_add(tail.unwrap_or(0))
+        busiest_sm_cost(shape, geometry, pass, sm_count).saturating_add(tail)
     };
     if shape.causal {
         return form;
