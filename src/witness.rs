@@ -22,8 +22,8 @@
 //! gate's estimate and not that median.
 //!
 //! A run with one side (no base) is judged against a **control** instead: the harness's own
-//! lead-in spin, sampled the same way with no kernel under test, each round's median less
-//! the control's.
+//! spin, sampled the same way with no kernel under test, [`CONTROL_SAMPLES_PER_ROUND`] times
+//! right after each of the side's rounds; each round's median less its control's, as a pair's.
 //!
 //! The medians and shifts are recorded with the shape ([`record`]: the results'
 //! `measurement.unwitnessed`) and judged from that record at the run's one decision
@@ -41,7 +41,8 @@
 //!
 //! Cost: three clock readings and two more waits per sample (for an idle GPU before the
 //! lead-in, for the end event), inside the duty cycle's idle time; a median per side per
-//! shape; the control's ~0.3 s once in a run with one side.
+//! shape; in a run with one side, the control's samples after each round (~40 ms at 2 ms and
+//! a 25% duty cycle).
 
 use crate::results::Unwitnessed;
 use crate::stats::{TRIM, median, trimmed};
@@ -62,11 +63,19 @@ pub const SHARE: f64 = 0.005;
 /// ... and at least this many µs (15 times the largest honest shift seen).
 pub const FLOOR_US: f64 = 10.0;
 
-/// How many times [`limit_us`] a side alone may differ from the control: the control is
-/// sampled once, before the shapes, so the SM clock its lead-in spins at can differ from a
-/// shape's (a power-capped clock of 1,755 MHz against 1,980 lengthens the ~50 µs spin by
-/// ~6.5 µs). On the H100 the largest honest shift against the control was 4.1 µs.
+/// How many times [`limit_us`] a side alone may differ from the control: the control's spin
+/// draws less power than a kernel under test, so the SM clock its samples' lead-ins spin at
+/// can be higher than the round's just before (a power-capped clock of 1,755 MHz against
+/// 1,980 lengthens the ~50 µs lead-in by ~6.5 µs), and its medians are of fewer samples
+/// ([`CONTROL_SAMPLES_PER_ROUND`]). On an H100 the largest honest shift against a control
+/// sampled once before the shapes was 4.1 µs in one A/A (2026-12-05) and -14.8 µs in another
+/// the same day, and `baseline update` refused 3 shapes of 13 for it: hence a control beside
+/// every round.
 pub const ALONE_FACTOR: f64 = 2.0;
+
+/// Samples of the control taken right after each round of a side alone: over the first
+/// stage's 8 rounds, [`MIN_SAMPLES`], so a side alone is judged from its first look.
+pub const CONTROL_SAMPLES_PER_ROUND: usize = 5;
 
 /// How many times [`limit_us`] the sides' unwitnessed times through the checks may differ,
 /// and at least [`THROUGH_CHECKS_FLOOR_US`]: the checks are the same work for both sides,
@@ -201,29 +210,24 @@ fn shift(
 /// candidate's and the base's (A/B) or the control's (a run with one side) witnesses: the
 /// medians over all samples, as seen, and the shifts that are judged ([`judge_recorded`]):
 /// the candidate's rounds beyond the base's, pair by pair, up to the end event and through
-/// the checks; or beyond the control's median, round by round, up to the end event.
+/// the checks; or beyond the control's taken after each (round i of the control, of
+/// [`CONTROL_SAMPLES_PER_ROUND`] samples, after the candidate's round i), up to the end
+/// event.
 pub fn record(
     cand: &SideWitness,
     base: Option<&SideWitness>,
     control: Option<&SideWitness>,
 ) -> Unwitnessed {
     let other = base.or(control).map_or(cand.samples, |o| o.samples);
-    let by_pairs = |part: fn(&RoundWitness) -> Option<f64>| {
-        base.and_then(|b| shift(&cand.rounds, b.rounds.iter().map(part), part))
+    let by_pairs = |other: Option<&SideWitness>, part: fn(&RoundWitness) -> Option<f64>| {
+        other.and_then(|o| shift(&cand.rounds, o.rounds.iter().map(part), part))
     };
     let (lead, through) = match (base, control) {
         (Some(_), _) => (
-            by_pairs(|r| r.unwitnessed_us),
-            by_pairs(|r| r.through_checks_us),
+            by_pairs(base, |r| r.unwitnessed_us),
+            by_pairs(base, |r| r.through_checks_us),
         ),
-        (None, Some(c)) => (
-            shift(
-                &cand.rounds,
-                std::iter::repeat(Some(c.unwitnessed_us)),
-                |r| r.unwitnessed_us,
-            ),
-            None,
-        ),
+        (None, Some(_)) => (by_pairs(control, |r| r.unwitnessed_us), None),
         (None, None) => (None, None),
     };
     Unwitnessed {
@@ -296,7 +300,7 @@ pub fn judge_recorded(u: &Unwitnessed) -> Option<String> {
         ("less", "longer")
     };
     Some(format!(
-        "the host's clock saw {:.0} µs ({:.1}% of a sample) {what} of the candidate's timed samples than their events did, against the harness's own spin sampled the same way (a 20%-trimmed mean, over {} rounds, of each round's median unwitnessed time less the spin's; over all samples, at least {} a side, the medians are {:.0} µs for the candidate and {control:.0} µs for the spin; at most {limit:.0} µs is allowed): the candidate's timing record may have been made {record} by a kernel that can write it, so no time of this shape is believed (docs/MEASURING.md, \"The host's clock witnesses every sample\")",
+        "the host's clock saw {:.0} µs ({:.1}% of a sample) {what} of the candidate's timed samples than their events did, against the harness's own spin sampled the same way right after each round (a 20%-trimmed mean, over {} rounds, of each round's median unwitnessed time less the spin's after it; over all samples, at least {} a side, the medians are {:.0} µs for the candidate and {control:.0} µs for the spin; at most {limit:.0} µs is allowed): the candidate's timing record may have been made {record} by a kernel that can write it, so no time of this shape is believed (docs/MEASURING.md, \"The host's clock witnesses every sample\")",
         s.abs(),
         100.0 * s.abs() / u.sample_us,
         u.units,
@@ -475,14 +479,14 @@ mod tests {
 
     #[test]
     fn a_side_alone_is_judged_against_the_control_either_way() {
-        let control = side(4, 20, || 55.0);
+        let control = side(8, 20, || 55.0);
         assert_eq!(alone(&side(8, 20, || 57.0), &control), None);
         // Twice the pair's limit: 20 µs for 2 ms samples.
         assert_eq!(alone(&side(8, 20, || 55.0 + 19.0), &control), None);
         let shortened = side(8, 20, || 135.0);
         let why = alone(&shortened, &control).expect("found");
         assert!(
-            why.starts_with("the host's clock saw 80 µs (4.0% of a sample) more of the candidate's timed samples than their events did, against the harness's own spin sampled the same way (a 20%-trimmed mean, over 8 rounds, of each round's median unwitnessed time less the spin's;")
+            why.starts_with("the host's clock saw 80 µs (4.0% of a sample) more of the candidate's timed samples than their events did, against the harness's own spin sampled the same way right after each round (a 20%-trimmed mean, over 8 rounds, of each round's median unwitnessed time less the spin's after it;")
                 && why.contains("at most 20 µs")
                 && why.contains("the candidate's timing record may have been made shorter"),
             "{why}"
@@ -497,11 +501,39 @@ mod tests {
         assert_eq!(alone(&shortened, &side(3, 20, || 55.0)), None);
     }
 
+    /// The harness's own unwitnessed time moves over a run (an H100, 2026-12-05: 15 µs
+    /// between a control taken before the shapes and their rounds): each round is judged
+    /// against the control taken right after it, so a move both share is no shift, and a
+    /// forgery on top of it still is.
+    #[test]
+    fn a_side_alone_is_judged_round_by_round_against_the_control_beside_it() {
+        let drift = |r: usize, _: usize| (5.0 * r as f64, 0.0);
+        let (cand, control) = (
+            moved(&side(8, 20, || 55.0), drift),
+            moved(&side(8, 20, || 55.0), drift),
+        );
+        assert_eq!(alone(&cand, &control), None);
+        // The same rounds against a control that stayed where the first round was: the
+        // rounds lie 0 ... 35 µs from it, a trimmed mean of 17.5 µs; with 10 µs more in
+        // every round's unwitnessed time (a record 0.5% short) it is judged, and against the
+        // control that moved with the rounds the 10 µs alone is not (within 20 µs)...
+        let still = side(8, 20, || 55.0);
+        assert_eq!(alone(&cand, &still), None);
+        let forged = moved(&cand, |_, _| (10.0, 0.0));
+        assert!(alone(&forged, &still).is_some());
+        assert_eq!(alone(&forged, &control), None);
+        // ... while 30 µs (1.5%) on top of the move is found beside it.
+        let forged = moved(&cand, |_, _| (30.0, 0.0));
+        let why = alone(&forged, &control).expect("found");
+        assert!(why.contains("saw 30 µs (1.5% of a sample) more"), "{why}");
+    }
+
     #[test]
     fn what_the_results_record_is_what_is_judged() {
         let honest = witness(&side(8, 20, || 55.0));
         let forged = witness(&side(8, 20, || 115.0));
         let control = witness(&side(4, 20, || 55.0));
+        let control_beside = witness(&side(8, 20, || 55.0));
         let u = record(&forged, Some(&honest), None);
         assert_eq!((u.samples, u.limit_us, u.sample_us), (80, 10.0, 2000.0));
         assert_eq!(u.through_checks_limit_us, Some(60.0));
@@ -512,9 +544,12 @@ mod tests {
         assert_eq!((u.units, u.base_us, u.control_us), (8, Some(55.0), None));
         assert!(judge_recorded(&u).is_some());
         assert_eq!(judge_recorded(&record(&honest, Some(&honest), None)), None);
-        // Alone: against the control, whose 40 samples are the fewest, round by round.
+        // Alone: against the control after each round, round by round (a control of 4
+        // rounds, 40 samples, pairs the first 4 only).
+        let u = record(&forged, None, Some(&control_beside));
+        assert_eq!((u.samples, u.units, u.shift_us), (80, 8, Some(60.0)));
         let u = record(&forged, None, Some(&control));
-        assert_eq!((u.samples, u.units, u.shift_us), (40, 8, Some(60.0)));
+        assert_eq!((u.samples, u.units, u.shift_us), (40, 4, Some(60.0)));
         assert_eq!(u.through_checks_shift_us, None);
         assert!(
             judge_recorded(&record(

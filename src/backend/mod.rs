@@ -383,10 +383,15 @@ pub trait Measure {
     /// One more round (one side).
     fn round(&mut self, shape: &ShapeHandle, so_far: &[Measurement]) -> Result<Round, GpuError>;
     /// The witness's control (what a side alone is judged against: `crate::witness::record`):
-    /// the harness's own spin sampled as a kernel's samples are, with no kernel under test
-    /// running (each sample's unwitnessed µs); `None` where the device does not witness its
-    /// samples. Asked once, before the first shape of a run with one side.
-    fn control(&mut self, settings: &MeasureSettings) -> Result<Option<Round>, GpuError>;
+    /// the harness's own spin sampled `samples` times as a kernel's samples are, with no
+    /// kernel under test running (each sample's unwitnessed µs); `None` where the device does
+    /// not witness its samples. Asked right after each round of a side alone, so that the
+    /// control and the round are sampled in the same stretch of time.
+    fn control(
+        &mut self,
+        settings: &MeasureSettings,
+        samples: usize,
+    ) -> Result<Option<Round>, GpuError>;
     /// `rounds` energy windows of each side of a shape, after its timed rounds, each
     /// spanning `updates` moves of the energy counter (src/energy.rs). A
     /// [`GpuError::Integrity`] is a side whose replays in a window failed the checks.

@@ -257,8 +257,7 @@ pub(crate) fn update(args: &BaselineUpdateArgs) -> Result<Outcome> {
     let previous = store.load(&env.gpu_slug, &env.gpu_name, &first.config.name)?;
     let unmeasured: Vec<String> = merged
         .iter()
-        .filter(|m| m.error.is_some())
-        .map(|m| m.name.clone())
+        .filter_map(|m| Some(format!("{}: {}", m.name, m.error.as_ref()?)))
         .collect();
     if !unmeasured.is_empty() {
         tell(
@@ -812,17 +811,27 @@ fn merge_shape(
         launch: s.launch.clone(),
         error: None,
     };
+    // The first run's reason is kept, the shape's own error with it (text of a results
+    // file: one line, escaped, bounded), so that a refusal says why.
+    let mut failed = |why: String| {
+        m.error.get_or_insert(why);
+    };
     for (i, r) in runs.iter().enumerate() {
         let found = r.shapes.iter().find(|x| {
             x.params == s.params && x.measurement.as_ref().map(|mm| mm.cache) == Some(cache)
         });
         match found {
-            None => m.error = Some(format!("missing from {}", name(i))),
-            Some(x) if x.error.is_some() || x.samples_us.is_empty() => {
-                m.error = Some(format!("not measured in {}", name(i)))
-            }
+            None => failed(format!("missing from {}", name(i))),
+            Some(x) if x.error.is_some() || x.samples_us.is_empty() => failed(match &x.error {
+                Some(e) => format!(
+                    "not measured in {}: {}",
+                    name(i),
+                    crate::text::clip_text(&crate::text::terminal_text(e), 600)
+                ),
+                None => format!("not measured in {}: no samples", name(i)),
+            }),
             Some(x) if x.samples_us.iter().any(|r| r.is_empty()) => {
-                m.error = Some(format!("an empty round in {}", name(i)))
+                failed(format!("an empty round in {}", name(i)))
             }
             Some(x) => {
                 if x.parity.as_ref().is_some_and(|p| !p.passed()) {

@@ -350,9 +350,13 @@ impl Measure for CudaBackend {
         result
     }
 
-    fn control(&mut self, settings: &MeasureSettings) -> Result<Option<Round>, GpuError> {
-        crate::backend::spans::time("setup.witness_control", || {
-            control_round(&self.gpu, settings)
+    fn control(
+        &mut self,
+        settings: &MeasureSettings,
+        samples: usize,
+    ) -> Result<Option<Round>, GpuError> {
+        crate::backend::spans::time("round.witness_control", || {
+            control_round(&self.gpu, settings, samples)
         })
         .map(Some)
     }

@@ -1302,19 +1302,19 @@ fn spin_graph(
     graph?.ok_or_else(|| GpuError::Internal("the spin graph came back empty".into()))
 }
 
-/// Samples of the witness's control (`crate::witness::record`): as many as a side needs
-/// before it is judged.
-const CONTROL_SAMPLES: usize = crate::witness::MIN_SAMPLES;
-
 /// The witness's control: a graph of the harness's own spin kernels, about
 /// `settings.sample_ms` long, sampled as [`take_sample`] samples a kernel under test (the
 /// GPU idle, the host's clock read, the lead-in spin, the events around the replay, the wait
-/// for the end event, the duty cycle's idle time), [`CONTROL_SAMPLES`] times: what a
-/// sample's unwitnessed time is when no kernel under test runs. The spins run at ~2 GHz for
-/// the length asked (longer at a lower clock: only the unwitnessed time is compared).
-/// Cost: [`CONTROL_SAMPLES`] samples and their idle time (~0.3 s at 2 ms and a 25% duty
-/// cycle), once per run with one side.
-pub(crate) fn control_round(gpu: &Gpu, settings: &MeasureSettings) -> Result<Round, GpuError> {
+/// for the end event, the duty cycle's idle time), `samples` times: what a sample's
+/// unwitnessed time is when no kernel under test runs. The spins run at ~2 GHz for the
+/// length asked (longer at a lower clock: only the unwitnessed time is compared).
+/// Cost: `samples` samples and their idle time (~40 ms for 5 samples of 2 ms at a 25% duty
+/// cycle), after each round of a run with one side (`run::shape`).
+pub(crate) fn control_round(
+    gpu: &Gpu,
+    settings: &MeasureSettings,
+    samples: usize,
+) -> Result<Round, GpuError> {
     const LAUNCHES: u32 = 20;
     let cycles = (settings.sample_ms * 1e3 / f64::from(LAUNCHES) * 2_000.0) as i64;
     let graph = spin_graph(gpu, LAUNCHES, cycles.max(1))?;
@@ -1323,7 +1323,7 @@ pub(crate) fn control_round(gpu: &Gpu, settings: &MeasureSettings) -> Result<Rou
     let (start, end) = (timing_event(gpu)?, timing_event(gpu)?);
     let began_all = Instant::now();
     let (mut values, mut unwitnessed) = (Vec::new(), Vec::new());
-    for _ in 0..CONTROL_SAMPLES {
+    for _ in 0..samples {
         let began = Instant::now();
         gpu.sync(None, what)?;
         let from = Instant::now();

@@ -126,13 +126,11 @@ fn pipeline(
         pending_peers,
     } = setup(run, backend, started, prelude)?;
     let probes = super::parity::probes(&mut s, backend, run_key);
-    let control = super::stages::witness_control(backend, &run.config.measure, sides.ab)?;
     let m = Measuring {
         ab: sides.ab,
         design: run.design(),
         stored: &stored,
         peak_tflops,
-        control,
     };
     let measuring = Instant::now();
     let mut measured = super::stages::first_stages(&mut s, backend, &m, &probes)?;

@@ -22,6 +22,10 @@ pub(super) struct ShapeRun {
     pub ab: bool,
     /// What each side measured so far, in the order the shape was begun with.
     sides: Vec<Measurement>,
+    /// The witness's control of a side alone: [`crate::witness::CONTROL_SAMPLES_PER_ROUND`]
+    /// samples of the harness's spin right after each of its rounds (none in A/B, where each
+    /// side is judged against the other; none where the device does not witness).
+    control: Measurement,
     /// The order of each pair kept.
     pub orders: Vec<PairOrder>,
     seed: u64,
@@ -49,6 +53,7 @@ impl ShapeRun {
             handle,
             ab,
             sides: vec![Measurement::empty(); if ab { 2 } else { 1 }],
+            control: Measurement::empty(),
             orders: Vec::new(),
             seed,
             remeasured: Vec::new(),
@@ -94,12 +99,21 @@ impl ShapeRun {
         Ok(())
     }
 
-    /// One round (one pair, in A/B); a pair the clock hit on one side is measured again.
+    /// One round (one pair, in A/B); a pair the clock hit on one side is measured again. A
+    /// side alone's round is followed by the witness's control, so that the two are sampled
+    /// in the same stretch of time, as the sides of a pair are: the harness's unwitnessed
+    /// time moves over a run (on an H100, 2026-12-05, a control taken once before the shapes
+    /// lay up to 15 µs from the shapes' rounds, docs/PERF.md), and what is judged is the
+    /// difference.
     fn one(&mut self, backend: &mut dyn Measure, config: &Config) -> Result<(), GpuError> {
         if !self.ab {
             let round = backend.round(&self.handle, &self.sides)?;
             if let Some(m) = self.sides.last_mut() {
                 m.push(round);
+            }
+            let samples = crate::witness::CONTROL_SAMPLES_PER_ROUND;
+            if let Some(control) = backend.control(&config.measure, samples)? {
+                self.control.push(control);
             }
             return Ok(());
         }
@@ -158,6 +172,12 @@ impl ShapeRun {
     /// The base's (or the baseline commit's), in A/B.
     pub(crate) fn base(&self) -> Option<&Measurement> {
         self.ab.then(|| &self.sides[0])
+    }
+
+    /// The witness's control, round by round beside a side alone's rounds; `None` in A/B or
+    /// where the device does not witness.
+    pub(crate) fn control(&self) -> Option<&Measurement> {
+        (!self.ab && !self.control.rounds.is_empty()).then_some(&self.control)
     }
 
     /// Ends the shape on the backend (its held buffers released); what each side measured.

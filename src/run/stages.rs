@@ -28,32 +28,6 @@ pub(super) struct Measuring<'a> {
     pub stored: &'a Stored,
     /// The device's peak dense tensor throughput, TFLOP/s.
     pub peak_tflops: f64,
-    /// The witness's control, in a run with one side ([`witness_control`]).
-    pub control: Option<SideWitness>,
-}
-
-/// The witness's control for a run with one side (`crate::witness::record`), measured
-/// once before its shapes; none in A/B, where each side is judged against the other, and
-/// none from a device that does not witness its samples.
-pub(super) fn witness_control(
-    backend: &mut dyn Measure,
-    settings: &crate::config::MeasureSettings,
-    ab: bool,
-) -> Result<Option<SideWitness>> {
-    if ab {
-        return Ok(None);
-    }
-    let round = backend
-        .control(settings)
-        .map_err(|e| anyhow::anyhow!("measuring the witness's control: {e}"))?;
-    Ok(round.and_then(|r| {
-        SideWitness::of(
-            std::slice::from_ref(&r.values),
-            std::slice::from_ref(&r.unwitnessed_us),
-            &[],
-            r.launches_per_sample,
-        )
-    }))
 }
 
 /// The shapes as measured so far: their results, in the run's order, and each one's
@@ -186,13 +160,7 @@ impl Measuring<'_> {
     /// error where the candidate's time cannot be real ([`speed_limit`], against the base's
     /// p50 in A/B, else the stored baseline's), unless it already has one.
     pub fn finish(&self, config: &Config, result: &mut ShapeResult, run: &ShapeRun) {
-        fill(
-            result,
-            run,
-            config.measure.cache,
-            self.design,
-            self.control.as_ref(),
-        );
+        fill(result, run, config.measure.cache, self.design);
         let reference_p50 = match run.base() {
             Some(b) => median_of(&b.rounds),
             None => self.stored.p50(&result.params),
@@ -295,13 +263,7 @@ fn side_witness(m: &Measurement) -> Option<SideWitness> {
 }
 
 /// Copies what a shape's sides measured into its result.
-fn fill(
-    result: &mut ShapeResult,
-    run: &ShapeRun,
-    cache: CacheMode,
-    design: StageDesign,
-    control: Option<&SideWitness>,
-) {
+fn fill(result: &mut ShapeResult, run: &ShapeRun, cache: CacheMode, design: StageDesign) {
     result.remeasured = run.remeasured.clone();
     let sides: Vec<&Measurement> = run.base().into_iter().chain([run.cand()]).collect();
     if run.ab {
@@ -345,7 +307,8 @@ fn fill(
         checked_launches: cand.checked_launches,
         unwitnessed: side_witness(cand).map(|c| {
             let base = run.base().and_then(side_witness);
-            crate::witness::record(&c, base.as_ref(), control)
+            let control = run.control().and_then(side_witness);
+            crate::witness::record(&c, base.as_ref(), control.as_ref())
         }),
     });
 }

@@ -25,7 +25,10 @@
 //! makes another compute process appear on the simulated GPU (as NVML would list it) once a
 //! shape it applies to has begun (`*`: from the start), and `wall=MS` makes each simulated
 //! round take that many milliseconds of wall time (two runs then overlap, for the GPU lock's
-//! tests). The simulated GPU's UUID is made from the seed ([`gpu_uuid`]), so runs with the same
+//! tests). `witness-drift=US` (on the candidate) moves the harness's own unwitnessed time, the
+//! lead-in and wake-up of every sample (a kernel's and the witness's control's), by US µs more
+//! with each round measured in the process, as a host's may move over a run
+//! (`crate::witness`). The simulated GPU's UUID is made from the seed ([`gpu_uuid`]), so runs with the same
 //! seed share a GPU and its lock. The noise model ([`noise`], shared with the calibration of
 //! the gate in `tests/it/calibration.rs`) is issue 19's ([`NoiseModel::ISSUE`]): a process
 //! shift, a drift within the process, heavy-tailed round shifts, throttled rounds,
@@ -91,6 +94,9 @@ pub(crate) struct SimKernel {
     pub others: Option<String>,
     /// Wall-clock milliseconds each simulated round takes.
     pub wall_ms: u64,
+    /// µs the harness's unwitnessed time moves with each round of the process (0 by
+    /// default; read from the candidate).
+    pub witness_drift: f64,
     /// Rows per CTA of its launches (grid.x = ⌈seq_len / rows⌉; 128 by default).
     pub rows: u32,
 }
@@ -132,6 +138,7 @@ impl SimKernel {
             others: None,
             wall_ms: 0,
             rows: 128,
+            witness_drift: 0.0,
         };
         for line in text.lines() {
             let Some(rest) = line.trim().strip_prefix("// ci-gate-sim:") else {
@@ -198,6 +205,10 @@ impl SimKernel {
             }
             "others" => self.others = fault,
             "rows" => self.rows = number("rows", value, |r| (1..=1024).contains(r), "1..=1024")?,
+            "witness-drift" => {
+                let us = |d: &f64| d.is_finite() && d.abs() <= 1000.0;
+                self.witness_drift = number("witness-drift", value, us, "µs from -1000 to 1000")?;
+            }
             "wall" => {
                 self.wall_ms = number("wall", value, |ms| *ms <= 10_000, "0..=10000")?;
             }
@@ -264,6 +275,8 @@ pub(crate) struct SimBackend {
     max_wait: Duration,
     /// Every shape begun so far (for `others`).
     begun: Vec<ShapeParams>,
+    /// Rounds measured so far in the process, of every shape and side (`witness-drift`).
+    rounds_measured: u32,
 }
 
 /// Simulated launches per sample.
@@ -355,6 +368,7 @@ impl SimBackend {
             budget: crate::backend::GpuBudget::new(f64::INFINITY),
             max_wait: Duration::from_secs(15),
             begun: Vec::new(),
+            rounds_measured: 0,
         }
     }
 
@@ -413,6 +427,12 @@ impl SimBackend {
         Ok(())
     }
 
+    /// The harness's lead-in and wake-up now, µs: 55, moved by the candidate's
+    /// `witness-drift` for every round measured so far.
+    fn lead_in_us(&self) -> f64 {
+        55.0 + self.candidate.witness_drift * f64::from(self.rounds_measured)
+    }
+
     /// One round of side `index` of shape `shape` at `level` (its log time).
     fn round_of(
         &mut self,
@@ -422,6 +442,8 @@ impl SimBackend {
     ) -> Result<Round, GpuError> {
         let address = self.next_address;
         self.next_address += 0x10_0000;
+        self.rounds_measured = self.rounds_measured.saturating_add(1);
+        let lead_in = self.lead_in_us();
         let s = self.shapes.live(shape, "a round")?;
         let samples = s.settings.samples_per_round;
         let side = s.sides[index];
@@ -474,7 +496,7 @@ impl SimBackend {
         let unwitnessed_us = values
             .iter()
             .enumerate()
-            .map(|(i, v)| 55.0 + (i % 5) as f64 + (1.0 - early) * taken(*v))
+            .map(|(i, v)| lead_in + (i % 5) as f64 + (1.0 - early) * taken(*v))
             .collect();
         let after_end_us = values
             .iter()
@@ -746,14 +768,19 @@ impl Measure for SimBackend {
         self.round_of(shape, index, level)
     }
 
-    fn control(&mut self, settings: &MeasureSettings) -> Result<Option<Round>, GpuError> {
+    fn control(
+        &mut self,
+        settings: &MeasureSettings,
+        samples: usize,
+    ) -> Result<Option<Round>, GpuError> {
         // The harness's spin, one sample of `sample_ms` per value, its lead-in and wake-up
-        // as every simulated kernel's (`round_of`), never forged.
-        let samples = crate::witness::MIN_SAMPLES;
+        // as every simulated kernel's at this point of the process (`round_of`), never
+        // forged.
+        let lead_in = self.lead_in_us();
         Ok(Some(Round::of_samples(
             vec![settings.sample_ms * 1000.0 / f64::from(LAUNCHES); samples],
             LAUNCHES,
-            (0..samples).map(|i| 55.0 + (i % 5) as f64).collect(),
+            (0..samples).map(|i| lead_in + (i % 5) as f64).collect(),
         )))
     }
 

@@ -332,7 +332,7 @@ impl Measure for Replay<'_> {
     fn round(&mut self, _: &ShapeHandle, _: &[Measurement]) -> Result<Round, GpuError> {
         Err(GpuError::Misuse("the replay measures pairs"))
     }
-    fn control(&mut self, _: &MeasureSettings) -> Result<Option<Round>, GpuError> {
+    fn control(&mut self, _: &MeasureSettings, _: usize) -> Result<Option<Round>, GpuError> {
         Ok(None)
     }
     fn energy(

@@ -28,6 +28,32 @@ fn update(baselines: &Path, from: &Path, extra: &[&str]) -> assert_cmd::assert::
     cmd.assert()
 }
 
+/// A shape that could not be measured has nothing to record: the refusal names it and says
+/// why (its own error, as the run gave it: one line, escape sequences removed), with or
+/// without --force, and nothing is written.
+#[test]
+fn a_shape_not_measured_is_refused_with_its_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("baselines");
+    let from = dir.path().join("errored.json");
+    let mut r = results("NVIDIA H200", &[1.0, 1.0, 1.0], 1);
+    r.shapes[1].error =
+        Some("the host's clock saw 25 µs more\n::error::forged\u{1b}[31m red".into());
+    r.shapes[1].verdict = ci_gate::verdict::Verdict::Error;
+    write(&from, &r);
+    for extra in [&[][..], &["--force"][..]] {
+        update(&store, &from, extra)
+            .code(1)
+            .stderr(stderr_has(format!(
+                "b2h8s512d64_causal_f16: not measured in {}: the host's clock saw 25 µs more ::error::forged red",
+                from.display()
+            )))
+            .stderr(predicate::str::contains("\n::error").not())
+            .stderr(predicate::str::contains("\u{1b}").not());
+    }
+    assert!(!store.exists(), "nothing recorded");
+}
+
 #[test]
 fn records_then_refuses_a_slower_baseline_unless_forced() {
     let dir = tempfile::tempdir().unwrap();

@@ -433,6 +433,16 @@ fn a_run_without_a_base_judges_the_witness_against_the_control() {
             "{u}"
         );
     }
+    // The harness's own unwitnessed time moving over the run (3 µs more a round, ~70 µs by
+    // the last round): each round is judged against the control taken right after it, so
+    // an honest kernel passes, where a control taken once before the shapes made every
+    // shape an error; a forgery on top of the move is still found.
+    let (code, r) = alone(&s.kernels("drift", "factor=1.0 witness-drift=3"));
+    assert_eq!(code, Some(0), "{r}");
+    assert!(verdicts(&r).iter().all(|v| v == "pass"), "{r}");
+    let (code, r) = alone(&s.kernels("drift-forge", "forge=* witness-drift=3"));
+    assert_eq!(code, Some(1), "{r}");
+    assert!(verdicts(&r).iter().all(|v| v == "error"), "{r}");
     // What was judged is said: alone there is no test through the checks.
     let alone_note = "measured without a base: the host's clock judged each against the harness's own spin up to the end event only";
     let notes = r["notes"].to_string();
