@@ -182,7 +182,8 @@ pub struct Unwitnessed {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub through_checks_limit_us: Option<f64>,
     /// `crate::witness::limit_us` of the candidate's samples (a side alone may differ from
-    /// the control by `crate::witness::ALONE_FACTOR` times it).
+    /// the control by `crate::witness::ALONE_FACTOR` times it, by
+    /// `crate::witness::ALONE_LONGER_FACTOR` times it below the control).
     pub limit_us: f64,
     /// The fewest samples any of the medians is over.
     pub samples: u64,

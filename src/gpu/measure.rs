@@ -1302,6 +1302,9 @@ fn spin_graph(
     graph?.ok_or_else(|| GpuError::Internal("the spin graph came back empty".into()))
 }
 
+/// SM cycles of GPU work before each control sample's wait for an idle GPU (~10 µs).
+const CONTROL_BUSY_CYCLES: i64 = 20_000;
+
 /// The witness's control: a graph of the harness's own spin kernels, about
 /// `settings.sample_ms` long, sampled as [`take_sample`] samples a kernel under test (the
 /// GPU idle, the host's clock read, the lead-in spin, the events around the replay, the wait
@@ -1325,6 +1328,11 @@ pub(crate) fn control_round(
     let (mut values, mut unwitnessed) = (Vec::new(), Vec::new());
     for _ in 0..samples {
         let began = Instant::now();
+        // A kernel's sample keeps the GPU busy right up to its wait for an idle GPU (its
+        // inputs and poison, `queue_replay`); so does this short spin, where the control's
+        // lead-in would otherwise start from an idle period: on an H100 the control's
+        // unwitnessed medians lay 3–9 µs above the rounds' beside them (2026-12-05).
+        ffi::launch_spin(&gpu.stream, &gpu.kernels.spin, CONTROL_BUSY_CYCLES).during(what)?;
         gpu.sync(None, what)?;
         let from = Instant::now();
         ffi::launch_spin(&gpu.stream, &gpu.kernels.spin, LEAD_CYCLES).during(what)?;
