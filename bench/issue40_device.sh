@@ -232,6 +232,8 @@
 #   bash bench/issue40_device.sh twentysixth-step  # kernels/ = the step: checks, A/Bs, FA2, tests
 #   bash bench/issue40_device.sh twentysixth-record # pr-ada and pr re-recorded; the attack suite
 #   bash bench/issue40_device.sh twentysixth-verify # the tail rule against no split tile; attacks, tools
+#   bash bench/issue40_device.sh thirtieth-h100    # the witness alone with its control beside each
+#                                               # round, then the H100's `pr` re-recorded
 #   bash bench/issue40_device.sh twentyninth-tail  # the split tile never with a last round not full
 #   bash bench/issue40_device.sh twentyninth-h100  # pr first (valid after an L4-path step), its table
 #   bash bench/issue40_device.sh twentyeighth-h100 # the H100's pr-ada and pr re-recorded, the PR
@@ -2189,6 +2191,31 @@ twentyninth-tail)
 8 16 319 128 noncausal bfloat16
 SHAPES
   BASE=.carry/variants/nolnc ab tail-rule2 kernels "$res/ada-cross2.yaml"
+  save
+  ;;
+thirtieth-h100)
+  # 2026-12-05 (thirtieth session): twentyninth-h100's `baseline update` of `pr` refused shapes
+  # the witness judged against a control sampled once before the shapes (3 of 13, then with
+  # the control beside each round 1 of 13, 28 µs on the side that reads slower); with this
+  # binary (a control sample after GPU work, 4x the limit on that side) a stored-only A/A of
+  # `pr` (each shape's shift against its control printed), then `pr` re-recorded from 5
+  # processes and its stored-only A/A. (`pr-ada` was recorded in that call.)
+  save() { tar czf "$out/thirtieth-h100.tgz" -C "$out" r; }
+  shifts() {
+    python3 - "$res/stored-$1.json" <<'PY'
+import json, sys
+for s in json.load(open(sys.argv[1]))["shapes"]:
+    u = (s.get("measurement") or {}).get("unwitnessed") or {}
+    f = lambda k: "-" if u.get(k) is None else f"{u[k]:.1f}"
+    print(f"  {s['name']:<28} {s.get('verdict'):<12} control/c {f('control_us')}/{f('candidate_us')} µs, shift {f('shift_us')} over {u.get('units')} (limit {f('limit_us')}) {s.get('error') or ''}"[:400])
+PY
+  }
+  stored_aa pr
+  shifts pr
+  mv "$res/stored-pr.json" "$res/stored-pr-before.json"
+  save
+  RECORD_LIMIT=380 record_with_kernels pr "issue 40 item 3: the H100's baselines of main's kernels (be61b8d's)"
+  shifts pr
   save
   ;;
 twentyninth-h100)
