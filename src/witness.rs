@@ -74,13 +74,16 @@ pub const FLOOR_US: f64 = 10.0;
 pub const ALONE_FACTOR: f64 = 2.0;
 
 /// How many times [`limit_us`] a side alone may have *less* unwitnessed time than the
-/// control (its record longer than the host saw, so it reads slower): beside every round, on
-/// an H100 (2026-12-05), the control's medians still lay 3–9 µs above the rounds' in 16
-/// shapes and 28 µs in one process of 65 (`baseline update` refused that shape), always on
-/// this side. A kernel that lengthens its own record alone only makes itself look slower:
-/// 2% of a sample at this factor, which is also the most `baseline update` records slower
-/// than the stored baseline without `--force`; the side that makes a kernel look faster
-/// keeps [`ALONE_FACTOR`].
+/// control (its record longer than the host saw, so it reads slower). On an H100
+/// (2026-12-05), with the control beside every round but its samples' lead-ins starting
+/// from an idle GPU, the control's medians lay 3–9 µs above the rounds' in 16 shapes and
+/// 28 µs in one process of 65 (`baseline update` refused that shape); with ~10 µs of GPU
+/// work before each control sample, as a kernel's inputs come before its own
+/// (`gpu::measure::control_round`), they lay 0.5–11.0 µs below (26 shapes, two runs): the
+/// offset is the harness's, and which side it falls on is the GPU's. A kernel that lengthens
+/// its own record alone only makes itself look slower: 2% of a sample at this factor, which
+/// is also the most `baseline update` records slower than the stored baseline without
+/// `--force`; the side that makes a kernel look faster keeps [`ALONE_FACTOR`].
 pub const ALONE_LONGER_FACTOR: f64 = 4.0;
 
 /// Samples of the control taken right after each round of a side alone: over the first

@@ -1330,8 +1330,9 @@ pub(crate) fn control_round(
         let began = Instant::now();
         // A kernel's sample keeps the GPU busy right up to its wait for an idle GPU (its
         // inputs and poison, `queue_replay`); so does this short spin, where the control's
-        // lead-in would otherwise start from an idle period: on an H100 the control's
-        // unwitnessed medians lay 3–9 µs above the rounds' beside them (2026-12-05).
+        // lead-in would otherwise start from an idle period: on an H100 (2026-12-05) the
+        // control's unwitnessed medians lay 3–9 µs above the rounds' beside them without it
+        // (28 µs once in 65), 0.5–11 µs below with it (26 shapes).
         ffi::launch_spin(&gpu.stream, &gpu.kernels.spin, CONTROL_BUSY_CYCLES).during(what)?;
         gpu.sync(None, what)?;
         let from = Instant::now();
