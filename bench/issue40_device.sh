@@ -232,6 +232,7 @@
 #   bash bench/issue40_device.sh twentysixth-step  # kernels/ = the step: checks, A/Bs, FA2, tests
 #   bash bench/issue40_device.sh twentysixth-record # pr-ada and pr re-recorded; the attack suite
 #   bash bench/issue40_device.sh twentysixth-verify # the tail rule against no split tile; attacks, tools
+#   bash bench/issue40_device.sh thirtieth-witness # the witness's GPU tests, the side alone's new one
 #   bash bench/issue40_device.sh thirtieth-h100    # the witness alone with its control beside each
 #                                               # round, then the H100's `pr` re-recorded
 #   bash bench/issue40_device.sh twentyninth-tail  # the split tile never with a last round not full
@@ -2191,6 +2192,19 @@ twentyninth-tail)
 8 16 319 128 noncausal bfloat16
 SHAPES
   BASE=.carry/variants/nolnc ab tail-rule2 kernels "$res/ada-cross2.yaml"
+  save
+  ;;
+thirtieth-witness)
+  # 2026-12-05 (thirtieth session, written when no device time was left): the witness's GPU
+  # tests with the control beside each round of a side alone (`gpu::a_side_alone_is_judged_
+  # against_the_control_beside_each_round`, new: its shift printed and within the limit, a
+  # lead-in 100 µs longer judged) and the A/B ones. ~60 s.
+  save() { tar czf "$out/thirtieth-witness.tgz" -C "$out" r; }
+  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 200 "$it_tests" --ignored \
+    --test-threads=1 --nocapture gpu::a_side_alone_is_judged_against_the_control_beside_each_round \
+    gpu::ab_pairs_of_one_kernel_agree gpu::time_the_events_did_not_see_on_one_side_is_judged \
+    > "$res/witness-tests.log" 2>&1
+  grep -E "alone|unwitnessed|lead-in|test result|FAILED|panicked" "$res/witness-tests.log" | cut -c1-400
   save
   ;;
 thirtieth-h100)

@@ -1313,7 +1313,7 @@ const CONTROL_BUSY_CYCLES: i64 = 20_000;
 /// length asked (longer at a lower clock: only the unwitnessed time is compared).
 /// Cost: `samples` samples and their idle time (~40 ms for 5 samples of 2 ms at a 25% duty
 /// cycle), after each round of a run with one side (`run::shape`).
-pub(crate) fn control_round(
+pub fn control_round(
     gpu: &Gpu,
     settings: &MeasureSettings,
     samples: usize,

@@ -12,7 +12,9 @@ use crate::common::{golden_dir, read_f32, read_u16};
 use ci_gate::config::{CacheMode, Dtype, MeasureSettings, ShapeParams, Tolerance};
 use ci_gate::gpu::Gpu;
 use ci_gate::gpu::device::AttentionSet;
-use ci_gate::gpu::measure::{AbSide, Bench, Held, LEAD_CYCLES, measure, measure_pairs};
+use ci_gate::gpu::measure::{
+    AbSide, Bench, Held, LEAD_CYCLES, control_round, extend, measure, measure_pairs,
+};
 use ci_gate::gpu::parity::{POISON, Which, attention_on_host, check_parity};
 use ci_gate::reference::{Problem, attention, decode, errors};
 use ci_gate::results::PairOrder;
@@ -498,6 +500,59 @@ fn time_the_events_did_not_see_on_one_side_is_judged() {
     let why = witnessed[1].clone().expect("judged");
     assert!(
         why.contains("more of the candidate's timed samples"),
+        "{why}"
+    );
+}
+
+/// The witness of a side alone on the GPU (ci_gate::witness): one kernel measured round by
+/// round, the harness's control (`control_round`) sampled right after each round, as a run
+/// without a base does (`run::shape`). With the kernel's own lead-in its shift against the
+/// control is within the limit and nothing is judged; with its lead-in lengthened by
+/// 200,000 cycles (~100 µs: a start record moved later) it is judged, the candidate named.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_side_alone_is_judged_against_the_control_beside_each_round() {
+    use ci_gate::backend::Measurement;
+    use ci_gate::witness::{ALONE_FACTOR, CONTROL_SAMPLES_PER_ROUND};
+    let gpu = gpu();
+    let shape = ShapeParams::new(4, 16, 2048, 64, true, Dtype::Float16);
+    let settings = MeasureSettings::default();
+    let bench = bench(&gpu, &shape, &settings);
+    let mut judged = Vec::new();
+    for extra in [0, 200_000] {
+        let mut side = AbSide::new(gpu.kernels.attention(&shape).unwrap(), None, "candidate");
+        side.lead_in_cycles = LEAD_CYCLES + extra;
+        let (mut held, mut control) = (Held::default(), Measurement::empty());
+        for _ in 0..8 {
+            extend(&bench, &mut side, 11, &mut held, 1).unwrap();
+            control.push(control_round(&gpu, &settings, CONTROL_SAMPLES_PER_ROUND).unwrap());
+        }
+        let of = |m: &Measurement| {
+            SideWitness::of(
+                &m.rounds,
+                &m.unwitnessed_us,
+                &m.after_end_us,
+                m.launches_per_sample,
+            )
+            .unwrap()
+        };
+        let (c, k) = (of(&side.m), of(&control));
+        let u = record(&c, None, Some(&k));
+        eprintln!("lead-in +{extra} cycles, alone: candidate {c:?}, control {k:?}; recorded {u:?}");
+        assert_eq!((u.units, k.samples), (8, 8 * CONTROL_SAMPLES_PER_ROUND));
+        if extra == 0 {
+            assert!(
+                u.shift_us
+                    .is_some_and(|s| s.abs() < ALONE_FACTOR * u.limit_us),
+                "{u:?}"
+            );
+        }
+        judged.push(judge_recorded(&u));
+    }
+    assert_eq!(judged[0], None);
+    let why = judged[1].clone().expect("judged");
+    assert!(
+        why.contains("more of the candidate's timed samples than their events did, against the harness's own spin"),
         "{why}"
     );
 }
