@@ -80,7 +80,7 @@ pub const ALONE_FACTOR: f64 = 2.0;
 /// from an idle GPU, the control's medians lay 3–9 µs above the rounds' in 16 shapes and
 /// 28 µs in one process of 65 (`baseline update` refused that shape); with ~10 µs of GPU
 /// work before each control sample, as a kernel's inputs come before its own
-/// (`gpu::measure::control_round`), they lay 0.5–11.0 µs below (26 shapes, two runs): the
+/// (`gpu::measure::Control::round`), they lay 0.5–11.0 µs below (26 shapes, two runs): the
 /// offset is the harness's, and which side it falls on is the GPU's. A kernel that lengthens
 /// its own record alone only makes itself look slower: 2% of a sample at this factor, which
 /// is also the most `baseline update` records slower than the stored baseline without

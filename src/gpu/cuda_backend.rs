@@ -11,7 +11,7 @@ use super::device::{AttentionSet, Gpu, Kernel};
 use super::energy_windows::measure_energy;
 use super::error::GpuError;
 use super::measure::{
-    AbSide, Bench, Held, Injection, SpinCalibration, calibrate_spin, control_round, extend,
+    AbSide, Bench, Control, Held, Injection, SpinCalibration, calibrate_spin, extend,
     measure_pairs, phase_times, sets_for, spin_up,
 };
 use super::parity::{ParityReferences, check_parity_with};
@@ -49,6 +49,9 @@ pub(crate) struct CudaBackend {
     parity_times: std::collections::HashMap<ShapeParams, Duration>,
     /// The last parity check's reference output, for the other side of the same shape.
     parity_references: ParityReferences,
+    /// The witness's control (its graph and events), built at the first round of a side
+    /// alone and sampled after each.
+    control: Option<Control>,
 }
 
 impl CudaBackend {
@@ -80,6 +83,7 @@ impl CudaBackend {
             shapes: ShapeSlots::default(),
             parity_times: std::collections::HashMap::new(),
             parity_references: ParityReferences::default(),
+            control: None,
         })
     }
 
@@ -356,7 +360,13 @@ impl Measure for CudaBackend {
         samples: usize,
     ) -> Result<Option<Round>, GpuError> {
         crate::backend::spans::time("round.witness_control", || {
-            control_round(&self.gpu, settings, samples)
+            let control = match self.control.take() {
+                Some(c) if c.fits(settings) => c,
+                _ => Control::new(&self.gpu, settings)?,
+            };
+            let round = control.round(&self.gpu, settings, samples);
+            self.control = Some(control);
+            round
         })
         .map(Some)
     }

@@ -1306,55 +1306,83 @@ fn spin_graph(
 const CONTROL_BUSY_CYCLES: i64 = 20_000;
 
 /// The witness's control: a graph of the harness's own spin kernels, about
-/// `settings.sample_ms` long, sampled as [`take_sample`] samples a kernel under test (the
-/// GPU idle, the host's clock read, the lead-in spin, the events around the replay, the wait
-/// for the end event, the duty cycle's idle time), `samples` times: what a sample's
-/// unwitnessed time is when no kernel under test runs. The spins run at ~2 GHz for the
-/// length asked (longer at a lower clock: only the unwitnessed time is compared).
-/// Cost: `samples` samples and their idle time (~40 ms for 5 samples of 2 ms at a 25% duty
-/// cycle), after each round of a run with one side (`run::shape`).
-pub fn control_round(
-    gpu: &Gpu,
-    settings: &MeasureSettings,
-    samples: usize,
-) -> Result<Round, GpuError> {
+/// `sample_ms` long, and its two timing events; built once per run and sampled after every
+/// round of a side alone ([`Control::round`]).
+pub struct Control {
+    graph: cudarc::driver::CudaGraph,
+    events: (CudaEvent, CudaEvent),
+    /// The `measure.sample_ms` it was built for.
+    sample_ms: f64,
+}
+
+impl Control {
+    /// Spin launches in the control's graph.
     const LAUNCHES: u32 = 20;
-    let cycles = (settings.sample_ms * 1e3 / f64::from(LAUNCHES) * 2_000.0) as i64;
-    let graph = spin_graph(gpu, LAUNCHES, cycles.max(1))?;
-    let what = || "the witness's control (the harness's spin kernels)".to_string();
-    graph.launch().during(what)?;
-    let (start, end) = (timing_event(gpu)?, timing_event(gpu)?);
-    let began_all = Instant::now();
-    let (mut values, mut unwitnessed) = (Vec::new(), Vec::new());
-    for _ in 0..samples {
-        let began = Instant::now();
-        // A kernel's sample keeps the GPU busy right up to its wait for an idle GPU (its
-        // inputs and poison, `queue_replay`); so does this short spin, where the control's
-        // lead-in would otherwise start from an idle period: on an H100 (2026-12-05) the
-        // control's unwitnessed medians lay 3–9 µs above the rounds' beside them without it
-        // (28 µs once in 65), 0.5–11 µs below with it (26 shapes).
-        ffi::launch_spin(&gpu.stream, &gpu.kernels.spin, CONTROL_BUSY_CYCLES).during(what)?;
-        gpu.sync(None, what)?;
-        let from = Instant::now();
-        ffi::launch_spin(&gpu.stream, &gpu.kernels.spin, LEAD_CYCLES).during(what)?;
-        start.record(&gpu.stream).during(what)?;
+
+    /// The control's graph of [`Self::LAUNCHES`] spins, about `settings.sample_ms` long in
+    /// all at ~2 GHz (longer at a lower clock: only the unwitnessed time is compared).
+    pub fn new(gpu: &Gpu, settings: &MeasureSettings) -> Result<Control, GpuError> {
+        let launches = f64::from(Self::LAUNCHES);
+        let cycles = (settings.sample_ms * 1e3 / launches * 2_000.0) as i64;
+        Ok(Control {
+            graph: spin_graph(gpu, Self::LAUNCHES, cycles.max(1))?,
+            events: (timing_event(gpu)?, timing_event(gpu)?),
+            sample_ms: settings.sample_ms,
+        })
+    }
+
+    /// Whether it was built for these settings' sample length.
+    pub fn fits(&self, settings: &MeasureSettings) -> bool {
+        self.sample_ms == settings.sample_ms
+    }
+
+    /// One round of the control: the graph replayed once, then sampled as [`take_sample`]
+    /// samples a kernel under test (the GPU idle, the host's clock read, the lead-in spin,
+    /// the events around the replay, the wait for the end event, the duty cycle's idle
+    /// time), `samples` times: what a sample's unwitnessed time is when no kernel under test
+    /// runs. Cost: `samples` samples and their idle time (~40 ms for 5 samples of 2 ms at a
+    /// 25% duty cycle), after each round of a run with one side (`run::shape`).
+    pub fn round(
+        &self,
+        gpu: &Gpu,
+        settings: &MeasureSettings,
+        samples: usize,
+    ) -> Result<Round, GpuError> {
+        let (graph, (start, end)) = (&self.graph, &self.events);
+        let what = || "the witness's control (the harness's spin kernels)".to_string();
         graph.launch().during(what)?;
-        end.record(&gpu.stream).during(what)?;
-        let seen = gpu.wait_event(&end, None, what)?.duration_since(from);
-        let ms = witnessed_ms(&start, &end, seen, what)?;
-        values.push(ms * 1000.0 / f64::from(LAUNCHES));
-        unwitnessed.push(seen.as_secs_f64() * 1e6 - ms * 1000.0);
-        if settings.duty_cycle < 1.0 {
-            let period = Duration::from_secs_f64(ms / settings.duty_cycle / 1000.0);
-            if let Some(idle) = period.checked_sub(began.elapsed()) {
-                std::thread::sleep(idle);
+        let began_all = Instant::now();
+        let (mut values, mut unwitnessed) = (Vec::new(), Vec::new());
+        for _ in 0..samples {
+            let began = Instant::now();
+            // A kernel's sample keeps the GPU busy right up to its wait for an idle GPU (its
+            // inputs and poison, `queue_replay`); so does this short spin, where the control's
+            // lead-in would otherwise start from an idle period: on an H100 (2026-12-05) the
+            // control's unwitnessed medians lay 3–9 µs above the rounds' beside them without it
+            // (28 µs once in 65), 0.5–11 µs below with it (26 shapes).
+            ffi::launch_spin(&gpu.stream, &gpu.kernels.spin, CONTROL_BUSY_CYCLES).during(what)?;
+            gpu.sync(None, what)?;
+            let from = Instant::now();
+            ffi::launch_spin(&gpu.stream, &gpu.kernels.spin, LEAD_CYCLES).during(what)?;
+            start.record(&gpu.stream).during(what)?;
+            graph.launch().during(what)?;
+            end.record(&gpu.stream).during(what)?;
+            let seen = gpu.wait_event(end, None, what)?.duration_since(from);
+            let ms = witnessed_ms(start, end, seen, what)?;
+            values.push(ms * 1000.0 / f64::from(Self::LAUNCHES));
+            unwitnessed.push(seen.as_secs_f64() * 1e6 - ms * 1000.0);
+            if settings.duty_cycle < 1.0 {
+                let period = Duration::from_secs_f64(ms / settings.duty_cycle / 1000.0);
+                if let Some(idle) = period.checked_sub(began.elapsed()) {
+                    std::thread::sleep(idle);
+                }
             }
         }
+        Ok(Round {
+            wall_s: began_all.elapsed().as_secs_f64(),
+            ..Round::of_samples(values, Self::LAUNCHES, unwitnessed)
+        })
     }
-    Ok(Round {
-        wall_s: began_all.elapsed().as_secs_f64(),
-        ..Round::of_samples(values, LAUNCHES, unwitnessed)
-    })
 }
 
 /// Measures the spin kernel alone at two lengths and fits its per-launch cost.

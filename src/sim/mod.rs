@@ -28,8 +28,8 @@
 //! tests). `witness-drift=US` (on the candidate) moves the harness's own unwitnessed time, the
 //! lead-in and wake-up of every sample (a kernel's and the witness's control's), by US µs more
 //! with each round measured in the process, as a host's may move over a run
-//! (`crate::witness`). The simulated GPU's UUID is made from the seed ([`gpu_uuid`]), so runs with the same
-//! seed share a GPU and its lock. The noise model ([`noise`], shared with the calibration of
+//! (`crate::witness`). The simulated GPU's UUID is made from the seed ([`gpu_uuid`]), so runs
+//! with the same seed share a GPU and its lock. The noise model ([`noise`], shared with the calibration of
 //! the gate in `tests/it/calibration.rs`) is issue 19's ([`NoiseModel::ISSUE`]): a process
 //! shift, a drift within the process, heavy-tailed round shifts, throttled rounds,
 //! heavy-tailed samples with outliers.

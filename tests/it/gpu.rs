@@ -13,7 +13,7 @@ use ci_gate::config::{CacheMode, Dtype, MeasureSettings, ShapeParams, Tolerance}
 use ci_gate::gpu::Gpu;
 use ci_gate::gpu::device::AttentionSet;
 use ci_gate::gpu::measure::{
-    AbSide, Bench, Held, LEAD_CYCLES, control_round, extend, measure, measure_pairs,
+    AbSide, Bench, Control, Held, LEAD_CYCLES, extend, measure, measure_pairs,
 };
 use ci_gate::gpu::parity::{POISON, Which, attention_on_host, check_parity};
 use ci_gate::reference::{Problem, attention, decode, errors};
@@ -406,15 +406,18 @@ fn bench<'a>(gpu: &'a Gpu, shape: &'a ShapeParams, settings: &'a MeasureSettings
 
 /// Both sides' witnesses (ci_gate::witness), base first.
 fn witnesses(sides: &[AbSide<'_>; 2]) -> [SideWitness; 2] {
-    [&sides[0].m, &sides[1].m].map(|m| {
-        SideWitness::of(
-            &m.rounds,
-            &m.unwitnessed_us,
-            &m.after_end_us,
-            m.launches_per_sample,
-        )
-        .unwrap()
-    })
+    [&sides[0].m, &sides[1].m].map(witness_of)
+}
+
+/// What a measurement's samples record of the host's clock (ci_gate::witness).
+fn witness_of(m: &ci_gate::backend::Measurement) -> SideWitness {
+    SideWitness::of(
+        &m.rounds,
+        &m.unwitnessed_us,
+        &m.after_end_us,
+        m.launches_per_sample,
+    )
+    .unwrap()
 }
 
 #[test]
@@ -505,7 +508,7 @@ fn time_the_events_did_not_see_on_one_side_is_judged() {
 }
 
 /// The witness of a side alone on the GPU (ci_gate::witness): one kernel measured round by
-/// round, the harness's control (`control_round`) sampled right after each round, as a run
+/// round, the harness's control (`Control::round`) sampled right after each round, as a run
 /// without a base does (`run::shape`). With the kernel's own lead-in its shift against the
 /// control is within the limit and nothing is judged; with its lead-in lengthened by
 /// 200,000 cycles (~100 µs: a start record moved later) it is judged, the candidate named.
@@ -523,20 +526,15 @@ fn a_side_alone_is_judged_against_the_control_beside_each_round() {
         let mut side = AbSide::new(gpu.kernels.attention(&shape).unwrap(), None, "candidate");
         side.lead_in_cycles = LEAD_CYCLES + extra;
         let (mut held, mut control) = (Held::default(), Measurement::empty());
+        let spin = Control::new(&gpu, &settings).unwrap();
         for _ in 0..8 {
             extend(&bench, &mut side, 11, &mut held, 1).unwrap();
-            control.push(control_round(&gpu, &settings, CONTROL_SAMPLES_PER_ROUND).unwrap());
+            control.push(
+                spin.round(&gpu, &settings, CONTROL_SAMPLES_PER_ROUND)
+                    .unwrap(),
+            );
         }
-        let of = |m: &Measurement| {
-            SideWitness::of(
-                &m.rounds,
-                &m.unwitnessed_us,
-                &m.after_end_us,
-                m.launches_per_sample,
-            )
-            .unwrap()
-        };
-        let (c, k) = (of(&side.m), of(&control));
+        let (c, k) = (witness_of(&side.m), witness_of(&control));
         let u = record(&c, None, Some(&k));
         eprintln!("lead-in +{extra} cycles, alone: candidate {c:?}, control {k:?}; recorded {u:?}");
         assert_eq!((u.units, k.samples), (8, 8 * CONTROL_SAMPLES_PER_ROUND));
