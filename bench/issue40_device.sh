@@ -233,6 +233,8 @@
 #   bash bench/issue40_device.sh twentysixth-record # pr-ada and pr re-recorded; the attack suite
 #   bash bench/issue40_device.sh twentysixth-verify # the tail rule against no split tile; attacks, tools
 #   bash bench/issue40_device.sh thirtieth-witness # the witness's GPU tests, the side alone's new one
+#   bash bench/issue40_device.sh thirtyfirst    # any card: witness tests, stored A/A + table, the early
+#                                               # wait on pr; H200: tail at 6, 8 CTAs; H100: nightly rows
 #   bash bench/issue40_device.sh thirtieth-h100    # the witness alone with its control beside each
 #                                               # round, then the H100's `pr` re-recorded
 #   bash bench/issue40_device.sh twentyninth-tail  # the split tile never with a last round not full
@@ -684,6 +686,18 @@ print(f"  {sum(1 for x in m if x.get('extra_rounds'))} of {len(m)} shapes took a
       + " ".join(str(s.get("verdict")) for s in r.get("shapes", [])))
 PY
   save
+}
+
+# each shape of a stored-only A/A (stored-CFG.json): its verdict, the witness's control and
+# candidate µs, their shift and limit: shifts CFG
+shifts() {
+  python3 - "$res/stored-$1.json" <<'PY'
+import json, sys
+for s in json.load(open(sys.argv[1]))["shapes"]:
+    u = (s.get("measurement") or {}).get("unwitnessed") or {}
+    f = lambda k: "-" if u.get(k) is None else f"{u[k]:.1f}"
+    print(f"  {s['name']:<28} {s.get('verdict'):<12} control/c {f('control_us')}/{f('candidate_us')} µs, shift {f('shift_us')} over {u.get('units')} (limit {f('limit_us')}) {s.get('error') or ''}"[:400])
+PY
 }
 
 stored_aa() {
@@ -2194,6 +2208,59 @@ SHAPES
   BASE=.carry/variants/nolnc ab tail-rule2 kernels "$res/ada-cross2.yaml"
   save
   ;;
+thirtyfirst)
+  # 2026-12-05 (thirty-first session), whichever card comes: the witness's GPU tests with the
+  # control beside each round (first run of `gpu::measure::Control`, a586f25), a stored-only
+  # A/A of `pr` (each shape's shift against its control) and item 1's PR table (cuDNN / FA2
+  # by the independent harness); then the early first wait (`variants/early-on-im3d`, never
+  # timed on the short d64 form) as the gate's A/B on `pr`. On an H200: the split d128 tile
+  # at 6 and 8 CTAs on the busiest SM (`twentyninth-tail`'s A/B) and `pr-ada`'s stored-only
+  # A/A; on an H100: the long nightly rows with cuDNN / FA2 (never timed there).
+  save() { tar czf "$out/thirtyfirst.tgz" -C "$out" r; }
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  echo "== $gpu"
+  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 200 "$it_tests" --ignored \
+    --test-threads=1 --nocapture gpu::a_side_alone_is_judged_against_the_control_beside_each_round \
+    gpu::ab_pairs_of_one_kernel_agree gpu::time_the_events_did_not_see_on_one_side_is_judged \
+    > "$res/witness-tests.log" 2>&1
+  grep -E "alone|unwitnessed|lead-in|test result|FAILED|panicked" "$res/witness-tests.log" | cut -c1-400
+  save
+  stored_aa pr
+  shifts pr
+  peers pr configs/pr.yaml
+  peer_table "$res/stored-pr.json" "$res/sdpa-pr.json"
+  save
+  ab early-pr .carry/variants/early-on-im3d configs/pr.yaml
+  save
+  case "$gpu" in
+  *H200*)
+    derive_config ada-cross3 configs/pr-ada.yaml <<'SHAPES'
+16 16 256 128 noncausal float16
+24 16 256 128 noncausal float16
+32 16 256 128 noncausal float16
+SHAPES
+    BASE=.carry/variants/nolnc ab tail-rule3 kernels "$res/ada-cross3.yaml"
+    save
+    stored_aa pr-ada
+    shifts pr-ada
+    ;;
+  *)
+    derive_config nightly-long configs/pr.yaml <<'SHAPES'
+1 16 8192 64 noncausal float16
+1 16 8192 64 causal float16
+1 8 16384 64 noncausal float16
+1 8 16384 128 noncausal float16
+1 8 16384 128 causal float16
+1 16 8192 128 noncausal bfloat16
+SHAPES
+    ab nightly-aa .carry/k-base "$res/nightly-long.yaml"
+    save
+    peers nightly-long "$res/nightly-long.yaml"
+    peer_table "$res/ab-nightly-aa.json" "$res/sdpa-nightly-long.json"
+    ;;
+  esac
+  save
+  ;;
 thirtieth-witness)
   # 2026-12-05 (thirtieth session, written when no device time was left): the witness's GPU
   # tests with the control beside each round of a side alone (`gpu::a_side_alone_is_judged_
@@ -2215,15 +2282,6 @@ thirtieth-h100)
   # `pr` (each shape's shift against its control printed), then `pr` re-recorded from 5
   # processes and its stored-only A/A. (`pr-ada` was recorded in that call.)
   save() { tar czf "$out/thirtieth-h100.tgz" -C "$out" r; }
-  shifts() {
-    python3 - "$res/stored-$1.json" <<'PY'
-import json, sys
-for s in json.load(open(sys.argv[1]))["shapes"]:
-    u = (s.get("measurement") or {}).get("unwitnessed") or {}
-    f = lambda k: "-" if u.get(k) is None else f"{u[k]:.1f}"
-    print(f"  {s['name']:<28} {s.get('verdict'):<12} control/c {f('control_us')}/{f('candidate_us')} µs, shift {f('shift_us')} over {u.get('units')} (limit {f('limit_us')}) {s.get('error') or ''}"[:400])
-PY
-  }
   stored_aa pr
   shifts pr
   mv "$res/stored-pr.json" "$res/stored-pr-before.json"
