@@ -233,6 +233,7 @@
 #   bash bench/issue40_device.sh twentysixth-record # pr-ada and pr re-recorded; the attack suite
 #   bash bench/issue40_device.sh twentysixth-verify # the tail rule against no split tile; attacks, tools
 #   bash bench/issue40_device.sh thirtieth-witness # the witness's GPU tests, the side alone's new one
+#   bash bench/issue40_device.sh thirtyfirst-profile # ncu: b4h16s512d64's L2 traffic, ours and cuDNN
 #   bash bench/issue40_device.sh thirtyfirst    # any card: witness tests, stored A/A + table, the early
 #                                               # wait on pr; H200: tail at 6, 8 CTAs; H100: nightly rows
 #   bash bench/issue40_device.sh thirtieth-h100    # the witness alone with its control beside each
@@ -2259,6 +2260,43 @@ SHAPES
     peer_table "$res/ab-nightly-aa.json" "$res/sdpa-nightly-long.json"
     ;;
   esac
+  save
+  ;;
+thirtyfirst-profile)
+  # 2026-12-05 (thirty-first session): is b4h16s512d64 (the short d64 form since the
+  # eighteenth session: 512 CTAs of one 64-row unit, four a SM, each reading the head's whole
+  # K and V, 128 KiB, from L2: 64 MiB in ~14.5 µs) bounded by L2's bandwidth? ncu of one
+  # launch of ours and of cuDNN's (inputs in L2, as the PR config times), the memory
+  # workload's figures printed.
+  save() { tar czf "$out/thirtyfirst-profile.tgz" -C "$out" r; }
+  timed timeout 150 ncu --clock-control none --cache-control none --section SpeedOfLight \
+    --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy \
+    --metrics lts__t_sectors_srcunit_tex_op_read.sum,lts__t_bytes.sum.per_second,lts__t_sectors.sum.pct_of_peak_sustained_elapsed,l1tex__m_xbar2l1tex_read_bytes.sum \
+    --kernel-name regex:^attention_fwd_ --launch-count 1 --export "$res/ours-hot" --force-overwrite \
+    "$bin" kernel-run --config configs/pr.yaml --kernels kernels --harness kernels \
+    --shape b4h16s512d64_f16 --no-reference > "$res/ncu-ours-hot.log" 2>&1
+  timed timeout 150 ncu --clock-control none --cache-control none --section SpeedOfLight \
+    --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy \
+    --metrics lts__t_sectors_srcunit_tex_op_read.sum,lts__t_bytes.sum.per_second,lts__t_sectors.sum.pct_of_peak_sustained_elapsed,l1tex__m_xbar2l1tex_read_bytes.sum \
+    --kernel-name regex:'sdpa|fmha|cudnn|attn' --launch-skip 5 --launch-count 1 --export "$res/cudnn-hot" --force-overwrite \
+    python3 -c "
+import torch, torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+q, k, v = (torch.randn(4, 16, 512, 64, device='cuda', dtype=torch.float16) for _ in range(3))
+with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+    for _ in range(8):
+        F.scaled_dot_product_attention(q, k, v)
+torch.cuda.synchronize()
+" > "$res/ncu-cudnn-hot.log" 2>&1
+  for rep in "$res"/*.ncu-rep; do
+    b=$(basename "$rep" .ncu-rep)
+    ncu --import "$rep" --page details > "$res/details-$b.txt" 2>&1
+    ncu --import "$rep" --page raw --csv > "$res/raw-$b.csv" 2>&1
+    rm -f "$rep"
+    echo "== $b"
+    grep -E "Duration|Memory Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|DRAM Throughput|L2 Hit Rate|Mem Busy|Max Bandwidth|Grid Size|Block Size|lts__|l1tex__m|Achieved Occupancy|Compute \(SM\)" "$res/details-$b.txt" | head -24
+  done
+  tail -3 "$res/ncu-ours-hot.log" "$res/ncu-cudnn-hot.log" | cut -c1-300
   save
   ;;
 thirtieth-witness)
