@@ -233,6 +233,8 @@
 #   bash bench/issue40_device.sh twentysixth-record # pr-ada and pr re-recorded; the attack suite
 #   bash bench/issue40_device.sh twentysixth-verify # the tail rule against no split tile; attacks, tools
 #   bash bench/issue40_device.sh thirtieth-witness # the witness's GPU tests, the side alone's new one
+#   bash bench/issue40_device.sh thirtyfirst-control # the control without its idle time; H200: witness,
+#                                               # stored A/As, the split tile at 4, 6, 8 CTAs
 #   bash bench/issue40_device.sh thirtyfirst-profile # ncu: b4h16s512d64's L2 traffic, ours and cuDNN
 #   bash bench/issue40_device.sh thirtyfirst    # any card: witness tests, stored A/A + table, the early
 #                                               # wait on pr; H200: tail at 6, 8 CTAs; H100: nightly rows
@@ -2297,6 +2299,42 @@ torch.cuda.synchronize()
     grep -E "Duration|Memory Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|DRAM Throughput|L2 Hit Rate|Mem Busy|Max Bandwidth|Grid Size|Block Size|lts__|l1tex__m|Achieved Occupancy|Compute \(SM\)" "$res/details-$b.txt" | head -24
   done
   tail -3 "$res/ncu-ours-hot.log" "$res/ncu-cudnn-hot.log" | cut -c1-300
+  save
+  ;;
+thirtyfirst-control)
+  # 2026-12-05 (thirty-first session): what the witness's control costs a side alone (~41 ms
+  # a round, 28% of a stored-only run of `pr` on an H100) is mostly the duty cycle's idle time
+  # after each of its samples; `gpu::the_control_reads_the_same_without_the_duty_cycles_idle_time`
+  # samples it both ways after each round of a kernel alone and prints both shifts. On an
+  # H200 then (the control's offset there never measured since a586f25): the witness's
+  # other GPU tests, stored-only A/As of `pr` and `pr-ada` (shifts), the split d128 tile at
+  # 4, 6 and 8 CTAs on the busiest SM (`twentyninth-tail`'s A/B).
+  save() { tar czf "$out/thirtyfirst-control.tgz" -C "$out" r; }
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  echo "== $gpu"
+  witness_tests=gpu::the_control_reads_the_same_without_the_duty_cycles_idle_time
+  case "$gpu" in *H200*) witness_tests="$witness_tests gpu::a_side_alone_is_judged_against_the_control_beside_each_round gpu::ab_pairs_of_one_kernel_agree" ;; esac
+  # shellcheck disable=SC2086
+  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 200 "$it_tests" --ignored \
+    --test-threads=1 --nocapture $witness_tests > "$res/control-tests.log" 2>&1
+  grep -E "duty|alone|unwitnessed µs|test result|FAILED|panicked" "$res/control-tests.log" | cut -c1-300
+  save
+  case "$gpu" in
+  *H200*)
+    stored_aa pr
+    shifts pr
+    save
+    stored_aa pr-ada
+    shifts pr-ada
+    save
+    derive_config ada-cross3 configs/pr-ada.yaml <<'SHAPES'
+16 16 256 128 noncausal float16
+24 16 256 128 noncausal float16
+32 16 256 128 noncausal float16
+SHAPES
+    BASE=.carry/variants/nolnc ab tail-rule3 kernels "$res/ada-cross3.yaml"
+    ;;
+  esac
   save
   ;;
 thirtieth-witness)

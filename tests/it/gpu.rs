@@ -555,6 +555,68 @@ fn a_side_alone_is_judged_against_the_control_beside_each_round() {
     );
 }
 
+/// The witness's control sampled without the duty cycle's idle time: after each of 8 rounds
+/// of a kernel alone, the control as the gate samples it (the settings' 25% duty cycle) and
+/// the control at a 100% duty cycle, in turns (which comes first alternates), on a short and
+/// a long kernel. The side's shift against each is printed with what each control cost; the
+/// two shifts must agree within the limit (a cheaper control that reads elsewhere would move
+/// every side alone's judgement), and both lie within what a side alone is allowed.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_control_reads_the_same_without_the_duty_cycles_idle_time() {
+    use ci_gate::backend::Measurement;
+    use ci_gate::witness::{ALONE_FACTOR, CONTROL_SAMPLES_PER_ROUND};
+    let gpu = gpu();
+    let settings = MeasureSettings::default();
+    let full = MeasureSettings {
+        duty_cycle: 1.0,
+        ..settings.clone()
+    };
+    let spin = Control::new(&gpu, &settings).unwrap();
+    for shape in [
+        ShapeParams::new(4, 16, 512, 64, false, Dtype::Float16),
+        ShapeParams::new(2, 16, 4096, 128, false, Dtype::Float16),
+    ] {
+        let bench = bench(&gpu, &shape, &settings);
+        let mut side = AbSide::new(gpu.kernels.attention(&shape).unwrap(), None, "candidate");
+        let mut held = Held::default();
+        let (mut duty, mut idle_free) = (Measurement::empty(), Measurement::empty());
+        let (mut duty_s, mut idle_free_s) = (0.0, 0.0);
+        for round in 0..8 {
+            extend(&bench, &mut side, 11 + round, &mut held, 1).unwrap();
+            for first in [round % 2 == 0, round % 2 == 1] {
+                let (s, into, wall) = if first {
+                    (&settings, &mut duty, &mut duty_s)
+                } else {
+                    (&full, &mut idle_free, &mut idle_free_s)
+                };
+                let r = spin.round(&gpu, s, CONTROL_SAMPLES_PER_ROUND).unwrap();
+                *wall += r.wall_s;
+                into.push(r);
+            }
+        }
+        let c = witness_of(&side.m);
+        let (a, b) = (
+            record(&c, None, Some(&witness_of(&duty))),
+            record(&c, None, Some(&witness_of(&idle_free))),
+        );
+        eprintln!(
+            "{}: control at 25% duty {:.1} µs (shift {:?}, {duty_s:.3} s), at 100% {:.1} µs (shift {:?}, {idle_free_s:.3} s); limit {:.1}",
+            shape.name(),
+            a.control_us.unwrap_or(f64::NAN),
+            a.shift_us,
+            b.control_us.unwrap_or(f64::NAN),
+            b.shift_us,
+            a.limit_us,
+        );
+        let (sa, sb) = (a.shift_us.unwrap(), b.shift_us.unwrap());
+        assert!((sa - sb).abs() <= a.limit_us, "{a:?} {b:?}");
+        for s in [sa, sb] {
+            assert!(s.abs() < ALONE_FACTOR * a.limit_us, "{a:?} {b:?}");
+        }
+    }
+}
+
 /// Issue 23 on the GPU: every kernel a shape launches has its compiler resources with the
 /// driver's CTAs per SM for its launch, its spills believed (the shipped source writes nothing
 /// into the log) and no note (the driver's register count agrees with the module's).
