@@ -233,6 +233,8 @@
 #   bash bench/issue40_device.sh twentysixth-record # pr-ada and pr re-recorded; the attack suite
 #   bash bench/issue40_device.sh twentysixth-verify # the tail rule against no split tile; attacks, tools
 #   bash bench/issue40_device.sh thirtieth-witness # the witness's GPU tests, the side alone's new one
+#   bash bench/issue40_device.sh thirtyfirst-cheap # the control at 100% duty: witness tests, stored
+#                                               # A/A of pr (H200: pr-ada, the split tile too)
 #   bash bench/issue40_device.sh thirtyfirst-control # the control without its idle time; H200: witness,
 #                                               # stored A/As, the split tile at 4, 6, 8 CTAs
 #   bash bench/issue40_device.sh thirtyfirst-profile # ncu: b4h16s512d64's L2 traffic, ours and cuDNN
@@ -2336,6 +2338,51 @@ SHAPES
     ;;
   esac
   save
+  ;;
+thirtyfirst-cheap)
+  # 2026-12-05 (thirty-first session): the control sampled with no idle time after its
+  # samples (CONTROL_DUTY_CYCLE = 1, 3f-control's measurement): the witness's GPU tests and a
+  # stored-only A/A of `pr` with this binary (each shape's shift against its control, what
+  # the control cost); on an H200 also `pr-ada`'s and the split d128 tile at 4, 6 and 8 CTAs
+  # on the busiest SM (`twentyninth-tail`'s A/B).
+  save() { tar czf "$out/thirtyfirst-cheap.tgz" -C "$out" r; }
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  echo "== $gpu"
+  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 200 "$it_tests" --ignored \
+    --test-threads=1 --nocapture gpu::the_control_reads_the_same_without_the_duty_cycles_idle_time \
+    gpu::a_side_alone_is_judged_against_the_control_beside_each_round gpu::ab_pairs_of_one_kernel_agree \
+    gpu::time_the_events_did_not_see_on_one_side_is_judged > "$res/witness-tests.log" 2>&1
+  grep -E "duty|test result|FAILED|panicked" "$res/witness-tests.log" | cut -c1-300
+  save
+  cost() {
+    python3 - "$res/stored-$1.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = r["timing"]
+rounds = sum((s.get("measurement") or {}).get("rounds") or 0 for s in r["shapes"])
+c = t["detail_s"].get("round.witness_control", 0)
+print(f"  control {c:.2f} s over {rounds} rounds ({1000 * c / max(rounds, 1):.1f} ms a round) of {t['total_s']:.1f} s")
+PY
+  }
+  configs=pr
+  case "$gpu" in *H200*) configs="pr pr-ada" ;; esac
+  for c in $configs; do
+    stored_aa "$c"
+    shifts "$c"
+    cost "$c"
+    save
+  done
+  case "$gpu" in
+  *H200*)
+    derive_config ada-cross3 configs/pr-ada.yaml <<'SHAPES'
+16 16 256 128 noncausal float16
+24 16 256 128 noncausal float16
+32 16 256 128 noncausal float16
+SHAPES
+    BASE=.carry/variants/nolnc ab tail-rule3 kernels "$res/ada-cross3.yaml"
+    save
+    ;;
+  esac
   ;;
 thirtieth-witness)
   # 2026-12-05 (thirtieth session, written when no device time was left): the witness's GPU

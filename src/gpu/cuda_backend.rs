@@ -11,8 +11,8 @@ use super::device::{AttentionSet, Gpu, Kernel};
 use super::energy_windows::measure_energy;
 use super::error::GpuError;
 use super::measure::{
-    AbSide, Bench, Control, Held, Injection, SpinCalibration, calibrate_spin, extend,
-    measure_pairs, phase_times, sets_for, spin_up,
+    AbSide, Bench, CONTROL_DUTY_CYCLE, Control, Held, Injection, SpinCalibration, calibrate_spin,
+    extend, measure_pairs, phase_times, sets_for, spin_up,
 };
 use super::parity::{ParityReferences, check_parity_with};
 use crate::backend::shapes::{ShapeSlot, ShapeSlots};
@@ -364,7 +364,7 @@ impl Measure for CudaBackend {
                 Some(c) if c.fits(settings) => c,
                 _ => Control::new(&self.gpu, settings)?,
             };
-            let round = control.round(&self.gpu, settings, samples);
+            let round = control.round(&self.gpu, CONTROL_DUTY_CYCLE, samples);
             self.control = Some(control);
             round
         })

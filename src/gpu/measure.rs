@@ -1305,6 +1305,15 @@ fn spin_graph(
 /// SM cycles of GPU work before each control sample's wait for an idle GPU (~10 µs).
 const CONTROL_BUSY_CYCLES: i64 = 20_000;
 
+/// The duty cycle the control's samples keep: none of the idle time a kernel's samples are
+/// followed by. On an H100 (2026-12-05, `gpu::the_control_reads_the_same_without_the_duty_
+/// cycles_idle_time`, 8 rounds of two kernels alone) a side's shift against the control
+/// sampled at the gate's 25% duty cycle and at 100% was 5.85 against 6.06 µs
+/// (b4h16s512d64) and 3.14 against 2.94 µs (b2h16s4096d128), while the control's 5 samples
+/// cost 40.5 ms a round at 25% and 13.9 ms at 100%: what a sample's unwitnessed time is does
+/// not depend on the idle time after it, and the idle time was most of the control's cost.
+pub const CONTROL_DUTY_CYCLE: f64 = 1.0;
+
 /// The witness's control: a graph of the harness's own spin kernels, about
 /// `sample_ms` long, and its two timing events; built once per run and sampled after every
 /// round of a side alone ([`Control::round`]).
@@ -1338,16 +1347,12 @@ impl Control {
 
     /// One round of the control: the graph replayed once, then sampled as [`take_sample`]
     /// samples a kernel under test (the GPU idle, the host's clock read, the lead-in spin,
-    /// the events around the replay, the wait for the end event, the duty cycle's idle
-    /// time), `samples` times: what a sample's unwitnessed time is when no kernel under test
-    /// runs. Cost: `samples` samples and their idle time (~40 ms for 5 samples of 2 ms at a
-    /// 25% duty cycle), after each round of a run with one side (`run::shape`).
-    pub fn round(
-        &self,
-        gpu: &Gpu,
-        settings: &MeasureSettings,
-        samples: usize,
-    ) -> Result<Round, GpuError> {
+    /// the events around the replay, the wait for the end event; then idle time to
+    /// `duty_cycle`, [`CONTROL_DUTY_CYCLE`] in a run), `samples` times: what a sample's
+    /// unwitnessed time is when no kernel under test runs. Cost: `samples` samples (~14 ms
+    /// for 5 of 2 ms at a 100% duty cycle, ~40 ms at 25%), after each round of a run with
+    /// one side (`run::shape`).
+    pub fn round(&self, gpu: &Gpu, duty_cycle: f64, samples: usize) -> Result<Round, GpuError> {
         let (graph, (start, end)) = (&self.graph, &self.events);
         let what = || "the witness's control (the harness's spin kernels)".to_string();
         graph.launch().during(what)?;
@@ -1371,8 +1376,8 @@ impl Control {
             let ms = witnessed_ms(start, end, seen, what)?;
             values.push(ms * 1000.0 / f64::from(Self::LAUNCHES));
             unwitnessed.push(seen.as_secs_f64() * 1e6 - ms * 1000.0);
-            if settings.duty_cycle < 1.0 {
-                let period = Duration::from_secs_f64(ms / settings.duty_cycle / 1000.0);
+            if duty_cycle < 1.0 {
+                let period = Duration::from_secs_f64(ms / duty_cycle / 1000.0);
                 if let Some(idle) = period.checked_sub(began.elapsed()) {
                     std::thread::sleep(idle);
                 }

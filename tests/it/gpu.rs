@@ -13,7 +13,7 @@ use ci_gate::config::{CacheMode, Dtype, MeasureSettings, ShapeParams, Tolerance}
 use ci_gate::gpu::Gpu;
 use ci_gate::gpu::device::AttentionSet;
 use ci_gate::gpu::measure::{
-    AbSide, Bench, Control, Held, LEAD_CYCLES, extend, measure, measure_pairs,
+    AbSide, Bench, CONTROL_DUTY_CYCLE, Control, Held, LEAD_CYCLES, extend, measure, measure_pairs,
 };
 use ci_gate::gpu::parity::{POISON, Which, attention_on_host, check_parity};
 use ci_gate::reference::{Problem, attention, decode, errors};
@@ -530,7 +530,7 @@ fn a_side_alone_is_judged_against_the_control_beside_each_round() {
         for _ in 0..8 {
             extend(&bench, &mut side, 11, &mut held, 1).unwrap();
             control.push(
-                spin.round(&gpu, &settings, CONTROL_SAMPLES_PER_ROUND)
+                spin.round(&gpu, CONTROL_DUTY_CYCLE, CONTROL_SAMPLES_PER_ROUND)
                     .unwrap(),
             );
         }
@@ -555,12 +555,13 @@ fn a_side_alone_is_judged_against_the_control_beside_each_round() {
     );
 }
 
-/// The witness's control sampled without the duty cycle's idle time: after each of 8 rounds
-/// of a kernel alone, the control as the gate samples it (the settings' 25% duty cycle) and
-/// the control at a 100% duty cycle, in turns (which comes first alternates), on a short and
-/// a long kernel. The side's shift against each is printed with what each control cost; the
-/// two shifts must agree within the limit (a cheaper control that reads elsewhere would move
-/// every side alone's judgement), and both lie within what a side alone is allowed.
+/// The witness's control sampled without the duty cycle's idle time
+/// (`CONTROL_DUTY_CYCLE`): after each of 8 rounds of a kernel alone, the control at the
+/// kernel's 25% duty cycle (as the gate sampled it until 2026-12-05) and at 100%, in turns
+/// (which comes first alternates), on a short and a long kernel. The side's shift against
+/// each is printed with what each control cost; the two shifts must agree within the limit
+/// (a cheaper control that reads elsewhere would move every side alone's judgement), and both
+/// lie within what a side alone is allowed.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_control_reads_the_same_without_the_duty_cycles_idle_time() {
@@ -568,10 +569,6 @@ fn the_control_reads_the_same_without_the_duty_cycles_idle_time() {
     use ci_gate::witness::{ALONE_FACTOR, CONTROL_SAMPLES_PER_ROUND};
     let gpu = gpu();
     let settings = MeasureSettings::default();
-    let full = MeasureSettings {
-        duty_cycle: 1.0,
-        ..settings.clone()
-    };
     let spin = Control::new(&gpu, &settings).unwrap();
     for shape in [
         ShapeParams::new(4, 16, 512, 64, false, Dtype::Float16),
@@ -585,12 +582,12 @@ fn the_control_reads_the_same_without_the_duty_cycles_idle_time() {
         for round in 0..8 {
             extend(&bench, &mut side, 11 + round, &mut held, 1).unwrap();
             for first in [round % 2 == 0, round % 2 == 1] {
-                let (s, into, wall) = if first {
-                    (&settings, &mut duty, &mut duty_s)
+                let (d, into, wall) = if first {
+                    (settings.duty_cycle, &mut duty, &mut duty_s)
                 } else {
-                    (&full, &mut idle_free, &mut idle_free_s)
+                    (1.0, &mut idle_free, &mut idle_free_s)
                 };
-                let r = spin.round(&gpu, s, CONTROL_SAMPLES_PER_ROUND).unwrap();
+                let r = spin.round(&gpu, d, CONTROL_SAMPLES_PER_ROUND).unwrap();
                 *wall += r.wall_s;
                 into.push(r);
             }
