@@ -41,8 +41,8 @@
 //!
 //! Cost: three clock readings and two more waits per sample (for an idle GPU before the
 //! lead-in, for the end event), inside the duty cycle's idle time; a median per side per
-//! shape; in a run with one side, the control's samples after each round (~40 ms at 2 ms and
-//! a 25% duty cycle).
+//! shape; in a run with one side, the control's samples after each round (~14 ms for 5 of
+//! 2 ms, back to back: `gpu::measure::CONTROL_DUTY_CYCLE`).
 
 use crate::results::Unwitnessed;
 use crate::stats::{TRIM, median, trimmed};
