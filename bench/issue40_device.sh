@@ -233,6 +233,7 @@
 #   bash bench/issue40_device.sh twentysixth-record # pr-ada and pr re-recorded; the attack suite
 #   bash bench/issue40_device.sh twentysixth-verify # the tail rule against no split tile; attacks, tools
 #   bash bench/issue40_device.sh thirtieth-witness # the witness's GPU tests, the side alone's new one
+#   bash bench/issue40_device.sh thirtyfirst-final # H200: stored A/As, the split tile; the attack suite
 #   bash bench/issue40_device.sh thirtyfirst-cheap # the control at 100% duty: witness tests, stored
 #                                               # A/A of pr (H200: pr-ada, the split tile too)
 #   bash bench/issue40_device.sh thirtyfirst-control # the control without its idle time; H200: witness,
@@ -2383,6 +2384,33 @@ SHAPES
     save
     ;;
   esac
+  ;;
+thirtyfirst-final)
+  # 2026-12-05 (thirty-first session), this binary (the control's samples back to back): on
+  # an H200 first, its stored-only A/As of `pr` and `pr-ada` (each shape's shift against the
+  # control, never measured there since the control moved beside each round) and the split
+  # d128 tile at 4, 6 and 8 CTAs on the busiest SM; then, on either card, the attack suite.
+  save() { tar czf "$out/thirtyfirst-final.tgz" -C "$out" r; }
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  echo "== $gpu"
+  case "$gpu" in
+  *H200*)
+    for c in pr pr-ada; do
+      stored_aa "$c"
+      shifts "$c"
+      save
+    done
+    derive_config ada-cross3 configs/pr-ada.yaml <<'SHAPES'
+16 16 256 128 noncausal float16
+24 16 256 128 noncausal float16
+32 16 256 128 noncausal float16
+SHAPES
+    BASE=.carry/variants/nolnc ab tail-rule3 kernels "$res/ada-cross3.yaml"
+    save
+    ;;
+  esac
+  attack_suite 380
+  save
   ;;
 thirtieth-witness)
   # 2026-12-05 (thirtieth session, written when no device time was left): the witness's GPU
