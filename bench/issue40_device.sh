@@ -233,6 +233,7 @@
 #   bash bench/issue40_device.sh twentysixth-record # pr-ada and pr re-recorded; the attack suite
 #   bash bench/issue40_device.sh twentysixth-verify # the tail rule against no split tile; attacks, tools
 #   bash bench/issue40_device.sh thirtieth-witness # the witness's GPU tests, the side alone's new one
+#   bash bench/issue40_device.sh thirtyfirst-h200  # thirtyfirst-final's H200 part alone
 #   bash bench/issue40_device.sh thirtyfirst-final # H200: stored A/As, the split tile; the attack suite
 #   bash bench/issue40_device.sh thirtyfirst-cheap # the control at 100% duty: witness tests, stored
 #                                               # A/A of pr (H200: pr-ada, the split tile too)
@@ -2410,6 +2411,27 @@ SHAPES
     ;;
   esac
   attack_suite 380
+  save
+  ;;
+thirtyfirst-h200)
+  # thirtyfirst-final's H200 part alone (nothing on another card): stored-only A/As of `pr`
+  # and `pr-ada` with each shape's shift against the control, the split d128 tile at 4, 6
+  # and 8 CTAs on the busiest SM.
+  save() { tar czf "$out/thirtyfirst-h200.tgz" -C "$out" r; }
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  echo "== $gpu"
+  case "$gpu" in *H200*) ;; *) exit 0 ;; esac
+  for c in pr pr-ada; do
+    stored_aa "$c"
+    shifts "$c"
+    save
+  done
+  derive_config ada-cross3 configs/pr-ada.yaml <<'SHAPES'
+16 16 256 128 noncausal float16
+24 16 256 128 noncausal float16
+32 16 256 128 noncausal float16
+SHAPES
+  BASE=.carry/variants/nolnc ab tail-rule3 kernels "$res/ada-cross3.yaml"
   save
   ;;
 thirtieth-witness)
