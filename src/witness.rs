@@ -23,7 +23,9 @@
 //!
 //! A run with one side (no base) is judged against a **control** instead: the harness's own
 //! spin, sampled the same way with no kernel under test, [`CONTROL_SAMPLES_PER_ROUND`] times
-//! right after each of the side's rounds; each round's median less its control's, as a pair's.
+//! right after each of the side's rounds (back to back: the idle time that follows a
+//! kernel's sample is not part of what is compared, and the control reads the same without
+//! it); each round's median less its control's, as a pair's.
 //!
 //! The medians and shifts are recorded with the shape ([`record`]: the results'
 //! `measurement.unwitnessed`) and judged from that record at the run's one decision
