@@ -233,6 +233,8 @@
 #   bash bench/issue40_device.sh twentysixth-record # pr-ada and pr re-recorded; the attack suite
 #   bash bench/issue40_device.sh twentysixth-verify # the tail rule against no split tile; attacks, tools
 #   bash bench/issue40_device.sh thirtieth-witness # the witness's GPU tests, the side alone's new one
+#   bash bench/issue40_device.sh thirtyfirst-through # the witness through the checks, their own time
+#                                               # out: GPU tests, forced A/As of pr, pr-ada, eval
 #   bash bench/issue40_device.sh thirtyfirst-h200  # thirtyfirst-final's H200 part alone
 #   bash bench/issue40_device.sh thirtyfirst-final # H200: stored A/As, the split tile; the attack suite
 #   bash bench/issue40_device.sh thirtyfirst-cheap # the control at 100% duty: witness tests, stored
@@ -2432,6 +2434,32 @@ thirtyfirst-h200)
 32 16 256 128 noncausal float16
 SHAPES
   BASE=.carry/variants/nolnc ab tail-rule3 kernels "$res/ada-cross3.yaml"
+  save
+  ;;
+thirtyfirst-through)
+  # 2026-12-05 (thirty-first session): the witness through the checks with the checks' own
+  # time (two events the GPU records after the replay) taken out of the host's wait for
+  # them: its GPU tests (through-checks shift as small as the lead's in an A/A, the same as
+  # the lead's with a lead-in 100 µs longer), then A/As forced to A/B of `pr`, `pr-ada` and
+  # `eval` (each shape's lead and through-checks shifts: what THROUGH_CHECKS_FLOOR_US is to be
+  # set from), then one selftest trial's witness calibration.
+  save() { tar czf "$out/thirtyfirst-through.tgz" -C "$out" r; }
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  echo "== $gpu"
+  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 150 "$it_tests" --ignored \
+    --test-threads=1 --nocapture gpu::ab_pairs_of_one_kernel_agree \
+    gpu::time_the_events_did_not_see_on_one_side_is_judged > "$res/witness-tests.log" 2>&1
+  grep -E "test result|FAILED|panicked" "$res/witness-tests.log" | cut -c1-300
+  grep -oE "(through_checks_shift_us|shift_us): Some\([-0-9.]*\)" "$res/witness-tests.log" | cut -c1-60 | paste -sd' '
+  save
+  for c in pr pr-ada eval; do
+    ab "aa-$c" kernels "configs/$c.yaml" --ab-always | sed -E 's/unwitnessed b\/c [^;]*; //'
+    save
+  done
+  timed timeout 150 "$bin" selftest --config configs/pr.yaml --trials 1 --format json \
+    --out "$res/selftest.json" > "$res/selftest.txt" 2>&1
+  python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["witness"]))' \
+    "$res/selftest.json" || tail -5 "$res/selftest.txt"
   save
   ;;
 thirtieth-witness)

@@ -533,8 +533,14 @@ pub(super) struct PreparedRound {
     /// Each sample's unwitnessed µs: the host's span from the lead-in to the end event
     /// less the events' span (`crate::witness`).
     unwitnessed: Vec<f64>,
-    /// Each sample's µs from the host's seeing its end event to the end of its checks.
+    /// Each sample's µs from the host's seeing its end event to the end of its checks, less
+    /// the checks' own time by their events ([`PreparedRound::checks_events`]).
     after_end: Vec<f64>,
+    /// Two events around a sample's checks (and their copy to the host), reused by every
+    /// sample: recorded after the replay in stream order, so no kernel under test can write
+    /// them, and their span takes the checks' own time (1–3 ms, moving by 10–20 µs between
+    /// samples) out of the host's wait for them (`crate::witness`, through the checks).
+    checks_events: (CudaEvent, CudaEvent),
 }
 
 impl PreparedRound {
@@ -930,6 +936,7 @@ pub(super) fn capture_round(
         clock_events: 0,
         unwitnessed: Vec::with_capacity(samples),
         after_end: Vec::with_capacity(samples),
+        checks_events: (timing_event(gpu)?, timing_event(gpu)?),
     };
     spans::add("round.check_buffers", t);
     spans::time("round.first_replay", || {
@@ -1167,7 +1174,10 @@ fn take_sample(
     spans::gpu_step("sample.replay", wait, || {
         replay_between(gpu, shape, round, (start, end), "")
     })?;
+    let checks = || format!("timing the checks of a sample of shape {shape}");
+    round.checks_events.0.record(&gpu.stream).during(checks)?;
     queue_checks(gpu, kernel, round, kv, kv_key)?;
+    round.checks_events.1.record(&gpu.stream).during(checks)?;
     let what = || {
         format!(
             "kernel {} of the {label} on shape {shape} (a timed sample)",
@@ -1179,9 +1189,15 @@ fn take_sample(
         gpu.wait_event(end, Some(round.expected), what)
     })?;
     spans::time("sample.checks", || gpu.sync(Some(round.expected), what))?;
+    let after_end = ended.elapsed();
     // The checks run after the replay, in stream order: an end seen early (its completion
-    // written by the kernel) shows as a longer wait for them.
-    round.after_end.push(ended.elapsed().as_secs_f64() * 1e6);
+    // written by the kernel) shows as a longer wait for them. Their own time, by events
+    // the GPU records after the kernel has ended, is taken out of that wait, so what is
+    // left is the host's wake-ups and whatever of the kernel the end event did not hold.
+    let checks_ms = event_ms(&round.checks_events.0, &round.checks_events.1)?;
+    round
+        .after_end
+        .push(after_end.as_secs_f64() * 1e6 - checks_ms * 1000.0);
     // A clock that moved across the sample (read before its launch and after it ended, not
     // after the idle time): an event this sample may carry.
     let clock_after = gpu.monitor.sm_clock_mhz();

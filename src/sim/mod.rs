@@ -477,7 +477,7 @@ impl SimBackend {
             )
         })?;
         // What the host's clock sees beyond the events: a lead-in and wake-up of 55–59 µs,
-        // checks of 300–304 µs after the end; where the kernel forges this round, also the
+        // 2–6 µs of wake-ups after the end beyond the checks' own time; where the kernel forges this round, also the
         // share of the sample taken out of its record, up to the end event or (the share it
         // hides by an early end) after it.
         let round_no = s.state.rounds.get(index).copied().unwrap_or(0);
@@ -501,7 +501,7 @@ impl SimBackend {
         let after_end_us = values
             .iter()
             .enumerate()
-            .map(|(i, v)| 300.0 + (i % 5) as f64 + early * taken(*v))
+            .map(|(i, v)| 2.0 + (i % 5) as f64 + early * taken(*v))
             .collect();
         let (sm_clock_mhz, clock_events) = if clocked {
             (vec![1980, 1755], samples.div_ceil(2))

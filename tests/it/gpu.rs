@@ -456,11 +456,9 @@ fn ab_pairs_of_one_kernel_agree() {
             u.iter().flatten().all(|&u| u > 0.0 && u < 10_000.0),
             "{u:?}"
         );
+        // The wait for the checks less their own time by events: the host's wake-ups.
         let a = &side.m.after_end_us;
-        assert!(
-            a.iter().flatten().all(|&a| a > 0.0 && a < 100_000.0),
-            "{a:?}"
-        );
+        assert!(a.iter().flatten().all(|&a| a.abs() < 1_000.0), "{a:?}");
     }
     let [b, c] = witnesses(&sides);
     let u = record(&c, Some(&b), None);
@@ -468,13 +466,21 @@ fn ab_pairs_of_one_kernel_agree() {
     assert_eq!((b.samples, c.samples, u.units), (100, 100, 10));
     assert!((b.unwitnessed_us - c.unwitnessed_us).abs() < limit_us(b.sample_us));
     assert!(u.shift_us.is_some_and(|s| s.abs() < u.limit_us), "{u:?}");
+    // Through the checks, their own time taken out, the sides agree as closely as up to the
+    // end event (with the checks' time in it they differed by up to 13.6 µs on an H100).
+    assert!(
+        u.through_checks_shift_us
+            .is_some_and(|s| s.abs() < u.limit_us),
+        "{u:?}"
+    );
     assert_eq!(judge_recorded(&u), None);
 }
 
 /// The witness on the GPU (ci_gate::witness): one kernel as both sides, the candidate's
 /// lead-in spin lengthened by 200,000 cycles (~100 µs) before each of its samples, which is
 /// what a start record moved later looks like to the host (time it saw that the events did
-/// not). Its samples are judged and it is named; with equal lead-ins, neither is.
+/// not). Its samples are judged and it is named; with equal lead-ins, neither is. Through
+/// the checks (their own time by events taken out) the shift is the same as up to the end.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn time_the_events_did_not_see_on_one_side_is_judged() {
@@ -497,6 +503,9 @@ fn time_the_events_did_not_see_on_one_side_is_judged() {
         eprintln!(
             "lead-in +{extra} cycles on the candidate: base {b:?}, candidate {c:?}; recorded {u:?}"
         );
+        // What the events did not see is seen through the checks too, as much of it.
+        let (lead, through) = (u.shift_us.unwrap(), u.through_checks_shift_us.unwrap());
+        assert!((lead - through).abs() < u.limit_us, "{u:?}");
         witnessed.push(judge_recorded(&u));
     }
     assert_eq!(witnessed[0], None);
