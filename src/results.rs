@@ -158,7 +158,8 @@ pub struct Unwitnessed {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_us: Option<f64>,
     /// The candidate's median unwitnessed time from the lead-in to the end of a sample's
-    /// checks (`crate::witness::SideWitness::through_checks_us`).
+    /// checks, the checks' own time by their events taken out
+    /// (`crate::witness::SideWitness::through_checks_us`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub candidate_through_checks_us: Option<f64>,
     /// The base's, in A/B.

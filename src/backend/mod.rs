@@ -96,7 +96,8 @@ pub struct Measurement {
     /// beyond the events' span (`crate::witness`); empty where a device does not witness.
     pub unwitnessed_us: Vec<Vec<f64>>,
     /// Per round, each sample's µs from the host's seeing its end event to the end of its
-    /// checks (`crate::witness`); empty where a device does not witness.
+    /// checks, less the checks' own time by their events (`crate::witness`); empty where a
+    /// device does not witness.
     pub after_end_us: Vec<Vec<f64>>,
 }
 
@@ -125,8 +126,9 @@ pub struct Round {
     /// Each sample's unwitnessed µs (`crate::witness`); empty where a device does not
     /// witness.
     pub unwitnessed_us: Vec<f64>,
-    /// Each sample's µs from the host's seeing its end event to the end of its checks
-    /// (`crate::witness`); empty where a device does not witness.
+    /// Each sample's µs from the host's seeing its end event to the end of its checks, less
+    /// the checks' own time by their events (`crate::witness`); empty where a device does
+    /// not witness.
     pub after_end_us: Vec<f64>,
 }
 
