@@ -627,7 +627,7 @@ mod tests {
     /// The split that a test of the wait after the end alone let through: 69 µs (3.5% of a
     /// 2 ms sample) taken out of the record, 60 of them hidden by an early end. The lead-in
     /// sees 9 µs (under its 10), the wait after the end 60 (not over the 60 such a test
-    /// would have allowed), and the time through the checks the whole 69, over its 60. The
+    /// would have allowed), and the time through the checks the whole 69, over its 20. The
     /// split is the kernel's to choose: whatever it is, what the time through the checks
     /// shows is what was taken.
     #[test]
