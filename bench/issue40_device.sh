@@ -709,6 +709,82 @@ for s in json.load(open(sys.argv[1]))["shapes"]:
 PY
 }
 
+# the split d128 tile (the L4 path) at 4, 6 and 8 CTAs on the busiest SM, kernels/ against
+# .carry/variants/nolnc (NAME on every non-causal d128 launch): the gate's A/B, ab-tail-rule3
+tail_rule3() {
+  derive_config ada-cross3 configs/pr-ada.yaml <<'SHAPES'
+16 16 256 128 noncausal float16
+24 16 256 128 noncausal float16
+32 16 256 128 noncausal float16
+SHAPES
+  BASE=.carry/variants/nolnc ab tail-rule3 kernels "$res/ada-cross3.yaml"
+}
+
+# the thirty-first session's H200 work: stored-only A/As of `pr` and `pr-ada` with each
+# shape's shift against the control, then tail_rule3; the mode's `save` after each
+h200_witness_and_tail() {
+  for c in pr pr-ada; do
+    stored_aa "$c"
+    shifts "$c"
+    save
+  done
+  tail_rule3
+  save
+}
+
+# ncu of one hot launch (inputs in L2, as the PR config's `cache: hot` times) of ours and of
+# PyTorch's CUDNN_ATTENTION at b4h16s512d64, with ncu's options NCU_ARGS (an array), into
+# $res/{ours,cudnn}-hot.ncu-rep and ncu-{ours,cudnn}-hot.log: ncu_b4h16_hot
+ncu_b4h16_hot() {
+  timed timeout 150 ncu --clock-control none --cache-control none "${NCU_ARGS[@]}" \
+    --kernel-name regex:^attention_fwd_ --launch-count 1 --export "$res/ours-hot" --force-overwrite \
+    "$bin" kernel-run --config configs/pr.yaml --kernels kernels --harness kernels \
+    --shape b4h16s512d64_f16 --no-reference > "$res/ncu-ours-hot.log" 2>&1
+  timed timeout 150 ncu --clock-control none --cache-control none "${NCU_ARGS[@]}" \
+    --kernel-name regex:'sdpa|fmha|cudnn|attn' --launch-skip 5 --launch-count 1 --export "$res/cudnn-hot" --force-overwrite \
+    python3 -c "
+import torch, torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+q, k, v = (torch.randn(4, 16, 512, 64, device='cuda', dtype=torch.float16) for _ in range(3))
+with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+    for _ in range(8):
+        F.scaled_dot_product_attention(q, k, v)
+torch.cuda.synchronize()
+" > "$res/ncu-cudnn-hot.log" 2>&1
+}
+
+# the card's name into $gpu, printed: card
+card() {
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  echo "== $gpu"
+}
+
+# GPU tests of the integration-test binary by name, into $res/LOG, LIMIT seconds at most:
+# gpu_tests LOG LIMIT TEST...
+gpu_tests() {
+  local log=$1 limit=$2
+  shift 2
+  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout "$limit" "$it_tests" --ignored \
+    --test-threads=1 --nocapture "$@" > "$res/$log" 2>&1
+}
+
+# issue 40's nightly rows (8k and 16k keys): main's kernels against themselves (one side
+# timed), then cuDNN and FA2 by the independent harness, the table; the mode's `save` between
+nightly_table() {
+  derive_config nightly-long configs/pr.yaml <<'SHAPES'
+1 16 8192 64 noncausal float16
+1 16 8192 64 causal float16
+1 8 16384 64 noncausal float16
+1 8 16384 128 noncausal float16
+1 8 16384 128 causal float16
+1 16 8192 128 noncausal bfloat16
+SHAPES
+  ab nightly-aa .carry/k-base "$res/nightly-long.yaml"
+  save
+  peers nightly-long "$res/nightly-long.yaml"
+  peer_table "$res/ab-nightly-aa.json" "$res/sdpa-nightly-long.json"
+}
+
 stored_aa() {
   echo "== stored-only A/A, $1"
   timed timeout 150 "$bin" local --no-base --no-peers --no-profile --config "configs/$1.yaml" \
@@ -1257,21 +1333,8 @@ fourteenth-profile)
   # launches that left the inputs in L2; the earlier profiles (eleventh, thirteenth
   # sessions) flushed the caches first. Details, raw metrics and the SASS with its stall
   # samples as text.
-  timed timeout 150 ncu --clock-control none --cache-control none --set full --import-source no \
-    --kernel-name regex:^attention_fwd_ --launch-count 1 --export "$res/ours-hot" --force-overwrite \
-    "$bin" kernel-run --config configs/pr.yaml --kernels kernels --harness kernels \
-    --shape b4h16s512d64_f16 --no-reference > "$res/ncu-ours-hot.log" 2>&1
-  timed timeout 150 ncu --clock-control none --cache-control none --set full --import-source no \
-    --kernel-name regex:'sdpa|fmha|cudnn|attn' --launch-skip 5 --launch-count 1 --export "$res/cudnn-hot" --force-overwrite \
-    python3 -c "
-import torch, torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
-q, k, v = (torch.randn(4, 16, 512, 64, device='cuda', dtype=torch.float16) for _ in range(3))
-with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-    for _ in range(8):
-        F.scaled_dot_product_attention(q, k, v)
-torch.cuda.synchronize()
-" > "$res/ncu-cudnn-hot.log" 2>&1
+  NCU_ARGS=(--set full --import-source no)
+  ncu_b4h16_hot
   for rep in "$res"/*.ncu-rep; do
     b=$(basename "$rep" .ncu-rep)
     ncu --import "$rep" --page details > "$res/details-$b.txt" 2>&1
@@ -2226,12 +2289,9 @@ thirtyfirst)
   # at 6 and 8 CTAs on the busiest SM (`twentyninth-tail`'s A/B) and `pr-ada`'s stored-only
   # A/A; on an H100: the long nightly rows with cuDNN / FA2 (never timed there).
   save() { tar czf "$out/thirtyfirst.tgz" -C "$out" r; }
-  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-  echo "== $gpu"
-  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 200 "$it_tests" --ignored \
-    --test-threads=1 --nocapture gpu::a_side_alone_is_judged_against_the_control_beside_each_round \
-    gpu::ab_pairs_of_one_kernel_agree gpu::time_the_events_did_not_see_on_one_side_is_judged \
-    > "$res/witness-tests.log" 2>&1
+  card
+  gpu_tests witness-tests.log 200 gpu::a_side_alone_is_judged_against_the_control_beside_each_round \
+    gpu::ab_pairs_of_one_kernel_agree gpu::time_the_events_did_not_see_on_one_side_is_judged
   grep -E "alone|unwitnessed|lead-in|test result|FAILED|panicked" "$res/witness-tests.log" | cut -c1-400
   save
   stored_aa pr
@@ -2243,29 +2303,13 @@ thirtyfirst)
   save
   case "$gpu" in
   *H200*)
-    derive_config ada-cross3 configs/pr-ada.yaml <<'SHAPES'
-16 16 256 128 noncausal float16
-24 16 256 128 noncausal float16
-32 16 256 128 noncausal float16
-SHAPES
-    BASE=.carry/variants/nolnc ab tail-rule3 kernels "$res/ada-cross3.yaml"
+    tail_rule3
     save
     stored_aa pr-ada
     shifts pr-ada
     ;;
   *)
-    derive_config nightly-long configs/pr.yaml <<'SHAPES'
-1 16 8192 64 noncausal float16
-1 16 8192 64 causal float16
-1 8 16384 64 noncausal float16
-1 8 16384 128 noncausal float16
-1 8 16384 128 causal float16
-1 16 8192 128 noncausal bfloat16
-SHAPES
-    ab nightly-aa .carry/k-base "$res/nightly-long.yaml"
-    save
-    peers nightly-long "$res/nightly-long.yaml"
-    peer_table "$res/ab-nightly-aa.json" "$res/sdpa-nightly-long.json"
+    nightly_table
     ;;
   esac
   save
@@ -2277,25 +2321,9 @@ thirtyfirst-profile)
   # launch of ours and of cuDNN's (inputs in L2, as the PR config times), the memory
   # workload's figures printed.
   save() { tar czf "$out/thirtyfirst-profile.tgz" -C "$out" r; }
-  timed timeout 150 ncu --clock-control none --cache-control none --section SpeedOfLight \
-    --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy \
-    --metrics lts__t_sectors_srcunit_tex_op_read.sum,lts__t_bytes.sum.per_second,lts__t_sectors.sum.pct_of_peak_sustained_elapsed,l1tex__m_xbar2l1tex_read_bytes.sum \
-    --kernel-name regex:^attention_fwd_ --launch-count 1 --export "$res/ours-hot" --force-overwrite \
-    "$bin" kernel-run --config configs/pr.yaml --kernels kernels --harness kernels \
-    --shape b4h16s512d64_f16 --no-reference > "$res/ncu-ours-hot.log" 2>&1
-  timed timeout 150 ncu --clock-control none --cache-control none --section SpeedOfLight \
-    --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy \
-    --metrics lts__t_sectors_srcunit_tex_op_read.sum,lts__t_bytes.sum.per_second,lts__t_sectors.sum.pct_of_peak_sustained_elapsed,l1tex__m_xbar2l1tex_read_bytes.sum \
-    --kernel-name regex:'sdpa|fmha|cudnn|attn' --launch-skip 5 --launch-count 1 --export "$res/cudnn-hot" --force-overwrite \
-    python3 -c "
-import torch, torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
-q, k, v = (torch.randn(4, 16, 512, 64, device='cuda', dtype=torch.float16) for _ in range(3))
-with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-    for _ in range(8):
-        F.scaled_dot_product_attention(q, k, v)
-torch.cuda.synchronize()
-" > "$res/ncu-cudnn-hot.log" 2>&1
+  NCU_ARGS=(--section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats
+    --section Occupancy --metrics lts__t_sectors_srcunit_tex_op_read.sum,lts__t_bytes.sum.per_second,lts__t_sectors.sum.pct_of_peak_sustained_elapsed,l1tex__m_xbar2l1tex_read_bytes.sum)
+  ncu_b4h16_hot
   for rep in "$res"/*.ncu-rep; do
     b=$(basename "$rep" .ncu-rep)
     ncu --import "$rep" --page details > "$res/details-$b.txt" 2>&1
@@ -2316,31 +2344,14 @@ thirtyfirst-control)
   # other GPU tests, stored-only A/As of `pr` and `pr-ada` (shifts), the split d128 tile at
   # 4, 6 and 8 CTAs on the busiest SM (`twentyninth-tail`'s A/B).
   save() { tar czf "$out/thirtyfirst-control.tgz" -C "$out" r; }
-  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-  echo "== $gpu"
+  card
   witness_tests=gpu::the_control_reads_the_same_without_the_duty_cycles_idle_time
   case "$gpu" in *H200*) witness_tests="$witness_tests gpu::a_side_alone_is_judged_against_the_control_beside_each_round gpu::ab_pairs_of_one_kernel_agree" ;; esac
   # shellcheck disable=SC2086
-  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 200 "$it_tests" --ignored \
-    --test-threads=1 --nocapture $witness_tests > "$res/control-tests.log" 2>&1
+  gpu_tests control-tests.log 200 $witness_tests
   grep -E "duty|alone|unwitnessed µs|test result|FAILED|panicked" "$res/control-tests.log" | cut -c1-300
   save
-  case "$gpu" in
-  *H200*)
-    stored_aa pr
-    shifts pr
-    save
-    stored_aa pr-ada
-    shifts pr-ada
-    save
-    derive_config ada-cross3 configs/pr-ada.yaml <<'SHAPES'
-16 16 256 128 noncausal float16
-24 16 256 128 noncausal float16
-32 16 256 128 noncausal float16
-SHAPES
-    BASE=.carry/variants/nolnc ab tail-rule3 kernels "$res/ada-cross3.yaml"
-    ;;
-  esac
+  case "$gpu" in *H200*) h200_witness_and_tail ;; esac
   save
   ;;
 thirtyfirst-cheap)
@@ -2350,12 +2361,10 @@ thirtyfirst-cheap)
   # the control cost); on an H200 also `pr-ada`'s and the split d128 tile at 4, 6 and 8 CTAs
   # on the busiest SM (`twentyninth-tail`'s A/B).
   save() { tar czf "$out/thirtyfirst-cheap.tgz" -C "$out" r; }
-  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-  echo "== $gpu"
-  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 200 "$it_tests" --ignored \
-    --test-threads=1 --nocapture gpu::the_control_reads_the_same_without_the_duty_cycles_idle_time \
+  card
+  gpu_tests witness-tests.log 200 gpu::the_control_reads_the_same_without_the_duty_cycles_idle_time \
     gpu::a_side_alone_is_judged_against_the_control_beside_each_round gpu::ab_pairs_of_one_kernel_agree \
-    gpu::time_the_events_did_not_see_on_one_side_is_judged > "$res/witness-tests.log" 2>&1
+    gpu::time_the_events_did_not_see_on_one_side_is_judged
   grep -E "duty|test result|FAILED|panicked" "$res/witness-tests.log" | cut -c1-300
   save
   cost() {
@@ -2376,17 +2385,7 @@ PY
     cost "$c"
     save
   done
-  case "$gpu" in
-  *H200*)
-    derive_config ada-cross3 configs/pr-ada.yaml <<'SHAPES'
-16 16 256 128 noncausal float16
-24 16 256 128 noncausal float16
-32 16 256 128 noncausal float16
-SHAPES
-    BASE=.carry/variants/nolnc ab tail-rule3 kernels "$res/ada-cross3.yaml"
-    save
-    ;;
-  esac
+  case "$gpu" in *H200*) tail_rule3; save ;; esac
   ;;
 thirtyfirst-final)
   # 2026-12-05 (thirty-first session), this binary (the control's samples back to back): on
@@ -2394,24 +2393,8 @@ thirtyfirst-final)
   # control, never measured there since the control moved beside each round) and the split
   # d128 tile at 4, 6 and 8 CTAs on the busiest SM; then, on either card, the attack suite.
   save() { tar czf "$out/thirtyfirst-final.tgz" -C "$out" r; }
-  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-  echo "== $gpu"
-  case "$gpu" in
-  *H200*)
-    for c in pr pr-ada; do
-      stored_aa "$c"
-      shifts "$c"
-      save
-    done
-    derive_config ada-cross3 configs/pr-ada.yaml <<'SHAPES'
-16 16 256 128 noncausal float16
-24 16 256 128 noncausal float16
-32 16 256 128 noncausal float16
-SHAPES
-    BASE=.carry/variants/nolnc ab tail-rule3 kernels "$res/ada-cross3.yaml"
-    save
-    ;;
-  esac
+  card
+  case "$gpu" in *H200*) h200_witness_and_tail ;; esac
   attack_suite 380
   save
   ;;
@@ -2420,21 +2403,9 @@ thirtyfirst-h200)
   # and `pr-ada` with each shape's shift against the control, the split d128 tile at 4, 6
   # and 8 CTAs on the busiest SM.
   save() { tar czf "$out/thirtyfirst-h200.tgz" -C "$out" r; }
-  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-  echo "== $gpu"
+  card
   case "$gpu" in *H200*) ;; *) exit 0 ;; esac
-  for c in pr pr-ada; do
-    stored_aa "$c"
-    shifts "$c"
-    save
-  done
-  derive_config ada-cross3 configs/pr-ada.yaml <<'SHAPES'
-16 16 256 128 noncausal float16
-24 16 256 128 noncausal float16
-32 16 256 128 noncausal float16
-SHAPES
-  BASE=.carry/variants/nolnc ab tail-rule3 kernels "$res/ada-cross3.yaml"
-  save
+  h200_witness_and_tail
   ;;
 thirtyfirst-through)
   # 2026-12-05 (thirty-first session): the witness through the checks with the checks' own
@@ -2444,11 +2415,9 @@ thirtyfirst-through)
   # `eval` (each shape's lead and through-checks shifts: what THROUGH_CHECKS_FLOOR_US is to be
   # set from), then one selftest trial's witness calibration.
   save() { tar czf "$out/thirtyfirst-through.tgz" -C "$out" r; }
-  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-  echo "== $gpu"
-  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 150 "$it_tests" --ignored \
-    --test-threads=1 --nocapture gpu::ab_pairs_of_one_kernel_agree \
-    gpu::time_the_events_did_not_see_on_one_side_is_judged > "$res/witness-tests.log" 2>&1
+  card
+  gpu_tests witness-tests.log 150 gpu::ab_pairs_of_one_kernel_agree \
+    gpu::time_the_events_did_not_see_on_one_side_is_judged
   grep -E "test result|FAILED|panicked" "$res/witness-tests.log" | cut -c1-300
   grep -oE "(through_checks_shift_us|shift_us): Some\([-0-9.]*\)" "$res/witness-tests.log" | cut -c1-60 | paste -sd' '
   save
@@ -2855,18 +2824,7 @@ seventeenth-nightly)
   # shapes of issue 40's nightly rows (8k and 16k keys), cuDNN and FA2 right after them in
   # the same call: issue 40's table. Archived after each step.
   save() { tar czf "$out/seventeenth-nightly.tgz" -C "$out" r; }
-  derive_config nightly-long configs/pr.yaml <<'SHAPES'
-1 16 8192 64 noncausal float16
-1 16 8192 64 causal float16
-1 8 16384 64 noncausal float16
-1 8 16384 128 noncausal float16
-1 8 16384 128 causal float16
-1 16 8192 128 noncausal bfloat16
-SHAPES
-  ab nightly-aa .carry/k-base "$res/nightly-long.yaml"
-  save
-  peers nightly-long "$res/nightly-long.yaml"
-  peer_table "$res/ab-nightly-aa.json" "$res/sdpa-nightly-long.json"
+  nightly_table
   save
   ;;
 seventeenth-ob)
