@@ -243,14 +243,10 @@ pub fn record(
     let by_pairs = |other: Option<&SideWitness>, part: fn(&RoundWitness) -> Option<f64>| {
         other.and_then(|o| shift(&cand.rounds, o.rounds.iter().map(part), part))
     };
-    let (lead, through) = match (base, control) {
-        (Some(_), _) => (
-            by_pairs(base, |r| r.unwitnessed_us),
-            by_pairs(base, |r| r.through_checks_us),
-        ),
-        (None, Some(_)) => (by_pairs(control, |r| r.unwitnessed_us), None),
-        (None, None) => (None, None),
-    };
+    // Up to the end event against the base, else the control; through the checks against
+    // the base only (the control has no checks).
+    let lead = by_pairs(base.or(control), |r| r.unwitnessed_us);
+    let through = by_pairs(base, |r| r.through_checks_us);
     Unwitnessed {
         candidate_us: cand.unwitnessed_us,
         base_us: base.map(|b| b.unwitnessed_us),

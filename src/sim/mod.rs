@@ -29,10 +29,10 @@
 //! lead-in and wake-up of every sample (a kernel's and the witness's control's), by US µs more
 //! with each round measured in the process, as a host's may move over a run
 //! (`crate::witness`). The simulated GPU's UUID is made from the seed ([`gpu_uuid`]), so runs
-//! with the same seed share a GPU and its lock. The noise model ([`noise`], shared with the calibration of
-//! the gate in `tests/it/calibration.rs`) is issue 19's ([`NoiseModel::ISSUE`]): a process
-//! shift, a drift within the process, heavy-tailed round shifts, throttled rounds,
-//! heavy-tailed samples with outliers.
+//! with the same seed share a GPU and its lock. The noise model ([`noise`], shared with the
+//! calibration of the gate in `tests/it/calibration.rs`) is issue 19's
+//! ([`NoiseModel::ISSUE`]): a process shift, a drift within the process, heavy-tailed round
+//! shifts, throttled rounds, heavy-tailed samples with outliers.
 //!
 //! Nothing of it ever measures a real kernel: its GPU is named "Simulated GPU" ([`GPU_NAME`],
 //! how `merge` tells a simulated shard), and it is refused in GitHub Actions
@@ -477,9 +477,9 @@ impl SimBackend {
             )
         })?;
         // What the host's clock sees beyond the events: a lead-in and wake-up of 55–59 µs,
-        // 2–6 µs of wake-ups after the end beyond the checks' own time; where the kernel forges this round, also the
-        // share of the sample taken out of its record, up to the end event or (the share it
-        // hides by an early end) after it.
+        // 2–6 µs of wake-ups after the end beyond the checks' own time; where the kernel
+        // forges this round, also the share of the sample taken out of its record, up to the
+        // end event or (the share it hides by an early end) after it.
         let round_no = s.state.rounds.get(index).copied().unwrap_or(0);
         let forged = kernel.forges(&s.params, round_no);
         if let Some(n) = s.state.rounds.get_mut(index) {

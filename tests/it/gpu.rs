@@ -594,7 +594,7 @@ fn the_control_reads_the_same_without_the_duty_cycles_idle_time() {
                 let (d, into, wall) = if first {
                     (settings.duty_cycle, &mut duty, &mut duty_s)
                 } else {
-                    (1.0, &mut idle_free, &mut idle_free_s)
+                    (CONTROL_DUTY_CYCLE, &mut idle_free, &mut idle_free_s)
                 };
                 let r = spin.round(&gpu, d, CONTROL_SAMPLES_PER_ROUND).unwrap();
                 *wall += r.wall_s;
@@ -607,10 +607,12 @@ fn the_control_reads_the_same_without_the_duty_cycles_idle_time() {
             record(&c, None, Some(&witness_of(&idle_free))),
         );
         eprintln!(
-            "{}: control at 25% duty {:.1} µs (shift {:?}, {duty_s:.3} s), at 100% {:.1} µs (shift {:?}, {idle_free_s:.3} s); limit {:.1}",
+            "{}: control at {:.0}% duty {:.1} µs (shift {:?}, {duty_s:.3} s), at {:.0}% {:.1} µs (shift {:?}, {idle_free_s:.3} s); limit {:.1}",
             shape.name(),
+            100.0 * settings.duty_cycle,
             a.control_us.unwrap_or(f64::NAN),
             a.shift_us,
+            100.0 * CONTROL_DUTY_CYCLE,
             b.control_us.unwrap_or(f64::NAN),
             b.shift_us,
             a.limit_us,
