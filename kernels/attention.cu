@@ -395,14 +395,16 @@ CG_DEV void pack_p(const float* s, unsigned (*pf)[4]) {
 }
 
 // Epilogue of a row block (first row r0) of a [seq_len, D] fp32 output slice og: the quad's
-// partial sums reduced, O normalised by the row sum (0, not NaN, where the sum is 0), float2
-// stores (every 32-byte sector fully written), one per element; rows >= seq_len are never
-// written.
+// partial sums reduced, O normalised by the row sum (0, not NaN, where the sum is 0); each
+// lane pair swaps halves of two 8-column blocks (one shuffle a value) so that every lane
+// stores 4 consecutive floats: float4 stores, half as many as float2 ones, each warp's
+// covering 64 contiguous bytes of 8 rows; rows >= seq_len are never written.
 template <int D>
 CG_DEV void store_rows(float* __restrict__ og, const float* o, const float* l_r, int r0,
                        int lane, int seq_len) {
     constexpr int DB = D / 8;
-    const int col = 2 * (lane & 3);
+    const bool odd = (lane & 1) != 0;
+    const int col = 4 * ((lane >> 1) & 1);  // the pair's 4 columns of an 8-column block
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         float l = l_r[h];
@@ -410,12 +412,18 @@ CG_DEV void store_rows(float* __restrict__ og, const float* o, const float* l_r,
         l += shfl_xor(l, 2);
         const float inv = l > 0.f ? 1.f / l : 0.f;
         const int row = r0 + h * 8 + (lane >> 2);
-        if (row < seq_len) {
-            float* p = og + (size_t)row * D + col;
+        float* p = og + (size_t)row * D + col;
 #pragma unroll
-            for (int db = 0; db < DB; ++db)
-                *reinterpret_cast<float2*>(p + db * 8) =
-                    make_float2(o[db * 4 + 2 * h] * inv, o[db * 4 + 2 * h + 1] * inv);
+        for (int i = 0; i < DB / 2; ++i) {
+            // even lanes keep block 2i (their columns, then the partner's), odd lanes block
+            // 2i + 1 (the partner's columns, then theirs)
+            const float a0 = o[(2 * i) * 4 + 2 * h] * inv, a1 = o[(2 * i) * 4 + 2 * h + 1] * inv;
+            const float b0 = o[(2 * i + 1) * 4 + 2 * h] * inv;
+            const float b1 = o[(2 * i + 1) * 4 + 2 * h + 1] * inv;
+            const float r0v = shfl_xor(odd ? a0 : b0, 1);
+            const float r1v = shfl_xor(odd ? a1 : b1, 1);
+            const float4 v = odd ? make_float4(r0v, r1v, b0, b1) : make_float4(a0, a1, r0v, r1v);
+            if (row < seq_len) *reinterpret_cast<float4*>(p + (2 * i + (odd ? 1 : 0)) * 8) = v;
         }
     }
 }

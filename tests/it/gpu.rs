@@ -456,9 +456,26 @@ fn ab_pairs_of_one_kernel_agree() {
             u.iter().flatten().all(|&u| u > 0.0 && u < 10_000.0),
             "{u:?}"
         );
-        // The wait for the checks less their own time by events: the host's wake-ups.
+        // The wait for the checks less their own time by events: the host's wake-ups. A
+        // sample's share of it moves with the moment the host woke for the end event (one
+        // that woke ~1.3 ms late, after the checks had run, read -1,272 µs here, its
+        // unwitnessed time as much longer: an H100, 2026-12-05); the sum of the two, what the
+        // witness takes through the checks, does not. Each round's median stays small.
         let a = &side.m.after_end_us;
-        assert!(a.iter().flatten().all(|&a| a.abs() < 1_000.0), "{a:?}");
+        for (round_u, round_a) in u.iter().zip(a) {
+            assert_eq!(round_u.len(), round_a.len(), "{a:?}");
+            assert!(
+                round_u
+                    .iter()
+                    .zip(round_a)
+                    .all(|(u, a)| u + a > 0.0 && u + a < 10_000.0),
+                "{u:?} {a:?}"
+            );
+            let mut sorted = round_a.clone();
+            sorted.sort_by(f64::total_cmp);
+            let median = sorted.get(sorted.len() / 2);
+            assert!(median.is_some_and(|m| m.abs() < 1_000.0), "{a:?}");
+        }
     }
     let [b, c] = witnesses(&sides);
     let u = record(&c, Some(&b), None);
