@@ -758,6 +758,33 @@ torch.cuda.synchronize()
 " > "$res/ncu-cudnn-hot.log" 2>&1
 }
 
+# b4h16s512d64 under ncu, one launch (inputs in L2, clocks as they are) of each
+# .carry/ablate/NAME in turn, REPS rounds (default 4), into $res/ablate.csv; then each one's
+# median duration and its change against `base`: ablate_ncu NAME...
+ablate_ncu() {
+  local r v
+  for r in $(seq 1 "${REPS:-4}"); do
+    for v in "$@"; do
+      timeout 40 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
+        --kernel-name regex:^attention_fwd_ --launch-count 1 \
+        "$bin" kernel-run --config configs/pr.yaml --kernels ".carry/ablate/$v" --harness kernels \
+        --shape b4h16s512d64_f16 --no-reference 2>&1 | grep gpu__time_duration \
+        | sed "s/^/$v,$r,/" >> "$res/ablate.csv"
+    done
+  done
+  python3 - "$res/ablate.csv" <<'PY'
+import csv, statistics, sys
+t, unit = {}, ""
+for row in csv.reader(open(sys.argv[1])):
+    t.setdefault(row[0], []).append(float(row[-1].replace(",", "")))
+    unit = row[-2]
+b = statistics.median(t.get("base", [float("nan")]))
+for v, xs in t.items():
+    m = statistics.median(xs)
+    print(f"{v:10} n={len(xs)} median {m:9.2f} {unit}  {100 * (m / b - 1):+6.1f}%  all {sorted(xs)}")
+PY
+}
+
 # the card's name into $gpu, printed: card
 card() {
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
@@ -1393,27 +1420,7 @@ fourteenth-ablate)
   # under ncu (inputs in L2, clocks as they were), REPS rounds over the variants in turn;
   # the median duration per variant. The ablations: bench/variants/ablate-<name>.patch (base
   # is kernels/ itself), each applied to a copy of kernels/ in .carry/ablate/<name>.
-  reps=${REPS:-4}
-  for r in $(seq 1 "$reps"); do
-    for v in base nomufu nomax nosum norescale nopv nosoftmax; do
-      timeout 40 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
-        --kernel-name regex:^attention_fwd_ --launch-count 1 \
-        "$bin" kernel-run --config configs/pr.yaml --kernels ".carry/ablate/$v" --harness kernels \
-        --shape b4h16s512d64_f16 --no-reference 2>&1 | grep gpu__time_duration \
-        | sed "s/^/$v,$r,/" >> "$res/ablate.csv"
-    done
-  done
-  python3 - "$res/ablate.csv" <<'PY'
-import csv, statistics, sys
-t, unit = {}, ""
-for row in csv.reader(open(sys.argv[1])):
-    t.setdefault(row[0], []).append(float(row[-1].replace(",", "")))
-    unit = row[-2]
-b = statistics.median(t.get("base", [float("nan")]))
-for v, xs in t.items():
-    m = statistics.median(xs)
-    print(f"{v:10} n={len(xs)} median {m:9.2f} {unit}  {100 * (m / b - 1):+6.1f}%  all {sorted(xs)}")
-PY
+  ablate_ncu base nomufu nomax nosum norescale nopv nosoftmax
   tar czf "$out/fourteenth-ablate.tgz" -C "$out" r
   ;;
 fifteenth-im3)
@@ -2413,27 +2420,7 @@ thirtysecond)
   # bytes), the gate's A/B on `pr`.
   save() { tar czf "$out/thirtysecond.tgz" -C "$out" r; }
   card
-  reps=${REPS:-4}
-  for r in $(seq 1 "$reps"); do
-    for v in base nostore; do
-      timeout 40 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
-        --kernel-name regex:^attention_fwd_ --launch-count 1 \
-        "$bin" kernel-run --config configs/pr.yaml --kernels ".carry/ablate/$v" --harness kernels \
-        --shape b4h16s512d64_f16 --no-reference 2>&1 | grep gpu__time_duration \
-        | sed "s/^/$v,$r,/" >> "$res/ablate.csv"
-    done
-  done
-  python3 - "$res/ablate.csv" <<'PY'
-import csv, statistics, sys
-t, unit = {}, ""
-for row in csv.reader(open(sys.argv[1])):
-    t.setdefault(row[0], []).append(float(row[-1].replace(",", "")))
-    unit = row[-2]
-b = statistics.median(t.get("base", [float("nan")]))
-for v, xs in t.items():
-    m = statistics.median(xs)
-    print(f"{v:10} n={len(xs)} median {m:9.2f} {unit}  {100 * (m / b - 1):+6.1f}%  all {sorted(xs)}")
-PY
+  ablate_ncu base nostore
   save
   ab stv4 .carry/variants/stv4 configs/pr.yaml
   save
