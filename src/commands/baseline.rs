@@ -247,7 +247,11 @@ pub(crate) fn update(args: &BaselineUpdateArgs) -> Result<Outcome> {
         bail!("--processes must be at least 1");
     }
     let store = BaselineStore::new(&args.config.baselines);
-    let (runs, source) = gather(args)?;
+    let Gathered {
+        runs,
+        source,
+        measured,
+    } = gather(args)?;
     let merged = merge_processes(&runs, &args.from)?;
     let first = &runs[0];
     let Some(env) = first.environment.clone() else {
@@ -277,6 +281,9 @@ pub(crate) fn update(args: &BaselineUpdateArgs) -> Result<Outcome> {
         tell("refusing to record (pass --force to record anyway):", &[]);
         for r in &refusals {
             tell(&format!("- {}", r.why), &r.shapes);
+        }
+        if let Some(measured) = measured {
+            keep_for_force(args, measured);
         }
         return Ok(Outcome::Fail);
     }
@@ -319,7 +326,22 @@ pub(crate) fn update(args: &BaselineUpdateArgs) -> Result<Outcome> {
 /// fresh measuring processes (the candidate alone, every shape, parity, the peers and
 /// energy windows — what the reports show of the baseline — compared with nothing), or the
 /// `--from` results files, which must be of the config.
-fn gather(args: &BaselineUpdateArgs) -> Result<(Vec<ResultsFile>, String)> {
+/// What `baseline update` records from: the runs, how they are named in messages, and,
+/// where it measured them now, the results files it wrote.
+struct Gathered {
+    runs: Vec<ResultsFile>,
+    source: String,
+    measured: Option<Measured>,
+}
+
+/// The results files of the measuring processes, in a temporary directory removed when
+/// this is dropped (kept by [`keep_for_force`] where the recording is refused).
+struct Measured {
+    dir: tempfile::TempDir,
+    files: Vec<PathBuf>,
+}
+
+fn gather(args: &BaselineUpdateArgs) -> Result<Gathered> {
     if !args.from.is_empty() {
         let runs = args
             .from
@@ -328,7 +350,11 @@ fn gather(args: &BaselineUpdateArgs) -> Result<(Vec<ResultsFile>, String)> {
             .collect::<Result<Vec<_>>>()?;
         check_from_matches_config(&args.config.config, &args.from, &runs)?;
         let names: Vec<String> = args.from.iter().map(|p| p.display().to_string()).collect();
-        return Ok((runs, names.join(", ")));
+        return Ok(Gathered {
+            runs,
+            source: names.join(", "),
+            measured: None,
+        });
     }
     let run = Run::resolve(RunRequest {
         compare: false,
@@ -339,12 +365,62 @@ fn gather(args: &BaselineUpdateArgs) -> Result<(Vec<ResultsFile>, String)> {
     let names = run.shape_names();
     let run = run.with(|r| r.shapes = names);
     let dir = child::scratch("ci-gate-baseline-")?;
-    let mut runs = Vec::new();
+    let (mut runs, mut files) = (Vec::new(), Vec::new());
     for p in 1..=args.processes {
         eprintln!("measuring process {p}/{}", args.processes);
-        runs.push(run.run_child(&child::file_in(&dir, &format!("process{p}.json")))?);
+        let file = child::file_in(&dir, &format!("process{p}.json"));
+        runs.push(run.run_child(&file)?);
+        files.push(file);
     }
-    Ok((runs, format!("{} measuring processes", args.processes)))
+    Ok(Gathered {
+        runs,
+        source: format!("{} measuring processes", args.processes),
+        measured: Some(Measured { dir, files }),
+    })
+}
+
+/// Where a recording that measured is refused, its results files are kept (not removed
+/// with their temporary directory) and the command that records them with `--force` is
+/// printed: the minutes of GPU time they took are not spent again to override a refusal
+/// the reader has judged (a card that differs from the one that recorded the stored
+/// baseline, say). Where they cannot be kept, says so; the refusal stands either way.
+fn keep_for_force(args: &BaselineUpdateArgs, measured: Measured) {
+    let Measured { dir, files } = measured;
+    let kept = dir.keep();
+    if !kept.is_dir() {
+        tell("(the measurements could not be kept)", &[]);
+        return;
+    }
+    // One line a part, continued with backslashes: a shell takes it as pasted, and it fits
+    // the terminal as the rest of what `baseline update` says does.
+    let word = |p: &std::path::Path| shell_word(&p.display().to_string());
+    let mut command = vec![
+        "ci-gate baseline update \\".to_owned(),
+        format!("  --config {} \\", word(&args.config.config)),
+        format!("  --baselines {} \\", word(&args.config.baselines)),
+    ];
+    command.extend(files.iter().map(|f| format!("  --from {} \\", word(f))));
+    command.push("  --force --reason '<why the refusal does not hold>'".to_owned());
+    tell(
+        &format!(
+            "the measurements are kept in {}: to record them as they are, without measuring again, run",
+            word(&kept)
+        ),
+        &command,
+    );
+}
+
+/// `word` as one word of a POSIX shell command (single-quoted where it holds anything
+/// but letters, digits and `_-./:=@%+,`), escape sequences and control characters
+/// removed first ([`terminal_text`]).
+fn shell_word(word: &str) -> String {
+    let word = terminal_text(word);
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }
 
 /// A reason not to record, and the shapes it is about (listed one per line).
@@ -407,7 +483,11 @@ fn refusals(
     }
     if let Some(prev) = previous {
         if prev.measured_by(runs[0].method.as_ref()) {
-            refusals.extend(slower_than_stored(merged, prev, gate)?);
+            let card = runs[0]
+                .environment
+                .as_ref()
+                .and_then(|e| e.gpu_uuid.as_deref());
+            refusals.extend(slower_than_stored(merged, prev, gate, card)?);
         }
         let dropped: Vec<String> = prev
             .shapes
@@ -434,11 +514,15 @@ fn refusals(
 }
 
 /// The refusal of shapes that would be recorded more than the gate's margin slower than
-/// the stored baseline, if any.
+/// the stored baseline, if any. Where the stored baseline names another card of the model
+/// than `card` (the new results' GPU UUID), the refusal says so: cards of one model differ
+/// by a few percent (two H200s 2.2% apart on one shape, docs/PERF.md, 2026-12-05), and
+/// only an A/B of the two kernel sets on this card tells the card from the kernels.
 fn slower_than_stored(
     merged: &[MergedShape],
     prev: &BaselineFile,
     gate: &crate::config::GateSettings,
+    card: Option<&str>,
 ) -> Result<Option<Refusal>> {
     let mut slower = Vec::new();
     for m in merged {
@@ -456,9 +540,18 @@ fn slower_than_stored(
             slower.push(format!("{} ({})", m.name, crate::report::pct(c.ratio)));
         }
     }
+    let stored_card = prev.environment.gpu_uuid.as_deref();
+    let another_card = match (stored_card, card) {
+        (Some(stored), Some(this)) if stored != this => format!(
+            " (the stored baseline was measured on another card of this model, {}; these results on {}: part of the difference can be the card's, which the gate's A/B of the stored baseline's kernels against these on this card tells apart)",
+            terminal_text(stored),
+            terminal_text(this)
+        ),
+        _ => String::new(),
+    };
     Ok((!slower.is_empty()).then(|| Refusal {
         why: format!(
-            "{} would be recorded more than {:.1}% slower than the stored baseline:",
+            "{} would be recorded more than {:.1}% slower than the stored baseline{another_card}:",
             count(slower.len()),
             gate.max_p50_regression * 100.0
         ),
@@ -858,4 +951,23 @@ fn merge_shape(
         m.spread = process_spread(&rounds, &m.process_rounds);
     }
     Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_word;
+
+    #[test]
+    fn a_shell_word_is_quoted_only_where_it_needs_to_be() {
+        assert_eq!(
+            shell_word("/tmp/ci-gate-baseline-x/process1.json"),
+            "/tmp/ci-gate-baseline-x/process1.json"
+        );
+        assert_eq!(shell_word("my configs/pr.yaml"), "'my configs/pr.yaml'");
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
+        assert_eq!(shell_word("$(rm -rf ~)"), "'$(rm -rf ~)'");
+        assert_eq!(shell_word(""), "''");
+        // No escape sequence reaches the terminal, quoted or not.
+        assert!(!shell_word("a\u{1b}[31mb").contains('\u{1b}'));
+    }
 }

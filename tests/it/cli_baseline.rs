@@ -754,3 +754,134 @@ fn a_run_against_a_baseline_of_another_method_is_not_judged() {
         "{md}"
     );
 }
+
+/// A recording refused as slower than a stored baseline of another card of the model says
+/// so, with both cards' UUIDs (two H200s read one shape 2.2% apart, docs/PERF.md,
+/// 2026-12-05); of the same card it does not. Results given with --from were measured
+/// elsewhere: nothing is said of keeping them.
+#[test]
+fn a_slower_recording_names_the_other_card_of_the_stored_baseline() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("baselines");
+    let first = dir.path().join("first.json");
+    write(&first, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    let stored_card = "GPU-11111111-2222-3333-4444-555555555555";
+    edit(&first, |v| {
+        v["environment"]["gpu_uuid"] = stored_card.into()
+    });
+    update(&store, &first, &[]).code(0);
+    let flat = |out: &std::process::Output| {
+        String::from_utf8_lossy(&out.stderr)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let slower = dir.path().join("slower.json");
+    for (card, another) in [
+        ("GPU-66666666-7777-8888-9999-000000000000", true),
+        (stored_card, false),
+    ] {
+        write(&slower, &results("NVIDIA H200", &[1.0, 1.06, 1.0], 2));
+        edit(&slower, |v| v["environment"]["gpu_uuid"] = card.into());
+        let out = update(&store, &slower, &[]).code(1).get_output().clone();
+        let text = flat(&out);
+        assert!(text.contains("b2h8s512d64_causal_f16 (+5.9"), "{text}");
+        let named = format!(
+            "the stored baseline was measured on another card of this model, {stored_card}; these results on {card}"
+        );
+        assert_eq!(text.contains(&named), another, "{text}");
+        assert!(!text.contains("measurements are kept"), "{text}");
+    }
+}
+
+/// `baseline update` that measured and was refused keeps its processes' results files and
+/// prints the command that records them with --force; run as printed (the reason filled
+/// in), it records them without measuring again. The simulated GPU measures; the stored
+/// baseline is made 10% faster and another card's, so the new recording is refused.
+#[test]
+fn a_refused_measurement_is_kept_and_its_printed_command_records_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("sim.yaml");
+    std::fs::write(&config, SIM_CONFIG).unwrap();
+    let kernels = crate::common::sim_kernels(dir.path(), "k", "factor=1.0");
+    let store = dir.path().join("baselines");
+    let measure = || {
+        let mut c = bin();
+        c.env("CI_GATE_SIMULATE", "1")
+            .current_dir(dir.path())
+            .args(["baseline", "update", "--reason", "r", "--processes", "2"])
+            .arg("--config")
+            .arg(&config)
+            .arg("--baselines")
+            .arg(&store)
+            .arg("--kernels")
+            .arg(&kernels);
+        c.assert()
+    };
+    measure().code(0);
+    let file = store.join("simulated-gpu/sim.json");
+    edit(&file, |v| {
+        v["environment"]["gpu_uuid"] = "GPU-another-card".into();
+        for s in v["shapes"].as_array_mut().unwrap() {
+            for round in s["samples_us"].as_array_mut().unwrap() {
+                for x in round.as_array_mut().unwrap() {
+                    *x = (x.as_f64().unwrap() * 0.9).into();
+                }
+            }
+        }
+    });
+    let before = std::fs::read(&file).unwrap();
+    let out = measure().code(1).get_output().clone();
+    assert_eq!(std::fs::read(&file).unwrap(), before, "nothing recorded");
+    let text = String::from_utf8(out.stderr).unwrap();
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("another card of this model, GPU-another-card"),
+        "{flat}"
+    );
+    assert!(flat.contains("the measurements are kept in"), "{flat}");
+    // The printed command: from its first line to the one with --force, backslashes and
+    // the reason's placeholder left out.
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .skip_while(|l| !l.starts_with("ci-gate baseline update"))
+        .collect();
+    let end = lines.iter().position(|l| l.starts_with("--force")).unwrap();
+    let words: Vec<String> = lines[..end]
+        .iter()
+        .flat_map(|l| l.trim_end_matches('\\').split_whitespace())
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(words[..3], ["ci-gate", "baseline", "update"], "{text}");
+    let from: Vec<&String> = words
+        .iter()
+        .zip(words.iter().skip(1))
+        .filter(|(w, _)| *w == "--from")
+        .map(|(_, p)| p)
+        .collect();
+    assert_eq!(from.len(), 2, "{text}");
+    assert!(
+        from.iter().all(|p| Path::new(p.as_str()).is_file()),
+        "{text}"
+    );
+    let out = bin()
+        .current_dir(dir.path())
+        .args(&words[1..])
+        .args(["--force", "--reason", "the card, not the kernels"])
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("measuring process"),
+        "measured again"
+    );
+    let stored = read_json(&file);
+    assert_eq!(stored["provenance"]["forced"], true);
+    assert_eq!(stored["provenance"]["reason"], "the card, not the kernels");
+    assert_ne!(stored["environment"]["gpu_uuid"], "GPU-another-card");
+    if let Some(kept) = Path::new(from[0].as_str()).parent() {
+        std::fs::remove_dir_all(kept).unwrap();
+    }
+}
