@@ -580,8 +580,13 @@ impl Report {
 /// paired design cancels it), so it is shown as a note, not a ⚠️, and makes no "PASS with
 /// warnings".
 pub(crate) fn is_informational(warning: &str) -> bool {
-    warning.starts_with("the SM clock changed while measuring")
+    warning.starts_with("the SM clock changed while measuring") || warning == ANOTHER_CARD_NOTE
 }
+
+/// What a run says where its stored baseline was recorded on another card of this GPU model
+/// (`run::stored`): information, not a warning, since a pool of runners of one model is how
+/// many repositories run, and the A/B is not affected.
+pub(crate) const ANOTHER_CARD_NOTE: &str = "the stored baseline was recorded on another card of this GPU model: cards of one model differ by a few percent, so a shape's difference from it can be the card's (an A/B, both sides on this card, is not affected)";
 
 /// What this report's comparisons found that a reader must know, beyond the table: each a
 /// line (warnings first, then notes), computed from the rows alone.

@@ -885,3 +885,68 @@ fn a_refused_measurement_is_kept_and_its_printed_command_records_it() {
         std::fs::remove_dir_all(kept).unwrap();
     }
 }
+
+/// A run against a stored baseline recorded on another card of the model says so, as
+/// information (no "PASS with warnings", no UUID shown), in the terminal and in the pull
+/// request's comment; against one of this card it says nothing of it.
+#[test]
+fn a_stored_baseline_of_another_card_is_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("sim.yaml");
+    std::fs::write(&config, SIM_CONFIG).unwrap();
+    let kernels = crate::common::sim_kernels(dir.path(), "k", "factor=1.0");
+    let store = dir.path().join("baselines");
+    let sim = |args: &[&str]| {
+        let mut c = bin();
+        c.env("CI_GATE_SIMULATE", "1")
+            .current_dir(dir.path())
+            .args(args)
+            .arg("--config")
+            .arg(&config)
+            .arg("--baselines")
+            .arg(&store)
+            .arg("--kernels")
+            .arg(&kernels);
+        c
+    };
+    sim(&["baseline", "update", "--reason", "r", "--processes", "2"])
+        .assert()
+        .code(0);
+    let file = store.join("simulated-gpu/sim.json");
+    let out_file = dir.path().join("r.json");
+    let run = |format: &str| {
+        let out = sim(&["local", "--no-base", "--no-peers", "--no-profile"])
+            .args(["--format", format])
+            .arg("--out")
+            .arg(&out_file)
+            .assert()
+            .code(0)
+            .get_output()
+            .clone();
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    // The simulated GPU of each process is a card of its own (its own seed, its own
+    // UUID): the stored baseline is given the card the run reports, then another one.
+    let note = "the stored baseline was recorded on another card of this GPU model";
+    run("json");
+    let this_card = read_json(&out_file)["environment"]["gpu_uuid"].clone();
+    edit(&file, |v| v["environment"]["gpu_uuid"] = this_card.clone());
+    let text = run("table");
+    assert!(!text.contains(note), "{text}");
+    edit(&file, |v| {
+        v["environment"]["gpu_uuid"] = "GPU-another-card".into()
+    });
+    let text = run("table");
+    assert!(text.contains(note), "{text}");
+    assert!(text.contains("PASS:"), "{text}");
+    assert!(!text.contains("with warnings"), "{text}");
+    assert!(!text.contains("GPU-another-card"), "{text}");
+    assert!(!text.contains(this_card.as_str().unwrap()), "{text}");
+    let md = run("markdown");
+    assert!(md.contains(&format!("ℹ️ {note}")), "{md}");
+    assert!(!md.contains("⚠️"), "{md}");
+}
