@@ -661,6 +661,45 @@ fn update_output_fits_80_columns() {
     check(&out);
 }
 
+/// A directory for the simulated GPU's runs: `sim.yaml` ([`SIM_CONFIG`]), kernels `k/` that
+/// time as a factor of 1, and room for the store `baselines/`.
+fn sim_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("sim.yaml"), SIM_CONFIG).unwrap();
+    crate::common::sim_kernels(dir.path(), "k", "factor=1.0");
+    dir
+}
+
+/// A [`sim_dir`] whose store holds a baseline recorded on the simulated GPU from 2
+/// processes, and that baseline's file.
+fn sim_recorded() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = sim_dir();
+    sim_cmd(
+        dir.path(),
+        &["baseline", "update", "--reason", "r", "--processes", "2"],
+    )
+    .assert()
+    .code(0);
+    let file = dir.path().join("baselines/simulated-gpu/sim.json");
+    (dir, file)
+}
+
+/// `ci-gate ARGS` on the simulated GPU in `dir` ([`sim_dir`]), with its config, store and
+/// kernels.
+fn sim_cmd(dir: &Path, args: &[&str]) -> assert_cmd::Command {
+    let mut c = bin();
+    c.env("CI_GATE_SIMULATE", "1")
+        .current_dir(dir)
+        .args(args)
+        .arg("--config")
+        .arg(dir.join("sim.yaml"))
+        .arg("--baselines")
+        .arg(dir.join("baselines"))
+        .arg("--kernels")
+        .arg(dir.join("k"));
+    c
+}
+
 /// The simulated pipeline's config (tests/it/cli_simulated.rs has the same).
 const SIM_CONFIG: &str = "\
 name: sim
@@ -679,28 +718,8 @@ shapes:
 /// re-records.
 #[test]
 fn a_run_against_a_baseline_of_another_method_is_not_judged() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("sim.yaml");
-    std::fs::write(&config, SIM_CONFIG).unwrap();
-    let kernels = crate::common::sim_kernels(dir.path(), "k", "factor=1.0");
-    let store = dir.path().join("baselines");
-    let sim = |args: &[&str]| {
-        let mut c = bin();
-        c.env("CI_GATE_SIMULATE", "1")
-            .current_dir(dir.path())
-            .args(args)
-            .arg("--config")
-            .arg(&config)
-            .arg("--baselines")
-            .arg(&store)
-            .arg("--kernels")
-            .arg(&kernels);
-        c
-    };
-    sim(&["baseline", "update", "--reason", "r", "--processes", "2"])
-        .assert()
-        .code(0);
-    let file = store.join("simulated-gpu/sim.json");
+    let (dir, file) = sim_recorded();
+    let sim = |args: &[&str]| sim_cmd(dir.path(), args);
     edit(&file, |v| {
         v.as_object_mut().unwrap().remove("method");
         for s in v["shapes"].as_array_mut().unwrap() {
@@ -800,23 +819,14 @@ fn a_slower_recording_names_the_other_card_of_the_stored_baseline() {
 /// baseline is made 10% faster and another card's, so the new recording is refused.
 #[test]
 fn a_refused_measurement_is_kept_and_its_printed_command_records_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("sim.yaml");
-    std::fs::write(&config, SIM_CONFIG).unwrap();
-    let kernels = crate::common::sim_kernels(dir.path(), "k", "factor=1.0");
+    let dir = sim_dir();
     let store = dir.path().join("baselines");
     let measure = || {
-        let mut c = bin();
-        c.env("CI_GATE_SIMULATE", "1")
-            .current_dir(dir.path())
-            .args(["baseline", "update", "--reason", "r", "--processes", "2"])
-            .arg("--config")
-            .arg(&config)
-            .arg("--baselines")
-            .arg(&store)
-            .arg("--kernels")
-            .arg(&kernels);
-        c.assert()
+        sim_cmd(
+            dir.path(),
+            &["baseline", "update", "--reason", "r", "--processes", "2"],
+        )
+        .assert()
     };
     measure().code(0);
     let file = store.join("simulated-gpu/sim.json");
@@ -891,28 +901,8 @@ fn a_refused_measurement_is_kept_and_its_printed_command_records_it() {
 /// request's comment; against one of this card it says nothing of it.
 #[test]
 fn a_stored_baseline_of_another_card_is_a_note() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("sim.yaml");
-    std::fs::write(&config, SIM_CONFIG).unwrap();
-    let kernels = crate::common::sim_kernels(dir.path(), "k", "factor=1.0");
-    let store = dir.path().join("baselines");
-    let sim = |args: &[&str]| {
-        let mut c = bin();
-        c.env("CI_GATE_SIMULATE", "1")
-            .current_dir(dir.path())
-            .args(args)
-            .arg("--config")
-            .arg(&config)
-            .arg("--baselines")
-            .arg(&store)
-            .arg("--kernels")
-            .arg(&kernels);
-        c
-    };
-    sim(&["baseline", "update", "--reason", "r", "--processes", "2"])
-        .assert()
-        .code(0);
-    let file = store.join("simulated-gpu/sim.json");
+    let (dir, file) = sim_recorded();
+    let sim = |args: &[&str]| sim_cmd(dir.path(), args);
     let out_file = dir.path().join("r.json");
     let run = |format: &str| {
         let out = sim(&["local", "--no-base", "--no-peers", "--no-profile"])
