@@ -383,14 +383,10 @@ fn gather(args: &BaselineUpdateArgs) -> Result<Gathered> {
 /// with their temporary directory) and the command that records them with `--force` is
 /// printed: the minutes of GPU time they took are not spent again to override a refusal
 /// the reader has judged (a card that differs from the one that recorded the stored
-/// baseline, say). Where they cannot be kept, says so; the refusal stands either way.
+/// baseline, say).
 fn keep_for_force(args: &BaselineUpdateArgs, measured: Measured) {
     let Measured { dir, files } = measured;
     let kept = dir.keep();
-    if !kept.is_dir() {
-        tell("(the measurements could not be kept)", &[]);
-        return;
-    }
     // One line a part, continued with backslashes: a shell takes it as pasted, and it fits
     // the terminal as the rest of what `baseline update` says does.
     let word = |p: &std::path::Path| shell_word(&p.display().to_string());

@@ -997,6 +997,16 @@ pub(super) fn replay_between(
         .during(|| "recording a timing event".into())
 }
 
+/// The idle time that keeps a sample of `ms` begun at `began` to `duty_cycle` of the GPU's
+/// time (its period `ms / duty_cycle`), what is left of it now; `None` at a 100% duty cycle
+/// or where the sample took the whole period.
+fn idle_for_duty_cycle(began: Instant, ms: f64, duty_cycle: f64) -> Option<Duration> {
+    if duty_cycle >= 1.0 {
+        return None;
+    }
+    Duration::from_secs_f64(ms / duty_cycle / 1000.0).checked_sub(began.elapsed())
+}
+
 /// Charges `ms` of GPU time of the `side` kernel on the bench's shape to the run's budget.
 pub(super) fn charge(
     b: &Bench<'_>,
@@ -1215,11 +1225,8 @@ fn take_sample(
         .push(seen.as_secs_f64() * 1e6 - ms * 1000.0);
     // What the host waited for is charged: the events' span is the kernel's to rewrite.
     charge(b, label, seen.as_secs_f64() * 1e3, what)?;
-    if settings.duty_cycle < 1.0 {
-        let period = Duration::from_secs_f64(ms / settings.duty_cycle / 1000.0);
-        if let Some(idle) = period.checked_sub(began.elapsed()) {
-            spans::time("sample.idle", || std::thread::sleep(idle));
-        }
+    if let Some(idle) = idle_for_duty_cycle(began, ms, settings.duty_cycle) {
+        spans::time("sample.idle", || std::thread::sleep(idle));
     }
     Ok(())
 }
@@ -1392,11 +1399,8 @@ impl Control {
             let ms = witnessed_ms(start, end, seen, what)?;
             values.push(ms * 1000.0 / f64::from(Self::LAUNCHES));
             unwitnessed.push(seen.as_secs_f64() * 1e6 - ms * 1000.0);
-            if duty_cycle < 1.0 {
-                let period = Duration::from_secs_f64(ms / duty_cycle / 1000.0);
-                if let Some(idle) = period.checked_sub(began.elapsed()) {
-                    std::thread::sleep(idle);
-                }
+            if let Some(idle) = idle_for_duty_cycle(began, ms, duty_cycle) {
+                std::thread::sleep(idle);
             }
         }
         Ok(Round {
@@ -1489,6 +1493,21 @@ mod tests {
         assert_eq!(pair_launches([0, 120], &[]), 120);
         // Nothing warmed up: nothing set (`capture_round` refuses to capture at 0).
         assert_eq!(pair_launches([0, 0], &[]), 0);
+    }
+
+    #[test]
+    fn the_idle_time_keeps_the_duty_cycle_and_none_at_a_full_one() {
+        let began = Instant::now();
+        // 2 ms at 25%: an 8 ms period, less what has passed since `began`.
+        let idle = idle_for_duty_cycle(began, 2.0, 0.25).unwrap();
+        assert!(
+            idle <= Duration::from_millis(8) && idle > Duration::from_millis(7),
+            "{idle:?}"
+        );
+        assert_eq!(idle_for_duty_cycle(began, 2.0, 1.0), None);
+        // A sample that already took its whole period waits no more.
+        let long_ago = began - Duration::from_millis(50);
+        assert_eq!(idle_for_duty_cycle(long_ago, 2.0, 0.25), None);
     }
 
     #[test]

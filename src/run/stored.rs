@@ -112,7 +112,7 @@ pub(super) fn load(
             ab,
         ));
     } else {
-        warnings.extend(version_warnings(&b.environment, env));
+        warnings.extend(environment_warnings(&b.environment, env));
     }
     let reference = BaselineRef {
         path: path.display().to_string(),
@@ -135,7 +135,7 @@ pub(super) fn load(
 /// docs/PERF.md, 2026-12-05), which a comparison with the stored baseline cannot tell from
 /// the kernels; an A/B, both sides on this card, is not affected. The UUIDs are not shown:
 /// the results file holds them, a pull request's comment need not.
-fn version_warnings(old: &Environment, env: &Environment) -> Vec<String> {
+fn environment_warnings(old: &Environment, env: &Environment) -> Vec<String> {
     let mut w = Vec::new();
     if let (Some(stored), Some(this)) = (&old.gpu_uuid, &env.gpu_uuid)
         && stored != this
@@ -186,9 +186,9 @@ mod tests {
             ..env("580.1", "13.0")
         };
         let (a, b) = (Some("GPU-aaaa"), Some("GPU-bbbb"));
-        assert!(version_warnings(&card(a), &card(a)).is_empty());
-        assert!(version_warnings(&card(None), &card(b)).is_empty());
-        let w = version_warnings(&card(a), &card(b));
+        assert!(environment_warnings(&card(a), &card(a)).is_empty());
+        assert!(environment_warnings(&card(None), &card(b)).is_empty());
+        let w = environment_warnings(&card(a), &card(b));
         assert_eq!(w, [crate::report::ANOTHER_CARD_NOTE]);
         assert!(crate::report::is_informational(&w[0]));
         assert!(!w[0].contains("GPU-"), "{w:?}");
@@ -196,8 +196,8 @@ mod tests {
 
     #[test]
     fn driver_and_cuda_changes_are_warnings() {
-        assert!(version_warnings(&env("580.1", "13.0"), &env("580.1", "13.0")).is_empty());
-        let w = version_warnings(&env("570.9", "12.8"), &env("580.1", "13.0"));
+        assert!(environment_warnings(&env("580.1", "13.0"), &env("580.1", "13.0")).is_empty());
+        let w = environment_warnings(&env("570.9", "12.8"), &env("580.1", "13.0"));
         assert_eq!(w.len(), 2);
         assert!(w[0].contains("driver 570.9, this run uses 580.1"), "{w:?}");
         assert!(w[1].contains("CUDA 12.8, this run uses 13.0"), "{w:?}");
