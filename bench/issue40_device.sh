@@ -238,6 +238,9 @@
 #   bash bench/issue40_device.sh thirtysecond-step # the float4 epilogue: A/Bs; pr, pr-ada re-recorded
 #   bash bench/issue40_device.sh thirtysecond-h200 # H200 only: the step on pr; pr, pr-ada re-recorded; tail
 #   bash bench/issue40_device.sh thirtysecond-verify # witness GPU tests; the attack suite
+#   bash bench/issue40_device.sh thirtythird     # item 1 and item 2 tables: ours, cuDNN, FA2 in one call
+#   bash bench/issue40_device.sh thirtythird-pair # the L4 path's d128 as warp pairs (variants/pair)
+#   bash bench/issue40_device.sh thirtythird-profile # ncu: NAME against the pairs, pipes and stalls
 #   bash bench/issue40_device.sh thirtyfirst-through # the witness through the checks, their own time
 #                                               # out: GPU tests, forced A/As of pr, pr-ada, eval
 #   bash bench/issue40_device.sh thirtyfirst-h200  # thirtyfirst-final's H200 part alone
@@ -2409,6 +2412,91 @@ thirtyfirst-final)
   case "$gpu" in *H200*) h200_witness_and_tail ;; esac
   attack_suite 380
   save
+  ;;
+thirtythird)
+  # 2026-12-05 (thirty-third session), whichever card comes: issue 40's tables after the
+  # float4 epilogue, ours against cuDNN / FA2 timed in the same call by the independent
+  # harness. Item 1: the stored-only A/A of `pr` (the stored baseline's card or not: its p50
+  # is this card's). Item 2: the L4 path (`CG_ADA_TILES`) on pr-ada's shapes and the d64 PR
+  # shapes, one side timed (k-base = kernels/), then FA2 / cuDNN on the same shapes.
+  save() { tar czf "$out/thirtythird.tgz" -C "$out" r; }
+  card
+  stored_aa pr
+  peers pr configs/pr.yaml
+  peer_table "$res/stored-pr.json" "$res/sdpa-pr.json"
+  save
+  ada_d64_config
+  ab aa-ada .carry/k-base configs/pr-ada.yaml | sed -E 's/  unwitnessed b\/c .*$//'
+  ab aa-d64 .carry/k-base "$res/ada-d64.yaml" | sed -E 's/  unwitnessed b\/c .*$//'
+  save
+  peers ada configs/pr-ada.yaml
+  peers d64 "$res/ada-d64.yaml"
+  peer_table "$res/ab-aa-ada.json" "$res/sdpa-ada.json"
+  peer_table "$res/ab-aa-d64.json" "$res/sdpa-d64.json"
+  save
+  ;;
+thirtythird-pair)
+  # 2026-12-05 (thirty-third session): the L4 path's d128 NAME as warp pairs
+  # (variants/pair: each warp S for half a tile's keys of its pair's 32 rows and P V for half
+  # the dims, maxima and P exchanged at pair barriers; half the K/V ldmatrix a mma). Its
+  # kernel_check --ada, then the gate's A/B against kernels/ on pr-ada (FA2 / cuDNN after it),
+  # ada-mid and ada-causal; VARIANTS="v ..." names the candidates instead (turn, turn2: the
+  # warps of a scheduler taking turns at the tensor cores).
+  save() { tar czf "$out/thirtythird-pair.tgz" -C "$out" r; }
+  card
+  ada_mid_config
+  ada_causal_config
+  for v in ${VARIANTS:-pair}; do
+    kernel_check_variants "$v"
+    if grep -q "FAIL" "$res/kc-ada-$v.log"; then echo "== $v: kernel_check failed"; continue; fi
+    ab "$v-ada" ".carry/variants/$v" configs/pr-ada.yaml | sed -E 's/  unwitnessed b\/c .*$//'
+    save
+    ab "$v-mid" ".carry/variants/$v" "$res/ada-mid.yaml" | sed -E 's/  unwitnessed b\/c .*$//'
+    ab "$v-causal" ".carry/variants/$v" "$res/ada-causal.yaml" | sed -E 's/  unwitnessed b\/c .*$//'
+    save
+  done
+  ada_peers
+  for v in ${VARIANTS:-pair}; do
+    [ -f "$res/ab-$v-ada.json" ] && peer_table "$res/ab-$v-ada.json" "$res/sdpa-ada.json"
+  done
+  save
+  ;;
+thirtythird-profile)
+  # 2026-12-05 (thirty-third session): why the warp pairs (variants/pair, half the K/V
+  # ldmatrix a mma) are slower than NAME on the L4 path: ncu --set full of one launch of
+  # b2h16s4096d128 (configs/pr-ada.yaml) each; the pipes' use and the stall reasons per issue.
+  for v in kernels .carry/variants/pair; do
+    tag=$(basename "$v")
+    timed timeout 150 ncu --clock-control none --set full --import-source no \
+      --kernel-name regex:^attention_fwd_ --launch-count 1 --export "$res/$tag" --force-overwrite \
+      "$bin" kernel-run --config configs/pr-ada.yaml --kernels "$v" --harness kernels \
+      --shape b2h16s4096d128_f16 --no-reference > "$res/ncu-$tag.log" 2>&1
+    ncu --import "$res/$tag.ncu-rep" --page details > "$res/details-$tag.txt" 2>&1
+    ncu --import "$res/$tag.ncu-rep" --page raw --csv > "$res/raw-$tag.csv" 2>&1
+    rm -f "$res/$tag.ncu-rep"
+  done
+  python3 - "$res/raw-kernels.csv" "$res/raw-pair.csv" <<'PY'
+import csv, sys
+rows = []
+for f in sys.argv[1:]:
+    r = list(csv.reader(open(f)))
+    hdr = next(i for i, x in enumerate(r) if "gpu__time_duration.sum" in x)
+    names, vals = r[hdr], r[-1]
+    rows.append(dict(zip(names, vals)))
+keys = ["gpu__time_duration.sum", "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+        "smsp__issue_active.avg.pct_of_peak_sustained_active",
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed",
+        "smsp__inst_executed.sum", "launch__registers_per_thread"]
+keys += sorted(k for k in rows[0] if k.startswith("smsp__average_warps_issue_stalled_") and k.endswith("_per_issue_active.ratio"))
+for k in keys:
+    a, b = rows[0].get(k, "-"), rows[1].get(k, "-")
+    try:
+        if max(float(a.replace(",", "")), float(b.replace(",", ""))) < 0.02: continue
+    except ValueError:
+        pass
+    print(f"{k.replace('smsp__average_warps_issue_stalled_', 'stall ').replace('_per_issue_active.ratio', ''):70} {a:>14} {b:>14}")
+PY
+  tar czf "$out/thirtythird-profile.tgz" -C "$out" r && rm -rf "$res"
   ;;
 thirtysecond)
   # 2026-12-05 (thirty-second session), item 1's last H100 miss (b4h16s512d64, the short d64
