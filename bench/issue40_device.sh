@@ -2441,7 +2441,8 @@ thirtythird-pair)
   # the dims, maxima and P exchanged at pair barriers; half the K/V ldmatrix a mma). Its
   # kernel_check --ada, then the gate's A/B against kernels/ on pr-ada (FA2 / cuDNN after it),
   # ada-mid and ada-causal; VARIANTS="v ..." names the candidates instead (turn, turn2: the
-  # warps of a scheduler taking turns at the tensor cores).
+  # warps of a scheduler taking turns at the tensor cores; lock, w12, w12lock = w12 + lock:
+  # the warps of a scheduler starting each tile together, three warps a scheduler, both).
   save() { tar czf "$out/thirtythird-pair.tgz" -C "$out" r; }
   card
   ada_mid_config

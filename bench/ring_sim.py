@@ -14,6 +14,11 @@ both of the stage's barriers, each initialised with the CTA's thread count):
             always after the tile when it had no work), its copies arriving on full[(j+2) % 3].
 A thread is modelled as its warp (the 32 lanes act together); arrivals count per thread.
 
+With --lock (bench/variants/lock.patch, 2026-12-05): every warp, with work or without, first
+takes the named barrier 1 + (w & 3) of the warps / 4 warps of its scheduler (bar.sync at the
+top of each tile), so the warps of a scheduler start every tile together; 4, 8 or 12 warps
+(12: bench/variants/w12.patch). Its mutant takes the barrier only in tiles with work.
+
 The model is event-driven with random durations (S, the rest of a tile, the copies' latency,
 a warp's start) and random causal skips (warps with no work in the last tiles). It checks:
   * no deadlock: every warp finishes;
@@ -24,6 +29,7 @@ a warp's start) and random causal skips (warps with no work in the last tiles). 
     while some warp may still read the tile before (every warp arrived on its empty phase).
 
   python3 bench/ring_sim.py [--trials 20000] [--seed 1]   # both issue points; exit 1 on a fault
+  python3 bench/ring_sim.py --lock [--trials 20000]       # with the scheduler's barrier
 """
 import argparse
 import heapq
@@ -57,11 +63,30 @@ class Barrier:
 
 
 MUTANTS = ("no-empty-wait", "early-arrive", "wrong-parity")
+LOCK_MUTANTS = ("lock-if-work",)
 
 
-def run(rng, warps, n_tiles, after_s, mutant=None):
+class NamedBarrier:
+    """bar.sync id, n: the n-th arrival releases the n warps waiting (one generation)."""
+
+    def __init__(self, count):
+        self.count = count
+        self.waiting = []
+
+    def arrive(self, w):
+        """True when this arrival completes the generation (the waiters are released)."""
+        self.waiting.append(w)
+        if len(self.waiting) < self.count:
+            return False
+        self.waiting = []
+        return True
+
+
+def run(rng, warps, n_tiles, after_s, mutant=None, lock=False):
     """One CTA's loop; raises AssertionError on a fault. `mutant` breaks the protocol on
-    purpose (the self-test: the model must catch each)."""
+    purpose (the self-test: the model must catch each). `lock`: the scheduler's barrier at
+    the top of every tile."""
+    locks = [NamedBarrier(warps // 4) for _ in range(4)]
     full = [Barrier(warps) for _ in range(STAGES)]
     empty = [Barrier(warps) for _ in range(STAGES)]
     stage_tile = [None] * STAGES  # the tile whose copies landed in each stage
@@ -98,6 +123,8 @@ def run(rng, warps, n_tiles, after_s, mutant=None):
                         yield ("wait", empty[p], ((j - 1) // STAGES) & 1, (j - 1) // STAGES)
                     yield ("issue", j + 2)
 
+            if lock and (work or mutant != "lock-if-work"):
+                yield ("bar", locks[w & 3])
             if work:
                 parity = (j // STAGES) & 1
                 if mutant == "wrong-parity" and j == n_tiles - 1:
@@ -134,7 +161,16 @@ def run(rng, warps, n_tiles, after_s, mutant=None):
             if kind == "do":
                 push(now + op[1], "resume", w)
                 return
-            if kind == "issue":
+            if kind == "bar":
+                b = op[1]
+                if not b.arrive(w):
+                    blocked[w] = (b, None, None)
+                    return
+                for x in list(blocked):
+                    if blocked[x][0] is b:
+                        del blocked[x]
+                        push(now, "resume", x)
+            elif kind == "issue":
                 issue(now, w, op[1])
             elif kind == "arrive":
                 op[1].arrive()
@@ -156,7 +192,7 @@ def run(rng, warps, n_tiles, after_s, mutant=None):
 
     def wake(now):
         for w, (b, parity, phase) in list(blocked.items()):
-            if b.test_wait_parity(parity, phase):
+            if isinstance(b, Barrier) and b.test_wait_parity(parity, phase):
                 del blocked[w]
                 push(now, "resume", w)
 
@@ -187,16 +223,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trials", type=int, default=20000)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--lock", action="store_true",
+                    help="the scheduler's barrier at the top of every tile (variants/lock)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
 
     def trials(after_s, mutant, shown):
         faults = 0
         for i in range(args.trials):
-            warps = rng.choice([4, 8])
+            warps = rng.choice([4, 8, 12] if args.lock else [4, 8])
             n_tiles = rng.randint(1, 40)
             try:
-                run(rng, warps, n_tiles, after_s, mutant)
+                run(rng, warps, n_tiles, after_s, mutant, args.lock)
             except AssertionError as e:
                 faults += 1
                 if faults <= shown:
@@ -210,7 +248,7 @@ def main():
         print(f"{name}: {args.trials} trials (seed {args.seed}): {faults} fault(s)")
         ok &= faults == 0
         # The model must catch a broken protocol: each mutant faults somewhere.
-        for m in MUTANTS:
+        for m in MUTANTS + (LOCK_MUTANTS if args.lock else ()):
             caught = trials(after_s, m, 0)
             print(f"  {name} with the mutant {m}: {caught} of {args.trials} trials fault")
             ok &= caught > 0
