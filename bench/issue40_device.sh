@@ -241,6 +241,8 @@
 #   bash bench/issue40_device.sh thirtythird     # item 1 and item 2 tables: ours, cuDNN, FA2 in one call
 #   bash bench/issue40_device.sh thirtythird-pair # the L4 path's d128 as warp pairs (variants/pair)
 #   bash bench/issue40_device.sh thirtythird-profile # ncu: NAME against the pairs, pipes and stalls
+#   bash bench/issue40_device.sh thirtyfourth-control # which step of a kernel's sample the
+#                                               # witness's control lacks (its 1-8 us offset)
 #   bash bench/issue40_device.sh thirtyfirst-through # the witness through the checks, their own time
 #                                               # out: GPU tests, forced A/As of pr, pr-ada, eval
 #   bash bench/issue40_device.sh thirtyfirst-h200  # thirtyfirst-final's H200 part alone
@@ -2606,6 +2608,20 @@ thirtyfirst-through)
     --out "$res/selftest.json" > "$res/selftest.txt" 2>&1
   python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["witness"]))' \
     "$res/selftest.json" || tail -5 "$res/selftest.txt"
+  save
+  ;;
+thirtyfourth-control)
+  # 2026-12-05 (thirty-fourth session, written when no machine was lent): what keeps a
+  # kernel's unwitnessed time 1-8 us above the control's in every run without a base (the
+  # clock does not: the same at a steady 1,980 MHz), `gpu::which_step_of_a_kernels_sample_the_
+  # control_lacks`: the control sampled as a run does and with a kernel sample's steps outside
+  # the events' span (the upload and the clock read before, 1 ms of work after the end); then
+  # the test the control's rule stands on. ~40 s.
+  save() { tar czf "$out/thirtyfourth-control.tgz" -C "$out" r; }
+  card
+  gpu_tests control-tests.log 200 gpu::which_step_of_a_kernels_sample_the_control_lacks \
+    gpu::a_side_alone_is_judged_against_the_control_beside_each_round
+  grep -E "control |alone|test result|FAILED|panicked" "$res/control-tests.log" | cut -c1-400
   save
   ;;
 thirtieth-witness)

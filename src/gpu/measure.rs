@@ -1337,6 +1337,25 @@ const CONTROL_BUSY_CYCLES: i64 = 20_000;
 /// not depend on the idle time after it, and the idle time was most of the control's cost.
 pub const CONTROL_DUTY_CYCLE: f64 = 1.0;
 
+/// What a control sample copies of a kernel's sample ([`take_sample`]) besides the GPU work
+/// before it, its lead-in and its replay: the steps in which the two still differ, each of
+/// them outside the span the events time. A run's control copies none of them
+/// ([`Control::round`]); a GPU test (`gpu::which_step_of_a_kernels_sample_the_control_lacks`)
+/// samples it with each, to find what keeps a kernel's unwitnessed time 1–8 µs above the
+/// control's in every run without a base (73 shape-runs, 2026-12-05) where two kernels of
+/// an A/B differ by −1.6 … +1.0 µs (96).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ControlMimic {
+    /// Upload the graph before each sample, as a kernel's sample uploads its own.
+    pub upload: bool,
+    /// Read the SM clock through NVML before the wait for an idle GPU, as a kernel's sample
+    /// does (`clock_events`).
+    pub read_clock: bool,
+    /// SM cycles of spin queued after the end event, where a kernel's sample queues its
+    /// checks (1–3 ms of GPU work); 0: none.
+    pub trailing_cycles: i64,
+}
+
 /// The witness's control: a graph of the harness's own spin kernels, about
 /// `sample_ms` long, and its two timing events; built once per run and sampled after every
 /// round of a side alone ([`Control::round`]).
@@ -1376,6 +1395,17 @@ impl Control {
     /// for 5 of 2 ms at a 100% duty cycle, ~40 ms at 25%), after each round of a run with
     /// one side (`run::shape`).
     pub fn round(&self, gpu: &Gpu, duty_cycle: f64, samples: usize) -> Result<Round, GpuError> {
+        self.round_mimicking(gpu, duty_cycle, samples, ControlMimic::default())
+    }
+
+    /// [`Control::round`] with the steps of a kernel's sample that `mimic` names.
+    pub fn round_mimicking(
+        &self,
+        gpu: &Gpu,
+        duty_cycle: f64,
+        samples: usize,
+        mimic: ControlMimic,
+    ) -> Result<Round, GpuError> {
         let (graph, (start, end)) = (&self.graph, &self.events);
         let what = || "the witness's control (the harness's spin kernels)".to_string();
         graph.launch().during(what)?;
@@ -1389,13 +1419,26 @@ impl Control {
             // control's unwitnessed medians lay 3–9 µs above the rounds' beside them without it
             // (28 µs once in 65), 0.5–11 µs below with it (26 shapes).
             ffi::launch_spin(&gpu.stream, &gpu.kernels.spin, CONTROL_BUSY_CYCLES).during(what)?;
+            if mimic.upload {
+                graph.upload().during(what)?;
+            }
+            if mimic.read_clock {
+                let _ = gpu.monitor.sm_clock_mhz();
+            }
             gpu.sync(None, what)?;
             let from = Instant::now();
             ffi::launch_spin(&gpu.stream, &gpu.kernels.spin, LEAD_CYCLES).during(what)?;
             start.record(&gpu.stream).during(what)?;
             graph.launch().during(what)?;
             end.record(&gpu.stream).during(what)?;
+            if mimic.trailing_cycles > 0 {
+                ffi::launch_spin(&gpu.stream, &gpu.kernels.spin, mimic.trailing_cycles)
+                    .during(what)?;
+            }
             let seen = gpu.wait_event(end, None, what)?.duration_since(from);
+            if mimic.trailing_cycles > 0 {
+                gpu.sync(None, what)?;
+            }
             let ms = witnessed_ms(start, end, seen, what)?;
             values.push(ms * 1000.0 / f64::from(Self::LAUNCHES));
             unwitnessed.push(seen.as_secs_f64() * 1e6 - ms * 1000.0);
