@@ -2616,12 +2616,17 @@ thirtyfourth-control)
   # clock does not: the same at a steady 1,980 MHz), `gpu::which_step_of_a_kernels_sample_the_
   # control_lacks`: the control sampled as a run does and with a kernel sample's steps outside
   # the events' span (the upload and the clock read before, 1 ms of work after the end); then
-  # the test the control's rule stands on. ~40 s.
+  # the test the control's rule stands on. Then the attack suite's `code_patch` alone: can a
+  # kernel write its context's code through a data address (the precondition of slowing the
+  # base's kernel)? Exit 2 or parity-fail: no; a verdict on its timings: yes. ~90 s.
   save() { tar czf "$out/thirtyfourth-control.tgz" -C "$out" r; }
   card
   gpu_tests control-tests.log 200 gpu::which_step_of_a_kernels_sample_the_control_lacks \
     gpu::a_side_alone_is_judged_against_the_control_beside_each_round
   grep -E "control |alone|test result|FAILED|panicked" "$res/control-tests.log" | cut -c1-400
+  save
+  CI_GATE_ATTACKS=code_patch attack_suite 200
+  grep -E "code_patch" "$res/attacks.log" | cut -c1-600
   save
   ;;
 thirtieth-witness)
