@@ -74,6 +74,11 @@ pub const FLOOR_US: f64 = 10.0;
 /// the same day, when `baseline update` refused 3 shapes of 13 as unmeasured (that binary
 /// did not say why): hence a control beside every round. With it, on the side this factor
 /// judges (a candidate that reads faster), the largest honest shift was 11.0 µs (26 shapes).
+/// The clock is not what sets that offset, though: in 73 shape-runs without a base (H100s
+/// and H200s, 2026-12-05) a kernel lay +0.87 … +8.17 µs above its control, the same where
+/// NVML read one clock before and after every sample as where it read a lower one, while
+/// the two kernels of an A/B differ by −1.6 … +1.0 µs (`bench/control_offset.py`): it is in
+/// how the control samples (`gpu::measure::ControlMimic` says which step, once run on a GPU).
 pub const ALONE_FACTOR: f64 = 2.0;
 
 /// How many times [`limit_us`] a side alone may have *less* unwitnessed time than the
