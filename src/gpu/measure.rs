@@ -1354,6 +1354,9 @@ pub struct ControlMimic {
     /// SM cycles of spin queued after the end event, where a kernel's sample queues its
     /// checks (1–3 ms of GPU work); 0: none.
     pub trailing_cycles: i64,
+    /// Bytes of device memory zeroed before the wait for an idle GPU, where a kernel's sample
+    /// writes its inputs and poisons its outputs (megabytes); 0: none.
+    pub before_bytes: usize,
 }
 
 /// The witness's control: a graph of the harness's own spin kernels, about
@@ -1361,6 +1364,8 @@ pub struct ControlMimic {
 /// round of a side alone ([`Control::round`]).
 pub struct Control {
     graph: cudarc::driver::CudaGraph,
+    /// Spin launches in the graph.
+    launches: u32,
     events: (CudaEvent, CudaEvent),
     /// The `measure.sample_ms` it was built for.
     sample_ms: f64,
@@ -1373,10 +1378,22 @@ impl Control {
     /// The control's graph of [`Self::LAUNCHES`] spins, about `settings.sample_ms` long in
     /// all at ~2 GHz (longer at a lower clock: only the unwitnessed time is compared).
     pub fn new(gpu: &Gpu, settings: &MeasureSettings) -> Result<Control, GpuError> {
-        let launches = f64::from(Self::LAUNCHES);
-        let cycles = (settings.sample_ms * 1e3 / launches * 2_000.0) as i64;
+        Control::with_launches(gpu, settings, Self::LAUNCHES)
+    }
+
+    /// [`Control::new`] with `launches` spins in its graph (at least 1), about
+    /// `settings.sample_ms` long in all: a GPU test's question (does the number of a graph's
+    /// nodes move its samples' unwitnessed time?).
+    pub fn with_launches(
+        gpu: &Gpu,
+        settings: &MeasureSettings,
+        launches: u32,
+    ) -> Result<Control, GpuError> {
+        let launches = launches.max(1);
+        let cycles = (settings.sample_ms * 1e3 / f64::from(launches) * 2_000.0) as i64;
         Ok(Control {
-            graph: spin_graph(gpu, Self::LAUNCHES, cycles.max(1))?,
+            graph: spin_graph(gpu, launches, cycles.max(1))?,
+            launches,
             events: (timing_event(gpu)?, timing_event(gpu)?),
             sample_ms: settings.sample_ms,
         })
@@ -1408,6 +1425,10 @@ impl Control {
     ) -> Result<Round, GpuError> {
         let (graph, (start, end)) = (&self.graph, &self.events);
         let what = || "the witness's control (the harness's spin kernels)".to_string();
+        let mut before = match mimic.before_bytes {
+            0 => None,
+            n => Some(ffi::alloc_zeros::<u8>(&gpu.stream, n).during(what)?),
+        };
         graph.launch().during(what)?;
         let began_all = Instant::now();
         let (mut values, mut unwitnessed) = (Vec::new(), Vec::new());
@@ -1419,6 +1440,9 @@ impl Control {
             // control's unwitnessed medians lay 3–9 µs above the rounds' beside them without it
             // (28 µs once in 65), 0.5–11 µs below with it (26 shapes).
             ffi::launch_spin(&gpu.stream, &gpu.kernels.spin, CONTROL_BUSY_CYCLES).during(what)?;
+            if let Some(buf) = before.as_mut() {
+                gpu.stream.memset_zeros(buf).during(what)?;
+            }
             if mimic.upload {
                 graph.upload().during(what)?;
             }
@@ -1440,7 +1464,7 @@ impl Control {
                 gpu.sync(None, what)?;
             }
             let ms = witnessed_ms(start, end, seen, what)?;
-            values.push(ms * 1000.0 / f64::from(Self::LAUNCHES));
+            values.push(ms * 1000.0 / f64::from(self.launches));
             unwitnessed.push(seen.as_secs_f64() * 1e6 - ms * 1000.0);
             if let Some(idle) = idle_for_duty_cycle(began, ms, duty_cycle) {
                 std::thread::sleep(idle);
@@ -1448,7 +1472,7 @@ impl Control {
         }
         Ok(Round {
             wall_s: began_all.elapsed().as_secs_f64(),
-            ..Round::of_samples(values, Self::LAUNCHES, unwitnessed)
+            ..Round::of_samples(values, self.launches, unwitnessed)
         })
     }
 }

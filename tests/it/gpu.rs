@@ -650,7 +650,9 @@ fn the_control_reads_the_same_without_the_duty_cycles_idle_time() {
 /// control is sampled as a run samples it and with each step a kernel's sample has outside
 /// the events' span ([`ControlMimic`]): the graph uploaded and the clock read before the wait
 /// for an idle GPU, 1 ms of work queued after the end event (a kernel's checks), and all of
-/// them; in turns, the order rotating each round. Each control's shift is printed with its
+/// them; 64 MiB zeroed before (a kernel's inputs and poison) and a graph of 150 spins where
+/// the run's has 20 (a short kernel's launches a sample); in turns, the order rotating each
+/// round. Each control's shift is printed with its
 /// cost; every one must be within what a side alone is allowed (each is an honest control).
 #[test]
 #[ignore = "needs a CUDA GPU"]
@@ -660,11 +662,14 @@ fn which_step_of_a_kernels_sample_the_control_lacks() {
     use ci_gate::witness::{ALONE_FACTOR, CONTROL_SAMPLES_PER_ROUND};
     let gpu = gpu();
     let settings = MeasureSettings::default();
-    let spin = Control::new(&gpu, &settings).unwrap();
     let before = ControlMimic {
         upload: true,
         read_clock: true,
-        trailing_cycles: 0,
+        ..ControlMimic::default()
+    };
+    let written = ControlMimic {
+        before_bytes: 64 << 20,
+        ..ControlMimic::default()
     };
     let after = ControlMimic {
         trailing_cycles: 2_000_000,
@@ -674,12 +679,19 @@ fn which_step_of_a_kernels_sample_the_control_lacks() {
         trailing_cycles: after.trailing_cycles,
         ..before
     };
+    // (name, the control's spins a sample, what it mimics)
     let mimics = [
-        ("as a run", ControlMimic::default()),
-        ("upload and clock before", before),
-        ("1 ms after the end", after),
-        ("all three", all),
+        ("as a run", 20, ControlMimic::default()),
+        ("upload and clock before", 20, before),
+        ("1 ms after the end", 20, after),
+        ("all three", 20, all),
+        ("64 MiB written before", 20, written),
+        ("150 spins a sample", 150, ControlMimic::default()),
     ];
+    let spins: Vec<Control> = mimics
+        .iter()
+        .map(|m| Control::with_launches(&gpu, &settings, m.1).unwrap())
+        .collect();
     for shape in [
         ShapeParams::new(4, 16, 512, 64, false, Dtype::Float16),
         ShapeParams::new(2, 16, 4096, 128, false, Dtype::Float16),
@@ -693,12 +705,12 @@ fn which_step_of_a_kernels_sample_the_control_lacks() {
             extend(&bench, &mut side, 11 + round, &mut held, 1).unwrap();
             for i in 0..mimics.len() {
                 let which = (i + round as usize) % mimics.len();
-                let r = spin
+                let r = spins[which]
                     .round_mimicking(
                         &gpu,
                         CONTROL_DUTY_CYCLE,
                         CONTROL_SAMPLES_PER_ROUND,
-                        mimics[which].1,
+                        mimics[which].2,
                     )
                     .unwrap();
                 controls[which].1 += r.wall_s;
@@ -706,7 +718,7 @@ fn which_step_of_a_kernels_sample_the_control_lacks() {
             }
         }
         let c = witness_of(&side.m);
-        for ((name, _), (m, wall_s)) in mimics.iter().zip(&controls) {
+        for ((name, _, _), (m, wall_s)) in mimics.iter().zip(&controls) {
             let u = record(&c, None, Some(&witness_of(m)));
             eprintln!(
                 "{}: control {name}: {:.1} µs, candidate {:.1} µs, shift {:?} ({wall_s:.3} s); limit {:.1}",
