@@ -77,8 +77,10 @@ pub const FLOOR_US: f64 = 10.0;
 /// The clock is not what sets that offset, though: in 73 shape-runs without a base (H100s
 /// and H200s, 2026-12-05) a kernel lay +0.87 … +8.17 µs above its control, the same where
 /// NVML read one clock before and after every sample as where it read a lower one, while
-/// the two kernels of an A/B differ by −1.6 … +1.0 µs (`bench/control_offset.py`): it is in
-/// how the control samples (`gpu::measure::ControlMimic` says which step, once run on a GPU).
+/// the two kernels of an A/B differ by −1.6 … +1.0 µs (`bench/control_offset.py`); nor is it
+/// a step of a kernel's sample outside the events' span (`gpu::measure::ControlMimic`: none
+/// of six forms of the control moved it, H100 and H200): the GPU's state after a kernel's
+/// own work is what is left.
 pub const ALONE_FACTOR: f64 = 2.0;
 
 /// How many times [`limit_us`] a side alone may have *less* unwitnessed time than the

@@ -1343,7 +1343,8 @@ pub const CONTROL_DUTY_CYCLE: f64 = 1.0;
 /// ([`Control::round`]); a GPU test (`gpu::which_step_of_a_kernels_sample_the_control_lacks`)
 /// samples it with each, to find what keeps a kernel's unwitnessed time 1–8 µs above the
 /// control's in every run without a base (73 shape-runs, 2026-12-05) where two kernels of
-/// an A/B differ by −1.6 … +1.0 µs (96).
+/// an A/B differ by −1.6 … +1.0 µs (96). None does (H100 and H200, 2026-12-05, docs/PERF.md):
+/// the control samples as a run needs it, and these are kept for the next question.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ControlMimic {
     /// Upload the graph before each sample, as a kernel's sample uploads its own.
