@@ -241,6 +241,9 @@
 #   bash bench/issue40_device.sh thirtythird     # item 1 and item 2 tables: ours, cuDNN, FA2 in one call
 #   bash bench/issue40_device.sh thirtythird-pair # the L4 path's d128 as warp pairs (variants/pair)
 #   bash bench/issue40_device.sh thirtythird-profile # ncu: NAME against the pairs, pipes and stalls
+#   bash bench/issue40_device.sh thirtyfifth-like # issue 40's ratios two ways: against PyTorch as a
+#                                               # user times it and under the gate's own conditions
+#   bash bench/issue40_device.sh thirtyfifth-warm # our kernel timed as the harness times PyTorch's
 #   bash bench/issue40_device.sh thirtyfourth-control # which step of a kernel's sample the
 #                                               # witness's control lacks (its 1-8 us offset)
 #   bash bench/issue40_device.sh thirtyfirst-through # the witness through the checks, their own time
@@ -794,6 +797,17 @@ PY
 card() {
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
   echo "== $gpu"
+}
+
+# issue 40's misses with our kernel timed as the harness times cuDNN / FA2 (bench/warm_alike.py:
+# the same q every call, one timer for the three), into warm-hopper.* and warm-ada.*
+warm_alike() {
+  timed timeout 120 python3 bench/warm_alike.py --shape 4,16,512,64,short_noncausal \
+    --out "$res/warm-hopper.json" > "$res/warm-hopper.txt" 2>&1
+  cat "$res/warm-hopper.txt"
+  timed timeout 200 python3 bench/warm_alike.py --ada --shape 2,16,4096,128 --shape 4,16,512,64 \
+    --shape 8,16,512,64 --shape 4,16,512,64,causal --out "$res/warm-ada.json" > "$res/warm-ada.txt" 2>&1
+  cat "$res/warm-ada.txt"
 }
 
 # GPU tests of the integration-test binary by name, into $res/LOG, LIMIT seconds at most:
@@ -2608,6 +2622,41 @@ thirtyfirst-through)
     --out "$res/selftest.json" > "$res/selftest.txt" 2>&1
   python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["witness"]))' \
     "$res/selftest.json" || tail -5 "$res/selftest.txt"
+  save
+  ;;
+thirtyfifth-like)
+  # 2026-12-05 (thirty-fifth session), whichever card comes: our p50s (the stored-only A/As of
+  # pr and pr-ada, the L4 path's d64 shapes one side timed) against cuDNN / FA2 as a PyTorch
+  # user times them (bench/sdpa_bench.py) and as the gate times our kernel (peers_variants.py's
+  # qpool: a q of its own per call, not L2-warm; alone beside it), all in this call, then
+  # bench/like_for_like.py's table. Every PR and pr-ada shape is in configs/pr.yaml, so its
+  # peers serve both paths. ~5 min.
+  save() { tar czf "$out/thirtyfifth-like.tgz" -C "$out" r; }
+  card
+  stored_aa pr
+  stored_aa pr-ada
+  ada_d64_config
+  ab aa-d64 .carry/k-base "$res/ada-d64.yaml" | sed -E 's/  unwitnessed b\/c .*$//'
+  save
+  peers pr configs/pr.yaml
+  save
+  timed timeout 240 python3 bench/peers_variants.py configs/pr.yaml --variants alone,qpool \
+    --out "$res/var-pr.json" > "$res/var-pr.txt" 2>&1
+  cat "$res/var-pr.txt"
+  python3 bench/like_for_like.py --ours "hopper=$res/stored-pr.json" \
+    --ours "l4-path=$res/stored-pr-ada.json" --ours "l4-path=$res/ab-aa-d64.json" \
+    --harness "$res/sdpa-pr.json" --variants "$res/var-pr.json" --out "$res/like.json" \
+    | tee "$res/like.txt"
+  save
+  warm_alike
+  save
+  ;;
+thirtyfifth-warm)
+  # 2026-12-05 (thirty-fifth session): warm_alike alone (our kernel and PyTorch's under the
+  # harness's conditions, one timer), after thirtyfifth-like's call on the same card. ~1 min.
+  save() { tar czf "$out/thirtyfifth-warm.tgz" -C "$out" r; }
+  card
+  warm_alike
   save
   ;;
 thirtyfourth-control)

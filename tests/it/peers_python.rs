@@ -230,4 +230,78 @@ fn the_gate_the_harness_and_the_variants_agree_on_a_fake_torch_and_the_old_trap_
         text.contains("b2h16s4096d128_causal_bf16       cuDNN"),
         "{text}"
     );
+
+    // bench/like_for_like.py (issue 40): each shape of the gate's run against the harness
+    // and against the worker's `qpool`, from the same files; its ratios are those files'.
+    python(
+        &[
+            repo("bench/like_for_like.py").to_str().unwrap(),
+            "--ours",
+            "sim=R.json",
+            "--harness",
+            "H.json",
+            "--variants",
+            "V.json",
+            "--out",
+            "L.json",
+        ],
+        dir,
+    );
+    let l = json(&dir.join("L.json"));
+    let l_rows = l["rows"].as_array().unwrap();
+    let h = json(&dir.join("H.json"));
+    assert_eq!(l_rows.len(), r["shapes"].as_array().unwrap().len(), "{l}");
+    for row in l_rows {
+        let name = row["shape"].as_str().unwrap();
+        let s = r["shapes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap();
+        let ours = s["ab"]["p50_cand"].as_f64().unwrap();
+        assert_eq!(row["path"], "sim");
+        assert!(
+            (row["ours_us"].as_f64().unwrap() - ours).abs() < 1e-9,
+            "{row}"
+        );
+        let harness = h["shapes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["name"] == name)
+            .unwrap();
+        for (label, hkey, peer) in [
+            ("cuDNN", "cudnn_us", "torch-sdpa-cudnn"),
+            ("FA2", "flash_us", "torch-sdpa-flash"),
+        ] {
+            let hv = harness[hkey].as_f64().unwrap();
+            let qv = variant("qpool", name, peer)["p50_us"].as_f64().unwrap();
+            let av = variant("alone", name, peer)["p50_us"].as_f64().unwrap();
+            let got = |k: &str| row[label][k].as_f64().unwrap();
+            assert!((got("ratio_harness") - ours / hv).abs() < 1e-9, "{row}");
+            assert!((got("ratio_qpool") - ours / qv).abs() < 1e-9, "{row}");
+            assert!((got("method_cost") - qv / av).abs() < 1e-9, "{row}");
+        }
+    }
+    // Without a `qpool` variant there is nothing to compare alike: it refuses, naming it.
+    let out = Command::new("python3")
+        .arg(repo("bench/like_for_like.py"))
+        .args([
+            "--ours",
+            "sim=R.json",
+            "--harness",
+            "H.json",
+            "--variants",
+            "H.json",
+        ])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no `qpool` variant"),
+        "{}",
+        stderr_text(&out.stderr)
+    );
 }
