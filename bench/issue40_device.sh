@@ -244,6 +244,7 @@
 #   bash bench/issue40_device.sh thirtyfifth-like # issue 40's ratios two ways: against PyTorch as a
 #                                               # user times it and under the gate's own conditions
 #   bash bench/issue40_device.sh thirtyfifth-warm # our kernel timed as the harness times PyTorch's
+#   bash bench/issue40_device.sh thirtyfifth-leadin # the witness's lead-in timed by the global timer
 #   bash bench/issue40_device.sh thirtyfourth-control # which step of a kernel's sample the
 #                                               # witness's control lacks (its 1-8 us offset)
 #   bash bench/issue40_device.sh thirtyfirst-through # the witness through the checks, their own time
@@ -2650,6 +2651,20 @@ thirtyfifth-like)
   save
   warm_alike
   save
+  ;;
+thirtyfifth-leadin)
+  # 2026-12-05 (thirty-fifth session): the witness's lead-in timed by the global timer before a
+  # kernel's samples and before the control's (bench/leadin_probe.py), on three kernels. ~1 min.
+  save() { tar czf "$out/thirtyfifth-leadin.tgz" -C "$out" r; }
+  card
+  for spec in "hopper-short 4,16,512,64,short_noncausal" "hopper-d128 2,16,4096,128" \
+      "ada-d128 2,16,4096,128 --ada"; do
+    set -- $spec
+    timed timeout 120 python3 bench/leadin_probe.py --shape "$2" ${3:-} --out "$res/leadin-$1.json" \
+      > "$res/leadin-$1.txt" 2>&1
+    grep -v Warning "$res/leadin-$1.txt" | tail -6
+    save
+  done
   ;;
 thirtyfifth-warm)
   # 2026-12-05 (thirty-fifth session): warm_alike alone (our kernel and PyTorch's under the
