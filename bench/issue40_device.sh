@@ -245,6 +245,7 @@
 #                                               # user times it and under the gate's own conditions
 #   bash bench/issue40_device.sh thirtyfifth-warm # our kernel timed as the harness times PyTorch's
 #   bash bench/issue40_device.sh thirtyfifth-leadin # the witness's lead-in timed by the global timer
+#   bash bench/issue40_device.sh thirtyfifth-noshort # the short d64 form against NAME on this card
 #   bash bench/issue40_device.sh thirtyfourth-control # which step of a kernel's sample the
 #                                               # witness's control lacks (its 1-8 us offset)
 #   bash bench/issue40_device.sh thirtyfirst-through # the witness through the checks, their own time
@@ -2665,6 +2666,21 @@ thirtyfifth-leadin)
     grep -v Warning "$res/leadin-$1.txt" | tail -6
     save
   done
+  ;;
+thirtyfifth-noshort)
+  # 2026-12-05 (thirty-fifth session): is the short d64 form still the faster one on an H100,
+  # whose HBM makes the gate's fresh q cost more than on the H200 its rule was fitted on?
+  # The gate's A/B of .carry/variants/noshort (NAME_short_noncausal_to = 1: the host never
+  # takes the form) against kernels/ on pr, quad and short-check. ~3 min.
+  save() { tar czf "$out/thirtyfifth-noshort.tgz" -C "$out" r; }
+  card
+  ab noshort-pr .carry/variants/noshort configs/pr.yaml | sed -E 's/  unwitnessed b\/c .*$//'
+  save
+  quad_config
+  short_check_config
+  ab noshort-quad .carry/variants/noshort "$res/quad.yaml" | sed -E 's/  unwitnessed b\/c .*$//'
+  ab noshort-check .carry/variants/noshort "$res/short-check.yaml" | sed -E 's/  unwitnessed b\/c .*$//'
+  save
   ;;
 thirtyfifth-warm)
   # 2026-12-05 (thirty-fifth session): warm_alike alone (our kernel and PyTorch's under the
