@@ -275,6 +275,22 @@ def run_checked(kern, q, k, v, causal):
 
 # ------------------------------------------------------------------ timing
 
+def capture(fn, n):
+    """A CUDA graph of n back-to-back calls of fn (which enqueues on torch's current stream),
+    after one call on a side stream (as PyTorch asks before a capture)."""
+    g = torch.cuda.CUDAGraph()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    with torch.cuda.graph(g, capture_error_mode="thread_local"):
+        for _ in range(n):
+            fn()
+    return g
+
+
 def time_fn(fn, min_replay_ms=1.0, reps=25):
     """Median microseconds per launch of fn() (which enqueues one launch on torch's current
     stream), from CUDA-graph replays of N launches (N so that one replay >= min_replay_ms).
@@ -291,17 +307,7 @@ def time_fn(fn, min_replay_ms=1.0, reps=25):
     n = int(min(400, max(20, math.ceil(min_replay_ms / est_ms))))
     mode = "graph"
     try:
-        g = torch.cuda.CUDAGraph()
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            fn()
-        torch.cuda.current_stream().wait_stream(side)
-        torch.cuda.synchronize()
-        with torch.cuda.graph(g, capture_error_mode="thread_local"):
-            for _ in range(n):
-                fn()
-        run = g.replay
+        run = capture(fn, n).replay
         for _ in range(3):
             run()
     except Exception as ex:  # noqa: BLE001

@@ -89,21 +89,8 @@ def main():
         with kc.torch_stream():
             spin((1,), (32,), (np.int64(cycles), none))
 
-    def capture(fn, n):
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            fn()
-        torch.cuda.current_stream().wait_stream(side)
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(n):
-                fn()
-        return g
-
     # Each graph ~2 ms, as a 2-ms sample's: the kernel's calls, or spins of ~20 µs.
-    g1 = capture(lambda: attn(q, k, v, out, causal), 1)
+    g1 = kc.capture(lambda: attn(q, k, v, out, causal), 1)
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     s.record()
     for _ in range(5):
@@ -111,8 +98,8 @@ def main():
     e.record()
     e.synchronize()
     n_kernel = max(1, round(2.0 / (s.elapsed_time(e) / 5)))
-    g_kernel = capture(lambda: attn(q, k, v, out, causal), n_kernel)
-    g_spin = capture(lambda: spin_once(40_000), 100)
+    g_kernel = kc.capture(lambda: attn(q, k, v, out, causal), n_kernel)
+    g_spin = kc.capture(lambda: spin_once(40_000), 100)
 
     def sample(graph):
         torch.cuda.synchronize()
