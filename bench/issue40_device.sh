@@ -2670,7 +2670,7 @@ thirtyfifth-leadin)
 thirtyfifth-noshort)
   # 2026-12-05 (thirty-fifth session): is the short d64 form still the faster one on an H100,
   # whose HBM makes the gate's fresh q cost more than on the H200 its rule was fitted on?
-  # The gate's A/B of .carry/variants/noshort (NAME_short_noncausal_to = 1: the host never
+  # The gate's A/B of .carry/variants/noshort (kernels/ with bench/variants/noshort.patch: the host never
   # takes the form) against kernels/ on pr, quad and short-check. ~3 min.
   save() { tar czf "$out/thirtyfifth-noshort.tgz" -C "$out" r; }
   card
