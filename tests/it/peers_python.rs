@@ -72,6 +72,15 @@ fn json(path: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
+/// The element of the JSON array `list` whose `key` is `value` (the test fails without one).
+fn find<'a>(list: &'a Value, key: &str, value: &Value) -> &'a Value {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .find(|x| &x[key] == value)
+        .unwrap_or_else(|| panic!("no {key} = {value} in {list}"))
+}
+
 fn kernels(dir: &Path, name: &str) -> PathBuf {
     sim_kernels(dir, name, "factor=1.0")
 }
@@ -121,17 +130,8 @@ fn the_gate_the_harness_and_the_variants_agree_on_a_fake_torch_and_the_old_trap_
     assert_eq!(launches.len(), 4, "{launches:?}");
     for l in launches {
         let n = l["launches"].as_u64().unwrap();
-        let us = r["shapes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["name"] == l["shape"])
-            .unwrap()["peers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["peer"] == l["peer"])
-            .unwrap()["p50_us"]
+        let shape = find(&r["shapes"], "name", &l["shape"]);
+        let us = find(&shape["peers"], "peer", &l["peer"])["p50_us"]
             .as_f64()
             .unwrap();
         let replay_ms = n as f64 * us / 1000.0;
@@ -253,24 +253,15 @@ fn the_gate_the_harness_and_the_variants_agree_on_a_fake_torch_and_the_old_trap_
     assert_eq!(l_rows.len(), r["shapes"].as_array().unwrap().len(), "{l}");
     for row in l_rows {
         let name = row["shape"].as_str().unwrap();
-        let s = r["shapes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["name"] == name)
+        let ours = find(&r["shapes"], "name", &row["shape"])["ab"]["p50_cand"]
+            .as_f64()
             .unwrap();
-        let ours = s["ab"]["p50_cand"].as_f64().unwrap();
         assert_eq!(row["path"], "sim");
         assert!(
             (row["ours_us"].as_f64().unwrap() - ours).abs() < 1e-9,
             "{row}"
         );
-        let harness = h["shapes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|x| x["name"] == name)
-            .unwrap();
+        let harness = find(&h["shapes"], "name", &row["shape"]);
         for (label, hkey, peer) in [
             ("cuDNN", "cudnn_us", "torch-sdpa-cudnn"),
             ("FA2", "flash_us", "torch-sdpa-flash"),
