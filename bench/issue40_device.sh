@@ -244,6 +244,8 @@
 #   bash bench/issue40_device.sh thirtyfifth-like # issue 40's ratios two ways: against PyTorch as a
 #                                               # user times it and under the gate's own conditions
 #   bash bench/issue40_device.sh thirtyfifth-warm # our kernel timed as the harness times PyTorch's
+#   bash bench/issue40_device.sh thirtysixth-pair # causal one-wave grids on the L4 path paired heavy
+#                                               # with light (kernels/ against .carry/k-base)
 #   bash bench/issue40_device.sh thirtyfifth-leadin # the witness's lead-in timed by the global timer
 #   bash bench/issue40_device.sh thirtyfifth-noshort # the short d64 form against NAME on this card
 #   bash bench/issue40_device.sh thirtyfourth-control # which step of a kernel's sample the
@@ -2651,6 +2653,44 @@ thirtyfifth-like)
     | tee "$res/like.txt"
   save
   warm_alike
+  save
+  ;;
+thirtysixth-pair)
+  # 2026-12-06 (thirty-sixth session): the mma.sync kernel's causal one-wave grids with the
+  # heaviest row tiles paired with the lightest on an SM (pair_heavy_with_light: the
+  # candidate .carry/variants/heavylight, from bench/variants/heavylight.patch; .carry/k-base the
+  # kernels before it). First where the block scheduler puts a
+  # grid of one wave at two CTAs a SM (bench/placement_probe.py), the gate's A/B on causal-d64
+  # (one-wave grids that pair and two that do not) and ada-d64, kernel_check.py --ada, FA2 /
+  # cuDNN on ada-d64 in the same call, and both trees under one timer. ~4 min.
+  save() { tar czf "$out/thirtysixth-pair.tgz" -C "$out" r; }
+  card
+  timed timeout 60 python3 bench/placement_probe.py --out "$res/placement.json" \
+    > "$res/placement.txt" 2>&1
+  cat "$res/placement.txt"
+  ada_d64_config
+  derive_config causal-d64 configs/pr-ada.yaml <<'SHAPES'
+4 16 512 64 causal bfloat16
+3 16 512 64 causal float16
+6 8 512 64 causal float16
+4 16 384 64 causal float16
+2 16 1024 64 causal float16
+1 16 2048 64 causal float16
+5 16 256 64 causal float16
+8 16 512 64 causal float16
+SHAPES
+  ab pair-causal .carry/variants/heavylight "$res/causal-d64.yaml" | sed -E 's/  unwitnessed b\/c .*$//'
+  save
+  ab pair-d64 .carry/variants/heavylight "$res/ada-d64.yaml" | sed -E 's/  unwitnessed b\/c .*$//'
+  save
+  kernel_check_variants heavylight
+  peers ada-d64 "$res/ada-d64.yaml"
+  peer_table "$res/ab-pair-d64.json" "$res/sdpa-ada-d64.json"
+  for k in .carry/variants/heavylight .carry/k-base; do
+    timed timeout 120 python3 bench/warm_alike.py --ada --kdir "$k" --shape 4,16,512,64,causal \
+      --shape 3,16,512,64,causal --shape 4,16,512,64 > "$res/warm-$(basename "$k").txt" 2>&1
+    echo "== $k"; cat "$res/warm-$(basename "$k").txt"
+  done
   save
   ;;
 thirtyfifth-leadin)
