@@ -245,7 +245,7 @@
 #                                               # user times it and under the gate's own conditions
 #   bash bench/issue40_device.sh thirtyfifth-warm # our kernel timed as the harness times PyTorch's
 #   bash bench/issue40_device.sh thirtysixth-pair # causal one-wave grids on the L4 path paired heavy
-#                                               # with light (kernels/ against .carry/k-base)
+#                                               # with light (variants/heavylight against k-base)
 #   bash bench/issue40_device.sh thirtyfifth-leadin # the witness's lead-in timed by the global timer
 #   bash bench/issue40_device.sh thirtyfifth-noshort # the short d64 form against NAME on this card
 #   bash bench/issue40_device.sh thirtyfourth-control # which step of a kernel's sample the

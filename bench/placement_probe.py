@@ -8,7 +8,7 @@ grid's heaviest row tiles with its lightest on that assumption, reading S from %
 wrong assumption costs balance, never a result; this says whether it holds on the card.
 
 The probe: a kernel with 128 threads and enough dynamic shared memory that an SM holds two of
-its CTAs and not three; each CTA stamps %smid and %globaltimer and spins long enough that the
+its CTAs and not three; each CTA stamps %smid and %nsmid and spins long enough that the
 whole grid is resident at once; grids (X, Y) of S < X * Y <= 2 S CTAs, as the attention grid
 (row tiles, batch * heads).
 
@@ -24,16 +24,13 @@ SRC = r"""
 extern "C" __global__ void __launch_bounds__(128) where(unsigned* out, long long spin) {
     extern __shared__ unsigned char pad[];
     unsigned smid, nsmid;
-    unsigned long long t0;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
     asm volatile("mov.u32 %0, %%nsmid;" : "=r"(nsmid));
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
     const unsigned l = blockIdx.y * gridDim.x + blockIdx.x;
     if (threadIdx.x == 0) {
         pad[0] = (unsigned char)smid;  // the shared memory is used: it sets the occupancy
-        out[3 * l] = smid;
-        out[3 * l + 1] = nsmid;
-        out[3 * l + 2] = (unsigned)(t0 & 0xffffffffu);
+        out[2 * l] = smid;
+        out[2 * l + 1] = nsmid;
     }
     const long long c0 = clock64();
     while (clock64() - c0 < spin) {}
@@ -62,10 +59,10 @@ def main():
     print(f"{report['gpu']}: {sms} SMs, {smem} B of shared memory a CTA (two a SM)")
     for x, y in grids:
         n = x * y
-        out = cp.zeros(3 * n, dtype=cp.uint32)
+        out = cp.zeros(2 * n, dtype=cp.uint32)
         fn((x, y), (128,), (out, cp.int64(2_000_000)), shared_mem=smem)
         cp.cuda.runtime.deviceSynchronize()
-        o = out.get().reshape(n, 3)
+        o = out.get().reshape(n, 2)
         smid, nsmid = o[:, 0], o[:, 1]
         per_sm = collections.Counter(smid.tolist())
         partner = [int(smid[l] == smid[l - sms]) for l in range(sms, n)]
