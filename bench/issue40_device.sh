@@ -244,6 +244,10 @@
 #   bash bench/issue40_device.sh thirtyfifth-like # issue 40's ratios two ways: against PyTorch as a
 #                                               # user times it and under the gate's own conditions
 #   bash bench/issue40_device.sh thirtyfifth-warm # our kernel timed as the harness times PyTorch's
+#   bash bench/issue40_device.sh thirtyseventh-form # NAME_one_wave_causal (kernels/) against k-base:
+#                                               # A/B, checks, sanitizer, peers
+#   bash bench/issue40_device.sh thirtyseventh-pair # the pairing in a copy of the body of its own
+#                                               # (variants/heavylight2 against k-base)
 #   bash bench/issue40_device.sh thirtysixth-pair # causal one-wave grids on the L4 path paired heavy
 #                                               # with light (variants/heavylight against k-base)
 #   bash bench/issue40_device.sh thirtyfifth-leadin # the witness's lead-in timed by the global timer
@@ -2653,6 +2657,94 @@ thirtyfifth-like)
     | tee "$res/like.txt"
   save
   warm_alike
+  save
+  ;;
+thirtyseventh-form)
+  # 2026-12-06 (thirty-seventh session): the pairing as a form of its own,
+  # NAME_one_wave_causal (kernels/, with the binary that picks it), against .carry/k-base (the
+  # kernels before it: NAME byte-identical, no such form). Where the block scheduler puts a
+  # grid of one wave; the gate's A/B on causal-d64 and ada-d64; kernel_check.py --ada (the
+  # form on N(0,1) and on grids of one wave); the form under compute-sanitizer; FA2 / cuDNN
+  # on ada-d64 in the same call; both trees under one timer. ~5 min.
+  save() { tar czf "$out/thirtyseventh-form.tgz" -C "$out" r; }
+  card
+  timed timeout 60 python3 bench/placement_probe.py --out "$res/placement.json" \
+    > "$res/placement.txt" 2>&1
+  cat "$res/placement.txt"
+  ada_d64_config
+  derive_config causal-d64 configs/pr-ada.yaml <<'SHAPES'
+4 16 512 64 causal bfloat16
+3 16 512 64 causal float16
+6 8 512 64 causal float16
+4 16 384 64 causal float16
+2 16 1024 64 causal float16
+1 16 2048 64 causal float16
+5 16 256 64 causal float16
+8 16 512 64 causal float16
+SHAPES
+  derive_config san-one-wave configs/sanitize-ada.yaml <<'SHAPES'
+1 50 333 64 causal float16
+SHAPES
+  ab form-causal kernels "$res/causal-d64.yaml" | sed -E 's/  unwitnessed b\/c .*$//'
+  save
+  ab form-d64 kernels "$res/ada-d64.yaml" | sed -E 's/  unwitnessed b\/c .*$//'
+  save
+  kernel_check_only --ada
+  save
+  timed timeout 150 "$bin" sanitize --config "$res/san-one-wave.yaml" --kernels kernels \
+    > "$res/san-one-wave.txt" 2>&1
+  grep -E "sanitize:|finding|one_wave|error" "$res/san-one-wave.txt" | head -6
+  save
+  peers ada-d64 "$res/ada-d64.yaml"
+  peer_table "$res/ab-form-d64.json" "$res/sdpa-ada-d64.json"
+  timed timeout 120 python3 bench/warm_alike.py --ada --kdir kernels \
+    --shape 4,16,512,64,causal,one_wave_causal --shape 3,16,512,64,causal,one_wave_causal \
+    --shape 4,16,512,64 > "$res/warm-kernels.txt" 2>&1
+  echo "== kernels"; cat "$res/warm-kernels.txt"
+  timed timeout 120 python3 bench/warm_alike.py --ada --kdir .carry/k-base --shape 4,16,512,64,causal \
+    --shape 3,16,512,64,causal --shape 4,16,512,64 > "$res/warm-k-base.txt" 2>&1
+  echo "== k-base"; cat "$res/warm-k-base.txt"
+  save
+  ;;
+thirtyseventh-pair)
+  # 2026-12-06 (thirty-seventh session): the pairing as a copy of the body of its own
+  # (.carry/variants/heavylight2, from bench/variants/heavylight2.patch: d64 NAME only, the
+  # plain copy for every launch that does not pair), since the one-copy form (variants/
+  # heavylight) cost multi-wave grids +1.5 ... +2.2% (thirty-sixth call 1). The gate's A/B on
+  # causal-d64 and ada-d64, then the one-copy form again on the three grids it regressed,
+  # kernel_check.py --ada, FA2 / cuDNN in the same call, both trees under one timer. ~4 min.
+  save() { tar czf "$out/thirtyseventh-pair.tgz" -C "$out" r; }
+  card
+  ada_d64_config
+  derive_config causal-d64 configs/pr-ada.yaml <<'SHAPES'
+4 16 512 64 causal bfloat16
+3 16 512 64 causal float16
+6 8 512 64 causal float16
+4 16 384 64 causal float16
+2 16 1024 64 causal float16
+1 16 2048 64 causal float16
+5 16 256 64 causal float16
+8 16 512 64 causal float16
+SHAPES
+  derive_config guard-d64 configs/pr-ada.yaml <<'SHAPES'
+8 16 512 64 causal float16
+4 16 2048 64 causal float16
+4 16 2048 64 noncausal float16
+SHAPES
+  ab pair2-causal .carry/variants/heavylight2 "$res/causal-d64.yaml" | sed -E 's/  unwitnessed b\/c .*$//'
+  save
+  ab pair2-d64 .carry/variants/heavylight2 "$res/ada-d64.yaml" | sed -E 's/  unwitnessed b\/c .*$//'
+  save
+  ab pair1-guard .carry/variants/heavylight "$res/guard-d64.yaml" | sed -E 's/  unwitnessed b\/c .*$//'
+  save
+  kernel_check_variants heavylight2
+  peers ada-d64 "$res/ada-d64.yaml"
+  peer_table "$res/ab-pair2-d64.json" "$res/sdpa-ada-d64.json"
+  for k in .carry/variants/heavylight2 .carry/k-base; do
+    timed timeout 120 python3 bench/warm_alike.py --ada --kdir "$k" --shape 4,16,512,64,causal \
+      --shape 3,16,512,64,causal --shape 4,16,512,64 > "$res/warm-$(basename "$k").txt" 2>&1
+    echo "== $k"; cat "$res/warm-$(basename "$k").txt"
+  done
   save
   ;;
 thirtysixth-pair)

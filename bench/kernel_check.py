@@ -104,7 +104,7 @@ class Module:
     def has_symbol(self, name):
         """Whether the cubin defines `name` (a whole NUL-delimited string of its string table),
         as the Rust side looks up NAME_small, NAME_long, NAME_long_noncausal,
-        NAME_short_noncausal and NAME_tma."""
+        NAME_short_noncausal, NAME_one_wave_causal and NAME_tma."""
         return (b"\0" + name.encode() + b"\0") in self.cubin
 
     def launch_const(self, name):
@@ -392,9 +392,25 @@ def random_cases():
     return cases
 
 
-def check_random(fast, ref, results, seed=1234, ref_kernel_too=True, section="random"):
+def one_wave_cases():
+    """Grids of one wave with a second CTA on some SM (more 128-row CTAs than this GPU's SMs,
+    at most two a SM), where NAME_one_wave_causal deals its units out of blockIdx order: an odd
+    tail, 4, 8 and 16 row tiles, both dtypes, and one non-causal launch (the form must be right
+    for either mask)."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    cases = []
+    for S, dt, causal in ((333, "f16", True), (512, "bf16", True), (1000, "f16", True),
+                          (2048, "bf16", True), (512, "f16", False)):
+        tiles = (S + 127) // 128
+        H = (3 * sms + 2 * tiles - 1) // (2 * tiles)  # about 1.5 CTAs a SM
+        cases.append((1, H, S, 64, causal, dt))
+    return cases
+
+
+def check_random(fast, ref, results, seed=1234, ref_kernel_too=True, section="random",
+                 cases=None):
     gen = torch.Generator(device="cuda").manual_seed(seed)
-    for (B, H, S, D, causal, dt) in random_cases():
+    for (B, H, S, D, causal, dt) in cases or random_cases():
         if (dt, D) not in fast:  # a kernel form that only some head_dims have
             continue
         q, k, v = (torch.randn(B, H, S, D, device="cuda", generator=gen, dtype=torch.float32)
@@ -592,11 +608,13 @@ def main():
     fast = {key: Attn(amod, name) for key, name in FAST.items()}
     ref = {dt: Attn(rmod, name) for dt, name in REF.items()}
     # The optional forms (kernels/README.md, "Small grids, long sequences"), checked on the
-    # random cases whatever their grid: NAME_small, NAME_long, NAME_long_noncausal and
-    # NAME_short_noncausal where the module has them.
+    # random cases whatever their grid: NAME_small, NAME_long, NAME_long_noncausal,
+    # NAME_short_noncausal and NAME_one_wave_causal where the module has them (the last also
+    # on grids of one wave, where its order of units differs from NAME's).
     forms = {sfx: {key: Attn(amod, f"{name}_{sfx}") for key, name in FAST.items()
                    if amod.has_symbol(f"{name}_{sfx}")}
-             for sfx in ("small", "long", "long_noncausal", "short_noncausal")}
+             for sfx in ("small", "long", "long_noncausal", "short_noncausal",
+                         "one_wave_causal")}
     info["kernels"] = {a.name: {"launch": [a.rows, a.threads, a.smem], "ptxas": a.ptxas,
                                 "tma": a.tma}
                        for a in list(fast.values()) + list(ref.values())
@@ -614,10 +632,14 @@ def main():
     if args.ada:
         adamod = Module("attention.cu", arch, ["-DCG_ADA_TILES"])
         fast_ada = {key: Attn(adamod, name) for key, name in FAST.items()}
-        # and the L4's optional forms (the d128 split-pipeline tile, NAME_long_noncausal)
+        # and the L4's optional forms (the d128 split-pipeline tile, NAME_long_noncausal; the
+        # d64 NAME_one_wave_causal)
         ada_forms = {key: Attn(adamod, f"{name}_long_noncausal") for key, name in FAST.items()
                      if adamod.has_symbol(f"{name}_long_noncausal")}
-        for a in list(fast_ada.values()) + list(ada_forms.values()):
+        ada_one_wave = {key: Attn(adamod, f"{name}_one_wave_causal") for key, name in FAST.items()
+                        if adamod.has_symbol(f"{name}_one_wave_causal")}
+        for a in (list(fast_ada.values()) + list(ada_forms.values())
+                  + list(ada_one_wave.values())):
             info["kernels"]["ada:" + a.name] = {"launch": [a.rows, a.threads, a.smem],
                                                 "ptxas": a.ptxas}
     for kn, kv in info["kernels"].items():
@@ -643,6 +665,9 @@ def main():
                 ("random-short-noncausal", lambda: check_random(
                     forms["short_noncausal"], ref, results, seed=96, ref_kernel_too=False,
                     section="rand-short-noncausal")),
+                ("random-one-wave-causal", lambda: check_random(
+                    forms["one_wave_causal"], ref, results, seed=95, ref_kernel_too=False,
+                    section="rand-one-wave-causal", cases=random_cases() + one_wave_cases())),
                 ("ref-any-d", lambda: check_ref_extra(ref, results)),
                 ("util", lambda: check_util(umod, info))]
     if fast_ada:
@@ -651,6 +676,9 @@ def main():
         sections.append(("random-ada-long-noncausal", lambda: check_random(
             ada_forms, ref, results, seed=4322, ref_kernel_too=False,
             section="rand-ada-long-noncausal")))
+        sections.append(("random-ada-one-wave-causal", lambda: check_random(
+            ada_one_wave, ref, results, seed=4323, ref_kernel_too=False,
+            section="rand-ada-one-wave-causal", cases=random_cases() + one_wave_cases())))
     if variants:
         def vcheck():
             for vn, vk in variants.items():

@@ -91,11 +91,17 @@ class GreenPartition:
 
 def pick_entry(mod, D, dtype, B, H, S, causal, sms):
     """The L4 path's entry the host would launch on `sms` SMs (src/gpu/device.rs pick_form, the
-    mma.sync forms: no fill, no NAME_long, no NAME_short_noncausal)."""
+    mma.sync forms: no fill, no NAME_long, no NAME_short_noncausal; two CTAs a SM for d64)."""
     name = f"attention_fwd_{'bf16' if dtype == torch.bfloat16 else 'f16'}_d{D}"
     rows = mod.launch_const(name)[0]
-    if mod.has_symbol(name + "_small") and math.ceil(S / rows) * B * H < sms:
+    ctas = math.ceil(S / rows) * B * H
+    if mod.has_symbol(name + "_small") and ctas < sms:
         return name + "_small"
+    # NAME_one_wave_causal: a causal grid of one wave with a second CTA on some SM (the
+    # mma.sync d64 form holds two a SM). Its kernel pairs by %nsmid, the card's SM count, not
+    # the green context's: here it deals its units heaviest first, not as on an L4.
+    if causal and mod.has_symbol(name + "_one_wave_causal") and sms < ctas <= 2 * sms:
+        return name + "_one_wave_causal"
     lnc = name + "_long_noncausal"
     if not causal and mod.has_symbol(lnc):
         def const(sym):

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Where the block scheduler puts the CTAs of a grid of one wave at two CTAs a SM: does CTA
-L + S share an SM with CTA L (S = the SM count, L linear with x fastest)? And what %nsmid
-reads beside the SM count. Needs a CUDA GPU and cupy.
+"""Where the block scheduler puts the CTAs of a grid of one wave at two CTAs a SM: do the first
+S CTAs (S = the SM count, linear with x fastest) get an SM each, and the rest the SMs' second
+places? Does CTA L + S share CTA L's SM? And what %nsmid reads beside the SM count. Needs a
+CUDA GPU and cupy.
 
-Why: the mma.sync kernel's `pair_heavy_with_light` (kernels/attention.cu) pairs a causal
-grid's heaviest row tiles with its lightest on that assumption, reading S from %nsmid. A
-wrong assumption costs balance, never a result; this says whether it holds on the card.
+Why: NAME_one_wave_causal (kernels/attention.cu, `pair_heavy_with_light`) gives the first S
+CTAs the heaviest causal row tiles and the rest the lightest, reading S from %nsmid, so that
+each SM runs one of each. A wrong premise costs balance, never a result; this says whether it
+holds on the card.
 
 The probe: a kernel with 128 threads and enough dynamic shared memory that an SM holds two of
 its CTAs and not three; each CTA stamps %smid and %nsmid and spins long enough that the
@@ -67,15 +69,21 @@ def main():
         per_sm = collections.Counter(smid.tolist())
         partner = [int(smid[l] == smid[l - sms]) for l in range(sms, n)]
         first = int(sum(int(smid[l]) == l for l in range(min(n, sms))))
+        # NAME_one_wave_causal's premise: the first S CTAs get an SM each, the rest the SMs'
+        # second places (so every SM's pair is one of the first S and one of the rest)
+        first_distinct = len(set(smid[:min(n, sms)].tolist()))
+        rest_distinct = len(set(smid[min(n, sms):].tolist()))
         row = {"grid": [x, y], "ctas": n, "nsmid": sorted(set(nsmid.tolist())),
                "max_per_sm": max(per_sm.values()), "sms_used": len(per_sm),
                "partner_same_sm": sum(partner), "partners": len(partner),
-               "first_wave_smid_is_l": first}
+               "first_wave_smid_is_l": first, "first_s_distinct_sms": first_distinct,
+               "rest_distinct_sms": rest_distinct, "rest": max(0, n - sms)}
         report["grids"].append(row)
         print(f"grid {x:>3} x {y:<3} {n:4d} CTAs  %nsmid {row['nsmid']}  SMs used {len(per_sm)}"
               f"  most on one SM {row['max_per_sm']}  CTA L+S on CTA L's SM: "
               f"{sum(partner)} of {len(partner)}  smid == L in the first S: {first} of "
-              f"{min(n, sms)}")
+              f"{min(n, sms)}  distinct SMs: first S {first_distinct} of {min(n, sms)}, the rest "
+              f"{rest_distinct} of {max(0, n - sms)}")
     if a.out:
         with open(a.out, "w") as f:
             json.dump(report, f, indent=1)

@@ -430,6 +430,27 @@ CG_DEV void store_rows(float* __restrict__ og, const float* o, const float* l_r,
 
 // ---------------------------------------------------------------- the kernel body
 
+// Which (row tile rank, head) a CTA of NAME_one_wave_causal takes. Row tile rank x (x = 0 the
+// last, heaviest: it sees every key) costs about n - x key tiles; NAME deals x = blockIdx.x,
+// heaviest first, which is what a grid of several waves wants. The host launches this form
+// only for causal grids of one wave in which some SM runs two CTAs: every CTA starts at once,
+// the block scheduler gives the first S (linear, x fastest; S SMs) an SM each and the rest the
+// SMs' second places, so in NAME's order an SM's two CTAs are both of mixed cost, and the
+// busiest SM may run two of the heaviest (b4h16s512d64 causal, 5/8 of the tiles, took 0.97 of
+// the non-causal launch's time). Here the first S take the units in order of cost, heaviest
+// first, and the rest from the lightest up: each SM runs one of the S heaviest beside one of
+// the lightest. S from %nsmid; a bijection on the grid for any S, so a wrong S or placement
+// costs balance, never a unit. O(1).
+CG_DEV void pair_heavy_with_light(unsigned& rank_x, unsigned& head) {
+    unsigned sms;
+    asm("mov.u32 %0, %%nsmid;" : "=r"(sms));
+    const unsigned heads = gridDim.y, ctas = gridDim.x * gridDim.y;
+    const unsigned l = blockIdx.y * gridDim.x + blockIdx.x;
+    const unsigned r = l < sms ? l : ctas - 1 - (l - sms);  // cost rank, 0 the heaviest
+    rank_x = r / heads;
+    head = r % heads;
+}
+
 // D: head_dim; BM: query rows per CTA; BN: keys per K/V tile; NW: warps; MI: 16-row
 // blocks per warp (a warp owns rows [16*MI*warp, 16*MI*(warp+1)) of the tile, and every
 // K/V fragment it reads from smem feeds MI mma's); QREG: Q fragments live in registers;
@@ -437,7 +458,12 @@ CG_DEV void store_rows(float* __restrict__ og, const float* o, const float* l_r,
 // tiles ahead, 1 barrier per tile; 1: the split pipeline, one K and one V buffer, V of tile j
 // loaded during S = Q K_j^T and K of tile j+1 during O += P V_j, 2 barriers per tile: half
 // the shared memory of 2 stages, for two CTAs per SM where a block gets ~100 KB (the L4)).
-template <int D, int BM, int BN, int NW, int MI, bool QREG, int ST, bool BF16>
+// PAIRED: the units dealt by pair_heavy_with_light (NAME_one_wave_causal) instead of by
+// blockIdx. An entry of its own, not a branch in NAME: any change to NAME's body moves
+// ptxas's schedule, and both a branch and a second copy cost NAME's other grids +1.4 ...
+// +3.2% (docs/KERNEL_LOG.md, 2026-12-06, thirty-seventh session).
+template <int D, int BM, int BN, int NW, int MI, bool QREG, int ST, bool BF16,
+          bool PAIRED = false>
 CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k,
                      const unsigned short* __restrict__ v, float* __restrict__ out, int seq_len,
                      int head_dim, float scale, int causal_i) {
@@ -472,11 +498,13 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
 
     // Heaviest tiles first (matters for causal): blockIdx.x 0 takes the last query tile.
     const int n_qtiles = (seq_len + BM - 1) / BM;
-    const int qtile = n_qtiles - 1 - (int)blockIdx.x;
+    unsigned rank_x = blockIdx.x, head = blockIdx.y;
+    if constexpr (PAIRED) pair_heavy_with_light(rank_x, head);
+    const int qtile = n_qtiles - 1 - (int)rank_x;
     if (qtile < 0) return;
     const int m0 = qtile * BM;
 
-    const size_t bh = (size_t)blockIdx.y * (size_t)seq_len * D;
+    const size_t bh = (size_t)head * (size_t)seq_len * D;
     const unsigned short* __restrict__ qg = q + bh;
     const unsigned short* __restrict__ kg = k + bh;
     const unsigned short* __restrict__ vg = v + bh;
@@ -1619,7 +1647,8 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
 
 // ---------------------------------------------------------------- extern "C" entry points
 
-#define CG_ATTN_KERNEL(NAME, D, BM, BN, NW, MI, QREG, ST, BF16, MINB)                          \
+// PAIRED: NAME_one_wave_causal's order of units (pair_heavy_with_light).
+#define CG_ATTN_KERNEL_AS(NAME, PAIRED, D, BM, BN, NW, MI, QREG, ST, BF16, MINB)              \
     extern "C" {                                                                              \
     __constant__ int NAME##_launch[3] = {BM, NW * 32,                                         \
                                          cg_attn::Geo<D, BM, BN, QREG, ST>::SMEM_B};           \
@@ -1628,9 +1657,11 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
         NAME(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k,       \
              const unsigned short* __restrict__ v, float* __restrict__ out, int seq_len,       \
              int head_dim, float scale, int causal) {                                         \
-        cg_attn::attn_fwd<D, BM, BN, NW, MI, QREG, ST, BF16>(q, k, v, out, seq_len, head_dim, \
-                                                             scale, causal);                  \
+        cg_attn::attn_fwd<D, BM, BN, NW, MI, QREG, ST, BF16, PAIRED>(q, k, v, out, seq_len,    \
+                                                                     head_dim, scale, causal); \
     }
+#define CG_ATTN_KERNEL(NAME, D, BM, BN, NW, MI, QREG, ST, BF16, MINB)                          \
+    CG_ATTN_KERNEL_AS(NAME, false, D, BM, BN, NW, MI, QREG, ST, BF16, MINB)
 
 #define CG_ATTN_WG_KERNEL(NAME, D, BN, NWG, BF16, MINB, PIPE)                                       \
     extern "C" {                                                                              \
@@ -1831,6 +1862,12 @@ CG_ATTN_WS_KERNEL_NARROW(attention_fwd_bf16_d128_long_noncausal, 128, 2, 2, true
 //       (2 CTAs = 8 warps per SM on both H200 and L4)
 CG_ATTN_KERNEL(attention_fwd_f16_d64, 64, 128, 64, 4, 2, true, 2, false, 2)
 CG_ATTN_KERNEL(attention_fwd_bf16_d64, 64, 128, 64, 4, 2, true, 2, true, 2)
+// d64 causal grids of one wave in which some SM runs two CTAs (NAME_one_wave_causal,
+// kernels/README.md): NAME's tile with the heaviest row tiles paired with the lightest on an
+// SM (pair_heavy_with_light). The gate's A/B against NAME on an H100, CG_ADA_TILES,
+// 2026-12-06: -7.5% (160 CTAs) ... -28.4% (256 CTAs of 16 row tiles) on seven such grids.
+CG_ATTN_KERNEL_AS(attention_fwd_f16_d64_one_wave_causal, true, 64, 128, 64, 4, 2, true, 2, false, 2)
+CG_ATTN_KERNEL_AS(attention_fwd_bf16_d64_one_wave_causal, true, 64, 128, 64, 4, 2, true, 2, true, 2)
 // d64 small grids (NAME_small, kernels/README.md: the host launches it when NAME's grid would
 // have fewer CTAs than the GPU has SMs): 64 rows x 64 keys, 4 warps x 16 rows, 32 KiB, 3 CTAs
 // per SM. Twice the CTAs keep more SMs busy: 27% faster at [1,8,512] on an H200, but 17%
