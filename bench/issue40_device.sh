@@ -3851,7 +3851,11 @@ fifth-rest)
   ;;
 record)
   # after the last kernel step: the H200's stored baselines of the shipped kernels, each
-  # followed by a stored-only A/A (the gate against the file it just wrote); CFGS=pr for one
+  # followed by a stored-only A/A (the gate against the file it just wrote); CFGS=pr for one.
+  # The commit recorded is .carry/commit's where it is carried (`git rev-parse HEAD >
+  # .carry/commit`): the device's copy of the tree may answer `git rev-parse HEAD` with an
+  # older commit (2026-12-06, thirty-seventh session: 77cd67d for bd13957's kernels).
+  [ -f .carry/commit ] && export GITHUB_SHA="$(cat .carry/commit)"
   for cfg in ${CFGS:-pr pr-ada}; do
     echo "== re-record $cfg"
     timed timeout 240 "$bin" baseline update --processes "${PROCESSES:-3}" --config configs/$cfg.yaml \
