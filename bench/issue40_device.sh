@@ -330,6 +330,47 @@ yaml.safe_dump(cfg, open(sys.argv[3], "w"), sort_keys=False)
 ' "$1" "$2" "$res/$1.yaml"
 }
 
+# causal-d64.yaml: pr-ada's settings on causal d64 grids of one wave on 132 SMs (144 to 256
+# 128-row CTAs, NAME_one_wave_causal's) and one of two waves (b8h16s512d64, NAME's)
+causal_d64_config() {
+  derive_config causal-d64 configs/pr-ada.yaml <<'SHAPES'
+4 16 512 64 causal bfloat16
+3 16 512 64 causal float16
+6 8 512 64 causal float16
+4 16 384 64 causal float16
+2 16 1024 64 causal float16
+1 16 2048 64 causal float16
+5 16 256 64 causal float16
+8 16 512 64 causal float16
+SHAPES
+}
+
+# the card, bench/placement_probe.py (where the block scheduler puts a grid of one wave at two
+# CTAs a SM), ada-d64.yaml and causal-d64.yaml: one_wave_setup
+one_wave_setup() {
+  card
+  timed timeout 60 python3 bench/placement_probe.py --out "$res/placement.json" \
+    > "$res/placement.txt" 2>&1
+  cat "$res/placement.txt"
+  ada_d64_config
+  causal_d64_config
+}
+
+# after a one-wave candidate's A/Bs: kernel_check.py --ada with .carry/variants/V, FA2 / cuDNN
+# on ada-d64 and the table of ab-TAG-d64.json, both trees by bench/warm_alike.py:
+# one_wave_tail V TAG
+one_wave_tail() {
+  kernel_check_variants "$1"
+  peers ada-d64 "$res/ada-d64.yaml"
+  peer_table "$res/ab-$2-d64.json" "$res/sdpa-ada-d64.json"
+  for k in ".carry/variants/$1" .carry/k-base; do
+    timed timeout 120 python3 bench/warm_alike.py --ada --kdir "$k" --shape 4,16,512,64,causal \
+      --shape 3,16,512,64,causal --shape 4,16,512,64 > "$res/warm-$(basename "$k").txt" 2>&1
+    echo "== $k"; cat "$res/warm-$(basename "$k").txt"
+  done
+  save
+}
+
 # mid.yaml: the PR config's settings on non-causal d128 shapes around wide_tiles()'s
 # threshold (attention.cu: 192-key tiles when they need at most 69% as many)
 mid_config() {
@@ -813,8 +854,10 @@ warm_alike() {
   timed timeout 120 python3 bench/warm_alike.py --shape 4,16,512,64,short_noncausal \
     --out "$res/warm-hopper.json" > "$res/warm-hopper.txt" 2>&1
   cat "$res/warm-hopper.txt"
+  # (b4h16s512d64 causal on the form the host picks on 132 SMs since the thirty-seventh session)
   timed timeout 200 python3 bench/warm_alike.py --ada --shape 2,16,4096,128 --shape 4,16,512,64 \
-    --shape 8,16,512,64 --shape 4,16,512,64,causal --out "$res/warm-ada.json" > "$res/warm-ada.txt" 2>&1
+    --shape 8,16,512,64 --shape 4,16,512,64,causal,one_wave_causal --out "$res/warm-ada.json" \
+    > "$res/warm-ada.txt" 2>&1
   cat "$res/warm-ada.txt"
 }
 
@@ -2667,21 +2710,7 @@ thirtyseventh-form)
   # form on N(0,1) and on grids of one wave); the form under compute-sanitizer; FA2 / cuDNN
   # on ada-d64 in the same call; both trees under one timer. ~5 min.
   save() { tar czf "$out/thirtyseventh-form.tgz" -C "$out" r; }
-  card
-  timed timeout 60 python3 bench/placement_probe.py --out "$res/placement.json" \
-    > "$res/placement.txt" 2>&1
-  cat "$res/placement.txt"
-  ada_d64_config
-  derive_config causal-d64 configs/pr-ada.yaml <<'SHAPES'
-4 16 512 64 causal bfloat16
-3 16 512 64 causal float16
-6 8 512 64 causal float16
-4 16 384 64 causal float16
-2 16 1024 64 causal float16
-1 16 2048 64 causal float16
-5 16 256 64 causal float16
-8 16 512 64 causal float16
-SHAPES
+  one_wave_setup
   derive_config san-one-wave configs/sanitize-ada.yaml <<'SHAPES'
 1 50 333 64 causal float16
 SHAPES
@@ -2716,16 +2745,7 @@ thirtyseventh-pair)
   save() { tar czf "$out/thirtyseventh-pair.tgz" -C "$out" r; }
   card
   ada_d64_config
-  derive_config causal-d64 configs/pr-ada.yaml <<'SHAPES'
-4 16 512 64 causal bfloat16
-3 16 512 64 causal float16
-6 8 512 64 causal float16
-4 16 384 64 causal float16
-2 16 1024 64 causal float16
-1 16 2048 64 causal float16
-5 16 256 64 causal float16
-8 16 512 64 causal float16
-SHAPES
+  causal_d64_config
   derive_config guard-d64 configs/pr-ada.yaml <<'SHAPES'
 8 16 512 64 causal float16
 4 16 2048 64 causal float16
@@ -2737,15 +2757,7 @@ SHAPES
   save
   ab pair1-guard .carry/variants/heavylight "$res/guard-d64.yaml" | sed -E 's/  unwitnessed b\/c .*$//'
   save
-  kernel_check_variants heavylight2
-  peers ada-d64 "$res/ada-d64.yaml"
-  peer_table "$res/ab-pair2-d64.json" "$res/sdpa-ada-d64.json"
-  for k in .carry/variants/heavylight2 .carry/k-base; do
-    timed timeout 120 python3 bench/warm_alike.py --ada --kdir "$k" --shape 4,16,512,64,causal \
-      --shape 3,16,512,64,causal --shape 4,16,512,64 > "$res/warm-$(basename "$k").txt" 2>&1
-    echo "== $k"; cat "$res/warm-$(basename "$k").txt"
-  done
-  save
+  one_wave_tail heavylight2 pair2
   ;;
 thirtysixth-pair)
   # 2026-12-06 (thirty-sixth session): the mma.sync kernel's causal one-wave grids with the
@@ -2756,34 +2768,12 @@ thirtysixth-pair)
   # (one-wave grids that pair and two that do not) and ada-d64, kernel_check.py --ada, FA2 /
   # cuDNN on ada-d64 in the same call, and both trees under one timer. ~4 min.
   save() { tar czf "$out/thirtysixth-pair.tgz" -C "$out" r; }
-  card
-  timed timeout 60 python3 bench/placement_probe.py --out "$res/placement.json" \
-    > "$res/placement.txt" 2>&1
-  cat "$res/placement.txt"
-  ada_d64_config
-  derive_config causal-d64 configs/pr-ada.yaml <<'SHAPES'
-4 16 512 64 causal bfloat16
-3 16 512 64 causal float16
-6 8 512 64 causal float16
-4 16 384 64 causal float16
-2 16 1024 64 causal float16
-1 16 2048 64 causal float16
-5 16 256 64 causal float16
-8 16 512 64 causal float16
-SHAPES
+  one_wave_setup
   ab pair-causal .carry/variants/heavylight "$res/causal-d64.yaml" | sed -E 's/  unwitnessed b\/c .*$//'
   save
   ab pair-d64 .carry/variants/heavylight "$res/ada-d64.yaml" | sed -E 's/  unwitnessed b\/c .*$//'
   save
-  kernel_check_variants heavylight
-  peers ada-d64 "$res/ada-d64.yaml"
-  peer_table "$res/ab-pair-d64.json" "$res/sdpa-ada-d64.json"
-  for k in .carry/variants/heavylight .carry/k-base; do
-    timed timeout 120 python3 bench/warm_alike.py --ada --kdir "$k" --shape 4,16,512,64,causal \
-      --shape 3,16,512,64,causal --shape 4,16,512,64 > "$res/warm-$(basename "$k").txt" 2>&1
-    echo "== $k"; cat "$res/warm-$(basename "$k").txt"
-  done
-  save
+  one_wave_tail heavylight pair
   ;;
 thirtyfifth-leadin)
   # 2026-12-05 (thirty-fifth session): the witness's lead-in timed by the global timer before a
