@@ -309,6 +309,12 @@ for s in r.get("shapes", []):
 PY
 }
 
+# ab without the witness's detail, then the mode's save: ab_brief NAME KDIR CONFIG [--shape S ...]
+ab_brief() {
+  ab "$@" | sed -E 's/  unwitnessed b\/c .*$//'
+  save
+}
+
 # $res/NAME.yaml: BASE's settings (peers dropped) on the shapes read from standard input, one
 # per line, "batch heads seq_len head_dim causal|noncausal dtype": derive_config NAME BASE
 derive_config() {
@@ -2714,10 +2720,8 @@ thirtyseventh-form)
   derive_config san-one-wave configs/sanitize-ada.yaml <<'SHAPES'
 1 50 333 64 causal float16
 SHAPES
-  ab form-causal kernels "$res/causal-d64.yaml" | sed -E 's/  unwitnessed b\/c .*$//'
-  save
-  ab form-d64 kernels "$res/ada-d64.yaml" | sed -E 's/  unwitnessed b\/c .*$//'
-  save
+  ab_brief form-causal kernels "$res/causal-d64.yaml"
+  ab_brief form-d64 kernels "$res/ada-d64.yaml"
   kernel_check_only --ada
   save
   timed timeout 150 "$bin" sanitize --config "$res/san-one-wave.yaml" --kernels kernels \
@@ -2751,12 +2755,9 @@ thirtyseventh-pair)
 4 16 2048 64 causal float16
 4 16 2048 64 noncausal float16
 SHAPES
-  ab pair2-causal .carry/variants/heavylight2 "$res/causal-d64.yaml" | sed -E 's/  unwitnessed b\/c .*$//'
-  save
-  ab pair2-d64 .carry/variants/heavylight2 "$res/ada-d64.yaml" | sed -E 's/  unwitnessed b\/c .*$//'
-  save
-  ab pair1-guard .carry/variants/heavylight "$res/guard-d64.yaml" | sed -E 's/  unwitnessed b\/c .*$//'
-  save
+  ab_brief pair2-causal .carry/variants/heavylight2 "$res/causal-d64.yaml"
+  ab_brief pair2-d64 .carry/variants/heavylight2 "$res/ada-d64.yaml"
+  ab_brief pair1-guard .carry/variants/heavylight "$res/guard-d64.yaml"
   one_wave_tail heavylight2 pair2
   ;;
 thirtysixth-pair)
@@ -2769,10 +2770,8 @@ thirtysixth-pair)
   # cuDNN on ada-d64 in the same call, and both trees under one timer. ~4 min.
   save() { tar czf "$out/thirtysixth-pair.tgz" -C "$out" r; }
   one_wave_setup
-  ab pair-causal .carry/variants/heavylight "$res/causal-d64.yaml" | sed -E 's/  unwitnessed b\/c .*$//'
-  save
-  ab pair-d64 .carry/variants/heavylight "$res/ada-d64.yaml" | sed -E 's/  unwitnessed b\/c .*$//'
-  save
+  ab_brief pair-causal .carry/variants/heavylight "$res/causal-d64.yaml"
+  ab_brief pair-d64 .carry/variants/heavylight "$res/ada-d64.yaml"
   one_wave_tail heavylight pair
   ;;
 thirtyfifth-leadin)

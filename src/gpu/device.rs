@@ -534,13 +534,11 @@ pub(crate) fn pick_form(shape: &ShapeParams, forms: &Forms, sm_count: u32) -> Fo
 }
 
 /// Whether `form`'s grid for `shape` is one wave in which some SM runs more than one CTA:
-/// more CTAs than SMs and at most the CTAs all SMs hold at once. O(1).
+/// the busiest SM gets more than one CTA and at most the CTAs it holds at once (more CTAs
+/// than SMs, at most the CTAs all SMs hold). O(1).
 fn one_wave_of_shared_sms(shape: &ShapeParams, form: FormGeometry, sm_count: u32) -> bool {
-    let ctas = u64::from(launch_grid_x(shape, form, sm_count).max(1))
-        .saturating_mul(u64::from(shape.batch))
-        .saturating_mul(u64::from(shape.heads));
-    let sms = u64::from(sm_count.max(1));
-    ctas > sms && ctas <= sms.saturating_mul(u64::from(form.ctas_per_sm))
+    let c = ctas_on_busiest_sm(shape, launch_grid_x(shape, form, sm_count), sm_count);
+    c > 1 && c <= u64::from(form.ctas_per_sm)
 }
 
 impl AttentionSet {
