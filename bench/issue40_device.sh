@@ -244,6 +244,10 @@
 #   bash bench/issue40_device.sh thirtyfifth-like # issue 40's ratios two ways: against PyTorch as a
 #                                               # user times it and under the gate's own conditions
 #   bash bench/issue40_device.sh thirtyfifth-warm # our kernel timed as the harness times PyTorch's
+#   bash bench/issue40_device.sh thirtyeighth-h200 # H200 only: pr, pr-ada re-recorded; the tables
+#   bash bench/issue40_device.sh thirtyeighth-control # the control test again, its rounds printed
+#   bash bench/issue40_device.sh thirtyeighth    # H200: pr, pr-ada re-recorded; the GPU tests; the
+#                                               # one-wave form on 56 SMs; H100: the attack suite
 #   bash bench/issue40_device.sh thirtyseventh-form # NAME_one_wave_causal (kernels/) against k-base:
 #                                               # A/B, checks, sanitizer, peers
 #   bash bench/issue40_device.sh thirtyseventh-pair # the pairing in a copy of the body of its own
@@ -867,9 +871,10 @@ warm_alike() {
   cat "$res/warm-ada.txt"
 }
 
-# GPU tests of the integration-test binary by name, into $res/LOG, LIMIT seconds at most:
-# gpu_tests LOG LIMIT TEST...
-gpu_tests() {
+# GPU tests of the integration-test binary by name, into $res/LOG, LIMIT seconds at most
+# (a name of its own: as a second `gpu_tests` it hid the one above from every mode that runs
+# all the GPU tests): gpu_tests_named LOG LIMIT TEST...
+gpu_tests_named() {
   local log=$1 limit=$2
   shift 2
   CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout "$limit" "$it_tests" --ignored \
@@ -898,6 +903,20 @@ stored_aa() {
   timed timeout 150 "$bin" local --no-base --no-peers --no-profile --config "configs/$1.yaml" \
     --out "$res/stored-$1.json" > "$res/stored-$1.txt" 2>&1
   grep -E "PASS|FAIL" "$res/stored-$1.txt" | tail -1 | cut -c1-200
+}
+
+# the stored baselines of ${CFGS:-pr pr-ada} re-recorded with kernels/ (3 processes), each
+# followed by a stored-only A/A; the commit from .carry/commit where carried: record_baselines
+record_baselines() {
+  [ -f .carry/commit ] && export GITHUB_SHA="$(cat .carry/commit)"
+  for cfg in ${CFGS:-pr pr-ada}; do
+    echo "== re-record $cfg"
+    timed timeout 240 "$bin" baseline update --processes "${PROCESSES:-3}" --config configs/$cfg.yaml \
+      --reason "${REASON:-kernel step (issue 40)}" > "$res/record-$cfg.txt" 2>&1
+    tail -3 "$res/record-$cfg.txt" | cut -c1-200
+    stored_aa "$cfg"
+  done
+  cp -r baselines "$res/baselines"
 }
 
 # mid2.yaml: the PR config's settings on non-causal d128 lengths from 512 to 2048 keys, where
@@ -2378,7 +2397,7 @@ thirtyfirst)
   # A/A; on an H100: the long nightly rows with cuDNN / FA2 (never timed there).
   save() { tar czf "$out/thirtyfirst.tgz" -C "$out" r; }
   card
-  gpu_tests witness-tests.log 200 gpu::a_side_alone_is_judged_against_the_control_beside_each_round \
+  gpu_tests_named witness-tests.log 200 gpu::a_side_alone_is_judged_against_the_control_beside_each_round \
     gpu::ab_pairs_of_one_kernel_agree gpu::time_the_events_did_not_see_on_one_side_is_judged
   grep -E "alone|unwitnessed|lead-in|test result|FAILED|panicked" "$res/witness-tests.log" | cut -c1-400
   save
@@ -2436,7 +2455,7 @@ thirtyfirst-control)
   witness_tests=gpu::the_control_reads_the_same_without_the_duty_cycles_idle_time
   case "$gpu" in *H200*) witness_tests="$witness_tests gpu::a_side_alone_is_judged_against_the_control_beside_each_round gpu::ab_pairs_of_one_kernel_agree" ;; esac
   # shellcheck disable=SC2086
-  gpu_tests control-tests.log 200 $witness_tests
+  gpu_tests_named control-tests.log 200 $witness_tests
   grep -E "duty|alone|unwitnessed µs|test result|FAILED|panicked" "$res/control-tests.log" | cut -c1-300
   save
   case "$gpu" in *H200*) h200_witness_and_tail ;; esac
@@ -2450,7 +2469,7 @@ thirtyfirst-cheap)
   # on the busiest SM (`twentyninth-tail`'s A/B).
   save() { tar czf "$out/thirtyfirst-cheap.tgz" -C "$out" r; }
   card
-  gpu_tests witness-tests.log 200 gpu::the_control_reads_the_same_without_the_duty_cycles_idle_time \
+  gpu_tests_named witness-tests.log 200 gpu::the_control_reads_the_same_without_the_duty_cycles_idle_time \
     gpu::a_side_alone_is_judged_against_the_control_beside_each_round gpu::ab_pairs_of_one_kernel_agree \
     gpu::time_the_events_did_not_see_on_one_side_is_judged
   grep -E "duty|test result|FAILED|panicked" "$res/witness-tests.log" | cut -c1-300
@@ -2640,7 +2659,7 @@ thirtysecond-verify)
   # the attack suite.
   save() { tar czf "$out/thirtysecond-verify.tgz" -C "$out" r; }
   card
-  gpu_tests witness-tests.log 150 gpu::ab_pairs_of_one_kernel_agree \
+  gpu_tests_named witness-tests.log 150 gpu::ab_pairs_of_one_kernel_agree \
     gpu::time_the_events_did_not_see_on_one_side_is_judged \
     gpu::a_side_alone_is_judged_against_the_control_beside_each_round
   grep -E "test result|FAILED|panicked" "$res/witness-tests.log" | cut -c1-300
@@ -2666,7 +2685,7 @@ thirtyfirst-through)
   # set from), then one selftest trial's witness calibration.
   save() { tar czf "$out/thirtyfirst-through.tgz" -C "$out" r; }
   card
-  gpu_tests witness-tests.log 150 gpu::ab_pairs_of_one_kernel_agree \
+  gpu_tests_named witness-tests.log 150 gpu::ab_pairs_of_one_kernel_agree \
     gpu::time_the_events_did_not_see_on_one_side_is_judged
   grep -E "test result|FAILED|panicked" "$res/witness-tests.log" | cut -c1-300
   grep -oE "(through_checks_shift_us|shift_us): Some\([-0-9.]*\)" "$res/witness-tests.log" | cut -c1-60 | paste -sd' '
@@ -2707,6 +2726,73 @@ thirtyfifth-like)
   save
   warm_alike
   save
+  ;;
+thirtyeighth-h200)
+  # 2026-12-06 (thirty-eighth session): on an H200 only (any other card: nothing, at once),
+  # issue 40 item 3: `pr` and `pr-ada` re-recorded with the kernels of bd13957
+  # (NAME_one_wave_causal) and a stored-only A/A each, then issue 40's tables as
+  # thirtyfifth-like takes them. ~8 min.
+  save() { tar czf "$out/thirtyeighth-h200.tgz" -C "$out" r; }
+  card
+  case "$gpu" in
+  *H200*)
+    REASON="NAME_one_wave_causal, bd13957 (issue 40 item 3)" record_baselines
+    save
+    bash "$0" thirtyfifth-like
+    ;;
+  *) echo "not an H200: nothing to do" ;;
+  esac
+  ;;
+thirtyeighth-control)
+  # 2026-12-06 (thirty-eighth session): gpu::the_control_reads_the_same_without_the_duty_cycles_
+  # idle_time failed in call 1 (b2h16s4096d128: a side alone 60 µs beyond both controls, limit
+  # 20; 2.9-3.1 µs on an H100 in the thirty-first session): the test again, twice, now printing
+  # each round's median, and the witness's A/A test beside it; on an H200 first the `pr` and
+  # `pr-ada` re-recorded (issue 40 item 3). ~1 min (H200: ~4).
+  save() { tar czf "$out/thirtyeighth-control.tgz" -C "$out" r; }
+  card
+  case "$gpu" in *H200*) REASON="NAME_one_wave_causal, bd13957 (issue 40 item 3)" record_baselines; save ;; esac
+  for i in 1 2; do
+    gpu_tests_named "control-tests-$i.log" 120 gpu::the_control_reads_the_same \
+      gpu::a_side_alone_is_judged_against_the_control_beside_each_round
+    grep -E "control at|rounds' medians|test result|panicked" "$res/control-tests-$i.log" | cut -c1-400
+  done
+  save
+  ;;
+thirtyeighth)
+  # 2026-12-06 (thirty-eighth session), whichever card comes. On an H200: its `pr` and `pr-ada`
+  # re-recorded with the kernels of bd13957 (NAME_one_wave_causal), a stored-only A/A each
+  # (issue 40 item 3). On any card: the GPU tests of this head (the attacks apart); then the
+  # one-wave form at an L4's SM count: bench/l4_sms.py in a green context of 56 SMs (an L4 has
+  # 58), the kernels before the form (.carry/k-prev: NAME, heaviest first) against kernels/
+  # with S = 56 in pair_heavy_with_light (the kernel reads the card's %nsmid, which a partition
+  # does not change), on causal d64 grids of 64 to 112 CTAs (one wave at two a SM on 56) and a
+  # guard of 256 (NAME on both). On an H100 the attack suite last. ~5 min on an H200, ~8 on an
+  # H100.
+  save() { tar czf "$out/thirtyeighth.tgz" -C "$out" r; }
+  card
+  case "$gpu" in *H200*) REASON="NAME_one_wave_causal, bd13957 (issue 40 item 3)" record_baselines; save ;; esac
+  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 240 "$it_tests" --ignored \
+    --test-threads=1 gpu:: --skip adversarial_gpu:: > "$res/gpu-tests.log" 2>&1
+  grep -E "test result|FAILED|panicked" "$res/gpu-tests.log" | head -6
+  save
+  derive_config l4-one-wave configs/pr-ada.yaml <<'SHAPES'
+1 16 512 64 causal float16
+2 8 512 64 causal float16
+1 8 1024 64 causal float16
+3 8 512 64 causal float16
+1 16 768 64 causal bfloat16
+1 28 512 64 causal float16
+4 16 512 64 causal float16
+SHAPES
+  mkdir -p .carry/k56 && cp kernels/*.cu .carry/k56/
+  sed -i 's/asm("mov.u32 %0, %%nsmid;" : "=r"(sms));/sms = 56u;/' .carry/k56/attention.cu
+  if [ "$(grep -c 'sms = 56u;' .carry/k56/attention.cu)" = 1 ]; then
+    l4_sms_trees "$res/l4-one-wave.yaml" k-prev k56
+  else
+    echo "k56: the %nsmid line was not found: no partition run"
+  fi
+  case "$gpu" in *H200*) ;; *) attack_suite 330; save ;; esac
   ;;
 thirtyseventh-form)
   # 2026-12-06 (thirty-seventh session): the pairing as a form of its own,
@@ -2822,7 +2908,7 @@ thirtyfourth-control)
   # base's kernel)? Exit 2 or parity-fail: no; a verdict on its timings: yes. ~90 s.
   save() { tar czf "$out/thirtyfourth-control.tgz" -C "$out" r; }
   card
-  gpu_tests control-tests.log 200 gpu::which_step_of_a_kernels_sample_the_control_lacks \
+  gpu_tests_named control-tests.log 200 gpu::which_step_of_a_kernels_sample_the_control_lacks \
     gpu::a_side_alone_is_judged_against_the_control_beside_each_round
   grep -E "control |alone|test result|FAILED|panicked" "$res/control-tests.log" | cut -c1-400
   save
@@ -3844,15 +3930,7 @@ record)
   # The commit recorded is .carry/commit's where it is carried (`git rev-parse HEAD >
   # .carry/commit`): the device's copy of the tree may answer `git rev-parse HEAD` with an
   # older commit (2026-12-06, thirty-seventh session: 77cd67d for bd13957's kernels).
-  [ -f .carry/commit ] && export GITHUB_SHA="$(cat .carry/commit)"
-  for cfg in ${CFGS:-pr pr-ada}; do
-    echo "== re-record $cfg"
-    timed timeout 240 "$bin" baseline update --processes "${PROCESSES:-3}" --config configs/$cfg.yaml \
-      --reason "${REASON:-kernel step (issue 40)}" > "$res/record-$cfg.txt" 2>&1
-    tail -3 "$res/record-$cfg.txt" | cut -c1-200
-    stored_aa "$cfg"
-  done
-  cp -r baselines "$res/baselines"
+  record_baselines
   ;;
 step)
   [ $# -gt 0 ] || set -- configs/pr.yaml

@@ -634,6 +634,20 @@ fn the_control_reads_the_same_without_the_duty_cycles_idle_time() {
             b.shift_us,
             a.limit_us,
         );
+        // Round by round, what the shifts are taken over (a failure names which rounds moved).
+        let medians = |w: &SideWitness| -> Vec<String> {
+            let r = w.rounds.iter();
+            r.map(|r| r.unwitnessed_us.map_or("-".into(), |u| format!("{u:.1}")))
+                .collect()
+        };
+        eprintln!(
+            "  rounds' medians: side {:?}; control at {:.0}% {:?}; at {:.0}% {:?}",
+            medians(&c),
+            100.0 * settings.duty_cycle,
+            medians(&witness_of(&duty)),
+            100.0 * CONTROL_DUTY_CYCLE,
+            medians(&witness_of(&idle_free)),
+        );
         let (sa, sb) = (a.shift_us.unwrap(), b.shift_us.unwrap());
         assert!((sa - sb).abs() <= a.limit_us, "{a:?} {b:?}");
         for s in [sa, sb] {
