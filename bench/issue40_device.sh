@@ -244,6 +244,8 @@
 #   bash bench/issue40_device.sh thirtyfifth-like # issue 40's ratios two ways: against PyTorch as a
 #                                               # user times it and under the gate's own conditions
 #   bash bench/issue40_device.sh thirtyfifth-warm # our kernel timed as the harness times PyTorch's
+#   bash bench/issue40_device.sh thirtyeighth-causal # NAME_causal (units by cost) against NAME: A/Bs,
+#                                               # parity, sanitizer, 56 SMs
 #   bash bench/issue40_device.sh thirtyeighth-h200 # H200 only: pr, pr-ada re-recorded; the tables
 #   bash bench/issue40_device.sh thirtyeighth-control # the control test again, its rounds printed
 #   bash bench/issue40_device.sh thirtyeighth    # H200: pr, pr-ada re-recorded; the GPU tests; the
@@ -866,7 +868,7 @@ warm_alike() {
   cat "$res/warm-hopper.txt"
   # (b4h16s512d64 causal on the form the host picks on 132 SMs since the thirty-seventh session)
   timed timeout 200 python3 bench/warm_alike.py --ada --shape 2,16,4096,128 --shape 4,16,512,64 \
-    --shape 8,16,512,64 --shape 4,16,512,64,causal,one_wave_causal --out "$res/warm-ada.json" \
+    --shape 8,16,512,64 --shape 4,16,512,64,causal,causal --out "$res/warm-ada.json" \
     > "$res/warm-ada.txt" 2>&1
   cat "$res/warm-ada.txt"
 }
@@ -2726,6 +2728,63 @@ thirtyfifth-like)
   save
   warm_alike
   save
+  ;;
+thirtyeighth-causal)
+  # 2026-12-06 (thirty-eighth session): NAME_causal (kernels/, with the binary that picks it
+  # for every causal launch on NAME): the units of a causal grid dealt by cost, the heaviest
+  # first across the grid (rank-major) and, on a grid of one wave, paired with the lightest;
+  # d64 and d128 on the mma.sync path. .carry/k-base's kernels name the pairing
+  # `_one_wave_causal`, which this binary does not know: the base runs NAME everywhere. The
+  # gate's A/B on causal grids of several waves, pr-ada, ada-d64 and the one-wave grids;
+  # kernel_check.py --ada (by_cost_cases: one wave and several, d64 and d128); the new paths
+  # under compute-sanitizer; on 56 SMs (a green context) the kernels before the pairing
+  # (.carry/k-prev) against kernels/ with S = 56. ~8 min.
+  save() { tar czf "$out/thirtyeighth-causal.tgz" -C "$out" r; }
+  card
+  derive_config causal-multi configs/pr-ada.yaml <<'SHAPES'
+8 16 512 64 causal float16
+6 16 512 64 causal bfloat16
+4 16 1024 64 causal float16
+4 16 2048 64 causal float16
+2 16 4096 128 causal float16
+2 16 2048 128 causal bfloat16
+4 16 1024 128 causal float16
+1 16 8192 64 causal float16
+SHAPES
+  ab_brief causal-multi kernels "$res/causal-multi.yaml"
+  ab_brief causal-pr-ada kernels configs/pr-ada.yaml
+  ada_d64_config
+  ab_brief causal-d64 kernels "$res/ada-d64.yaml"
+  causal_d64_config
+  ab_brief causal-one-wave kernels "$res/causal-d64.yaml"
+  timed timeout 160 python3 bench/kernel_check.py --ada --no-timing --out "$res/kc-ada.json" \
+    > "$res/kc-ada.log" 2>&1
+  grep -E "rand|FAIL|FAILURE|passed|failed" "$res/kc-ada.log" | tail -4 | cut -c1-200
+  save
+  derive_config san-causal configs/sanitize-ada.yaml <<'SHAPES'
+1 50 333 64 causal float16
+1 100 333 64 causal bfloat16
+1 70 300 128 causal float16
+1 1 384 128 causal bfloat16
+SHAPES
+  timed timeout 150 "$bin" sanitize --config "$res/san-causal.yaml" --kernels kernels \
+    > "$res/san-causal.txt" 2>&1
+  grep -E "sanitize:|finding|error" "$res/san-causal.txt" | head -6
+  save
+  derive_config l4-causal configs/pr-ada.yaml <<'SHAPES'
+1 16 512 64 causal float16
+4 16 512 64 causal float16
+8 16 512 64 causal float16
+4 16 2048 64 causal float16
+2 16 4096 128 causal float16
+SHAPES
+  mkdir -p .carry/k56 && cp kernels/*.cu .carry/k56/
+  sed -i 's/asm("mov.u32 %0, %%nsmid;" : "=r"(sms));/sms = 56u;/' .carry/k56/attention.cu
+  if [ "$(grep -c 'sms = 56u;' .carry/k56/attention.cu)" = 1 ]; then
+    l4_sms_trees "$res/l4-causal.yaml" k-prev k56
+  else
+    echo "k56: the %nsmid line was not found: no partition run"
+  fi
   ;;
 thirtyeighth-h200)
   # 2026-12-06 (thirty-eighth session): on an H200 only (any other card: nothing, at once),

@@ -104,7 +104,7 @@ class Module:
     def has_symbol(self, name):
         """Whether the cubin defines `name` (a whole NUL-delimited string of its string table),
         as the Rust side looks up NAME_small, NAME_long, NAME_long_noncausal,
-        NAME_short_noncausal, NAME_one_wave_causal and NAME_tma."""
+        NAME_short_noncausal, NAME_causal and NAME_tma."""
         return (b"\0" + name.encode() + b"\0") in self.cubin
 
     def launch_const(self, name):
@@ -392,18 +392,22 @@ def random_cases():
     return cases
 
 
-def one_wave_cases():
-    """Grids of one wave with a second CTA on some SM (more 128-row CTAs than this GPU's SMs,
-    at most two a SM), where NAME_one_wave_causal deals its units out of blockIdx order: an odd
-    tail, 4, 8 and 16 row tiles, both dtypes, and one non-causal launch (the form must be right
-    for either mask)."""
+def by_cost_cases():
+    """Grids on which NAME_causal deals its units out of blockIdx order (kernels/attention.cu,
+    deal_causal_by_cost): one wave with a second CTA on some SM (about 1.5 128-row CTAs a SM of
+    this GPU: the heaviest paired with the lightest) and several waves (about 3.5 a SM:
+    heaviest first across the grid), with an odd tail, 4, 8 and 16 row tiles, both dtypes, d64
+    and d128, and one non-causal launch each (the form must be right for either mask)."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     cases = []
-    for S, dt, causal in ((333, "f16", True), (512, "bf16", True), (1000, "f16", True),
-                          (2048, "bf16", True), (512, "f16", False)):
-        tiles = (S + 127) // 128
-        H = (3 * sms + 2 * tiles - 1) // (2 * tiles)  # about 1.5 CTAs a SM
-        cases.append((1, H, S, 64, causal, dt))
+    for per_sm in (1.5, 3.5):
+        for S, D, dt, causal in ((333, 64, "f16", True), (512, 64, "bf16", True),
+                                 (1000, 64, "f16", True), (2048, 64, "bf16", True),
+                                 (512, 64, "f16", False), (333, 128, "bf16", True),
+                                 (1000, 128, "f16", True), (512, 128, "f16", False)):
+            tiles = (S + 127) // 128
+            H = max(1, round(per_sm * sms / tiles))
+            cases.append((1, H, S, D, causal, dt))
     return cases
 
 
@@ -609,12 +613,12 @@ def main():
     ref = {dt: Attn(rmod, name) for dt, name in REF.items()}
     # The optional forms (kernels/README.md, "Small grids, long sequences"), checked on the
     # random cases whatever their grid: NAME_small, NAME_long, NAME_long_noncausal,
-    # NAME_short_noncausal and NAME_one_wave_causal where the module has them (the last also
-    # on grids of one wave, where its order of units differs from NAME's).
+    # NAME_short_noncausal and NAME_causal where the module has them (the last also on grids
+    # of one wave and of several, where its order of units differs from NAME's).
     forms = {sfx: {key: Attn(amod, f"{name}_{sfx}") for key, name in FAST.items()
                    if amod.has_symbol(f"{name}_{sfx}")}
              for sfx in ("small", "long", "long_noncausal", "short_noncausal",
-                         "one_wave_causal")}
+                         "causal")}
     info["kernels"] = {a.name: {"launch": [a.rows, a.threads, a.smem], "ptxas": a.ptxas,
                                 "tma": a.tma}
                        for a in list(fast.values()) + list(ref.values())
@@ -632,14 +636,14 @@ def main():
     if args.ada:
         adamod = Module("attention.cu", arch, ["-DCG_ADA_TILES"])
         fast_ada = {key: Attn(adamod, name) for key, name in FAST.items()}
-        # and the L4's optional forms (the d128 split-pipeline tile, NAME_long_noncausal; the
-        # d64 NAME_one_wave_causal)
+        # and the L4's optional forms (the d128 split-pipeline tile, NAME_long_noncausal;
+        # NAME_causal)
         ada_forms = {key: Attn(adamod, f"{name}_long_noncausal") for key, name in FAST.items()
                      if adamod.has_symbol(f"{name}_long_noncausal")}
-        ada_one_wave = {key: Attn(adamod, f"{name}_one_wave_causal") for key, name in FAST.items()
-                        if adamod.has_symbol(f"{name}_one_wave_causal")}
+        ada_causal = {key: Attn(adamod, f"{name}_causal") for key, name in FAST.items()
+                      if adamod.has_symbol(f"{name}_causal")}
         for a in (list(fast_ada.values()) + list(ada_forms.values())
-                  + list(ada_one_wave.values())):
+                  + list(ada_causal.values())):
             info["kernels"]["ada:" + a.name] = {"launch": [a.rows, a.threads, a.smem],
                                                 "ptxas": a.ptxas}
     for kn, kv in info["kernels"].items():
@@ -665,9 +669,9 @@ def main():
                 ("random-short-noncausal", lambda: check_random(
                     forms["short_noncausal"], ref, results, seed=96, ref_kernel_too=False,
                     section="rand-short-noncausal")),
-                ("random-one-wave-causal", lambda: check_random(
-                    forms["one_wave_causal"], ref, results, seed=95, ref_kernel_too=False,
-                    section="rand-one-wave-causal", cases=random_cases() + one_wave_cases())),
+                ("random-causal", lambda: check_random(
+                    forms["causal"], ref, results, seed=95, ref_kernel_too=False,
+                    section="rand-causal", cases=random_cases() + by_cost_cases())),
                 ("ref-any-d", lambda: check_ref_extra(ref, results)),
                 ("util", lambda: check_util(umod, info))]
     if fast_ada:
@@ -676,9 +680,9 @@ def main():
         sections.append(("random-ada-long-noncausal", lambda: check_random(
             ada_forms, ref, results, seed=4322, ref_kernel_too=False,
             section="rand-ada-long-noncausal")))
-        sections.append(("random-ada-one-wave-causal", lambda: check_random(
-            ada_one_wave, ref, results, seed=4323, ref_kernel_too=False,
-            section="rand-ada-one-wave-causal", cases=random_cases() + one_wave_cases())))
+        sections.append(("random-ada-causal", lambda: check_random(
+            ada_causal, ref, results, seed=4323, ref_kernel_too=False,
+            section="rand-ada-causal", cases=random_cases() + by_cost_cases())))
     if variants:
         def vcheck():
             for vn, vk in variants.items():

@@ -97,11 +97,12 @@ def pick_entry(mod, D, dtype, B, H, S, causal, sms):
     ctas = math.ceil(S / rows) * B * H
     if mod.has_symbol(name + "_small") and ctas < sms:
         return name + "_small"
-    # NAME_one_wave_causal: a causal grid of one wave with a second CTA on some SM (the
-    # mma.sync d64 form holds two a SM). Its kernel pairs by %nsmid, the card's SM count, not
-    # the green context's: here it deals its units heaviest first, not as on an L4.
-    if causal and mod.has_symbol(name + "_one_wave_causal") and sms < ctas <= 2 * sms:
-        return name + "_one_wave_causal"
+    # NAME_causal: every causal launch on NAME. Its kernel tells a grid of one wave from
+    # several by %nsmid, the card's SM count, not the green context's: in a partition it pairs
+    # by the card's (a tree built with a fixed count, bench/issue40_device.sh's k56, pairs as on
+    # an L4).
+    if causal and mod.has_symbol(name + "_causal"):
+        return name + "_causal"
     lnc = name + "_long_noncausal"
     if not causal and mod.has_symbol(lnc):
         def const(sym):

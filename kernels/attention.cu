@@ -430,23 +430,31 @@ CG_DEV void store_rows(float* __restrict__ og, const float* o, const float* l_r,
 
 // ---------------------------------------------------------------- the kernel body
 
-// Which (row tile rank, head) a CTA of NAME_one_wave_causal takes. Row tile rank x (x = 0 the
-// last, heaviest: it sees every key) costs about n - x key tiles; NAME deals x = blockIdx.x,
-// heaviest first, which is what a grid of several waves wants. The host launches this form
-// only for causal grids of one wave in which some SM runs two CTAs: every CTA starts at once,
-// the block scheduler gives the first S (linear, x fastest; S SMs) an SM each and the rest the
-// SMs' second places, so in NAME's order an SM's two CTAs are both of mixed cost, and the
-// busiest SM may run two of the heaviest (b4h16s512d64 causal, 5/8 of the tiles, took 0.97 of
-// the non-causal launch's time). Here the first S take the units in order of cost, heaviest
-// first, and the rest from the lightest up: each SM runs one of the S heaviest beside one of
-// the lightest. S from %nsmid; a bijection on the grid for any S, so a wrong S or placement
-// costs balance, never a unit. O(1).
-CG_DEV void pair_heavy_with_light(unsigned& rank_x, unsigned& head) {
+// Which (row tile rank, head) a CTA of NAME_causal takes: the units of a causal grid dealt by
+// cost. Row tile rank x (x = 0 the last, heaviest: it sees every key) costs about n - x key
+// tiles. NAME deals x = blockIdx.x within each head, so its grid's CTAs (linear, x fastest)
+// alternate heavy and light, and the block scheduler, which gives CTA L of the first wave SM
+// L mod S (S SMs) and each later CTA the first slot that frees, puts CTAs L and L + S, of the
+// same rank when S is a multiple of n, on one SM: the busiest SMs run two of the heaviest.
+// Here, with CPS CTAs a SM:
+//  * a grid of one wave in which some SM runs a second CTA (S < CTAs <= 2 S, CPS 2): the
+//    first S take the units heaviest first, the rest from the lightest up, so each SM runs
+//    one of the S heaviest beside one of the lightest;
+//  * any other grid: heaviest first across the whole grid (rank-major: every head's last row
+//    tile, then every head's one before it, ...), the longest-processing-time-first order for
+//    the slots that free as CTAs end; a model of SMs that share their throughput
+//    (bench/pair_order_sim.py) put today's order at the measured causal / non-causal times of
+//    two grids and this one 12-19% below them.
+// S from %nsmid; a bijection on the grid for any S, so a wrong S or another placement costs
+// balance, never a unit. O(1).
+template <int CPS>
+CG_DEV void deal_causal_by_cost(unsigned& rank_x, unsigned& head) {
     unsigned sms;
     asm("mov.u32 %0, %%nsmid;" : "=r"(sms));
     const unsigned heads = gridDim.y, ctas = gridDim.x * gridDim.y;
     const unsigned l = blockIdx.y * gridDim.x + blockIdx.x;
-    const unsigned r = l < sms ? l : ctas - 1 - (l - sms);  // cost rank, 0 the heaviest
+    const bool paired = CPS == 2 && ctas <= 2 * sms && l >= sms;
+    const unsigned r = paired ? ctas - 1 - (l - sms) : l;  // cost rank, 0 the heaviest
     rank_x = r / heads;
     head = r % heads;
 }
@@ -458,12 +466,12 @@ CG_DEV void pair_heavy_with_light(unsigned& rank_x, unsigned& head) {
 // tiles ahead, 1 barrier per tile; 1: the split pipeline, one K and one V buffer, V of tile j
 // loaded during S = Q K_j^T and K of tile j+1 during O += P V_j, 2 barriers per tile: half
 // the shared memory of 2 stages, for two CTAs per SM where a block gets ~100 KB (the L4)).
-// PAIRED: the units dealt by pair_heavy_with_light (NAME_one_wave_causal) instead of by
+// BY_COST: the units dealt by deal_causal_by_cost (NAME_causal) instead of by
 // blockIdx. An entry of its own, not a branch in NAME: any change to NAME's body moves
 // ptxas's schedule, and both a branch and a second copy cost NAME's other grids +1.4 ...
 // +3.2% (docs/KERNEL_LOG.md, 2026-12-06, thirty-seventh session).
 template <int D, int BM, int BN, int NW, int MI, bool QREG, int ST, bool BF16,
-          bool PAIRED = false>
+          bool BY_COST = false, int CPS = 1>
 CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k,
                      const unsigned short* __restrict__ v, float* __restrict__ out, int seq_len,
                      int head_dim, float scale, int causal_i) {
@@ -499,7 +507,7 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
     // Heaviest tiles first (matters for causal): blockIdx.x 0 takes the last query tile.
     const int n_qtiles = (seq_len + BM - 1) / BM;
     unsigned rank_x = blockIdx.x, head = blockIdx.y;
-    if constexpr (PAIRED) pair_heavy_with_light(rank_x, head);
+    if constexpr (BY_COST) deal_causal_by_cost<CPS>(rank_x, head);
     const int qtile = n_qtiles - 1 - (int)rank_x;
     if (qtile < 0) return;
     const int m0 = qtile * BM;
@@ -1647,8 +1655,8 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
 
 // ---------------------------------------------------------------- extern "C" entry points
 
-// PAIRED: NAME_one_wave_causal's order of units (pair_heavy_with_light).
-#define CG_ATTN_KERNEL_AS(NAME, PAIRED, D, BM, BN, NW, MI, QREG, ST, BF16, MINB)              \
+// BY_COST: NAME_causal's order of units (deal_causal_by_cost, MINB CTAs a SM).
+#define CG_ATTN_KERNEL_AS(NAME, BY_COST, D, BM, BN, NW, MI, QREG, ST, BF16, MINB)             \
     extern "C" {                                                                              \
     __constant__ int NAME##_launch[3] = {BM, NW * 32,                                         \
                                          cg_attn::Geo<D, BM, BN, QREG, ST>::SMEM_B};           \
@@ -1657,8 +1665,8 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
         NAME(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k,       \
              const unsigned short* __restrict__ v, float* __restrict__ out, int seq_len,       \
              int head_dim, float scale, int causal) {                                         \
-        cg_attn::attn_fwd<D, BM, BN, NW, MI, QREG, ST, BF16, PAIRED>(q, k, v, out, seq_len,    \
-                                                                     head_dim, scale, causal); \
+        cg_attn::attn_fwd<D, BM, BN, NW, MI, QREG, ST, BF16, BY_COST, MINB>(                  \
+            q, k, v, out, seq_len, head_dim, scale, causal);                                  \
     }
 #define CG_ATTN_KERNEL(NAME, D, BM, BN, NW, MI, QREG, ST, BF16, MINB)                          \
     CG_ATTN_KERNEL_AS(NAME, false, D, BM, BN, NW, MI, QREG, ST, BF16, MINB)
@@ -1862,12 +1870,13 @@ CG_ATTN_WS_KERNEL_NARROW(attention_fwd_bf16_d128_long_noncausal, 128, 2, 2, true
 //       (2 CTAs = 8 warps per SM on both H200 and L4)
 CG_ATTN_KERNEL(attention_fwd_f16_d64, 64, 128, 64, 4, 2, true, 2, false, 2)
 CG_ATTN_KERNEL(attention_fwd_bf16_d64, 64, 128, 64, 4, 2, true, 2, true, 2)
-// d64 causal grids of one wave in which some SM runs two CTAs (NAME_one_wave_causal,
-// kernels/README.md): NAME's tile with the heaviest row tiles paired with the lightest on an
-// SM (pair_heavy_with_light). The gate's A/B against NAME on an H100, CG_ADA_TILES,
-// 2026-12-06: -7.5% (160 CTAs) ... -28.4% (256 CTAs of 16 row tiles) on seven such grids.
-CG_ATTN_KERNEL_AS(attention_fwd_f16_d64_one_wave_causal, true, 64, 128, 64, 4, 2, true, 2, false, 2)
-CG_ATTN_KERNEL_AS(attention_fwd_bf16_d64_one_wave_causal, true, 64, 128, 64, 4, 2, true, 2, true, 2)
+// Causal launches on NAME's tile (NAME_causal, kernels/README.md: the host launches it for
+// every causal launch it would give NAME): the units dealt by cost (deal_causal_by_cost), the
+// heaviest row tiles first across the grid, paired with the lightest on a grid of one wave.
+// The pairing alone, on an H100, CG_ADA_TILES, 2026-12-06: -7.5% (160 CTAs) ... -28.4% (256
+// CTAs of 16 row tiles) on seven grids of one wave against NAME.
+CG_ATTN_KERNEL_AS(attention_fwd_f16_d64_causal, true, 64, 128, 64, 4, 2, true, 2, false, 2)
+CG_ATTN_KERNEL_AS(attention_fwd_bf16_d64_causal, true, 64, 128, 64, 4, 2, true, 2, true, 2)
 // d64 small grids (NAME_small, kernels/README.md: the host launches it when NAME's grid would
 // have fewer CTAs than the GPU has SMs): 64 rows x 64 keys, 4 warps x 16 rows, 32 KiB, 3 CTAs
 // per SM. Twice the CTAs keep more SMs busy: 27% faster at [1,8,512] on an H200, but 17%
@@ -1889,6 +1898,8 @@ CG_ATTN_KERNEL(attention_fwd_bf16_d64_small, 64, 64, 64, 4, 1, true, 2, true, 3)
     (defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ >= 1200))
 CG_ATTN_KERNEL(attention_fwd_f16_d128, 128, 128, 64, 8, 1, true, 3, false, 1)
 CG_ATTN_KERNEL(attention_fwd_bf16_d128, 128, 128, 64, 8, 1, true, 3, true, 1)
+CG_ATTN_KERNEL_AS(attention_fwd_f16_d128_causal, true, 128, 128, 64, 8, 1, true, 3, false, 1)
+CG_ATTN_KERNEL_AS(attention_fwd_bf16_d128_causal, true, 128, 128, 64, 8, 1, true, 3, true, 1)
 // d128 non-causal launches of 256 to 319 keys (NAME_long_noncausal from
 //    NAME_long_noncausal_from to NAME_long_noncausal_to; the host takes it only where NAME's
 //    grid needs a second CTA on some SM): 128 rows x 32 keys, 4 warps x 32 rows (each K/V
@@ -1913,6 +1924,8 @@ extern "C" __constant__ int attention_fwd_bf16_d128_long_noncausal_to[1] = {319}
 #else
 CG_ATTN_KERNEL(attention_fwd_f16_d128, 128, 128, 32, 4, 2, false, 2, false, 2)
 CG_ATTN_KERNEL(attention_fwd_bf16_d128, 128, 128, 32, 4, 2, false, 2, true, 2)
+CG_ATTN_KERNEL_AS(attention_fwd_f16_d128_causal, true, 128, 128, 32, 4, 2, false, 2, false, 2)
+CG_ATTN_KERNEL_AS(attention_fwd_bf16_d128_causal, true, 128, 128, 32, 4, 2, false, 2, true, 2)
 #endif
 #endif  // wgmma or mma.sync
 

@@ -274,9 +274,9 @@ pub struct AttentionSet {
     /// The optional short-sequence variants for non-causal launches only
     /// (`NAME_short_noncausal`, up to `NAME_short_noncausal_to`), by the same key.
     short_noncausal: HashMap<(Dtype, u32), (Kernel, u32)>,
-    /// The optional form for causal grids of one wave in which some SM runs two CTAs or more
-    /// (`NAME_one_wave_causal`), by the same key.
-    one_wave_causal: HashMap<(Dtype, u32), Kernel>,
+    /// The optional form for causal launches on NAME's tile, its units dealt by cost
+    /// (`NAME_causal`), by the same key.
+    causal: HashMap<(Dtype, u32), Kernel>,
     /// SMs of the device: a grid of fewer CTAs than this launches `NAME_small`.
     sm_count: u32,
     /// SHA-256 of the `attention.cu` they came from.
@@ -294,7 +294,7 @@ pub(crate) enum Form {
     Long,
     LongNonCausal,
     ShortNonCausal,
-    OneWaveCausal,
+    Causal,
 }
 
 /// One form as the host sizes and weighs its launch: `NAME_launch`'s rows_per_block,
@@ -339,7 +339,7 @@ pub(crate) struct Forms {
     pub long: Option<(FormGeometry, u32)>,
     pub long_noncausal: Option<(FormGeometry, SeqLens)>,
     pub short_noncausal: Option<(FormGeometry, u32)>,
-    pub one_wave_causal: Option<FormGeometry>,
+    pub causal: Option<FormGeometry>,
 }
 
 impl Forms {
@@ -351,7 +351,7 @@ impl Forms {
             Form::Long => self.long.map(|(g, _)| g),
             Form::LongNonCausal => self.long_noncausal.map(|(g, _)| g),
             Form::ShortNonCausal => self.short_noncausal.map(|(g, _)| g),
-            Form::OneWaveCausal => self.one_wave_causal,
+            Form::Causal => self.causal,
         };
         optional.unwrap_or(self.main)
     }
@@ -436,7 +436,7 @@ fn cost_of_grid(
 }
 
 /// The host's choice among `NAME`, `NAME_small`, `NAME_long`, `NAME_long_noncausal`,
-/// `NAME_short_noncausal` and `NAME_one_wave_causal`, as kernels/README.md states it. First the form for any mask:
+/// `NAME_short_noncausal` and `NAME_causal`, as kernels/README.md states it. First the form for any mask:
 /// `NAME_long` when the source has one and seq_len is at least its `NAME_long_from`; else
 /// `NAME_small` when the source has one and `NAME`'s grid, ⌈seq_len / rows⌉ · batch · heads
 /// CTAs, has fewer CTAs than the GPU has SMs; else `NAME`. Then, for a non-causal launch with seq_len at least
@@ -452,11 +452,11 @@ fn cost_of_grid(
 /// `NAME_short_noncausal_to`, `NAME_short_noncausal` when its busiest SM costs strictly less
 /// than the form picked so far, its pass costing 1.5 NAME tiles beyond its rows and a last
 /// round of its CTAs that is not full one such pass more ([`SHORT_PASS`]). A causal launch
-/// instead keeps the form for any mask, except that NAME gives way to `NAME_one_wave_causal`
-/// where the source has it and that form's grid is one wave in which some SM runs a second
-/// CTA (more CTAs than SMs, at most the CTAs they hold at once): the same tiles in another
-/// order, the heaviest row tiles paired with the lightest on an SM (kernels/attention.cu,
-/// `pair_heavy_with_light`), an entry of its own so that NAME's code stays as it was.
+/// instead keeps the form for any mask, except that NAME gives way to `NAME_causal` where the
+/// source has it: the same tiles and grid with the units dealt by cost, the heaviest row tiles
+/// first across the grid and, on a grid of one wave, paired with the lightest on an SM
+/// (kernels/attention.cu, `deal_causal_by_cost`; the kernel tells the two apart by the SM
+/// count it reads), an entry of its own so that NAME's code stays as it was.
 ///
 /// Why the busiest SM and not a bound on NAME's grid: the forms differ in how many rows an
 /// SM computes at once (the sm_90a d64 one: three 64-row warpgroups in one CTA per SM, where
@@ -506,12 +506,8 @@ pub(crate) fn pick_form(shape: &ShapeParams, forms: &Forms, sm_count: u32) -> Fo
         busiest_sm_cost(shape, geometry, pass, sm_count).saturating_add(tail)
     };
     if shape.causal {
-        return match forms.one_wave_causal {
-            Some(one_wave)
-                if form == Form::Main && one_wave_of_shared_sms(shape, one_wave, sm_count) =>
-            {
-                Form::OneWaveCausal
-            }
+        return match forms.causal {
+            Some(_) if form == Form::Main => Form::Causal,
             _ => form,
         };
     }
@@ -533,14 +529,6 @@ pub(crate) fn pick_form(shape: &ShapeParams, forms: &Forms, sm_count: u32) -> Fo
     form
 }
 
-/// Whether `form`'s grid for `shape` is one wave in which some SM runs more than one CTA:
-/// the busiest SM gets more than one CTA and at most the CTAs it holds at once (more CTAs
-/// than SMs, at most the CTAs all SMs hold). O(1).
-fn one_wave_of_shared_sms(shape: &ShapeParams, form: FormGeometry, sm_count: u32) -> bool {
-    let c = ctas_on_busiest_sm(shape, launch_grid_x(shape, form, sm_count), sm_count);
-    c > 1 && c <= u64::from(form.ctas_per_sm)
-}
-
 impl AttentionSet {
     /// The kernel that runs `shape` ([`pick_form`]).
     pub fn get(&self, shape: &ShapeParams) -> Result<&Kernel, GpuError> {
@@ -555,7 +543,7 @@ impl AttentionSet {
         let long_noncausal = self.long_noncausal.get(&key);
         let short_noncausal = self.short_noncausal.get(&key);
         let small = self.small.get(&key);
-        let one_wave_causal = self.one_wave_causal.get(&key);
+        let causal = self.causal.get(&key);
         let with_bound = |(kernel, bound): &(Kernel, u32)| (kernel.form_geometry(), *bound);
         let forms = Forms {
             main: main.form_geometry(),
@@ -563,7 +551,7 @@ impl AttentionSet {
             long: long.map(with_bound),
             long_noncausal: long_noncausal.map(|(kernel, lens)| (kernel.form_geometry(), *lens)),
             short_noncausal: short_noncausal.map(with_bound),
-            one_wave_causal: one_wave_causal.map(Kernel::form_geometry),
+            causal: causal.map(Kernel::form_geometry),
         };
         let form = pick_form(shape, &forms, self.sm_count);
         Ok(match form {
@@ -571,7 +559,7 @@ impl AttentionSet {
             Form::LongNonCausal => long_noncausal.map(|(kernel, _)| kernel),
             Form::Long => long.map(|(kernel, _)| kernel),
             Form::Small => small,
-            Form::OneWaveCausal => one_wave_causal,
+            Form::Causal => causal,
             Form::Main => None,
         }
         .unwrap_or(main))
@@ -1258,7 +1246,7 @@ fn load_attention(
     let mut long = HashMap::new();
     let mut long_noncausal = HashMap::new();
     let mut short_noncausal = HashMap::new();
-    let mut one_wave_causal = HashMap::new();
+    let mut causal = HashMap::new();
     for dtype in [Dtype::Float16, Dtype::Bfloat16] {
         for d in crate::config::SUPPORTED_HEAD_DIMS {
             let name = crate::kernel::entries::main_entry(dtype, d);
@@ -1270,9 +1258,9 @@ fn load_attention(
             if has_symbol(&cubin, &small_name) {
                 small.insert((dtype, d), entry(&small_name)?);
             }
-            let one_wave_name = format!("{name}_one_wave_causal");
-            if has_symbol(&cubin, &one_wave_name) {
-                one_wave_causal.insert((dtype, d), entry(&one_wave_name)?);
+            let causal_name = format!("{name}_causal");
+            if has_symbol(&cubin, &causal_name) {
+                causal.insert((dtype, d), entry(&causal_name)?);
             }
             // Optional too: NAME_long with NAME_long_from, the shortest seq_len it takes, and
             // NAME_long_noncausal with its NAME_long_noncausal_from; NAME_short_noncausal with
@@ -1311,7 +1299,7 @@ fn load_attention(
         long,
         long_noncausal,
         short_noncausal,
-        one_wave_causal,
+        causal,
         sm_count: info.sm_count,
         source_hash: src.hash,
         resources,
@@ -1373,7 +1361,7 @@ mod tests {
             long: Some((g(64, Some((2, 8)), 1, 2), 1536)),
             long_noncausal: Some((g(64, Some((1, 64)), 3, 1), super::SeqLens::from(512))),
             short_noncausal: None,
-            one_wave_causal: None,
+            causal: None,
         }
     }
 
@@ -1393,7 +1381,7 @@ mod tests {
 
     /// The L4's d64 forms as kernels/attention.cu declares them (the mma.sync kernel): NAME
     /// {128 rows, one tile, 2 CTAs per SM}, NAME_small {64 rows, 3 per SM} and
-    /// NAME_one_wave_causal, NAME's tile in another order of units.
+    /// NAME_causal, NAME's tile in another order of units.
     fn ada_d64() -> super::Forms {
         use super::{FormGeometry, Forms};
         let g = |rows, ctas_per_sm| FormGeometry {
@@ -1408,42 +1396,40 @@ mod tests {
             long: None,
             long_noncausal: None,
             short_noncausal: None,
-            one_wave_causal: Some(g(128, 2)),
+            causal: Some(g(128, 2)),
         }
     }
 
-    /// NAME_one_wave_causal: causal launches whose NAME grid is one wave with a second CTA on
-    /// some SM (more CTAs than SMs, at most two a SM), on 132 SMs (an H100 SXM, an H200) and
-    /// on 58 (an L4); never a non-causal launch, a grid of several waves or one that takes
-    /// NAME_small, and never without the entry.
+    /// NAME_causal: every causal launch the host would give NAME, on 132 SMs (an H100 SXM, an
+    /// H200) and on 58 (an L4), grids of one wave and of several alike (the kernel deals
+    /// them); never a non-causal launch or one that takes NAME_small, and never without the
+    /// entry.
     #[test]
-    fn causal_grids_of_one_wave_with_shared_sms_take_one_wave_causal() {
+    fn causal_launches_on_name_take_name_causal() {
         use super::{Form, Forms, pick_form};
         use crate::config::{Dtype, ShapeParams};
         let forms = ada_d64();
         let shape = |b, h, s, causal| ShapeParams::new(b, h, s, 64, causal, Dtype::Float16);
         // ((batch, heads, seq_len, causal), SMs, the form)
         let cases = [
-            // 4 row tiles x 64 = 256 CTAs for 264 places: the thirty-seventh session's grid
-            ((4, 16, 512, true), 132, Form::OneWaveCausal),
+            // 4 row tiles x 64 = 256 CTAs for 264 places: one wave
+            ((4, 16, 512, true), 132, Form::Causal),
             ((4, 16, 512, false), 132, Form::Main),
-            // 512 CTAs: two waves
-            ((8, 16, 512, true), 132, Form::Main),
-            // 264 CTAs, the whole wave; 272, just past it
-            ((2, 33, 512, true), 132, Form::OneWaveCausal),
-            ((1, 17, 2048, true), 132, Form::Main),
-            // 160 and 133 CTAs; 132, one a SM (NAME_small takes fewer than 132)
-            ((5, 16, 256, true), 132, Form::OneWaveCausal),
-            ((1, 133, 128, true), 132, Form::OneWaveCausal),
-            ((1, 132, 128, true), 132, Form::Main),
+            // 512 CTAs: two waves; 16 x 64 = 1024: four
+            ((8, 16, 512, true), 132, Form::Causal),
+            ((8, 16, 512, false), 132, Form::Main),
+            ((4, 16, 2048, true), 132, Form::Causal),
+            // 133 CTAs; 132, one a SM (NAME_small takes fewer than 132)
+            ((1, 133, 128, true), 132, Form::Causal),
+            ((1, 132, 128, true), 132, Form::Causal),
             ((1, 131, 128, true), 132, Form::Small),
             // an odd tail: 3 row tiles (257 keys) x 64 = 192 CTAs
-            ((4, 16, 257, true), 132, Form::OneWaveCausal),
-            // the L4: 58 SMs, 116 places
-            ((1, 16, 512, true), 58, Form::OneWaveCausal),
-            ((1, 29, 512, true), 58, Form::OneWaveCausal),
-            ((4, 16, 512, true), 58, Form::Main),
+            ((4, 16, 257, true), 132, Form::Causal),
+            // the L4: 58 SMs, 116 places; the PR's [4,16,512] is 256 CTAs there
+            ((1, 16, 512, true), 58, Form::Causal),
+            ((4, 16, 512, true), 58, Form::Causal),
             ((1, 14, 512, true), 58, Form::Small),
+            ((1, 14, 512, false), 58, Form::Small),
         ];
         for ((b, h, s, causal), sms, want) in cases {
             assert_eq!(
@@ -1452,26 +1438,14 @@ mod tests {
                 "[{b},{h},{s}] causal {causal} on {sms} SMs"
             );
         }
-        // Without the entry NAME runs them; with one CTA a SM there is no second to pair.
+        // Without the entry NAME runs them.
         let without = Forms {
-            one_wave_causal: None,
+            causal: None,
             ..forms
         };
-        assert_eq!(
-            pick_form(&shape(4, 16, 512, true), &without, 132),
-            Form::Main
-        );
-        let one_a_sm = Forms {
-            one_wave_causal: Some(super::FormGeometry {
-                ctas_per_sm: 1,
-                ..forms.main
-            }),
-            ..forms
-        };
-        assert_eq!(
-            pick_form(&shape(4, 16, 512, true), &one_a_sm, 132),
-            Form::Main
-        );
+        for (b, h, s) in [(4, 16, 512), (8, 16, 512)] {
+            assert_eq!(pick_form(&shape(b, h, s, true), &without, 132), Form::Main);
+        }
     }
 
     #[test]
@@ -1692,7 +1666,7 @@ mod tests {
             long: None,
             long_noncausal: Some((one_tile(2), SeqLens { from: 256, to: 319 })),
             short_noncausal: None,
-            one_wave_causal: None,
+            causal: None,
         };
         let ada_cases = [
             ((16, 16, 256, false), Form::LongNonCausal),
@@ -1789,7 +1763,7 @@ mod tests {
             long: None,
             long_noncausal: Some((sub_tiled, super::SeqLens::from(1408))),
             short_noncausal: None,
-            one_wave_causal: None,
+            causal: None,
         };
         let cases = [
             ((2, 16, 4096, false), Form::LongNonCausal),
@@ -1926,14 +1900,14 @@ mod tests {
             proptest::option::of(geometry),
         )
             .prop_map(
-                |(main, small, long, long_noncausal, short_noncausal, one_wave_causal)| Forms {
+                |(main, small, long, long_noncausal, short_noncausal, causal)| Forms {
                     main,
                     small,
                     long,
                     long_noncausal: long_noncausal
                         .map(|(g, from, to)| (g, super::SeqLens { from, to })),
                     short_noncausal,
-                    one_wave_causal,
+                    causal,
                 },
             );
         let shape = (any::<u32>(), any::<u32>(), any::<u32>(), any::<bool>())

@@ -217,7 +217,7 @@ pub(crate) fn tma(name: &str, layout: i32) -> Result<(), EntryError> {
 }
 
 /// The entries of a CUBIN checked without a GPU, as the loader will check them: every main
-/// entry with its `NAME_launch`, and each optional `NAME_small` / `NAME_one_wave_causal` /
+/// entry with its `NAME_launch`, and each optional `NAME_small` / `NAME_causal` /
 /// `NAME_long` / `NAME_long_noncausal` / `NAME_short_noncausal` with theirs (and `NAME_long_from` /
 /// `NAME_long_noncausal_from` / `NAME_short_noncausal_to`),
 /// every `NAME_fill`, `NAME_tiles_at_once` and `NAME_tma` valid. `max_smem` is the target's
@@ -281,7 +281,7 @@ pub(crate) fn check_static(cubin: &[u8], max_smem: u32) -> Result<Vec<String>, V
     for main in main_entries() {
         check_one(&main, true, &mut problems);
         check_one(&format!("{main}_small"), false, &mut problems);
-        check_one(&format!("{main}_one_wave_causal"), false, &mut problems);
+        check_one(&format!("{main}_causal"), false, &mut problems);
         for kind in BoundedForm::ALL {
             let (form, bound) = (format!("{main}_{}", kind.suffix()), kind.bound());
             if !has_symbol(cubin, &form) {

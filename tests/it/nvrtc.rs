@@ -151,7 +151,7 @@ fn kernels_compile_for_sm89_sm90_and_sm90a() {
 /// d64 kernels on every target (mma.sync: a 64-row tile; sm_90a: the warp-specialised one),
 /// none for d128; `NAME_long` with its `NAME_long_from`, `NAME_long_noncausal` with its
 /// `NAME_long_noncausal_from` and `NAME_short_noncausal` with its `NAME_short_noncausal_to`,
-/// only on sm_90a, for d64; `NAME_one_wave_causal` for d64 everywhere but sm_90a; for d128
+/// only on sm_90a, for d64; `NAME_causal` for d64 and d128 everywhere but sm_90a; for d128
 /// `NAME_long_noncausal` with
 /// its `_from` on sm_89 (the L4's split-pipeline tile for non-causal launches, with a `_to`:
 /// short sequences only) and on sm_90a (192-key tiles with a narrowed first one, no `_to`), not
@@ -186,14 +186,16 @@ fn the_small_grid_and_long_sequence_kernels_are_found_in_the_cubin() {
                     "{target} {dtype} d64_{suffix}"
                 );
             }
-            // the mma.sync d64 tile in an order of its own for causal grids of one wave
-            // (sm_90a's warp-specialised d64 kernels have no such grids: one CTA a SM)
-            for suffix in ["one_wave_causal", "one_wave_causal_launch"] {
-                assert_eq!(
-                    has_symbol(cubin, &format!("attention_fwd_{dtype}_d64_{suffix}")),
-                    target != "sm_90a",
-                    "{target} {dtype} d64_{suffix}"
-                );
+            // the mma.sync tiles with the units of a causal grid dealt by cost (sm_90a's
+            // warp-specialised kernels deal their own)
+            for d in ["d64", "d128"] {
+                for suffix in ["causal", "causal_launch"] {
+                    assert_eq!(
+                        has_symbol(cubin, &format!("attention_fwd_{dtype}_{d}_{suffix}")),
+                        target != "sm_90a",
+                        "{target} {dtype} {d}_{suffix}"
+                    );
+                }
             }
             for suffix in ["small", "long", "short_noncausal", "one_wave_causal"] {
                 assert!(!has_symbol(
@@ -269,14 +271,12 @@ fn the_warp_specialised_kernels_take_tensor_maps_and_fill_on_sm90a_only() {
                     "{target} {dtype} {name}_fill"
                 );
             }
-            // the mma.sync d64 one-wave causal form: eight arguments, NAME's one-tile grid
-            for symbol in ["tma", "fill"] {
+            // the mma.sync causal forms: eight arguments, NAME's one-tile grid
+            for (d, symbol) in [("d64", "tma"), ("d64", "fill"), ("d128", "tma"), ("d128", "fill")]
+            {
                 assert!(
-                    !has_symbol(
-                        cubin,
-                        &format!("attention_fwd_{dtype}_d64_one_wave_causal_{symbol}")
-                    ),
-                    "{target} {dtype} d64_one_wave_causal_{symbol}"
+                    !has_symbol(cubin, &format!("attention_fwd_{dtype}_{d}_causal_{symbol}")),
+                    "{target} {dtype} {d}_causal_{symbol}"
                 );
             }
         }
