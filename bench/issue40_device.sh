@@ -244,6 +244,8 @@
 #   bash bench/issue40_device.sh thirtyfifth-like # issue 40's ratios two ways: against PyTorch as a
 #                                               # user times it and under the gate's own conditions
 #   bash bench/issue40_device.sh thirtyfifth-warm # our kernel timed as the harness times PyTorch's
+#   bash bench/issue40_device.sh thirtyeighth-record # the host's wake-ups; pr-ada re-recorded (H200: pr
+#                                               # too), stored A/As, GPU tests, the tables
 #   bash bench/issue40_device.sh thirtyeighth-causal # NAME_causal (units by cost) against NAME: A/Bs,
 #                                               # parity, sanitizer, 56 SMs
 #   bash bench/issue40_device.sh thirtyeighth-h200 # H200 only: pr, pr-ada re-recorded; the tables
@@ -2728,6 +2730,25 @@ thirtyfifth-like)
   save
   warm_alike
   save
+  ;;
+thirtyeighth-record)
+  # 2026-12-06 (thirty-eighth session), after NAME_causal: how late the host sees the end
+  # event (bench/wake_probe.py: the witness's false alarms of calls 1 and 5); the card's
+  # pr-ada re-recorded (an H200: pr too; an H100's pr runs the sm_90a kernels, unchanged) and
+  # stored-only A/As; the GPU tests; issue 40's tables as thirtyfifth-like takes them. ~8 min.
+  save() { tar czf "$out/thirtyeighth-record.tgz" -C "$out" r; }
+  card
+  timed timeout 60 python3 bench/wake_probe.py --out "$res/wake.json" > "$res/wake.txt" 2>&1
+  cat "$res/wake.txt"
+  case "$gpu" in *H200*) cfgs="pr pr-ada" ;; *) cfgs=pr-ada ;; esac
+  CFGS=$cfgs REASON="NAME_causal: causal units dealt by cost (issue 40)" record_baselines
+  stored_aa pr
+  save
+  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 200 "$it_tests" --ignored \
+    --test-threads=1 gpu:: --skip adversarial_gpu:: > "$res/gpu-tests.log" 2>&1
+  grep -E "test result|FAILED|panicked" "$res/gpu-tests.log" | head -6
+  save
+  bash "$0" thirtyfifth-like
   ;;
 thirtyeighth-causal)
   # 2026-12-06 (thirty-eighth session): NAME_causal (kernels/, with the binary that picks it
