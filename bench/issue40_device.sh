@@ -2809,14 +2809,13 @@ SHAPES
   ;;
 thirtyeighth-h200)
   # 2026-12-06 (thirty-eighth session): on an H200 only (any other card: nothing, at once),
-  # issue 40 item 3: `pr` and `pr-ada` re-recorded with the kernels of bd13957
-  # (NAME_one_wave_causal) and a stored-only A/A each, then issue 40's tables as
-  # thirtyfifth-like takes them. ~8 min.
+  # issue 40 item 3: `pr` and `pr-ada` re-recorded with kernels/ (NAME_causal) and a
+  # stored-only A/A each, then issue 40's tables as thirtyfifth-like takes them. ~8 min.
   save() { tar czf "$out/thirtyeighth-h200.tgz" -C "$out" r; }
   card
   case "$gpu" in
   *H200*)
-    REASON="NAME_one_wave_causal, bd13957 (issue 40 item 3)" record_baselines
+    REASON="NAME_causal: causal units dealt by cost (issue 40)" record_baselines
     save
     bash "$0" thirtyfifth-like
     ;;

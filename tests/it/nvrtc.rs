@@ -272,8 +272,12 @@ fn the_warp_specialised_kernels_take_tensor_maps_and_fill_on_sm90a_only() {
                 );
             }
             // the mma.sync causal forms: eight arguments, NAME's one-tile grid
-            for (d, symbol) in [("d64", "tma"), ("d64", "fill"), ("d128", "tma"), ("d128", "fill")]
-            {
+            for (d, symbol) in [
+                ("d64", "tma"),
+                ("d64", "fill"),
+                ("d128", "tma"),
+                ("d128", "fill"),
+            ] {
                 assert!(
                     !has_symbol(cubin, &format!("attention_fwd_{dtype}_{d}_causal_{symbol}")),
                     "{target} {dtype} {d}_causal_{symbol}"
