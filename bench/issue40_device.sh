@@ -244,6 +244,7 @@
 #   bash bench/issue40_device.sh thirtyfifth-like # issue 40's ratios two ways: against PyTorch as a
 #                                               # user times it and under the gate's own conditions
 #   bash bench/issue40_device.sh thirtyfifth-warm # our kernel timed as the harness times PyTorch's
+#   bash bench/issue40_device.sh thirtyeighth-final # the witness's three refusals again; H200: record
 #   bash bench/issue40_device.sh thirtyeighth-record # the host's wake-ups; pr-ada re-recorded (H200: pr
 #                                               # too), stored A/As, GPU tests, the tables
 #   bash bench/issue40_device.sh thirtyeighth-causal # NAME_causal (units by cost) against NAME: A/Bs,
@@ -2730,6 +2731,24 @@ thirtyfifth-like)
   save
   warm_alike
   save
+  ;;
+thirtyeighth-final)
+  # 2026-12-06 (thirty-eighth session): the three shapes of thirtyeighth-causal that the
+  # witness refused (no verdict: host wake-ups, docs/PERF.md) again, NAME_causal against the
+  # kernels before it (.carry/k-prev); on an H200 first `pr` and `pr-ada` re-recorded and
+  # their stored-only A/As (issue 40 item 3). ~1 min (H200: ~3).
+  save() { tar czf "$out/thirtyeighth-final.tgz" -C "$out" r; }
+  card
+  case "$gpu" in
+  *H200*) CFGS="pr pr-ada" REASON="NAME_causal: causal units dealt by cost (issue 40)" \
+    record_baselines; save ;;
+  esac
+  derive_config refused configs/pr-ada.yaml <<'SHAPES'
+1 8 512 64 noncausal float16
+2 16 1024 64 causal float16
+1 16 8192 64 causal float16
+SHAPES
+  BASE=$PWD/.carry/k-prev ab_brief refused kernels "$res/refused.yaml"
   ;;
 thirtyeighth-record)
   # 2026-12-06 (thirty-eighth session), after NAME_causal: how late the host sees the end

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""A model of the mma.sync kernel's causal grids on the SMs, for three orders of its units:
-the busiest SM's time with today's order (every head's row tiles heaviest first), with
-`pair_heavy_with_light` (kernels/attention.cu, bench/variants/heavylight.patch: on a grid of
-one wave at two CTAs a SM the first S CTAs take the units heaviest first, the rest from the
-lightest up) and with a rejected alternative (odd heads' row tiles lightest first). No GPU.
+"""A model of the mma.sync kernel's causal grids on the SMs, for four orders of its units:
+the busiest SM's time with NAME's order ("today": every head's row tiles heaviest first),
+with the pairing alone (bench/variants/heavylight.patch: on a grid of one wave at two CTAs a
+SM the first S CTAs take the units heaviest first, the rest from the lightest up), with
+NAME_causal's `deal_causal_by_cost` (kernels/attention.cu: that pairing on one wave, else the
+units heaviest first across the whole grid, rank-major) and with a rejected alternative (odd
+heads' row tiles lightest first). No GPU.
 
 The model: CTA L of the grid (x the row tile rank, fastest) is placed as the block scheduler
 places it on a grid of one wave (CTA L and L + S on SM L mod S; bench/placement_probe.py checks
@@ -28,6 +30,9 @@ CASES = [
     ("b2h16s4096d128 causal, 132 SMs", 32, 32, 132, 1),
     ("b4h16s512d64 causal, 58 SMs (L4)", 4, 64, 58, 2),
     ("b2h8s512d64 causal, 58 SMs (L4)", 4, 16, 58, 2),
+    ("b8h16s512d64 causal, 58 SMs (L4)", 4, 128, 58, 2),
+    ("b4h16s2048d64 causal, 58 SMs (L4)", 16, 64, 58, 2),
+    ("b2h16s4096d128 causal, 58 SMs (L4)", 32, 32, 58, 1),
 ]
 
 
@@ -35,9 +40,11 @@ def unit_of(order, l, n, heads, sms, per_sm):
     """(row tile rank, head) of CTA l under `order`."""
     x, y = l % n, l // n
     ctas = n * heads
-    if order == "paired" and per_sm == 2 and sms < ctas <= 2 * sms:
+    if order in ("paired", "by-cost") and per_sm == 2 and sms < ctas <= 2 * sms:
         r = l if l < sms else ctas - 1 - (l - sms)
         return r // heads, r % heads
+    if order == "by-cost":
+        return l // heads, l % heads
     if order == "odd-heads-light-first" and y % 2 == 1:
         return n - 1 - x, y
     return x, y
@@ -78,7 +85,7 @@ def main():
     ap.add_argument("--eff3", type=float, default=1.8)
     a = ap.parse_args()
     eff = {1: 1.0, 2: a.eff2, 3: a.eff3}
-    orders = ["today", "paired", "odd-heads-light-first"]
+    orders = ["today", "paired", "by-cost", "odd-heads-light-first"]
     print(f"{'grid':36s} " + " ".join(f"{o:>22s}" for o in orders) + "   (key tiles; vs today)")
     for name, n, heads, sms, per_sm in CASES:
         t = [busiest(o, n, heads, sms, per_sm, eff) for o in orders]

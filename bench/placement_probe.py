@@ -4,9 +4,9 @@ S CTAs (S = the SM count, linear with x fastest) get an SM each, and the rest th
 places? Does CTA L + S share CTA L's SM? And what %nsmid reads beside the SM count. Needs a
 CUDA GPU and cupy.
 
-Why: NAME_one_wave_causal (kernels/attention.cu, `pair_heavy_with_light`) gives the first S
-CTAs the heaviest causal row tiles and the rest the lightest, reading S from %nsmid, so that
-each SM runs one of each. A wrong premise costs balance, never a result; this says whether it
+Why: NAME_causal (kernels/attention.cu, `deal_causal_by_cost`) gives, on a grid of one wave,
+the first S CTAs the heaviest causal row tiles and the rest the lightest, reading S from
+%nsmid, so that each SM runs one of each. A wrong premise costs balance, never a result; this says whether it
 holds on the card.
 
 The probe: a kernel with 128 threads and enough dynamic shared memory that an SM holds two of
@@ -69,7 +69,7 @@ def main():
         per_sm = collections.Counter(smid.tolist())
         partner = [int(smid[l] == smid[l - sms]) for l in range(sms, n)]
         first = int(sum(int(smid[l]) == l for l in range(min(n, sms))))
-        # NAME_one_wave_causal's premise: the first S CTAs get an SM each, the rest the SMs'
+        # NAME_causal's premise on one wave: the first S CTAs get an SM each, the rest the SMs'
         # second places (so every SM's pair is one of the first S and one of the rest)
         first_distinct = len(set(smid[:min(n, sms)].tolist()))
         rest_distinct = len(set(smid[min(n, sms):].tolist()))
