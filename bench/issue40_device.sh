@@ -244,6 +244,8 @@
 #   bash bench/issue40_device.sh thirtyfifth-like # issue 40's ratios two ways: against PyTorch as a
 #                                               # user times it and under the gate's own conditions
 #   bash bench/issue40_device.sh thirtyfifth-warm # our kernel timed as the harness times PyTorch's
+#   bash bench/issue40_device.sh thirtyeighth-witness # the corroborated witness: GPU tests, forced A/As,
+#                                               # the attack suite
 #   bash bench/issue40_device.sh thirtyeighth-final # the witness's three refusals again; H200: record
 #   bash bench/issue40_device.sh thirtyeighth-record # the host's wake-ups; pr-ada re-recorded (H200: pr
 #                                               # too), stored A/As, GPU tests, the tables
@@ -2730,6 +2732,24 @@ thirtyfifth-like)
     | tee "$res/like.txt"
   save
   warm_alike
+  save
+  ;;
+thirtyeighth-witness)
+  # 2026-12-06 (thirty-eighth session): the witness's first test counted only where the
+  # second corroborates it (src/witness.rs `corroborated`), on a GPU: the GPU tests (the
+  # witness's among them), forced A/As of pr and pr-ada (--ab-always: each shape a pair, its
+  # shifts printed), then the attack suite (every attack must still fail closed). ~7 min.
+  save() { tar czf "$out/thirtyeighth-witness.tgz" -C "$out" r; }
+  card
+  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 150 "$it_tests" --ignored \
+    --test-threads=1 gpu:: --skip adversarial_gpu:: --skip gpu_tools:: > "$res/gpu-tests.log" 2>&1
+  grep -E "test result|FAILED|panicked" "$res/gpu-tests.log" | head -6
+  save
+  for c in pr pr-ada; do
+    ab "aa-$c" kernels "configs/$c.yaml" --ab-always | sed -E 's/unwitnessed b\/c [^;]*; //'
+  done
+  save
+  attack_suite 330
   save
   ;;
 thirtyeighth-final)
