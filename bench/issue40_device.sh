@@ -462,6 +462,19 @@ l4_sms_trees() {
   done
 }
 
+# bench/l4_sms.py on 56 SMs for .carry/k-prev (the kernels before the causal orders) and
+# kernels/ with 56 in place of %nsmid (the kernel reads the card's SM count, which a green
+# context does not change), as .carry/k56: l4_sms_k56 CFG
+l4_sms_k56() {
+  mkdir -p .carry/k56 && cp kernels/*.cu .carry/k56/
+  sed -i 's/asm("mov.u32 %0, %%nsmid;" : "=r"(sms));/sms = 56u;/' .carry/k56/attention.cu
+  if [ "$(grep -c 'sms = 56u;' .carry/k56/attention.cu)" = 1 ]; then
+    l4_sms_trees "$1" k-prev k56
+  else
+    echo "k56: the %nsmid line was not found: no partition run"
+  fi
+}
+
 # .carry/variants/NAME against the base on the L4 path: configs/pr-ada.yaml (FA2 / cuDNN
 # after it), ada-mid and ada-d64; archived as $out/ninth-NAME.tgz: ada_candidate NAME
 ada_candidate() {
@@ -2838,13 +2851,7 @@ SHAPES
 4 16 2048 64 causal float16
 2 16 4096 128 causal float16
 SHAPES
-  mkdir -p .carry/k56 && cp kernels/*.cu .carry/k56/
-  sed -i 's/asm("mov.u32 %0, %%nsmid;" : "=r"(sms));/sms = 56u;/' .carry/k56/attention.cu
-  if [ "$(grep -c 'sms = 56u;' .carry/k56/attention.cu)" = 1 ]; then
-    l4_sms_trees "$res/l4-causal.yaml" k-prev k56
-  else
-    echo "k56: the %nsmid line was not found: no partition run"
-  fi
+  l4_sms_k56 "$res/l4-causal.yaml"
   ;;
 thirtyeighth-h200)
   # 2026-12-06 (thirty-eighth session): on an H200 only (any other card: nothing, at once),
@@ -2903,13 +2910,7 @@ thirtyeighth)
 1 28 512 64 causal float16
 4 16 512 64 causal float16
 SHAPES
-  mkdir -p .carry/k56 && cp kernels/*.cu .carry/k56/
-  sed -i 's/asm("mov.u32 %0, %%nsmid;" : "=r"(sms));/sms = 56u;/' .carry/k56/attention.cu
-  if [ "$(grep -c 'sms = 56u;' .carry/k56/attention.cu)" = 1 ]; then
-    l4_sms_trees "$res/l4-one-wave.yaml" k-prev k56
-  else
-    echo "k56: the %nsmid line was not found: no partition run"
-  fi
+  l4_sms_k56 "$res/l4-one-wave.yaml"
   case "$gpu" in *H200*) ;; *) attack_suite 330; save ;; esac
   ;;
 thirtyseventh-form)
