@@ -353,13 +353,15 @@ pub fn judge_recorded(u: &Unwitnessed) -> Option<String> {
 /// takes X off its wait for the checks, which ran on meanwhile; the span through the checks
 /// holds one wake-up, the last. On two H100s of 2026-12-06 such wake-ups came in stretches of
 /// a run (a tenth to a sixth of the samples over 10 µs late, medians of 10 consecutive
-/// samples 65–82 µs: `bench/wake_probe.py`), and A/Bs of honest kernels, one of them an A/A,
-/// read 15.7 and 30.8 µs up to the end event (limit 10) with 0.5 and 9.4 µs through the
-/// checks (docs/PERF.md, thirty-eighth session). A record made shorter moves both tests
+/// samples 65–82 µs: `bench/wake_probe.py`), and A/Bs of honest kernels read 15.7 and
+/// 30.8 µs up to the end event (limit 10) with 0.5 and 9.4 µs through the checks
+/// (docs/PERF.md, thirty-eighth session). A record made shorter moves both tests
 /// alike, so it is judged at this limit as before. Whatever part of a forgery an early end
 /// hides from the first test is judged by the second at its own limit, as before; so what a
 /// kernel can take from its record unseen is still the second test's limit (1% of a 2 ms
-/// sample), which was already the most an early end let through. O(1).
+/// sample), which was already the most an early end let through; a kernel that could end
+/// the host's wait for the checks early could end its wait for the end event early the same
+/// way (docs/SECURITY.md: not stopped). O(1).
 fn corroborated(u: &Unwitnessed, s: f64) -> bool {
     u.through_checks_shift_us
         .is_none_or(|t| t.signum() == s.signum() && t.abs() > u.limit_us)
