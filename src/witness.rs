@@ -795,6 +795,43 @@ mod tests {
         assert_eq!((false_alarms, missed), (0, [0; 2]));
     }
 
+    /// The three records an H100 refused in one call of 2026-12-06 (docs/PERF.md,
+    /// thirty-eighth session, call 5), as its results file holds them: two shifted up to the
+    /// end event only (late wake-ups at the end event) are no longer refused; the third, beyond
+    /// its limit through the checks (a late wake-up after them), still is. The old rule (the
+    /// first test alone) refused all three.
+    #[test]
+    fn the_refusals_of_one_h100_call_under_the_corroborated_rule() {
+        // (shift up to the end, through the checks, sample µs, limit, limit through the checks)
+        let recorded =
+            |shift: f64, through: f64, sample: f64, limit: f64, through_limit: f64| Unwitnessed {
+                candidate_us: 72.0,
+                base_us: Some(73.0),
+                control_us: None,
+                candidate_through_checks_us: Some(84.0),
+                base_through_checks_us: Some(85.0),
+                shift_us: Some(shift),
+                through_checks_shift_us: Some(through),
+                units: 8,
+                sample_us: sample,
+                through_checks_limit_us: Some(through_limit),
+                limit_us: limit,
+                samples: 80,
+            };
+        let b2h16s1024d64_causal = recorded(30.8265, 9.4270, 2097.81, 10.4890, 20.9781);
+        let b1h16s8192d64_causal = recorded(-15.7096, 0.4615, 1976.72, 10.0, 20.0);
+        let b1h8s512d64 = recorded(-0.1386, -20.0737, 2002.45, 10.0122, 20.0245);
+        for u in [&b2h16s1024d64_causal, &b1h16s8192d64_causal] {
+            assert!(u.shift_us.is_some_and(|s| s.abs() > u.limit_us));
+            assert_eq!(judge_recorded(u), None, "{u:?}");
+        }
+        let why = judge_recorded(&b1h8s512d64).expect("refused through the checks");
+        assert!(
+            why.starts_with("from the lead-in to the end of the checks"),
+            "{why}"
+        );
+    }
+
     /// A seeded simulation of honest sides under a noise model harsher than a quiet host's:
     /// a lead-in and wake-up of 55 µs and a wake-up of 3 µs after the end beyond the checks'
     /// own time, each with a 5 µs spread; a tenth of the samples delayed by a host stall of
