@@ -244,6 +244,10 @@
 #   bash bench/issue40_device.sh thirtyfifth-like # issue 40's ratios two ways: against PyTorch as a
 #                                               # user times it and under the gate's own conditions
 #   bash bench/issue40_device.sh thirtyfifth-warm # our kernel timed as the harness times PyTorch's
+#   bash bench/issue40_device.sh thirtyninth     # H200: pr, pr-ada re-recorded; any card: the
+#                                               # control's span through its work (a side alone's
+#                                               # witness confirmed): GPU tests, stored-only A/As
+#   bash bench/issue40_device.sh thirtyninth-attacks # the attack suite; the control tests again
 #   bash bench/issue40_device.sh thirtyeighth-witness # the corroborated witness: GPU tests, forced A/As,
 #                                               # the attack suite
 #   bash bench/issue40_device.sh thirtyeighth-final # the witness's three refusals again; H200: record
@@ -797,7 +801,7 @@ import json, sys
 for s in json.load(open(sys.argv[1]))["shapes"]:
     u = (s.get("measurement") or {}).get("unwitnessed") or {}
     f = lambda k: "-" if u.get(k) is None else f"{u[k]:.1f}"
-    print(f"  {s['name']:<28} {s.get('verdict'):<12} control/c {f('control_us')}/{f('candidate_us')} µs, shift {f('shift_us')} over {u.get('units')} (limit {f('limit_us')}) {s.get('error') or ''}"[:400])
+    print(f"  {s['name']:<28} {s.get('verdict'):<12} control/c {f('control_us')}/{f('candidate_us')} µs, shift {f('shift_us')} over {u.get('units')} (limit {f('limit_us')}); through control/c {f('control_through_checks_us')}/{f('candidate_through_checks_us')}, shift {f('through_checks_shift_us')} {s.get('error') or ''}"[:400])
 PY
 }
 
@@ -2745,6 +2749,54 @@ thirtyfifth-like)
     | tee "$res/like.txt"
   save
   warm_alike
+  save
+  ;;
+thirtyninth)
+  # 2026-12-06 (thirty-ninth session). On an H200 first: `pr` and `pr-ada` re-recorded with
+  # kernels/ (NAME_causal, d93f3f0) and a stored-only A/A each (issue 40 item 3). On any card:
+  # the control now queues ~1 ms of spin after each sample's end event (a span through it, as
+  # a kernel's through its checks) and a side alone's first test counts only where that span
+  # confirms it (src/witness.rs): the control's GPU tests twice with their shifts printed,
+  # the GPU tests, then stored-only A/As of pr and pr-ada (each a side alone against the
+  # control), twice each, every shape's shifts up to the end and through the checks. ~7 min
+  # (H200: ~9).
+  save() { tar czf "$out/thirtyninth.tgz" -C "$out" r; }
+  card
+  case "$gpu" in
+  *H200*) REASON="NAME_causal: causal units dealt by cost, d93f3f0 (issue 40 item 3)" \
+    record_baselines; save ;;
+  esac
+  for i in 1 2; do
+    gpu_tests_named "control-tests-$i.log" 150 gpu::the_control_reads_the_same \
+      gpu::a_side_alone_is_judged_against_the_control_beside_each_round \
+      gpu::which_step_of_a_kernels_sample_the_control_lacks
+    grep -E "control at|control as|control upload|control 64|control all|control 150|test result|panicked" \
+      "$res/control-tests-$i.log" | cut -c1-300
+  done
+  save
+  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 200 "$it_tests" --ignored \
+    --test-threads=1 gpu:: --skip adversarial_gpu:: --skip gpu_tools:: > "$res/gpu-tests.log" 2>&1
+  grep -E "test result|FAILED|panicked" "$res/gpu-tests.log" | head -6
+  save
+  for i in 1 2; do
+    for c in pr pr-ada; do
+      stored_aa "$c"
+      shifts "$c"
+      cp "$res/stored-$c.json" "$res/stored-$c-$i.json"
+    done
+    save
+  done
+  ;;
+thirtyninth-attacks)
+  # 2026-12-06 (thirty-ninth session): the attack suite with the control's span through its
+  # work (every attack must still fail closed), then the control's GPU tests once more. ~6 min.
+  save() { tar czf "$out/thirtyninth-attacks.tgz" -C "$out" r; }
+  card
+  attack_suite 330
+  save
+  gpu_tests_named control-tests.log 120 gpu::the_control_reads_the_same \
+    gpu::a_side_alone_is_judged_against_the_control_beside_each_round
+  grep -E "control at|test result|panicked" "$res/control-tests.log" | cut -c1-300
   save
   ;;
 thirtyeighth-witness)

@@ -165,12 +165,17 @@ pub struct Unwitnessed {
     /// The base's, in A/B.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_through_checks_us: Option<f64>,
+    /// The control's, in a run with one side: through the work it queues after its end
+    /// event in place of checks (`crate::gpu::measure::CONTROL_TRAILING_CYCLES`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_through_checks_us: Option<f64>,
     /// What is judged (`crate::witness::judge_recorded`): how far the candidate's rounds'
     /// median unwitnessed times lie beyond the base's (pair by pair) or the control's, µs, a
     /// 20%-trimmed mean over `units` pairs or rounds; `None` where too few.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shift_us: Option<f64>,
-    /// The same through the checks, in A/B.
+    /// The same through the checks (a side alone: against the control's span through its
+    /// work after the end event).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub through_checks_shift_us: Option<f64>,
     /// The pairs (A/B) or rounds the shifts are over.
@@ -1060,6 +1065,7 @@ fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
                 ("control_us", u.control_us),
                 ("candidate_through_checks_us", u.candidate_through_checks_us),
                 ("base_through_checks_us", u.base_through_checks_us),
+                ("control_through_checks_us", u.control_through_checks_us),
                 ("shift_us", u.shift_us),
                 ("through_checks_shift_us", u.through_checks_shift_us),
                 ("through_checks_limit_us", u.through_checks_limit_us),
@@ -1405,6 +1411,7 @@ mod tests {
                 control_us: Some(55.0),
                 candidate_through_checks_us: Some(357.0),
                 base_through_checks_us: Some(357.0),
+                control_through_checks_us: Some(356.0),
                 shift_us: Some(1.0),
                 through_checks_shift_us: Some(0.5),
                 units: 8,
@@ -1421,6 +1428,7 @@ mod tests {
             ("control_us", f64::NAN),
             ("candidate_through_checks_us", f64::NAN),
             ("base_through_checks_us", f64::INFINITY),
+            ("control_through_checks_us", f64::NAN),
             ("shift_us", f64::NAN),
             ("through_checks_shift_us", f64::NEG_INFINITY),
             ("through_checks_limit_us", f64::NAN),
@@ -1441,6 +1449,7 @@ mod tests {
                 "control_us" => u.control_us = Some(value),
                 "candidate_through_checks_us" => u.candidate_through_checks_us = Some(value),
                 "base_through_checks_us" => u.base_through_checks_us = Some(value),
+                "control_through_checks_us" => u.control_through_checks_us = Some(value),
                 "shift_us" => u.shift_us = Some(value),
                 "through_checks_shift_us" => u.through_checks_shift_us = Some(value),
                 "through_checks_limit_us" => u.through_checks_limit_us = Some(value),

@@ -693,6 +693,7 @@ mod tests {
             control_us: None,
             candidate_through_checks_us: Some(355.0 + through),
             base_through_checks_us: Some(355.0),
+            control_through_checks_us: None,
             shift_us: Some(shift),
             through_checks_shift_us: Some(through),
             units: 24,

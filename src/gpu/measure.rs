@@ -1339,12 +1339,14 @@ pub const CONTROL_DUTY_CYCLE: f64 = 1.0;
 
 /// What a control sample copies of a kernel's sample ([`take_sample`]) besides the GPU work
 /// before it, its lead-in and its replay: the steps in which the two still differ, each of
-/// them outside the span the events time. A run's control copies none of them
-/// ([`Control::round`]); a GPU test (`gpu::which_step_of_a_kernels_sample_the_control_lacks`)
+/// them outside the span the events time. A run's control copies one ([`ControlMimic::RUN`],
+/// [`Control::round`]): work after the end event, timed by events of its own, where a
+/// kernel's sample has its checks, so that the control has a span through that work as a
+/// kernel's sample has one through its checks (`crate::witness`: a side alone's first test
+/// is confirmed by it). A GPU test (`gpu::which_step_of_a_kernels_sample_the_control_lacks`)
 /// samples it with each, to find what keeps a kernel's unwitnessed time 1–8 µs above the
 /// control's in every run without a base (73 shape-runs, 2026-12-05) where two kernels of
-/// an A/B differ by −1.6 … +1.0 µs (96). None does (H100 and H200, 2026-12-05, docs/PERF.md):
-/// the control samples as a run needs it, and these are kept for the next question.
+/// an A/B differ by −1.6 … +1.0 µs (96). None does (H100 and H200, 2026-12-05, docs/PERF.md).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ControlMimic {
     /// Upload the graph before each sample, as a kernel's sample uploads its own.
@@ -1353,12 +1355,30 @@ pub struct ControlMimic {
     /// does (`clock_events`).
     pub read_clock: bool,
     /// SM cycles of spin queued after the end event, where a kernel's sample queues its
-    /// checks (1–3 ms of GPU work); 0: none.
+    /// checks (1–3 ms of GPU work), between two events of its own; 0: none (the samples then
+    /// have no span through it: [`Round::after_end_us`] is empty).
     pub trailing_cycles: i64,
     /// Bytes of device memory zeroed before the wait for an idle GPU, where a kernel's sample
     /// writes its inputs and poisons its outputs (megabytes); 0: none.
     pub before_bytes: usize,
 }
+
+impl ControlMimic {
+    /// What a run's control copies: [`CONTROL_TRAILING_CYCLES`] of work after the end event.
+    pub const RUN: ControlMimic = ControlMimic {
+        upload: false,
+        read_clock: false,
+        trailing_cycles: CONTROL_TRAILING_CYCLES,
+        before_bytes: 0,
+    };
+}
+
+/// SM cycles of spin a run's control queues after each sample's end event (~1 ms at 2 GHz),
+/// where a kernel's sample queues its checks (1–3 ms): long enough that a host waking late
+/// at the end event finds it still running, so that the span through it holds only the last
+/// wake-up, as a kernel's span through its checks does (the late wake-ups seen on H100s,
+/// 2026-12-06, were 10–60 µs). Cost: ~5 ms a round of a side alone.
+pub const CONTROL_TRAILING_CYCLES: i64 = 2_000_000;
 
 /// The witness's control: a graph of the harness's own spin kernels, about
 /// `sample_ms` long, and its two timing events; built once per run and sampled after every
@@ -1368,6 +1388,8 @@ pub struct Control {
     /// Spin launches in the graph.
     launches: u32,
     events: (CudaEvent, CudaEvent),
+    /// Around the work after the end event ([`ControlMimic::trailing_cycles`]).
+    trailing_events: (CudaEvent, CudaEvent),
     /// The `measure.sample_ms` it was built for.
     sample_ms: f64,
 }
@@ -1396,6 +1418,7 @@ impl Control {
             graph: spin_graph(gpu, launches, cycles.max(1))?,
             launches,
             events: (timing_event(gpu)?, timing_event(gpu)?),
+            trailing_events: (timing_event(gpu)?, timing_event(gpu)?),
             sample_ms: settings.sample_ms,
         })
     }
@@ -1407,13 +1430,14 @@ impl Control {
 
     /// One round of the control: the graph replayed once, then sampled as [`take_sample`]
     /// samples a kernel under test (the GPU idle, the host's clock read, the lead-in spin,
-    /// the events around the replay, the wait for the end event; then idle time to
-    /// `duty_cycle`, [`CONTROL_DUTY_CYCLE`] in a run), `samples` times: what a sample's
-    /// unwitnessed time is when no kernel under test runs. Cost: `samples` samples (~14 ms
-    /// for 5 of 2 ms at a 100% duty cycle, ~40 ms at 25%), after each round of a run with
-    /// one side (`run::shape`).
+    /// the events around the replay, the wait for the end event, ~1 ms of work after it in
+    /// place of the checks and the wait for that; then idle time to `duty_cycle`,
+    /// [`CONTROL_DUTY_CYCLE`] in a run), `samples` times: what a sample's unwitnessed time
+    /// is when no kernel under test runs, up to the end event and through the work after
+    /// it. Cost: `samples` samples (~19 ms for 5 of 2 ms at a 100% duty cycle), after each
+    /// round of a run with one side (`run::shape`).
     pub fn round(&self, gpu: &Gpu, duty_cycle: f64, samples: usize) -> Result<Round, GpuError> {
-        self.round_mimicking(gpu, duty_cycle, samples, ControlMimic::default())
+        self.round_mimicking(gpu, duty_cycle, samples, ControlMimic::RUN)
     }
 
     /// [`Control::round`] with the steps of a kernel's sample that `mimic` names.
@@ -1425,6 +1449,7 @@ impl Control {
         mimic: ControlMimic,
     ) -> Result<Round, GpuError> {
         let (graph, (start, end)) = (&self.graph, &self.events);
+        let (trail_from, trail_to) = &self.trailing_events;
         let what = || "the witness's control (the harness's spin kernels)".to_string();
         let mut before = match mimic.before_bytes {
             0 => None,
@@ -1432,7 +1457,7 @@ impl Control {
         };
         graph.launch().during(what)?;
         let began_all = Instant::now();
-        let (mut values, mut unwitnessed) = (Vec::new(), Vec::new());
+        let (mut values, mut unwitnessed, mut after_end) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..samples {
             let began = Instant::now();
             // A kernel's sample keeps the GPU busy right up to its wait for an idle GPU (its
@@ -1457,12 +1482,20 @@ impl Control {
             graph.launch().during(what)?;
             end.record(&gpu.stream).during(what)?;
             if mimic.trailing_cycles > 0 {
+                trail_from.record(&gpu.stream).during(what)?;
                 ffi::launch_spin(&gpu.stream, &gpu.kernels.spin, mimic.trailing_cycles)
                     .during(what)?;
+                trail_to.record(&gpu.stream).during(what)?;
             }
-            let seen = gpu.wait_event(end, None, what)?.duration_since(from);
+            let ended = gpu.wait_event(end, None, what)?;
+            let seen = ended.duration_since(from);
             if mimic.trailing_cycles > 0 {
+                // As a kernel's sample's wait for its checks (`take_sample`): the host's
+                // wait after the end event less the work's own time by its events.
                 gpu.sync(None, what)?;
+                let waited = ended.elapsed();
+                let trailing_ms = event_ms(trail_from, trail_to)?;
+                after_end.push(waited.as_secs_f64() * 1e6 - trailing_ms * 1000.0);
             }
             let ms = witnessed_ms(start, end, seen, what)?;
             values.push(ms * 1000.0 / f64::from(self.launches));
@@ -1473,6 +1506,7 @@ impl Control {
         }
         Ok(Round {
             wall_s: began_all.elapsed().as_secs_f64(),
+            after_end_us: after_end,
             ..Round::of_samples(values, self.launches, unwitnessed)
         })
     }

@@ -110,8 +110,9 @@ fn judge_witness(
             s.error = Some(why);
         }
     }
-    // A label says what was computed: alone, only the first of a pair's two tests has a
-    // second side (the control has no checks).
+    // A label says what was computed: alone, the first of a pair's two tests is judged
+    // against the control and confirmed through the checks; the second is not judged alone
+    // (the control's span is through the harness's own work, not the same checks).
     let alone = shapes
         .iter()
         .filter_map(ShapeResult::unwitnessed)
@@ -119,7 +120,7 @@ fn judge_witness(
         .count();
     if alone > 0 {
         notes.push(format!(
-            "{alone} shape(s) measured without a base: the host's clock judged each against the harness's own spin up to the end event only; nothing judged the time through the checks, so a kernel that also signals its end early is not caught here (an A/B judges both: docs/MEASURING.md, \"The host's clock witnesses every sample\")"
+            "{alone} shape(s) measured without a base: the host's clock judged each against the harness's own spin up to the end event, confirmed through the end of the checks; the time through the checks was not judged alone, so a kernel that also signals its end early is not caught here (an A/B judges both: docs/MEASURING.md, \"The host's clock witnesses every sample\")"
         ));
     }
 }

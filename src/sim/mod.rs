@@ -773,15 +773,18 @@ impl Measure for SimBackend {
         settings: &MeasureSettings,
         samples: usize,
     ) -> Result<Option<Round>, GpuError> {
-        // The harness's spin, one sample of `sample_ms` per value, its lead-in and wake-up
-        // as every simulated kernel's at this point of the process (`round_of`), never
-        // forged.
+        // The harness's spin, one sample of `sample_ms` per value, its lead-in and wake-ups
+        // (up to the end event and after the work that follows it) as every simulated
+        // kernel's at this point of the process (`round_of`), never forged.
         let lead_in = self.lead_in_us();
-        Ok(Some(Round::of_samples(
-            vec![settings.sample_ms * 1000.0 / f64::from(LAUNCHES); samples],
-            LAUNCHES,
-            (0..samples).map(|i| lead_in + (i % 5) as f64).collect(),
-        )))
+        Ok(Some(Round {
+            after_end_us: (0..samples).map(|i| 2.0 + (i % 5) as f64).collect(),
+            ..Round::of_samples(
+                vec![settings.sample_ms * 1000.0 / f64::from(LAUNCHES); samples],
+                LAUNCHES,
+                (0..samples).map(|i| lead_in + (i % 5) as f64).collect(),
+            )
+        }))
     }
 
     fn energy(

@@ -432,6 +432,17 @@ fn a_run_without_a_base_judges_the_witness_against_the_control() {
             (Some(57.0), None),
             "{u}"
         );
+        // And through the checks: the control's span through its work after the end event,
+        // the candidate's through its checks, and their shift (what confirms the first test).
+        assert_eq!(
+            (
+                u["control_through_checks_us"].as_f64(),
+                u["candidate_through_checks_us"].as_f64(),
+                u["through_checks_shift_us"].as_f64(),
+            ),
+            (Some(61.0), Some(61.0), Some(0.0)),
+            "{u}"
+        );
     }
     // The harness's own unwitnessed time moving over the run (3 µs more a round, ~70 µs by
     // the last round): each round is judged against the control taken right after it, so
@@ -443,8 +454,9 @@ fn a_run_without_a_base_judges_the_witness_against_the_control() {
     let (code, r) = alone(&s.kernels("drift-forge", "forge=* witness-drift=3"));
     assert_eq!(code, Some(1), "{r}");
     assert!(verdicts(&r).iter().all(|v| v == "error"), "{r}");
-    // What was judged is said: alone there is no test through the checks.
-    let alone_note = "measured without a base: the host's clock judged each against the harness's own spin up to the end event only";
+    // What was judged is said: alone the time through the checks confirms the first test
+    // and is not judged alone.
+    let alone_note = "measured without a base: the host's clock judged each against the harness's own spin up to the end event, confirmed through the end of the checks; the time through the checks was not judged alone";
     let notes = r["notes"].to_string();
     assert!(
         notes.contains(&format!("3 shape(s) {alone_note}")),

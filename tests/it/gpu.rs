@@ -536,13 +536,14 @@ fn time_the_events_did_not_see_on_one_side_is_judged() {
 /// The witness of a side alone on the GPU (ci_gate::witness): one kernel measured round by
 /// round, the harness's control (`Control::round`) sampled right after each round, as a run
 /// without a base does (`run::shape`). With the kernel's own lead-in its shift against the
-/// control is within the limit and nothing is judged; with its lead-in lengthened by
-/// 200,000 cycles (~100 µs: a start record moved later) it is judged, the candidate named.
+/// control is not judged; with its lead-in lengthened by 200,000 cycles (~100 µs: a start
+/// record moved later, which moves the span through the checks alike) it is judged, the
+/// candidate named.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_side_alone_is_judged_against_the_control_beside_each_round() {
     use ci_gate::backend::Measurement;
-    use ci_gate::witness::{ALONE_FACTOR, CONTROL_SAMPLES_PER_ROUND};
+    use ci_gate::witness::CONTROL_SAMPLES_PER_ROUND;
     let gpu = gpu();
     let shape = ShapeParams::new(4, 16, 2048, 64, true, Dtype::Float16);
     let settings = MeasureSettings::default();
@@ -564,13 +565,12 @@ fn a_side_alone_is_judged_against_the_control_beside_each_round() {
         let u = record(&c, None, Some(&k));
         eprintln!("lead-in +{extra} cycles, alone: candidate {c:?}, control {k:?}; recorded {u:?}");
         assert_eq!((u.units, k.samples), (8, 8 * CONTROL_SAMPLES_PER_ROUND));
-        if extra == 0 {
-            assert!(
-                u.shift_us
-                    .is_some_and(|s| s.abs() < ALONE_FACTOR * u.limit_us),
-                "{u:?}"
-            );
-        }
+        // The control's span through its work after the end event, beside the side's
+        // through its checks: what confirms the first test.
+        assert!(
+            u.through_checks_shift_us.is_some() && u.control_through_checks_us.is_some(),
+            "{u:?}"
+        );
         judged.push(judge_recorded(&u));
     }
     assert_eq!(judged[0], None);
@@ -586,13 +586,15 @@ fn a_side_alone_is_judged_against_the_control_beside_each_round() {
 /// kernel's 25% duty cycle (as the gate sampled it until 2026-12-05) and at 100%, in turns
 /// (which comes first alternates), on a short and a long kernel. The side's shift against
 /// each is printed with what each control cost; the two shifts must agree within the limit
-/// (a cheaper control that reads elsewhere would move every side alone's judgement), and both
-/// lie within what a side alone is allowed.
+/// (a cheaper control that reads elsewhere would move every side alone's judgement), and
+/// neither is judged as a run judges it (`judge_recorded`: within what a side alone is
+/// allowed, or a shift up to the end event that the span through the checks does not
+/// confirm).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_control_reads_the_same_without_the_duty_cycles_idle_time() {
     use ci_gate::backend::Measurement;
-    use ci_gate::witness::{ALONE_FACTOR, CONTROL_SAMPLES_PER_ROUND};
+    use ci_gate::witness::CONTROL_SAMPLES_PER_ROUND;
     let gpu = gpu();
     let settings = MeasureSettings::default();
     let spin = Control::new(&gpu, &settings).unwrap();
@@ -624,14 +626,16 @@ fn the_control_reads_the_same_without_the_duty_cycles_idle_time() {
             record(&c, None, Some(&witness_of(&idle_free))),
         );
         eprintln!(
-            "{}: control at {:.0}% duty {:.1} µs (shift {:?}, {duty_s:.3} s), at {:.0}% {:.1} µs (shift {:?}, {idle_free_s:.3} s); limit {:.1}",
+            "{}: control at {:.0}% duty {:.1} µs (shift {:?}, through the checks {:?}, {duty_s:.3} s), at {:.0}% {:.1} µs (shift {:?}, through the checks {:?}, {idle_free_s:.3} s); limit {:.1}",
             shape.name(),
             100.0 * settings.duty_cycle,
             a.control_us.unwrap_or(f64::NAN),
             a.shift_us,
+            a.through_checks_shift_us,
             100.0 * CONTROL_DUTY_CYCLE,
             b.control_us.unwrap_or(f64::NAN),
             b.shift_us,
+            b.through_checks_shift_us,
             a.limit_us,
         );
         // Round by round, what the shifts are taken over (a failure names which rounds moved).
@@ -650,8 +654,12 @@ fn the_control_reads_the_same_without_the_duty_cycles_idle_time() {
         );
         let (sa, sb) = (a.shift_us.unwrap(), b.shift_us.unwrap());
         assert!((sa - sb).abs() <= a.limit_us, "{a:?} {b:?}");
-        for s in [sa, sb] {
-            assert!(s.abs() < ALONE_FACTOR * a.limit_us, "{a:?} {b:?}");
+        // Judged as a run judges it: within what a side alone is allowed, or a shift up to
+        // the end event that the span through the checks does not confirm (the host's late
+        // wake-ups at the end event: docs/PERF.md, thirty-eighth session, call 1).
+        for u in [&a, &b] {
+            assert!(u.control_through_checks_us.is_some(), "{u:?}");
+            assert_eq!(judge_recorded(u), None, "{a:?} {b:?}");
         }
     }
 }
@@ -661,46 +669,43 @@ fn the_control_reads_the_same_without_the_duty_cycles_idle_time() {
 /// and H200s, 2026-12-05, the same at a steady 1,980 MHz as where the clock dipped), where the
 /// two kernels of an A/B differ by −1.6 … +1.0 µs (96): the offset is in how the control
 /// samples, not the clock its lead-in spins at. After each of 8 rounds of a kernel alone the
-/// control is sampled as a run samples it and with each step a kernel's sample has outside
-/// the events' span ([`ControlMimic`]): the graph uploaded and the clock read before the wait
-/// for an idle GPU, 1 ms of work queued after the end event (a kernel's checks), and all of
-/// them; 64 MiB zeroed before (a kernel's inputs and poison) and a graph of 150 spins where
-/// the run's has 20 (a short kernel's launches a sample); in turns, the order rotating each
-/// round. Each control's shift is printed with its
-/// cost; every one must be within what a side alone is allowed (each is an honest control).
+/// control is sampled as a run samples it (1 ms of work queued after the end event, as a
+/// kernel's checks: `ControlMimic::RUN`) and with each further step a kernel's sample has
+/// outside the events' span ([`ControlMimic`]): the graph uploaded and the clock read before
+/// the wait for an idle GPU; 64 MiB zeroed before (a kernel's inputs and poison); both; and a
+/// graph of 150 spins where the run's has 20 (a short kernel's launches a sample); in turns,
+/// the order rotating each round. Each control's shifts (up to the end event and through the
+/// checks) are printed with its cost; none may be judged as a run judges it (each is an
+/// honest control).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn which_step_of_a_kernels_sample_the_control_lacks() {
     use ci_gate::backend::Measurement;
     use ci_gate::gpu::measure::ControlMimic;
-    use ci_gate::witness::{ALONE_FACTOR, CONTROL_SAMPLES_PER_ROUND};
+    use ci_gate::witness::CONTROL_SAMPLES_PER_ROUND;
     let gpu = gpu();
     let settings = MeasureSettings::default();
+    let run = ControlMimic::RUN;
     let before = ControlMimic {
         upload: true,
         read_clock: true,
-        ..ControlMimic::default()
+        ..run
     };
     let written = ControlMimic {
         before_bytes: 64 << 20,
-        ..ControlMimic::default()
-    };
-    let after = ControlMimic {
-        trailing_cycles: 2_000_000,
-        ..ControlMimic::default()
+        ..run
     };
     let all = ControlMimic {
-        trailing_cycles: after.trailing_cycles,
+        before_bytes: written.before_bytes,
         ..before
     };
     // (name, the control's spins a sample, what it mimics)
     let mimics = [
-        ("as a run", 20, ControlMimic::default()),
+        ("as a run (1 ms after the end)", 20, run),
         ("upload and clock before", 20, before),
-        ("1 ms after the end", 20, after),
-        ("all three", 20, all),
         ("64 MiB written before", 20, written),
-        ("150 spins a sample", 150, ControlMimic::default()),
+        ("all three", 20, all),
+        ("150 spins a sample", 150, run),
     ];
     let spins: Vec<Control> = mimics
         .iter()
@@ -735,18 +740,15 @@ fn which_step_of_a_kernels_sample_the_control_lacks() {
         for ((name, _, _), (m, wall_s)) in mimics.iter().zip(&controls) {
             let u = record(&c, None, Some(&witness_of(m)));
             eprintln!(
-                "{}: control {name}: {:.1} µs, candidate {:.1} µs, shift {:?} ({wall_s:.3} s); limit {:.1}",
+                "{}: control {name}: {:.1} µs, candidate {:.1} µs, shift {:?}, through the checks {:?} ({wall_s:.3} s); limit {:.1}",
                 shape.name(),
                 u.control_us.unwrap_or(f64::NAN),
                 u.candidate_us,
                 u.shift_us,
+                u.through_checks_shift_us,
                 u.limit_us,
             );
-            assert!(
-                u.shift_us
-                    .is_some_and(|s| s.abs() < ALONE_FACTOR * u.limit_us),
-                "{name}: {u:?}"
-            );
+            assert_eq!(judge_recorded(&u), None, "{name}: {u:?}");
         }
     }
 }
