@@ -248,6 +248,8 @@
 #                                               # control's span through its work (a side alone's
 #                                               # witness confirmed): GPU tests, stored-only A/As
 #   bash bench/issue40_device.sh thirtyninth-attacks # the attack suite; the control tests again
+#   bash bench/issue40_device.sh thirtyninth-tail # the tail after the checks and the least spans:
+#                                               # GPU tests, forced and stored-only A/As
 #   bash bench/issue40_device.sh thirtyeighth-witness # the corroborated witness: GPU tests, forced A/As,
 #                                               # the attack suite
 #   bash bench/issue40_device.sh thirtyeighth-final # the witness's three refusals again; H200: record
@@ -2786,6 +2788,35 @@ thirtyninth)
     done
     save
   done
+  ;;
+thirtyninth-tail)
+  # 2026-12-06 (thirty-ninth session): ~200 µs of the harness's spin after every sample's
+  # checks (the tail) and each witness test on the least of its span and the later ones
+  # (src/witness.rs): the GPU tests, forced A/As of pr and pr-ada (--ab-always: every shape
+  # a pair) and stored-only A/As of both (a side alone against the control), every shape's
+  # shifts printed. ~5 min.
+  save() { tar czf "$out/thirtyninth-tail.tgz" -C "$out" r; }
+  card
+  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 200 "$it_tests" --ignored \
+    --test-threads=1 gpu:: --skip adversarial_gpu:: --skip gpu_tools:: > "$res/gpu-tests.log" 2>&1
+  grep -E "test result|FAILED|panicked" "$res/gpu-tests.log" | head -6
+  save
+  for c in pr pr-ada; do
+    ab "aa-$c" kernels "configs/$c.yaml" --ab-always | sed -E 's/unwitnessed b\/c [^;]*; //'
+    python3 - "$res/ab-aa-$c.json" <<'PY'
+import json, sys
+for s in json.load(open(sys.argv[1]))["shapes"]:
+    u = (s.get("measurement") or {}).get("unwitnessed") or {}
+    f = lambda k: "-" if u.get(k) is None else f"{u[k]:+.1f}"
+    print(f"  {s['name']:<28} {s.get('verdict'):<12} shifts: end {f('shift_us')}, checks {f('through_checks_shift_us')}, tail {f('through_tail_shift_us')} (limits {u.get('limit_us', 0):.1f}, {u.get('through_checks_limit_us') or 0:.1f}) {s.get('error') or ''}"[:300])
+PY
+    save
+  done
+  for c in pr pr-ada; do
+    stored_aa "$c"
+    shifts "$c"
+  done
+  save
   ;;
 thirtyninth-attacks)
   # 2026-12-06 (thirty-ninth session): the attack suite with the control's span through its

@@ -169,6 +169,13 @@ pub struct Unwitnessed {
     /// event in place of checks (`crate::gpu::measure::CONTROL_TRAILING_CYCLES`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_through_checks_us: Option<f64>,
+    /// The candidate's median unwitnessed time from the lead-in to the end of the tail after
+    /// the checks (`crate::witness::SideWitness::through_tail_us`), in A/B.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidate_through_tail_us: Option<f64>,
+    /// The base's, in A/B.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_through_tail_us: Option<f64>,
     /// What is judged (`crate::witness::judge_recorded`): how far the candidate's rounds'
     /// median unwitnessed times lie beyond the base's (pair by pair) or the control's, µs, a
     /// 20%-trimmed mean over `units` pairs or rounds; `None` where too few.
@@ -178,6 +185,10 @@ pub struct Unwitnessed {
     /// work after the end event).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub through_checks_shift_us: Option<f64>,
+    /// The same through the tail after the checks, in A/B: what confirms a shift through
+    /// the checks (`crate::witness::judge_recorded`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub through_tail_shift_us: Option<f64>,
     /// The pairs (A/B) or rounds the shifts are over.
     #[serde(default)]
     pub units: u64,
@@ -1066,6 +1077,9 @@ fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
                 ("candidate_through_checks_us", u.candidate_through_checks_us),
                 ("base_through_checks_us", u.base_through_checks_us),
                 ("control_through_checks_us", u.control_through_checks_us),
+                ("candidate_through_tail_us", u.candidate_through_tail_us),
+                ("base_through_tail_us", u.base_through_tail_us),
+                ("through_tail_shift_us", u.through_tail_shift_us),
                 ("shift_us", u.shift_us),
                 ("through_checks_shift_us", u.through_checks_shift_us),
                 ("through_checks_limit_us", u.through_checks_limit_us),
@@ -1412,6 +1426,9 @@ mod tests {
                 candidate_through_checks_us: Some(357.0),
                 base_through_checks_us: Some(357.0),
                 control_through_checks_us: Some(356.0),
+                candidate_through_tail_us: Some(360.0),
+                base_through_tail_us: Some(360.0),
+                through_tail_shift_us: Some(0.5),
                 shift_us: Some(1.0),
                 through_checks_shift_us: Some(0.5),
                 units: 8,
@@ -1429,6 +1446,9 @@ mod tests {
             ("candidate_through_checks_us", f64::NAN),
             ("base_through_checks_us", f64::INFINITY),
             ("control_through_checks_us", f64::NAN),
+            ("candidate_through_tail_us", f64::INFINITY),
+            ("base_through_tail_us", f64::NAN),
+            ("through_tail_shift_us", f64::NEG_INFINITY),
             ("shift_us", f64::NAN),
             ("through_checks_shift_us", f64::NEG_INFINITY),
             ("through_checks_limit_us", f64::NAN),
@@ -1450,6 +1470,9 @@ mod tests {
                 "candidate_through_checks_us" => u.candidate_through_checks_us = Some(value),
                 "base_through_checks_us" => u.base_through_checks_us = Some(value),
                 "control_through_checks_us" => u.control_through_checks_us = Some(value),
+                "candidate_through_tail_us" => u.candidate_through_tail_us = Some(value),
+                "base_through_tail_us" => u.base_through_tail_us = Some(value),
+                "through_tail_shift_us" => u.through_tail_shift_us = Some(value),
                 "shift_us" => u.shift_us = Some(value),
                 "through_checks_shift_us" => u.through_checks_shift_us = Some(value),
                 "through_checks_limit_us" => u.through_checks_limit_us = Some(value),

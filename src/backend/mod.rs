@@ -99,6 +99,10 @@ pub struct Measurement {
     /// checks, less the checks' own time by their events (`crate::witness`); empty where a
     /// device does not witness.
     pub after_end_us: Vec<Vec<f64>>,
+    /// Per round, each sample's µs from the host's seeing its checks end to the end of the
+    /// tail after them, less the tail's own time by its events (`crate::witness`); empty
+    /// where a device does not witness.
+    pub after_checks_us: Vec<Vec<f64>>,
 }
 
 /// One round of one side, as a backend measured it: what [`Measurement::push`] appends.
@@ -130,6 +134,10 @@ pub struct Round {
     /// the checks' own time by their events (`crate::witness`); empty where a device does
     /// not witness.
     pub after_end_us: Vec<f64>,
+    /// Each sample's µs from the host's seeing its checks end to the end of the tail after
+    /// them, less the tail's own time by its events (`crate::witness`); empty where a device
+    /// does not witness.
+    pub after_checks_us: Vec<f64>,
 }
 
 /// One pair of rounds, as [`Measure::pair`] measured it: the order it drew, and the round
@@ -180,6 +188,7 @@ impl Round {
             per_launch_ms: None,
             unwitnessed_us,
             after_end_us: Vec::new(),
+            after_checks_us: Vec::new(),
         }
     }
 }
@@ -201,6 +210,7 @@ impl Measurement {
             energy: Vec::new(),
             unwitnessed_us: Vec::new(),
             after_end_us: Vec::new(),
+            after_checks_us: Vec::new(),
         }
     }
 
@@ -210,6 +220,7 @@ impl Measurement {
         self.rounds.push(round.values);
         self.unwitnessed_us.push(round.unwitnessed_us);
         self.after_end_us.push(round.after_end_us);
+        self.after_checks_us.push(round.after_checks_us);
         self.launches_per_sample = round.launches_per_sample;
         self.working_set_bytes = round.working_set_bytes;
         self.round_addresses.extend(round.addresses);
@@ -257,6 +268,7 @@ impl Measurement {
             per_launch_ms: self.per_launch_ms,
             unwitnessed_us: self.unwitnessed_us.last().cloned().unwrap_or_default(),
             after_end_us: self.after_end_us.last().cloned().unwrap_or_default(),
+            after_checks_us: self.after_checks_us.last().cloned().unwrap_or_default(),
         })
     }
 
@@ -265,6 +277,7 @@ impl Measurement {
         if self.rounds.pop().is_some() {
             self.unwitnessed_us.pop();
             self.after_end_us.pop();
+            self.after_checks_us.pop();
             self.clock_events.pop();
             self.round_addresses.pop();
             let keep = self.sm_clock_mhz.len().saturating_sub(2);
@@ -561,6 +574,7 @@ mod measurement_tests {
             per_launch_ms: Some(0.1),
             unwitnessed_us: vec![50.0 + f64::from(events); 2],
             after_end_us: vec![300.0 + f64::from(events); 2],
+            after_checks_us: vec![4.0 + f64::from(events); 2],
         }
     }
 
@@ -577,6 +591,7 @@ mod measurement_tests {
         assert_eq!(added.clock_events, 2);
         assert_eq!(added.unwitnessed_us, vec![52.0, 52.0]);
         assert_eq!(added.after_end_us, vec![302.0, 302.0]);
+        assert_eq!(added.after_checks_us, vec![6.0, 6.0]);
         engine.push(added);
         assert_eq!(format!("{engine:?}"), format!("{copy:?}"));
         // The larger worst error is kept, whichever round had it.

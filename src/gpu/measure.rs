@@ -541,7 +541,23 @@ pub(super) struct PreparedRound {
     /// them, and their span takes the checks' own time (1–3 ms, moving by 10–20 µs between
     /// samples) out of the host's wait for them (`crate::witness`, through the checks).
     checks_events: (CudaEvent, CudaEvent),
+    /// Each sample's µs from the host's seeing its checks end to the end of the tail
+    /// queued after them ([`WITNESS_TAIL_CYCLES`]), less the tail's own time by its events.
+    after_checks: Vec<f64>,
+    /// Two events around a sample's tail, reused by every sample, recorded after the checks.
+    tail_events: (CudaEvent, CudaEvent),
 }
+
+/// SM cycles of the harness's spin queued after every timed sample's checks (~200 µs at
+/// 2 GHz), timed by events of its own: the host waits for it after seeing the checks end,
+/// so that a sample has a third span, from the lead-in to the end of this tail, which holds
+/// the whole of a record's forgery as the span through the checks does but not the host's
+/// late wake-up at the end of the checks (the tail is still running then, and its wait gives
+/// that time back). `crate::witness` counts a shift through the checks only where this span
+/// confirms it: an honest A/B of one kernel on an H100 (2026-12-06, b1h8s512d64) read
+/// −20.07 µs through the checks against a limit of 20.02 and −0.14 up to the end event.
+/// Cost: ~200 µs of GPU time a sample, inside the duty cycle's idle time.
+pub const WITNESS_TAIL_CYCLES: i64 = 400_000;
 
 impl PreparedRound {
     /// Elements of one tensor of an input set (its Q, K and V are the same size).
@@ -937,6 +953,8 @@ pub(super) fn capture_round(
         unwitnessed: Vec::with_capacity(samples),
         after_end: Vec::with_capacity(samples),
         checks_events: (timing_event(gpu)?, timing_event(gpu)?),
+        after_checks: Vec::with_capacity(samples),
+        tail_events: (timing_event(gpu)?, timing_event(gpu)?),
     };
     spans::add("round.check_buffers", t);
     spans::time("round.first_replay", || {
@@ -1188,6 +1206,10 @@ fn take_sample(
     round.checks_events.0.record(&gpu.stream).during(checks)?;
     queue_checks(gpu, kernel, round, kv, kv_key)?;
     round.checks_events.1.record(&gpu.stream).during(checks)?;
+    let tail = || format!("timing the witness's tail after a sample of shape {shape}");
+    round.tail_events.0.record(&gpu.stream).during(tail)?;
+    ffi::launch_spin(&gpu.stream, &gpu.kernels.spin, WITNESS_TAIL_CYCLES).during(tail)?;
+    round.tail_events.1.record(&gpu.stream).during(tail)?;
     let what = || {
         format!(
             "kernel {} of the {label} on shape {shape} (a timed sample)",
@@ -1198,16 +1220,25 @@ fn take_sample(
     let ended = spans::time("sample.wait", || {
         gpu.wait_event(end, Some(round.expected), what)
     })?;
-    spans::time("sample.checks", || gpu.sync(Some(round.expected), what))?;
-    let after_end = ended.elapsed();
+    let checked = spans::time("sample.checks", || {
+        gpu.wait_event(&round.checks_events.1, Some(round.expected), what)
+    })?;
+    spans::time("sample.tail", || gpu.sync(Some(round.expected), what))?;
+    let after_checks = checked.elapsed();
+    let after_end = checked.duration_since(ended);
     // The checks run after the replay, in stream order: an end seen early (its completion
     // written by the kernel) shows as a longer wait for them. Their own time, by events
     // the GPU records after the kernel has ended, is taken out of that wait, so what is
-    // left is the host's wake-ups and whatever of the kernel the end event did not hold.
+    // left is the host's wake-ups and whatever of the kernel the end event did not hold;
+    // likewise the tail's own time out of the wait for it after the checks.
     let checks_ms = event_ms(&round.checks_events.0, &round.checks_events.1)?;
     round
         .after_end
         .push(after_end.as_secs_f64() * 1e6 - checks_ms * 1000.0);
+    let tail_ms = event_ms(&round.tail_events.0, &round.tail_events.1)?;
+    round
+        .after_checks
+        .push(after_checks.as_secs_f64() * 1e6 - tail_ms * 1000.0);
     // A clock that moved across the sample (read before its launch and after it ended, not
     // after the idle time): an event this sample may carry.
     let clock_after = gpu.monitor.sm_clock_mhz();
@@ -1296,6 +1327,7 @@ fn finish_round(
     m.rounds.push(round.values.clone());
     m.unwitnessed_us.push(round.unwitnessed.clone());
     m.after_end_us.push(round.after_end.clone());
+    m.after_checks_us.push(round.after_checks.clone());
     // Hold at most a quarter of the free memory (and 4 GiB) across rounds: every round
     // verifies all of it.
     let (free, _) = gpu

@@ -258,6 +258,7 @@ fn side_witness(m: &Measurement) -> Option<SideWitness> {
         &m.rounds,
         &m.unwitnessed_us,
         &m.after_end_us,
+        &m.after_checks_us,
         m.launches_per_sample,
     )
 }

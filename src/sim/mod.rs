@@ -503,6 +503,9 @@ impl SimBackend {
             .enumerate()
             .map(|(i, v)| 2.0 + (i % 5) as f64 + early * taken(*v))
             .collect();
+        // The host's wake-up after the checks, at the end of the tail: a forgery has no
+        // part here (the span through the tail holds what the span through the checks does).
+        let after_checks_us = (0..values.len()).map(|i| 2.0 + (i % 5) as f64).collect();
         let (sm_clock_mhz, clock_events) = if clocked {
             (vec![1980, 1755], samples.div_ceil(2))
         } else {
@@ -528,6 +531,7 @@ impl SimBackend {
             per_launch_ms: None,
             unwitnessed_us,
             after_end_us,
+            after_checks_us,
         })
     }
 

@@ -415,6 +415,7 @@ fn witness_of(m: &ci_gate::backend::Measurement) -> SideWitness {
         &m.rounds,
         &m.unwitnessed_us,
         &m.after_end_us,
+        &m.after_checks_us,
         m.launches_per_sample,
     )
     .unwrap()
