@@ -248,6 +248,8 @@
 #                                               # control's span through its work (a side alone's
 #                                               # witness confirmed): GPU tests, stored-only A/As
 #   bash bench/issue40_device.sh thirtyninth-attacks # the attack suite; the control tests again
+#   bash bench/issue40_device.sh thirtyninth-final # H200: pr, pr-ada re-recorded; selftest's witness
+#                                               # calibration (3 A/A trials of pr)
 #   bash bench/issue40_device.sh thirtyninth-tail # the tail after the checks and the least spans:
 #                                               # GPU tests, forced and stored-only A/As
 #   bash bench/issue40_device.sh thirtyeighth-witness # the corroborated witness: GPU tests, forced A/As,
@@ -2788,6 +2790,25 @@ thirtyninth)
     done
     save
   done
+  ;;
+thirtyninth-final)
+  # 2026-12-06 (thirty-ninth session): on an H200 first `pr` and `pr-ada` re-recorded with
+  # kernels/ (d93f3f0's, NAME_causal) and their stored-only A/As (issue 40 item 3); on any
+  # card `ci-gate selftest` with the tail and the least spans (95a5bf7): 3 A/A trials of the
+  # PR config, its witness line (shapes judged: false alarms; each test's largest shift). ~4 min
+  # (H200: ~7).
+  save() { tar czf "$out/thirtyninth-final.tgz" -C "$out" r; }
+  card
+  case "$gpu" in
+  *H200*) REASON="NAME_causal: causal units dealt by cost, d93f3f0 (issue 40 item 3)" \
+    record_baselines; save ;;
+  esac
+  timed timeout 330 "$bin" selftest --config configs/pr.yaml --trials 3 --format json \
+    --out "$res/selftest.json" > "$res/selftest.txt" 2>&1
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(json.dumps(r["witness"]))' \
+    "$res/selftest.json" || tail -5 "$res/selftest.txt"
+  grep -iE "flagged|false|witness|PASS|FAIL" "$res/selftest.txt" | head -12 | cut -c1-300
+  save
   ;;
 thirtyninth-tail)
   # 2026-12-06 (thirty-ninth session): ~200 µs of the harness's spin after every sample's
