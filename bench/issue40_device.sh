@@ -648,6 +648,14 @@ gpu_tests() {
   grep -E "test result|FAILED|panicked" "$res/gpu-tests.log" | head -4
 }
 
+# the GPU tests without the attacks and the tools' tests (sanitize, ncu) into gpu-tests.log,
+# LIMIT seconds at most, its summary printed: gpu_tests_only LIMIT
+gpu_tests_only() {
+  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout "$1" "$it_tests" --ignored \
+    --test-threads=1 gpu:: --skip adversarial_gpu:: --skip gpu_tools:: > "$res/gpu-tests.log" 2>&1
+  grep -E "test result|FAILED|panicked" "$res/gpu-tests.log" | head -6
+}
+
 # the attack suite (adversarial_gpu::, every attack must fail closed) with kernels/ into
 # attacks.log, its summary printed, LIMIT seconds at most (it took 299 s in issue 36's session,
 # 330 s on 2026-12-04): attack_suite LIMIT
@@ -2778,9 +2786,7 @@ thirtyninth)
       "$res/control-tests-$i.log" | cut -c1-300
   done
   save
-  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 200 "$it_tests" --ignored \
-    --test-threads=1 gpu:: --skip adversarial_gpu:: --skip gpu_tools:: > "$res/gpu-tests.log" 2>&1
-  grep -E "test result|FAILED|panicked" "$res/gpu-tests.log" | head -6
+  gpu_tests_only 200
   save
   for i in 1 2; do
     for c in pr pr-ada; do
@@ -2822,9 +2828,7 @@ thirtyninth-tail)
   *H200*) REASON="NAME_causal: causal units dealt by cost, d93f3f0 (issue 40 item 3)" \
     record_baselines; save ;;
   esac
-  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 200 "$it_tests" --ignored \
-    --test-threads=1 gpu:: --skip adversarial_gpu:: --skip gpu_tools:: > "$res/gpu-tests.log" 2>&1
-  grep -E "test result|FAILED|panicked" "$res/gpu-tests.log" | head -6
+  gpu_tests_only 200
   save
   for c in pr pr-ada; do
     ab "aa-$c" kernels "configs/$c.yaml" --ab-always | sed -E 's/unwitnessed b\/c [^;]*; //'
@@ -2862,9 +2866,7 @@ thirtyeighth-witness)
   # shifts printed), then the attack suite (every attack must still fail closed). ~7 min.
   save() { tar czf "$out/thirtyeighth-witness.tgz" -C "$out" r; }
   card
-  CI_GATE_GOLDEN_DIR=$PWD/tests/golden CI_GATE_BIN=$bin timed timeout 150 "$it_tests" --ignored \
-    --test-threads=1 gpu:: --skip adversarial_gpu:: --skip gpu_tools:: > "$res/gpu-tests.log" 2>&1
-  grep -E "test result|FAILED|panicked" "$res/gpu-tests.log" | head -6
+  gpu_tests_only 150
   save
   for c in pr pr-ada; do
     ab "aa-$c" kernels "configs/$c.yaml" --ab-always | sed -E 's/unwitnessed b\/c [^;]*; //'
