@@ -1067,30 +1067,41 @@ fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
         )?;
         c.finite(&format!("{key}.measurement.wall_s"), m.wall_s)?;
         if let Some(u) = &m.unwitnessed {
-            let k = format!("{key}.measurement.unwitnessed");
-            c.finite(&format!("{k}.candidate_us"), u.candidate_us)?;
-            c.finite(&format!("{k}.sample_us"), u.sample_us)?;
-            c.finite(&format!("{k}.limit_us"), u.limit_us)?;
-            for (key, v) in [
-                ("base_us", u.base_us),
-                ("control_us", u.control_us),
-                ("candidate_through_checks_us", u.candidate_through_checks_us),
-                ("base_through_checks_us", u.base_through_checks_us),
-                ("control_through_checks_us", u.control_through_checks_us),
-                ("candidate_through_tail_us", u.candidate_through_tail_us),
-                ("base_through_tail_us", u.base_through_tail_us),
-                ("through_tail_shift_us", u.through_tail_shift_us),
-                ("shift_us", u.shift_us),
-                ("through_checks_shift_us", u.through_checks_shift_us),
-                ("through_checks_limit_us", u.through_checks_limit_us),
-            ] {
-                if let Some(v) = v {
-                    c.finite(&format!("{k}.{key}"), v)?;
-                }
-            }
+            u.check(&c, &format!("{key}.measurement.unwitnessed"))?;
         }
     }
     Ok(())
+}
+
+impl Unwitnessed {
+    /// Every time it records is a finite number (a results file may be hostile: a NaN or an
+    /// infinity would pass every comparison the witness makes).
+    fn check(&self, c: &Checker, key: &str) -> Check {
+        c.finite(&format!("{key}.candidate_us"), self.candidate_us)?;
+        c.finite(&format!("{key}.sample_us"), self.sample_us)?;
+        c.finite(&format!("{key}.limit_us"), self.limit_us)?;
+        for (name, v) in [
+            ("base_us", self.base_us),
+            ("control_us", self.control_us),
+            (
+                "candidate_through_checks_us",
+                self.candidate_through_checks_us,
+            ),
+            ("base_through_checks_us", self.base_through_checks_us),
+            ("control_through_checks_us", self.control_through_checks_us),
+            ("candidate_through_tail_us", self.candidate_through_tail_us),
+            ("base_through_tail_us", self.base_through_tail_us),
+            ("through_tail_shift_us", self.through_tail_shift_us),
+            ("shift_us", self.shift_us),
+            ("through_checks_shift_us", self.through_checks_shift_us),
+            ("through_checks_limit_us", self.through_checks_limit_us),
+        ] {
+            if let Some(v) = v {
+                c.finite(&format!("{key}.{name}"), v)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A shape's peer results: no more peers than there are, each one's samples, p50, error text

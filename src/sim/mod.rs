@@ -345,6 +345,34 @@ pub fn gpu_uuid(seed: u64) -> String {
 /// has it).
 pub(crate) const OTHER_PID: u32 = 4_200_000;
 
+/// What the host's clock sees of a simulated round's samples beyond the events, µs, per
+/// sample (`values`, per-launch µs): up to the end event a lead-in and wake-up of `lead_in`
+/// plus 0–4 µs; after the end 2–6 µs of wake-up beyond the checks' own time, and as much after
+/// the checks (the tail). A kernel that forges the round takes `share` of each sample out of
+/// its record: the part `early` of it hidden by an early end shows after the end event, the
+/// rest up to it; nothing after the checks (the span through the tail holds what the span
+/// through the checks does).
+fn witness_waits(
+    values: &[f64],
+    lead_in: f64,
+    share: f64,
+    early: f64,
+) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let taken = |v: f64| v * f64::from(LAUNCHES) * share / (1.0 - share);
+    let wake = |i: usize| (i % 5) as f64;
+    let unwitnessed = values.iter().enumerate();
+    (
+        unwitnessed
+            .clone()
+            .map(|(i, v)| lead_in + wake(i) + (1.0 - early) * taken(*v))
+            .collect(),
+        unwitnessed
+            .map(|(i, v)| 2.0 + wake(i) + early * taken(*v))
+            .collect(),
+        (0..values.len()).map(|i| 2.0 + wake(i)).collect(),
+    )
+}
+
 impl SimBackend {
     /// A simulated GPU seeded by `seed`, with kernel sets of the given behaviour.
     pub fn new(
@@ -476,36 +504,16 @@ impl SimBackend {
                 side.label()
             )
         })?;
-        // What the host's clock sees beyond the events: a lead-in and wake-up of 55–59 µs,
-        // 2–6 µs of wake-ups after the end beyond the checks' own time; where the kernel
-        // forges this round, also the share of the sample taken out of its record, up to the
-        // end event or (the share it hides by an early end) after it.
+        // What the host's clock sees beyond the events ([`witness_waits`]), with the share
+        // of each sample taken out of its record where the kernel forges this round.
         let round_no = s.state.rounds.get(index).copied().unwrap_or(0);
         let forged = kernel.forges(&s.params, round_no);
         if let Some(n) = s.state.rounds.get_mut(index) {
             *n += 1;
         }
-        let taken = |v: f64| {
-            if forged {
-                v * f64::from(LAUNCHES) * kernel.forge_share / (1.0 - kernel.forge_share)
-            } else {
-                0.0
-            }
-        };
-        let early = kernel.forge_early;
-        let unwitnessed_us = values
-            .iter()
-            .enumerate()
-            .map(|(i, v)| lead_in + (i % 5) as f64 + (1.0 - early) * taken(*v))
-            .collect();
-        let after_end_us = values
-            .iter()
-            .enumerate()
-            .map(|(i, v)| 2.0 + (i % 5) as f64 + early * taken(*v))
-            .collect();
-        // The host's wake-up after the checks, at the end of the tail: a forgery has no
-        // part here (the span through the tail holds what the span through the checks does).
-        let after_checks_us = (0..values.len()).map(|i| 2.0 + (i % 5) as f64).collect();
+        let share = if forged { kernel.forge_share } else { 0.0 };
+        let (unwitnessed_us, after_end_us, after_checks_us) =
+            witness_waits(&values, lead_in, share, kernel.forge_early);
         let (sm_clock_mhz, clock_events) = if clocked {
             (vec![1980, 1755], samples.div_ceil(2))
         } else {
