@@ -248,6 +248,7 @@
 #                                               # control's span through its work (a side alone's
 #                                               # witness confirmed): GPU tests, stored-only A/As
 #   bash bench/issue40_device.sh thirtyninth-attacks # the attack suite; the control tests again
+#   bash bench/issue40_device.sh thirtyninth-h200 # H200 only: pr, pr-ada re-recorded, stored A/As
 #   bash bench/issue40_device.sh thirtyninth-final # H200: pr, pr-ada re-recorded; selftest's witness
 #                                               # calibration (3 A/A trials of pr)
 #   bash bench/issue40_device.sh thirtyninth-tail # the tail after the checks and the least spans:
@@ -2796,6 +2797,18 @@ thirtyninth)
     done
     save
   done
+  ;;
+thirtyninth-h200)
+  # 2026-12-06 (thirty-ninth session): on an H200 only (any other card: nothing, at once),
+  # issue 40 item 3: `pr` and `pr-ada` re-recorded with kernels/ (d93f3f0's, NAME_causal) and
+  # a stored-only A/A each. ~5 min.
+  save() { tar czf "$out/thirtyninth-h200.tgz" -C "$out" r; }
+  card
+  case "$gpu" in
+  *H200*) REASON="NAME_causal: causal units dealt by cost, d93f3f0 (issue 40 item 3)" \
+    record_baselines; save ;;
+  *) echo "not an H200: nothing to do" ;;
+  esac
   ;;
 thirtyninth-final)
   # 2026-12-06 (thirty-ninth session): on an H200 first `pr` and `pr-ada` re-recorded with
