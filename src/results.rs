@@ -147,8 +147,9 @@ pub struct MeasurementInfo {
 
 /// What the host's clock saw of a shape's samples beyond the events' span
 /// (`crate::witness`): medians over every sample of a side, in µs, and the largest
-/// difference between the sides that is not judged.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// difference between the sides that is not judged. (`Default`: all zero and none, a start
+/// for records built in tests.)
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Unwitnessed {
     pub candidate_us: f64,
     /// The base's, in A/B.

@@ -225,10 +225,13 @@ impl SideWitness {
                 let through = after.get(j).filter(|a| a.is_finite()).map(|a| u + a);
                 let tail = through.and_then(|th| Some(th + past.get(j).filter(|c| c.is_finite())?));
                 let spans = [Some(*u), through, tail];
-                for k in 0..3 {
-                    let Some(span) = spans[k] else { break };
-                    raw[k].push(span);
-                    least[k].push(spans[k..].iter().flatten().fold(span, |m, x| m.min(*x)));
+                let lists = raw.iter_mut().zip(least.iter_mut());
+                for (k, (raw_k, least_k)) in lists.enumerate() {
+                    let Some(span) = spans.get(k).copied().flatten() else {
+                        break;
+                    };
+                    raw_k.push(span);
+                    least_k.push(spans.iter().skip(k).flatten().fold(span, |m, x| m.min(*x)));
                 }
             }
             per_round.push(RoundWitness {
@@ -983,13 +986,8 @@ mod tests {
             |shift: f64, through: f64, sample: f64, limit: f64, through_limit: f64| Unwitnessed {
                 candidate_us: 72.0,
                 base_us: Some(73.0),
-                control_us: None,
                 candidate_through_checks_us: Some(84.0),
                 base_through_checks_us: Some(85.0),
-                control_through_checks_us: None,
-                candidate_through_tail_us: None,
-                base_through_tail_us: None,
-                through_tail_shift_us: None,
                 shift_us: Some(shift),
                 through_checks_shift_us: Some(through),
                 units: 8,
@@ -997,6 +995,7 @@ mod tests {
                 through_checks_limit_us: Some(through_limit),
                 limit_us: limit,
                 samples: 80,
+                ..Unwitnessed::default()
             };
         let b2h16s1024d64_causal = recorded(30.8265, 9.4270, 2097.81, 10.4890, 20.9781);
         let b1h16s8192d64_causal = recorded(-15.7096, 0.4615, 1976.72, 10.0, 20.0);

@@ -690,13 +690,8 @@ mod tests {
         let u = crate::results::Unwitnessed {
             candidate_us: 55.0 + shift,
             base_us: Some(55.0),
-            control_us: None,
             candidate_through_checks_us: Some(355.0 + through),
             base_through_checks_us: Some(355.0),
-            control_through_checks_us: None,
-            candidate_through_tail_us: None,
-            base_through_tail_us: None,
-            through_tail_shift_us: None,
             shift_us: Some(shift),
             through_checks_shift_us: Some(through),
             units: 24,
@@ -704,6 +699,7 @@ mod tests {
             limit_us: 30.0,
             through_checks_limit_us: Some(60.0),
             samples: 240,
+            ..crate::results::Unwitnessed::default()
         };
         s.error = crate::witness::judge_recorded(&u);
         s.measurement.as_mut().unwrap().unwitnessed = Some(u);

@@ -1025,6 +1025,12 @@ fn idle_for_duty_cycle(began: Instant, ms: f64, duty_cycle: f64) -> Option<Durat
     Duration::from_secs_f64(ms / duty_cycle / 1000.0).checked_sub(began.elapsed())
 }
 
+/// µs of a span the host's clock saw (`host`) that events timing the GPU's work in it did
+/// not (`events_ms`): what the witness records of each span (`crate::witness`).
+fn unseen_us(host: Duration, events_ms: f64) -> f64 {
+    host.as_secs_f64() * 1e6 - events_ms * 1000.0
+}
+
 /// Charges `ms` of GPU time of the `side` kernel on the bench's shape to the run's budget.
 pub(super) fn charge(
     b: &Bench<'_>,
@@ -1232,13 +1238,9 @@ fn take_sample(
     // left is the host's wake-ups and whatever of the kernel the end event did not hold;
     // likewise the tail's own time out of the wait for it after the checks.
     let checks_ms = event_ms(&round.checks_events.0, &round.checks_events.1)?;
-    round
-        .after_end
-        .push(after_end.as_secs_f64() * 1e6 - checks_ms * 1000.0);
+    round.after_end.push(unseen_us(after_end, checks_ms));
     let tail_ms = event_ms(&round.tail_events.0, &round.tail_events.1)?;
-    round
-        .after_checks
-        .push(after_checks.as_secs_f64() * 1e6 - tail_ms * 1000.0);
+    round.after_checks.push(unseen_us(after_checks, tail_ms));
     // A clock that moved across the sample (read before its launch and after it ended, not
     // after the idle time): an event this sample may carry.
     let clock_after = gpu.monitor.sm_clock_mhz();
@@ -1251,9 +1253,7 @@ fn take_sample(
     let seen = ended.duration_since(witnessed_from);
     let ms = witnessed_ms(start, end, seen, what)?;
     round.values.push(ms * 1000.0 / f64::from(round.launches));
-    round
-        .unwitnessed
-        .push(seen.as_secs_f64() * 1e6 - ms * 1000.0);
+    round.unwitnessed.push(unseen_us(seen, ms));
     // What the host waited for is charged: the events' span is the kernel's to rewrite.
     charge(b, label, seen.as_secs_f64() * 1e3, what)?;
     if let Some(idle) = idle_for_duty_cycle(began, ms, settings.duty_cycle) {
@@ -1527,11 +1527,11 @@ impl Control {
                 gpu.sync(None, what)?;
                 let waited = ended.elapsed();
                 let trailing_ms = event_ms(trail_from, trail_to)?;
-                after_end.push(waited.as_secs_f64() * 1e6 - trailing_ms * 1000.0);
+                after_end.push(unseen_us(waited, trailing_ms));
             }
             let ms = witnessed_ms(start, end, seen, what)?;
             values.push(ms * 1000.0 / f64::from(self.launches));
-            unwitnessed.push(seen.as_secs_f64() * 1e6 - ms * 1000.0);
+            unwitnessed.push(unseen_us(seen, ms));
             if let Some(idle) = idle_for_duty_cycle(began, ms, duty_cycle) {
                 std::thread::sleep(idle);
             }
