@@ -248,6 +248,8 @@
 #                                               # control's span through its work (a side alone's
 #                                               # witness confirmed): GPU tests, stored-only A/As
 #   bash bench/issue40_device.sh thirtyninth-attacks # the attack suite; the control tests again
+#   bash bench/issue40_device.sh fortieth      # any card: bench/context_probe.py; H200: pr, pr-ada
+#                                               # re-recorded, stored A/As
 #   bash bench/issue40_device.sh thirtyninth-h200 # H200 only: pr, pr-ada re-recorded, stored A/As
 #   bash bench/issue40_device.sh thirtyninth-final # H200: pr, pr-ada re-recorded; selftest's witness
 #                                               # calibration (3 A/A trials of pr)
@@ -2797,6 +2799,21 @@ thirtyninth)
     done
     save
   done
+  ;;
+fortieth)
+  # 2026-12-06 (fortieth session): on any card, what a CUDA context of its own for each side
+  # would give (bench/context_probe.py: isolation of cuMemAlloc memory between contexts,
+  # VMM memory across them, a wait across them, the cost of alternating them sample by
+  # sample, work of two queued at once); on an H200 also issue 40 item 3: `pr` and `pr-ada`
+  # re-recorded with kernels/ (d93f3f0's) and a stored-only A/A each. ~1 min (H200: ~6).
+  card
+  timed timeout 120 python3 bench/context_probe.py --out "$res/context_probe.json" \
+    > "$res/context_probe.txt" 2>&1
+  cut -c1-400 "$res/context_probe.txt"
+  case "$gpu" in
+  *H200*) REASON="NAME_causal: causal units dealt by cost, d93f3f0 (issue 40 item 3)" \
+    record_baselines ;;
+  esac
   ;;
 thirtyninth-h200)
   # 2026-12-06 (thirty-ninth session): on an H200 only (any other card: nothing, at once),
