@@ -248,6 +248,7 @@
 #                                               # control's span through its work (a side alone's
 #                                               # witness confirmed): GPU tests, stored-only A/As
 #   bash bench/issue40_device.sh thirtyninth-attacks # the attack suite; the control tests again
+#   bash bench/issue40_device.sh fortieth-record # H200: pr, pr-ada re-recorded; H100: pr; stored A/As
 #   bash bench/issue40_device.sh fortieth      # any card: bench/context_probe.py; H200: pr, pr-ada
 #                                               # re-recorded, stored A/As
 #   bash bench/issue40_device.sh thirtyninth-h200 # H200 only: pr, pr-ada re-recorded, stored A/As
@@ -2799,6 +2800,18 @@ thirtyninth)
     done
     save
   done
+  ;;
+fortieth-record)
+  # 2026-12-06 (fortieth session), issue 40 item 3: this card's baselines of kernels/ (d93f3f0's,
+  # NAME_causal), each with a stored-only A/A. An H200: `pr` and `pr-ada`. An H100: `pr` alone
+  # (its `pr-ada` was recorded with these kernels; its `pr` with bd13957's, whose sm_90a code
+  # is the same), then a stored-only A/A of `pr-ada`. ~3 min (H200: ~5).
+  card
+  export REASON="NAME_causal: causal units dealt by cost, d93f3f0 (issue 40 item 3)"
+  case "$gpu" in
+  *H200*) record_baselines ;;
+  *) CFGS=pr record_baselines; stored_aa pr-ada ;;
+  esac
   ;;
 fortieth)
   # 2026-12-06 (fortieth session): on any card, what a CUDA context of its own for each side
