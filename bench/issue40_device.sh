@@ -248,6 +248,7 @@
 #                                               # control's span through its work (a side alone's
 #                                               # witness confirmed): GPU tests, stored-only A/As
 #   bash bench/issue40_device.sh thirtyninth-attacks # the attack suite; the control tests again
+#   bash bench/issue40_device.sh fortieth-verify # H200: item 3 + GPU tests; else GPU tests + attacks
 #   bash bench/issue40_device.sh fortieth-record # H200: pr, pr-ada re-recorded; H100: pr; stored A/As
 #   bash bench/issue40_device.sh fortieth      # any card: bench/context_probe.py; H200: pr, pr-ada
 #                                               # re-recorded, stored A/As
@@ -2800,6 +2801,19 @@ thirtyninth)
     done
     save
   done
+  ;;
+fortieth-verify)
+  # 2026-12-06 (fortieth session): main's binary and test binary (src of 4ff0638) on a GPU.
+  # An H200: issue 40 item 3 first (`pr` and `pr-ada` re-recorded with kernels/, d93f3f0's,
+  # stored-only A/As), then the GPU tests (~8 min). Any other card: the GPU tests, then the
+  # attack suite (every attack must fail closed; ~7 min).
+  save() { tar czf "$out/fortieth-verify.tgz" -C "$out" r; }
+  card
+  case "$gpu" in
+  *H200*) REASON="NAME_causal: causal units dealt by cost, d93f3f0 (issue 40 item 3)" \
+    record_baselines; save; gpu_tests_only 150; save ;;
+  *) gpu_tests_only 150; save; attack_suite 380; save ;;
+  esac
   ;;
 fortieth-record)
   # 2026-12-06 (fortieth session), issue 40 item 3: this card's baselines of kernels/ (d93f3f0's,
