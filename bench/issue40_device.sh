@@ -248,6 +248,7 @@
 #                                               # control's span through its work (a side alone's
 #                                               # witness confirmed): GPU tests, stored-only A/As
 #   bash bench/issue40_device.sh thirtyninth-attacks # the attack suite; the control tests again
+#   bash bench/issue40_device.sh fortieth-small # d64 NAME against NAME_small on 56 SMs (small_l4.py)
 #   bash bench/issue40_device.sh fortieth-verify # H200: item 3 + GPU tests; else GPU tests + attacks
 #   bash bench/issue40_device.sh fortieth-record # H200: pr, pr-ada re-recorded; H100: pr; stored A/As
 #   bash bench/issue40_device.sh fortieth      # any card: bench/context_probe.py; H200: pr, pr-ada
@@ -2801,6 +2802,22 @@ thirtyninth)
     done
     save
   done
+  ;;
+fortieth-small)
+  # 2026-12-06 (fortieth session), issue 40 item 2 on an L4: the L4 path's d64 NAME against
+  # NAME_small, both forced, on non-causal grids on 56 SMs that round as the PR shapes do on an
+  # L4's 58 (bench/small_l4.py: is the host's busiest-SM cost right that NAME_small would be
+  # cheaper there?). An H200: issue 40 item 3 first (the re-records). ~2 min (H200: ~7).
+  save() { tar czf "$out/fortieth-small.tgz" -C "$out" r; }
+  card
+  case "$gpu" in
+  *H200*) REASON="NAME_causal: causal units dealt by cost, d93f3f0 (issue 40 item 3)" \
+    record_baselines; save ;;
+  esac
+  timed timeout 300 python3 bench/small_l4.py --sms 56 --out "$res/small.json" 2>&1 \
+    | grep -v "Deprecat" > "$res/small.txt"
+  cat "$res/small.txt"
+  save
   ;;
 fortieth-verify)
   # 2026-12-06 (fortieth session): main's binary and test binary (src of 4ff0638) on a GPU.
