@@ -248,6 +248,7 @@
 #                                               # control's span through its work (a side alone's
 #                                               # witness confirmed): GPU tests, stored-only A/As
 #   bash bench/issue40_device.sh thirtyninth-attacks # the attack suite; the control tests again
+#   bash bench/issue40_device.sh fortieth-small2 # small_l4.py on more grids: the margin the rule needs
 #   bash bench/issue40_device.sh fortieth-small # d64 NAME against NAME_small on 56 SMs (small_l4.py)
 #   bash bench/issue40_device.sh fortieth-verify # H200: item 3 + GPU tests; else GPU tests + attacks
 #   bash bench/issue40_device.sh fortieth-record # H200: pr, pr-ada re-recorded; H100: pr; stored A/As
@@ -2802,6 +2803,28 @@ thirtyninth)
     done
     save
   done
+  ;;
+fortieth-small2)
+  # 2026-12-06 (fortieth session): bench/small_l4.py on grids whose busiest-SM cost margin for
+  # NAME_small is 16.7%, 10% or 6.25% on 56 SMs or on the whole GPU, from 256 to 2048 keys, and
+  # NAME-favoured ones: how large a margin the rule needs. An H200: the re-records first.
+  save() { tar czf "$out/fortieth-small2.tgz" -C "$out" r; }
+  card
+  case "$gpu" in
+  *H200*) REASON="NAME_causal: causal units dealt by cost, d93f3f0 (issue 40 item 3)" \
+    record_baselines; save ;;
+  esac
+  local_shapes=""
+  for sh in 2,8,512 1,8,1024 1,16,640 2,16,512 1,8,2048 2,8,1024 1,60,512 5,12,512 3,16,640 \
+    3,16,512 2,12,1024 1,12,2048 4,16,384 5,16,512 3,12,1024 2,12,1536 6,16,768 3,12,2048 \
+    6,12,1024 4,16,512 8,16,512; do
+    local_shapes="$local_shapes --shape $sh"
+  done
+  # shellcheck disable=SC2086
+  timed timeout 420 python3 bench/small_l4.py --sms 56 $local_shapes --out "$res/small2.json" \
+    2>&1 | grep -v "Deprecat" > "$res/small2.txt"
+  cat "$res/small2.txt"
+  save
   ;;
 fortieth-small)
   # 2026-12-06 (fortieth session), issue 40 item 2 on an L4: the L4 path's d64 NAME against

@@ -104,7 +104,8 @@ def main():
               f" ({100 * (med['part_small_us'] / med['part_name_us'] - 1):+5.1f}%; model "
               f"{row['model_56'][0]}/{row['model_56'][1]})  whole NAME {med['whole_name_us']:7.2f}"
               f" small {med['whole_small_us']:7.2f} "
-              f"({100 * (med['whole_small_us'] / med['whole_name_us'] - 1):+5.1f}%)", flush=True)
+              f"({100 * (med['whole_small_us'] / med['whole_name_us'] - 1):+5.1f}%; model "
+              f"{row['model_132'][0]}/{row['model_132'][1]})", flush=True)
         json.dump(res, open(args.out, "w"), indent=1)
     json.dump(res, open(args.out, "w"), indent=1)
     return 0
