@@ -248,6 +248,8 @@
 #                                               # control's span through its work (a side alone's
 #                                               # witness confirmed): GPU tests, stored-only A/As
 #   bash bench/issue40_device.sh thirtyninth-attacks # the attack suite; the control tests again
+#   bash bench/issue40_device.sh fortieth-smallrule # NAME_small by cost: the gate's A/B against
+#                                               # variants/nosmall; small_l4.py on the PR shapes
 #   bash bench/issue40_device.sh fortieth-small2 # small_l4.py on more grids: the margin the rule needs
 #   bash bench/issue40_device.sh fortieth-small # d64 NAME against NAME_small on 56 SMs (small_l4.py)
 #   bash bench/issue40_device.sh fortieth-verify # H200: item 3 + GPU tests; else GPU tests + attacks
@@ -2803,6 +2805,44 @@ thirtyninth)
     done
     save
   done
+  ;;
+fortieth-smallrule)
+  # 2026-12-06 (fortieth session): the host's NAME_small by cost (src/gpu/device.rs pick_form)
+  # judged by the gate's own A/B on the L4 path (pr-ada's settings, CG_ADA_TILES) on 132 SMs:
+  # kernels/ against variants/nosmall (the same kernels without the mma.sync NAME_small, so the
+  # host launches NAME), with this binary. Non-causal d64 grids the rule moves to NAME_small,
+  # then grids where both sides run the same kernel (NAME, NAME_causal); b2h8s512d64 takes
+  # NAME_small on both rules (fewer CTAs than SMs), here against NAME. Then small_l4.py on the
+  # PR shapes at 56 SMs. An H200: the re-records first.
+  save() { tar czf "$out/fortieth-smallrule.tgz" -C "$out" r; }
+  card
+  case "$gpu" in
+  *H200*) REASON="NAME_causal: causal units dealt by cost, d93f3f0 (issue 40 item 3)" \
+    record_baselines; save ;;
+  esac
+  derive_config small-flip configs/pr-ada.yaml <<'SHAPES'
+3 16 512 64 noncausal float16
+2 12 1024 64 noncausal float16
+4 16 384 64 noncausal float16
+5 16 512 64 noncausal float16
+3 12 1024 64 noncausal bfloat16
+6 16 768 64 noncausal float16
+SHAPES
+  derive_config small-same configs/pr-ada.yaml <<'SHAPES'
+4 16 512 64 noncausal float16
+8 16 512 64 noncausal float16
+3 16 512 64 causal float16
+2 8 512 64 noncausal float16
+SHAPES
+  BASE=$PWD/.carry/variants/nosmall ab small-flip kernels "$res/small-flip.yaml"
+  save
+  BASE=$PWD/.carry/variants/nosmall ab small-same kernels "$res/small-same.yaml"
+  save
+  timed timeout 120 python3 bench/small_l4.py --sms 56 --shape 2,8,512 --shape 4,16,512 \
+    --shape 8,16,512 --shape 1,8,512 --out "$res/small-pr.json" 2>&1 | grep -v "Deprecat" \
+    > "$res/small-pr.txt"
+  cat "$res/small-pr.txt"
+  save
   ;;
 fortieth-small2)
   # 2026-12-06 (fortieth session): bench/small_l4.py on grids whose busiest-SM cost margin for

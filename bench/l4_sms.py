@@ -12,7 +12,8 @@ about --replay-ms, --samples replays at --duty, the median per call; the graph r
 the timed stream):
 
   ours        the L4 path's entry as the host picks it for the SM count it runs on (NAME_small
-              where NAME's grid has fewer CTAs than SMs, NAME_long_noncausal for non-causal
+              where NAME's grid has fewer CTAs than SMs or, non-causal d64, where its busiest
+              SM costs less than NAME's, NAME_long_noncausal for non-causal
               d128 from NAME_long_noncausal_from to its _to where its busiest SM costs less), launched
               as bench/kernel_check.py launches it (one tile per CTA, as the gate's grid for
               these forms);
@@ -103,6 +104,19 @@ def pick_entry(mod, D, dtype, B, H, S, causal, sms):
     # an L4).
     if causal and mod.has_symbol(name + "_causal"):
         return name + "_causal"
+    # NAME_small for a non-causal grid whose busiest SM it makes cheaper (device.rs pick_form:
+    # its 64-row tile three a SM against NAME's 128 two a SM, a pass costing its rows plus
+    # NAME's; since 2026-12-06, fortieth session)
+    if not causal and mod.has_symbol(name + "_small") and rows > 64:
+        c_main = math.ceil(ctas / sms)
+        c_small = math.ceil(math.ceil(S / 64) * B * H / sms)
+
+        def cost(c, r, per_sm):
+            full, last = divmod(c, per_sm)
+            return full * (per_sm * r + rows) + (last * r + rows if last else 0)
+
+        if cost(c_small, 64, 3) < cost(c_main, rows, 2):
+            return name + "_small"
     lnc = name + "_long_noncausal"
     if not causal and mod.has_symbol(lnc):
         def const(sym):

@@ -1878,9 +1878,10 @@ CG_ATTN_KERNEL(attention_fwd_bf16_d64, 64, 128, 64, 4, 2, true, 2, true, 2)
 CG_ATTN_KERNEL_AS(attention_fwd_f16_d64_causal, true, 64, 128, 64, 4, 2, true, 2, false, 2)
 CG_ATTN_KERNEL_AS(attention_fwd_bf16_d64_causal, true, 64, 128, 64, 4, 2, true, 2, true, 2)
 // d64 small grids (NAME_small, kernels/README.md: the host launches it when NAME's grid would
-// have fewer CTAs than the GPU has SMs): 64 rows x 64 keys, 4 warps x 16 rows, 32 KiB, 3 CTAs
-// per SM. Twice the CTAs keep more SMs busy: 27% faster at [1,8,512] on an H200, but 17%
-// slower at [4,16,2048] where the 128-row tile's 32 rows per warp matter (KERNEL_NOTES.md).
+// have fewer CTAs than the GPU has SMs, and for a non-causal grid whose busiest SM it makes
+// cheaper): 64 rows x 64 keys, 4 warps x 16 rows, 32 KiB, 3 CTAs per SM. Twice the CTAs keep
+// more SMs busy: 27% faster at [1,8,512] on an H200, but 17% slower at [4,16,2048] where the
+// 128-row tile's 32 rows per warp matter (KERNEL_NOTES.md).
 CG_ATTN_KERNEL(attention_fwd_f16_d64_small, 64, 64, 64, 4, 1, true, 2, false, 3)
 CG_ATTN_KERNEL(attention_fwd_bf16_d64_small, 64, 64, 64, 4, 1, true, 2, true, 3)
 // d128 depends on the shared memory per SM of the target (the source is the same; the

@@ -439,7 +439,12 @@ fn cost_of_grid(
 /// `NAME_short_noncausal` and `NAME_causal`, as kernels/README.md states it. First the form for any mask:
 /// `NAME_long` when the source has one and seq_len is at least its `NAME_long_from`; else
 /// `NAME_small` when the source has one and `NAME`'s grid, ⌈seq_len / rows⌉ · batch · heads
-/// CTAs, has fewer CTAs than the GPU has SMs; else `NAME`. Then, for a non-causal launch with seq_len at least
+/// CTAs, has fewer CTAs than the GPU has SMs; else `NAME`. Then, for a non-causal launch on
+/// `NAME`, `NAME_small` instead where its tile has fewer rows than NAME's and its busiest SM
+/// costs strictly less ([`busiest_sm_cost`], a pass costing NAME's rows more than its rows):
+/// the L4's d64 pair, 64 rows three a SM against 128 two a SM, where NAME's grid leaves its
+/// busiest SM a round of CTAs more (or a last one alone) than the smaller tile's does (on an
+/// L4's 58 SMs the PR's b2h8s512d64 and b4h16s512d64). Then, for a non-causal launch with seq_len at least
 /// `NAME_long_noncausal_from` (and at most its optional `NAME_long_noncausal_to`),
 /// `NAME_long_noncausal` instead when its busiest SM costs less
 /// than that form's ([`busiest_sm_cost`], a pass costing NAME's rows_per_block more than
@@ -480,6 +485,15 @@ fn cost_of_grid(
 /// not full keeps NAME outright; with two or four the split form wins ([16,16,256], four:
 /// 2.7–3.3% faster than NAME). No form with one CTA per SM (the sm_90a ones) ever leaves a
 /// round not full, so no Hopper choice depends on it.
+///
+/// `NAME_small` by cost: measured on an H100 with both forms forced (`bench/small_l4.py`,
+/// docs/KERNEL_LOG.md, 2026-12-06, fortieth session), on 56 SMs (a green context, the nearest
+/// to an L4's 58 a partition gives) the nine grids it moves were 0.7–12.6% faster (the model's
+/// margins of 6.25, 10 and 16.7% gave 0.7–0.8, 7.6–9.0 and 11.9–12.6%), and the twelve it
+/// keeps on NAME 7.0–17.9% slower on NAME_small; on 132 SMs nine of the ten it moves were
+/// 1.2–11.8% faster and one 1.2% slower (b5h16s512d64: 56 of NAME's SMs at its busiest
+/// count, 112 of NAME_small's), the five it keeps 19.4–38.7% slower on NAME_small. Where the two tiles have the same rows (the sm_90a set) the rule is not
+/// taken: the forms differ there in what a pass costs, which this model does not weigh.
 pub(crate) fn pick_form(shape: &ShapeParams, forms: &Forms, sm_count: u32) -> Form {
     let main_ctas = u64::from(shape.seq_len.div_ceil(forms.main.rows.max(1)))
         .saturating_mul(u64::from(shape.batch))
@@ -510,6 +524,14 @@ pub(crate) fn pick_form(shape: &ShapeParams, forms: &Forms, sm_count: u32) -> Fo
             Some(_) if form == Form::Main => Form::Causal,
             _ => form,
         };
+    }
+    // NAME_small where its smaller tile rounds onto the SMs better (see above).
+    if let Some(small) = forms.small
+        && form == Form::Main
+        && small.rows < forms.main.rows
+        && cost(Form::Small) < cost(Form::Main)
+    {
+        form = Form::Small;
     }
     if let Some((noncausal, lens)) = forms.long_noncausal {
         // NAME_long_noncausal never where a last round of its CTAs is not full (see above).
@@ -1398,6 +1420,73 @@ mod tests {
             short_noncausal: None,
             causal: Some(g(128, 2)),
         }
+    }
+
+    /// NAME_small for a non-causal grid of NAME's whose busiest SM it makes cheaper, where its
+    /// tile has fewer rows than NAME's (the L4's d64 set: 64 rows three a SM against 128 two
+    /// a SM): on an L4's 58 SMs the PR's b2h8s512d64 (NAME 2 CTAs on the busiest SM, 384;
+    /// NAME_small 3, 320) and b4h16s512d64 (5 against 9: 1024, 960) take it, b8h16s512d64 and
+    /// b4h16s2048d64 keep NAME; on 132 SMs b3h16s512d64 (192 CTAs: 384 against 320) takes it
+    /// and b4h16s512d64 keeps NAME. Measured on an H100, both forms forced
+    /// (`bench/small_l4.py`, 2026-12-06): every grid it moves 0.7–12.6% faster on 56 SMs;
+    /// on 132 up to 11.8% faster, one 1.2% slower ([`pick_form`]). Never a causal launch,
+    /// and never where NAME_small's tile is NAME's (the sm_90a set, whose forms its own rules
+    /// weigh).
+    #[test]
+    fn noncausal_grids_take_name_small_where_its_busiest_sm_costs_less() {
+        use super::{Form, pick_form};
+        use crate::config::{Dtype, ShapeParams};
+        let ada = ada_d64();
+        let shape = |b, h, s, causal| ShapeParams::new(b, h, s, 64, causal, Dtype::Float16);
+        // ((batch, heads, seq_len, causal), SMs, the form)
+        let cases = [
+            ((2, 8, 512, false), 58, Form::Small),
+            ((4, 16, 512, false), 58, Form::Small),
+            ((2, 16, 512, false), 58, Form::Small),
+            ((8, 16, 512, false), 58, Form::Main),
+            ((4, 16, 2048, false), 58, Form::Main),
+            ((2, 8, 512, true), 58, Form::Causal),
+            ((4, 16, 512, true), 58, Form::Causal),
+            ((3, 16, 512, false), 132, Form::Small),
+            ((2, 12, 1024, false), 132, Form::Small),
+            ((4, 16, 512, false), 132, Form::Main),
+            ((5, 12, 512, false), 132, Form::Main),
+            ((8, 16, 512, false), 132, Form::Main),
+            ((3, 16, 512, true), 132, Form::Causal),
+            // fewer CTAs than SMs: NAME_small as before, causal or not
+            ((1, 8, 512, false), 58, Form::Small),
+            ((1, 8, 512, true), 58, Form::Small),
+        ];
+        for ((b, h, s, causal), sms, want) in cases {
+            assert_eq!(
+                pick_form(&shape(b, h, s, causal), &ada, sms),
+                want,
+                "[{b},{h},{s}] causal {causal} on {sms} SMs"
+            );
+        }
+        // The sm_90a sets: NAME_small's tile is NAME's (64 rows), so no grid of as many NAME
+        // CTAs as SMs takes it, with or without NAME_short_noncausal.
+        for forms in [hopper_d64(), hopper_d64_short()] {
+            for b in [1u32, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32] {
+                for h in [8u32, 12, 16, 32, 60] {
+                    for s in [
+                        128u32, 256, 384, 512, 640, 768, 1000, 1024, 1536, 2048, 4096,
+                    ] {
+                        let at = shape(b, h, s, false);
+                        let ctas = s.div_ceil(forms.main.rows) * b * h;
+                        if ctas >= 132 {
+                            assert_ne!(pick_form(&at, &forms, 132), Form::Small, "[{b},{h},{s}]");
+                        }
+                    }
+                }
+            }
+        }
+        // Without NAME_small the rule has nothing to take.
+        let without = super::Forms { small: None, ..ada };
+        assert_eq!(
+            pick_form(&shape(2, 8, 512, false), &without, 58),
+            Form::Main
+        );
     }
 
     /// NAME_causal: every causal launch the host would give NAME, on 132 SMs (an H100 SXM, an
