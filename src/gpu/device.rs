@@ -277,7 +277,8 @@ pub struct AttentionSet {
     /// The optional form for causal launches on NAME's tile, its units dealt by cost
     /// (`NAME_causal`), by the same key.
     causal: HashMap<(Dtype, u32), Kernel>,
-    /// SMs of the device: a grid of fewer CTAs than this launches `NAME_small`.
+    /// SMs of the device: a grid of fewer CTAs than this launches `NAME_small`, and the
+    /// busiest-SM costs of [`pick_form`] are counted on it.
     sm_count: u32,
     /// SHA-256 of the `attention.cu` they came from.
     pub source_hash: String,
@@ -492,8 +493,10 @@ fn cost_of_grid(
 /// margins of 6.25, 10 and 16.7% gave 0.7–0.8, 7.6–9.0 and 11.9–12.6%), and the twelve it
 /// keeps on NAME 7.0–17.9% slower on NAME_small; on 132 SMs nine of the ten it moves were
 /// 1.2–11.8% faster and one 1.2% slower (b5h16s512d64: 56 of NAME's SMs at its busiest
-/// count, 112 of NAME_small's), the five it keeps 19.4–38.7% slower on NAME_small. Where the two tiles have the same rows (the sm_90a set) the rule is not
-/// taken: the forms differ there in what a pass costs, which this model does not weigh.
+/// count, 112 of NAME_small's), the five it keeps 19.4–38.7% slower on NAME_small; the gate's
+/// own A/B of six it moves there, b5h16s512d64 among them: six improvements, 2.1–11.7%. Where
+/// the two tiles have the same rows (the sm_90a set) the rule is not taken: the forms differ
+/// there in what a pass costs, which this model does not weigh.
 pub(crate) fn pick_form(shape: &ShapeParams, forms: &Forms, sm_count: u32) -> Form {
     let main_ctas = u64::from(shape.seq_len.div_ceil(forms.main.rows.max(1)))
         .saturating_mul(u64::from(shape.batch))
