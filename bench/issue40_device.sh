@@ -248,6 +248,7 @@
 #                                               # control's span through its work (a side alone's
 #                                               # witness confirmed): GPU tests, stored-only A/As
 #   bash bench/issue40_device.sh thirtyninth-attacks # the attack suite; the control tests again
+#   bash bench/issue40_device.sh fortieth-final # H200: item 3; else stored A/As; the GPU tests
 #   bash bench/issue40_device.sh fortieth-smallrule # NAME_small by cost: the gate's A/B against
 #                                               # variants/nosmall; small_l4.py on the PR shapes
 #   bash bench/issue40_device.sh fortieth-small2 # small_l4.py on more grids: the margin the rule needs
@@ -2805,6 +2806,22 @@ thirtyninth)
     done
     save
   done
+  ;;
+fortieth-final)
+  # 2026-12-06 (fortieth session): the binary with NAME_small by cost. An H200: issue 40 item 3
+  # (`pr` and `pr-ada` re-recorded, stored-only A/As), then the GPU tests. Any other card:
+  # stored-only A/As of `pr` and `pr-ada` (the rule moves none of their launches: each shape's
+  # launch is checked against the stored one), then the GPU tests. ~3 min (H200: ~7).
+  save() { tar czf "$out/fortieth-final.tgz" -C "$out" r; }
+  card
+  case "$gpu" in
+  *H200*) REASON="NAME_small by cost on the L4 path's d64 pair (host), kernels of d93f3f0 (issue 40 item 3)" \
+    record_baselines; save ;;
+  *) stored_aa pr; stored_aa pr-ada; save ;;
+  esac
+  grep -h "launch" "$res"/stored-*.txt | head -5
+  gpu_tests_only 150
+  save
   ;;
 fortieth-smallrule)
   # 2026-12-06 (fortieth session): the host's NAME_small by cost (src/gpu/device.rs pick_form)
