@@ -248,6 +248,7 @@
 #                                               # control's span through its work (a side alone's
 #                                               # witness confirmed): GPU tests, stored-only A/As
 #   bash bench/issue40_device.sh thirtyninth-attacks # the attack suite; the control tests again
+#   bash bench/issue40_device.sh fortieth-last  # H200: item 3; small_l4.py on 128-key grids
 #   bash bench/issue40_device.sh fortieth-final # H200: item 3; else stored A/As; the GPU tests
 #   bash bench/issue40_device.sh fortieth-smallrule # NAME_small by cost: the gate's A/B against
 #                                               # variants/nosmall; small_l4.py on the PR shapes
@@ -2806,6 +2807,23 @@ thirtyninth)
     done
     save
   done
+  ;;
+fortieth-last)
+  # 2026-12-06 (fortieth session): an H200: issue 40 item 3 first (`pr` and `pr-ada`
+  # re-recorded, stored-only A/As). Any card: small_l4.py on the grids NAME_small by cost moves
+  # that the session had not timed, the shortest rows (128 keys, a tail of 1601) and one it
+  # keeps on 56 SMs. ~1 min (H200: ~7).
+  save() { tar czf "$out/fortieth-last.tgz" -C "$out" r; }
+  card
+  case "$gpu" in
+  *H200*) REASON="NAME_small by cost on the L4 path's d64 pair (host), kernels of d93f3f0 (issue 40 item 3)" \
+    record_baselines; save ;;
+  esac
+  timed timeout 150 python3 bench/small_l4.py --sms 56 --shape 4,16,128 --shape 2,32,128 \
+    --shape 1,6,1601 --shape 16,16,128 --out "$res/small-last.json" 2>&1 | grep -v "Deprecat" \
+    > "$res/small-last.txt"
+  cat "$res/small-last.txt"
+  save
   ;;
 fortieth-final)
   # 2026-12-06 (fortieth session): the binary with NAME_small by cost. An H200: issue 40 item 3
