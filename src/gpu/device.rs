@@ -489,9 +489,9 @@ fn cost_of_grid(
 ///
 /// `NAME_small` by cost: measured on an H100 with both forms forced (`bench/small_l4.py`,
 /// docs/KERNEL_LOG.md, 2026-12-06, fortieth session), on 56 SMs (a green context, the nearest
-/// to an L4's 58 a partition gives) the nine grids it moves were 0.7–12.6% faster (the model's
-/// margins of 6.25, 10 and 16.7% gave 0.7–0.8, 7.6–9.0 and 11.9–12.6%), and the twelve it
-/// keeps on NAME 7.0–17.9% slower on NAME_small; on 132 SMs nine of the ten it moves were
+/// to an L4's 58 a partition gives) the twelve grids it moves were 0.7–14.8% faster (the model's
+/// margins of 6.25, 10 and 16.7% gave 0.7–1.0, 7.6–9.1 and 11.9–14.8%), and the fifteen it
+/// keeps on NAME 2.2–25.1% slower on NAME_small; on 132 SMs nine of the ten it moves were
 /// 1.2–11.8% faster and one 1.2% slower (b5h16s512d64: 56 of NAME's SMs at its busiest
 /// count, 112 of NAME_small's), the five it keeps 19.4–38.7% slower on NAME_small; the gate's
 /// own A/B of six it moves there, b5h16s512d64 among them: six improvements, 2.1–11.7%. Where
@@ -1431,7 +1431,7 @@ mod tests {
     /// NAME_small 3, 320) and b4h16s512d64 (5 against 9: 1024, 960) take it, b8h16s512d64 and
     /// b4h16s2048d64 keep NAME; on 132 SMs b3h16s512d64 (192 CTAs: 384 against 320) takes it
     /// and b4h16s512d64 keeps NAME. Measured on an H100, both forms forced
-    /// (`bench/small_l4.py`, 2026-12-06): every grid it moves 0.7–12.6% faster on 56 SMs;
+    /// (`bench/small_l4.py`, 2026-12-06): every grid it moves 0.7–14.8% faster on 56 SMs;
     /// on 132 up to 11.8% faster, one 1.2% slower ([`pick_form`]). Never a causal launch,
     /// and never where NAME_small's tile is NAME's (the sm_90a set, whose forms its own rules
     /// weigh).
