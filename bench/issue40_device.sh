@@ -899,6 +899,30 @@ for v, xs in t.items():
 PY
 }
 
+# issue 40 item 3 where the card is an H200: its `pr` and `pr-ada` re-recorded with
+# kernels/ and a stored-only A/A each, the results saved (the fortieth session's modes):
+# h200_records
+FORTIETH_REASON="NAME_small by cost on the L4 path's d64 pair (host), kernels of d93f3f0 (issue 40 item 3)"
+h200_records() {
+  case "$gpu" in
+  *H200*)
+    REASON=$FORTIETH_REASON record_baselines
+    if declare -F save > /dev/null; then save; fi
+    ;;
+  esac
+}
+
+# bench/small_l4.py on 56 SMs with ARGS (--shape B,H,S ...), into $res/NAME.json and .txt,
+# printed and saved: small_l4 NAME TIMEOUT [ARGS...]
+small_l4() {
+  local name=$1 limit=$2
+  shift 2
+  timed timeout "$limit" python3 bench/small_l4.py --sms 56 "$@" --out "$res/$name.json" 2>&1 \
+    | grep -v "Deprecat" > "$res/$name.txt"
+  cat "$res/$name.txt"
+  save
+}
+
 # the card's name into $gpu, printed: card
 card() {
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
@@ -2815,15 +2839,8 @@ fortieth-last)
   # keeps on 56 SMs. ~1 min (H200: ~7).
   save() { tar czf "$out/fortieth-last.tgz" -C "$out" r; }
   card
-  case "$gpu" in
-  *H200*) REASON="NAME_small by cost on the L4 path's d64 pair (host), kernels of d93f3f0 (issue 40 item 3)" \
-    record_baselines; save ;;
-  esac
-  timed timeout 150 python3 bench/small_l4.py --sms 56 --shape 4,16,128 --shape 2,32,128 \
-    --shape 1,6,1601 --shape 16,16,128 --out "$res/small-last.json" 2>&1 | grep -v "Deprecat" \
-    > "$res/small-last.txt"
-  cat "$res/small-last.txt"
-  save
+  h200_records
+  small_l4 small-last 150 --shape 4,16,128 --shape 2,32,128 --shape 1,6,1601 --shape 16,16,128
   ;;
 fortieth-final)
   # 2026-12-06 (fortieth session): the binary with NAME_small by cost. An H200: issue 40 item 3
@@ -2833,8 +2850,7 @@ fortieth-final)
   save() { tar czf "$out/fortieth-final.tgz" -C "$out" r; }
   card
   case "$gpu" in
-  *H200*) REASON="NAME_small by cost on the L4 path's d64 pair (host), kernels of d93f3f0 (issue 40 item 3)" \
-    record_baselines; save ;;
+  *H200*) h200_records ;;
   *) stored_aa pr; stored_aa pr-ada; save ;;
   esac
   grep -h "launch" "$res"/stored-*.txt | head -5
@@ -2851,10 +2867,7 @@ fortieth-smallrule)
   # PR shapes at 56 SMs. An H200: the re-records first.
   save() { tar czf "$out/fortieth-smallrule.tgz" -C "$out" r; }
   card
-  case "$gpu" in
-  *H200*) REASON="NAME_causal: causal units dealt by cost, d93f3f0 (issue 40 item 3)" \
-    record_baselines; save ;;
-  esac
+  h200_records
   derive_config small-flip configs/pr-ada.yaml <<'SHAPES'
 3 16 512 64 noncausal float16
 2 12 1024 64 noncausal float16
@@ -2873,11 +2886,7 @@ SHAPES
   save
   BASE=$PWD/.carry/variants/nosmall ab small-same kernels "$res/small-same.yaml"
   save
-  timed timeout 120 python3 bench/small_l4.py --sms 56 --shape 2,8,512 --shape 4,16,512 \
-    --shape 8,16,512 --shape 1,8,512 --out "$res/small-pr.json" 2>&1 | grep -v "Deprecat" \
-    > "$res/small-pr.txt"
-  cat "$res/small-pr.txt"
-  save
+  small_l4 small-pr 120 --shape 2,8,512 --shape 4,16,512 --shape 8,16,512 --shape 1,8,512
   ;;
 fortieth-small2)
   # 2026-12-06 (fortieth session): bench/small_l4.py on grids whose busiest-SM cost margin for
@@ -2885,10 +2894,7 @@ fortieth-small2)
   # NAME-favoured ones: how large a margin the rule needs. An H200: the re-records first.
   save() { tar czf "$out/fortieth-small2.tgz" -C "$out" r; }
   card
-  case "$gpu" in
-  *H200*) REASON="NAME_causal: causal units dealt by cost, d93f3f0 (issue 40 item 3)" \
-    record_baselines; save ;;
-  esac
+  h200_records
   local_shapes=""
   for sh in 2,8,512 1,8,1024 1,16,640 2,16,512 1,8,2048 2,8,1024 1,60,512 5,12,512 3,16,640 \
     3,16,512 2,12,1024 1,12,2048 4,16,384 5,16,512 3,12,1024 2,12,1536 6,16,768 3,12,2048 \
@@ -2896,10 +2902,7 @@ fortieth-small2)
     local_shapes="$local_shapes --shape $sh"
   done
   # shellcheck disable=SC2086
-  timed timeout 420 python3 bench/small_l4.py --sms 56 $local_shapes --out "$res/small2.json" \
-    2>&1 | grep -v "Deprecat" > "$res/small2.txt"
-  cat "$res/small2.txt"
-  save
+  small_l4 small2 420 $local_shapes
   ;;
 fortieth-small)
   # 2026-12-06 (fortieth session), issue 40 item 2 on an L4: the L4 path's d64 NAME against
@@ -2908,14 +2911,8 @@ fortieth-small)
   # cheaper there?). An H200: issue 40 item 3 first (the re-records). ~2 min (H200: ~7).
   save() { tar czf "$out/fortieth-small.tgz" -C "$out" r; }
   card
-  case "$gpu" in
-  *H200*) REASON="NAME_causal: causal units dealt by cost, d93f3f0 (issue 40 item 3)" \
-    record_baselines; save ;;
-  esac
-  timed timeout 300 python3 bench/small_l4.py --sms 56 --out "$res/small.json" 2>&1 \
-    | grep -v "Deprecat" > "$res/small.txt"
-  cat "$res/small.txt"
-  save
+  h200_records
+  small_l4 small 300
   ;;
 fortieth-verify)
   # 2026-12-06 (fortieth session): main's binary and test binary (src of 4ff0638) on a GPU.
@@ -2925,8 +2922,7 @@ fortieth-verify)
   save() { tar czf "$out/fortieth-verify.tgz" -C "$out" r; }
   card
   case "$gpu" in
-  *H200*) REASON="NAME_causal: causal units dealt by cost, d93f3f0 (issue 40 item 3)" \
-    record_baselines; save; gpu_tests_only 150; save ;;
+  *H200*) h200_records; gpu_tests_only 150; save ;;
   *) gpu_tests_only 150; save; attack_suite 380; save ;;
   esac
   ;;
@@ -2936,10 +2932,9 @@ fortieth-record)
   # (its `pr-ada` was recorded with these kernels; its `pr` with bd13957's, whose sm_90a code
   # is the same), then a stored-only A/A of `pr-ada`. ~3 min (H200: ~5).
   card
-  export REASON="NAME_causal: causal units dealt by cost, d93f3f0 (issue 40 item 3)"
   case "$gpu" in
-  *H200*) record_baselines ;;
-  *) CFGS=pr record_baselines; stored_aa pr-ada ;;
+  *H200*) h200_records ;;
+  *) REASON=$FORTIETH_REASON CFGS=pr record_baselines; stored_aa pr-ada ;;
   esac
   ;;
 fortieth)
@@ -2952,10 +2947,7 @@ fortieth)
   timed timeout 120 python3 bench/context_probe.py --out "$res/context_probe.json" \
     > "$res/context_probe.txt" 2>&1
   cut -c1-400 "$res/context_probe.txt"
-  case "$gpu" in
-  *H200*) REASON="NAME_causal: causal units dealt by cost, d93f3f0 (issue 40 item 3)" \
-    record_baselines ;;
-  esac
+  h200_records
   ;;
 thirtyninth-h200)
   # 2026-12-06 (thirty-ninth session): on an H200 only (any other card: nothing, at once),

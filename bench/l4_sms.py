@@ -90,6 +90,18 @@ class GreenPartition:
         self.stream = torch.cuda.ExternalStream(handle.value)
 
 
+def d64_form_costs(B, H, S, sms, rows=128):
+    """The host's busiest-SM cost (src/gpu/device.rs `cost_of_grid`: one tile a CTA, a pass
+    costing its rows plus NAME's) of the L4 path's d64 NAME (`rows` rows, two CTAs a SM) and
+    NAME_small (64 rows, three a SM) on `sms` SMs: (NAME's, NAME_small's)."""
+    out = []
+    for r, per_sm in ((rows, 2), (64, 3)):
+        c = math.ceil(math.ceil(S / r) * B * H / sms)
+        full, last = divmod(c, per_sm)
+        out.append(full * (per_sm * r + rows) + (last * r + rows if last else 0))
+    return tuple(out)
+
+
 def pick_entry(mod, D, dtype, B, H, S, causal, sms):
     """The L4 path's entry the host would launch on `sms` SMs (src/gpu/device.rs pick_form, the
     mma.sync forms: no fill, no NAME_long, no NAME_short_noncausal; two CTAs a SM for d64)."""
@@ -104,18 +116,11 @@ def pick_entry(mod, D, dtype, B, H, S, causal, sms):
     # an L4).
     if causal and mod.has_symbol(name + "_causal"):
         return name + "_causal"
-    # NAME_small for a non-causal grid whose busiest SM it makes cheaper (device.rs pick_form:
-    # its 64-row tile three a SM against NAME's 128 two a SM, a pass costing its rows plus
-    # NAME's; since 2026-12-06, fortieth session)
+    # NAME_small for a non-causal grid whose busiest SM it makes cheaper (since 2026-12-06,
+    # fortieth session)
     if not causal and mod.has_symbol(name + "_small") and rows > 64:
-        c_main = math.ceil(ctas / sms)
-        c_small = math.ceil(math.ceil(S / 64) * B * H / sms)
-
-        def cost(c, r, per_sm):
-            full, last = divmod(c, per_sm)
-            return full * (per_sm * r + rows) + (last * r + rows if last else 0)
-
-        if cost(c_small, 64, 3) < cost(c_main, rows, 2):
+        main_cost, small_cost = d64_form_costs(B, H, S, sms, rows)
+        if small_cost < main_cost:
             return name + "_small"
     lnc = name + "_long_noncausal"
     if not causal and mod.has_symbol(lnc):

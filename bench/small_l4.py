@@ -9,16 +9,16 @@ says that on an L4's 58 SMs b4h16s512d64, a PR shape, would be 6% cheaper on NAM
 256 CTAs leave its busiest SM five (two rounds of two, then one alone), NAME_small's 512 leave
 it nine (three full rounds of three). On 56 SMs (the nearest partition an H100 gives) the same
 shape rounds differently (ten on NAME_small, one alone), so this script times shapes whose
-grids round on 56 SMs as the PR shapes do on 58 (b1h60s512d64 as b4h16s512d64; b1h116s512d64
-as b8h16s512d64), beside the PR shapes themselves and grids where the model wants NAME, both forms forced, in the partition and on
-the whole GPU, with bench/sdpa_bench.py's method (bench/l4_sms.py's partition and timing).
+grids round on 56 SMs as the PR shapes do on 58 (b1h60s512d64 as b4h16s512d64; b2h8s512d64
+rounds alike on both), beside the PR shapes themselves and grids where the model wants NAME,
+both forms forced, in the partition and on the whole GPU, with bench/sdpa_bench.py's method
+(bench/l4_sms.py's partition and timing; the model is l4_sms.py's `d64_form_costs`).
 Each form is launched at the L4's occupancy (bench/kernel_check.py `l4_occupancy`).
 
   python3 bench/small_l4.py [--sms 56] [--shape B,H,S ...] --out F.json
 """
 import argparse
 import json
-import math
 import os
 import sys
 
@@ -29,23 +29,12 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import kernel_check as kc  # noqa: E402
-from l4_sms import GreenPartition, timed  # noqa: E402
+from l4_sms import GreenPartition, d64_form_costs, timed  # noqa: E402
 
 # Model (56 SMs; 58 the same unless said): NAME_small cheaper on the first four (b4h16: only on
 # 58), NAME on the last four.
 SHAPES = ["1,60,512", "2,8,512", "2,16,512", "4,16,512", "1,56,512", "3,16,512", "8,16,512",
           "2,8,2048"]
-
-
-def model(B, H, S, sms):
-    """The host's busiest-SM cost of each form (device.rs `cost_of_grid`, one tile a CTA,
-    a pass costing its rows plus NAME's 128): (NAME, NAME_small)."""
-    out = []
-    for rows, per_sm in ((128, 2), (64, 3)):
-        c = math.ceil(math.ceil(S / rows) * B * H / sms)
-        full, last = divmod(c, per_sm)
-        out.append(full * (per_sm * rows + 128) + (last * rows + 128 if last else 0))
-    return tuple(out)
 
 
 def main():
@@ -79,8 +68,9 @@ def main():
         with sdpa_kernel(SDPBackend.MATH):
             ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
         out = torch.empty(B, H, S, 64, device="cuda", dtype=torch.float32)
-        row = {"shape": f"b{B}h{H}s{S}d64", "model_56": model(B, H, S, args.sms),
-               "model_58": model(B, H, S, 58), "model_132": model(B, H, S, part.device_sms)}
+        row = {"shape": f"b{B}h{H}s{S}d64", "model_56": d64_form_costs(B, H, S, args.sms),
+               "model_58": d64_form_costs(B, H, S, 58),
+               "model_132": d64_form_costs(B, H, S, part.device_sms)}
         for f, attn in forms.items():
             out.fill_(float("nan"))
             attn(q, k, v, out, False)

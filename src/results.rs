@@ -186,8 +186,9 @@ pub struct Unwitnessed {
     /// work after the end event).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub through_checks_shift_us: Option<f64>,
-    /// The same through the tail after the checks, in A/B: what confirms a shift through
-    /// the checks (`crate::witness::judge_recorded`).
+    /// The same through the tail after the checks, in A/B: recorded, not judged (the judged
+    /// shifts above already hold the tail: each sample's least span from its own wake-up on,
+    /// `crate::witness::RoundWitness`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub through_tail_shift_us: Option<f64>,
     /// The pairs (A/B) or rounds the shifts are over.

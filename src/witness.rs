@@ -234,10 +234,11 @@ impl SideWitness {
                     least_k.push(spans.iter().skip(k).flatten().fold(span, |m, x| m.min(*x)));
                 }
             }
+            let [to_end, to_checks, to_tail] = least;
             per_round.push(RoundWitness {
-                unwitnessed_us: median(&least[0]),
-                through_checks_us: median(&least[1]),
-                through_tail_us: median(&least[2]),
+                unwitnessed_us: median(&to_end),
+                through_checks_us: median(&to_checks),
+                through_tail_us: median(&to_tail),
             });
             let [l, t, z] = raw;
             unseen.extend(l);
@@ -306,8 +307,9 @@ pub fn record(
     // span through the work it queues in place of checks).
     let lead = by_pairs(base.or(control), |r| r.unwitnessed_us);
     let through = by_pairs(base.or(control), |r| r.through_checks_us);
-    // Through the tail after the checks against the base only (a side alone's span through
-    // the checks is never judged alone, so nothing needs confirming it).
+    // Through the tail after the checks, against the base only: recorded for the reader, not
+    // judged (the tests above already hold the tail, each sample's least span from its own
+    // wake-up on: `RoundWitness`).
     let tail = by_pairs(base, |r| r.through_tail_us);
     Unwitnessed {
         candidate_us: cand.unwitnessed_us,
