@@ -914,19 +914,15 @@ h200_records() {
   esac
 }
 
-# issue 40 item 3 on an H200, one config: record_or_judge CFG. `baseline update` as
-# record_baselines runs it; where it refuses a shape as slower than the stored record, the gate's
-# A/B of the stored record's kernels (.carry/k-h200rec: 53cd97c's, both H200 files' commit)
+# issue 40 item 3 on an H200, one config: record_or_judge CFG. record_one; where `baseline
+# update` refuses a shape as slower than the stored record, the gate's A/B of the stored
+# record's kernels (.carry/k-h200rec: 53cd97c's, both H200 files' commit)
 # against kernels/ on CFG in the same call, and only where that shows no regression the kept
 # measurements recorded with --force, the A/B named in the reason (the thirty-second session's
 # case: the card, not the step), then a stored-only A/A
 record_or_judge() {
   local cfg=$1 from
-  [ -f .carry/commit ] && export GITHUB_SHA="$(cat .carry/commit)"
-  echo "== re-record $cfg"
-  timed timeout 240 "$bin" baseline update --processes 3 --config "configs/$cfg.yaml" \
-    --reason "$FORTIETH_REASON" > "$res/record-$cfg.txt" 2>&1
-  tail -3 "$res/record-$cfg.txt" | cut -c1-200
+  REASON=$FORTIETH_REASON record_one "$cfg"
   save
   if grep -q "refusing to record (pass --force" "$res/record-$cfg.txt"; then
     grep -A3 "refusing to record" "$res/record-$cfg.txt" | cut -c1-300
@@ -1012,15 +1008,22 @@ stored_aa() {
   grep -E "PASS|FAIL" "$res/stored-$1.txt" | tail -1 | cut -c1-200
 }
 
-# the stored baselines of ${CFGS:-pr pr-ada} re-recorded with kernels/ (3 processes), each
-# followed by a stored-only A/A; the commit from .carry/commit where carried: record_baselines
-record_baselines() {
+# one config's stored baseline re-recorded with kernels/ (3 processes), into
+# $res/record-CFG.txt, its last lines printed; the commit from .carry/commit where carried:
+# record_one CFG
+record_one() {
   [ -f .carry/commit ] && export GITHUB_SHA="$(cat .carry/commit)"
+  echo "== re-record $1"
+  timed timeout 240 "$bin" baseline update --processes "${PROCESSES:-3}" --config "configs/$1.yaml" \
+    --reason "${REASON:-kernel step (issue 40)}" > "$res/record-$1.txt" 2>&1
+  tail -3 "$res/record-$1.txt" | cut -c1-200
+}
+
+# the stored baselines of ${CFGS:-pr pr-ada} re-recorded (record_one), each followed by a
+# stored-only A/A: record_baselines
+record_baselines() {
   for cfg in ${CFGS:-pr pr-ada}; do
-    echo "== re-record $cfg"
-    timed timeout 240 "$bin" baseline update --processes "${PROCESSES:-3}" --config configs/$cfg.yaml \
-      --reason "${REASON:-kernel step (issue 40)}" > "$res/record-$cfg.txt" 2>&1
-    tail -3 "$res/record-$cfg.txt" | cut -c1-200
+    record_one "$cfg"
     stored_aa "$cfg"
   done
   cp -r baselines "$res/baselines"

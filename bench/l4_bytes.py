@@ -32,7 +32,9 @@ import sys
 def shapes(path):
     """The config's shapes, from its `- {batch: …}` lines (stdlib only: no YAML parser)."""
     out = []
-    for line in open(path, encoding="utf-8"):
+    with open(path, encoding="utf-8") as f:
+        lines = f.readlines()
+    for line in lines:
         if not line.strip().startswith("- {"):
             continue
         d = dict(re.findall(r"(\w+):\s*([\w.]+)", line))
