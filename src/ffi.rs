@@ -918,26 +918,10 @@ pub(crate) fn launch_check_bytes(
     image: &CudaSlice<u8>,
     mismatches: &mut CudaViewMut<'_, u64>,
 ) -> Result<(), DriverError> {
-    let spans = addrs.len();
-    if spans == 0
-        || spans > 65_535
-        || offsets.len() != spans + 1
-        || host_offsets.len() != spans + 1
-        || host_offsets.windows(2).any(|w| w[1] < w[0])
-        || host_offsets.first() != Some(&0)
-        || host_offsets.last() != Some(&(image.len() as u64))
-        || mismatches.is_empty()
-    {
+    if mismatches.is_empty() {
         return Err(invalid());
     }
-    let longest = host_offsets
-        .windows(2)
-        .map(|w| w[1] - w[0])
-        .max()
-        .unwrap_or(1);
-    let mut cfg = fill_config(longest);
-    cfg.grid_dim.0 = cfg.grid_dim.0.min(16);
-    cfg.grid_dim.1 = spans as u32;
+    let cfg = spans_config(addrs.len(), offsets.len(), host_offsets, image.len())?;
     let mut b = stream.launch_builder(func);
     b.arg(addrs).arg(offsets).arg(image).arg(mismatches);
     // SAFETY: check_bytes(const u64* addrs, const u64* offsets, const u8* image,
@@ -959,14 +943,36 @@ pub(crate) fn launch_copy_bytes(
     host_offsets: &[u64],
     image: &mut CudaSlice<u8>,
 ) -> Result<(), DriverError> {
-    let spans = addrs.len();
+    let cfg = spans_config(addrs.len(), offsets.len(), host_offsets, image.len())?;
+    let mut b = stream.launch_builder(func);
+    b.arg(addrs).arg(offsets).arg(image);
+    // SAFETY: copy_bytes(const u64* addrs, const u64* offsets, u8* image): block row y reads
+    // the bytes addrs[y] ..+ (offsets[y+1] - offsets[y]) and writes image[offsets[y] ..+ the
+    // same]; the offsets (uploaded from `host_offsets`, checked above to be ascending from 0
+    // to the image's length) partition the image; the caller took each span from the driver
+    // (a `__constant__` section of a module this context holds: a symbol's address less its
+    // offset in the section, the section's size); grid.y = spans.
+    unsafe { b.launch(cfg) }.map(|_| ())
+}
+
+/// The launch of `check_bytes` or `copy_bytes` over `spans` spans of one image: grid row y is
+/// span y, up to 16 blocks along it, sized by the longest span. Refused (`invalid`) unless
+/// there are 1 to 65,535 spans, both offset arrays hold `spans + 1` entries, and
+/// `host_offsets` (what was uploaded as `offsets`) ascend from 0 to `image_len`, so that the
+/// spans partition the image and no block reads or writes past it.
+fn spans_config(
+    spans: usize,
+    offsets_len: usize,
+    host_offsets: &[u64],
+    image_len: usize,
+) -> Result<LaunchConfig, DriverError> {
     if spans == 0
         || spans > 65_535
-        || offsets.len() != spans + 1
+        || offsets_len != spans + 1
         || host_offsets.len() != spans + 1
         || host_offsets.windows(2).any(|w| w[1] < w[0])
         || host_offsets.first() != Some(&0)
-        || host_offsets.last() != Some(&(image.len() as u64))
+        || host_offsets.last() != Some(&(image_len as u64))
     {
         return Err(invalid());
     }
@@ -978,15 +984,7 @@ pub(crate) fn launch_copy_bytes(
     let mut cfg = fill_config(longest);
     cfg.grid_dim.0 = cfg.grid_dim.0.min(16);
     cfg.grid_dim.1 = spans as u32;
-    let mut b = stream.launch_builder(func);
-    b.arg(addrs).arg(offsets).arg(image);
-    // SAFETY: copy_bytes(const u64* addrs, const u64* offsets, u8* image): block row y reads
-    // the bytes addrs[y] ..+ (offsets[y+1] - offsets[y]) and writes image[offsets[y] ..+ the
-    // same]; the offsets (uploaded from `host_offsets`, checked above to be ascending from 0
-    // to the image's length) partition the image; the caller took each span from the driver
-    // (a `__constant__` section of a module this context holds: a symbol's address less its
-    // offset in the section, the section's size); grid.y = spans.
-    unsafe { b.launch(cfg) }.map(|_| ())
+    Ok(cfg)
 }
 
 /// Blocks of 256 threads for a reduction over `n` elements: at least 16 elements a thread,
@@ -1224,5 +1222,45 @@ pub(crate) fn x32_getpid() -> std::io::Result<i64> {
         Ok(r)
     } else {
         Err(std::io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spans_config;
+
+    #[test]
+    fn spans_that_partition_the_image_launch_one_grid_row_each() {
+        let cfg = spans_config(3, 4, &[0, 100, 100, 5000], 5000).expect("a partition");
+        assert_eq!(cfg.grid_dim.1, 3, "one grid row a span");
+        // The longest span (4,900 bytes) sets the blocks along a row, at most 16.
+        assert_eq!(cfg.grid_dim.0, 16);
+        let short = spans_config(1, 2, &[0, 512], 512).expect("one span");
+        assert_eq!(short.grid_dim, (2, 1, 1));
+    }
+
+    #[test]
+    fn spans_that_leave_or_overrun_the_image_are_refused() {
+        let refused = |spans, offsets_len, host: &[u64], image_len| {
+            spans_config(spans, offsets_len, host, image_len).is_err()
+        };
+        assert!(refused(0, 1, &[0], 0), "no span");
+        assert!(refused(2, 3, &[0, 10, 5], 5), "descending offsets");
+        assert!(refused(2, 3, &[1, 5, 10], 10), "not from 0");
+        assert!(refused(2, 3, &[0, 5, 11], 10), "past the image");
+        assert!(refused(2, 3, &[0, 5, 9], 10), "short of the image");
+        assert!(
+            refused(2, 2, &[0, 5, 10], 10),
+            "device offsets of another length"
+        );
+        assert!(
+            refused(2, 4, &[0, 5, 10], 10),
+            "host offsets of another count"
+        );
+        let many = vec![0u64; 65_537];
+        assert!(
+            refused(65_536, 65_537, &many, 0),
+            "more spans than grid rows"
+        );
     }
 }
