@@ -249,7 +249,8 @@
 #                                               # witness confirmed): GPU tests, stored-only A/As
 #   bash bench/issue40_device.sh thirtyninth-attacks # the attack suite; the control tests again
 #   bash bench/issue40_device.sh fortyfirst    # H200: item 3 (pr-ada, pr), the tables; else
-#                                               # (H100_TESTS=1) the GPU tests
+#                                               # (H100_TESTS=1) the GPU tests, (H100_AA=1) the
+#                                               # stored-only A/As of pr-ada and pr
 #   bash bench/issue40_device.sh fortieth-last  # H200: item 3; small_l4.py on 128-key grids
 #   bash bench/issue40_device.sh fortieth-final # H200: item 3; else stored A/As; the GPU tests
 #   bash bench/issue40_device.sh fortieth-smallrule # NAME_small by cost: the gate's A/B against
@@ -2875,7 +2876,8 @@ fortyfirst)
   # 2026-12-06 (forty-first session): an H200: issue 40 item 3 first (`pr-ada`, the stale one,
   # then `pr`, re-recorded with kernels/ and a stored-only A/A each), then issue 40's tables on
   # it (main's A/A of `pr` and `pr-ada`, cuDNN and FA2 by the independent harness after each).
-  # Any other card: with H100_TESTS=1 the GPU tests of main's binaries, else nothing. Carry
+  # Any other card: with H100_TESTS=1 the GPU tests of main's binaries, with H100_AA=1 the
+  # stored-only A/As of `pr-ada` and `pr` (~55 s), else nothing. Carry
   # .carry/k-base = kernels/, .carry/k-h200rec = 53cd97c's kernels (record_or_judge). ~10 min
   # on an H200 (the tables may be cut by the call's limit: each is saved as it lands).
   save() { tar czf "$out/fortyfirst.tgz" -C "$out" r; }
@@ -2890,7 +2892,10 @@ fortyfirst)
     ada_peers; peer_table "$res/ab-ada-aa.json" "$res/sdpa-ada.json"; save
     ;;
   *)
-    if [ -n "${H100_TESTS:-}" ]; then gpu_tests_only 150; save; else echo "not an H200"; fi
+    if [ -n "${H100_TESTS:-}" ]; then gpu_tests_only 150; save
+    elif [ -n "${H100_AA:-}" ]; then
+      stored_aa pr-ada; stored_aa pr; grep -h "launch" "$res"/stored-*.txt | head -5; save
+    else echo "not an H200"; fi
     ;;
   esac
   ;;
