@@ -928,7 +928,7 @@ pub(crate) fn launch_check_bytes(
     // u64* mismatches): block row y reads the bytes addrs[y] ..+ (offsets[y+1] - offsets[y])
     // and image[offsets[y] ..], and adds to mismatches[0]; the caller took each address and length
     // from the driver (cuModuleGetGlobal of a `__constant__` symbol of a module this context
-    // holds), and the offsets (uploaded from `host_offsets`, checked above to be ascending
+    // holds), and the offsets (uploaded from `host_offsets`, checked by `spans_config` to ascend
     // from 0 to the image's length) partition the image; grid.y = spans.
     unsafe { b.launch(cfg) }.map(|_| ())
 }
@@ -948,7 +948,7 @@ pub(crate) fn launch_copy_bytes(
     b.arg(addrs).arg(offsets).arg(image);
     // SAFETY: copy_bytes(const u64* addrs, const u64* offsets, u8* image): block row y reads
     // the bytes addrs[y] ..+ (offsets[y+1] - offsets[y]) and writes image[offsets[y] ..+ the
-    // same]; the offsets (uploaded from `host_offsets`, checked above to be ascending from 0
+    // same]; the offsets (uploaded from `host_offsets`, checked by `spans_config` to ascend from 0
     // to the image's length) partition the image; the caller took each span from the driver
     // (a `__constant__` section of a module this context holds: a symbol's address less its
     // offset in the section, the section's size); grid.y = spans.
