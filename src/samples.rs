@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::text::quote;
+use crate::validate;
 
 /// A sample file that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -122,6 +123,9 @@ fn parse_value(line: &str, path: &Path, line_no: usize) -> Result<f64, SampleFil
     if v <= 0.0 {
         return Err(at(format!("{line} is not a positive time")));
     }
+    // The range every file's times are held to: beyond it a ratio or a percentage leaves
+    // f64's range and a table would print what was not computed.
+    validate::time(v).map_err(|e| at(e.to_string()))?;
     Ok(v)
 }
 
@@ -217,6 +221,11 @@ mod tests {
             ("inf\n9.1\n", "base.txt:1: inf is not a finite time"),
             ("9.1\n\n-3\n", "base.txt:3: -3 is not a positive time"),
             ("9.1\n0\n", "base.txt:2: 0 is not a positive time"),
+            (
+                "1e308\n9.1\n",
+                "base.txt:1: 1e308 is not a time: µs must be finite and from 1e-6",
+            ),
+            ("9.1\n1e-300\n", "base.txt:2: 1e-300 is not a time"),
             ("9.1 9.2\n1\n", "base.txt:1:"),
         ] {
             let e = parse(text).unwrap_err();

@@ -11,8 +11,8 @@
 //! - Free text (errors, warnings, the baseline `reason`) is bounded in length and, once
 //!   loaded, has its control, bidirectional and zero-width characters replaced
 //!   (`text::clean_text`), so nothing downstream (terminal table, Markdown) ever sees them.
-//! - Counts (shapes, rounds, samples, warnings) are bounded, and samples are finite and
-//!   positive.
+//! - Counts (shapes, rounds, samples, warnings) are bounded, and every time is one a
+//!   measurement can give ([`time`]: 1 ps to about 11.6 days).
 //!
 //! Knows only `text` and `stats`: the file types import it, never the other way round.
 
@@ -58,6 +58,13 @@ pub(crate) const MAX_SAMPLES_PER_ROUND: usize = 10_000;
 pub(crate) const MAX_SAMPLES_PER_SHAPE: usize = 1_000_000;
 /// Most warnings in a results file.
 pub(crate) const MAX_WARNINGS: usize = 10_000;
+/// Shortest and longest time in µs a file may hold: 1 ps (below a clock cycle of any
+/// processor) and 10^12 µs (about 11.6 days). Within them every ratio of two times stays
+/// within 10^±18, its percentage and a sum of a shape's million samples within 10^20, so no
+/// statistic or label leaves f64's range (a file of 1e308 µs read as "+inf%" where the
+/// ratio computed was 9.5e306).
+pub const MIN_TIME_US: f64 = 1e-6;
+pub const MAX_TIME_US: f64 = 1e12;
 /// Most throttle reasons in one GPU state.
 pub(crate) const MAX_THROTTLE_REASONS: usize = 64;
 
@@ -170,6 +177,14 @@ impl<'a> Checker<'a> {
         time(v).map_err(|m| self.fail(key, m))
     }
 
+    /// A quantity that is not a time (an energy in mJ): positive and finite.
+    pub(crate) fn positive(&self, key: &str, v: f64) -> Check {
+        if !(v.is_finite() && v > 0.0) {
+            return Err(self.fail(key, format!("{v} is not a positive finite number")));
+        }
+        Ok(())
+    }
+
     /// Rounds of samples: bounded, no empty round, every value a [`time`].
     pub(crate) fn samples(&self, key: &str, rounds: &[Vec<f64>]) -> Check {
         self.count(key, rounds.len(), MAX_ROUNDS, "rounds")?;
@@ -188,6 +203,8 @@ impl<'a> Checker<'a> {
         self.count(key, total, MAX_SAMPLES_PER_SHAPE, "samples in all")
     }
 
+    /// A summary of samples: its order statistics and mean are [`time`]s, its spread finite
+    /// and not negative.
     pub(crate) fn summary(&self, key: &str, s: &Summary) -> Check {
         for (k, v) in [
             ("p50", s.p50),
@@ -195,9 +212,12 @@ impl<'a> Checker<'a> {
             ("mean", s.mean),
             ("min", s.min),
             ("max", s.max),
-            ("stdev", s.stdev),
         ] {
-            self.finite(&format!("{key}.{k}"), v)?;
+            self.time(&format!("{key}.{k}"), v)?;
+        }
+        self.finite(&format!("{key}.stdev"), s.stdev)?;
+        if s.stdev < 0.0 {
+            return Err(self.fail(&format!("{key}.stdev"), "is negative"));
         }
         Ok(())
     }
@@ -247,7 +267,10 @@ pub enum Invalid {
         quote(name)
     )]
     PathComponent { name: String },
-    #[error("{value} is not a time: µs must be positive and finite")]
+    #[error(
+        "{} is not a time: µs must be finite and from {MIN_TIME_US:e} (1 ps) to {MAX_TIME_US:e} (about 11.6 days)",
+        number(*value)
+    )]
     Time { value: f64 },
     #[error(
         "{} is not a commit id ({MIN_COMMIT_LEN} to {MAX_COMMIT_LEN} hex digits)",
@@ -289,9 +312,19 @@ pub(crate) fn path_component(name: &str) -> Result<(), Invalid> {
     }
 }
 
-/// A time in µs: positive and finite.
+/// `v` as a reader would write it: plain where that is short, in exponent form where plain
+/// would run to hundreds of digits (1e308, 1e-300).
+fn number(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() || (1e-4..1e16).contains(&v.abs()) {
+        v.to_string()
+    } else {
+        format!("{v:e}")
+    }
+}
+
+/// A time in µs: finite, from [`MIN_TIME_US`] to [`MAX_TIME_US`] (so positive).
 pub fn time(v: f64) -> Result<(), Invalid> {
-    if v.is_finite() && v > 0.0 {
+    if (MIN_TIME_US..=MAX_TIME_US).contains(&v) {
         Ok(())
     } else {
         Err(Invalid::Time { value: v })
@@ -510,6 +543,45 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("letters, digits")
+        );
+    }
+
+    #[test]
+    fn a_time_is_one_a_measurement_can_give() {
+        for ok in [MIN_TIME_US, 0.5, 14.35, 1648.0, MAX_TIME_US] {
+            assert!(time(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            0.0,
+            -0.0,
+            -3.5,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::MIN_POSITIVE,
+            1e-300,
+            9.9e-7,
+            1.01e12,
+            1e308,
+            f64::MAX,
+        ] {
+            assert!(time(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            time(-3.5).unwrap_err().to_string().split(' ').next(),
+            Some("-3.5")
+        );
+        assert_eq!(
+            time(1e-300).unwrap_err().to_string().split(' ').next(),
+            Some("1e-300")
+        );
+        assert_eq!(
+            time(f64::NAN).unwrap_err().to_string().split(' ').next(),
+            Some("NaN")
+        );
+        assert_eq!(
+            time(1e308).unwrap_err().to_string(),
+            "1e308 is not a time: µs must be finite and from 1e-6 (1 ps) to 1e12 (about 11.6 days)"
         );
     }
 

@@ -179,11 +179,11 @@ impl Untrusted for Record {
             "rounds",
         )?;
         if let Some(mj) = self.mj_per_call {
-            c.time("mj_per_call", mj)?;
+            c.positive("mj_per_call", mj)?;
         }
         if let Some(s) = self.mj_interval {
-            c.time("mj_interval.low", s.low.max(f64::MIN_POSITIVE))?;
-            c.time("mj_interval.high", s.high)?;
+            c.positive("mj_interval.low", s.low.max(f64::MIN_POSITIVE))?;
+            c.positive("mj_interval.high", s.high)?;
             if s.low > s.high || !s.low.is_finite() {
                 return Err(c.fail(
                     "mj_interval",

@@ -153,13 +153,16 @@ def main():
     write("config-deep.yaml", "name: pr\nshapes: " + "[" * n + "]" * n + "\n")
     write("results-deep.json", "{\"schema_version\": 1, \"x\": " + "[" * n + "]" * n + "}\n")
 
-    for name, value in [("zero", 0), ("negative", -3.5)]:
+    for name, value in [("zero", 0), ("negative", -3.5), ("huge", 1e308), ("tiny", 1e-300)]:
         r = results()
         r["shapes"][1]["samples_us"][2][4] = value
         write(f"results-{name}-sample.json", r)
     r = results()
     r["shapes"][1]["samples_us"].append([])
     write("results-empty-round.json", r)
+    r = results()
+    r["shapes"][1]["summary"]["p50"] = 1e308
+    write("results-huge-summary.json", r)
 
     r = results()
     r["shapes"][0]["verdict"] = "pass\n::error title=ci-gate::all clear"

@@ -639,7 +639,7 @@ fn the_token_is_scrubbed_from_api_error_bodies() {
 }
 
 #[test]
-fn zero_negative_and_empty_samples_exit_2_naming_the_shape() {
+fn zero_negative_out_of_range_and_empty_samples_exit_2_naming_the_shape() {
     let dir = tempfile::tempdir().unwrap();
     for (name, what) in [
         (
@@ -649,6 +649,18 @@ fn zero_negative_and_empty_samples_exit_2_naming_the_shape() {
         (
             "results-negative-sample.json",
             "samples_us[2][4] of shape b2h8s512d64_causal_f16: -3.5 is not a time",
+        ),
+        (
+            "results-huge-sample.json",
+            "samples_us[2][4] of shape b2h8s512d64_causal_f16: 1e308 is not a time",
+        ),
+        (
+            "results-tiny-sample.json",
+            "samples_us[2][4] of shape b2h8s512d64_causal_f16: 1e-300 is not a time",
+        ),
+        (
+            "results-huge-summary.json",
+            "summary.p50 of shape b2h8s512d64_causal_f16: 1e308 is not a time",
         ),
         (
             "results-empty-round.json",
