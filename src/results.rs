@@ -955,36 +955,33 @@ pub(crate) fn check_side_energy(c: &Checker, key: &str, e: &crate::energy::SideE
         MAX_ROUNDS,
         "energy windows",
     )?;
+    // The most each figure can be: 100 kW on one board, a time of `validate::MAX_TIME_US`,
+    // the energy of both for that long. A figure is 0 or at least 10^-6 of its unit, like a
+    // time: a window of 1e-300 mJ made its counter's resolution a 300-digit percentage.
+    const MAX_POWER_W: f64 = 1e5;
+    const MAX_MS: f64 = crate::validate::MAX_TIME_US / 1e3;
+    const MAX_MJ: f64 = MAX_POWER_W * MAX_MS;
     for (j, r) in e.rounds.iter().enumerate() {
         let figures = [
-            ("power_w", r.power_w),
-            ("call_ms", r.call_ms),
-            ("span_ms", r.span_ms),
-            ("span_mj", r.span_mj),
-            ("read_ms", r.read_ms),
-            ("replay_fraction", r.replay_fraction),
-        ];
-        for (name, v) in figures {
-            if !(v.is_finite() && v >= 0.0) {
+            ("power_w", r.power_w, MAX_POWER_W),
+            ("call_ms", r.call_ms, MAX_MS),
+            ("span_ms", r.span_ms, MAX_MS),
+            ("span_mj", r.span_mj, MAX_MJ),
+            ("read_ms", r.read_ms, MAX_MS),
+            ("replay_fraction", r.replay_fraction, 1.0),
+        ]
+        .into_iter()
+        .chain(r.timed_call_ms.map(|t| ("timed_call_ms", t, MAX_MS)));
+        for (name, v, max) in figures {
+            if !(v == 0.0 || (crate::validate::MIN_TIME_US..=max).contains(&v)) {
                 return Err(c.fail(
                     &format!("{key}.rounds[{j}].{name}"),
-                    format!("{v} is not a finite, non-negative number"),
+                    format!(
+                        "{} is not 0 or a number from 1e-6 to {max:e}",
+                        crate::validate::number(v)
+                    ),
                 ));
             }
-        }
-        if r.replay_fraction > 1.0 {
-            return Err(c.fail(
-                &format!("{key}.rounds[{j}].replay_fraction"),
-                format!("{} is above 1", r.replay_fraction),
-            ));
-        }
-        if let Some(t) = r.timed_call_ms
-            && !(t.is_finite() && t >= 0.0)
-        {
-            return Err(c.fail(
-                &format!("{key}.rounds[{j}].timed_call_ms"),
-                format!("{t} is not a finite, non-negative number"),
-            ));
         }
     }
     if let Some(w) = &e.withheld {

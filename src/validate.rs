@@ -314,7 +314,7 @@ pub(crate) fn path_component(name: &str) -> Result<(), Invalid> {
 
 /// `v` as a reader would write it: plain where that is short, in exponent form where plain
 /// would run to hundreds of digits (1e308, 1e-300).
-fn number(v: f64) -> String {
+pub(crate) fn number(v: f64) -> String {
     if v == 0.0 || !v.is_finite() || (1e-4..1e16).contains(&v.abs()) {
         v.to_string()
     } else {

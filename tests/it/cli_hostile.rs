@@ -424,6 +424,43 @@ fn an_energy_rounds_negative_timed_call_is_refused_by_key() {
     );
 }
 
+/// Energy figures no board gives (a window of 1e-300 mJ, 1e308 W) are refused by key: the
+/// first made the counter's resolution a 300-digit percentage in the comment.
+#[test]
+fn energy_figures_out_of_range_are_refused_by_key() {
+    for (name, value, shown) in [
+        (
+            "span_mj",
+            1e-300,
+            "1e-300 is not 0 or a number from 1e-6 to 1e14",
+        ),
+        (
+            "power_w",
+            1e308,
+            "1e308 is not 0 or a number from 1e-6 to 1e5",
+        ),
+        (
+            "timed_call_ms",
+            2e9,
+            "2000000000 is not 0 or a number from 1e-6 to 1e9",
+        ),
+    ] {
+        let mut round = serde_json::json!({
+            "source": "counter", "power_w": 300.0, "call_ms": 0.1, "calls": 10,
+            "span_ms": 1.0, "span_mj": 1.0, "updates": 2, "read_ms": 0.01,
+            "replay_fraction": 0.9, "timed_call_ms": 0.1
+        });
+        round[name] = serde_json::json!(value);
+        let err = compare_with_stored_energy_round(round);
+        assert!(
+            err.contains(&format!(
+                "shapes[0].stored_energy.rounds[0].{name} of shape b2h8s512d64_f16: {shown}"
+            )),
+            "{err}"
+        );
+    }
+}
+
 /// Rounds per process whose sum overflows (and, wrapped, would equal the rounds recorded)
 /// are refused when the baseline is read, naming the key: never a panic in the statistics.
 #[test]
