@@ -81,7 +81,10 @@ pub fn run(args: &CompareArgs) -> Result<Outcome> {
     if let Some(sd) = args.process_sd
         && !(sd.is_finite() && (0.0..0.5).contains(&sd))
     {
-        bail!("--process-sd {sd}: a spread between processes must be a fraction in [0, 0.5)");
+        bail!(
+            "--process-sd {}: a spread between processes must be a fraction in [0, 0.5)",
+            crate::validate::number(sd)
+        );
     }
     let base = read_input(&args.base)?;
     let cand = read_input(&args.cand)?;

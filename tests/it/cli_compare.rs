@@ -55,6 +55,30 @@ fn sample_files_regression_table_and_exit_1() {
     insta::assert_snapshot!("compare_regression_table", String::from_utf8(out).unwrap());
 }
 
+/// A spread between processes that is no fraction in [0, 0.5) is refused before any file is
+/// read, the value shown as given (1e308, not its 309 digits).
+#[test]
+fn a_process_sd_that_is_no_fraction_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = write_samples(dir.path(), "base.txt", spread(9.0, 60, 0.004, 0.0));
+    for (sd, shown) in [
+        ("NaN", "NaN"),
+        ("0.5", "0.5"),
+        ("1e308", "1e308"),
+        ("inf", "inf"),
+    ] {
+        bin()
+            .args(["compare", "--process-sd", sd])
+            .arg(&b)
+            .arg(&b)
+            .assert()
+            .code(2)
+            .stderr(stderr_has(format!(
+                "--process-sd {shown}: a spread between processes must be a fraction"
+            )));
+    }
+}
+
 /// numpy.median of a slice.
 fn median(v: &[f64]) -> f64 {
     ci_gate::stats::Sample::new(v.to_vec()).unwrap().median()
