@@ -203,8 +203,8 @@ impl<'a> Checker<'a> {
         self.count(key, total, MAX_SAMPLES_PER_SHAPE, "samples in all")
     }
 
-    /// A summary of samples: its order statistics and mean are [`time`]s, its spread finite
-    /// and not negative.
+    /// A summary of samples: its order statistics and mean are [`time`]s, its spread 0 to
+    /// [`MAX_TIME_US`].
     pub(crate) fn summary(&self, key: &str, s: &Summary) -> Check {
         for (k, v) in [
             ("p50", s.p50),
@@ -215,9 +215,14 @@ impl<'a> Checker<'a> {
         ] {
             self.time(&format!("{key}.{k}"), v)?;
         }
-        self.finite(&format!("{key}.stdev"), s.stdev)?;
-        if s.stdev < 0.0 {
-            return Err(self.fail(&format!("{key}.stdev"), "is negative"));
+        if !(0.0..=MAX_TIME_US).contains(&s.stdev) {
+            return Err(self.fail(
+                &format!("{key}.stdev"),
+                format!(
+                    "{} is not a spread of times (0 to {MAX_TIME_US:e} µs)",
+                    number(s.stdev)
+                ),
+            ));
         }
         Ok(())
     }
@@ -544,6 +549,49 @@ mod tests {
                 .to_string()
                 .contains("letters, digits")
         );
+    }
+
+    #[test]
+    fn a_summarys_figures_are_times_and_its_spread_one_of_times() {
+        let ok = Summary {
+            n: 3,
+            p50: 10.0,
+            p90: 11.0,
+            mean: 10.2,
+            min: 9.5,
+            max: 11.2,
+            stdev: 0.4,
+        };
+        let path = Path::new("r.json");
+        let c = Checker::at(path, Some("b1h8s512d64_f16".into()));
+        assert!(c.summary("shapes[0].summary", &ok).is_ok());
+        assert!(c.summary("s", &Summary { stdev: 0.0, ..ok }).is_ok());
+        for (bad, key) in [
+            (Summary { p50: 1e308, ..ok }, "s.p50"),
+            (Summary { min: 1e-300, ..ok }, "s.min"),
+            (
+                Summary {
+                    mean: f64::NAN,
+                    ..ok
+                },
+                "s.mean",
+            ),
+            (Summary { stdev: -0.1, ..ok }, "s.stdev"),
+            (Summary { stdev: 1e300, ..ok }, "s.stdev"),
+            (
+                Summary {
+                    stdev: f64::INFINITY,
+                    ..ok
+                },
+                "s.stdev",
+            ),
+        ] {
+            let e = c.summary("s", &bad).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("{key} of shape b1h8s512d64_f16: ")),
+                "{e}"
+            );
+        }
     }
 
     #[test]
