@@ -977,8 +977,9 @@ pub(crate) fn check_side_energy(c: &Checker, key: &str, e: &crate::energy::SideE
                 return Err(c.fail(
                     &format!("{key}.rounds[{j}].{name}"),
                     format!(
-                        "{} is not 0 or a number from 1e-6 to {max:e}",
-                        crate::validate::number(v)
+                        "{} is not 0 or a number from {:e} to {max:e}",
+                        crate::validate::number(v),
+                        crate::validate::MIN_TIME_US
                     ),
                 ));
             }
