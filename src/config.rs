@@ -102,10 +102,16 @@ fn positive_at_most(v: i64, max: u32) -> Result<u32, String> {
 /// A positive number of at most `max`.
 fn positive_f64_at_most(v: f64, max: f64) -> Result<f64, String> {
     if !(v.is_finite() && v > 0.0) {
-        return Err(format!("must be a positive number, got {v}"));
+        return Err(format!(
+            "must be a positive number, got {}",
+            validate::number(v)
+        ));
     }
     if v > max {
-        return Err(format!("{v} is too large: at most {max}"));
+        return Err(format!(
+            "{} is too large: at most {max}",
+            validate::number(v)
+        ));
     }
     Ok(v)
 }
@@ -117,7 +123,8 @@ fn fraction<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
             Ok(v)
         } else {
             Err(format!(
-                "must be a number between 0 and 1 (exclusive), got {v}"
+                "must be a number between 0 and 1 (exclusive), got {}",
+                validate::number(v)
             ))
         }
     })
@@ -167,8 +174,9 @@ fn max_speedup<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
             Ok(v)
         } else {
             Err(format!(
-                "must be above 1 and at most {}, got {v}",
-                limits::MAX_SPEEDUP
+                "must be above 1 and at most {}, got {}",
+                limits::MAX_SPEEDUP,
+                validate::number(v)
             ))
         }
     })
@@ -186,7 +194,10 @@ fn warmup_ms<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
 fn spin_up_ms<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     checked(d, |v: f64| {
         if !(v.is_finite() && v >= 0.0) {
-            Err(format!("must be 0 or a positive number, got {v}"))
+            Err(format!(
+                "must be 0 or a positive number, got {}",
+                validate::number(v)
+            ))
         } else if v == 0.0 {
             Ok(0.0)
         } else {
@@ -349,7 +360,7 @@ fn duty_cycle<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
         if v > 0.0 && v <= 1.0 {
             Ok(v)
         } else {
-            Err(format!("must be in (0, 1], got {v}"))
+            Err(format!("must be in (0, 1], got {}", validate::number(v)))
         }
     })
 }
@@ -1301,6 +1312,15 @@ mod tests {
             (
                 "parity:\n  float16: {max_abs: 5, rel_l2: 0.1}\n",
                 "parity.float16.max_abs: 5 is too large",
+            ),
+            // Shown as written, not as 300 digits.
+            (
+                "measure:\n  warmup_ms: 1e300\n",
+                "measure.warmup_ms: 1e300 is too large",
+            ),
+            (
+                "gate:\n  max_p50_regression: 1e308\n",
+                "gate.max_p50_regression: must be a number between 0 and 1 (exclusive), got 1e308",
             ),
         ] {
             let e = parse(&format!("{section}{OK}")).unwrap_err();

@@ -991,6 +991,50 @@ pub(crate) fn check_side_energy(c: &Checker, key: &str, e: &crate::energy::SideE
     Ok(())
 }
 
+/// The shape's parity records are figures a check gives (its errors 0 or more), and its
+/// verdict agrees with them: a candidate whose own record says it failed (its parity above
+/// the recorded tolerance, NaN/Inf or unwritten elements, an integrity check) reads
+/// `parity-fail` or `error`, never a verdict that passes or a time that judges. Before
+/// 2026-12-07 a file whose verdict said `pass` over a failed parity record rendered as a
+/// passing comment with "FAIL" in its parity column.
+fn check_own_failure(c: &Checker, key: &str, s: &ShapeResult) -> Check {
+    for (field, p) in [("parity", &s.parity), ("base_parity", &s.base_parity)] {
+        let Some(p) = p else { continue };
+        for (name, v) in [("max_abs", p.max_abs), ("rel_l2", p.rel_l2)] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(c.fail(
+                    &format!("{key}.{field}.{name}"),
+                    format!(
+                        "{} is no error a parity check gives (0 or more)",
+                        crate::validate::number(v)
+                    ),
+                ));
+            }
+        }
+    }
+    let failed = if s.integrity.is_some() {
+        Some("integrity check (`integrity`)")
+    } else if s.parity.as_ref().is_some_and(|p| !p.passed()) {
+        Some(
+            "parity check (`parity`: an error above its tolerance, or NaN/Inf or unwritten elements)",
+        )
+    } else {
+        None
+    };
+    match failed {
+        Some(what) if !matches!(s.verdict, Verdict::ParityFail | Verdict::Error) => {
+            Err(c.fail(
+                &format!("{key}.verdict"),
+                format!(
+                    "`{}` contradicts the shape's own failed {what}: a candidate that failed it reads `parity-fail` or `error`",
+                    s.verdict
+                ),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
     let c = Checker::at(path, Some(s.params.name()));
     let key = format!("shapes[{i}]");
@@ -1014,6 +1058,7 @@ fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
         ));
     }
     c.samples(&format!("{key}.samples_us"), &s.samples_us)?;
+    check_own_failure(&c, &key, s)?;
     for (field, l) in [
         ("launch", &s.launch),
         ("base_launch", &s.base_launch),

@@ -96,6 +96,14 @@ pub fn run(args: &CompareArgs) -> Result<Outcome> {
         (Input::Results(b), Input::Results(c)) => {
             let config = args.config.as_deref().map(Config::load).transpose()?;
             comparable(&b, &c, args, config.as_ref())?;
+            let (mut b, mut c) = (b, c);
+            if let Some(config) = &config {
+                for s in b.shapes.iter_mut().chain(c.shapes.iter_mut()) {
+                    if let Some(p) = s.parity.as_mut() {
+                        p.tolerance = config.parity.tolerance(s.params.dtype);
+                    }
+                }
+            }
             let gate = config.map_or_else(|| c.gate.clone(), |c| c.gate);
             compare_results(&b, *c, args, gate)?
         }
@@ -266,11 +274,10 @@ fn comparable(
             Method::describe(cand.method.as_ref())
         );
     }
-    let key = |s: &ShapeResult| (s.params, s.measurement.as_ref().map(|m| m.cache));
     let lacking: Vec<&str> = base
         .shapes
         .iter()
-        .filter(|b| !cand.shapes.iter().any(|c| key(c) == key(b)))
+        .filter(|b| !cand.shapes.iter().any(|c| same_shape(b, c)))
         .map(|b| b.name.as_str())
         .collect();
     // None in common at all is said by `compare_results` ("share no measured shape").
@@ -284,6 +291,22 @@ fn comparable(
         );
     }
     Ok(())
+}
+
+/// One shape of two runs: the same parameters and cache mode. A shape its run never timed
+/// (it failed before: `failed_on_its_own`) has no cache mode and is the same shape as
+/// either.
+fn same_shape(a: &ShapeResult, b: &ShapeResult) -> bool {
+    let cache = |s: &ShapeResult| s.measurement.as_ref().map(|m| m.cache);
+    a.params == b.params && (cache(a) == cache(b) || cache(a).is_none() || cache(b).is_none())
+}
+
+/// Whether a file's own record says its candidate failed on this shape: not measured
+/// (`error`), an integrity check, or its parity check (under the recorded tolerance, or the
+/// config's where `--config` is given). Such a shape's times, if it has any, judge nothing:
+/// as CAND its failure is its verdict; as BASE it is no reference.
+fn failed_on_its_own(s: &ShapeResult) -> bool {
+    s.error.is_some() || s.parity_passed() == Some(false)
 }
 
 /// At most `max` names, then "and N more".
@@ -302,15 +325,35 @@ fn compare_results(
     args: &CompareArgs,
     gate: GateSettings,
 ) -> Result<Report> {
+    // The shape of the same cache mode first, else one that BASE never timed.
     let matching = |shape: &ShapeResult| {
-        let cache = shape.measurement.as_ref().map(|m| m.cache);
-        base.shapes.iter().find(|b| {
-            b.params == shape.params
-                && b.error.is_none()
-                && b.measurement.as_ref().map(|m| m.cache) == cache
-        })
+        let cache = |s: &ShapeResult| s.measurement.as_ref().map(|m| m.cache);
+        let exact = |b: &&ShapeResult| b.params == shape.params && cache(b) == cache(shape);
+        let found = base.shapes.iter().find(exact);
+        found.or_else(|| base.shapes.iter().find(|b| same_shape(b, shape)))
     };
-    if !cand.shapes.iter().any(|s| matching(s).is_some()) {
+    // BASE's times of a shape its own record failed (not measured, an integrity check, its
+    // parity) are no reference: a shape of CAND that only they could judge has no verdict.
+    let unjudged: Vec<&str> = cand
+        .shapes
+        .iter()
+        .filter(|s| !failed_on_its_own(s) && matching(s).is_some_and(failed_on_its_own))
+        .map(|s| s.name.as_str())
+        .collect();
+    if !unjudged.is_empty() {
+        bail!(
+            "{}: its candidate has no valid times of {} (not measured there, or failed parity or an integrity check), so nothing can judge {} in {}; compare with a run whose candidate passed on every shape",
+            args.base.display(),
+            names(&unjudged, 10),
+            if unjudged.len() == 1 { "it" } else { "them" },
+            args.cand.display()
+        );
+    }
+    if !cand
+        .shapes
+        .iter()
+        .any(|s| failed_on_its_own(s) || matching(s).is_some_and(|b| !failed_on_its_own(b)))
+    {
         bail!(
             "{} and {} share no measured shape (same parameters and cache mode): nothing can be compared",
             args.base.display(),
@@ -318,7 +361,9 @@ fn compare_results(
         );
     }
     // Only CAND's candidate: what CAND measured against its own base or stored baseline, and
-    // what it noted about itself, are no part of this comparison.
+    // what it noted about itself, are no part of this comparison. Its own failures are: a
+    // parity or integrity failure its run recorded is a `parity-fail` here too, never a time
+    // that reads as an improvement.
     let mut shapes: Vec<ShapeResult> = cand
         .shapes
         .iter()
@@ -331,6 +376,8 @@ fn compare_results(
             tflops: s.tflops,
             measurement: s.measurement.clone(),
             launch: s.launch.clone(),
+            parity: s.parity.clone(),
+            integrity: s.integrity.clone(),
             ..ShapeResult::new(s.params)
         })
         .collect();
@@ -345,6 +392,9 @@ fn compare_results(
     }
     let mut warnings = Vec::new();
     for shape in shapes.iter_mut() {
+        if failed_on_its_own(shape) {
+            continue;
+        }
         let Some(b) = matching(shape) else {
             warnings.push(format!("{}: not in {}", shape.name, args.base.display()));
             continue;
@@ -367,7 +417,7 @@ fn compare_results(
     evaluate(
         &mut shapes,
         |shape| {
-            (!args.paired)
+            (!args.paired && !failed_on_its_own(shape))
                 .then(|| matching(shape))
                 .flatten()
                 .map(|b| reference(b.samples_us.clone(), args, false))

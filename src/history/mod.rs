@@ -373,6 +373,15 @@ pub(crate) fn records_from_results(
     let mut records = Vec::new();
     let mut notes = Vec::new();
     for s in &results.shapes {
+        // A candidate that failed parity or an integrity check was timed doing something
+        // other than the attention: its time is no point of the kernel's history.
+        if s.parity_passed() == Some(false) {
+            notes.push(format!(
+                "shape {} failed parity or an integrity check in this run; its time is not the kernel's, not appended",
+                s.name
+            ));
+            continue;
+        }
         match record_of(s, results, commit, env) {
             Some(r) => records.push(r),
             None => notes.push(format!(

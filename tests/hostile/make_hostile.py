@@ -52,7 +52,7 @@ def results():
         s = samples(center)
         shapes.append({
             "name": name, "params": params, "verdict": "no-baseline", "error": None,
-            "samples_us": s, "summary": summary(s), "tflops": 50.0, "parity": PARITY,
+            "samples_us": s, "summary": summary(s), "tflops": 50.0, "parity": dict(PARITY),
             "comparison": None,
             "measurement": {"cache": "hot", "launches_per_sample": 180, "rounds": 3,
                             "extra_rounds": 0, "working_set_bytes": 2621440,
@@ -163,6 +163,14 @@ def main():
     r = results()
     r["shapes"][1]["summary"]["p50"] = 1e308
     write("results-huge-summary.json", r)
+    # A verdict that passes over the shape's own failed parity record: before 2026-12-07 its
+    # comment read "PASS" with "FAIL" in the parity column.
+    r = results()
+    r["shapes"][1]["parity"]["max_abs"] = 0.5
+    write("results-pass-over-failed-parity.json", r)
+    r = results()
+    r["shapes"][1]["parity"]["rel_l2"] = -1.0
+    write("results-negative-parity-error.json", r)
 
     r = results()
     r["shapes"][0]["verdict"] = "pass\n::error title=ci-gate::all clear"

@@ -116,6 +116,8 @@ fn refuses_parity_failures_naming_the_shape() {
     let from = dir.path().join("r.json");
     let mut r = results("NVIDIA H200", &[1.0, 1.0, 1.0], 1);
     r.shapes[2].parity.as_mut().unwrap().unwritten = 12;
+    // As a run writes it: the failure is the shape's verdict.
+    r.shapes[2].verdict = ci_gate::verdict::Verdict::ParityFail;
     write(&from, &r);
     update(&dir.path().join("b"), &from, &[])
         .code(1)

@@ -1056,3 +1056,80 @@ fn a_file_of_another_kind_is_named_with_the_command_that_takes_it() {
     let err = refused(&selftest, &cand, &[]);
     assert!(err.contains("selftest.json is a selftest report"), "{err}");
 }
+
+/// A shape its own run failed, recorded as `local` records it: a parity failure on a
+/// configured shape (timed anyway), an integrity failure found while timing, or a random
+/// shape of its kind failed before it was timed (no measurement, no samples). As CAND each is
+/// a `parity-fail` (exit 1), never its time against BASE's; as BASE each is no reference
+/// (exit 2, naming the shape). Before 2026-12-07 the first two read as improvements and the
+/// run passed (exit 0), and the third was refused as a shape CAND "lacks".
+#[test]
+fn a_shape_its_own_run_failed_is_a_parity_fail_never_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, cand) = (dir.path().join("base.json"), dir.path().join("cand.json"));
+    write(&base, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    // 30% faster everywhere, and wrong on shape 0 by its own parity record.
+    let mut wrong = results("NVIDIA H200", &[0.7, 0.7, 0.7], 2);
+    let p = wrong.shapes[0].parity.as_mut().unwrap();
+    p.max_abs = 0.5;
+    wrong.shapes[0].verdict = Verdict::ParityFail;
+    // Shape 1: the output checks of its timed launches failed (its rounds kept).
+    wrong.shapes[1].integrity = Some("1000 elements unwritten in its timed launches".into());
+    wrong.shapes[1].verdict = Verdict::ParityFail;
+    write(&cand, &wrong);
+    let v = compare_json(&["--format", "json"], &base, &cand, Some(1));
+    let verdicts: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        verdicts,
+        ["parity-fail", "parity-fail", "improvement"],
+        "{v}"
+    );
+    let out = bin().arg("compare").arg(&base).arg(&cand).assert().code(1);
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(
+        text.contains("FAIL: 2 parity-fail, 1 improvement"),
+        "{text}"
+    );
+
+    // Shape 2 failed a random shape of its kind, so it was never timed.
+    let s = &mut wrong.shapes[2];
+    s.integrity = Some("the candidate fails parity on the random shape b1h3s349d64_f16".into());
+    s.verdict = Verdict::ParityFail;
+    s.samples_us.clear();
+    s.summary = None;
+    s.measurement = None;
+    s.parity = None;
+    s.tflops = None;
+    write(&cand, &wrong);
+    let v = compare_json(&["--format", "json"], &base, &cand, Some(1));
+    assert_eq!(v[2]["verdict"], "parity-fail", "{v}");
+
+    // As BASE: no reference for the shapes it failed, which nothing else can judge.
+    let err = refused(&cand, &base, &[]);
+    for s in &wrong.shapes {
+        assert!(err.contains(&s.name), "{err}");
+    }
+    assert!(
+        err.contains("cand.json: its candidate has no valid times of"),
+        "{err}"
+    );
+    // Nor does a shape BASE could not measure (before: CAND's shape read `no-baseline`).
+    let mut unmeasured = results("NVIDIA H200", &[1.0, 1.0, 1.0], 1);
+    unmeasured.shapes[1].error = Some("CUDA_ERROR_LAUNCH_FAILED".into());
+    unmeasured.shapes[1].verdict = Verdict::Error;
+    write(&base, &unmeasured);
+    write(&cand, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 2));
+    let err = refused(&base, &cand, &[]);
+    assert!(
+        err.contains(&format!(
+            "base.json: its candidate has no valid times of {}",
+            unmeasured.shapes[1].name
+        )),
+        "{err}"
+    );
+}

@@ -404,3 +404,41 @@ fn a_method_change_is_marked_and_never_a_change_point() {
     assert_eq!(changes.len(), 1, "{v}");
     assert_eq!(changes[0]["commit"], commit(STEP_AT + 5));
 }
+
+/// A shape whose candidate failed parity (its outputs wrong, timed anyway as `local` does)
+/// or an integrity check is no point of the kernel's history: not appended, with a note
+/// naming it. Before 2026-12-07 its time was appended as the kernel's, where a wrong and
+/// faster commit would have read as the best time and a change point.
+#[test]
+fn a_shape_that_failed_parity_or_an_integrity_check_is_not_appended() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("h.jsonl");
+    let mut r = results("NVIDIA H200", &[0.7, 0.7, 1.0], 1);
+    r.git_commit = Some(commit(1));
+    r.shapes[0].parity.as_mut().unwrap().max_abs = 0.5;
+    r.shapes[0].verdict = ci_gate::verdict::Verdict::ParityFail;
+    r.shapes[1].integrity = Some("1000 elements unwritten in its timed launches".into());
+    r.shapes[1].verdict = ci_gate::verdict::Verdict::ParityFail;
+    let path = dir.path().join("r.json");
+    write(&path, &r);
+    let out = bin()
+        .args(["history", "append", "--results"])
+        .arg(&path)
+        .arg("--history")
+        .arg(&history)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("appended 1 shape"))
+        .get_output()
+        .clone();
+    let err = stderr_text(&out.stderr);
+    for s in [SHAPE, OTHER] {
+        assert!(
+            err.contains(&format!("shape {s} failed parity or an integrity check")),
+            "{err}"
+        );
+    }
+    let text = std::fs::read_to_string(&history).unwrap();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(!text.contains(SHAPE) && !text.contains(OTHER), "{text}");
+}

@@ -730,6 +730,42 @@ fn zero_negative_out_of_range_and_empty_samples_exit_2_naming_the_shape() {
     }
 }
 
+/// A verdict that passes over the shape's own failed parity record, and a parity error
+/// below 0: exit 2 naming the key, as BASE or CAND, never a baseline or a comment. Before
+/// 2026-12-07 both compared (exit 0), and the first one's comment read "PASS" with "FAIL" in
+/// its parity column.
+#[test]
+fn a_verdict_that_its_own_parity_record_contradicts_exits_2_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, what) in [
+        (
+            "results-pass-over-failed-parity.json",
+            "verdict of shape b2h8s512d64_causal_f16: `no-baseline` contradicts the shape's own failed parity check",
+        ),
+        (
+            "results-negative-parity-error.json",
+            "parity.rel_l2 of shape b2h8s512d64_causal_f16: -1 is no error a parity check gives",
+        ),
+    ] {
+        let from = hostile(name);
+        for (base, cand) in [
+            (hostile("results-ok.json"), from.clone()),
+            (from.clone(), hostile("results-ok.json")),
+        ] {
+            let a = bin().arg("compare").arg(base).arg(cand).assert().code(2);
+            let err = assert_clean_error(&a);
+            assert!(err.contains(&format!("{name}: shapes[1].{what}")), "{err}");
+        }
+        let store = dir.path().join("baselines");
+        let a = update(&store, &from).code(2);
+        assert!(stderr(&a).contains(what), "{}", stderr(&a));
+        assert!(!store.exists() || tree(&store).is_empty());
+        let a = comment_without_token(&from, dir.path()).code(2);
+        assert!(stderr(&a).contains(what), "{}", stderr(&a));
+        assert!(!dir.path().join("fallback.md").exists());
+    }
+}
+
 #[test]
 fn a_shape_name_must_be_the_name_of_its_parameters() {
     let a = bin()
