@@ -266,7 +266,7 @@ pub(crate) fn update(args: &BaselineUpdateArgs) -> Result<Outcome> {
     if !unmeasured.is_empty() {
         tell(
             &format!(
-                "refusing to record: {} could not be measured in {source}, so there is nothing to record for {}:",
+                "refusing to record: {} could not be measured in {source} or failed an integrity check there, so there is nothing to record for {}:",
                 count(unmeasured.len()),
                 if unmeasured.len() == 1 { "it" } else { "them" }
             ),
@@ -922,6 +922,16 @@ fn merge_shape(
             Some(x) if x.samples_us.iter().any(|r| r.is_empty()) => {
                 failed(format!("an empty round in {}", name(i)))
             }
+            // Its kernel was caught not doing the attention while it was timed (outputs
+            // skipped, a record forged): no time of it is a reference, whatever `--force`.
+            Some(x) if x.integrity.is_some() => failed(format!(
+                "failed an integrity check in {}: {}",
+                name(i),
+                crate::text::clip_text(
+                    &crate::text::terminal_text(x.integrity.as_deref().unwrap_or_default()),
+                    600
+                )
+            )),
             Some(x) => {
                 if x.parity.as_ref().is_some_and(|p| !p.passed()) {
                     m.parity = x.parity.clone();

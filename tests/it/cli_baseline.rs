@@ -126,6 +126,27 @@ fn refuses_parity_failures_naming_the_shape() {
     assert!(!dir.path().join("b/nvidia-h200/pr.json").exists());
 }
 
+/// A shape whose kernel failed an integrity check while it was timed (its rounds kept, as an
+/// energy window's check leaves them) is never recorded, not even with `--force`: its times
+/// are not the attention's. Before 2026-12-07 `--from` recorded it (exit 0).
+#[test]
+fn refuses_integrity_failures_even_forced_naming_the_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let from = dir.path().join("r.json");
+    let mut r = results("NVIDIA H200", &[1.0, 1.0, 1.0], 1);
+    r.shapes[1].integrity = Some("the candidate skipped work in an energy window".into());
+    r.shapes[1].verdict = ci_gate::verdict::Verdict::ParityFail;
+    write(&from, &r);
+    for extra in [&[][..], &["--force"][..]] {
+        update(&dir.path().join("b"), &from, extra)
+            .code(1)
+            .stderr(stderr_has("failed an integrity check in"))
+            .stderr(stderr_has("b2h8s512d64_causal_f16"))
+            .stderr(stderr_has("skipped work in an energy window"));
+        assert!(!dir.path().join("b/nvidia-h200/pr.json").exists());
+    }
+}
+
 #[test]
 fn bad_baseline_files_are_errors_naming_the_file_and_are_kept() {
     let dir = tempfile::tempdir().unwrap();
