@@ -991,6 +991,56 @@ pub(crate) fn check_side_energy(c: &Checker, key: &str, e: &crate::energy::SideE
     Ok(())
 }
 
+/// Two computations of one figure agree: equal to within a relative 1e-9 (a file written by
+/// another build of the same code may round its last bits otherwise).
+fn same_figure(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs())
+}
+
+/// A summary is what its samples give ([`crate::stats::Sample::summary`] of all the rounds'
+/// values), never figures of its own: the comment shows its p50 and `history` records it, so
+/// a file whose summary said 5 µs over samples of 10 showed and kept 5 before 2026-12-07.
+/// Cost: a sort of the shape's values.
+fn summary_of(c: &Checker, key: &str, sum: &Summary, rounds: &[Vec<f64>]) -> Check {
+    let values: Vec<f64> = rounds.iter().flatten().copied().collect();
+    let Ok(sample) = crate::stats::Sample::new(values) else {
+        return Err(c.fail(
+            key,
+            format!(
+                "a summary of {} values: a summary needs at least 2 in its samples",
+                rounds.iter().map(Vec::len).sum::<usize>()
+            ),
+        ));
+    };
+    let want = sample.summary();
+    if sum.n != want.n {
+        return Err(c.fail(
+            &format!("{key}.n"),
+            format!("{} where the samples hold {}", sum.n, want.n),
+        ));
+    }
+    for (name, got, of_samples) in [
+        ("p50", sum.p50, want.p50),
+        ("p90", sum.p90, want.p90),
+        ("mean", sum.mean, want.mean),
+        ("min", sum.min, want.min),
+        ("max", sum.max, want.max),
+        ("stdev", sum.stdev, want.stdev),
+    ] {
+        if !same_figure(got, of_samples) {
+            return Err(c.fail(
+                &format!("{key}.{name}"),
+                format!(
+                    "{} is not the {name} of the shape's samples ({})",
+                    crate::validate::number(got),
+                    crate::validate::number(of_samples)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The shape's parity records are figures a check gives (its errors 0 or more), and its
 /// verdict agrees with them: a candidate whose own record says it failed (its parity above
 /// the recorded tolerance, NaN/Inf or unwritten elements, an integrity check) reads
@@ -1096,12 +1146,27 @@ fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
     }
     if let Some(sum) = &s.summary {
         c.summary(&format!("{key}.summary"), sum)?;
+        summary_of(&c, &format!("{key}.summary"), sum, &s.samples_us)?;
     }
     if let Some(sum) = &s.base_summary {
         c.summary(&format!("{key}.base_summary"), sum)?;
+        summary_of(&c, &format!("{key}.base_summary"), sum, &s.base_samples_us)?;
     }
     if let Some(t) = s.tflops {
         c.finite(&format!("{key}.tflops"), t)?;
+        if let Some(sum) = &s.summary {
+            let of_p50 = s.params.flops() / (sum.p50 * 1e-6) / 1e12;
+            if !same_figure(t, of_p50) {
+                return Err(c.fail(
+                    &format!("{key}.tflops"),
+                    format!(
+                        "{} is not the shape's FLOPs over its p50 ({})",
+                        crate::validate::number(t),
+                        crate::validate::number(of_p50)
+                    ),
+                ));
+            }
+        }
     }
     if let Some(m) = &s.measurement {
         c.count(

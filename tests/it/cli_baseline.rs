@@ -643,6 +643,7 @@ fn update_output_fits_80_columns() {
             let mut more = s.clone();
             more.params.batch = batch;
             more.name = more.params.name();
+            crate::common::resummarize(&mut more);
             r.shapes.push(more);
         }
     }
@@ -678,6 +679,7 @@ fn update_output_fits_80_columns() {
         for v in s.samples_us.iter_mut().flatten() {
             *v *= 1.1;
         }
+        crate::common::resummarize(s);
     }
     write(&from, &slower);
     let out = update(&store, &from, &[]).code(1).get_output().clone();

@@ -565,6 +565,7 @@ fn results_files_that_cannot_decide_exit_2() {
     for s in other.shapes.iter_mut() {
         s.params.batch += 10;
         s.name = s.params.name();
+        crate::common::resummarize(s);
     }
     write(&cand, &other);
     bin()

@@ -730,12 +730,13 @@ fn zero_negative_out_of_range_and_empty_samples_exit_2_naming_the_shape() {
     }
 }
 
-/// A verdict that passes over the shape's own failed parity record, and a parity error
-/// below 0: exit 2 naming the key, as BASE or CAND, never a baseline or a comment. Before
-/// 2026-12-07 both compared (exit 0), and the first one's comment read "PASS" with "FAIL" in
-/// its parity column.
+/// Figures a file's own record contradicts: a verdict that passes over the shape's failed
+/// parity record, a parity error below 0, a summary that is not its samples' (the comment
+/// showed its p50 and `history` kept it), TFLOP/s that are not the FLOPs over that p50. Exit
+/// 2 naming the key, as BASE or CAND, never a baseline or a comment. Before 2026-12-07 each
+/// compared (exit 0); the first one's comment read "PASS" with "FAIL" in its parity column.
 #[test]
-fn a_verdict_that_its_own_parity_record_contradicts_exits_2_naming_the_key() {
+fn figures_that_the_files_own_record_contradicts_exit_2_naming_the_key() {
     let dir = tempfile::tempdir().unwrap();
     for (name, what) in [
         (
@@ -745,6 +746,14 @@ fn a_verdict_that_its_own_parity_record_contradicts_exits_2_naming_the_key() {
         (
             "results-negative-parity-error.json",
             "parity.rel_l2 of shape b2h8s512d64_causal_f16: -1 is no error a parity check gives",
+        ),
+        (
+            "results-summary-not-of-its-samples.json",
+            "summary.p50 of shape b2h8s512d64_causal_f16: 5 is not the p50 of the shape's samples (14.1)",
+        ),
+        (
+            "results-tflops-not-of-its-p50.json",
+            "tflops of shape b2h8s512d64_causal_f16: 900 is not the shape's FLOPs over its p50",
         ),
     ] {
         let from = hostile(name);

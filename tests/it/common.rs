@@ -158,6 +158,19 @@ pub fn rounds(
         .collect()
 }
 
+/// Sets a shape's summary and TFLOP/s to what its samples and parameters give, as a run
+/// writes them (a results file whose summary is not its samples' is refused), after a test
+/// changed either.
+pub fn resummarize(s: &mut ShapeResult) {
+    s.summary = Sample::new(s.samples_us.iter().flatten().copied().collect())
+        .ok()
+        .map(|x| x.summary());
+    s.tflops = s
+        .summary
+        .as_ref()
+        .map(|x| s.params.flops() / (x.p50 * 1e-6) / 1e12);
+}
+
 /// A results file with one entry per `factors` (p50 multiplier per shape).
 pub fn results(gpu: &str, factors: &[f64], seed: u64) -> ResultsFile {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
