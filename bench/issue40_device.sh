@@ -248,6 +248,9 @@
 #                                               # control's span through its work (a side alone's
 #                                               # witness confirmed): GPU tests, stored-only A/As
 #   bash bench/issue40_device.sh thirtyninth-attacks # the attack suite; the control tests again
+#   bash bench/issue40_device.sh fortysixth    # any card: this head's GPU tests and the attack
+#                                               # suite (what a file may hold changed, not how
+#                                               # anything is measured)
 #   bash bench/issue40_device.sh fortyfirst    # H200: item 3 (pr-ada, pr), the tables; else
 #                                               # (H100_TESTS=1) the GPU tests, (H100_AA=1) the
 #                                               # stored-only A/As of pr-ada and pr
@@ -2871,6 +2874,16 @@ thirtyninth)
     done
     save
   done
+  ;;
+fortysixth)
+  # 2026-12-07 (forty-sixth session): this head's binaries (a results file's derived figures,
+  # its verdict against its own parity record, and what compare, history and baseline update
+  # do with a shape that failed) on any card: the GPU tests, then the attack suite (every
+  # attack must still fail closed). ~9 min.
+  save() { tar czf "$out/fortysixth.tgz" -C "$out" r; }
+  card
+  gpu_tests_only 170; save
+  attack_suite 380; save
   ;;
 fortyfirst)
   # 2026-12-06 (forty-first session): an H200: issue 40 item 3 first (`pr-ada`, the stale one,
