@@ -1134,3 +1134,31 @@ fn a_shape_its_own_run_failed_is_a_parity_fail_never_a_time() {
         "{err}"
     );
 }
+
+/// `--config` re-applies the config's parity tolerances to what the files recorded, as
+/// `merge` does: a shape whose record passes only under a tolerance of its own (wider than
+/// the config's) is a `parity-fail` when the config is given.
+#[test]
+fn config_tolerances_replace_the_ones_a_file_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, cand) = (dir.path().join("base.json"), dir.path().join("cand.json"));
+    write(&base, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    let mut wide = results("NVIDIA H200", &[1.0, 1.0, 1.0], 2);
+    let p = wide.shapes[0].parity.as_mut().unwrap();
+    // 0.05 of the slice's scale: above the config's 1e-2, within the recorded 0.1.
+    p.max_abs = 0.05;
+    p.tolerance.max_abs = 0.1;
+    write(&cand, &wide);
+    let v = compare_json(&["--format", "json"], &base, &cand, Some(0));
+    assert_eq!(v[0]["verdict"], "pass", "{v}");
+    crate::common::measured_with(&cand, dir.path()).unwrap();
+    let config = crate::common::measured_with(&base, dir.path()).unwrap();
+    let v = compare_json(
+        &["--format", "json", "--config", config.to_str().unwrap()],
+        &base,
+        &cand,
+        Some(1),
+    );
+    assert_eq!(v[0]["verdict"], "parity-fail", "{v}");
+    assert_eq!(v[1]["verdict"], "pass", "{v}");
+}
