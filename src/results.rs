@@ -991,6 +991,42 @@ pub(crate) fn check_side_energy(c: &Checker, key: &str, e: &crate::energy::SideE
     Ok(())
 }
 
+/// A shape's verdict and deciding reference are what the one rule ([`crate::verdict::decide`])
+/// gives of the shape's own record under the file's gate: its error, parity and integrity,
+/// and the comparisons it holds. A verdict is computed, never a figure of its own: before
+/// 2026-12-07 a `regression` edited to `pass` read as a pass in the comment. (Of a run that
+/// reached no verdict, `error`, the shapes' verdicts are not checked.)
+fn check_verdict(path: &Path, i: usize, s: &ShapeResult, gate: &GateSettings) -> Check {
+    let d = crate::verdict::decide(
+        gate,
+        &crate::verdict::Evidence {
+            measured: s.error.is_none(),
+            parity_passed: s.parity_passed(),
+            ab: s.ab.as_ref(),
+            stored: s.stored.as_ref(),
+            stored_other_method: s.stored_other_method,
+        },
+    );
+    if d.verdict == s.verdict && d.decided_by == s.decided_by {
+        return Ok(());
+    }
+    let by = |r: Option<Reference>| match r {
+        Some(Reference::Ab) => "A/B",
+        Some(Reference::Stored) => "the stored baseline",
+        None => "no reference",
+    };
+    Err(Checker::at(path, Some(s.params.name())).fail(
+        &format!("shapes[{i}].verdict"),
+        format!(
+            "`{}` decided by {} is not what the shape's own record gives under the file's gate (`{}` decided by {}): a verdict is computed from the comparisons, parity and errors it records",
+            s.verdict,
+            by(s.decided_by),
+            d.verdict,
+            by(d.decided_by)
+        ),
+    ))
+}
+
 /// Two computations of one figure agree: equal to within a relative 1e-9 (a file written by
 /// another build of the same code may round its last bits otherwise).
 fn same_figure(a: f64, b: f64) -> bool {
@@ -1407,6 +1443,11 @@ impl Untrusted for ResultsFile {
                 &format!("shapes[{i}]"),
                 (s.params, s.measurement.as_ref().map(|m| m.cache)),
             )?;
+        }
+        if self.error.is_none() {
+            for (i, s) in self.shapes.iter().enumerate() {
+                check_verdict(path, i, s, &self.gate)?;
+            }
         }
         c.count("warnings", self.warnings.len(), MAX_WARNINGS, "warnings")?;
         for (i, w) in self.warnings.iter().enumerate() {

@@ -195,6 +195,10 @@ def main():
     r = results()
     r["shapes"][1]["tflops"] = 900.0
     write("results-tflops-not-of-its-p50.json", r)
+    # A verdict its record does not give: an improvement with no comparison at all.
+    r = results()
+    r["shapes"][1]["verdict"] = "improvement"
+    write("results-verdict-not-of-its-record.json", r)
 
     r = results()
     r["shapes"][0]["verdict"] = "pass\n::error title=ci-gate::all clear"

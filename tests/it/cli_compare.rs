@@ -288,8 +288,16 @@ fn results_files_judge_cand_against_base_whatever_cand_measured_inside() {
     let mut slow = results("NVIDIA H200", &[1.7, 1.7, 1.7], 2);
     for s in slow.shapes.iter_mut() {
         s.base_samples_us = s.samples_us.clone();
-        s.verdict = Verdict::Pass;
     }
+    // B's verdicts as B's run computed them (a file's verdicts must follow from its record).
+    ci_gate::evaluate::evaluate(
+        &mut slow.shapes,
+        |_| None,
+        &slow.gate.clone(),
+        ci_gate::verdict::Policy::default(),
+    )
+    .unwrap();
+    assert!(slow.shapes.iter().all(|s| s.verdict == Verdict::Pass));
     slow.warnings = vec!["B's own warning: the SM clock changed".into()];
     slow.notes = vec!["B's own note: shard 1/2".into()];
     write(&b, &slow);
@@ -591,6 +599,7 @@ fn results_files_that_cannot_decide_exit_2() {
     // A candidate shape that could not be measured fails the check, never passes.
     let mut broken = results("NVIDIA H200", &[1.0, 1.0, 1.0], 2);
     broken.shapes[1].error = Some("CUDA error".into());
+    broken.shapes[1].verdict = Verdict::Error;
     write(&cand, &broken);
     bin()
         .args(["compare"])
@@ -639,6 +648,7 @@ fn exports_for_bencher_and_github_action_benchmark() {
     write(&base, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
     let mut c = results("NVIDIA H200", &[1.0, 1.06, 1.0], 2);
     c.shapes[2].error = Some("CUDA error".into());
+    c.shapes[2].verdict = Verdict::Error;
     write(&cand, &c);
     let v = compare_json(&["--format", "bmf"], &base, &cand, Some(1));
     let m = v.as_object().unwrap();

@@ -732,7 +732,8 @@ fn zero_negative_out_of_range_and_empty_samples_exit_2_naming_the_shape() {
 
 /// Figures a file's own record contradicts: a verdict that passes over the shape's failed
 /// parity record, a parity error below 0, a summary that is not its samples' (the comment
-/// showed its p50 and `history` kept it), TFLOP/s that are not the FLOPs over that p50. Exit
+/// showed its p50 and `history` kept it), TFLOP/s that are not the FLOPs over that p50, a
+/// verdict its comparisons do not give. Exit
 /// 2 naming the key, as BASE or CAND, never a baseline or a comment. Before 2026-12-07 each
 /// compared (exit 0); the first one's comment read "PASS" with "FAIL" in its parity column.
 #[test]
@@ -754,6 +755,10 @@ fn figures_that_the_files_own_record_contradicts_exit_2_naming_the_key() {
         (
             "results-tflops-not-of-its-p50.json",
             "tflops of shape b2h8s512d64_causal_f16: 900 is not the shape's FLOPs over its p50",
+        ),
+        (
+            "results-verdict-not-of-its-record.json",
+            "verdict of shape b2h8s512d64_causal_f16: `improvement` decided by no reference is not what the shape's own record gives",
         ),
     ] {
         let from = hostile(name);
@@ -884,4 +889,45 @@ fn a_hostile_launch_is_refused_by_key() {
         .code(2);
     let err = assert_clean_error(&a);
     assert!(err.contains("shapes[0].launch.grid"), "{err}");
+}
+
+/// A verdict edited in a file: a run's `regression` (its A/B in the file says 10% slower)
+/// made `pass`. The verdict is what the one rule gives of the shape's own record under the
+/// file's gate, so the edit is refused wherever the file is read (exit 2, naming the key);
+/// before 2026-12-07 the comment read "PASS" over the edited shape and exited 0.
+#[test]
+fn a_verdict_that_the_shapes_own_comparisons_do_not_give_exits_2() {
+    use ci_gate::verdict::{Policy, Verdict};
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = crate::common::results("NVIDIA H200", &[1.1, 1.1, 1.1], 3);
+    let base = crate::common::results("NVIDIA H200", &[1.0, 1.0, 1.0], 4);
+    for (s, b) in r.shapes.iter_mut().zip(&base.shapes) {
+        s.base_samples_us = b.samples_us.clone();
+    }
+    let gate = r.gate.clone();
+    ci_gate::evaluate::evaluate(&mut r.shapes, |_| None, &gate, Policy::default()).unwrap();
+    assert!(r.shapes.iter().all(|s| s.verdict == Verdict::Regression));
+    let path = dir.path().join("edited.json");
+    crate::common::write(&path, &r);
+    // The comment posts whatever the verdict (its job is the comment, not the check).
+    comment_without_token(&path, dir.path()).code(0);
+    let body = std::fs::read_to_string(dir.path().join("fallback.md")).unwrap();
+    assert!(body.contains("FAIL: 3 regression"), "{body}");
+    std::fs::remove_file(dir.path().join("fallback.md")).unwrap();
+    r.shapes[0].verdict = Verdict::Pass;
+    crate::common::write(&path, &r);
+    let a = comment_without_token(&path, dir.path()).code(2);
+    assert!(!dir.path().join("fallback.md").exists());
+    let err = stderr(&a);
+    assert!(
+        err.contains("edited.json: shapes[0].verdict of shape b2h8s512d64_f16: `pass` decided by A/B is not what the shape's own record gives under the file's gate (`regression` decided by A/B)"),
+        "{err}"
+    );
+    let a = bin()
+        .arg("compare")
+        .arg(hostile("results-ok.json"))
+        .arg(&path)
+        .assert()
+        .code(2);
+    assert!(assert_clean_error(&a).contains("shapes[0].verdict"));
 }
