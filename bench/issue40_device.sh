@@ -2879,11 +2879,11 @@ fortysixth)
   # 2026-12-07 (forty-sixth session): this head's binaries (a results file's derived figures,
   # its verdict against its own parity record, and what compare, history and baseline update
   # do with a shape that failed) on any card: the GPU tests, then the attack suite (every
-  # attack must still fail closed). ~9 min.
+  # attack must still fail closed). ~9 min; GPU_T and ATK_T set their limits (s).
   save() { tar czf "$out/fortysixth.tgz" -C "$out" r; }
   card
-  gpu_tests_only 170; save
-  attack_suite 380; save
+  gpu_tests_only "${GPU_T:-170}"; save
+  attack_suite "${ATK_T:-380}"; save
   ;;
 fortyfirst)
   # 2026-12-06 (forty-first session): an H200: issue 40 item 3 first (`pr-ada`, the stale one,
