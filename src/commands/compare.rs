@@ -309,6 +309,48 @@ fn failed_on_its_own(s: &ShapeResult) -> bool {
     s.error.is_some() || s.parity_passed() == Some(false)
 }
 
+/// BASE's shape that judges `shape`: the one of the same cache mode first, else one that
+/// BASE never timed.
+fn counterpart<'a>(base: &'a ResultsFile, shape: &ShapeResult) -> Option<&'a ShapeResult> {
+    let cache = |s: &ShapeResult| s.measurement.as_ref().map(|m| m.cache);
+    let exact = |b: &&ShapeResult| b.params == shape.params && cache(b) == cache(shape);
+    let found = base.shapes.iter().find(exact);
+    found.or_else(|| base.shapes.iter().find(|b| same_shape(b, shape)))
+}
+
+/// Refuses, exit 2, a comparison with a shape nothing can judge: BASE's times of a shape its
+/// own record failed (not measured, an integrity check, its parity) are no reference for a
+/// shape of CAND that only they could judge; and files with no shape in common, where
+/// CAND's own failures do not decide either.
+fn judgeable(base: &ResultsFile, cand: &ResultsFile, args: &CompareArgs) -> Result<()> {
+    let unjudged: Vec<&str> = cand
+        .shapes
+        .iter()
+        .filter(|s| !failed_on_its_own(s) && counterpart(base, s).is_some_and(failed_on_its_own))
+        .map(|s| s.name.as_str())
+        .collect();
+    if !unjudged.is_empty() {
+        bail!(
+            "{}: its candidate has no valid times of {} (not measured there, or failed parity or an integrity check), so nothing can judge {} in {}; compare with a run whose candidate passed on every shape",
+            args.base.display(),
+            names(&unjudged, 10),
+            if unjudged.len() == 1 { "it" } else { "them" },
+            args.cand.display()
+        );
+    }
+    let judged = |s: &ShapeResult| {
+        failed_on_its_own(s) || counterpart(base, s).is_some_and(|b| !failed_on_its_own(b))
+    };
+    if !cand.shapes.iter().any(judged) {
+        bail!(
+            "{} and {} share no measured shape (same parameters and cache mode): nothing can be compared",
+            args.base.display(),
+            args.cand.display()
+        );
+    }
+    Ok(())
+}
+
 /// At most `max` names, then "and N more".
 fn names(all: &[&str], max: usize) -> String {
     let shown = all[..all.len().min(max)].join(", ");
@@ -325,41 +367,8 @@ fn compare_results(
     args: &CompareArgs,
     gate: GateSettings,
 ) -> Result<Report> {
-    // The shape of the same cache mode first, else one that BASE never timed.
-    let matching = |shape: &ShapeResult| {
-        let cache = |s: &ShapeResult| s.measurement.as_ref().map(|m| m.cache);
-        let exact = |b: &&ShapeResult| b.params == shape.params && cache(b) == cache(shape);
-        let found = base.shapes.iter().find(exact);
-        found.or_else(|| base.shapes.iter().find(|b| same_shape(b, shape)))
-    };
-    // BASE's times of a shape its own record failed (not measured, an integrity check, its
-    // parity) are no reference: a shape of CAND that only they could judge has no verdict.
-    let unjudged: Vec<&str> = cand
-        .shapes
-        .iter()
-        .filter(|s| !failed_on_its_own(s) && matching(s).is_some_and(failed_on_its_own))
-        .map(|s| s.name.as_str())
-        .collect();
-    if !unjudged.is_empty() {
-        bail!(
-            "{}: its candidate has no valid times of {} (not measured there, or failed parity or an integrity check), so nothing can judge {} in {}; compare with a run whose candidate passed on every shape",
-            args.base.display(),
-            names(&unjudged, 10),
-            if unjudged.len() == 1 { "it" } else { "them" },
-            args.cand.display()
-        );
-    }
-    if !cand
-        .shapes
-        .iter()
-        .any(|s| failed_on_its_own(s) || matching(s).is_some_and(|b| !failed_on_its_own(b)))
-    {
-        bail!(
-            "{} and {} share no measured shape (same parameters and cache mode): nothing can be compared",
-            args.base.display(),
-            args.cand.display()
-        );
-    }
+    let matching = |shape: &ShapeResult| counterpart(base, shape);
+    judgeable(base, &cand, args)?;
     // Only CAND's candidate: what CAND measured against its own base or stored baseline, and
     // what it noted about itself, are no part of this comparison. Its own failures are: a
     // parity or integrity failure its run recorded is a `parity-fail` here too, never a time
