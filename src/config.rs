@@ -499,6 +499,12 @@ impl ShapeParams {
         4.0 * b * h * pairs * d
     }
 
+    /// TFLOP/s of one forward pass taking `us` µs: [`Self::flops`] over that time. The one
+    /// formula for every TFLOP/s a run writes and a results file is checked against.
+    pub fn tflops(&self, us: f64) -> f64 {
+        self.flops() / (us * 1e-6) / 1e12
+    }
+
     /// The softmax scale the kernel and the references use.
     pub fn scale(&self) -> f32 {
         1.0 / (self.head_dim as f32).sqrt()

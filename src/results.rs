@@ -1191,7 +1191,7 @@ fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
     if let Some(t) = s.tflops {
         c.finite(&format!("{key}.tflops"), t)?;
         if let Some(sum) = &s.summary {
-            let of_p50 = s.params.flops() / (sum.p50 * 1e-6) / 1e12;
+            let of_p50 = s.params.tflops(sum.p50);
             if !same_figure(t, of_p50) {
                 return Err(c.fail(
                     &format!("{key}.tflops"),

@@ -653,7 +653,7 @@ fn stored_shapes(merged: Vec<MergedShape>, confidence: f64) -> Result<Vec<Baseli
         shapes.push(BaselineShape {
             energy,
             launch: m.launch,
-            tflops: Some(m.params.flops() / (summary.p50 * 1e-6) / 1e12),
+            tflops: Some(m.params.tflops(summary.p50)),
             name: m.name,
             params: m.params,
             cache: m.cache,
@@ -924,13 +924,13 @@ fn merge_shape(
             }
             // Its kernel was caught not doing the attention while it was timed (outputs
             // skipped, a record forged): no time of it is a reference, whatever `--force`.
-            Some(x) if x.integrity.is_some() => failed(format!(
+            Some(crate::results::ShapeResult {
+                integrity: Some(why),
+                ..
+            }) => failed(format!(
                 "failed an integrity check in {}: {}",
                 name(i),
-                crate::text::clip_text(
-                    &crate::text::terminal_text(x.integrity.as_deref().unwrap_or_default()),
-                    600
-                )
+                crate::text::clip_text(&crate::text::terminal_text(why), 600)
             )),
             Some(x) => {
                 if x.parity.as_ref().is_some_and(|p| !p.passed()) {

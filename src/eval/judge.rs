@@ -91,7 +91,7 @@ fn percent(ratio: f64) -> String {
 fn shape_line(s: &ShapeResult, rule: &Rule) -> ShapeLine {
     let ab = s.ab.as_ref();
     let base_p50 = s.base_summary.as_ref().map(|x| x.p50);
-    let tflops = |p50: f64| s.params.flops() / (p50 * 1e-6) / 1e12;
+    let tflops = |p50: f64| s.params.tflops(p50);
     ShapeLine {
         name: s.name.clone(),
         verdict: s.verdict.as_str().to_owned(),

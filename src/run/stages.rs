@@ -275,7 +275,7 @@ fn fill(result: &mut ShapeResult, run: &ShapeRun, cache: CacheMode, design: Stag
     match Sample::new(cand.rounds.iter().flatten().copied().collect()).ok() {
         Some(s) => {
             let summary = s.summary();
-            result.tflops = Some(result.params.flops() / (summary.p50 * 1e-6) / 1e12);
+            result.tflops = Some(result.params.tflops(summary.p50));
             result.summary = Some(summary);
         }
         None => result.error = Some("its timings are unusable: fewer than 2 values".into()),
@@ -337,7 +337,7 @@ fn speed_limit(
             "a timed sample of the candidate took {fastest} µs: a time that is not positive cannot be measured"
         ));
     }
-    let at_fastest = result.params.flops() / (fastest * 1e-6) / 1e12;
+    let at_fastest = result.params.tflops(fastest);
     if fastest.is_finite() && at_fastest > peak_tflops {
         return Some(format!(
             "the candidate's fastest sample ({fastest:.3} µs) would be {at_fastest:.0} TFLOP/s, above this GPU's peak dense tensor throughput ({peak_tflops:.0} TFLOP/s): the timed launches cannot have done the work"

@@ -165,10 +165,7 @@ pub fn resummarize(s: &mut ShapeResult) {
     s.summary = Sample::new(s.samples_us.iter().flatten().copied().collect())
         .ok()
         .map(|x| x.summary());
-    s.tflops = s
-        .summary
-        .as_ref()
-        .map(|x| s.params.flops() / (x.p50 * 1e-6) / 1e12);
+    s.tflops = s.summary.as_ref().map(|x| s.params.tflops(x.p50));
 }
 
 /// A results file with one entry per `factors` (p50 multiplier per shape).
@@ -185,7 +182,7 @@ pub fn results(gpu: &str, factors: &[f64], seed: u64) -> ResultsFile {
             ShapeResult {
                 verdict: Verdict::NoBaseline,
                 samples_us: samples,
-                tflops: Some(params.flops() / (summary.p50 * 1e-6) / 1e12),
+                tflops: Some(params.tflops(summary.p50)),
                 summary: Some(summary),
                 parity: Some(Parity {
                     max_abs: 1e-3,
