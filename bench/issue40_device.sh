@@ -248,6 +248,11 @@
 #                                               # control's span through its work (a side alone's
 #                                               # witness confirmed): GPU tests, stored-only A/As
 #   bash bench/issue40_device.sh thirtyninth-attacks # the attack suite; the control tests again
+#   bash bench/issue40_device.sh fortyseventh-sc # the short d64 form as 2 or 4 consumers of
+#                                               # one unit each sharing the K/V tiles
+#   bash bench/issue40_device.sh fortyseventh  # the Q loads of a one-wave grid staggered by
+#                                               # CTA group (variants/stagger.patch): Hopper's
+#                                               # short d64 form and the L4 path's d64 NAME
 #   bash bench/issue40_device.sh fortysixth    # any card: this head's GPU tests and the attack
 #                                               # suite (what a file may hold changed, not how
 #                                               # anything is measured)
@@ -2874,6 +2879,53 @@ thirtyninth)
     done
     save
   done
+  ;;
+fortyseventh-sc)
+  # 2026-12-07 (forty-seventh session): Hopper's short d64 form as several consumers of one
+  # 64-row unit each sharing every K/V tile (no INTRA, no ping-pong): variants/sc2s3, sc2s4
+  # (two consumers, 3 or 4 stages, two CTAs a SM, 104 registers), sc4s4 (four, 4 stages, one
+  # CTA a SM, 112 registers), sc4s4i (sc4s4 with INTRA), each against .carry/k-base =
+  # kernels/ on the grids the short form takes; HOP_VARIANTS may name others of the same
+  # grids: sc2s3p, sc2s4p, sc4s4p (with ping-pong), stg300f (fortyseventh's stagger on grids
+  # of more than three CTAs a SM only). ~3 min.
+  save() { tar czf "$out/fortyseventh-sc.tgz" -C "$out" r; }
+  card
+  derive_config short configs/pr.yaml <<'SHAPES'
+4 16 512 64 noncausal float16
+4 16 512 64 noncausal bfloat16
+2 32 512 64 noncausal float16
+3 16 512 64 noncausal float16
+6 8 512 64 noncausal float16
+4 16 384 64 noncausal float16
+8 16 256 64 noncausal float16
+2 8 512 64 noncausal float16
+1 8 512 64 noncausal float16
+SHAPES
+  for v in ${HOP_VARIANTS:-sc4s4 sc2s4 sc4s4i sc2s3}; do ab_brief "$v" ".carry/variants/$v" "$res/short.yaml"; done
+  ;;
+fortyseventh)
+  # 2026-12-07 (forty-seventh session): the Q loads of a one-wave grid staggered by the CTA's
+  # group (bench/variants/stagger.patch: CTA l waits (l / %nsmid) * CYC clocks before its first
+  # loads). Under the gate every launch reads its own q from DRAM, all CTAs at once; staggered,
+  # the first group's Q lands first and its chain starts while the rest load. Hopper's short
+  # d64 form (variants/stg300, stg600, stg1200: CYC) on the grids it takes, then the L4 path's
+  # d64 NAME (variants/astg600, astg1200) on ada-d64, each against .carry/k-base = kernels/.
+  # ~5 min.
+  save() { tar czf "$out/fortyseventh.tgz" -C "$out" r; }
+  card
+  derive_config short configs/pr.yaml <<'SHAPES'
+4 16 512 64 noncausal float16
+4 16 512 64 noncausal bfloat16
+2 32 512 64 noncausal float16
+3 16 512 64 noncausal float16
+6 8 512 64 noncausal float16
+4 16 384 64 noncausal float16
+8 16 256 64 noncausal float16
+2 8 512 64 noncausal float16
+SHAPES
+  for v in ${HOP_VARIANTS:-stg600 stg300 stg1200}; do ab_brief "$v" ".carry/variants/$v" "$res/short.yaml"; done
+  ada_d64_config
+  for v in ${ADA_VARIANTS:-astg600 astg1200}; do ab_brief "$v" ".carry/variants/$v" "$res/ada-d64.yaml"; done
   ;;
 fortysixth)
   # 2026-12-07 (forty-sixth session): this head's binaries (a results file's derived figures,
