@@ -2887,7 +2887,8 @@ fortyseventh-sc)
   # CTA a SM, 112 registers), sc4s4i (sc4s4 with INTRA), each against .carry/k-base =
   # kernels/ on the grids the short form takes; HOP_VARIANTS may name others of the same
   # grids: sc2s3p, sc2s4p, sc4s4p (with ping-pong), stg300f (fortyseventh's stagger on grids
-  # of more than three CTAs a SM only). ~3 min.
+  # of more than three CTAs a SM only), rs1 (O's rescale skipped where it is the identity).
+  # ~3 min.
   save() { tar czf "$out/fortyseventh-sc.tgz" -C "$out" r; }
   card
   derive_config short configs/pr.yaml <<'SHAPES'
