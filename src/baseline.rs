@@ -362,9 +362,14 @@ fn check_baseline_shape(path: &Path, i: usize, s: &BaselineShape) -> Check {
             "fewer than 2 samples: a baseline shape needs samples to compare with",
         ));
     }
+    // The summary and TFLOP/s are what the samples give (as in a results file): `baseline
+    // update` writes them so, and a reader of the file (a dashboard, a person) takes them as
+    // the record's figures.
     c.summary(&format!("{key}.summary"), &s.summary)?;
+    crate::results::summary_of(&c, &format!("{key}.summary"), &s.summary, &s.samples_us)?;
     if let Some(t) = s.tflops {
         c.finite(&format!("{key}.tflops"), t)?;
+        crate::results::tflops_of(&c, &format!("{key}.tflops"), t, &s.params, s.summary.p50)?;
     }
     if !s.process_rounds.is_empty()
         && !crate::stats::is_process_split(&s.process_rounds, s.samples_us.len())

@@ -1037,7 +1037,7 @@ fn same_figure(a: f64, b: f64) -> bool {
 /// values), never figures of its own: the comment shows its p50 and `history` records it, so
 /// a file whose summary said 5 µs over samples of 10 showed and kept 5 before 2026-12-07.
 /// Cost: a sort of the shape's values.
-fn summary_of(c: &Checker, key: &str, sum: &Summary, rounds: &[Vec<f64>]) -> Check {
+pub(crate) fn summary_of(c: &Checker, key: &str, sum: &Summary, rounds: &[Vec<f64>]) -> Check {
     let values: Vec<f64> = rounds.iter().flatten().copied().collect();
     let Ok(sample) = crate::stats::Sample::new(values) else {
         return Err(c.fail(
@@ -1075,6 +1075,23 @@ fn summary_of(c: &Checker, key: &str, sum: &Summary, rounds: &[Vec<f64>]) -> Che
         }
     }
     Ok(())
+}
+
+/// A TFLOP/s figure is the shape's FLOPs over its p50 ([`ShapeParams::tflops`]), the one
+/// formula every writer uses, never a figure of its own.
+pub(crate) fn tflops_of(c: &Checker, key: &str, t: f64, params: &ShapeParams, p50: f64) -> Check {
+    let of_p50 = params.tflops(p50);
+    if same_figure(t, of_p50) {
+        return Ok(());
+    }
+    Err(c.fail(
+        key,
+        format!(
+            "{} is not the shape's FLOPs over its p50 ({})",
+            crate::validate::number(t),
+            crate::validate::number(of_p50)
+        ),
+    ))
 }
 
 /// The shape's parity records are figures a check gives (its errors 0 or more), and its
@@ -1191,17 +1208,7 @@ fn check_shape_result(path: &Path, i: usize, s: &ShapeResult) -> Check {
     if let Some(t) = s.tflops {
         c.finite(&format!("{key}.tflops"), t)?;
         if let Some(sum) = &s.summary {
-            let of_p50 = s.params.tflops(sum.p50);
-            if !same_figure(t, of_p50) {
-                return Err(c.fail(
-                    &format!("{key}.tflops"),
-                    format!(
-                        "{} is not the shape's FLOPs over its p50 ({})",
-                        crate::validate::number(t),
-                        crate::validate::number(of_p50)
-                    ),
-                ));
-            }
+            tflops_of(&c, &format!("{key}.tflops"), t, &s.params, sum.p50)?;
         }
     }
     if let Some(m) = &s.measurement {

@@ -753,6 +753,7 @@ fn a_run_against_a_baseline_of_another_method_is_not_judged() {
                     *x = (x.as_f64().unwrap() * 0.9).into();
                 }
             }
+            crate::common::resummarize_stored(s);
         }
     });
     let out_file = dir.path().join("r.json");
@@ -863,6 +864,7 @@ fn a_refused_measurement_is_kept_and_its_printed_command_records_it() {
                     *x = (x.as_f64().unwrap() * 0.9).into();
                 }
             }
+            crate::common::resummarize_stored(s);
         }
     });
     let before = std::fs::read(&file).unwrap();

@@ -478,6 +478,49 @@ fn rounds_per_process_that_overflow_are_refused_by_key() {
     );
 }
 
+/// A stored shape's summary and TFLOP/s are what its samples give, as a results file's are:
+/// a file whose p50 or TFLOP/s says otherwise is refused where it is read, naming the key
+/// (before 2026-12-07 both were only checked to be finite, and `baseline show` listed the
+/// file).
+#[test]
+fn stored_figures_that_the_samples_do_not_give_are_refused_by_key() {
+    let dir = tempfile::tempdir().unwrap();
+    for (key, field, factor, says) in [
+        (
+            "shapes[0].summary.p50",
+            "p50",
+            0.5,
+            "is not the p50 of the shape's samples",
+        ),
+        (
+            "shapes[0].summary.min",
+            "min",
+            1.0001,
+            "is not the min of the shape's samples",
+        ),
+        (
+            "shapes[0].tflops",
+            "tflops",
+            2.0,
+            "is not the shape's FLOPs over its p50",
+        ),
+    ] {
+        let (store, file, mut raw) = hostile_store(&dir.path().join(field));
+        let shape = &mut raw["shapes"][0];
+        let slot = if field == "tflops" {
+            &mut shape["tflops"]
+        } else {
+            &mut shape["summary"][field]
+        };
+        let was = slot.as_f64().expect("a recorded figure");
+        *slot = (was * factor).into();
+        std::fs::write(&file, raw.to_string()).unwrap();
+        let err = show_refused(&store);
+        assert!(err.contains(key) && err.contains(says), "{key}: {err}");
+        assert!(err.contains("nvidia-h200/pr.json"), "{err}");
+    }
+}
+
 #[test]
 fn escape_sequences_in_a_reason_are_stripped_in_baseline_show() {
     let a = bin()

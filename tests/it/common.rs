@@ -168,6 +168,19 @@ pub fn resummarize(s: &mut ShapeResult) {
     s.tflops = s.summary.as_ref().map(|x| s.params.tflops(x.p50));
 }
 
+/// A stored baseline shape's derived figures (summary, TFLOP/s) recomputed from its samples
+/// after a test changed them, as `baseline update` writes them (a file whose figures are not
+/// its samples' is refused).
+pub fn resummarize_stored(shape: &mut serde_json::Value) {
+    let mut s: ci_gate::baseline::BaselineShape =
+        serde_json::from_value(shape.clone()).expect("a stored shape");
+    s.summary = Sample::new(s.samples_us.iter().flatten().copied().collect())
+        .expect("samples")
+        .summary();
+    s.tflops = s.tflops.map(|_| s.params.tflops(s.summary.p50));
+    *shape = serde_json::to_value(&s).expect("serializable");
+}
+
 /// A results file with one entry per `factors` (p50 multiplier per shape).
 pub fn results(gpu: &str, factors: &[f64], seed: u64) -> ResultsFile {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
