@@ -418,6 +418,23 @@ one_wave_tail() {
   save
 }
 
+# short.yaml: the PR config's settings on grids Hopper's short d64 form takes (512 CTAs of one
+# unit, four a SM: b4h16s512d64 f16 and bf16, b2h32s512d64, b8h16s256d64; 384: b3h16s512d64,
+# b6h8s512d64, b4h16s384d64) and two that run NAME_small (controls)
+short_form_config() {
+  derive_config short configs/pr.yaml <<'SHAPES'
+4 16 512 64 noncausal float16
+4 16 512 64 noncausal bfloat16
+2 32 512 64 noncausal float16
+3 16 512 64 noncausal float16
+6 8 512 64 noncausal float16
+4 16 384 64 noncausal float16
+8 16 256 64 noncausal float16
+2 8 512 64 noncausal float16
+1 8 512 64 noncausal float16
+SHAPES
+}
+
 # mid.yaml: the PR config's settings on non-causal d128 shapes around wide_tiles()'s
 # threshold (attention.cu: 192-key tiles when they need at most 69% as many)
 mid_config() {
@@ -2891,17 +2908,7 @@ fortyseventh-sc)
   # ~3 min.
   save() { tar czf "$out/fortyseventh-sc.tgz" -C "$out" r; }
   card
-  derive_config short configs/pr.yaml <<'SHAPES'
-4 16 512 64 noncausal float16
-4 16 512 64 noncausal bfloat16
-2 32 512 64 noncausal float16
-3 16 512 64 noncausal float16
-6 8 512 64 noncausal float16
-4 16 384 64 noncausal float16
-8 16 256 64 noncausal float16
-2 8 512 64 noncausal float16
-1 8 512 64 noncausal float16
-SHAPES
+  short_form_config
   for v in ${HOP_VARIANTS:-sc4s4 sc2s4 sc4s4i sc2s3}; do ab_brief "$v" ".carry/variants/$v" "$res/short.yaml"; done
   ;;
 fortyseventh)
@@ -2911,19 +2918,10 @@ fortyseventh)
   # the first group's Q lands first and its chain starts while the rest load. Hopper's short
   # d64 form (variants/stg300, stg600, stg1200: CYC) on the grids it takes, then the L4 path's
   # d64 NAME (variants/astg600, astg1200) on ada-d64, each against .carry/k-base = kernels/.
-  # ~5 min.
+  # ~5 min. (Call 1 of the session ran short.yaml without b1h8s512d64, the second control.)
   save() { tar czf "$out/fortyseventh.tgz" -C "$out" r; }
   card
-  derive_config short configs/pr.yaml <<'SHAPES'
-4 16 512 64 noncausal float16
-4 16 512 64 noncausal bfloat16
-2 32 512 64 noncausal float16
-3 16 512 64 noncausal float16
-6 8 512 64 noncausal float16
-4 16 384 64 noncausal float16
-8 16 256 64 noncausal float16
-2 8 512 64 noncausal float16
-SHAPES
+  short_form_config
   for v in ${HOP_VARIANTS:-stg600 stg300 stg1200}; do ab_brief "$v" ".carry/variants/$v" "$res/short.yaml"; done
   ada_d64_config
   for v in ${ADA_VARIANTS:-astg600 astg1200}; do ab_brief "$v" ".carry/variants/$v" "$res/ada-d64.yaml"; done
