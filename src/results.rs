@@ -1271,6 +1271,7 @@ fn check_peer_results(c: &Checker, key: &str, peers: &[crate::peers::PeerResult]
         if let Some(v) = p.p50_us {
             c.time(&format!("{pk}.p50_us"), v)?;
         }
+        peer_p50_of(c, &format!("{pk}.p50_us"), p)?;
         if let Some(e) = &p.error {
             c.text(&format!("{pk}.error"), e, MAX_WARNING_LEN)?;
         }
@@ -1284,6 +1285,36 @@ fn check_peer_results(c: &Checker, key: &str, peers: &[crate::peers::PeerResult]
         }
     }
     Ok(())
+}
+
+/// A peer's p50 is the median of its samples, as the run computes it
+/// ([`crate::peers::PeerResult::update_p50`]: none below 2 samples), never a figure of its
+/// own: the report's "×" columns divide the kernel's p50 by it, so a file whose cuDNN p50
+/// said 10 times its samples showed the kernel at a tenth of cuDNN's time (before the
+/// forty-seventh session). Cost: a sort of the peer's values.
+fn peer_p50_of(c: &Checker, key: &str, p: &crate::peers::PeerResult) -> Check {
+    let values: Vec<f64> = p.samples_us.iter().flatten().copied().collect();
+    let n = values.len();
+    let of_samples = crate::stats::Sample::new(values).ok().map(|s| s.median());
+    match (p.p50_us, of_samples) {
+        (Some(v), Some(m)) if !same_figure(v, m) => Err(c.fail(
+            key,
+            format!(
+                "{} is not the median of the peer's samples ({})",
+                crate::validate::number(v),
+                crate::validate::number(m)
+            ),
+        )),
+        (Some(_), None) => Err(c.fail(
+            key,
+            format!("a p50 over {n} samples: a peer's p50 is the median of at least 2"),
+        )),
+        (None, Some(_)) => Err(c.fail(
+            key,
+            format!("no p50 over {n} samples: a peer's p50 is the median of its samples"),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// A shape's A/B rounds: the base's rounds valid and one for each candidate round (they come

@@ -521,6 +521,67 @@ fn stored_figures_that_the_samples_do_not_give_are_refused_by_key() {
     }
 }
 
+/// A peer's p50 is the median of its samples: the comment's "×" columns divide the kernel's
+/// p50 by it, so a results file whose cuDNN p50 is ten times its samples would show the
+/// kernel at a tenth of cuDNN's time. Such a file, one with a p50 and too few samples, or
+/// samples and no p50, is refused (exit 2, naming the key); the honest entry passes.
+#[test]
+fn a_peer_p50_that_its_samples_do_not_give_exits_2_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(hostile("results-ok.json")).unwrap())
+            .unwrap();
+    let samples = serde_json::json!([[10.0, 10.5, 11.0], [10.2, 10.4]]);
+    for (case, samples, p50, code, says) in [
+        ("honest", samples.clone(), serde_json::json!(10.4), 0, ""),
+        (
+            "tenfold",
+            samples.clone(),
+            serde_json::json!(104.0),
+            2,
+            "104 is not the median of the peer's samples (10.4)",
+        ),
+        (
+            "one-sample",
+            serde_json::json!([[10.0]]),
+            serde_json::json!(10.0),
+            2,
+            "a p50 over 1 samples",
+        ),
+        (
+            "no-p50",
+            samples.clone(),
+            serde_json::Value::Null,
+            2,
+            "no p50 over 5 samples",
+        ),
+    ] {
+        let mut r = ok.clone();
+        r["shapes"][0]["peers"] = serde_json::json!([{
+            "peer": "torch-sdpa-cudnn",
+            "samples_us": samples,
+            "p50_us": p50,
+            "error": null,
+            "backend": "cudnn",
+        }]);
+        let file = dir.path().join(format!("{case}.json"));
+        std::fs::write(&file, r.to_string()).unwrap();
+        let a = bin()
+            .arg("compare")
+            .arg(hostile("results-ok.json"))
+            .arg(&file)
+            .assert()
+            .code(code);
+        if code == 2 {
+            let err = assert_clean_error(&a);
+            assert!(
+                err.contains("shapes[0].peers[0].p50_us") && err.contains(says),
+                "{case}: {err}"
+            );
+        }
+    }
+}
+
 #[test]
 fn escape_sequences_in_a_reason_are_stripped_in_baseline_show() {
     let a = bin()
