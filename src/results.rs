@@ -991,6 +991,73 @@ pub(crate) fn check_side_energy(c: &Checker, key: &str, e: &crate::energy::SideE
     Ok(())
 }
 
+/// A shape's A/B comparison is what [`Comparison::paired`] gives of the shape's own rounds
+/// (`base_samples_us`, `samples_us`) under the file's gate and planned design, as
+/// [`crate::evaluate::evaluate`] computed it: its estimate, interval, bounds and p-values are
+/// never figures of their own. Without this a file could show, and decide on, a Δ its rounds
+/// do not give (an A/B of equal rounds edited to −20%, its verdict edited to match, rendered
+/// "improvement" in the comment before the forty-seventh session). The stored comparison is
+/// not recomputed: the baseline's rounds are not in the file. Cost: O(N log N) for N values.
+fn check_ab(path: &Path, i: usize, s: &ShapeResult, gate: &GateSettings) -> Check {
+    let Some(ab) = &s.ab else {
+        return Ok(());
+    };
+    let c = Checker::at(path, Some(s.params.name()));
+    let key = format!("shapes[{i}].ab");
+    let design = s.measurement.as_ref().and_then(|m| m.design);
+    let want = crate::stats::Rounds::new(s.base_samples_us.clone())
+        .and_then(|base| {
+            crate::stats::Rounds::new(s.samples_us.clone())
+                .and_then(|cand| Comparison::paired(&base, &cand, design, gate))
+        })
+        .map_err(|e| {
+            c.fail(
+                &key,
+                format!(
+                    "the shape's A/B rounds give no comparison ({e}): an A/B is computed from them"
+                ),
+            )
+        })?;
+    if ab.reference != want.reference || ab.method != want.method {
+        return Err(c.fail(
+            &format!("{key}.method"),
+            "not the paired rounds' comparison that an A/B is",
+        ));
+    }
+    if ab.n_base != want.n_base || ab.n_cand != want.n_cand || ab.stage != want.stage {
+        return Err(c.fail(
+            &key,
+            format!(
+                "{} and {} values at stage {} where the rounds give {} and {} at stage {}",
+                ab.n_base, ab.n_cand, ab.stage, want.n_base, want.n_cand, want.stage
+            ),
+        ));
+    }
+    for (name, got, of_rounds) in [
+        ("p50_base", ab.p50_base, want.p50_base),
+        ("p50_cand", ab.p50_cand, want.p50_cand),
+        ("ratio", ab.ratio, want.ratio),
+        ("ci_low", ab.ci_low, want.ci_low),
+        ("ci_high", ab.ci_high, want.ci_high),
+        ("lower_bound", ab.lower_bound, want.lower_bound),
+        ("upper_bound", ab.upper_bound, want.upper_bound),
+        ("margin_p", ab.margin_p, want.margin_p),
+        ("margin_p_faster", ab.margin_p_faster, want.margin_p_faster),
+    ] {
+        if !same_figure(got, of_rounds) {
+            return Err(c.fail(
+                &format!("{key}.{name}"),
+                format!(
+                    "{} is not what the shape's A/B rounds give ({})",
+                    crate::validate::number(got),
+                    crate::validate::number(of_rounds)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A shape's verdict and deciding reference are what the one rule ([`crate::verdict::decide`])
 /// gives of the shape's own record under the file's gate: its error, parity and integrity,
 /// and the comparisons it holds. A verdict is computed, never a figure of its own: before
@@ -1484,6 +1551,7 @@ impl Untrusted for ResultsFile {
         }
         if self.error.is_none() {
             for (i, s) in self.shapes.iter().enumerate() {
+                check_ab(path, i, s, &self.gate)?;
                 check_verdict(path, i, s, &self.gate)?;
             }
         }

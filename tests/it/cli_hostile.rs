@@ -995,6 +995,67 @@ fn a_hostile_launch_is_refused_by_key() {
     assert!(err.contains("shapes[0].launch.grid"), "{err}");
 }
 
+/// An A/B edited in a file along with its verdict: a run whose rounds say 10% slower given
+/// the comparison of an A/A (and the `pass` that comparison decides). The verdict agrees with
+/// the comparison, so only recomputing the comparison from the shape's own rounds refuses it
+/// (exit 2, naming the first figure that differs); before the forty-seventh session the
+/// comment read "PASS" over it and exited 0.
+#[test]
+fn an_ab_that_the_shapes_own_rounds_do_not_give_exits_2() {
+    use ci_gate::verdict::{Policy, Verdict};
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = crate::common::results("NVIDIA H200", &[1.1, 1.1, 1.1], 3);
+    let base = crate::common::results("NVIDIA H200", &[1.0, 1.0, 1.0], 4);
+    for (s, b) in r.shapes.iter_mut().zip(&base.shapes) {
+        s.base_samples_us = b.samples_us.clone();
+    }
+    let gate = r.gate.clone();
+    ci_gate::evaluate::evaluate(&mut r.shapes, |_| None, &gate, Policy::default()).unwrap();
+    assert!(r.shapes.iter().all(|s| s.verdict == Verdict::Regression));
+    let path = dir.path().join("ab.json");
+    crate::common::write(&path, &r);
+    comment_without_token(&path, dir.path()).code(0);
+    std::fs::remove_file(dir.path().join("fallback.md")).unwrap();
+    // The same base against itself: an A/A's comparison and verdict.
+    let mut aa = r.clone();
+    for s in &mut aa.shapes {
+        s.samples_us = s.base_samples_us.clone();
+    }
+    ci_gate::evaluate::evaluate(&mut aa.shapes, |_| None, &gate, Policy::default()).unwrap();
+    assert_eq!(aa.shapes[0].verdict, Verdict::Pass);
+    r.shapes[0].ab = aa.shapes[0].ab.clone();
+    r.shapes[0].verdict = aa.shapes[0].verdict;
+    r.shapes[0].decided_by = aa.shapes[0].decided_by;
+    crate::common::write(&path, &r);
+    let a = comment_without_token(&path, dir.path()).code(2);
+    assert!(!dir.path().join("fallback.md").exists());
+    let err = stderr(&a);
+    assert!(
+        err.contains("ab.json: shapes[0].ab.p50_cand of shape b2h8s512d64_f16:")
+            && err.contains("is not what the shape's A/B rounds give"),
+        "{err}"
+    );
+    // One figure alone: the ratio of the run's own comparison, 10% slower made 1% slower.
+    r.shapes[0].ab = None;
+    ci_gate::evaluate::evaluate(&mut r.shapes, |_| None, &gate, Policy::default()).unwrap();
+    if let Some(ab) = r.shapes[0].ab.as_mut() {
+        ab.ratio = 1.01;
+    }
+    crate::common::write(&path, &r);
+    let a = bin()
+        .arg("compare")
+        .arg(hostile("results-ok.json"))
+        .arg(&path)
+        .assert()
+        .code(2);
+    let err = assert_clean_error(&a);
+    assert!(
+        err.contains("shapes[0].ab.ratio")
+            && err.contains("1.01 is not what the shape's A/B rounds give"),
+        "{err}"
+    );
+}
+
 /// A verdict edited in a file: a run's `regression` (its A/B in the file says 10% slower)
 /// made `pass`. The verdict is what the one rule gives of the shape's own record under the
 /// file's gate, so the edit is refused wherever the file is read (exit 2, naming the key);
