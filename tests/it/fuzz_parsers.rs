@@ -687,11 +687,38 @@ fn fuzz_sample_files() {
     });
 }
 
+/// A results file of an A/B run (both sides' rounds, each shape's A/B comparison and the
+/// verdict they give), so that mutations reach the A/B's recomputation too.
+fn results_with_ab() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        let mut r = crate::common::results("NVIDIA H200", &[1.0, 1.05, 0.9], 11);
+        let base = crate::common::results("NVIDIA H200", &[1.0, 1.0, 1.0], 12);
+        for (s, b) in r.shapes.iter_mut().zip(&base.shapes) {
+            s.base_samples_us = b.samples_us.clone();
+        }
+        let gate = r.gate.clone();
+        ci_gate::evaluate::evaluate(
+            &mut r.shapes,
+            |_| None,
+            &gate,
+            ci_gate::verdict::Policy::default(),
+        )
+        .expect("an A/B without a baseline");
+        serde_json::to_string(&r).expect("serializable")
+    })
+}
+
 #[test]
 fn fuzz_results_files() {
     fuzz(
         "results files",
-        prop_oneof![1 => text_input(), 4 => mutated_json(RESULTS), 1 => edited_text(RESULTS)],
+        prop_oneof![
+            1 => text_input(),
+            3 => mutated_json(RESULTS),
+            2 => mutated_json(results_with_ab()),
+            1 => edited_text(RESULTS),
+        ],
         |t| check_results(&t),
     );
 }
@@ -899,6 +926,9 @@ fn the_templates_are_accepted() {
     // Otherwise the mutations would only ever explore the error paths.
     let p = Path::new("t");
     assert!(parse_versioned_json::<ResultsFile>(RESULTS, p, SCHEMA_VERSION).is_ok());
+    let ab = parse_versioned_json::<ResultsFile>(results_with_ab(), p, SCHEMA_VERSION)
+        .expect("the A/B template");
+    assert!(ab.check(p).is_ok() && ab.shapes.iter().all(|s| s.ab.is_some()));
     assert!(parse_versioned_json::<BaselineFile>(BASELINE, p, SCHEMA_VERSION).is_ok());
     assert!(GateConfig::parse(CONFIG, p).is_ok());
     assert!(lexcheck::check_no_file_access(KERNEL, "attention.cu").is_ok());
