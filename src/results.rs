@@ -1033,24 +1033,41 @@ fn check_ab(path: &Path, i: usize, s: &ShapeResult, gate: &GateSettings) -> Chec
             ),
         ));
     }
-    for (name, got, of_rounds) in [
-        ("p50_base", ab.p50_base, want.p50_base),
-        ("p50_cand", ab.p50_cand, want.p50_cand),
-        ("ratio", ab.ratio, want.ratio),
-        ("ci_low", ab.ci_low, want.ci_low),
-        ("ci_high", ab.ci_high, want.ci_high),
-        ("lower_bound", ab.lower_bound, want.lower_bound),
-        ("upper_bound", ab.upper_bound, want.upper_bound),
-        ("margin_p", ab.margin_p, want.margin_p),
-        ("margin_p_faster", ab.margin_p_faster, want.margin_p_faster),
-    ] {
-        if !same_figure(got, of_rounds) {
+    same_figures(
+        &c,
+        &key,
+        &[
+            ("p50_base", ab.p50_base, want.p50_base),
+            ("p50_cand", ab.p50_cand, want.p50_cand),
+            ("ratio", ab.ratio, want.ratio),
+            ("ci_low", ab.ci_low, want.ci_low),
+            ("ci_high", ab.ci_high, want.ci_high),
+            ("lower_bound", ab.lower_bound, want.lower_bound),
+            ("upper_bound", ab.upper_bound, want.upper_bound),
+            ("margin_p", ab.margin_p, want.margin_p),
+            ("margin_p_faster", ab.margin_p_faster, want.margin_p_faster),
+        ],
+        |_| "what the shape's A/B rounds give".into(),
+    )
+}
+
+/// Each (name, figure as written, figure as computed) agrees ([`same_figure`]); the first that
+/// does not is refused at `key.name`, "<written> is not <what(name)> (<computed>)".
+fn same_figures(
+    c: &Checker,
+    key: &str,
+    figures: &[(&str, f64, f64)],
+    what: impl Fn(&str) -> String,
+) -> Check {
+    for &(name, got, computed) in figures {
+        if !same_figure(got, computed) {
             return Err(c.fail(
                 &format!("{key}.{name}"),
                 format!(
-                    "{} is not what the shape's A/B rounds give ({})",
+                    "{} is not {} ({})",
                     crate::validate::number(got),
-                    crate::validate::number(of_rounds)
+                    what(name),
+                    crate::validate::number(computed)
                 ),
             ));
         }
@@ -1122,26 +1139,19 @@ pub(crate) fn summary_of(c: &Checker, key: &str, sum: &Summary, rounds: &[Vec<f6
             format!("{} where the samples hold {}", sum.n, want.n),
         ));
     }
-    for (name, got, of_samples) in [
-        ("p50", sum.p50, want.p50),
-        ("p90", sum.p90, want.p90),
-        ("mean", sum.mean, want.mean),
-        ("min", sum.min, want.min),
-        ("max", sum.max, want.max),
-        ("stdev", sum.stdev, want.stdev),
-    ] {
-        if !same_figure(got, of_samples) {
-            return Err(c.fail(
-                &format!("{key}.{name}"),
-                format!(
-                    "{} is not the {name} of the shape's samples ({})",
-                    crate::validate::number(got),
-                    crate::validate::number(of_samples)
-                ),
-            ));
-        }
-    }
-    Ok(())
+    same_figures(
+        c,
+        key,
+        &[
+            ("p50", sum.p50, want.p50),
+            ("p90", sum.p90, want.p90),
+            ("mean", sum.mean, want.mean),
+            ("min", sum.min, want.min),
+            ("max", sum.max, want.max),
+            ("stdev", sum.stdev, want.stdev),
+        ],
+        |name| format!("the {name} of the shape's samples"),
+    )
 }
 
 /// A TFLOP/s figure is the shape's FLOPs over its p50 ([`ShapeParams::tflops`]), the one

@@ -995,6 +995,21 @@ fn a_hostile_launch_is_refused_by_key() {
     assert!(err.contains("shapes[0].launch.grid"), "{err}");
 }
 
+/// The results of an A/B run whose candidate is 10% slower on each of its three shapes (a
+/// `regression` each, decided by A/B), and its gate.
+fn slower_ab_run() -> (ci_gate::results::ResultsFile, ci_gate::config::GateSettings) {
+    use ci_gate::verdict::{Policy, Verdict};
+    let mut r = crate::common::results("NVIDIA H200", &[1.1, 1.1, 1.1], 3);
+    let base = crate::common::results("NVIDIA H200", &[1.0, 1.0, 1.0], 4);
+    for (s, b) in r.shapes.iter_mut().zip(&base.shapes) {
+        s.base_samples_us = b.samples_us.clone();
+    }
+    let gate = r.gate.clone();
+    ci_gate::evaluate::evaluate(&mut r.shapes, |_| None, &gate, Policy::default()).unwrap();
+    assert!(r.shapes.iter().all(|s| s.verdict == Verdict::Regression));
+    (r, gate)
+}
+
 /// An A/B edited in a file along with its verdict: a run whose rounds say 10% slower given
 /// the comparison of an A/A (and the `pass` that comparison decides). The verdict agrees with
 /// the comparison, so only recomputing the comparison from the shape's own rounds refuses it
@@ -1004,14 +1019,7 @@ fn a_hostile_launch_is_refused_by_key() {
 fn an_ab_that_the_shapes_own_rounds_do_not_give_exits_2() {
     use ci_gate::verdict::{Policy, Verdict};
     let dir = tempfile::tempdir().unwrap();
-    let mut r = crate::common::results("NVIDIA H200", &[1.1, 1.1, 1.1], 3);
-    let base = crate::common::results("NVIDIA H200", &[1.0, 1.0, 1.0], 4);
-    for (s, b) in r.shapes.iter_mut().zip(&base.shapes) {
-        s.base_samples_us = b.samples_us.clone();
-    }
-    let gate = r.gate.clone();
-    ci_gate::evaluate::evaluate(&mut r.shapes, |_| None, &gate, Policy::default()).unwrap();
-    assert!(r.shapes.iter().all(|s| s.verdict == Verdict::Regression));
+    let (mut r, gate) = slower_ab_run();
     let path = dir.path().join("ab.json");
     crate::common::write(&path, &r);
     comment_without_token(&path, dir.path()).code(0);
@@ -1062,16 +1070,9 @@ fn an_ab_that_the_shapes_own_rounds_do_not_give_exits_2() {
 /// before 2026-12-07 the comment read "PASS" over the edited shape and exited 0.
 #[test]
 fn a_verdict_that_the_shapes_own_comparisons_do_not_give_exits_2() {
-    use ci_gate::verdict::{Policy, Verdict};
+    use ci_gate::verdict::Verdict;
     let dir = tempfile::tempdir().unwrap();
-    let mut r = crate::common::results("NVIDIA H200", &[1.1, 1.1, 1.1], 3);
-    let base = crate::common::results("NVIDIA H200", &[1.0, 1.0, 1.0], 4);
-    for (s, b) in r.shapes.iter_mut().zip(&base.shapes) {
-        s.base_samples_us = b.samples_us.clone();
-    }
-    let gate = r.gate.clone();
-    ci_gate::evaluate::evaluate(&mut r.shapes, |_| None, &gate, Policy::default()).unwrap();
-    assert!(r.shapes.iter().all(|s| s.verdict == Verdict::Regression));
+    let (mut r, _) = slower_ab_run();
     let path = dir.path().join("edited.json");
     crate::common::write(&path, &r);
     // The comment posts whatever the verdict (its job is the comment, not the check).
