@@ -60,9 +60,7 @@ pub fn evaluate(
         };
         let design = shape.measurement.as_ref().and_then(|m| m.design);
         if !shape.base_samples_us.is_empty() {
-            let paired = Rounds::new(shape.base_samples_us.clone())
-                .and_then(|base| Comparison::paired(&base, &cand, design, gate));
-            match paired {
+            match shape.paired_comparison(&cand, gate) {
                 Ok(c) => shape.ab = Some(c),
                 Err(e) => {
                     shape.error = Some(format!("its A/B rounds cannot be compared: {e}"));

@@ -121,8 +121,13 @@ impl PeerResult {
 
     /// Recomputes `p50_us` from the samples (after each round).
     pub(crate) fn update_p50(&mut self) {
+        self.p50_us = self.p50_of_samples();
+    }
+
+    /// The median of all the samples, none below 2 of them: what `p50_us` is.
+    pub(crate) fn p50_of_samples(&self) -> Option<f64> {
         let all: Vec<f64> = self.samples_us.iter().flatten().copied().collect();
-        self.p50_us = crate::stats::Sample::new(all).ok().map(|s| s.median());
+        crate::stats::Sample::new(all).ok().map(|s| s.median())
     }
 }
 

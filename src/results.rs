@@ -330,6 +330,20 @@ pub struct RemeasuredPair {
 }
 
 impl ShapeResult {
+    /// The A/B comparison of the shape's base rounds (`base_samples_us`) with the candidate's
+    /// `cand` rounds under `gate` and the shape's planned design: what
+    /// [`crate::evaluate::evaluate`] records as `ab`, and what a file's `ab` is checked
+    /// against. Cost: O(N log N) for N values.
+    pub(crate) fn paired_comparison(
+        &self,
+        cand: &crate::stats::Rounds,
+        gate: &GateSettings,
+    ) -> Result<Comparison, crate::stats::StatsError> {
+        let design = self.measurement.as_ref().and_then(|m| m.design);
+        crate::stats::Rounds::new(self.base_samples_us.clone())
+            .and_then(|base| Comparison::paired(&base, cand, design, gate))
+    }
+
     /// What the shape's results record of the host's clock's witness (`crate::witness`), if
     /// anything.
     pub fn unwitnessed(&self) -> Option<&Unwitnessed> {
@@ -995,21 +1009,17 @@ pub(crate) fn check_side_energy(c: &Checker, key: &str, e: &crate::energy::SideE
 /// (`base_samples_us`, `samples_us`) under the file's gate and planned design, as
 /// [`crate::evaluate::evaluate`] computed it: its estimate, interval, bounds and p-values are
 /// never figures of their own. Without this a file could show, and decide on, a Δ its rounds
-/// do not give (an A/B of equal rounds edited to −20%, its verdict edited to match, rendered
-/// "improvement" in the comment before the forty-seventh session). The stored comparison is
-/// not recomputed: the baseline's rounds are not in the file. Cost: O(N log N) for N values.
+/// do not give (an A/A's comparison and its `pass` pasted over rounds 10% slower rendered
+/// "PASS" in the comment before the forty-seventh session). The stored comparison is not
+/// recomputed: the baseline's rounds are not in the file. Cost: O(N log N) for N values.
 fn check_ab(path: &Path, i: usize, s: &ShapeResult, gate: &GateSettings) -> Check {
     let Some(ab) = &s.ab else {
         return Ok(());
     };
     let c = Checker::at(path, Some(s.params.name()));
     let key = format!("shapes[{i}].ab");
-    let design = s.measurement.as_ref().and_then(|m| m.design);
-    let want = crate::stats::Rounds::new(s.base_samples_us.clone())
-        .and_then(|base| {
-            crate::stats::Rounds::new(s.samples_us.clone())
-                .and_then(|cand| Comparison::paired(&base, &cand, design, gate))
-        })
+    let want = crate::stats::Rounds::new(s.samples_us.clone())
+        .and_then(|cand| s.paired_comparison(&cand, gate))
         .map_err(|e| {
             c.fail(
                 &key,
@@ -1365,15 +1375,13 @@ fn check_peer_results(c: &Checker, key: &str, peers: &[crate::peers::PeerResult]
 }
 
 /// A peer's p50 is the median of its samples, as the run computes it
-/// ([`crate::peers::PeerResult::update_p50`]: none below 2 samples), never a figure of its
+/// ([`crate::peers::PeerResult::p50_of_samples`]: none below 2 samples), never a figure of its
 /// own: the report's "×" columns divide the kernel's p50 by it, so a file whose cuDNN p50
 /// said 10 times its samples showed the kernel at a tenth of cuDNN's time (before the
 /// forty-seventh session). Cost: a sort of the peer's values.
 fn peer_p50_of(c: &Checker, key: &str, p: &crate::peers::PeerResult) -> Check {
-    let values: Vec<f64> = p.samples_us.iter().flatten().copied().collect();
-    let n = values.len();
-    let of_samples = crate::stats::Sample::new(values).ok().map(|s| s.median());
-    match (p.p50_us, of_samples) {
+    let n: usize = p.samples_us.iter().map(Vec::len).sum();
+    match (p.p50_us, p.p50_of_samples()) {
         (Some(v), Some(m)) if !same_figure(v, m) => Err(c.fail(
             key,
             format!(
