@@ -297,6 +297,8 @@
 #                                               # witness's control lacks (its 1-8 us offset)
 #   bash bench/issue40_device.sh thirtyfirst-through # the witness through the checks, their own time
 #                                               # out: GPU tests, forced A/As of pr, pr-ada, eval
+#   bash bench/issue40_device.sh fortyeighth-fill # the L4 path's d64 NAME as a filling form (variants/afill, afill2)
+#   bash bench/issue40_device.sh fortyeighth   # any card: issue 40's tables, its nightly rows, GPU tests
 #   bash bench/issue40_device.sh thirtyfirst-h200  # thirtyfirst-final's H200 part alone
 #   bash bench/issue40_device.sh thirtyfirst-final # H200: stored A/As, the split tile; the attack suite
 #   bash bench/issue40_device.sh thirtyfirst-cheap # the control at 100% duty: witness tests, stored
@@ -2925,6 +2927,40 @@ fortyseventh)
   for v in ${HOP_VARIANTS:-stg600 stg300 stg1200}; do ab_brief "$v" ".carry/variants/$v" "$res/short.yaml"; done
   ada_d64_config
   for v in ${ADA_VARIANTS:-astg600 astg1200}; do ab_brief "$v" ".carry/variants/$v" "$res/ada-d64.yaml"; done
+  ;;
+fortyeighth-fill)
+  # 2026-12-07 (forty-eighth session): the L4 path's d64 NAME as a filling form
+  # (bench/variants/afill.patch: NAME_fill {2, CG_FILL_MAXT}; a CTA takes its head's row tiles
+  # x, x + gridDim.x, ... and requests the next unit's Q during its last K/V tile and its first
+  # K/V tile before the store). variants/afill (at most 4 units a CTA) and afill2 (2) against
+  # .carry/k-base = kernels/ on ada-d64 and on grids of two and more rounds (ada-fill), then
+  # kernel_check --ada with each (one unit a CTA). ~4 min.
+  save() { tar czf "$out/fortyeighth-fill.tgz" -C "$out" r; }
+  card
+  ada_d64_config
+  derive_config ada-fill configs/pr-ada.yaml <<'SHAPES'
+16 16 512 64 noncausal float16
+6 16 512 64 noncausal float16
+4 16 1024 64 noncausal float16
+8 16 1024 64 noncausal bfloat16
+4 16 1000 64 noncausal float16
+2 16 4096 64 noncausal float16
+SHAPES
+  for v in ${ADA_VARIANTS:-afill afill2}; do
+    ab_brief "$v" ".carry/variants/$v" "$res/ada-d64.yaml"
+    ab_brief "$v-more" ".carry/variants/$v" "$res/ada-fill.yaml"
+  done
+  kernel_check_variants ${ADA_VARIANTS:-afill afill2}
+  grep -hE "PASS|FAIL|ok" "$res"/kc-ada-*.log | tail -6
+  ;;
+fortyeighth)
+  # 2026-12-07 (forty-eighth session), any card: issue 40's tables (`thirtythird`: item 1 from
+  # the stored-only A/A of `pr`, item 2 from the L4 path one side timed; cuDNN / FA2 by the
+  # independent harness after each) and its nightly rows, then this head's GPU tests. ~5 min.
+  save() { tar czf "$out/fortyeighth.tgz" -C "$out" r; }
+  KEEP_RES=1 bash "$0" thirtythird
+  nightly_table; save
+  gpu_tests_only "${GPU_T:-170}"; save
   ;;
 fortysixth)
   # 2026-12-07 (forty-sixth session): this head's binaries (a results file's derived figures,
