@@ -2934,7 +2934,8 @@ fortyeighth-fill)
   # x, x + gridDim.x, ... and requests the next unit's Q during its last K/V tile and its first
   # K/V tile before the store). variants/afill (at most 4 units a CTA) and afill2 (2) against
   # .carry/k-base = kernels/ on ada-d64 and on grids of two and more rounds (ada-fill), then
-  # kernel_check --ada with each (one unit a CTA; KC=0 leaves it out). ~4 min.
+  # kernel_check --ada with each (one unit a CTA; KC=0 leaves it out); PEERS=1: the first
+  # variant's table against FA2 / cuDNN (bench/sdpa_bench.py) after its A/Bs. ~4 min.
   save() { tar czf "$out/fortyeighth-fill.tgz" -C "$out" r; }
   card
   ada_d64_config
@@ -2950,6 +2951,14 @@ SHAPES
     ab_brief "$v" ".carry/variants/$v" "$res/ada-d64.yaml"
     ab_brief "$v-more" ".carry/variants/$v" "$res/ada-fill.yaml"
   done
+  if [ "${PEERS:-0}" = 1 ]; then  # the first variant's A/B p50s against PyTorch's FA2 / cuDNN
+    peers d64 "$res/ada-d64.yaml"
+    peers fill "$res/ada-fill.yaml"
+    v=${ADA_VARIANTS:-afill}; v=${v%% *}
+    peer_table "$res/ab-$v.json" "$res/sdpa-d64.json"
+    peer_table "$res/ab-$v-more.json" "$res/sdpa-fill.json"
+    save
+  fi
   if [ "${KC:-1}" = 1 ]; then
     kernel_check_variants ${ADA_VARIANTS:-afill afill2}
     grep -hE "PASS|FAIL|ok" "$res"/kc-ada-*.log | tail -6
