@@ -298,6 +298,7 @@
 #   bash bench/issue40_device.sh thirtyfirst-through # the witness through the checks, their own time
 #                                               # out: GPU tests, forced A/As of pr, pr-ada, eval
 #   bash bench/issue40_device.sh fortyeighth-fill # the L4 path's d64 NAME as a filling form (variants/afill, afill2)
+#   bash bench/issue40_device.sh fortyninth       # afo / afon (NAME_fill_or_one) against k-base, 56 SMs, kernel_check
 #   bash bench/issue40_device.sh fortyeighth   # any card: issue 40's tables, its nightly rows, GPU tests
 #   bash bench/issue40_device.sh thirtyfirst-h200  # thirtyfirst-final's H200 part alone
 #   bash bench/issue40_device.sh thirtyfirst-final # H200: stored A/As, the split tile; the attack suite
@@ -737,7 +738,7 @@ d64_abs() {
 # printed: kernel_check_only [--ada]
 kernel_check_only() {
   local tag=kc${1:+-ada}
-  timed timeout 100 python3 bench/kernel_check.py "$@" --no-timing --out "$res/$tag.json" \
+  timed timeout "${KC_T:-160}" python3 bench/kernel_check.py "$@" --no-timing --out "$res/$tag.json" \
     > "$res/$tag.log" 2>&1
   grep -E "rand|FAIL|FAILURE|passed|failed" "$res/$tag.log" | tail -3 | cut -c1-200
 }
@@ -2962,6 +2963,58 @@ SHAPES
   if [ "${KC:-1}" = 1 ]; then
     kernel_check_variants ${ADA_VARIANTS:-afill afill2}
     grep -hE "PASS|FAIL|ok" "$res"/kc-ada-*.log | tail -6
+  fi
+  ;;
+fortyninth)
+  # 2026-12-07 (forty-ninth session): the fill form with the host's one-tile grid where the
+  # fill grid costs more (NAME_fill_or_one, src/gpu/device.rs launch_grid_x; this binary):
+  # variants/afo (afill2 with NAME_fill_or_one, its one-tile grids on NAME's own body) and
+  # afon (the same, every grid on the fill body) against .carry/k-base = kernels/ on ada-d64
+  # and ada-fill; then the three trees by bench/l4_sms.py on 56 SMs (the grid the host gives
+  # an L4-sized GPU) and the whole GPU; then kernel_check --ada with each (with its fill-grid
+  # sections: every NAME_fill entry at 2, 3 and its most tiles a CTA). ~6 min.
+  save() { tar czf "$out/fortyninth.tgz" -C "$out" r; }
+  card
+  ada_d64_config
+  derive_config ada-fill configs/pr-ada.yaml <<'SHAPES'
+16 16 512 64 noncausal float16
+6 16 512 64 noncausal float16
+4 16 1024 64 noncausal float16
+8 16 1024 64 noncausal bfloat16
+4 16 1000 64 noncausal float16
+2 16 4096 64 noncausal float16
+SHAPES
+  for v in ${ADA_VARIANTS:-afo afon}; do
+    ab_brief "$v" ".carry/variants/$v" "$res/ada-d64.yaml"
+    ab_brief "$v-more" ".carry/variants/$v" "$res/ada-fill.yaml"
+  done
+  if [ "${SMS:-1}" = 1 ]; then
+    l4_sms_trees "$res/ada-d64.yaml $res/ada-fill.yaml" k-base \
+      $(for v in ${ADA_VARIANTS:-afo afon}; do echo "variants/$v"; done)
+    python3 - "$res" ${ADA_VARIANTS:-afo afon} <<'PY'
+import json, sys
+res, names = sys.argv[1], sys.argv[2:]
+runs = {n: json.load(open(f"{res}/l4-sms-{n}.json")) for n in ["k-base"] + names}
+base = {r["name"]: r for r in runs["k-base"]["shapes"]}
+for n in names:
+    print(f"-- {n} against k-base (ours' µs, entry and tiles a CTA per side)")
+    for r in runs[n]["shapes"]:
+        b = base.get(r["name"], {})
+        for w in ("whole", "part"):
+            o, bo = r.get(f"{w}_ours_us"), b.get(f"{w}_ours_us")
+            fl = r.get(f"{w}_flash_us")
+            if o and bo:
+                print(f"{r['name']:28} {w:5} {bo:8.2f} -> {o:8.2f} ({100 * (o / bo - 1):+6.2f}%)"
+                      f"  /FA2 {bo / fl:.2f} -> {o / fl:.2f}  {b.get(w + '_entry')}"
+                      f"/{b.get(w + '_tiles_per_cta')} -> {r.get(w + '_entry')}"
+                      f"/{r.get(w + '_tiles_per_cta')}")
+PY
+    save
+  fi
+  if [ "${KC:-1}" = 1 ]; then
+    kernel_check_variants ${ADA_VARIANTS:-afo afon}
+    grep -hE "PASS|FAIL" "$res"/kc-ada-*.log | tail -6
+    grep -hE "rand-(ada-)?fill" "$res"/kc-ada-*.log | grep -c . || true
   fi
   ;;
 fortyeighth)

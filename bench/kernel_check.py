@@ -108,8 +108,11 @@ class Module:
         return (b"\0" + name.encode() + b"\0") in self.cubin
 
     def launch_const(self, name):
-        ptr = self.mod.get_global(name + "_launch")
-        arr = cp.ndarray((3,), cp.int32, ptr)
+        return self.int_const(name + "_launch", 3)
+
+    def int_const(self, symbol, n):
+        """The n ints of an `extern "C" __constant__ int symbol[n]`."""
+        arr = cp.ndarray((n,), cp.int32, self.mod.get_global(symbol))
         return [int(x) for x in arr.get()]
 
 
@@ -196,6 +199,10 @@ class Attn:
         self.fn = module.mod.get_function(name)
         self.rows, self.threads, self.smem = module.launch_const(name)
         self.tma = module.has_symbol(name + "_tma")
+        # NAME_fill = {CTAs per SM, most tiles a CTA}: the grids of several tiles a CTA that
+        # the host may launch (check_fill_grids)
+        self.fill = (module.int_const(name + "_fill", 2) if module.has_symbol(name + "_fill")
+                     else None)
         self.ptxas = module.ptxas.get(name, {})
         self.launch_smem = self.smem
         if l4_occupancy:
@@ -210,9 +217,12 @@ class Attn:
         if self.launch_smem > 48 * 1024:
             self.fn.max_dynamic_shared_size_bytes = self.launch_smem
 
-    def __call__(self, q, k, v, out, causal):
+    def __call__(self, q, k, v, out, causal, tiles_per_cta=1):
         B, H, S, D = q.shape
-        grid = ((S + self.rows - 1) // self.rows, B * H, 1)
+        tiles = (S + self.rows - 1) // self.rows
+        # grid.x = ceil(tiles / k), from which the kernel finds k again (kernels/README.md,
+        # "Filling the GPU"); one tile a CTA unless asked
+        grid = ((tiles + tiles_per_cta - 1) // max(1, tiles_per_cta), B * H, 1)
         args = (np.uint64(q.data_ptr()), np.uint64(k.data_ptr()), np.uint64(v.data_ptr()),
                 np.uint64(out.data_ptr()), np.int32(S), np.int32(D),
                 np.float32(1.0 / math.sqrt(D)), np.int32(1 if causal else 0))
@@ -222,6 +232,38 @@ class Attn:
             return
         with torch_stream():
             self.fn(grid, (self.threads, 1, 1), args, shared_mem=self.launch_smem)
+
+
+class AtTiles:
+    """An entry with NAME_fill launched at k tiles a CTA (grid.x = ceil(tiles / k), k at most
+    the tiles of a head), as the host's fill grids launch it."""
+
+    def __init__(self, attn, k):
+        self.attn, self.k, self.name = attn, k, f"{attn.name} k={k}"
+
+    def __call__(self, q, k, v, out, causal):
+        tiles = (q.shape[2] + self.attn.rows - 1) // self.attn.rows
+        self.attn(q, k, v, out, causal, tiles_per_cta=min(self.k, max(1, tiles)))
+
+
+def fill_grids(entries):
+    """For the entries of {key: Attn} that declare NAME_fill: {k: {key: AtTiles}} for k = 2, 3
+    and their most tiles a CTA (the grids the host may launch besides one tile a CTA)."""
+    out = {}
+    for key, a in entries.items():
+        if a.fill:
+            for k in sorted({t for t in (2, 3, a.fill[1]) if 2 <= t <= a.fill[1]}):
+                out.setdefault(k, {})[key] = AtTiles(a, k)
+    return out
+
+
+def check_fill_grids(entries, ref, results, seed, section):
+    """check_random on every fill grid of `entries` (fill_grids), causal and not: a CTA's
+    second and later units (their loads requested by the unit before) must be as right as its
+    first (random_cases' longer lengths have 3 to 33 tiles a head)."""
+    for k, at_k in fill_grids(entries).items():
+        check_random(at_k, ref, results, seed=seed + k, ref_kernel_too=False,
+                     section=f"{section}-k{k}")
 
 
 # ------------------------------------------------------------------ numerics helpers
@@ -672,11 +714,18 @@ def main():
                 ("random-causal", lambda: check_random(
                     forms["causal"], ref, results, seed=95, ref_kernel_too=False,
                     section="rand-causal", cases=random_cases() + by_cost_cases())),
+                ("random-fill", lambda: [check_fill_grids(
+                    f, ref, results, seed=90 + 10 * i, section=f"rand-fill-{name}")
+                    for i, (name, f) in enumerate((("main", fast), ("long", forms["long"]),
+                                                   ("long-noncausal",
+                                                    forms["long_noncausal"])))]),
                 ("ref-any-d", lambda: check_ref_extra(ref, results)),
                 ("util", lambda: check_util(umod, info))]
     if fast_ada:
         sections.append(("random-ada", lambda: check_random(
             fast_ada, ref, results, seed=4321, ref_kernel_too=False, section="rand-ada")))
+        sections.append(("random-ada-fill", lambda: check_fill_grids(
+            fast_ada, ref, results, seed=4330, section="rand-ada-fill")))
         sections.append(("random-ada-long-noncausal", lambda: check_random(
             ada_forms, ref, results, seed=4322, ref_kernel_too=False,
             section="rand-ada-long-noncausal")))

@@ -15,8 +15,9 @@ the timed stream):
               where NAME's grid has fewer CTAs than SMs or, non-causal d64, where its busiest
               SM costs less than NAME's, NAME_long_noncausal for non-causal
               d128 from NAME_long_noncausal_from to its _to where its busiest SM costs less), launched
-              as bench/kernel_check.py launches it (one tile per CTA, as the gate's grid for
-              these forms);
+              as bench/kernel_check.py launches it, on the grid the host gives it for that SM
+              count (one tile a CTA, or for a d64 NAME with NAME_fill the tiles a CTA of
+              src/gpu/device.rs launch_grid_x, NAME_fill_or_one included: `*_tiles_per_cta`);
   flash       PyTorch's FA2 (sdpa_kernel(FLASH_ATTENTION));
   t0, t1      with --lib: FA2's own build (bench/fa2/build.sh) at its sm_80/sm_90 tile and at
               the tile it runs on an L4 (d128; at d64 one tile, t0).
@@ -90,38 +91,82 @@ class GreenPartition:
         self.stream = torch.cuda.ExternalStream(handle.value)
 
 
-def d64_form_costs(B, H, S, sms, rows=128):
-    """The host's busiest-SM cost (src/gpu/device.rs `cost_of_grid`: one tile a CTA, a pass
-    costing its rows plus NAME's) of the L4 path's d64 NAME (`rows` rows, two CTAs a SM) and
-    NAME_small (64 rows, three a SM) on `sms` SMs: (NAME's, NAME_small's)."""
-    out = []
-    for r, per_sm in ((rows, 2), (64, 3)):
-        c = math.ceil(math.ceil(S / r) * B * H / sms)
-        full, last = divmod(c, per_sm)
-        out.append(full * (per_sm * r + rows) + (last * r + rows if last else 0))
-    return tuple(out)
+def cost_of_grid(B, H, S, rows, per_sm, x, pass_rows, sms):
+    """src/gpu/device.rs `cost_of_grid` for a form of `rows` rows, one tile at once, `per_sm`
+    CTAs a SM, on a grid of x * B * H CTAs (k = ceil(tiles / x) tiles each): the busiest SM's
+    rows, a pass costing `pass_rows` more."""
+    tiles = math.ceil(S / rows)
+    c = math.ceil(x * B * H / sms)
+    k = math.ceil(tiles / x)
+    full, last = divmod(c, per_sm)
+    return full * k * (per_sm * rows + pass_rows) + (k * (last * rows + pass_rows) if last else 0)
+
+
+def launch_grid_x(B, H, S, causal, rows, per_sm, fill, or_one, sms):
+    """src/gpu/device.rs `launch_grid_x` for a form of one tile at once: grid_x (NAME_fill =
+    (CTAs a SM, most tiles a CTA) or None), the one-wave cut of an overfilled non-causal grid,
+    then NAME_fill_or_one's one tile a CTA where it costs strictly less."""
+    tiles = math.ceil(S / rows)
+    if not fill:
+        return tiles
+    fill_per_sm, most = fill
+    k = min(max(math.ceil(tiles * B * H / (fill_per_sm * sms)), 1), most)
+    x = math.ceil(tiles / k)
+
+    def cost(x):
+        return cost_of_grid(B, H, S, rows, per_sm, x, rows, sms)
+    slots = fill_per_sm * sms
+    if not causal and x * B * H > slots and slots // (B * H):
+        k = math.ceil(tiles / (slots // (B * H)))
+        if k <= most and cost(math.ceil(tiles / k)) < cost(x):
+            x = math.ceil(tiles / k)
+    if or_one and not causal and x != tiles and cost(tiles) < cost(x):
+        x = tiles
+    return x
+
+
+def fill_of(mod, name):
+    """(NAME_fill as a tuple or None, NAME_fill_or_one) of an entry."""
+    fill = tuple(mod.int_const(name + "_fill", 2)) if mod.has_symbol(name + "_fill") else None
+    or_one = (mod.has_symbol(name + "_fill_or_one")
+              and mod.int_const(name + "_fill_or_one", 1)[0] == 1)
+    return fill, or_one
+
+
+def d64_form_costs(B, H, S, sms, rows=128, x=None):
+    """The host's busiest-SM cost (src/gpu/device.rs `cost_of_grid`, a pass costing its rows
+    plus NAME's) of the L4 path's d64 NAME (`rows` rows, two CTAs a SM, on its launched grid
+    of x CTAs a head: one tile a CTA where None) and NAME_small (64 rows, three a SM, one
+    tile a CTA) on `sms` SMs: (NAME's, NAME_small's)."""
+    main = cost_of_grid(B, H, S, rows, 2, x or math.ceil(S / rows), rows, sms)
+    return main, cost_of_grid(B, H, S, 64, 3, math.ceil(S / 64), rows, sms)
 
 
 def pick_entry(mod, D, dtype, B, H, S, causal, sms):
-    """The L4 path's entry the host would launch on `sms` SMs (src/gpu/device.rs pick_form, the
-    mma.sync forms: no fill, no NAME_long, no NAME_short_noncausal; two CTAs a SM for d64)."""
+    """The L4 path's entry the host would launch on `sms` SMs and its tiles a CTA
+    (src/gpu/device.rs pick_form and launch_grid_x, the mma.sync forms: no NAME_long, no
+    NAME_short_noncausal; NAME_fill on the d64 NAME only, two CTAs a SM)."""
     name = f"attention_fwd_{'bf16' if dtype == torch.bfloat16 else 'f16'}_d{D}"
     rows = mod.launch_const(name)[0]
-    ctas = math.ceil(S / rows) * B * H
+    tiles = math.ceil(S / rows)
+    ctas = tiles * B * H
+    fill, or_one = fill_of(mod, name)
+    x = launch_grid_x(B, H, S, causal, rows, 2, fill, or_one, sms) if D == 64 else tiles
+    main = (name, math.ceil(tiles / x))
     if mod.has_symbol(name + "_small") and ctas < sms:
-        return name + "_small"
+        return name + "_small", 1
     # NAME_causal: every causal launch on NAME. Its kernel tells a grid of one wave from
     # several by %nsmid, the card's SM count, not the green context's: in a partition it pairs
     # by the card's (a tree built with a fixed count, bench/issue40_device.sh's k56, pairs as on
     # an L4).
     if causal and mod.has_symbol(name + "_causal"):
-        return name + "_causal"
+        return name + "_causal", 1
     # NAME_small for a non-causal grid whose busiest SM it makes cheaper (since 2026-12-06,
     # fortieth session)
     if not causal and mod.has_symbol(name + "_small") and rows > 64:
-        main_cost, small_cost = d64_form_costs(B, H, S, sms, rows)
+        main_cost, small_cost = d64_form_costs(B, H, S, sms, rows, x)
         if small_cost < main_cost:
-            return name + "_small"
+            return name + "_small", 1
     lnc = name + "_long_noncausal"
     if not causal and mod.has_symbol(lnc):
         def const(sym):
@@ -137,8 +182,8 @@ def pick_entry(mod, D, dtype, B, H, S, causal, sms):
         lnc_cost = (c // 2) * 3 * rows + (c % 2) * 2 * rows
         last_alone = c > 2 and c % 2
         if from_len <= S <= to_len and not last_alone and lnc_cost < main_cost:
-            return lnc
-    return name
+            return lnc, 1
+    return main
 
 
 def timed(fn, stream, args):
@@ -201,14 +246,16 @@ def main():
             flash = flash_call(q, k, v, causal)
             for where, stream, sms in (("whole", whole, part.device_sms),
                                        ("part", part.stream, part.sms)):
-                entry = pick_entry(mod, D, dt, B, H, S, causal, sms)
+                entry, per_cta = pick_entry(mod, D, dt, B, H, S, causal, sms)
                 attn = kc.Attn(mod, entry)
-                kernels = {"ours": lambda attn=attn: attn(q, k, v, out32, causal),
+                kernels = {"ours": lambda attn=attn, t=per_cta: attn(q, k, v, out32, causal,
+                                                                     tiles_per_cta=t),
                            "flash": flash}
                 if lib is not None:
                     for tile in (0, 1) if D == 128 else (0,):
                         kernels[f"t{tile}"] = fa2_call(lib, tile, causal, q, k, v, o, lse)
                 row[f"{where}_entry"] = entry
+                row[f"{where}_tiles_per_cta"] = per_cta
                 for kname, fn in kernels.items():
                     with torch.cuda.stream(stream):
                         got = fn()

@@ -33,6 +33,9 @@ pub struct Kernel {
     /// `NAME_fill` = {CTAs per SM, most tiles per CTA}: the grid is sized so that one wave
     /// of CTAs covers it, each doing several tiles of rows_per_block rows ([`grid_x`]).
     pub fill: Option<(u32, u32)>,
+    /// `NAME_fill_or_one` = {1}: the host also weighs one tile a CTA against the fill grid
+    /// and launches it where its busiest SM costs less ([`launch_grid_x`]).
+    pub fill_or_one: bool,
     /// `NAME_tiles_at_once`: tiles of rows_per_block rows one CTA computes at the same time
     /// (1 where the source does not say).
     pub tiles_at_once: u32,
@@ -178,6 +181,7 @@ impl Kernel {
         FormGeometry {
             rows: self.rows_per_block,
             fill: self.fill,
+            fill_or_one: self.fill_or_one,
             tiles_at_once: self.tiles_at_once,
             ctas_per_sm: self.ctas_per_sm,
         }
@@ -231,8 +235,34 @@ pub(crate) fn grid_x(
 /// each taking more tiles (at most max), is launched instead when the busiest SM's cost
 /// ([`busiest_sm_cost`], a pass costing the form's own rows more) says it is cheaper; a tie
 /// keeps [`grid_x`]. Causal launches keep [`grid_x`]: the cost counts rows, not the causal
-/// triangle's uneven tiles, which the kernels deal over the CTAs [`grid_x`] gives. O(1).
+/// triangle's uneven tiles, which the kernels deal over the CTAs [`grid_x`] gives.
+///
+/// Last, a form that declares `NAME_fill_or_one` = {1} gets one tile a CTA (⌈seq_len / rows⌉
+/// CTAs a head) instead of that grid where, non-causal, one tile a CTA costs its busiest SM
+/// strictly less: the per-head rounding of a fill grid on a GPU whose wave holds fewer CTAs
+/// than batch · heads · ⌈tiles / max⌉ leaves its busiest SM a round of several tiles more
+/// (the L4 path's d64 NAME on an L4's 58 SMs: [8,16,512] at two tiles a CTA, six tiles in
+/// a row where one a CTA runs five), while on 132 SMs the two tie on the grids where the
+/// fill gains (docs/KERNEL_LOG.md, 2026-12-07). Only where the form asks: as a rule for
+/// every fill form it would move thousands of the sm_90a forms' grids that nothing has
+/// timed (same entry). O(1).
 pub(crate) fn launch_grid_x(shape: &ShapeParams, form: FormGeometry, sm_count: u32) -> u32 {
+    let x = fill_grid_x(shape, form, sm_count);
+    if !form.fill_or_one || form.fill.is_none() || shape.causal {
+        return x;
+    }
+    let one = shape.seq_len.div_ceil(form.rows.max(1));
+    let pass_rows = u64::from(form.rows.max(1));
+    let cost = |x| cost_of_grid(shape, form, x, pass_rows, sm_count);
+    if one != x && cost(one) < cost(x) {
+        one
+    } else {
+        x
+    }
+}
+
+/// [`launch_grid_x`] before its last step (`NAME_fill_or_one`). O(1).
+fn fill_grid_x(shape: &ShapeParams, form: FormGeometry, sm_count: u32) -> u32 {
     let x = grid_x(shape, form.rows, form.fill, sm_count);
     let Some((per_sm, max)) = form.fill else {
         return x;
@@ -304,6 +334,7 @@ pub(crate) enum Form {
 pub(crate) struct FormGeometry {
     pub rows: u32,
     pub fill: Option<(u32, u32)>,
+    pub fill_or_one: bool,
     pub tiles_at_once: u32,
     pub ctas_per_sm: u32,
 }
@@ -838,6 +869,7 @@ fn load_kernel(
         smem_bytes: smem,
         tma: false,
         fill: None,
+        fill_or_one: false,
         tiles_at_once: 1,
         ctas_per_sm,
         sm_count: info.sm_count,
@@ -893,7 +925,8 @@ fn refused(src: &KernelSource, why: crate::kernel::entries::EntryError) -> GpuEr
 
 /// A timed kernel's optional launch constants (kernels/README.md), each refused outside its
 /// range: `NAME_tma` (whether it takes the q, k, v tensor maps), `NAME_tiles_at_once`
-/// (1..=64) and `NAME_fill` = {CTAs per SM, most tiles per CTA} (1..=32, 1..=64).
+/// (1..=64), `NAME_fill` = {CTAs per SM, most tiles per CTA} (1..=32, 1..=64) and
+/// `NAME_fill_or_one` (0 or 1, only beside a `NAME_fill`).
 fn with_optional_constants(
     mut kernel: Kernel,
     cubin: &[u8],
@@ -914,6 +947,10 @@ fn with_optional_constants(
     }
     if let Some(v) = optional_ints(cubin, m, stream, src, &read("fill"))? {
         kernel.fill = Some(entries::fill(&name, v).map_err(|why| refused(src, why))?);
+    }
+    if let Some([value]) = optional_ints(cubin, m, stream, src, &read("fill_or_one"))? {
+        kernel.fill_or_one = entries::fill_or_one(&name, value, kernel.fill.is_some())
+            .map_err(|why| refused(src, why))?;
     }
     Ok(kernel)
 }
@@ -1377,6 +1414,7 @@ mod tests {
         let g = |rows, fill, tiles_at_once, ctas_per_sm| FormGeometry {
             rows,
             fill,
+            fill_or_one: false,
             tiles_at_once,
             ctas_per_sm,
         };
@@ -1395,6 +1433,7 @@ mod tests {
         let short = super::FormGeometry {
             rows: 64,
             fill: None,
+            fill_or_one: false,
             tiles_at_once: 1,
             ctas_per_sm: 4,
         };
@@ -1412,6 +1451,7 @@ mod tests {
         let g = |rows, ctas_per_sm| FormGeometry {
             rows,
             fill: None,
+            fill_or_one: false,
             tiles_at_once: 1,
             ctas_per_sm,
         };
@@ -1577,6 +1617,7 @@ mod tests {
         let zero = super::FormGeometry {
             rows: 0,
             fill: Some((1, 1)),
+            fill_or_one: false,
             tiles_at_once: 0,
             ctas_per_sm: 0,
         };
@@ -1584,6 +1625,7 @@ mod tests {
         let huge = super::FormGeometry {
             rows: u32::MAX,
             fill: None,
+            fill_or_one: false,
             tiles_at_once: 64,
             ctas_per_sm: 1,
         };
@@ -1646,11 +1688,84 @@ mod tests {
         let zero = super::FormGeometry {
             rows: 0,
             fill: Some((1, 1)),
+            fill_or_one: false,
             tiles_at_once: 0,
             ctas_per_sm: 0,
         };
         assert_eq!(launch_grid_x(&shape(3, 1, 7, false), zero, 0), 7);
         assert!(launch_grid_x(&shape(u32::MAX, u32::MAX, u32::MAX, false), even, u32::MAX) > 0);
+    }
+
+    /// `NAME_fill_or_one`: the L4 path's d64 NAME as a fill form (128 rows, two CTAs a SM,
+    /// at most two tiles a CTA) keeps its fill grid where one tile a CTA costs as much (every
+    /// grid it gained on, 132 SMs) and gets one tile a CTA where the fill grid's per-head
+    /// rounding costs its busiest SM a round more (an L4's 58 SMs); never on a causal launch;
+    /// and on any shape and SM count the grid is the fill grid or one tile a CTA, never
+    /// costlier than the fill grid by the model.
+    #[test]
+    fn a_fill_form_that_asks_gets_one_tile_a_cta_where_the_fill_grid_costs_more() {
+        use super::{FormGeometry, cost_of_grid, launch_grid_x};
+        use crate::config::{Dtype, ShapeParams};
+        let fill = FormGeometry {
+            rows: 128,
+            fill: Some((2, 2)),
+            fill_or_one: true,
+            tiles_at_once: 1,
+            ctas_per_sm: 2,
+        };
+        let without = FormGeometry {
+            fill_or_one: false,
+            ..fill
+        };
+        let shape = |b, h, s, causal| ShapeParams::new(b, h, s, 64, causal, Dtype::Float16);
+        // (shape, SMs, the fill grid's x, the launched x)
+        let cases = [
+            // 132 SMs, ties kept: [8,16,512] 256 CTAs of two tiles, 768 rows either way
+            ((8, 16, 512, false), 132, 2, 2),
+            ((16, 16, 512, false), 132, 2, 2),
+            ((4, 16, 1024, false), 132, 4, 4),
+            ((4, 16, 2048, false), 132, 8, 8),
+            // [6,16,512]: 192 CTAs of two tiles (768) against 384 of one (640)
+            ((6, 16, 512, false), 132, 2, 4),
+            // 58 SMs: [8,16,512] 256 CTAs, five on the busiest SM (2048 rows) against 512
+            // of one tile, nine there (1792)
+            ((8, 16, 512, false), 58, 2, 4),
+            ((4, 16, 2048, false), 58, 8, 16),
+            ((4, 16, 1024, false), 58, 4, 8),
+            // causal launches keep the fill grid
+            ((8, 16, 512, true), 58, 2, 2),
+            // one tile a head: the same grid
+            ((64, 16, 128, false), 58, 1, 1),
+        ];
+        for ((b, h, s, causal), sms, fill_x, want) in cases {
+            let sh = shape(b, h, s, causal);
+            assert_eq!(
+                launch_grid_x(&sh, without, sms),
+                fill_x,
+                "[{b},{h},{s}] {sms}"
+            );
+            assert_eq!(
+                launch_grid_x(&sh, fill, sms),
+                want,
+                "[{b},{h},{s}] {sms} or one"
+            );
+        }
+        for b in 1..=16 {
+            for h in [1, 2, 8, 12, 16, 32] {
+                for s in (64..=4096).step_by(64) {
+                    for sms in [58, 66, 114, 132] {
+                        let sh = shape(b, h, s, false);
+                        let (x, fill_x) = (
+                            launch_grid_x(&sh, fill, sms),
+                            launch_grid_x(&sh, without, sms),
+                        );
+                        assert!(x == fill_x || x == s.div_ceil(128), "[{b},{h},{s}] {sms}");
+                        let cost = |x| cost_of_grid(&sh, fill, x, 128, sms);
+                        assert!(cost(x) <= cost(fill_x), "[{b},{h},{s}] {sms}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]
@@ -1749,6 +1864,7 @@ mod tests {
         let one_tile = |ctas_per_sm| FormGeometry {
             rows: 128,
             fill: None,
+            fill_or_one: false,
             tiles_at_once: 1,
             ctas_per_sm,
         };
@@ -1846,6 +1962,7 @@ mod tests {
         let sub_tiled = FormGeometry {
             rows: 256,
             fill: None,
+            fill_or_one: false,
             tiles_at_once: 1,
             ctas_per_sm: 1,
         };
@@ -1934,6 +2051,7 @@ mod tests {
         let one_row = super::FormGeometry {
             rows: 1,
             fill: None,
+            fill_or_one: false,
             tiles_at_once: 1,
             ctas_per_sm: 0,
         };
@@ -1974,14 +2092,18 @@ mod tests {
         let geometry = (
             any::<u32>(),
             proptest::option::of((any::<u32>(), any::<u32>())),
+            any::<bool>(),
             any::<u32>(),
             any::<u32>(),
         )
-            .prop_map(|(rows, fill, tiles_at_once, ctas_per_sm)| FormGeometry {
-                rows,
-                fill,
-                tiles_at_once,
-                ctas_per_sm,
+            .prop_map(|(rows, fill, fill_or_one, tiles_at_once, ctas_per_sm)| {
+                FormGeometry {
+                    rows,
+                    fill,
+                    fill_or_one,
+                    tiles_at_once,
+                    ctas_per_sm,
+                }
             });
         let forms = (
             geometry.clone(),

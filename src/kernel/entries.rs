@@ -61,6 +61,12 @@ pub(crate) enum EntryError {
     },
     #[error("{name}_tma is {layout}: the only TMA layout is 1 (kernels/README.md)")]
     Tma { name: String, layout: i32 },
+    #[error("{name}_fill_or_one is {value}: it must be 0 or 1 (kernels/README.md)")]
+    FillOrOne { name: String, value: i32 },
+    #[error(
+        "{name}_fill_or_one without {name}_fill: one tile a CTA is the only grid of a form that does not fill (kernels/README.md)"
+    )]
+    OrOneWithoutFill { name: String },
 }
 
 /// `NAME_launch` = {rows_per_block, threads_per_block, dynamic_smem_bytes}: positive rows,
@@ -90,6 +96,23 @@ pub(crate) fn fill(name: &str, v: [i32; 2]) -> Result<(u32, u32), EntryError> {
         });
     }
     Ok((per_sm as u32, max as u32))
+}
+
+/// `NAME_fill_or_one` = {0 or 1}: whether the host also weighs one tile a CTA against the
+/// fill grid (1) or not (0, as where absent); only beside a `NAME_fill` (`has_fill`).
+pub(crate) fn fill_or_one(name: &str, value: i32, has_fill: bool) -> Result<bool, EntryError> {
+    if !(0..=1).contains(&value) {
+        return Err(EntryError::FillOrOne {
+            name: name.to_owned(),
+            value,
+        });
+    }
+    if !has_fill {
+        return Err(EntryError::OrOneWithoutFill {
+            name: name.to_owned(),
+        });
+    }
+    Ok(value == 1)
 }
 
 /// `NAME_tiles_at_once`: how many of its rows_per_block-row tiles one CTA computes at the same
@@ -220,7 +243,7 @@ pub(crate) fn tma(name: &str, layout: i32) -> Result<(), EntryError> {
 /// entry with its `NAME_launch`, and each optional `NAME_small` / `NAME_causal` /
 /// `NAME_long` / `NAME_long_noncausal` / `NAME_short_noncausal` with theirs (and `NAME_long_from` /
 /// `NAME_long_noncausal_from` / `NAME_short_noncausal_to`),
-/// every `NAME_fill`, `NAME_tiles_at_once` and `NAME_tma` valid. `max_smem` is the target's
+/// every `NAME_fill`, `NAME_fill_or_one`, `NAME_tiles_at_once` and `NAME_tma` valid. `max_smem` is the target's
 /// opt-in shared memory per block. One line per entry found, or every problem found (each a
 /// clause naming the symbol).
 pub(crate) fn check_static(cubin: &[u8], max_smem: u32) -> Result<Vec<String>, Vec<String>> {
@@ -256,6 +279,17 @@ pub(crate) fn check_static(cubin: &[u8], max_smem: u32) -> Result<Vec<String>, V
                     Err(e) => problems.push(e.to_string()),
                 },
                 None => problems.push(format!("{name}_fill is not two ints")),
+            }
+        }
+        if has_symbol(cubin, &format!("{name}_fill_or_one")) {
+            let has_fill = has_symbol(cubin, &format!("{name}_fill"));
+            match i32_constant(cubin, &format!("{name}_fill_or_one"), 1) {
+                Some(v) => match fill_or_one(name, v[0], has_fill) {
+                    Ok(true) => line.push_str(", or one tile a CTA"),
+                    Ok(false) => {}
+                    Err(e) => problems.push(e.to_string()),
+                },
+                None => problems.push(format!("{name}_fill_or_one is not an int")),
             }
         }
         if has_symbol(cubin, &format!("{name}_tiles_at_once")) {
@@ -345,6 +379,21 @@ mod tests {
         }
         assert_eq!(fill("k", [2, 4]), Ok((2, 4)));
         assert!(fill("k", [0, 4]).is_err() && fill("k", [2, 65]).is_err());
+        assert_eq!(fill_or_one("k", 1, true), Ok(true));
+        assert_eq!(fill_or_one("k", 0, true), Ok(false));
+        for bad in [-1, 2, i32::MAX] {
+            assert_eq!(
+                fill_or_one("k", bad, true),
+                Err(EntryError::FillOrOne {
+                    name: "k".into(),
+                    value: bad
+                })
+            );
+        }
+        assert_eq!(
+            fill_or_one("k", 1, false),
+            Err(EntryError::OrOneWithoutFill { name: "k".into() })
+        );
         assert_eq!(form_bound("k_long", Bound::From, 1536), Ok(1536));
         assert_eq!(form_bound("k_short_noncausal", Bound::To, 640), Ok(640));
         // NAME_long_noncausal_to: optional (no end), at least 1, not below the form's from
