@@ -572,6 +572,23 @@ fn the_compile_command_refuses_missing_entry_points_and_bad_launch_constants() {
             ),
             "attention_fwd_f16_d64_long_noncausal_tiles_at_once is 0: tiles a CTA computes at the same time must be 1..=64",
         ),
+        // NAME_fill_or_one neither 0 nor 1
+        (
+            with_entries(
+                "extern \"C\" __constant__ int attention_fwd_f16_d64_fill[2] = {2, 2};\n\
+                 extern \"C\" __constant__ int attention_fwd_f16_d64_fill_or_one[1] = {2};\n",
+                "{64, 128, 0}",
+            ),
+            "attention_fwd_f16_d64_fill_or_one is 2: it must be 0 or 1",
+        ),
+        // NAME_fill_or_one without NAME_fill: the form has no other grid than one tile a CTA
+        (
+            with_entries(
+                "extern \"C\" __constant__ int attention_fwd_f16_d64_fill_or_one[1] = {1};\n",
+                "{64, 128, 0}",
+            ),
+            "attention_fwd_f16_d64_fill_or_one without attention_fwd_f16_d64_fill",
+        ),
     ] {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("attention.cu"), source).unwrap();
