@@ -2970,9 +2970,11 @@ fortyninth)
   # fill grid costs more (NAME_fill_or_one, src/gpu/device.rs launch_grid_x; this binary):
   # variants/afo (afill2 with NAME_fill_or_one, its one-tile grids on NAME's own body) and
   # afon (the same, every grid on the fill body) against .carry/k-base = kernels/ on ada-d64
-  # and ada-fill; then the three trees by bench/l4_sms.py on 56 SMs (the grid the host gives
-  # an L4-sized GPU) and the whole GPU; then kernel_check --ada with each (with its fill-grid
-  # sections: every NAME_fill entry at 2, 3 and its most tiles a CTA). ~6 min.
+  # and ada-fill (ADA_VARIANTS); then k-base and SMS_TREES (afo) by bench/l4_sms.py on 56 SMs
+  # (the grid the host gives an L4-sized GPU) and the whole GPU; kernel_check --ada with
+  # KC_VARIANTS (afo; with its fill-grid sections: every NAME_fill entry at 2, 3 and its most
+  # tiles a CTA); then, with kernels/ = afo, this binary's GPU tests and the stored-only A/As
+  # of pr-ada and pr (CHECKS=0 leaves them out). ~8 min.
   save() { tar czf "$out/fortyninth.tgz" -C "$out" r; }
   card
   ada_d64_config
@@ -2988,10 +2990,12 @@ SHAPES
     ab_brief "$v" ".carry/variants/$v" "$res/ada-d64.yaml"
     ab_brief "$v-more" ".carry/variants/$v" "$res/ada-fill.yaml"
   done
-  if [ "${SMS:-1}" = 1 ]; then
-    l4_sms_trees "$res/ada-d64.yaml $res/ada-fill.yaml" k-base \
-      $(for v in ${ADA_VARIANTS:-afo afon}; do echo "variants/$v"; done)
-    python3 - "$res" ${ADA_VARIANTS:-afo afon} <<'PY'
+  trees=${SMS_TREES-afo}
+  if [ -n "$trees" ]; then
+    # shellcheck disable=SC2046
+    l4_sms_trees "$res/ada-d64.yaml $res/ada-fill.yaml" k-base $(for v in $trees; do echo "variants/$v"; done)
+    # shellcheck disable=SC2086
+    python3 - "$res" $trees <<'PY'
 import json, sys
 res, names = sys.argv[1], sys.argv[2:]
 runs = {n: json.load(open(f"{res}/l4-sms-{n}.json")) for n in ["k-base"] + names}
@@ -3003,7 +3007,7 @@ for n in names:
         for w in ("whole", "part"):
             o, bo = r.get(f"{w}_ours_us"), b.get(f"{w}_ours_us")
             fl = r.get(f"{w}_flash_us")
-            if o and bo:
+            if o and bo and fl:
                 print(f"{r['name']:28} {w:5} {bo:8.2f} -> {o:8.2f} ({100 * (o / bo - 1):+6.2f}%)"
                       f"  /FA2 {bo / fl:.2f} -> {o / fl:.2f}  {b.get(w + '_entry')}"
                       f"/{b.get(w + '_tiles_per_cta')} -> {r.get(w + '_entry')}"
@@ -3011,10 +3015,17 @@ for n in names:
 PY
     save
   fi
-  if [ "${KC:-1}" = 1 ]; then
-    kernel_check_variants ${ADA_VARIANTS:-afo afon}
-    grep -hE "PASS|FAIL" "$res"/kc-ada-*.log | tail -6
-    grep -hE "rand-(ada-)?fill" "$res"/kc-ada-*.log | grep -c . || true
+  if [ -n "${KC_VARIANTS-afo}" ]; then
+    # shellcheck disable=SC2086
+    kernel_check_variants ${KC_VARIANTS-afo}
+    grep -hE "ALL CHECKS|FAIL" "$res"/kc-ada-*.log | tail -6
+    grep -hcE "rand-(ada-)?fill" "$res"/kc-ada-*.log || true
+  fi
+  if [ "${CHECKS:-1}" = 1 ]; then
+    cp .carry/variants/afo/attention.cu kernels/attention.cu
+    gpu_tests_only "${GPU_T:-170}"; save
+    stored_aa pr-ada; stored_aa pr; save
+    cp "$base/attention.cu" kernels/attention.cu
   fi
   ;;
 fortyeighth)
