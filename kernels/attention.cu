@@ -751,6 +751,197 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
         store_rows<D>(out + bh, o[mi], l_r[mi], warp_first + mi * 16, lane, seq_len);
 }
 
+// The mma.sync d64 NAME's tile (2 stages, Q in registers staged in a K/V stage) as a filling
+// form (NAME_fill, kernels/README.md "Filling the GPU"): CTA (x, head) takes the row tiles of
+// rank x, x + gridDim.x, ... of its head, one after another, and requests the next unit's Q
+// during its last K/V tile (into the stage the prefetch leaves free there) and the next
+// unit's first K/V tile before its epilogue's store (into the last tile's stage), so that a
+// unit's store and the next unit's first loads overlap where one CTA a unit runs them back to
+// back across two CTAs. On an H100 (CG_ADA_TILES) at two units a CTA: -5.8% on [8,16,512],
+// -2.4 ... -3.0% on the other grids of two rounds (docs/KERNEL_LOG.md, 2026-12-07). A function
+// of its own, so that no other entry's code moves.
+template <int D, int BM, int BN, int NW, int MI, bool BF16>
+CG_DEV void attn_fwd_fill(const unsigned short* __restrict__ q,
+                          const unsigned short* __restrict__ k,
+                          const unsigned short* __restrict__ v, float* __restrict__ out,
+                          int seq_len, int head_dim, float scale, int causal_i) {
+    constexpr int ST = 2;
+    typedef Geo<D, BM, BN, true, ST> G;
+    static_assert(G::Q_IN_STAGE == 1 && G::Q_B <= G::STAGE_B, "Q staged in one K/V stage");
+    constexpr int NT = NW * 32;
+    constexpr int ROWB = G::ROWB;
+    constexpr int KD = D / 16;
+    constexpr int NB = BN / 8;
+    constexpr int KB = BN / 16;
+    constexpr int DB = D / 8;
+    constexpr int WR = 16 * MI;
+    static_assert(BM == WR * NW, "warps tile the query rows");
+    static_assert(D % 64 == 0 && BN % 16 == 0, "tile shape");
+
+    if (head_dim != D || seq_len <= 0) return;
+
+    extern __shared__ __align__(128) unsigned char smem[];
+
+    const int tid = threadIdx.x;
+    const int warp = __shfl_sync(0xffffffffu, tid >> 5, 0);
+    const int lane = tid & 31;
+    const bool causal = causal_i != 0;
+
+    const int n_qtiles = (seq_len + BM - 1) / BM;
+    int rank_x = (int)blockIdx.x;
+    const unsigned head = blockIdx.y;
+    if (rank_x >= n_qtiles) return;
+
+    const size_t bh = (size_t)head * (size_t)seq_len * D;
+    const unsigned short* __restrict__ qg = q + bh;
+    const unsigned short* __restrict__ kg = k + bh;
+    const unsigned short* __restrict__ vg = v + bh;
+
+    const unsigned st0 = smem_u32(smem);
+
+    const unsigned q_off =
+        (warp * WR + (lane & 15)) * ROWB + (((lane >> 4) ^ (lane & 7)) << 4);
+    const unsigned k_off = ((lane & 7) + ((lane >> 4) << 3)) * ROWB +
+                           ((((lane >> 3) & 1) ^ (lane & 7)) << 4);
+    const unsigned v_off = (lane & 15) * ROWB + (((lane >> 4) ^ (lane & 7)) << 4);
+    const float sl2 = scale * 1.4426950408889634f;
+
+    // The first unit: Q into stage 1, K/V tile 0 into stage 0 (NAME's prologue). Each later
+    // unit finds its Q in one stage and its tile 0 in the other (slot0), both requested by the
+    // unit before it.
+    {
+        const int m0 = (n_qtiles - 1 - rank_x) * BM;
+        load_tile<BM, D, NT>(st0 + G::STAGE_B, qg, m0, seq_len, tid);
+        cp_async_commit();
+        load_tile<BN, D, NT>(st0, kg, 0, seq_len, tid);
+        load_tile<BN, D, NT>(st0 + G::KV_TILE_B, vg, 0, seq_len, tid);
+        cp_async_commit();
+    }
+    int slot0 = 0;
+#pragma unroll 1
+    for (;;) {
+        const int qtile = n_qtiles - 1 - rank_x;
+        const int m0 = qtile * BM;
+
+        // Q (in the stage that is not slot0) landed; to registers; its stage is then free
+        unsigned qf[MI][KD][4];
+        cp_async_wait<1>();
+        __syncthreads();
+        {
+            const unsigned qs = st0 + (1 - slot0) * G::STAGE_B;
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                for (int kk = 0; kk < KD; ++kk)
+                    ldsm_x4(qs + ((q_off + mi * 16 * ROWB) ^ (kk << 5)), qf[mi][kk][0],
+                            qf[mi][kk][1], qf[mi][kk][2], qf[mi][kk][3]);
+        }
+        __syncthreads();
+
+        const int kv_end = causal ? min(seq_len, m0 + BM) : seq_len;
+        const int n_tiles = (kv_end + BN - 1) / BN;
+
+        float o[MI][DB * 4];
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+            for (int i = 0; i < DB * 4; ++i) o[mi][i] = 0.f;
+        float m_r[MI][2], l_r[MI][2];
+        int lim[MI][2];
+        const int warp_first = m0 + warp * WR;
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+            init_rows(m_r[mi], l_r[mi], lim[mi], warp_first + mi * 16, lane, seq_len, causal);
+        const int warp_kv_end = keys_end(warp_first, WR, seq_len, causal);
+        const int warp_lim_min = causal ? min(warp_first, seq_len - 1) : seq_len - 1;
+
+        int slot = slot0, last_slot = slot0;
+        for (int j = 0; j < n_tiles; ++j) {
+            const unsigned cur = st0 + slot * G::STAGE_B;
+            const unsigned nxt = st0 + (1 - slot) * G::STAGE_B;
+            last_slot = slot;
+            slot = 1 - slot;
+            if (j + 1 < n_tiles) {
+                load_tile<BN, D, NT>(nxt, kg, (j + 1) * BN, seq_len, tid);
+                load_tile<BN, D, NT>(nxt + G::KV_TILE_B, vg, (j + 1) * BN, seq_len, tid);
+            } else if (rank_x + (int)gridDim.x < n_qtiles) {  // the next unit's Q
+                load_tile<BM, D, NT>(nxt, qg, (n_qtiles - 1 - rank_x - (int)gridDim.x) * BM,
+                                     seq_len, tid);
+            }
+            cp_async_commit();
+            cp_async_wait<1>();
+            __syncthreads();
+
+            const int n0 = j * BN;
+            const bool work = n0 < warp_kv_end;
+            if (work) {
+                float s[MI][NB * 4];
+#pragma unroll
+                for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                    for (int i = 0; i < NB * 4; ++i) s[mi][i] = 0.f;
+#pragma unroll
+                for (int kk = 0; kk < KD; ++kk) {
+                    const unsigned kbase = cur + (k_off ^ (kk << 5));
+#pragma unroll
+                    for (int np = 0; np < NB / 2; ++np) {
+                        unsigned b0, b1, b2, b3;
+                        ldsm_x4(kbase + np * 16 * ROWB, b0, b1, b2, b3);
+#pragma unroll
+                        for (int mi = 0; mi < MI; ++mi) {
+                            Dt<BF16>::mma(&s[mi][(2 * np) * 4], qf[mi][kk], b0, b1);
+                            Dt<BF16>::mma(&s[mi][(2 * np + 1) * 4], qf[mi][kk], b2, b3);
+                        }
+                    }
+                }
+                if (tile_needs_mask(n0, BN, warp_lim_min)) {
+#pragma unroll
+                    for (int mi = 0; mi < MI; ++mi) mask_scores<NB>(s[mi], n0, lane, lim[mi]);
+                }
+                unsigned pf[MI][KB][4];
+#pragma unroll
+                for (int mi = 0; mi < MI; ++mi) {
+                    softmax_tile<NB, DB>(s[mi], m_r[mi], l_r[mi], nullptr, sl2, o[mi]);
+                    pack_p<KB, BF16>(s[mi], pf[mi]);
+                }
+#pragma unroll
+                for (int dp = 0; dp < DB / 2; ++dp) {
+                    const unsigned vbase = cur + G::KV_TILE_B + (v_off ^ (dp << 5));
+#pragma unroll
+                    for (int kb = 0; kb < KB; ++kb) {
+                        unsigned b0, b1, b2, b3;
+                        ldsm_x4_t(vbase + kb * 16 * ROWB, b0, b1, b2, b3);
+#pragma unroll
+                        for (int mi = 0; mi < MI; ++mi) {
+                            Dt<BF16>::mma(&o[mi][(2 * dp) * 4], pf[mi][kb], b0, b1);
+                            Dt<BF16>::mma(&o[mi][(2 * dp + 1) * 4], pf[mi][kb], b2, b3);
+                        }
+                    }
+                }
+            }
+            __syncthreads();  // stage `cur` is refilled by the next request
+        }
+        const bool has_next = rank_x + (int)gridDim.x < n_qtiles;  // uniform over the CTA
+        if (has_next) {
+            // the next unit's K/V tile 0 into the last tile's stage (every warp is done with
+            // it: the barrier above), in flight during this unit's store; its Q is in the
+            // other stage (requested during the last tile)
+            const unsigned last = st0 + last_slot * G::STAGE_B;
+            load_tile<BN, D, NT>(last, kg, 0, seq_len, tid);
+            load_tile<BN, D, NT>(last + G::KV_TILE_B, vg, 0, seq_len, tid);
+            cp_async_commit();
+            slot0 = last_slot;
+        }
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+            store_rows<D>(out + bh, o[mi], l_r[mi], warp_first + mi * 16, lane, seq_len);
+        if (!has_next) break;
+        rank_x += (int)gridDim.x;
+    }
+    cp_async_wait<0>();
+}
+
+
 
 // ---------------------------------------------------------------- Hopper path (sm_90a)
 //
@@ -1671,6 +1862,29 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
 #define CG_ATTN_KERNEL(NAME, D, BM, BN, NW, MI, QREG, ST, BF16, MINB)                          \
     CG_ATTN_KERNEL_AS(NAME, false, D, BM, BN, NW, MI, QREG, ST, BF16, MINB)
 
+// NAME's d64 tile as a filling form: NAME_fill = {MINB, MAXT}, and NAME_fill_or_one, so that
+// the host launches one tile a CTA where the fill grid's per-head rounding would cost the
+// busiest SM a round (an L4's 58 SMs: kernels/README.md). On one tile a CTA NAME runs its own
+// body (attn_fwd), not the fill loop: the loop at one unit cost 1.35% on [4,16,512] (H100).
+#define CG_ATTN_KERNEL_FILL(NAME, D, BM, BN, NW, MI, BF16, MINB, MAXT)                       \
+    extern "C" {                                                                              \
+    __constant__ int NAME##_launch[3] = {BM, NW * 32,                                         \
+                                         cg_attn::Geo<D, BM, BN, true, 2>::SMEM_B};            \
+    __constant__ int NAME##_fill[2] = {MINB, MAXT};                                           \
+    __constant__ int NAME##_fill_or_one[1] = {1};                                             \
+    }                                                                                         \
+    extern "C" __global__ void __launch_bounds__(NW * 32, MINB)                               \
+        NAME(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k,       \
+             const unsigned short* __restrict__ v, float* __restrict__ out, int seq_len,       \
+             int head_dim, float scale, int causal) {                                         \
+        if ((int)gridDim.x >= (seq_len + BM - 1) / BM)                                       \
+            cg_attn::attn_fwd<D, BM, BN, NW, MI, true, 2, BF16, false, MINB>(                 \
+                q, k, v, out, seq_len, head_dim, scale, causal);                              \
+        else                                                                                  \
+            cg_attn::attn_fwd_fill<D, BM, BN, NW, MI, BF16>(q, k, v, out, seq_len, head_dim,  \
+                                                            scale, causal);                   \
+    }
+
 #define CG_ATTN_WG_KERNEL(NAME, D, BN, NWG, BF16, MINB, PIPE)                                       \
     extern "C" {                                                                              \
     __constant__ int NAME##_launch[3] = {64 * NWG, 128 * NWG,                                 \
@@ -1868,8 +2082,9 @@ CG_ATTN_WS_KERNEL_NARROW(attention_fwd_bf16_d128_long_noncausal, 128, 2, 2, true
 //    ST pipeline stages, bf16, min CTAs/SM for __launch_bounds__)
 // d64 : 128 rows x 64 keys, 4 warps x 32 rows, Q in registers, 2 stages, 32 KiB smem
 //       (2 CTAs = 8 warps per SM on both H200 and L4)
-CG_ATTN_KERNEL(attention_fwd_f16_d64, 64, 128, 64, 4, 2, true, 2, false, 2)
-CG_ATTN_KERNEL(attention_fwd_bf16_d64, 64, 128, 64, 4, 2, true, 2, true, 2)
+// as a filling form of at most two units a CTA (four: +3.2% on [16,16,512], H100)
+CG_ATTN_KERNEL_FILL(attention_fwd_f16_d64, 64, 128, 64, 4, 2, false, 2, 2)
+CG_ATTN_KERNEL_FILL(attention_fwd_bf16_d64, 64, 128, 64, 4, 2, true, 2, 2)
 // Causal launches on NAME's tile (NAME_causal, kernels/README.md: the host launches it for
 // every causal launch it would give NAME): the units dealt by cost (deal_causal_by_cost), the
 // heaviest row tiles first across the grid, paired with the lightest on a grid of one wave.

@@ -240,15 +240,17 @@ const ATTENTION_FORMS: [&str; 7] = [
 /// The TMA ABI (kernels/README.md, `NAME_tma`): on sm_90a every attention kernel is the
 /// warp-specialised one and declares layout 1, so the host passes it the q, k, v tensor maps;
 /// the L4's sm_89 and plain sm_90 builds keep the eight-argument kernels (sm_89's
-/// `d128_long_noncausal` too). `NAME_fill` only on sm_90a's main d64 kernel and its `_long`
-/// and `_long_noncausal` forms (not `_small` nor `_short_noncausal`: one tile per CTA). (The
-/// host reads both symbols from the cubin, as `NAME_small`.)
+/// `d128_long_noncausal` too). `NAME_fill` on sm_90a's main d64 kernel and its `_long` and
+/// `_long_noncausal` forms (not `_small` nor `_short_noncausal`: one tile per CTA) and on the
+/// other targets' mma.sync d64 NAME, which alone also declares `NAME_fill_or_one` (one tile a
+/// CTA where the fill grid costs an L4's busiest SM a round). (The host reads these symbols
+/// from the cubin, as `NAME_small`.)
 #[test]
 #[cfg_attr(
     ci_gate_no_nvrtc,
     ignore = "libnvrtc not found: pip install nvidia-cuda-nvrtc and add its lib dir to LD_LIBRARY_PATH"
 )]
-fn the_warp_specialised_kernels_take_tensor_maps_and_fill_on_sm90a_only() {
+fn the_warp_specialised_kernels_take_tensor_maps_and_the_d64_forms_fill() {
     require_nvrtc();
     use ci_gate::gpu::device::has_symbol;
     for (target, cubin) in TARGETS.iter().zip(shipped_attention_cubins()) {
@@ -262,13 +264,24 @@ fn the_warp_specialised_kernels_take_tensor_maps_and_fill_on_sm90a_only() {
                 );
             }
             // NAME_fill: on sm_90a the main d64 kernel and its long-sequence forms size their
-            // grids to fill the GPU; the d128 forms, the small-grid and the short forms do not
+            // grids to fill the GPU, elsewhere the mma.sync d64 NAME, which alone asks for one
+            // tile a CTA where that costs less; the d128 forms, the small-grid and the short
+            // forms do not fill
             for name in ATTENTION_FORMS {
-                let fills = ["d64", "d64_long", "d64_long_noncausal"].contains(&name);
+                let fills = if target == "sm_90a" {
+                    ["d64", "d64_long", "d64_long_noncausal"].contains(&name)
+                } else {
+                    name == "d64"
+                };
                 assert_eq!(
                     has_symbol(cubin, &format!("attention_fwd_{dtype}_{name}_fill")),
-                    target == "sm_90a" && fills,
+                    fills,
                     "{target} {dtype} {name}_fill"
+                );
+                assert_eq!(
+                    has_symbol(cubin, &format!("attention_fwd_{dtype}_{name}_fill_or_one")),
+                    target != "sm_90a" && name == "d64",
+                    "{target} {dtype} {name}_fill_or_one"
                 );
             }
             // the mma.sync causal forms: eight arguments, NAME's one-tile grid
