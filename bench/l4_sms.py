@@ -48,6 +48,7 @@ sys.path.insert(0, HERE)
 import kernel_check as kc  # noqa: E402
 from fa2_tiles import fa2_call, flash_call, load_fa2  # noqa: E402
 from sdpa_bench import DTYPES, measure, shape_name  # noqa: E402
+from grid_rule import cost_of_grid, launch_grid_x  # noqa: E402
 
 TOL = {torch.float16: 2e-2, torch.bfloat16: 6e-2}
 CU_DEV_RESOURCE_TYPE_SM = 1
@@ -89,40 +90,6 @@ class GreenPartition:
         handle = ctypes.c_void_p()
         call("cuGreenCtxStreamCreate", ctypes.byref(handle), self.ctx, CU_STREAM_NON_BLOCKING, 0)
         self.stream = torch.cuda.ExternalStream(handle.value)
-
-
-def cost_of_grid(B, H, S, rows, per_sm, x, pass_rows, sms):
-    """src/gpu/device.rs `cost_of_grid` for a form of `rows` rows, one tile at once, `per_sm`
-    CTAs a SM, on a grid of x * B * H CTAs (k = ceil(tiles / x) tiles each): the busiest SM's
-    rows, a pass costing `pass_rows` more."""
-    tiles = math.ceil(S / rows)
-    c = math.ceil(x * B * H / sms)
-    k = math.ceil(tiles / x)
-    full, last = divmod(c, per_sm)
-    return full * k * (per_sm * rows + pass_rows) + (k * (last * rows + pass_rows) if last else 0)
-
-
-def launch_grid_x(B, H, S, causal, rows, per_sm, fill, or_one, sms):
-    """src/gpu/device.rs `launch_grid_x` for a form of one tile at once: grid_x (NAME_fill =
-    (CTAs a SM, most tiles a CTA) or None), the one-wave cut of an overfilled non-causal grid,
-    then NAME_fill_or_one's one tile a CTA where it costs strictly less."""
-    tiles = math.ceil(S / rows)
-    if not fill:
-        return tiles
-    fill_per_sm, most = fill
-    k = min(max(math.ceil(tiles * B * H / (fill_per_sm * sms)), 1), most)
-    x = math.ceil(tiles / k)
-
-    def cost(x):
-        return cost_of_grid(B, H, S, rows, per_sm, x, rows, sms)
-    slots = fill_per_sm * sms
-    if not causal and x * B * H > slots and slots // (B * H):
-        k = math.ceil(tiles / (slots // (B * H)))
-        if k <= most and cost(math.ceil(tiles / k)) < cost(x):
-            x = math.ceil(tiles / k)
-    if or_one and not causal and x != tiles and cost(tiles) < cost(x):
-        x = tiles
-    return x
 
 
 def fill_of(mod, name):

@@ -1701,7 +1701,8 @@ mod tests {
     /// grid it gained on, 132 SMs) and gets one tile a CTA where the fill grid's per-head
     /// rounding costs its busiest SM a round more (an L4's 58 SMs); never on a causal launch;
     /// and on any shape and SM count the grid is the fill grid or one tile a CTA, never
-    /// costlier than the fill grid by the model.
+    /// costlier than the fill grid by the model. The cases are tests/vectors/launch_grid.json,
+    /// which bench/grid_rule.py's port of the rule must also give.
     #[test]
     fn a_fill_form_that_asks_gets_one_tile_a_cta_where_the_fill_grid_costs_more() {
         use super::{FormGeometry, cost_of_grid, launch_grid_x};
@@ -1718,38 +1719,41 @@ mod tests {
             ..fill
         };
         let shape = |b, h, s, causal| ShapeParams::new(b, h, s, 64, causal, Dtype::Float16);
-        // (shape, SMs, the fill grid's x, the launched x)
-        let cases = [
-            // 132 SMs, ties kept: [8,16,512] 256 CTAs of two tiles, 768 rows either way
-            ((8, 16, 512, false), 132, 2, 2),
-            ((16, 16, 512, false), 132, 2, 2),
-            ((4, 16, 1024, false), 132, 4, 4),
-            ((4, 16, 2048, false), 132, 8, 8),
-            // [6,16,512]: 192 CTAs of two tiles (768) against 384 of one (640)
-            ((6, 16, 512, false), 132, 2, 4),
-            // 58 SMs: [8,16,512] 256 CTAs, five on the busiest SM (2048 rows) against 512
-            // of one tile, nine there (1792)
-            ((8, 16, 512, false), 58, 2, 4),
-            ((4, 16, 2048, false), 58, 8, 16),
-            ((4, 16, 1024, false), 58, 4, 8),
-            // causal launches keep the fill grid
-            ((8, 16, 512, true), 58, 2, 2),
-            // one tile a head: the same grid
-            ((64, 16, 128, false), 58, 1, 1),
-        ];
-        for ((b, h, s, causal), sms, fill_x, want) in cases {
-            let sh = shape(b, h, s, causal);
-            assert_eq!(
-                launch_grid_x(&sh, without, sms),
-                fill_x,
-                "[{b},{h},{s}] {sms}"
+        // The vectors bench/grid_rule.py's port is checked against (its --self-test in CI):
+        // the L4 path's fill form with and without NAME_fill_or_one on 132, 58 and 56 SMs,
+        // and the sm_90a forms' one-wave cut
+        let vectors: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/vectors/launch_grid.json"))
+                .unwrap_or_else(|e| panic!("tests/vectors/launch_grid.json: {e}"));
+        let cases = vectors["cases"].as_array().cloned().unwrap_or_default();
+        assert!(cases.len() >= 20, "{} cases", cases.len());
+        let int = |c: &serde_json::Value, key: &str| {
+            c[key]
+                .as_u64()
+                .and_then(|v| u32::try_from(v).ok())
+                .unwrap_or_else(|| panic!("{key} in {c}"))
+        };
+        for c in &cases {
+            let form = FormGeometry {
+                rows: int(c, "rows"),
+                fill: c["fill"].as_array().map(|f| {
+                    let at = |i: usize| f[i].as_u64().and_then(|v| u32::try_from(v).ok());
+                    (at(0).unwrap_or(0), at(1).unwrap_or(0))
+                }),
+                fill_or_one: c["fill_or_one"].as_bool() == Some(true),
+                tiles_at_once: 1,
+                ctas_per_sm: int(c, "ctas_per_sm"),
+            };
+            let sh = shape(
+                int(c, "batch"),
+                int(c, "heads"),
+                int(c, "seq_len"),
+                c["causal"].as_bool() == Some(true),
             );
-            assert_eq!(
-                launch_grid_x(&sh, fill, sms),
-                want,
-                "[{b},{h},{s}] {sms} or one"
-            );
+            assert_eq!(launch_grid_x(&sh, form, int(c, "sms")), int(c, "x"), "{c}");
         }
+        // the pairs of the L4 path's form: with NAME_fill_or_one it never launches a grid
+        // its model says is costlier, and differs only where the other grid is one tile a CTA
         for b in 1..=16 {
             for h in [1, 2, 8, 12, 16, 32] {
                 for s in (64..=4096).step_by(64) {
