@@ -2974,7 +2974,7 @@ fortyninth)
   # (the grid the host gives an L4-sized GPU) and the whole GPU; kernel_check --ada with
   # KC_VARIANTS (afo; with its fill-grid sections: every NAME_fill entry at 2, 3 and its most
   # tiles a CTA); then, with kernels/ = afo, this binary's GPU tests and the stored-only A/As
-  # of pr-ada and pr (CHECKS=0 leaves them out). ~8 min.
+  # of pr-ada and pr (CHECKS=0 leaves them out, GPU_TESTS=0 the tests). ~8 min.
   save() { tar czf "$out/fortyninth.tgz" -C "$out" r; }
   card
   ada_d64_config
@@ -3023,7 +3023,7 @@ PY
   fi
   if [ "${CHECKS:-1}" = 1 ]; then
     cp .carry/variants/afo/attention.cu kernels/attention.cu
-    gpu_tests_only "${GPU_T:-170}"; save
+    [ "${GPU_TESTS:-1}" = 1 ] && { gpu_tests_only "${GPU_T:-170}"; save; }
     stored_aa pr-ada; stored_aa pr; save
     cp "$base/attention.cu" kernels/attention.cu
   fi
