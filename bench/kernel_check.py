@@ -266,6 +266,12 @@ def check_fill_grids(entries, ref, results, seed, section):
                      section=f"{section}-k{k}")
 
 
+def check_fill_forms(forms, ref, results):
+    """check_fill_grids for each of {name: {key: Attn}}, its own seeds and sections."""
+    for i, (name, entries) in enumerate(forms.items()):
+        check_fill_grids(entries, ref, results, seed=90 + 10 * i, section=f"rand-fill-{name}")
+
+
 # ------------------------------------------------------------------ numerics helpers
 
 def ref64(q, k, v, causal):
@@ -714,11 +720,9 @@ def main():
                 ("random-causal", lambda: check_random(
                     forms["causal"], ref, results, seed=95, ref_kernel_too=False,
                     section="rand-causal", cases=random_cases() + by_cost_cases())),
-                ("random-fill", lambda: [check_fill_grids(
-                    f, ref, results, seed=90 + 10 * i, section=f"rand-fill-{name}")
-                    for i, (name, f) in enumerate((("main", fast), ("long", forms["long"]),
-                                                   ("long-noncausal",
-                                                    forms["long_noncausal"])))]),
+                ("random-fill", lambda: check_fill_forms(
+                    {"main": fast, "long": forms["long"],
+                     "long-noncausal": forms["long_noncausal"]}, ref, results)),
                 ("ref-any-d", lambda: check_ref_extra(ref, results)),
                 ("util", lambda: check_util(umod, info))]
     if fast_ada:

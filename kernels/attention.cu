@@ -757,8 +757,8 @@ CG_DEV void attn_fwd(const unsigned short* __restrict__ q, const unsigned short*
 // during its last K/V tile (into the stage the prefetch leaves free there) and the next
 // unit's first K/V tile before its epilogue's store (into the last tile's stage), so that a
 // unit's store and the next unit's first loads overlap where one CTA a unit runs them back to
-// back across two CTAs. On an H100 (CG_ADA_TILES) at two units a CTA: -5.8% on [8,16,512],
-// -2.4 ... -3.0% on the other grids of two rounds (docs/KERNEL_LOG.md, 2026-12-07). A function
+// back across two CTAs. On an H100 (CG_ADA_TILES) at two units a CTA: -5.3% on [8,16,512],
+// -2.0 ... -3.1% on the other grids of two rounds (docs/KERNEL_LOG.md, 2026-12-07). A function
 // of its own, so that no other entry's code moves.
 template <int D, int BM, int BN, int NW, int MI, bool BF16>
 CG_DEV void attn_fwd_fill(const unsigned short* __restrict__ q,
@@ -1865,7 +1865,8 @@ CG_DEV void attn_fwd_ws(const Tmap* tq, const Tmap* tk, const Tmap* tv, float* _
 // NAME's d64 tile as a filling form: NAME_fill = {MINB, MAXT}, and NAME_fill_or_one, so that
 // the host launches one tile a CTA where the fill grid's per-head rounding would cost the
 // busiest SM a round (an L4's 58 SMs: kernels/README.md). On one tile a CTA NAME runs its own
-// body (attn_fwd), not the fill loop: the loop at one unit cost 1.35% on [4,16,512] (H100).
+// body (attn_fwd), not the fill loop: at one unit the loop cost +1.36% on [4,16,512], the
+// branch +0.53% (H100).
 #define CG_ATTN_KERNEL_FILL(NAME, D, BM, BN, NW, MI, BF16, MINB, MAXT)                       \
     extern "C" {                                                                              \
     __constant__ int NAME##_launch[3] = {BM, NW * 32,                                         \

@@ -243,8 +243,8 @@ pub(crate) fn tma(name: &str, layout: i32) -> Result<(), EntryError> {
 /// entry with its `NAME_launch`, and each optional `NAME_small` / `NAME_causal` /
 /// `NAME_long` / `NAME_long_noncausal` / `NAME_short_noncausal` with theirs (and `NAME_long_from` /
 /// `NAME_long_noncausal_from` / `NAME_short_noncausal_to`),
-/// every `NAME_fill`, `NAME_fill_or_one`, `NAME_tiles_at_once` and `NAME_tma` valid. `max_smem` is the target's
-/// opt-in shared memory per block. One line per entry found, or every problem found (each a
+/// every `NAME_fill`, `NAME_fill_or_one`, `NAME_tiles_at_once` and `NAME_tma` valid.
+/// `max_smem` is the target's opt-in shared memory per block. One line per entry found, or every problem found (each a
 /// clause naming the symbol).
 pub(crate) fn check_static(cubin: &[u8], max_smem: u32) -> Result<Vec<String>, Vec<String>> {
     use super::cubin::{has_symbol, i32_constant};
