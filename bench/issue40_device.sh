@@ -298,6 +298,8 @@
 #   bash bench/issue40_device.sh thirtyfirst-through # the witness through the checks, their own time
 #                                               # out: GPU tests, forced A/As of pr, pr-ada, eval
 #   bash bench/issue40_device.sh fortyeighth-fill # the L4 path's d64 NAME as a filling form (variants/afill, afill2)
+#   bash bench/issue40_device.sh fiftieth-kv2    # variants/kv2 (d128 NAME: 8 x 32-row warps, K/V on
+#                                               # mbarriers): kernel_check, A/B on pr-ada, ada-mid
 #   bash bench/issue40_device.sh fiftieth-probe  # mma_ceiling.py with reads that cannot be hoisted, ncu
 #   bash bench/issue40_device.sh fiftieth        # the mma.sync ceiling (mma_ceiling.py), ncu of it, the
 #                                               # L4 path's d128 NAME and FA2; the tables, stored A/As
@@ -2700,7 +2702,8 @@ thirtythird-profile)
   # 2026-12-05 (thirty-third session): why the warp pairs (variants/pair, half the K/V
   # ldmatrix a mma) are slower than NAME on the L4 path: ncu --set full of one launch of
   # b2h16s4096d128 (configs/pr-ada.yaml) each; the pipes' use and the stall reasons per issue.
-  for v in kernels .carry/variants/pair; do
+  # (PROFILE_VARIANT=V profiles .carry/variants/V in place of pair: fiftieth session, kv2)
+  for v in kernels ".carry/variants/${PROFILE_VARIANT:-pair}"; do
     tag=$(basename "$v")
     timed timeout 150 ncu --clock-control none --set full --import-source no \
       --kernel-name regex:^attention_fwd_ --launch-count 1 --export "$res/$tag" --force-overwrite \
@@ -2710,7 +2713,7 @@ thirtythird-profile)
     ncu --import "$res/$tag.ncu-rep" --page raw --csv > "$res/raw-$tag.csv" 2>&1
     rm -f "$res/$tag.ncu-rep"
   done
-  python3 - "$res/raw-kernels.csv" "$res/raw-pair.csv" <<'PY'
+  python3 - "$res/raw-kernels.csv" "$res/raw-${PROFILE_VARIANT:-pair}.csv" <<'PY'
 import csv, sys
 rows = []
 for f in sys.argv[1:]:
@@ -2966,6 +2969,29 @@ SHAPES
   if [ "${KC:-1}" = 1 ]; then
     kernel_check_variants ${ADA_VARIANTS:-afill afill2}
     grep -hE "PASS|FAIL|ok" "$res"/kc-ada-*.log | tail -6
+  fi
+  ;;
+fiftieth-kv2)
+  # 2026-12-07 (fiftieth session): the lead the ceiling leaves for item 2 at d128
+  # (variants/kv2, bench/variants/kv2.patch): the L4 path's d128 NAME as 8 warps x 32 rows
+  # (256-row CTAs), Q in shared memory, K and V each double-buffered on mbarriers, no CTA
+  # barrier. kernel_check --ada with it first (nothing timed if it fails), then the gate's
+  # A/B against .carry/k-base = kernels/ on pr-ada (FA2 / cuDNN after it) and ada-mid. ~6 min.
+  save() { tar czf "$out/fiftieth-kv2.tgz" -C "$out" r; }
+  card
+  ada_mid_config
+  KC_T=${KC_T:-160} kernel_check_variants kv2
+  grep -hE "ALL CHECKS|FAIL" "$res/kc-ada-kv2.log" | tail -4
+  if grep -q "ALL CHECKS PASSED" "$res/kc-ada-kv2.log"; then
+    ab kv2-ada .carry/variants/kv2 configs/pr-ada.yaml | sed -E 's/  unwitnessed b\/c .*$//'
+    save
+    ab kv2-mid .carry/variants/kv2 "$res/ada-mid.yaml" | sed -E 's/  unwitnessed b\/c .*$//'
+    save
+    ada_peers
+    peer_table "$res/ab-kv2-ada.json" "$res/sdpa-ada.json"
+    save
+  else
+    echo "== kv2: kernel_check did not pass; nothing timed"
   fi
   ;;
 fiftieth-probe)
