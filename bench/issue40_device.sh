@@ -298,6 +298,7 @@
 #   bash bench/issue40_device.sh thirtyfirst-through # the witness through the checks, their own time
 #                                               # out: GPU tests, forced A/As of pr, pr-ada, eval
 #   bash bench/issue40_device.sh fortyeighth-fill # the L4 path's d64 NAME as a filling form (variants/afill, afill2)
+#   bash bench/issue40_device.sh fiftieth-h200   # an H200 only: stored-only A/As of pr-ada, pr; the tables
 #   bash bench/issue40_device.sh fiftieth-kv2    # variants/kv2 (d128 NAME: 8 x 32-row warps, K/V on
 #                                               # mbarriers): kernel_check, A/B on pr-ada, ada-mid
 #   bash bench/issue40_device.sh fiftieth-probe  # mma_ceiling.py with reads that cannot be hoisted, ncu
@@ -2970,6 +2971,22 @@ SHAPES
     kernel_check_variants ${ADA_VARIANTS:-afill afill2}
     grep -hE "PASS|FAIL|ok" "$res"/kc-ada-*.log | tail -6
   fi
+  ;;
+fiftieth-h200)
+  # 2026-12-07 (fiftieth session): an H200 only (any other card: its name, nothing else). The
+  # stored-only A/As of pr-ada and pr with kernels/ (the forty-ninth session's step moved no
+  # launch of either config, so the H200's records should judge them: item 3, no re-record),
+  # then issue 40's tables through `thirtythird` (.carry/k-base = kernels/). ~6 min.
+  save() { tar czf "$out/fiftieth-h200.tgz" -C "$out" r; }
+  card
+  case "$gpu" in
+  *H200*)
+    stored_aa pr-ada; stored_aa pr; grep -h "launch" "$res"/stored-*.txt | head -5; save
+    KEEP_RES=1 bash bench/issue40_device.sh thirtythird
+    save
+    ;;
+  *) echo "not an H200: nothing run" ;;
+  esac
   ;;
 fiftieth-kv2)
   # 2026-12-07 (fiftieth session): the lead the ceiling leaves for item 2 at d128
