@@ -990,6 +990,38 @@ small_l4() {
   save
 }
 
+# the ncu metrics of the fiftieth session's modes (one unit for the probe and the kernels: the
+# HMMA pipe's active cycles, shared memory's wavefronts, issue slots): metrics=$(ncu_metrics)
+ncu_metrics() {
+  local m=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second
+  m=$m,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
+  m=$m,smsp__issue_active.avg.pct_of_peak_sustained_active
+  m=$m,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed
+  echo "$m,smsp__inst_executed_pipe_tensor_op_hmma.sum,smsp__inst_executed.sum"
+}
+
+# those metrics of $res/ncu-TAG.csv (ncu --csv --page raw: names, units, then one row of
+# values) side by side, a column a TAG: ncu_table TAG...
+ncu_table() {
+  python3 - "$res" "$(ncu_metrics)" "$@" <<'PY'
+import csv, sys
+res, keys, tags = sys.argv[1], sys.argv[2].split(","), sys.argv[3:]
+cols = {}
+for tag in tags:
+    try:
+        r = [x for x in csv.reader(open(f"{res}/ncu-{tag}.csv")) if x]
+        hdr = next(i for i, x in enumerate(r) if "gpu__time_duration.sum" in x)
+        vals = next(x for x in r[hdr + 1:] if x and x[0].isdigit())
+        cols[tag] = dict(zip(r[hdr], vals))
+    except (OSError, StopIteration) as e:
+        cols[tag] = {}
+        print(f"{tag}: no metrics ({e})")
+print(f"{'metric':76} " + " ".join(f"{t:>14}" for t in cols))
+for k in keys:
+    print(f"{k:76} " + " ".join(f"{cols[t].get(k, '-'):>14}" for t in cols))
+PY
+}
+
 # the card's name into $gpu, printed: card
 card() {
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
@@ -3025,38 +3057,13 @@ fiftieth-probe)
     --out "$res/ceiling-f16-m16.json" > "$res/ceiling-f16-m16.txt" 2>&1
   cat "$res/ceiling-f16-m16.txt"
   save
-  metrics=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second
-  metrics=$metrics,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
-  metrics=$metrics,smsp__issue_active.avg.pct_of_peak_sustained_active
-  metrics=$metrics,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed
-  metrics=$metrics,smsp__inst_executed_pipe_tensor_op_hmma.sum,smsp__inst_executed.sum
+  metrics=$(ncu_metrics)
   for reads in 2 4 8; do
     timed timeout 60 ncu --clock-control none --metrics "$metrics" --kernel-name regex:mma_probe \
       --launch-skip 2 --launch-count 1 --csv --page raw \
       python3 bench/mma_ceiling.py --warps 8 --reads "$reads" > "$res/ncu-probe-r$reads.csv" 2>&1
   done
-  python3 - "$res" <<'PY'
-import csv, sys
-res = sys.argv[1]
-keys = ["gpu__time_duration.sum", "sm__cycles_elapsed.avg.per_second",
-        "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-        "smsp__issue_active.avg.pct_of_peak_sustained_active",
-        "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed",
-        "smsp__inst_executed_pipe_tensor_op_hmma.sum", "smsp__inst_executed.sum"]
-cols = {}
-for tag in ("probe-r2", "probe-r4", "probe-r8"):
-    try:
-        r = [x for x in csv.reader(open(f"{res}/ncu-{tag}.csv")) if x]
-        hdr = next(i for i, x in enumerate(r) if "gpu__time_duration.sum" in x)
-        vals = next(x for x in r[hdr + 1:] if x and x[0].isdigit())
-        cols[tag] = dict(zip(r[hdr], vals))
-    except (OSError, StopIteration) as e:
-        cols[tag] = {}
-        print(f"{tag}: no metrics ({e})")
-print(f"{'metric':76} " + " ".join(f"{t:>14}" for t in cols))
-for k in keys:
-    print(f"{k:76} " + " ".join(f"{cols[t].get(k, '-'):>14}" for t in cols))
-PY
+  ncu_table probe-r2 probe-r4 probe-r8
   save
   ;;
 fiftieth)
@@ -3079,11 +3086,7 @@ fiftieth)
     --out "$res/ceiling-bf16.json" > "$res/ceiling-bf16.txt" 2>&1
   cat "$res/ceiling-bf16.txt"
   save
-  metrics=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second
-  metrics=$metrics,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
-  metrics=$metrics,smsp__issue_active.avg.pct_of_peak_sustained_active
-  metrics=$metrics,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed
-  metrics=$metrics,smsp__inst_executed_pipe_tensor_op_hmma.sum,smsp__inst_executed.sum
+  metrics=$(ncu_metrics)
   for reads in 0 4; do
     timed timeout 60 ncu --clock-control none --metrics "$metrics" --kernel-name regex:mma_probe \
       --launch-skip 2 --launch-count 1 --csv --page raw \
@@ -3103,28 +3106,7 @@ with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
         F.scaled_dot_product_attention(q, k, v)
 torch.cuda.synchronize()
 " > "$res/ncu-fa2.csv" 2>&1
-  python3 - "$res" <<'PY'
-import csv, sys
-res = sys.argv[1]
-keys = ["gpu__time_duration.sum", "sm__cycles_elapsed.avg.per_second",
-        "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-        "smsp__issue_active.avg.pct_of_peak_sustained_active",
-        "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed",
-        "smsp__inst_executed_pipe_tensor_op_hmma.sum", "smsp__inst_executed.sum"]
-cols = {}
-for tag in ("probe-r0", "probe-r4", "ours", "fa2"):
-    try:
-        r = [x for x in csv.reader(open(f"{res}/ncu-{tag}.csv")) if x]
-        hdr = next(i for i, x in enumerate(r) if "gpu__time_duration.sum" in x)
-        vals = next(x for x in r[hdr + 1:] if x and x[0].isdigit())
-        cols[tag] = dict(zip(r[hdr], vals))
-    except (OSError, StopIteration) as e:
-        cols[tag] = {}
-        print(f"{tag}: no metrics ({e})")
-print(f"{'metric':76} " + " ".join(f"{t:>14}" for t in cols))
-for k in keys:
-    print(f"{k:76} " + " ".join(f"{cols[t].get(k, '-'):>14}" for t in cols))
-PY
+  ncu_table probe-r0 probe-r4 ours fa2
   save
   if [ "${TABLES:-1}" = 1 ]; then
     KEEP_RES=1 bash bench/issue40_device.sh thirtythird
