@@ -3045,9 +3045,9 @@ fiftieth-kv2)
   ;;
 fiftieth-probe)
   # 2026-12-07 (fiftieth session): bench/mma_ceiling.py again after its ldmatrix addresses
-  # were made non-repeating (in `fiftieth` ptxas had kept the reads in registers), fp16 at 8
-  # and 16 mma's an iteration; ncu of the probe at 8 warps for 2 and 4 mma's a read (the
-  # instructions executed say whether every ldmatrix ran). ~2 min.
+  # were made to repeat only after 8 to 64 iterations (in `fiftieth` ptxas had kept the reads
+  # in registers), fp16 at 8 and 16 mma's an iteration; ncu of the probe at 8 warps for 4, 2
+  # and 1 mma's a read (the instructions executed say whether every ldmatrix ran). ~2 min.
   save() { tar czf "$out/fiftieth-probe.tgz" -C "$out" r; }
   card
   timed timeout 120 python3 bench/mma_ceiling.py --out "$res/ceiling-f16.json" \
