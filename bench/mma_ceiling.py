@@ -67,7 +67,7 @@ __global__ void __launch_bounds__(512) mma_probe(const unsigned* __restrict__ se
                                                  float* __restrict__ out,
                                                  long long* __restrict__ clk, int iters) {
     extern __shared__ __align__(128) unsigned char sm[];
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int tid = threadIdx.x, lane = tid & 31;
     for (int i = tid; i < 8192; i += blockDim.x) ((unsigned*)sm)[i] = seed[i];
     __syncthreads();
     unsigned a[2][4];
@@ -88,7 +88,6 @@ __global__ void __launch_bounds__(512) mma_probe(const unsigned* __restrict__ se
 #pragma unroll
         for (int x = 0; x < 4; ++x) c[m][x] = 0.f;
     const unsigned base = (unsigned)__cvta_generic_to_shared(sm) + lane * 16;
-    (void)warp;
     const long long t0 = clock64();
     for (int it = 0; it < iters; ++it) {
 #pragma unroll
