@@ -299,6 +299,10 @@
 #                                               # out: GPU tests, forced A/As of pr, pr-ada, eval
 #   bash bench/issue40_device.sh fortyeighth-fill # the L4 path's d64 NAME as a filling form (variants/afill, afill2)
 #   bash bench/issue40_device.sh fiftieth-h200   # an H200 only: stored-only A/As of pr-ada, pr; the tables
+#   bash bench/issue40_device.sh fiftyfirst      # the short d64 form as four independent units a
+#                                               # CTA (variants/ind*): A/Bs, then kernel_check
+#   bash bench/issue40_device.sh fiftyfirst-wg   # the short d64 form without a producer warpgroup
+#                                               # (variants/wgp, wgn); ncu stalls of it, ind
 #   bash bench/issue40_device.sh fiftieth-kv2    # variants/kv2 (d128 NAME: 8 x 32-row warps, K/V on
 #                                               # mbarriers): kernel_check, A/B on pr-ada, ada-mid
 #   bash bench/issue40_device.sh fiftieth-probe  # mma_ceiling.py with reads that cannot be hoisted, ncu
@@ -3003,6 +3007,82 @@ SHAPES
     kernel_check_variants ${ADA_VARIANTS:-afill afill2}
     grep -hE "PASS|FAIL|ok" "$res"/kc-ada-*.log | tail -6
   fi
+  ;;
+fiftyfirst-wg)
+  # 2026-12-07 (fifty-first session): Hopper's short d64 form without a producer warpgroup:
+  # attn_fwd_wg (one warpgroup a CTA loads its own tiles by cp.async, a CTA barrier a tile),
+  # four CTAs a SM, so each thread keeps 128 registers at launch (109 used) where the
+  # warp-specialised form's consumer has 104 after the producer's setmaxnreg: variants/wgp
+  # (PIPE: S_j with P_{j-1} V_{j-1}) and wgn (without), against .carry/k-base = kernels/ on the
+  # grids the short form takes. Then ncu of one b4h16s512d64 launch each (the issue and stall
+  # ratios, instructions) of kernels/, variants/indn and wgp (why the merged CTA of `fiftyfirst`
+  # lost), and kernel_check with KC_VARIANTS (default: wgp). ~4 min.
+  save() { tar czf "$out/fiftyfirst-wg.tgz" -C "$out" r; }
+  card
+  short_form_config
+  for v in ${HOP_VARIANTS:-wgp wgn}; do ab_brief "$v" ".carry/variants/$v" "$res/short.yaml"; done
+  for v in base ${NCU_VARIANTS:-indn wgp}; do
+    d=.carry/variants/$v; [ "$v" = base ] && d=$base
+    timeout 60 ncu --clock-control none --section WarpStateStats --section InstructionStats \
+      --section SpeedOfLight --csv --page raw --kernel-name regex:^attention_fwd_ --launch-count 1 \
+      "$bin" kernel-run --config configs/pr.yaml --kernels "$d" --harness kernels \
+      --shape b4h16s512d64_f16 --no-reference > "$res/ncu-stall-$v.csv" 2> "$res/ncu-stall-$v.err"
+  done
+  python3 - "$res" base ${NCU_VARIANTS:-indn wgp} <<'PY'
+import csv, sys
+res, tags = sys.argv[1], sys.argv[2:]
+cols = {}
+for t in tags:
+    try:
+        r = [x for x in csv.reader(open(f"{res}/ncu-stall-{t}.csv")) if x]
+        h = next(i for i, x in enumerate(r) if "gpu__time_duration.sum" in x)
+        v = next(x for x in r[h + 1:] if x and x[0].isdigit())
+        cols[t] = dict(zip(r[h], v))
+    except (OSError, StopIteration) as e:
+        cols[t] = {}
+        print(t, "no metrics", e)
+keys = ["gpu__time_duration.sum", "smsp__inst_executed.sum", "smsp__issue_active.avg.pct_of_peak_sustained_active",
+        "smsp__average_warp_latency_per_inst_issued.ratio"]
+keys += sorted(k for k in set().union(*[c.keys() for c in cols.values()])
+               if "issue_stalled" in k and k.endswith("per_warp_active.pct"))
+for k in keys:
+    vals = [cols[t].get(k, "-") for t in tags]
+    if all(x in ("-", "0", "0.00") for x in vals[:1]) and k not in keys[:4]:
+        continue
+    print(f"{k[:86]:86} " + " ".join(f"{x:>12}" for x in vals))
+PY
+  save
+  for v in ${KC_VARIANTS:-wgp}; do
+    cp ".carry/variants/$v/attention.cu" kernels/attention.cu
+    kernel_check_only
+    mv "$res/kc.log" "$res/kc-$v.log"
+    mv "$res/kc.json" "$res/kc-$v.json" 2>/dev/null
+    save
+  done
+  cp "$base/attention.cu" kernels/attention.cu
+  ;;
+fiftyfirst)
+  # 2026-12-07 (fifty-first session): Hopper's short d64 form as four independent 64-row units
+  # in one CTA (bench/variants/ind.patch, IND): each consumer warpgroup with its own Q buffer,
+  # K/V ring and barriers, served by one warp of the producer warpgroup, so the four units
+  # share nothing but the SM, as four one-unit CTAs do, and one producer warpgroup's 24
+  # registers a thread instead of four leave the consumers 112 where they had 104: enough for
+  # INTRA (S_j beside P_{j-1} V_{j-1}) without a spill in the loop. variants/ind (INTRA, 2
+  # stages), ind3 (INTRA, 3), indn (no INTRA, 2: the merge alone) against .carry/k-base =
+  # kernels/ on the grids the short form takes, then kernel_check (the Hopper forms' random
+  # cases, odd lengths among them) with KC_VARIANTS (default: ind). ~5 min.
+  save() { tar czf "$out/fiftyfirst.tgz" -C "$out" r; }
+  card
+  short_form_config
+  for v in ${HOP_VARIANTS:-ind ind3 indn}; do ab_brief "$v" ".carry/variants/$v" "$res/short.yaml"; done
+  for v in ${KC_VARIANTS:-ind}; do
+    cp ".carry/variants/$v/attention.cu" kernels/attention.cu
+    kernel_check_only
+    mv "$res/kc.log" "$res/kc-$v.log"
+    mv "$res/kc.json" "$res/kc-$v.json" 2>/dev/null
+    save
+  done
+  cp "$base/attention.cu" kernels/attention.cu
   ;;
 fiftieth-h200)
   # 2026-12-07 (fiftieth session): an H200 only (any other card: its name, nothing else). The
