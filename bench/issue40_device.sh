@@ -3016,7 +3016,7 @@ fiftyfirst-wg)
   # (PIPE: S_j with P_{j-1} V_{j-1}) and wgn (without), against .carry/k-base = kernels/ on the
   # grids the short form takes. Then ncu of one b4h16s512d64 launch each (the issue and stall
   # ratios, instructions) of kernels/, variants/indn and wgp (why the merged CTA of `fiftyfirst`
-  # lost), and kernel_check with KC_VARIANTS (default: wgp). ~4 min.
+  # lost), and unless KC=0 kernel_check with KC_VARIANTS (default: wgp). ~4 min.
   save() { tar czf "$out/fiftyfirst-wg.tgz" -C "$out" r; }
   card
   short_form_config
@@ -3024,7 +3024,8 @@ fiftyfirst-wg)
   for v in base ${NCU_VARIANTS:-indn wgp}; do
     d=.carry/variants/$v; [ "$v" = base ] && d=$base
     timeout 60 ncu --clock-control none --section WarpStateStats --section InstructionStats \
-      --section SpeedOfLight --csv --page raw --kernel-name regex:^attention_fwd_ --launch-count 1 \
+      --section SpeedOfLight --section ComputeWorkloadAnalysis --section Occupancy --csv --page raw \
+      --kernel-name regex:^attention_fwd_ --launch-count 1 \
       "$bin" kernel-run --config configs/pr.yaml --kernels "$d" --harness kernels \
       --shape b4h16s512d64_f16 --no-reference > "$res/ncu-stall-$v.csv" 2> "$res/ncu-stall-$v.err"
   done
@@ -3043,8 +3044,11 @@ for t in tags:
         print(t, "no metrics", e)
 keys = ["gpu__time_duration.sum", "smsp__inst_executed.sum", "smsp__issue_active.avg.pct_of_peak_sustained_active",
         "smsp__average_warp_latency_per_inst_issued.ratio"]
-keys += sorted(k for k in set().union(*[c.keys() for c in cols.values()])
-               if "issue_stalled" in k and k.endswith("per_warp_active.pct"))
+allk = set().union(*[c.keys() for c in cols.values()])
+keys += sorted(k for k in allk if k in ("sm__cycles_elapsed.avg", "sm__cycles_active.avg",
+                                        "sm__warps_active.avg.pct_of_peak_sustained_active")
+               or ("pipe_tensor" in k or "pipe_xu" in k or "pipe_fma" in k) and k.endswith("pct_of_peak_sustained_active"))
+keys += sorted(k for k in allk if "issue_stalled" in k and k.endswith("per_warp_active.pct"))
 for k in keys:
     vals = [cols[t].get(k, "-") for t in tags]
     if all(x in ("-", "0", "0.00") for x in vals[:1]) and k not in keys[:4]:
@@ -3052,6 +3056,7 @@ for k in keys:
     print(f"{k[:86]:86} " + " ".join(f"{x:>12}" for x in vals))
 PY
   save
+  [ "${KC:-1}" = 1 ] || exit 0
   for v in ${KC_VARIANTS:-wgp}; do
     cp ".carry/variants/$v/attention.cu" kernels/attention.cu
     kernel_check_only
