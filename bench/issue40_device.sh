@@ -754,14 +754,17 @@ kernel_check_only() {
 }
 
 # kernel_check_only --ada with kernels/attention.cu = each .carry/variants/V in turn (into
-# kc-ada-V.log and .json; the mode's `save` after each), then the base's again:
-# kernel_check_variants V ...
+# kc-ada-V.log and .json; the mode's `save` after each), then the base's again; with
+# KC_HOPPER=1 kernel_check_only without --ada (the device's own forms; kc-V.log and .json):
+# [KC_HOPPER=1] kernel_check_variants V ...
 kernel_check_variants() {
+  local ada=--ada tag=kc-ada
+  if [ "${KC_HOPPER:-0}" = 1 ]; then ada="" tag=kc; fi
   for v in "$@"; do
     cp ".carry/variants/$v/attention.cu" kernels/attention.cu
-    kernel_check_only --ada
-    mv "$res/kc-ada.log" "$res/kc-ada-$v.log"
-    mv "$res/kc-ada.json" "$res/kc-ada-$v.json" 2>/dev/null
+    kernel_check_only $ada
+    mv "$res/$tag.log" "$res/$tag-$v.log"
+    mv "$res/$tag.json" "$res/$tag-$v.json" 2>/dev/null
     save
   done
   cp "$base/attention.cu" kernels/attention.cu
@@ -1004,22 +1007,32 @@ ncu_metrics() {
   echo "$m,smsp__inst_executed_pipe_tensor_op_hmma.sum,smsp__inst_executed.sum"
 }
 
-# those metrics of $res/ncu-TAG.csv (ncu --csv --page raw: names, units, then one row of
-# values) side by side, a column a TAG: ncu_table TAG...
+# those metrics of $res/PREFIX-TAG.csv (ncu --csv --page raw: names, units, then one row of
+# values) side by side, a column a TAG; PREFIX is NCU_PREFIX (default ncu); with NCU_STALLS=1
+# also the SM clocks, warps active, pipe shares and every stall ratio the CSVs hold:
+# [NCU_PREFIX=P] [NCU_STALLS=1] ncu_table TAG...
 ncu_table() {
-  python3 - "$res" "$(ncu_metrics)" "$@" <<'PY'
+  python3 - "$res" "$(ncu_metrics)" "${NCU_PREFIX:-ncu}" "${NCU_STALLS:-0}" "$@" <<'PY'
 import csv, sys
-res, keys, tags = sys.argv[1], sys.argv[2].split(","), sys.argv[3:]
+res, keys, prefix, stalls, tags = sys.argv[1], sys.argv[2].split(","), sys.argv[3], sys.argv[4] == "1", sys.argv[5:]
 cols = {}
 for tag in tags:
     try:
-        r = [x for x in csv.reader(open(f"{res}/ncu-{tag}.csv")) if x]
+        r = [x for x in csv.reader(open(f"{res}/{prefix}-{tag}.csv")) if x]
         hdr = next(i for i, x in enumerate(r) if "gpu__time_duration.sum" in x)
         vals = next(x for x in r[hdr + 1:] if x and x[0].isdigit())
         cols[tag] = dict(zip(r[hdr], vals))
     except (OSError, StopIteration) as e:
         cols[tag] = {}
         print(f"{tag}: no metrics ({e})")
+if stalls:
+    have = set().union(*[c.keys() for c in cols.values()])
+    keys += ["smsp__average_warp_latency_per_inst_issued.ratio"]
+    keys += sorted(k for k in have if k in ("sm__cycles_elapsed.avg", "sm__cycles_active.avg",
+                                            "sm__warps_active.avg.pct_of_peak_sustained_active")
+                   or any(p in k for p in ("pipe_tensor", "pipe_xu", "pipe_fma"))
+                   and k.endswith("pct_of_peak_sustained_active"))
+    keys += sorted(k for k in have if "issue_stalled" in k and k.endswith("per_warp_active.pct"))
 print(f"{'metric':76} " + " ".join(f"{t:>14}" for t in cols))
 for k in keys:
     print(f"{k:76} " + " ".join(f"{cols[t].get(k, '-'):>14}" for t in cols))
@@ -3029,42 +3042,10 @@ fiftyfirst-wg)
       "$bin" kernel-run --config configs/pr.yaml --kernels "$d" --harness kernels \
       --shape b4h16s512d64_f16 --no-reference > "$res/ncu-stall-$v.csv" 2> "$res/ncu-stall-$v.err"
   done
-  python3 - "$res" base ${NCU_VARIANTS:-indn wgp} <<'PY'
-import csv, sys
-res, tags = sys.argv[1], sys.argv[2:]
-cols = {}
-for t in tags:
-    try:
-        r = [x for x in csv.reader(open(f"{res}/ncu-stall-{t}.csv")) if x]
-        h = next(i for i, x in enumerate(r) if "gpu__time_duration.sum" in x)
-        v = next(x for x in r[h + 1:] if x and x[0].isdigit())
-        cols[t] = dict(zip(r[h], v))
-    except (OSError, StopIteration) as e:
-        cols[t] = {}
-        print(t, "no metrics", e)
-keys = ["gpu__time_duration.sum", "smsp__inst_executed.sum", "smsp__issue_active.avg.pct_of_peak_sustained_active",
-        "smsp__average_warp_latency_per_inst_issued.ratio"]
-allk = set().union(*[c.keys() for c in cols.values()])
-keys += sorted(k for k in allk if k in ("sm__cycles_elapsed.avg", "sm__cycles_active.avg",
-                                        "sm__warps_active.avg.pct_of_peak_sustained_active")
-               or ("pipe_tensor" in k or "pipe_xu" in k or "pipe_fma" in k) and k.endswith("pct_of_peak_sustained_active"))
-keys += sorted(k for k in allk if "issue_stalled" in k and k.endswith("per_warp_active.pct"))
-for k in keys:
-    vals = [cols[t].get(k, "-") for t in tags]
-    if all(x in ("-", "0", "0.00") for x in vals[:1]) and k not in keys[:4]:
-        continue
-    print(f"{k[:86]:86} " + " ".join(f"{x:>12}" for x in vals))
-PY
+  NCU_PREFIX=ncu-stall NCU_STALLS=1 ncu_table base ${NCU_VARIANTS:-indn wgp}
   save
   [ "${KC:-1}" = 1 ] || exit 0
-  for v in ${KC_VARIANTS:-wgp}; do
-    cp ".carry/variants/$v/attention.cu" kernels/attention.cu
-    kernel_check_only
-    mv "$res/kc.log" "$res/kc-$v.log"
-    mv "$res/kc.json" "$res/kc-$v.json" 2>/dev/null
-    save
-  done
-  cp "$base/attention.cu" kernels/attention.cu
+  KC_HOPPER=1 kernel_check_variants ${KC_VARIANTS:-wgp}
   ;;
 fiftyfirst)
   # 2026-12-07 (fifty-first session): Hopper's short d64 form as four independent 64-row units
@@ -3080,14 +3061,7 @@ fiftyfirst)
   card
   short_form_config
   for v in ${HOP_VARIANTS:-ind ind3 indn}; do ab_brief "$v" ".carry/variants/$v" "$res/short.yaml"; done
-  for v in ${KC_VARIANTS:-ind}; do
-    cp ".carry/variants/$v/attention.cu" kernels/attention.cu
-    kernel_check_only
-    mv "$res/kc.log" "$res/kc-$v.log"
-    mv "$res/kc.json" "$res/kc-$v.json" 2>/dev/null
-    save
-  done
-  cp "$base/attention.cu" kernels/attention.cu
+  KC_HOPPER=1 kernel_check_variants ${KC_VARIANTS:-ind}
   ;;
 fiftieth-h200)
   # 2026-12-07 (fiftieth session): an H200 only (any other card: its name, nothing else). The
