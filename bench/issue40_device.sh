@@ -300,7 +300,7 @@
 #   bash bench/issue40_device.sh fortyeighth-fill # the L4 path's d64 NAME as a filling form (variants/afill, afill2)
 #   bash bench/issue40_device.sh fiftieth-h200   # an H200 only: stored-only A/As of pr-ada, pr; the tables
 #   bash bench/issue40_device.sh fiftyfirst      # the short d64 form as four independent units a
-#                                               # CTA (variants/ind*): A/Bs, then kernel_check
+#                                               # CTA (variants/indu*): A/Bs, then kernel_check
 #   bash bench/issue40_device.sh fiftyfirst-wg   # the short d64 form without a producer warpgroup
 #                                               # (variants/wgp, wgn); ncu stalls of it, ind
 #   bash bench/issue40_device.sh fiftieth-kv2    # variants/kv2 (d128 NAME: 8 x 32-row warps, K/V on
@@ -3028,13 +3028,15 @@ fiftyfirst-wg)
   # warp-specialised form's consumer has 104 after the producer's setmaxnreg: variants/wgp
   # (PIPE: S_j with P_{j-1} V_{j-1}) and wgn (without), against .carry/k-base = kernels/ on the
   # grids the short form takes. Then ncu of one b4h16s512d64 launch each (the issue and stall
-  # ratios, instructions) of kernels/, variants/indn and wgp (why the merged CTA of `fiftyfirst`
-  # lost), and unless KC=0 kernel_check with KC_VARIANTS (default: wgp). ~4 min.
+  # ratios, pipe shares, SM clocks) of kernels/ and NCU_VARIANTS (default: indun, the merged
+  # CTA of `fiftyfirst` with its unit index warp-uniform, and wgp), and unless KC=0
+  # kernel_check with KC_VARIANTS (default: wgp). ~4 min. The next session's one call for all
+  # of it: HOP_VARIANTS="indun indu indu3 wgp wgn" NCU_VARIANTS="indun indu wgp" KC=0.
   save() { tar czf "$out/fiftyfirst-wg.tgz" -C "$out" r; }
   card
   short_form_config
   for v in ${HOP_VARIANTS:-wgp wgn}; do ab_brief "$v" ".carry/variants/$v" "$res/short.yaml"; done
-  for v in base ${NCU_VARIANTS:-indn wgp}; do
+  for v in base ${NCU_VARIANTS:-indun wgp}; do
     d=.carry/variants/$v; [ "$v" = base ] && d=$base
     timeout 60 ncu --clock-control none --section WarpStateStats --section InstructionStats \
       --section SpeedOfLight --section ComputeWorkloadAnalysis --section Occupancy --csv --page raw \
@@ -3042,7 +3044,7 @@ fiftyfirst-wg)
       "$bin" kernel-run --config configs/pr.yaml --kernels "$d" --harness kernels \
       --shape b4h16s512d64_f16 --no-reference > "$res/ncu-stall-$v.csv" 2> "$res/ncu-stall-$v.err"
   done
-  NCU_PREFIX=ncu-stall NCU_STALLS=1 ncu_table base ${NCU_VARIANTS:-indn wgp}
+  NCU_PREFIX=ncu-stall NCU_STALLS=1 ncu_table base ${NCU_VARIANTS:-indun wgp}
   save
   [ "${KC:-1}" = 1 ] || exit 0
   KC_HOPPER=1 kernel_check_variants ${KC_VARIANTS:-wgp}
@@ -3053,15 +3055,17 @@ fiftyfirst)
   # K/V ring and barriers, served by one warp of the producer warpgroup, so the four units
   # share nothing but the SM, as four one-unit CTAs do, and one producer warpgroup's 24
   # registers a thread instead of four leave the consumers 112 where they had 104: enough for
-  # INTRA (S_j beside P_{j-1} V_{j-1}) without a spill in the loop. variants/ind (INTRA, 2
-  # stages), ind3 (INTRA, 3), indn (no INTRA, 2: the merge alone) against .carry/k-base =
+  # INTRA (S_j beside P_{j-1} V_{j-1}) without a spill in the loop. variants/indun (no INTRA,
+  # 2 stages: the merge alone), indu (INTRA, 2), indu3 (INTRA, 3) against .carry/k-base =
   # kernels/ on the grids the short form takes, then kernel_check (the Hopper forms' random
-  # cases, odd lengths among them) with KC_VARIANTS (default: ind). ~5 min.
+  # cases, odd lengths among them) with KC_VARIANTS (default: indu). ~5 min. Call 1 of the
+  # session ran HOP_VARIANTS="ind ind3 indn" KC_VARIANTS=ind: the same forms with the unit
+  # index not warp-uniform to ptxas (indu-on-ind.patch mends it), +12 ... +13%.
   save() { tar czf "$out/fiftyfirst.tgz" -C "$out" r; }
   card
   short_form_config
-  for v in ${HOP_VARIANTS:-ind ind3 indn}; do ab_brief "$v" ".carry/variants/$v" "$res/short.yaml"; done
-  KC_HOPPER=1 kernel_check_variants ${KC_VARIANTS:-ind}
+  for v in ${HOP_VARIANTS:-indun indu indu3}; do ab_brief "$v" ".carry/variants/$v" "$res/short.yaml"; done
+  KC_HOPPER=1 kernel_check_variants ${KC_VARIANTS:-indu}
   ;;
 fiftieth-h200)
   # 2026-12-07 (fiftieth session): an H200 only (any other card: its name, nothing else). The
