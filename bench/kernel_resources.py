@@ -21,6 +21,11 @@ ptxas serialised (its C7510-C7515 "Potential Performance Loss" notes: every wgmm
 before the next; on an H200 that made the kernels 14-48% slower, 2026-12-03). Whether ptxas
 does so changes between versions (NVRTC 13.0 and 13.5 disagreed on the same source): check
 with the device's version too (--lib, e.g. from pip install "nvidia-cuda-nvrtc==13.0.*").
+With the SASS, also a WARNING (and exit 1) for every function with a WARPSYNC.COLLECTIVE ...
+ENDCOLLECTIVE sequence: a warp-synchronous instruction behind a branch on a value ptxas cannot
+prove warp-uniform (the short d64 form with its unit index taken from the warp number: 20 of
+them, 13% slower on an H100, 2026-12-07). --require-sass exits 2 where nvdisasm is missing
+(CI: pip install "nvidia-cuda-nvdisasm==13.5.37").
 
 The cubin compiled with `--ptxas-options=-v` is checked to match the one the gate's options
 alone give in every ELF section but the tool-info note, which records the options (-v only
@@ -233,8 +238,13 @@ def sass_instructions(cubin, nvdisasm):
         out = subprocess.run([nvdisasm, "-c", f.name], capture_output=True, text=True)
     if out.returncode != 0:
         return {}
+    return parse_sass(out.stdout)
+
+
+def parse_sass(listing):
+    """kernel -> [SASS instruction text, in order], from `nvdisasm -c`'s listing."""
     res, cur = {}, None
-    for line in out.stdout.splitlines():
+    for line in listing.splitlines():
         m = re.match(r"\s*\.text\.([A-Za-z_0-9]+):", line)
         if m:
             cur = m.group(1)
@@ -246,6 +256,16 @@ def sass_instructions(cubin, nvdisasm):
         if m:
             res[cur].append(line[m.start(1):].split(";")[0].strip())
     return res
+
+
+# A WARPSYNC.COLLECTIVE ... ENDCOLLECTIVE sequence is what ptxas emits around a
+# warp-synchronous instruction (a shuffle, a vote) that it cannot prove the whole warp reaches
+# together: the sign of a branch on a value it does not see as warp-uniform. Beside it go R2UR
+# moves of per-thread values into the uniform registers that wgmma descriptors, TMA loads and
+# mbarrier operations read. The short d64 form with its unit index taken from the warp number
+# (variants/indn, 2026-12-07, docs/KERNEL_LOG.md) had 20 of them and ran 13% slower; the
+# shipped kernels have none.
+COLLECTIVE_END = "ENDCOLLECTIVE"
 
 
 def sass_opcodes(insts):
@@ -369,6 +389,21 @@ def self_test():
         (softmax_order(after + before) == (1, 1), "two sites"),
         (softmax_order(["MUFU.EX2 R1, R1"]) is None, "no wgmma step"),
     ]
+    listing = (
+        "        .text.k_col:\n"
+        "        /*3ed0*/                   WARPSYNC.COLLECTIVE R0, `(.L_x_611) ;\n"
+        ".L_x_2153:\n"
+        "        /*3ee0*/                   SHFL.BFLY P1, R36, R41, R2, R27 ;\n"
+        "        /*3ef0*/                   ENDCOLLECTIVE ;\n"
+        ".L_x_611:\n"
+        "        .text.k_plain:\n"
+        "        /*0010*/              @!P0 SHFL.BFLY PT, R3, R2, 0x1, 0x1f ;\n")
+    ops = sass_opcodes(parse_sass(listing))
+    checks += [
+        (ops.get("k_col", {}).get(COLLECTIVE_END) == 1, f"a collective sequence: {ops.get('k_col')}"),
+        (COLLECTIVE_END not in ops.get("k_plain", {}) and ops.get("k_plain", {}).get("SHFL") == 1,
+         f"a predicated shuffle, no sequence: {ops.get('k_plain')}"),
+    ]
     for ok, what in checks:
         print(f"{'ok  ' if ok else 'FAIL'} {what}")
     return 0 if all(ok for ok, _ in checks) else 1
@@ -459,6 +494,9 @@ def main():
     ap.add_argument("--order", action="store_true",
                     help="for each wgmma kernel: at how many code sites the softmax of tile j "
                          "follows the wait for P_{j-1} V_{j-1}, and at how many it runs before it")
+    ap.add_argument("--require-sass", action="store_true",
+                    help="exit 2 where nvdisasm is not found (the collective-sequence check "
+                         "needs the SASS)")
     ap.add_argument("--self-test", action="store_true",
                     help="check the parsers of ptxas' notes and of the SASS, then exit (no NVRTC)")
     args = ap.parse_args()
@@ -467,6 +505,10 @@ def main():
     archs = args.arch or ARCHS
     nc.lib(args.lib)
     nvdisasm = find_nvdisasm()
+    if args.require_sass and not nvdisasm:
+        print("nvdisasm not found (pip install nvidia-cuda-nvdisasm): the SASS checks cannot run",
+              file=sys.stderr)
+        return 2
     print(f"NVRTC {nc.nvrtc_version()} from {nc._lib[1]}; options: --gpu-architecture=<arch> "
           f"{' '.join(GATE_OPTIONS)}{''.join(' -D' + d for d in args.defines)}")
     print(f"nvdisasm: {nvdisasm or 'not found (no SASS opcode histogram)'}")
@@ -480,6 +522,11 @@ def main():
                 print(f"NOTE {arch} {k}: the cubin with --ptxas-options=-v differs from the gate's")
             if r.get("wgmma_serialised"):
                 print(f"WARNING {arch} {k}: ptxas serialised its wgmma's ({r['wgmma_serialised']})")
+                bad += 1
+            if r["sass_ops"].get(COLLECTIVE_END):
+                print(f"WARNING {arch} {k}: {r['sass_ops'][COLLECTIVE_END]} WARPSYNC.COLLECTIVE ... "
+                      f"ENDCOLLECTIVE sequence(s) in its SASS: a branch on a value ptxas cannot "
+                      f"prove warp-uniform (take it from lane 0 by a shuffle)")
                 bad += 1
             if args.order and r.get("softmax_order"):
                 a, b = r["softmax_order"]
