@@ -24,8 +24,8 @@ with the device's version too (--lib, e.g. from pip install "nvidia-cuda-nvrtc==
 With the SASS, also a WARNING (and exit 1) for every function with a WARPSYNC.COLLECTIVE ...
 ENDCOLLECTIVE sequence: a warp-synchronous instruction behind a branch on a value ptxas cannot
 prove warp-uniform (the short d64 form with its unit index taken from the warp number: 20 of
-them, 13% slower on an H100, 2026-12-07). --require-sass exits 2 where nvdisasm is missing
-(CI: pip install "nvidia-cuda-nvdisasm==13.5.37").
+them, 13% slower on an H100, 2026-12-07). --require-sass exits 2 where nvdisasm is missing or
+gives no SASS of some function (CI: pip install "nvidia-cuda-nvdisasm==13.5.37").
 
 The cubin compiled with `--ptxas-options=-v` is checked to match the one the gate's options
 alone give in every ELF section but the tool-info note, which records the options (-v only
@@ -495,8 +495,8 @@ def main():
                     help="for each wgmma kernel: at how many code sites the softmax of tile j "
                          "follows the wait for P_{j-1} V_{j-1}, and at how many it runs before it")
     ap.add_argument("--require-sass", action="store_true",
-                    help="exit 2 where nvdisasm is not found (the collective-sequence check "
-                         "needs the SASS)")
+                    help="exit 2 where nvdisasm is not found or gives no SASS (the "
+                         "collective-sequence check needs the SASS)")
     ap.add_argument("--self-test", action="store_true",
                     help="check the parsers of ptxas' notes and of the SASS, then exit (no NVRTC)")
     args = ap.parse_args()
@@ -513,6 +513,10 @@ def main():
           f"{' '.join(GATE_OPTIONS)}{''.join(' -D' + d for d in args.defines)}")
     print(f"nvdisasm: {nvdisasm or 'not found (no SASS opcode histogram)'}")
     after = measure(args.kdir, archs, args.defines, nvdisasm)
+    no_sass = [f"{a} {k}" for a, ks in after.items() for k, r in ks.items() if not r["sass_ops"]]
+    if args.require_sass and no_sass:  # nvdisasm failed: the check would pass on nothing
+        print(f"no SASS from {nvdisasm} for: {', '.join(no_sass)}", file=sys.stderr)
+        return 2
     bad = 0
     for arch, ks in after.items():
         for k, r in ks.items():
