@@ -302,7 +302,7 @@
 #   bash bench/issue40_device.sh fiftyfirst      # the short d64 form as four independent units a
 #                                               # CTA (variants/indu*): A/Bs, then kernel_check
 #   bash bench/issue40_device.sh fiftyfirst-wg   # the short d64 form without a producer warpgroup
-#                                               # (variants/wgp, wgn); ncu stalls of it, ind
+#                                               # (variants/wgp, wgn); ncu stalls of it, indun
 #   bash bench/issue40_device.sh fiftieth-kv2    # variants/kv2 (d128 NAME: 8 x 32-row warps, K/V on
 #                                               # mbarriers): kernel_check, A/B on pr-ada, ada-mid
 #   bash bench/issue40_device.sh fiftieth-probe  # mma_ceiling.py with reads that cannot be hoisted, ncu
