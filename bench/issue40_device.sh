@@ -301,6 +301,8 @@
 #   bash bench/issue40_device.sh fiftieth-h200   # an H200 only: stored-only A/As of pr-ada, pr; the tables
 #   bash bench/issue40_device.sh fiftyfirst      # the short d64 form as four independent units a
 #                                               # CTA (variants/indu*): A/Bs, then kernel_check
+#   bash bench/issue40_device.sh fiftysecond     # Q in registers for the short d64 form (qrk3, qrk2,
+#                                               # wgpq3), then fiftyfirst-wg's candidates, ncu
 #   bash bench/issue40_device.sh fiftyfirst-wg   # the short d64 form without a producer warpgroup
 #                                               # (variants/wgp, wgn); ncu stalls of it, indun
 #   bash bench/issue40_device.sh fiftieth-kv2    # variants/kv2 (d128 NAME: 8 x 32-row warps, K/V on
@@ -1033,6 +1035,9 @@ if stalls:
                    or any(p in k for p in ("pipe_tensor", "pipe_xu", "pipe_fma"))
                    and k.endswith("pct_of_peak_sustained_active"))
     keys += sorted(k for k in have if "issue_stalled" in k and k.endswith("per_warp_active.pct"))
+    # shared memory's share (MemoryWorkloadAnalysis where the call asked for it)
+    keys += sorted(k for k in have if k not in keys and "pct_of_peak" in k
+                   and any(p in k for p in ("l1tex__data_bank", "mem_shared", "l1tex__throughput")))
 print(f"{'metric':76} " + " ".join(f"{t:>14}" for t in cols))
 for k in keys:
     print(f"{k:76} " + " ".join(f"{cols[t].get(k, '-'):>14}" for t in cols))
@@ -3021,6 +3026,20 @@ SHAPES
     grep -hE "PASS|FAIL|ok" "$res"/kc-ada-*.log | tail -6
   fi
   ;;
+fiftysecond)
+  # 2026-12-07 (fifty-second session; no machine lent): the fifty-first session's prepared
+  # call with two more candidates first: variants/qrk3 and qrk2 (bench/variants/qr.patch: the
+  # short form's S = Q K^T with 3 or 2 of Q's four k-steps in registers, so that each tile
+  # reads 6 or 4 KiB less from shared memory: a tile's 160 KiB an SM of shared-memory traffic
+  # would take 1,250 clocks at 128 bytes a clock, above the tensor pipe's 1,024) and wgpq3
+  # (wgp with the same, 122 registers), then `fiftyfirst-wg`'s candidates, then ncu (its
+  # sections and MemoryWorkloadAnalysis: the shared-memory throughput) of kernels/ and
+  # NCU_VARIANTS, then kernel_check with KC_VARIANTS (default qrk3) unless KC=0. ~8 min.
+  HOP_VARIANTS=${HOP_VARIANTS:-qrk3 indun indu wgp wgpq3 qrk2 indu3 wgn} \
+    NCU_VARIANTS=${NCU_VARIANTS:-qrk3 indun indu wgp} KC_VARIANTS=${KC_VARIANTS:-qrk3} \
+    NCU_EXTRA="--section MemoryWorkloadAnalysis" SAVE_AS=fiftysecond KEEP_RES=1 \
+    bash "$0" fiftyfirst-wg
+  ;;
 fiftyfirst-wg)
   # 2026-12-07 (fifty-first session): Hopper's short d64 form without a producer warpgroup:
   # attn_fwd_wg (one warpgroup a CTA loads its own tiles by cp.async, a CTA barrier a tile),
@@ -3032,14 +3051,15 @@ fiftyfirst-wg)
   # CTA of `fiftyfirst` with its unit index warp-uniform, and wgp), and unless KC=0
   # kernel_check with KC_VARIANTS (default: wgp). ~4 min. The next session's one call for all
   # of it: HOP_VARIANTS="indun indu indu3 wgp wgn" NCU_VARIANTS="indun indu wgp" KC=0.
-  save() { tar czf "$out/fiftyfirst-wg.tgz" -C "$out" r; }
+  save() { tar czf "$out/${SAVE_AS:-fiftyfirst-wg}.tgz" -C "$out" r; }
   card
   short_form_config
   for v in ${HOP_VARIANTS:-wgp wgn}; do ab_brief "$v" ".carry/variants/$v" "$res/short.yaml"; done
   for v in base ${NCU_VARIANTS:-indun wgp}; do
     d=.carry/variants/$v; [ "$v" = base ] && d=$base
     timeout 60 ncu --clock-control none --section WarpStateStats --section InstructionStats \
-      --section SpeedOfLight --section ComputeWorkloadAnalysis --section Occupancy --csv --page raw \
+      --section SpeedOfLight --section ComputeWorkloadAnalysis --section Occupancy ${NCU_EXTRA:-} \
+      --csv --page raw \
       --kernel-name regex:^attention_fwd_ --launch-count 1 \
       "$bin" kernel-run --config configs/pr.yaml --kernels "$d" --harness kernels \
       --shape b4h16s512d64_f16 --no-reference > "$res/ncu-stall-$v.csv" 2> "$res/ncu-stall-$v.err"
