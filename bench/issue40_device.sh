@@ -3034,7 +3034,7 @@ fiftysecond)
   # would take 1,250 clocks at 128 bytes a clock, above the tensor pipe's 1,024) and wgpq3
   # (wgp with the same, 122 registers), then `fiftyfirst-wg`'s candidates, then ncu (its
   # sections and MemoryWorkloadAnalysis: the shared-memory throughput) of kernels/ and
-  # NCU_VARIANTS, then kernel_check with KC_VARIANTS (default qrk3) unless KC=0. ~8 min.
+  # NCU_VARIANTS, then kernel_check with KC_VARIANTS (default qrk3) unless KC=0. 272 s (H100).
   HOP_VARIANTS=${HOP_VARIANTS:-qrk3 indun indu wgp wgpq3 qrk2 indu3 wgn} \
     NCU_VARIANTS=${NCU_VARIANTS:-qrk3 indun indu wgp} KC_VARIANTS=${KC_VARIANTS:-qrk3} \
     NCU_EXTRA="--section MemoryWorkloadAnalysis" SAVE_AS=fiftysecond KEEP_RES=1 \
