@@ -1011,7 +1011,8 @@ ncu_metrics() {
 
 # those metrics of $res/PREFIX-TAG.csv (ncu --csv --page raw: names, units, then one row of
 # values) side by side, a column a TAG; PREFIX is NCU_PREFIX (default ncu); with NCU_STALLS=1
-# also the SM clocks, warps active, pipe shares and every stall ratio the CSVs hold:
+# also the cycles (GPC elapsed: the clock; SM active), warps active, pipe shares and every
+# stall ratio the CSVs hold (stalls per issue):
 # [NCU_PREFIX=P] [NCU_STALLS=1] ncu_table TAG...
 ncu_table() {
   python3 - "$res" "$(ncu_metrics)" "${NCU_PREFIX:-ncu}" "${NCU_STALLS:-0}" "$@" <<'PY'
@@ -1030,11 +1031,11 @@ for tag in tags:
 if stalls:
     have = set().union(*[c.keys() for c in cols.values()])
     keys += ["smsp__average_warp_latency_per_inst_issued.ratio"]
-    keys += sorted(k for k in have if k in ("sm__cycles_elapsed.avg", "sm__cycles_active.avg",
+    keys += sorted(k for k in have if k in ("gpc__cycles_elapsed.max", "sm__cycles_active.avg",
                                             "sm__warps_active.avg.pct_of_peak_sustained_active")
                    or any(p in k for p in ("pipe_tensor", "pipe_xu", "pipe_fma"))
                    and k.endswith("pct_of_peak_sustained_active"))
-    keys += sorted(k for k in have if "issue_stalled" in k and k.endswith("per_warp_active.pct"))
+    keys += sorted(k for k in have if "issue_stalled" in k and k.endswith("per_issue_active.ratio"))
     # shared memory's share (MemoryWorkloadAnalysis where the call asked for it)
     keys += sorted(k for k in have if k not in keys and "pct_of_peak" in k
                    and any(p in k for p in ("l1tex__data_bank", "mem_shared", "l1tex__throughput")))
@@ -3027,8 +3028,8 @@ SHAPES
   fi
   ;;
 fiftysecond)
-  # 2026-12-07 (fifty-second session; no machine lent): the fifty-first session's prepared
-  # call with two more candidates first: variants/qrk3 and qrk2 (bench/variants/qr.patch: the
+  # 2026-12-07 (fifty-second session, its call 1): the fifty-first session's prepared call
+  # with two more candidates first: variants/qrk3 and qrk2 (bench/variants/qr.patch: the
   # short form's S = Q K^T with 3 or 2 of Q's four k-steps in registers, so that each tile
   # reads 6 or 4 KiB less from shared memory: a tile's 160 KiB an SM of shared-memory traffic
   # would take 1,250 clocks at 128 bytes a clock, above the tensor pipe's 1,024) and wgpq3
@@ -3049,8 +3050,8 @@ fiftyfirst-wg)
   # grids the short form takes. Then ncu of one b4h16s512d64 launch each (the issue and stall
   # ratios, pipe shares, SM clocks) of kernels/ and NCU_VARIANTS (default: indun, the merged
   # CTA of `fiftyfirst` with its unit index warp-uniform, and wgp), and unless KC=0
-  # kernel_check with KC_VARIANTS (default: wgp). ~4 min. The next session's one call for all
-  # of it: HOP_VARIANTS="indun indu indu3 wgp wgn" NCU_VARIANTS="indun indu wgp" KC=0.
+  # kernel_check with KC_VARIANTS (default: wgp). ~4 min. Run in the fifty-second session
+  # through `fiftysecond`, and with HOP_VARIANTS=qrl3b.
   save() { tar czf "$out/${SAVE_AS:-fiftyfirst-wg}.tgz" -C "$out" r; }
   card
   short_form_config

@@ -24,7 +24,7 @@ with the device's version too (--lib, e.g. from pip install "nvidia-cuda-nvrtc==
 With the SASS, also a WARNING (and exit 1) for every function with a WARPSYNC.COLLECTIVE ...
 ENDCOLLECTIVE sequence: a warp-synchronous instruction behind a branch on a value ptxas cannot
 prove warp-uniform (the short d64 form with its unit index taken from the warp number: 20 of
-them, 13% slower on an H100, 2026-12-07). --require-sass exits 2 where nvdisasm is missing or
+them, about 5% slower on an H100 than the form mended, 2026-12-07). --require-sass exits 2 where nvdisasm is missing or
 gives no SASS of some function (CI: pip install "nvidia-cuda-nvdisasm==13.5.37").
 
 The cubin compiled with `--ptxas-options=-v` is checked to match the one the gate's options
@@ -263,8 +263,8 @@ def parse_sass(listing):
 # together: the sign of a branch on a value it does not see as warp-uniform. Beside it go R2UR
 # moves of per-thread values into the uniform registers that wgmma descriptors, TMA loads and
 # mbarrier operations read. The short d64 form with its unit index taken from the warp number
-# (variants/indn, 2026-12-07, docs/KERNEL_LOG.md) had 20 of them and ran 13% slower; the
-# shipped kernels have none.
+# (variants/indn, 2026-12-07, docs/KERNEL_LOG.md) had 20 of them and ran about 5% slower than
+# the same form mended (indun); the shipped kernels have none.
 COLLECTIVE_END = "ENDCOLLECTIVE"
 
 
