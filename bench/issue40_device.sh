@@ -299,6 +299,10 @@
 #                                               # out: GPU tests, forced A/As of pr, pr-ada, eval
 #   bash bench/issue40_device.sh fortyeighth-fill # the L4 path's d64 NAME as a filling form (variants/afill, afill2)
 #   bash bench/issue40_device.sh fiftieth-h200   # an H200 only: stored-only A/As of pr-ada, pr; the tables
+#   bash bench/issue40_device.sh fiftyfourth     # the mixture and centered error of 2026-12-08: the
+#                                               # GPU tests, the attack suite (uniform_on_flat),
+#                                               # then this card's pr and pr-ada re-recorded (a
+#                                               # new method) with stored-only A/As
 #   bash bench/issue40_device.sh fiftyfirst      # the short d64 form as four independent units a
 #                                               # CTA (variants/indu*): A/Bs, then kernel_check
 #   bash bench/issue40_device.sh fiftysecond     # Q in registers for the short d64 form (qrk3, qrk2,
@@ -3268,6 +3272,23 @@ fortyeighth)
   KEEP_RES=1 bash "$0" thirtythird
   nightly_table; save
   gpu_tests_only "${GPU_T:-170}"; save
+  ;;
+fiftyfourth)
+  # 2026-12-08 (fifty-fourth session): the input mixture without degenerate classes (flat keys,
+  # a bounded sink, offsets of at most 6 sigma) and parity's centered error, first on a GPU:
+  # the GPU tests (the device's fill against the host's mirror, the shipped kernel's centered
+  # error on every class), the attack suite (uniform_on_flat must read parity-fail, every
+  # other attack still fail closed), then, since util.cu changed the method, this card's `pr`
+  # and `pr-ada` re-recorded (3 processes) with a stored-only A/A each (issue 40 item 3).
+  # ~10 min on an H100; GPU_T, ATK_T set limits (s); RECORD=0 skips the re-records.
+  save() { tar czf "$out/fiftyfourth.tgz" -C "$out" r; }
+  card
+  gpu_tests_only "${GPU_T:-170}"; save
+  attack_suite "${ATK_T:-380}"; save
+  if [ "${RECORD:-1}" = 1 ]; then
+    REASON="${REASON:-the input mixture and the centered parity error of 2026-12-08 (a new method)}" \
+      record_baselines; save
+  fi
   ;;
 fortysixth)
   # 2026-12-07 (forty-sixth session): this head's binaries (a results file's derived figures,

@@ -186,6 +186,10 @@ fn tolerance<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     checked(d, |v: f64| positive_f64_at_most(v, limits::MAX_TOLERANCE))
 }
 
+fn optional_tolerance<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    tolerance(d).map(Some)
+}
+
 fn warmup_ms<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     checked(d, |v: f64| positive_f64_at_most(v, limits::MAX_WARMUP_MS))
 }
@@ -578,7 +582,24 @@ pub struct Tolerance {
     pub max_abs: f64,
     #[serde(deserialize_with = "tolerance")]
     pub rel_l2: f64,
+    /// The largest relative L2 error of one (batch, head) slice measured against how far the
+    /// reference is from uniform attention (`results::Parity::centered`): what a kernel
+    /// must get right of the part of attention that depends on q. `None` in a config: the
+    /// dtype's default ([`ParitySettings::tolerance`]); in a results file of a ci-gate
+    /// before 2026-12-08: not judged.
+    #[serde(
+        default,
+        deserialize_with = "optional_tolerance",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub centered: Option<f64>,
 }
+
+/// The default `centered` tolerances, float16 and bfloat16 (`python3 bench/mixture_study.py
+/// --quick`, 2026-12-08: an honest fp16-P kernel reaches 1.6e-3, a bf16-P one 2.7e-2, on
+/// every class combination; the closest a q-independent output or one linear in q comes is
+/// 0.26, both dtypes).
+pub const CENTERED_TOLERANCE: (f64, f64) = (2e-2, 1e-1);
 
 /// Parity settings: input seed and per-dtype tolerances.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -591,10 +612,16 @@ pub struct ParitySettings {
 }
 
 impl ParitySettings {
+    /// The tolerance of `dtype`, its `centered` bar filled with the dtype's default
+    /// ([`CENTERED_TOLERANCE`]) where the config sets none.
     pub fn tolerance(&self, dtype: Dtype) -> Tolerance {
-        match dtype {
-            Dtype::Float16 => self.float16,
-            Dtype::Bfloat16 => self.bfloat16,
+        let (t, centered) = match dtype {
+            Dtype::Float16 => (self.float16, CENTERED_TOLERANCE.0),
+            Dtype::Bfloat16 => (self.bfloat16, CENTERED_TOLERANCE.1),
+        };
+        Tolerance {
+            centered: Some(t.centered.unwrap_or(centered)),
+            ..t
         }
     }
 }
@@ -609,10 +636,12 @@ impl Default for ParitySettings {
             float16: Tolerance {
                 max_abs: 1e-2,
                 rel_l2: 1e-3,
+                centered: Some(CENTERED_TOLERANCE.0),
             },
             bfloat16: Tolerance {
                 max_abs: 6e-2,
                 rel_l2: 8e-3,
+                centered: Some(CENTERED_TOLERANCE.1),
             },
         }
     }

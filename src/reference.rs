@@ -100,6 +100,53 @@ pub fn attention(q: &[f64], k: &[f64], v: &[f64], p: Problem) -> Vec<f64> {
     out
 }
 
+/// The fewest keys a row must see for its error to count in the centered error: below it
+/// the part of a row's output that depends on q can be as small as an honest kernel's
+/// rounding (two keys of nearly equal weight; `bench/mixture_study.py`), and no cheaper
+/// function saves anything worth timing on rows so short.
+pub const CENTERED_MIN_KEYS: usize = 32;
+
+/// Uniform attention over [batch·heads, seq_len, head_dim] values `v`: attention with every
+/// visible key weighted alike, so each output row is the mean of the V rows its query sees
+/// (all of them; rows 0..=i when causal). It is the best any output that ignores q can do
+/// in general, and the point parity's centered error is measured from: attention minus this
+/// is the part of the output that depends on q. Rows that see fewer than
+/// [`CENTERED_MIN_KEYS`] keys are NaN (left out of the centered error). Float64 running
+/// sums; a partial last slice is left NaN. Cost: O(batch·heads·seq_len·head_dim), one pass
+/// (two without causal).
+pub fn uniform_attention(v: &[f32], seq_len: usize, head_dim: usize, causal: bool) -> Vec<f32> {
+    let slice = seq_len * head_dim;
+    let mut out = vec![f32::NAN; v.len()];
+    if slice == 0 {
+        return out;
+    }
+    let mut sum = vec![0f64; head_dim];
+    for (src, dst) in v.chunks_exact(slice).zip(out.chunks_exact_mut(slice)) {
+        sum.iter_mut().for_each(|s| *s = 0.0);
+        for (i, (row, o)) in src
+            .chunks_exact(head_dim)
+            .zip(dst.chunks_exact_mut(head_dim))
+            .enumerate()
+        {
+            for (s, &x) in sum.iter_mut().zip(row) {
+                *s += f64::from(x);
+            }
+            if causal && i + 1 >= CENTERED_MIN_KEYS {
+                for (o, s) in o.iter_mut().zip(&sum) {
+                    *o = (s / (i + 1) as f64) as f32;
+                }
+            }
+        }
+        if !causal && seq_len >= CENTERED_MIN_KEYS {
+            let mean: Vec<f32> = sum.iter().map(|s| (s / seq_len as f64) as f32).collect();
+            for o in dst.chunks_exact_mut(head_dim) {
+                o.copy_from_slice(&mean);
+            }
+        }
+    }
+    out
+}
+
 /// Errors of `got` against `want`: (max |got − want|, ‖got − want‖₂ / ‖want‖₂).
 /// NaN in `got` makes both NaN.
 pub fn errors(got: &[f64], want: &[f64]) -> (f64, f64) {
@@ -152,6 +199,44 @@ mod tests {
         assert!((out[2] - 2.0).abs() < 1e-15 && (out[3] - 3.0).abs() < 1e-15);
         let out = attention(&q, &k, &v, p(false));
         assert!((out[0] - 2.0).abs() < 1e-15);
+    }
+
+    #[test]
+    fn uniform_attention_is_each_rows_mean_of_the_values_it_sees() {
+        // Two slices of 40 rows × 2 channels, row j of slice b holding (j + 100 b, −j).
+        let (s, d) = (40usize, 2usize);
+        let v: Vec<f32> = (0..2 * s)
+            .flat_map(|r| {
+                let (b, j) = (r / s, (r % s) as f32);
+                [j + 100.0 * b as f32, -j]
+            })
+            .collect();
+        let full = uniform_attention(&v, s, d, false);
+        // Every row of slice 1: the mean of 100..139 and of 0..−39.
+        assert_eq!(&full[s * d..s * d + 2], &[119.5, -19.5]);
+        assert_eq!(&full[2 * s * d - 2..], &[119.5, -19.5]);
+        let causal = uniform_attention(&v, s, d, true);
+        // Rows that see fewer than CENTERED_MIN_KEYS keys are left out (NaN).
+        assert!(
+            causal[..(CENTERED_MIN_KEYS - 1) * d]
+                .iter()
+                .all(|x| x.is_nan())
+        );
+        // Row 31 of slice 0 sees rows 0..=31: (15.5, −15.5).
+        let r = (CENTERED_MIN_KEYS - 1) * d;
+        assert_eq!(&causal[r..r + 2], &[15.5, -15.5]);
+        // A slice shorter than CENTERED_MIN_KEYS has no row counted, and a partial slice
+        // at the end none either.
+        assert!(
+            uniform_attention(&v[..20 * d], 20, d, false)
+                .iter()
+                .all(|x| x.is_nan())
+        );
+        assert!(
+            uniform_attention(&v[..s * d + 6], s, d, false)[s * d..]
+                .iter()
+                .all(|x| x.is_nan())
+        );
     }
 
     #[test]

@@ -98,6 +98,16 @@ pub fn gpu_slug(gpu_name: &str) -> String {
 pub struct Parity {
     pub max_abs: f64,
     pub rel_l2: f64,
+    /// The largest, over (batch, head) slices, of ‖out − ref‖ / ‖ref − uniform‖, where
+    /// `uniform` is what attention with equal weights gives (each row's mean of the V rows
+    /// it sees): the error in units of the part of the output that depends on q. A kernel
+    /// that returns something cheaper than attention which is close to it on some inputs (a
+    /// mean of V, a linear function of q) is off by about that whole part (0.26 and more
+    /// on the input mixture), an honest one by rounding (docs/MEASURING.md, "Errors in the
+    /// output's own scale"). `None` where not computed: the rows checked in timed launches,
+    /// results of a ci-gate before 2026-12-08.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub centered: Option<f64>,
     /// Elements that were NaN or ±Inf (other than the poison pattern).
     pub nan_or_inf: u64,
     /// Elements still holding the poison pattern: never written by the kernel.
@@ -112,6 +122,26 @@ impl Parity {
             && self.unwritten == 0
             && self.max_abs <= self.tolerance.max_abs
             && self.rel_l2 <= self.tolerance.rel_l2
+            && self.centered_passed()
+    }
+
+    /// Whether the centered error is within its tolerance: true where either was not
+    /// computed or set (a NaN fails).
+    pub fn centered_passed(&self) -> bool {
+        match (self.centered, self.tolerance.centered) {
+            (Some(c), Some(t)) => c <= t,
+            _ => true,
+        }
+    }
+
+    /// ", centered L2 … (tolerance …)" where the centered error was computed, for the
+    /// sentences that name each figure; "" elsewhere.
+    pub fn centered_phrase(&self) -> String {
+        match (self.centered, self.tolerance.centered) {
+            (Some(c), Some(t)) => format!(", centered L2 {c:.2e} (tolerance {t:.1e})"),
+            (Some(c), None) => format!(", centered L2 {c:.2e}"),
+            _ => String::new(),
+        }
     }
 }
 
@@ -1190,7 +1220,11 @@ pub(crate) fn tflops_of(c: &Checker, key: &str, t: f64, params: &ShapeParams, p5
 fn check_own_failure(c: &Checker, key: &str, s: &ShapeResult) -> Check {
     for (field, p) in [("parity", &s.parity), ("base_parity", &s.base_parity)] {
         let Some(p) = p else { continue };
-        for (name, v) in [("max_abs", p.max_abs), ("rel_l2", p.rel_l2)] {
+        for (name, v) in [
+            ("max_abs", p.max_abs),
+            ("rel_l2", p.rel_l2),
+            ("centered", p.centered.unwrap_or(0.0)),
+        ] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(c.fail(
                     &format!("{key}.{field}.{name}"),
@@ -1787,11 +1821,13 @@ mod tests {
         let mut p = Parity {
             max_abs: 1e-3,
             rel_l2: 1e-4,
+            centered: None,
             nan_or_inf: 0,
             unwritten: 0,
             tolerance: Tolerance {
                 max_abs: 1e-2,
                 rel_l2: 1e-3,
+                centered: None,
             },
             seed: 1,
         };

@@ -563,11 +563,13 @@ mod measurement_tests {
             worst_timed: Some(Parity {
                 max_abs,
                 rel_l2: 1e-4,
+                centered: None,
                 nan_or_inf: 0,
                 unwritten: 0,
                 tolerance: Tolerance {
                     max_abs: 1e-2,
                     rel_l2: 1e-3,
+                    centered: None,
                 },
                 seed: 0,
             }),

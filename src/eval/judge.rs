@@ -129,8 +129,13 @@ fn probes_line(results: &ResultsFile) -> ProbesLine {
             .filter_map(|p| match (&p.error, &p.parity) {
                 (Some(e), _) => Some(format!("{}: {}", p.name, clean(e))),
                 (None, Some(q)) if !q.passed() => Some(format!(
-                    "{}: rel L2 {:.2e}, max abs {:.2e}, {} NaN/Inf, {} unwritten",
-                    p.name, q.rel_l2, q.max_abs, q.nan_or_inf, q.unwritten
+                    "{}: rel L2 {:.2e}, max abs {:.2e}{}, {} NaN/Inf, {} unwritten",
+                    p.name,
+                    q.rel_l2,
+                    q.max_abs,
+                    q.centered_phrase(),
+                    q.nan_or_inf,
+                    q.unwritten
                 )),
                 (None, None) => Some(format!("{}: not checked", p.name)),
                 _ => None,
@@ -144,8 +149,14 @@ fn parity_failure(s: &ShapeResult) -> String {
     match (&s.integrity, &s.parity) {
         (Some(i), _) => clean(i),
         (None, Some(p)) => format!(
-            "rel L2 {:.2e} (tolerance {:.1e}), max abs {:.2e} (tolerance {:.1e}), {} NaN/Inf, {} unwritten",
-            p.rel_l2, p.tolerance.rel_l2, p.max_abs, p.tolerance.max_abs, p.nan_or_inf, p.unwritten
+            "rel L2 {:.2e} (tolerance {:.1e}), max abs {:.2e} (tolerance {:.1e}){}, {} NaN/Inf, {} unwritten",
+            p.rel_l2,
+            p.tolerance.rel_l2,
+            p.max_abs,
+            p.tolerance.max_abs,
+            p.centered_phrase(),
+            p.nan_or_inf,
+            p.unwritten
         ),
         (None, None) => "failed".into(),
     }
@@ -366,11 +377,13 @@ mod tests {
         Parity {
             max_abs: if bad { 0.5 } else { 1e-4 },
             rel_l2: 1e-5,
+            centered: None,
             nan_or_inf: 0,
             unwritten: 0,
             tolerance: Tolerance {
                 max_abs: 1e-2,
                 rel_l2: 1e-3,
+                centered: None,
             },
             seed: 1,
         }

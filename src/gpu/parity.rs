@@ -117,6 +117,7 @@ pub(crate) fn check_parity_with(
     let scales = OutputScales {
         per_slice: v_scales(shape, seed),
         slice_len: shape.seq_len as usize * shape.head_dim as usize,
+        uniform: &refs.uniform,
     };
     let parity = spans::time("parity.compare", || {
         compare_outputs_with(&got, &refs.refs, tolerance, seed, poison, &scales)
@@ -272,19 +273,23 @@ pub fn attention_on_host(
 }
 
 /// What errors are measured in: s_V of each (batch, head) slice of the output, whose
-/// elements come `slice_len` at a time (seq_len · head_dim).
-pub(crate) struct OutputScales {
+/// elements come `slice_len` at a time (seq_len · head_dim), and the output of uniform
+/// attention on the same V (`reference::uniform_attention`, the output's layout), which
+/// the centered error is measured from; empty: no centered error.
+pub(crate) struct OutputScales<'a> {
     pub per_slice: Vec<f32>,
     pub slice_len: usize,
+    pub uniform: &'a [f32],
 }
 
-impl OutputScales {
-    /// Every slice in units of 1.
+impl OutputScales<'_> {
+    /// Every slice in units of 1, no centered error.
     #[cfg(test)]
-    pub(crate) fn unit() -> OutputScales {
+    pub(crate) fn unit() -> OutputScales<'static> {
         OutputScales {
             per_slice: Vec::new(),
             slice_len: usize::MAX,
+            uniform: &[],
         }
     }
 
@@ -329,7 +334,8 @@ pub(crate) fn compare_outputs_with(
             let range = slice * slice_len..((slice + 1) * slice_len).min(n);
             e.add_slice(
                 &got[range.clone()],
-                &want[range],
+                &want[range.clone()],
+                scales.uniform.get(range),
                 poison,
                 scales.of_slice(slice),
             );
@@ -359,6 +365,7 @@ pub(crate) fn compare_outputs_with(
         } else {
             sums.diff2.sqrt()
         },
+        centered: (!scales.uniform.is_empty()).then_some(sums.centered),
         nan_or_inf: sums.nan_or_inf,
         unwritten: sums.unwritten,
         tolerance,
@@ -374,13 +381,26 @@ struct ErrorSums {
     max_abs: f64,
     diff2: f64,
     ref2: f64,
+    /// The largest slice's ‖got − want‖ / ‖want − uniform‖ so far.
+    centered: f64,
 }
 
 impl ErrorSums {
-    /// Adds one V slice (or a part of one), whose errors are measured in `scale`.
-    fn add_slice(&mut self, got: &[f32], want: &[f32], poison: u32, scale: f64) {
+    /// Adds one V slice (or a part of one), whose errors are measured in `scale`, and, with
+    /// `uniform` (the slice of uniform attention's output), its centered error.
+    fn add_slice(
+        &mut self,
+        got: &[f32],
+        want: &[f32],
+        uniform: Option<&[f32]>,
+        poison: u32,
+        scale: f64,
+    ) {
         let mut largest = 0f64;
-        for (&g, &w) in got.iter().zip(want) {
+        let (mut diff2, mut ref2) = (0f64, 0f64);
+        // Over the elements of rows that see enough keys (uniform is NaN elsewhere).
+        let (mut centered_diff2, mut signal2) = (0f64, 0f64);
+        for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
             if g.to_bits() == poison {
                 self.unwritten += 1;
                 continue;
@@ -391,11 +411,26 @@ impl ErrorSums {
             }
             let d = f64::from(g) - f64::from(w);
             largest = largest.max(d.abs());
-            self.diff2 += d * d;
-            self.ref2 += f64::from(w) * f64::from(w);
+            diff2 += d * d;
+            ref2 += f64::from(w) * f64::from(w);
+            if let Some(&u) = uniform.and_then(|u| u.get(i))
+                && u.is_finite()
+            {
+                let s = f64::from(w) - f64::from(u);
+                signal2 += s * s;
+                centered_diff2 += d * d;
+            }
         }
         // Dividing the largest error by the slice's positive scale is the largest quotient.
         self.max_abs = self.max_abs.max(largest / scale);
+        self.diff2 += diff2;
+        self.ref2 += ref2;
+        // A slice whose reference is uniform attention to the last bits (one key a row, a
+        // single row) has no part that depends on q to measure in: it is judged by the
+        // other figures alone. An error there is still an error (max_abs, rel_l2).
+        if signal2 > 1e-12 * ref2 && signal2 > 0.0 {
+            self.centered = self.centered.max((centered_diff2 / signal2).sqrt());
+        }
     }
 
     fn merge(self, o: ErrorSums) -> ErrorSums {
@@ -405,6 +440,7 @@ impl ErrorSums {
             max_abs: self.max_abs.max(o.max_abs),
             diff2: self.diff2 + o.diff2,
             ref2: self.ref2 + o.ref2,
+            centered: self.centered.max(o.centered),
         }
     }
 }
@@ -418,6 +454,7 @@ mod tests {
         let tol = Tolerance {
             max_abs: 1e-2,
             rel_l2: 1e-3,
+            centered: None,
         };
         let want = [1.0f32, 2.0, 3.0, 4.0];
         let got = [1.0f32, f32::from_bits(POISON), f32::NAN, 4.5];
@@ -436,11 +473,13 @@ mod tests {
         let tol = Tolerance {
             max_abs: 1e-2,
             rel_l2: 1e-1,
+            centered: None,
         };
         // Two slices of two elements: V of scale 1, then V of scale 10.
         let scales = OutputScales {
             per_slice: vec![1.0, 10.0],
             slice_len: 2,
+            uniform: &[],
         };
         let want = [1.0f32, 1.0, 10.0, 10.0];
         // 0.05 off on the second slice is 0.005 of its scale: within 1e-2.
@@ -455,6 +494,180 @@ mod tests {
         assert!(!p.passed());
     }
 
+    /// The centered error is the error over the part of the output that depends on q: an
+    /// output that ignores q (here the mean the reference sits on, as a kernel that
+    /// recognised near-ties would return) is off by all of that part, however small it is
+    /// next to the output, and fails; max_abs and rel_l2 alone pass it.
+    #[test]
+    fn an_output_that_ignores_q_fails_by_the_centered_error_alone() {
+        let tol = Tolerance {
+            max_abs: 1e-2,
+            rel_l2: 1e-3,
+            centered: Some(2e-2),
+        };
+        // One slice of 64 rows × 2 channels on a mean of 5, the rows 1e-3 apart.
+        let (rows, d) = (64usize, 2usize);
+        let want: Vec<f32> = (0..rows * d)
+            .map(|i| 5.0 + 1e-3 * ((i / d) as f32 - 32.0) / 32.0)
+            .collect();
+        let uniform = vec![5.0f32; rows * d];
+        let scales = OutputScales {
+            per_slice: vec![1.0],
+            slice_len: rows * d,
+            uniform: &uniform,
+        };
+        let ignores_q = vec![5.0f32; rows * d];
+        let p = compare_outputs_with(&ignores_q, &want, tol, 1, POISON, &scales);
+        assert!(p.max_abs <= tol.max_abs && p.rel_l2 <= tol.rel_l2, "{p:?}");
+        let c = p.centered.expect("computed");
+        assert!((c - 1.0).abs() < 1e-3, "{c}");
+        assert!(!p.passed() && !p.centered_passed());
+        // Rounding-sized errors on the same rows pass: 1% of the part that depends on q.
+        let honest: Vec<f32> = want
+            .iter()
+            .zip(&uniform)
+            .map(|(w, u)| w + 0.01 * (w - u))
+            .collect();
+        let p = compare_outputs_with(&honest, &want, tol, 1, POISON, &scales);
+        assert!(p.passed(), "{p:?}");
+        // Without a uniform baseline nothing is centered, and the same output passes.
+        let p = compare_outputs_with(&ignores_q, &want, tol, 1, POISON, &OutputScales::unit());
+        assert_eq!(p.centered, None);
+        assert!(p.passed());
+    }
+
+    /// On the input mixture as the device fills it (the host's mirror), every cheaper
+    /// function that a class could make close to attention (uniform attention; attention
+    /// linearised in q; V's first row, a sink that took all the weight) fails parity under
+    /// the default tolerance on every key class, and attention with P rounded to fp16 (an
+    /// honest kernel's rounding) passes. `bench/mixture_study.py --check` holds the same on
+    /// every class combination and longer rows.
+    #[test]
+    fn no_cheaper_function_passes_parity_on_any_key_class_of_the_mixture() {
+        use crate::gpu::mixture::{Role, class, fill_key, head_hash, value};
+        use crate::reference::{Problem, attention, uniform_attention};
+        let (s, d) = (256usize, 64usize);
+        let tol = crate::config::ParitySettings::default().tolerance(crate::config::Dtype::Float16);
+        // Round to fp16's 11 significant bits (normal range), as P is before P V.
+        let fp16 = |x: f64| {
+            if x == 0.0 {
+                return 0.0;
+            }
+            let q = 2f64.powi(x.abs().log2().floor() as i32 - 10);
+            (x / q).round() * q
+        };
+        let mut checked = 0;
+        for kc in 0..4 {
+            for (qc, vc) in [(0, 0), (3, 1), (1, 2)] {
+                for causal in [false, true] {
+                    // A seed whose slice 0 draws these classes.
+                    let seed_for = |role: Role, want: usize| {
+                        (1u64..)
+                            .find(|&sd| class(role, head_hash(fill_key(sd), role, 0)) == want)
+                            .unwrap()
+                    };
+                    let draw = |role: Role, c: usize| -> Vec<f64> {
+                        let key = fill_key(seed_for(role, c));
+                        (0..(s * d) as u64)
+                            .map(|i| {
+                                let x = value(key, role, i, s as u32, d as u32);
+                                f64::from(fp16(f64::from(x)) as f32)
+                            })
+                            .collect()
+                    };
+                    let (q, k, v) = (draw(Role::Q, qc), draw(Role::K, kc), draw(Role::V, vc));
+                    let scale = 1.0 / (d as f64).sqrt();
+                    let p = Problem {
+                        batch_heads: 1,
+                        seq_len: s,
+                        head_dim: d,
+                        scale,
+                        causal,
+                    };
+                    let want: Vec<f32> =
+                        attention(&q, &k, &v, p).iter().map(|&x| x as f32).collect();
+                    let v32: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+                    let unif = uniform_attention(&v32, s, d, causal);
+                    let s_v = crate::gpu::mixture::v_scale(fill_key(seed_for(Role::V, vc)), 0);
+                    let scales = OutputScales {
+                        per_slice: vec![s_v],
+                        slice_len: s * d,
+                        uniform: &unif,
+                    };
+                    let judge =
+                        |got: &[f32]| compare_outputs_with(got, &want, tol, 1, POISON, &scales);
+                    let what = format!("k class {kc}, q {qc}, v {vc}, causal {causal}");
+                    // Honest: attention with each weight rounded to fp16 (the sum from the
+                    // unrounded weights, as a kernel's l).
+                    let mut honest = vec![0f32; s * d];
+                    for i in 0..s {
+                        let seen = if causal { i + 1 } else { s };
+                        let sc: Vec<f64> = (0..seen)
+                            .map(|j| {
+                                scale * (0..d).map(|c| q[i * d + c] * k[j * d + c]).sum::<f64>()
+                            })
+                            .collect();
+                        let m = sc.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                        let w: Vec<f64> = sc.iter().map(|x| (x - m).exp()).collect();
+                        let l: f64 = w.iter().sum();
+                        for c in 0..d {
+                            let o: f64 = (0..seen).map(|j| fp16(w[j]) * v[j * d + c]).sum();
+                            honest[i * d + c] = (o / l) as f32;
+                        }
+                    }
+                    let h = judge(&honest);
+                    assert!(h.passed(), "honest fails on {what}: {h:?}");
+                    // Uniform attention itself: ignores q.
+                    let mean: Vec<f32> = (0..s * d)
+                        .map(|i| {
+                            let row = i / d;
+                            let seen = if causal { row + 1 } else { s };
+                            ((0..seen).map(|j| v[j * d + i % d]).sum::<f64>() / seen as f64) as f32
+                        })
+                        .collect();
+                    let r = judge(&mean);
+                    assert!(!r.passed(), "uniform attention passes on {what}: {r:?}");
+                    // V's first row everywhere.
+                    let first: Vec<f32> = (0..s * d).map(|i| v[i % d] as f32).collect();
+                    let r = judge(&first);
+                    assert!(!r.passed(), "V's first row passes on {what}: {r:?}");
+                    // Linear in q around uniform attention (non-causal: one D × D matrix).
+                    if !causal {
+                        let kb: Vec<f64> = (0..d)
+                            .map(|c| (0..s).map(|j| k[j * d + c]).sum::<f64>() / s as f64)
+                            .collect();
+                        let vb: Vec<f64> = (0..d)
+                            .map(|c| (0..s).map(|j| v[j * d + c]).sum::<f64>() / s as f64)
+                            .collect();
+                        let mut mtx = vec![0f64; d * d];
+                        for j in 0..s {
+                            for a in 0..d {
+                                for b in 0..d {
+                                    mtx[a * d + b] +=
+                                        (k[j * d + a] - kb[a]) * (v[j * d + b] - vb[b]) / s as f64;
+                                }
+                            }
+                        }
+                        let lin: Vec<f32> = (0..s * d)
+                            .map(|i| {
+                                let (row, b) = (i / d, i % d);
+                                (vb[b]
+                                    + scale
+                                        * (0..d)
+                                            .map(|a| q[row * d + a] * mtx[a * d + b])
+                                            .sum::<f64>()) as f32
+                            })
+                            .collect();
+                        let r = judge(&lin);
+                        assert!(!r.passed(), "linearised attention passes on {what}: {r:?}");
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        assert_eq!(checked, 24);
+    }
+
     /// The threaded comparison of a long output (past 4 Mi elements, ragged last slice,
     /// findings in several threads' parts) against the plain per-element definition.
     #[test]
@@ -462,12 +675,14 @@ mod tests {
         let tol = Tolerance {
             max_abs: 1e-2,
             rel_l2: 1e-3,
+            centered: None,
         };
         let (n, slice_len) = (5_000_003usize, 300_007usize);
         let slices = n.div_ceil(slice_len);
         let scales = OutputScales {
             per_slice: (0..slices).map(|i| 1.0 + i as f32 * 0.5).collect(),
             slice_len,
+            uniform: &[],
         };
         let want: Vec<f32> = (0..n).map(|i| ((i * 7919) % 1013) as f32 * 1e-2).collect();
         let mut got: Vec<f32> = want

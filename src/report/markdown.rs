@@ -473,6 +473,11 @@ fn parity_detail(p: &crate::results::Parity) -> String {
             p.max_abs, p.tolerance.max_abs
         ));
     }
+    if let (false, Some(c), Some(t)) = (p.centered_passed(), p.centered, p.tolerance.centered) {
+        parts.push(format!(
+            "centered L2 error {c:.2e} above the tolerance {t:.1e} (the part of the output that depends on q is not computed)"
+        ));
+    }
     if parts.is_empty() {
         "differs from the fp32 reference".into()
     } else {

@@ -940,6 +940,9 @@ pub(crate) fn cell(col: Col, row: &Row) -> String {
             None => dash(),
             Some(p) if p.unwritten > 0 => format!("FAIL: {} unwritten", p.unwritten),
             Some(p) if p.nan_or_inf > 0 => format!("FAIL: {} NaN/Inf", p.nan_or_inf),
+            Some(p) if !p.centered_passed() => {
+                format!("FAIL: centered {:.1e}", p.centered.unwrap_or(f64::NAN))
+            }
             Some(p) => format!(
                 "{}{:.1e} / {:.1e}",
                 if p.passed() { "" } else { "FAIL: " },

@@ -45,7 +45,12 @@ pub(super) fn shape(
     if ab && s.run.request.base_parity_checked.is_none() {
         let p = backend.parity(Side::Base, &params, tolerance, seed)?;
         let failed = !p.passed();
-        let summary = format!("rel L2 {:.2e}, max abs {:.2e}", p.rel_l2, p.max_abs);
+        let summary = format!(
+            "rel L2 {:.2e}, max abs {:.2e}{}",
+            p.rel_l2,
+            p.max_abs,
+            p.centered_phrase()
+        );
         result.base_parity = Some(p);
         if failed {
             return Err(Failure::Error(format!(
@@ -150,8 +155,12 @@ pub(super) fn probe_failure(probes: &[ProbeResult], shape: &ShapeParams) -> Opti
             let why = match (&p.error, &p.parity) {
                 (Some(e), _) => e.clone(),
                 (None, Some(par)) if !par.passed() => format!(
-                    "rel L2 {:.2e}, max abs {:.2e}, {} unwritten, {} NaN/Inf",
-                    par.rel_l2, par.max_abs, par.unwritten, par.nan_or_inf
+                    "rel L2 {:.2e}, max abs {:.2e}{}, {} unwritten, {} NaN/Inf",
+                    par.rel_l2,
+                    par.max_abs,
+                    par.centered_phrase(),
+                    par.unwritten,
+                    par.nan_or_inf
                 ),
                 _ => return None,
             };

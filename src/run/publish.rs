@@ -97,8 +97,14 @@ fn failure_message(shape: &crate::results::ShapeResult) -> String {
     match (&shape.error, shape.primary(), &shape.parity) {
         (Some(e), _, _) => e.clone(),
         (None, _, Some(p)) if shape.verdict == Verdict::ParityFail => format!(
-            "parity lost: rel L2 {:.2e} (tolerance {:.1e}), max abs {:.2e} (tolerance {:.1e}), {} unwritten, {} NaN/Inf",
-            p.rel_l2, p.tolerance.rel_l2, p.max_abs, p.tolerance.max_abs, p.unwritten, p.nan_or_inf
+            "parity lost: rel L2 {:.2e} (tolerance {:.1e}), max abs {:.2e} (tolerance {:.1e}){}, {} unwritten, {} NaN/Inf",
+            p.rel_l2,
+            p.tolerance.rel_l2,
+            p.max_abs,
+            p.tolerance.max_abs,
+            p.centered_phrase(),
+            p.unwritten,
+            p.nan_or_inf
         ),
         (None, Some(c), _) => {
             let c = match (shape.verdict, &shape.stored) {

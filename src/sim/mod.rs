@@ -531,6 +531,7 @@ impl SimBackend {
             worst_timed: Some(Parity {
                 max_abs: 1e-4,
                 rel_l2: 1e-4,
+                centered: None,
                 nan_or_inf: 0,
                 unwritten: 0,
                 tolerance,
@@ -707,6 +708,7 @@ impl Measure for SimBackend {
         Ok(Parity {
             max_abs: if bad { 0.5 } else { tolerance.max_abs * 0.01 },
             rel_l2: if bad { 0.3 } else { tolerance.rel_l2 * 0.1 },
+            centered: tolerance.centered.map(|t| if bad { 0.9 } else { t * 0.1 }),
             nan_or_inf: 0,
             unwritten: 0,
             tolerance,
@@ -893,6 +895,7 @@ mod tests {
             let tol = Tolerance {
                 max_abs: 1e-2,
                 rel_l2: 1e-3,
+                centered: None,
             };
             let shape = b
                 .begin(

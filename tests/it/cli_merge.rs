@@ -230,6 +230,7 @@ fn a_shard_cannot_bring_its_own_gate_or_tolerances() {
         p.tolerance = Tolerance {
             max_abs: 1.0,
             rel_l2: 1.0,
+            centered: None,
         };
     }
     let p = forged.shapes[1].parity.as_mut().unwrap();

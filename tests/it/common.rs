@@ -200,11 +200,13 @@ pub fn results(gpu: &str, factors: &[f64], seed: u64) -> ResultsFile {
                 parity: Some(Parity {
                     max_abs: 1e-3,
                     rel_l2: 2e-4,
+                    centered: None,
                     nan_or_inf: 0,
                     unwritten: 0,
                     tolerance: Tolerance {
                         max_abs: 1e-2,
                         rel_l2: 1e-3,
+                        centered: None,
                     },
                     seed: 1,
                 }),
