@@ -1068,6 +1068,52 @@ fn a_file_of_another_kind_is_named_with_the_command_that_takes_it() {
     assert!(err.contains("selftest.json is a selftest report"), "{err}");
 }
 
+/// A candidate whose parity record fails only by the centered error (2026-12-08: an output
+/// close to the reference in size but off by the whole part that depends on q, as a kernel
+/// returning uniform attention on a near-uniform class would be) is a `parity-fail`, and the
+/// table says which figure failed; the same record under a verdict that passes is refused.
+#[test]
+fn a_parity_record_failing_only_by_the_centered_error_is_a_parity_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    let (base, cand) = (dir.path().join("base.json"), dir.path().join("cand.json"));
+    write(&base, &results("NVIDIA H200", &[1.0, 1.0, 1.0], 1));
+    let mut wrong = results("NVIDIA H200", &[0.8, 1.0, 1.0], 2);
+    let recorded = wrong.shapes[0].verdict;
+    let p = wrong.shapes[0].parity.as_mut().unwrap();
+    assert!(p.max_abs <= p.tolerance.max_abs && p.rel_l2 <= p.tolerance.rel_l2);
+    p.tolerance.centered = Some(0.02);
+    p.centered = Some(0.9);
+    wrong.shapes[0].verdict = Verdict::ParityFail;
+    write(&cand, &wrong);
+    let v = compare_json(&["--format", "json"], &base, &cand, Some(1));
+    assert_eq!(v[0]["verdict"], "parity-fail", "{v}");
+    let out = bin()
+        .args(["compare", "--wide"])
+        .arg(&base)
+        .arg(&cand)
+        .assert()
+        .code(1);
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("FAIL: centered 9.0e-1"), "{text}");
+    // Within its centered tolerance the same record passes parity: the faster time is read.
+    let mut right = wrong.clone();
+    let p = right.shapes[0].parity.as_mut().unwrap();
+    p.centered = Some(0.01);
+    right.shapes[0].verdict = recorded;
+    write(&cand, &right);
+    let v = compare_json(&["--format", "json"], &base, &cand, Some(0));
+    assert_eq!(v[0]["verdict"], "improvement", "{v}");
+    // The failing record under the verdict a passing one gives: the file contradicts
+    // itself and is refused.
+    wrong.shapes[0].verdict = recorded;
+    write(&cand, &wrong);
+    let err = refused(&base, &cand, &[]);
+    assert!(
+        err.contains("contradicts the shape's own failed parity check"),
+        "{err}"
+    );
+}
+
 /// A shape its own run failed, recorded as `local` records it: a parity failure on a
 /// configured shape (timed anyway), an integrity failure found while timing, or a random
 /// shape of its kind failed before it was timed (no measurement, no samples). As CAND each is
