@@ -105,7 +105,8 @@ pub struct Parity {
     /// mean of V, a linear function of q) is off by about that whole part (0.26 and more
     /// on the input mixture), an honest one by rounding (docs/MEASURING.md, "Errors in the
     /// output's own scale"). `None` where not computed: the rows checked in timed launches,
-    /// results of a ci-gate before 2026-12-08.
+    /// an output whose rows all see fewer than 32 keys, results of a ci-gate before
+    /// 2026-12-08.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub centered: Option<f64>,
     /// Elements that were NaN or ±Inf (other than the poison pattern).

@@ -365,7 +365,8 @@ pub(crate) fn compare_outputs_with(
         } else {
             sums.diff2.sqrt()
         },
-        centered: (!scales.uniform.is_empty()).then_some(sums.centered),
+        // None where no slice had rows enough to measure it in: nothing was computed.
+        centered: (sums.centered_slices > 0).then_some(sums.centered),
         nan_or_inf: sums.nan_or_inf,
         unwritten: sums.unwritten,
         tolerance,
@@ -381,8 +382,10 @@ struct ErrorSums {
     max_abs: f64,
     diff2: f64,
     ref2: f64,
-    /// The largest slice's ‖got − want‖ / ‖want − uniform‖ so far.
+    /// The largest slice's ‖got − want‖ / ‖want − uniform‖ so far, and how many slices had
+    /// a part that depends on q to measure it in.
     centered: f64,
+    centered_slices: u64,
 }
 
 impl ErrorSums {
@@ -430,6 +433,7 @@ impl ErrorSums {
         // other figures alone. An error there is still an error (max_abs, rel_l2).
         if signal2 > 1e-12 * ref2 && signal2 > 0.0 {
             self.centered = self.centered.max((centered_diff2 / signal2).sqrt());
+            self.centered_slices += 1;
         }
     }
 
@@ -441,6 +445,7 @@ impl ErrorSums {
             diff2: self.diff2 + o.diff2,
             ref2: self.ref2 + o.ref2,
             centered: self.centered.max(o.centered),
+            centered_slices: self.centered_slices + o.centered_slices,
         }
     }
 }
@@ -530,6 +535,16 @@ mod tests {
             .collect();
         let p = compare_outputs_with(&honest, &want, tol, 1, POISON, &scales);
         assert!(p.passed(), "{p:?}");
+        // Rows too short to count (uniform attention left NaN): nothing is measured, and
+        // the figure says so.
+        let unmeasured = vec![f32::NAN; rows * d];
+        let short = OutputScales {
+            per_slice: vec![1.0],
+            slice_len: rows * d,
+            uniform: &unmeasured,
+        };
+        let p = compare_outputs_with(&ignores_q, &want, tol, 1, POISON, &short);
+        assert_eq!(p.centered, None);
         // Without a uniform baseline nothing is centered, and the same output passes.
         let p = compare_outputs_with(&ignores_q, &want, tol, 1, POISON, &OutputScales::unit());
         assert_eq!(p.centered, None);
