@@ -102,7 +102,7 @@ pub struct Parity {
     /// `uniform` is what attention with equal weights gives (each row's mean of the V rows
     /// it sees): the error in units of the part of the output that depends on q. A kernel
     /// that returns something cheaper than attention which is close to it on some inputs (a
-    /// mean of V, a linear function of q) is off by about that whole part (0.26 and more
+    /// mean of V, a linear function of q) is off by about that whole part (0.29 and more
     /// on the input mixture), an honest one by rounding (docs/MEASURING.md, "Errors in the
     /// output's own scale"). `None` where not computed: the rows checked in timed launches,
     /// an output whose rows all see fewer than 32 keys, results of a ci-gate before
