@@ -169,10 +169,11 @@ impl RefSet {
         }
         // V as the kernels read it (rounded to the dtype), from the reference's own copy.
         let v = gpu.read_back(&inputs.v, || format!("the reference's V of {shape}"))?;
-        let v: Vec<f32> = crate::reference::decode(shape.dtype, &v)
-            .into_iter()
-            .map(|x| x as f32)
-            .collect();
+        let decode = match shape.dtype {
+            crate::config::Dtype::Float16 => crate::reference::f16_to_f32,
+            crate::config::Dtype::Bfloat16 => crate::reference::bf16_to_f32,
+        };
+        let v: Vec<f32> = v.into_iter().map(decode).collect();
         let uniform = crate::reference::uniform_attention(
             &v,
             shape.seq_len as usize,

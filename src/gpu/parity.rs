@@ -551,6 +551,75 @@ mod tests {
         assert!(p.passed());
     }
 
+    /// Rounds to fp16's 11 significant bits (normal range), as P is before P V.
+    fn round_fp16(x: f64) -> f64 {
+        if x == 0.0 {
+            return 0.0;
+        }
+        let q = 2f64.powi(x.abs().log2().floor() as i32 - 10);
+        (x / q).round() * q
+    }
+
+    /// Attention on one [s, d] slice with each weight rounded to fp16 before P V and the sum
+    /// from the unrounded weights (a kernel's l): an honest kernel's rounding.
+    fn honest_fp16_p(
+        q: &[f64],
+        k: &[f64],
+        v: &[f64],
+        (s, d): (usize, usize),
+        scale: f64,
+        causal: bool,
+    ) -> Vec<f32> {
+        let mut out = vec![0f32; s * d];
+        for i in 0..s {
+            let seen = if causal { i + 1 } else { s };
+            let sc: Vec<f64> = (0..seen)
+                .map(|j| scale * (0..d).map(|c| q[i * d + c] * k[j * d + c]).sum::<f64>())
+                .collect();
+            let m = sc.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let w: Vec<f64> = sc.iter().map(|x| (x - m).exp()).collect();
+            let l: f64 = w.iter().sum();
+            for c in 0..d {
+                let o: f64 = (0..seen).map(|j| round_fp16(w[j]) * v[j * d + c]).sum();
+                out[i * d + c] = (o / l) as f32;
+            }
+        }
+        out
+    }
+
+    /// Each row's mean of the V rows it sees, every row (uniform attention, q unread).
+    fn prefix_means(v: &[f64], (s, d): (usize, usize), causal: bool) -> Vec<f32> {
+        (0..s * d)
+            .map(|i| {
+                let seen = if causal { i / d + 1 } else { s };
+                ((0..seen).map(|j| v[j * d + i % d]).sum::<f64>() / seen as f64) as f32
+            })
+            .collect()
+    }
+
+    /// Attention linearised in q around uniform attention, non-causal: v̄ + scale · q M with
+    /// the one d × d matrix M = (K − k̄)ᵀ (V − v̄) / s.
+    fn linearised(q: &[f64], k: &[f64], v: &[f64], (s, d): (usize, usize), scale: f64) -> Vec<f32> {
+        let mean = |t: &[f64], c: usize| (0..s).map(|j| t[j * d + c]).sum::<f64>() / s as f64;
+        let kb: Vec<f64> = (0..d).map(|c| mean(k, c)).collect();
+        let vb: Vec<f64> = (0..d).map(|c| mean(v, c)).collect();
+        let mut mtx = vec![0f64; d * d];
+        for j in 0..s {
+            for a in 0..d {
+                for b in 0..d {
+                    mtx[a * d + b] += (k[j * d + a] - kb[a]) * (v[j * d + b] - vb[b]) / s as f64;
+                }
+            }
+        }
+        (0..s * d)
+            .map(|i| {
+                let (row, b) = (i / d, i % d);
+                let qm: f64 = (0..d).map(|a| q[row * d + a] * mtx[a * d + b]).sum();
+                (vb[b] + scale * qm) as f32
+            })
+            .collect()
+    }
+
     /// On the input mixture as the device fills it (the host's mirror), every cheaper
     /// function that a class could make close to attention (uniform attention; attention
     /// linearised in q; V's first row, a sink that took all the weight) fails parity under
@@ -563,14 +632,6 @@ mod tests {
         use crate::reference::{Problem, attention, uniform_attention};
         let (s, d) = (256usize, 64usize);
         let tol = crate::config::ParitySettings::default().tolerance(crate::config::Dtype::Float16);
-        // Round to fp16's 11 significant bits (normal range), as P is before P V.
-        let fp16 = |x: f64| {
-            if x == 0.0 {
-                return 0.0;
-            }
-            let q = 2f64.powi(x.abs().log2().floor() as i32 - 10);
-            (x / q).round() * q
-        };
         let mut checked = 0;
         for kc in 0..4 {
             for (qc, vc) in [(0, 0), (3, 1), (1, 2)] {
@@ -586,7 +647,7 @@ mod tests {
                         (0..(s * d) as u64)
                             .map(|i| {
                                 let x = value(key, role, i, s as u32, d as u32);
-                                f64::from(fp16(f64::from(x)) as f32)
+                                f64::from(round_fp16(f64::from(x)) as f32)
                             })
                             .collect()
                     };
@@ -612,34 +673,11 @@ mod tests {
                     let judge =
                         |got: &[f32]| compare_outputs_with(got, &want, tol, 1, POISON, &scales);
                     let what = format!("k class {kc}, q {qc}, v {vc}, causal {causal}");
-                    // Honest: attention with each weight rounded to fp16 (the sum from the
-                    // unrounded weights, as a kernel's l).
-                    let mut honest = vec![0f32; s * d];
-                    for i in 0..s {
-                        let seen = if causal { i + 1 } else { s };
-                        let sc: Vec<f64> = (0..seen)
-                            .map(|j| {
-                                scale * (0..d).map(|c| q[i * d + c] * k[j * d + c]).sum::<f64>()
-                            })
-                            .collect();
-                        let m = sc.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                        let w: Vec<f64> = sc.iter().map(|x| (x - m).exp()).collect();
-                        let l: f64 = w.iter().sum();
-                        for c in 0..d {
-                            let o: f64 = (0..seen).map(|j| fp16(w[j]) * v[j * d + c]).sum();
-                            honest[i * d + c] = (o / l) as f32;
-                        }
-                    }
+                    let honest = honest_fp16_p(&q, &k, &v, (s, d), scale, causal);
                     let h = judge(&honest);
                     assert!(h.passed(), "honest fails on {what}: {h:?}");
                     // Uniform attention itself: ignores q.
-                    let mean: Vec<f32> = (0..s * d)
-                        .map(|i| {
-                            let row = i / d;
-                            let seen = if causal { row + 1 } else { s };
-                            ((0..seen).map(|j| v[j * d + i % d]).sum::<f64>() / seen as f64) as f32
-                        })
-                        .collect();
+                    let mean = prefix_means(&v, (s, d), causal);
                     let r = judge(&mean);
                     assert!(!r.passed(), "uniform attention passes on {what}: {r:?}");
                     // V's first row everywhere.
@@ -648,31 +686,7 @@ mod tests {
                     assert!(!r.passed(), "V's first row passes on {what}: {r:?}");
                     // Linear in q around uniform attention (non-causal: one D × D matrix).
                     if !causal {
-                        let kb: Vec<f64> = (0..d)
-                            .map(|c| (0..s).map(|j| k[j * d + c]).sum::<f64>() / s as f64)
-                            .collect();
-                        let vb: Vec<f64> = (0..d)
-                            .map(|c| (0..s).map(|j| v[j * d + c]).sum::<f64>() / s as f64)
-                            .collect();
-                        let mut mtx = vec![0f64; d * d];
-                        for j in 0..s {
-                            for a in 0..d {
-                                for b in 0..d {
-                                    mtx[a * d + b] +=
-                                        (k[j * d + a] - kb[a]) * (v[j * d + b] - vb[b]) / s as f64;
-                                }
-                            }
-                        }
-                        let lin: Vec<f32> = (0..s * d)
-                            .map(|i| {
-                                let (row, b) = (i / d, i % d);
-                                (vb[b]
-                                    + scale
-                                        * (0..d)
-                                            .map(|a| q[row * d + a] * mtx[a * d + b])
-                                            .sum::<f64>()) as f32
-                            })
-                            .collect();
+                        let lin = linearised(&q, &k, &v, (s, d), scale);
                         let r = judge(&lin);
                         assert!(!r.passed(), "linearised attention passes on {what}: {r:?}");
                     }
